@@ -1,0 +1,628 @@
+"""Vectorized TGSI interpreter: one program over N invocations at once.
+
+Each lane is one vertex or one fragment; fragments come in 2x2 quads (lanes 4q..4q+3 are
+top-left, top-right, bottom-left, bottom-right, "bottom" being +1 in the y the renderer
+uses for derivatives). All lanes of a program step through the instruction list together,
+SIMT style: structured control flow narrows an execution mask the way Gallium's tgsi_exec
+does (condition, loop, continue and function masks), and an instruction with no active
+lane is not computed. Registers hold raw 32-bit patterns (uint32 arrays of shape
+(registers, 4, N)); float and integer opcodes view them as they need.
+
+Works on NumPy or CuPy: the backend is taken from the input arrays.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from tilesim.backend import array_module, xp as active_xp
+from tilesim.errors import InputError
+
+from . import opcodes as ops
+from .ir import Instruction, Program, SrcOperand
+from .opcodes import COMPONENT, DOT, F32, I32, OPCODES, REPLICATE, U32
+from .sampling import (
+    BIAS,
+    EXPLICIT,
+    GRADIENT,
+    IMPLICIT,
+    LEVEL_ZERO,
+    ProceduralSampler,
+    Sampler,
+    TextureRequest,
+)
+from .stats import DynamicCounter, DynamicStats
+
+MAX_LOOP_ITERATIONS = 1 << 16
+_CATEGORY_INDEX = {c: i for i, c in enumerate(ops.CATEGORIES)}
+_FLOW_PAIRS = {"IF": "ENDIF", "UIF": "ENDIF", "BGNLOOP": "ENDLOOP", "BGNSUB": "ENDSUB"}
+
+
+@dataclass
+class Execution:
+    """The result of running a program over N lanes.
+
+    outputs: (R, 4, N) float32 (a view of the raw bits: integer outputs read with
+        ``outputs.view(np.uint32)``).
+    killed: (N,) bool, fragments discarded by KILL / KILL_IF.
+    stats: dynamic instruction statistics.
+    trace: when requested, (pc (T,) int32, active lanes per warp (T, W) uint8) for every
+        issued instruction, in execution order.
+    """
+
+    outputs: Any
+    killed: Any
+    stats: DynamicStats
+    trace: tuple[Any, Any] | None = None
+
+
+class UnsupportedOpcode(InputError):
+    """The program uses a TGSI opcode the interpreter does not implement."""
+
+
+def _control_structure(program: Program) -> dict[int, dict[str, int]]:
+    """Matching partners of every flow instruction, checked: IF->ELSE/ENDIF, loops, subs."""
+    links: dict[int, dict[str, int]] = {}
+    stack: list[int] = []
+    loops: list[int] = []
+    src = program.source
+    for pc, inst in enumerate(program.instructions):
+        op = inst.opcode
+        if op in ("IF", "UIF", "BGNLOOP", "BGNSUB"):
+            stack.append(pc)
+            links[pc] = {}
+            if op == "BGNLOOP":
+                loops.append(pc)
+        elif op == "ELSE":
+            if not stack or program.instructions[stack[-1]].opcode not in ("IF", "UIF"):
+                raise InputError("ELSE without IF", source=src, line=inst.line)
+            if "else" in links[stack[-1]]:
+                raise InputError("second ELSE for one IF", source=src, line=inst.line)
+            links[stack[-1]]["else"] = pc
+            links[pc] = {"if": stack[-1]}
+        elif op in ("ENDIF", "ENDLOOP", "ENDSUB"):
+            opener = program.instructions[stack[-1]].opcode if stack else None
+            if opener is None or _FLOW_PAIRS[opener] != op:
+                raise InputError(f"{op} without matching opener (innermost open block: "
+                                 f"{opener or 'none'})", source=src, line=inst.line)
+            start = stack.pop()
+            links[start]["end"] = pc
+            links[pc] = {"begin": start}
+            if "else" in links[start]:
+                links[links[start]["else"]]["end"] = pc
+            if op == "ENDLOOP":
+                loops.pop()
+        elif op in ("BRK", "CONT"):
+            if not loops:
+                raise InputError(f"{op} outside a loop", source=src, line=inst.line)
+            links[pc] = {"loop": loops[-1]}
+        elif op == "CAL":
+            if inst.label is None or not 0 <= inst.label < len(program.instructions):
+                raise InputError("CAL without a valid label", source=src, line=inst.line)
+            links[pc] = {"target": inst.label}
+    if stack:
+        inst = program.instructions[stack[-1]]
+        raise InputError(f"{inst.opcode} is never closed", source=src, line=inst.line)
+    return links
+
+
+class Interpreter:
+    """A prepared program. ``run`` executes it over arrays of lanes; it may be called often."""
+
+    def __init__(self, program: Program):
+        self.program = program
+        for inst in program.instructions:
+            if inst.opcode not in OPCODES:
+                raise UnsupportedOpcode(
+                    f"opcode {inst.opcode} (instruction {inst.number}) is not implemented by "
+                    "the interpreter", source=program.source, line=inst.line)
+        self.links = _control_structure(program)
+        self.num_temps = max(program.register_count("TEMP"), 1)
+        self.num_outputs = max(program.register_count("OUT"), 1)
+        self.num_addrs = max(program.register_count("ADDR"), 1)
+        self.num_inputs = program.register_count("IN")
+        self.sv_semantics = program.system_value_semantics()
+        self.num_system_values = program.register_count("SV")
+        imm = np.zeros((max(len(program.immediates), 1), 4), dtype=U32)
+        for im in program.immediates:
+            imm[im.index, : len(im.bits)] = im.bits
+        self._immediates_host = imm
+        self.uses_derivatives = any(
+            i.opcode.startswith(("DDX", "DDY")) or
+            (i.opcode in ("TEX", "TXB", "TXP") and program.processor == "FRAG")
+            for i in program.instructions)
+
+    # -- public -----------------------------------------------------------------------------
+
+    def run(self, inputs=None, constants=None, *, lanes: int | None = None,
+            sampler: Sampler | None = None, system_values: dict | None = None,
+            record_trace: bool = False) -> Execution:
+        """Run over N lanes.
+
+        inputs: (R, 4, N) float32 or uint32 array (IN registers), or {index: (4, N)}.
+        constants: (S, 4) for CONST buffer 0, or {buffer: (S, 4)}; float32 or uint32 bits.
+        system_values: {semantic name: (4, N)} for SV registers (e.g. 'FACE', 'VERTEXID').
+        lanes: N, needed only when there are no inputs to take it from.
+        """
+        run = _Run(self, inputs, constants, lanes, sampler or ProceduralSampler(),
+                   system_values or {}, record_trace)
+        return run.execute()
+
+
+def interpret(program: Program, inputs=None, constants=None, **kwargs) -> Execution:
+    """One-shot convenience: ``Interpreter(program).run(...)``."""
+    return Interpreter(program).run(inputs, constants, **kwargs)
+
+
+def _as_bits(xp, a):
+    a = xp.asarray(a)
+    if a.dtype == np.float32:
+        return a.view(U32)
+    if a.dtype in (np.uint32, np.int32):
+        return a.view(U32)
+    if a.dtype.kind == "f":
+        return a.astype(F32).view(U32)
+    if a.dtype.kind in "iub":
+        return a.astype(np.int64).astype(U32)
+    raise TypeError(f"cannot use an array of {a.dtype} as TGSI register data")
+
+
+class _Run:
+    """The state of one execution: registers, masks, stacks, counters."""
+
+    def __init__(self, interp: Interpreter, inputs, constants, lanes, sampler, system_values,
+                 record_trace):
+        self.interp = interp
+        self.program = interp.program
+        sample_array = None
+        if isinstance(inputs, dict):
+            sample_array = next(iter(inputs.values()), None)
+        elif inputs is not None:
+            sample_array = inputs
+        if sample_array is None and system_values:
+            sample_array = next(iter(system_values.values()))
+        xp = array_module(sample_array) if sample_array is not None else active_xp()
+        self.xp = xp
+        if lanes is None:
+            if sample_array is None:
+                raise ValueError("lanes must be given when there are no inputs")
+            lanes = int(xp.asarray(sample_array).shape[-1])
+        self.n = lanes
+        n = lanes
+        self.lane_index = xp.arange(n)
+
+        # Register files.
+        num_in = max(interp.num_inputs, 1)
+        self.inputs = xp.zeros((num_in, 4, n), dtype=U32)
+        if isinstance(inputs, dict):
+            for index, value in inputs.items():
+                if index < num_in:
+                    self.inputs[index] = _as_bits(xp, value)
+        elif inputs is not None:
+            bits = _as_bits(xp, inputs)
+            count = min(bits.shape[0], num_in)
+            self.inputs[:count] = bits[:count]
+        self.temps = xp.zeros((interp.num_temps, 4, n), dtype=U32)
+        self.outputs = xp.zeros((interp.num_outputs, 4, n), dtype=U32)
+        self.addrs = xp.zeros((interp.num_addrs, 4, n), dtype=U32)
+        self.system = xp.zeros((max(interp.num_system_values, 1), 4, n), dtype=U32)
+        for index, (name, _) in interp.sv_semantics.items():
+            if name in system_values:
+                self.system[index] = _as_bits(xp, system_values[name])
+        self.immediates = xp.asarray(interp._immediates_host)
+        if constants is None:
+            constants = {}
+        if not isinstance(constants, dict):
+            constants = {0: constants}
+        self.constants = {int(k): _as_bits(xp, v).reshape(-1, 4) for k, v in constants.items()}
+        self.files = {"TEMP": self.temps, "OUT": self.outputs, "IN": self.inputs,
+                      "ADDR": self.addrs, "SV": self.system}
+
+        self.sampler = sampler
+        ones = xp.ones(n, dtype=bool)
+        self.cond = ones
+        self.loop = ones
+        self.cont = ones
+        self.func = ones
+        self.killed = xp.zeros(n, dtype=bool)
+        self.dead_warps = None  # lanes of warps whose every lane was killed
+        self.counter = DynamicCounter(xp, n)
+        self.record_trace = record_trace
+        self.trace_pc: list[int] = []
+        self.trace_masks: list[Any] = []
+        self._update_exec()
+
+    # -- masks ------------------------------------------------------------------------------
+
+    def _update_exec(self) -> None:
+        mask = self.cond & self.loop & self.cont & self.func
+        if self.dead_warps is not None:
+            mask = mask & ~self.dead_warps
+        self.exec = mask
+        count = int(mask.sum())
+        self.exec_any = count > 0
+        self.exec_all = count == self.n
+
+    # -- operands ---------------------------------------------------------------------------
+
+    def _lane_address(self, indirect, offset: int):
+        reg = self.files[indirect.file][indirect.index, indirect.component]
+        return reg.view(I32).astype(np.int64) + offset
+
+    def _read_bits(self, src: SrcOperand, channels: list[int]):
+        """Raw bits of the selected source channels: (k, N) or (k, 1) uint32."""
+        xp = self.xp
+        reg = src.register
+        file = reg.file
+        if file == "IMM":
+            if reg.indirect is not None:
+                addr = self._lane_address(reg.indirect, reg.index)
+                table = self.immediates
+                ok = (addr >= 0) & (addr < table.shape[0])
+                rows = table[xp.where(ok, addr, 0)]  # (N, 4)
+                return xp.where(ok[None, :], rows.T[channels], U32(0))
+            return self.immediates[reg.index][channels][:, None]
+        if file == "CONST":
+            if reg.dimension_indirect is not None:
+                raise UnsupportedOpcode("indirect constant-buffer selection is not supported",
+                                        source=self.program.source)
+            table = self.constants.get(reg.dimension or 0)
+            if table is None:
+                table = xp.zeros((1, 4), dtype=U32)
+            if reg.indirect is not None:
+                addr = self._lane_address(reg.indirect, reg.index)
+                ok = (addr >= 0) & (addr < table.shape[0])
+                rows = table[xp.where(ok, addr, 0)]
+                return xp.where(ok[None, :], rows.T[channels], U32(0))
+            if reg.index >= table.shape[0]:
+                return xp.zeros((len(channels), 1), dtype=U32)
+            return table[reg.index][channels][:, None]
+        array = self.files.get(file)
+        if array is None:
+            raise UnsupportedOpcode(f"register file {file} cannot be read here",
+                                    source=self.program.source)
+        if reg.indirect is not None:
+            addr = self._lane_address(reg.indirect, reg.index)
+            ok = (addr >= 0) & (addr < array.shape[0])
+            idx = xp.where(ok, addr, 0)
+            ch = xp.asarray(channels)[:, None]
+            values = array[idx[None, :], ch, self.lane_index[None, :]]
+            return xp.where(ok[None, :], values, U32(0))
+        if reg.index >= array.shape[0]:
+            return xp.zeros((len(channels), 1), dtype=U32)
+        if channels == [0, 1, 2, 3]:
+            return array[reg.index]
+        return array[reg.index][channels]
+
+    def fetch(self, src: SrcOperand, channels: list[int], kind: str):
+        """Source channels (after swizzle) typed as ``kind`` with its modifiers applied."""
+        bits = self._read_bits(src, [src.swizzle[c] for c in channels])
+        if kind == "any" and not (src.negate or src.absolute):
+            return bits
+        if kind in ("float", "any"):
+            v = bits.view(F32)
+            if src.absolute:
+                v = self.xp.abs(v)
+            if src.negate:
+                v = -v
+            return v
+        if kind == "int":
+            v = bits.view(I32)
+            if src.absolute:
+                v = ops._iabs(v)
+            if src.negate:
+                v = ops._ineg(v)
+            return v
+        v = bits
+        if src.negate:
+            v = (U32(0) - v).astype(U32)
+        return v
+
+    def store(self, inst: Instruction, value, kind: str, channels: list[int] | None = None):
+        """Write a (k, N) or (k, 1) result to the destination's write mask under the exec mask."""
+        xp = self.xp
+        dst = inst.dst[0]
+        channels = list(dst.writemask) if channels is None else channels
+        if kind in ("float", "any") and value.dtype != U32:
+            value = value.astype(F32, copy=False)
+            if inst.saturate:
+                # NaN saturates to 0, as llvmpipe does.
+                value = xp.where(value > 0, xp.minimum(value, F32(1)), F32(0)).astype(F32)
+            bits = value.view(U32)
+        else:
+            bits = value.astype(value.dtype, copy=False).view(U32) if value.dtype in (
+                I32, U32) else value.astype(np.int64).astype(U32)
+        reg = dst.register
+        array = self.files.get(reg.file)
+        if array is None:
+            raise UnsupportedOpcode(f"register file {reg.file} cannot be written",
+                                    source=self.program.source, line=inst.line)
+        if reg.indirect is not None:
+            addr = self._lane_address(reg.indirect, reg.index)
+            ok = self.exec & (addr >= 0) & (addr < array.shape[0])
+            lanes = xp.nonzero(ok)[0]
+            rows = addr[lanes]
+            for i, c in enumerate(channels):
+                row = bits[i]
+                array[rows, c, lanes] = row[lanes] if row.shape[0] != 1 else row[0]
+            return
+        target = array[reg.index]
+        for i, c in enumerate(channels):
+            if self.exec_all:
+                target[c] = bits[i]
+            else:
+                xp.copyto(target[c], xp.broadcast_to(bits[i], (self.n,)), where=self.exec)
+
+    # -- execution --------------------------------------------------------------------------
+
+    def execute(self) -> Execution:
+        instructions = self.program.instructions
+        links = self.interp.links
+        cond_stack: list[Any] = []
+        loop_stack: list[tuple[Any, Any, int]] = []
+        call_stack: list[tuple[int, Any]] = []
+        pc = 0
+        with np.errstate(all="ignore"):
+            while pc < len(instructions):
+                inst = instructions[pc]
+                op = inst.opcode
+                info = OPCODES[op]
+                if op == "END":
+                    break
+                if self.exec_any:
+                    self._count(pc, info)
+                if op in ("IF", "UIF"):
+                    if self.exec_any:
+                        x = self.fetch(inst.src[0], [0], "float" if op == "IF" else "uint")[0]
+                        taken = x != 0
+                    else:
+                        taken = self.xp.zeros(self.n, dtype=bool)
+                    cond_stack.append(self.cond)
+                    self.cond = self.cond & taken
+                    self._update_exec()
+                    if not self.exec_any:
+                        pc = links[pc].get("else", links[pc]["end"])
+                        continue
+                elif op == "ELSE":
+                    self.cond = cond_stack[-1] & ~self.cond
+                    self._update_exec()
+                    if not self.exec_any:
+                        pc = links[pc]["end"]
+                        continue
+                elif op == "ENDIF":
+                    self.cond = cond_stack.pop()
+                    self._update_exec()
+                elif op == "BGNLOOP":
+                    loop_stack.append((self.loop, self.cont, 0))
+                elif op == "BRK":
+                    self.loop = self.loop & ~self.exec
+                    self._update_exec()
+                elif op == "CONT":
+                    self.cont = self.cont & ~self.exec
+                    self._update_exec()
+                elif op == "ENDLOOP":
+                    saved_loop, saved_cont, iterations = loop_stack[-1]
+                    self.cont = saved_cont
+                    self._update_exec()
+                    if self.exec_any:
+                        if iterations + 1 >= MAX_LOOP_ITERATIONS:
+                            raise InputError(
+                                f"loop did not finish after {MAX_LOOP_ITERATIONS} iterations",
+                                source=self.program.source,
+                                line=instructions[links[pc]["begin"]].line)
+                        loop_stack[-1] = (saved_loop, saved_cont, iterations + 1)
+                        pc = links[pc]["begin"] + 1
+                        continue
+                    loop_stack.pop()
+                    self.loop = saved_loop
+                    self._update_exec()
+                elif op == "CAL":
+                    if self.exec_any:
+                        call_stack.append((pc + 1, self.func))
+                        target = links[pc]["target"]
+                        if instructions[target].opcode == "BGNSUB":
+                            target += 1
+                        pc = target
+                        continue
+                elif op == "RET":
+                    self.func = self.func & ~self.exec
+                    self._update_exec()
+                    if call_stack and not self.exec_any:
+                        pc, self.func = call_stack.pop()
+                        self._update_exec()
+                        continue
+                    if not call_stack and not bool(self.func.any()):
+                        break
+                elif op == "ENDSUB":
+                    if not call_stack:
+                        raise InputError("ENDSUB reached outside a call",
+                                         source=self.program.source, line=inst.line)
+                    pc, self.func = call_stack.pop()
+                    self._update_exec()
+                    continue
+                elif op in ("BGNSUB", "NOP"):
+                    pass
+                elif not self.exec_any:
+                    pass
+                elif op in ("KILL", "KILL_IF"):
+                    self._kill(inst)
+                elif info.category == ops.TEX:
+                    self._texture(inst)
+                elif info.shape == COMPONENT:
+                    channels = list(inst.dst[0].writemask)
+                    args = [self.fetch(s, channels, info.src_type) for s in inst.src]
+                    self.store(inst, info.fn(*args), info.dst_type)
+                elif info.shape == REPLICATE:
+                    args = [self.fetch(s, [0], info.src_type) for s in inst.src]
+                    value = info.fn(*args)
+                    mask = inst.dst[0].writemask
+                    self.store(inst, self.xp.broadcast_to(value, (len(mask), value.shape[1])),
+                               info.dst_type)
+                elif info.shape == DOT:
+                    channels = list(range(info.dot_width))
+                    a = self.fetch(inst.src[0], channels, "float")
+                    b = self.fetch(inst.src[1], channels, "float")
+                    value = a[0] * b[0]
+                    for c in channels[1:]:
+                        value = value + a[c] * b[c]
+                    mask = inst.dst[0].writemask
+                    self.store(inst, self.xp.broadcast_to(value, (len(mask), value.shape[-1])),
+                               "float")
+                else:
+                    self._special(inst)
+                pc += 1
+        trace = None
+        if self.record_trace:
+            xp = self.xp
+            masks = (xp.stack(self.trace_masks) if self.trace_masks
+                     else xp.zeros((0, self.counter.warps), dtype=np.uint8))
+            trace = (np.asarray(self.trace_pc, dtype=np.int32), masks)
+        return Execution(outputs=self.outputs.view(F32), killed=self.killed,
+                         stats=self.counter.result(), trace=trace)
+
+    def _count(self, pc: int, info) -> None:
+        tex = info.category == ops.TEX and info.name != "TXQ"
+        self.counter.step(_CATEGORY_INDEX[info.category], self.exec, self.exec_all, tex)
+        if self.record_trace:
+            self.trace_pc.append(pc)
+            self.trace_masks.append(self.counter.warp_lanes(self.exec).astype(np.uint8))
+
+    # -- special opcodes --------------------------------------------------------------------
+
+    def _kill(self, inst: Instruction) -> None:
+        xp = self.xp
+        if inst.opcode == "KILL":
+            hit = self.exec
+        else:
+            v = self.fetch(inst.src[0], [0, 1, 2, 3], "float")
+            hit = self.exec & xp.broadcast_to((v < 0).any(axis=0), (self.n,))
+        self.killed = self.killed | hit
+        # A warp whose every lane is killed stops, as GPUs do; lanes of a partly killed quad
+        # go on as helpers so that derivatives stay defined for the others.
+        if self.n % 4 == 0:
+            whole = self.killed.reshape(-1, 4).all(axis=1)
+            self.dead_warps = xp.repeat(whole, 4)
+            self._update_exec()
+
+    def _quads(self, value):
+        if value.shape[-1] == 1:
+            return None
+        if self.n % 4:
+            raise InputError("derivatives need lanes in whole 2x2 quads (N % 4 == 0)",
+                             source=self.program.source)
+        return value.reshape(value.shape[0], -1, 4)
+
+    def _derivative(self, value, op: str):
+        xp = self.xp
+        q = self._quads(value)
+        if q is None:
+            return xp.zeros_like(value)
+        if op == "DDX":
+            d = xp.repeat((q[:, :, 1] - q[:, :, 0])[:, :, None], 4, axis=2)
+        elif op == "DDY":
+            d = xp.repeat((q[:, :, 2] - q[:, :, 0])[:, :, None], 4, axis=2)
+        elif op == "DDX_FINE":
+            top = q[:, :, 1] - q[:, :, 0]
+            bottom = q[:, :, 3] - q[:, :, 2]
+            d = xp.stack([top, top, bottom, bottom], axis=2)
+        else:  # DDY_FINE
+            left = q[:, :, 2] - q[:, :, 0]
+            right = q[:, :, 3] - q[:, :, 1]
+            d = xp.stack([left, right, left, right], axis=2)
+        return d.reshape(value.shape[0], -1)
+
+    def _special(self, inst: Instruction) -> None:
+        xp = self.xp
+        op = inst.opcode
+        mask = list(inst.dst[0].writemask)
+        if op.startswith(("DDX", "DDY")):
+            self.store(inst, self._derivative(self.fetch(inst.src[0], mask, "float"), op),
+                       "float")
+            return
+        one = xp.ones((1, 1), dtype=F32)
+        if op == "LIT":
+            s = self.fetch(inst.src[0], [0, 1, 2, 3], "float")
+            x, y, w = s[0], s[1], s[3]
+            spec = xp.where(x > 0, xp.power(xp.maximum(y, F32(0)),
+                                            xp.clip(w, F32(-128), F32(128))), F32(0))
+            full = [one[0], xp.maximum(x, F32(0)), spec, one[0]]
+        elif op == "EXP":
+            x = self.fetch(inst.src[0], [0], "float")[0]
+            fl = xp.floor(x)
+            full = [xp.exp2(fl), x - fl, xp.exp2(x), one[0]]
+        elif op == "LOG":
+            x = xp.abs(self.fetch(inst.src[0], [0], "float")[0])
+            lg = xp.log2(x)
+            fl = xp.floor(lg)
+            full = [fl, x / xp.exp2(fl), lg, one[0]]
+        elif op == "DST":
+            a = self.fetch(inst.src[0], [0, 1, 2, 3], "float")
+            b = self.fetch(inst.src[1], [0, 1, 2, 3], "float")
+            full = [one[0], a[1] * b[1], a[2], b[3]]
+        else:  # pragma: no cover - every OPCODES entry is dispatched somewhere
+            raise UnsupportedOpcode(f"opcode {op} is not implemented",
+                                    source=self.program.source, line=inst.line)
+        width = max(v.shape[-1] for v in full)
+        value = xp.stack([xp.broadcast_to(full[c], (width,)) for c in mask]).astype(F32)
+        self.store(inst, value, "float")
+
+    def _texture(self, inst: Instruction) -> None:
+        xp = self.xp
+        op = inst.opcode
+        sampler_operand = inst.src[-1]
+        if sampler_operand.register.file not in ("SAMP", "SVIEW"):
+            raise InputError(f"{op}: last operand must be a SAMP register",
+                             source=self.program.source, line=inst.line)
+        if sampler_operand.register.indirect is not None:
+            raise UnsupportedOpcode(f"{op}: indirect sampler indexing is not supported",
+                                    source=self.program.source, line=inst.line)
+        unit = sampler_operand.register.index
+        target = inst.texture_target or "2D"
+        full = [0, 1, 2, 3]
+
+        def lanes(v):
+            return xp.broadcast_to(v, (v.shape[0], self.n)).astype(v.dtype)
+
+        if op == "TXQ":
+            level = lanes(self.fetch(inst.src[0], [0], "int"))[0]
+            result = self.sampler.size(unit, target, level).astype(I32)
+            self.store(inst, result[list(inst.dst[0].writemask)], "int")
+            return
+        if op in ("TXF", "TXF_LZ"):
+            texel = lanes(self.fetch(inst.src[0], full, "int")).copy()
+            if op == "TXF_LZ":
+                texel[3] = 0
+            result = self.sampler.fetch(unit, target, texel, self.exec)
+            self.store(inst, result[list(inst.dst[0].writemask)].astype(F32), "float")
+            return
+        coords = lanes(self.fetch(inst.src[0], full, "float"))
+        request = TextureRequest(unit=unit, target=target, coords=coords, active=self.exec,
+                                 instruction=inst.number)
+        if op == "TXP":
+            w = coords[3]
+            request.coords = xp.stack([coords[0] / w, coords[1] / w, coords[2] / w, w])
+        elif op == "TXB":
+            request.lod_mode, request.lod = BIAS, coords[3]
+        elif op == "TXL":
+            request.lod_mode, request.lod = EXPLICIT, coords[3]
+        elif op in ("TXB2", "TXL2"):
+            request.lod = lanes(self.fetch(inst.src[1], [0], "float"))[0]
+            request.lod_mode = BIAS if op == "TXB2" else EXPLICIT
+        elif op == "TXD":
+            request.lod_mode = GRADIENT
+            request.ddx = lanes(self.fetch(inst.src[1], full, "float"))
+            request.ddy = lanes(self.fetch(inst.src[2], full, "float"))
+        elif op == "TEX_LZ":
+            request.lod_mode = LEVEL_ZERO
+        else:
+            request.lod_mode = IMPLICIT
+        if request.lod_mode in (IMPLICIT, BIAS) and self.program.processor != "FRAG":
+            # Outside fragment shaders there are no quads: implicit LOD is level 0.
+            request.lod_mode = EXPLICIT if request.lod_mode == IMPLICIT else request.lod_mode
+            if request.lod is None:
+                request.lod = xp.zeros(self.n, dtype=F32)
+        result = self.sampler.sample(request)
+        self.store(inst, result[list(inst.dst[0].writemask)].astype(F32), "float")

@@ -1,0 +1,115 @@
+"""The one array backend used by all numeric code: NumPy by default, CuPy on request.
+
+Pipeline code never branches on the backend. It asks for the module that owns its data
+(``array_module(x)``, like ``cupy.get_array_module``) or for the active one (``xp()``), and
+moves data to or from the host only at stage boundaries (``to_host`` / ``to_device``).
+"""
+
+from __future__ import annotations
+
+import types
+
+import numpy as np
+
+__all__ = [
+    "BackendUnavailable",
+    "array_module",
+    "available_backends",
+    "backend_name",
+    "set_backend",
+    "to_device",
+    "to_host",
+    "use_backend",
+    "xp",
+]
+
+
+class BackendUnavailable(RuntimeError):
+    """The requested backend cannot run here (CuPy missing, or no GPU)."""
+
+
+_active: types.ModuleType = np
+
+
+def _load_cupy() -> types.ModuleType:
+    try:
+        import cupy
+    except ImportError as exc:  # pragma: no cover - depends on the machine
+        raise BackendUnavailable(
+            "backend 'cupy' needs CuPy: pip install 'tilesim[gpu]'"
+        ) from exc
+    try:
+        if cupy.cuda.runtime.getDeviceCount() < 1:
+            raise BackendUnavailable("backend 'cupy': CuPy found no CUDA device")
+    except cupy.cuda.runtime.CUDARuntimeError as exc:  # pragma: no cover
+        raise BackendUnavailable(f"backend 'cupy': no usable CUDA device ({exc})") from exc
+    return cupy
+
+
+def available_backends() -> list[str]:
+    """Names of the backends that can run on this machine."""
+    names = ["numpy"]
+    try:
+        _load_cupy()
+        names.append("cupy")
+    except BackendUnavailable:
+        pass
+    return names
+
+
+def set_backend(name: str) -> types.ModuleType:
+    """Make ``name`` ('numpy' or 'cupy') the active backend and return its module."""
+    global _active
+    if name == "numpy":
+        _active = np
+    elif name == "cupy":
+        _active = _load_cupy()
+    else:
+        raise ValueError(f"unknown backend {name!r}: expected 'numpy' or 'cupy'")
+    return _active
+
+
+class use_backend:
+    """Context manager: ``with use_backend('cupy'): ...`` restores the previous one after."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __enter__(self) -> types.ModuleType:
+        self._previous = _active
+        return set_backend(self.name)
+
+    def __exit__(self, *exc) -> None:
+        global _active
+        _active = self._previous
+
+
+def xp() -> types.ModuleType:
+    """The active array module (numpy or cupy)."""
+    return _active
+
+
+def backend_name() -> str:
+    return "cupy" if _active is not np else "numpy"
+
+
+def array_module(*arrays) -> types.ModuleType:
+    """The module that owns ``arrays``: cupy if any is a CuPy array, else numpy."""
+    for a in arrays:
+        if type(a).__module__.startswith("cupy"):
+            import cupy
+
+            return cupy
+    return np
+
+
+def to_host(a) -> np.ndarray:
+    """A NumPy copy (or view) of ``a``, wherever it lives."""
+    if type(a).__module__.startswith("cupy"):
+        return a.get()
+    return np.asarray(a)
+
+
+def to_device(a, dtype=None):
+    """``a`` as an array of the active backend."""
+    return _active.asarray(a, dtype=dtype)

@@ -1,0 +1,45 @@
+"""The ``tilesim`` command line. Each package registers its own command group.
+
+Exit codes: 0 success, 1 a check or comparison failed, 2 bad usage or input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from tilesim import __version__
+from tilesim.backend import BackendUnavailable, set_backend
+from tilesim.errors import EXIT_BAD_INPUT, TilesimError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from shaders import commands as shader_commands
+
+    parser = argparse.ArgumentParser(
+        prog="tilesim",
+        description="Tile-based mobile GPU simulator for OpenGL ES 2.0 command streams.")
+    parser.add_argument("--version", action="version", version=f"tilesim {__version__}")
+    parser.add_argument("--backend", choices=["numpy", "cupy"], default="numpy",
+                        help="array backend for numeric work (default numpy)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    shader_commands.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        set_backend(args.backend)
+        return int(args.func(args) or 0)
+    except (TilesimError, BackendUnavailable) as exc:
+        print(f"tilesim: error: {exc}", file=sys.stderr)
+        return getattr(exc, "exit_code", EXIT_BAD_INPUT)
+    except KeyboardInterrupt:
+        print("tilesim: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,34 @@
+"""Errors meant for users: each names the file and the place, and maps to an exit code."""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_FAILED_CHECK = 1
+EXIT_BAD_INPUT = 2
+
+
+class TilesimError(Exception):
+    """Base of every error tilesim reports to a user (exit code 2: bad usage or input)."""
+
+    exit_code = EXIT_BAD_INPUT
+
+
+class InputError(TilesimError):
+    """Malformed input: names where (file, line, column, call number) and what was expected."""
+
+    def __init__(self, message: str, *, source: str | None = None, line: int | None = None,
+                 column: int | None = None):
+        self.source = source
+        self.line = line
+        self.column = column
+        where = source or "<input>"
+        if line is not None:
+            where += f":{line}"
+            if column is not None:
+                where += f":{column}"
+        self.bare_message = message
+        super().__init__(f"{where}: {message}")
+
+
+class ToolMissing(TilesimError):
+    """An external program or library (Mesa, apitrace, Xvfb) is not installed."""

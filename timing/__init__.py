@@ -1,0 +1,1 @@
+"""Timing and energy models fed by the per-tile counters (built by the timing issue)."""
