@@ -7,7 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from tilesim.backend import to_host, xp as active_xp
+from tilesim.backend import to_host
+from tilesim.backend import xp as active_xp
 from tilesim.errors import TilesimError
 
 from .interpreter import Interpreter

@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from tilesim.backend import array_module, xp as active_xp
+from tilesim.backend import array_module
+from tilesim.backend import xp as active_xp
 from tilesim.errors import InputError
 
 from . import opcodes as ops
@@ -326,12 +327,12 @@ class _Run:
         xp = self.xp
         dst = inst.dst[0]
         channels = list(dst.writemask) if channels is None else channels
+        if inst.saturate and kind in ("float", "any"):
+            value = value.view(F32) if value.dtype == U32 else value.astype(F32, copy=False)
+            # NaN saturates to 0, as llvmpipe does.
+            value = xp.where(value > 0, xp.minimum(value, F32(1)), F32(0)).astype(F32)
         if kind in ("float", "any") and value.dtype != U32:
-            value = value.astype(F32, copy=False)
-            if inst.saturate:
-                # NaN saturates to 0, as llvmpipe does.
-                value = xp.where(value > 0, xp.minimum(value, F32(1)), F32(0)).astype(F32)
-            bits = value.view(U32)
+            bits = value.astype(F32, copy=False).view(U32)
         else:
             bits = value.astype(value.dtype, copy=False).view(U32) if value.dtype in (
                 I32, U32) else value.astype(np.int64).astype(U32)
@@ -372,7 +373,13 @@ class _Run:
                 info = OPCODES[op]
                 if op == "END":
                     break
-                if self.exec_any:
+                if op in ("ELSE", "ENDIF"):
+                    # Issued by every warp that entered the IF, whichever branch it took.
+                    self._count(pc, info, cond_stack[-1] & self.loop & self.cont & self.func)
+                elif op == "ENDLOOP":
+                    # Issued by every lane still in the loop, CONT or not.
+                    self._count(pc, info, self.cond & self.loop & self.func)
+                elif self.exec_any:
                     self._count(pc, info)
                 if op in ("IF", "UIF"):
                     if self.exec_any:
@@ -421,7 +428,10 @@ class _Run:
                     self._update_exec()
                 elif op == "CAL":
                     if self.exec_any:
-                        call_stack.append((pc + 1, self.func))
+                        call_stack.append((pc + 1, self.func, self.cond, self.loop, self.cont,
+                                           len(cond_stack), len(loop_stack)))
+                        # Inside the call, the lanes that made it are the function's lanes.
+                        self.func = self.exec
                         target = links[pc]["target"]
                         if instructions[target].opcode == "BGNSUB":
                             target += 1
@@ -430,18 +440,16 @@ class _Run:
                 elif op == "RET":
                     self.func = self.func & ~self.exec
                     self._update_exec()
-                    if call_stack and not self.exec_any:
-                        pc, self.func = call_stack.pop()
-                        self._update_exec()
+                    if not bool(self.func.any()):
+                        if not call_stack:
+                            break
+                        pc = self._return(call_stack, cond_stack, loop_stack)
                         continue
-                    if not call_stack and not bool(self.func.any()):
-                        break
                 elif op == "ENDSUB":
                     if not call_stack:
                         raise InputError("ENDSUB reached outside a call",
                                          source=self.program.source, line=inst.line)
-                    pc, self.func = call_stack.pop()
-                    self._update_exec()
+                    pc = self._return(call_stack, cond_stack, loop_stack)
                     continue
                 elif op in ("BGNSUB", "NOP"):
                     pass
@@ -483,12 +491,29 @@ class _Run:
         return Execution(outputs=self.outputs.view(F32), killed=self.killed,
                          stats=self.counter.result(), trace=trace)
 
-    def _count(self, pc: int, info) -> None:
+    def _return(self, call_stack, cond_stack, loop_stack) -> int:
+        """Leave a subroutine: restore the caller's masks and stacks; the return address."""
+        pc, self.func, self.cond, self.loop, self.cont, conds, loops = call_stack.pop()
+        del cond_stack[conds:]
+        del loop_stack[loops:]
+        self._update_exec()
+        return pc
+
+    def _count(self, pc: int, info, mask=None) -> None:
+        if mask is None:
+            mask, full = self.exec, self.exec_all
+        else:
+            if self.dead_warps is not None:
+                mask = mask & ~self.dead_warps
+            count = int(mask.sum())
+            if count == 0:
+                return
+            full = count == self.n
         tex = info.category == ops.TEX and info.name != "TXQ"
-        self.counter.step(_CATEGORY_INDEX[info.category], self.exec, self.exec_all, tex)
+        self.counter.step(_CATEGORY_INDEX[info.category], mask, full, tex)
         if self.record_trace:
             self.trace_pc.append(pc)
-            self.trace_masks.append(self.counter.warp_lanes(self.exec).astype(np.uint8))
+            self.trace_masks.append(self.counter.warp_lanes(mask).astype(np.uint8))
 
     # -- special opcodes --------------------------------------------------------------------
 

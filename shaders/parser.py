@@ -65,6 +65,11 @@ class _Cursor:
         return InputError(f"expected {expected}, found {found!r}", source=self.source,
                           line=self.line, column=pos + 1)
 
+    def mark(self) -> int:
+        """The position of the next token (after blanks), for error messages."""
+        self.skip_space()
+        return self.pos
+
     def skip_space(self) -> None:
         while self.pos < len(self.text) and self.text[self.pos] in " \t\r":
             self.pos += 1
@@ -134,9 +139,9 @@ def parse(text: str, source: str = "<tgsi>") -> Program:
     if program is None:
         raise InputError("empty TGSI text: expected a processor line such as FRAG",
                          source=source, line=1, column=1)
-    if not program.instructions or program.instructions[-1].opcode != "END":
+    if not any(inst.opcode == "END" for inst in program.instructions):
         last = program.instructions[-1].line if program.instructions else 1
-        raise InputError("program does not finish with END", source=source, line=last)
+        raise InputError("program has no END instruction", source=source, line=last)
     return program
 
 
@@ -161,7 +166,7 @@ def _parse_line(cur: _Cursor, program: Program) -> None:
 
 
 def _parse_file_name(cur: _Cursor) -> str:
-    pos = cur.pos
+    pos = cur.mark()
     name = cur.name("a register file (" + ", ".join(FILES[:9]) + ", ...)")
     if name not in FILES:
         raise cur.error("a register file (" + ", ".join(FILES[:9]) + ", ...)", pos)
@@ -169,7 +174,7 @@ def _parse_file_name(cur: _Cursor) -> str:
 
 
 def _parse_mask(cur: _Cursor, what: str) -> tuple[int, ...]:
-    pos = cur.pos
+    pos = cur.mark()
     letters = cur.regex(re.compile(r"[xyzw]{1,4}"), what)
     mask = tuple(CHANNELS.index(c) for c in letters)
     if list(mask) != sorted(set(mask)):
@@ -200,7 +205,7 @@ def _parse_declaration(cur: _Cursor) -> Declaration:
     fields: dict = {}
     returns: list[str] = []
     while cur.accept(","):
-        pos = cur.pos
+        pos = cur.mark()
         word = cur.regex(_WORD, "a declaration attribute")
         if word == "ARRAY":
             cur.expect("(")
@@ -239,20 +244,20 @@ def _parse_declaration(cur: _Cursor) -> Declaration:
 def _parse_immediate(cur: _Cursor, expected_index: int) -> Immediate:
     line = cur.line
     cur.expect("[", "'[' after IMM")
-    pos = cur.pos
+    pos = cur.mark()
     index = cur.integer("an immediate index")
     if index != expected_index:
         raise cur.error(f"immediate index {expected_index} (immediates are numbered in order)",
                         pos)
     cur.expect("]")
-    pos = cur.pos
+    pos = cur.mark()
     kind = cur.regex(_WORD, "an immediate type (FLT32, UINT32, INT32)")
     if kind not in IMMEDIATE_TYPES[:3]:
         raise cur.error("an immediate type (FLT32, UINT32, INT32)", pos)
     cur.expect("{")
     bits: list[int] = []
     while True:
-        pos = cur.pos
+        pos = cur.mark()
         token = cur.regex(_NUMBER, "a number")
         bits.append(_immediate_bits(cur, kind, token, pos))
         if cur.accept("}"):
@@ -347,12 +352,12 @@ def _parse_dst(cur: _Cursor) -> DstOperand:
 
 def _parse_instruction(cur: _Cursor, program: Program) -> Instruction:
     line = cur.line
-    pos = cur.pos
+    pos = cur.mark()
     number = cur.integer("an instruction number")
     if number != len(program.instructions):
         raise cur.error(f"instruction number {len(program.instructions)}", pos)
     cur.expect(":")
-    pos = cur.pos
+    pos = cur.mark()
     word = cur.name("an opcode")
     saturate = False
     for suffix in ("_SAT", "_PRECISE"):
