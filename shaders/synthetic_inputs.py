@@ -51,19 +51,25 @@ def load_interface(tgsi_path: str | Path) -> dict | None:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def _integer_slots(interface: dict | None, stage: str) -> dict[int, str]:
-    """CONST slot -> 'int' or 'bool' for integer-typed uniforms of a stage."""
+def _typed_slots(interface: dict | None, stage: str) -> dict[int, str]:
+    """CONST slot -> 'int32' or 'bool32' for the integer-stored uniforms of a stage."""
     slots: dict[int, str] = {}
-    if not interface:
-        return slots
-    for uniform in interface.get("uniforms", []):
-        kind = "int" if uniform.get("type") in INT_TYPES else (
-            "bool" if uniform.get("type") in BOOL_TYPES else None)
-        where = uniform.get(stage) or {}
-        if kind and "slot" in where:
-            for s in range(where["slot"], where["slot"] + where.get("slots", 1)):
-                slots[s] = kind
+    for uniform in (interface or {}).get("uniforms", []):
+        where = uniform.get(stage)
+        if where and uniform.get("storage") in ("int32", "bool32"):
+            for s in range(where["first_slot"], where["first_slot"] + where["slots"]):
+                slots[s] = uniform["storage"]
     return slots
+
+
+def _state_values(interface: dict | None, stage: str, height: int) -> dict[int, np.ndarray]:
+    """Mesa-internal constants the renderer fills (gl_FragCoord's y transform)."""
+    values: dict[int, np.ndarray] = {}
+    for state in (interface or {}).get("state", []):
+        if state.get("stage") == stage and state["name"] == "gl_FbWposYTransform":
+            # Drawing into a framebuffer object: y stays as the rasterizer gives it.
+            values[state["slot"]] = np.array([1, 0, -1, height], dtype=np.float32)
+    return values
 
 
 def generate(program: Program, *, width: int = 64, height: int = 64, seed: int = 0,
@@ -91,17 +97,23 @@ def generate(program: Program, *, width: int = 64, height: int = 64, seed: int =
             inputs[r, 3] = 1.0
     constants: dict[int, np.ndarray] = {}
     stage = "vertex" if program.processor == "VERT" else "fragment"
-    integer_slots = _integer_slots(interface, stage)
+    typed_slots = _typed_slots(interface, stage)
+    state = _state_values(interface, stage, height)
     for d in program.declared("CONST"):
         buf = d.dimension or 0
         count = d.last + 1
         table = rng.uniform(-1.0, 1.0, (count, 4)).astype(np.float32).view(np.uint32)
-        for slot, kind in integer_slots.items():
-            if slot < count:
-                if kind == "int":
+        if buf == 0:
+            for slot, kind in typed_slots.items():
+                if slot >= count:
+                    continue
+                if kind == "int32":  # loop counts and indices: small and non-negative
                     table[slot] = rng.integers(0, 6, 4).astype(np.uint32)
                 else:
                     table[slot] = np.where(rng.random(4) < 0.5, 0, 0xFFFFFFFF).astype(np.uint32)
+            for slot, value in state.items():
+                if slot < count:
+                    table[slot] = value.view(np.uint32)
         previous = constants.get(buf)
         if previous is None or previous.shape[0] < count:
             constants[buf] = table
