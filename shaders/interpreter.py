@@ -545,15 +545,13 @@ class _Run:
         q = self._quads(value)
         if q is None:
             return xp.zeros_like(value)
-        if op == "DDX":
-            d = xp.repeat((q[:, :, 1] - q[:, :, 0])[:, :, None], 4, axis=2)
-        elif op == "DDY":
-            d = xp.repeat((q[:, :, 2] - q[:, :, 0])[:, :, None], 4, axis=2)
-        elif op == "DDX_FINE":
+        # tgsi.rst lets coarse DDX/DDY be one value per quad but does not require it;
+        # llvmpipe (the reference renderer) computes them per row/column, and so do we.
+        if op in ("DDX", "DDX_FINE"):
             top = q[:, :, 1] - q[:, :, 0]
             bottom = q[:, :, 3] - q[:, :, 2]
             d = xp.stack([top, top, bottom, bottom], axis=2)
-        else:  # DDY_FINE
+        else:  # DDY, DDY_FINE
             left = q[:, :, 2] - q[:, :, 0]
             right = q[:, :, 3] - q[:, :, 1]
             d = xp.stack([left, right, left, right], axis=2)

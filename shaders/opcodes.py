@@ -146,14 +146,14 @@ def _umod(a, b):
 
 
 def _idiv(a, b):
-    # Truncating division as in C. By zero the result is undefined in TGSI; llvmpipe
-    # returns all bits set (-1), the same as UDIV, and so do we. INT_MIN / -1 wraps.
+    # Truncating division as in C. By zero the result is "TBD" in tgsi.rst; llvmpipe (the
+    # reference) returns 0, and so do we. INT_MIN / -1 wraps to INT_MIN.
     xp = _xp(a, b)
     a64, b64 = a.astype(np.int64), b.astype(np.int64)
     safe = xp.where(b64 == 0, 1, b64)
     q = xp.abs(a64) // xp.abs(safe)
     q = xp.where((a64 < 0) != (safe < 0), -q, q)
-    return xp.where(b64 == 0, -1, q).astype(np.uint64).astype(U32).view(I32)
+    return xp.where(b64 == 0, 0, q).astype(np.uint64).astype(U32).view(I32)
 
 
 def _imod(a, b):
@@ -274,6 +274,15 @@ def _i2f(a):
     return a.astype(F32)
 
 
+def _pow(a, b):
+    # Undefined in GLSL for x < 0, and for x == 0 with y <= 0. llvmpipe (the reference) gives
+    # 0 whenever x == 0 and NaN whenever x < 0; so do we.
+    xp = _xp(a, b)
+    positive = xp.where(a > 0, a, F32(1))
+    out = xp.power(positive, b).astype(F32)
+    return xp.where(a > 0, out, xp.where(a == 0, F32(0), F32(np.nan))).astype(F32)
+
+
 def _rsq(a):
     # Modern tgsi.rst: 1/sqrt(x), undefined for x <= 0; llvmpipe gives +inf at 0, NaN below.
     return (F32(1) / _xp(a).sqrt(a)).astype(F32)
@@ -318,7 +327,7 @@ _op("RSQ", 1, 1, ALU, REPLICATE, _rsq)
 _op("SQRT", 1, 1, ALU, REPLICATE, lambda a: _xp(a).sqrt(a))
 _op("EX2", 1, 1, ALU, REPLICATE, lambda a: _xp(a).exp2(a))
 _op("LG2", 1, 1, ALU, REPLICATE, lambda a: _xp(a).log2(a))
-_op("POW", 1, 2, ALU, REPLICATE, lambda a, b: _xp(a, b).power(a, b))
+_op("POW", 1, 2, ALU, REPLICATE, _pow)
 _op("SIN", 1, 1, ALU, REPLICATE, lambda a: _xp(a).sin(a))
 _op("COS", 1, 1, ALU, REPLICATE, lambda a: _xp(a).cos(a))
 _op("DP2", 1, 2, ALU, DOT, dot_width=2)

@@ -1,0 +1,673 @@
+"""Differential test: the TGSI interpreter against Mesa llvmpipe, pixel by pixel.
+
+For every distinct fragment program of the corpus (``shaders/corpus/*/``: each distinct
+``fragment.tgsi``, with the GLSL ES 1.00 text glmark2-es2 or es2gears passed to glShaderSource
+for it) and a few hand-written ones:
+
+1. :mod:`mesa_fullscreen` writes a vertex shader that sets each varying the program declares to
+   a known affine function of the position, and Mesa llvmpipe draws a 64x64 full-screen quad
+   with it into an RGBA32F framebuffer object: uniforms hold seeded random values (floats in
+   [-1, 1], ints in [-2, 5], bools 0/1), each 2D sampler a 4x4 float texture with NEAREST
+   filtering and CLAMP_TO_EDGE (so the texel a lookup returns is known exactly), each cube
+   sampler 1x1 faces of one color. Probe passes read back llvmpipe's interpolated varyings,
+   gl_FragCoord and gl_FrontFacing.
+2. The program is also linked with that vertex shader by :mod:`shaders.glsl_compile`
+   (softpipe). The corpus ``fragment.tgsi`` and ``interface.json`` are the files run when the
+   corpus TGSI reads every varying component this link reads (true for every program today);
+   otherwise the corpus link let Mesa fold a varying its own vertex shader wrote as a constant
+   (or merge two equal ones) into the TGSI, and the program as linked here is run instead
+   (the summary says "recompiled").
+3. The interpreter runs that TGSI over the 4096 pixels in 2x2 quad order on exactly the probed
+   inputs, placed in IN registers and CONST[0] slots as ``interface.json`` says, with a
+   sampler that returns the texel of each SAMP unit's texture that llvmpipe returns
+   (:func:`mesa_fullscreen.sample_nearest`).
+4. Its COLOR output must agree with Mesa's pixel on every pixel and channel:
+   ``|interpreter - mesa| <= atol + rtol * |mesa|``, or both NaN; the pixels the interpreter
+   kills must be exactly those llvmpipe left at the clear value.
+
+What the test found and pins down:
+
+- llvmpipe (Mesa 22.3) evaluates ``mediump``/``lowp`` arithmetic in 16-bit floats, softpipe
+  (whose TGSI the interpreter runs) in float32: the program llvmpipe runs has its precision
+  qualifiers raised to highp (:func:`mesa_fullscreen.highp_source`); without that,
+  normalize() of a mediump vec3 is off by 7e-4.
+- Drawing into a framebuffer object Mesa does not flip y: row y of glReadPixels is window y
+  and llvmpipe's 2x2 quads pair rows (2k, 2k+1). The interpreter's lanes 4q..4q+3 (top-left,
+  top-right, bottom-left, bottom-right) are pixels (x, y), (x+1, y), (x, y+1), (x+1, y+1) in
+  window coordinates, so "bottom" is +1 in window y and DDY is f(y+1) - f(y).
+- softpipe's TGSI declares ``FS_COORD_ORIGIN LOWER_LEFT`` and ``HALF_INTEGER`` centers: its
+  POSITION input holds (x + 0.5, H - (y + 0.5), z, 1/w) and the program rebuilds
+  gl_FragCoord.y with the state uniform ``gl_FbWposYTransform`` = (1, 0, -1, H) of an FBO.
+- gl_FrontFacing is the FACE input, +1.0 front and -1.0 back; bool uniforms are 0 / 0xFFFFFFFF
+  (``float(b)`` compiles to an AND with 1.0, so a true stored as 1 would read as 0.0).
+- llvmpipe's dFdx/dFdy are fine derivatives (one difference per row / column of the quad);
+  TGSI DDX/DDY in the interpreter, as in softpipe's tgsi_exec, are coarse (from the quad's
+  top row / left column). ``extra_derivatives`` shows the difference (expected to fail);
+  ``extra_derivatives_as_fine`` runs its DDX/DDY as DDX_FINE/DDY_FINE and agrees exactly.
+- Undefined results (see EXPECTED_FAILURES): llvmpipe's pow(x, y) is 0 whenever x == 0 and NaN
+  whenever x < 0; its integer division by zero gives 0.
+
+Tolerances (rtol relative, atol an absolute floor for values near zero):
+
+- 1e-5 / 1e-6 for every program without transcendental opcodes. Both sides work in float32
+  with the same operation order: most programs agree bit for bit, the largest difference
+  seen is 1.2e-6 relative (RSQ/DIV/DP3 rounding).
+- TRANSCENDENTAL_TOLERANCE = 1e-4 / 1e-5 for programs using EX2, LG2, POW, SIN or COS (or the
+  legacy EXP, LOG): llvmpipe uses polynomial approximations (gallivm lp_bld_arit.c) where
+  NumPy calls libm. Measured one opcode at a time on [-3, 3]: SIN/COS 6e-8 absolute, LG2
+  1.3e-7 absolute, EX2 3.4e-7 relative, POW 7e-7 relative. POW is exp2(y * log2 x) in
+  llvmpipe, and any rounding of x is raised to the power y too, so the error grows with y:
+  glmark2's Phong shaders (pow(..., 100.0)) need 2.4e-5 relative, the most of any corpus
+  program; extra_math (every built-in function summed) 1.3e-4 relative on a value of 2.7e-3
+  whose absolute error, 3.6e-7, is within the floor.
+
+``python tests/test_differential_mesa.py`` prints the per-program table of errors.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from shaders import mesa_fullscreen as mf
+from shaders.glsl_compile import TYPE_SHAPES, ProgramSource, compile_many
+from shaders.interpreter import Interpreter
+from shaders.parser import parse
+from shaders.synthetic_inputs import quad_pixels
+from tilesim.errors import InputError, ToolMissing
+
+pytestmark = [pytest.mark.mesa]
+
+CORPUS = Path(__file__).resolve().parent.parent / "shaders" / "corpus"
+WIDTH = HEIGHT = 64
+SEED = 2024
+MIN_CORPUS_PROGRAMS = 20
+RTOL, ATOL = 1e-5, 1e-6
+TRANSCENDENTAL_OPCODES = frozenset({"EX2", "LG2", "POW", "SIN", "COS", "EXP", "LOG"})
+TRANSCENDENTAL_TOLERANCE = (1e-4, 1e-5)
+TEXTURE_SIZE = 4  # texels per side of each 2D texture
+XYZW = "xyzw"
+
+# Hand-written programs for what the corpus lacks: derivatives, packed varyings of every
+# shape, uniforms of every type, cube maps and sampler arrays, loops with break and discard,
+# the GLSL built-in functions, and results GLSL leaves undefined (the interpreter's rule,
+# shaders/opcodes.py: where tgsi.rst leaves a result undefined, do what llvmpipe does).
+EXTRA_PROGRAMS = {
+    "extra_derivatives": """\
+#extension GL_OES_standard_derivatives : enable
+precision highp float;
+varying vec2 v_uv;
+varying float v_k;
+uniform float u_scale;
+void main() {
+    float f = v_uv.x * v_uv.y * u_scale + v_k * v_k;
+    vec2 p = gl_FragCoord.xy;
+    gl_FragColor = vec4(dFdx(f), dFdy(f), dFdx(p.x * p.y) + fwidth(f), dFdy(p.y * p.y));
+}
+""",
+    "extra_builtins": """\
+precision mediump float;
+varying vec4 v_color;
+uniform vec2 u_scale;
+void main() {
+    vec4 c = gl_FrontFacing ? v_color : v_color.wzyx;
+    gl_FragColor = c + vec4(gl_FragCoord.xy * u_scale, gl_FragCoord.z, 1.0 / gl_FragCoord.w);
+}
+""",
+    "extra_packing": """\
+precision mediump float;
+varying float v_a;
+varying vec2 v_b;
+varying vec3 v_c[2];
+varying mat2 v_m;
+uniform mat2 u_m2;
+uniform mat3 u_m3;
+uniform bvec2 u_flags;
+uniform ivec3 u_ints;
+uniform float u_weights[3];
+uniform sampler2D u_maps[2];
+uniform samplerCube u_env;
+void main() {
+    vec2 p = u_m2 * (v_m * v_b) + vec2(v_a);
+    vec3 q = u_m3 * (v_c[0] - v_c[1]) * u_weights[1] + vec3(u_ints) * u_weights[2];
+    vec4 t = texture2D(u_maps[1], p) + textureCube(u_env, q) * u_weights[0];
+    gl_FragColor = vec4(u_flags.x ? q : q.zyx, u_flags.y ? p.x : p.y) + t
+        + vec4(vec2(u_flags), 0.0, 0.0);
+}
+""",
+    "extra_math": """\
+precision highp float;
+varying vec4 v_a;
+varying vec4 v_b;
+void main() {
+    vec4 x = fract(v_a * 0.5);
+    vec4 r = sin(v_a * 3.0) + cos(v_b) + tan(x * 1.2);
+    r += asin(x * 2.0 - 1.0) + acos(x * 1.6 - 0.8) + atan(v_a, v_b) + atan(v_b);
+    r += exp(v_a) + log(x + 0.25) + exp2(v_b) + log2(x + 0.5) + pow(x + 0.1, v_b * 2.0);
+    r += sqrt(x) + inversesqrt(x + 0.01) + mod(v_a, 0.75) + floor(v_b * 4.0) + ceil(v_a);
+    r += sign(v_b) * abs(v_a) + clamp(v_a, -0.5, 0.5) + mix(v_a, v_b, x) + step(v_a, v_b);
+    r += smoothstep(-1.0, 1.0, v_b) + min(v_a, v_b) + max(v_a, v_b);
+    vec3 n = normalize(v_a.xyz);
+    vec3 f = faceforward(n, v_b.xyz, n) + reflect(v_b.xyz, n) + refract(n, normalize(v_b.xyz), 0.6);
+    r.xyz += cross(v_a.xyz, v_b.xyz) + f;
+    r.w += length(v_a) + distance(v_a, v_b) + dot(v_a, v_b);
+    gl_FragColor = r;
+}
+""",
+    "extra_pow_undefined": """\
+precision highp float;
+varying vec4 v_a;
+varying vec4 v_b;
+void main() {
+    // Whole numbers, zero and negative ones included: pow(0, y <= 0) and pow(x < 0, y).
+    gl_FragColor = pow(floor(v_a * 3.0), floor(v_b * 3.0));
+}
+""",
+    "extra_idiv_by_zero": """\
+precision highp float;
+varying vec4 v_a;
+varying vec4 v_b;
+void main() {
+    gl_FragColor = vec4(ivec4(floor(v_a * 3.0)) / ivec4(floor(v_b * 3.0)));
+}
+""",
+    "extra_loop_discard": """\
+precision mediump float;
+varying vec3 v_normal;
+varying vec2 v_uv;
+uniform vec3 u_lights[3];
+uniform int u_count;
+uniform bool u_invert;
+uniform sampler2D u_tex;
+void main() {
+    vec3 n = normalize(v_normal);
+    float sum = 0.0;
+    for (int i = 0; i < 3; i++) {
+        if (i >= u_count) break;
+        sum += max(dot(n, normalize(u_lights[i])), 0.0);
+    }
+    if (v_uv.x + v_uv.y > 1.25) discard;
+    vec4 c = texture2D(u_tex, v_uv) * sum;
+    gl_FragColor = u_invert ? 1.0 - c : c;
+}
+""",
+}
+
+FINE_CASE = "extra_derivatives_as_fine"
+
+# Known disagreements: case -> why. Strict xfails: when the interpreter changes, they pass and
+# the test fails, so that this table is kept true. (None today: the interpreter follows
+# llvmpipe's fine derivatives, its POW at x <= 0 and its IDIV by zero.)
+EXPECTED_FAILURES: dict[str, str] = {}
+
+
+def _require_mesa(reason: str):
+    """Skip, or fail where CI demands Mesa (TILESIM_REQUIRE_MESA=1)."""
+    if os.environ.get("TILESIM_REQUIRE_MESA") == "1":
+        pytest.fail(f"Mesa is required here (TILESIM_REQUIRE_MESA=1): {reason}")
+    pytest.skip(reason)
+
+
+# ----------------------------------------------------------------------------------------------
+# Cases
+
+
+@dataclass
+class Case:
+    """One fragment program: its GLSL and, for corpus programs, the stored TGSI + interface."""
+
+    id: str
+    fragment_glsl: str
+    stored_tgsi: str | None = None
+    stored_interface: str | None = None
+    fine_derivatives: bool = False  # run DDX/DDY as DDX_FINE/DDY_FINE
+
+
+def corpus_cases() -> list[Case]:
+    """Every corpus fragment program with a distinct TGSI text (the first program id wins).
+
+    Programs reading gl_PointCoord are left out: a quad has no point coordinates.
+    """
+    cases, seen = [], set()
+    for folder in sorted(p.parent for p in CORPUS.glob("*/fragment.tgsi")):
+        tgsi = (folder / "fragment.tgsi").read_text(encoding="utf-8")
+        glsl = (folder / "fragment.glsl").read_text(encoding="utf-8")
+        if tgsi in seen or "gl_PointCoord" in glsl:
+            continue
+        seen.add(tgsi)
+        cases.append(Case(folder.name, glsl, tgsi,
+                          (folder / "interface.json").read_text(encoding="utf-8")))
+    return cases
+
+
+def all_cases() -> list[Case]:
+    extras = [Case(name, text) for name, text in EXTRA_PROGRAMS.items()]
+    extras.append(Case(FINE_CASE, EXTRA_PROGRAMS["extra_derivatives"], fine_derivatives=True))
+    return corpus_cases() + extras
+
+
+# ----------------------------------------------------------------------------------------------
+# Inputs for Mesa and the interpreter
+
+
+def _register(text: str) -> tuple[str, int]:
+    """'IN[3]' -> ('IN', 3)."""
+    file, _, rest = text.partition("[")
+    return file, int(rest.rstrip("]"))
+
+
+def uniform_values(interface: dict, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """Seeded values for every uniform the fragment stage reads, flattened in GL order."""
+    values = {}
+    for uniform in interface["uniforms"]:
+        if uniform["fragment"] is None:
+            continue
+        cols, rows, storage = TYPE_SHAPES[uniform["type"]]
+        count = (uniform["array_size"] or 1) * cols * rows
+        if storage == "float32":
+            values[uniform["name"]] = rng.uniform(-1, 1, count).astype(np.float32)
+        elif storage == "int32":
+            values[uniform["name"]] = rng.integers(-2, 6, count).astype(np.int32)
+        else:  # bool32
+            values[uniform["name"]] = rng.integers(0, 2, count).astype(np.int32)
+    return values
+
+
+def sampler_textures(interface: dict, rng: np.random.Generator) -> dict[int, mf.Texture]:
+    """SAMP index -> the texture bound for that sampler (4x4 texels; 1x1 cube faces).
+
+    Texel values are multiples of 1/64 in (0, 1]; every fragment sampler (array element)
+    gets its own GL texture unit.
+    """
+    textures = {}
+    for sampler in interface["samplers"]:
+        place = sampler["fragment"]
+        if place is None:
+            continue
+        for element, register in enumerate(place["samplers"]):
+            texels = (rng.integers(1, 65, (TEXTURE_SIZE, TEXTURE_SIZE, 4)) / 64.0).tolist()
+            target = "CUBE" if sampler["type"] == "samplerCube" else "2D"
+            textures[_register(register)[1]] = mf.Texture(
+                sampler["name"], len(textures), texels, target, element)
+    return textures
+
+
+def state_value(name: str, height: int) -> list[float]:
+    """Mesa's internal uniforms, as st/mesa sets them when drawing into an FBO (no y flip)."""
+    if name == "gl_FbWposYTransform":
+        return [1.0, 0.0, -1.0, float(height)]
+    raise NotImplementedError(f"state uniform {name} is not modelled by this test")
+
+
+def constant_buffer(program, interface: dict, values: dict[str, np.ndarray],
+                    height: int) -> np.ndarray:
+    """CONST[0] as (slots, 4) uint32 bits, laid out as the interface's fragment places say."""
+    slots = max([d.last + 1 for d in program.declared("CONST") if (d.dimension or 0) == 0],
+                default=1)
+    table = np.zeros((slots, 4), dtype=np.uint32)
+    for uniform in interface["uniforms"]:
+        place = uniform["fragment"]
+        if place is None:
+            continue
+        flat = values[uniform["name"]]
+        if uniform["storage"] == "float32":
+            bits = flat.astype(np.float32).view(np.uint32)
+        elif uniform["storage"] == "int32":
+            bits = flat.astype(np.int32).view(np.uint32)
+        else:
+            bits = np.where(flat != 0, 0xFFFFFFFF, 0).astype(np.uint32)
+        k = 0
+        for i, components in enumerate(place["layout"]):
+            for c in components:
+                table[place["first_slot"] + i, XYZW.index(c)] = bits[k]
+                k += 1
+    for state in interface["state"]:
+        if state["stage"] == "fragment":
+            table[state["slot"]] = np.asarray(state_value(state["name"], height),
+                                              dtype=np.float32).view(np.uint32)
+    return table
+
+
+@dataclass
+class Probe:
+    """Mesa's per-pixel inputs, in the interpreter's lane order: label -> (N,) float32."""
+
+    values: dict[str, np.ndarray]
+
+    @classmethod
+    def from_images(cls, labels: list[str], images: list[np.ndarray]) -> Probe:
+        x, y = quad_pixels(WIDTH, HEIGHT)
+        return cls({label: images[i // 4][y, x, i % 4] for i, label in enumerate(labels)})
+
+
+def fragment_inputs(program, interface: dict, probe: Probe, height: int):
+    """(IN registers (R, 4, N) float32, system values) from the probe, per the interface."""
+    inputs = np.zeros((max(program.register_count("IN"), 1), 4, WIDTH * HEIGHT), np.float32)
+    system_values: dict[str, np.ndarray] = {}
+    for varying in interface["varyings"]:
+        if varying["fragment"] is None:
+            continue
+        exprs = mf.Varying(varying["name"], varying["type"],
+                           array_size=varying["array_size"]).component_expressions()
+        for piece in varying["fragment"]:
+            if piece["register"] is None:
+                continue
+            _, index = _register(piece["register"])  # always an IN register
+            for i in range(piece["count"]):
+                inputs[index, piece["component"] + i] = probe.values[exprs[piece["first"] + i]]
+    half = 0.5 if program.properties.get("FS_COORD_PIXEL_CENTER") == "HALF_INTEGER" else 0.0
+    for builtin in interface["builtins"]["fragment"]:
+        name = builtin["name"]
+        if name == "gl_FragCoord":
+            row = probe.values["gl_FragCoord.y"] - np.float32(0.5)  # window y of the pixel
+            if program.properties.get("FS_COORD_ORIGIN") == "LOWER_LEFT":
+                y = np.float32(height - 1) - row + half
+            else:
+                y = row + half
+            x = probe.values["gl_FragCoord.x"] - np.float32(0.5) + half
+            value = np.stack([x, y, probe.values["gl_FragCoord.z"],
+                              probe.values["gl_FragCoord.w"]])
+        elif name == "gl_FrontFacing":
+            face = np.where(probe.values["gl_FrontFacing"] > 0, 1.0, -1.0).astype(np.float32)
+            value = np.repeat(face[None], 4, axis=0)
+        elif name in ("gl_FragColor", "gl_FragData"):
+            continue
+        else:
+            raise NotImplementedError(f"built-in input {name} is not modelled by this test")
+        file, index = _register(builtin["register"])
+        if file == "SV":
+            system_values[builtin["semantic"].split("[")[0]] = value.astype(np.float32)
+        else:
+            inputs[index] = value
+    return inputs, system_values
+
+
+class TexelSampler:
+    """The interpreter's view of the :class:`mesa_fullscreen.Texture` of each SAMP unit."""
+
+    def __init__(self, textures: dict[int, mf.Texture]):
+        self.textures = textures
+
+    def sample(self, request):
+        texture = self.textures[request.unit]
+        lanes = request.coords.shape[1]
+        if texture.target == "CUBE":
+            face = np.asarray(texture.texels[0][0], np.float32)
+            return np.repeat(face[:, None], lanes, axis=1)
+        return mf.sample_nearest(texture.texels, request.coords[0], request.coords[1])
+
+    def fetch(self, unit, target, texel, active):
+        raise NotImplementedError("TXF does not exist in GLSL ES 1.00")
+
+    def size(self, unit, target, level):
+        raise NotImplementedError("TXQ does not exist in GLSL ES 1.00")
+
+
+# ----------------------------------------------------------------------------------------------
+# The comparison
+
+
+@dataclass
+class Outcome:
+    """What one program's comparison found."""
+
+    case: Case
+    source: str = ""               # "corpus" or "recompiled"
+    error: str | None = None       # a failure before any pixel could be compared
+    rtol: float = RTOL
+    atol: float = ATOL
+    compared: int = 0              # pixels both drew
+    distinct: int = 0              # distinct colors among them (1: the program is constant)
+    killed: int = 0
+    kill_mismatch: int = 0
+    bad: int = 0                   # channel values outside the tolerance
+    nan: int = 0                   # channel values NaN in both
+    max_abs: float = 0.0
+    max_rel: float = 0.0           # over channels with |mesa| >= 1e-3
+    worst: str = ""
+    opcodes: set[str] = field(default_factory=set)
+
+    def line(self) -> str:
+        if self.error:
+            return f"{self.case.id:50s} ERROR {self.error.splitlines()[0]}"
+        transcendental = ",".join(sorted(self.opcodes & TRANSCENDENTAL_OPCODES)) or "-"
+        return (f"{self.case.id:50s} {self.source:10s} rtol={self.rtol:.0e} "
+                f"max_abs={self.max_abs:.2e} max_rel={self.max_rel:.2e} bad={self.bad} "
+                f"killed={self.killed} kill_mismatch={self.kill_mismatch} nan={self.nan} "
+                f"colors={self.distinct} transcendental={transcendental}")
+
+
+def compare(outcome: Outcome, mesa: np.ndarray, color: np.ndarray, killed: np.ndarray) -> None:
+    """Fill ``outcome`` from Mesa's (4, N) pixels and the interpreter's (4, N) color."""
+    drawn = ~(mesa == np.float32(mf.SENTINEL)).all(axis=0)
+    outcome.killed = int(killed.sum())
+    outcome.kill_mismatch = int((drawn == killed).sum())
+    both = drawn & ~killed
+    outcome.compared = int(both.sum())
+    e = mesa[:, both].astype(np.float64)
+    a = color[:, both].astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        both_nan = np.isnan(e) & np.isnan(a)
+        equal = (e == a) | both_nan
+        diff = np.where(equal, 0.0, np.abs(a - e))
+        diff = np.where(np.isnan(diff), np.inf, diff)  # NaN on one side only
+        ok = equal | (diff <= outcome.atol + outcome.rtol * np.abs(e))
+    outcome.nan = int(both_nan.sum())
+    outcome.distinct = len(np.unique(e.T, axis=0)) if e.size else 0
+    outcome.bad = int((~ok).sum())
+    if diff.size:
+        outcome.max_abs = float(diff.max())
+        big = np.abs(e) >= 1e-3
+        outcome.max_rel = float((diff[big] / np.abs(e[big])).max()) if big.any() else 0.0
+        if outcome.bad:
+            channel, lane = np.unravel_index(np.argmax(~ok), ok.shape)
+            x, y = quad_pixels(WIDTH, HEIGHT)
+            pixel = np.nonzero(both)[0][lane]
+            outcome.worst = (f"pixel ({x[pixel]}, {y[pixel]}) channel {XYZW[channel]}: "
+                             f"interpreter {float(a[channel, lane])!r}, "
+                             f"Mesa {float(e[channel, lane])!r}")
+
+
+# ----------------------------------------------------------------------------------------------
+# Running everything once
+
+
+@dataclass
+class Prepared:
+    case: Case
+    geometry: mf.Geometry
+    tgsi: str
+    interface: dict
+    source: str
+    values: dict[str, np.ndarray]
+    textures: dict[int, mf.Texture]  # by SAMP index
+
+
+def _rng(case_id: str) -> np.random.Generator:
+    return np.random.default_rng([SEED, zlib.crc32(case_id.encode("utf-8"))])
+
+
+def prepare(cases: list[Case]) -> tuple[list[Prepared], dict[str, str]]:
+    """Vertex shaders, TGSI + interface and input values per case; errors by case id."""
+    errors: dict[str, str] = {}
+    geometries = {}
+    for case in cases:
+        try:
+            varyings = mf.parse_varyings(case.fragment_glsl)
+        except ValueError as exc:
+            errors[case.id] = str(exc)
+            continue
+        geometries[case.id] = mf.Geometry.random(varyings, _rng(case.id))
+    ready = [c for c in cases if c.id in geometries]
+    sources = [ProgramSource(geometries[c.id].vertex_shader(), c.fragment_glsl, name=c.id)
+               for c in ready]
+    try:  # one Mesa process for all (about 0.5 s to start)...
+        compiled = {c.id: prog for c, prog in zip(ready, compile_many(sources), strict=True)}
+    except InputError:  # ...unless one fails: then one each, to name every failure
+        compiled = {}
+        for case, source in zip(ready, sources, strict=True):
+            try:
+                compiled[case.id] = compile_many([source])[0]
+            except InputError as exc:
+                errors[case.id] = f"softpipe compile: {exc}"
+    prepared = []
+    for case in ready:
+        program = compiled.get(case.id)
+        if program is None:
+            continue
+        stored = json.loads(case.stored_interface) if case.stored_interface else None
+        if stored is not None and _reads(program.interface) <= _reads(stored):
+            tgsi, interface, origin = case.stored_tgsi, stored, "corpus"
+        else:
+            tgsi, interface = program.fragment_tgsi, program.interface
+            origin = "recompiled" if stored is not None else "extra"
+        if case.fine_derivatives:
+            tgsi = re.sub(r"\bDD([XY])\b", r"DD\1_FINE", tgsi)
+        rng = _rng(case.id + "/uniforms")
+        prepared.append(Prepared(case, geometries[case.id], tgsi, interface, origin,
+                                 uniform_values(interface, rng),
+                                 sampler_textures(interface, rng)))
+    return prepared, errors
+
+
+def _reads(interface: dict) -> set[tuple[str, int]]:
+    """(varying, flattened component) pairs the fragment TGSI reads from an IN register."""
+    return {(v["name"], piece["first"] + i)
+            for v in interface["varyings"] if v["fragment"]
+            for piece in v["fragment"] if piece["register"]
+            for i in range(piece["count"])}
+
+
+def run_all(cases: list[Case]) -> dict[str, Outcome]:
+    """Render every case with llvmpipe, run the interpreter, compare; outcomes by case id."""
+    prepared, errors = prepare(cases)
+    outcomes = {cid: Outcome(next(c for c in cases if c.id == cid), error=msg)
+                for cid, msg in errors.items()}
+    passes, first_pass = [], {}
+    for p in prepared:
+        first_pass[p.case.id] = len(passes)
+        vertex = p.geometry.vertex_shader()
+        uniforms = {name: ("float" if v.dtype == np.float32 else "int", v.tolist())
+                    for name, v in p.values.items()}
+        passes.append(mf.Pass(vertex, mf.highp_source(p.case.fragment_glsl), uniforms,
+                              list(p.textures.values())))
+        passes += [mf.Pass(vertex, fs) for fs in p.geometry.probe_shaders()]
+    rendered = mf.render(passes, WIDTH, HEIGHT)
+    for p in prepared:
+        start = first_pass[p.case.id]
+        count = 1 + len(p.geometry.probe_shaders())
+        images = rendered.images[start:start + count]
+        outcome = Outcome(p.case, source=p.source)
+        outcomes[p.case.id] = outcome
+        failed = [e for e in rendered.errors[start:start + count] if e]
+        if failed:
+            outcome.error = f"llvmpipe compile: {failed[0]}"
+            continue
+        try:
+            run_interpreter(p, images, outcome)
+        except (InputError, NotImplementedError) as exc:
+            outcome.error = f"interpreter: {exc}"
+    return outcomes
+
+
+def run_interpreter(p: Prepared, images: list[np.ndarray], outcome: Outcome) -> None:
+    program = parse(p.tgsi, source=f"{p.case.id}/fragment.tgsi ({p.source})")
+    outcome.opcodes = {inst.opcode for inst in program.instructions}
+    if outcome.opcodes & TRANSCENDENTAL_OPCODES:
+        outcome.rtol, outcome.atol = TRANSCENDENTAL_TOLERANCE
+    probe = Probe.from_images(p.geometry.probe_labels(), images[1:])
+    x, y = quad_pixels(WIDTH, HEIGHT)
+    # The harness's own check: lane i is pixel (x[i], y[i]) in llvmpipe's window coordinates.
+    if not (np.array_equal(probe.values["gl_FragCoord.x"], x + np.float32(0.5)) and
+            np.array_equal(probe.values["gl_FragCoord.y"], y + np.float32(0.5))):
+        raise AssertionError("probed gl_FragCoord does not match the lane layout")
+    inputs, system_values = fragment_inputs(program, p.interface, probe, HEIGHT)
+    constants = constant_buffer(program, p.interface, p.values, HEIGHT)
+    execution = Interpreter(program).run(inputs, constants,
+                                         sampler=TexelSampler(p.textures),
+                                         system_values=system_values)
+    color_reg = next(i for i, sem in program.output_semantics().items() if sem == ("COLOR", 0))
+    mesa = images[0][y, x].T  # (4, N) in lane order
+    compare(outcome, mesa, np.asarray(execution.outputs[color_reg]),
+            np.asarray(execution.killed))
+
+
+
+# ----------------------------------------------------------------------------------------------
+# Tests
+
+CASES = all_cases()
+
+
+@pytest.fixture(scope="module")
+def outcomes() -> dict[str, Outcome]:
+    try:
+        return run_all(CASES)
+    except (mf.MesaUnavailable, ToolMissing) as exc:
+        _require_mesa(str(exc))
+
+
+def test_harness_reads_varyings_and_raises_precision():
+    text = """#define HP highp
+    varying HP vec2 uv; // varying vec4 commented;
+    invariant varying lowp mat3 m, arr[2];
+    /* varying float gone; */ varying float f;"""
+    assert mf.parse_varyings(text) == [mf.Varying("uv", "vec2"), mf.Varying("m", "mat3"),
+                                       mf.Varying("arr", "mat3", 2), mf.Varying("f", "float")]
+    assert mf.Varying("arr", "mat2", 2).component_expressions()[4:6] == ["arr[1][0][0]",
+                                                                         "arr[1][0][1]"]
+    assert mf.highp_source("precision mediump float;") == "#version 100\nprecision highp float;"
+    assert mf.highp_source("#version 100\nlowp vec4 c;") == "#version 100\nhighp vec4 c;"
+    assert [mf.glsl_float(v) for v in (1.0, -0.015625, 1e-30)] == ["1.0", "-0.015625",
+                                                                   "1.0000000031710769e-30"]
+
+
+def test_corpus_has_enough_programs():
+    assert len(corpus_cases()) >= MIN_CORPUS_PROGRAMS, (
+        f"{CORPUS} holds {len(corpus_cases())} distinct fragment programs usable here; the "
+        f"differential test needs at least {MIN_CORPUS_PROGRAMS}")
+
+
+def _param(case: Case):
+    reason = EXPECTED_FAILURES.get(case.id)
+    if reason is None:
+        return case.id
+    return pytest.param(case.id, marks=pytest.mark.xfail(strict=True, reason=reason))
+
+
+@pytest.mark.parametrize("case_id", [_param(c) for c in CASES])
+def test_interpreter_matches_llvmpipe(outcomes, case_id, record_property):
+    outcome = outcomes[case_id]
+    print(outcome.line())
+    record_property("max_abs", outcome.max_abs)
+    record_property("max_rel", outcome.max_rel)
+    assert outcome.error is None, outcome.error
+    assert outcome.compared > 0 or outcome.killed == WIDTH * HEIGHT
+    assert outcome.kill_mismatch == 0, (
+        f"{outcome.kill_mismatch} pixels are killed by one implementation only")
+    assert outcome.bad == 0, (
+        f"{outcome.bad} channel values differ beyond rtol={outcome.rtol}, atol={outcome.atol}; "
+        f"first: {outcome.worst}")
+
+
+def main() -> int:
+    """Print the per-program table (``python tests/test_differential_mesa.py``)."""
+    results = run_all(CASES)
+    for outcome in results.values():
+        print(outcome.line())
+        if outcome.worst:
+            print("    first bad:", outcome.worst)
+    failed = [o for o in results.values() if o.error or o.bad or o.kill_mismatch]
+    print(f"{len(results)} programs, {len(failed)} failing")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
