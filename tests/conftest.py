@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+import shutil
 
 import pytest
 
@@ -15,17 +16,28 @@ def _mesa_status() -> tuple[bool, str]:
     return mesa_available()
 
 
+def _unavailable(reason: str) -> None:
+    """Skip, or fail where CI demands the Mesa toolchain (TILESIM_REQUIRE_MESA=1)."""
+    if os.environ.get("TILESIM_REQUIRE_MESA") == "1":
+        pytest.fail(f"required here (TILESIM_REQUIRE_MESA=1): {reason}")
+    pytest.skip(reason)
+
+
+def require_tools(*names: str) -> None:
+    """Skip (or fail in CI) when a program such as apitrace or xvfb-run is not installed."""
+    missing = [name for name in names if shutil.which(name) is None]
+    if missing:
+        _unavailable(f"not installed: {', '.join(missing)}")
+
+
 def require_mesa() -> None:
     """Skip the calling test when Mesa softpipe (EGL surfaceless) is unusable here.
 
     With TILESIM_REQUIRE_MESA=1 (CI) a missing Mesa fails the test instead of skipping it.
     """
     ok, why = _mesa_status()
-    if ok:
-        return
-    if os.environ.get("TILESIM_REQUIRE_MESA") == "1":
-        pytest.fail(f"Mesa is required here (TILESIM_REQUIRE_MESA=1): {why}")
-    pytest.skip(f"Mesa softpipe unavailable: {why}")
+    if not ok:
+        _unavailable(f"Mesa softpipe unavailable: {why}")
 
 
 @pytest.fixture

@@ -5,14 +5,13 @@ from __future__ import annotations
 import io
 import json
 import os
-import shutil
 import struct
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import require_mesa
+from conftest import require_mesa, require_tools
 
 from shaders import corpus, glsl_compile, mesa_dump
 from shaders.glsl_compile import compile_files, compile_program
@@ -385,9 +384,7 @@ def test_mesa_dump_parsing():
 def test_capture_matches_corpus(tmp_path):
     """A real glmark2 capture yields the committed corpus program (apitrace + Xvfb needed)."""
     require_mesa()
-    missing = [t for t in ("xvfb-run", "apitrace", "glmark2-es2") if shutil.which(t) is None]
-    if missing:
-        pytest.skip(f"not installed: {', '.join(missing)}")
+    require_tools("xvfb-run", "apitrace", "glmark2-es2")
     linked = corpus.capture_glmark2("shading:shading=phong", tmp_path)
     shas = [corpus.program_sha256(lp.vertex, lp.fragment, lp.attrib_bindings) for lp in linked]
     index = corpus.load_index()
