@@ -1,0 +1,162 @@
+"""Per-tile activity counters: the contract between the renderer and the timing model.
+
+For every frame: scalar frame counters (geometry work, draw calls, state changes) and, for
+every render pass (a run of draws into one render target), one (tiles_y, tiles_x) int64 array
+per tile counter. Everything the timing model uses comes from these records, so it can be
+re-run without re-rendering.
+
+On disk, a frame's counters are one ``.npz`` (written atomically, loaded with
+``allow_pickle=False``): ``frame.<name>`` 0-d arrays, ``pass<k>.<name>`` tile arrays and
+``pass<k>.meta`` a JSON string {target, width, height, tile_size, traversal order}.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from tilesim.atomic import write_bytes
+
+# name -> meaning (units). Tile counters are summed over the tile's pixels and draws.
+TILE_COUNTERS = {
+    "prims_binned": "primitives in the tile's display list",
+    "pb_list_bytes_written": "Parameter Buffer display-list bytes written for the tile",
+    "pb_bytes_read": "Parameter Buffer bytes read by the tile (list entries + primitive records)",
+    "quads_rasterized": "2x2 quads with at least one covered pixel",
+    "fragments_rasterized": "covered pixels (fragments) produced by the rasterizer",
+    "early_z_tested": "fragments depth-tested before shading",
+    "early_z_killed": "fragments that failed the early depth test",
+    "late_z_tested": "fragments depth-tested after shading (shader discards or writes depth)",
+    "late_z_killed": "fragments that failed the late depth test",
+    "fragments_shaded": "covered fragments the fragment program ran for",
+    "quads_shaded": "quads the fragment program ran for (4 lanes each, helpers included)",
+    "fragments_discarded": "shaded fragments killed by KILL / KILL_IF",
+    "fs_alu": "fragment ALU instructions executed, summed over active lanes",
+    "fs_tex": "fragment texture instructions executed, summed over active lanes",
+    "fs_flow": "fragment flow-control instructions executed, summed over active lanes",
+    "fs_quad_alu": "fragment ALU instructions issued per quad (warp of 4 lanes)",
+    "fs_quad_tex": "fragment texture instructions issued per quad",
+    "fs_quad_flow": "fragment flow-control instructions issued per quad",
+    "tex_samples": "texture samples taken by shaded lanes",
+    "texels_fetched": "texels read by those samples",
+    "texels_nearest": "texels read by nearest (1-texel) samples",
+    "texels_bilinear": "texels read by bilinear (4-texel) samples",
+    "texels_trilinear": "texels read by trilinear (8-texel) samples",
+    "tex_cache_accesses": "texture cache line accesses",
+    "tex_cache_misses": "texture cache line misses",
+    "depth_reads": "depth buffer reads (depth tests)",
+    "depth_writes": "depth buffer writes",
+    "blend_ops": "blending operations (fragments blended with the color buffer)",
+    "color_writes": "fragments written to the color buffer",
+    "pixels_written": "distinct pixels written at least once in the pass",
+    "pixels_cleared": "pixels cleared by glClear",
+    "color_flush_bytes": "color buffer bytes flushed to main memory at the end of the pass",
+}
+
+FRAME_COUNTERS = {
+    "draw_calls": "draw commands",
+    "state_changes": "state-changing commands",
+    "clears": "clear commands",
+    "vertices_fetched": "vertices fetched (distinct vertices per draw)",
+    "vertices_shaded": "vertex shader invocations",
+    "index_bytes": "index bytes read",
+    "attribute_bytes": "vertex attribute bytes read",
+    "vs_alu": "vertex ALU instructions executed",
+    "vs_tex": "vertex texture instructions executed",
+    "vs_flow": "vertex flow-control instructions executed",
+    "prims_assembled": "primitives assembled",
+    "prims_clip_rejected": "primitives wholly outside the view volume",
+    "prims_clip_split": "primitives cut by a clip plane",
+    "prims_culled": "primitives removed by face culling",
+    "prims_degenerate": "primitives of zero area after snapping",
+    "prims_rasterized": "triangles sent to binning and rasterization",
+    "pb_record_bytes_written": "Parameter Buffer primitive-record bytes written",
+    "passes": "render passes (runs of draws into one render target)",
+}
+
+
+@dataclass
+class PassCounters:
+    target: str
+    width: int
+    height: int
+    tile_size: int
+    tiles_x: int
+    tiles_y: int
+    traversal: np.ndarray
+    tiles: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def __post_init__(self):
+        for name in TILE_COUNTERS:
+            self.tiles.setdefault(name, np.zeros(self.tiles_x * self.tiles_y, dtype=np.int64))
+
+    def add(self, name: str, tile: np.ndarray, weights=None) -> None:
+        """Add 1 (or ``weights``) for each entry of ``tile`` (flat tile numbers)."""
+        if tile.size:
+            self.tiles[name] += np.bincount(tile, weights=weights,
+                                            minlength=self.tiles[name].size).astype(np.int64)
+
+    def add_per_tile(self, name: str, values: np.ndarray) -> None:
+        self.tiles[name] += values.astype(np.int64)
+
+
+@dataclass
+class FrameCounters:
+    frame: int
+    scalars: dict[str, int] = field(default_factory=lambda: dict.fromkeys(FRAME_COUNTERS, 0))
+    passes: list[PassCounters] = field(default_factory=list)
+
+    def total(self, name: str) -> int:
+        if name in self.scalars:
+            return int(self.scalars[name])
+        return int(sum(int(p.tiles[name].sum()) for p in self.passes))
+
+    def overshading(self) -> float | None:
+        """Fragments shaded per distinct pixel written (1.0: every shaded fragment visible)."""
+        written = self.total("pixels_written")
+        return self.total("fragments_shaded") / written if written else None
+
+    def summary(self) -> dict:
+        tiles = {name: self.total(name) for name in TILE_COUNTERS}
+        return {"frame": self.frame, **{k: int(v) for k, v in self.scalars.items()}, **tiles,
+                "overshading": self.overshading()}
+
+    def to_npz_bytes(self) -> bytes:
+        arrays = {f"frame.{k}": np.asarray(v, dtype=np.int64) for k, v in self.scalars.items()}
+        arrays["frame.index"] = np.asarray(self.frame, dtype=np.int64)
+        for k, p in enumerate(self.passes):
+            meta = {"target": p.target, "width": p.width, "height": p.height,
+                    "tile_size": p.tile_size, "tiles_x": p.tiles_x, "tiles_y": p.tiles_y}
+            arrays[f"pass{k}.meta"] = np.asarray(json.dumps(meta))
+            arrays[f"pass{k}.traversal"] = p.traversal.astype(np.int64)
+            for name, values in p.tiles.items():
+                arrays[f"pass{k}.{name}"] = values.reshape(p.tiles_y, p.tiles_x)
+        buffer = io.BytesIO()
+        np.savez_compressed(buffer, **arrays)
+        return buffer.getvalue()
+
+    def save(self, path: str | Path) -> Path:
+        return write_bytes(path, self.to_npz_bytes())
+
+
+def load_counters(path: str | Path) -> FrameCounters:
+    with np.load(path, allow_pickle=False) as npz:
+        keys = set(npz.files)
+        frame = FrameCounters(int(npz["frame.index"]))
+        frame.scalars = {k[6:]: int(npz[k]) for k in keys
+                         if k.startswith("frame.") and k != "frame.index"}
+        k = 0
+        while f"pass{k}.meta" in keys:
+            meta = json.loads(str(npz[f"pass{k}.meta"]))
+            p = PassCounters(meta["target"], meta["width"], meta["height"], meta["tile_size"],
+                             meta["tiles_x"], meta["tiles_y"], npz[f"pass{k}.traversal"])
+            for name in TILE_COUNTERS:
+                if f"pass{k}.{name}" in keys:
+                    p.tiles[name] = npz[f"pass{k}.{name}"].ravel().astype(np.int64)
+            frame.passes.append(p)
+            k += 1
+    return frame

@@ -1,0 +1,114 @@
+"""Render targets: the color and depth buffers draws write, and their tile grid.
+
+Colors are stored RGBA8 (H, W, 4) uint8 and depth as unsigned integers of ``depth_bits``
+(H, W) uint32, row 0 being window y = 0 (the bottom, as in GL). The tile grid is what the
+tile-based GPU walks: ``tile_of(x, y)`` numbers tiles in row-major order from the bottom
+left; ``traversal`` gives the order the GPU visits them (scanline or Z order).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tilesim.errors import InputError
+
+TRAVERSALS = ("scanline", "zorder")
+
+
+@dataclass
+class RenderTarget:
+    """One color buffer with an optional depth buffer, as a framebuffer presents them."""
+
+    width: int
+    height: int
+    depth_bits: int = 24
+    has_depth: bool = True
+    name: str = "default"
+    tile_size: int = 16
+    # For a texture attachment: (texture id, image target, level) to write back to.
+    texture: tuple[int, str, int] | None = None
+    has_alpha: bool = True
+    color: np.ndarray = field(init=False)
+    depth: np.ndarray | None = field(init=False)
+    dirty: bool = field(init=False, default=False)
+
+    def __post_init__(self):
+        if self.width <= 0 or self.height <= 0:
+            raise InputError(f"render target {self.name} has an empty size "
+                             f"{self.width}x{self.height}")
+        self.color = np.zeros((self.height, self.width, 4), dtype=np.uint8)
+        self.depth = (np.full((self.height, self.width), self.depth_max, dtype=np.uint32)
+                      if self.has_depth else None)
+
+    @property
+    def depth_max(self) -> int:
+        return (1 << self.depth_bits) - 1
+
+    @property
+    def tiles_x(self) -> int:
+        return -(-self.width // self.tile_size)
+
+    @property
+    def tiles_y(self) -> int:
+        return -(-self.height // self.tile_size)
+
+    @property
+    def tile_count(self) -> int:
+        return self.tiles_x * self.tiles_y
+
+    def tile_of(self, x, y):
+        """Tile number of pixels (arrays of x, y): row-major from the bottom-left tile."""
+        return (y // self.tile_size) * self.tiles_x + (x // self.tile_size)
+
+    def tile_pixels(self) -> np.ndarray:
+        """(tile_count,) pixels inside each tile (edge tiles may be partial)."""
+        t = self.tile_size
+        widths = np.minimum(t, self.width - np.arange(self.tiles_x) * t)
+        heights = np.minimum(t, self.height - np.arange(self.tiles_y) * t)
+        return (heights[:, None] * widths[None, :]).ravel()
+
+    def traversal(self, order: str = "scanline") -> np.ndarray:
+        """Tile numbers in the order the GPU renders them."""
+        if order not in TRAVERSALS:
+            raise InputError(f"unknown tile traversal {order!r}: expected one of "
+                             f"{', '.join(TRAVERSALS)}")
+        ty, tx = np.meshgrid(np.arange(self.tiles_y), np.arange(self.tiles_x), indexing="ij")
+        tx, ty = tx.ravel(), ty.ravel()
+        if order == "scanline":
+            # Top row first, as a display scans out (window y grows upward).
+            key = (self.tiles_y - 1 - ty) * self.tiles_x + tx
+        else:
+            key = _morton(tx, self.tiles_y - 1 - ty)
+        return (ty * self.tiles_x + tx)[np.argsort(key, kind="stable")]
+
+    def clear(self, color=None, depth=None, color_mask=(True,) * 4, scissor=None) -> int:
+        """Clear within ``scissor`` (x, y, w, h) or everywhere; returns the pixels cleared."""
+        x0, y0, x1, y1 = 0, 0, self.width, self.height
+        if scissor is not None:
+            sx, sy, sw, sh = scissor
+            x0, y0 = max(x0, sx), max(y0, sy)
+            x1, y1 = min(x1, sx + sw), min(y1, sy + sh)
+        if x1 <= x0 or y1 <= y0:
+            return 0
+        if color is not None and any(color_mask):
+            value = np.round(np.asarray(color, dtype=np.float64) * 255).astype(np.uint8)
+            channels = [c for c in range(4) if color_mask[c]]
+            self.color[y0:y1, x0:x1, channels] = value[channels]
+            self.dirty = True
+        if depth is not None and self.depth is not None:
+            self.depth[y0:y1, x0:x1] = int(round(depth * self.depth_max))
+        return (x1 - x0) * (y1 - y0)
+
+    def image(self) -> np.ndarray:
+        """The color buffer as an image: (H, W, 4) uint8, row 0 at the top."""
+        return self.color[::-1].copy()
+
+
+def _morton(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    key = np.zeros_like(x, dtype=np.int64)
+    for bit in range(16):
+        key |= ((x >> bit) & 1).astype(np.int64) << (2 * bit)
+        key |= ((y >> bit) & 1).astype(np.int64) << (2 * bit + 1)
+    return key

@@ -1,0 +1,142 @@
+"""Per-fragment operations: depth test and blending, with sequential semantics.
+
+Fragments of one draw arrive in submission order. Where several land on the same pixel, GL
+processes them one after another; here they are ranked per pixel (0 for the first fragment
+at a pixel, 1 for the second, ...) and each rank is processed for all pixels at once, so the
+result equals sequential processing while every step stays vectorized. A draw without
+overlap (the common case for meshes after culling) is a single step.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+COMPARE = {
+    "NEVER": lambda a, b: np.zeros(a.shape, dtype=bool),
+    "LESS": np.less, "EQUAL": np.equal, "LEQUAL": np.less_equal, "GREATER": np.greater,
+    "NOTEQUAL": np.not_equal, "GEQUAL": np.greater_equal,
+    "ALWAYS": lambda a, b: np.ones(a.shape, dtype=bool),
+}
+
+
+def rank_groups(pixel: np.ndarray) -> list[np.ndarray]:
+    """Fragment indices grouped by rank: group r holds each pixel's r-th fragment."""
+    if pixel.size == 0:
+        return []
+    order = np.argsort(pixel, kind="stable")
+    sorted_pixels = pixel[order]
+    starts = np.ones(pixel.size, dtype=bool)
+    starts[1:] = sorted_pixels[1:] != sorted_pixels[:-1]
+    segment_start = np.maximum.accumulate(np.where(starts, np.arange(pixel.size), 0))
+    rank = np.arange(pixel.size) - segment_start
+    if rank.max() == 0:
+        return [np.arange(pixel.size)]
+    by_rank = np.argsort(rank, kind="stable")
+    bounds = np.searchsorted(rank[by_rank], np.arange(rank.max() + 2))
+    return [np.sort(order[by_rank[bounds[r]:bounds[r + 1]]]) for r in range(rank.max() + 1)]
+
+
+def depth_test(pixel: np.ndarray, depth: np.ndarray, buffer: np.ndarray, func: str,
+               write: bool, groups: list[np.ndarray] | None = None) -> np.ndarray:
+    """Test fragments (flat pixel index, integer depth) against ``buffer`` (flat, updated in
+    place when ``write``), in order; returns the pass mask."""
+    compare = COMPARE[func]
+    passed = np.zeros(pixel.size, dtype=bool)
+    for group in groups if groups is not None else rank_groups(pixel):
+        p = pixel[group]
+        ok = compare(depth[group], buffer[p])
+        passed[group] = ok
+        if write:
+            buffer[p[ok]] = depth[group][ok]
+    return passed
+
+
+def _factor(name: str, src, dst, const, alpha: bool):
+    """Blend factor (N, 4) or (N, 1) for rgb (alpha=False) or alpha (alpha=True)."""
+    one = np.ones_like(src[:, :1])
+    if name == "ZERO":
+        return 0 * one
+    if name == "ONE":
+        return one
+    if name == "SRC_COLOR":
+        return src[:, 3:4] if alpha else src[:, :3]
+    if name == "ONE_MINUS_SRC_COLOR":
+        return 1 - (src[:, 3:4] if alpha else src[:, :3])
+    if name == "DST_COLOR":
+        return dst[:, 3:4] if alpha else dst[:, :3]
+    if name == "ONE_MINUS_DST_COLOR":
+        return 1 - (dst[:, 3:4] if alpha else dst[:, :3])
+    if name == "SRC_ALPHA":
+        return src[:, 3:4]
+    if name == "ONE_MINUS_SRC_ALPHA":
+        return 1 - src[:, 3:4]
+    if name == "DST_ALPHA":
+        return dst[:, 3:4]
+    if name == "ONE_MINUS_DST_ALPHA":
+        return 1 - dst[:, 3:4]
+    if name == "CONSTANT_COLOR":
+        return const[3:4] * one if alpha else const[None, :3] * one
+    if name == "ONE_MINUS_CONSTANT_COLOR":
+        return 1 - (const[3:4] * one if alpha else const[None, :3] * one)
+    if name == "CONSTANT_ALPHA":
+        return const[3] * one
+    if name == "ONE_MINUS_CONSTANT_ALPHA":
+        return (1 - const[3]) * one
+    if name == "SRC_ALPHA_SATURATE":
+        return one if alpha else np.minimum(src[:, 3:4], 1 - dst[:, 3:4])
+    raise ValueError(f"unknown blend factor {name}")
+
+
+def _equation(name: str, s, d):
+    if name == "FUNC_ADD":
+        return s + d
+    if name == "FUNC_SUBTRACT":
+        return s - d
+    return d - s  # FUNC_REVERSE_SUBTRACT
+
+
+def blend(src: np.ndarray, dst: np.ndarray, state) -> np.ndarray:
+    """GL blending of (N, 4) float colors in [0, 1]; result clamped to [0, 1]."""
+    const = np.asarray(state.blend_color, dtype=np.float64)
+    rgb = _equation(state.blend_eq_rgb,
+                    src[:, :3] * _factor(state.blend_src_rgb, src, dst, const, False),
+                    dst[:, :3] * _factor(state.blend_dst_rgb, src, dst, const, False))
+    a = _equation(state.blend_eq_alpha,
+                  src[:, 3:4] * _factor(state.blend_src_alpha, src, dst, const, True),
+                  dst[:, 3:4] * _factor(state.blend_dst_alpha, src, dst, const, True))
+    return np.clip(np.concatenate([rgb, a], axis=1), 0.0, 1.0)
+
+
+def to_unorm8(color: np.ndarray) -> np.ndarray:
+    return np.floor(np.clip(color, 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
+
+
+def write_colors(pixel: np.ndarray, color: np.ndarray, buffer: np.ndarray, state,
+                 has_alpha: bool = True, groups: list[np.ndarray] | None = None) -> int:
+    """Blend (if enabled) and write (N, 4) float colors to a flat (P, 4) uint8 ``buffer``
+    under the color mask, in submission order; returns the blend operations done."""
+    mask = np.array(state.color_mask, dtype=bool)
+    if not has_alpha:
+        mask[3] = False
+    if not mask.any() or pixel.size == 0:
+        return 0
+    channels = np.nonzero(mask)[0]
+    src = np.clip(color.astype(np.float64), 0.0, 1.0)
+    if not state.blend:
+        # The last fragment at each pixel wins.
+        order = np.argsort(pixel, kind="stable")
+        last = np.ones(pixel.size, dtype=bool)
+        last[:-1] = pixel[order][1:] != pixel[order][:-1]
+        keep = order[last]
+        out = to_unorm8(src[keep])
+        rows = pixel[keep]
+        buffer[rows[:, None], channels[None, :]] = out[:, channels]
+        return 0
+    for group in groups if groups is not None else rank_groups(pixel):
+        p = pixel[group]
+        dst = buffer[p].astype(np.float64) / 255.0
+        if not has_alpha:
+            dst[:, 3] = 1.0
+        out = to_unorm8(blend(src[group], dst, state))
+        buffer[p[:, None], channels[None, :]] = out[:, channels]
+    return int(pixel.size)

@@ -1,0 +1,401 @@
+"""The tile-based pipeline: commands in, frames and per-tile counters out.
+
+The chain of stages of a draw, in one place (``Renderer._draw``):
+
+    vertex_fetch -> vertex_shading -> primitive_assembly -> clipping -> triangle_setup
+      -> binning (display lists per tile) -> rasterizer (quads)
+      -> early depth test (output_merger) -> fragment_shading -> late depth test
+      -> blending and color write (output_merger)
+
+Draws are processed in submission order and, within a draw, the fragments that land on one
+pixel in primitive order, so the frame equals what sequential processing gives; each stage
+works on whole arrays (all vertices, primitives, quads of the draw). Work is attributed to
+the 16x16 (configurable) tile each primitive or fragment belongs to, as a tile-based GPU
+would do it tile by tile; tiles are flushed at the end of a render pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from tilesim.errors import InputError
+
+from . import (
+    binning,
+    clipping,
+    fragment_shading,
+    output_merger,
+    primitive_assembly,
+    rasterizer,
+    triangle_setup,
+    uniforms,
+    vertex_fetch,
+    vertex_shading,
+)
+from .commands import Command
+from .counters import FrameCounters, PassCounters
+from .framebuffer import RenderTarget
+from .gl_state import GLState
+
+PIPELINE_COMMANDS = ("drawArrays", "drawElements", "clear", "endFrame", "bindFramebuffer")
+
+
+@dataclass
+class FrameResult:
+    index: int
+    image: np.ndarray          # (H, W, 4) uint8, row 0 at the top
+    counters: FrameCounters
+
+
+class Renderer:
+    """Replays commands on the tile-based GPU model.
+
+    ``render(frames)`` yields a ``FrameResult`` per ``endFrame``. ``fill_rule`` selects the
+    tie rule of the rasterizer; ``traversal`` the tile order recorded for the timing model.
+    """
+
+    def __init__(self, width: int, height: int, *, depth_bits: int = 24, tile_size: int = 16,
+                 traversal: str = "scanline", fill_rule: str = "top_left",
+                 source: str = "<trace>"):
+        if tile_size < 2 or tile_size % 2:
+            raise InputError(f"tile size must be an even number >= 2, got {tile_size}")
+        self.state = GLState(width, height, source)
+        self.tile_size, self.traversal, self.fill_rule = tile_size, traversal, fill_rule
+        self.source = source
+        self.default_target = RenderTarget(width, height, depth_bits, name="default",
+                                           tile_size=tile_size)
+        self.fbo_targets: dict[int, RenderTarget] = {}
+        self.frame_index = 0
+        self.counters = FrameCounters(0)
+        self._pass: PassCounters | None = None
+        self._pass_target: RenderTarget | None = None
+        self._written: np.ndarray | None = None
+
+    # -- driving ----------------------------------------------------------------------------
+
+    def render(self, frames: Iterable[list[Command]], *, first: int = 0,
+               keep: Iterable[int] | None = None) -> Iterator[FrameResult]:
+        """Replay frames; yield results for frame numbers in ``keep`` (default: all).
+
+        Frames not kept are replayed for their state only when ``keep`` skips them... they
+        are rendered anyway (later frames may sample what they drew).
+        """
+        wanted = None if keep is None else set(keep)
+        for number, commands in enumerate(frames, start=first):
+            self.frame_index = number
+            for position, command in enumerate(commands):
+                self.state.where = f"{self.source}: frame {number}, command {position} " \
+                                   f"({command.op})"
+                result = self.execute(command)
+                if result is not None and (wanted is None or number in wanted):
+                    yield result
+
+    def execute(self, command: Command) -> FrameResult | None:
+        op = command.op
+        if op in ("drawArrays", "drawElements"):
+            self._draw(command)
+        elif op == "clear":
+            self._clear(command.args["mask"])
+        elif op == "bindFramebuffer":
+            self._end_pass()
+            self.state.apply(command)
+        elif op == "endFrame":
+            return self._end_frame()
+        else:
+            self.state.apply(command)
+        return None
+
+    # -- render targets and passes ----------------------------------------------------------
+
+    def _target(self) -> RenderTarget:
+        fbo_id = self.state.framebuffer
+        if fbo_id == 0:
+            return self.default_target
+        fbo = self.state.framebuffers[fbo_id]
+        color = fbo.attachments.get("COLOR_ATTACHMENT0")
+        if color is None:
+            raise self.state.error(f"framebuffer {fbo_id} has no color attachment "
+                                   "(incomplete)")
+        depth = fbo.attachments.get("DEPTH_ATTACHMENT")
+        depth_bits = 0
+        if depth is not None and depth[0] == "renderbuffer":
+            rb = self.state.renderbuffers[depth[1]]
+            depth_bits = 16 if rb.format == "DEPTH_COMPONENT16" else 24
+        if color[0] == "texture":
+            texture = self.state.textures.get(color[1])
+            if texture is None:
+                raise self.state.error(f"framebuffer {fbo_id}: its texture was deleted")
+            width, height = texture.level_size(color[2], color[3])
+            has_alpha = texture.format_has_alpha()
+            key = ("texture", color[1], color[2], color[3])
+        else:
+            rb = self.state.renderbuffers[color[1]]
+            width, height, has_alpha = rb.width, rb.height, rb.format in ("RGBA4", "RGB5_A1",
+                                                                          "RGBA8")
+            key = ("renderbuffer", color[1])
+        target = self.fbo_targets.get(fbo_id)
+        if (target is None or target.width != width or target.height != height
+                or getattr(target, "key", None) != (key, depth_bits)):
+            target = RenderTarget(width, height, depth_bits or 24, has_depth=depth_bits > 0,
+                                  name=f"fbo{fbo_id}", tile_size=self.tile_size,
+                                  texture=(color[1], color[2], color[3])
+                                  if color[0] == "texture" else None, has_alpha=has_alpha)
+            target.key = (key, depth_bits)
+            if target.texture is not None:
+                texture = self.state.textures[color[1]]
+                existing = texture.level_rgba(color[2], color[3])
+                if existing is not None:
+                    target.color[:] = output_merger.to_unorm8(existing)
+            self.fbo_targets[fbo_id] = target
+        return target
+
+    def _begin_pass(self, target: RenderTarget) -> PassCounters:
+        if self._pass is None or self._pass_target is not target:
+            self._end_pass()
+            self._pass = PassCounters(target.name, target.width, target.height,
+                                      target.tile_size, target.tiles_x, target.tiles_y,
+                                      target.traversal(self.traversal))
+            self._pass_target = target
+            self._written = np.zeros(target.width * target.height, dtype=bool)
+            self.counters.scalars["passes"] += 1
+        return self._pass
+
+    def _end_pass(self) -> None:
+        if self._pass is None:
+            return
+        target, counters = self._pass_target, self._pass
+        # A tile-based GPU flushes every tile's color buffer at the end of the pass.
+        counters.add_per_tile("color_flush_bytes", target.tile_pixels() * 4)
+        ys, xs = np.divmod(np.nonzero(self._written)[0], target.width)
+        counters.add("pixels_written", target.tile_of(xs, ys))
+        if target.texture is not None:
+            ident, image_target, level = target.texture
+            texture = self.state.textures.get(ident)
+            if texture is not None:
+                texture.store_rendered(image_target, level,
+                                       target.color.astype(np.float32) / 255.0)
+        self.counters.passes.append(counters)
+        self._pass = self._pass_target = self._written = None
+
+    def _end_frame(self) -> FrameResult:
+        self._end_pass()
+        self.counters.scalars["state_changes"] = self.state.state_changes
+        self.state.state_changes = 0
+        result = FrameResult(self.frame_index, self.default_target.image(), self.counters)
+        self.counters = FrameCounters(self.frame_index + 1)
+        return result
+
+    # -- clear ------------------------------------------------------------------------------
+
+    def _clear(self, mask: list[str]) -> None:
+        target = self._target()
+        counters = self._begin_pass(target)
+        f = self.state.fragment
+        scissor = f.scissor if f.scissor_test else None
+        color = self.state.clear_color if "COLOR_BUFFER_BIT" in mask else None
+        depth = (self.state.clear_depth if "DEPTH_BUFFER_BIT" in mask and f.depth_mask
+                 else None)
+        color_mask = f.color_mask if target.has_alpha else (*f.color_mask[:3], False)
+        pixels = target.clear(color, depth, color_mask, scissor)
+        self.counters.scalars["clears"] += 1
+        if pixels:
+            x0, y0, x1, y1 = self._rect(target, scissor_only=True)
+            ys, xs = np.mgrid[y0:y1, x0:x1]
+            counters.add("pixels_cleared", target.tile_of(xs.ravel(), ys.ravel()))
+
+    # -- draw -------------------------------------------------------------------------------
+
+    def _rect(self, target: RenderTarget, scissor_only: bool = False):
+        """Pixels a draw may touch: target ∩ scissor (∩ viewport for draws), x1/y1 exclusive."""
+        x0, y0, x1, y1 = 0, 0, target.width, target.height
+        f = self.state.fragment
+        if f.scissor_test:
+            sx, sy, sw, sh = f.scissor
+            x0, y0, x1, y1 = max(x0, sx), max(y0, sy), min(x1, sx + sw), min(y1, sy + sh)
+        if not scissor_only:
+            vx, vy, vw, vh = self.state.viewport
+            x0, y0, x1, y1 = max(x0, vx), max(y0, vy), min(x1, vx + vw), min(y1, vy + vh)
+        return x0, y0, max(x1, x0), max(y1, y0)
+
+    def _sampler(self, program, stage: str):
+        units = {}
+        for samp, (unit, target_name) in uniforms.sampler_units(program, stage).items():
+            if not 0 <= unit < self.state.MAX_TEXTURE_UNITS:
+                raise self.state.error(f"sampler uniform selects texture unit {unit}, outside "
+                                       f"0..{self.state.MAX_TEXTURE_UNITS - 1}")
+            ident = self.state.bound_textures[target_name][unit]
+            units[samp] = self.state.textures.get(ident)
+        if not units:
+            return None  # the stage samples nothing
+        from .texture_sampler import TextureSampler
+
+        return TextureSampler(units)
+
+    def _draw(self, command: Command) -> None:
+        state, scalars = self.state, self.counters.scalars
+        program = state.current_program()
+        target = self._target()
+        counters = self._begin_pass(target)
+        scalars["draw_calls"] += 1
+        mode = command.args["mode"]
+        where = state.where
+        fbo = state.framebuffer != 0
+
+        # Vertex fetch and shading.
+        elements, index_bytes = vertex_fetch.draw_elements(state, command)
+        scalars["index_bytes"] += index_bytes
+        if mode not in primitive_assembly.TRIANGLE_MODES:
+            scalars["prims_assembled"] += primitive_assembly.assembled_count(mode, elements.size)
+            return  # points and lines: counted, not rasterized (see the issue note)
+        tri_elements = primitive_assembly.triangles(mode, elements.size)
+        scalars["prims_assembled"] += len(tri_elements)
+        if len(tri_elements) == 0:
+            return
+        used = elements[: tri_elements.max() + 1] if tri_elements.size else elements[:0]
+        fetched = vertex_fetch.fetch(state, program, used)
+        scalars["vertices_fetched"] += fetched.ids.size
+        scalars["vertices_shaded"] += fetched.ids.size
+        scalars["attribute_bytes"] += fetched.attribute_bytes
+        vs_constants = uniforms.constants(program, "vertex", fbo=fbo, height=target.height)
+        shaded = vertex_shading.shade(program, fetched.inputs, vs_constants,
+                                      self._sampler(program, "vertex"), where)
+        vs_totals = shaded.stats.totals()["lane_instructions"]
+        for name in ("alu", "tex", "flow"):
+            scalars[f"vs_{name}"] += vs_totals[name]
+
+        # Primitive assembly, clipping, setup.
+        rows = fetched.elements[tri_elements]
+        clipped = clipping.clip_triangles(shaded.rows, rows)
+        scalars["prims_clip_rejected"] += clipped.rejected
+        scalars["prims_clip_split"] += clipped.split
+        f = state.fragment
+        setup = triangle_setup.setup(
+            clipped.vertices, clipped.triangles, clipped.source, viewport=state.viewport,
+            depth_range=f.depth_range, cull=f.cull_mode if f.cull_face else None,
+            front_face=f.front_face,
+            polygon_offset=f.polygon_offset if f.polygon_offset_fill else None,
+            depth_bits=target.depth_bits)
+        scalars["prims_culled"] += setup.culled
+        scalars["prims_degenerate"] += setup.degenerate
+        tris = setup.triangles
+        scalars["prims_rasterized"] += len(tris)
+        if len(tris) == 0:
+            return
+
+        # Binning into per-tile display lists.
+        rect = self._rect(target)
+        varying_components = shaded.rows.shape[1] - 4
+        bins = binning.bin_triangles(tris, rect, target.tile_size, target.tiles_x,
+                                     varying_components)
+        scalars["pb_record_bytes_written"] += len(tris) * bins.record_bytes
+        counters.add("prims_binned", bins.tile)
+        counters.add("pb_list_bytes_written", bins.tile,
+                     np.full(bins.tile.size, binning.LIST_ENTRY_BYTES, dtype=np.float64))
+        counters.add("pb_bytes_read", bins.tile,
+                     np.full(bins.tile.size, binning.LIST_ENTRY_BYTES + bins.record_bytes,
+                             dtype=np.float64))
+
+        # Rasterization into quads.
+        quads = rasterizer.rasterize(tris, rect, self.fill_rule)
+        if len(quads) == 0:
+            return
+        lanes = fragment_shading.lanes(tris, quads)
+        covered = quads.coverage.ravel()
+        pixel = lanes.y * target.width + lanes.x
+        tile = target.tile_of(lanes.x, lanes.y)
+        quad_tile = tile[::4]
+        counters.add("quads_rasterized", quad_tile)
+        counters.add("fragments_rasterized", tile[covered])
+
+        depth_on = f.depth_test and target.depth is not None
+        depth_buffer = target.depth.reshape(-1) if target.depth is not None else None
+        depth_value = np.floor(np.clip(lanes.z, 0.0, 1.0) * target.depth_max + 0.5)
+        depth_value = depth_value.astype(np.int64)
+        early = depth_on and not program.fragment_kills and not program.fragment_writes_depth
+        alive = covered.copy()
+        if early:
+            idx = np.nonzero(covered)[0]
+            passed = output_merger.depth_test(pixel[idx], depth_value[idx], depth_buffer,
+                                              f.depth_func, f.depth_mask)
+            counters.add("early_z_tested", tile[idx])
+            counters.add("depth_reads", tile[idx])
+            counters.add("early_z_killed", tile[idx[~passed]])
+            if f.depth_mask:
+                counters.add("depth_writes", tile[idx[passed]])
+            alive[idx[~passed]] = False
+
+        # Fragment shading of the quads with a live fragment (helper lanes included).
+        quad_live = alive.reshape(-1, 4).any(axis=1)
+        shade_lanes = np.repeat(quad_live, 4)
+        if not quad_live.any():
+            return
+        sub = _select_lanes(lanes, shade_lanes)
+        inputs, system_values = fragment_shading.fragment_inputs(
+            program, sub, clipped.vertices, shaded.columns, target.height)
+        fs_constants = uniforms.constants(program, "fragment", fbo=fbo, height=target.height)
+        sampler = self._sampler(program, "fragment")
+        execution = program.fragment.run(inputs, fs_constants, sampler=sampler,
+                                         system_values=system_values)
+        sub_alive = alive[shade_lanes]
+        sub_tile = tile[shade_lanes]
+        counters.add("fragments_shaded", sub_tile[sub_alive])
+        counters.add("quads_shaded", sub_tile[::4])
+        stats = execution.stats
+        for k, name in enumerate(("alu", "tex", "flow")):
+            counters.add(f"fs_{name}", sub_tile, stats.lane_instructions[k].astype(np.float64))
+            counters.add(f"fs_quad_{name}", sub_tile[::4],
+                         stats.warp_instructions[k].astype(np.float64))
+        counters.add("tex_samples", sub_tile[sub_alive],
+                     stats.texture_samples[sub_alive].astype(np.float64))
+        self._texture_counters(counters, sampler, sub_tile)
+
+        killed = np.asarray(execution.killed) & sub_alive
+        counters.add("fragments_discarded", sub_tile[killed])
+        survivors = sub_alive & ~killed
+        color_register = next((r for r, s in program.fragment.program.output_semantics().items()
+                               if s[0] == "COLOR"), None)
+        if color_register is None:
+            return
+        color = execution.outputs[color_register].T      # (n, 4)
+        sub_pixel = pixel[shade_lanes]
+        if depth_on and not early:
+            idx = np.nonzero(survivors)[0]
+            passed = output_merger.depth_test(sub_pixel[idx], depth_value[shade_lanes][idx],
+                                              depth_buffer, f.depth_func, f.depth_mask)
+            counters.add("late_z_tested", sub_tile[idx])
+            counters.add("depth_reads", sub_tile[idx])
+            counters.add("late_z_killed", sub_tile[idx[~passed]])
+            if f.depth_mask:
+                counters.add("depth_writes", sub_tile[idx[passed]])
+            survivors[idx[~passed]] = False
+
+        # Blending and color write.
+        idx = np.nonzero(survivors)[0]
+        flat = target.color.reshape(-1, 4)
+        blended = output_merger.write_colors(sub_pixel[idx], color[idx], flat, f,
+                                             target.has_alpha)
+        if blended:
+            counters.add("blend_ops", sub_tile[idx])
+        if any(f.color_mask):
+            counters.add("color_writes", sub_tile[idx])
+            self._written[sub_pixel[idx]] = True
+        target.dirty = True
+
+    def _texture_counters(self, counters: PassCounters, sampler, lane_tile) -> None:
+        stats = getattr(sampler, "stats", None)
+        if stats is None:
+            return
+        for name in ("texels_fetched", "texels_nearest", "texels_bilinear", "texels_trilinear",
+                     "tex_cache_accesses", "tex_cache_misses"):
+            values = getattr(stats, name, None)
+            if values is not None:
+                counters.add(name, lane_tile, np.asarray(values, dtype=np.float64))
+
+
+def _select_lanes(lanes: fragment_shading.FragmentLanes, keep: np.ndarray):
+    return fragment_shading.FragmentLanes(
+        lanes.x[keep], lanes.y[keep], lanes.z[keep], lanes.inv_w[keep], lanes.front[keep],
+        lanes.perspective[keep], lanes.linear[keep], lanes.vertex[keep])

@@ -1,0 +1,113 @@
+"""Triangle setup: perspective divide, viewport and depth range, facing, culling, snapping.
+
+Window coordinates are snapped to a 1/256-pixel grid (``SUBPIXEL_BITS`` = 8, as llvmpipe's
+rasterizer), so the edge functions the rasterizer evaluates are exact integers and the fill
+rule is decided without rounding error. Triangles are turned to counter-clockwise order here
+(y up), remembering which way they faced; zero-area triangles are dropped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+SUBPIXEL_BITS = 8
+SUBPIXEL = 1 << SUBPIXEL_BITS
+
+
+@dataclass
+class Triangles:
+    """Set-up triangles, SoA over T triangles in submission order.
+
+    x, y: (T, 3) int64 snapped window coordinates in 1/256 pixels (counter-clockwise);
+    z: (T, 3) float64 window depth in [0, 1]; inv_w: (T, 3) float64 1/w_clip;
+    vertex: (T, 3) rows into the clipped vertex array (for attributes);
+    front: (T,) bool; area2: (T,) int64 twice the area in subpixel units squared;
+    source: (T,) index of the assembled primitive.
+    """
+
+    x: np.ndarray
+    y: np.ndarray
+    z: np.ndarray
+    inv_w: np.ndarray
+    vertex: np.ndarray
+    front: np.ndarray
+    area2: np.ndarray
+    source: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.source)
+
+    def select(self, keep: np.ndarray) -> Triangles:
+        return Triangles(self.x[keep], self.y[keep], self.z[keep], self.inv_w[keep],
+                         self.vertex[keep], self.front[keep], self.area2[keep],
+                         self.source[keep])
+
+
+@dataclass
+class SetupResult:
+    triangles: Triangles
+    culled: int       # back/front-face culled
+    degenerate: int   # zero area after snapping
+
+
+def setup(vertices: np.ndarray, triangles: np.ndarray, source: np.ndarray, *,
+          viewport: tuple[int, int, int, int], depth_range: tuple[float, float],
+          cull: str | None, front_face: str,
+          polygon_offset: tuple[float, float] | None = None, depth_bits: int = 24) -> SetupResult:
+    """Window-space triangles from clipped ``vertices`` (V, 4+K) and ``triangles`` (T, 3).
+
+    ``cull`` is None (culling off), 'FRONT', 'BACK' or 'FRONT_AND_BACK'.
+    """
+    vx, vy, vw, vh = viewport
+    near, far = depth_range
+    pos = vertices[:, :4]
+    inv_w = 1.0 / pos[:, 3]
+    ndc = pos[:, :3] * inv_w[:, None]
+    wx = (ndc[:, 0] + 1.0) * (vw * 0.5) + vx
+    wy = (ndc[:, 1] + 1.0) * (vh * 0.5) + vy
+    wz = ndc[:, 2] * ((far - near) * 0.5) + (far + near) * 0.5
+    sx = np.round(wx * SUBPIXEL).astype(np.int64)
+    sy = np.round(wy * SUBPIXEL).astype(np.int64)
+
+    x, y = sx[triangles], sy[triangles]
+    area2 = (x[:, 1] - x[:, 0]) * (y[:, 2] - y[:, 0]) - (x[:, 2] - x[:, 0]) * (y[:, 1] - y[:, 0])
+    ccw = area2 > 0
+    front = ccw if front_face == "CCW" else ~ccw
+    keep = area2 != 0
+    degenerate = int((~keep).sum())
+    culled_mask = np.zeros(len(triangles), dtype=bool)
+    if cull == "BACK":
+        culled_mask = keep & ~front
+    elif cull == "FRONT":
+        culled_mask = keep & front
+    elif cull == "FRONT_AND_BACK":
+        culled_mask = keep.copy()
+    keep &= ~culled_mask
+
+    order = triangles.copy()
+    cw = ~ccw
+    order[cw] = order[cw][:, [0, 2, 1]]  # make every triangle counter-clockwise
+    z = wz[order]
+    if polygon_offset is not None:
+        z = z + _polygon_offset(sx[order], sy[order], z, polygon_offset, depth_bits)[:, None]
+        z = np.clip(z, 0.0, 1.0)
+    tris = Triangles(sx[order], sy[order], z, inv_w[order], order, front, np.abs(area2),
+                     source)
+    return SetupResult(tris.select(keep), int(culled_mask.sum()), degenerate)
+
+
+def _polygon_offset(x, y, z, offset, depth_bits):
+    """factor * max(|dz/dx|, |dz/dy|) + units * r, per triangle (ES 2.0 §3.5.2)."""
+    factor, units = offset
+    fx = x / SUBPIXEL
+    fy = y / SUBPIXEL
+    ax, ay = fx[:, 1] - fx[:, 0], fy[:, 1] - fy[:, 0]
+    bx, by = fx[:, 2] - fx[:, 0], fy[:, 2] - fy[:, 0]
+    az, bz = z[:, 1] - z[:, 0], z[:, 2] - z[:, 0]
+    det = ax * by - bx * ay
+    det = np.where(det == 0, 1.0, det)
+    dzdx = (az * by - bz * ay) / det
+    dzdy = (bz * ax - az * bx) / det
+    return factor * np.maximum(np.abs(dzdx), np.abs(dzdy)) + units / float(1 << depth_bits)
