@@ -14,6 +14,7 @@ from tilesim.errors import EXIT_BAD_INPUT, TilesimError
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from render import commands_cli as render_commands
     from shaders import commands as shader_commands
 
     parser = argparse.ArgumentParser(
@@ -24,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="array backend for numeric work (default numpy)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     shader_commands.register(sub)
+    render_commands.register(sub)
     return parser
 
 
