@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .gl_state import Program
-from .rasterizer import Quads, edge_values
+from .rasterizer import Quads
 from .triangle_setup import Triangles
 
 
@@ -37,7 +37,7 @@ def lanes(tris: Triangles, quads: Quads) -> FragmentLanes:
     px, py = quads.pixels()
     tri = np.repeat(quads.triangle, 4)
     px, py = px.ravel(), py.ravel()
-    e = edge_values(tris, tri, px, py).astype(np.float64)      # (N, 3)
+    e = quads.edges.reshape(-1, 3).astype(np.float64)         # (N, 3), from the rasterizer
     area = tris.area2[tri].astype(np.float64)[:, None]
     linear = e[:, [1, 2, 0]] / area                             # weight of vertex 0, 1, 2
     z = (linear * tris.z[tri]).sum(axis=1)

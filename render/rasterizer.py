@@ -22,7 +22,7 @@ from .binning import pixel_bounds
 from .triangle_setup import SUBPIXEL, Triangles
 
 FILL_RULES = ("top_left", "bottom_left")
-CHUNK_QUADS = 1 << 20
+CHUNK_QUADS = 1 << 16
 LANE_DX = np.array([0, 1, 0, 1], dtype=np.int64)
 LANE_DY = np.array([0, 0, 1, 1], dtype=np.int64)
 
@@ -32,13 +32,15 @@ class Quads:
     """Covered quads, SoA, in submission order of their triangles.
 
     triangle: (Q,) rows of the Triangles; qx, qy: (Q,) quad coordinates (pixel // 2);
-    coverage: (Q, 4) bool per lane; candidates: quads tested (for counters).
+    coverage: (Q, 4) bool per lane; edges: (Q, 4, 3) int64 edge functions at each lane's
+    pixel center (reused for barycentrics); candidates: quads tested (for counters).
     """
 
     triangle: np.ndarray
     qx: np.ndarray
     qy: np.ndarray
     coverage: np.ndarray
+    edges: np.ndarray
     candidates: int
 
     def __len__(self) -> int:
@@ -74,6 +76,14 @@ def edge_values(tris: Triangles, tri: np.ndarray, px: np.ndarray, py: np.ndarray
     return dx * (cy[..., None] - y) - dy * (cx[..., None] - x)
 
 
+def edge_coefficients(tris: Triangles):
+    """Per triangle and edge: (A, B, C) with E(cx, cy) = A*cx + B*cy + C in subpixel units."""
+    x, y = tris.x, tris.y
+    dx = np.roll(x, -1, axis=1) - x
+    dy = np.roll(y, -1, axis=1) - y
+    return -dy, dx, dy * x - dx * y
+
+
 def rasterize(tris: Triangles, rect: tuple[int, int, int, int],
               fill_rule: str = "top_left") -> Quads:
     """Covered quads of ``tris`` inside ``rect`` (x0, y0, x1, y1), x1/y1 exclusive."""
@@ -83,7 +93,12 @@ def rasterize(tris: Triangles, rect: tuple[int, int, int, int],
     nqx = np.where(valid, x1 // 2 - qx0 + 1, 0)
     nqy = np.where(valid, y1 // 2 - qy0 + 1, 0)
     per = nqx * nqy
-    dx, dy, bias = edge_setup(tris, fill_rule)
+    _, _, bias = edge_setup(tris, fill_rule)
+    a, b, c = edge_coefficients(tris)
+    # One stacked table so that a single row gather per candidate fetches all of it.
+    table = np.concatenate([a, b, c, bias], axis=1)            # (T, 12)
+    lane_dx = (LANE_DX * SUBPIXEL)[None, :, None]
+    lane_dy = (LANE_DY * SUBPIXEL)[None, :, None]
     rx0, ry0, rx1, ry1 = rect
     parts = []
     candidates = int(per.sum())
@@ -92,29 +107,32 @@ def rasterize(tris: Triangles, rect: tuple[int, int, int, int],
     while start < len(tris):
         # Take triangles until the chunk holds CHUNK_QUADS candidates (at least one triangle).
         base = ends[start - 1] if start else 0
-        stop = int(np.searchsorted(ends, base + CHUNK_QUADS, side="right"))
-        stop = max(stop, start + 1)
-        sl = slice(start, stop)
-        counts = per[sl]
+        stop = max(int(np.searchsorted(ends, base + CHUNK_QUADS, side="right")), start + 1)
+        counts = per[start:stop]
+        total = int(counts.sum())
+        start_of = np.repeat(np.cumsum(counts) - counts, counts)
         tri = np.repeat(np.arange(start, stop), counts)
-        local = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
-        width = np.repeat(np.maximum(nqx[sl], 1), counts)
-        qx = np.repeat(qx0[sl], counts) + local % width
-        qy = np.repeat(qy0[sl], counts) + local // width
+        local = np.arange(total) - start_of
+        width = np.repeat(np.maximum(nqx[start:stop], 1), counts)
+        qy_local, qx_local = np.divmod(local, width)
+        qx = np.repeat(qx0[start:stop], counts) + qx_local
+        qy = np.repeat(qy0[start:stop], counts) + qy_local
+        row = table[tri]                                       # (n, 12)
+        ea, eb, ec, eb_bias = row[:, 0:3], row[:, 3:6], row[:, 6:9], row[:, 9:12]
+        cx = (2 * qx * SUBPIXEL + SUBPIXEL // 2)[:, None]
+        cy = (2 * qy * SUBPIXEL + SUBPIXEL // 2)[:, None]
+        origin = ea * cx + eb * cy + ec                        # (n, 3)
+        edges = origin[:, None, :] + ea[:, None, :] * lane_dx + eb[:, None, :] * lane_dy
+        covered = (edges >= eb_bias[:, None, :]).all(axis=2)   # (n, 4)
+        # Quads straddling the render rectangle's border lose their outside lanes.
         px = 2 * qx[:, None] + LANE_DX
         py = 2 * qy[:, None] + LANE_DY
-        cx = px * SUBPIXEL + SUBPIXEL // 2
-        cy = py * SUBPIXEL + SUBPIXEL // 2
-        covered = (px >= rx0) & (px < rx1) & (py >= ry0) & (py < ry1)
-        for e in range(3):
-            ex = tris.x[tri, e][:, None]
-            ey = tris.y[tri, e][:, None]
-            value = dx[tri, e][:, None] * (cy - ey) - dy[tri, e][:, None] * (cx - ex)
-            covered &= value >= bias[tri, e][:, None]
-        any_lane = covered.any(axis=1)
-        parts.append((tri[any_lane], qx[any_lane], qy[any_lane], covered[any_lane]))
+        covered &= (px >= rx0) & (px < rx1) & (py >= ry0) & (py < ry1)
+        keep = covered.any(axis=1)
+        parts.append((tri[keep], qx[keep], qy[keep], covered[keep], edges[keep]))
         start = stop
     if not parts:
         empty = np.zeros(0, dtype=np.int64)
-        return Quads(empty, empty, empty, np.zeros((0, 4), dtype=bool), 0)
+        return Quads(empty, empty, empty, np.zeros((0, 4), dtype=bool),
+                     np.zeros((0, 4, 3), dtype=np.int64), 0)
     return Quads(*(np.concatenate(p) for p in zip(*parts, strict=True)), candidates)

@@ -1,0 +1,192 @@
+"""Frame time of glmark2's bunny (about 70k triangles, light-basic shader) at 1920x1080.
+
+tilesim renders the frames with every counter on; Mesa softpipe and llvmpipe draw the same
+geometry with the same GLSL (glmark2's own "build" program from the corpus) in the same run,
+each in a child process on an off-screen 1920x1080 RGBA8 + depth framebuffer, timed draw +
+glFinish. The result is the ratio of frame times, and tilesim's peak memory (maximum resident
+set size of this process). Timings are a benchmark, never a test.
+
+    python benchmarks/render_bunny.py [--frames 3] [--size 1920x1080] [--json] [--no-mesa]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+BUNNY = Path("/usr/share/glmark2/models/bunny.obj")
+
+
+def build_program():
+    folder = next(p for p in sorted((ROOT / "shaders" / "corpus").glob("glmark2-build-*")))
+
+    def read(name: str) -> str:
+        return (folder / name).read_text(encoding="utf-8")
+
+    return SimpleNamespace(vertex_glsl=read("vertex.glsl"), fragment_glsl=read("fragment.glsl"),
+                           vertex_tgsi=read("vertex.tgsi"), fragment_tgsi=read("fragment.tgsi"),
+                           interface=json.loads(read("interface.json")))
+
+
+def matrices(frame: int, width: int, height: int):
+    """glmark2 build's camera: perspective 60 degrees, the model rotating about y."""
+    aspect = width / height
+    f = 1 / np.tan(np.radians(30))
+    near, far = 1.0, 1024.0
+    proj = np.array([[f / aspect, 0, 0, 0], [0, f, 0, 0],
+                     [0, 0, (far + near) / (near - far), 2 * far * near / (near - far)],
+                     [0, 0, -1, 0]])
+    angle = np.radians(36.0 * frame)
+    c, s = np.cos(angle), np.sin(angle)
+    rot = np.array([[c, 0, s, 0], [0, 1, 0, 0], [-s, 0, c, 0], [0, 0, 0, 1]])
+    move = np.eye(4)
+    move[2, 3] = -2.5
+    model_view = move @ rot
+    normal = np.linalg.inv(model_view).T
+    return (proj @ model_view).astype(np.float32), normal.astype(np.float32)
+
+
+def record(frames: int, width: int, height: int):
+    from render.commands import Recorder
+    from render.obj_model import load_obj
+
+    mesh = load_obj(BUNNY)
+    program = build_program()
+    gl = Recorder(width, height, name="bunny")
+    prog = gl.createProgram(program.vertex_glsl, program.fragment_glsl, compiled=program)
+    gl.useProgram(prog)
+    vbo = gl.createBuffer()
+    gl.bindBuffer("ARRAY_BUFFER", vbo)
+    gl.bufferData("ARRAY_BUFFER", mesh.interleaved())
+    ibo = gl.createBuffer()
+    gl.bindBuffer("ELEMENT_ARRAY_BUFFER", ibo)
+    gl.bufferData("ELEMENT_ARRAY_BUFFER", mesh.indices)
+    gl.vertexAttribPointer(0, 3, "FLOAT", False, 24, 0)
+    gl.enableVertexAttribArray(0)
+    gl.vertexAttribPointer(1, 3, "FLOAT", False, 24, 12)
+    gl.enableVertexAttribArray(1)
+    gl.enable("DEPTH_TEST")
+    gl.clearColor(0.0, 0.0, 0.0, 1.0)
+    for frame in range(frames):
+        mvp, normal = matrices(frame, width, height)
+        gl.uniformMatrix4fv(gl.getUniformLocation(prog, "ModelViewProjectionMatrix"), False,
+                            mvp.T.ravel())
+        gl.uniformMatrix4fv(gl.getUniformLocation(prog, "NormalMatrix"), False,
+                            normal.T.ravel())
+        gl.clear("COLOR_BUFFER_BIT", "DEPTH_BUFFER_BIT")
+        gl.drawElements("TRIANGLES", mesh.indices.size, "UNSIGNED_INT", 0)
+        gl.endFrame()
+    return gl.recorded_frames(), mesh, program
+
+
+def time_tilesim(frames_cmds, width, height):
+    from render.pipeline import Renderer
+
+    renderer = Renderer(width, height, source="bunny")
+    times, results = [], []
+    start = time.perf_counter()
+    for result in renderer.render(frames_cmds):
+        now = time.perf_counter()
+        times.append(now - start)
+        results.append(result)
+        start = now
+    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return times, results, peak_kib * 1024
+
+
+_CHILD = r"""
+import json, sys, time, numpy as np, moderngl
+spec = json.load(open(sys.argv[1]))
+ctx = moderngl.create_standalone_context(backend="egl")
+w, h = spec["width"], spec["height"]
+prog = ctx.program(vertex_shader="#version 100\n" + spec["vs"],
+                   fragment_shader="#version 100\n" + spec["fs"])
+data = np.load(spec["mesh"])
+vbo = ctx.buffer(data["vertices"].tobytes())
+ibo = ctx.buffer(data["indices"].tobytes())
+vao = ctx.vertex_array(prog, [(vbo, "3f 3f", "position", "normal")], ibo, index_element_size=4)
+fbo = ctx.framebuffer(color_attachments=[ctx.renderbuffer((w, h), 4)],
+                      depth_attachment=ctx.depth_renderbuffer((w, h)))
+fbo.use()
+ctx.enable(moderngl.DEPTH_TEST)
+times = []
+for mvp, normal in zip(spec["mvp"], spec["normal"]):
+    prog["ModelViewProjectionMatrix"].write(np.asarray(mvp, np.float32).T.tobytes())
+    prog["NormalMatrix"].write(np.asarray(normal, np.float32).T.tobytes())
+    ctx.finish()
+    start = time.perf_counter()
+    fbo.clear(0.0, 0.0, 0.0, 1.0, depth=1.0)
+    vao.render()
+    ctx.finish()
+    times.append(time.perf_counter() - start)
+image = np.frombuffer(fbo.read(components=4), np.uint8).reshape(h, w, 4)[::-1]
+np.save(spec["image"], image)
+print(json.dumps({"times": times, "renderer": ctx.info["GL_RENDERER"]}))
+"""
+
+
+def time_mesa(driver, program, mesh, frames, width, height):
+    with tempfile.TemporaryDirectory() as tmp:
+        mesh_path = Path(tmp, "mesh.npz")
+        np.savez(mesh_path, vertices=mesh.interleaved(), indices=mesh.indices)
+        mats = [matrices(f, width, height) for f in range(frames)]
+        spec = {"width": width, "height": height, "vs": program.vertex_glsl,
+                "fs": program.fragment_glsl, "mesh": str(mesh_path),
+                "mvp": [m[0].tolist() for m in mats], "normal": [m[1].tolist() for m in mats],
+                "image": str(Path(tmp, "image.npy"))}
+        Path(tmp, "spec.json").write_text(json.dumps(spec))
+        Path(tmp, "child.py").write_text(_CHILD)
+        env = dict(os.environ, GALLIUM_DRIVER=driver, EGL_PLATFORM="surfaceless")
+        out = subprocess.run([sys.executable, str(Path(tmp, "child.py")),
+                              str(Path(tmp, "spec.json"))], env=env, capture_output=True,
+                             text=True, timeout=600)
+        if out.returncode:
+            raise RuntimeError(f"{driver} child failed:\n{out.stderr[-2000:]}")
+        result = json.loads(out.stdout.strip().splitlines()[-1])
+        result["image"] = np.load(spec["image"])
+        return result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--frames", type=int, default=3)
+    parser.add_argument("--size", default="1920x1080")
+    parser.add_argument("--no-mesa", action="store_true")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    width, height = (int(v) for v in args.size.lower().split("x"))
+    commands, mesh, program = record(args.frames, width, height)
+    times, results, peak = time_tilesim(commands, width, height)
+    report = {"size": [width, height], "triangles": int(len(mesh.indices)),
+              "frames": args.frames, "tilesim_ms": [round(t * 1e3, 1) for t in times],
+              "tilesim_peak_memory_mib": round(peak / 2**20, 1),
+              "fragments_shaded": [r.counters.total("fragments_shaded") for r in results]}
+    best = min(times[1:] or times)
+    if not args.no_mesa:
+        for driver in ("softpipe", "llvmpipe"):
+            peer = time_mesa(driver, program, mesh, args.frames, width, height)
+            report[f"{driver}_ms"] = [round(t * 1e3, 1) for t in peer["times"]]
+            report[f"tilesim_over_{driver}"] = round(best / min(peer["times"]), 2)
+            diff = np.abs(peer["image"].astype(int) - results[-1].image.astype(int)).max(axis=2)
+            report[f"pixels_within_2_of_{driver}"] = round(float((diff <= 2).mean()), 5)
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        for key, value in report.items():
+            print(f"{key:32s} {value}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
