@@ -1,11 +1,12 @@
 """Fragment shading: interpolate the inputs of every quad lane and run the fragment program.
 
-For each lane the barycentric coordinates come from the exact edge functions; depth is
-interpolated linearly in window space, varyings perspective-correctly (PERSPECTIVE), linearly
-(LINEAR) or from one vertex (CONSTANT). Lanes of a quad that the triangle does not cover are
-helper lanes: they are interpolated (extrapolated) and run, so derivatives are defined, but
-their results are dropped. gl_FragCoord and gl_FrontFacing are given as softpipe's TGSI
-expects them (FS_COORD_ORIGIN / FS_COORD_PIXEL_CENTER properties, FACE = +1 / -1).
+Interpolation uses plane equations set up once per triangle (value = c + dx*x + dy*y at the
+pixel center, in float64): depth and LINEAR inputs directly, PERSPECTIVE inputs as the ratio
+of the planes of value/w and 1/w (perspective-correct), CONSTANT inputs from the provoking
+vertex. Lanes of a quad that the triangle does not cover are helper lanes: they are
+interpolated (extrapolated) and run, so derivatives are defined, but their results are
+dropped. gl_FragCoord and gl_FrontFacing are given as softpipe's TGSI expects them
+(FS_COORD_ORIGIN / FS_COORD_PIXEL_CENTER properties, FACE = +1 / -1).
 """
 
 from __future__ import annotations
@@ -16,40 +17,74 @@ import numpy as np
 
 from .gl_state import Program
 from .rasterizer import Quads
-from .triangle_setup import Triangles
+from .triangle_setup import SUBPIXEL, Triangles
 
 
 @dataclass
 class FragmentLanes:
-    """Per lane (N = 4 * Q): pixel x, y; window depth z (float64); 1/w; front-facing."""
+    """Quads and their lanes. Per quad (Q,): triangle row, quad x, y (pixel // 2); per lane
+    (N = 4 * Q, quad order): pixel x, y and window depth z (float64)."""
 
+    triangle: np.ndarray
+    qx: np.ndarray
+    qy: np.ndarray
     x: np.ndarray
     y: np.ndarray
     z: np.ndarray
-    inv_w: np.ndarray
-    front: np.ndarray
-    perspective: np.ndarray   # (N, 3) perspective-correct barycentrics
-    linear: np.ndarray        # (N, 3) screen-space barycentrics
-    vertex: np.ndarray        # (N, 3) rows of the clipped vertices
+
+    def select(self, quads: np.ndarray) -> FragmentLanes:
+        """The quads where ``quads`` (Q,) is true, with their lanes."""
+        lanes = np.repeat(quads, 4)
+        return FragmentLanes(self.triangle[quads], self.qx[quads], self.qy[quads],
+                             self.x[lanes], self.y[lanes], self.z[lanes])
+
+
+def plane_coefficients(tris: Triangles, values: np.ndarray):
+    """Planes through per-vertex ``values`` (T, 3, K): (c, a, b), each (T, K), such that the
+    value at window position (x, y) is c + a*x + b*y."""
+    x = tris.x / SUBPIXEL
+    y = tris.y / SUBPIXEL
+    x10, y10 = x[:, 1] - x[:, 0], y[:, 1] - y[:, 0]
+    x20, y20 = x[:, 2] - x[:, 0], y[:, 2] - y[:, 0]
+    det = (x10 * y20 - x20 * y10)[:, None]
+    d1 = values[:, 1] - values[:, 0]
+    d2 = values[:, 2] - values[:, 0]
+    a = (d1 * y20[:, None] - d2 * y10[:, None]) / det
+    b = (d2 * x10[:, None] - d1 * x20[:, None]) / det
+    c = values[:, 0] - a * x[:, :1] - b * y[:, :1]
+    return c, a, b
+
+
+def _evaluate(planes, lanes_: FragmentLanes) -> np.ndarray:
+    """Plane values at the pixel centers of every lane: (N, K).
+
+    All four lanes of a quad share a triangle, so coefficients are gathered once per quad
+    and the lanes are reached by stepping from the quad's first pixel center.
+    """
+    c, a, b = planes
+    k = c.shape[1]
+    rows = np.concatenate([c, a, b], axis=1)[lanes_.triangle]      # (Q, 3K)
+    a_q, b_q = rows[:, k:2 * k], rows[:, 2 * k:]
+    origin = (rows[:, :k] + a_q * (2 * lanes_.qx + 0.5)[:, None]
+              + b_q * (2 * lanes_.qy + 0.5)[:, None])
+    out = np.empty((lanes_.qx.size, 4, k), dtype=np.float64)
+    out[:, 0] = origin
+    out[:, 1] = origin + a_q
+    out[:, 2] = origin + b_q
+    out[:, 3] = origin + a_q + b_q
+    return out.reshape(-1, k)
 
 
 def lanes(tris: Triangles, quads: Quads) -> FragmentLanes:
     px, py = quads.pixels()
-    tri = np.repeat(quads.triangle, 4)
-    px, py = px.ravel(), py.ravel()
-    e = quads.edges.reshape(-1, 3).astype(np.float64)         # (N, 3), from the rasterizer
-    area = tris.area2[tri].astype(np.float64)[:, None]
-    linear = e[:, [1, 2, 0]] / area                             # weight of vertex 0, 1, 2
-    z = (linear * tris.z[tri]).sum(axis=1)
-    weighted = linear * tris.inv_w[tri]
-    inv_w = weighted.sum(axis=1)
-    perspective = weighted / inv_w[:, None]
-    return FragmentLanes(px, py, z, inv_w, tris.front[tri], perspective, linear,
-                         tris.vertex[tri])
+    partial = FragmentLanes(quads.triangle, quads.qx, quads.qy, px.ravel(), py.ravel(), None)
+    partial.z = _evaluate(plane_coefficients(tris, tris.z[:, :, None]), partial)[:, 0]
+    return partial
 
 
-def fragment_inputs(program: Program, lanes_: FragmentLanes, vertex_rows: np.ndarray,
-                    columns: dict, height: int) -> tuple[np.ndarray, dict]:
+def fragment_inputs(program: Program, tris: Triangles, lanes_: FragmentLanes,
+                    vertex_rows: np.ndarray, columns: dict,
+                    height: int) -> tuple[np.ndarray, dict]:
     """(IN registers (R, 4, N) float32, system values) for the fragment program."""
     fs = program.fragment.program
     n = lanes_.x.size
@@ -60,37 +95,45 @@ def fragment_inputs(program: Program, lanes_: FragmentLanes, vertex_rows: np.nda
             interpolation[r] = d.interpolation or "PERSPECTIVE"
     props = fs.properties
     half = 0.5 if props.get("FS_COORD_PIXEL_CENTER", "HALF_INTEGER") == "HALF_INTEGER" else 0.0
-    frag_coord = None
-    face = None
+    needs_w = False
+    plan: list[tuple[int, int, str]] = []
     for reg, semantic in fs.input_semantics().items():
-        name = semantic[0]
-        if name == "POSITION":
-            frag_coord = frag_coord if frag_coord is not None else _frag_coord(
-                lanes_, props, half, height)
-            inputs[reg] = frag_coord
-        elif name == "FACE":
-            face = _face(lanes_)
-            inputs[reg] = face
-        elif semantic in columns:
-            col = columns[semantic]
-            values = vertex_rows[:, col:col + 4][lanes_.vertex]    # (N, 3, 4)
+        if semantic in columns:
             mode = interpolation.get(reg, "PERSPECTIVE")
-            if mode == "CONSTANT":
-                inputs[reg] = values[:, 2].T
-            else:
-                weights = lanes_.linear if mode == "LINEAR" else lanes_.perspective
-                inputs[reg] = np.einsum("nk,nkc->cn", weights, values)
-        # Inputs the vertex shader does not write read as zero (GL: undefined).
+            plan.append((reg, columns[semantic], mode))
+            needs_w |= mode == "PERSPECTIVE"
+    inv_w = None
+    if needs_w or any(s[0] == "POSITION" for s in fs.input_semantics().values()) or any(
+            s[0] == "POSITION" for s in fs.system_value_semantics().values()):
+        inv_w = _evaluate(plane_coefficients(tris, tris.inv_w[:, :, None]), lanes_)[:, 0]
+    for reg, col, mode in plan:
+        values = vertex_rows[:, col:col + 4][tris.vertex]          # (T, 3, 4)
+        if mode == "CONSTANT":
+            inputs[reg] = np.repeat(values[lanes_.triangle, 2], 4, axis=0).T
+            continue
+        if mode == "PERSPECTIVE":
+            values = values * tris.inv_w[:, :, None]
+        result = _evaluate(plane_coefficients(tris, values), lanes_)
+        if mode == "PERSPECTIVE":
+            result = result / inv_w[:, None]
+        inputs[reg] = result.T
+    # Inputs the vertex shader does not write read as zero (GL: undefined).
     system_values = {}
+    for reg, semantic in fs.input_semantics().items():
+        if semantic[0] == "POSITION":
+            inputs[reg] = _frag_coord(lanes_, inv_w, props, half, height)
+        elif semantic[0] == "FACE":
+            inputs[reg] = _face(tris, lanes_)
     for semantic in fs.system_value_semantics().values():
         if semantic[0] == "FACE":
-            system_values["FACE"] = face if face is not None else _face(lanes_)
+            system_values["FACE"] = _face(tris, lanes_)
         elif semantic[0] == "POSITION":
-            system_values["POSITION"] = _frag_coord(lanes_, props, half, height)
+            system_values["POSITION"] = _frag_coord(lanes_, inv_w, props, half, height)
     return inputs, system_values
 
 
-def _frag_coord(lanes_: FragmentLanes, props: dict, half: float, height: int) -> np.ndarray:
+def _frag_coord(lanes_: FragmentLanes, inv_w, props: dict, half: float,
+                height: int) -> np.ndarray:
     x = lanes_.x.astype(np.float64) + half
     if props.get("FS_COORD_ORIGIN") == "LOWER_LEFT":
         # softpipe's rasterizer counts rows from the top; the TGSI flips back with the
@@ -98,8 +141,9 @@ def _frag_coord(lanes_: FragmentLanes, props: dict, half: float, height: int) ->
         y = (height - 1 - lanes_.y).astype(np.float64) + half
     else:
         y = lanes_.y.astype(np.float64) + half
-    return np.stack([x, y, lanes_.z, lanes_.inv_w]).astype(np.float32)
+    return np.stack([x, y, lanes_.z, inv_w]).astype(np.float32)
 
 
-def _face(lanes_: FragmentLanes) -> np.ndarray:
-    return np.repeat(np.where(lanes_.front, 1.0, -1.0).astype(np.float32)[None], 4, axis=0)
+def _face(tris: Triangles, lanes_: FragmentLanes) -> np.ndarray:
+    front = np.repeat(tris.front[lanes_.triangle], 4)
+    return np.repeat(np.where(front, 1.0, -1.0).astype(np.float32)[None], 4, axis=0)

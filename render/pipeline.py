@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tilesim.errors import InputError
+from tilesim.memory import keep_freed_memory
 
 from . import (
     binning,
@@ -62,6 +63,7 @@ class Renderer:
                  source: str = "<trace>"):
         if tile_size < 2 or tile_size % 2:
             raise InputError(f"tile size must be an even number >= 2, got {tile_size}")
+        keep_freed_memory()
         self.state = GLState(width, height, source)
         self.tile_size, self.traversal, self.fill_rule = tile_size, traversal, fill_rule
         self.source = source
@@ -332,9 +334,9 @@ class Renderer:
         shade_lanes = np.repeat(quad_live, 4)
         if not quad_live.any():
             return
-        sub = _select_lanes(lanes, shade_lanes)
+        sub = lanes.select(quad_live)
         inputs, system_values = fragment_shading.fragment_inputs(
-            program, sub, clipped.vertices, shaded.columns, target.height)
+            program, tris, sub, clipped.vertices, shaded.columns, target.height)
         fs_constants = uniforms.constants(program, "fragment", fbo=fbo, height=target.height)
         sampler = self._sampler(program, "fragment")
         execution = program.fragment.run(inputs, fs_constants, sampler=sampler,
@@ -393,9 +395,3 @@ class Renderer:
             values = getattr(stats, name, None)
             if values is not None:
                 counters.add(name, lane_tile, np.asarray(values, dtype=np.float64))
-
-
-def _select_lanes(lanes: fragment_shading.FragmentLanes, keep: np.ndarray):
-    return fragment_shading.FragmentLanes(
-        lanes.x[keep], lanes.y[keep], lanes.z[keep], lanes.inv_w[keep], lanes.front[keep],
-        lanes.perspective[keep], lanes.linear[keep], lanes.vertex[keep])

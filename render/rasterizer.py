@@ -32,15 +32,13 @@ class Quads:
     """Covered quads, SoA, in submission order of their triangles.
 
     triangle: (Q,) rows of the Triangles; qx, qy: (Q,) quad coordinates (pixel // 2);
-    coverage: (Q, 4) bool per lane; edges: (Q, 4, 3) int64 edge functions at each lane's
-    pixel center (reused for barycentrics); candidates: quads tested (for counters).
+    coverage: (Q, 4) bool per lane; candidates: quads tested (for counters).
     """
 
     triangle: np.ndarray
     qx: np.ndarray
     qy: np.ndarray
     coverage: np.ndarray
-    edges: np.ndarray
     candidates: int
 
     def __len__(self) -> int:
@@ -96,9 +94,10 @@ def rasterize(tris: Triangles, rect: tuple[int, int, int, int],
     _, _, bias = edge_setup(tris, fill_rule)
     a, b, c = edge_coefficients(tris)
     # One stacked table so that a single row gather per candidate fetches all of it.
-    table = np.concatenate([a, b, c, bias], axis=1)            # (T, 12)
-    lane_dx = (LANE_DX * SUBPIXEL)[None, :, None]
-    lane_dy = (LANE_DY * SUBPIXEL)[None, :, None]
+    # The largest increase of each edge function over a quad's four pixel centers: a quad
+    # whose best lane fails an edge is rejected before its lanes are evaluated.
+    reach = np.maximum(a, 0) * SUBPIXEL + np.maximum(b, 0) * SUBPIXEL
+    table = np.concatenate([a, b, c, bias - reach, bias], axis=1)   # (T, 15)
     rx0, ry0, rx1, ry1 = rect
     parts = []
     candidates = int(per.sum())
@@ -117,22 +116,25 @@ def rasterize(tris: Triangles, rect: tuple[int, int, int, int],
         qy_local, qx_local = np.divmod(local, width)
         qx = np.repeat(qx0[start:stop], counts) + qx_local
         qy = np.repeat(qy0[start:stop], counts) + qy_local
-        row = table[tri]                                       # (n, 12)
-        ea, eb, ec, eb_bias = row[:, 0:3], row[:, 3:6], row[:, 6:9], row[:, 9:12]
+        row = table[tri]                                       # (n, 15)
         cx = (2 * qx * SUBPIXEL + SUBPIXEL // 2)[:, None]
         cy = (2 * qy * SUBPIXEL + SUBPIXEL // 2)[:, None]
-        origin = ea * cx + eb * cy + ec                        # (n, 3)
-        edges = origin[:, None, :] + ea[:, None, :] * lane_dx + eb[:, None, :] * lane_dy
-        covered = (edges >= eb_bias[:, None, :]).all(axis=2)   # (n, 4)
+        origin = row[:, 0:3] * cx + row[:, 3:6] * cy + row[:, 6:9]   # (n, 3)
+        maybe = (origin >= row[:, 9:12]).all(axis=1)
+        tri, qx, qy, row, origin = tri[maybe], qx[maybe], qy[maybe], row[maybe], origin[maybe]
+        ea, eb, bias_edge = row[:, 0:3], row[:, 3:6], row[:, 12:15]
+        covered = np.empty((tri.size, 4), dtype=bool)
+        for lane in range(4):
+            value = origin + ea * (LANE_DX[lane] * SUBPIXEL) + eb * (LANE_DY[lane] * SUBPIXEL)
+            covered[:, lane] = (value >= bias_edge).all(axis=1)
         # Quads straddling the render rectangle's border lose their outside lanes.
         px = 2 * qx[:, None] + LANE_DX
         py = 2 * qy[:, None] + LANE_DY
         covered &= (px >= rx0) & (px < rx1) & (py >= ry0) & (py < ry1)
         keep = covered.any(axis=1)
-        parts.append((tri[keep], qx[keep], qy[keep], covered[keep], edges[keep]))
+        parts.append((tri[keep], qx[keep], qy[keep], covered[keep]))
         start = stop
     if not parts:
         empty = np.zeros(0, dtype=np.int64)
-        return Quads(empty, empty, empty, np.zeros((0, 4), dtype=bool),
-                     np.zeros((0, 4, 3), dtype=np.int64), 0)
+        return Quads(empty, empty, empty, np.zeros((0, 4), dtype=bool), 0)
     return Quads(*(np.concatenate(p) for p in zip(*parts, strict=True)), candidates)
