@@ -29,6 +29,7 @@ from . import (
     clipping,
     fragment_shading,
     output_merger,
+    point_line_setup,
     primitive_assembly,
     rasterizer,
     triangle_setup,
@@ -249,14 +250,16 @@ class Renderer:
         # Vertex fetch and shading.
         elements, index_bytes = vertex_fetch.draw_elements(state, command)
         scalars["index_bytes"] += index_bytes
-        if mode not in primitive_assembly.TRIANGLE_MODES:
-            scalars["prims_assembled"] += primitive_assembly.assembled_count(mode, elements.size)
-            return  # points and lines: counted, not rasterized (see the issue note)
-        tri_elements = primitive_assembly.triangles(mode, elements.size)
-        scalars["prims_assembled"] += len(tri_elements)
-        if len(tri_elements) == 0:
+        if mode in primitive_assembly.TRIANGLE_MODES:
+            prims = primitive_assembly.triangles(mode, elements.size)
+        elif mode in primitive_assembly.LINE_MODES:
+            prims = primitive_assembly.lines(mode, elements.size)
+        else:
+            prims = primitive_assembly.points(elements.size)[:, None]
+        scalars["prims_assembled"] += len(prims)
+        if len(prims) == 0:
             return
-        used = elements[: tri_elements.max() + 1] if tri_elements.size else elements[:0]
+        used = elements[: prims.max() + 1]
         fetched = vertex_fetch.fetch(state, program, used)
         scalars["vertices_fetched"] += fetched.ids.size
         scalars["vertices_shaded"] += fetched.ids.size
@@ -268,28 +271,43 @@ class Renderer:
         for name in ("alu", "tex", "flow"):
             scalars[f"vs_{name}"] += vs_totals[name]
 
-        # Primitive assembly, clipping, setup.
-        rows = fetched.elements[tri_elements]
-        clipped = clipping.clip_triangles(shaded.rows, rows)
+        # Primitive assembly (points and lines become triangles), clipping, setup.
+        f = state.fragment
+        vertex_rows, columns = shaded.rows, dict(shaded.columns)
+        polygons = mode in primitive_assembly.TRIANGLE_MODES
+        if polygons:
+            rows = fetched.elements[prims]
+        elif mode in primitive_assembly.LINE_MODES:
+            vertex_rows, rows = point_line_setup.lines_to_triangles(
+                shaded.rows, fetched.elements[prims], state.viewport, f.line_width)
+        else:
+            vertex_rows, rows = point_line_setup.points_to_triangles(
+                shaded.rows, fetched.elements[prims[:, 0]], state.viewport,
+                shaded.point_size)
+            columns[point_line_setup.POINT_COORD] = vertex_rows.shape[1] - 4
+        clipped = clipping.clip_triangles(vertex_rows, rows)
         scalars["prims_clip_rejected"] += clipped.rejected
         scalars["prims_clip_split"] += clipped.split
-        f = state.fragment
+        # Points and lines are never culled and always face front.
         setup = triangle_setup.setup(
             clipped.vertices, clipped.triangles, clipped.source, viewport=state.viewport,
-            depth_range=f.depth_range, cull=f.cull_mode if f.cull_face else None,
-            front_face=f.front_face,
+            depth_range=f.depth_range,
+            cull=f.cull_mode if f.cull_face and polygons else None,
+            front_face=f.front_face if polygons else "CCW",
             polygon_offset=f.polygon_offset if f.polygon_offset_fill else None,
             depth_bits=target.depth_bits)
         scalars["prims_culled"] += setup.culled
         scalars["prims_degenerate"] += setup.degenerate
         tris = setup.triangles
+        if not polygons:
+            tris.front[:] = True
         scalars["prims_rasterized"] += len(tris)
         if len(tris) == 0:
             return
 
         # Binning into per-tile display lists.
         rect = self._rect(target)
-        varying_components = shaded.rows.shape[1] - 4
+        varying_components = vertex_rows.shape[1] - 4
         bins = binning.bin_triangles(tris, rect, target.tile_size, target.tiles_x,
                                      varying_components)
         scalars["pb_record_bytes_written"] += len(tris) * bins.record_bytes
@@ -336,7 +354,7 @@ class Renderer:
             return
         sub = lanes.select(quad_live)
         inputs, system_values = fragment_shading.fragment_inputs(
-            program, tris, sub, clipped.vertices, shaded.columns, target.height)
+            program, tris, sub, clipped.vertices, columns, target.height)
         fs_constants = uniforms.constants(program, "fragment", fbo=fbo, height=target.height)
         sampler = self._sampler(program, "fragment")
         execution = program.fragment.run(inputs, fs_constants, sampler=sampler,
