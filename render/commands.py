@@ -299,11 +299,21 @@ GL_ENUM_NAMES: dict[int, str] = {
 }
 
 
-def enum_name(value, where: str = "<commands>") -> str:
-    """A GL enumerant as its name: accepts 'TRIANGLES', 'GL_TRIANGLES' or 0x0004."""
+# GL reuses 0 and 1: GL_POINTS / GL_ZERO and GL_LINES / GL_ONE.
+_SHARED_VALUES = {0: ("POINTS", "ZERO"), 1: ("LINES", "ONE")}
+
+
+def enum_name(value, where: str = "<commands>", choices: tuple[str, ...] = ()) -> str:
+    """A GL enumerant as its name: accepts 'TRIANGLES', 'GL_TRIANGLES' or 0x0004.
+
+    ``choices`` (the names valid for the argument) settle the values GL uses twice.
+    """
     if isinstance(value, str):
         return value[3:] if value.startswith("GL_") else value
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        for name in _SHARED_VALUES.get(int(value), ()):
+            if name in choices:
+                return name
         name = GL_ENUM_NAMES.get(int(value))
         if name is None:
             raise InputError(f"unknown GL enumerant 0x{int(value):04X}", source=where)
@@ -346,9 +356,9 @@ class Recorder:
         spec = SCHEMA[op]
         for key, kind in spec.items():
             if isinstance(kind, tuple) and kind[0] == "enum" and key in args:
-                args[key] = enum_name(args[key])
+                args[key] = enum_name(args[key], self.name, kind[1])
             elif isinstance(kind, tuple) and kind[0] == "enums" and key in args:
-                args[key] = [enum_name(v) for v in args[key]]
+                args[key] = [enum_name(v, self.name, kind[1]) for v in args[key]]
         where = f"{self.name}: frame {len(self.frames) - 1}, command {len(self.frames[-1])}"
         self.frames[-1].append(make_command(op, args, where))
 
@@ -551,6 +561,18 @@ class Recorder:
     def vertexAttrib4f(self, index, x, y=0.0, z=0.0, w=1.0):
         self._emit("vertexAttrib", index=index, values=[x, y, z, w])
 
+    def vertexAttrib1f(self, index, x):
+        self.vertexAttrib4f(index, x)
+
+    def vertexAttrib2f(self, index, x, y):
+        self.vertexAttrib4f(index, x, y)
+
+    def vertexAttrib3f(self, index, x, y, z):
+        self.vertexAttrib4f(index, x, y, z)
+
+    def vertexAttrib4fv(self, index, values):
+        self.vertexAttrib4f(index, *list(values)[:4])
+
     # -- draws ------------------------------------------------------------------------------
 
     def drawArrays(self, mode, first, count):
@@ -639,6 +661,24 @@ class Recorder:
 
     def polygonOffset(self, factor, units):
         self._emit("polygonOffset", factor=factor, units=units)
+
+    def stencilFunc(self, func, ref, mask):
+        self.stencilFuncSeparate("FRONT_AND_BACK", func, ref, mask)
+
+    def stencilFuncSeparate(self, face, func, ref, mask):
+        self._emit("stencilFuncSeparate", face=face, func=func, ref=ref, mask=mask)
+
+    def stencilOp(self, fail, zfail, zpass):
+        self.stencilOpSeparate("FRONT_AND_BACK", fail, zfail, zpass)
+
+    def stencilOpSeparate(self, face, fail, zfail, zpass):
+        self._emit("stencilOpSeparate", face=face, fail=fail, zfail=zfail, zpass=zpass)
+
+    def stencilMask(self, mask):
+        self.stencilMaskSeparate("FRONT_AND_BACK", mask)
+
+    def stencilMaskSeparate(self, face, mask):
+        self._emit("stencilMaskSeparate", face=face, mask=mask)
 
     def hint(self, target, mode):
         self._emit("hint", target=target, mode=mode)

@@ -39,7 +39,7 @@ def register(subparsers) -> None:
                    help="tile size in pixels (default 16, Table 3.1)")
     p.add_argument("--traversal", choices=TRAVERSALS, default="scanline",
                    help="tile traversal order recorded for the timing model")
-    p.add_argument("--fill-rule", choices=FILL_RULES, default="top_left",
+    p.add_argument("--fill-rule", choices=FILL_RULES, default="bottom_left",
                    help=argparse.SUPPRESS)
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=_render)

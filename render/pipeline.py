@@ -60,7 +60,7 @@ class Renderer:
     """
 
     def __init__(self, width: int, height: int, *, depth_bits: int = 24, tile_size: int = 16,
-                 traversal: str = "scanline", fill_rule: str = "top_left",
+                 traversal: str = "scanline", fill_rule: str = "bottom_left",
                  source: str = "<trace>"):
         if tile_size < 2 or tile_size % 2:
             raise InputError(f"tile size must be an even number >= 2, got {tile_size}")

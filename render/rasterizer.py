@@ -2,8 +2,9 @@
 
 Pixel centers sit at (x + 0.5, y + 0.5). Edge functions are evaluated on the 1/256-pixel
 grid in 64-bit integers, so coverage is exact; a center exactly on an edge belongs to the
-triangle only if that edge is a left or top edge (y up) under the default rule, which is
-what makes shared edges cover every pixel exactly once. Candidate quads are the quads of each
+triangle only if that edge is a left or a bottom edge (GL window coordinates, y up): Mesa's
+rule (top-left with y pointing down), measured on llvmpipe and softpipe. Either tie rule
+makes shared edges cover every pixel exactly once. Candidate quads are the quads of each
 triangle's bounding box (clamped to the render rectangle), generated for many triangles at
 once and processed in chunks that bound memory.
 
@@ -49,7 +50,7 @@ class Quads:
         return (2 * self.qx[:, None] + LANE_DX[None, :], 2 * self.qy[:, None] + LANE_DY[None, :])
 
 
-def edge_setup(tris: Triangles, fill_rule: str = "top_left"):
+def edge_setup(tris: Triangles, fill_rule: str = "bottom_left"):
     """Per triangle and edge i (v_i -> v_i+1): dx, dy and the tie bias (0 include, 1 not)."""
     x, y = tris.x, tris.y
     dx = np.roll(x, -1, axis=1) - x
@@ -83,7 +84,7 @@ def edge_coefficients(tris: Triangles):
 
 
 def rasterize(tris: Triangles, rect: tuple[int, int, int, int],
-              fill_rule: str = "top_left") -> Quads:
+              fill_rule: str = "bottom_left") -> Quads:
     """Covered quads of ``tris`` inside ``rect`` (x0, y0, x1, y1), x1/y1 exclusive."""
     x0, y0, x1, y1 = pixel_bounds(tris, rect)
     valid = (x1 >= x0) & (y1 >= y0)

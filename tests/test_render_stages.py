@@ -63,17 +63,18 @@ def test_shared_edges_cover_every_pixel_exactly_once(jitter, rule):
     assert count.max() == 1 and count.min() == 1
 
 
-def test_fill_rule_on_exact_pixel_centers():
-    # A right triangle whose edges pass through pixel centers: top-left (y up) includes the
-    # left edge x = 2.5 and the top... check against a direct count.
+@pytest.mark.parametrize("rule", ["top_left", "bottom_left"])
+def test_fill_rule_on_exact_pixel_centers(rule):
+    # A right triangle with its legs on pixel centers (x = 2.5 and y = 2.5) and its
+    # hypotenuse through centers too (x + y = 13): left edges always count, the horizontal
+    # edge (the bottom here) only under bottom_left, the hypotenuse (a top-right edge) never.
     s = 1 / 32  # one pixel in NDC for a 64 px viewport
-    pts = [[-1 + 2.5 * s * 2 / 2 * 2 / 2, -1 + 2.5 * s], [-1 + 10.5 * s, -1 + 2.5 * s],
+    pts = [[-1 + 2.5 * s, -1 + 2.5 * s], [-1 + 10.5 * s, -1 + 2.5 * s],
            [-1 + 2.5 * s, -1 + 10.5 * s]]
-    count = coverage(setup_tris(pts, [[0, 1, 2]]))
-    # Centers on the bottom edge (y = 2.5) are excluded (bottom is neither top nor left),
-    # those on the left edge (x = 2.5) included, the hypotenuse x + y = 13 excluded.
+    count = coverage(setup_tris(pts, [[0, 1, 2]]), rule=rule)
     ys, xs = np.nonzero(count)
-    assert xs.min() == 2 and ys.min() == 3
+    assert xs.min() == 2
+    assert ys.min() == (2 if rule == "bottom_left" else 3)
     assert ((xs + ys) < 12).all()
 
 
