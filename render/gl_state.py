@@ -158,7 +158,8 @@ class GLState:
     def _new_texture(self, ident: int):
         from .texture import Texture
 
-        return Texture(ident)
+        # Mesa's GLES2 contexts expose GL_OES_texture_npot; traces captured on Mesa rely on it.
+        return Texture(None, name=ident, oes_texture_npot=True, where=self.where)
 
     # -- commands ---------------------------------------------------------------------------
 

@@ -223,7 +223,12 @@ class Renderer:
             x0, y0, x1, y1 = max(x0, vx), max(y0, vy), min(x1, vx + vw), min(y1, vy + vh)
         return x0, y0, max(x1, x0), max(y1, y0)
 
-    def _sampler(self, program, stage: str):
+    def _sampler(self, program, stage: str, lane_tile=None):
+        """The texture sampler of a stage: SAMP index -> the texture its uniform selects.
+
+        Sampling follows Mesa llvmpipe (the reference images come from it): see
+        ``texture_sampler.SamplerOptions.llvmpipe``.
+        """
         units = {}
         for samp, (unit, target_name) in uniforms.sampler_units(program, stage).items():
             if not 0 <= unit < self.state.MAX_TEXTURE_UNITS:
@@ -233,9 +238,11 @@ class Renderer:
             units[samp] = self.state.textures.get(ident)
         if not units:
             return None  # the stage samples nothing
-        from .texture_sampler import TextureSampler
+        from .texture_sampler import SamplerOptions, TextureSampler
 
-        return TextureSampler(units)
+        sampler = TextureSampler(units, options=SamplerOptions.llvmpipe())
+        sampler.begin(lane_tile)
+        return sampler
 
     def _draw(self, command: Command) -> None:
         state, scalars = self.state, self.counters.scalars
@@ -356,7 +363,7 @@ class Renderer:
         inputs, system_values = fragment_shading.fragment_inputs(
             program, tris, sub, clipped.vertices, columns, target.height)
         fs_constants = uniforms.constants(program, "fragment", fbo=fbo, height=target.height)
-        sampler = self._sampler(program, "fragment")
+        sampler = self._sampler(program, "fragment", tile[shade_lanes])
         execution = program.fragment.run(inputs, fs_constants, sampler=sampler,
                                          system_values=system_values)
         sub_alive = alive[shade_lanes]
@@ -368,8 +375,8 @@ class Renderer:
             counters.add(f"fs_{name}", sub_tile, stats.lane_instructions[k].astype(np.float64))
             counters.add(f"fs_quad_{name}", sub_tile[::4],
                          stats.warp_instructions[k].astype(np.float64))
-        counters.add("tex_samples", sub_tile[sub_alive],
-                     stats.texture_samples[sub_alive].astype(np.float64))
+        # Texture work of every lane that ran (helper lanes fetch texels too).
+        counters.add("tex_samples", sub_tile, stats.texture_samples.astype(np.float64))
         self._texture_counters(counters, sampler, sub_tile)
 
         killed = np.asarray(execution.killed) & sub_alive

@@ -238,12 +238,22 @@ def highp_source(fragment_glsl: str) -> str:
 
 @dataclass
 class Texture:
-    """An RGBA32F texture bound to ``unit`` for a sampler uniform (array element).
+    """A texture bound to ``unit`` for a sampler uniform (array element).
 
-    2D: ``texels`` is rows x columns x RGBA (row 0 at t = 0), power-of-two sizes, NEAREST
-    filtering, CLAMP_TO_EDGE, no mipmaps: a lookup returns one texel, chosen exactly as
-    :func:`sample_nearest` does, whatever the LOD or bias. CUBE: 1x1 faces all of color
+    By default (the fields after ``element`` left alone) an RGBA32F texture whose lookups are
+    exact: 2D: ``texels`` is rows x columns x RGBA (row 0 at t = 0), power-of-two sizes,
+    NEAREST filtering, CLAMP_TO_EDGE, no mipmaps: a lookup returns one texel, chosen exactly
+    as :func:`sample_nearest` does, whatever the LOD or bias. CUBE: 1x1 faces all of color
     ``texels[0][0]``.
+
+    The optional fields make any GLES2-style texture: ``dtype`` "u1" (RGBA8 with normalized
+    unsigned bytes, texel values 0..255) instead of "f4"; any size; ``min_filter`` /
+    ``mag_filter`` and ``wrap_s`` / ``wrap_t`` as GL names (MIRRORED_REPEAT included);
+    ``generate_mipmap`` (glGenerateMipmap after upload, then the filters); ``faces``: the six
+    (size, size, 4) faces of a CUBE texture in GL order (+X, -X, +Y, -Y, +Z, -Z; ``texels``
+    is then ignored). A pass that binds a cube texture with ``faces`` draws with
+    GL_TEXTURE_CUBE_MAP_SEAMLESS disabled, as in OpenGL ES 2.0 (other cube textures leave it
+    enabled, moderngl's default).
     """
 
     uniform: str
@@ -251,6 +261,13 @@ class Texture:
     texels: list  # (rows, columns, 4) nested lists of floats
     target: str = "2D"
     element: int = 0
+    dtype: str = "f4"
+    min_filter: str = "NEAREST"
+    mag_filter: str = "NEAREST"
+    wrap_s: str = "CLAMP_TO_EDGE"
+    wrap_t: str = "CLAMP_TO_EDGE"
+    generate_mipmap: bool = False
+    faces: list | None = None
 
 
 def sample_nearest(texels, s, t):
@@ -429,10 +446,65 @@ def _child(request_path: str, out_dir: str) -> int:
     return 0
 
 
+GL_ENUMS = {"NEAREST": 0x2600, "LINEAR": 0x2601, "NEAREST_MIPMAP_NEAREST": 0x2700,
+            "LINEAR_MIPMAP_NEAREST": 0x2701, "NEAREST_MIPMAP_LINEAR": 0x2702,
+            "LINEAR_MIPMAP_LINEAR": 0x2703, "REPEAT": 0x2901, "CLAMP_TO_EDGE": 0x812F,
+            "MIRRORED_REPEAT": 0x8370}
+GL_TEXTURE_2D, GL_TEXTURE_CUBE_MAP = 0x0DE1, 0x8513
+GL_TEXTURE_WRAP_S, GL_TEXTURE_WRAP_T = 0x2802, 0x2803
+GL_TEXTURE_CUBE_MAP_SEAMLESS = 0x884F
+
+
+def _gl_function(name: str, *argtypes):
+    """A GL entry point of the current (EGL) context, for what moderngl does not expose."""
+    import ctypes
+
+    egl = ctypes.CDLL("libEGL.so.1")
+    egl.eglGetProcAddress.restype = ctypes.c_void_p
+    egl.eglGetProcAddress.argtypes = [ctypes.c_char_p]
+    address = egl.eglGetProcAddress(name.encode("ascii"))
+    if not address:
+        raise RuntimeError(f"no GL entry point {name}")
+    return ctypes.CFUNCTYPE(None, *argtypes)(address)
+
+
+def _make_texture(ctx, tex: dict):
+    """The moderngl texture of one :class:`Texture` request."""
+    import ctypes
+
+    # "u1" asks for RGBA8 (normalized unsigned bytes): moderngl's "f1" ("u1" is RGBA8UI).
+    dtype = "f1" if tex.get("dtype", "f4") == "u1" else "f4"
+    numpy_dtype = np.float32 if dtype == "f4" else np.uint8
+    is_cube = tex["target"] == "CUBE"
+    if is_cube and tex.get("faces") is not None:
+        faces = np.asarray(tex["faces"], dtype=numpy_dtype)
+        texture = ctx.texture_cube((faces.shape[2], faces.shape[1]), 4, faces.tobytes(),
+                                   dtype=dtype)
+    elif is_cube:
+        face = np.asarray(tex["texels"], dtype=numpy_dtype)[0, 0]
+        texture = ctx.texture_cube((1, 1), 4, np.tile(face, 6).tobytes(), dtype=dtype)
+    if is_cube:
+        seamless = "glDisable" if tex.get("faces") is not None else "glEnable"
+        _gl_function(seamless, ctypes.c_uint)(GL_TEXTURE_CUBE_MAP_SEAMLESS)
+    else:
+        texels = np.asarray(tex["texels"], dtype=numpy_dtype)
+        rows, cols = texels.shape[:2]
+        texture = ctx.texture((cols, rows), 4, texels.tobytes(), dtype=dtype)
+    if tex.get("generate_mipmap"):
+        texture.build_mipmaps()
+    texture.filter = (GL_ENUMS[tex.get("min_filter", "NEAREST")],
+                      GL_ENUMS[tex.get("mag_filter", "NEAREST")])
+    target = GL_TEXTURE_CUBE_MAP if is_cube else GL_TEXTURE_2D
+    bind = _gl_function("glBindTexture", ctypes.c_uint, ctypes.c_uint)
+    parameter = _gl_function("glTexParameteri", ctypes.c_uint, ctypes.c_uint, ctypes.c_int)
+    bind(target, texture.glo)
+    parameter(target, GL_TEXTURE_WRAP_S, GL_ENUMS[tex.get("wrap_s", "CLAMP_TO_EDGE")])
+    parameter(target, GL_TEXTURE_WRAP_T, GL_ENUMS[tex.get("wrap_t", "CLAMP_TO_EDGE")])
+    return texture
+
+
 def _bind(ctx, program, item: dict) -> list:
     """Set the uniforms of one pass and create its textures; returns the textures."""
-    import moderngl
-
     for name, (kind, values) in item["uniforms"].items():
         if name not in program:
             continue  # inactive in llvmpipe's link
@@ -443,15 +515,7 @@ def _bind(ctx, program, item: dict) -> list:
     textures = []
     units: dict[str, dict[int, int]] = {}
     for tex in item["textures"]:
-        texels = np.asarray(tex["texels"], dtype=np.float32)
-        if tex["target"] == "CUBE":
-            face = texels[0, 0]
-            texture = ctx.texture_cube((1, 1), 4, np.tile(face, 6).tobytes(), dtype="f4")
-        else:
-            rows, cols = texels.shape[:2]
-            texture = ctx.texture((cols, rows), 4, texels.tobytes(), dtype="f4")
-            texture.repeat_x = texture.repeat_y = False  # CLAMP_TO_EDGE
-        texture.filter = (moderngl.NEAREST, moderngl.NEAREST)
+        texture = _make_texture(ctx, tex)
         texture.use(tex["unit"])
         textures.append(texture)
         units.setdefault(tex["uniform"], {})[tex["element"]] = tex["unit"]

@@ -1,0 +1,1000 @@
+"""Texture objects (render.texture) and the sampler (render.texture_sampler).
+
+Unit tests: format conversions, unpacking and argument errors; wrap modes on exact
+coordinates; bilinear weights (float and llvmpipe's 8.8 fixed point); mip selection by LOD
+(explicit, implicit from quads, bias, the magnification switch-over); cube face selection and
+face coordinates; completeness; glGenerateMipmap; counters and the texture-cache model
+(against a plain LRU simulation); TXF / TXQ; a TEX program through the TGSI interpreter.
+
+The ``mesa`` comparison renders full-screen passes with Mesa llvmpipe
+(:mod:`shaders.mesa_fullscreen`, RGBA8 textures, RGBA32F framebuffer) whose fragment shader
+is ``gl_FragColor = texture2D(tex, uv)`` (also with a bias, and ``textureCube``), with
+``uv = v_uv * (a + b * v_uv.x) + offset`` so that scales give magnification, minification
+and a sweep of the LOD across the screen; every filter, wrap mode, NPOT sizes and cube maps.
+The same GLSL runs through softpipe's TGSI and the interpreter with :class:`TextureSampler`
+(``SamplerOptions.llvmpipe()``) on the very inputs llvmpipe interpolated (probe passes); every
+pixel and channel must agree within 2/255. ``python tests/test_texture_sampler.py`` prints the
+per-case maximum difference.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from render.texture import Texture, unpack_pixels
+from render.texture_sampler import (
+    KINDS,
+    SamplerOptions,
+    TextureCacheConfig,
+    TextureSampler,
+    stats_texels_consistent,
+)
+from shaders.sampling import BIAS, EXPLICIT, GRADIENT, TextureRequest
+from shaders.synthetic_inputs import quad_pixels
+from tilesim.errors import InputError
+
+F32 = np.float32
+CUBE_FACES = ("TEXTURE_CUBE_MAP_POSITIVE_X", "TEXTURE_CUBE_MAP_NEGATIVE_X",
+              "TEXTURE_CUBE_MAP_POSITIVE_Y", "TEXTURE_CUBE_MAP_NEGATIVE_Y",
+              "TEXTURE_CUBE_MAP_POSITIVE_Z", "TEXTURE_CUBE_MAP_NEGATIVE_Z")
+
+
+# ----------------------------------------------------------------------------------------------
+# Helpers
+
+
+def rgba8_texture(pixels: np.ndarray, *, min_filter="NEAREST", mag_filter="NEAREST",
+                  wrap=("REPEAT", "REPEAT"), mipmaps=False, npot=False) -> Texture:
+    """A 2D RGBA/UNSIGNED_BYTE texture from (H, W, 4) uint8 rows (row 0 at t = 0)."""
+    h, w = pixels.shape[:2]
+    tex = Texture(oes_texture_npot=npot)
+    tex.tex_image_2d("TEXTURE_2D", 0, "RGBA", w, h, "RGBA", "UNSIGNED_BYTE",
+                     np.ascontiguousarray(pixels, np.uint8).reshape(-1), unpack_alignment=1)
+    if mipmaps:
+        tex.generate_mipmap()
+    tex.parameter("TEXTURE_MIN_FILTER", min_filter)
+    tex.parameter("TEXTURE_MAG_FILTER", mag_filter)
+    tex.parameter("TEXTURE_WRAP_S", wrap[0])
+    tex.parameter("TEXTURE_WRAP_T", wrap[1])
+    return tex
+
+
+def level_colors_texture(size: int, colors, **params) -> Texture:
+    """A mipmapped 2D texture whose level i is the constant RGBA8 color ``colors[i]``."""
+    tex = Texture()
+    level, n = 0, size
+    while True:
+        data = np.tile(np.asarray(colors[level], np.uint8), n * n)
+        tex.tex_image_2d("TEXTURE_2D", level, "RGBA", n, n, "RGBA", "UNSIGNED_BYTE", data)
+        if n == 1:
+            break
+        level, n = level + 1, n // 2
+    for name, value in params.items():
+        tex.parameter(name, value)
+    return tex
+
+
+def request(s, t, *, r=None, mode="implicit", lod=None, ddx=None, ddy=None, target="2D",
+            unit=0) -> TextureRequest:
+    s = np.asarray(s, F32).reshape(-1)
+    t = np.broadcast_to(np.asarray(t, F32), s.shape).astype(F32)
+    r = np.zeros_like(s) if r is None else np.broadcast_to(np.asarray(r, F32), s.shape)
+    coords = np.stack([s, t, r.astype(F32), np.ones_like(s)])
+    if lod is not None:
+        lod = np.broadcast_to(np.asarray(lod, F32), s.shape).astype(F32)
+    return TextureRequest(unit=unit, target=target, coords=coords, lod_mode=mode, lod=lod,
+                          ddx=ddx, ddy=ddy)
+
+
+def sample(tex, s, t, options=None, **kw):
+    sampler = TextureSampler({0: tex}, options=options)
+    return sampler.sample(request(s, t, target="CUBE" if tex.target.endswith("MAP") else "2D",
+                                  **kw)), sampler
+
+
+def quad_coords(center_s, center_t, step_s, step_t, quads=1):
+    """Lanes of ``quads`` 2x2 quads whose s, t change by step per pixel in x and y."""
+    dx = np.array([0, 1, 0, 1], F32)
+    dy = np.array([0, 0, 1, 1], F32)
+    s = np.tile(center_s + dx * step_s, quads).astype(F32)
+    t = np.tile(center_t + dy * step_t, quads).astype(F32)
+    return s, t
+
+
+# ----------------------------------------------------------------------------------------------
+# Formats and uploads
+
+
+def test_unsigned_byte_formats_expand_to_rgba():
+    data = np.array([10, 20, 30, 40], np.uint8)
+    expected = {
+        "RGBA": [10, 20, 30, 40],
+        "RGB": [10, 20, 30, 255],
+        "LUMINANCE": [10, 10, 10, 255],
+        "ALPHA": [0, 0, 0, 10],
+        "LUMINANCE_ALPHA": [10, 10, 10, 20],
+    }
+    for fmt, want in expected.items():
+        comps = {"RGBA": 4, "RGB": 3, "LUMINANCE": 1, "ALPHA": 1, "LUMINANCE_ALPHA": 2}[fmt]
+        tex = Texture()
+        tex.tex_image_2d("TEXTURE_2D", 0, fmt, 1, 1, fmt, "UNSIGNED_BYTE", data[:comps])
+        image = tex.image(0, 0)
+        np.testing.assert_array_equal(image.texels[0, 0], np.asarray(want, F32) / F32(255))
+        assert image.texels.dtype == np.float32
+        assert image.bytes_per_texel == comps
+
+
+@pytest.mark.parametrize("type_, fmt, bits", [
+    ("UNSIGNED_SHORT_5_6_5", "RGB", (5, 6, 5)),
+    ("UNSIGNED_SHORT_4_4_4_4", "RGBA", (4, 4, 4, 4)),
+    ("UNSIGNED_SHORT_5_5_5_1", "RGBA", (5, 5, 5, 1)),
+])
+def test_packed_types_unpack_exactly(type_, fmt, bits):
+    rng = np.random.default_rng(5)
+    comps = np.stack([rng.integers(0, 1 << b, 64) for b in bits], axis=-1)
+    words = np.zeros(64, np.uint32)
+    shift = 16
+    for i, b in enumerate(bits):
+        shift -= b
+        words |= comps[:, i].astype(np.uint32) << shift
+    data = words.astype("<u2").view(np.uint8)
+    tex = Texture()
+    tex.tex_image_2d("TEXTURE_2D", 0, fmt, 8, 8, fmt, type_, data)
+    texels = tex.image(0, 0).texels.reshape(64, 4)
+    for i, b in enumerate(bits):
+        np.testing.assert_array_equal(texels[:, i],
+                                      comps[:, i].astype(F32) / F32((1 << b) - 1))
+    if fmt == "RGB":
+        assert (texels[:, 3] == 1).all()
+    assert tex.image(0, 0).bytes_per_texel == 2
+
+
+def test_unpack_alignment_pads_rows():
+    # 3 RGB texels = 9 bytes per row; alignment 4 -> rows 12 bytes apart, last row unpadded.
+    rows = [np.arange(9, dtype=np.uint8) + 10 * r for r in range(2)]
+    data = np.concatenate([rows[0], [0, 0, 0], rows[1]]).astype(np.uint8)
+    stored = unpack_pixels("texImage2D", "RGB", "UNSIGNED_BYTE", 3, 2, data, 4)
+    np.testing.assert_array_equal(stored.reshape(2, 9), np.stack(rows))
+    # A fully padded last row is accepted too; one byte short or past it is not.
+    unpack_pixels("texImage2D", "RGB", "UNSIGNED_BYTE", 3, 2, np.zeros(24, np.uint8), 4)
+    for size in (20, 25):
+        with pytest.raises(InputError, match="texImage2D: .*needs 21 bytes"):
+            unpack_pixels("texImage2D", "RGB", "UNSIGNED_BYTE", 3, 2, np.zeros(size, np.uint8),
+                          4)
+    with pytest.raises(InputError, match="UNPACK_ALIGNMENT"):
+        unpack_pixels("texImage2D", "RGB", "UNSIGNED_BYTE", 3, 2, data, 3)
+
+
+def test_row_zero_is_t_zero():
+    pixels = np.zeros((2, 1, 4), np.uint8)
+    pixels[0, 0] = [255, 0, 0, 255]   # first row of the data: t = 0
+    pixels[1, 0] = [0, 255, 0, 255]
+    tex = rgba8_texture(pixels, wrap=("CLAMP_TO_EDGE", "CLAMP_TO_EDGE"))
+    out, _ = sample(tex, [0.5, 0.5], [0.25, 0.75])
+    np.testing.assert_array_equal(out.T, [[1, 0, 0, 1], [0, 1, 0, 1]])
+
+
+def test_upload_errors_name_the_call():
+    tex = Texture()
+    with pytest.raises(InputError, match="texImage2D: level 14 out of range"):
+        tex.tex_image_2d("TEXTURE_2D", 14, "RGBA", 1, 1, "RGBA", "UNSIGNED_BYTE", None)
+    with pytest.raises(InputError, match="texImage2D: .*needs 16 bytes"):
+        tex.tex_image_2d("TEXTURE_2D", 0, "RGBA", 2, 2, "RGBA", "UNSIGNED_BYTE",
+                         np.zeros(15, np.uint8))
+    with pytest.raises(InputError, match="internalformat RGB must equal format RGBA"):
+        tex.tex_image_2d("TEXTURE_2D", 0, "RGB", 1, 1, "RGBA", "UNSIGNED_BYTE", None)
+    with pytest.raises(InputError, match="UNSIGNED_SHORT_5_6_5 goes with format RGB"):
+        tex.tex_image_2d("TEXTURE_2D", 0, "RGBA", 1, 1, "RGBA", "UNSIGNED_SHORT_5_6_5", None)
+    with pytest.raises(InputError, match="does not fit a TEXTURE_2D texture"):
+        tex.tex_image_2d(CUBE_FACES[0], 0, "RGBA", 1, 1, "RGBA", "UNSIGNED_BYTE", None)
+    with pytest.raises(InputError, match="texSubImage2D: level 0 .* has no image"):
+        tex.tex_sub_image_2d("TEXTURE_2D", 0, 0, 0, 1, 1, "RGBA", "UNSIGNED_BYTE",
+                             np.zeros(4, np.uint8))
+    tex.tex_image_2d("TEXTURE_2D", 0, "RGBA", 4, 4, "RGBA", "UNSIGNED_BYTE", None)
+    with pytest.raises(InputError, match=r"texSubImage2D: rectangle 2x2 at \(3, 0\) is outside "
+                                         r"the 4x4 level 0 image"):
+        tex.tex_sub_image_2d("TEXTURE_2D", 0, 3, 0, 2, 2, "RGBA", "UNSIGNED_BYTE",
+                             np.zeros(16, np.uint8))
+    with pytest.raises(InputError, match="texParameter: 'LINEAR_MIPMAP_LINEAR' is not a valid "
+                                         "TEXTURE_MAG_FILTER"):
+        tex.parameter("TEXTURE_MAG_FILTER", "LINEAR_MIPMAP_LINEAR")
+    cube = Texture("TEXTURE_CUBE_MAP")
+    with pytest.raises(InputError, match="must be square"):
+        cube.tex_image_2d(CUBE_FACES[2], 0, "RGBA", 2, 1, "RGBA", "UNSIGNED_BYTE", None)
+
+
+def test_sub_image_replaces_a_rectangle_and_converts_types():
+    tex = Texture()
+    tex.tex_image_2d("TEXTURE_2D", 0, "RGBA", 4, 2, "RGBA", "UNSIGNED_BYTE", None)
+    tex.tex_sub_image_2d("TEXTURE_2D", 0, 1, 1, 2, 1, "RGBA", "UNSIGNED_BYTE",
+                         np.array([255, 0, 0, 255, 0, 255, 0, 255], np.uint8))
+    texels = tex.image(0, 0).texels
+    np.testing.assert_array_equal(texels[1, 1:3], [[1, 0, 0, 1], [0, 1, 0, 1]])
+    assert (texels[0] == 0).all() and (texels[1, [0, 3]] == 0).all()
+    version = tex.version
+    # 4444 data into an 8-bit image: 0xF -> 255, 0x8 -> 136.
+    tex.tex_sub_image_2d("TEXTURE_2D", 0, 0, 0, 1, 1, "RGBA", "UNSIGNED_SHORT_4_4_4_4",
+                         np.array([0x8F, 0xF0], np.uint8))   # little-endian 0xF08F
+    np.testing.assert_array_equal(tex.image(0, 0).stored[0, 0], [255, 0, 136, 255])
+    assert tex.version > version
+
+
+def test_generate_mipmap_is_llvmpipes_box_filter():
+    rng = np.random.default_rng(3)
+    pixels = rng.integers(0, 256, (8, 8, 4), dtype=np.uint8)
+    tex = rgba8_texture(pixels, mipmaps=True)
+    assert [tex.image(0, i).width for i in range(4)] == [8, 4, 2, 1]
+    p = pixels.astype(int)
+
+    def half(a, b):
+        return (a + b + 1) >> 1
+
+    level1 = half(half(p[0::2, 0::2], p[0::2, 1::2]), half(p[1::2, 0::2], p[1::2, 1::2]))
+    np.testing.assert_array_equal(tex.image(0, 1).stored, level1)
+    assert tex.is_complete()
+    with pytest.raises(InputError, match="generateMipmap: level 0 is 3x2, not a power of two"):
+        rgba8_texture(np.zeros((2, 3, 4), np.uint8), mipmaps=True)
+    npot = rgba8_texture(np.zeros((3, 5, 4), np.uint8), mipmaps=True, npot=True)
+    assert [(npot.image(0, i).width, npot.image(0, i).height) for i in range(3)] == [
+        (5, 3), (2, 1), (1, 1)]
+    with pytest.raises(InputError, match="generateMipmap: texture 0 has no level 0"):
+        Texture().generate_mipmap()
+
+
+def test_renderer_api_name_first_then_target():
+    tex = Texture(7)                      # glCreateTexture: a name, no target yet
+    assert tex.target is None and tex.name == 7 and tex.incomplete_reason()
+    tex.bind_target("TEXTURE_2D")
+    tex.bind_target("TEXTURE_2D")
+    with pytest.raises(InputError, match="texture 7 is a TEXTURE_2D, it cannot be bound to "
+                                         "TEXTURE_CUBE_MAP"):
+        tex.bind_target("TEXTURE_CUBE_MAP")
+    tex.tex_image_2d("TEXTURE_2D", 0, "RGB", 2, 1, "RGB", "UNSIGNED_BYTE", None)
+    tex.set_parameter("TEXTURE_MIN_FILTER", "NEAREST")
+    assert tex.level_size("TEXTURE_2D", 0) == (2, 1) and not tex.format_has_alpha()
+    with pytest.raises(InputError, match="no image at TEXTURE_2D level 1"):
+        tex.level_size("TEXTURE_2D", 1)
+    assert tex.level_rgba("TEXTURE_2D", 1) is None
+    tex.store_rendered("TEXTURE_2D", 0, np.array([[[1, 0.5, 0, 0.2], [0, 0, 1, 1]]], F32))
+    np.testing.assert_array_equal(tex.image(0, 0).stored[0], [[255, 128, 0], [0, 0, 255]])
+    np.testing.assert_array_equal(tex.level_rgba("TEXTURE_2D", 0)[0, 0],
+                                  [1, F32(128) / F32(255), 0, 1])
+
+
+# ----------------------------------------------------------------------------------------------
+# Wrap modes and filters
+
+
+def ramp_texture(width: int, **params) -> Texture:
+    """width x 1 texture whose texel i has red = 30 i (red * 255 / 30 identifies it)."""
+    pixels = np.zeros((1, width, 4), np.uint8)
+    pixels[0, :, 0] = np.arange(width) * 30
+    pixels[0, :, 3] = 255
+    return rgba8_texture(pixels, **params)
+
+
+@pytest.mark.parametrize("wrap, s, texel", [
+    ("REPEAT", [0.0, 0.124, 0.125, 0.99, 1.0, 1.3, -0.01, -1.3], [0, 0, 1, 7, 0, 2, 7, 5]),
+    ("CLAMP_TO_EDGE", [-5.0, -0.01, 0.0, 0.5, 0.99, 1.0, 7.5], [0, 0, 0, 4, 7, 7, 7]),
+    ("MIRRORED_REPEAT", [0.1, 0.9, 1.1, 1.9, 2.1, -0.1, -1.1], [0, 7, 7, 0, 0, 0, 7]),
+])
+def test_nearest_wrap_modes(wrap, s, texel):
+    tex = ramp_texture(8, wrap=(wrap, "CLAMP_TO_EDGE"))
+    out, _ = sample(tex, s, 0.5)
+    np.testing.assert_array_equal(np.rint(out[0] * 255), np.asarray(texel) * 30)
+
+
+@pytest.mark.parametrize("wrap, s, taps", [
+    # s * 8 - 0.5 = 1.25: texels 1 and 2, weight 0.25
+    ("REPEAT", 1.75 / 8, (1, 2, 0.25)),
+    ("REPEAT", 0.25 / 8, (7, 0, 0.75)),          # u = -0.25 wraps to the last texel
+    ("CLAMP_TO_EDGE", 0.25 / 8, (0, 0, 0.0)),
+    ("CLAMP_TO_EDGE", 7.75 / 8, (7, 7, 0.0)),
+    ("MIRRORED_REPEAT", 1.0 + 0.25 / 8, (7, 7, 0.0)),
+    ("MIRRORED_REPEAT", 1.0 - 1.75 / 8, (5, 6, 0.75)),
+])
+def test_bilinear_weights(wrap, s, taps):
+    i0, i1, w = taps
+    tex = ramp_texture(8, min_filter="LINEAR", mag_filter="LINEAR",
+                       wrap=(wrap, "CLAMP_TO_EDGE"))
+    # Texel i holds red = 30 i; fixed point rounds each lerp to an integer.
+    for options, atol in ((SamplerOptions.exact(), 1e-4), (SamplerOptions(), 0.5)):
+        out, _ = sample(tex, [s], 0.5, options=options)
+        np.testing.assert_allclose(out[0, 0] * 255, 30 * (i0 + w * (i1 - i0)), atol=atol)
+
+
+def test_fixed_point_bilinear_rounds_like_llvmpipe():
+    # Two texels 0 and 255, weight 77/256: a + ((77 * 255 + 128) >> 8) = 77.
+    pixels = np.zeros((1, 2, 4), np.uint8)
+    pixels[0, 1] = 255
+    tex = rgba8_texture(pixels, min_filter="LINEAR", mag_filter="LINEAR",
+                        wrap=("CLAMP_TO_EDGE", "CLAMP_TO_EDGE"))
+    s = F32((0.5 + 77 / 256) / 2)                    # u = s * 2 - 0.5 = 77/256
+    fixed, _ = sample(tex, [s], 0.5)
+    exact, _ = sample(tex, [s], 0.5, options=SamplerOptions.exact())
+    assert fixed[0, 0] == F32(77) * F32(1 / 255)
+    np.testing.assert_allclose(exact[0, 0], 77 / 256, rtol=1e-6)
+
+
+def test_bilinear_2d_interpolates_both_axes():
+    pixels = np.zeros((2, 2, 4), np.uint8)
+    pixels[..., 0] = [[0, 100], [200, 40]]
+    pixels[..., 3] = 255
+    tex = rgba8_texture(pixels, min_filter="LINEAR", mag_filter="LINEAR",
+                        wrap=("CLAMP_TO_EDGE", "CLAMP_TO_EDGE"))
+    s, t = (0.5 + 0.25) / 2, (0.5 + 0.5) / 2          # weights 0.25 along s, 0.5 along t
+    out, _ = sample(tex, [s], [t], options=SamplerOptions.exact())
+    top, bottom = 0 + 0.25 * 100, 200 + 0.25 * (40 - 200)
+    np.testing.assert_allclose(out[0, 0] * 255, top + 0.5 * (bottom - top), rtol=1e-5)
+
+
+# ----------------------------------------------------------------------------------------------
+# Level of detail and mipmaps
+
+
+LEVEL_COLORS = [(255 - 40 * i, 40 * i, 0, 255) for i in range(7)]    # 64x64: levels 0..6
+
+
+def level_of(out):
+    """Which LEVEL_COLORS level each (4, N) result is."""
+    reds = np.rint(out[0] * 255).astype(int)
+    return (255 - reds) // 40
+
+
+@pytest.mark.parametrize("options", [SamplerOptions(), SamplerOptions.exact()],
+                         ids=["llvmpipe", "exact"])
+def test_explicit_lod_picks_levels(options):
+    tex = level_colors_texture(64, LEVEL_COLORS, TEXTURE_MIN_FILTER="NEAREST_MIPMAP_NEAREST",
+                               TEXTURE_MAG_FILTER="NEAREST")
+    lods = np.array([-2.0, 0.0, 0.4, 0.6, 1.4, 2.7, 5.6, 9.0], F32)
+    out, _ = sample(tex, np.full(8, 0.3), 0.3, mode=EXPLICIT, lod=lods, options=options)
+    np.testing.assert_array_equal(level_of(out), [0, 0, 0, 1, 1, 3, 6, 6])
+    # LINEAR between levels: weight = fractional part.
+    tex.parameter("TEXTURE_MIN_FILTER", "NEAREST_MIPMAP_LINEAR")
+    out, _ = sample(tex, [0.3, 0.3], 0.3, mode=EXPLICIT, lod=[1.25, 7.5], options=options)
+    c1, c2 = (np.asarray(LEVEL_COLORS[i], F32) / 255 for i in (1, 2))
+    np.testing.assert_allclose(out[:, 0], c1 + 0.25 * (c2 - c1), atol=1.5 / 255)
+    np.testing.assert_allclose(out[:, 1], np.asarray(LEVEL_COLORS[6]) / 255, atol=1e-6)
+
+
+@pytest.mark.parametrize("texels_per_pixel, level", [(0.5, 0), (1.0, 0), (1.9, 1), (3.0, 2),
+                                                     (8.0, 3), (1000.0, 6)])
+def test_implicit_lod_from_quads(texels_per_pixel, level):
+    tex = level_colors_texture(64, LEVEL_COLORS, TEXTURE_MIN_FILTER="NEAREST_MIPMAP_NEAREST",
+                               TEXTURE_MAG_FILTER="NEAREST")
+    step = texels_per_pixel / 64
+    s, t = quad_coords(0.3, 0.6, step, step * 0.5, quads=3)
+    out, _ = sample(tex, s, t)
+    # rho = max over x and y of the texel-space derivative length: here the x one.
+    assert (level_of(out) == level).all()
+
+
+def test_lod_is_per_quad_from_the_top_left_lane():
+    tex = level_colors_texture(64, LEVEL_COLORS, TEXTURE_MIN_FILTER="NEAREST_MIPMAP_NEAREST",
+                               TEXTURE_MAG_FILTER="NEAREST")
+    # Lane 3 (bottom-right) is far away: it does not enter the quad's derivatives.
+    s = np.array([0.1, 0.1 + 4 / 64, 0.1, 0.9], F32)
+    t = np.array([0.1, 0.1, 0.1 + 4 / 64, 0.9], F32)
+    out, _ = sample(tex, s, t)
+    assert (level_of(out) == 2).all()
+
+
+def test_bias_and_gradients():
+    tex = level_colors_texture(64, LEVEL_COLORS, TEXTURE_MIN_FILTER="NEAREST_MIPMAP_NEAREST",
+                               TEXTURE_MAG_FILTER="NEAREST")
+    s, t = quad_coords(0.3, 0.6, 2 / 64, 2 / 64)                     # lambda = 1
+    out, _ = sample(tex, s, t, mode=BIAS, lod=[0.0, 1.0, 2.0, -3.0])  # per-lane bias
+    np.testing.assert_array_equal(level_of(out), [1, 2, 3, 0])
+    ddx = np.zeros((4, 4), F32)
+    ddy = np.zeros((4, 4), F32)
+    ddx[0] = [1 / 64, 4 / 64, 16 / 64, 0]
+    ddy[1] = [0, 0, 0, 32 / 64]
+    out, _ = sample(tex, s, t, mode=GRADIENT, ddx=ddx, ddy=ddy)
+    np.testing.assert_array_equal(level_of(out), [0, 2, 4, 5])
+
+
+@pytest.mark.parametrize("switchover, expected", [("spec", "LINEAR"), ("zero", "NEAREST")])
+def test_magnification_switchover(switchover, expected):
+    # lambda = 0.3: ES 2.0 magnifies (c = 0.5 for mag LINEAR + min NEAREST_MIPMAP_NEAREST),
+    # llvmpipe (c = 0) minifies with the nearest filter.
+    pixels = np.zeros((64, 64, 4), np.uint8)
+    pixels[..., 0] = (np.arange(64) * 4)[None, :]
+    pixels[..., 3] = 255
+    tex = rgba8_texture(pixels, min_filter="NEAREST_MIPMAP_NEAREST", mag_filter="LINEAR",
+                        mipmaps=True)
+    step = 2 ** 0.3 / 64
+    s, t = quad_coords(10.5 / 64 + 0.25 / 64, 0.5, step, 0.0)
+    out, _ = sample(tex, s, t, options=SamplerOptions(mag_switchover=switchover))
+    red = out[0, 0] * 255
+    if expected == "LINEAR":     # u = 10.25 - 0.5 -> between texels 10 and 11... blended
+        assert red not in (40.0, 44.0) and 40 < red < 44
+    else:
+        assert red == 40.0
+
+
+def test_trilinear_blends_two_bilinear_levels():
+    tex = level_colors_texture(64, LEVEL_COLORS, TEXTURE_MIN_FILTER="LINEAR_MIPMAP_LINEAR",
+                               TEXTURE_MAG_FILTER="LINEAR")
+    out, sampler = sample(tex, [0.3], [0.3], mode=EXPLICIT, lod=[2.5])
+    c2, c3 = (np.asarray(LEVEL_COLORS[i], float) for i in (2, 3))
+    np.testing.assert_allclose(out[:, 0] * 255, c2 + 0.5 * (c3 - c2), atol=1)
+    assert sampler.stats.trilinear[0] == 1 and sampler.stats.texels[0] == 8
+
+
+# ----------------------------------------------------------------------------------------------
+# Cube maps
+
+
+def cube_texture(size=2, texels=None, **params) -> Texture:
+    """Cube map; face f texel (x, y) = (f * 40, x * 100, y * 100, 255) unless given."""
+    tex = Texture("TEXTURE_CUBE_MAP")
+    for f, face in enumerate(CUBE_FACES):
+        if texels is None:
+            pixels = np.zeros((size, size, 4), np.uint8)
+            pixels[..., 0] = f * 40
+            pixels[..., 1] = (np.arange(size) * 100)[None, :]
+            pixels[..., 2] = (np.arange(size) * 100)[:, None]
+            pixels[..., 3] = 255
+        else:
+            pixels = texels[f]
+        tex.tex_image_2d(face, 0, "RGBA", size, size, "RGBA", "UNSIGNED_BYTE",
+                         np.ascontiguousarray(pixels).reshape(-1))
+    for name, value in {"TEXTURE_MIN_FILTER": "NEAREST", "TEXTURE_MAG_FILTER": "NEAREST",
+                        **params}.items():
+        tex.parameter(name, value)
+    return tex
+
+
+@pytest.mark.parametrize("direction, face, s_high, t_high", [
+    # ES 2.0 table 3.21: +X: sc = -rz, tc = -ry; -X: sc = rz, tc = -ry; +Y: sc = rx, tc = rz;
+    # -Y: sc = rx, tc = -rz; +Z: sc = rx, tc = -ry; -Z: sc = -rx, tc = -ry.
+    ((1.0, -0.5, -0.5), 0, True, True),
+    ((-1.0, -0.5, 0.5), 1, True, True),
+    ((0.5, 1.0, 0.5), 2, True, True),
+    ((0.5, -1.0, -0.5), 3, True, True),
+    ((0.5, -0.5, 1.0), 4, True, True),
+    ((-0.5, -0.5, -1.0), 5, True, True),
+    ((-0.5, 0.5, -1.0), 5, True, False),
+    ((1.0, 1.0, 1.0), 4, True, False),        # ties: z over y over x
+    ((1.0, 1.0, 0.5), 2, True, True),
+])
+def test_cube_face_selection_and_coordinates(direction, face, s_high, t_high):
+    tex = cube_texture()
+    x, y, z = direction
+    out, _ = sample(tex, [x], [y], r=[z])
+    assert int(np.rint(out[0, 0] * 255)) == face * 40
+    assert (out[1, 0] > 0) == s_high and (out[2, 0] > 0) == t_high
+
+
+def test_cube_lod_from_face_derivatives():
+    colors = [LEVEL_COLORS[i] for i in range(5)]
+    tex = Texture("TEXTURE_CUBE_MAP")
+    for face in CUBE_FACES:
+        n, level = 16, 0
+        while n:
+            tex.tex_image_2d(face, level, "RGBA", n, n, "RGBA", "UNSIGNED_BYTE",
+                             np.tile(np.asarray(colors[level], np.uint8), n * n))
+            n, level = n // 2, level + 1
+    tex.parameter("TEXTURE_MIN_FILTER", "NEAREST_MIPMAP_NEAREST")
+    tex.parameter("TEXTURE_MAG_FILTER", "NEAREST")
+    # On +Z at the center, s = 0.5 x / z + 0.5: a step of 8/16 * 2 in x per pixel is 8 texels.
+    step = 8 / 16 * 2
+    s, t = quad_coords(0.0, 0.0, step, step)
+    out, _ = sample(tex, s, t, r=np.ones(4))
+    assert (level_of(out) == 3).all()
+
+
+# ----------------------------------------------------------------------------------------------
+# Completeness
+
+
+def test_incomplete_textures_sample_0001():
+    pot = np.full((4, 4, 4), 200, np.uint8)
+    npot = np.full((3, 4, 4), 200, np.uint8)
+    cases = {
+        "no level 0": Texture(),
+        "mipmap filter, no chain": rgba8_texture(pot, min_filter="LINEAR_MIPMAP_LINEAR"),
+        "npot repeat": rgba8_texture(npot, min_filter="LINEAR"),
+        "npot mipmaps": rgba8_texture(npot, min_filter="NEAREST_MIPMAP_NEAREST",
+                                      wrap=("CLAMP_TO_EDGE", "CLAMP_TO_EDGE")),
+    }
+    chain = rgba8_texture(pot, min_filter="LINEAR_MIPMAP_LINEAR", mipmaps=True)
+    chain.tex_image_2d("TEXTURE_2D", 1, "RGBA", 1, 1, "RGBA", "UNSIGNED_BYTE", None)
+    cases["wrong level size"] = chain
+    odd = rgba8_texture(pot, min_filter="LINEAR_MIPMAP_LINEAR", mipmaps=True)
+    odd.tex_image_2d("TEXTURE_2D", 2, "RGB", 1, 1, "RGB", "UNSIGNED_BYTE", None)
+    cases["level format differs"] = odd
+    cube = cube_texture()
+    cube.tex_image_2d(CUBE_FACES[3], 0, "RGBA", 4, 4, "RGBA", "UNSIGNED_BYTE", None)
+    cases["cube faces differ"] = cube
+    missing = Texture("TEXTURE_CUBE_MAP")
+    missing.tex_image_2d(CUBE_FACES[0], 0, "RGBA", 2, 2, "RGBA", "UNSIGNED_BYTE", None)
+    cases["cube face missing"] = missing
+    for name, tex in cases.items():
+        assert tex.incomplete_reason(), name
+        out, sampler = sample(tex, [0.3, 0.7], [0.5, 0.5])
+        np.testing.assert_array_equal(out.T, [[0, 0, 0, 1]] * 2, err_msg=name)
+        assert sampler.stats.incomplete.sum() == 2
+    # Complete counterparts sample the texture; GL_OES_texture_npot lifts the NPOT rules.
+    for tex in (rgba8_texture(npot, wrap=("CLAMP_TO_EDGE", "CLAMP_TO_EDGE")),
+                rgba8_texture(npot, npot=True), chain_ok()):
+        assert tex.is_complete()
+        out, _ = sample(tex, [0.3], [0.5])
+        assert out[0, 0] == F32(200) * F32(1 / 255)
+
+
+def chain_ok():
+    return rgba8_texture(np.full((4, 4, 4), 200, np.uint8), min_filter="LINEAR_MIPMAP_LINEAR",
+                         mipmaps=True)
+
+
+def test_unbound_unit_and_wrong_target_sample_0001():
+    sampler = TextureSampler({0: None, 1: chain_ok()})
+    for unit, target in ((0, "2D"), (1, "CUBE"), (5, "2D")):
+        out = sampler.sample(request([0.5], [0.5], unit=unit, target=target))
+        np.testing.assert_array_equal(out[:, 0], [0, 0, 0, 1])
+
+
+# ----------------------------------------------------------------------------------------------
+# TXF, TXQ, interpreter
+
+
+def test_fetch_and_size():
+    rng = np.random.default_rng(9)
+    pixels = rng.integers(0, 256, (8, 16, 4), dtype=np.uint8)
+    tex = rgba8_texture(pixels, mipmaps=True)
+    sampler = TextureSampler({0: tex})
+    texel = np.array([[3, 15, 16, 1, 0], [5, 7, 0, 1, 0], [0] * 5, [0, 0, 0, 1, 4]], np.int32)
+    out = sampler.fetch(0, "2D", texel, None)
+    np.testing.assert_array_equal(out[:, 0], pixels[5, 3] / F32(255))
+    np.testing.assert_array_equal(out[:, 1], pixels[7, 15] / F32(255))
+    np.testing.assert_array_equal(out[:, 2], 0)                       # x out of range
+    np.testing.assert_array_equal(out[:, 3], tex.image(0, 1).texels[1, 1])
+    np.testing.assert_array_equal(out[:, 4], tex.image(0, 4).texels[0, 0])
+    sizes = sampler.size(0, "2D", np.array([0, 1, 3, 4], np.int32))
+    np.testing.assert_array_equal(sizes.T, [[16, 8, 1, 5], [8, 4, 1, 5], [2, 1, 1, 5],
+                                            [1, 1, 1, 5]])
+
+
+def test_tex_program_through_the_interpreter():
+    from shaders.interpreter import Interpreter
+    from shaders.parser import parse
+
+    program = parse("""FRAG
+DCL IN[0].xy, GENERIC[0], PERSPECTIVE
+DCL OUT[0], COLOR
+DCL SAMP[0]
+DCL SVIEW[0], 2D, FLOAT
+  0: TEX OUT[0], IN[0].xyyy, SAMP[0], 2D
+  1: END
+""")
+    rng = np.random.default_rng(2)
+    pixels = rng.integers(0, 256, (32, 32, 4), dtype=np.uint8)
+    tex = rgba8_texture(pixels, min_filter="LINEAR_MIPMAP_LINEAR", mag_filter="LINEAR",
+                        mipmaps=True)
+    x, y = quad_pixels(16, 16)
+    uv = np.stack([(x + 0.5) / 16 * 3, (y + 0.5) / 16 * 3]).astype(F32)     # lambda ~ 2.6
+    inputs = np.zeros((1, 4, x.size), F32)
+    inputs[0, :2] = uv
+    sampler = TextureSampler({0: tex})
+    out = Interpreter(program).run(inputs, {0: np.zeros((1, 4), np.uint32)}, sampler=sampler)
+    direct = TextureSampler({0: tex}).sample(TextureRequest(0, "2D", np.stack(
+        [uv[0], uv[1], uv[1], uv[1]])))
+    np.testing.assert_array_equal(np.asarray(out.outputs[0]), direct)
+    assert sampler.stats.trilinear.sum() == x.size
+
+
+# ----------------------------------------------------------------------------------------------
+# Counters and the cache model
+
+
+def test_counters_texels_match_filter_kinds():
+    rng = np.random.default_rng(4)
+    pixels = rng.integers(0, 256, (64, 64, 4), dtype=np.uint8)
+    x, y = quad_pixels(32, 32)
+    seen = {}
+    for min_filter, mag in itertools.product(
+            ["NEAREST", "LINEAR", "NEAREST_MIPMAP_NEAREST", "LINEAR_MIPMAP_NEAREST",
+             "NEAREST_MIPMAP_LINEAR", "LINEAR_MIPMAP_LINEAR"], ["NEAREST", "LINEAR"]):
+        tex = rgba8_texture(pixels, min_filter=min_filter, mag_filter=mag, mipmaps=True)
+        # The scale grows along x: magnified on the left, minified on the right.
+        k = (0.2 + 6 * (x + 0.5) / 32).astype(F32)
+        s = ((x + 0.5) / 32 * k).astype(F32)
+        t = ((y + 0.5) / 32 * k).astype(F32)
+        sampler = TextureSampler({0: tex})
+        active = np.ones(x.size, bool)
+        active[::7] = False
+        req = request(s, t)
+        req.active = active
+        sampler.sample(req)
+        sampler.sample(req)
+        stats = sampler.stats
+        assert stats_texels_consistent(stats)
+        np.testing.assert_array_equal(
+            stats.texels_nearest + stats.texels_bilinear + stats.texels_trilinear,
+            stats.texels_fetched)
+        kinds = sum(getattr(stats, kind) for kind in KINDS)
+        np.testing.assert_array_equal(kinds, stats.samples)
+        np.testing.assert_array_equal(stats.samples, np.where(active, 2, 0))
+        assert (stats.cache_misses <= stats.cache_accesses).all()
+        assert (stats.cache_accesses[~active] == 0).all()
+        seen.update({kind: True for kind in KINDS if getattr(stats, kind).sum()})
+        if min_filter == "LINEAR_MIPMAP_LINEAR" and mag == "LINEAR":
+            assert stats.trilinear.sum() and stats.bilinear.sum()
+    assert set(seen) == {"nearest", "nearest_mip_linear", "bilinear", "trilinear"}
+
+
+def reference_lru(keys, tags, ways, state=None):
+    """Plain Python LRU per set: hit flags; ``state`` {key: [tags oldest first]}."""
+    state = {} if state is None else state
+    hits = []
+    for key, tag in zip(keys.tolist(), tags.tolist(), strict=True):
+        lines = state.setdefault(key, [])
+        hit = tag in lines
+        if hit:
+            lines.remove(tag)
+        elif len(lines) == ways:
+            lines.pop(0)
+        lines.append(tag)
+        hits.append(hit)
+    return np.array(hits), state
+
+
+@pytest.mark.parametrize("ways", [1, 2, 4])
+def test_lru_model_is_exact(ways):
+    rng = np.random.default_rng(ways)
+    cfg = TextureCacheConfig(caches=2, size_bytes=ways * 64 * 4, ways=ways)   # 4 sets each
+    sampler = TextureSampler({}, cache=cfg)
+    state = None
+    for _ in range(3):   # the state carries over between calls
+        m = 400
+        keys = rng.integers(0, cfg.caches * cfg.sets, m)
+        tags = rng.integers(0, 6, m)
+        got = sampler._lru(np, keys.astype(np.int64), tags.astype(np.int64))
+        want, state = reference_lru(keys, tags, ways, state)
+        np.testing.assert_array_equal(got, want)
+
+
+def test_cache_reuse_between_instructions_and_tiles():
+    rng = np.random.default_rng(6)
+    pixels = rng.integers(0, 256, (16, 16, 4), dtype=np.uint8)
+    tex = rgba8_texture(pixels, min_filter="LINEAR", mag_filter="LINEAR")
+    x, y = quad_pixels(16, 16)
+    s, t = ((x + 0.5) / 16).astype(F32), ((y + 0.5) / 16).astype(F32)
+    sampler = TextureSampler({0: tex}, lane_tile=np.zeros(x.size, int))
+    sampler.sample(request(s, t))
+    first = sampler.stats.cache_misses.sum()
+    # 16x16 RGBA8 = 1 KB = 16 lines of 4x4-texel blocks: the first pass misses each once.
+    assert first == 16
+    sampler.sample(request(s, t))
+    assert sampler.stats.cache_misses.sum() == first       # all hits the second time
+    per_tile = sampler.stats.per_tile(np.zeros(x.size, int), 1)
+    assert per_tile["cache_misses"][0] == 16 and per_tile["samples"][0] == 2 * x.size
+    # Another tile maps to another cache: cold again.
+    sampler.begin(lane_tile=np.ones(x.size, int))
+    sampler.sample(request(s, t))
+    assert sampler.stats.cache_misses.sum() == 16
+    sampler.reset_cache()
+    sampler.begin(lane_tile=np.ones(x.size, int))
+    sampler.sample(request(s, t))
+    assert sampler.stats.cache_misses.sum() == 16
+    # Accesses coalesce per lane and line: 4 taps inside one 4x4 block are one access.
+    assert sampler.stats.cache_accesses.max() <= 4
+
+
+def test_counters_off_keeps_no_stats():
+    tex = chain_ok()
+    sampler = TextureSampler({0: tex}, counters=False)
+    sampler.sample(request([0.3], [0.4]))
+    assert sampler.stats is None
+
+
+def test_record_accesses_gives_addresses():
+    tex = chain_ok()
+    sampler = TextureSampler({0: tex}, record_accesses=True)
+    sampler.sample(request([0.3, 0.6, 0.3, 0.6], [0.4, 0.4, 0.8, 0.8]))
+    (instruction, lanes, addresses), = sampler.accesses
+    assert lanes.shape == addresses.shape and (addresses % 64 == 0).all()
+    assert (addresses >> 40 == tex.uid).all()
+
+
+@pytest.mark.parametrize("cube", [False, True])
+def test_hostile_coordinates_stay_finite(cube):
+    rng = np.random.default_rng(11)
+    weird = np.array([np.nan, np.inf, -np.inf, 3e38, -3e38, 1e9, -1e9, 0.0, -0.0, 1e-40,
+                      0.5, 1.0], F32)
+    n = 48
+    s, t, r = (rng.choice(weird, n).astype(F32) for _ in range(3))
+    pixels = rng.integers(0, 256, (8, 8, 4), dtype=np.uint8)
+    filters = ["NEAREST", "LINEAR", "NEAREST_MIPMAP_NEAREST", "LINEAR_MIPMAP_LINEAR"]
+    for min_filter, wrap, mode in itertools.product(filters, ("REPEAT", "MIRRORED_REPEAT"),
+                                                    ("implicit", BIAS, EXPLICIT, GRADIENT)):
+        if cube:
+            tex = cube_texture(4, TEXTURE_MIN_FILTER=min_filter)
+            if "MIPMAP" in min_filter:
+                tex.generate_mipmap()
+        else:
+            tex = rgba8_texture(pixels, min_filter=min_filter, mag_filter="LINEAR",
+                                wrap=(wrap, wrap), mipmaps=True)
+        derivs = np.stack([s, t, r, s])
+        with np.errstate(over="raise", invalid="raise", divide="raise"):
+            out, sampler = sample(tex, s, t, r=r, mode=mode, lod=t, ddx=derivs, ddy=derivs)
+        assert np.isfinite(out).all() and (out >= 0).all() and (out <= 1).all()
+        assert stats_texels_consistent(sampler.stats)
+
+
+@pytest.mark.gpu
+def test_cupy_samples_like_numpy():
+    from tilesim import backend
+    from tilesim.backend import to_host
+
+    if "cupy" not in backend.available_backends():
+        pytest.skip("needs CuPy and an NVIDIA GPU")
+    import cupy
+
+    rng = np.random.default_rng(8)
+    pixels = rng.integers(0, 256, (32, 32, 4), dtype=np.uint8)
+    x, y = quad_pixels(32, 32)
+    k = (0.2 + 6 * (x + 0.5) / 32).astype(F32)
+    s, t = ((x + 0.5) / 32 * k).astype(F32), ((y + 0.5) / 32 * k).astype(F32)
+    for min_filter, wrap, options in [("LINEAR_MIPMAP_LINEAR", "REPEAT", SamplerOptions()),
+                                      ("NEAREST_MIPMAP_LINEAR", "MIRRORED_REPEAT",
+                                       SamplerOptions.exact())]:
+        tex = rgba8_texture(pixels, min_filter=min_filter, mag_filter="LINEAR",
+                            wrap=(wrap, wrap), mipmaps=True)
+        host = TextureSampler({0: tex}, options=options, lane_tile=x // 16)
+        dev = TextureSampler({0: tex}, options=options, lane_tile=cupy.asarray(x // 16))
+        req = request(s, t)
+        want = host.sample(req)
+        got = dev.sample(TextureRequest(0, "2D", cupy.asarray(req.coords)))
+        np.testing.assert_allclose(to_host(got), want, atol=1e-6)
+        for name in host.stats.FIELDS:
+            np.testing.assert_array_equal(to_host(getattr(dev.stats, name)),
+                                          getattr(host.stats, name), err_msg=name)
+
+
+# ----------------------------------------------------------------------------------------------
+# Against Mesa llvmpipe
+
+MESA_TOLERANCE = 2 / 255
+SIZE = 64
+# Samplers default to lowp in GLSL ES; llvmpipe then returns 16-bit float texels.
+FS_2D = """precision highp float;
+precision highp sampler2D;
+varying vec2 v_uv;
+uniform sampler2D tex;
+uniform vec2 u_scale;
+uniform vec2 u_offset;
+void main() {
+    vec2 uv = v_uv * (u_scale.x + u_scale.y * v_uv.x) + u_offset;
+    gl_FragColor = texture2D(tex, uv);
+}
+"""
+FS_2D_BIAS = FS_2D.replace("uniform vec2 u_offset;", "uniform vec2 u_offset;\n"
+                           "uniform float u_bias;").replace("texture2D(tex, uv)",
+                                                           "texture2D(tex, uv, u_bias)")
+FS_CUBE = """precision highp float;
+precision highp samplerCube;
+varying vec3 v_dir;
+uniform samplerCube tex;
+uniform vec2 u_scale;
+void main() {
+    vec3 d = vec3(v_dir.xy * (u_scale.x + 0.5 * v_dir.x), u_scale.y);
+    gl_FragColor = textureCube(tex, d);
+}
+"""
+SHADERS = {"2d": FS_2D, "2d_bias": FS_2D_BIAS, "cube": FS_CUBE}
+SCALES = {"mag": (0.37, 0.0), "min": (3.3, 0.0), "sweep": (0.2, 7.0)}
+FILTERS_2D = [("NEAREST", "NEAREST"), ("LINEAR", "LINEAR"), ("NEAREST", "LINEAR"),
+              ("LINEAR", "NEAREST"), ("NEAREST_MIPMAP_NEAREST", "LINEAR"),
+              ("LINEAR_MIPMAP_NEAREST", "NEAREST"), ("NEAREST_MIPMAP_LINEAR", "NEAREST"),
+              ("LINEAR_MIPMAP_LINEAR", "LINEAR")]
+WRAPS = ("REPEAT", "CLAMP_TO_EDGE", "MIRRORED_REPEAT")
+
+
+@dataclass
+class MesaCase:
+    id: str
+    shader: str                       # key of SHADERS
+    size: tuple[int, int] = (64, 64)  # texture width, height (cube: face size)
+    min_filter: str = "LINEAR"
+    mag_filter: str = "LINEAR"
+    wrap: tuple[str, str] = ("REPEAT", "REPEAT")
+    uniforms: dict = field(default_factory=dict)
+    npot_extension: bool = False
+
+    @property
+    def mipmaps(self) -> bool:
+        return "MIPMAP" in self.min_filter
+
+
+def mesa_cases() -> list[MesaCase]:
+    cases = []
+    offset = [0.0371, 0.0213]
+    for (mn, mg), wrap, (scale_id, scale) in itertools.product(FILTERS_2D, WRAPS,
+                                                               SCALES.items()):
+        cases.append(MesaCase(f"2d-{mn}-{mg}-{wrap}-{scale_id}", "2d", min_filter=mn,
+                              mag_filter=mg, wrap=(wrap, wrap),
+                              uniforms={"u_scale": scale, "u_offset": offset}))
+    cases.append(MesaCase("2d-LINEAR_MIPMAP_LINEAR-LINEAR-REPEAT/MIRRORED-sweep", "2d",
+                          min_filter="LINEAR_MIPMAP_LINEAR", wrap=("REPEAT", "MIRRORED_REPEAT"),
+                          uniforms={"u_scale": SCALES["sweep"], "u_offset": offset}))
+    for (mn, mg), bias in itertools.product(
+            [("LINEAR_MIPMAP_LINEAR", "LINEAR"), ("NEAREST_MIPMAP_NEAREST", "NEAREST"),
+             ("LINEAR", "NEAREST"), ("LINEAR_MIPMAP_NEAREST", "NEAREST")], (-1.5, 0.75, 2.25)):
+        cases.append(MesaCase(f"bias{bias}-{mn}-{mg}", "2d_bias", min_filter=mn, mag_filter=mg,
+                              uniforms={"u_scale": SCALES["sweep"], "u_offset": offset,
+                                        "u_bias": [bias]}))
+    npot = (45, 29)
+    for mn, mg in [("LINEAR", "LINEAR"), ("NEAREST", "NEAREST"), ("LINEAR", "NEAREST")]:
+        cases.append(MesaCase(f"npot-{mn}-{mg}-CLAMP", "2d", size=npot, min_filter=mn,
+                              mag_filter=mg, wrap=("CLAMP_TO_EDGE",) * 2,
+                              uniforms={"u_scale": SCALES["sweep"], "u_offset": offset}))
+    for mn, mg, wrap in [("LINEAR_MIPMAP_LINEAR", "LINEAR", "REPEAT"),
+                         ("NEAREST_MIPMAP_LINEAR", "LINEAR", "MIRRORED_REPEAT"),
+                         ("NEAREST", "NEAREST", "REPEAT"), ("LINEAR", "LINEAR", "REPEAT")]:
+        cases.append(MesaCase(f"npot-ext-{mn}-{mg}-{wrap}", "2d", size=npot, min_filter=mn,
+                              mag_filter=mg, wrap=(wrap, wrap), npot_extension=True,
+                              uniforms={"u_scale": SCALES["sweep"], "u_offset": offset}))
+    for (mn, mg), (direction_id, direction) in itertools.product(
+            [("NEAREST", "NEAREST"), ("LINEAR", "LINEAR"), ("LINEAR_MIPMAP_LINEAR", "LINEAR"),
+             ("NEAREST_MIPMAP_NEAREST", "LINEAR"), ("LINEAR", "NEAREST"),
+             ("NEAREST_MIPMAP_LINEAR", "NEAREST")],
+            {"+z-mag": (0.6, 1.0), "-z-min": (5.0, -1.0), "+z-sweep": (2.5, 1.0)}.items()):
+        cases.append(MesaCase(f"cube-{mn}-{mg}-{direction_id}", "cube", size=(16, 16),
+                              min_filter=mn, mag_filter=mg, uniforms={"u_scale": direction}))
+    return cases
+
+
+def case_texels(case: MesaCase) -> np.ndarray:
+    """RGBA8 noise: (H, W, 4) for 2D, (6, S, S, 4) for cubes (seeded by the case's size)."""
+    rng = np.random.default_rng([case.size[0], case.size[1], case.shader == "cube"])
+    w, h = case.size
+    shape = (6, h, w, 4) if case.shader == "cube" else (h, w, 4)
+    return rng.integers(0, 256, shape, dtype=np.uint8)
+
+
+def our_texture(case: MesaCase) -> Texture:
+    pixels = case_texels(case)
+    w, h = case.size
+    if case.shader == "cube":
+        tex = Texture("TEXTURE_CUBE_MAP", oes_texture_npot=case.npot_extension)
+        for f, face in enumerate(CUBE_FACES):
+            tex.tex_image_2d(face, 0, "RGBA", w, h, "RGBA", "UNSIGNED_BYTE",
+                             pixels[f].reshape(-1))
+    else:
+        tex = Texture(oes_texture_npot=case.npot_extension)
+        tex.tex_image_2d("TEXTURE_2D", 0, "RGBA", w, h, "RGBA", "UNSIGNED_BYTE",
+                         pixels.reshape(-1), unpack_alignment=1)
+    if case.mipmaps:
+        tex.generate_mipmap()
+    tex.parameter("TEXTURE_MIN_FILTER", case.min_filter)
+    tex.parameter("TEXTURE_MAG_FILTER", case.mag_filter)
+    tex.parameter("TEXTURE_WRAP_S", case.wrap[0])
+    tex.parameter("TEXTURE_WRAP_T", case.wrap[1])
+    return tex
+
+
+def geometry(shader: str):
+    from shaders import mesa_fullscreen as mf
+
+    varyings = mf.parse_varyings(SHADERS[shader])
+    if shader == "cube":   # v_dir = (X, Y, 1)
+        coef = np.array([[1, 0, 0], [0, 1, 0], [0, 0, 1]], F32)
+        return mf.Geometry(varyings, {"v_dir": coef})
+    coef = np.array([[0.5, 0, 0.5], [0, 0.5, 0.5]], F32)   # v_uv = (X, Y) / 2 + 1/2
+    return mf.Geometry(varyings, {"v_uv": coef})
+
+
+@dataclass
+class MesaOutcome:
+    case: MesaCase
+    max_diff: float = float("nan")
+    bad: int = 0                    # channel values further than the tolerance
+    error: str | None = None
+
+
+@functools.cache
+def mesa_outcomes() -> dict[str, MesaOutcome]:
+    """Render every case with llvmpipe, run the interpreter with TextureSampler, compare."""
+    import test_differential_mesa as tdm
+
+    from shaders import mesa_fullscreen as mf
+    from shaders.glsl_compile import ProgramSource, compile_many
+    from shaders.interpreter import Interpreter
+    from shaders.parser import parse
+
+    cases = mesa_cases()
+    geometries = {key: geometry(key) for key in SHADERS}
+    compiled = dict(zip(SHADERS, compile_many(
+        [ProgramSource(geometries[key].vertex_shader(), fs, name=f"texture_{key}")
+         for key, fs in SHADERS.items()]), strict=True))
+    passes, probe_start = [], {}
+    for key, g in geometries.items():
+        probe_start[key] = len(passes)
+        passes += [mf.Pass(g.vertex_shader(), fs) for fs in g.probe_shaders()]
+    first_case = len(passes)
+    for case in cases:
+        w, h = case.size
+        pixels = case_texels(case)
+        texture = mf.Texture(
+            "tex", 0, [] if case.shader == "cube" else pixels.tolist(),
+            target="CUBE" if case.shader == "cube" else "2D", dtype="u1",
+            min_filter=case.min_filter, mag_filter=case.mag_filter, wrap_s=case.wrap[0],
+            wrap_t=case.wrap[1], generate_mipmap=case.mipmaps,
+            faces=pixels.tolist() if case.shader == "cube" else None)
+        uniforms = {name: ("float", list(np.ravel(value).astype(float)))
+                    for name, value in case.uniforms.items()}
+        passes.append(mf.Pass(geometries[case.shader].vertex_shader(),
+                              mf.highp_source(SHADERS[case.shader]), uniforms, [texture]))
+    rendered = mf.render(passes, SIZE, SIZE)
+    x, y = quad_pixels(SIZE, SIZE)
+    outcomes = {}
+    for i, case in enumerate(cases):
+        outcome = MesaOutcome(case)
+        outcomes[case.id] = outcome
+        if rendered.errors[first_case + i]:
+            outcome.error = rendered.errors[first_case + i]
+            continue
+        g, prog = geometries[case.shader], compiled[case.shader]
+        start = probe_start[case.shader]
+        probe = tdm.Probe.from_images(g.probe_labels(),
+                                      rendered.images[start:start + len(g.probe_shaders())])
+        program = parse(prog.fragment_tgsi, source=f"texture_{case.shader}")
+        inputs, system_values = tdm.fragment_inputs(program, prog.interface, probe, SIZE)
+        values = {name: np.ravel(value).astype(F32) for name, value in case.uniforms.items()}
+        constants = tdm.constant_buffer(program, prog.interface, values, SIZE)
+        samp = int(prog.interface["samplers"][0]["fragment"]["samplers"][0][5:-1])
+        sampler = TextureSampler({samp: our_texture(case)}, options=SamplerOptions.llvmpipe())
+        execution = Interpreter(program).run(inputs, {0: constants}, sampler=sampler,
+                                             system_values=system_values)
+        color = np.asarray(execution.outputs[0])
+        mesa = rendered.images[first_case + i][y, x].T
+        diff = np.abs(color.astype(np.float64) - mesa)
+        outcome.max_diff = float(diff.max())
+        outcome.bad = int((diff > MESA_TOLERANCE + 1e-6).sum())
+    return outcomes
+
+
+def _mesa_or_skip() -> dict[str, MesaOutcome]:
+    from conftest import _unavailable
+
+    from shaders import mesa_fullscreen as mf
+    from shaders.glsl_compile import mesa_available
+
+    ok, why = mesa_available()
+    if not ok:
+        _unavailable(f"Mesa unavailable: {why}")
+    try:
+        return mesa_outcomes()
+    except mf.MesaUnavailable as exc:
+        _unavailable(f"llvmpipe unavailable: {exc}")
+        raise
+
+
+@pytest.mark.mesa
+@pytest.mark.slow
+@pytest.mark.parametrize("case_id", [c.id for c in mesa_cases()])
+def test_sampler_matches_llvmpipe(case_id):
+    outcome = _mesa_or_skip()[case_id]
+    assert outcome.error is None, outcome.error
+    assert outcome.bad == 0, (f"{case_id}: {outcome.bad} channel values differ from llvmpipe "
+                              f"by more than 2/255 (max {outcome.max_diff * 255:.2f}/255)")
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    results = mesa_outcomes()
+    for outcome in results.values():
+        status = outcome.error or (f"max |diff| = {outcome.max_diff:.3g} "
+                                   f"({outcome.max_diff * 255:.3f}/255)  bad={outcome.bad}")
+        print(f"{outcome.case.id:60s} {status}")
+    worst = max(o.max_diff for o in results.values() if o.error is None)
+    print(f"{len(results)} cases, worst {worst * 255:.3f}/255")
