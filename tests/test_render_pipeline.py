@@ -145,3 +145,40 @@ def test_enormous_and_degenerate_triangles_render_without_error(gl):
     c = _render(gl.recorded_frames())[0].counters
     assert c.total("fragments_rasterized") == 64 * 48   # the huge one covers the screen
     assert c.total("prims_degenerate") >= 1
+
+
+TEX_VS = """attribute vec4 pos; attribute vec2 uv; varying vec2 v_uv;
+void main() { v_uv = uv; gl_Position = pos; }"""
+TEX_FS = """precision mediump float; varying vec2 v_uv; uniform sampler2D tex;
+void main() { gl_FragColor = texture2D(tex, v_uv); }"""
+
+
+@pytest.mark.parametrize("min_filter, per_sample", [("NEAREST", 1), ("LINEAR", 4),
+                                                     ("LINEAR_MIPMAP_LINEAR", 8)])
+def test_texels_fetched_are_samples_times_texels_per_filter(gl, min_filter, per_sample):
+    program = gl.createProgram(TEX_VS, TEX_FS, attrib_locations={"pos": 0, "uv": 1})
+    gl.useProgram(program)
+    texture = gl.createTexture()
+    gl.bindTexture("TEXTURE_2D", texture)
+    texels = np.random.default_rng(1).integers(0, 256, (32, 32, 4), dtype=np.uint8)
+    gl.texImage2D("TEXTURE_2D", 0, "RGBA", 32, 32, 0, "RGBA", "UNSIGNED_BYTE", texels)
+    gl.generateMipmap("TEXTURE_2D")
+    gl.texParameteri("TEXTURE_2D", "TEXTURE_MIN_FILTER", min_filter)
+    gl.texParameteri("TEXTURE_2D", "TEXTURE_MAG_FILTER", "NEAREST")
+    gl.uniform1i(gl.getUniformLocation(program, "tex"), 0)
+    # A quad of 32x24 pixels showing the texture 4 times across: every sample minifies.
+    quad = np.array([[-0.5, -0.5, 0, 1, 0, 0], [0.5, -0.5, 0, 1, 4, 0],
+                     [0.5, 0.5, 0, 1, 4, 4], [-0.5, 0.5, 0, 1, 0, 4]], dtype=np.float32)
+    gl.vertexAttribPointer(0, 4, "FLOAT", False, 24, quad)
+    gl.enableVertexAttribArray(0)
+    gl.vertexAttribPointer(1, 2, "FLOAT", False, 0, quad[:, 4:].copy())
+    gl.enableVertexAttribArray(1)
+    gl.drawArrays("TRIANGLE_FAN", 0, 4)
+    gl.endFrame()
+    c = _render(gl.recorded_frames())[0].counters
+    samples, texels = c.total("tex_samples"), c.total("texels_fetched")
+    assert samples == 4 * c.total("quads_shaded") > 0      # every lane of every quad samples
+    assert texels == samples * per_sample
+    assert texels == (c.total("texels_nearest") + c.total("texels_bilinear")
+                      + c.total("texels_trilinear"))
+    assert 0 < c.total("tex_cache_misses") <= c.total("tex_cache_accesses")
