@@ -20,74 +20,13 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-BUNNY = Path("/usr/share/glmark2/models/bunny.obj")
+sys.path.insert(0, str(ROOT))
 
-
-def build_program():
-    folder = next(p for p in sorted((ROOT / "shaders" / "corpus").glob("glmark2-build-*")))
-
-    def read(name: str) -> str:
-        return (folder / name).read_text(encoding="utf-8")
-
-    return SimpleNamespace(vertex_glsl=read("vertex.glsl"), fragment_glsl=read("fragment.glsl"),
-                           vertex_tgsi=read("vertex.tgsi"), fragment_tgsi=read("fragment.tgsi"),
-                           interface=json.loads(read("interface.json")))
-
-
-def matrices(frame: int, width: int, height: int):
-    """glmark2 build's camera: perspective 60 degrees, the model rotating about y."""
-    aspect = width / height
-    f = 1 / np.tan(np.radians(30))
-    near, far = 1.0, 1024.0
-    proj = np.array([[f / aspect, 0, 0, 0], [0, f, 0, 0],
-                     [0, 0, (far + near) / (near - far), 2 * far * near / (near - far)],
-                     [0, 0, -1, 0]])
-    angle = np.radians(36.0 * frame)
-    c, s = np.cos(angle), np.sin(angle)
-    rot = np.array([[c, 0, s, 0], [0, 1, 0, 0], [-s, 0, c, 0], [0, 0, 0, 1]])
-    move = np.eye(4)
-    move[2, 3] = -2.5
-    model_view = move @ rot
-    normal = np.linalg.inv(model_view).T
-    return (proj @ model_view).astype(np.float32), normal.astype(np.float32)
-
-
-def record(frames: int, width: int, height: int):
-    from render.commands import Recorder
-    from render.obj_model import load_obj
-
-    mesh = load_obj(BUNNY)
-    program = build_program()
-    gl = Recorder(width, height, name="bunny")
-    prog = gl.createProgram(program.vertex_glsl, program.fragment_glsl, compiled=program)
-    gl.useProgram(prog)
-    vbo = gl.createBuffer()
-    gl.bindBuffer("ARRAY_BUFFER", vbo)
-    gl.bufferData("ARRAY_BUFFER", mesh.interleaved())
-    ibo = gl.createBuffer()
-    gl.bindBuffer("ELEMENT_ARRAY_BUFFER", ibo)
-    gl.bufferData("ELEMENT_ARRAY_BUFFER", mesh.indices)
-    gl.vertexAttribPointer(0, 3, "FLOAT", False, 24, 0)
-    gl.enableVertexAttribArray(0)
-    gl.vertexAttribPointer(1, 3, "FLOAT", False, 24, 12)
-    gl.enableVertexAttribArray(1)
-    gl.enable("DEPTH_TEST")
-    gl.clearColor(0.0, 0.0, 0.0, 1.0)
-    for frame in range(frames):
-        mvp, normal = matrices(frame, width, height)
-        gl.uniformMatrix4fv(gl.getUniformLocation(prog, "ModelViewProjectionMatrix"), False,
-                            mvp.T.ravel())
-        gl.uniformMatrix4fv(gl.getUniformLocation(prog, "NormalMatrix"), False,
-                            normal.T.ravel())
-        gl.clear("COLOR_BUFFER_BIT", "DEPTH_BUFFER_BIT")
-        gl.drawElements("TRIANGLES", mesh.indices.size, "UNSIGNED_INT", 0)
-        gl.endFrame()
-    return gl.recorded_frames(), mesh, program
+from render.workloads.bunny import matrices, record  # noqa: E402
 
 
 def time_tilesim(frames_cmds, width, height):

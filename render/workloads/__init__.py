@@ -1,0 +1,1 @@
+"""Workloads written with the recording API (traces made by programs, not captures)."""
