@@ -1,11 +1,12 @@
-"""``tilesim render``: replay a trace on the tile-based model; PNGs, counters and a summary.
+"""``tilesim render``: replay traces on the tile-based model; PNGs, counters and summaries.
 
-Output folder layout (every file written atomically, so an interrupted run leaves no
-half-written file):
+Output layout (one trace: DIR itself; several: DIR/<trace name>/), every file written
+atomically, so an interrupted run leaves no half-written file and a rerun resumes:
 
-    DIR/frames/NNNNNN.png      the default framebuffer at each frame end
-    DIR/counters/NNNNNN.npz    per-tile and per-frame counters (see render.counters)
-    DIR/summary.json           parameters, per-frame counter totals, run time
+    frames/NNNNNN.png      the default framebuffer at each frame end
+    counters/NNNNNN.npz    per-tile and per-frame counters (see render.counters)
+    frames.json            per-frame counter totals
+    DIR/summary.json       the jobs, what each wrote or skipped, run time
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from tilesim.atomic import write_bytes, write_json
 from tilesim.backend import backend_name
 from tilesim.errors import EXIT_OK, InputError
 
@@ -28,10 +28,12 @@ from .rasterizer import FILL_RULES
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "render", help="render a trace: PNG per frame, per-tile counters, JSON summary",
-        description="Replay TRACE (.tsim) on the tile-based GPU model and write a PNG per "
-                    "frame, the per-tile counters and a JSON summary into DIR.")
-    p.add_argument("trace", metavar="TRACE", help="a .tsim trace")
+        "render", help="render traces: PNG per frame, per-tile counters, JSON summaries",
+        description="Replay each TRACE (.tsim) on the tile-based GPU model and write a PNG per "
+                    "frame, the per-tile counters and JSON summaries into DIR. Several traces "
+                    "run in parallel with Dask; a rerun skips frames already written.")
+    p.add_argument("traces", nargs="+", metavar="TRACE[@A:B]",
+                   help="a .tsim trace, optionally with its own frame range")
     p.add_argument("--frames", default=":", metavar="A:B",
                    help="frames to write, Python slice style (default: all)")
     p.add_argument("--out", "-o", required=True, metavar="DIR", help="output folder")
@@ -41,6 +43,10 @@ def register(subparsers) -> None:
                    help="tile traversal order recorded for the timing model")
     p.add_argument("--fill-rule", choices=FILL_RULES, default="bottom_left",
                    help=argparse.SUPPRESS)
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="local worker processes for several traces (default: 2)")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="run on an existing Dask cluster (e.g. tcp://host:8786)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=_render)
 
@@ -74,41 +80,53 @@ def png_bytes(image) -> bytes:
     return buffer.getvalue()
 
 
-def _render(args: argparse.Namespace) -> int:
-    from .pipeline import Renderer
+def _jobs(args: argparse.Namespace) -> list:
+    from .batch import Job
     from .trace_file import open_trace
+
+    jobs = []
+    names: set[str] = set()
+    for spec in args.traces:
+        path, _, frames = spec.partition("@")
+        with open_trace(path) as trace:
+            wanted = parse_frames(frames or args.frames, trace.frame_count)
+        name = Path(path).stem
+        if len(args.traces) > 1:
+            if name in names:
+                raise InputError(f"two traces named {name!r}: give them distinct file names")
+            names.add(name)
+        out = Path(args.out) / name if len(args.traces) > 1 else Path(args.out)
+        jobs.append(Job(str(path), (wanted.start, wanted.stop), str(out), args.tile_size,
+                        args.traversal, args.fill_rule))
+    return jobs
+
+
+def _render(args: argparse.Namespace) -> int:
+    from .batch import clean_stale_temporaries, run_batch, run_job, write_batch_summary
 
     if backend_name() != "numpy":
         raise InputError("the render pipeline runs on NumPy only so far "
                          "(the TGSI interpreter alone supports --backend cupy)")
-    out = Path(args.out)
     started = time.perf_counter()
-    with open_trace(args.trace) as trace:
-        wanted = parse_frames(args.frames, trace.frame_count)
-        renderer = Renderer(trace.width, trace.height, depth_bits=trace.depth_bits,
-                            tile_size=args.tile_size, traversal=args.traversal,
-                            fill_rule=args.fill_rule, source=str(args.trace))
-        frames = []
-        progress = tqdm(total=len(wanted), desc="render", unit="frame", disable=None)
-        results = renderer.render(trace.frames(0, wanted.stop), keep=wanted)
-        for result in results:
-            name = f"{result.index:06d}"
-            write_bytes(out / "frames" / f"{name}.png", png_bytes(result.image))
-            result.counters.save(out / "counters" / f"{name}.npz")
-            frames.append(result.counters.summary())
-            progress.update(1)
-        progress.close()
-    summary = {
-        "trace": str(args.trace), "width": renderer.default_target.width,
-        "height": renderer.default_target.height, "tile_size": args.tile_size,
-        "traversal": args.traversal, "frames": frames,
-        "seconds": round(time.perf_counter() - started, 3),
-    }
-    write_json(out / "summary.json", summary)
-    if args.json:
-        print(json.dumps(summary, indent=2))
+    jobs = _jobs(args)
+    if len(jobs) == 1 and not args.scheduler:
+        clean_stale_temporaries(jobs[0].out)
+        summaries = [_run_with_progress(jobs[0], run_job)]
     else:
-        shaded = sum(f["fragments_shaded"] for f in frames)
-        print(f"rendered {len(frames)} frames of {args.trace} into {out} "
-              f"({summary['seconds']} s, {shaded} fragments shaded)")
+        summaries = run_batch(jobs, workers=args.workers, scheduler=args.scheduler)
+    seconds = time.perf_counter() - started
+    write_batch_summary(args.out, summaries, seconds)
+    if args.json:
+        print(json.dumps({"jobs": summaries, "seconds": round(seconds, 3)}, indent=2))
+    else:
+        for s in summaries:
+            shaded = sum(f["fragments_shaded"] for f in s["counters"])
+            print(f"{s['trace']}: {s['written']} frames written, {s['skipped']} already done "
+                  f"({s['seconds']} s, {shaded} fragments shaded)")
     return EXIT_OK
+
+
+def _run_with_progress(job, run_job) -> dict:
+    """One job in this process, with a progress bar over its frames."""
+    with tqdm(total=len(job.missing()), desc="render", unit="frame", disable=None) as bar:
+        return run_job(job, on_frame=lambda index: bar.update(1))

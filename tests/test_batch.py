@@ -1,0 +1,107 @@
+"""Batch rendering: several traces in parallel, and resuming after the process is killed."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from render.commands import Recorder
+from render.trace_file import write_trace
+from render.workloads.bunny import build_program
+from tilesim.cli import main
+
+pytestmark = pytest.mark.slow
+
+
+def sphere_trace(path: Path, frames: int, size=(160, 120)) -> Path:
+    """A lit sphere turning over ``frames`` frames, with glmark2's build program (no Mesa)."""
+    nu, nv = 60, 30
+    u, v = np.meshgrid(np.linspace(0, 2 * np.pi, nu + 1), np.linspace(0, np.pi, nv + 1))
+    p = np.stack([np.cos(u) * np.sin(v), np.cos(v), np.sin(u) * np.sin(v)], -1).reshape(-1, 3)
+    j, i = np.mgrid[0:nv, 0:nu]
+    a = (j * (nu + 1) + i).ravel()
+    idx = np.stack([a, a + nu + 1, a + 1, a + 1, a + nu + 1, a + nu + 2], 1).astype(np.uint16)
+    program = build_program()
+    gl = Recorder(*size, name="sphere")
+    prog = gl.createProgram(program.vertex_glsl, program.fragment_glsl, compiled=program)
+    gl.useProgram(prog)
+    gl.bindBuffer("ARRAY_BUFFER", gl.createBuffer())
+    gl.bufferData("ARRAY_BUFFER", np.concatenate([p, p], 1).astype(np.float32))
+    gl.bindBuffer("ELEMENT_ARRAY_BUFFER", gl.createBuffer())
+    gl.bufferData("ELEMENT_ARRAY_BUFFER", idx.ravel())
+    gl.vertexAttribPointer(0, 3, "FLOAT", False, 24, 0)
+    gl.enableVertexAttribArray(0)
+    gl.vertexAttribPointer(1, 3, "FLOAT", False, 24, 12)
+    gl.enableVertexAttribArray(1)
+    gl.enable("DEPTH_TEST")
+    for f in range(frames):
+        c, s = np.cos(0.3 * f), np.sin(0.3 * f)
+        m = np.array([[0.5 * c, 0, 0.5 * s, 0], [0, 0.6, 0, 0], [-0.5 * s, 0, 0.5 * c, 0],
+                      [0, 0, 0, 1]], dtype=np.float32)
+        for name in ("ModelViewProjectionMatrix", "NormalMatrix"):
+            gl.uniformMatrix4fv(gl.getUniformLocation(prog, name), False, m.T.ravel())
+        gl.clearColor(0.1, 0.1, 0.2 + 0.02 * f, 1.0)
+        gl.clear("COLOR_BUFFER_BIT", "DEPTH_BUFFER_BIT")
+        gl.drawElements("TRIANGLES", idx.size, "UNSIGNED_SHORT", 0)
+        gl.endFrame()
+    write_trace(path, gl.recorded_frames(), width=size[0], height=size[1], name=path.stem)
+    return path
+
+
+def outputs(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes()
+            for p in sorted(folder.glob("*/0*.*"))}
+
+
+def test_several_traces_render_in_parallel_and_rerun_skips_everything(tmp_path, capsys):
+    a = sphere_trace(tmp_path / "a.tsim", 3)
+    b = sphere_trace(tmp_path / "b.tsim", 4, size=(96, 64))
+    out = tmp_path / "out"
+    assert main(["render", str(a), f"{b}@1:3", "--out", str(out), "--workers", "2"]) == 0
+    assert len(list((out / "a" / "frames").glob("*.png"))) == 3
+    assert sorted(p.name for p in (out / "b" / "frames").glob("*.png")) == ["000001.png",
+                                                                          "000002.png"]
+    summary = json.loads((out / "summary.json").read_text())
+    assert [j["written"] for j in summary["jobs"]] == [3, 2]
+    before = {p: p.stat().st_mtime_ns for p in out.glob("*/*/*")}
+    assert main(["render", str(a), f"{b}@1:3", "--out", str(out)]) == 0
+    assert "0 frames written, 3 already done" in capsys.readouterr().out
+    assert before == {p: p.stat().st_mtime_ns for p in out.glob("*/*/*")}
+
+
+def test_killed_batch_resumes_without_redoing_or_corrupting(tmp_path):
+    trace = sphere_trace(tmp_path / "s.tsim", 24)
+    reference = tmp_path / "reference"
+    assert main(["render", str(trace), "--out", str(reference)]) == 0
+
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "tilesim.cli", "render", str(trace),
+                             "--out", str(out)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if len(list((out / "frames").glob("*.png"))) >= 4 or proc.poll() is not None:
+            break
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    done = sorted((out / "frames").glob("*.png"))
+    assert 0 < len(done) < 24, "the batch should have been killed midway"
+    partial = outputs(out)
+    expected = outputs(reference)
+    for name, data in partial.items():          # whatever exists is complete and right
+        assert data == expected[name], name
+    stamps = {p: p.stat().st_mtime_ns for p in done}
+
+    assert main(["render", str(trace), "--out", str(out)]) == 0
+    assert outputs(out) == expected
+    assert stamps == {p: p.stat().st_mtime_ns for p in done}   # finished frames not redone
+    assert not list(out.glob("**/.*.tmp"))
