@@ -182,3 +182,28 @@ def test_texels_fetched_are_samples_times_texels_per_filter(gl, min_filter, per_
     assert texels == (c.total("texels_nearest") + c.total("texels_bilinear")
                       + c.total("texels_trilinear"))
     assert 0 < c.total("tex_cache_misses") <= c.total("tex_cache_accesses")
+
+
+def test_sampling_with_no_texture_bound_gives_black_as_gl_does(gl):
+    program = gl.createProgram(TEX_VS, TEX_FS, attrib_locations={"pos": 0, "uv": 1})
+    gl.useProgram(program)
+    quad = np.array([[-1, -1, 0, 1], [1, -1, 0, 1], [1, 1, 0, 1], [-1, 1, 0, 1]], np.float32)
+    gl.vertexAttribPointer(0, 4, "FLOAT", False, 0, quad)
+    gl.enableVertexAttribArray(0)
+    gl.vertexAttrib4f(1, 0.5, 0.5)
+    gl.clearColor(1, 1, 1, 1)
+    gl.clear("COLOR_BUFFER_BIT")
+    gl.drawArrays("TRIANGLE_FAN", 0, 4)
+    gl.endFrame()
+    image = _render(gl.recorded_frames())[0].image
+    assert (image == [0, 0, 0, 255]).all()
+
+
+def test_cli_reports_bad_traces_without_a_traceback(tmp_path, capsys):
+    from tilesim.cli import main
+
+    bad = tmp_path / "bad.tsim"
+    bad.write_bytes(b"PK\x03\x04 certainly not a trace")
+    assert main(["render", str(bad), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "bad.tsim" in err and "Traceback" not in err
