@@ -29,11 +29,15 @@ def rank_groups(pixel: np.ndarray) -> list[np.ndarray]:
     starts[1:] = sorted_pixels[1:] != sorted_pixels[:-1]
     segment_start = np.maximum.accumulate(np.where(starts, np.arange(pixel.size), 0))
     rank = np.arange(pixel.size) - segment_start
-    if rank.max() == 0:
+    top = int(rank.max())
+    if top == 0:
         return [np.arange(pixel.size)]
-    by_rank = np.argsort(rank, kind="stable")
-    bounds = np.searchsorted(rank[by_rank], np.arange(rank.max() + 2))
-    return [np.sort(order[by_rank[bounds[r]:bounds[r + 1]]]) for r in range(rank.max() + 1)]
+    # Ranks are small: a 16-bit key lets NumPy use its radix sort.
+    key = rank.astype(np.uint16) if top < 1 << 16 else rank
+    by_rank = np.argsort(key, kind="stable")
+    bounds = np.searchsorted(rank[by_rank], np.arange(top + 2))
+    # Within a group every pixel appears once, so the order inside it does not matter.
+    return [order[by_rank[bounds[r]:bounds[r + 1]]] for r in range(top + 1)]
 
 
 def depth_test(pixel: np.ndarray, depth: np.ndarray, buffer: np.ndarray, func: str,
@@ -114,7 +118,10 @@ def to_unorm8(color: np.ndarray) -> np.ndarray:
 def write_colors(pixel: np.ndarray, color: np.ndarray, buffer: np.ndarray, state,
                  has_alpha: bool = True, groups: list[np.ndarray] | None = None) -> int:
     """Blend (if enabled) and write (N, 4) float colors to a flat (P, 4) uint8 ``buffer``
-    under the color mask, in submission order; returns the blend operations done."""
+    under the color mask, in submission order; returns the blend operations done.
+
+    ``groups`` (from ``rank_groups``, possibly filtered) selects and orders the fragments to
+    write; without it every fragment is written."""
     mask = np.array(state.color_mask, dtype=bool)
     if not has_alpha:
         mask[3] = False
@@ -122,6 +129,12 @@ def write_colors(pixel: np.ndarray, color: np.ndarray, buffer: np.ndarray, state
         return 0
     channels = np.nonzero(mask)[0]
     src = np.clip(color.astype(np.float64), 0.0, 1.0)
+    if not state.blend and groups is not None:
+        # Ranks in order: a later fragment at a pixel overwrites an earlier one.
+        for group in groups:
+            out = to_unorm8(src[group])
+            buffer[pixel[group][:, None], channels[None, :]] = out[:, channels]
+        return 0
     if not state.blend:
         # The last fragment at each pixel wins.
         order = np.argsort(pixel, kind="stable")
@@ -132,6 +145,7 @@ def write_colors(pixel: np.ndarray, color: np.ndarray, buffer: np.ndarray, state
         rows = pixel[keep]
         buffer[rows[:, None], channels[None, :]] = out[:, channels]
         return 0
+    blended = 0
     for group in groups if groups is not None else rank_groups(pixel):
         p = pixel[group]
         dst = buffer[p].astype(np.float64) / 255.0
@@ -139,4 +153,5 @@ def write_colors(pixel: np.ndarray, color: np.ndarray, buffer: np.ndarray, state
             dst[:, 3] = 1.0
         out = to_unorm8(blend(src[group], dst, state))
         buffer[p[:, None], channels[None, :]] = out[:, channels]
-    return int(pixel.size)
+        blended += group.size
+    return blended

@@ -252,7 +252,6 @@ class Renderer:
         scalars["draw_calls"] += 1
         mode = command.args["mode"]
         where = state.where
-        fbo = state.framebuffer != 0
 
         # Vertex fetch and shading.
         elements, index_bytes = vertex_fetch.draw_elements(state, command)
@@ -271,7 +270,7 @@ class Renderer:
         scalars["vertices_fetched"] += fetched.ids.size
         scalars["vertices_shaded"] += fetched.ids.size
         scalars["attribute_bytes"] += fetched.attribute_bytes
-        vs_constants = uniforms.constants(program, "vertex", fbo=fbo, height=target.height)
+        vs_constants = uniforms.constants(program, "vertex", height=target.height)
         shaded = vertex_shading.shade(program, fetched.inputs, vs_constants,
                                       self._sampler(program, "vertex"), where)
         vs_totals = shaded.stats.totals()["lane_instructions"]
@@ -343,10 +342,13 @@ class Renderer:
         depth_value = depth_value.astype(np.int64)
         early = depth_on and not program.fragment_kills and not program.fragment_writes_depth
         alive = covered.copy()
+        cov_idx = np.nonzero(covered)[0]
+        # Fragments ranked per pixel once (submission order within a pixel), reused below.
+        cov_groups = output_merger.rank_groups(pixel[cov_idx])
         if early:
-            idx = np.nonzero(covered)[0]
+            idx = cov_idx
             passed = output_merger.depth_test(pixel[idx], depth_value[idx], depth_buffer,
-                                              f.depth_func, f.depth_mask)
+                                              f.depth_func, f.depth_mask, cov_groups)
             counters.add("early_z_tested", tile[idx])
             counters.add("depth_reads", tile[idx])
             counters.add("early_z_killed", tile[idx[~passed]])
@@ -362,7 +364,7 @@ class Renderer:
         sub = lanes.select(quad_live)
         inputs, system_values = fragment_shading.fragment_inputs(
             program, tris, sub, clipped.vertices, columns, target.height)
-        fs_constants = uniforms.constants(program, "fragment", fbo=fbo, height=target.height)
+        fs_constants = uniforms.constants(program, "fragment", height=target.height)
         sampler = self._sampler(program, "fragment", tile[shade_lanes])
         execution = program.fragment.run(inputs, fs_constants, sampler=sampler,
                                          system_values=system_values)
@@ -388,6 +390,19 @@ class Renderer:
             return
         color = execution.outputs[color_register].T      # (n, 4)
         sub_pixel = pixel[shade_lanes]
+        # The same ranking, as indices into the shaded lanes, keeping only survivors.
+        sub_of_full = np.cumsum(shade_lanes) - 1
+
+        def ranked(mask):
+            groups = []
+            for g in cov_groups:
+                full = cov_idx[g]
+                sub = sub_of_full[full[shade_lanes[full]]]
+                sub = sub[mask[sub]]
+                if sub.size:
+                    groups.append(sub)
+            return groups
+
         if depth_on and not early:
             idx = np.nonzero(survivors)[0]
             passed = output_merger.depth_test(sub_pixel[idx], depth_value[shade_lanes][idx],
@@ -402,8 +417,8 @@ class Renderer:
         # Blending and color write.
         idx = np.nonzero(survivors)[0]
         flat = target.color.reshape(-1, 4)
-        blended = output_merger.write_colors(sub_pixel[idx], color[idx], flat, f,
-                                             target.has_alpha)
+        blended = output_merger.write_colors(sub_pixel, color, flat, f, target.has_alpha,
+                                             ranked(survivors))
         if blended:
             counters.add("blend_ops", sub_tile[idx])
         if any(f.color_mask):

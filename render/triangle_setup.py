@@ -63,8 +63,12 @@ def setup(vertices: np.ndarray, triangles: np.ndarray, source: np.ndarray, *,
     vx, vy, vw, vh = viewport
     near, far = depth_range
     pos = vertices[:, :4]
-    inv_w = 1.0 / pos[:, 3]
-    ndc = pos[:, :3] * inv_w[:, None]
+    # Vertices no kept triangle uses may have w <= 0 (clipping left them in the array).
+    used = np.zeros(len(pos), dtype=bool)
+    used[triangles.ravel()] = True
+    w = np.where(used, pos[:, 3], 1.0)
+    inv_w = 1.0 / w
+    ndc = np.where(used[:, None], pos[:, :3] * inv_w[:, None], 0.0)
     wx = (ndc[:, 0] + 1.0) * (vw * 0.5) + vx
     wy = (ndc[:, 1] + 1.0) * (vh * 0.5) + vy
     wz = ndc[:, 2] * ((far - near) * 0.5) + (far + near) * 0.5

@@ -40,7 +40,7 @@ def flat_values(program: Program, name: str, array_size: int | None, element_siz
     return out
 
 
-def constants(program: Program, stage: str, *, fbo: bool, height: int) -> np.ndarray:
+def constants(program: Program, stage: str, *, height: int) -> np.ndarray:
     """CONST[0] of ``stage`` ('vertex' or 'fragment') as (slots, 4) uint32 bits."""
     interp = program.vertex if stage == "vertex" else program.fragment
     slots = max([d.last + 1 for d in interp.program.declared("CONST") if (d.dimension or 0) == 0],
@@ -69,7 +69,10 @@ def constants(program: Program, stage: str, *, fbo: bool, height: int) -> np.nda
                 k += 1
     for state in program.interface.get("state", []):
         if state.get("stage") == stage and state["name"] == "gl_FbWposYTransform":
-            value = [1.0, 0.0, -1.0, float(height)] if fbo else [-1.0, float(height), 1.0, 0.0]
+            # tilesim presents every render target as Mesa presents a framebuffer object
+            # (fragment_shading gives POSITION.y counted from the top); this value turns it
+            # back into GL's window y for the default framebuffer too.
+            value = [1.0, 0.0, -1.0, float(height)]
             table[state["slot"]] = np.asarray(value, dtype=np.float32).view(np.uint32)
     return table
 
