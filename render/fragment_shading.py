@@ -17,7 +17,7 @@ import numpy as np
 
 from .gl_state import Program
 from .rasterizer import Quads
-from .triangle_setup import SUBPIXEL, Triangles
+from .triangle_setup import Triangles
 
 
 @dataclass
@@ -42,11 +42,12 @@ class FragmentLanes:
 def plane_coefficients(tris: Triangles, values: np.ndarray):
     """Planes through per-vertex ``values`` (T, 3, K): (c, a, b), each (T, K), such that the
     value at window position (x, y) is c + a*x + b*y."""
-    x = tris.x / SUBPIXEL
-    y = tris.y / SUBPIXEL
+    x, y = tris.fx, tris.fy
     x10, y10 = x[:, 1] - x[:, 0], y[:, 1] - y[:, 0]
     x20, y20 = x[:, 2] - x[:, 0], y[:, 2] - y[:, 0]
-    det = (x10 * y20 - x20 * y10)[:, None]
+    det = x10 * y20 - x20 * y10
+    # A triangle degenerate before snapping but not after: constant planes.
+    det = np.where(det == 0, np.inf, det)[:, None]
     d1 = values[:, 1] - values[:, 0]
     d2 = values[:, 2] - values[:, 0]
     a = (d1 * y20[:, None] - d2 * y10[:, None]) / det

@@ -20,7 +20,9 @@ SUBPIXEL = 1 << SUBPIXEL_BITS
 class Triangles:
     """Set-up triangles, SoA over T triangles in submission order.
 
-    x, y: (T, 3) int64 snapped window coordinates in 1/256 pixels (counter-clockwise);
+    x, y: (T, 3) int64 snapped window coordinates in 1/256 pixels (counter-clockwise), for
+    coverage; fx, fy: (T, 3) float64 window coordinates before snapping, for interpolation
+    (as llvmpipe: attribute planes come from the exact positions);
     z: (T, 3) float64 window depth in [0, 1]; inv_w: (T, 3) float64 1/w_clip;
     vertex: (T, 3) rows into the clipped vertex array (for attributes);
     front: (T,) bool; area2: (T,) int64 twice the area in subpixel units squared;
@@ -29,6 +31,8 @@ class Triangles:
 
     x: np.ndarray
     y: np.ndarray
+    fx: np.ndarray
+    fy: np.ndarray
     z: np.ndarray
     inv_w: np.ndarray
     vertex: np.ndarray
@@ -40,9 +44,9 @@ class Triangles:
         return len(self.source)
 
     def select(self, keep: np.ndarray) -> Triangles:
-        return Triangles(self.x[keep], self.y[keep], self.z[keep], self.inv_w[keep],
-                         self.vertex[keep], self.front[keep], self.area2[keep],
-                         self.source[keep])
+        return Triangles(self.x[keep], self.y[keep], self.fx[keep], self.fy[keep],
+                         self.z[keep], self.inv_w[keep], self.vertex[keep], self.front[keep],
+                         self.area2[keep], self.source[keep])
 
 
 @dataclass
@@ -97,8 +101,8 @@ def setup(vertices: np.ndarray, triangles: np.ndarray, source: np.ndarray, *,
     if polygon_offset is not None:
         z = z + _polygon_offset(sx[order], sy[order], z, polygon_offset, depth_bits)[:, None]
         z = np.clip(z, 0.0, 1.0)
-    tris = Triangles(sx[order], sy[order], z, inv_w[order], order, front, np.abs(area2),
-                     source)
+    tris = Triangles(sx[order], sy[order], wx[order], wy[order], z, inv_w[order], order,
+                     front, np.abs(area2), source)
     return SetupResult(tris.select(keep), int(culled_mask.sum()), degenerate)
 
 

@@ -15,6 +15,7 @@ from tilesim.errors import EXIT_BAD_INPUT, TilesimError
 
 def build_parser() -> argparse.ArgumentParser:
     from render import commands_cli as render_commands
+    from render import conformance
     from shaders import commands as shader_commands
 
     parser = argparse.ArgumentParser(
@@ -26,6 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     shader_commands.register(sub)
     render_commands.register(sub)
+    conformance.register(sub)
     return parser
 
 
