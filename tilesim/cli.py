@@ -15,7 +15,7 @@ from tilesim.errors import EXIT_BAD_INPUT, TilesimError
 
 def build_parser() -> argparse.ArgumentParser:
     from render import commands_cli as render_commands
-    from render import conformance
+    from render import conformance, goldens
     from shaders import commands as shader_commands
 
     parser = argparse.ArgumentParser(
@@ -28,6 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     shader_commands.register(sub)
     render_commands.register(sub)
     conformance.register(sub)
+    goldens.register(sub)
     return parser
 
 

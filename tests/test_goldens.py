@@ -1,0 +1,35 @@
+"""Golden frames: every golden re-renders bit for bit; a changed frame is reported."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+
+from render import goldens
+
+pytestmark = pytest.mark.slow
+
+
+def test_every_golden_re_renders_identically():
+    entries = goldens.load_manifest()
+    assert entries, "goldens/manifest.json lists no goldens"
+    for g in entries:
+        assert g.mssim_vs_mesa is not None and g.mssim_vs_mesa >= goldens.ACCEPT_MSSIM
+    assert goldens.check(entries) == []
+
+
+def test_a_changed_frame_is_reported(tmp_path, monkeypatch):
+    entries = goldens.load_manifest()[:1]
+    folder = tmp_path / "goldens"
+    shutil.copytree(goldens.GOLDENS, folder)
+    image = goldens.read_png(folder / entries[0].png).copy()
+    image[10:12, 20:23] = [255, 0, 255, 255]
+    from render.commands_cli import png_bytes
+
+    (folder / entries[0].png).write_bytes(png_bytes(image))
+    monkeypatch.setattr(goldens, "GOLDENS", folder)
+    failures = goldens.check(entries)
+    assert [(g.name, n) for g, n in failures] == [(entries[0].name, 6)]
+    assert np.array_equal(goldens.read_png(folder / entries[0].png)[10, 20], [255, 0, 255, 255])
