@@ -22,10 +22,20 @@ llvmpipe (the reference renderer of this project) implements it, which the spec 
   ES 2.0's rule, c = 0.5 when the mag filter is LINEAR and the min filter
   NEAREST_MIPMAP_NEAREST or NEAREST_MIPMAP_LINEAR, else 0; "zero" is llvmpipe's c = 0.
 - Cube maps: face by major axis (ties: z over y over x), s, t per ES 2.0 table 3.21; like
-  llvmpipe, sampling clamps to the edge within the face whatever the wrap modes (no seamless
-  filtering, as GLES2 requires none).
+  llvmpipe, NEAREST clamps to the edge of the face whatever the wrap modes. LINEAR is
+  seamless (``SamplerOptions.cube_seamless``, default): Mesa's GLES2 contexts are ES 3.x
+  contexts, whose cube maps are always filtered across faces (GL_TEXTURE_CUBE_MAP_SEAMLESS).
+  As llvmpipe does it (lp_bld_sample_soa.c, lp_build_sample_image_linear, in float): the
+  taps x0 = floor(u), x0 + 1 (u = s * W - 0.5, likewise y) that fall off the face read the
+  edge texels of the adjacent face (lp_build_cube_new_coords; a tap off both axes reads the
+  x neighbour at the clamped row), and where the footprint covers a corner of the cube
+  (x and y taps both off), the corner tap's weight goes in thirds to the three real texels:
+  the missing texel is faked as the average of the other three. ``cube_seamless=False``
+  (ES 2.0, which requires no seamless filtering; Mesa with the cap disabled) clamps LINEAR
+  to the edge of the face too.
 - 8-bit textures: where llvmpipe filters in 8.8 fixed point (lp_bld_sample_aos.c: wrap REPEAT
-  or CLAMP_TO_EDGE, and not both a per-lane LOD and different min/mag filters), so do we:
+  or CLAMP_TO_EDGE, not both a per-lane LOD and different min/mag filters, and no seamless
+  cube map with a LINEAR filter), so do we:
   coordinates rounded to 1/256 texel, 8-bit weights, each lerp
   ``a + ((w (b - a) + 128) >> 8)``, results n/255. Elsewhere filtering is float32, on the
   texel values c / (2^b - 1).
@@ -35,10 +45,16 @@ llvmpipe (the reference renderer of this project) implements it, which the spec 
 ``SamplerOptions.llvmpipe()`` (c = 0 too) agrees with llvmpipe bit for bit on every case of
 tests/test_texture_sampler.py; ``SamplerOptions.exact()`` replaces the llvmpipe approximations
 by the spec's formulas (exact log2, level ceil(lambda + 0.5) - 1, float filtering, the
-texture's wrap modes on cube faces). One llvmpipe detail is not reproduced: where lanes of
-one SIMD vector mix minification and magnification with different filters and llvmpipe
-filters in float, it takes the nearest texel from its bilinear taps (weight > 0.5), which
-differs from floor(s * W) only when s * W is an exact integer.
+texture's wrap modes on cube faces, no seamless cube filtering). Two llvmpipe details are
+not reproduced, both decided per SIMD vector of 8 lanes, which the sampler cannot see:
+where lanes of one vector mix minification and magnification with different filters and
+llvmpipe filters in float, it takes the nearest texel from its bilinear taps (weight > 0.5),
+which differs from floor(s * W) only when s * W is an exact integer (on a seamless cube map,
+s = 0 exactly, as on the diagonals of a symmetric view, then gives the adjacent face's edge
+texel); and where one lane of a vector has a cube corner in its footprint, llvmpipe filters
+every lane of the vector as the weighted sum w00 c00 + w01 c01 + w10 c10 + w11 c11 (we do
+only for corner lanes; the others take the two lerps), which differs in the last bits of
+float32 only.
 
 Using it from the renderer: keep one sampler per frame (the caches persist in it), call
 :meth:`TextureSampler.begin` with the lanes' tile indices before each interpreter run, point
@@ -49,7 +65,9 @@ Counters (DESIGN §5), when ``counters`` is on, accumulate per lane in :attr:`Te
 (a :class:`TextureStats`): samples, texels fetched and the filter kind of each sample
 (nearest: 1 texel; nearest from two levels, NEAREST_MIPMAP_LINEAR: 2; bilinear: 4;
 trilinear: 8; a two-level filter whose level weight is 0, magnification, and lambda beyond the
-last level count as single-level), and texture-cache accesses and misses. See
+last level count as single-level; a seamless cube-map bilinear sample fetches its 4 taps
+wherever they are, the corner tap of a cube corner included, as llvmpipe does), and
+texture-cache accesses and misses (each tap in the face image it reads). See
 :class:`TextureCacheConfig` for the cache model and what is counted.
 """
 
@@ -86,6 +104,7 @@ class SamplerOptions:
     fast_log2: bool = True            # llvmpipe's log2 and level rounding; False: exact, spec
     unorm8_fixed_point: bool = True   # 8.8 fixed-point filtering where llvmpipe uses it
     cube_clamp_to_edge: bool = True   # llvmpipe; False: the texture's wrap modes on cube faces
+    cube_seamless: bool = True        # Mesa's GLES2 (ES 3.x) contexts; False: ES 2.0, per face
 
     def __post_init__(self) -> None:
         if self.mag_switchover not in ("spec", "zero"):
@@ -93,14 +112,16 @@ class SamplerOptions:
                              f"{self.mag_switchover!r}")
 
     @classmethod
-    def llvmpipe(cls) -> SamplerOptions:
-        """Everything as Mesa 22.3 llvmpipe does it (c = 0 too)."""
-        return cls(mag_switchover="zero")
+    def llvmpipe(cls, *, cube_seamless: bool = True) -> SamplerOptions:
+        """Everything as Mesa 22.3 llvmpipe does it (c = 0 too). ``cube_seamless=False``:
+        as llvmpipe with GL_TEXTURE_CUBE_MAP_SEAMLESS disabled (a desktop GL context)."""
+        return cls(mag_switchover="zero", cube_seamless=cube_seamless)
 
     @classmethod
     def exact(cls) -> SamplerOptions:
-        """The ES 2.0 formulas without llvmpipe's approximations."""
-        return cls(fast_log2=False, unorm8_fixed_point=False, cube_clamp_to_edge=False)
+        """The ES 2.0 formulas without llvmpipe's approximations (cube maps not seamless)."""
+        return cls(fast_log2=False, unorm8_fixed_point=False, cube_clamp_to_edge=False,
+                   cube_seamless=False)
 
 
 @dataclass(frozen=True)
@@ -110,9 +131,11 @@ class TextureCacheConfig:
     The model, exactly: each texture occupies its own address range; its images (face-major,
     then level) each start on a line boundary and store texels in ``block`` x ``block`` blocks
     (row-major blocks, row-major texels inside a block), ``bytes_per_texel`` of the internal
-    format each, as GPUs tile textures. Lane i uses cache ``lane_tile[i] % caches`` (tiles go
-    round-robin to the fragment processors, each with its own cache) or, without a tile map,
-    cache ``(i // 4) % caches`` (quads round-robin). A sample's texels are looked up in lane
+    format each, as GPUs tile textures; a tap of a seamless cube-map sample that falls off
+    its face is looked up in the adjacent face's image. Lane i uses cache
+    ``lane_tile[i] % caches`` (tiles go round-robin to the fragment processors, each with its
+    own cache) or, without a tile map, cache ``(i // 4) % caches`` (quads round-robin). A
+    sample's texels are looked up in lane
     order, level 0 taps then level 1 taps (top-left, top-right, bottom-left, bottom-right);
     the texels of one lane and level that fall in one 64-byte line are one access. Each set is
     an exact LRU over the accesses in that order, starting from the state the previous
@@ -351,6 +374,59 @@ def _lerp_float(a, b, w):
     return b
 
 
+def _cube_new_coords(xp, face, x0, x1, y0, y1, last):
+    """lp_build_cube_new_coords: faces and texel coordinates where taps fall off a face.
+
+    ``face`` (m,) 0..5 = +X, -X, +Y, -Y, +Z, -Z; x0, x1 = x0 + 1; y0, y1 (clamped to the
+    face); ``last`` = size - 1. Returns (faces[4], xs[4][2], ys[4][2]) for falling off at
+    x < 0, x > last, y < 0, y > last (in this order), [k][0] for the lower coordinate's tap
+    (x0 / y0), [k][1] for the higher one's. Next faces: x-: 451110, x+: 540001, y-: 225422,
+    y+: 334533.
+    """
+    where = xp.where
+    f2345 = face > 1
+    fand1 = face & 1
+    odd = fand1 == 1
+    f23 = (face & ~4) > 1
+    f2 = face == 2
+    nf0 = where(f2345, where(face == 5, 0, 1), fand1 + 4)
+    nf3 = where(f23, face + 2, 3)
+    faces = [nf0, nf0 ^ 1, nf3 ^ 1, nf3]
+    xs = [[None, None], [None, None], [None, None], [None, None]]
+    ys = [[None, None], [None, None], [None, None], [None, None]]
+    for j, (x, y) in enumerate(((x0, y0), (x1, y1))):
+        # new x: x-: max max t max-t max max; x+: 0 0 max-t t 0 0;
+        #        y-: max 0 max-s s s max-s;   y+: max 0 s max-s s max-s
+        xs[1][j] = where(f23, where(f2, last - y, y), 0)
+        xs[0][j] = last - xs[1][j]
+        xs[3][j] = where(f2345, where(odd, last - x, x), where(odd, 0, last))
+        xs[2][j] = where(f23, last - xs[3][j], xs[3][j])
+        # new y: x-, x+: t t 0 max t t; y-: max-s s 0 max max 0; y+: s max-s 0 max 0 max
+        ys[0][j] = ys[1][j] = where(f23, where(f2, 0, last), y)
+        ys[3][j] = where(f2345, where(odd, last, 0), where(odd, last - x, x))
+        ys[2][j] = where(f23, ys[3][j], last - ys[3][j])
+    return faces, xs, ys
+
+
+def _corner_filter(xp, c, ws, wt, off):
+    """llvmpipe's accurate cube corners: w00 c00 + w01 c01 + w10 c10 + w11 c11 in float32,
+    the corner tap's weight (the tap off both axes) moved in thirds to the other three.
+    ``c``: the 4 taps' colors (m, 4); ``off``: fall-off masks x-, x+, y-, y+ (m,)."""
+    one = F32(1)
+    wx0, wy0 = one - ws, one - wt
+    weights = [wx0 * wy0, ws * wy0, wx0 * wt, ws * wt]
+    corners = [off[0] & off[2], off[1] & off[2], off[0] & off[3], off[1] & off[3]]
+    c_weight = xp.zeros_like(ws)
+    for w, k in zip(weights, corners, strict=True):
+        c_weight = xp.where(k, w, c_weight)
+    c_weight = c_weight * F32(1.0 / 3.0)
+    weights = [xp.where(k, F32(0), w + c_weight) for w, k in zip(weights, corners, strict=True)]
+    color = weights[0][:, None] * c[0]
+    for w, ck in zip(weights[1:], c[1:], strict=True):
+        color = w[:, None] * ck + color
+    return color.astype(np.float32)
+
+
 def _take(v, index):
     """``v[index]``, or ``v`` itself when ``index`` is None (every lane)."""
     return v if index is None else v[index]
@@ -366,10 +442,13 @@ def _sanitize(xp, v):
 
 @dataclass
 class _Taps:
-    """Texel footprint of one level for m lanes: texel columns and rows (k, m), k taps."""
+    """Texel footprint of one level for m lanes: texel columns and rows (k, m), k taps;
+    ``images``: (k, m) image (face * levels + level) of each tap where the taps of a lane
+    are in different faces (seamless cube maps), None: all in the lane's image."""
 
     xs: Any
     ys: Any
+    images: Any = None
 
 
 @dataclass
@@ -533,7 +612,8 @@ class TextureSampler:
         """Cache accesses and misses of one sampling instruction.
 
         ``footprints``: [(taps, fl, lanes, slot)]: taps (k, m) texel columns / rows of the
-        lanes ``lanes`` (None: all n) in image ``fl`` (m,); slot 0 for the first level of a
+        lanes ``lanes`` (None: all n) in image ``fl`` (m,) (or each tap in its own image,
+        ``taps.images``); slot 0 for the first level of a
         sample, 1 for the second. Accesses are ordered lane by lane, slot 0 before slot 1.
         """
         stats, cfg = self.stats, self.cache
@@ -545,9 +625,10 @@ class TextureSampler:
         table = xp.full((n, width), -1, dtype=np.int64)
         for taps, fl, lanes, slot in footprints:
             x, y = taps.xs, taps.ys
-            offset = ((((y >> shift) * packed.blocks_w[fl] + (x >> shift)) << (2 * shift))
+            image = fl if taps.images is None else taps.images
+            offset = ((((y >> shift) * packed.blocks_w[image] + (x >> shift)) << (2 * shift))
                       + ((y & mask) << shift) + (x & mask))       # texel index, in-level
-            line = ((offset * packed.bpp) >> line_shift) + packed.line_bases[fl]
+            line = ((offset * packed.bpp) >> line_shift) + packed.line_bases[image]
             # One access per distinct line among the taps of one lane and level.
             k = line.shape[0]
             for j in range(1, k):
@@ -688,9 +769,14 @@ class _Sampling:
         self.per_lane_lod = ((self.mode in (BIAS, EXPLICIT, GRADIENT)
                               and (self.mip != "none" or self.min_linear != self.mag_linear))
                              or (self.cube and self.mip != "none"))
+        # Seamless cube filtering (LINEAR taps only; NEAREST clamps to the face anyway).
+        self.seamless = self.cube and self.options.cube_seamless
         simple = all(w in ("REPEAT", "CLAMP_TO_EDGE") for w in (wrap_s, wrap_t))
+        # llvmpipe's AoS (8.8 fixed-point) path; not for seamless cube maps with a LINEAR
+        # filter ("theoretically possible with AoS filtering but not implemented").
         self.fixed = (self.options.unorm8_fixed_point and simple
-                      and (not self.per_lane_lod or self.min_linear == self.mag_linear))
+                      and (not self.per_lane_lod or self.min_linear == self.mag_linear)
+                      and not (self.seamless and (self.min_linear or self.mag_linear)))
 
     # -- coordinates and LOD ----------------------------------------------------------------
 
@@ -912,6 +998,8 @@ class _Sampling:
             y = self._wrap_nearest(t, height, height_f, self.wrap_t)
             rows = base + y.astype(np.int64) * width + x
             return xp.take(texels, rows, axis=0), _Taps(xs=x[None], ys=y[None])
+        if self.seamless:
+            return self._sample_seamless(s, t, fl, texels)
         if self.fixed:
             x0, x1, ws = self._wrap_linear_fixed(s, width, width_f, self.wrap_s)
             y0, y1, wt = self._wrap_linear_fixed(t, height, height_f, self.wrap_t)
@@ -925,6 +1013,56 @@ class _Sampling:
         lerp = _lerp_fixed if self.fixed else _lerp_float
         color = lerp(lerp(c00, c01, ws), lerp(c10, c11, ws), wt)
         taps = _Taps(xs=xp.stack([x0, x1, x0, x1]), ys=xp.stack([y0, y0, y1, y1]))
+        return color, taps
+
+    def _sample_seamless(self, s, t, fl, texels):
+        """Bilinear filtering of a cube map across faces, as llvmpipe's
+        lp_build_sample_image_linear with seamless_cube_map (float32): colors (m, 4) and the
+        taps, each in the face image it reads."""
+        packed, xp = self.packed, self.xp
+        levels = packed.levels
+        face = fl // levels
+        level = fl - face * levels
+        size, size_f = packed.widths[fl], packed.widths_f[fl]     # faces are square
+        last = size - 1
+        half = F32(0.5)
+        # Face coordinates are in [0, 1] (NaN already 0); the clip only keeps hostile inputs
+        # from indexing outside the images (llvmpipe assumes they are in range).
+        u = xp.clip(s, F32(0), F32(1)) * size_f - half
+        v = xp.clip(t, F32(0), F32(1)) * size_f - half
+        floor_u, floor_v = xp.floor(u), xp.floor(v)
+        ws, wt = (u - floor_u).astype(np.float32), (v - floor_v).astype(np.float32)
+        x0, y0 = floor_u.astype(np.int32), floor_v.astype(np.int32)
+        x1, y1 = x0 + 1, y0 + 1
+        off_xm, off_xp, off_ym, off_yp = x0 < 0, x1 > last, y0 < 0, y1 > last
+        y0c, y1c = xp.maximum(y0, 0), xp.minimum(y1, last)
+        faces, new_x, new_y = _cube_new_coords(xp, face, x0, x1, y0c, y1c, last)
+        # Taps 00, 01, 10, 11 (x0/x1 at y0, then at y1): off in x first; off in y only when
+        # not off in x too (the corner tap then reads the x neighbour at the clamped row).
+        where = xp.where
+        xs = [where(off_xm, new_x[0][0], x0), where(off_xp, new_x[1][0], x1),
+              where(off_xm, new_x[0][1], x0), where(off_xp, new_x[1][1], x1)]
+        ys = [where(off_xm, new_y[0][0], y0c), where(off_xp, new_y[1][0], y0c),
+              where(off_xm, new_y[0][1], y1c), where(off_xp, new_y[1][1], y1c)]
+        zs = [where(off_xm, faces[0], face), where(off_xp, faces[1], face)]
+        zs = [zs[0], zs[1], zs[0], zs[1]]
+        for k, (off_y, off_x, side) in enumerate([(off_ym, off_xm, 2), (off_ym, off_xp, 2),
+                                                  (off_yp, off_xm, 3), (off_yp, off_xp, 3)]):
+            sel = off_y & ~off_x
+            xs[k] = where(sel, new_x[side][k & 1], xs[k])
+            ys[k] = where(sel, new_y[side][k & 1], ys[k])
+            zs[k] = where(sel, faces[side], zs[k])
+        images = [(z * levels + level).astype(np.int32) for z in zs]
+        c = [xp.take(texels, packed.offsets[im] + y.astype(np.int64) * size + x, axis=0)
+             for im, x, y in zip(images, xs, ys, strict=True)]
+        corner = (off_xm | off_xp) & (off_ym | off_yp)
+        color = _lerp_float(_lerp_float(c[0], c[1].copy(), ws[:, None]),
+                            _lerp_float(c[2], c[3].copy(), ws[:, None]), wt[:, None])
+        if bool(corner.any()):
+            sub = xp.flatnonzero(corner)
+            color[sub] = _corner_filter(xp, [ci[sub] for ci in c], ws[sub], wt[sub],
+                                        [m[sub] for m in (off_xm, off_xp, off_ym, off_yp)])
+        taps = _Taps(xs=xp.stack(xs), ys=xp.stack(ys), images=xp.stack(images))
         return color, taps
 
     def _wrap_nearest(self, s, size, size_f, wrap: str):

@@ -251,9 +251,10 @@ class Texture:
     ``mag_filter`` and ``wrap_s`` / ``wrap_t`` as GL names (MIRRORED_REPEAT included);
     ``generate_mipmap`` (glGenerateMipmap after upload, then the filters); ``faces``: the six
     (size, size, 4) faces of a CUBE texture in GL order (+X, -X, +Y, -Y, +Z, -Z; ``texels``
-    is then ignored). A pass that binds a cube texture with ``faces`` draws with
-    GL_TEXTURE_CUBE_MAP_SEAMLESS disabled, as in OpenGL ES 2.0 (other cube textures leave it
-    enabled, moderngl's default).
+    is then ignored). ``seamless``: whether a pass that binds the cube texture draws with
+    GL_TEXTURE_CUBE_MAP_SEAMLESS enabled; None (default): disabled for a cube texture with
+    ``faces``, as in OpenGL ES 2.0, enabled for the others (moderngl's default). True is what
+    Mesa's GLES2 contexts do (Mesa makes them ES 3.x contexts, whose cube maps are seamless).
     """
 
     uniform: str
@@ -268,6 +269,7 @@ class Texture:
     wrap_t: str = "CLAMP_TO_EDGE"
     generate_mipmap: bool = False
     faces: list | None = None
+    seamless: bool | None = None
 
 
 def sample_nearest(texels, s, t):
@@ -484,8 +486,11 @@ def _make_texture(ctx, tex: dict):
         face = np.asarray(tex["texels"], dtype=numpy_dtype)[0, 0]
         texture = ctx.texture_cube((1, 1), 4, np.tile(face, 6).tobytes(), dtype=dtype)
     if is_cube:
-        seamless = "glDisable" if tex.get("faces") is not None else "glEnable"
-        _gl_function(seamless, ctypes.c_uint)(GL_TEXTURE_CUBE_MAP_SEAMLESS)
+        seamless = tex.get("seamless")
+        if seamless is None:
+            seamless = tex.get("faces") is None
+        _gl_function("glEnable" if seamless else "glDisable",
+                     ctypes.c_uint)(GL_TEXTURE_CUBE_MAP_SEAMLESS)
     else:
         texels = np.asarray(tex["texels"], dtype=numpy_dtype)
         rows, cols = texels.shape[:2]

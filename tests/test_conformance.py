@@ -32,10 +32,7 @@ from render.conformance import (
 
 # Scenes that fail today because of a diagnosed tilesim bug (strict: a fix makes the test
 # XPASS, which fails, so the entry must then be removed). Keep the diagnosis with the entry.
-KNOWN_TILESIM_BUGS: dict[str, str] = {
-    "cubemap": "texture_sampler clamps cube-map LINEAR filtering to the face; llvmpipe in the "
-               "GLES2 context of render.replay_gl filters seamlessly across faces",
-}
+KNOWN_TILESIM_BUGS: dict[str, str] = {}
 
 
 def _scene_params():

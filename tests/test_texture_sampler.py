@@ -10,7 +10,10 @@ The ``mesa`` comparison renders full-screen passes with Mesa llvmpipe
 (:mod:`shaders.mesa_fullscreen`, RGBA8 textures, RGBA32F framebuffer) whose fragment shader
 is ``gl_FragColor = texture2D(tex, uv)`` (also with a bias, and ``textureCube``), with
 ``uv = v_uv * (a + b * v_uv.x) + offset`` so that scales give magnification, minification
-and a sweep of the LOD across the screen; every filter, wrap mode, NPOT sizes and cube maps.
+and a sweep of the LOD across the screen; every filter, wrap mode, NPOT sizes and cube maps,
+these with GL_TEXTURE_CUBE_MAP_SEAMLESS off (ES 2.0; ``SamplerOptions.llvmpipe(
+cube_seamless=False)``) and on (Mesa's GLES2 contexts; the default), and views centred on
+cube edges and corners (``cube_at``: magnified, LOD sweeps, biased to the coarse levels).
 The same GLSL runs through softpipe's TGSI and the interpreter with :class:`TextureSampler`
 (``SamplerOptions.llvmpipe()``) on the very inputs llvmpipe interpolated (probe passes); every
 pixel and channel must agree within 2/255. ``python tests/test_texture_sampler.py`` prints the
@@ -491,6 +494,158 @@ def test_cube_lod_from_face_derivatives():
     assert (level_of(out) == 3).all()
 
 
+# Seamless cube maps. Faces of solid colors: +X red, -X green, +Y blue, -Y yellow, +Z cyan,
+# -Z magenta.
+FACE_COLORS = np.array([(255, 0, 0, 255), (0, 255, 0, 255), (0, 0, 255, 255),
+                        (255, 255, 0, 255), (0, 255, 255, 255), (255, 0, 255, 255)])
+
+
+def solid_cube(size=4, **params) -> Texture:
+    faces = np.stack([np.tile(c.astype(np.uint8), (size, size, 1)) for c in FACE_COLORS])
+    return cube_texture(size, faces, **{"TEXTURE_MIN_FILTER": "LINEAR",
+                                        "TEXTURE_MAG_FILTER": "LINEAR", **params})
+
+
+def test_seamless_cube_edge_blends_the_adjacent_face():
+    # (1, 0.99, 0.3) is on +X: s = 0.5 - 0.3 / 2 = 0.35, t = 0.5 - 0.99 / 2 = 0.005. On 4 x 4
+    # faces u = 4 s - 0.5 = 0.9 (taps x = 0, 1), v = 4 t - 0.5 = -0.48: taps y = -1 (weight
+    # 0.48), off the face: +Y's edge row, and y = 0 of +X (weight 0.52).
+    tex = solid_cube(TEXTURE_WRAP_S="CLAMP_TO_EDGE", TEXTURE_WRAP_T="CLAMP_TO_EDGE")
+    expected = (0.52 * FACE_COLORS[0] + 0.48 * FACE_COLORS[2]) / 255     # (132.6, 0, 122.4)
+    for options in (None, SamplerOptions.llvmpipe()):          # seamless is the default
+        out, sampler = sample(tex, [1.0], [0.99], r=[0.3], options=options)
+        np.testing.assert_allclose(out[:, 0], expected, atol=1e-5)
+        assert sampler.stats.bilinear[0] == 1 and sampler.stats.texels[0] == 4
+    # ES 2.0 (and Mesa with GL_TEXTURE_CUBE_MAP_SEAMLESS off) clamps to the face: pure red.
+    for options in (SamplerOptions.llvmpipe(cube_seamless=False), SamplerOptions.exact()):
+        out, _ = sample(tex, [1.0], [0.99], r=[0.3], options=options)
+        np.testing.assert_array_equal(out[:, 0], FACE_COLORS[0] / 255)
+
+
+def test_seamless_cube_corner_fakes_the_missing_texel():
+    # (1, 0.99, 0.99): s = t = 0.005 on +X, u = v = -0.48: the taps are (-1, -1), the corner
+    # where +X, +Y and +Z meet, (0, -1) on +Y, (-1, 0) on +Z and (0, 0) on +X, weights
+    # 0.48^2, 0.52 * 0.48 (twice), 0.52^2. The corner's weight goes in thirds to the others
+    # (its texel is the average of the three).
+    tex = solid_cube()
+    corner = 0.48 * 0.48 / 3
+    expected = ((0.52 * 0.52 + corner) * FACE_COLORS[0]
+                + (0.52 * 0.48 + corner) * (FACE_COLORS[2] + FACE_COLORS[4])) / 255
+    out, sampler = sample(tex, [1.0], [0.99], r=[0.99])
+    np.testing.assert_allclose(out[:, 0], expected, atol=1e-5)   # (88.536, 83.232, 166.464)
+    assert sampler.stats.texels[0] == 4
+    # The same corner from the other two faces: (0.99, 1, 0.99) on +Y, (0.99, 0.99, 1) on +Z.
+    out, _ = sample(tex, [0.99, 0.99], [1.0, 0.99], r=[0.99, 1.0])
+    np.testing.assert_allclose(out[:, 0], ((0.52 * 0.52 + corner) * FACE_COLORS[2] + (
+        0.52 * 0.48 + corner) * (FACE_COLORS[0] + FACE_COLORS[4])) / 255, atol=1e-5)
+    np.testing.assert_allclose(out[:, 1], ((0.52 * 0.52 + corner) * FACE_COLORS[4] + (
+        0.52 * 0.48 + corner) * (FACE_COLORS[0] + FACE_COLORS[2])) / 255, atol=1e-5)
+
+
+def _face_direction(face, sc, tc):
+    """Directions (3, N) whose face coordinates on ``face`` are sc, tc (ES 2.0 table 3.21)."""
+    one = np.ones_like(sc)
+    table = [(one, -tc, -sc), (-one, -tc, sc), (sc, one, tc), (sc, -one, -tc), (sc, -tc, one),
+             (-sc, -tc, -one)]
+    return np.stack([np.choose(face, [d[axis] for d in table]) for axis in range(3)])
+
+
+def _nearest_cube_texel(d, size):
+    """Face and clamped texel of directions (3, N) (ES 2.0 table 3.21, ties z > y > x)."""
+    x, y, z = d
+    ax, ay, az = np.abs(d)
+    z_major = az >= np.maximum(ax, ay)
+    x_major = ~z_major & (ax > ay)
+    face = np.where(z_major, 4 + (z < 0), np.where(x_major, x < 0, 2 + (y < 0)))
+    ma = np.choose(face // 2, [ax, ay, az])
+    sc = np.choose(face, [-z, z, x, x, x, -x])
+    tc = np.choose(face, [-y, -y, z, -z, -y, -y])
+
+    def texel(c):
+        return np.clip(np.floor((c / ma * 0.5 + 0.5) * size), 0, size - 1).astype(int)
+
+    return face, texel(sc), texel(tc)
+
+
+def test_seamless_taps_off_a_face_read_the_geometric_neighbours():
+    # Every tap just off every edge of every face (x-, x+, y-, y+): the face and texel
+    # lp_build_cube_new_coords gives are the ones the direction through the tap's center,
+    # pulled back to just across the edge, hits.
+    from render.texture_sampler import _cube_new_coords
+
+    size, last = 8, 7
+    face, along, side = (a.ravel() for a in np.meshgrid(np.arange(6), np.arange(size),
+                                                       np.arange(4), indexing="ij"))
+    off = np.where(side % 2 == 0, -1, size)
+    tx, ty = np.where(side < 2, off, along), np.where(side < 2, along, off)
+    sc = np.clip(2 * (tx + 0.5) / size - 1, -1.001, 1.001)
+    tc = np.clip(2 * (ty + 0.5) / size - 1, -1.001, 1.001)
+    want = _nearest_cube_texel(_face_direction(face, sc, tc), size)
+    # Both taps of a pair at the same texel: x0 = -1 (x1 = 0) or x1 = size (x0 = size - 1)
+    # with y0 = y1 = along; y0 = -1 or y1 = size (clamped) with x0 = x1 = along.
+    x0 = np.where(side < 2, np.where(side == 0, -1, last), along).astype(np.int32)
+    x1 = np.where(side < 2, x0 + 1, along).astype(np.int32)
+    y = np.where(side < 2, along, np.where(side == 2, 0, last)).astype(np.int32)
+    faces, xs, ys = _cube_new_coords(np, face.astype(np.int32), x0, x1, y, y, last)
+    for slot in (0, 1):
+        got = (np.choose(side, faces), np.choose(side, [xs[k][slot] for k in range(4)]),
+               np.choose(side, [ys[k][slot] for k in range(4)]))
+        for name, g, w in zip(("face", "x", "y"), got, want, strict=True):
+            np.testing.assert_array_equal(g, w, err_msg=f"{name}, slot {slot}")
+
+
+def test_seamless_cube_counters_and_cache_see_the_faces_read():
+    # 4 x 4 RGBA8 faces are one 64-byte cache line each: a sample inside +X reads one line,
+    # one across the +X/+Y edge two, one at the +X/+Y/+Z corner three (the corner tap reads
+    # +Z's texel at the clamped row); every bilinear sample still fetches 4 texels.
+    tex = solid_cube()
+    sampler = TextureSampler({0: tex}, record_accesses=True)
+    sampler.sample(request([1.0, 1.0, 1.0], [0.3, 0.99, 0.99], r=[0.2, 0.3, 0.99],
+                           target="CUBE"))
+    stats = sampler.stats
+    np.testing.assert_array_equal(stats.texels, [4, 4, 4])
+    np.testing.assert_array_equal(stats.bilinear, [1, 1, 1])
+    np.testing.assert_array_equal(stats.cache_accesses, [1, 2, 3])
+    assert stats_texels_consistent(stats)
+    (_, lanes, addresses), = sampler.accesses
+    faces = (addresses - (tex.uid << 40)) // 64              # one 64-byte image per face
+    assert [sorted(faces[lanes == k].tolist()) for k in range(3)] == [[0], [0, 2], [0, 2, 4]]
+    # Without seamless filtering every tap stays on +X.
+    sampler = TextureSampler({0: tex}, options=SamplerOptions.llvmpipe(cube_seamless=False))
+    sampler.sample(request([1.0, 1.0, 1.0], [0.3, 0.99, 0.99], r=[0.2, 0.3, 0.99],
+                           target="CUBE"))
+    np.testing.assert_array_equal(sampler.stats.cache_accesses, [1, 1, 1])
+
+
+def test_seamless_cube_mipmaps_filter_each_level_across_faces():
+    # Levels 4 x 4, 2 x 2, 1 x 1 of solid colors per face and level. (1, 0.2, 0.1) on +X:
+    # s = 0.45, t = 0.4. Level 1: u = 0.4, v = 0.3, all taps on +X. Level 2 (1 x 1): u = -0.05,
+    # v = -0.1: taps (-1, -1) corner, (0, -1) on +Y, (-1, 0) on +Z, (0, 0) on +X, weights
+    # 0.05 * 0.1, 0.95 * 0.1, 0.05 * 0.9, 0.95 * 0.9, the corner's shared in thirds.
+    rng = np.random.default_rng(12)
+    colors = rng.integers(0, 256, (3, 6, 4))
+    tex = Texture("TEXTURE_CUBE_MAP")
+    for f, face in enumerate(CUBE_FACES):
+        for level, n in enumerate((4, 2, 1)):
+            tex.tex_image_2d(face, level, "RGBA", n, n, "RGBA", "UNSIGNED_BYTE",
+                             np.tile(colors[level, f].astype(np.uint8), n * n))
+    tex.parameter("TEXTURE_MAG_FILTER", "LINEAR")
+    corner = 0.05 * 0.1 / 3
+    level2 = ((0.95 * 0.9 + corner) * colors[2, 0] + (0.95 * 0.1 + corner) * colors[2, 2]
+              + (0.05 * 0.9 + corner) * colors[2, 4]) / 255
+    for min_filter, lod, expected in [
+            ("LINEAR_MIPMAP_NEAREST", 2.0, level2),
+            ("LINEAR_MIPMAP_LINEAR", 1.5, 0.5 * (colors[1, 0] / 255 + level2))]:
+        tex.parameter("TEXTURE_MIN_FILTER", min_filter)
+        out, sampler = sample(tex, [1.0], [0.2], r=[0.1], mode=EXPLICIT, lod=[lod])
+        np.testing.assert_allclose(out[:, 0], expected, atol=1e-5, err_msg=min_filter)
+        two_levels = min_filter.endswith("LINEAR")
+        assert sampler.stats.texels[0] == (8 if two_levels else 4)
+        # Level 1: one line of +X; level 2: the 1 x 1 images of +X, +Y and +Z.
+        assert sampler.stats.cache_accesses[0] == (4 if two_levels else 3)
+        assert stats_texels_consistent(sampler.stats)
+
+
 # ----------------------------------------------------------------------------------------------
 # Completeness
 
@@ -758,6 +913,20 @@ def test_cupy_samples_like_numpy():
         for name in host.stats.FIELDS:
             np.testing.assert_array_equal(to_host(getattr(dev.stats, name)),
                                           getattr(host.stats, name), err_msg=name)
+    # A seamless, mipmapped cube map: directions over every face, edge and corner.
+    cube = cube_texture(16, rng.integers(0, 256, (6, 16, 16, 4), dtype=np.uint8),
+                        TEXTURE_MIN_FILTER="LINEAR_MIPMAP_LINEAR", TEXTURE_MAG_FILTER="LINEAR")
+    cube.generate_mipmap()
+    angle = (x * 0.7 + y * 0.13).astype(F32)
+    req = request(np.cos(angle), np.sin(angle * 1.3), r=np.sin(angle), target="CUBE")
+    host = TextureSampler({0: cube}, lane_tile=x // 16)
+    dev = TextureSampler({0: cube}, lane_tile=cupy.asarray(x // 16))
+    want = host.sample(req)
+    got = dev.sample(TextureRequest(0, "CUBE", cupy.asarray(req.coords)))
+    np.testing.assert_allclose(to_host(got), want, atol=1e-6)
+    for name in host.stats.FIELDS:
+        np.testing.assert_array_equal(to_host(getattr(dev.stats, name)),
+                                      getattr(host.stats, name), err_msg=name)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -790,7 +959,45 @@ void main() {
     gl_FragColor = textureCube(tex, d);
 }
 """
-SHADERS = {"2d": FS_2D, "2d_bias": FS_2D_BIAS, "cube": FS_CUBE}
+# A magnified view of the directions around ``u_center`` (a cube edge or corner): the screen
+# spans u_du, u_dv scaled by u_scale; the LOD bias u_bias.x + u_bias.y * X sweeps the levels.
+FS_CUBE_AT = """precision highp float;
+precision highp samplerCube;
+varying vec3 v_dir;
+uniform samplerCube tex;
+uniform vec3 u_center;
+uniform vec3 u_du;
+uniform vec3 u_dv;
+uniform float u_scale;
+uniform vec2 u_bias;
+void main() {
+    vec3 d = u_center + (v_dir.x * u_du + v_dir.y * u_dv) * u_scale;
+    gl_FragColor = textureCube(tex, d, u_bias.x + u_bias.y * v_dir.x);
+}
+"""
+SHADERS = {"2d": FS_2D, "2d_bias": FS_2D_BIAS, "cube": FS_CUBE, "cube_at": FS_CUBE_AT}
+CUBE_SHADERS = ("cube", "cube_at")
+# Views of cube corners and edges: (center, du, dv); odd spans keep pixel centers off the
+# face boundaries' rounding ties. The corners and edges touch every face.
+CUBE_SPOTS = {
+    "corner+++": ((1.0, 1.0, 1.0), (0.23, -0.11, 0.05), (-0.07, 0.17, -0.19)),
+    "corner---": ((-1.0, -1.0, -1.0), (0.19, 0.07, -0.13), (-0.05, 0.21, 0.11)),
+    "corner-+-": ((-1.0, 1.0, -1.0), (-0.17, 0.09, 0.21), (0.13, -0.23, 0.03)),
+    "corner+-+": ((1.0, -1.0, 1.0), (0.11, 0.19, -0.17), (0.21, -0.05, 0.13)),
+    "edge+x+y": ((1.0, 1.0, 0.3), (0.27, -0.19, 0.03), (0.02, 0.05, 0.31)),
+    "edge-x-z": ((-1.0, 0.35, -1.0), (0.21, 0.04, -0.25), (-0.03, 0.29, 0.06)),
+    "edge+y-z": ((0.25, 1.0, -1.0), (0.05, 0.23, 0.19), (0.31, -0.02, 0.04)),
+    "edge-y+x": ((1.0, -1.0, -0.4), (-0.22, -0.24, 0.05), (0.04, 0.03, 0.33)),
+}
+# (min filter, mag filter, bias): u_scale 0.8 gives lambda about -4.3, the bias sweeps take
+# it from magnification through every level (16 x 16 faces: levels 0..4) and beyond.
+CUBE_SPOT_FILTERS = {
+    "LINEAR-LINEAR-mag": ("LINEAR", "LINEAR", (0.0, 0.0)),
+    "LINEAR_MIPMAP_LINEAR-LINEAR-sweep": ("LINEAR_MIPMAP_LINEAR", "LINEAR", (4.5, 5.0)),
+    "LINEAR_MIPMAP_LINEAR-LINEAR-coarse": ("LINEAR_MIPMAP_LINEAR", "LINEAR", (7.3, 1.1)),
+    "NEAREST_MIPMAP_NEAREST-LINEAR-sweep": ("NEAREST_MIPMAP_NEAREST", "LINEAR", (4.5, 5.0)),
+    "LINEAR-NEAREST-sweep": ("LINEAR", "NEAREST", (4.5, 5.0)),
+}
 SCALES = {"mag": (0.37, 0.0), "min": (3.3, 0.0), "sweep": (0.2, 7.0)}
 FILTERS_2D = [("NEAREST", "NEAREST"), ("LINEAR", "LINEAR"), ("NEAREST", "LINEAR"),
               ("LINEAR", "NEAREST"), ("NEAREST_MIPMAP_NEAREST", "LINEAR"),
@@ -809,10 +1016,15 @@ class MesaCase:
     wrap: tuple[str, str] = ("REPEAT", "REPEAT")
     uniforms: dict = field(default_factory=dict)
     npot_extension: bool = False
+    seamless: bool = False            # cube maps: GL_TEXTURE_CUBE_MAP_SEAMLESS on
 
     @property
     def mipmaps(self) -> bool:
         return "MIPMAP" in self.min_filter
+
+    @property
+    def cube(self) -> bool:
+        return self.shader in CUBE_SHADERS
 
 
 def mesa_cases() -> list[MesaCase]:
@@ -848,23 +1060,37 @@ def mesa_cases() -> list[MesaCase]:
              ("NEAREST_MIPMAP_NEAREST", "LINEAR"), ("LINEAR", "NEAREST"),
              ("NEAREST_MIPMAP_LINEAR", "NEAREST")],
             {"+z-mag": (0.6, 1.0), "-z-min": (5.0, -1.0), "+z-sweep": (2.5, 1.0)}.items()):
-        cases.append(MesaCase(f"cube-{mn}-{mg}-{direction_id}", "cube", size=(16, 16),
-                              min_filter=mn, mag_filter=mg, uniforms={"u_scale": direction}))
+        # Seamless with different min and mag image filters: on the cube_at views only. On
+        # this view's diagonals |x| = |y| exactly, so s or t is exactly 0 or 1 on the face,
+        # where llvmpipe's nearest lanes in a SIMD vector with linear ones take the bilinear
+        # tap x0 = -1, which seamless filtering puts on the adjacent face (the detail the
+        # sampler does not reproduce, see render.texture_sampler).
+        mixed = mn.startswith("LINEAR") != (mg == "LINEAR")
+        for seamless in (False,) if mixed else (False, True):
+            cases.append(MesaCase(f"cube-{mn}-{mg}-{direction_id}" + "-seamless" * seamless,
+                                  "cube", size=(16, 16), min_filter=mn, mag_filter=mg,
+                                  uniforms={"u_scale": direction}, seamless=seamless))
+    for (spot_id, (center, du, dv)), (filter_id, (mn, mg, bias)) in itertools.product(
+            CUBE_SPOTS.items(), CUBE_SPOT_FILTERS.items()):
+        cases.append(MesaCase(f"cube-{spot_id}-{filter_id}-seamless", "cube_at", size=(16, 16),
+                              min_filter=mn, mag_filter=mg, seamless=True,
+                              uniforms={"u_center": center, "u_du": du, "u_dv": dv,
+                                        "u_scale": [0.8], "u_bias": bias}))
     return cases
 
 
 def case_texels(case: MesaCase) -> np.ndarray:
     """RGBA8 noise: (H, W, 4) for 2D, (6, S, S, 4) for cubes (seeded by the case's size)."""
-    rng = np.random.default_rng([case.size[0], case.size[1], case.shader == "cube"])
+    rng = np.random.default_rng([case.size[0], case.size[1], case.cube])
     w, h = case.size
-    shape = (6, h, w, 4) if case.shader == "cube" else (h, w, 4)
+    shape = (6, h, w, 4) if case.cube else (h, w, 4)
     return rng.integers(0, 256, shape, dtype=np.uint8)
 
 
 def our_texture(case: MesaCase) -> Texture:
     pixels = case_texels(case)
     w, h = case.size
-    if case.shader == "cube":
+    if case.cube:
         tex = Texture("TEXTURE_CUBE_MAP", oes_texture_npot=case.npot_extension)
         for f, face in enumerate(CUBE_FACES):
             tex.tex_image_2d(face, 0, "RGBA", w, h, "RGBA", "UNSIGNED_BYTE",
@@ -886,7 +1112,7 @@ def geometry(shader: str):
     from shaders import mesa_fullscreen as mf
 
     varyings = mf.parse_varyings(SHADERS[shader])
-    if shader == "cube":   # v_dir = (X, Y, 1)
+    if shader in CUBE_SHADERS:   # v_dir = (X, Y, 1)
         coef = np.array([[1, 0, 0], [0, 1, 0], [0, 0, 1]], F32)
         return mf.Geometry(varyings, {"v_dir": coef})
     coef = np.array([[0.5, 0, 0.5], [0, 0.5, 0.5]], F32)   # v_uv = (X, Y) / 2 + 1/2
@@ -925,11 +1151,12 @@ def mesa_outcomes() -> dict[str, MesaOutcome]:
         w, h = case.size
         pixels = case_texels(case)
         texture = mf.Texture(
-            "tex", 0, [] if case.shader == "cube" else pixels.tolist(),
-            target="CUBE" if case.shader == "cube" else "2D", dtype="u1",
+            "tex", 0, [] if case.cube else pixels.tolist(),
+            target="CUBE" if case.cube else "2D", dtype="u1",
             min_filter=case.min_filter, mag_filter=case.mag_filter, wrap_s=case.wrap[0],
             wrap_t=case.wrap[1], generate_mipmap=case.mipmaps,
-            faces=pixels.tolist() if case.shader == "cube" else None)
+            faces=pixels.tolist() if case.cube else None,
+            seamless=case.seamless if case.cube else None)
         uniforms = {name: ("float", list(np.ravel(value).astype(float)))
                     for name, value in case.uniforms.items()}
         passes.append(mf.Pass(geometries[case.shader].vertex_shader(),
@@ -952,7 +1179,8 @@ def mesa_outcomes() -> dict[str, MesaOutcome]:
         values = {name: np.ravel(value).astype(F32) for name, value in case.uniforms.items()}
         constants = tdm.constant_buffer(program, prog.interface, values, SIZE)
         samp = int(prog.interface["samplers"][0]["fragment"]["samplers"][0][5:-1])
-        sampler = TextureSampler({samp: our_texture(case)}, options=SamplerOptions.llvmpipe())
+        options = SamplerOptions.llvmpipe(cube_seamless=case.seamless)
+        sampler = TextureSampler({samp: our_texture(case)}, options=options)
         execution = Interpreter(program).run(inputs, {0: constants}, sampler=sampler,
                                              system_values=system_values)
         color = np.asarray(execution.outputs[0])
