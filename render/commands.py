@@ -39,6 +39,10 @@ IMAGE_TARGETS = ("TEXTURE_2D",) + CUBE_FACES
 TEXTURE_FORMATS = ("RGBA", "RGB", "LUMINANCE", "ALPHA", "LUMINANCE_ALPHA")
 TEXEL_TYPES = ("UNSIGNED_BYTE", "UNSIGNED_SHORT_5_6_5", "UNSIGNED_SHORT_4_4_4_4",
                "UNSIGNED_SHORT_5_5_5_1")
+# Depth textures (GL_OES_depth_texture, which Mesa's GLES2 contexts expose and glmark2's shadow
+# scene uses): accepted by texImage2D only, kept out of the color tuples above.
+DEPTH_TEXTURE_FORMATS = ("DEPTH_COMPONENT",)
+DEPTH_TEXEL_TYPES = ("UNSIGNED_SHORT", "UNSIGNED_INT")
 TEXTURE_PARAMETERS = ("TEXTURE_MIN_FILTER", "TEXTURE_MAG_FILTER", "TEXTURE_WRAP_S",
                       "TEXTURE_WRAP_T")
 FILTERS = ("NEAREST", "LINEAR", "NEAREST_MIPMAP_NEAREST", "LINEAR_MIPMAP_NEAREST",
@@ -90,14 +94,19 @@ SCHEMA: dict[str, dict[str, Any]] = {
     "bindTexture": {"target": _e(*TEXTURE_TARGETS), "id": "int"},
     "pixelStorei": {"pname": _e(*PIXEL_STORE), "value": "int"},
     "texImage2D": {"target": _e(*IMAGE_TARGETS), "level": "int",
-                   "internalformat": _e(*TEXTURE_FORMATS), "width": "int", "height": "int",
-                   "format": _e(*TEXTURE_FORMATS), "type": _e(*TEXEL_TYPES), "data": "blob?"},
+                   "internalformat": _e(*TEXTURE_FORMATS, *DEPTH_TEXTURE_FORMATS),
+                   "width": "int", "height": "int",
+                   "format": _e(*TEXTURE_FORMATS, *DEPTH_TEXTURE_FORMATS),
+                   "type": _e(*TEXEL_TYPES, *DEPTH_TEXEL_TYPES), "data": "blob?"},
     "texSubImage2D": {"target": _e(*IMAGE_TARGETS), "level": "int", "xoffset": "int",
                       "yoffset": "int", "width": "int", "height": "int",
                       "format": _e(*TEXTURE_FORMATS), "type": _e(*TEXEL_TYPES), "data": "blob"},
     "copyTexImage2D": {"target": _e(*IMAGE_TARGETS), "level": "int",
                        "internalformat": _e(*TEXTURE_FORMATS), "x": "int", "y": "int",
                        "width": "int", "height": "int"},
+    "copyTexSubImage2D": {"target": _e(*IMAGE_TARGETS), "level": "int", "xoffset": "int",
+                          "yoffset": "int", "x": "int", "y": "int", "width": "int",
+                          "height": "int"},
     "texParameter": {"target": _e(*TEXTURE_TARGETS), "pname": _e(*TEXTURE_PARAMETERS),
                      "value": _e(*(FILTERS + WRAPS))},
     "generateMipmap": {"target": _e(*TEXTURE_TARGETS)},
@@ -268,7 +277,7 @@ GL_ENUM_NAMES: dict[int, str] = {
     0x8517: "TEXTURE_CUBE_MAP_POSITIVE_Y", 0x8518: "TEXTURE_CUBE_MAP_NEGATIVE_Y",
     0x8519: "TEXTURE_CUBE_MAP_POSITIVE_Z", 0x851A: "TEXTURE_CUBE_MAP_NEGATIVE_Z",
     0x1908: "RGBA", 0x1907: "RGB", 0x1909: "LUMINANCE", 0x1906: "ALPHA",
-    0x190A: "LUMINANCE_ALPHA", 0x8363: "UNSIGNED_SHORT_5_6_5",
+    0x190A: "LUMINANCE_ALPHA", 0x1902: "DEPTH_COMPONENT", 0x8363: "UNSIGNED_SHORT_5_6_5",
     0x8033: "UNSIGNED_SHORT_4_4_4_4", 0x8034: "UNSIGNED_SHORT_5_5_5_1",
     0x2801: "TEXTURE_MIN_FILTER", 0x2800: "TEXTURE_MAG_FILTER", 0x2802: "TEXTURE_WRAP_S",
     0x2803: "TEXTURE_WRAP_T", 0x2600: "NEAREST", 0x2601: "LINEAR",
@@ -433,6 +442,10 @@ class Recorder:
                        border=0) -> None:
         self._emit("copyTexImage2D", target=target, level=level,
                    internalformat=internalformat, x=x, y=y, width=width, height=height)
+
+    def copyTexSubImage2D(self, target, level, xoffset, yoffset, x, y, width, height) -> None:
+        self._emit("copyTexSubImage2D", target=target, level=level, xoffset=xoffset,
+                   yoffset=yoffset, x=x, y=y, width=width, height=height)
 
     def texParameteri(self, target, pname, value) -> None:
         self._emit("texParameter", target=target, pname=pname, value=value)

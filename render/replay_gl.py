@@ -100,7 +100,8 @@ ATTRIB_TYPE_BYTES = {"BYTE": 1, "UNSIGNED_BYTE": 1, "SHORT": 2, "UNSIGNED_SHORT"
                      "FIXED": 4, "FLOAT": 4}
 INDEX_DTYPES = {"UNSIGNED_BYTE": np.dtype(np.uint8), "UNSIGNED_SHORT": np.dtype("<u2"),
                 "UNSIGNED_INT": np.dtype("<u4")}
-FORMAT_CHANNELS = {"RGBA": 4, "RGB": 3, "LUMINANCE_ALPHA": 2, "LUMINANCE": 1, "ALPHA": 1}
+FORMAT_CHANNELS = {"RGBA": 4, "RGB": 3, "LUMINANCE_ALPHA": 2, "LUMINANCE": 1, "ALPHA": 1,
+                   "DEPTH_COMPONENT": 1}
 UNIFORM_COMPONENTS = {"1f": 1, "2f": 2, "3f": 3, "4f": 4, "1i": 1, "2i": 2, "3i": 3, "4i": 4,
                       "Matrix2f": 4, "Matrix3f": 9, "Matrix4f": 16}
 _INT_RANGE = (-(1 << 31), 1 << 32)  # GLint .. GLuint
@@ -110,7 +111,10 @@ def texel_bytes(width: int, height: int, fmt: str, type_: str, alignment: int) -
     """Bytes GL reads for a ``width`` x ``height`` image with UNPACK_ALIGNMENT ``alignment``."""
     if width <= 0 or height <= 0:
         return 0
-    pixel = FORMAT_CHANNELS[fmt] if type_ == "UNSIGNED_BYTE" else 2
+    if type_ == "UNSIGNED_INT":  # GL_OES_depth_texture: DEPTH_COMPONENT, 32 bits a texel
+        pixel = 4
+    else:
+        pixel = FORMAT_CHANNELS[fmt] if type_ == "UNSIGNED_BYTE" else 2
     row = width * pixel
     stride = -(-row // alignment) * alignment
     return (height - 1) * stride + row
@@ -149,6 +153,7 @@ GL_FUNCTIONS = {
     "glTexImage2D": (None, [_U, _I, _I, _I, _I, _I, _U, _U, _P]),
     "glTexSubImage2D": (None, [_U, _I, _I, _I, _I, _I, _U, _U, _P]),
     "glCopyTexImage2D": (None, [_U, _I, _U, _I, _I, _I, _I, _I]),
+    "glCopyTexSubImage2D": (None, [_U, _I, _I, _I, _I, _I, _I, _I]),
     "glTexParameteri": (None, [_U, _U, _I]), "glGenerateMipmap": (None, [_U]),
     "glCreateShader": (_U, [_U]), "glShaderSource": (None, [_U, _I, ctypes.POINTER(_S), _IP]),
     "glCompileShader": (None, [_U]), "glGetShaderiv": (None, [_U, _U, _IP]),
@@ -557,6 +562,10 @@ class GLReplayer:
         self.gl.glCopyTexImage2D(GL_ENUMS[a["target"]], a["level"],
                                  GL_ENUMS[a["internalformat"]], a["x"], a["y"], a["width"],
                                  a["height"], 0)
+
+    def _copyTexSubImage2D(self, a, where):
+        self.gl.glCopyTexSubImage2D(GL_ENUMS[a["target"]], a["level"], a["xoffset"],
+                                    a["yoffset"], a["x"], a["y"], a["width"], a["height"])
 
     def _texParameter(self, a, where):
         self.gl.glTexParameteri(GL_ENUMS[a["target"]], GL_ENUMS[a["pname"]],
@@ -1010,7 +1019,7 @@ def replay(trace: TraceLike, *, driver: str = "llvmpipe", frames: Iterable[int] 
             path = write_trace(Path(tmp, "frames.tsim"), trace, width=width, height=height,
                                depth_bits=depth_bits, stencil_bits=stencil_bits,
                                name="<frames>")
-        request = {"trace": str(path), "label": str(label), "driver": driver,
+        request = {"trace": str(Path(path).resolve()), "label": str(label), "driver": driver,
                    "time_commands": time_commands, "strict": strict,
                    "frames": None if frames is None else sorted(set(frames))}
         out = Path(tmp, "out")

@@ -289,6 +289,19 @@ class TraceWriter:
         self._put(frame_member(index), text.encode("utf-8"), self._level)
         self._frame_commands.append(len(encoded))
 
+    def set_source(self, source: dict) -> None:
+        """Replace the manifest's ``source`` (plain JSON data): provenance that is known only
+        once every frame is written, such as an importer's call counts."""
+        if not isinstance(source, dict):
+            raise InputError(f"source must be a JSON object (dict), got {source!r:.40}",
+                             source=str(self.path))
+        try:
+            text = json.dumps(source, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"source is not plain JSON data: {exc}",
+                             source=str(self.path)) from None
+        self._header["source"] = json.loads(text)
+
     def close(self) -> Path:
         """Write the manifest, finish the ZIP and rename it to ``path``; returns ``path``."""
         if self._zip is None:

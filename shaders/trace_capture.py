@@ -34,11 +34,32 @@ class Pointer(int):
     """An opaque pointer value from the trace (apitrace pickles pointers as unpickle.Pointer)."""
 
 
+def _pointer(value=0) -> Pointer:
+    """unpickle.Pointer(int): nothing else is accepted (REDUCE may pass anything)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise pickle.UnpicklingError(f"unpickle.Pointer takes an integer, got "
+                                     f"{type(value).__name__}")
+    return Pointer(value)
+
+
+def _bytearray(data=b"", encoding=None) -> bytearray:
+    """bytearray(bytes) or bytearray(str, encoding) as older apitrace versions write blobs;
+    never bytearray(n), which would allocate n bytes on the trace's say-so."""
+    if isinstance(data, (bytes, bytearray)) and encoding is None:
+        return bytearray(data)
+    if isinstance(data, str) and isinstance(encoding, (str, bytes)):
+        codec = encoding.decode("ascii") if isinstance(encoding, bytes) else encoding
+        if codec.lower().replace("_", "-") not in ("latin-1", "latin1", "iso-8859-1"):
+            raise pickle.UnpicklingError(f"bytearray with encoding {codec!r:.20}")
+        return bytearray(data, "latin-1")
+    raise pickle.UnpicklingError("bytearray takes bytes or a latin-1 string")
+
+
 # The only globals an apitrace pickle may name, mapped to harmless constructors.
 _ALLOWED_GLOBALS = {
-    ("unpickle", "Pointer"): Pointer,
-    ("__builtin__", "bytearray"): bytearray,
-    ("builtins", "bytearray"): bytearray,
+    ("unpickle", "Pointer"): _pointer,
+    ("__builtin__", "bytearray"): _bytearray,
+    ("builtins", "bytearray"): _bytearray,
 }
 
 

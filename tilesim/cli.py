@@ -14,8 +14,9 @@ from tilesim.errors import EXIT_BAD_INPUT, TilesimError
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from render import capture, compare, conformance, goldens, trace_import
+    from render import characterize as render_characterize
     from render import commands_cli as render_commands
-    from render import conformance, goldens
     from shaders import commands as shader_commands
 
     parser = argparse.ArgumentParser(
@@ -27,8 +28,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     shader_commands.register(sub)
     render_commands.register(sub)
+    render_characterize.register(sub)
     conformance.register(sub)
     goldens.register(sub)
+    capture.register(sub)
+    trace_import.register(sub)
+    compare.register(sub)
     return parser
 
 

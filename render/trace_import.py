@@ -1,0 +1,1444 @@
+"""``tilesim import``: an apitrace capture of a GLES2 program -> a ``.tsim`` command stream.
+
+The capture is read through ``apitrace pickle`` with the restricted unpickler of
+:mod:`shaders.trace_capture` (a hostile trace gets an error, never code execution), twice:
+
+1. **scan** (:func:`scan_calls`): the GLSL each glLinkProgram linked (with the attribute bindings
+   in force, apitrace's "fake" glBindAttribLocation calls included, through
+   :class:`~shaders.trace_capture.ProgramTracker`), the window size (apitrace's fake glViewport
+   after eglMakeCurrent, else eglQuerySurface, else a pbuffer's attributes), the EGL config's
+   depth and stencil sizes, and the frame boundaries: eglSwapBuffers, or glFinish in off-screen
+   runs that never swap. Every distinct program is then compiled to TGSI in one
+   :func:`shaders.glsl_compile.compile_many` call (Mesa softpipe is needed here, at import, only).
+2. **translate** (:class:`Translator`): every call becomes zero or more commands of
+   :mod:`render.commands`; frames are written one by one with :class:`render.trace_file.TraceWriter`
+   (atomically: an interrupted import leaves no file).
+
+Translation rules (what makes the stream equal to what the program drew):
+
+- Object names (buffers, textures, framebuffers, renderbuffers, programs) are mapped to trace ids
+  per EGL share group, so the names each glmark2 scene context numbers from 1 again never
+  collide. Shader objects are not commands: glLinkProgram becomes ``createProgram`` carrying
+  the linked sources, their TGSI and interface; a re-link of a linked program becomes
+  ``deleteProgram`` + ``createProgram`` with the same id (and ``useProgram`` again when it is
+  the current one). glDeleteProgram of the program in use is deferred until it is replaced, as
+  GL defers it.
+- ``glUniform*`` locations become uniform names through the values glGetUniformLocation
+  returned in the capture (per program); a location never returned falls back to the
+  program's interface (Mesa's own location table, the same linker made both).
+- Client-side vertex arrays: apitrace does not record a glVertexAttribPointer that points into
+  user memory; before each draw it writes "fake" glVertexAttribPointer calls whose pointer is a
+  blob of the memory the draw reads, which become ``vertexAttribPointer(data=...)``. Client
+  index arrays are blobs in glDrawElements and become ``drawElements(indices=...)``.
+- Mapped buffers (glMapBufferOES / glMapBufferRangeEXT): apitrace records what the program wrote
+  as a fake ``memcpy`` into the mapping before glUnmapBufferOES; it becomes ``bufferSubData``.
+- A second EGL context made current (glmark2 makes one per scene) starts from GL's default
+  state: the importer emits commands that put back every piece of state the stream changed,
+  and deletes the objects of share groups whose contexts were destroyed.
+- Calls that cannot change the image (glGet*, glGetError, glIs*, glCheckFramebufferStatus,
+  glReadPixels, queries, debug markers and labels, egl* other than eglSwapBuffers, ...) are
+  skipped and counted per name; calls that only feed the translation (shader objects,
+  glGetUniformLocation, eglMakeCurrent, glMapBuffer, ...) are counted as "folded". Any other
+  call, or an enumerant the command schema lacks, is an :class:`~tilesim.errors.InputError`
+  naming the trace file, the call number and the call.
+
+The counts go into the manifest's ``source`` dict and the printed summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from render.commands import (
+    ATTACHMENTS,
+    ATTRIB_TYPES,
+    BLEND_EQUATIONS,
+    BLEND_FACTORS,
+    BUFFER_TARGETS,
+    BUFFER_USAGES,
+    CAPABILITIES,
+    COMPARE_FUNCS,
+    DEPTH_TEXEL_TYPES,
+    DEPTH_TEXTURE_FORMATS,
+    FACES,
+    FILTERS,
+    FRAME_END,
+    HINT_MODES,
+    HINT_TARGETS,
+    IMAGE_TARGETS,
+    INDEX_TYPES,
+    PIXEL_STORE,
+    PRIMITIVE_MODES,
+    RENDERBUFFER_FORMATS,
+    STENCIL_OPS,
+    TEXEL_TYPES,
+    TEXTURE_FORMATS,
+    TEXTURE_PARAMETERS,
+    TEXTURE_TARGETS,
+    WINDINGS,
+    WRAPS,
+    Command,
+    enum_name,
+    make_command,
+)
+from shaders.trace_capture import (
+    Call,
+    LinkedProgram,
+    ProgramTracker,
+    iter_trace_calls,
+    read_pickled_calls,
+)
+from tilesim.errors import EXIT_OK, InputError
+
+GL_TEXTURE0 = 0x84C0
+GL_FRAMEBUFFER = 0x8D40
+GL_RENDERBUFFER = 0x8D41
+EGL_DEPTH_SIZE = 0x3025
+EGL_STENCIL_SIZE = 0x3026
+EGL_HEIGHT = 0x3056
+EGL_WIDTH = 0x3057
+EGL_NONE = 0x3038
+CALL_FLAG_FAKE = 1
+MAX_TEXTURE_UNITS = 32
+MAX_VERTEX_ATTRIBS = 32
+
+CLEAR_BITS = ((0x4000, "COLOR_BUFFER_BIT"), (0x100, "DEPTH_BUFFER_BIT"),
+              (0x400, "STENCIL_BUFFER_BIT"))
+UNIFORM_SHAPES = {f"glUniform{n}{t}": f"{n}{t}" for n in "1234" for t in "fi"}
+UNIFORM_VECTOR_SHAPES = {f"glUniform{n}{t}v": f"{n}{t}" for n in "1234" for t in "fi"}
+UNIFORM_MATRIX_SHAPES = {f"glUniformMatrix{n}fv": f"Matrix{n}f" for n in "234"}
+UNIFORM_COMPONENTS = {"1f": 1, "2f": 2, "3f": 3, "4f": 4, "1i": 1, "2i": 2, "3i": 3, "4i": 4,
+                      "Matrix2f": 4, "Matrix3f": 9, "Matrix4f": 16}
+
+# Calls that cannot change what is drawn: skipped and counted. Names matched exactly, then by
+# prefix (all glGet*/glIs*/egl* except those the translator handles).
+SKIPPED_CALLS = frozenset({
+    "glGetError", "glCheckFramebufferStatus", "glReadPixels", "glValidateProgram",
+    "glReleaseShaderCompiler", "glShaderBinary", "glSampleCoverage", "glDiscardFramebufferEXT",
+    "glInvalidateFramebuffer",
+    "glGenQueriesEXT", "glDeleteQueriesEXT", "glBeginQueryEXT", "glEndQueryEXT",
+    "glQueryCounterEXT", "glGenQueries", "glDeleteQueries", "glBeginQuery", "glEndQuery",
+    "glPushGroupMarkerEXT", "glPopGroupMarkerEXT", "glInsertEventMarkerEXT",
+    "glPushDebugGroup", "glPopDebugGroup", "glPushDebugGroupKHR", "glPopDebugGroupKHR",
+    "glDebugMessageInsert", "glDebugMessageInsertKHR", "glDebugMessageControl",
+    "glDebugMessageControlKHR", "glDebugMessageCallback", "glDebugMessageCallbackKHR",
+    "glObjectLabel", "glObjectLabelKHR", "glObjectPtrLabel", "glObjectPtrLabelKHR",
+    "glLabelObjectEXT", "glStringMarkerGREMEDY", "glFrameTerminatorGREMEDY",
+})
+SKIPPED_PREFIXES = ("glGet", "glIs", "egl")
+# Calls that produce no command of their own; their effect is carried by other commands.
+FOLDED_CALLS = frozenset({
+    "glCreateShader", "glShaderSource", "glCompileShader", "glAttachShader", "glDetachShader",
+    "glDeleteShader", "glBindAttribLocation", "glCreateProgram", "glGetUniformLocation",
+    "glMapBufferOES", "glMapBufferRangeEXT", "glMapBufferRange", "glUnmapBufferOES",
+    "glUnmapBuffer", "glFlushMappedBufferRangeEXT", "glFlushMappedBufferRange",
+    "eglCreateContext", "eglMakeCurrent", "eglDestroyContext",
+    "eglCreateWindowSurface", "eglCreatePbufferSurface", "eglCreatePlatformWindowSurface",
+    "eglCreatePlatformWindowSurfaceEXT",
+})
+FRAME_END_SWAPS = ("eglSwapBuffers", "eglSwapBuffersWithDamageKHR", "eglSwapBuffersWithDamageEXT")
+
+
+def skip_kind(name: str) -> str | None:
+    """'skipped' (cannot change the image), 'folded' (no command of its own) or None."""
+    if name in FOLDED_CALLS:
+        return "folded"
+    if name in FRAME_END_SWAPS:
+        return None
+    if name in SKIPPED_CALLS or name.startswith(SKIPPED_PREFIXES):
+        return "skipped"
+    return None
+
+
+# --- pass 1: scan ----------------------------------------------------------------------------
+
+
+@dataclass
+class ScanResult:
+    """What the first pass learned about a capture (see the module docstring)."""
+
+    links: dict[int, LinkedProgram] = field(default_factory=dict)  # by glLinkProgram call no.
+    width: int | None = None
+    height: int | None = None
+    egl_depth_size: int | None = None
+    egl_stencil_size: int | None = None
+    frame_end: str = "eglSwapBuffers"  # or "glFinish"
+    frames: int = 0                    # frames found (up to the limit asked for)
+    calls: int = 0                     # calls read
+
+    @property
+    def depth_bits(self) -> int:
+        """The window's depth bits in tilesim terms (0, 16 or 24; 24 where unknown or 32)."""
+        size = 24 if self.egl_depth_size is None else self.egl_depth_size
+        return 0 if size == 0 else 16 if size <= 16 else 24
+
+    @property
+    def stencil_bits(self) -> int:
+        return 8 if (self.egl_stencil_size or 0) > 0 else 0
+
+
+def _attrib_list(value) -> dict[int, int]:
+    out: dict[int, int] = {}
+    if isinstance(value, list):
+        for i in range(0, len(value) - 1, 2):
+            if value[i] == EGL_NONE:
+                break
+            if isinstance(value[i], int) and isinstance(value[i + 1], int):
+                out[int(value[i])] = int(value[i + 1])
+    return out
+
+
+def _out_value(value) -> int | None:
+    """An output argument apitrace recorded as [value] (or a bare value)."""
+    if isinstance(value, list) and value:
+        value = value[0]
+    return int(value) if isinstance(value, int) else None
+
+
+def scan_calls(calls: Iterable[Call], source: str, frame_limit: int | None = None) -> ScanResult:
+    """Pass 1 over ``calls``: linked programs, window size, EGL config, frame boundaries."""
+    result = ScanResult()
+    tracker = ProgramTracker(source)
+    config_attribs: dict[int, dict[int, int]] = {}
+    chosen_with: dict[int, dict[int, int]] = {}
+    surfaces: dict[int, int] = {}               # surface -> config
+    pbuffer_size: dict[int, tuple[int, int]] = {}
+    queried: dict[tuple[int, int], int] = {}
+    draw = main_surface = None
+    viewport_size = None
+    swaps = finishes = 0
+    for call in calls:
+        result.calls += 1
+        name, args = call.name, call.args
+        for linked in tracker.feed((call,)):
+            result.links[linked.call] = linked
+        if name in FRAME_END_SWAPS:
+            swaps += 1
+            if frame_limit is not None and swaps >= frame_limit:
+                break
+        elif name == "glFinish":
+            finishes += 1
+        elif name == "eglChooseConfig":
+            requested = _attrib_list(args.get("attrib_list"))
+            for config in args.get("configs") or []:
+                if isinstance(config, int):
+                    chosen_with[int(config)] = requested
+        elif name == "eglGetConfigAttrib":
+            value = _out_value(args.get("value"))
+            if value is not None:
+                config_attribs.setdefault(int(args.get("config") or 0), {})[
+                    int(args.get("attribute") or 0)] = value
+        elif name in ("eglCreateWindowSurface", "eglCreatePlatformWindowSurface",
+                      "eglCreatePlatformWindowSurfaceEXT", "eglCreatePbufferSurface"):
+            surfaces[int(call.ret or 0)] = int(args.get("config") or 0)
+            if name == "eglCreatePbufferSurface":
+                attribs = _attrib_list(args.get("attrib_list"))
+                pbuffer_size[int(call.ret or 0)] = (attribs.get(EGL_WIDTH, 0),
+                                                    attribs.get(EGL_HEIGHT, 0))
+        elif name == "eglMakeCurrent":
+            draw = int(args.get("draw") or 0) or None
+            if main_surface is None and draw is not None:
+                main_surface = draw
+        elif name == "eglQuerySurface":
+            value = _out_value(args.get("value"))
+            if value is not None:
+                queried[(int(args.get("surface") or 0), int(args.get("attribute") or 0))] = value
+        elif name == "glViewport" and call.flags & CALL_FLAG_FAKE and viewport_size is None \
+                and draw is not None and draw == main_surface:
+            viewport_size = (int(args.get("width", 0)), int(args.get("height", 0)))
+    result.frame_end = "eglSwapBuffers" if swaps else "glFinish"
+    frames = swaps if swaps else finishes
+    result.frames = frames if frame_limit is None else min(frames, frame_limit)
+    if main_surface is not None:
+        size = viewport_size
+        if size is None and (main_surface, EGL_WIDTH) in queried:
+            size = (queried[(main_surface, EGL_WIDTH)],
+                    queried.get((main_surface, EGL_HEIGHT), 0))
+        if size is None:
+            size = pbuffer_size.get(main_surface)
+        if size is not None and size[0] > 0 and size[1] > 0:
+            result.width, result.height = size
+        config = surfaces.get(main_surface)
+        if config is not None:
+            known = config_attribs.get(config, {})
+            asked = chosen_with.get(config, {})
+            if EGL_DEPTH_SIZE in known:
+                result.egl_depth_size = known[EGL_DEPTH_SIZE]
+            elif EGL_DEPTH_SIZE in asked:
+                result.egl_depth_size = 24 if asked[EGL_DEPTH_SIZE] > 0 else 0
+            if EGL_STENCIL_SIZE in known:
+                result.egl_stencil_size = known[EGL_STENCIL_SIZE]
+            elif EGL_STENCIL_SIZE in asked:
+                result.egl_stencil_size = 8 if asked[EGL_STENCIL_SIZE] > 0 else 0
+    return result
+
+
+# --- programs --------------------------------------------------------------------------------
+
+Compiler = Callable[[list], list]
+
+
+def compile_links(links: dict[int, LinkedProgram], source: str,
+                  compiler: Compiler | None = None) -> dict[int, object]:
+    """Compile every distinct linked program once: glLinkProgram call number -> compiled
+    program (``shaders.glsl_compile.CompiledProgram``: vertex_tgsi, fragment_tgsi,
+    interface). ``compiler`` defaults to :func:`shaders.glsl_compile.compile_many`."""
+    from shaders.glsl_compile import ProgramSource
+
+    if compiler is None:
+        from shaders.glsl_compile import compile_many as compiler
+    distinct: dict[tuple, list[int]] = {}
+    for number, linked in sorted(links.items()):
+        key = (linked.vertex, linked.fragment, tuple(sorted(linked.attrib_bindings.items())))
+        distinct.setdefault(key, []).append(number)
+    sources = []
+    for key, numbers in distinct.items():
+        linked = links[numbers[0]]
+        label = f"{source}: program {linked.program} (glLinkProgram call {linked.call})"
+        sources.append(ProgramSource(key[0], key[1], name=label,
+                                     attrib_bindings=dict(key[2]),
+                                     vertex_origin=f"{label}, vertex shader",
+                                     fragment_origin=f"{label}, fragment shader"))
+    compiled = compiler(sources) if sources else []
+    out: dict[int, object] = {}
+    for numbers, program in zip(distinct.values(), compiled, strict=True):
+        for number in numbers:
+            out[number] = program
+    return out
+
+
+# --- pass 2: translate -----------------------------------------------------------------------
+
+
+@dataclass
+class _Mapping:
+    """A mapped range of a buffer: ``pointer`` in the program is byte ``offset`` of it."""
+
+    buffer: int   # trace id
+    target: str
+    pointer: int
+    offset: int
+    length: int
+
+
+@dataclass
+class _Group:
+    """Objects of one EGL share group: application names -> trace ids, and what is known."""
+
+    names: dict[str, dict[int, int]] = field(default_factory=lambda: {
+        k: {} for k in ("buffer", "texture", "framebuffer", "renderbuffer", "program")})
+    linked: dict[int, int] = field(default_factory=dict)       # app program -> link call
+    uniform_names: dict[int, dict[int, str]] = field(default_factory=dict)
+    buffer_sizes: dict[int, int] = field(default_factory=dict)  # trace id -> bytes
+    mappings: dict[int, _Mapping] = field(default_factory=dict)  # trace id -> mapping
+    contexts: set[int] = field(default_factory=set)             # live contexts of the group
+
+
+class Translator:
+    """Pass 2: turns calls into frames of commands (see the module docstring).
+
+    ``feed(call)`` returns a finished frame (a list of commands ending with ``endFrame``) or
+    None. ``scan`` and ``programs`` come from :func:`scan_calls` and :func:`compile_links`.
+    """
+
+    def __init__(self, scan: ScanResult, programs: dict[int, object], *, source: str,
+                 width: int, height: int):
+        self.scan, self.programs, self.source = scan, programs, source
+        self.width, self.height = width, height
+        self.frame: list[Command] = []
+        self.frames_done = 0
+        self.translated: Counter[str] = Counter()
+        self.skipped: Counter[str] = Counter()
+        self.folded: Counter[str] = Counter()
+        self._next_id = {k: 1 for k in ("buffer", "texture", "framebuffer", "renderbuffer",
+                                        "program")}
+        self._groups: dict[int, _Group] = {}
+        self._share_root: dict[int, int] = {}
+        self._destroyed: set[int] = set()
+        self._used_contexts: set[int] = set()
+        self._owner: int | None = None   # the context whose GL state the stream now holds
+        self._surface: int | None = None  # the EGL surface drawn to (the window)
+        self._group_key = 0
+        self._groups[0] = _Group()
+        self._reset_bindings()
+        self._call: Call | None = None
+        self._produced = False
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    def _reset_bindings(self) -> None:
+        self._array_buffer = 0        # trace ids
+        self._element_buffer = 0
+        self._program = 0             # application name of the program in use
+        self._pending_delete: set[int] = set()  # app programs deleted while in use
+        self._attrib_state: dict[int, str] = {}  # index -> 'buffer' | 'client' | 'unknown'
+        self._attrib_enabled: set[int] = set()
+        self._dirty: set[tuple] = set()
+        self._units: set[int] = set()
+
+    @property
+    def _group(self) -> _Group:
+        return self._groups[self._group_key]
+
+    def _where(self) -> str:
+        call = self._call
+        return f"{self.source}: call {call.number}" if call else self.source
+
+    def _error(self, message: str) -> InputError:
+        name = self._call.name if self._call else "?"
+        return InputError(f"{name}: {message}", source=self._where())
+
+    def _emit(self, op: str, **args) -> None:
+        command = make_command(op, args, self._where())
+        self.frame.append(command)
+        self._produced = True
+        self._mark_dirty(command)
+
+    def _enum(self, value, choices: tuple[str, ...], what: str) -> str:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self._error(f"{what} must be a GL enumerant, got {value!r:.40}")
+        try:
+            name = enum_name(int(value), self._where(), choices)
+        except InputError:
+            name = None
+        if name not in choices:
+            raise self._error(f"{what} 0x{int(value):04X} is not supported (expected one of "
+                              f"{', '.join(choices)})")
+        return name
+
+    def _int(self, key: str, default=None) -> int:
+        value = self._call.args.get(key, default)
+        if isinstance(value, bool):
+            return int(value)
+        if not isinstance(value, int):
+            raise self._error(f"argument {key!r} must be an integer, got {value!r:.40}")
+        return int(value)
+
+    def _float(self, key: str) -> float:
+        value = self._call.args.get(key)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self._error(f"argument {key!r} must be a number, got {value!r:.40}")
+        return float(value)
+
+    def _blob(self, value, what: str, *, required: bool) -> np.ndarray | None:
+        """Recorded memory as flat uint8; None for NULL; an error for unrecorded pointers."""
+        if isinstance(value, (bytes, bytearray)):
+            return np.frombuffer(bytes(value), dtype=np.uint8).copy()
+        if isinstance(value, int) and not isinstance(value, bool) and value == 0:
+            if required:
+                raise self._error(f"{what} is NULL")
+            return None
+        raise self._error(f"{what} points to memory apitrace did not record "
+                          f"({value!r:.40}); the import needs the data itself")
+
+    # -- driving ----------------------------------------------------------------------------
+
+    def feed(self, call: Call) -> list[Command] | None:
+        """Translate one call; returns the frame it finished, if any."""
+        self._call = call
+        self._produced = False
+        name = call.name
+        handler = getattr(self, "_" + name, None)
+        kind = skip_kind(name)
+        if handler is None and kind is None:
+            raise InputError(f"{name} is not supported by the importer and may change the "
+                             "image", source=self._where())
+        if handler is not None:
+            try:
+                finished = handler(call)
+            except (KeyError, TypeError, ValueError, IndexError) as exc:
+                raise self._error(f"malformed call ({type(exc).__name__}: {exc})") from None
+        else:
+            finished = None
+        if self._produced or finished is not None:
+            self.translated[name] += 1
+        elif kind == "folded" or handler is not None:
+            self.folded[name] += 1
+        else:
+            self.skipped[name] += 1
+        return finished
+
+    def _end_frame(self) -> list[Command]:
+        self._emit(FRAME_END)
+        frame, self.frame = self.frame, []
+        self.frames_done += 1
+        return frame
+
+    # -- state reset when a new context is made current -------------------------------------
+
+    def _mark_dirty(self, command: Command) -> None:
+        op, a = command.op, command.args
+        if op in ("enable", "disable"):
+            self._dirty.add(("cap", a["cap"]))
+        elif op == "bindTexture":
+            self._dirty.add(("texture",))
+        elif op in ("enableVertexAttribArray", "disableVertexAttribArray"):
+            self._dirty.add(("attribArray", a["index"]))
+        elif op == "vertexAttrib":
+            self._dirty.add(("vertexAttrib", a["index"]))
+        elif op == "hint":
+            self._dirty.add(("hint", a["target"]))
+        elif op == "pixelStorei":
+            self._dirty.add(("pixelStorei", a["pname"]))
+        elif op in _DEFAULT_STATE or op in ("activeTexture", "useProgram", "bindBuffer",
+                                             "bindFramebuffer", "bindRenderbuffer"):
+            self._dirty.add((op,))
+
+    def _reset_state(self) -> None:
+        """Commands that return every state the stream changed to GL's initial values."""
+        dirty = self._dirty
+        if ("texture",) in dirty:
+            for unit in sorted(self._units | {0}):
+                self._emit("activeTexture", unit=unit)
+                for target in TEXTURE_TARGETS:
+                    self._emit("bindTexture", target=target, id=0)
+            self._emit("activeTexture", unit=0)
+        elif ("activeTexture",) in dirty:
+            self._emit("activeTexture", unit=0)
+        if ("useProgram",) in dirty:
+            self._emit("useProgram", id=0)
+        if ("bindBuffer",) in dirty:
+            for target in BUFFER_TARGETS:
+                self._emit("bindBuffer", target=target, id=0)
+        if ("bindFramebuffer",) in dirty:
+            self._emit("bindFramebuffer", id=0)
+        if ("bindRenderbuffer",) in dirty:
+            self._emit("bindRenderbuffer", id=0)
+        for key in sorted(k for k in dirty if k[0] in ("attribArray", "vertexAttrib", "cap",
+                                                       "hint", "pixelStorei")):
+            if key[0] == "attribArray":
+                self._emit("disableVertexAttribArray", index=key[1])
+            elif key[0] == "vertexAttrib":
+                self._emit("vertexAttrib", index=key[1], values=[0.0, 0.0, 0.0, 1.0])
+            elif key[0] == "cap":
+                self._emit("enable" if key[1] == "DITHER" else "disable", cap=key[1])
+            elif key[0] == "hint":
+                self._emit("hint", target=key[1], mode="DONT_CARE")
+            else:
+                self._emit("pixelStorei", pname=key[1], value=4)
+        for op, args in _DEFAULT_STATE.items():
+            if (op,) in dirty:
+                if op in ("viewport", "scissor"):
+                    args = {"x": 0, "y": 0, "width": self.width, "height": self.height}
+                self._emit(op, **args)
+        self._reset_bindings()
+
+    def _release_group(self, key: int) -> None:
+        """Delete every object of a share group none of whose contexts is alive."""
+        group = self._groups.pop(key, None)
+        if group is None:
+            return
+        ops = {"buffer": "deleteBuffer", "texture": "deleteTexture",
+               "framebuffer": "deleteFramebuffer", "renderbuffer": "deleteRenderbuffer"}
+        for kind, op in ops.items():
+            for ident in sorted(group.names[kind].values()):
+                self._emit(op, id=ident)
+        for app in sorted(group.names["program"]):
+            if app in group.linked:
+                self._emit("deleteProgram", id=group.names["program"][app])
+
+    # -- EGL ----------------------------------------------------------------------------------
+
+    def _eglCreateContext(self, call):
+        ctx = int(call.ret or 0)
+        share = int(call.args.get("share_context") or 0)
+        root = self._share_root.get(share, share) if share else ctx
+        self._share_root[ctx] = root
+        self._groups.setdefault(root, _Group()).contexts.add(ctx)
+
+    def _eglDestroyContext(self, call):
+        ctx = int(call.args.get("ctx") or 0)
+        self._destroyed.add(ctx)
+        if ctx != self._owner:
+            self._forget_context(ctx)
+
+    def _forget_context(self, ctx: int) -> None:
+        root = self._share_root.get(ctx, ctx)
+        group = self._groups.get(root)
+        if group is None:
+            return
+        group.contexts.discard(ctx)
+        if not group.contexts:
+            self._release_group(root)
+
+    def _eglMakeCurrent(self, call):
+        ctx = int(call.args.get("ctx") or 0)
+        draw = int(call.args.get("draw") or 0)
+        if draw and self._surface is None:
+            self._surface = draw
+        elif draw and draw != self._surface:
+            raise self._error("drawing to a second EGL surface is not supported (tilesim "
+                              "traces have one window framebuffer)")
+        if ctx == 0 or ctx == self._owner:
+            return  # releasing a context keeps its state for when it comes back
+        if ctx in self._used_contexts:
+            raise self._error("switching back to an earlier EGL context is not supported "
+                              "(each context's GL state would need restoring)")
+        previous = self._owner
+        if previous is not None:
+            self._reset_state()
+            if previous in self._destroyed:
+                self._forget_context(previous)
+        self._owner = ctx
+        self._used_contexts.add(ctx)
+        root = self._share_root.setdefault(ctx, ctx)
+        group = self._groups.setdefault(root, _Group())
+        group.contexts.add(ctx)
+        self._group_key = root
+
+    def _eglSwapBuffers(self, call):
+        if self.scan.frame_end == "eglSwapBuffers":
+            return self._end_frame()
+        return None
+
+    _eglSwapBuffersWithDamageKHR = _eglSwapBuffers
+    _eglSwapBuffersWithDamageEXT = _eglSwapBuffers
+
+    # -- objects ------------------------------------------------------------------------------
+
+    def _new_object(self, kind: str, app: int) -> int:
+        ident = self._next_id[kind]
+        self._next_id[kind] += 1
+        self._group.names[kind][app] = ident
+        if kind != "program":
+            self._emit({"buffer": "createBuffer", "texture": "createTexture",
+                        "framebuffer": "createFramebuffer",
+                        "renderbuffer": "createRenderbuffer"}[kind], id=ident)
+        return ident
+
+    def _object(self, kind: str, app: int) -> int:
+        """The trace id of application object ``app`` (0 stays 0); GLES2 creates an object
+        on the first bind of a name never generated, and so does the importer."""
+        if app == 0:
+            return 0
+        ident = self._group.names[kind].get(app)
+        return self._new_object(kind, app) if ident is None else ident
+
+    def _names(self, key: str) -> list[int]:
+        value = self._call.args.get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = [value]
+        if not isinstance(value, list) or not all(
+                isinstance(v, int) and not isinstance(v, bool) for v in value):
+            raise self._error(f"argument {key!r} must be a list of object names")
+        return [int(v) for v in value[:max(self._int("n", len(value)), 0)]]
+
+    def _generate(self, kind: str, key: str) -> None:
+        for app in self._names(key):
+            if app and app not in self._group.names[kind]:
+                self._new_object(kind, app)
+
+    def _delete(self, kind: str, key: str, op: str) -> None:
+        for app in self._names(key):
+            ident = self._group.names[kind].pop(app, None)
+            if ident is None:
+                continue
+            self._emit(op, id=ident)
+            if kind == "buffer":
+                self._group.mappings.pop(ident, None)
+                self._group.buffer_sizes.pop(ident, None)
+                if self._array_buffer == ident:
+                    self._array_buffer = 0
+                if self._element_buffer == ident:
+                    self._element_buffer = 0
+
+    def _glGenBuffers(self, call):
+        self._generate("buffer", "buffers")
+
+    def _glGenTextures(self, call):
+        self._generate("texture", "textures")
+
+    def _glGenFramebuffers(self, call):
+        self._generate("framebuffer", "framebuffers")
+
+    def _glGenRenderbuffers(self, call):
+        self._generate("renderbuffer", "renderbuffers")
+
+    def _glDeleteBuffers(self, call):
+        self._delete("buffer", "buffers", "deleteBuffer")
+
+    def _glDeleteTextures(self, call):
+        self._delete("texture", "textures", "deleteTexture")
+
+    def _glDeleteFramebuffers(self, call):
+        self._delete("framebuffer", "framebuffers", "deleteFramebuffer")
+
+    def _glDeleteRenderbuffers(self, call):
+        self._delete("renderbuffer", "renderbuffers", "deleteRenderbuffer")
+
+    # -- buffers ------------------------------------------------------------------------------
+
+    def _buffer_target(self) -> str:
+        return self._enum(self._call.args.get("target"), BUFFER_TARGETS, "target")
+
+    def _bound(self, target: str) -> int:
+        return self._array_buffer if target == "ARRAY_BUFFER" else self._element_buffer
+
+    def _glBindBuffer(self, call):
+        target = self._buffer_target()
+        ident = self._object("buffer", self._int("buffer"))
+        self._emit("bindBuffer", target=target, id=ident)
+        if target == "ARRAY_BUFFER":
+            self._array_buffer = ident
+        else:
+            self._element_buffer = ident
+
+    def _glBufferData(self, call):
+        target = self._buffer_target()
+        size = self._int("size")
+        data = self._blob(call.args.get("data"), "data", required=False)
+        usage = self._enum(call.args.get("usage"), BUFFER_USAGES, "usage")
+        self._emit("bufferData", target=target, data=data, size=size, usage=usage)
+        if self._bound(target):
+            self._group.buffer_sizes[self._bound(target)] = size
+
+    def _glBufferSubData(self, call):
+        target = self._buffer_target()
+        data = self._blob(call.args.get("data"), "data", required=True)
+        size = self._int("size")
+        self._emit("bufferSubData", target=target, offset=self._int("offset"),
+                   data=data[:max(size, 0)])
+
+    def _map(self, offset: int, length: int | None) -> None:
+        target = self._buffer_target()
+        ident = self._bound(target)
+        if not ident:
+            raise self._error(f"no buffer is bound to {target}")
+        if length is None:
+            length = self._group.buffer_sizes.get(ident, 0)
+        pointer = self._call.ret
+        if isinstance(pointer, int) and pointer:
+            self._group.mappings[ident] = _Mapping(ident, target, int(pointer), offset, length)
+
+    def _glMapBufferOES(self, call):
+        self._map(0, None)
+
+    _glMapBuffer = _glMapBufferOES
+
+    def _glMapBufferRangeEXT(self, call):
+        self._map(self._int("offset"), self._int("length"))
+
+    _glMapBufferRange = _glMapBufferRangeEXT
+
+    def _glUnmapBufferOES(self, call):
+        ident = self._bound(self._buffer_target())
+        self._group.mappings.pop(ident, None)
+
+    _glUnmapBuffer = _glUnmapBufferOES
+
+    def _memcpy(self, call):
+        """apitrace's record of what a program wrote into mapped buffer memory."""
+        dest, count = self._int("dest"), self._int("n")
+        data = self._blob(call.args.get("src"), "src", required=True)[:max(count, 0)]
+        for mapping in self._group.mappings.values():
+            start = dest - mapping.pointer
+            if 0 <= start and start + data.size <= mapping.length:
+                break
+        else:
+            raise self._error("a write to memory that is not a mapped buffer range")
+        current = self._bound(mapping.target)
+        if current != mapping.buffer:
+            self._emit("bindBuffer", target=mapping.target, id=mapping.buffer)
+        self._emit("bufferSubData", target=mapping.target, offset=mapping.offset + start,
+                   data=data)
+        if current != mapping.buffer:
+            self._emit("bindBuffer", target=mapping.target, id=current)
+
+    # -- textures -----------------------------------------------------------------------------
+
+    def _glActiveTexture(self, call):
+        unit = self._int("texture") - GL_TEXTURE0
+        if not 0 <= unit < MAX_TEXTURE_UNITS:
+            raise self._error(f"texture unit 0x{unit + GL_TEXTURE0:04X} is not "
+                              "GL_TEXTURE0..GL_TEXTURE31")
+        self._units.add(unit)
+        self._emit("activeTexture", unit=unit)
+
+    def _glBindTexture(self, call):
+        target = self._enum(call.args.get("target"), TEXTURE_TARGETS, "target")
+        self._emit("bindTexture", target=target, id=self._object("texture",
+                                                                 self._int("texture")))
+
+    def _glPixelStorei(self, call):
+        pname = self._enum(call.args.get("pname"), PIXEL_STORE, "pname")
+        self._emit("pixelStorei", pname=pname, value=self._int("param"))
+
+    def _image_args(self, with_internal: bool) -> dict:
+        args = self._call.args
+        formats = TEXTURE_FORMATS + DEPTH_TEXTURE_FORMATS
+        out = {"target": self._enum(args.get("target"), IMAGE_TARGETS, "target"),
+               "level": self._int("level")}
+        if with_internal:
+            out["internalformat"] = self._enum(args.get("internalformat"), formats,
+                                               "internalformat")
+        return out | {"width": self._int("width"), "height": self._int("height"),
+                      "format": self._enum(args.get("format"), formats, "format"),
+                      "type": self._enum(args.get("type"), TEXEL_TYPES + DEPTH_TEXEL_TYPES,
+                                         "type")}
+
+    def _glTexImage2D(self, call):
+        if self._int("border", 0) != 0:
+            raise self._error("border must be 0 in OpenGL ES 2.0")
+        args = self._image_args(True)
+        self._emit("texImage2D", **args,
+                   data=self._blob(call.args.get("pixels"), "pixels", required=False))
+
+    def _glTexSubImage2D(self, call):
+        args = self._image_args(False)
+        if args["format"] in DEPTH_TEXTURE_FORMATS or args["type"] in DEPTH_TEXEL_TYPES:
+            raise self._error("texSubImage2D of depth textures is not supported")
+        self._emit("texSubImage2D", **args, xoffset=self._int("xoffset"),
+                   yoffset=self._int("yoffset"),
+                   data=self._blob(call.args.get("pixels"), "pixels", required=True))
+
+    def _glCopyTexImage2D(self, call):
+        if self._int("border", 0) != 0:
+            raise self._error("border must be 0 in OpenGL ES 2.0")
+        args = call.args
+        self._emit("copyTexImage2D",
+                   target=self._enum(args.get("target"), IMAGE_TARGETS, "target"),
+                   level=self._int("level"),
+                   internalformat=self._enum(args.get("internalformat"), TEXTURE_FORMATS,
+                                             "internalformat"),
+                   x=self._int("x"), y=self._int("y"), width=self._int("width"),
+                   height=self._int("height"))
+
+    def _glCopyTexSubImage2D(self, call):
+        self._emit("copyTexSubImage2D",
+                   target=self._enum(call.args.get("target"), IMAGE_TARGETS, "target"),
+                   level=self._int("level"), xoffset=self._int("xoffset"),
+                   yoffset=self._int("yoffset"), x=self._int("x"), y=self._int("y"),
+                   width=self._int("width"), height=self._int("height"))
+
+    def _tex_parameter(self, value) -> None:
+        args = self._call.args
+        target = self._enum(args.get("target"), TEXTURE_TARGETS, "target")
+        pname = self._enum(args.get("pname"), TEXTURE_PARAMETERS, "pname")
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        self._emit("texParameter", target=target, pname=pname,
+                   value=self._enum(value, FILTERS + WRAPS, "param"))
+
+    def _glTexParameteri(self, call):
+        self._tex_parameter(call.args.get("param"))
+
+    _glTexParameterf = _glTexParameteri
+
+    def _glTexParameteriv(self, call):
+        params = call.args.get("params")
+        self._tex_parameter(params[0] if isinstance(params, list) and params else params)
+
+    _glTexParameterfv = _glTexParameteriv
+
+    def _glGenerateMipmap(self, call):
+        self._emit("generateMipmap",
+                   target=self._enum(call.args.get("target"), TEXTURE_TARGETS, "target"))
+
+    # -- programs -----------------------------------------------------------------------------
+
+    def _glCreateProgram(self, call):
+        app = int(call.ret or 0)
+        if app:
+            old = self._group.names["program"].get(app)
+            if old is not None and app in self._group.linked:
+                self._emit("deleteProgram", id=old)  # a name GL reused after deleting it
+            self._group.linked.pop(app, None)
+            self._new_object("program", app)
+
+    def _glLinkProgram(self, call):
+        app = self._int("program")
+        compiled = self.programs.get(call.number)
+        if compiled is None:
+            raise self._error(f"program {app} was not compiled in the first pass")
+        group = self._group
+        ident = group.names["program"].get(app)
+        if ident is None:
+            ident = self._new_object("program", app)
+        if app in group.linked:
+            self._emit("deleteProgram", id=ident)
+        self._emit("createProgram", id=ident, vertex_glsl=compiled.vertex_glsl,
+                   fragment_glsl=compiled.fragment_glsl, vertex_tgsi=compiled.vertex_tgsi,
+                   fragment_tgsi=compiled.fragment_tgsi, interface=compiled.interface)
+        group.linked[app] = call.number
+        group.uniform_names[app] = {}
+        if self._program == app:
+            self._emit("useProgram", id=ident)
+
+    def _glUseProgram(self, call):
+        app = self._int("program")
+        group = self._group
+        if app and app not in group.linked:
+            raise self._error(f"program {app} was never linked")
+        previous = self._program
+        self._emit("useProgram", id=group.names["program"][app] if app else 0)
+        self._program = app
+        if previous != app and previous in self._pending_delete:
+            self._pending_delete.discard(previous)
+            self._drop_program(previous)
+
+    def _drop_program(self, app: int) -> None:
+        group = self._group
+        ident = group.names["program"].pop(app, None)
+        if ident is not None and app in group.linked:
+            self._emit("deleteProgram", id=ident)
+        group.linked.pop(app, None)
+        group.uniform_names.pop(app, None)
+
+    def _glDeleteProgram(self, call):
+        app = self._int("program")
+        if not app:
+            return
+        if app == self._program:
+            self._pending_delete.add(app)  # GL deletes it once no longer in use
+        else:
+            self._drop_program(app)
+
+    def _glGetUniformLocation(self, call):
+        location = call.ret
+        if isinstance(location, int) and location >= 0:
+            name = call.args.get("name")
+            if isinstance(name, (bytes, bytearray)):
+                name = bytes(name).split(b"\0", 1)[0].decode("utf-8", "replace")
+            if isinstance(name, str):
+                self._group.uniform_names.setdefault(self._int("program"), {})[
+                    int(location)] = name
+
+    def _uniform_name(self, location: int) -> str:
+        group, app = self._group, self._program
+        if not app:
+            raise self._error("no program is in use")
+        name = group.uniform_names.get(app, {}).get(location)
+        if name is not None:
+            return name
+        interface = self.programs[group.linked[app]].interface
+        for entry in interface.get("uniforms", []) + interface.get("samplers", []):
+            first, size = entry.get("location"), entry.get("array_size")
+            if not isinstance(first, int) or first < 0:
+                continue
+            if size and first <= location < first + size:
+                return f"{entry['name']}[{location - first}]"
+            if not size and location == first:
+                return entry["name"]
+        raise self._error(f"uniform location {location} of program {app} is not one "
+                          "glGetUniformLocation returned, nor in the program's interface")
+
+    def _uniform(self, function: str, values: list) -> None:
+        location = self._int("location")
+        if location == -1:
+            return  # GL ignores location -1
+        if not isinstance(values, list) or not all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+            raise self._error("uniform values must be numbers")
+        if function.endswith("i"):
+            values = [int(v) for v in values]
+        else:
+            values = [float(v) for v in values]
+        self._emit("uniform", name=self._uniform_name(location), function=function,
+                   values=values)
+
+    def _uniform_scalar(self, call):
+        function = UNIFORM_SHAPES[call.name]
+        self._uniform(function, [call.args[f"v{i}"] for i in range(int(function[0]))])
+
+    def _uniform_vector(self, call):
+        function = UNIFORM_VECTOR_SHAPES.get(call.name) or UNIFORM_MATRIX_SHAPES[call.name]
+        if function.startswith("Matrix") and self._int("transpose"):
+            raise self._error("transpose must be GL_FALSE in OpenGL ES 2.0")
+        values = call.args.get("value")
+        count = self._int("count")
+        if isinstance(values, (int, float)) and not isinstance(values, bool):
+            values = [values]
+        if not isinstance(values, list):
+            raise self._error("value must be a list of numbers")
+        self._uniform(function, values[:max(count, 0) * UNIFORM_COMPONENTS[function]])
+
+    # -- vertex attributes --------------------------------------------------------------------
+
+    def _index(self) -> int:
+        index = self._int("index")
+        if not 0 <= index < MAX_VERTEX_ATTRIBS:
+            raise self._error(f"attribute index {index} out of range")
+        return index
+
+    def _glVertexAttribPointer(self, call):
+        args, index = call.args, self._index()
+        fields = {"index": index, "size": self._int("size"),
+                  "type": self._enum(args.get("type"), ATTRIB_TYPES, "type"),
+                  "normalized": bool(self._int("normalized")), "stride": self._int("stride")}
+        pointer = args.get("pointer")
+        if isinstance(pointer, (bytes, bytearray)):
+            self._emit("vertexAttribPointer", **fields, offset=0,
+                       data=self._blob(pointer, "pointer", required=True))
+            self._attrib_state[index] = "client"
+        elif self._array_buffer:
+            self._emit("vertexAttribPointer", **fields, offset=self._int("pointer"), data=None)
+            self._attrib_state[index] = "buffer"
+        else:
+            # user memory apitrace did not record here; a fake call with the data follows
+            # before any draw that reads it
+            self._attrib_state[index] = "unknown"
+
+    def _glEnableVertexAttribArray(self, call):
+        index = self._index()
+        self._attrib_enabled.add(index)
+        self._emit("enableVertexAttribArray", index=index)
+
+    def _glDisableVertexAttribArray(self, call):
+        index = self._index()
+        self._attrib_enabled.discard(index)
+        self._emit("disableVertexAttribArray", index=index)
+
+    def _vertex_attrib(self, call):
+        name = call.name  # glVertexAttrib{1,2,3,4}f[v]
+        n = int(name[len("glVertexAttrib")])
+        if name.endswith("v"):
+            values = call.args.get("v")
+            if isinstance(values, (int, float)) and not isinstance(values, bool):
+                values = [values]
+            if not isinstance(values, list):
+                raise self._error("v must be a list of numbers")
+            values = values[:n]
+        else:
+            values = [call.args[k] for k in ("x", "y", "z", "w")[:n]]
+        if len(values) != n or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                       for v in values):
+            raise self._error(f"expected {n} numbers")
+        values = [float(v) for v in values] + [0.0, 0.0, 1.0][n - 1:]
+        self._emit("vertexAttrib", index=self._index(), values=values[:4])
+
+    # -- draws --------------------------------------------------------------------------------
+
+    def _check_attributes(self) -> None:
+        if not self._program or self._program not in self._group.linked:
+            return
+        interface = self.programs[self._group.linked[self._program]].interface
+        for attribute in interface.get("attributes", []):
+            location = attribute.get("location")
+            if not isinstance(location, int) or not attribute.get("registers"):
+                continue
+            for index in range(location, location + len(attribute["registers"])):
+                if index in self._attrib_enabled and \
+                        self._attrib_state.get(index) == "unknown":
+                    raise self._error(f"attribute {attribute.get('name')!r} (array {index}) "
+                                      "reads client memory apitrace did not record")
+
+    def _glDrawArrays(self, call):
+        self._check_attributes()
+        self._emit("drawArrays", mode=self._enum(call.args.get("mode"), PRIMITIVE_MODES,
+                                                 "mode"),
+                   first=self._int("first"), count=self._int("count"))
+
+    def _glDrawElements(self, call):
+        self._check_attributes()
+        mode = self._enum(call.args.get("mode"), PRIMITIVE_MODES, "mode")
+        type_ = self._enum(call.args.get("type"), INDEX_TYPES, "type")
+        indices = call.args.get("indices")
+        if isinstance(indices, (bytes, bytearray)):
+            self._emit("drawElements", mode=mode, count=self._int("count"), type=type_,
+                       offset=0, indices=self._blob(indices, "indices", required=True))
+        elif self._element_buffer:
+            self._emit("drawElements", mode=mode, count=self._int("count"), type=type_,
+                       offset=self._int("indices"), indices=None)
+        else:
+            raise self._error("indices point to client memory apitrace did not record")
+
+    # -- fixed-function state -----------------------------------------------------------------
+
+    def _glEnable(self, call):
+        self._emit("enable", cap=self._enum(call.args.get("cap"), CAPABILITIES, "cap"))
+
+    def _glDisable(self, call):
+        self._emit("disable", cap=self._enum(call.args.get("cap"), CAPABILITIES, "cap"))
+
+    def _glDepthFunc(self, call):
+        self._emit("depthFunc", func=self._enum(call.args.get("func"), COMPARE_FUNCS, "func"))
+
+    def _glDepthMask(self, call):
+        self._emit("depthMask", flag=bool(self._int("flag")))
+
+    def _glDepthRangef(self, call):
+        self._emit("depthRangef", near=self._float("n"), far=self._float("f"))
+
+    def _glClearColor(self, call):
+        self._emit("clearColor", red=self._float("red"), green=self._float("green"),
+                   blue=self._float("blue"), alpha=self._float("alpha"))
+
+    def _glClearDepthf(self, call):
+        self._emit("clearDepthf", depth=self._float("d"))
+
+    def _glClearStencil(self, call):
+        self._emit("clearStencil", s=self._int("s"))
+
+    def _glClear(self, call):
+        mask = self._int("mask")
+        names = [name for bit, name in CLEAR_BITS if mask & bit]
+        if mask & ~sum(bit for bit, _ in CLEAR_BITS):
+            raise self._error(f"mask 0x{mask:X} has bits other than COLOR/DEPTH/STENCIL")
+        self._emit("clear", mask=names)
+
+    def _glColorMask(self, call):
+        self._emit("colorMask", red=bool(self._int("red")), green=bool(self._int("green")),
+                   blue=bool(self._int("blue")), alpha=bool(self._int("alpha")))
+
+    def _glBlendFunc(self, call):
+        src = self._enum(call.args.get("sfactor"), BLEND_FACTORS, "sfactor")
+        dst = self._enum(call.args.get("dfactor"), BLEND_FACTORS, "dfactor")
+        self._emit("blendFuncSeparate", src_rgb=src, dst_rgb=dst, src_alpha=src, dst_alpha=dst)
+
+    def _glBlendFuncSeparate(self, call):
+        a = call.args
+        self._emit("blendFuncSeparate",
+                   src_rgb=self._enum(a.get("sfactorRGB"), BLEND_FACTORS, "sfactorRGB"),
+                   dst_rgb=self._enum(a.get("dfactorRGB"), BLEND_FACTORS, "dfactorRGB"),
+                   src_alpha=self._enum(a.get("sfactorAlpha"), BLEND_FACTORS, "sfactorAlpha"),
+                   dst_alpha=self._enum(a.get("dfactorAlpha"), BLEND_FACTORS, "dfactorAlpha"))
+
+    def _glBlendEquation(self, call):
+        mode = self._enum(call.args.get("mode"), BLEND_EQUATIONS, "mode")
+        self._emit("blendEquationSeparate", mode_rgb=mode, mode_alpha=mode)
+
+    def _glBlendEquationSeparate(self, call):
+        self._emit("blendEquationSeparate",
+                   mode_rgb=self._enum(call.args.get("modeRGB"), BLEND_EQUATIONS, "modeRGB"),
+                   mode_alpha=self._enum(call.args.get("modeAlpha"), BLEND_EQUATIONS,
+                                         "modeAlpha"))
+
+    def _glBlendColor(self, call):
+        self._emit("blendColor", red=self._float("red"), green=self._float("green"),
+                   blue=self._float("blue"), alpha=self._float("alpha"))
+
+    def _glCullFace(self, call):
+        self._emit("cullFace", mode=self._enum(call.args.get("mode"), FACES, "mode"))
+
+    def _glFrontFace(self, call):
+        self._emit("frontFace", mode=self._enum(call.args.get("mode"), WINDINGS, "mode"))
+
+    def _glViewport(self, call):
+        self._emit("viewport", x=self._int("x"), y=self._int("y"), width=self._int("width"),
+                   height=self._int("height"))
+
+    def _glScissor(self, call):
+        self._emit("scissor", x=self._int("x"), y=self._int("y"), width=self._int("width"),
+                   height=self._int("height"))
+
+    def _glLineWidth(self, call):
+        self._emit("lineWidth", width=self._float("width"))
+
+    def _glPolygonOffset(self, call):
+        self._emit("polygonOffset", factor=self._float("factor"), units=self._float("units"))
+
+    def _stencil_func(self, face: str) -> None:
+        self._emit("stencilFuncSeparate", face=face,
+                   func=self._enum(self._call.args.get("func"), COMPARE_FUNCS, "func"),
+                   ref=self._int("ref"), mask=self._int("mask") & 0xFFFFFFFF)
+
+    def _glStencilFunc(self, call):
+        self._stencil_func("FRONT_AND_BACK")
+
+    def _glStencilFuncSeparate(self, call):
+        self._stencil_func(self._enum(call.args.get("face"), FACES, "face"))
+
+    def _stencil_op(self, face: str) -> None:
+        a = self._call.args
+        self._emit("stencilOpSeparate", face=face,
+                   fail=self._enum(a.get("fail", a.get("sfail")), STENCIL_OPS, "fail"),
+                   zfail=self._enum(a.get("zfail", a.get("dpfail")), STENCIL_OPS, "zfail"),
+                   zpass=self._enum(a.get("zpass", a.get("dppass")), STENCIL_OPS, "zpass"))
+
+    def _glStencilOp(self, call):
+        self._stencil_op("FRONT_AND_BACK")
+
+    def _glStencilOpSeparate(self, call):
+        self._stencil_op(self._enum(call.args.get("face"), FACES, "face"))
+
+    def _glStencilMask(self, call):
+        self._emit("stencilMaskSeparate", face="FRONT_AND_BACK",
+                   mask=self._int("mask") & 0xFFFFFFFF)
+
+    def _glStencilMaskSeparate(self, call):
+        self._emit("stencilMaskSeparate", face=self._enum(call.args.get("face"), FACES, "face"),
+                   mask=self._int("mask") & 0xFFFFFFFF)
+
+    def _glHint(self, call):
+        self._emit("hint", target=self._enum(call.args.get("target"), HINT_TARGETS, "target"),
+                   mode=self._enum(call.args.get("mode"), HINT_MODES, "mode"))
+
+    def _glFlush(self, call):
+        self._emit("flush")
+
+    def _glFinish(self, call):
+        if self.scan.frame_end == "glFinish":
+            return self._end_frame()
+        self._emit("finish")
+        return None
+
+    # -- framebuffer objects ------------------------------------------------------------------
+
+    def _check_target(self, key: str, value: int, what: str) -> None:
+        if self._int(key) != value:
+            raise self._error(f"{key} must be {what}")
+
+    def _glBindFramebuffer(self, call):
+        self._check_target("target", GL_FRAMEBUFFER, "GL_FRAMEBUFFER")
+        self._emit("bindFramebuffer", id=self._object("framebuffer", self._int("framebuffer")))
+
+    def _glBindRenderbuffer(self, call):
+        self._check_target("target", GL_RENDERBUFFER, "GL_RENDERBUFFER")
+        self._emit("bindRenderbuffer",
+                   id=self._object("renderbuffer", self._int("renderbuffer")))
+
+    def _glRenderbufferStorage(self, call):
+        self._check_target("target", GL_RENDERBUFFER, "GL_RENDERBUFFER")
+        self._emit("renderbufferStorage",
+                   internalformat=self._enum(call.args.get("internalformat"),
+                                             RENDERBUFFER_FORMATS, "internalformat"),
+                   width=self._int("width"), height=self._int("height"))
+
+    def _glFramebufferTexture2D(self, call):
+        self._check_target("target", GL_FRAMEBUFFER, "GL_FRAMEBUFFER")
+        self._emit("framebufferTexture2D",
+                   attachment=self._enum(call.args.get("attachment"), ATTACHMENTS,
+                                         "attachment"),
+                   textarget=self._enum(call.args.get("textarget"), IMAGE_TARGETS,
+                                        "textarget"),
+                   texture=self._object("texture", self._int("texture")),
+                   level=self._int("level"))
+
+    def _glFramebufferRenderbuffer(self, call):
+        self._check_target("target", GL_FRAMEBUFFER, "GL_FRAMEBUFFER")
+        self._check_target("renderbuffertarget", GL_RENDERBUFFER, "GL_RENDERBUFFER")
+        self._emit("framebufferRenderbuffer",
+                   attachment=self._enum(call.args.get("attachment"), ATTACHMENTS,
+                                         "attachment"),
+                   renderbuffer=self._object("renderbuffer", self._int("renderbuffer")))
+
+
+for _name in UNIFORM_SHAPES:
+    setattr(Translator, "_" + _name, Translator._uniform_scalar)
+for _name in list(UNIFORM_VECTOR_SHAPES) + list(UNIFORM_MATRIX_SHAPES):
+    setattr(Translator, "_" + _name, Translator._uniform_vector)
+for _n in "1234":
+    setattr(Translator, f"_glVertexAttrib{_n}f", Translator._vertex_attrib)
+    setattr(Translator, f"_glVertexAttrib{_n}fv", Translator._vertex_attrib)
+
+# GL's initial value of each piece of state a context-switch reset may put back.
+_DEFAULT_STATE: dict[str, dict] = {
+    "depthFunc": {"func": "LESS"}, "depthMask": {"flag": True},
+    "depthRangef": {"near": 0.0, "far": 1.0},
+    "clearColor": {"red": 0.0, "green": 0.0, "blue": 0.0, "alpha": 0.0},
+    "clearDepthf": {"depth": 1.0}, "clearStencil": {"s": 0},
+    "colorMask": {"red": True, "green": True, "blue": True, "alpha": True},
+    "blendFuncSeparate": {"src_rgb": "ONE", "dst_rgb": "ZERO", "src_alpha": "ONE",
+                          "dst_alpha": "ZERO"},
+    "blendEquationSeparate": {"mode_rgb": "FUNC_ADD", "mode_alpha": "FUNC_ADD"},
+    "blendColor": {"red": 0.0, "green": 0.0, "blue": 0.0, "alpha": 0.0},
+    "cullFace": {"mode": "BACK"}, "frontFace": {"mode": "CCW"},
+    "viewport": {}, "scissor": {},
+    "lineWidth": {"width": 1.0}, "polygonOffset": {"factor": 0.0, "units": 0.0},
+    "stencilFuncSeparate": {"face": "FRONT_AND_BACK", "func": "ALWAYS", "ref": 0,
+                            "mask": 0xFFFFFFFF},
+    "stencilOpSeparate": {"face": "FRONT_AND_BACK", "fail": "KEEP", "zfail": "KEEP",
+                          "zpass": "KEEP"},
+    "stencilMaskSeparate": {"face": "FRONT_AND_BACK", "mask": 0xFFFFFFFF},
+}
+
+
+# --- the whole import ------------------------------------------------------------------------
+
+
+@dataclass
+class ImportSummary:
+    """What :func:`import_calls` wrote and what it met."""
+
+    path: Path
+    frames: int
+    width: int
+    height: int
+    depth_bits: int
+    stencil_bits: int
+    programs: int
+    frame_end: str
+    calls: int
+    translated: dict[str, int]
+    skipped: dict[str, int]
+    folded: dict[str, int]
+    seconds: float
+
+    def source(self, trace: str) -> dict:
+        return {"tool": "apitrace", "file": trace, "frame_end": self.frame_end,
+                "calls_read": self.calls, "programs": self.programs,
+                "translated_calls": self.translated, "skipped_calls": self.skipped,
+                "folded_calls": self.folded}
+
+    def describe(self) -> str:
+        lines = [f"imported {self.frames} frame(s) of {self.width}x{self.height} "
+                 f"(depth {self.depth_bits}, stencil {self.stencil_bits}) into {self.path}: "
+                 f"{self.calls} calls read, {sum(self.translated.values())} translated, "
+                 f"{self.programs} distinct program(s), frames end at {self.frame_end} "
+                 f"({self.seconds:.1f} s)"]
+        for title, counts in (("skipped (cannot change the image)", self.skipped),
+                              ("folded into other commands", self.folded)):
+            if counts:
+                lines.append(f"{title}: {sum(counts.values())} call(s)")
+                lines += [f"  {name:<36} {count}" for name, count in counts.items()]
+        return "\n".join(lines)
+
+
+CallSource = Callable[[], Iterator[Call]]
+
+
+def import_calls(open_calls: CallSource, out_path: str | os.PathLike, *, source: str,
+                 frames: int | None = None, size: tuple[int, int] | None = None,
+                 name: str | None = None, compiler: Compiler | None = None,
+                 extra_source: dict | None = None) -> ImportSummary:
+    """Import the calls ``open_calls()`` yields (called twice: scan, then translate) into the
+    ``.tsim`` trace ``out_path`` (written atomically). ``source`` names the capture in errors;
+    ``frames`` keeps the first N frames; ``size`` (width, height) overrides the window size
+    found in the capture; ``compiler`` replaces Mesa's (tests)."""
+    from render.trace_file import TraceWriter
+
+    started = time.perf_counter()
+    if frames is not None and frames < 1:
+        raise InputError(f"frames must be at least 1, got {frames}", source=source)
+    stream = open_calls()
+    try:
+        scan = scan_calls(stream, source, frames)
+    finally:
+        _close(stream)  # stops apitrace when the scan ends early (frame limit)
+    if size is not None:
+        scan.width, scan.height = size
+    if not scan.width or not scan.height:
+        raise InputError("cannot tell the window size (no eglMakeCurrent with a surface, nor "
+                         "eglQuerySurface); give it with --size WxH", source=source)
+    if scan.frames == 0:
+        raise InputError("the capture holds no complete frame (no eglSwapBuffers, nor "
+                         "glFinish for off-screen runs)", source=source)
+    programs = compile_links(scan.links, source, compiler)
+    translator = Translator(scan, programs, source=source, width=scan.width,
+                            height=scan.height)
+    writer = TraceWriter(out_path, width=scan.width, height=scan.height,
+                         depth_bits=scan.depth_bits, stencil_bits=scan.stencil_bits,
+                         name=name, source={"tool": "apitrace", "file": source})
+    calls = 0
+    stream = open_calls()
+    try:
+        for call in stream:
+            calls += 1
+            frame = translator.feed(call)
+            if frame is not None:
+                writer.add_frame(frame)
+                if translator.frames_done >= scan.frames:
+                    break
+        _close(stream)
+        if translator.frames_done < scan.frames:
+            raise InputError(f"the capture ended after {translator.frames_done} of "
+                             f"{scan.frames} frames", source=source)
+        summary = ImportSummary(
+            path=Path(out_path), frames=translator.frames_done, width=scan.width,
+            height=scan.height, depth_bits=scan.depth_bits, stencil_bits=scan.stencil_bits,
+            programs=len({id(p) for p in programs.values()}), frame_end=scan.frame_end,
+            calls=calls, translated=dict(sorted(translator.translated.items())),
+            skipped=dict(sorted(translator.skipped.items())),
+            folded=dict(sorted(translator.folded.items())), seconds=0.0)
+        header = summary.source(source)
+        header["egl_config"] = {"depth_size": scan.egl_depth_size,
+                                "stencil_size": scan.egl_stencil_size}
+        header.update(extra_source or {})
+        writer.set_source(header)
+        writer.close()
+    except BaseException:
+        _close(stream)
+        writer.abort()
+        raise
+    summary.seconds = time.perf_counter() - started
+    return summary
+
+
+def _close(stream) -> None:
+    close = getattr(stream, "close", None)
+    if close is not None:
+        close()
+
+
+def import_apitrace(trace_path: str | os.PathLike, out_path: str | os.PathLike, *,
+                    frames: int | None = None, size: tuple[int, int] | None = None,
+                    name: str | None = None) -> ImportSummary:
+    """Import an apitrace capture (``*.trace``) into ``out_path`` (``*.tsim``)."""
+    path = Path(trace_path)
+    if not path.is_file():
+        raise InputError("no such apitrace file", source=str(path))
+    return import_calls(lambda: iter_trace_calls(path), out_path, source=str(path),
+                        frames=frames, size=size, name=name or path.stem)
+
+
+def import_pickle(pickle_path: str | os.PathLike, out_path: str | os.PathLike,
+                  **options) -> ImportSummary:
+    """Import the output of ``apitrace pickle`` saved in a file (tests, other machines)."""
+    path = Path(pickle_path)
+
+    def calls() -> Iterator[Call]:
+        try:
+            stream = open(path, "rb")
+        except OSError as exc:
+            raise InputError(f"cannot read: {exc.strerror or exc}", source=str(path)) from None
+        with stream:
+            yield from read_pickled_calls(stream, source=str(path))
+
+    return import_calls(calls, out_path, source=str(path), **options)
+
+
+# --- command line ----------------------------------------------------------------------------
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    """'WxH' -> (W, H) in pixels (1..16384)."""
+    width, sep, height = text.lower().partition("x")
+    try:
+        size = (int(width), int(height))
+    except ValueError:
+        size = None
+    if not sep or size is None or not all(1 <= v <= 16384 for v in size):
+        raise InputError(f"--size {text!r}: expected WxH, e.g. 800x600", source="tilesim")
+    return size
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "import", help="import an apitrace capture of a GLES2 program as a .tsim trace",
+        description="Translate an apitrace capture (made with `tilesim capture` or `apitrace "
+                    "trace --api egl`) into tilesim's command stream, compiling every GLSL "
+                    "program to TGSI with Mesa softpipe. Calls that cannot change the image "
+                    "are skipped and counted; any other call the importer does not know is "
+                    "an error naming its call number.")
+    p.add_argument("trace", metavar="X.trace", help="apitrace capture")
+    p.add_argument("-o", "--output", required=True, metavar="X.tsim", help="trace to write")
+    p.add_argument("--frames", type=int, default=None, metavar="N",
+                   help="keep the first N frames (default: all)")
+    p.add_argument("--size", default=None, metavar="WxH",
+                   help="window size, when the capture does not tell it")
+    p.add_argument("--name", default=None, help="trace name (default: the capture's stem)")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.set_defaults(func=_import_command)
+
+
+def _import_command(args: argparse.Namespace) -> int:
+    size = parse_size(args.size) if args.size else None
+    summary = import_apitrace(args.trace, args.output, frames=args.frames, size=size,
+                              name=args.name)
+    if args.json:
+        report = summary.source(str(args.trace)) | {
+            "output": str(summary.path), "frames": summary.frames, "width": summary.width,
+            "height": summary.height, "seconds": round(summary.seconds, 3)}
+        print(json.dumps(report, indent=2))
+    else:
+        print(summary.describe())
+    return EXIT_OK
