@@ -15,8 +15,8 @@ Either way the capture is cut to exactly N frames with ``apitrace trim --frames=
 it holds more, and written atomically (temporary files in the output's folder, then a rename).
 
 ``reference`` writes what Mesa draws for each frame of a capture, via ``apitrace dump-images
---calls=frame`` on EGL's surfaceless platform (llvmpipe; no X server needed: under Xvfb glretrace
-shows the first frame black), as ``DIR/frame_NNNNNN.png`` (RGB, frame 0 first), the images
+--calls=frame`` on EGL's surfaceless platform (softpipe by default, see ``reference_frames``;
+no X server needed: under Xvfb glretrace shows the first frame black), as ``DIR/frame_NNNNNN.png`` (RGB, frame 0 first), the images
 ``tilesim compare`` pairs with ``tilesim render``'s ``DIR/frames/NNNNNN.png``.
 
 Missing programs are reported with the Debian package that provides them.
@@ -231,9 +231,20 @@ def capture(spec: ProgramSpec | str, out_path: str | os.PathLike, *, frames: int
 _DUMPED = re.compile(r"^f(\d+)\.png$")
 
 
+REFERENCE_DRIVERS = ("softpipe", "llvmpipe")
+
+
 def reference_frames(trace_path: str | os.PathLike, out_dir: str | os.PathLike, *,
-                     timeout: float = 1800.0) -> list[Path]:
-    """Mesa's image of every frame of an apitrace capture, as ``out_dir/frame_NNNNNN.png``."""
+                     driver: str = "softpipe", timeout: float = 1800.0) -> list[Path]:
+    """Mesa's image of every frame of an apitrace capture, as ``out_dir/frame_NNNNNN.png``.
+
+    ``driver`` defaults to softpipe: it computes every shader in 32-bit floats, as the TGSI
+    tilesim runs (softpipe's own) does, while llvmpipe in a GLES2 context evaluates
+    ``mediump`` in 16-bit floats, which changes what precision-sensitive programs draw
+    (glmark2's loop, conditionals and terrain noise, for example)."""
+    if driver not in REFERENCE_DRIVERS:
+        raise InputError(f"unknown reference driver {driver!r}: expected one of "
+                         f"{', '.join(REFERENCE_DRIVERS)}")
     trace = Path(trace_path)
     if not trace.is_file():
         raise InputError("no such apitrace file", source=str(trace))
@@ -244,10 +255,11 @@ def reference_frames(trace_path: str | os.PathLike, out_dir: str | os.PathLike, 
     with tempfile.TemporaryDirectory(prefix="tilesim-reference-") as tmp:
         argv = [tools["apitrace"], "dump-images", "--calls=frame", "--call-nos=no", "-o",
                 str(Path(tmp, "f")), str(trace)]
-        attempts = [(argv, _environment(WAFFLE_PLATFORM="surfaceless_egl"))]
+        attempts = [(argv, _environment(WAFFLE_PLATFORM="surfaceless_egl",
+                                        GALLIUM_DRIVER=driver))]
         if shutil.which("xvfb-run"):
             attempts.append((["xvfb-run", "-a", "-s", "-screen 0 1920x1200x24", *argv],
-                             _environment()))
+                             _environment(GALLIUM_DRIVER=driver)))
         errors = []
         for command, env in attempts:
             for stale in Path(tmp).glob("f*.png"):
@@ -295,10 +307,13 @@ def register(subparsers) -> None:
 
     r = subparsers.add_parser(
         "reference", help="Mesa's image of every frame of an apitrace capture (PNG)",
-        description="Replay an apitrace capture on Mesa llvmpipe with `apitrace dump-images` "
-                    "and write each frame as DIR/frame_NNNNNN.png, for `tilesim compare`.")
+        description="Replay an apitrace capture on Mesa with `apitrace dump-images` and "
+                    "write each frame as DIR/frame_NNNNNN.png, for `tilesim compare`.")
     r.add_argument("trace", metavar="X.trace")
     r.add_argument("--out", "-o", required=True, metavar="DIR", help="output folder")
+    r.add_argument("--driver", choices=REFERENCE_DRIVERS, default="softpipe",
+                   help="Mesa driver (default softpipe: 32-bit floats everywhere, like the "
+                        "TGSI tilesim runs; llvmpipe computes mediump in 16-bit floats)")
     r.set_defaults(func=_reference_command)
 
 
@@ -311,6 +326,6 @@ def _capture_command(args: argparse.Namespace) -> int:
 
 
 def _reference_command(args: argparse.Namespace) -> int:
-    written = reference_frames(args.trace, args.out)
+    written = reference_frames(args.trace, args.out, driver=args.driver)
     print(f"wrote {len(written)} reference frame(s) of {args.trace} into {args.out}")
     return EXIT_OK
