@@ -1,0 +1,22 @@
+"""The real-workload suite, on a few entries: capture, import, render, compare with Mesa."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import require_mesa, require_tools
+
+from render.suite import MIN_MSSIM, SUITE, run_entry, slug
+
+pytestmark = [pytest.mark.mesa, pytest.mark.slow]
+
+
+@pytest.mark.parametrize("spec", ["glmark2-es2:build", "glmark2-es2:texture:texture-filter=mipmap",
+                                  "es2gears"])
+def test_suite_entry_matches_mesa_on_every_frame(spec, tmp_path):
+    require_mesa()
+    require_tools("apitrace", "xvfb-run", "glmark2-es2")
+    assert spec in SUITE
+    result = run_entry(spec, tmp_path, frames=5, size=(800, 600))
+    assert result["frames"] == 5
+    assert result["min_mssim"] >= MIN_MSSIM, result
+    assert (tmp_path / slug(spec) / "tilesim" / "frames" / "000004.png").exists()
