@@ -15,6 +15,7 @@ from tilesim.errors import EXIT_BAD_INPUT, TilesimError
 
 def build_parser() -> argparse.ArgumentParser:
     from render import capture, compare, conformance, goldens, suite, trace_import
+    from render import characterize as render_characterize
     from render import commands_cli as render_commands
     from shaders import commands as shader_commands
 
@@ -27,6 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     shader_commands.register(sub)
     render_commands.register(sub)
+    render_characterize.register(sub)
     conformance.register(sub)
     goldens.register(sub)
     capture.register(sub)

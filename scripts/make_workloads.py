@@ -1,0 +1,83 @@
+"""Write the game-like synthetic workloads as traces: traces/<name>-<W>x<H>.tsim.
+
+Each workload of render.workloads.WORKLOADS (match3, sidescroller, runner, render_to_texture)
+is built at each size (default 1196x768, the screen of 001 chapters 4-5, and 1920x1080,
+chapter 6) for 100 frames with the given seed, and written atomically. Building compiles the
+GLSL ES shaders through Mesa softpipe (libgl1-mesa-dri, libegl1); the traces it writes need
+no Mesa. The same seed gives byte-identical files.
+
+    python scripts/make_workloads.py [--workloads match3,runner] [--sizes 1196x768]
+                                     [--frames 100] [--seed 0] [--out-dir traces]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from render.workloads import DEFAULT_FRAMES, SIZES, WORKLOADS, trace_name, write_workload  # noqa: E402
+
+BUDGET_BYTES = 40 << 20  # all traces together should stay below this
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    try:
+        w, h = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"size {text!r}: expected WxH, e.g. 1196x768") from None
+    if w < 1 or h < 1:
+        raise argparse.ArgumentTypeError(f"size {text!r}: width and height must be positive")
+    return w, h
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="Exit codes: 0 written, 2 bad usage.")
+    parser.add_argument("--workloads", default=",".join(WORKLOADS),
+                        help=f"comma-separated names (default: all: {', '.join(WORKLOADS)})")
+    parser.add_argument("--sizes", default=",".join(f"{w}x{h}" for w, h in SIZES),
+                        help="comma-separated WxH sizes (default: %(default)s)")
+    parser.add_argument("--frames", type=int, default=DEFAULT_FRAMES,
+                        help="frames per trace (default %(default)s)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of every random choice, "
+                        "recorded in each trace's source (default %(default)s)")
+    parser.add_argument("--out-dir", default=str(ROOT / "traces"),
+                        help="output folder (default: traces/ of the repository)")
+    args = parser.parse_args(argv)
+    names = [n.strip() for n in args.workloads.split(",") if n.strip()]
+    unknown = [n for n in names if n not in WORKLOADS]
+    if unknown:
+        parser.error(f"unknown workload(s) {', '.join(unknown)} (known: {', '.join(WORKLOADS)})")
+    try:
+        sizes = [parse_size(s) for s in args.sizes.split(",") if s.strip()]
+    except argparse.ArgumentTypeError as exc:
+        parser.error(str(exc))
+    if args.frames < 1:
+        parser.error("--frames must be at least 1")
+    out = Path(args.out_dir)
+    jobs = [(n, w, h) for n in names for w, h in sizes]
+    total = 0
+    for k, (name, width, height) in enumerate(jobs, start=1):
+        path = out / trace_name(name, width, height)
+        started = time.perf_counter()
+        print(f"[{k}/{len(jobs)}] {name} {width}x{height}, {args.frames} frames, "
+              f"seed {args.seed} ...", end="", flush=True)
+        write_workload(name, path, width, height, args.frames, args.seed)
+        size = path.stat().st_size
+        total += size
+        print(f" {path} ({size / 1e6:.2f} MB, {time.perf_counter() - started:.1f} s)",
+              flush=True)
+    print(f"total {total / 1e6:.2f} MB in {len(jobs)} trace(s)")
+    if total > BUDGET_BYTES:
+        print(f"note: more than {BUDGET_BYTES / 1e6:.0f} MB together", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
