@@ -49,6 +49,7 @@ import numpy as np
 
 from render.commands import FRAME_END, SCHEMA, Command, make_command
 from tilesim import __version__
+from tilesim.atomic import default_mode
 from tilesim.errors import InputError
 
 FORMAT = "tilesim-trace"
@@ -318,6 +319,7 @@ class TraceWriter:
             self._file.flush()
             os.fsync(self._file.fileno())
             self._file.close()
+            os.chmod(self._tmp, default_mode())
             os.replace(self._tmp, self.path)
         except BaseException:
             self.abort()

@@ -11,6 +11,13 @@ import tempfile
 from pathlib import Path
 
 
+def default_mode() -> int:
+    """The permissions an ordinary new file gets (0o666 less the umask); mkstemp uses 0o600."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
 def write_bytes(path: str | os.PathLike, data: bytes) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -20,6 +27,7 @@ def write_bytes(path: str | os.PathLike, data: bytes) -> Path:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, default_mode())
         os.replace(tmp, path)
     except BaseException:
         try:
