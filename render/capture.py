@@ -15,8 +15,9 @@ Either way the capture is cut to exactly N frames with ``apitrace trim --frames=
 it holds more, and written atomically (temporary files in the output's folder, then a rename).
 
 ``reference`` writes what Mesa draws for each frame of a capture, via ``apitrace dump-images
---calls=frame`` on EGL's surfaceless platform (softpipe by default, see ``reference_frames``;
-no X server needed: under Xvfb glretrace shows the first frame black), as ``DIR/frame_NNNNNN.png`` (RGB, frame 0 first), the images
+--calls=frame`` on EGL's surfaceless platform (softpipe by default, see
+``reference_frames``; no X server needed: under Xvfb glretrace shows the first frame black),
+as ``DIR/frame_NNNNNN.png`` (RGB, frame 0 first), the images
 ``tilesim compare`` pairs with ``tilesim render``'s ``DIR/frames/NNNNNN.png``.
 
 Missing programs are reported with the Debian package that provides them.

@@ -55,6 +55,7 @@ TILE_COUNTERS = {
     "pixels_written": "distinct pixels written at least once in the pass",
     "pixels_cleared": "pixels cleared by glClear",
     "color_flush_bytes": "color buffer bytes flushed to main memory at the end of the pass",
+    "depth_flush_bytes": "depth buffer bytes flushed to a depth texture at the end of the pass",
 }
 
 FRAME_COUNTERS = {

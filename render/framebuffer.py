@@ -1,7 +1,9 @@
 """Render targets: the color and depth buffers draws write, and their tile grid.
 
 Colors are stored RGBA8 (H, W, 4) uint8 and depth as unsigned integers of ``depth_bits``
-(H, W) uint32, row 0 being window y = 0 (the bottom, as in GL). The tile grid is what the
+(H, W) uint32, row 0 being window y = 0 (the bottom, as in GL). A framebuffer object's
+target may write its color into a texture (``texture``) and its depth into a depth texture
+(``depth_texture``) at the end of each pass. The tile grid is what the
 tile-based GPU walks: ``tile_of(x, y)`` numbers tiles in row-major order from the bottom
 left; ``traversal`` gives the order the GPU visits them (scanline or Z order).
 """
@@ -30,9 +32,18 @@ class RenderTarget:
     # For a texture attachment: (texture id, image target, level) to write back to.
     texture: tuple[int, str, int] | None = None
     has_alpha: bool = True
+    # A depth texture attachment (GL_OES_depth_texture) to write the depth buffer back to.
+    depth_texture: tuple[int, str, int] | None = None
+    # False for a framebuffer object without a color attachment (a depth-only pass): the
+    # color buffer is kept but written nowhere.
+    has_color: bool = True
     color: np.ndarray = field(init=False)
     depth: np.ndarray | None = field(init=False)
     dirty: bool = field(init=False, default=False)
+    # What the renderer identifies the attachments by, and the texture versions the buffers
+    # hold ("color" / "depth" -> Texture.version when last loaded from or stored to it).
+    key: tuple | None = field(init=False, default=None)
+    synced: dict[str, int] = field(init=False, default_factory=dict)
 
     def __post_init__(self):
         if self.width <= 0 or self.height <= 0:

@@ -147,6 +147,7 @@ class GLState:
         texture = self.textures.get(ident)
         if texture is None:
             raise self.error(f"no texture bound to {target} on unit {self.active_unit}")
+        texture.where = self.where  # its errors name the command at hand
         return texture
 
     def buffer_for(self, target: str) -> np.ndarray:
@@ -238,17 +239,17 @@ class GLState:
         if pname == "UNPACK_ALIGNMENT":
             self.unpack_alignment = value
 
-    def _texture_for_image(self, target: str):
+    def texture_for_image(self, target: str):
         return self.bound_texture("TEXTURE_2D" if target == "TEXTURE_2D" else "TEXTURE_CUBE_MAP")
 
     def _texImage2D(self, target, level, internalformat, width, height, format, type, data):
-        self._texture_for_image(target).tex_image_2d(
+        self.texture_for_image(target).tex_image_2d(
             target, level, internalformat, width, height, format, type, data,
             self.unpack_alignment)
 
     def _texSubImage2D(self, target, level, xoffset, yoffset, width, height, format, type,
                        data):
-        self._texture_for_image(target).tex_sub_image_2d(
+        self.texture_for_image(target).tex_sub_image_2d(
             target, level, xoffset, yoffset, width, height, format, type, data,
             self.unpack_alignment)
 

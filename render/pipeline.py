@@ -41,8 +41,10 @@ from .commands import Command
 from .counters import FrameCounters, PassCounters
 from .framebuffer import RenderTarget
 from .gl_state import GLState
+from .texture import requantize
 
-PIPELINE_COMMANDS = ("drawArrays", "drawElements", "clear", "endFrame", "bindFramebuffer")
+PIPELINE_COMMANDS = ("drawArrays", "drawElements", "clear", "endFrame", "bindFramebuffer",
+                     "copyTexImage2D", "copyTexSubImage2D")
 
 
 @dataclass
@@ -107,6 +109,8 @@ class Renderer:
             self.state.apply(command)
         elif op == "endFrame":
             return self._end_frame()
+        elif op in ("copyTexImage2D", "copyTexSubImage2D"):
+            self._copy_tex(command)
         else:
             self.state.apply(command)
         return None
@@ -117,43 +121,78 @@ class Renderer:
         fbo_id = self.state.framebuffer
         if fbo_id == 0:
             return self.default_target
-        fbo = self.state.framebuffers[fbo_id]
-        color = fbo.attachments.get("COLOR_ATTACHMENT0")
-        if color is None:
-            raise self.state.error(f"framebuffer {fbo_id} has no color attachment "
+        color = self._attachment(fbo_id, "COLOR_ATTACHMENT0")
+        depth = self._attachment(fbo_id, "DEPTH_ATTACHMENT")
+        if color is None and depth is None:
+            raise self.state.error(f"framebuffer {fbo_id} has no color or depth attachment "
                                    "(incomplete)")
-        depth = fbo.attachments.get("DEPTH_ATTACHMENT")
-        depth_bits = 0
-        if depth is not None and depth[0] == "renderbuffer":
-            rb = self.state.renderbuffers[depth[1]]
-            depth_bits = 16 if rb.format == "DEPTH_COMPONENT16" else 24
-        if color[0] == "texture":
-            texture = self.state.textures.get(color[1])
-            if texture is None:
-                raise self.state.error(f"framebuffer {fbo_id}: its texture was deleted")
-            width, height = texture.level_size(color[2], color[3])
-            has_alpha = texture.format_has_alpha()
-            key = ("texture", color[1], color[2], color[3])
-        else:
-            rb = self.state.renderbuffers[color[1]]
-            width, height, has_alpha = rb.width, rb.height, rb.format in ("RGBA4", "RGB5_A1",
-                                                                          "RGBA8")
-            key = ("renderbuffer", color[1])
+        present = [a for a in (color, depth) if a is not None]
+        # Mesa (ARB_framebuffer_object) renders into the area all attachments share.
+        width, height = min(a[1] for a in present), min(a[2] for a in present)
+        depth_bits = depth[4] if depth is not None else 0
+        key = (color[0] if color else None, depth[0] if depth else None, depth_bits)
         target = self.fbo_targets.get(fbo_id)
         if (target is None or target.width != width or target.height != height
-                or getattr(target, "key", None) != (key, depth_bits)):
-            target = RenderTarget(width, height, depth_bits or 24, has_depth=depth_bits > 0,
+                or target.key != key):
+            target = RenderTarget(width, height, depth_bits or 24, has_depth=depth is not None,
                                   name=f"fbo{fbo_id}", tile_size=self.tile_size,
-                                  texture=(color[1], color[2], color[3])
-                                  if color[0] == "texture" else None, has_alpha=has_alpha)
-            target.key = (key, depth_bits)
-            if target.texture is not None:
-                texture = self.state.textures[color[1]]
-                existing = texture.level_rgba(color[2], color[3])
-                if existing is not None:
-                    target.color[:] = output_merger.to_unorm8(existing)
+                                  texture=color[3] if color else None,
+                                  has_alpha=color[4] if color else True,
+                                  depth_texture=depth[3] if depth else None,
+                                  has_color=color is not None)
+            target.key = key
             self.fbo_targets[fbo_id] = target
+        if target is not self._pass_target:
+            self._load_textures(target)
         return target
+
+    def _attachment(self, fbo_id: int, point: str):
+        """(key, width, height, texture, detail) of an attachment of framebuffer ``fbo_id``,
+        or None: ``texture`` is (id, image target, level) for a texture attachment; ``detail``
+        is whether a color attachment stores alpha, the depth bits of a depth attachment."""
+        attachment = self.state.framebuffers[fbo_id].attachments.get(point)
+        if attachment is None:
+            return None
+        if attachment[0] == "texture":
+            _, ident, image_target, level = attachment
+            texture = self.state.textures.get(ident)
+            if texture is None:
+                raise self.state.error(f"framebuffer {fbo_id}: the texture of its {point} was "
+                                       "deleted")
+            width, height = texture.level_size(image_target, level)
+            bits = texture.depth_bits(image_target, level)
+            if (point == "DEPTH_ATTACHMENT") != (bits is not None):
+                kind = "a depth" if bits is not None else "a color"
+                raise self.state.error(f"framebuffer {fbo_id}: texture {ident} is {kind} "
+                                       f"texture and cannot be its {point} (incomplete)")
+            detail = bits if bits is not None else texture.format_has_alpha()
+            return attachment, width, height, (ident, image_target, level), detail
+        rb = self.state.renderbuffers[attachment[1]]
+        if point == "DEPTH_ATTACHMENT":
+            detail = 16 if rb.format == "DEPTH_COMPONENT16" else 24
+        else:
+            detail = rb.format in ("RGBA4", "RGB5_A1", "RGBA8")
+        return attachment, rb.width, rb.height, None, detail
+
+    def _load_textures(self, target: RenderTarget) -> None:
+        """Load the target's buffers from the textures attached to it where they changed
+        since the target last loaded or stored them (or it is new)."""
+        h, w = target.height, target.width
+        for kind, attached in (("color", target.texture), ("depth", target.depth_texture)):
+            texture = None if attached is None else self.state.textures.get(attached[0])
+            if texture is None or target.synced.get(kind) == texture.version:
+                continue
+            ident, image_target, level = attached
+            if kind == "color":
+                existing = texture.level_rgba(image_target, level)
+                if existing is not None:
+                    target.color[:] = output_merger.to_unorm8(existing[:h, :w])
+            else:
+                existing = texture.level_depth(image_target, level)
+                if existing is not None:
+                    bits = texture.depth_bits(image_target, level)
+                    target.depth[:] = requantize(existing[:h, :w], bits, target.depth_bits)
+            target.synced[kind] = texture.version
 
     def _begin_pass(self, target: RenderTarget) -> PassCounters:
         if self._pass is None or self._pass_target is not target:
@@ -170,8 +209,10 @@ class Renderer:
         if self._pass is None:
             return
         target, counters = self._pass_target, self._pass
-        # A tile-based GPU flushes every tile's color buffer at the end of the pass.
-        counters.add_per_tile("color_flush_bytes", target.tile_pixels() * 4)
+        # A tile-based GPU flushes every tile's color buffer at the end of the pass (and the
+        # depth buffer where a depth texture keeps it).
+        if target.has_color:
+            counters.add_per_tile("color_flush_bytes", target.tile_pixels() * 4)
         ys, xs = np.divmod(np.nonzero(self._written)[0], target.width)
         counters.add("pixels_written", target.tile_of(xs, ys))
         if target.texture is not None:
@@ -180,6 +221,15 @@ class Renderer:
             if texture is not None:
                 texture.store_rendered(image_target, level,
                                        target.color.astype(np.float32) / 255.0)
+                target.synced["color"] = texture.version
+        if target.depth_texture is not None:
+            ident, image_target, level = target.depth_texture
+            texture = self.state.textures.get(ident)
+            if texture is not None:
+                texture.store_depth(image_target, level, target.depth, target.depth_bits)
+                target.synced["depth"] = texture.version
+                counters.add_per_tile("depth_flush_bytes",
+                                      target.tile_pixels() * (2 if target.depth_bits <= 16 else 4))
         self.counters.passes.append(counters)
         self._pass = self._pass_target = self._written = None
 
@@ -190,6 +240,24 @@ class Renderer:
         result = FrameResult(self.frame_index, self.default_target.image(), self.counters)
         self.counters = FrameCounters(self.frame_index + 1)
         return result
+
+    def _copy_tex(self, command: Command) -> None:
+        """glCopyTexImage2D / glCopyTexSubImage2D from the bound framebuffer's color buffer
+        into the texture bound to the command's target on the active unit."""
+        op, a = command.op, command.args
+        target = self._target()
+        if not target.has_color:
+            raise self.state.error(f"{op}: framebuffer {self.state.framebuffer} has no color "
+                                   "attachment to read")
+        texture = self.state.texture_for_image(a["target"])
+        if op == "copyTexImage2D":
+            texture.copy_tex_image_2d(a["target"], a["level"], a["internalformat"], a["x"],
+                                      a["y"], a["width"], a["height"], target.color,
+                                      target.has_alpha)
+        else:
+            texture.copy_tex_sub_image_2d(a["target"], a["level"], a["xoffset"],
+                                          a["yoffset"], a["x"], a["y"], a["width"],
+                                          a["height"], target.color, target.has_alpha)
 
     # -- clear ------------------------------------------------------------------------------
 
@@ -415,6 +483,8 @@ class Renderer:
             survivors[idx[~passed]] = False
 
         # Blending and color write.
+        if not target.has_color:
+            return  # a framebuffer without a color attachment: color goes nowhere
         idx = np.nonzero(survivors)[0]
         flat = target.color.reshape(-1, 4)
         blended = output_merger.write_colors(sub_pixel, color, flat, f, target.has_alpha,

@@ -45,15 +45,26 @@ import numpy as np
 
 from tilesim.errors import InputError
 
-from .commands import CUBE_FACES, FILTERS, IMAGE_TARGETS, TEXEL_TYPES, TEXTURE_FORMATS, WRAPS
+from .commands import (
+    CUBE_FACES,
+    DEPTH_TEXEL_TYPES,
+    DEPTH_TEXTURE_FORMATS,
+    FILTERS,
+    IMAGE_TARGETS,
+    TEXEL_TYPES,
+    TEXTURE_FORMATS,
+    WRAPS,
+)
 
 __all__ = [
+    "DEPTH_BITS",
     "MAX_LEVELS",
     "MAX_TEXTURE_SIZE",
     "MIPMAP_FILTERS",
     "Texture",
     "TextureImage",
     "lerp_u8",
+    "requantize",
     "unpack_pixels",
 ]
 
@@ -69,9 +80,19 @@ FACE_OF_TARGET = {TEXTURE_2D: 0, **{face: i for i, face in enumerate(CUBE_FACES)
 
 # Components stored by each format, and how they become RGBA: index into the stored
 # components, or -1 for 0 and -2 for 1.
-_COMPONENTS = {"RGBA": 4, "RGB": 3, "LUMINANCE_ALPHA": 2, "LUMINANCE": 1, "ALPHA": 1}
+_COMPONENTS = {"RGBA": 4, "RGB": 3, "LUMINANCE_ALPHA": 2, "LUMINANCE": 1, "ALPHA": 1,
+               "DEPTH_COMPONENT": 1}
 _TO_RGBA = {"RGBA": (0, 1, 2, 3), "RGB": (0, 1, 2, -2), "LUMINANCE_ALPHA": (0, 0, 0, 1),
-            "LUMINANCE": (0, 0, 0, -2), "ALPHA": (-1, -1, -1, 0)}
+            "LUMINANCE": (0, 0, 0, -2), "ALPHA": (-1, -1, -1, 0),
+            "DEPTH_COMPONENT": (0, 0, 0, -2)}
+# The RGBA components each color format stores (rendering into it, copying to it).
+_FROM_RGBA = {"RGBA": (0, 1, 2, 3), "RGB": (0, 1, 2), "LUMINANCE_ALPHA": (0, 3),
+              "LUMINANCE": (0,), "ALPHA": (3,)}
+# Depth textures (GL_OES_depth_texture): bits of the depth value Mesa llvmpipe stores per
+# client type (UNSIGNED_SHORT: Z16_UNORM; UNSIGNED_INT: 24 bits, the client's 32-bit values
+# truncated, u >> 8; softpipe would keep 32 bits), and client bytes per texel.
+DEPTH_BITS = {"UNSIGNED_SHORT": 16, "UNSIGNED_INT": 24}
+_DEPTH_CLIENT_BYTES = {"UNSIGNED_SHORT": 2, "UNSIGNED_INT": 4}
 # Packed 16-bit types: the one format each goes with, and its component sizes, most
 # significant bits first (ES 2.0 table 3.5).
 _PACKED_BITS = {"UNSIGNED_SHORT_5_6_5": ("RGB", (5, 6, 5)),
@@ -87,6 +108,8 @@ def _is_pot(n: int) -> bool:
 
 def component_bits(fmt: str, type_: str) -> tuple[int, ...]:
     """Bits of each stored component of ``fmt``/``type_``."""
+    if fmt in DEPTH_TEXTURE_FORMATS:
+        return (DEPTH_BITS[type_],)
     if type_ == "UNSIGNED_BYTE":
         return (8,) * _COMPONENTS[fmt]
     return _PACKED_BITS[type_][1]
@@ -94,16 +117,32 @@ def component_bits(fmt: str, type_: str) -> tuple[int, ...]:
 
 def bytes_per_texel(fmt: str, type_: str) -> int:
     """Size in bytes of one texel as the internal format stores it."""
+    if fmt in DEPTH_TEXTURE_FORMATS:
+        return _DEPTH_CLIENT_BYTES[type_]
     return _COMPONENTS[fmt] if type_ == "UNSIGNED_BYTE" else 2
 
 
-def _check_format(call: str, fmt: str, type_: str, where: str | None) -> None:
+def is_depth_format(fmt: str) -> bool:
+    return fmt in DEPTH_TEXTURE_FORMATS
+
+
+def _check_format(call: str, fmt: str, type_: str, where: str | None,
+                  depth: bool = False) -> None:
+    """``depth``: DEPTH_COMPONENT with UNSIGNED_SHORT / UNSIGNED_INT is allowed too."""
+    if fmt in DEPTH_TEXTURE_FORMATS and depth:
+        if type_ not in DEPTH_TEXEL_TYPES:
+            raise InputError(f"{call}: format DEPTH_COMPONENT needs type "
+                             f"{' or '.join(DEPTH_TEXEL_TYPES)}, got {type_!r}", source=where)
+        return
+    formats = TEXTURE_FORMATS + (DEPTH_TEXTURE_FORMATS if depth else ())
     if fmt not in TEXTURE_FORMATS:
         raise InputError(f"{call}: unknown format {fmt!r} (expected one of "
-                         f"{', '.join(TEXTURE_FORMATS)})", source=where)
+                         f"{', '.join(formats)})", source=where)
     if type_ not in TEXEL_TYPES:
-        raise InputError(f"{call}: unknown type {type_!r} (expected one of "
-                         f"{', '.join(TEXEL_TYPES)})", source=where)
+        hint = (f" ({type_} goes with format DEPTH_COMPONENT)"
+                if depth and type_ in DEPTH_TEXEL_TYPES else "")
+        raise InputError(f"{call}: unknown type {type_!r} for format {fmt} (expected one of "
+                         f"{', '.join(TEXEL_TYPES)}){hint}", source=where)
     if type_ in _PACKED_BITS and _PACKED_BITS[type_][0] != fmt:
         raise InputError(f"{call}: type {type_} goes with format {_PACKED_BITS[type_][0]}, "
                          f"not {fmt}", source=where)
@@ -111,13 +150,14 @@ def _check_format(call: str, fmt: str, type_: str, where: str | None) -> None:
 
 def unpack_pixels(call: str, fmt: str, type_: str, width: int, height: int, data,
                   alignment: int = 4, where: str | None = None) -> np.ndarray:
-    """Client pixel data as stored components: (height, width, C) uint16.
+    """Client pixel data as stored components: (height, width, C) uint16 (depth: (height,
+    width, 1) uint32 of ``DEPTH_BITS[type_]`` bits).
 
     ``data``: bytes (any array is read as its raw bytes). Rows are ``alignment``-padded;
     the data must hold at least the bytes GL reads (the last row needs no padding) and at
     most ``height`` padded rows. Raises InputError naming ``call`` otherwise.
     """
-    _check_format(call, fmt, type_, where)
+    _check_format(call, fmt, type_, where, depth=True)
     if alignment not in _ALIGNMENTS:
         raise InputError(f"{call}: UNPACK_ALIGNMENT must be 1, 2, 4 or 8, got {alignment}",
                          source=where)
@@ -131,10 +171,15 @@ def unpack_pixels(call: str, fmt: str, type_: str, width: int, height: int, data
                          f"{alignment} needs {needed} bytes of data (rows of {row} bytes, "
                          f"{stride} apart), got {raw.size}", source=where)
     if needed == 0:
-        return np.zeros((height, width, _COMPONENTS[fmt]), np.uint16)
+        return _zeros(fmt, width, height)
     padded = np.zeros(stride * height, np.uint8)
     padded[:raw.size] = raw
     rows = padded.reshape(height, stride)[:, :row]
+    if fmt in DEPTH_TEXTURE_FORMATS:  # little-endian; 32-bit values truncated to 24 bits
+        values = np.ascontiguousarray(rows).view("<u2" if bpp == 2 else "<u4")
+        if bpp == 4:
+            values = values >> np.uint32(32 - DEPTH_BITS[type_])
+        return values.reshape(height, width, 1)
     if type_ == "UNSIGNED_BYTE":
         return rows.reshape(height, width, bpp).astype(np.uint16)
     words = rows.reshape(height, width, 2).astype(np.uint16)
@@ -148,16 +193,32 @@ def unpack_pixels(call: str, fmt: str, type_: str, width: int, height: int, data
     return out
 
 
+def _zeros(fmt: str, width: int, height: int) -> np.ndarray:
+    """The stored components of an image without data."""
+    dtype = np.uint32 if fmt in DEPTH_TEXTURE_FORMATS else np.uint16
+    return np.zeros((height, width, _COMPONENTS[fmt]), dtype)
+
+
 def _expand(stored: np.ndarray, fmt: str, bits: tuple[int, ...], scale: float | None = None
             ) -> np.ndarray:
-    """Stored components -> (H, W, 4) RGBA: float32 c / (2^b - 1), or uint8 when ``scale``."""
+    """Stored components -> (H, W, 4) RGBA: float32 c / (2^b - 1), or uint8 when ``scale``.
+
+    A depth texture samples as (d, d, d, 1) (OES_depth_texture; what Mesa's GLES2 contexts
+    return), d = n * float32(1 / (2^b - 1)) as llvmpipe converts unorm depth to float.
+    """
     h, w = stored.shape[:2]
+    if scale is None and fmt in DEPTH_TEXTURE_FORMATS:
+        d = stored[..., 0].astype(np.float32) * np.float32(1.0 / ((1 << bits[0]) - 1))
+        out = np.empty((h, w, 4), np.float32)
+        out[..., :3] = d[..., None]
+        out[..., 3] = 1
+        return out
     if scale is None:
         comps = [stored[..., i].astype(np.float32) / np.float32((1 << b) - 1)
                  for i, b in enumerate(bits)]
         zero, one, dtype = np.float32(0), np.float32(1), np.float32
     else:
-        comps = [_requantize(stored[..., i], b, 8) for i, b in enumerate(bits)]
+        comps = [requantize(stored[..., i], b, 8) for i, b in enumerate(bits)]
         zero, one, dtype = 0, 255, np.uint8
     out = np.empty((h, w, 4), dtype)
     for channel, source in enumerate(_TO_RGBA[fmt]):
@@ -165,8 +226,8 @@ def _expand(stored: np.ndarray, fmt: str, bits: tuple[int, ...], scale: float | 
     return out
 
 
-def _requantize(values: np.ndarray, bits_from: int, bits_to: int) -> np.ndarray:
-    """round(c * (2^to - 1) / (2^from - 1)) as integers (identity when the sizes agree)."""
+def requantize(values: np.ndarray, bits_from: int, bits_to: int) -> np.ndarray:
+    """round(c * (2^to - 1) / (2^from - 1)) as int64 (identity when the sizes agree)."""
     if bits_from == bits_to:
         return values.astype(np.int64)
     top_from, top_to = (1 << bits_from) - 1, (1 << bits_to) - 1
@@ -203,7 +264,7 @@ class TextureImage:
     height: int
     format: str
     type: str
-    stored: np.ndarray                  # (H, W, C) uint16
+    stored: np.ndarray                  # (H, W, C) uint16 (depth: (H, W, 1) uint32)
     texels: np.ndarray = field(init=False)  # (H, W, 4) float32 RGBA in [0, 1]
 
     def __post_init__(self) -> None:
@@ -308,12 +369,15 @@ class Texture:
 
     def tex_image_2d(self, target: str, level: int, internalformat: str, width: int,
                      height: int, format: str, type: str, data=None,
-                     unpack_alignment: int = 4) -> None:
-        """glTexImage2D: define the image of one face and level (``data`` None: zeros)."""
-        call = "texImage2D"
+                     unpack_alignment: int = 4, *, call: str = "texImage2D") -> None:
+        """glTexImage2D: define the image of one face and level (``data`` None: zeros).
+
+        DEPTH_COMPONENT with UNSIGNED_SHORT / UNSIGNED_INT makes a depth texture
+        (GL_OES_depth_texture). ``call`` names the GL command in errors.
+        """
         face = self._face(call, target)
         self._check_level(call, level)
-        _check_format(call, format, type, self.where)
+        _check_format(call, format, type, self.where, depth=True)
         if internalformat != format:
             raise InputError(f"{call}: internalformat {internalformat} must equal format "
                              f"{format} in OpenGL ES 2.0", source=self.where)
@@ -326,7 +390,7 @@ class Texture:
                 raise InputError(f"{call}: cube map face {target} must be square, got "
                                  f"{width}x{height}", source=self.where)
         if data is None:
-            stored = np.zeros((height, width, _COMPONENTS[format]), np.uint16)
+            stored = _zeros(format, width, height)
         else:
             stored = unpack_pixels(call, format, type, width, height, data, unpack_alignment,
                                    self.where)
@@ -357,7 +421,7 @@ class Texture:
         stored = unpack_pixels(call, format, type, width, height, data, unpack_alignment,
                                self.where)
         if type != image.type:  # convert to the image's component sizes
-            stored = np.stack([_requantize(stored[..., i], b_in, b_out)
+            stored = np.stack([requantize(stored[..., i], b_in, b_out)
                                for i, (b_in, b_out) in enumerate(
                                    zip(component_bits(format, type), image.bits, strict=True))],
                               axis=-1).astype(np.uint16)
@@ -375,22 +439,93 @@ class Texture:
         if image is None:
             raise InputError(f"{call}: level {level} of {target} has no image",
                              source=self.where)
+        if image.format in DEPTH_TEXTURE_FORMATS:
+            raise InputError(f"{call}: texture {self.name} is a depth texture; colors cannot "
+                             f"be stored in it", source=self.where)
         rgba = np.asarray(rgba, np.float32)
         h, w = rgba.shape[:2]
         if xoffset < 0 or yoffset < 0 or xoffset + w > image.width or yoffset + h > image.height:
             raise InputError(f"{call}: {w}x{h} at ({xoffset}, {yoffset}) is outside the "
                              f"{image.width}x{image.height} image", source=self.where)
-        pick = {"RGBA": (0, 1, 2, 3), "RGB": (0, 1, 2), "LUMINANCE_ALPHA": (0, 3),
-                "LUMINANCE": (0,), "ALPHA": (3,)}[image.format]
+        pick = _FROM_RGBA[image.format]
         comps = [np.rint(np.clip(rgba[..., c], 0, 1) * ((1 << b) - 1))
                  for c, b in zip(pick, image.bits, strict=True)]
         image.stored[yoffset:yoffset + h, xoffset:xoffset + w] = np.stack(comps, -1)
         image.refresh()
         self.version += 1
 
+    def copy_tex_image_2d(self, target: str, level: int, internalformat: str, x: int, y: int,
+                          width: int, height: int, framebuffer: np.ndarray,
+                          framebuffer_alpha: bool = True) -> None:
+        """glCopyTexImage2D: a new ``internalformat`` image from the ``width`` x ``height``
+        rectangle at (x, y) of ``framebuffer``, the (H, W, 4) uint8 color buffer being read
+        (row 0 = window y 0). Pixels outside it are undefined in GL; they are 0 here, as
+        llvmpipe leaves them. ``framebuffer_alpha``: whether the buffer stores alpha (a
+        format with alpha cannot be made from one without)."""
+        call = "copyTexImage2D"
+        self._check_copy(call, internalformat, framebuffer_alpha)
+        if width < 0 or height < 0:
+            raise InputError(f"{call}: negative size {width}x{height}", source=self.where)
+        self.tex_image_2d(target, level, internalformat, width, height, internalformat,
+                          "UNSIGNED_BYTE", None, call=call)
+        self._copy_pixels(target, level, 0, 0, x, y, width, height, framebuffer)
+
+    def copy_tex_sub_image_2d(self, target: str, level: int, xoffset: int, yoffset: int,
+                              x: int, y: int, width: int, height: int, framebuffer: np.ndarray,
+                              framebuffer_alpha: bool = True) -> None:
+        """glCopyTexSubImage2D: replace a rectangle of an existing image with framebuffer
+        pixels (see :meth:`copy_tex_image_2d`). Texels whose source pixel lies outside the
+        framebuffer keep their values, as Mesa clips the copy."""
+        call = "copyTexSubImage2D"
+        face = self._face(call, target)
+        self._check_level(call, level)
+        image = self.image(face, level)
+        if image is None:
+            raise InputError(f"{call}: level {level} of {target} (texture {self.name}) has no "
+                             f"image; call texImage2D first", source=self.where)
+        self._check_copy(call, image.format, framebuffer_alpha)
+        if (xoffset < 0 or yoffset < 0 or width < 0 or height < 0
+                or xoffset + width > image.width or yoffset + height > image.height):
+            raise InputError(f"{call}: rectangle {width}x{height} at ({xoffset}, {yoffset}) "
+                             f"is outside the {image.width}x{image.height} level {level} "
+                             f"image", source=self.where)
+        self._copy_pixels(target, level, xoffset, yoffset, x, y, width, height, framebuffer)
+
+    def _check_copy(self, call: str, fmt: str, framebuffer_alpha: bool) -> None:
+        if fmt in DEPTH_TEXTURE_FORMATS:
+            raise InputError(f"{call}: texture {self.name} is a depth texture; only color "
+                             "can be copied from the framebuffer", source=self.where)
+        if fmt in ("RGBA", "ALPHA", "LUMINANCE_ALPHA") and not framebuffer_alpha:
+            raise InputError(f"{call}: format {fmt} needs alpha, which the framebuffer's "
+                             "color buffer does not have (ES 2.0 table 3.9)", source=self.where)
+
+    def _copy_pixels(self, target: str, level: int, xoffset: int, yoffset: int, x: int,
+                     y: int, width: int, height: int, framebuffer: np.ndarray) -> None:
+        """Store the framebuffer pixels of the rectangle that lie inside it: the components
+        the image's format keeps, 8-bit values truncated to its component sizes (c >> 3 for
+        5 bits), as Mesa packs them."""
+        fb_h, fb_w = framebuffer.shape[:2]
+        x0, y0 = max(x, 0), max(y, 0)
+        x1, y1 = min(x + width, fb_w), min(y + height, fb_h)
+        if x1 <= x0 or y1 <= y0:
+            return
+        image = self.image(FACE_OF_TARGET[target], level)
+        pixels = np.asarray(framebuffer[y0:y1, x0:x1], np.uint16)
+        pick = _FROM_RGBA[image.format]
+        stored = np.stack([pixels[..., c] >> (8 - b)
+                           for c, b in zip(pick, image.bits, strict=True)], -1)
+        tx, ty = xoffset + x0 - x, yoffset + y0 - y
+        image.stored[ty:ty + y1 - y0, tx:tx + x1 - x0] = stored
+        image.refresh()
+        self.version += 1
+
     def generate_mipmap(self) -> None:
         """glGenerateMipmap: levels 1..q from level 0 of every face, as Mesa llvmpipe makes them."""
         call = "generateMipmap"
+        if self.is_depth:
+            raise InputError(f"{call}: texture {self.name} is a depth texture "
+                             "(GL_OES_depth_texture allows no mipmap generation)",
+                             source=self.where)
         for face, images in enumerate(self.faces):
             base = images.get(0)
             if base is None or base.width == 0 or base.height == 0:
@@ -461,6 +596,49 @@ class Texture:
     def store_rendered(self, target: str, level: int, rgba) -> None:
         """What a pass rendered into this texture image: (H, W, 4) floats in [0, 1]."""
         self.write_rgba(target, level, rgba)
+
+    # -- depth textures (GL_OES_depth_texture) -------------------------------------------------
+
+    @property
+    def is_depth(self) -> bool:
+        """Whether the texture's images are DEPTH_COMPONENT (level 0, or any image)."""
+        image = self.image(0, 0) if self.faces else None
+        if image is None:
+            image = next((im for face in self.faces for im in face.values()), None)
+        return image is not None and image.format in DEPTH_TEXTURE_FORMATS
+
+    def depth_bits(self, target: str, level: int) -> int | None:
+        """Bits of the depth values of a depth image (None: not a depth image)."""
+        image = self._attached("framebuffer attachment", target, level)
+        return image.bits[0] if image.format in DEPTH_TEXTURE_FORMATS else None
+
+    def level_depth(self, target: str, level: int) -> np.ndarray | None:
+        """A copy of a depth image's (H, W) uint32 values, or None when it has no image."""
+        image = self.image(self._face("level_depth", target), level)
+        if image is None:
+            return None
+        if image.format not in DEPTH_TEXTURE_FORMATS:
+            raise InputError(f"level_depth: texture {self.name} is not a depth texture",
+                             source=self.where)
+        return image.stored[..., 0].copy()
+
+    def store_depth(self, target: str, level: int, values, bits: int) -> None:
+        """What a pass wrote into this depth texture image: (h, w) unsigned integers of
+        ``bits`` bits, converted to the image's depth bits, stored from texel (0, 0) (a
+        framebuffer's attachments may be larger than the area it renders)."""
+        call = "store_depth"
+        image = self._attached(call, target, level)
+        if image.format not in DEPTH_TEXTURE_FORMATS:
+            raise InputError(f"{call}: texture {self.name} is not a depth texture",
+                             source=self.where)
+        values = np.asarray(values)
+        h, w = values.shape
+        if h > image.height or w > image.width:
+            raise InputError(f"{call}: {w}x{h} depth values for the "
+                             f"{image.width}x{image.height} image", source=self.where)
+        image.stored[:h, :w, 0] = requantize(values, bits, image.bits[0])
+        image.refresh()
+        self.version += 1
 
     # -- completeness -----------------------------------------------------------------------
 
@@ -546,7 +724,7 @@ def _downsample(src: TextureImage) -> TextureImage:
     """The next mip level: llvmpipe's clamp-to-edge 8.8 fixed-point bilinear blit."""
     w, h = max(1, src.width >> 1), max(1, src.height >> 1)
     bits = src.bits
-    comps = np.stack([_requantize(src.stored[..., i], b, 8) for i, b in enumerate(bits)], -1)
+    comps = np.stack([requantize(src.stored[..., i], b, 8) for i, b in enumerate(bits)], -1)
 
     def taps(n_dst: int, n_src: int):
         centers = ((np.arange(n_dst, dtype=np.float32) + np.float32(0.5))
@@ -559,5 +737,5 @@ def _downsample(src: TextureImage) -> TextureImage:
     top = lerp_u8(comps[y0][:, x0], comps[y0][:, x1], wx)
     bottom = lerp_u8(comps[y1][:, x0], comps[y1][:, x1], wx)
     out = lerp_u8(top, bottom, wy[:, None, None])
-    stored = np.stack([_requantize(out[..., i], 8, b) for i, b in enumerate(bits)], -1)
+    stored = np.stack([requantize(out[..., i], 8, b) for i, b in enumerate(bits)], -1)
     return TextureImage(w, h, src.format, src.type, stored.astype(np.uint16))

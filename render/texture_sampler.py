@@ -39,6 +39,8 @@ llvmpipe (the reference renderer of this project) implements it, which the spec 
   coordinates rounded to 1/256 texel, 8-bit weights, each lerp
   ``a + ((w (b - a) + 128) >> 8)``, results n/255. Elsewhere filtering is float32, on the
   texel values c / (2^b - 1).
+- Depth textures (GL_OES_depth_texture) sample as (d, d, d, 1), as Mesa's GLES2 contexts
+  return them (no comparison mode in ES 2.0), filtered in float.
 - Incomplete textures (see :meth:`Texture.incomplete_reason`) and unbound units sample as
   (0, 0, 0, 1).
 
@@ -774,7 +776,8 @@ class _Sampling:
         simple = all(w in ("REPEAT", "CLAMP_TO_EDGE") for w in (wrap_s, wrap_t))
         # llvmpipe's AoS (8.8 fixed-point) path; not for seamless cube maps with a LINEAR
         # filter ("theoretically possible with AoS filtering but not implemented").
-        self.fixed = (self.options.unorm8_fixed_point and simple
+        # Depth textures (16 / 24-bit unorm) never take it: llvmpipe filters them in float.
+        self.fixed = (self.options.unorm8_fixed_point and simple and not tex.is_depth
                       and (not self.per_lane_lod or self.min_linear == self.mag_linear)
                       and not (self.seamless and (self.min_linear or self.mag_linear)))
 
