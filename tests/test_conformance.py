@@ -50,7 +50,7 @@ def _require_scene_inputs(name: str) -> None:
 
 
 @pytest.mark.mesa
-@pytest.mark.parametrize("name", _scene_params())
+@pytest.mark.parametrize("name", list(_scene_params()))
 def test_scene_matches_mesa(name, tmp_path):
     _require_scene_inputs(name)
     result = run_scene(name, out=tmp_path)
