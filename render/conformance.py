@@ -48,6 +48,7 @@ from tilesim.errors import EXIT_FAILED_CHECK, EXIT_OK, InputError, ToolMissing
 
 from .commands import BLEND_FACTORS, COMPARE_FUNCS, Command, Recorder
 from .rasterizer import FILL_RULES
+from .transforms import look_at, perspective, rotate, translate
 
 # --- thresholds ----------------------------------------------------------------------------
 
@@ -237,27 +238,6 @@ def _hsv(h: float, s: float = 0.8, v: float = 0.9, a: float = 1.0) -> tuple:
     p, q, t = v * (1 - s), v * (1 - f * s), v * (1 - (1 - f) * s)
     rgb = [(v, t, p), (q, v, p), (p, v, t), (p, q, v), (t, p, v), (v, p, q)][i]
     return (*rgb, a)
-
-
-def _perspective(fovy_degrees: float, aspect: float, near: float, far: float) -> np.ndarray:
-    f = 1.0 / math.tan(math.radians(fovy_degrees) / 2)
-    return np.array([[f / aspect, 0, 0, 0], [0, f, 0, 0],
-                     [0, 0, (far + near) / (near - far), 2 * far * near / (near - far)],
-                     [0, 0, -1, 0]], dtype=np.float64)
-
-
-def _translate(x: float, y: float, z: float) -> np.ndarray:
-    m = np.eye(4)
-    m[:3, 3] = (x, y, z)
-    return m
-
-
-def _rotate(axis: str, degrees: float) -> np.ndarray:
-    c, s = math.cos(math.radians(degrees)), math.sin(math.radians(degrees))
-    m = np.eye(4)
-    i, j = {"x": (1, 2), "y": (2, 0), "z": (0, 1)}[axis]
-    m[i, i], m[i, j], m[j, i], m[j, j] = c, -s, s, c
-    return m
 
 
 def _set_matrix(gl: Recorder, program: int, name: str, matrix: np.ndarray) -> None:
@@ -548,7 +528,7 @@ def scene_near_clip(gl: Recorder) -> None:
     """Perspective geometry crossing the near plane (and behind the eye, w < 0), with
     perspective-correct varyings and depth testing."""
     program = _program(gl, VS_MVP_PATTERN, FS_PATTERN)
-    proj = _perspective(60.0, gl.width / gl.height, 1.0, 50.0)
+    proj = perspective(60.0, gl.width / gl.height, 1.0, 50.0)
     _set_matrix(gl, program, "u_mvp", proj)
     gl.clearColor(0.05, 0.05, 0.1, 1.0)
     gl.clear("COLOR_BUFFER_BIT", "DEPTH_BUFFER_BIT")
@@ -1118,11 +1098,11 @@ def scene_bunny(gl: Recorder) -> None:
     gl.useProgram(program)
     lo, hi = mesh.positions.min(axis=0), mesh.positions.max(axis=0)
     centre, extent = (lo + hi) / 2, float((hi - lo).max())
-    model = _translate(*(-centre)) if extent else np.eye(4)
+    model = translate(*(-centre)) if extent else np.eye(4)
     model = np.diag([2.0 / extent] * 3 + [1.0]) @ model
-    view = _translate(0, 0, -2.15) @ _rotate("x", 15) @ _rotate("y", 35)
+    view = translate(0, 0, -2.15) @ rotate("x", 15) @ rotate("y", 35)
     model_view = view @ model
-    proj = _perspective(60.0, gl.width / gl.height, 1.0, 1024.0)
+    proj = perspective(60.0, gl.width / gl.height, 1.0, 1024.0)
     _set_matrix(gl, program, "ModelViewProjectionMatrix", proj @ model_view)
     _set_matrix(gl, program, "NormalMatrix", np.linalg.inv(model_view).T)
     vbo = gl.createBuffer()
@@ -1147,8 +1127,8 @@ def scene_bunny(gl: Recorder) -> None:
 
 def _floor(gl: Recorder, program: int, repeat: float = 6.0, tilt: float = 0.0) -> tuple:
     """A plane receding in perspective: (positions, texcoords) for a TRIANGLE_FAN."""
-    proj = _perspective(60.0, gl.width / gl.height, 0.5, 100.0)
-    view = _rotate("x", 22.0) @ _rotate("y", tilt)
+    proj = perspective(60.0, gl.width / gl.height, 0.5, 100.0)
+    view = rotate("x", 22.0) @ rotate("y", tilt)
     _set_matrix(gl, program, "u_mvp", proj @ view)
     positions = np.array([[-6, -1.5, -0.8, 1], [6, -1.5, -0.8, 1], [6, -1.5, -40, 1],
                           [-6, -1.5, -40, 1]], dtype=np.float32)
@@ -1389,16 +1369,16 @@ def scene_cubemap(gl: Recorder) -> None:
     gl.clear("COLOR_BUFFER_BIT", "DEPTH_BUFFER_BIT")
     gl.enable("DEPTH_TEST")
     gl.enable("CULL_FACE")
-    proj = _perspective(45.0, gl.width / 2 / gl.height, 0.5, 20.0)
+    proj = perspective(45.0, gl.width / 2 / gl.height, 0.5, 20.0)
     for k, flt in enumerate(("NEAREST", "LINEAR")):
         gl.viewport(k * gl.width // 2, 0, gl.width // 2, gl.height)
         gl.texParameteri("TEXTURE_CUBE_MAP", "TEXTURE_MIN_FILTER", flt)
         gl.texParameteri("TEXTURE_CUBE_MAP", "TEXTURE_MAG_FILTER", flt)
-        model = _rotate("y", 30 + 40 * k) @ _rotate("x", 25)
+        model = rotate("y", 30 + 40 * k) @ rotate("x", 25)
         _set_matrix(gl, program, "u_model", model)
         # Off the view axis: centred on it, the face boundaries |x| = |y| would project onto
         # the screen diagonals, through pixel centres, where the face is a rounding tie.
-        _set_matrix(gl, program, "u_mvp", proj @ _translate(0.113, -0.071, -2.6) @ model)
+        _set_matrix(gl, program, "u_mvp", proj @ translate(0.113, -0.071, -2.6) @ model)
         _draw(gl, "TRIANGLES", positions, indices=indices)
     gl.endFrame()
 
@@ -1438,9 +1418,9 @@ def scene_render_to_texture(gl: Recorder) -> None:
     gl.useProgram(tex_program)
     gl.clearColor(0.1, 0.1, 0.1, 1.0)
     gl.clear("COLOR_BUFFER_BIT")
-    proj = _perspective(50.0, gl.width / gl.height, 0.5, 20.0)
+    proj = perspective(50.0, gl.width / gl.height, 0.5, 20.0)
     _set_matrix(gl, tex_program, "u_mvp",
-                proj @ _translate(0, 0, -2.2) @ _rotate("y", 35) @ _rotate("x", -20))
+                proj @ translate(0, 0, -2.2) @ rotate("y", 35) @ rotate("x", -20))
     _draw(gl, "TRIANGLES", _quad(-1, -1, 1, 1), texcoords=_quad_uv())
     gl.endFrame()
 
@@ -1451,7 +1431,7 @@ def scene_render_to_texture(gl: Recorder) -> None:
     gl.texParameteri("TEXTURE_2D", "TEXTURE_WRAP_S", "REPEAT")
     gl.texParameteri("TEXTURE_2D", "TEXTURE_WRAP_T", "REPEAT")
     _set_matrix(gl, tex_program, "u_mvp",
-                proj @ _translate(0, -0.3, -4.0) @ _rotate("x", -65))
+                proj @ translate(0, -0.3, -4.0) @ rotate("x", -65))
     _draw(gl, "TRIANGLES", _quad(-2, -2, 2, 2), texcoords=_quad_uv(0, 0, 4, 4))
     gl.endFrame()
 
@@ -1527,18 +1507,6 @@ void main() {
 OFF_GRID_UV = _quad_uv(0.0031, 0.0047, 0.9969, 0.9953)
 
 
-def _look_at(eye, target, up=(0.0, 1.0, 0.0)) -> np.ndarray:
-    eye, target, up = (np.asarray(v, dtype=np.float64) for v in (eye, target, up))
-    f = target - eye
-    f /= np.linalg.norm(f)
-    s = np.cross(f, up)
-    s /= np.linalg.norm(s)
-    u = np.cross(s, f)
-    m = np.eye(4)
-    m[0, :3], m[1, :3], m[2, :3] = s, u, -f
-    return m @ _translate(*(-eye))
-
-
 def _cube() -> tuple[np.ndarray, np.ndarray]:
     """36 vertices (positions, normals) of the cube [-0.5, 0.5]^3, faces counter-clockwise."""
     positions, normals = [], []
@@ -1565,9 +1533,9 @@ def _shadow_objects() -> list[tuple]:
     sphere, sphere_indices = _sphere(14, 20)
     return [
         (np.eye(4), ground, np.tile(np.float32([0, 1, 0]), (6, 1)), None, (0.8, 0.8, 0.7, 1)),
-        (_translate(0.7, 0.55, 0.4) @ _rotate("y", 30) @ np.diag([1.1, 1.1, 1.1, 1]),
+        (translate(0.7, 0.55, 0.4) @ rotate("y", 30) @ np.diag([1.1, 1.1, 1.1, 1]),
          cube_positions, cube_normals, None, (0.9, 0.4, 0.3, 1)),
-        (_translate(-0.9, 1.35, -0.5) @ np.diag([0.6, 0.6, 0.6, 1]), sphere, sphere, sphere_indices,
+        (translate(-0.9, 1.35, -0.5) @ np.diag([0.6, 0.6, 0.6, 1]), sphere, sphere, sphere_indices,
          (0.3, 0.6, 0.9, 1)),
     ]
 
@@ -1576,7 +1544,7 @@ def _draw_objects(gl: Recorder, program: int, objects, light_vp: np.ndarray,
                   view_proj: np.ndarray | None = None) -> None:
     """Each object drawn with ``program``: the depth pass (``view_proj`` None) or the lit
     pass (u_shadow_matrix maps to the shadow map's [0, 1] coordinates)."""
-    bias = _translate(0.5, 0.5, 0.5) @ np.diag([0.5, 0.5, 0.5, 1.0])
+    bias = translate(0.5, 0.5, 0.5) @ np.diag([0.5, 0.5, 0.5, 1.0])
     for model, positions, normals, indices, colour in objects:
         if view_proj is None:
             _set_matrix(gl, program, "u_light_mvp", light_vp @ model)
@@ -1606,10 +1574,10 @@ def scene_shadow_map(gl: Recorder) -> None:
     shown."""
     objects = _shadow_objects()
     light_eye = np.array([2.5, 5.0, 3.0])
-    light_vp = _perspective(50.0, 1.0, 3.0, 11.0) @ _look_at(light_eye, (0, 0.3, 0))
+    light_vp = perspective(50.0, 1.0, 3.0, 11.0) @ look_at(light_eye, (0, 0.3, 0))
     light_dir = light_eye / np.linalg.norm(light_eye)
-    view_proj = (_perspective(45.0, gl.width / gl.height, 2.0, 20.0)
-                 @ _look_at((0.4, 3.6, 6.2), (0, 0.5, 0)))
+    view_proj = (perspective(45.0, gl.width / gl.height, 2.0, 20.0)
+                 @ look_at((0.4, 3.6, 6.2), (0, 0.5, 0)))
     depth_program = _program(gl, VS_DEPTH_ONLY, FS_WHITE)
     lit_program = _program(gl, VS_SHADOW_LIT, FS_SHADOW_LIT)
     gl.uniform1i(gl.getUniformLocation(lit_program, "u_shadow"), 0)
@@ -1689,7 +1657,7 @@ def scene_shadow_map(gl: Recorder) -> None:
     gl.disable("CULL_FACE")
     box_positions, _ = _cube()
     _set_matrix(gl, depth_program, "u_light_mvp",
-                light_vp @ _translate(-0.2, 0.4, 0.6) @ np.diag([2.4, 0.5, 0.5, 1.0]))
+                light_vp @ translate(-0.2, 0.4, 0.6) @ np.diag([2.4, 0.5, 0.5, 1.0]))
     _draw(gl, "TRIANGLES", box_positions)
     gl.enable("CULL_FACE")
     lit_pass(depth16, 0.02)

@@ -14,6 +14,8 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from ..transforms import perspective, rotate, translate
+
 ROOT = Path(__file__).resolve().parents[2]
 BUNNY = Path("/usr/share/glmark2/models/bunny.obj")
 
@@ -31,18 +33,8 @@ def build_program():
 
 def matrices(frame: int, width: int, height: int):
     """glmark2 build's camera: perspective 60 degrees, the model rotating about y."""
-    aspect = width / height
-    f = 1 / np.tan(np.radians(30))
-    near, far = 1.0, 1024.0
-    proj = np.array([[f / aspect, 0, 0, 0], [0, f, 0, 0],
-                     [0, 0, (far + near) / (near - far), 2 * far * near / (near - far)],
-                     [0, 0, -1, 0]])
-    angle = np.radians(36.0 * frame)
-    c, s = np.cos(angle), np.sin(angle)
-    rot = np.array([[c, 0, s, 0], [0, 1, 0, 0], [-s, 0, c, 0], [0, 0, 0, 1]])
-    move = np.eye(4)
-    move[2, 3] = -2.5
-    model_view = move @ rot
+    proj = perspective(60.0, width / height, 1.0, 1024.0)
+    model_view = translate(0.0, 0.0, -2.5) @ rotate("y", 36.0 * frame)
     normal = np.linalg.inv(model_view).T
     return (proj @ model_view).astype(np.float32), normal.astype(np.float32)
 
