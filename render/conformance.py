@@ -1835,13 +1835,11 @@ class SceneResult:
 def compare_images(tilesim: np.ndarray, mesa: np.ndarray) -> tuple[float, float, int]:
     """(MSSIM of RGB, share of pixels within TOLERANCE on all of RGBA, max difference) of two
     (H, W, 4) uint8 images."""
-    from skimage.metrics import structural_similarity
+    from .compare import image_metrics
 
     if tilesim.shape != mesa.shape:
         raise InputError(f"image sizes differ: tilesim {tilesim.shape}, Mesa {mesa.shape}")
-    mssim = structural_similarity(tilesim[..., :3], mesa[..., :3], channel_axis=2,
-                                  data_range=255, gaussian_weights=True, sigma=1.5,
-                                  use_sample_covariance=False)
+    mssim = image_metrics(tilesim, mesa, where="conformance").mssim
     diff = np.abs(tilesim.astype(np.int16) - mesa.astype(np.int16))
     within = float((diff <= TOLERANCE).all(axis=2).mean())
     return float(mssim), within, int(diff.max())
