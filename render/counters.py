@@ -66,6 +66,8 @@ FRAME_COUNTERS = {
     "vertices_shaded": "vertex shader invocations",
     "index_bytes": "index bytes read",
     "attribute_bytes": "vertex attribute bytes read",
+    "vertex_cache_accesses": "vertex cache accesses (one per fetched vertex and attribute)",
+    "vertex_cache_misses": "vertex cache misses (distinct 64-byte lines a draw touches)",
     "vs_alu": "vertex ALU instructions executed",
     "vs_tex": "vertex texture instructions executed",
     "vs_flow": "vertex flow-control instructions executed",

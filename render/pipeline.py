@@ -338,6 +338,8 @@ class Renderer:
         scalars["vertices_fetched"] += fetched.ids.size
         scalars["vertices_shaded"] += fetched.ids.size
         scalars["attribute_bytes"] += fetched.attribute_bytes
+        scalars["vertex_cache_accesses"] += fetched.cache_accesses
+        scalars["vertex_cache_misses"] += fetched.cache_misses
         vs_constants = uniforms.constants(program, "vertex", height=target.height)
         shaded = vertex_shading.shade(program, fetched.inputs, vs_constants,
                                       self._sampler(program, "vertex"), where)

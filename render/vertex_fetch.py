@@ -34,6 +34,8 @@ class FetchedVertices:
     inputs: np.ndarray
     index_bytes: int
     attribute_bytes: int
+    cache_accesses: int = 0
+    cache_misses: int = 0
 
 
 def draw_elements(state: GLState, command) -> tuple[np.ndarray, int]:
@@ -71,7 +73,8 @@ def fetch(state: GLState, program: Program, elements: np.ndarray) -> FetchedVert
     num_in = max(vs.register_count("IN"), 1)
     inputs = np.zeros((num_in, 4, ids.size), dtype=np.float32)
     inputs[:, 3] = 1.0
-    attribute_bytes = 0
+    attribute_bytes = accesses = 0
+    lines: list[np.ndarray] = []
     for attribute in program.interface.get("attributes", []):
         for column, register in enumerate(attribute["registers"]):
             index = int(register[3:-1])  # "IN[k]"
@@ -79,7 +82,30 @@ def fetch(state: GLState, program: Program, elements: np.ndarray) -> FetchedVert
             values, nbytes = _attribute_values(state, location, ids, attribute["name"])
             inputs[index] = values
             attribute_bytes += nbytes
-    return FetchedVertices(ids, inverse.astype(np.int64), inputs, 0, attribute_bytes)
+            if nbytes:
+                accesses += ids.size
+                lines.append(_cache_lines(state.attribs[location], location, ids))
+    # Vertex cache (Table 3.1: 4 KB, 64-byte lines): a draw's fetches miss once per distinct
+    # line they touch (compulsory misses; a draw's working set is assumed to stream through).
+    misses = int(np.unique(np.concatenate(lines)).size) if lines else 0
+    return FetchedVertices(ids, inverse.astype(np.int64), inputs, 0, attribute_bytes,
+                           accesses, misses)
+
+
+VERTEX_CACHE_LINE = 64
+
+
+def _cache_lines(a, location: int, ids: np.ndarray) -> np.ndarray:
+    """Cache line numbers of the attribute bytes of ``ids``; every buffer (or client array,
+    by its attribute location) gets its own address range so lines of different arrays never
+    alias."""
+    element = a.size * np.dtype(ATTRIB_DTYPES[a.type]).itemsize
+    stride = a.stride or element
+    first = a.offset + ids * stride
+    last = first + element - 1
+    base = (a.buffer if a.client_data is None else (1 << 24) + location) << 32
+    starts, ends = (base + first) // VERTEX_CACHE_LINE, (base + last) // VERTEX_CACHE_LINE
+    return np.unique(np.concatenate([starts, ends]))
 
 
 def _attribute_values(state: GLState, location: int, ids: np.ndarray,
