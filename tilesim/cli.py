@@ -18,6 +18,7 @@ def build_parser() -> argparse.ArgumentParser:
     from render import characterize as render_characterize
     from render import commands_cli as render_commands
     from shaders import commands as shader_commands
+    from timing import cli as timing_cli
 
     parser = argparse.ArgumentParser(
         prog="tilesim",
@@ -35,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     trace_import.register(sub)
     compare.register(sub)
     suite.register(sub)
+    timing_cli.register(sub)
     return parser
 
 
