@@ -102,7 +102,7 @@ def _jobs(args: argparse.Namespace) -> list:
 
 
 def _render(args: argparse.Namespace) -> int:
-    from .batch import clean_stale_temporaries, run_batch, run_job, write_batch_summary
+    from .batch import clean_stale_temporaries, run_batch, write_batch_summary
 
     if backend_name() != "numpy":
         raise InputError("the render pipeline runs on NumPy only so far "
@@ -111,7 +111,7 @@ def _render(args: argparse.Namespace) -> int:
     jobs = _jobs(args)
     if len(jobs) == 1 and not args.scheduler:
         clean_stale_temporaries(jobs[0].out)
-        summaries = [_run_with_progress(jobs[0], run_job)]
+        summaries = [_run_with_progress(jobs[0])]
     else:
         summaries = run_batch(jobs, workers=args.workers, scheduler=args.scheduler)
     seconds = time.perf_counter() - started
@@ -126,7 +126,9 @@ def _render(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _run_with_progress(job, run_job) -> dict:
+def _run_with_progress(job) -> dict:
     """One job in this process, with a progress bar over its frames."""
+    from .batch import run_job
+
     with tqdm(total=len(job.missing()), desc="render", unit="frame", disable=None) as bar:
         return run_job(job, on_frame=lambda index: bar.update(1))

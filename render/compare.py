@@ -107,13 +107,14 @@ def frame_files(folder: str | os.PathLike) -> dict[int, Path]:
                      "NNNNNN.png)", source=str(root))
 
 
-def read_png(path: Path) -> np.ndarray:
-    """A PNG as an (H, W, 3) uint8 RGB array; InputError naming the file when unreadable."""
+def read_png(path: Path, mode: str = "RGB") -> np.ndarray:
+    """A PNG as an (H, W, 3) uint8 RGB array (or RGBA with ``mode``); InputError naming the
+    file when unreadable."""
     from PIL import Image, UnidentifiedImageError
 
     try:
         with Image.open(path) as image:
-            return np.asarray(image.convert("RGB"))
+            return np.asarray(image.convert(mode))
     except (OSError, UnidentifiedImageError, ValueError) as exc:
         raise InputError(f"not a readable image: {exc}", source=str(path)) from None
 

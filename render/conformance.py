@@ -48,7 +48,7 @@ from tilesim.errors import EXIT_FAILED_CHECK, EXIT_OK, InputError, ToolMissing
 
 from .commands import BLEND_FACTORS, COMPARE_FUNCS, Command, Recorder
 from .rasterizer import FILL_RULES
-from .transforms import look_at, perspective, rotate, translate
+from .transforms import gl_matrix, look_at, perspective, rotate, translate
 
 # --- thresholds ----------------------------------------------------------------------------
 
@@ -241,9 +241,7 @@ def _hsv(h: float, s: float = 0.8, v: float = 0.9, a: float = 1.0) -> tuple:
 
 
 def _set_matrix(gl: Recorder, program: int, name: str, matrix: np.ndarray) -> None:
-    # GL takes column-major matrices: the transpose of NumPy's row-major layout.
-    gl.uniformMatrix4fv(gl.getUniformLocation(program, name), False,
-                        np.asarray(matrix, dtype=np.float32).T.ravel())
+    gl.uniformMatrix4fv(gl.getUniformLocation(program, name), False, gl_matrix(matrix))
 
 
 def _texture(gl: Recorder, image: np.ndarray | None, *, fmt: str = "RGBA",

@@ -83,10 +83,10 @@ def mesa_frames(trace_path: Path, frames: set[int]) -> dict[int, np.ndarray]:
 
 
 def read_png(path: Path) -> np.ndarray:
-    from PIL import Image
+    """A golden as (H, W, 4) uint8: goldens are compared on every channel."""
+    from .compare import read_png as read_image
 
-    with Image.open(path) as image:
-        return np.asarray(image.convert("RGBA"))
+    return read_image(path, "RGBA")
 
 
 def check(goldens: list[Golden]) -> list[tuple[Golden, int]]:

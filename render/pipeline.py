@@ -43,9 +43,6 @@ from .framebuffer import RenderTarget
 from .gl_state import GLState
 from .texture import requantize
 
-PIPELINE_COMMANDS = ("drawArrays", "drawElements", "clear", "endFrame", "bindFramebuffer",
-                     "copyTexImage2D", "copyTexSubImage2D")
-
 
 @dataclass
 class FrameResult:
@@ -85,8 +82,7 @@ class Renderer:
                keep: Iterable[int] | None = None) -> Iterator[FrameResult]:
         """Replay frames; yield results for frame numbers in ``keep`` (default: all).
 
-        Frames not kept are replayed for their state only when ``keep`` skips them... they
-        are rendered anyway (later frames may sample what they drew).
+        Frames not kept are still rendered: later frames may sample what they drew.
         """
         wanted = None if keep is None else set(keep)
         for number, commands in enumerate(frames, start=first):

@@ -51,7 +51,8 @@ class Quads:
 
 
 def edge_setup(tris: Triangles, fill_rule: str = "bottom_left"):
-    """Per triangle and edge i (v_i -> v_i+1): dx, dy and the tie bias (0 include, 1 not)."""
+    """Per triangle and edge i (v_i -> v_i+1): (A, B, C) with E(cx, cy) = A*cx + B*cy + C in
+    subpixel units, and the tie bias (0: a center on the edge is covered, 1: it is not)."""
     x, y = tris.x, tris.y
     dx = np.roll(x, -1, axis=1) - x
     dy = np.roll(y, -1, axis=1) - y
@@ -62,25 +63,7 @@ def edge_setup(tris: Triangles, fill_rule: str = "bottom_left"):
         include = (dy < 0) | ((dy == 0) & (dx > 0))
     else:
         raise ValueError(f"unknown fill rule {fill_rule!r}: expected one of {FILL_RULES}")
-    return dx, dy, np.where(include, 0, 1).astype(np.int64)
-
-
-def edge_values(tris: Triangles, tri: np.ndarray, px: np.ndarray, py: np.ndarray):
-    """(…, 3) edge functions at pixel centers px, py (same shape) of triangles ``tri``."""
-    cx = px * SUBPIXEL + SUBPIXEL // 2
-    cy = py * SUBPIXEL + SUBPIXEL // 2
-    x, y = tris.x[tri], tris.y[tri]
-    dx = np.roll(x, -1, axis=-1) - x
-    dy = np.roll(y, -1, axis=-1) - y
-    return dx * (cy[..., None] - y) - dy * (cx[..., None] - x)
-
-
-def edge_coefficients(tris: Triangles):
-    """Per triangle and edge: (A, B, C) with E(cx, cy) = A*cx + B*cy + C in subpixel units."""
-    x, y = tris.x, tris.y
-    dx = np.roll(x, -1, axis=1) - x
-    dy = np.roll(y, -1, axis=1) - y
-    return -dy, dx, dy * x - dx * y
+    return -dy, dx, dy * x - dx * y, np.where(include, 0, 1).astype(np.int64)
 
 
 def rasterize(tris: Triangles, rect: tuple[int, int, int, int],
@@ -92,8 +75,7 @@ def rasterize(tris: Triangles, rect: tuple[int, int, int, int],
     nqx = np.where(valid, x1 // 2 - qx0 + 1, 0)
     nqy = np.where(valid, y1 // 2 - qy0 + 1, 0)
     per = nqx * nqy
-    _, _, bias = edge_setup(tris, fill_rule)
-    a, b, c = edge_coefficients(tris)
+    a, b, c, bias = edge_setup(tris, fill_rule)
     # One stacked table so that a single row gather per candidate fetches all of it.
     # The largest increase of each edge function over a quad's four pixel centers: a quad
     # whose best lane fails an edge is rejected before its lanes are evaluated.

@@ -32,7 +32,6 @@ class FetchedVertices:
     ids: np.ndarray
     elements: np.ndarray
     inputs: np.ndarray
-    index_bytes: int
     attribute_bytes: int
     cache_accesses: int = 0
     cache_misses: int = 0
@@ -88,8 +87,8 @@ def fetch(state: GLState, program: Program, elements: np.ndarray) -> FetchedVert
     # Vertex cache (Table 3.1: 4 KB, 64-byte lines): a draw's fetches miss once per distinct
     # line they touch (compulsory misses; a draw's working set is assumed to stream through).
     misses = int(np.unique(np.concatenate(lines)).size) if lines else 0
-    return FetchedVertices(ids, inverse.astype(np.int64), inputs, 0, attribute_bytes,
-                           accesses, misses)
+    return FetchedVertices(ids, inverse.astype(np.int64), inputs, attribute_bytes, accesses,
+                           misses)
 
 
 VERTEX_CACHE_LINE = 64

@@ -131,10 +131,6 @@ class Interpreter:
         for im in program.immediates:
             imm[im.index, : len(im.bits)] = im.bits
         self._immediates_host = imm
-        self.uses_derivatives = any(
-            i.opcode.startswith(("DDX", "DDY")) or
-            (i.opcode in ("TEX", "TXB", "TXP") and program.processor == "FRAG")
-            for i in program.instructions)
 
     # -- public -----------------------------------------------------------------------------
 

@@ -21,9 +21,6 @@ from tilesim.backend import xp as active_xp
 
 from .ir import Program
 
-INT_TYPES = ("int", "ivec2", "ivec3", "ivec4")
-BOOL_TYPES = ("bool", "bvec2", "bvec3", "bvec4")
-
 
 def quad_pixels(width: int, height: int) -> tuple[np.ndarray, np.ndarray]:
     """Pixel x, y (int32, shape (W*H,)) in quad order; width and height must be even."""

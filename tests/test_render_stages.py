@@ -103,8 +103,8 @@ def test_near_plane_clipping_splits_and_keeps_inside_parts():
     # Wholly outside (beyond far) is rejected; wholly inside untouched.
     far = np.array([[0, 0, 2.0, 1.0], [1, 0, 3.0, 1.0], [0, 1, 2.5, 1.0]])
     assert clipping.clip_triangles(far, tris).rejected == 1
-    inside = clipping.clip_triangles(vertices[:2].tolist() and np.array(
-        [[0, 0, 0, 1.0], [1, 0, 0, 1.0], [0, 1, 0, 1.0]]), tris)
+    inside = clipping.clip_triangles(np.array([[0, 0, 0, 1.0], [1, 0, 0, 1.0],
+                                               [0, 1, 0, 1.0]]), tris)
     assert inside.split == 0 and len(inside.triangles) == 1
 
 
