@@ -58,6 +58,37 @@ TILE_COUNTERS = {
     "depth_flush_bytes": "depth buffer bytes flushed to a depth texture at the end of the pass",
 }
 
+# Counters the frame-coherence techniques add (only in passes of a render that enables them);
+# the raster work of a tile Rendering Elimination skips is removed from TILE_COUNTERS.
+TECHNIQUE_TILE_COUNTERS = {
+    "te_subblocks_signed": "TE: 64-bit color sub-blocks hashed by the Compute CRC unit",
+    "te_signature_accesses": "TE: Signature Buffer reads and writes",
+    "te_flushes_skipped": "TE: tiles whose color flush was skipped (CRC equal to last frame)",
+    "te_flush_bytes_saved": "TE: color bytes not flushed (already left out of color_flush_bytes)",
+    "re_subblocks_signed": "RE: 64-bit sub-blocks of constants and primitives signed by the "
+                           "Compute CRC unit (each block once, charged to its first tile)",
+    "re_shifts": "RE: Accumulate CRC unit shift steps (one per 64-bit sub-block folded)",
+    "re_signature_accesses": "RE: Signature Buffer reads and writes",
+    "re_bitmap_accesses": "RE: constant-bitmap reads and writes",
+    "re_tiles_skipped": "RE: 1 where the tile was not rendered (signature equal to last frame)",
+    "re_tiles_equal_color": "RE oracle: 1 where the tile's colors equal last frame's",
+    "re_false_positives": "RE check: 1 where a skipped tile's colors would have changed",
+    "evr_lgt_accesses": "EVR: Layer Generator Table accesses (one per display-list entry)",
+    "evr_fvp_reads": "EVR: FVP Table reads (one per display-list entry)",
+    "evr_prims_occluded": "EVR: display-list entries predicted occluded",
+    "evr_prims_reordered": "EVR: entries moved to the second list (occluded, opaque, WOZ)",
+    "evr_layer_bytes_written": "EVR: layer identifiers written to the Parameter Buffer",
+    "evr_layer_buffer_writes": "EVR: Layer Buffer writes (opaque fragments)",
+    "evr_fvp_updates": "EVR: FVP Table updates (one per rendered tile)",
+    "oracle_fragments_shaded": "fragments a depth pre-pass (final depth known) would shade",
+    "dsr_dcts": "DSR: 16x16 2D DCTs computed",
+    "dsr_srt_accesses": "DSR: Sampling Rate Table reads and writes",
+    "dsr_rate": "DSR: the tile's sampling-rate index (0: 1x, 1: 1/4x ... 4: 1/256x)",
+    "memo_lookups": "memoization: LUT lookups (fragments that would be shaded)",
+    "memo_hits": "memoization: LUT hits (fragment shader executions saved)",
+    "memo_table_writes": "memoization: LUT insertions",
+}
+
 FRAME_COUNTERS = {
     "draw_calls": "draw commands",
     "state_changes": "state-changing commands",
@@ -81,6 +112,12 @@ FRAME_COUNTERS = {
     "passes": "render passes (runs of draws into one render target)",
 }
 
+TECHNIQUE_FRAME_COUNTERS = {
+    "re_disabled": "RE: 1 when RE was off for the frame (shader, texture or render-target "
+                   "changes)",
+    "memo_collisions": "memoization: hits whose stored color differs from the true color",
+}
+
 
 @dataclass
 class PassCounters:
@@ -97,14 +134,22 @@ class PassCounters:
         for name in TILE_COUNTERS:
             self.tiles.setdefault(name, np.zeros(self.tiles_x * self.tiles_y, dtype=np.int64))
 
+    def _array(self, name: str) -> np.ndarray:
+        array = self.tiles.get(name)
+        if array is None:
+            if name not in TECHNIQUE_TILE_COUNTERS:
+                raise KeyError(f"unknown tile counter {name!r}")
+            array = self.tiles[name] = np.zeros(self.tiles_x * self.tiles_y, dtype=np.int64)
+        return array
+
     def add(self, name: str, tile: np.ndarray, weights=None) -> None:
         """Add 1 (or ``weights``) for each entry of ``tile`` (flat tile numbers)."""
+        array = self._array(name)
         if tile.size:
-            self.tiles[name] += np.bincount(tile, weights=weights,
-                                            minlength=self.tiles[name].size).astype(np.int64)
+            array += np.bincount(tile, weights=weights, minlength=array.size).astype(np.int64)
 
     def add_per_tile(self, name: str, values: np.ndarray) -> None:
-        self.tiles[name] += values.astype(np.int64)
+        self._array(name)[:] += np.asarray(values).astype(np.int64)
 
 
 @dataclass
@@ -116,7 +161,7 @@ class FrameCounters:
     def total(self, name: str) -> int:
         if name in self.scalars:
             return int(self.scalars[name])
-        return int(sum(int(p.tiles[name].sum()) for p in self.passes))
+        return int(sum(int(p.tiles[name].sum()) for p in self.passes if name in p.tiles))
 
     def overshading(self) -> float | None:
         """Fragments shaded per distinct pixel written (1.0: every shaded fragment visible)."""
@@ -124,7 +169,9 @@ class FrameCounters:
         return self.total("fragments_shaded") / written if written else None
 
     def summary(self) -> dict:
-        tiles = {name: self.total(name) for name in TILE_COUNTERS}
+        names = list(TILE_COUNTERS) + [n for n in TECHNIQUE_TILE_COUNTERS
+                                        if any(n in p.tiles for p in self.passes)]
+        tiles = {name: self.total(name) for name in names}
         return {"frame": self.frame, **{k: int(v) for k, v in self.scalars.items()}, **tiles,
                 "overshading": self.overshading()}
 
@@ -157,7 +204,7 @@ def load_counters(path: str | Path) -> FrameCounters:
             meta = json.loads(str(npz[f"pass{k}.meta"]))
             p = PassCounters(meta["target"], meta["width"], meta["height"], meta["tile_size"],
                              meta["tiles_x"], meta["tiles_y"], npz[f"pass{k}.traversal"])
-            for name in TILE_COUNTERS:
+            for name in (*TILE_COUNTERS, *TECHNIQUE_TILE_COUNTERS):
                 if f"pass{k}.{name}" in keys:
                     p.tiles[name] = npz[f"pass{k}.{name}"].ravel().astype(np.int64)
             frame.passes.append(p)

@@ -85,8 +85,11 @@ def lanes(tris: Triangles, quads: Quads) -> FragmentLanes:
 
 def fragment_inputs(program: Program, tris: Triangles, lanes_: FragmentLanes,
                     vertex_rows: np.ndarray, columns: dict,
-                    height: int) -> tuple[np.ndarray, dict]:
-    """(IN registers (R, 4, N) float32, system values) for the fragment program."""
+                    height: int, scale: int = 1) -> tuple[np.ndarray, dict]:
+    """(IN registers (R, 4, N) float32, system values) for the fragment program.
+
+    ``scale`` > 1: the lanes are superfragments of scale x scale pixels (DSR), rasterized in
+    a space shrunk ``scale`` times; gl_FragCoord is the center of the block they cover."""
     fs = program.fragment.program
     n = lanes_.x.size
     inputs = np.zeros((max(fs.register_count("IN"), 1), 4, n), dtype=np.float32)
@@ -122,26 +125,30 @@ def fragment_inputs(program: Program, tris: Triangles, lanes_: FragmentLanes,
     system_values = {}
     for reg, semantic in fs.input_semantics().items():
         if semantic[0] == "POSITION":
-            inputs[reg] = _frag_coord(lanes_, inv_w, props, half, height)
+            inputs[reg] = _frag_coord(lanes_, inv_w, props, half, height, scale)
         elif semantic[0] == "FACE":
             inputs[reg] = _face(tris, lanes_)
     for semantic in fs.system_value_semantics().values():
         if semantic[0] == "FACE":
             system_values["FACE"] = _face(tris, lanes_)
         elif semantic[0] == "POSITION":
-            system_values["POSITION"] = _frag_coord(lanes_, inv_w, props, half, height)
+            system_values["POSITION"] = _frag_coord(lanes_, inv_w, props, half, height,
+                                                    scale)
     return inputs, system_values
 
 
 def _frag_coord(lanes_: FragmentLanes, inv_w, props: dict, half: float,
-                height: int) -> np.ndarray:
-    x = lanes_.x.astype(np.float64) + half
+                height: int, scale: int = 1) -> np.ndarray:
+    # The sample position in window pixels (y up): the pixel center, or the center of a
+    # superfragment's block; ``half`` moves it to the integer corner when asked.
+    x = (lanes_.x + 0.5) * scale - 0.5 + half
+    y_up = (lanes_.y + 0.5) * scale
     if props.get("FS_COORD_ORIGIN") == "LOWER_LEFT":
         # softpipe's rasterizer counts rows from the top; the TGSI flips back with the
         # gl_FbWposYTransform constant.
-        y = (height - 1 - lanes_.y).astype(np.float64) + half
+        y = height - y_up - 0.5 + half
     else:
-        y = lanes_.y.astype(np.float64) + half
+        y = y_up - 0.5 + half
     return np.stack([x, y, lanes_.z, inv_w]).astype(np.float32)
 
 

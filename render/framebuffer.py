@@ -44,6 +44,7 @@ class RenderTarget:
     # hold ("color" / "depth" -> Texture.version when last loaded from or stored to it).
     key: tuple | None = field(init=False, default=None)
     synced: dict[str, int] = field(init=False, default_factory=dict)
+    _pixel_tiles: np.ndarray | None = field(init=False, default=None, repr=False)
 
     def __post_init__(self):
         if self.width <= 0 or self.height <= 0:
@@ -79,6 +80,23 @@ class RenderTarget:
         widths = np.minimum(t, self.width - np.arange(self.tiles_x) * t)
         heights = np.minimum(t, self.height - np.arange(self.tiles_y) * t)
         return (heights[:, None] * widths[None, :]).ravel()
+
+    def pixel_tiles(self) -> np.ndarray:
+        """(H, W) tile number of every pixel (row 0 = window y 0)."""
+        if self._pixel_tiles is None:
+            ys, xs = np.mgrid[0:self.height, 0:self.width]
+            self._pixel_tiles = self.tile_of(xs, ys)
+        return self._pixel_tiles
+
+    def tile_blocks(self, array: np.ndarray) -> np.ndarray:
+        """A per-pixel (H, W, ...) array cut into (tiles, t, t, ...) tile blocks in tile-number
+        order; partial edge tiles are padded with zeros."""
+        t, ty, tx = self.tile_size, self.tiles_y, self.tiles_x
+        rest = array.shape[2:]
+        padded = np.zeros((ty * t, tx * t, *rest), dtype=array.dtype)
+        padded[:self.height, :self.width] = array
+        blocks = padded.reshape(ty, t, tx, t, *rest).swapaxes(1, 2)
+        return blocks.reshape(ty * tx, t, t, *rest)
 
     def traversal(self, order: str = "scanline") -> np.ndarray:
         """Tile numbers in the order the GPU renders them."""

@@ -51,6 +51,13 @@ class Program:
         return any(i.opcode in ("KILL", "KILL_IF") for i in self.fragment.program.instructions)
 
     @property
+    def fragment_uses_derivatives(self) -> bool:
+        """Whether a fragment's result depends on its quad neighbours (DDX/DDY, or texture
+        sampling with an implicit level of detail)."""
+        return any(i.opcode in ("DDX", "DDY", "DDX_FINE", "DDY_FINE", "TEX", "TXB", "TXP")
+                   for i in self.fragment.program.instructions)
+
+    @property
     def fragment_writes_depth(self) -> bool:
         return any(s[0] == "POSITION" for s in self.fragment.program.output_semantics().values())
 

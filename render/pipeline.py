@@ -16,6 +16,7 @@ would do it tile by tile; tiles are flushed at the end of a render pass.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
@@ -37,11 +38,15 @@ from . import (
     vertex_fetch,
     vertex_shading,
 )
+from .binning import Bins
+from .clipping import ClippedTriangles
 from .commands import Command
 from .counters import FrameCounters, PassCounters
 from .framebuffer import RenderTarget
-from .gl_state import GLState
+from .gl_state import FragmentState, GLState, Program
+from .techniques import Techniques
 from .texture import requantize
+from .triangle_setup import Triangles
 
 
 @dataclass
@@ -51,16 +56,62 @@ class FrameResult:
     counters: FrameCounters
 
 
+@dataclass
+class DrawContext:
+    """What the raster phase of one draw needs, captured when the draw is submitted: EVR runs
+    part of a draw later (its second display lists) with the draw's own state, and DSR sets
+    its triangles up again for each sampling rate."""
+
+    index: int                    # the draw's number within its pass
+    program: Program
+    fragment: FragmentState       # a snapshot of the per-fragment state
+    target: RenderTarget
+    counters: PassCounters
+    clipped: ClippedTriangles
+    columns: dict
+    polygons: bool
+    viewport: tuple
+    setup_options: dict           # triangle_setup.setup's options besides the viewport
+    tris: Triangles               # set up at one sample per pixel
+    bins: Bins                    # display-list entries, sorted by tile then triangle
+    rect: tuple
+    vs_constants: np.ndarray
+    fs_constants: np.ndarray
+    texture_units: dict           # SAMP index -> Texture (None: nothing bound)
+    where: str
+    layers: np.ndarray | None = None    # EVR: the layer of every display-list entry
+
+    def entry_of(self, triangle: np.ndarray, tile: np.ndarray):
+        """(entry index into ``bins``, found) of (triangle, tile) pairs."""
+        keys = self.bins.tile * len(self.tris) + self.bins.triangle    # sorted
+        wanted = tile * len(self.tris) + triangle
+        position = np.minimum(np.searchsorted(keys, wanted), max(keys.size - 1, 0))
+        found = keys[position] == wanted if keys.size else np.zeros(wanted.shape, bool)
+        return position, found
+
+
+# Commands after which work EVR holds back may not run with the state it was captured with
+# (texture contents and parameters, programs): its second lists are drawn first.
+BARRIER_COMMANDS = frozenset({
+    "texImage2D", "texSubImage2D", "copyTexImage2D", "copyTexSubImage2D", "texParameter",
+    "generateMipmap", "deleteTexture", "createProgram", "deleteProgram", "clear",
+    "bindFramebuffer", "endFrame"})
+
+
 class Renderer:
     """Replays commands on the tile-based GPU model.
 
     ``render(frames)`` yields a ``FrameResult`` per ``endFrame``. ``fill_rule`` selects the
     tie rule of the rasterizer; ``traversal`` the tile order recorded for the timing model.
+    ``techniques`` ("baseline", "re+evr", ...: see ``render.techniques``) switches on the
+    frame-coherence techniques. ``tile_rates`` ((tiles,) int8 or None) is the sampling-rate
+    index of every tile of the default framebuffer (0: 1x ... 4: 1/256x); DSR sets it each
+    frame, and a caller may set it to render at fixed rates.
     """
 
     def __init__(self, width: int, height: int, *, depth_bits: int = 24, tile_size: int = 16,
                  traversal: str = "scanline", fill_rule: str = "bottom_left",
-                 source: str = "<trace>"):
+                 source: str = "<trace>", techniques: str | Techniques = "baseline"):
         if tile_size < 2 or tile_size % 2:
             raise InputError(f"tile size must be an even number >= 2, got {tile_size}")
         keep_freed_memory()
@@ -75,6 +126,12 @@ class Renderer:
         self._pass: PassCounters | None = None
         self._pass_target: RenderTarget | None = None
         self._written: np.ndarray | None = None
+        self._pass_draws = 0
+        self._deferred: list[tuple[DrawContext, np.ndarray]] = []
+        self.tile_rates: np.ndarray | None = None
+        self.techniques = (techniques if isinstance(techniques, Techniques)
+                           else Techniques.parse(techniques, source=source))
+        self.techniques.attach(self)
 
     # -- driving ----------------------------------------------------------------------------
 
@@ -91,11 +148,21 @@ class Renderer:
                 self.state.where = f"{self.source}: frame {number}, command {position} " \
                                    f"({command.op})"
                 result = self.execute(command)
-                if result is not None and (wanted is None or number in wanted):
-                    yield result
+                if result is not None:
+                    # A technique may hold a frame back until a later one completes it
+                    # (memoization renders frames in pairs).
+                    for done in self.techniques.release(result):
+                        if wanted is None or done.index in wanted:
+                            yield done
+        for done in self.techniques.finish():
+            if wanted is None or done.index in wanted:
+                yield done
 
     def execute(self, command: Command) -> FrameResult | None:
         op = command.op
+        if self._deferred and op in BARRIER_COMMANDS:
+            self.flush_deferred()
+        self.techniques.command(self, op)
         if op in ("drawArrays", "drawElements"):
             self._draw(command)
         elif op == "clear":
@@ -198,17 +265,25 @@ class Renderer:
                                       target.traversal(self.traversal))
             self._pass_target = target
             self._written = np.zeros(target.width * target.height, dtype=bool)
+            self._pass_draws = 0
             self.counters.scalars["passes"] += 1
+            self.techniques.begin_pass(self, target, self._pass)
         return self._pass
 
     def _end_pass(self) -> None:
         if self._pass is None:
             return
+        self.flush_deferred()
         target, counters = self._pass_target, self._pass
+        self._resolve_superfragments(target)
+        # Techniques see the finished tiles before they are flushed: RE puts back the tiles
+        # it skipped, TE decides which flushes to drop, EVR and DSR analyse the tiles.
+        self.techniques.end_pass(self, target, counters)
         # A tile-based GPU flushes every tile's color buffer at the end of the pass (and the
         # depth buffer where a depth texture keeps it).
         if target.has_color:
-            counters.add_per_tile("color_flush_bytes", target.tile_pixels() * 4)
+            counters.add_per_tile("color_flush_bytes",
+                                  target.tile_pixels() * 4 * self.techniques.flushed(self, target))
         ys, xs = np.divmod(np.nonzero(self._written)[0], target.width)
         counters.add("pixels_written", target.tile_of(xs, ys))
         if target.texture is not None:
@@ -234,14 +309,35 @@ class Renderer:
         self.counters.scalars["state_changes"] = self.state.state_changes
         self.state.state_changes = 0
         result = FrameResult(self.frame_index, self.default_target.image(), self.counters)
+        self.techniques.end_frame(self, result)
         self.counters = FrameCounters(self.frame_index + 1)
         return result
+
+    def _resolve_superfragments(self, target: RenderTarget | None) -> None:
+        """Replicate each superfragment's color and depth (kept in the bottom-left pixel of
+        its block) to every pixel of the block (DSR's upsampling, seed 001 §6.4.1)."""
+        rates = self.tile_rates
+        if target is not self.default_target or rates is None or not rates.any():
+            return
+        h, w = target.height, target.width
+        ys, xs = np.mgrid[0:h, 0:w]
+        scale = np.left_shift(1, rates.astype(np.int64))[target.tile_of(xs, ys)]
+        source = (ys // scale * scale) * w + (xs // scale * scale)
+        source = source.ravel()
+        flat = target.color.reshape(-1, 4)
+        flat[:] = flat[source]
+        if target.depth is not None:
+            depth = target.depth.reshape(-1)
+            depth[:] = depth[source]
+        if self._written is not None and self._pass_target is target:
+            self._written[:] = self._written[source]
 
     def _copy_tex(self, command: Command) -> None:
         """glCopyTexImage2D / glCopyTexSubImage2D from the bound framebuffer's color buffer
         into the texture bound to the command's target on the active unit."""
         op, a = command.op, command.args
         target = self._target()
+        self._resolve_superfragments(target)
         if not target.has_color:
             raise self.state.error(f"{op}: framebuffer {self.state.framebuffer} has no color "
                                    "attachment to read")
@@ -267,6 +363,8 @@ class Renderer:
                  else None)
         color_mask = f.color_mask if target.has_alpha else (*f.color_mask[:3], False)
         pixels = target.clear(color, depth, color_mask, scissor)
+        self.techniques.cleared(self, target, self._rect(target, scissor_only=True),
+                                color if any(color_mask) else None, depth, color_mask)
         self.counters.scalars["clears"] += 1
         if pixels:
             x0, y0, x1, y1 = self._rect(target, scissor_only=True)
@@ -288,18 +386,13 @@ class Renderer:
         return x0, y0, max(x1, x0), max(y1, y0)
 
     def _sampler(self, program, stage: str, lane_tile=None):
-        """The texture sampler of a stage: SAMP index -> the texture its uniform selects.
+        """The texture sampler of a stage (None when it samples nothing)."""
+        return self._make_sampler(self._texture_units(program, stage), lane_tile)
 
-        Sampling follows Mesa llvmpipe (the reference images come from it): see
-        ``texture_sampler.SamplerOptions.llvmpipe``.
+    def _make_sampler(self, units: dict, lane_tile=None):
+        """A sampler over ``units`` (SAMP index -> Texture). Sampling follows Mesa llvmpipe
+        (the reference images come from it): see ``texture_sampler.SamplerOptions.llvmpipe``.
         """
-        units = {}
-        for samp, (unit, target_name) in uniforms.sampler_units(program, stage).items():
-            if not 0 <= unit < self.state.MAX_TEXTURE_UNITS:
-                raise self.state.error(f"sampler uniform selects texture unit {unit}, outside "
-                                       f"0..{self.state.MAX_TEXTURE_UNITS - 1}")
-            ident = self.state.bound_textures[target_name][unit]
-            units[samp] = self.state.textures.get(ident)
         if not units:
             return None  # the stage samples nothing
         from .texture_sampler import SamplerOptions, TextureSampler
@@ -307,6 +400,17 @@ class Renderer:
         sampler = TextureSampler(units, options=SamplerOptions.llvmpipe())
         sampler.begin(lane_tile)
         return sampler
+
+    def _texture_units(self, program, stage: str) -> dict:
+        """SAMP index -> the texture its sampler uniform selects (None: nothing bound)."""
+        units = {}
+        for samp, (unit, target_name) in uniforms.sampler_units(program, stage).items():
+            if not 0 <= unit < self.state.MAX_TEXTURE_UNITS:
+                raise self.state.error(f"sampler uniform selects texture unit {unit}, outside "
+                                       f"0..{self.state.MAX_TEXTURE_UNITS - 1}")
+            ident = self.state.bound_textures[target_name][unit]
+            units[samp] = self.state.textures.get(ident)
+        return units
 
     def _draw(self, command: Command) -> None:
         state, scalars = self.state, self.counters.scalars
@@ -361,13 +465,14 @@ class Renderer:
         scalars["prims_clip_rejected"] += clipped.rejected
         scalars["prims_clip_split"] += clipped.split
         # Points and lines are never culled and always face front.
-        setup = triangle_setup.setup(
-            clipped.vertices, clipped.triangles, clipped.source, viewport=state.viewport,
+        setup_options = dict(
             depth_range=f.depth_range,
             cull=f.cull_mode if f.cull_face and polygons else None,
             front_face=f.front_face if polygons else "CCW",
             polygon_offset=f.polygon_offset if f.polygon_offset_fill else None,
             depth_bits=target.depth_bits)
+        setup = triangle_setup.setup(clipped.vertices, clipped.triangles, clipped.source,
+                                     viewport=state.viewport, **setup_options)
         scalars["prims_culled"] += setup.culled
         scalars["prims_degenerate"] += setup.degenerate
         tris = setup.triangles
@@ -390,14 +495,98 @@ class Renderer:
                      np.full(bins.tile.size, binning.LIST_ENTRY_BYTES + bins.record_bytes,
                              dtype=np.float64))
 
-        # Rasterization into quads.
+        draw = DrawContext(
+            index=self._pass_draws, program=program, fragment=copy.copy(f), target=target,
+            counters=counters, clipped=clipped, columns=columns, polygons=polygons,
+            viewport=tuple(state.viewport), setup_options=setup_options, tris=tris,
+            bins=bins, rect=rect, vs_constants=vs_constants,
+            fs_constants=uniforms.constants(program, "fragment", height=target.height),
+            texture_units=self._texture_units(program, "fragment"), where=where)
+        self._pass_draws += 1
+        # The techniques see the display lists as the binner writes them (signatures,
+        # layers, visibility prediction); EVR may hold entries back for a second list.
+        deferred = self.techniques.binned(self, draw)
+        self._raster_draw(draw, None if deferred is None else ~deferred)
+        if deferred is not None and deferred.any():
+            self._deferred.append((draw, deferred))
+
+    def flush_deferred(self, tiles: np.ndarray | None = None) -> None:
+        """Rasterize the display-list entries EVR held back (its second lists), in submission
+        order: for the tiles in ``tiles`` (a (tiles,) bool mask), or all of them."""
+        pending = []
+        for draw, deferred in self._deferred:
+            now = deferred if tiles is None else deferred & tiles[draw.bins.tile]
+            if now.any():
+                self._raster_draw(draw, now)
+            rest = deferred & ~now
+            if rest.any():
+                pending.append((draw, rest))
+        self._deferred = pending
+
+    def _raster_draw(self, draw: DrawContext, entries: np.ndarray | None) -> None:
+        """The raster phase of a draw's display-list entries (``entries``: (B,) bool over
+        ``draw.bins``; None: all), tile group by tile group of one sampling rate."""
+        rates = self.tile_rates if draw.target is self.default_target else None
+        if rates is None or not rates.any():
+            self._raster(draw, draw.tris, 1, entries)
+            return
+        for rate in np.unique(rates):
+            scale = 1 << int(rate)
+            tris = draw.tris
+            if scale > 1:
+                # Superfragments: rasterize in a space shrunk N times, where each pixel
+                # center is the center of an N x N block (DSR, seed 001 §6.4.1).
+                vx, vy, vw, vh = draw.viewport
+                tris = triangle_setup.setup(
+                    draw.clipped.vertices, draw.clipped.triangles, draw.clipped.source,
+                    viewport=(vx / scale, vy / scale, vw / scale, vh / scale),
+                    **draw.setup_options).triangles
+                if not draw.polygons:
+                    tris.front[:] = True
+            in_rate = rates[draw.bins.tile] == rate
+            self._raster(draw, tris, scale, in_rate if entries is None else entries & in_rate)
+
+    def _raster(self, draw: DrawContext, tris, scale: int, entries: np.ndarray | None) -> None:
+        """Rasterize, depth-test, shade and blend ``tris`` of a draw, keeping the fragments
+        of the display-list entries ``entries`` (None: all). ``scale`` > 1 rasterizes
+        superfragments of scale x scale pixels (DSR), whose color and depth live in the
+        block's bottom-left pixel until ``_resolve_superfragments`` replicates them."""
+        f, target, counters, program = draw.fragment, draw.target, draw.counters, draw.program
+        rect = draw.rect
+        if scale > 1:
+            x0, y0, x1, y1 = rect
+            rect = (x0 // scale, y0 // scale, -(-x1 // scale), -(-y1 // scale))
+        if entries is not None:
+            chosen = np.zeros(len(draw.tris), dtype=bool)
+            chosen[draw.bins.triangle[entries]] = True
+            tris = tris.select(chosen)  # the same rows: setup kept every triangle
+            source_row = np.nonzero(chosen)[0]
+        else:
+            source_row = None
         quads = rasterizer.rasterize(tris, rect, self.fill_rule)
         if len(quads) == 0:
             return
         lanes = fragment_shading.lanes(tris, quads)
         covered = quads.coverage.ravel()
-        pixel = lanes.y * target.width + lanes.x
-        tile = target.tile_of(lanes.x, lanes.y)
+        px, py = lanes.x * scale, lanes.y * scale
+        pixel = py * target.width + px
+        tile = target.tile_of(px, py)
+        lane_entry = None
+        if entries is not None or self.techniques.wants_entries:
+            # The display-list entry (triangle, tile) of every lane.
+            row = np.repeat(lanes.triangle if source_row is None
+                            else source_row[lanes.triangle], 4)
+            lane_entry, found = draw.entry_of(row, tile)
+            if entries is not None:
+                covered &= found & entries[lane_entry]
+                live = covered.reshape(-1, 4).any(axis=1)
+                if not live.any():
+                    return
+                if not live.all():
+                    lanes = lanes.select(live)
+                    keep = np.repeat(live, 4)
+                    covered, pixel, tile = covered[keep], pixel[keep], tile[keep]
+                    lane_entry = lane_entry[keep]
         quad_tile = tile[::4]
         counters.add("quads_rasterized", quad_tile)
         counters.add("fragments_rasterized", tile[covered])
@@ -413,6 +602,7 @@ class Renderer:
         cov_groups = output_merger.rank_groups(pixel[cov_idx])
         if early:
             idx = cov_idx
+            self.techniques.early_z(self, draw, pixel[idx], depth_value[idx], tile[idx])
             passed = output_merger.depth_test(pixel[idx], depth_value[idx], depth_buffer,
                                               f.depth_func, f.depth_mask, cov_groups)
             counters.add("early_z_tested", tile[idx])
@@ -429,13 +619,14 @@ class Renderer:
             return
         sub = lanes.select(quad_live)
         inputs, system_values = fragment_shading.fragment_inputs(
-            program, tris, sub, clipped.vertices, columns, target.height)
-        fs_constants = uniforms.constants(program, "fragment", height=target.height)
-        sampler = self._sampler(program, "fragment", tile[shade_lanes])
-        execution = program.fragment.run(inputs, fs_constants, sampler=sampler,
+            program, tris, sub, draw.clipped.vertices, draw.columns, target.height, scale)
+        sampler = self._make_sampler(draw.texture_units, tile[shade_lanes])
+        execution = program.fragment.run(inputs, draw.fs_constants, sampler=sampler,
                                          system_values=system_values)
         sub_alive = alive[shade_lanes]
         sub_tile = tile[shade_lanes]
+        if not early:
+            self.techniques.late_shaded(self, draw, sub_tile[sub_alive])
         counters.add("fragments_shaded", sub_tile[sub_alive])
         counters.add("quads_shaded", sub_tile[::4])
         stats = execution.stats
@@ -455,6 +646,7 @@ class Renderer:
         if color_register is None:
             return
         color = execution.outputs[color_register].T      # (n, 4)
+        self.techniques.shaded(self, draw, inputs, system_values, color, sub_tile, sub_alive)
         sub_pixel = pixel[shade_lanes]
         # The same ranking, as indices into the shaded lanes, keeping only survivors.
         sub_of_full = np.cumsum(shade_lanes) - 1
@@ -492,6 +684,9 @@ class Renderer:
         if any(f.color_mask):
             counters.add("color_writes", sub_tile[idx])
             self._written[sub_pixel[idx]] = True
+            self.techniques.written(self, draw, sub_pixel[idx], sub_tile[idx], color[idx],
+                                    None if lane_entry is None
+                                    else lane_entry[shade_lanes][idx])
         target.dirty = True
 
     def _texture_counters(self, counters: PassCounters, sampler, lane_tile) -> None:

@@ -1,0 +1,249 @@
+"""The frame-coherence techniques of seed 001 as switches on one pipeline.
+
+``Techniques.parse("re+evr")`` gives the set a ``Renderer`` runs with; the pipeline calls the
+hooks below at the points where the hardware would act, and each technique keeps its state
+from frame to frame and adds its counters to the per-tile records:
+
+=========  ====================================================  ============================
+switch     technique (module)                                     acts on
+=========  ====================================================  ============================
+``te``     Transaction Elimination (``transaction_elimination``)  tile flushes
+``re``     Rendering Elimination (``rendering_elimination``)      whole tiles, from signatures
+``evr``    Early Visibility Resolution (``early_visibility``)     display-list order, RE input
+``dsr``    Dynamic Sampling Rate (``dynamic_sampling_rate``)      samples per tile
+``memo``   Fragment memoization (``fragment_memoization``)        fragment shader runs
+=========  ====================================================  ============================
+
+They apply to the default framebuffer, the frame the seed's techniques compare across frames.
+Combinations follow the seed: TE, RE and EVR combine (``re+evr`` is chapter 5's EVR-aided RE);
+DSR and memoization run alone.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tilesim.errors import InputError
+
+NAMES = ("te", "re", "evr", "dsr", "memo")
+ALONE = ("dsr", "memo")
+SIGNATURE_KINDS = ("crc32", "xor")
+
+
+class Techniques:
+    """The enabled techniques of one render and the hooks the pipeline calls."""
+
+    def __init__(self, enabled: frozenset[str] = frozenset(), *, signature: str = "crc32",
+                 dsr_parameters=None):
+        self.enabled = frozenset(enabled)
+        self.signature = signature
+        self.dsr_parameters = dsr_parameters
+        self.te = self.re = self.evr = self.dsr = self.memo = None
+        self.wants_entries = "evr" in self.enabled
+        self._held: list = []          # frames memoization has not completed yet
+        self._memo_done: set[int] = set()
+
+    @classmethod
+    def parse(cls, spec: str | None, *, source: str | None = None, signature: str = "crc32",
+              dsr_parameters=None) -> Techniques:
+        """``baseline`` or switches joined by ``+`` (``te``, ``re``, ``evr``, ``re+evr``,
+        ``dsr``, ``memo``)."""
+        spec = (spec or "baseline").strip().lower()
+        names = [] if spec == "baseline" else [n.strip() for n in spec.split("+")]
+        unknown = [n for n in names if n not in NAMES]
+        if unknown or len(set(names)) != len(names) or "" in names:
+            raise InputError(f"unknown technique {spec!r}: use baseline or a '+'-joined set of "
+                             f"{', '.join(NAMES)} (e.g. re+evr)", source=source)
+        alone = [n for n in names if n in ALONE]
+        if alone and len(names) > 1:
+            raise InputError(f"{alone[0]} does not combine with other techniques (the seed "
+                             "evaluates it alone); te, re and evr combine", source=source)
+        if signature not in SIGNATURE_KINDS:
+            raise InputError(f"unknown signature {signature!r}: expected one of "
+                             f"{', '.join(SIGNATURE_KINDS)}", source=source)
+        return cls(frozenset(names), signature=signature, dsr_parameters=dsr_parameters)
+
+    @property
+    def name(self) -> str:
+        return "+".join(n for n in NAMES if n in self.enabled) or "baseline"
+
+    # -- set-up -----------------------------------------------------------------------------
+
+    def attach(self, renderer) -> None:
+        target = renderer.default_target
+        if "te" in self.enabled:
+            from .transaction_elimination import TransactionElimination
+
+            self.te = TransactionElimination(target)
+        if "re" in self.enabled:
+            from .rendering_elimination import RenderingElimination
+
+            self.re = RenderingElimination(target, kind=self.signature)
+        if "evr" in self.enabled:
+            from .early_visibility import EarlyVisibility
+
+            self.evr = EarlyVisibility(target)
+        if "dsr" in self.enabled:
+            from .dynamic_sampling_rate import DSRParameters, SamplingRateTable
+
+            params = self.dsr_parameters
+            if params is None or not isinstance(params, DSRParameters):
+                params = DSRParameters.load(params)
+            self.dsr = SamplingRateTable(target.tile_count, params, tile=target.tile_size,
+                                         tiles_x=target.tiles_x, tiles_y=target.tiles_y)
+            renderer.tile_rates = self.dsr.rates.copy()
+        if "memo" in self.enabled:
+            from .fragment_memoization import FragmentMemoizer
+
+            self.memo = FragmentMemoizer()
+            self._memo_log: list = []
+
+    @staticmethod
+    def _on_screen(renderer, target) -> bool:
+        return target is renderer.default_target
+
+    # -- hooks ------------------------------------------------------------------------------
+
+    def command(self, renderer, op: str) -> None:
+        if self.re is not None:
+            self.re.command(op)
+
+    def begin_pass(self, renderer, target, counters) -> None:
+        if self.re is not None and not self._on_screen(renderer, target):
+            self.re.offscreen_pass()
+
+    def binned(self, renderer, draw) -> np.ndarray | None:
+        """Called when a draw's display lists are written; returns the entries EVR holds
+        back for the second lists (None: none)."""
+        if not self._on_screen(renderer, draw.target):
+            return None
+        occluded = deferred = None
+        if self.evr is not None:
+            occluded, deferred = self.evr.binned(renderer, draw, draw.counters)
+        if self.re is not None:
+            self.re.binned(draw, draw.counters, None if occluded is None else ~occluded)
+        return deferred
+
+    def cleared(self, renderer, target, rect, color, depth, color_mask) -> None:
+        if not self._on_screen(renderer, target):
+            return
+        counters = renderer._pass
+        if self.re is not None:
+            self.re.cleared(target, counters, rect, color, depth, color_mask)
+        if self.evr is not None and color is not None:
+            self.evr.cleared(target, rect)
+
+    def early_z(self, renderer, draw, pixel, depth, tile) -> None:
+        if self.evr is not None and self._on_screen(renderer, draw.target):
+            self.evr.early_z(draw, pixel, depth, tile)
+
+    def late_shaded(self, renderer, draw, tile) -> None:
+        if self.evr is not None and self._on_screen(renderer, draw.target):
+            self.evr.late_shaded += np.bincount(tile, minlength=self.evr.tiles)
+
+    def shaded(self, renderer, draw, inputs, system_values, color, tile, alive) -> None:
+        if self.memo is None or not self._on_screen(renderer, draw.target):
+            return
+        import zlib
+
+        from .fragment_memoization import fragment_keys
+        from .rendering_elimination import draw_state_bytes
+
+        context = zlib.crc32(draw_state_bytes(draw))
+        program = draw.program
+        quad = program.fragment_uses_derivatives
+        keys = fragment_keys(_memo_inputs(inputs, system_values), context, quad)
+        colors = np.floor(np.clip(color, 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
+        self._memo_log.append((tile, keys, colors, alive))
+
+    def written(self, renderer, draw, pixel, tile, color, entry) -> None:
+        if self.evr is not None and self._on_screen(renderer, draw.target):
+            self.evr.written(draw, draw.counters, pixel, tile, color, entry)
+
+    def end_pass(self, renderer, target, counters) -> None:
+        if not self._on_screen(renderer, target):
+            return
+        if self.re is not None:
+            self.re.end_pass(renderer, target, counters)
+        if self.te is not None:
+            self.te.end_pass(target, counters)
+        if self.evr is not None:
+            self.evr.end_pass(target, counters)
+        if self.dsr is not None:
+            tiles = target.tile_count
+            counters.add_per_tile("dsr_rate", renderer.tile_rates)
+            counters.add_per_tile("dsr_dcts", np.ones(tiles, dtype=np.int64))
+            counters.add_per_tile("dsr_srt_accesses", np.full(tiles, 2, dtype=np.int64))
+
+    def flushed(self, renderer, target) -> np.ndarray | int:
+        """Per tile, 1 where the color buffer is flushed to memory at the end of the pass."""
+        if not self._on_screen(renderer, target):
+            return 1
+        flush = np.ones(target.tile_count, dtype=np.int64)
+        if self.re is not None:
+            flush &= ~self.re.skip
+        if self.te is not None:
+            flush &= self.te.flush
+        return flush
+
+    def end_frame(self, renderer, result) -> None:
+        if self.re is not None:
+            self.re.end_frame(result.counters)
+        if self.te is not None:
+            self.te.end_frame()
+        if self.evr is not None:
+            self.evr.end_frame()
+        if self.dsr is not None:
+            self.dsr.update(result.image)
+            renderer.tile_rates = self.dsr.rates.copy()
+        if self.memo is not None:
+            self._memo_frame(renderer, result)
+
+    # -- memoization renders frames in pairs ------------------------------------------------
+
+    def _memo_frame(self, renderer, result) -> None:
+        log, self._memo_log = self._memo_log, []
+        if log:
+            tile, keys, colors, alive = (np.concatenate(parts) for parts in zip(*log, strict=True))
+        else:
+            tile = keys = np.zeros(0, dtype=np.int64)
+            colors, alive = np.zeros((0, 4), np.uint8), np.zeros(0, bool)
+        order = renderer.default_target.traversal(renderer.traversal)
+        self._held.append(result)
+        done = self.memo.add_frame(result.index, tile, keys, colors, alive, order)
+        self._apply_memo(done)
+
+    def _apply_memo(self, done) -> None:
+        for frame_index, outcome in (done or {}).items():
+            result = next(r for r in self._held if r.index == frame_index)
+            screen = next((p for p in result.counters.passes if p.target == "default"), None)
+            if screen is not None:
+                screen.add_per_tile("memo_lookups", outcome.lookups)
+                screen.add_per_tile("memo_hits", outcome.hits)
+                screen.add_per_tile("memo_table_writes", outcome.writes)
+            result.counters.scalars["memo_collisions"] = int(outcome.collisions)
+            self._memo_done.add(frame_index)
+
+    def release(self, result) -> list:
+        """Frames complete for output, in order (memoization holds a frame until its pair
+        is rendered)."""
+        if self.memo is None:
+            return [result]
+        ready = []
+        while self._held and self._held[0].index in self._memo_done:
+            ready.append(self._held.pop(0))
+        return ready
+
+    def finish(self) -> list:
+        if self.memo is None:
+            return []
+        self._apply_memo(self.memo.finish())
+        ready, self._held = self._held, []
+        return ready
+
+
+def _memo_inputs(inputs: np.ndarray, system_values: dict) -> np.ndarray:
+    """Everything a fragment program reads per lane: its IN registers and system values."""
+    extra = [np.asarray(v, dtype=np.float32).reshape(1, 4, -1) for _, v in
+             sorted(system_values.items())]
+    return np.concatenate([np.asarray(inputs, dtype=np.float32), *extra], axis=0)
