@@ -532,17 +532,9 @@ class Renderer:
             return
         for rate in np.unique(rates):
             scale = 1 << int(rate)
-            tris = draw.tris
-            if scale > 1:
-                # Superfragments: rasterize in a space shrunk N times, where each pixel
-                # center is the center of an N x N block (DSR, seed 001 §6.4.1).
-                vx, vy, vw, vh = draw.viewport
-                tris = triangle_setup.setup(
-                    draw.clipped.vertices, draw.clipped.triangles, draw.clipped.source,
-                    viewport=(vx / scale, vy / scale, vw / scale, vh / scale),
-                    **draw.setup_options).triangles
-                if not draw.polygons:
-                    tris.front[:] = True
+            # Superfragments: rasterize in a space shrunk N times, where each pixel center
+            # is the center of an N x N block (DSR, seed 001 §6.4.1).
+            tris = draw.tris if scale == 1 else draw.tris.shrunk(scale)
             in_rate = rates[draw.bins.tile] == rate
             self._raster(draw, tris, scale, in_rate if entries is None else entries & in_rate)
 
@@ -556,19 +548,25 @@ class Renderer:
         if scale > 1:
             x0, y0, x1, y1 = rect
             rect = (x0 // scale, y0 // scale, -(-x1 // scale), -(-y1 // scale))
-        if entries is not None:
+        source_row = None
+        if entries is not None or scale > 1:
+            # The triangles with a chosen entry (and, shrunk, an area left), remembering
+            # their rows in ``draw.tris``.
             chosen = np.zeros(len(draw.tris), dtype=bool)
-            chosen[draw.bins.triangle[entries]] = True
-            tris = tris.select(chosen)  # the same rows: setup kept every triangle
+            chosen[draw.bins.triangle if entries is None else draw.bins.triangle[entries]] = True
+            chosen &= tris.area2 > 0
+            tris = tris.select(chosen)
             source_row = np.nonzero(chosen)[0]
-        else:
-            source_row = None
         quads = rasterizer.rasterize(tris, rect, self.fill_rule)
         if len(quads) == 0:
             return
         lanes = fragment_shading.lanes(tris, quads)
         covered = quads.coverage.ravel()
         px, py = lanes.x * scale, lanes.y * scale
+        if scale > 1:
+            # Helper lanes of a superquad may fall outside the target: they are never
+            # covered, and are charged to the nearest tile.
+            px, py = np.minimum(px, target.width - 1), np.minimum(py, target.height - 1)
         pixel = py * target.width + px
         tile = target.tile_of(px, py)
         lane_entry = None

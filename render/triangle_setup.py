@@ -49,6 +49,18 @@ class Triangles:
                          self.area2[keep], self.source[keep])
 
 
+    def shrunk(self, scale: int) -> Triangles:
+        """The same triangles in a window shrunk ``scale`` times (DSR's superfragments),
+        snapped again; triangles may become degenerate there (area2 == 0)."""
+        fx, fy = self.fx / scale, self.fy / scale
+        x = np.round(fx * SUBPIXEL).astype(np.int64)
+        y = np.round(fy * SUBPIXEL).astype(np.int64)
+        area2 = ((x[:, 1] - x[:, 0]) * (y[:, 2] - y[:, 0])
+                 - (x[:, 2] - x[:, 0]) * (y[:, 1] - y[:, 0]))
+        return Triangles(x, y, fx, fy, self.z, self.inv_w, self.vertex, self.front,
+                         np.maximum(area2, 0), self.source)
+
+
 @dataclass
 class SetupResult:
     triangles: Triangles
