@@ -28,6 +28,8 @@ class Job:
     tile_size: int = 16
     traversal: str = "scanline"
     fill_rule: str = "bottom_left"
+    technique: str = "baseline"
+    dsr_parameters: str | None = None
 
     def frame_files(self, index: int) -> tuple[Path, Path]:
         name = f"{index:06d}"
@@ -59,13 +61,23 @@ def run_job(job: Job, on_frame=None) -> dict:
     from .trace_file import open_trace
 
     started = time.perf_counter()
+    summary_path = Path(job.out) / "frames.json"
+    previous_run = _read_summary(summary_path)
+    if previous_run.get("technique", "baseline") != job.technique and job.missing() != list(
+            range(*job.frames)):
+        from tilesim.errors import InputError
+
+        raise InputError(f"{job.out} holds frames rendered with technique "
+                         f"{previous_run.get('technique')!r}, not {job.technique!r}: use "
+                         "another --out folder", source=job.trace)
     missing = set(job.missing())
     written: list[dict] = []
     if missing:
         with open_trace(job.trace) as trace:
             renderer = Renderer(trace.width, trace.height, depth_bits=trace.depth_bits,
                                 tile_size=job.tile_size, traversal=job.traversal,
-                                fill_rule=job.fill_rule, source=job.trace)
+                                fill_rule=job.fill_rule, source=job.trace,
+                                techniques=job_techniques(job))
             last = max(missing) + 1
             for result in renderer.render(trace.frames(0, last), keep=missing):
                 png, npz = job.frame_files(result.index)
@@ -79,17 +91,32 @@ def run_job(job: Job, on_frame=None) -> dict:
                "skipped": (job.frames[1] - job.frames[0]) - len(written),
                "seconds": round(time.perf_counter() - started, 3), "counters": written}
     # Per-frame summaries accumulate across runs in the job's folder.
-    summary_path = Path(job.out) / "frames.json"
-    previous = {}
-    if summary_path.exists():
-        try:
-            previous = {f["frame"]: f for f in json.loads(summary_path.read_text())["frames"]}
-        except (ValueError, KeyError, TypeError):
-            previous = {}
+    try:
+        previous = {f["frame"]: f for f in previous_run.get("frames", [])}
+    except (KeyError, TypeError):
+        previous = {}
     previous.update({f["frame"]: f for f in written})
-    write_json(summary_path, {"trace": job.trace,
+    write_json(summary_path, {"trace": job.trace, "technique": job.technique,
                               "frames": [previous[k] for k in sorted(previous)]})
     return summary
+
+
+def _read_summary(path: Path) -> dict:
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text())
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def job_techniques(job: Job):
+    from .techniques import Techniques
+
+    technique, _, signature = job.technique.partition("/")
+    return Techniques.parse(technique, source=job.trace, signature=signature or "crc32",
+                            dsr_parameters=job.dsr_parameters)
 
 
 def run_batch(jobs: list[Job], *, workers: int | None = None, scheduler: str | None = None,

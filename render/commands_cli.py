@@ -43,6 +43,12 @@ def register(subparsers) -> None:
                    help="tile traversal order recorded for the timing model")
     p.add_argument("--fill-rule", choices=FILL_RULES, default="bottom_left",
                    help=argparse.SUPPRESS)
+    p.add_argument("--technique", default="baseline", metavar="NAME",
+                   help="frame-coherence techniques: baseline, te, re, evr, re+evr (any of "
+                        "te/re/evr joined by +), dsr or memo; re/xor signs with XOR "
+                        "(default: baseline)")
+    p.add_argument("--dsr-parameters", metavar="FILE",
+                   help="DSR parameters from `tilesim dsr-search` (default: the shipped ones)")
     p.add_argument("--workers", type=int, default=None, metavar="N",
                    help="local worker processes for several traces (default: 2)")
     p.add_argument("--scheduler", metavar="ADDRESS",
@@ -97,7 +103,7 @@ def _jobs(args: argparse.Namespace) -> list:
             names.add(name)
         out = Path(args.out) / name if len(args.traces) > 1 else Path(args.out)
         jobs.append(Job(str(path), (wanted.start, wanted.stop), str(out), args.tile_size,
-                        args.traversal, args.fill_rule))
+                        args.traversal, args.fill_rule, args.technique, args.dsr_parameters))
     return jobs
 
 
@@ -109,6 +115,9 @@ def _render(args: argparse.Namespace) -> int:
                          "(the TGSI interpreter alone supports --backend cupy)")
     started = time.perf_counter()
     jobs = _jobs(args)
+    from .batch import job_techniques
+
+    job_techniques(jobs[0])   # a bad --technique fails here, before any work starts
     if len(jobs) == 1 and not args.scheduler:
         clean_stale_temporaries(jobs[0].out)
         summaries = [_run_with_progress(jobs[0])]

@@ -14,7 +14,7 @@ from tilesim.errors import EXIT_BAD_INPUT, TilesimError
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from render import capture, compare, conformance, goldens, suite, trace_import
+    from render import capture, coherence, compare, conformance, goldens, suite, trace_import
     from render import characterize as render_characterize
     from render import commands_cli as render_commands
     from shaders import commands as shader_commands
@@ -36,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     trace_import.register(sub)
     compare.register(sub)
     suite.register(sub)
+    coherence.register(sub)
     timing_cli.register(sub)
     return parser
 
