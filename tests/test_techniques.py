@@ -1,0 +1,187 @@
+"""Frame-coherence techniques on recorded scenes: lossless ones give the baseline's frames,
+and each does (and counts) what seed 001 says it does."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import require_mesa
+
+from render.commands import Recorder
+from render.pipeline import Renderer
+from render.techniques import Techniques
+from tilesim.errors import InputError
+
+pytestmark = pytest.mark.mesa
+
+W, H = 96, 64
+VS = """attribute vec4 pos; attribute vec4 col; varying vec4 v_col;
+void main() { v_col = col; gl_Position = pos; }"""
+FS = """precision mediump float; varying vec4 v_col;
+void main() { gl_FragColor = v_col; }"""
+
+
+def _quad(x0, y0, x1, y1, z, color):
+    """Two triangles (6 vertices) of pos (4) + color (4)."""
+    corners = [(x0, y0), (x1, y0), (x1, y1), (x0, y0), (x1, y1), (x0, y1)]
+    return np.array([[x, y, z, 1.0, *color] for x, y in corners], dtype=np.float32)
+
+
+def _draw(gl, vertices):
+    buf = gl.createBuffer()
+    gl.bindBuffer("ARRAY_BUFFER", buf)
+    gl.bufferData("ARRAY_BUFFER", vertices)
+    gl.vertexAttribPointer(0, 4, "FLOAT", False, 32, 0)
+    gl.enableVertexAttribArray(0)
+    gl.vertexAttribPointer(1, 4, "FLOAT", False, 32, 16)
+    gl.enableVertexAttribArray(1)
+    gl.drawArrays("TRIANGLES", 0, len(vertices))
+
+
+def _scene(frames: int = 5):
+    """A 3D scene drawn back to front (far wall, then a near box covering the right half), a
+    box moving on the left, and a translucent HUD bar drawn last without depth test."""
+    gl = Recorder(W, H, name="coherence")
+    program = gl.createProgram(VS, FS, attrib_locations={"pos": 0, "col": 1})
+    for k in range(frames):
+        gl.useProgram(program)
+        gl.clearColor(0.1, 0.1, 0.15, 1.0)
+        gl.clear("COLOR_BUFFER_BIT", "DEPTH_BUFFER_BIT")
+        gl.enable("DEPTH_TEST")
+        gl.depthFunc("LESS")
+        gl.disable("BLEND")
+        _draw(gl, _quad(-1, -1, 1, 1, 0.8, (0.3, 0.5, 0.3, 1)))           # far wall
+        _draw(gl, _quad(0.0, -1, 1, 1, 0.2, (0.8, 0.4, 0.2, 1)))          # near box
+        x = -0.9 + 0.1 * k
+        _draw(gl, _quad(x, -0.5, x + 0.3, 0.0, 0.5, (0.2, 0.3, 0.9, 1)))  # moving box
+        gl.disable("DEPTH_TEST")
+        gl.enable("BLEND")
+        gl.blendFunc("SRC_ALPHA", "ONE_MINUS_SRC_ALPHA")
+        _draw(gl, _quad(-1, 0.75, 1, 1, 0.0, (1, 1, 1, 0.5)))            # HUD
+        gl.endFrame()
+    return gl.recorded_frames()
+
+
+@pytest.fixture(scope="module")
+def scene():
+    require_mesa()
+    return _scene()
+
+
+def _render(frames, technique="baseline", **kw):
+    return list(Renderer(W, H, techniques=Techniques.parse(technique, **kw)).render(frames))
+
+
+def _tiles(results, name):
+    return [sum(int(p.tiles[name].sum()) for p in r.counters.passes if name in p.tiles)
+            for r in results]
+
+
+@pytest.fixture(scope="module")
+def baseline(scene):
+    return _render(scene)
+
+
+@pytest.mark.parametrize("technique", ["te", "re", "evr", "re+evr", "te+re+evr"])
+def test_lossless_techniques_give_the_baseline_frames(scene, baseline, technique):
+    results = _render(scene, technique)
+    assert [r.index for r in results] == [r.index for r in baseline]
+    for a, b in zip(results, baseline, strict=True):
+        assert np.array_equal(a.image, b.image), f"{technique}: frame {a.index} differs"
+    if "re" in technique:
+        assert sum(_tiles(results, "re_false_positives")) == 0
+
+
+def test_te_skips_the_flush_of_unchanged_tiles(scene, baseline):
+    results = _render(scene, "te")
+    skipped = _tiles(results, "te_flushes_skipped")
+    tiles = results[0].counters.passes[0].tiles_x * results[0].counters.passes[0].tiles_y
+    assert skipped[0] == 0 and 0 < skipped[2] < tiles     # the moving box's tiles flush
+    flushed = _tiles(results, "color_flush_bytes")
+    saved = _tiles(results, "te_flush_bytes_saved")
+    assert all(f + s == b for f, s, b in zip(flushed, saved, _tiles(baseline,
+                                                                       "color_flush_bytes"),
+                                              strict=True))
+
+
+def test_re_skips_tiles_with_equal_inputs_and_removes_their_raster_work(scene, baseline):
+    results = _render(scene, "re")
+    skipped = _tiles(results, "re_tiles_skipped")
+    equal = _tiles(results, "re_tiles_equal_color")
+    # Frame 0 creates the program (RE off); later frames skip every tile but the moving
+    # box's, and never more than the oracle of tiles whose colors did not change.
+    assert results[0].counters.scalars["re_disabled"] == 1
+    assert skipped[0] == 0
+    assert all(0 < s <= e for s, e in zip(skipped[2:], equal[2:], strict=True))
+    assert _tiles(results, "fragments_shaded")[2] < _tiles(baseline, "fragments_shaded")[2]
+    screen = results[3].counters.passes[0]
+    skip = screen.tiles["re_tiles_skipped"] > 0
+    for name in ("fragments_rasterized", "fragments_shaded", "pb_bytes_read",
+                 "color_flush_bytes"):
+        assert not screen.tiles[name][skip].any(), name
+    # Binning still happens for skipped tiles, and the Signature Unit did its work.
+    assert screen.tiles["prims_binned"][skip].all()
+    assert screen.tiles["re_shifts"].sum() > 0
+    assert screen.tiles["re_signature_accesses"].sum() > 0
+
+
+def test_evr_reorders_occluded_primitives_and_cuts_overshading(scene, baseline):
+    results = _render(scene, "evr")
+    shaded, base = _tiles(results, "fragments_shaded"), _tiles(baseline, "fragments_shaded")
+    reordered = _tiles(results, "evr_prims_reordered")
+    oracle = _tiles(results, "oracle_fragments_shaded")
+    assert reordered[0] == 0 and all(r > 0 for r in reordered[1:])
+    assert shaded[0] == base[0]
+    assert all(o <= s < b for o, s, b in zip(oracle[1:], shaded[1:], base[1:], strict=True))
+
+
+def test_evr_leaves_occluded_primitives_out_of_the_re_signature(mesa):
+    # The far wall changes color every frame but is hidden behind the near box on the
+    # right: RE alone must render those tiles, RE+EVR skips them.
+    gl = Recorder(W, H, name="hidden")
+    program = gl.createProgram(VS, FS, attrib_locations={"pos": 0, "col": 1})
+    for k in range(4):
+        gl.useProgram(program)
+        gl.clear("COLOR_BUFFER_BIT", "DEPTH_BUFFER_BIT")
+        gl.enable("DEPTH_TEST")
+        _draw(gl, _quad(-1, -1, 1, 1, 0.8, (0.1 * k, 0.5, 0.3, 1)))
+        _draw(gl, _quad(0.0, -1, 1, 1, 0.2, (0.8, 0.4, 0.2, 1)))
+        gl.endFrame()
+    frames = gl.recorded_frames()
+    base = _render(frames)
+    re_only, with_evr = _render(frames, "re"), _render(frames, "re+evr")
+    assert sum(_tiles(with_evr, "re_tiles_skipped")) > sum(_tiles(re_only, "re_tiles_skipped"))
+    for a, b in zip(with_evr, base, strict=True):
+        assert np.array_equal(a.image, b.image)
+    assert sum(_tiles(with_evr, "re_false_positives")) == 0
+
+
+def test_xor_signature_collides_where_crc32_does_not(mesa):
+    # Two overlapping opaque triangles swap their order from frame to frame: the tile
+    # inputs are the same set, in another order, and the colors change. XOR signatures
+    # are order-blind (a false positive RE's checking mode catches); CRC32 is not.
+    gl = Recorder(W, H, name="swap")
+    program = gl.createProgram(VS, FS, attrib_locations={"pos": 0, "col": 1})
+    red = _quad(-0.5, -0.5, 0.5, 0.5, 0.0, (1, 0, 0, 1))
+    blue = _quad(-0.5, -0.5, 0.5, 0.5, 0.0, (0, 0, 1, 1))
+    for k in range(4):
+        gl.useProgram(program)
+        gl.clear("COLOR_BUFFER_BIT")
+        _draw(gl, np.concatenate([red, blue] if k % 2 else [blue, red]))
+        gl.endFrame()
+    frames = gl.recorded_frames()
+    crc = _render(frames, "re")
+    xor = _render(frames, "re", signature="xor")
+    assert sum(_tiles(crc, "re_false_positives")) == 0
+    assert sum(_tiles(xor, "re_false_positives")) > 0
+
+
+def test_technique_names_are_checked():
+    assert Techniques.parse("re+evr").name == "re+evr"
+    assert Techniques.parse("EVR+RE").name == "re+evr"
+    assert Techniques.parse(None).name == "baseline"
+    for bad in ("re+foo", "dsr+re", "re+re", "memo+te", "re+"):
+        with pytest.raises(InputError):
+            Techniques.parse(bad)
+    with pytest.raises(InputError):
+        Techniques.parse("re", signature="md5")
