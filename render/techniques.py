@@ -95,7 +95,8 @@ class Techniques:
         if "memo" in self.enabled:
             from .fragment_memoization import FragmentMemoizer
 
-            self.memo = FragmentMemoizer()
+            self.memo = FragmentMemoizer(target.tile_count,
+                                         traversal=target.traversal(renderer.traversal))
             self._memo_log: list = []
 
     @staticmethod
@@ -208,21 +209,19 @@ class Techniques:
         else:
             tile = keys = np.zeros(0, dtype=np.int64)
             colors, alive = np.zeros((0, 4), np.uint8), np.zeros(0, bool)
-        order = renderer.default_target.traversal(renderer.traversal)
         self._held.append(result)
-        done = self.memo.add_frame(result.index, tile, keys, colors, alive, order)
-        self._apply_memo(done)
+        self._apply_memo(self.memo.add_frame(result.index, tile, keys, colors, alive))
 
     def _apply_memo(self, done) -> None:
-        for frame_index, outcome in (done or {}).items():
-            result = next(r for r in self._held if r.index == frame_index)
+        for outcome in done:
+            result = next(r for r in self._held if r.index == outcome.frame_index)
             screen = next((p for p in result.counters.passes if p.target == "default"), None)
             if screen is not None:
-                screen.add_per_tile("memo_lookups", outcome.lookups)
-                screen.add_per_tile("memo_hits", outcome.hits)
-                screen.add_per_tile("memo_table_writes", outcome.writes)
-            result.counters.scalars["memo_collisions"] = int(outcome.collisions)
-            self._memo_done.add(frame_index)
+                for name, values in outcome.counters().items():
+                    if name != "memo_collisions":
+                        screen.add_per_tile(name, values)
+            result.counters.scalars["memo_collisions"] = int(outcome.memo_collisions)
+            self._memo_done.add(outcome.frame_index)
 
     def release(self, result) -> list:
         """Frames complete for output, in order (memoization holds a frame until its pair

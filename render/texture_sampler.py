@@ -83,6 +83,7 @@ import numpy as np
 from shaders.sampling import BIAS, EXPLICIT, GRADIENT, IMPLICIT, LEVEL_ZERO, TextureRequest
 from tilesim.backend import array_module, to_host
 
+from .set_associative import SetAssociativeLRU
 from .texture import MAX_LEVELS, TEXTURE_CUBE_MAP, Texture
 
 __all__ = ["KINDS", "TEXELS_PER_KIND", "SamplerOptions", "TextureCacheConfig", "TextureSampler",
@@ -489,8 +490,7 @@ class TextureSampler:
         self.accesses: list[tuple[int, Any, Any]] = []
         self.stats: TextureStats | None = None
         self._lane_tile = lane_tile
-        self._cache_state = None
-        self._cache_xp = None
+        self._cache_lru: SetAssociativeLRU | None = None
 
     # -- batches, caches --------------------------------------------------------------------
 
@@ -503,7 +503,7 @@ class TextureSampler:
 
     def reset_cache(self) -> None:
         """Empty every texture cache (e.g. at the start of a frame)."""
-        self._cache_state = None
+        self._cache_lru = None
 
     def set_unit(self, unit: int, texture: Texture | None) -> None:
         self.units[unit] = texture
@@ -664,77 +664,13 @@ class TextureSampler:
         stats.cache_misses += xp.bincount(lane[~hit], minlength=n)
 
     def _lru(self, xp, key, tag):
-        """Exact LRU of every set over the accesses in order; returns hit (M,) bool.
-
-        1- and 2-way caches are solved without a loop: after merging repeats of the same
-        line, an access hits a 2-way LRU set exactly when it repeats the line two distinct
-        lines back. Larger associativities step through the accesses of all sets together.
-        """
+        """Exact LRU of every set over the accesses in order (render.set_associative); returns
+        hit (M,) bool. The sets persist until :meth:`reset_cache` (``xp``: the module of
+        ``key`` and ``tag``, which the table follows)."""
         cfg = self.cache
-        groups, ways = cfg.caches * cfg.sets, cfg.ways
-        if self._cache_state is None or self._cache_xp is not xp:
-            # Distinct negative sentinels: empty ways never match, nor each other.
-            self._cache_state = -1 - xp.arange(groups * ways, dtype=np.int64).reshape(
-                groups, ways)
-            self._cache_xp = xp
-        state = self._cache_state
-        prefix = groups * ways
-        # Small keys sort stably in linear time (NumPy radix-sorts 16-bit integers).
-        key_dtype = np.int16 if groups < (1 << 15) else np.int64
-        keys = xp.concatenate([xp.repeat(xp.arange(groups, dtype=key_dtype), ways),
-                               key.astype(key_dtype)])
-        tags = xp.concatenate([state.reshape(-1), tag])
-        order = xp.argsort(keys, kind="stable")
-        k_sorted, t_sorted = xp.take(keys, order), xp.take(tags, order)
-        same_prev = xp.zeros(k_sorted.shape, dtype=bool)
-        same_prev[1:] = (k_sorted[1:] == k_sorted[:-1]) & (t_sorted[1:] == t_sorted[:-1])
-        run_start = ~same_prev
-        if ways <= 2:
-            hit_sorted = same_prev.copy()
-            starts = xp.flatnonzero(run_start)
-            if ways == 2 and starts.size > 2:
-                a, b = starts[2:], starts[:-2]
-                hit_sorted[a] = (t_sorted[a] == t_sorted[b]) & (k_sorted[a] == k_sorted[b])
-            # New state: the last ``ways`` run-start tags of every set, oldest first.
-            ks = k_sorted[starts]
-            last = xp.ones(starts.shape, dtype=bool)
-            last[:-1] = ks[1:] != ks[:-1]
-            idx = xp.flatnonzero(last)
-            new_state = state.copy()
-            for w in range(ways):
-                pick = starts[idx - (ways - 1 - w)]
-                new_state[k_sorted[pick], w] = t_sorted[pick]
-            self._cache_state = new_state
-        else:
-            hit_sorted = self._lru_stepwise(xp, k_sorted, t_sorted, groups, ways)
-        hit = xp.empty(hit_sorted.shape, dtype=bool)
-        hit[order] = hit_sorted
-        return hit[prefix:]
-
-    def _lru_stepwise(self, xp, k_sorted, t_sorted, groups, ways):
-        """General LRU: the r-th access of every set at step r (state rows oldest first)."""
-        k_sorted = k_sorted.astype(np.int64)
-        counts = xp.bincount(k_sorted, minlength=groups)
-        starts = xp.cumsum(counts) - counts
-        rank = xp.arange(k_sorted.shape[0]) - starts[k_sorted]
-        state = self._cache_state.copy()
-        hit_sorted = xp.zeros(k_sorted.shape, dtype=bool)
-        by_rank = xp.argsort(rank, kind="stable")
-        bounds = np.searchsorted(to_host(rank[by_rank]), np.arange(int(counts.max()) + 2))
-        for r in range(ways, int(counts.max())):   # the first ``ways`` entries are the state
-            sel = by_rank[bounds[r]:bounds[r + 1]]
-            g, t = k_sorted[sel], t_sorted[sel]
-            rows = state[g]
-            match = rows == t[:, None]
-            hit = match.any(axis=1)
-            hit_sorted[sel] = hit
-            # Move the line to the MRU end: drop the matching way, or the oldest on a miss.
-            drop = xp.where(hit, xp.argmax(match, axis=1), 0)
-            keep = xp.arange(ways)[None, :] != drop[:, None]
-            kept = rows[keep].reshape(-1, ways - 1)
-            state[g] = xp.concatenate([kept, t[:, None]], axis=1)
-        self._cache_state = state
-        return hit_sorted
+        if self._cache_lru is None:
+            self._cache_lru = SetAssociativeLRU(cfg.caches * cfg.sets, cfg.ways)
+        return self._cache_lru.access(key, tag)
 
 
 # ------------------------------------------------------------------------------------------

@@ -82,7 +82,7 @@ def baseline(scene):
     return _render(scene)
 
 
-@pytest.mark.parametrize("technique", ["te", "re", "evr", "re+evr", "te+re+evr"])
+@pytest.mark.parametrize("technique", ["te", "re", "evr", "re+evr", "te+re+evr", "memo"])
 def test_lossless_techniques_give_the_baseline_frames(scene, baseline, technique):
     results = _render(scene, technique)
     assert [r.index for r in results] == [r.index for r in baseline]
@@ -174,6 +174,18 @@ def test_xor_signature_collides_where_crc32_does_not(mesa):
     xor = _render(frames, "re", signature="xor")
     assert sum(_tiles(crc, "re_false_positives")) == 0
     assert sum(_tiles(xor, "re_false_positives")) > 0
+
+
+def test_memoization_hits_repeated_fragment_inputs(scene, baseline):
+    results = _render(scene, "memo")
+    lookups, hits = _tiles(results, "memo_lookups"), _tiles(results, "memo_hits")
+    assert lookups == _tiles(baseline, "fragments_shaded")
+    # Flat-colored quads repeat their inputs inside a frame (all but the first fragments of
+    # each color hit), and frame 1, rendered beside frame 0, finds its entries; no hit
+    # returns a wrong color.
+    assert all(0 < h <= n for h, n in zip(hits, lookups, strict=True))
+    assert hits[0] < lookups[0] and hits[1] >= hits[0]
+    assert all(r.counters.scalars["memo_collisions"] == 0 for r in results)
 
 
 def test_technique_names_are_checked():

@@ -1,0 +1,255 @@
+"""Set-associative LRU (render.set_associative) and fragment memoization with parallel frame
+rendering (render.fragment_memoization)."""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import pytest
+
+from render.fragment_memoization import (
+    FragmentMemoizer,
+    MemoLUT,
+    context_signature,
+    crc32_words,
+    fragment_keys,
+    pack_rgba8,
+    unpack_rgba8,
+)
+from render.set_associative import SetAssociativeLRU
+from render.texture_sampler import TextureCacheConfig, TextureSampler
+
+
+def reference_lru(keys, tags, ways, state, payload=None):
+    """Plain Python LRU per set; ``state`` {key: [(tag, value)], oldest first} is updated.
+    Returns hits and the value each access used (stored on a hit, its own on a miss)."""
+    payload = [None] * len(keys) if payload is None else payload.tolist()
+    hits, values = [], []
+    for key, tag, value in zip(keys.tolist(), tags.tolist(), payload, strict=True):
+        entries = state.setdefault(key, [])
+        match = [i for i, (t, _) in enumerate(entries) if t == tag]
+        if match:
+            value = entries.pop(match[0])[1]
+        elif len(entries) == ways:
+            entries.pop(0)
+        entries.append((tag, value))
+        hits.append(bool(match))
+        values.append(value)
+    return np.array(hits, dtype=bool), np.array(values)
+
+
+def random_stream(rng, groups, m):
+    # Few tags, repeats and alternations (copies of the access 1 or 2 back, in order): hits,
+    # evictions, merged repeats and dropped alternations all happen.
+    keys = rng.integers(0, groups, m)
+    tags = rng.integers(0, 7, m)
+    back = rng.choice([0, 1, 2], m, p=[0.4, 0.2, 0.4])
+    for i in range(2, m):           # in order: a copy may copy a copy
+        if back[i]:
+            keys[i], tags[i] = keys[i - back[i]], tags[i - back[i]]
+    return keys.astype(np.int64), tags.astype(np.int64)
+
+
+# ------------------------------------------------------------------------------------------
+# The LRU
+
+
+@pytest.mark.parametrize("ways", [1, 2, 3, 4, 8])
+def test_lru_matches_reference_across_batches(ways):
+    rng = np.random.default_rng(10 + ways)
+    lru, state = SetAssociativeLRU(5, ways), {}
+    for m in (0, 1, 300, 700):          # the state carries over between batches
+        keys, tags = random_stream(rng, 5, m)
+        want, _ = reference_lru(keys, tags, ways, state)
+        np.testing.assert_array_equal(lru.access(keys, tags), want)
+
+
+@pytest.mark.parametrize("ways", [1, 2, 4])
+def test_texture_sampler_uses_the_same_lru(ways):
+    cfg = TextureCacheConfig(caches=2, size_bytes=ways * 64 * 4, ways=ways)
+    sampler = TextureSampler({}, cache=cfg)
+    rng = np.random.default_rng(ways)
+    state = {}
+    for _ in range(3):
+        keys, tags = random_stream(rng, cfg.caches * cfg.sets, 400)
+        want, _ = reference_lru(keys, tags, ways, state)
+        np.testing.assert_array_equal(sampler._lru(np, keys, tags), want)
+    sampler.reset_cache()
+    keys, tags = random_stream(rng, cfg.caches * cfg.sets, 50)
+    np.testing.assert_array_equal(sampler._lru(np, keys, tags),
+                                  reference_lru(keys, tags, ways, {})[0])
+
+
+@pytest.mark.parametrize("ways", [1, 2, 4])
+def test_lru_payload_returns_the_stored_value(ways):
+    rng = np.random.default_rng(20 + ways)
+    lru, state = SetAssociativeLRU(3, ways, payload_dtype=np.uint32), {}
+    for m in (200, 500):
+        keys, tags = random_stream(rng, 3, m)
+        payload = rng.integers(0, 1 << 32, m, dtype=np.uint32)
+        want_hit, want_value = reference_lru(keys, tags, ways, state, payload)
+        hit, value = lru.access_with_payload(keys, tags, payload)
+        np.testing.assert_array_equal(hit, want_hit)
+        np.testing.assert_array_equal(value, want_value.astype(np.uint32))
+
+
+def test_lru_payload_api_is_explicit():
+    with pytest.raises(ValueError):
+        SetAssociativeLRU(2, 2, payload_dtype=np.uint32).access(np.zeros(1, int), np.zeros(1, int))
+    with pytest.raises(ValueError):
+        SetAssociativeLRU(2, 2).access_with_payload(np.zeros(1, int), np.zeros(1, int),
+                                                    np.zeros(1, np.uint32))
+
+
+# ------------------------------------------------------------------------------------------
+# Keys
+
+
+def test_keys_are_zlib_crc32_of_the_lane_inputs():
+    rng = np.random.default_rng(1)
+    inputs = rng.standard_normal((3, 4, 8)).astype(np.float32)
+    context = context_signature("program", np.arange(4, dtype=np.float32), 7)
+    keys = fragment_keys(inputs, context)
+    assert keys.dtype == np.uint32
+    for lane in range(8):
+        assert keys[lane] == zlib.crc32(inputs[:, :, lane].tobytes(), context)
+    words = rng.integers(0, 1 << 32, (5, 3), dtype=np.uint32)
+    assert crc32_words(words)[1] == zlib.crc32(words[:, 1].tobytes())
+    # Another draw context, another key; same inputs, same key.
+    assert (fragment_keys(inputs, context ^ 1) != keys).all()
+    np.testing.assert_array_equal(fragment_keys(inputs.copy(), context), keys)
+
+
+def test_quad_inputs_key_on_the_whole_quad_and_the_position():
+    rng = np.random.default_rng(2)
+    inputs = rng.standard_normal((2, 4, 8)).astype(np.float32)
+    keys = fragment_keys(inputs, 5, quad_inputs=True)
+    lane = 6                                    # quad 1, position 2
+    message = inputs[:, :, 4:8].transpose(2, 0, 1).tobytes() + np.uint32(2).tobytes()
+    assert keys[lane] == zlib.crc32(message, 5)
+    # A neighbour lane's inputs change the key of every lane of that quad (and only those).
+    changed = inputs.copy()
+    changed[1, 3, 5] += 1.0
+    lane_keys = fragment_keys(changed, 5)
+    quad_keys = fragment_keys(changed, 5, quad_inputs=True)
+    np.testing.assert_array_equal(lane_keys[[4, 6, 7]], fragment_keys(inputs, 5)[[4, 6, 7]])
+    assert (quad_keys[4:] != keys[4:]).all()
+    np.testing.assert_array_equal(quad_keys[:4], keys[:4])
+    # Equal quad inputs, different positions: different keys.
+    same = np.ones((1, 4, 4), dtype=np.float32)
+    assert len(set(fragment_keys(same, quad_inputs=True).tolist())) == 4
+    assert len(set(fragment_keys(same).tolist())) == 1
+
+
+def test_colors_pack_round_trip():
+    rgba = np.array([[1, 2, 3, 4], [255, 0, 128, 7]], dtype=np.uint8)
+    assert pack_rgba8(rgba)[0] == 0x04030201
+    np.testing.assert_array_equal(unpack_rgba8(pack_rgba8(rgba)), rgba)
+
+
+# ------------------------------------------------------------------------------------------
+# The LUT
+
+
+def test_one_set_lut_hits_and_evicts_lru():
+    lut = MemoLUT(sets=1, ways=2)
+    # 10 hits and becomes MRU, so 12 evicts 11 (LRU): 11 misses again and evicts 10; 12 hits.
+    keys = np.array([10, 11, 10, 12, 11, 12], dtype=np.uint32)
+    colors = np.arange(6, dtype=np.uint32) + 100
+    hit, got = lut.lookup_insert(keys, colors)
+    np.testing.assert_array_equal(hit, [False, False, True, False, False, True])
+    # A hit returns the color the inserting fragment stored.
+    np.testing.assert_array_equal(got, [100, 101, 100, 103, 104, 103])
+    hit, _ = lut.lookup_insert(np.array([11, 10], dtype=np.uint32), np.zeros(2, np.uint32))
+    np.testing.assert_array_equal(hit, [True, False])          # the state carries over
+
+
+def test_lut_set_index_is_the_low_key_bits():
+    lut = MemoLUT(sets=4, ways=1)
+    # Keys 1 and 5 share set 1 (1-way: they evict each other); key 2 has a set of its own.
+    keys = np.array([1, 2, 5, 2, 1], dtype=np.uint32)
+    hit, _ = lut.lookup_insert(keys, np.zeros(5, np.uint32))
+    np.testing.assert_array_equal(hit, [False, False, False, True, False])
+
+
+def test_collision_returns_the_stored_color():
+    # Two different fragments forced onto one key: the second reuses the first one's color.
+    lut = MemoLUT()
+    keys = np.full(2, 0xDEADBEEF, dtype=np.uint32)
+    colors = np.array([[255, 0, 0, 255], [0, 255, 0, 255]], dtype=np.uint8)
+    hit, got = lut.lookup_insert(keys, colors)
+    np.testing.assert_array_equal(hit, [False, True])
+    np.testing.assert_array_equal(got, colors[[0, 0]])
+
+
+# ------------------------------------------------------------------------------------------
+# Parallel frame rendering
+
+
+def test_pair_interleaves_tiles_and_counts():
+    # 2 tiles, traversal 1 then 0. The LUT is 1 set x 1 way, so only the entry of the last
+    # fragment survives: frame 1 can hit frame 0's only if its tile's fragments follow frame
+    # 0's of the same tile, before the next tile.
+    memo = FragmentMemoizer(tiles=2, traversal=np.array([1, 0]), sets=1, ways=1)
+    tile = np.array([0, 1])
+    keys0 = np.array([7, 9], dtype=np.uint32)
+    colors = np.array([1, 2], dtype=np.uint32)
+    assert memo.add_frame(0, tile, keys0, colors) == []
+    f0, f1 = memo.add_frame(1, tile, keys0, colors)
+    np.testing.assert_array_equal(f0.hit, [False, False])
+    np.testing.assert_array_equal(f1.hit, [True, True])
+    np.testing.assert_array_equal(f1.memo_hits, [1, 1])
+    np.testing.assert_array_equal(f1.memo_lookups, [1, 1])
+    np.testing.assert_array_equal(f0.memo_table_writes, [1, 1])
+    np.testing.assert_array_equal(f1.memo_table_writes, [0, 0])
+    assert f0.memo_collisions == f1.memo_collisions == 0
+    assert set(f1.counters()) == {"memo_lookups", "memo_hits", "memo_table_writes",
+                                  "memo_collisions"}
+
+
+def test_second_frame_reuses_the_first_and_only_shaded_fragments_look_up():
+    rng = np.random.default_rng(3)
+    n, tiles = 64, 4
+    inputs = rng.standard_normal((2, 4, n)).astype(np.float32)
+    keys = fragment_keys(inputs, 99)
+    colors = rng.integers(0, 256, (n, 4), dtype=np.uint8)
+    tile = rng.integers(0, tiles, n)
+    shaded = rng.random(n) < 0.75
+    memo = FragmentMemoizer(tiles=tiles)
+    memo.add_frame(0, tile, keys, colors, shaded)
+    # Frame 1: same scene except a few fragments; a changed fragment's color is shown true.
+    keys1, colors1 = keys.copy(), colors.copy()
+    keys1[:8] ^= 0x55555555
+    colors1[:8] = 0
+    f0, f1 = memo.add_frame(1, tile, keys1, colors1, shaded)
+    assert not f0.hit.any() and not f0.hit[~shaded].any()
+    np.testing.assert_array_equal(f1.hit, shaded & (np.arange(n) >= 8))
+    np.testing.assert_array_equal(f1.memo_lookups, np.bincount(tile[shaded], minlength=tiles))
+    np.testing.assert_array_equal(f1.memo_hits + f1.memo_table_writes, f1.memo_lookups)
+    np.testing.assert_array_equal(f1.colors, colors1)
+    assert f1.colors.dtype == np.uint8
+
+
+def test_collisions_are_counted_and_shown():
+    memo = FragmentMemoizer(tiles=1)
+    keys = np.array([42], dtype=np.uint32)
+    memo.add_frame(0, [0], keys, np.array([[10, 20, 30, 255]], np.uint8))
+    _, f1 = memo.add_frame(1, [0], keys, np.array([[11, 20, 30, 255]], np.uint8))
+    assert f1.memo_collisions == 1 and f1.hit.all()
+    np.testing.assert_array_equal(f1.colors, [[10, 20, 30, 255]])
+
+
+def test_odd_trailing_frame_and_lut_carry_over():
+    memo = FragmentMemoizer(tiles=1)
+    keys, colors, tile = np.array([3], np.uint32), np.array([5], np.uint32), np.array([0])
+    memo.add_frame(0, tile, keys, colors)
+    memo.add_frame(1, tile, keys, colors)
+    assert memo.add_frame(2, tile, keys, colors) == []     # waits for frame 3
+    (f2,) = memo.finish()
+    assert f2.frame_index == 2 and f2.hit.all()              # the LUT carried over
+    assert memo.finish() == []
+    # A frame of the next group flushes an incomplete one.
+    memo.add_frame(4, tile, keys, colors)
+    (f4,) = memo.add_frame(6, tile, keys, colors)
+    assert f4.frame_index == 4
