@@ -30,13 +30,80 @@ RATE_COLORS = np.array([[0, 0, 0], [60, 160, 255], [60, 220, 120], [255, 200, 40
 
 
 @dataclass
-class Run:
-    """One render of the trace: images, counters and per-frame technique state."""
+class Tally:
+    """What one technique did over the frames of one trace, accumulated frame by frame."""
 
     name: str
-    images: list[np.ndarray] = field(default_factory=list)
-    counters: list = field(default_factory=list)
-    fvp: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)
+    frames: int = 0
+    identical: int = 0
+    mssim: list[float] = field(default_factory=list)
+    tiles: int = 0
+    totals: dict[str, int] = field(default_factory=dict)
+    scalars: dict[str, int] = field(default_factory=dict)
+    rate_histogram: np.ndarray = field(default_factory=lambda: np.zeros(5, dtype=np.int64))
+
+    def add(self, image: np.ndarray, counters, reference: np.ndarray) -> None:
+        from .dynamic_sampling_rate import frame_mssim
+
+        self.frames += 1
+        self.identical += int(np.array_equal(image, reference))
+        self.mssim.append(1.0 if np.array_equal(image, reference)
+                          else frame_mssim(image, reference))
+        screen = _screen(counters)
+        if screen is not None:
+            self.tiles += screen.tiles_x * screen.tiles_y
+            for name, values in screen.tiles.items():
+                self.totals[name] = self.totals.get(name, 0) + int(values.sum())
+            if "dsr_rate" in screen.tiles:
+                self.rate_histogram += np.bincount(screen.tiles["dsr_rate"], minlength=5)
+        for name in ("fragments_shaded", "pixels_written"):
+            self.scalars[name] = self.scalars.get(name, 0) + counters.total(name)
+        for name in ("re_disabled", "memo_collisions"):
+            self.scalars[name] = self.scalars.get(name, 0) + int(counters.scalars.get(name, 0))
+
+    def report(self, baseline: Tally) -> dict:
+        t = self.totals
+        tiles = self.tiles or 1
+        shaded, written = self.scalars["fragments_shaded"], self.scalars["pixels_written"]
+        base_shaded = baseline.scalars["fragments_shaded"]
+        histogram = self.rate_histogram
+        rate = (float((histogram * 0.25 ** np.arange(5)).sum() / histogram.sum())
+                if histogram.sum() else 1.0)
+        out = {
+            "frames": self.frames,
+            "frames_bit_identical": self.identical,
+            "mssim_min": float(min(self.mssim)) if self.mssim else None,
+            "mssim": [round(m, 6) for m in self.mssim],
+            "fragments_shaded": shaded,
+            "fragments_shaded_vs_baseline": shaded / base_shaded if base_shaded else None,
+            "overshading": shaded / written if written else None,
+            "average_sample_rate": rate,
+            "flushes_avoided": (t.get("te_flushes_skipped", 0)
+                                + t.get("re_tiles_skipped", 0)) / tiles,
+        }
+        if "re_tiles_skipped" in t:
+            out.update({"tiles_skipped": t["re_tiles_skipped"] / tiles,
+                        "tiles_equal_color_oracle": t["re_tiles_equal_color"] / tiles,
+                        "false_positives": t["re_false_positives"],
+                        "frames_re_disabled": self.scalars["re_disabled"]})
+        if "oracle_fragments_shaded" in t:
+            out.update({"oracle_fragments_shaded": t["oracle_fragments_shaded"],
+                        "oracle_vs_baseline": (t["oracle_fragments_shaded"] / base_shaded
+                                               if base_shaded else None),
+                        "prims_reordered": t.get("evr_prims_reordered", 0),
+                        "prims_predicted_occluded": t.get("evr_prims_occluded", 0)})
+        if histogram.sum():
+            out["sampling_rate_histogram"] = dict(zip(RATE_LABELS, map(int, histogram),
+                                                      strict=True))
+        if "memo_lookups" in t:
+            lookups = t["memo_lookups"]
+            out.update({"memo_lookups": lookups,
+                        "memo_hit_rate": t["memo_hits"] / lookups if lookups else 0.0,
+                        "memo_collisions": self.scalars["memo_collisions"]})
+        return out
+
+
+RATE_LABELS = ("1x", "1/4x", "1/16x", "1/64x", "1/256x")
 
 
 def _split(name: str) -> tuple[str, str]:
@@ -44,28 +111,21 @@ def _split(name: str) -> tuple[str, str]:
     return technique, signature or "crc32"
 
 
-def render_run(trace_path: str, name: str, frames: range, dsr_parameters=None,
-               progress=None) -> Run:
+def render_frames(trace_path: str, name: str, frames: range, dsr_parameters=None):
+    """Yield (frame index, image, counters, renderer) of a technique's render of the trace
+    (every frame up to ``frames.stop`` is rendered, those in ``frames`` yielded)."""
     from .pipeline import Renderer
     from .techniques import Techniques
     from .trace_file import open_trace
 
     technique, signature = _split(name)
-    run = Run(name)
     with open_trace(trace_path) as trace:
         techniques = Techniques.parse(technique, source=trace_path, signature=signature,
                                       dsr_parameters=dsr_parameters)
         renderer = Renderer(trace.width, trace.height, depth_bits=trace.depth_bits,
                             source=trace_path, techniques=techniques)
         for result in renderer.render(trace.frames(0, frames.stop), keep=frames):
-            run.images.append(result.image)
-            run.counters.append(result.counters)
-            evr = renderer.techniques.evr
-            if evr is not None:
-                run.fvp.append((evr.fvp.copy(), evr.fvp_is_layer.copy()))
-            if progress is not None:
-                progress.update(1)
-    return run
+            yield result.index, result.image, result.counters, renderer
 
 
 def _screen(counters):
@@ -73,60 +133,58 @@ def _screen(counters):
     return next((p for p in counters.passes if p.target == "default"), None)
 
 
-def _tile_total(run: Run, name: str) -> int:
-    return int(sum(p.tiles[name].sum() for c in run.counters for p in c.passes
-                   if p.target == "default" and name in p.tiles))
+def compare_trace(trace_path: str, names: list[str], frames: range, *, dsr_parameters=None,
+                  images: Path | None = None, progress=None) -> dict:
+    """Baseline and every technique over one trace: the report of each technique."""
+    reference: dict[int, np.ndarray] = {}
+    baseline = Tally("baseline")
+    for index, image, counters, _ in render_frames(trace_path, "baseline", frames):
+        reference[index] = image
+        baseline.add(image, counters, image)
+        if progress is not None:
+            progress.update(1)
+    tallies = {}
+    for name in names:
+        tally = tallies[name] = Tally(name)
+        for index, image, counters, renderer in render_frames(trace_path, name, frames,
+                                                              dsr_parameters):
+            tally.add(image, counters, reference[index])
+            if images is not None:
+                write_overlays(images, name, index, image, counters, renderer)
+            if progress is not None:
+                progress.update(1)
+    return {"trace": trace_path, "frames": [frames.start, frames.stop],
+            "baseline": baseline.report(baseline),
+            "techniques": {name: t.report(baseline) for name, t in tallies.items()}}
 
 
-def summarize(run: Run, baseline: Run) -> dict:
-    from .dynamic_sampling_rate import frame_mssim
+AVERAGED = ("frames_bit_identical", "mssim_min", "fragments_shaded_vs_baseline", "overshading",
+            "average_sample_rate", "flushes_avoided", "tiles_skipped",
+            "tiles_equal_color_oracle", "false_positives", "oracle_vs_baseline",
+            "memo_hit_rate", "memo_collisions")
 
-    frames = len(run.images)
-    screens = [_screen(c) for c in run.counters]
-    tiles = sum(p.tiles_x * p.tiles_y for p in screens if p is not None) or 1
-    shaded = sum(c.total("fragments_shaded") for c in run.counters)
-    base_shaded = sum(c.total("fragments_shaded") for c in baseline.counters)
-    written = sum(c.total("pixels_written") for c in run.counters)
-    mssim = [frame_mssim(a, b) for a, b in zip(run.images, baseline.images, strict=True)]
-    identical = sum(np.array_equal(a, b) for a, b in zip(run.images, baseline.images,
-                                                         strict=True))
-    rates = [p.tiles["dsr_rate"] for p in screens if p is not None and "dsr_rate" in p.tiles]
-    sample_rate = (float(np.mean([np.mean(0.25 ** r) for r in rates])) if rates else 1.0)
-    report = {
-        "frames": frames,
-        "frames_bit_identical": int(identical),
-        "mssim_min": float(min(mssim)) if mssim else None,
-        "mssim": [round(m, 6) for m in mssim],
-        "fragments_shaded": int(shaded),
-        "fragments_shaded_vs_baseline": shaded / base_shaded if base_shaded else None,
-        "overshading": shaded / written if written else None,
-        "average_sample_rate": sample_rate,
-    }
-    if any("re_tiles_skipped" in p.tiles for p in screens if p is not None):
-        report.update({
-            "tiles_skipped": _tile_total(run, "re_tiles_skipped") / tiles,
-            "tiles_equal_color_oracle": _tile_total(run, "re_tiles_equal_color") / tiles,
-            "false_positives": _tile_total(run, "re_false_positives"),
-            "frames_re_disabled": sum(int(c.scalars.get("re_disabled", 0))
-                                      for c in run.counters),
-        })
-    flushes = _tile_total(run, "te_flushes_skipped") + _tile_total(run, "re_tiles_skipped")
-    report["flushes_avoided"] = flushes / tiles
-    if any("oracle_fragments_shaded" in p.tiles for p in screens if p is not None):
-        report["oracle_fragments_shaded"] = _tile_total(run, "oracle_fragments_shaded")
-        report["prims_reordered"] = _tile_total(run, "evr_prims_reordered")
-    if rates:
-        histogram = np.bincount(np.concatenate(rates), minlength=5)
-        report["sampling_rate_histogram"] = {
-            label: int(n) for label, n in zip(("1x", "1/4x", "1/16x", "1/64x", "1/256x"),
-                                              histogram, strict=True)}
-    if any("memo_lookups" in p.tiles for p in screens if p is not None):
-        lookups = _tile_total(run, "memo_lookups")
-        report["memo_lookups"] = lookups
-        report["memo_hit_rate"] = _tile_total(run, "memo_hits") / lookups if lookups else 0.0
-        report["memo_collisions"] = sum(int(c.scalars.get("memo_collisions", 0))
-                                        for c in run.counters)
-    return report
+
+def average(reports: list[dict]) -> dict:
+    """Per technique, the mean over workloads of each figure (min for mssim_min, sum for
+    counts that must be zero)."""
+    out = {}
+    names = reports[0]["techniques"] if reports else {}
+    for name in names:
+        rows = [r["techniques"][name] for r in reports]
+        entry = {}
+        for key in AVERAGED:
+            values = [row[key] for row in rows if row.get(key) is not None]
+            if not values:
+                continue
+            if key == "mssim_min":
+                entry[key] = min(values)
+            elif key in ("false_positives", "memo_collisions", "frames_bit_identical"):
+                entry[key] = int(sum(values))
+            else:
+                entry[key] = float(np.mean(values))
+        entry["frames"] = int(sum(row["frames"] for row in rows))
+        out[name] = entry
+    return out
 
 
 # -- overlays ---------------------------------------------------------------------------------
@@ -151,43 +209,42 @@ def overlay(image: np.ndarray, tile_rgb: np.ndarray, tile_alpha: np.ndarray, cou
     return np.clip(out + 0.5, 0, 255).astype(np.uint8)
 
 
-def write_overlays(folder: Path, runs: dict[str, Run], frames: range) -> list[Path]:
+def write_overlays(folder: Path, name: str, index: int, image: np.ndarray, counters,
+                   renderer) -> None:
+    """The overlays of one frame of a technique: RE's skipped tiles, TE's unflushed tiles,
+    DSR's sampling rate per tile, EVR's farthest visible point per tile."""
     from .commands_cli import png_bytes
 
-    written = []
+    screen = _screen(counters)
+    if screen is None:
+        return
+    n = screen.tiles_x * screen.tiles_y
 
-    def save(kind: str, k: int, image: np.ndarray) -> None:
-        path = folder / kind / f"{frames[k]:06d}.png"
-        written.append(write_bytes(path, png_bytes(image)))
+    def save(kind: str, picture: np.ndarray) -> None:
+        rgba = np.concatenate([picture, np.full((*picture.shape[:2], 1), 255, np.uint8)], -1)
+        write_bytes(folder / name.replace("/", "-") / kind / f"{index:06d}.png",
+                    png_bytes(rgba))
 
-    for name, run in runs.items():
-        for k, (image, counters) in enumerate(zip(run.images, run.counters, strict=True)):
-            screen = _screen(counters)
-            if screen is None:
-                continue
-            n = screen.tiles_x * screen.tiles_y
-            if name == "re" and "re_tiles_skipped" in screen.tiles:
-                skipped = screen.tiles["re_tiles_skipped"] > 0
-                save("re_skipped", k, overlay(image, np.tile([255, 0, 255], (n, 1)),
-                                              skipped, screen))
-            if name == "te" and "te_flushes_skipped" in screen.tiles:
-                kept = screen.tiles["te_flushes_skipped"] > 0
-                save("te_not_flushed", k, overlay(image, np.tile([0, 255, 255], (n, 1)),
-                                                  kept, screen))
-            if name == "dsr" and "dsr_rate" in screen.tiles:
-                rate = screen.tiles["dsr_rate"].astype(np.int64)
-                save("dsr_rate", k, overlay(image, RATE_COLORS[rate], rate > 0, screen, 0.45))
-            if name == "evr" and k < len(run.fvp):
-                fvp, is_layer = run.fvp[k]
-                # Depth FVPs in gray (near dark, far light), layer FVPs in orange shades.
-                depth = np.where(is_layer, 0, fvp) / float((1 << 24) - 1)
-                layer = np.where(is_layer, fvp, 0)
-                shade = np.where(is_layer, 1.0 - np.minimum(layer, 8) / 8.0, depth)
-                rgb = np.where(is_layer[:, None], np.stack([255 * np.ones(n), 140 * shade,
-                                                            0 * shade], -1),
-                               (255 * shade)[:, None].repeat(3, axis=1))
-                save("evr_fvp", k, overlay(image, rgb, np.ones(n, dtype=bool), screen, 0.6))
-    return written
+    if "re_tiles_skipped" in screen.tiles:
+        skipped = screen.tiles["re_tiles_skipped"] > 0
+        save("re_skipped", overlay(image, np.tile([255, 0, 255], (n, 1)), skipped, screen))
+    if "te_flushes_skipped" in screen.tiles:
+        kept = screen.tiles["te_flushes_skipped"] > 0
+        save("te_not_flushed", overlay(image, np.tile([0, 255, 255], (n, 1)), kept, screen))
+    if "dsr_rate" in screen.tiles:
+        rate = screen.tiles["dsr_rate"].astype(np.int64)
+        save("dsr_rate", overlay(image, RATE_COLORS[rate], rate > 0, screen, 0.45))
+    evr = renderer.techniques.evr
+    if evr is not None:
+        # The FVP left for the next frame: depths in gray (near dark, far light), layers in
+        # orange (lower layers lighter).
+        fvp, is_layer = evr.fvp, evr.fvp_is_layer
+        depth = np.where(is_layer, 0, fvp) / float(renderer.default_target.depth_max)
+        layer_shade = 1.0 - np.minimum(np.where(is_layer, fvp, 0), 8) / 8.0
+        gray = np.repeat((255 * depth)[:, None], 3, axis=1)
+        orange = np.stack([np.full(n, 255.0), 140 * layer_shade, np.zeros(n)], -1)
+        rgb = np.where(is_layer[:, None], orange, gray)
+        save("evr_fvp", overlay(image, rgb, np.ones(n, dtype=bool), screen, 0.6))
 
 
 # -- command line -----------------------------------------------------------------------------
@@ -196,12 +253,14 @@ def write_overlays(folder: Path, runs: dict[str, Run], frames: range) -> list[Pa
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "coherence", help="compare every frame-coherence technique with the baseline",
-        description="Render TRACE at baseline and with each technique (TE, RE, RE with an XOR "
-                    "signature, EVR, RE+EVR, DSR, memoization) and report per technique: tiles "
-                    "skipped and the oracle, flushes avoided, fragments shaded, overshading, "
-                    "average sample rate, per-frame MSSIM against the baseline and frames "
-                    "bit-identical to it. Exit 1 when a lossless technique changed a frame.")
-    p.add_argument("trace", help="a .tsim trace")
+        description="Render each TRACE at baseline and with each technique (TE, RE, RE with an "
+                    "XOR signature, EVR, RE+EVR, DSR, memoization) and report per technique: "
+                    "tiles skipped and the oracle, flushes avoided, fragments shaded, "
+                    "overshading, average sample rate, per-frame MSSIM against the baseline "
+                    "and frames bit-identical to it; with several traces, also the average. "
+                    "Exit 1 when a lossless technique changed a frame or DSR fell below "
+                    f"MSSIM {MIN_MSSIM}.")
+    p.add_argument("traces", nargs="+", metavar="TRACE", help=".tsim traces")
     p.add_argument("--frames", default=":", metavar="A:B",
                    help="frames to compare (default: all); earlier frames are rendered too")
     p.add_argument("--techniques", default=",".join(DEFAULT_TECHNIQUES), metavar="LIST",
@@ -211,52 +270,83 @@ def register(subparsers) -> None:
                    help="DSR parameters (TOML from `tilesim dsr-search`; default: shipped)")
     p.add_argument("--images", metavar="DIR", help="write per-frame overlays to DIR")
     p.add_argument("--out", metavar="FILE", help="also write the JSON report to FILE")
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="traces in parallel on a local Dask cluster (default: 1 per trace, "
+                        "at most the CPU count)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=_coherence)
 
 
-LOSSLESS = ("te", "re", "evr", "re+evr", "memo")
+LOSSLESS = ("te", "re", "evr", "re+evr", "te+re", "te+evr", "te+re+evr", "memo")
+MIN_MSSIM = 0.95
+
+
+def _job(trace: str, names: list[str], frames: tuple[int, int], dsr_parameters, images):
+    folder = None if images is None else Path(images) / Path(trace).stem
+    return compare_trace(trace, names, range(*frames), dsr_parameters=dsr_parameters,
+                         images=folder)
 
 
 def _coherence(args: argparse.Namespace) -> int:
+    import os
+
     from tqdm import tqdm
 
     from .commands_cli import parse_frames
     from .trace_file import open_trace
 
-    with open_trace(args.trace) as trace:
-        frames = parse_frames(args.frames, trace.frame_count)
-        size = (trace.width, trace.height)
-    names = [n.strip() for n in args.techniques.split(",") if n.strip()]
+    names = [n.strip().lower() for n in args.techniques.split(",") if n.strip()]
     if not names:
         raise InputError("--techniques: no technique given")
-    renders = (frames.stop) * (len(names) + 1)
-    with tqdm(total=renders, desc="coherence", unit="frame", disable=not sys.stderr.isatty(),
-              leave=False) as bar:
-        baseline = render_run(args.trace, "baseline", range(0, frames.stop), progress=bar)
-        runs = {name: render_run(args.trace, name, range(0, frames.stop),
-                                 args.dsr_parameters, progress=bar) for name in names}
-    # Only the frames asked for are reported.
-    keep = list(frames)
-    for run in (baseline, *runs.values()):
-        run.images = [run.images[k] for k in keep]
-        run.counters = [run.counters[k] for k in keep]
-        run.fvp = [run.fvp[k] for k in keep] if run.fvp else []
-    report = {"trace": args.trace, "frames": [frames.start, frames.stop], "size": list(size),
-              "baseline": summarize(baseline, baseline),
-              "techniques": {name: summarize(run, baseline) for name, run in runs.items()}}
-    if args.images:
-        write_overlays(Path(args.images), {"baseline": baseline, **runs}, frames)
+    from .techniques import Techniques
+
+    for name in names:
+        technique, signature = _split(name)
+        Techniques.parse(technique, signature=signature)   # fail before any work
+    jobs = []
+    for trace in args.traces:
+        with open_trace(trace) as t:
+            frames = parse_frames(args.frames, t.frame_count)
+        jobs.append((trace, names, (frames.start, frames.stop), args.dsr_parameters,
+                     args.images))
+    if len(jobs) == 1:
+        frames = range(*jobs[0][2])
+        with tqdm(total=frames.stop * (len(names) + 1), desc="coherence", unit="frame",
+                  disable=None, leave=False) as bar:
+            folder = None if args.images is None else Path(args.images)
+            reports = [compare_trace(args.traces[0], names, frames,
+                                     dsr_parameters=args.dsr_parameters, images=folder,
+                                     progress=bar)]
+    else:
+        from dask.distributed import Client, LocalCluster, as_completed
+
+        workers = args.workers or min(len(jobs), os.cpu_count() or 1)
+        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                          dashboard_address=None) as cluster, Client(cluster) as client:
+            futures = {client.submit(_job, *job, pure=False): k for k, job in enumerate(jobs)}
+            results: dict[int, dict] = {}
+            for future in tqdm(as_completed(futures), total=len(futures), desc="coherence",
+                               unit="trace", disable=None, leave=False):
+                results[futures[future]] = future.result()
+        reports = [results[k] for k in range(len(jobs))]
+    report = {"workloads": reports, "average": average(reports)}
     if args.out:
         write_json(args.out, report)
-    lossless_broken = [n for n in names if _split(n)[1] == "crc32" and n in LOSSLESS
-                       and report["techniques"][n]["frames_bit_identical"] != len(keep)]
+    broken = [f"{Path(r['trace']).name}: {name}" for r in reports
+              for name, t in r["techniques"].items()
+              if (name in LOSSLESS and t["frames_bit_identical"] != t["frames"])
+              or (name == "dsr" and t["mssim_min"] is not None and t["mssim_min"] < MIN_MSSIM)]
     if args.json:
         print(json.dumps(report, indent=2))
     else:
-        _print_table(report)
-    if lossless_broken:
-        print(f"not lossless: {', '.join(lossless_broken)}", file=sys.stderr)
+        for r in reports:
+            print(f"{r['trace']} (frames {r['frames'][0]}:{r['frames'][1]})")
+            _print_table(r["baseline"], r["techniques"])
+        if len(reports) > 1:
+            print("average over workloads")
+            _print_table(None, report["average"])
+    if broken:
+        print(f"quality check failed: {', '.join(broken)}", file=sys.stderr)
         return EXIT_NOT_LOSSLESS
     return EXIT_OK
 
@@ -271,15 +361,18 @@ def _fmt(value, percent: bool = False) -> str:
     return str(value)
 
 
-def _print_table(report: dict) -> None:
+def _print_table(baseline: dict | None, techniques: dict) -> None:
     rows = [("technique", "identical", "min MSSIM", "skipped", "oracle", "flush avoided",
              "shaded vs base", "overshading", "sample rate")]
-    for name, r in [("baseline", report["baseline"]), *report["techniques"].items()]:
-        rows.append((name, f"{r['frames_bit_identical']}/{r['frames']}", _fmt(r["mssim_min"]),
-                     _fmt(r.get("tiles_skipped"), True), _fmt(r.get("tiles_equal_color_oracle"),
-                                                              True),
-                     _fmt(r["flushes_avoided"], True), _fmt(r["fragments_shaded_vs_baseline"]),
-                     _fmt(r["overshading"]), _fmt(r["average_sample_rate"])))
+    entries = ([("baseline", baseline)] if baseline else []) + list(techniques.items())
+    for name, r in entries:
+        identical = r.get("frames_bit_identical")
+        rows.append((name, f"{identical}/{r['frames']}", _fmt(r.get("mssim_min")),
+                     _fmt(r.get("tiles_skipped"), True),
+                     _fmt(r.get("tiles_equal_color_oracle"), True),
+                     _fmt(r.get("flushes_avoided"), True),
+                     _fmt(r.get("fragments_shaded_vs_baseline")), _fmt(r.get("overshading")),
+                     _fmt(r.get("average_sample_rate"))))
     widths = [max(len(row[c]) for row in rows) for c in range(len(rows[0]))]
     for row in rows:
-        print("  ".join(cell.rjust(w) for cell, w in zip(row, widths, strict=True)))
+        print("  " + "  ".join(cell.rjust(w) for cell, w in zip(row, widths, strict=True)))

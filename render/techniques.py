@@ -89,9 +89,11 @@ class Techniques:
             params = self.dsr_parameters
             if params is None or not isinstance(params, DSRParameters):
                 params = DSRParameters.load(params)
-            self.dsr = SamplingRateTable(target.tile_count, params, tile=target.tile_size,
-                                         tiles_x=target.tiles_x, tiles_y=target.tiles_y)
-            renderer.tile_rates = self.dsr.rates.copy()
+            if target.tile_size != 16:
+                raise InputError("DSR's sampling rates (1x .. 1/256x) are defined on 16x16 "
+                                 f"tiles, not {target.tile_size}x{target.tile_size}")
+            self.dsr = SamplingRateTable(target.tile_count, params, tile=target.tile_size)
+            renderer.tile_rates = self.dsr.read()
         if "memo" in self.enabled:
             from .fragment_memoization import FragmentMemoizer
 
@@ -196,7 +198,7 @@ class Techniques:
             self.evr.end_frame()
         if self.dsr is not None:
             self.dsr.update(result.image)
-            renderer.tile_rates = self.dsr.rates.copy()
+            renderer.tile_rates = self.dsr.read()
         if self.memo is not None:
             self._memo_frame(renderer, result)
 

@@ -197,3 +197,50 @@ def test_technique_names_are_checked():
             Techniques.parse(bad)
     with pytest.raises(InputError):
         Techniques.parse("re", signature="md5")
+
+
+def test_coherence_command_reports_every_technique(scene, tmp_path, capsys):
+    import json
+
+    from render.trace_file import write_trace
+    from tilesim.cli import main
+
+    trace = tmp_path / "scene.tsim"
+    write_trace(trace, scene, width=W, height=H, name="scene")
+    code = main(["coherence", str(trace), "--techniques", "te,re,re/xor,evr,re+evr,memo",
+                 "--images", str(tmp_path / "overlays"), "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0
+    (workload,) = report["workloads"]
+    techniques = workload["techniques"]
+    assert set(techniques) == {"te", "re", "re/xor", "evr", "re+evr", "memo"}
+    for name, row in techniques.items():
+        assert row["frames_bit_identical"] == row["frames"] == 5, name
+        assert row["mssim_min"] == 1.0
+    assert 0 < techniques["re"]["tiles_skipped"] <= techniques["re"]["tiles_equal_color_oracle"]
+    assert techniques["re+evr"]["fragments_shaded_vs_baseline"] < \
+        techniques["re"]["fragments_shaded_vs_baseline"]
+    assert techniques["evr"]["oracle_vs_baseline"] <= \
+        techniques["evr"]["fragments_shaded_vs_baseline"] < 1
+    assert techniques["memo"]["memo_collisions"] == 0
+    assert (tmp_path / "overlays" / "re" / "re_skipped" / "000003.png").exists()
+    assert (tmp_path / "overlays" / "evr" / "evr_fvp" / "000003.png").exists()
+    assert (tmp_path / "overlays" / "te" / "te_not_flushed" / "000003.png").exists()
+    assert report["average"]["re"]["false_positives"] == 0
+
+
+def test_render_command_takes_a_technique(scene, tmp_path):
+    from render.counters import load_counters
+    from render.trace_file import write_trace
+    from tilesim.cli import main
+
+    trace = tmp_path / "scene.tsim"
+    write_trace(trace, scene, width=W, height=H, name="scene")
+    out = tmp_path / "out"
+    assert main(["render", str(trace), "--out", str(out), "--technique", "re+evr"]) == 0
+    counters = load_counters(out / "counters" / "000003.npz")
+    assert counters.total("re_tiles_skipped") > 0
+    assert counters.total("evr_prims_reordered") > 0
+    # A rerun into the same folder with another technique is refused.
+    assert main(["render", str(trace), "--out", str(out), "--technique", "te"]) == 2
+    assert main(["render", str(trace), "--out", str(out), "--technique", "nope"]) == 2
