@@ -244,3 +244,51 @@ def test_render_command_takes_a_technique(scene, tmp_path):
     # A rerun into the same folder with another technique is refused.
     assert main(["render", str(trace), "--out", str(out), "--technique", "te"]) == 2
     assert main(["render", str(trace), "--out", str(out), "--technique", "nope"]) == 2
+
+
+FS_COORD = """precision highp float;
+void main() { gl_FragColor = vec4(gl_FragCoord.x / 96.0, gl_FragCoord.y / 64.0, 0.0, 1.0); }"""
+
+
+def test_superfragments_sample_block_centers_and_replicate(mesa):
+    gl = Recorder(W, H, name="coords")
+    program = gl.createProgram(VS, FS_COORD, attrib_locations={"pos": 0, "col": 1})
+    gl.useProgram(program)
+    gl.clear("COLOR_BUFFER_BIT")
+    _draw(gl, _quad(-1, -1, 1, 1, 0.0, (0, 0, 0, 1)))
+    gl.endFrame()
+    frames = gl.recorded_frames()
+    for rate in range(5):
+        renderer = Renderer(W, H)
+        renderer.tile_rates = np.full(renderer.default_target.tile_count, rate, np.int8)
+        (result,) = renderer.render(frames)
+        n = 1 << rate
+        y_up, x = np.mgrid[H - 1:-1:-1, 0:W]             # image rows top first, window y up
+        center_x = (x // n * n) + n / 2
+        center_y = (y_up // n * n) + n / 2
+        expected_r = np.floor(center_x / W * 255 + 0.5)
+        expected_g = np.floor(center_y / H * 255 + 0.5)
+        assert np.abs(result.image[..., 0] - expected_r).max() <= 1, rate
+        assert np.abs(result.image[..., 1] - expected_g).max() <= 1, rate
+        # One superfragment per n x n block.
+        assert result.counters.total("fragments_shaded") == W * H // (n * n)
+
+
+def test_a_mixed_rate_frame_is_the_tilewise_composite_of_uniform_rates(scene):
+    tiles = Renderer(W, H).default_target.tile_count
+    uniform = []
+    for rate in range(5):
+        renderer = Renderer(W, H)
+        renderer.tile_rates = np.full(tiles, rate, np.int8)
+        uniform.append([r.image for r in renderer.render(scene)])
+    mixed_rates = np.random.default_rng(3).integers(0, 5, tiles).astype(np.int8)
+    renderer = Renderer(W, H)
+    renderer.tile_rates = mixed_rates
+    mixed = [r.image for r in renderer.render(scene)]
+    tile_of_pixel = renderer.default_target.pixel_tiles()[::-1]
+    for k, image in enumerate(mixed):
+        composite = np.zeros_like(image)
+        for rate in range(5):
+            where = mixed_rates[tile_of_pixel] == rate
+            composite[where] = uniform[rate][k][where]
+        assert np.array_equal(image, composite)
