@@ -207,14 +207,17 @@ def test_coherence_command_reports_every_technique(scene, tmp_path, capsys):
 
     trace = tmp_path / "scene.tsim"
     write_trace(trace, scene, width=W, height=H, name="scene")
-    code = main(["coherence", str(trace), "--techniques", "te,re,re/xor,evr,re+evr,memo",
+    code = main(["coherence", str(trace), "--techniques", "te,re,re/xor,evr,re+evr,memo,dsr",
                  "--images", str(tmp_path / "overlays"), "--json"])
     report = json.loads(capsys.readouterr().out)
     assert code == 0
     (workload,) = report["workloads"]
     techniques = workload["techniques"]
-    assert set(techniques) == {"te", "re", "re/xor", "evr", "re+evr", "memo"}
+    assert set(techniques) == {"te", "re", "re/xor", "evr", "re+evr", "memo", "dsr"}
     for name, row in techniques.items():
+        if name == "dsr":
+            assert row["mssim_min"] >= 0.95 and row["frames"] == 5
+            continue
         assert row["frames_bit_identical"] == row["frames"] == 5, name
         assert row["mssim_min"] == 1.0
     assert 0 < techniques["re"]["tiles_skipped"] <= techniques["re"]["tiles_equal_color_oracle"]

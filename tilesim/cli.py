@@ -14,7 +14,16 @@ from tilesim.errors import EXIT_BAD_INPUT, TilesimError
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from render import capture, coherence, compare, conformance, goldens, suite, trace_import
+    from render import (
+        capture,
+        coherence,
+        compare,
+        conformance,
+        dsr_search,
+        goldens,
+        suite,
+        trace_import,
+    )
     from render import characterize as render_characterize
     from render import commands_cli as render_commands
     from shaders import commands as shader_commands
@@ -37,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     compare.register(sub)
     suite.register(sub)
     coherence.register(sub)
+    dsr_search.register(sub)
     timing_cli.register(sub)
     return parser
 
