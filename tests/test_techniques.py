@@ -295,3 +295,29 @@ def test_a_mixed_rate_frame_is_the_tilewise_composite_of_uniform_rates(scene):
             where = mixed_rates[tile_of_pixel] == rate
             composite[where] = uniform[rate][k][where]
         assert np.array_equal(image, composite)
+
+
+def test_dsr_in_the_pipeline_follows_the_search_simulation(scene, tmp_path):
+    """``--technique dsr`` renders what ``dsr-search`` simulates from uniform-rate renders:
+    the same rates per tile and frame, the same images."""
+    from render.dsr_search import render_rates, simulate
+    from render.dynamic_sampling_rate import DSRParameters
+    from render.trace_file import write_trace
+
+    params = DSRParameters((40.0, 40.0, 40.0, 40.0), (2, 2, 2, 2), (60.0, 60.0, 60.0),
+                           (1, 1, 1))
+    trace = tmp_path / "scene.tsim"
+    write_trace(trace, scene, width=W, height=H, name="scene")
+    stack = render_rates(trace)
+    expected = simulate(stack, params)
+    renderer = Renderer(W, H, techniques=Techniques.parse("dsr", dsr_parameters=params))
+    results = list(renderer.render(scene))
+    for k, result in enumerate(results):
+        screen = result.counters.passes[0]
+        assert np.array_equal(screen.tiles["dsr_rate"], expected.rates[k]), k
+        tile_of_pixel = renderer.default_target.pixel_tiles()[::-1]
+        composite = np.take_along_axis(stack[:, k], expected.rates[k][tile_of_pixel][
+            None, :, :, None].astype(np.int64), axis=0)[0]
+        assert np.array_equal(result.image, composite), k
+    assert expected.rates[1:].max() > 0     # the parameters did lower some rates
+    assert sum(_tiles(results, "dsr_dcts")) == 5 * renderer.default_target.tile_count
