@@ -25,6 +25,8 @@ otherwise last frame's contents are an input.
 
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
 
 from .counters import TILE_COUNTERS, PassCounters
@@ -41,16 +43,35 @@ GEOMETRY_TILE_COUNTERS = ("prims_binned", "pb_list_bytes_written")
 RASTER_TILE_COUNTERS = tuple(n for n in TILE_COUNTERS if n not in GEOMETRY_TILE_COUNTERS)
 
 
+def _code(name) -> int:
+    """A 16-bit code of an enum name (the state registers hold enums, not strings)."""
+    return zlib.crc32(str(name).encode()) & 0xFFFF
+
+
 def draw_state_bytes(draw) -> bytes:
-    """The constants block of a draw: everything besides its primitives that decides the
-    colors it writes (uniform values, program, bound textures and their versions, fragment
-    state, viewport, render rectangle)."""
-    textures = sorted((samp, -1 if t is None else t.name, -1 if t is None else t.version)
-                      for samp, t in draw.texture_units.items())
-    state = repr((draw.program.ident, textures, draw.fragment, draw.viewport, draw.rect,
-                  draw.setup_options)).encode()
+    """The constants block of a draw, as the Command Processor would hand it to the Signature
+    Unit: the uniform values of both stages, then the draw state the raster phase reads packed
+    into 32-bit registers (program, bound textures and their versions, depth/blend/mask/
+    scissor state, viewport and render rectangle). Everything besides its primitives that
+    decides the colors the draw writes is here, so equal blocks mean equal results."""
+    f = draw.fragment
+    words = [draw.program.ident]
+    for samp, texture in sorted(draw.texture_units.items()):
+        words += [samp, -1 if texture is None else texture.name,
+                  -1 if texture is None else texture.version]
+    flags = (f.depth_test | f.depth_mask << 1 | f.blend << 2 | f.scissor_test << 3
+             | f.cull_face << 4 | f.polygon_offset_fill << 5
+             | sum(int(m) << (6 + k) for k, m in enumerate(f.color_mask)))
+    words += [flags, _code(f.depth_func) << 16 | _code(f.front_face),
+              _code(f.cull_mode) << 16 | _code(f.blend_eq_rgb),
+              _code(f.blend_eq_alpha) << 16 | _code(f.blend_src_rgb),
+              _code(f.blend_dst_rgb) << 16 | _code(f.blend_src_alpha),
+              _code(f.blend_dst_alpha), *draw.viewport, *draw.rect]
+    floats = [*f.depth_range, *f.blend_color, *f.polygon_offset, f.line_width]
+    registers = (np.asarray(words, dtype=np.int64).astype(np.uint32).tobytes()
+                 + np.asarray(floats, dtype=np.float32).tobytes())
     return (np.ascontiguousarray(draw.vs_constants).tobytes()
-            + np.ascontiguousarray(draw.fs_constants).tobytes() + state)
+            + np.ascontiguousarray(draw.fs_constants).tobytes() + registers)
 
 
 def _as_rows(data: bytes) -> np.ndarray:

@@ -1,9 +1,10 @@
-"""Baseline timing / traffic / energy model: stage formulas on hand-built counters, invariants,
-config validation and the `tilesim estimate` command."""
+"""Baseline timing / traffic / energy model: stage formulas on hand-built counters, the cache
+hierarchy and DRAM energy, invariants, config validation and the `tilesim estimate` command."""
 
 from __future__ import annotations
 
 import json
+import math
 import re
 
 import numpy as np
@@ -14,20 +15,29 @@ from hypothesis import strategies as st
 from render.counters import FRAME_COUNTERS, TILE_COUNTERS, FrameCounters, PassCounters
 from tilesim.cli import main
 from tilesim.errors import InputError
+from timing.batch import batch_from_frames
 from timing.config import BASELINE_GPU, ENERGY_32NM, load_energy_config, load_gpu_config
+from timing.memory import texture_l2_hit_ratio, tile_memory
 from timing.model import (
+    effective_tiles,
+    estimate_batch,
     estimate_frame,
     geometry_cycles,
     geometry_stage_cycles,
-    tile_cycles,
-    tile_stage_cycles,
-    traffic_bytes,
+)
+from timing.techniques import (
+    TECHNIQUE_SAVINGS_COUNTERS,
+    TECHNIQUE_TILE_COUNTERS,
+    TECHNIQUE_WORK_COUNTERS,
 )
 
 CFG = load_gpu_config()
 ECFG = load_energy_config()
 LAT_MAX = 100.0
 LAT_AVG = 75.0
+L2 = 262144.0
+H_TEX = 1 - math.sqrt(8 / 256)     # L2 hit ratio of texture-cache misses (sqrt(2) rule)
+DRAM_BG_W = 2 * (34.1 + 5.73) * 1e-3  # background + refresh of two LPDDR4 channels
 
 
 def make_frame(scalars=None, tiles=None, ntiles=2) -> FrameCounters:
@@ -41,6 +51,10 @@ def make_frame(scalars=None, tiles=None, ntiles=2) -> FrameCounters:
     return f
 
 
+def run(frame, cfg=CFG, ecfg=ECFG):
+    return estimate_batch(batch_from_frames([frame]), cfg, ecfg)
+
+
 def test_baseline_values_match_table_3_1():
     assert CFG["tech.clock"] == 400e6 and CFG["tech.voltage"] == 1 and CFG["tech.node"] == 32
     assert CFG["memory.bandwidth"] == 4 and CFG["memory.latency_min"] == 50
@@ -49,7 +63,8 @@ def test_baseline_values_match_table_3_1():
     table = [k for k, s in CFG.sources.items() if s.startswith("001 Table 3.1")]
     assert len(table) >= 45
     for k, s in {**CFG.sources, **ECFG.sources}.items():
-        assert s.startswith(("001 Table 3.1", "model assumption:", "estimate:", "002")), k
+        assert s.startswith(("001 ", "model assumption", "estimate", "002",
+                             "Micron TN-41-01")), k
 
 
 def test_geometry_stage_formulas():
@@ -58,7 +73,8 @@ def test_geometry_stage_formulas():
          "vs_alu": 800, "vs_tex": 0, "vs_flow": 0, "prims_assembled": 50,
          "pb_record_bytes_written": 1000},
         {"prims_binned": [30, 20], "pb_list_bytes_written": [100, 180]})
-    s = geometry_stage_cycles(f, CFG)
+    b = batch_from_frames([f])
+    s = {k: float(v[0]) for k, v in geometry_stage_cycles(b, effective_tiles(b), CFG).items()}
     # vertex fetch: (3 lines x 64 + 64) B / 4 B/cycle = 64 > 4 lines x 75 / 32 in flight
     assert s["vertex_fetch"] == pytest.approx(64.0)
     assert s["vertex_shading"] == pytest.approx(800 / (1 * 4 * 1))
@@ -66,43 +82,79 @@ def test_geometry_stage_formulas():
     assert s["tiler"] == 50
     assert s["pb_write"] == pytest.approx(1280 / 4)
     assert s["bus"] == pytest.approx((256 + 1280) / 4)
-    total, _ = geometry_cycles(f, CFG)
+    assert s["crc_compute"] == s["crc_accumulate"] == s["evr_tables"] == 0
+    total = geometry_cycles(geometry_stage_cycles(b, effective_tiles(b), CFG), CFG)[0]
     assert total == pytest.approx(384 + LAT_MAX + 6)
+
+
+def test_pb_read_hierarchy_fractions():
+    """Lists and first record reads go to L2 (kept while the whole PB fits), re-reads hit the
+    tile cache while a row of tiles' reads fits; hand-computed shares."""
+    written = 4_000_000.0
+    f = make_frame({"pb_record_bytes_written": written},
+                   {"pb_bytes_read": [1_000_000, 0], "prims_binned": [1, 0]})
+    b = batch_from_frames([f])
+    m = {k: float(v[0]) for k, v in tile_memory(b, effective_tiles(b), CFG).items()}
+    footprint = 2 * 1_000_000 / 2                       # tiles_x x reads per tile
+    c_tc, c_l2, kept = 131072 / footprint, L2 / footprint, L2 / written
+    reuse, first = 0.75 * 1_000_000, 0.25 * 1_000_000   # no list bytes: all records
+    assert m["pb_tile_cache"] == pytest.approx(reuse * c_tc)
+    assert m["pb_l2"] == pytest.approx(first * kept + reuse * (1 - c_tc) * c_l2)
+    assert m["pb_dram"] == pytest.approx(first * (1 - kept) + reuse * (1 - c_tc) * (1 - c_l2))
+    assert m["pb_tile_cache"] + m["pb_l2"] + m["pb_dram"] == pytest.approx(1_000_000)
+    # a Parameter Buffer that fits the L2: nothing read from DRAM
+    small = make_frame({"pb_record_bytes_written": 1000}, {"pb_bytes_read": [5000, 300],
+                                                           "pb_list_bytes_written": [40, 8]})
+    assert run(small).traffic["pb_reads"][0] == 0
+    assert texture_l2_hit_ratio(CFG) == pytest.approx(H_TEX)
 
 
 def test_memory_latency_bound_when_few_requests_in_flight():
     cfg = load_gpu_config()
     cfg.values["queues.tile.entries"] = 1  # one request in flight: latency-bound
-    f = make_frame(tiles={"pb_bytes_read": [640, 0], "prims_binned": [1, 0]})
-    s = tile_stage_cycles(f.passes[0], cfg)
-    assert s["tile_fetch"][0] == pytest.approx(10 * LAT_AVG)
-    assert s["tile_fetch"][1] == 0
+    # 640 list bytes (first reads); the frame's PB is 4x the L2, which keeps a quarter of it
+    f = make_frame({"pb_record_bytes_written": 4 * L2 - 640},
+                   {"pb_bytes_read": [640, 0], "pb_list_bytes_written": [640, 0],
+                    "prims_binned": [1, 0]})
+    s = run(f, cfg).tile_stages["tile_fetch"]
+    assert s[0] == pytest.approx(640 * 0.25 / 64 * 2 + 640 * 0.75 / 64 * LAT_AVG)
+    assert s[1] == 0
 
 
 def test_raster_stage_formulas():
-    f = make_frame(tiles={
-        "prims_binned": [2, 0], "pb_bytes_read": [400, 0],
+    f = make_frame({"pb_record_bytes_written": 4 * L2 - 80}, {
+        "prims_binned": [2, 0], "pb_bytes_read": [400, 0], "pb_list_bytes_written": [80, 0],
         "fragments_rasterized": [256, 0], "early_z_tested": [256, 0], "late_z_tested": [0, 0],
         "fs_quad_alu": [640, 0], "fs_quad_tex": [64, 0], "fs_quad_flow": [16, 0],
         "texels_fetched": [1024, 0], "tex_cache_misses": [10, 0], "color_writes": [256, 0],
         "color_flush_bytes": [1024, 1024]})
-    s = tile_stage_cycles(f.passes[0], CFG)
-    assert s["tile_fetch"][0] == pytest.approx(100)            # 400 B / 4
-    assert s["rasterizer"][0] == pytest.approx(256 * 4 / 16)   # 64
-    assert s["early_z"][0] == pytest.approx(64)                # 64 quads at 1 quad/cycle
-    assert s["fragment_shading"][0] == pytest.approx(720 / 4)  # 180
-    assert s["texture_filter"][0] == pytest.approx(1024 / 16)  # 64
-    assert s["texture_memory"][0] == pytest.approx(160)        # 640 B / 4
-    assert s["blend"][0] == pytest.approx(64)
-    assert s["bus"][0] == pytest.approx(260)                   # (400 + 640) / 4
-    total, _ = tile_cycles(f.passes[0], CFG)
+    est = run(f)
+    s = {k: v[0] for k, v in est.tile_stages.items()}
+    # PB: 80 list + 320 record bytes; 240 re-reads hit the tile cache; the L2 keeps a quarter
+    # of the 4 x L2 Parameter Buffer, so of the 160 first-read bytes 120 come from DRAM
+    assert s["tile_fetch"] == pytest.approx(120 / 4)
+    assert s["rasterizer"] == pytest.approx(256 * 4 / 16)   # 64
+    assert s["early_z"] == pytest.approx(64)                # 64 quads at 1 quad/cycle
+    assert s["fragment_shading"] == pytest.approx(720 / 4)  # issue-bound: 180
+    assert s["texture_filter"] == pytest.approx(1024 / 16)  # 64
+    tex_dram = 640 * (1 - H_TEX)
+    assert s["texture_memory"] == pytest.approx(tex_dram / 4)
+    assert s["blend"] == pytest.approx(64)
+    assert s["bus"] == pytest.approx((120 + tex_dram) / 4)
     flush = 1024 / 4
-    # bottleneck (shared bus) + fill (first miss + 8 stages) + serialized color flush
-    assert total[0] == pytest.approx(260 + LAT_MAX + 8 + flush)
-    assert total[1] == pytest.approx(flush)                    # empty tile: flush only
-    est = estimate_frame(f, CFG, ECFG)
-    assert est.raster_cycles == pytest.approx(total.sum())
-    assert est.seconds == pytest.approx(est.cycles / 400e6)
+    # bottleneck (fragment shading) + fill (first miss + 8 stages) + serialized color flush
+    assert est.tile_cycles[0] == pytest.approx(180 + LAT_MAX + 8 + flush)
+    assert est.tile_cycles[1] == pytest.approx(flush)      # empty tile: flush only
+    assert est.raster_cycles[0] == pytest.approx(est.tile_cycles.sum())
+    assert est.seconds[0] == pytest.approx((est.geometry_cycles[0] + est.raster_cycles[0]) / 4e8)
+
+
+def test_shader_latency_bound_when_texture_misses_dominate():
+    # 100 texture instructions, 400 texture-cache misses: exposed latency / (4 cores x 4 warps)
+    f = make_frame(tiles={"prims_binned": [1, 0], "fs_quad_tex": [100, 0],
+                          "tex_cache_misses": [400, 0]})
+    exposed = 100 * (1 + 4) + 400 * (2 + (1 - H_TEX) * LAT_AVG)
+    assert run(f).tile_stages["fragment_shading"][0] == pytest.approx(exposed / 16)
 
 
 def test_double_buffered_color_buffer_overlaps_flush():
@@ -110,17 +162,21 @@ def test_double_buffered_color_buffer_overlaps_flush():
     cfg.values["buffers.color.entries"] = 512
     f = make_frame(tiles={"prims_binned": [1, 0], "color_flush_bytes": [1024, 1024],
                           "fs_quad_alu": [4000, 0]})
-    total, s = tile_cycles(f.passes[0], cfg)
-    assert total[0] == pytest.approx(1000 + LAT_MAX + 8)
-    assert total[1] == pytest.approx(256)
+    cycles = run(f, cfg).tile_cycles
+    assert cycles[0] == pytest.approx(1000 + LAT_MAX + 8)
+    assert cycles[1] == pytest.approx(256)
 
 
 def test_no_work_means_static_energy_only():
     est = estimate_frame(make_frame(), CFG, ECFG)
     assert est.cycles == 0 and est.traffic_total == 0
     assert all(v == 0 for v in est.gpu_dynamic.values())
-    assert est.memory["per_byte"] == 0 and est.memory["per_access"] == 0
-    assert est.energy == pytest.approx(sum(est.gpu_static.values()) + est.memory["background"])
+    assert est.memory["act_pre"] == est.memory["read"] == est.memory["write"] == 0
+    assert est.energy == pytest.approx(sum(est.gpu_static.values()) + est.memory["background"]
+                                       + est.memory["refresh"])
+    # idle time still leaks: a flush-only frame spends static energy on its 1000 cycles
+    idle = estimate_frame(make_frame(tiles={"color_flush_bytes": [4000, 0]}), CFG, ECFG)
+    assert all(v == 0 for v in idle.gpu_dynamic.values()) and idle.energy > 0
 
 
 def test_static_energy_is_power_times_time():
@@ -129,9 +185,22 @@ def test_static_energy_is_power_times_time():
     assert est.seconds == pytest.approx(1000 / 400e6)
     gpu_w = (5 + 4 * 5 + 10) * 1e-3 + (4 + 4 * 8 + 128 + 256) * 0.08e-3
     assert sum(est.gpu_static.values()) == pytest.approx(gpu_w * est.seconds)
-    assert est.memory["background"] == pytest.approx(40e-3 * est.seconds)
-    assert est.memory["per_byte"] == pytest.approx(4000 * 32e-12)
-    assert est.memory["per_access"] == pytest.approx(4000 / 64 * 500e-12)
+    assert est.memory["background"] + est.memory["refresh"] == pytest.approx(
+        DRAM_BG_W * est.seconds)
+
+
+def test_dram_energy_split_like_micron():
+    """Closed page: one activate/precharge per 64-byte request; read and write bursts per
+    byte; the per-source attribution adds up to the dynamic DRAM energy."""
+    f = make_frame({"vertex_cache_misses": 10, "index_bytes": 640},
+                   {"color_flush_bytes": [1280, 0]})
+    est = estimate_frame(f, CFG, ECFG)
+    reads, writes = 10 * 64 + 640, 1280
+    assert est.memory["act_pre"] == pytest.approx((reads + writes) / 64 * 1204.7e-12)
+    assert est.memory["read"] == pytest.approx(reads * 67.76e-12)
+    assert est.memory["write"] == pytest.approx(writes * 40.26e-12)
+    dynamic = est.memory["act_pre"] + est.memory["read"] + est.memory["write"]
+    assert sum(est.memory_by_source.values()) == pytest.approx(dynamic)
 
 
 def test_traffic_is_sum_of_sources():
@@ -139,43 +208,93 @@ def test_traffic_is_sum_of_sources():
                    {"pb_list_bytes_written": [4, 8], "pb_bytes_read": [50, 60],
                     "tex_cache_misses": [1, 2], "color_flush_bytes": [1024, 0],
                     "depth_flush_bytes": [0, 768]})
-    t = traffic_bytes(f, CFG)
-    assert t == {"vertices": 128, "indices": 30, "pb_writes": 19, "pb_reads": 110,
-                 "textures": 192, "color_flush": 1024, "depth_flush": 768}
+    t = estimate_frame(f, CFG, ECFG).traffic
+    # the 19-byte Parameter Buffer stays in the L2; 18% of texture-cache misses reach DRAM
+    assert t == pytest.approx({"vertices": 128, "indices": 30, "pb_writes": 19, "pb_reads": 0,
+                               "textures": 192 * (1 - H_TEX), "color_flush": 1024,
+                               "depth_flush": 768, "technique_tables": 0})
     d = estimate_frame(f, CFG, ECFG).to_dict()
-    assert d["traffic_bytes"]["total"] == sum(t.values())
+    assert d["traffic_bytes"]["total"] == pytest.approx(sum(t.values()))
     e = d["energy_j"]
     assert e["total"] == pytest.approx(e["gpu"] + e["memory"])
 
 
+def test_batch_equals_frame_by_frame():
+    """Vectorizing over frames changes nothing: a batch of frames = each frame alone."""
+    rng = np.random.default_rng(1)
+    frames = []
+    for i in range(4):
+        scalars = {k: int(v) for k, v in zip(FRAME_COUNTERS, rng.integers(0, 5000, 20),
+                                             strict=False)}
+        tiles = {k: rng.integers(0, 3000, 3) for k in TILE_COUNTERS}
+        f = make_frame(scalars, tiles, ntiles=3)
+        f.frame = i
+        frames.append(f)
+    together = estimate_batch(batch_from_frames(frames), CFG, ECFG).frames()
+    for f, est in zip(frames, together, strict=True):
+        alone = estimate_frame(f, CFG, ECFG)
+        assert est.frame == f.frame
+        assert est.cycles == pytest.approx(alone.cycles)
+        assert est.energy == pytest.approx(alone.energy)
+        assert est.traffic == pytest.approx(alone.traffic)
+
+
 SCALAR_NAMES = sorted(FRAME_COUNTERS)
-TILE_NAMES = sorted(TILE_COUNTERS)
-counts = st.integers(0, 5000)
+# every tile counter that is work: the baseline's and the techniques' (savings and
+# diagnostics are tested apart below)
+TILE_NAMES = sorted([*TILE_COUNTERS, *TECHNIQUE_WORK_COUNTERS])
+# small counts, and large ones that overflow the tile cache and the L2 (capacity regimes)
+counts = st.integers(0, 5000) | st.integers(100_000, 3_000_000)
 
 
-@settings(max_examples=60, deadline=None)
+def _frame(s_values, t_values, names, techniques=()):
+    s = dict(zip(SCALAR_NAMES, s_values, strict=True))
+    t = {n: [t_values[2 * i], t_values[2 * i + 1]] for i, n in enumerate(names)}
+    for n in techniques:
+        t.setdefault(n, [0, 0])
+    return make_frame(s, t)
+
+
+@settings(max_examples=150, deadline=None)
 @given(base_s=st.lists(counts, min_size=len(SCALAR_NAMES), max_size=len(SCALAR_NAMES)),
        base_t=st.lists(counts, min_size=2 * len(TILE_NAMES), max_size=2 * len(TILE_NAMES)),
        which=st.integers(0, len(SCALAR_NAMES) + 2 * len(TILE_NAMES) - 1),
-       inc=st.integers(1, 100000))
+       inc=st.integers(1, 100000) | st.integers(100_000, 3_000_000))
 def test_time_and_energy_never_decrease_with_more_work(base_s, base_t, which, inc):
-    def build(bump):
-        s = dict(zip(SCALAR_NAMES, base_s, strict=True))
-        t = {n: [base_t[2 * i], base_t[2 * i + 1]] for i, n in enumerate(TILE_NAMES)}
-        if bump:
-            if which < len(SCALAR_NAMES):
-                s[SCALAR_NAMES[which]] += inc
-            else:
-                k = which - len(SCALAR_NAMES)
-                t[TILE_NAMES[k // 2]][k % 2] += inc
-        return estimate_frame(make_frame(s, t), CFG, ECFG)
-
-    a, b = build(False), build(True)
-    assert b.cycles >= a.cycles
-    assert b.seconds >= a.seconds
+    bumped_s, bumped_t = list(base_s), list(base_t)
+    if which < len(SCALAR_NAMES):
+        bumped_s[which] += inc
+    else:
+        bumped_t[which - len(SCALAR_NAMES)] += inc
+    # every technique array present in both, so the technique hardware leaks in both
+    a = estimate_frame(_frame(base_s, base_t, TILE_NAMES, TECHNIQUE_TILE_COUNTERS), CFG, ECFG)
+    b = estimate_frame(_frame(bumped_s, bumped_t, TILE_NAMES, TECHNIQUE_TILE_COUNTERS), CFG,
+                       ECFG)
+    assert b.cycles >= a.cycles * (1 - 1e-12)
+    assert b.seconds >= a.seconds * (1 - 1e-12)
     assert b.energy >= a.energy * (1 - 1e-12)
     assert b.gpu_energy >= a.gpu_energy * (1 - 1e-12)
-    assert b.traffic_total >= a.traffic_total
+    assert b.memory_energy >= a.memory_energy * (1 - 1e-12)
+    assert b.traffic_total >= a.traffic_total * (1 - 1e-12)
+
+
+SAVINGS = sorted(TECHNIQUE_SAVINGS_COUNTERS)
+
+
+@settings(max_examples=60, deadline=None)
+@given(base_t=st.lists(counts, min_size=2 * len(TILE_NAMES), max_size=2 * len(TILE_NAMES)),
+       saved=st.lists(st.integers(0, 3), min_size=2 * len(SAVINGS), max_size=2 * len(SAVINGS)),
+       which=st.integers(0, 2 * len(SAVINGS) - 1), inc=st.integers(1, 5000))
+def test_savings_counters_never_add_time_or_energy(base_t, saved, which, inc):
+    """Savings the renderer reports (skipped tiles, memo hits, ...) never cost anything."""
+    names = [*TILE_NAMES, *SAVINGS]
+    bumped = list(saved)
+    bumped[which] += inc
+    a = estimate_frame(_frame([0] * len(SCALAR_NAMES), base_t + saved, names), CFG, ECFG)
+    b = estimate_frame(_frame([0] * len(SCALAR_NAMES), base_t + bumped, names), CFG, ECFG)
+    assert b.cycles <= a.cycles * (1 + 1e-12)
+    assert b.energy <= a.energy * (1 + 1e-12)
+    assert b.traffic_total <= a.traffic_total * (1 + 1e-12)
 
 
 def _write_variant(tmp_path, src, pattern, repl, name="cfg.toml"):
@@ -208,8 +327,9 @@ def test_gpu_config_errors_name_the_key(tmp_path, pattern, repl, message):
 
 
 def test_energy_config_errors(tmp_path):
-    path = _write_variant(tmp_path, ENERGY_32NM, r'^(per_byte = \{ value = )32\.0', r'\1-1')
-    with pytest.raises(InputError, match="memory.per_byte.value: must be non-negative"):
+    path = _write_variant(tmp_path, ENERGY_32NM, r'^(read_per_byte = \{ value = )67\.76',
+                          r'\1-1')
+    with pytest.raises(InputError, match="memory.read_per_byte.value: must be non-negative"):
         load_energy_config(path)
     with pytest.raises(InputError, match="not found"):
         load_gpu_config(tmp_path / "nope.toml")
@@ -231,12 +351,16 @@ def test_estimate_command(tmp_path, capsys):
     f.frame = 1
     f.save(out / "counters" / "000001.npz")
     assert main(["estimate", str(out), "--json"]) == 0
-    report = json.loads(capsys.readouterr().out)
+    report = json.loads(capsys.readouterr().out, parse_constant=pytest.fail)  # no NaN
     assert [x["frame"] for x in report["frames"]] == [0, 1]
     assert report["total"]["traffic_bytes"]["total"] == 2 * (128 + 2048)
     assert report["total"]["cycles"]["total"] == pytest.approx(
         2 * report["frames"][0]["cycles"]["total"])
+    assert report["total"]["energy_j"]["screen"] is None  # no frames/*.png
     assert main(["estimate", str(out)]) == 0
     assert "total" in capsys.readouterr().out
     assert main(["estimate", str(tmp_path / "empty")]) == 2
     assert main(["estimate", str(out), "--config", str(tmp_path / "missing.toml")]) == 2
+    (out / "counters" / "000002.npz").write_bytes(b"not a zip")
+    assert main(["estimate", str(out)]) == 2
+    assert "000002.npz: unreadable counters file" in capsys.readouterr().err

@@ -1,199 +1,294 @@
-"""Analytic baseline timing, memory-traffic and energy model fed only by the counters.
+"""Analytic timing, memory-traffic and energy model of a tile-based GPU, fed only by counters.
 
-Cycles (all floats, in GPU cycles at ``tech.clock``):
+Vectorized over every tile of every frame at once (``timing.batch.Batch``); all quantities are
+float64, cycles are GPU cycles at ``tech.clock``, bytes are main-memory bytes unless named
+otherwise. The pieces live in their own modules: ``timing.memory`` (caches below the counters'
+first level, DRAM traffic and LPDDR4 energy), ``timing.shader`` (shader throughput, the hook the
+shader-core model will replace), ``timing.techniques`` (the techniques' own time and energy),
+``timing.screen`` (OLED energy from the frame's pixels).
 
-* Memory stage of ``B`` bytes in ``L = B / line`` requests with ``Q`` requests in flight:
-  ``mem(B, Q) = max(B / bandwidth, L * latency_avg / Q)`` (bandwidth bound, or Little's law
-  when too few requests overlap). ``latency_avg`` is the mean of the 50-100 cycle range; the
-  first, unhidden miss of a phase costs ``latency_max`` in the fill term.
+Cycles
+* A memory client's stage: ``max(DRAM bytes / bandwidth, sum of request latencies / requests in
+  flight)`` (bandwidth bound, or Little's law when too few requests overlap); requests are 64-byte
+  lines served by a near cache, the L2 (2 cycles) or DRAM (``latency_avg``, the mean of 50-100).
 * Queue sizes enter twice: (1) the queue in front of a memory client bounds its requests in
-  flight ``Q`` (vertex fetch: 2 vertex queues x 16; Parameter Buffer writes: triangle queue;
-  Parameter Buffer reads: tile queue; texture misses: fragment queue / 4 lanes = quads); (2)
-  the bottleneck model (max over stages) assumes the queues decouple the stages, which holds
-  when a phase's work is much larger than a queue (the fill/drain term covers the rest).
-* Geometry phase, per frame: vertex fetch ``max(vertex-cache accesses / banks,
-  mem(vertex lines x 64 + index bytes, 2 x 16))``; vertex shading ``VS lane instructions /
-  (vertex processors x lanes x issue_rate)``; primitive assembly ``prims_assembled / 1``;
-  tiler ``sum(prims_binned) / 1``; Parameter Buffer writes ``mem(record + list bytes, 16)``;
-  shared bus ``(vertex + index + PB write bytes) / bandwidth``.
-  ``geometry = max(stages) + fill``; ``fill = latency_max + number of stages`` when the frame
-  has geometry work, else 0.
+  flight (vertex fetch: 2 vertex queues x 16; Parameter Buffer writes: triangle queue; Parameter
+  Buffer reads: tile queue; texture misses: fragment queue / 4 lanes = quads), and the fragment
+  queue sets the warps in flight that hide texture latency (``timing.shader``); (2) the
+  bottleneck model (max over stages) assumes the queues decouple the stages, which holds when a
+  phase's work is much larger than a queue (the fill/drain term covers the rest).
+* Geometry phase, per frame: vertex fetch ``max(vertex-cache accesses / banks, mem(vertex lines
+  x 64 + index bytes, 2 x 16))``; vertex shading (``timing.shader``); primitive assembly
+  ``prims_assembled / 1``; tiler ``sum(prims_binned) / 1``; Parameter Buffer writes ``mem(record
+  + list + EVR layer bytes, 16)``; shared bus ``(vertex + index + PB write bytes) / bandwidth``;
+  technique stages (RE signature unit, EVR tables). ``geometry = max(stages) + fill``;
+  ``fill = latency_max + 6`` (the 6 baseline stages) when the frame has geometry work, else 0.
 * Raster phase, per tile (one 16x16 tile at a time through one pipeline; its quads are shared
   by the 4 fragment processors, each with its own texture cache and unit, as in Teapot's
-  Mali-400MP-like model): tile fetch ``mem(pb_bytes_read, 16)``; rasterizer
-  ``fragments x attributes_per_fragment / 16``; early Z ``(early + late z tested) / 4 /
-  min(max_rate, in_flight / test_latency)``; fragment shading ``(fs_quad_alu + fs_quad_tex +
-  fs_quad_flow) / (4 processors x issue_rate)``; texture filtering ``texels / (4 units x 4)``;
-  texture memory ``mem(misses x 64, 64 / 4)``; blending ``color_writes / 4``; shared bus
-  ``(PB read + texture miss bytes) / bandwidth``.
-  ``tile = max(stages) + fill + flush`` with ``fill = latency_max + number of stages`` if the
-  tile has primitives, and ``flush = (color + depth flush bytes) / bandwidth`` serialized
-  because the 256-entry color buffer holds exactly one 16x16 tile (when it holds two tiles or
-  more the flush joins the shared-bus stage instead, i.e. it overlaps the next tile).
+  Mali-400MP-like model): tile fetch (PB and EVR layer-id reads through tile cache, L2, DRAM;
+  16 in flight); rasterizer ``fragments x attributes_per_fragment / 16``; early Z ``(early +
+  late z tested) / 4 / min(max_rate, in_flight / test_latency)``; fragment shading
+  (``timing.shader``); texture filtering ``texels / (4 units x 4)``; texture memory (L2 and DRAM
+  lines of the texture-cache misses, 16 quads in flight); blending ``color_writes / 4``; shared
+  bus ``(PB + layer-id + texture DRAM bytes) / bandwidth``; technique stages (EVR FVP update and
+  Layer Buffer, memoization LUT), all overlapped.
+  ``tile = max(stages) + fill + end + technique serial`` with ``fill = latency_max + 8`` for a
+  tile with primitives that is rendered (not skipped by RE), ``end = max((color + depth flush
+  bytes) / bandwidth, DSR DCT)`` serialized because the 256-entry color buffer holds exactly one
+  16x16 tile and both read it (when it holds two tiles or more the flush joins the shared-bus
+  stage and the DCT the stages instead, i.e. they overlap the next tile), and RE's signature
+  compare in series.
 * ``frame = geometry + sum over passes and tiles of tile`` (phases in sequence).
+* Fragment Memoization: the renderer does not remove the work of LUT hits, so every fragment
+  shader and texture counter of a tile is scaled by ``1 - memo_hits / fragments_shaded`` (the hit
+  fragments' share of the tile's shader work: hits x the tile's average instructions per
+  fragment). Quads issue whole, so this is optimistic when hits leave quads partly live.
 
-Energy (joules): sum of event counts x energy per event (``energy_32nm.toml``) per unit, plus
-static power x frame time; main memory: bytes x per_byte + requests x per_access + background
-power x frame time.
+Energy (joules): GPU = sum of event counts x energy per event (``energy_32nm.toml``) per unit,
+plus static power x frame time (the technique structures leak only in frames that have them);
+main memory = LPDDR4 activations, read and write bursts, background and refresh x frame time
+(``timing.memory``); screen = OLED power of the frame's pixels x refresh period, reported beside
+the others (``total`` is GPU + memory, as in the seeds' figures).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from render.counters import FrameCounters, PassCounters
+from render.counters import FrameCounters
+from timing import techniques
+from timing.batch import Batch, batch_from_frames
 from timing.config import Config
+from timing.memory import (
+    dram_dynamic_energy_per_byte,
+    dram_energy,
+    hierarchy_cycles,
+    memory_cycles,
+    pb_written_bytes,
+    tile_memory,
+)
+from timing.screen import screen_energy
+from timing.shader import fragment_shader_cycles, vertex_shader_cycles
 
-GEOMETRY_STAGES = ("vertex_fetch", "vertex_shading", "primitive_assembly", "tiler",
-                   "pb_write", "bus")
-RASTER_STAGES = ("tile_fetch", "rasterizer", "early_z", "fragment_shading", "texture_filter",
-                 "texture_memory", "blend", "bus")
-TRAFFIC_SOURCES = ("vertices", "indices", "pb_writes", "pb_reads", "textures", "color_flush",
-                   "depth_flush")
+BASE_GEOMETRY_STAGES = ("vertex_fetch", "vertex_shading", "primitive_assembly", "tiler",
+                        "pb_write", "bus")
+GEOMETRY_STAGES = (*BASE_GEOMETRY_STAGES, *techniques.GEOMETRY_STAGES)
+BASE_RASTER_STAGES = ("tile_fetch", "rasterizer", "early_z", "fragment_shading",
+                      "texture_filter", "texture_memory", "blend", "bus")
+RASTER_STAGES = (*BASE_RASTER_STAGES, *techniques.RASTER_STAGES,
+                 *techniques.END_OF_TILE_STAGES)
+BASELINE_UNITS = ("vertex_processor", "fragment_processors", "vertex_cache", "texture_caches",
+                  "texture_units", "tile_cache", "l2", "primitive_assembly", "tiler",
+                  "rasterizer", "early_z", "color_buffer", "blend")
+GPU_UNITS = (*BASELINE_UNITS, *techniques.TECHNIQUE_UNITS)
+BASELINE_STATIC_UNITS = ("vertex_processor", "fragment_processors", "fixed_function", "caches")
+STATIC_UNITS = (*BASELINE_STATIC_UNITS, *techniques.TECHNIQUE_STATIC_UNITS)
+# Fragment-shader work a memoization hit removes (scaled by the tile's miss share).
+MEMO_SCALED = ("fs_alu", "fs_tex", "fs_flow", "fs_quad_alu", "fs_quad_tex", "fs_quad_flow",
+               "texels_fetched", "tex_cache_accesses", "tex_cache_misses")
+DSR_RATES = 5  # 1x, 1/4x, 1/16x, 1/64x, 1/256x
 PJ = 1e-12
 MW = 1e-3
 
 
-def latency_avg(cfg: Config) -> float:
-    return 0.5 * (cfg["memory.latency_min"] + cfg["memory.latency_max"])
+def memo_keep(t: dict[str, np.ndarray]) -> np.ndarray:
+    """Share of each tile's fragment-shader work left after memoization hits: (N,)."""
+    shaded = t["fragments_shaded"]
+    hits = np.minimum(t["memo_hits"], shaded)
+    return 1.0 - np.divide(hits, shaded, out=np.zeros_like(shaded), where=shaded > 0)
 
 
-def memory_cycles(nbytes, in_flight: float, cfg: Config, line: float = 64.0):
-    """Cycles to move ``nbytes`` (scalar or array) with ``in_flight`` requests overlapping."""
-    nbytes = np.asarray(nbytes, dtype=np.float64)
-    return np.maximum(nbytes / cfg["memory.bandwidth"],
-                      nbytes / line * latency_avg(cfg) / in_flight)
+def effective_tiles(batch: Batch) -> dict[str, np.ndarray]:
+    """The tile counters the model charges: memoization hits' shader work removed."""
+    t = dict(batch.tiles)
+    if not t["memo_hits"].any():  # no memoization hits: nothing to remove
+        t["fragments_shaded_effective"] = t["fragments_shaded"]
+        return t
+    keep = memo_keep(t)
+    for name in MEMO_SCALED:
+        t[name] = t[name] * keep
+    t["fragments_shaded_effective"] = t["fragments_shaded"] * keep
+    return t
 
 
-def _pb_write_bytes(frame: FrameCounters) -> float:
-    return float(frame.scalars.get("pb_record_bytes_written", 0)) + sum(
-        float(p.tiles["pb_list_bytes_written"].sum()) for p in frame.passes)
+def _sums(batch: Batch, t: dict[str, np.ndarray], names) -> dict[str, np.ndarray]:
+    return {n: batch.per_frame(t[n]) for n in names}
 
 
-def geometry_stage_cycles(frame: FrameCounters, cfg: Config) -> dict[str, float]:
-    """Cycles of each geometry stage of one frame (before overlap)."""
-    s = frame.scalars
-    get = lambda k: float(s.get(k, 0))  # noqa: E731
+def geometry_stage_cycles(batch: Batch, t: dict[str, np.ndarray],
+                          cfg: Config) -> dict[str, np.ndarray]:
+    """Cycles of each geometry stage of every frame before overlap: (F,) arrays."""
+    s = batch.scalars
     vline = cfg["caches.vertex.line_size"]
-    vertex_bytes = get("vertex_cache_misses") * vline + get("index_bytes")
-    pbw = _pb_write_bytes(frame)
-    binned = sum(float(p.tiles["prims_binned"].sum()) for p in frame.passes)
-    vs_lane = get("vs_alu") + get("vs_tex") + get("vs_flow")
+    vertex_bytes = s["vertex_cache_misses"] * vline + s["index_bytes"]
+    written = pb_written_bytes(batch, t)
     vq = cfg["queues.vertex.count"] * cfg["queues.vertex.entries"]
-    return {
-        "vertex_fetch": float(max(get("vertex_cache_accesses") / cfg["caches.vertex.banks"],
-                                  memory_cycles(vertex_bytes, vq, cfg, vline))),
-        "vertex_shading": vs_lane / (cfg["processors.vertex.count"]
-                                     * cfg["processors.shader.lanes"]
-                                     * cfg["processors.shader.issue_rate"]),
-        "primitive_assembly": get("prims_assembled") / cfg["stages.primitive_assembly.rate"],
-        "tiler": binned / cfg["stages.tiler.rate"],
-        "pb_write": float(memory_cycles(pbw, cfg["queues.triangle.entries"], cfg,
-                                        cfg["caches.tile.line_size"])),
-        "bus": (vertex_bytes + pbw) / cfg["memory.bandwidth"],
+    stages = {
+        "vertex_fetch": np.maximum(s["vertex_cache_accesses"] / cfg["caches.vertex.banks"],
+                                   memory_cycles(vertex_bytes, vq, cfg, vline)),
+        "vertex_shading": vertex_shader_cycles(s, cfg),
+        "primitive_assembly": s["prims_assembled"] / cfg["stages.primitive_assembly.rate"],
+        "tiler": batch.per_frame(t["prims_binned"]) / cfg["stages.tiler.rate"],
+        "pb_write": memory_cycles(written, cfg["queues.triangle.entries"], cfg,
+                                  cfg["caches.tile.line_size"]),
+        "bus": (vertex_bytes + written) / cfg["memory.bandwidth"],
     }
+    sums = _sums(batch, t, ("re_subblocks_signed", "re_shifts", "evr_lgt_accesses",
+                            "evr_fvp_reads"))
+    stages.update(techniques.geometry_stage_cycles(sums, cfg))
+    return stages
 
 
-def geometry_cycles(frame: FrameCounters, cfg: Config) -> tuple[float, dict[str, float]]:
-    stages = geometry_stage_cycles(frame, cfg)
-    bottleneck = max(stages.values())
-    fill = (cfg["memory.latency_max"] + len(stages)) if bottleneck > 0 else 0.0
-    return bottleneck + fill, stages
+def _phase(stages: dict[str, np.ndarray], names, fill: float, has_work=None) -> np.ndarray:
+    bottleneck = np.array(stages[names[0]], dtype=np.float64)
+    for name in names[1:]:
+        np.maximum(bottleneck, stages[name], out=bottleneck)
+    active = bottleneck > 0 if has_work is None else has_work
+    return bottleneck + np.where(active, fill, 0.0)
+
+
+def geometry_cycles(stages: dict[str, np.ndarray], cfg: Config) -> np.ndarray:
+    """``max(stages) + fill`` per frame: (F,)."""
+    return _phase(stages, GEOMETRY_STAGES,
+                  cfg["memory.latency_max"] + len(BASE_GEOMETRY_STAGES))
 
 
 def _flush_overlaps(cfg: Config) -> bool:
     return cfg["buffers.color.entries"] >= 2 * cfg["screen.tile_size"] ** 2
 
 
-def tile_stage_cycles(p: PassCounters, cfg: Config) -> dict[str, np.ndarray]:
-    """Cycles of each raster stage for every tile of a pass: arrays of shape (tiles,)."""
-    t = {k: v.astype(np.float64) for k, v in p.tiles.items()}
+def tile_stage_cycles(t: dict[str, np.ndarray], mem: dict[str, np.ndarray],
+                      cfg: Config) -> dict[str, np.ndarray]:
+    """Cycles of each raster stage of every tile: (N,) arrays."""
     tline = cfg["caches.texture.line_size"]
-    tex_bytes = t["tex_cache_misses"] * tline
+    lanes = cfg["processors.shader.lanes"]
     flush = t["color_flush_bytes"] + t["depth_flush_bytes"]
-    bus_bytes = t["pb_bytes_read"] + tex_bytes + (flush if _flush_overlaps(cfg) else 0.0)
+    bus_bytes = (mem["pb_dram"] + mem["tech_read_dram"] + mem["tex_dram"]
+                 + (flush if _flush_overlaps(cfg) else 0.0))
     z_rate = min(cfg["stages.early_z.max_rate"],
                  cfg["stages.early_z.in_flight"] / cfg["stages.early_z.test_latency"])
-    lanes = cfg["processors.shader.lanes"]
-    return {
-        "tile_fetch": memory_cycles(t["pb_bytes_read"], cfg["queues.tile.entries"], cfg,
-                                    cfg["caches.tile.line_size"]),
+    stages = {
+        "tile_fetch": hierarchy_cycles(
+            mem["pb_dram"] + mem["tech_read_dram"], mem["pb_l2"] + mem["tech_read_l2"],
+            mem["pb_tile_cache"], cfg["caches.tile.latency"], cfg["queues.tile.entries"], cfg,
+            cfg["caches.tile.line_size"]),
         "rasterizer": t["fragments_rasterized"] * cfg["stages.rasterizer.attributes_per_fragment"]
         / cfg["stages.rasterizer.rate"],
         "early_z": (t["early_z_tested"] + t["late_z_tested"]) / lanes / z_rate,
-        "fragment_shading": (t["fs_quad_alu"] + t["fs_quad_tex"] + t["fs_quad_flow"])
-        / (cfg["processors.fragment.count"] * cfg["processors.shader.issue_rate"]),
+        "fragment_shading": fragment_shader_cycles(t, cfg),
         "texture_filter": t["texels_fetched"] / (cfg["caches.texture.count"]
                                                  * cfg["stages.texture.texels_per_cycle"]),
-        "texture_memory": memory_cycles(tex_bytes, cfg["queues.fragment.entries"] / lanes, cfg,
-                                        tline),
+        "texture_memory": hierarchy_cycles(mem["tex_dram"], mem["tex_l2"], 0.0, 0.0,
+                                           cfg["queues.fragment.entries"] / lanes, cfg, tline),
         "blend": t["color_writes"] / cfg["stages.blend.rate"],
         "bus": bus_bytes / cfg["memory.bandwidth"],
     }
+    stages.update(techniques.raster_stage_cycles(t, cfg))
+    return stages
 
 
-def tile_cycles(p: PassCounters, cfg: Config) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """Total cycles of every tile of a pass (shape (tiles,)) and the per-stage arrays."""
-    stages = tile_stage_cycles(p, cfg)
-    bottleneck = np.max(np.stack(list(stages.values())), axis=0)
-    fill = np.where(p.tiles["prims_binned"] > 0,
-                    cfg["memory.latency_max"] + len(stages), 0.0)
-    flush = 0.0 if _flush_overlaps(cfg) else (
-        (p.tiles["color_flush_bytes"] + p.tiles["depth_flush_bytes"]).astype(np.float64)
-        / cfg["memory.bandwidth"])
-    return bottleneck + fill + flush, stages
+def tile_rendered(t: dict[str, np.ndarray]) -> np.ndarray:
+    """Tiles that run the raster pipeline: primitives binned, not skipped by RE."""
+    return (t["prims_binned"] > 0) & (t["re_tiles_skipped"] <= 0)
 
 
-def traffic_bytes(frame: FrameCounters, cfg: Config) -> dict[str, float]:
-    """Main-memory bytes by source (no L2 hits are modelled: every miss goes to DRAM)."""
-    tot = lambda k: float(sum(int(p.tiles[k].sum()) for p in frame.passes))  # noqa: E731
+def tile_cycles(t: dict[str, np.ndarray], stages: dict[str, np.ndarray], cfg: Config,
+                with_techniques: bool = True) -> np.ndarray:
+    """Total cycles of every tile: bottleneck + fill + end of tile + RE compare: (N,).
+
+    The end of a tile is the serialized color/depth flush (one-tile color buffer); DSR's DCT
+    reads the color buffer beside the flush, so the next tile waits for the longer of the two.
+    With a color buffer of two tiles or more both overlap the next tile: they join the stages.
+    ``with_techniques=False`` gives the baseline pipeline's cycles for the same counters (the
+    technique-overhead figure)."""
+    fill = cfg["memory.latency_max"] + len(BASE_RASTER_STAGES)
+    overlap = _flush_overlaps(cfg)
+    names = BASE_RASTER_STAGES
+    if with_techniques:
+        names = (*names, *techniques.RASTER_STAGES, *techniques.END_OF_TILE_STAGES * overlap)
+    total = _phase(stages, names, fill, tile_rendered(t))
+    if not overlap:
+        drain = (t["color_flush_bytes"] + t["depth_flush_bytes"]) / cfg["memory.bandwidth"]
+        if with_techniques:
+            for name in techniques.END_OF_TILE_STAGES:
+                drain = np.maximum(drain, stages[name])
+        total = total + drain
+    if with_techniques:
+        total = total + techniques.raster_serial_cycles(t, cfg)
+    return total
+
+
+def traffic_bytes(batch: Batch, t: dict[str, np.ndarray], mem: dict[str, np.ndarray],
+                  cfg: Config) -> dict[str, np.ndarray]:
+    """Main-memory bytes of every frame by source: (F,) arrays."""
+    pf = batch.per_frame
+    s = batch.scalars
     return {
-        "vertices": float(frame.scalars.get("vertex_cache_misses", 0))
-        * cfg["caches.vertex.line_size"],
-        "indices": float(frame.scalars.get("index_bytes", 0)),
-        "pb_writes": _pb_write_bytes(frame),
-        "pb_reads": tot("pb_bytes_read"),
-        "textures": tot("tex_cache_misses") * cfg["caches.texture.line_size"],
-        "color_flush": tot("color_flush_bytes"),
-        "depth_flush": tot("depth_flush_bytes"),
+        "vertices": s["vertex_cache_misses"] * cfg["caches.vertex.line_size"],
+        "indices": s["index_bytes"].copy(),
+        "pb_writes": s["pb_record_bytes_written"] + pf(t["pb_list_bytes_written"]),
+        "pb_reads": pf(mem["pb_dram"]),
+        "textures": pf(mem["tex_dram"]),
+        "color_flush": pf(t["color_flush_bytes"]),
+        "depth_flush": pf(t["depth_flush_bytes"]),
+        "technique_tables": pf(t["evr_layer_bytes_written"]) + pf(mem["tech_read_dram"]),
     }
 
 
-def gpu_dynamic_energy(frame: FrameCounters, cfg: Config, ecfg: Config,
-                       traffic: dict[str, float]) -> dict[str, float]:
-    """Dynamic GPU energy (J) by unit: event counts x energy per event."""
-    s = lambda k: float(frame.scalars.get(k, 0))  # noqa: E731
-    tot = lambda k: float(sum(int(p.tiles[k].sum()) for p in frame.passes))  # noqa: E731
+def _dram_read_write(batch: Batch, t, traffic) -> tuple[np.ndarray, np.ndarray]:
+    """DRAM bytes read and written per frame: (F,) each."""
+    tech_write = batch.per_frame(t["evr_layer_bytes_written"])
+    reads = (traffic["vertices"] + traffic["indices"] + traffic["pb_reads"] + traffic["textures"]
+             + traffic["technique_tables"] - tech_write)
+    writes = traffic["pb_writes"] + traffic["color_flush"] + traffic["depth_flush"] + tech_write
+    return reads, writes
+
+
+def gpu_dynamic_energy(batch: Batch, t: dict[str, np.ndarray], mem: dict[str, np.ndarray],
+                       cfg: Config, ecfg: Config) -> dict[str, np.ndarray]:
+    """Dynamic GPU energy (J) of every frame by unit: (F,) arrays."""
+    pf = batch.per_frame
+    s = batch.scalars
     e = lambda k: ecfg[k] * PJ  # noqa: E731
     lanes = cfg["processors.shader.lanes"]
-    vs_lane = s("vs_alu") + s("vs_tex") + s("vs_flow")
-    fs_lane = tot("fs_alu") + tot("fs_tex") + tot("fs_flow")
-    fs_quad = tot("fs_quad_alu") + tot("fs_quad_tex") + tot("fs_quad_flow")
-    pb_lines = (traffic["pb_writes"] + traffic["pb_reads"]) / cfg["caches.tile.line_size"]
-    dram_lines = sum(traffic.values()) / cfg["caches.l2.line_size"]
-    return {
+    line = cfg["caches.l2.line_size"]
+    vs_lane = s["vs_alu"] + s["vs_tex"] + s["vs_flow"]
+    fs_lane = pf(t["fs_alu"] + t["fs_tex"] + t["fs_flow"])
+    fs_quad = pf(t["fs_quad_alu"] + t["fs_quad_tex"] + t["fs_quad_flow"])
+    written = pb_written_bytes(batch, t)
+    pb_requested = written + pf(t["pb_bytes_read"] + mem["tech_read"])
+    # the L2 sees first-level misses: vertex lines, indices, tile-cache write-backs and misses,
+    # texture-cache misses (flushes bypass it)
+    l2_bytes = (s["vertex_cache_misses"] * cfg["caches.vertex.line_size"] + s["index_bytes"]
+                + written + pf(mem["pb_l2"] + mem["pb_dram"] + mem["tech_read"]
+                               + mem["tex_miss_bytes"]))
+    units = {
         "vertex_processor": vs_lane * e("gpu.shader.lane_op")
         + vs_lane / lanes * e("gpu.shader.issue"),
         "fragment_processors": fs_lane * e("gpu.shader.lane_op") + fs_quad * e("gpu.shader.issue"),
-        "vertex_cache": s("vertex_cache_accesses") * e("gpu.vertex_cache.access"),
-        "texture_caches": tot("tex_cache_accesses") * e("gpu.texture_cache.access"),
-        "texture_units": tot("texels_fetched") * e("gpu.texture_unit.texel"),
-        "tile_cache": pb_lines * e("gpu.tile_cache.line"),
-        "l2": dram_lines * e("gpu.l2.line"),
-        "primitive_assembly": s("prims_assembled") * e("gpu.primitive_assembly.triangle"),
-        "tiler": tot("prims_binned") * e("gpu.tiler.entry"),
-        "rasterizer": tot("fragments_rasterized") * cfg["stages.rasterizer.attributes_per_fragment"]
-        * e("gpu.rasterizer.attribute"),
-        "early_z": (tot("depth_reads") + tot("depth_writes")) * e("gpu.early_z.access"),
-        "color_buffer": (tot("color_writes") + tot("blend_ops")) * e("gpu.color_buffer.access"),
-        "blend": tot("blend_ops") * e("gpu.blend.op"),
+        "vertex_cache": s["vertex_cache_accesses"] * e("gpu.vertex_cache.access"),
+        "texture_caches": pf(t["tex_cache_accesses"]) * e("gpu.texture_cache.access"),
+        "texture_units": pf(t["texels_fetched"]) * e("gpu.texture_unit.texel"),
+        "tile_cache": pb_requested / cfg["caches.tile.line_size"] * e("gpu.tile_cache.line"),
+        "l2": l2_bytes / line * e("gpu.l2.line"),
+        "primitive_assembly": s["prims_assembled"] * e("gpu.primitive_assembly.triangle"),
+        "tiler": pf(t["prims_binned"]) * e("gpu.tiler.entry"),
+        "rasterizer": pf(t["fragments_rasterized"])
+        * cfg["stages.rasterizer.attributes_per_fragment"] * e("gpu.rasterizer.attribute"),
+        "early_z": pf(t["depth_reads"] + t["depth_writes"]) * e("gpu.early_z.access"),
+        "color_buffer": pf(t["color_writes"] + t["blend_ops"]) * e("gpu.color_buffer.access"),
+        "blend": pf(t["blend_ops"]) * e("gpu.blend.op"),
     }
+    sums = _sums(batch, t, techniques.TECHNIQUE_WORK_COUNTERS)
+    units.update(techniques.dynamic_energy(sums, ecfg))
+    return units
 
 
 def gpu_static_power(cfg: Config, ecfg: Config) -> dict[str, float]:
-    """Leakage power (W) by unit."""
+    """Leakage power (W) of the baseline GPU by unit."""
     kb = sum(cfg[f"caches.{c}.count"] * cfg[f"caches.{c}.size"]
              for c in ("vertex", "texture", "tile", "l2")) / 1024
     return {
@@ -204,6 +299,42 @@ def gpu_static_power(cfg: Config, ecfg: Config) -> dict[str, float]:
         "fixed_function": ecfg["gpu.static.fixed_function"] * MW,
         "caches": kb * ecfg["gpu.static.sram"] * MW,
     }
+
+
+def _diagnostics(batch: Batch, t: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Per-frame figures for reports and plots (no cost in them): (F,) arrays."""
+    pf = batch.per_frame
+    raw = batch.tiles
+    s = batch.scalars
+    binned = pf(raw["prims_binned"])
+    out = {
+        "tiles": np.bincount(batch.tile_frame, minlength=batch.frames).astype(np.float64),
+        "tiles_rendered": pf(tile_rendered(t).astype(np.float64)),
+        "fragments_shaded": pf(raw["fragments_shaded"]),
+        "fragments_shaded_effective": pf(t["fragments_shaded_effective"]),
+        "fs_instructions": pf(raw["fs_alu"] + raw["fs_tex"] + raw["fs_flow"]),
+        "fs_instructions_effective": pf(t["fs_alu"] + t["fs_tex"] + t["fs_flow"]),
+        "pb_tiles_per_primitive": np.divide(binned, s["prims_rasterized"],
+                                            out=np.zeros_like(binned),
+                                            where=s["prims_rasterized"] > 0),
+    }
+    for name in (*techniques.TECHNIQUE_SAVINGS_COUNTERS, *techniques.TECHNIQUE_DIAGNOSTIC_COUNTERS,
+                 "memo_lookups"):
+        if name != "dsr_rate":
+            out[name] = pf(raw[name])
+    # DSR: tiles per sampling rate over the passes that carry DSR counters, and the average
+    # sample rate (samples per pixel: 4^-rate)
+    dsr_tiles = batch.pass_present["dsr"][batch.tile_pass]
+    rate = np.clip(raw["dsr_rate"], 0, DSR_RATES - 1).astype(np.int64)
+    hist = np.bincount(batch.tile_frame[dsr_tiles] * DSR_RATES + rate[dsr_tiles],
+                       minlength=batch.frames * DSR_RATES).reshape(batch.frames, DSR_RATES)
+    for r in range(DSR_RATES):
+        out[f"dsr_tiles_rate{r}"] = hist[:, r].astype(np.float64)
+    counted = hist.sum(axis=1)
+    samples = hist @ (4.0 ** -np.arange(DSR_RATES))
+    out["dsr_average_sample_rate"] = np.divide(samples, counted, out=np.full(batch.frames, np.nan),
+                                               where=counted > 0)
+    return out
 
 
 @dataclass
@@ -218,7 +349,11 @@ class FrameEstimate:
     gpu_dynamic: dict[str, float]
     gpu_static: dict[str, float]
     memory: dict[str, float]
-    extra: dict = field(default_factory=dict)
+    memory_by_source: dict[str, float] = field(default_factory=dict)
+    screen_energy: float | None = None
+    technique_cycles: float = 0.0
+    techniques_present: list[str] = field(default_factory=list)
+    diagnostics: dict[str, float | None] = field(default_factory=dict)
 
     @property
     def cycles(self) -> float:
@@ -234,45 +369,152 @@ class FrameEstimate:
 
     @property
     def energy(self) -> float:
+        """GPU + main memory (the screen is reported beside it)."""
         return self.gpu_energy + self.memory_energy
+
+    @property
+    def technique_gpu_energy(self) -> float:
+        return (sum(self.gpu_dynamic[u] for u in techniques.TECHNIQUE_UNITS)
+                + sum(self.gpu_static[u] for u in techniques.TECHNIQUE_STATIC_UNITS))
+
+    @property
+    def technique_memory_energy(self) -> float:
+        return self.memory_by_source.get("technique_tables", 0.0)
 
     @property
     def traffic_total(self) -> float:
         return sum(self.traffic.values())
 
     def to_dict(self) -> dict:
+        system = None if self.screen_energy is None else self.energy + self.screen_energy
         return {
             "frame": self.frame,
             "cycles": {"geometry": self.geometry_cycles, "raster": self.raster_cycles,
-                       "total": self.cycles},
+                       "total": self.cycles, "technique_overhead": self.technique_cycles},
             "seconds": self.seconds,
+            "techniques": self.techniques_present,
             "geometry_stage_cycles": self.geometry_stages,
             "raster_stage_cycles_summed_over_tiles": self.raster_stages,
             "energy_j": {"total": self.energy, "gpu": self.gpu_energy,
-                         "memory": self.memory_energy,
+                         "memory": self.memory_energy, "screen": self.screen_energy,
+                         "system": system,
+                         "technique_overhead": {"gpu": self.technique_gpu_energy,
+                                                "memory": self.technique_memory_energy},
                          "gpu_dynamic": self.gpu_dynamic, "gpu_static": self.gpu_static,
-                         "memory_parts": self.memory},
+                         "memory_parts": self.memory,
+                         "memory_dynamic_by_source": self.memory_by_source},
             "traffic_bytes": {**self.traffic, "total": self.traffic_total},
+            # NaN (e.g. no DSR tiles to average) becomes null: the report stays valid JSON
+            "diagnostics": {k: None if v is None or math.isnan(v) else v
+                            for k, v in self.diagnostics.items()},
         }
 
 
-def estimate_frame(frame: FrameCounters, cfg: Config, ecfg: Config) -> FrameEstimate:
-    geometry, gstages = geometry_cycles(frame, cfg)
-    raster = 0.0
-    rstages = dict.fromkeys(RASTER_STAGES, 0.0)
-    for p in frame.passes:
-        cycles, stages = tile_cycles(p, cfg)
-        raster += float(cycles.sum())
-        for k, v in stages.items():
-            rstages[k] += float(v.sum())
+@dataclass
+class BatchEstimate:
+    """Every estimate of a batch as arrays: (F,) per frame, (N,) per tile."""
+
+    batch: Batch
+    geometry_cycles: np.ndarray
+    raster_cycles: np.ndarray
+    seconds: np.ndarray
+    geometry_stages: dict[str, np.ndarray]
+    raster_stages: dict[str, np.ndarray]      # (F,) summed over tiles
+    tile_cycles: np.ndarray                   # (N,)
+    tile_stages: dict[str, np.ndarray]        # (N,)
+    traffic: dict[str, np.ndarray]
+    gpu_dynamic: dict[str, np.ndarray]
+    gpu_static: dict[str, np.ndarray]
+    memory: dict[str, np.ndarray]
+    memory_by_source: dict[str, np.ndarray]
+    screen: np.ndarray                         # (F,) J, NaN where the frame's PNG is missing
+    technique_cycles: np.ndarray
+    diagnostics: dict[str, np.ndarray]
+
+    def frame(self, i: int) -> FrameEstimate:
+        pick = lambda d: {k: float(v[i]) for k, v in d.items()}  # noqa: E731
+        screen = float(self.screen[i])
+        return FrameEstimate(
+            int(self.batch.frame_ids[i]), float(self.geometry_cycles[i]),
+            float(self.raster_cycles[i]), float(self.seconds[i]), pick(self.geometry_stages),
+            pick(self.raster_stages), pick(self.traffic), pick(self.gpu_dynamic),
+            pick(self.gpu_static), pick(self.memory), pick(self.memory_by_source),
+            None if np.isnan(screen) else screen, float(self.technique_cycles[i]),
+            [k for k in techniques.TECHNIQUES if self.batch.present[k][i]],
+            pick(self.diagnostics))
+
+    def frames(self) -> list[FrameEstimate]:
+        return [self.frame(i) for i in range(self.batch.frames)]
+
+
+# Frames are independent, so a large batch runs in chunks of whole frames: the ~150 temporary
+# arrays of a chunk take ~0.5 MB each whatever the batch size (a 1000-frame 1080p suite in one
+# piece would need ~10 GB of temporaries), at no cost in speed.
+CHUNK_TILES = 1 << 16
+
+
+def estimate_batch(batch: Batch, cfg: Config, ecfg: Config,
+                   histograms: np.ndarray | None = None) -> BatchEstimate:
+    """Estimate every frame of ``batch``; ``histograms``: (F, 3, 256) pixel histograms of the
+    frames for the OLED model (None or NaN rows: screen energy unknown)."""
+    parts = [_estimate_chunk(chunk, cfg, ecfg) for chunk in batch.chunks(CHUNK_TILES)]
+    cat = lambda name: {k: np.concatenate([getattr(p, name)[k] for p in parts])  # noqa: E731
+                        for k in getattr(parts[0], name)}
+    arr = lambda name: np.concatenate([getattr(p, name) for p in parts])  # noqa: E731
+    if histograms is None:
+        screen = np.full(batch.frames, np.nan)
+    else:
+        screen = screen_energy(histograms, cfg, ecfg)
+    return BatchEstimate(
+        batch, arr("geometry_cycles"), arr("raster_cycles"), arr("seconds"),
+        cat("geometry_stages"), cat("raster_stages"), arr("tile_cycles"), cat("tile_stages"),
+        cat("traffic"), cat("gpu_dynamic"), cat("gpu_static"), cat("memory"),
+        cat("memory_by_source"), screen, arr("technique_cycles"), cat("diagnostics"))
+
+
+def _estimate_chunk(batch: Batch, cfg: Config, ecfg: Config) -> BatchEstimate:
+    t = effective_tiles(batch)
+    mem = tile_memory(batch, t, cfg)
+
+    gstages = geometry_stage_cycles(batch, t, cfg)
+    geometry = geometry_cycles(gstages, cfg)
+    geometry_base = _phase(gstages, BASE_GEOMETRY_STAGES,
+                           cfg["memory.latency_max"] + len(BASE_GEOMETRY_STAGES))
+    tstages = tile_stage_cycles(t, mem, cfg)
+    per_tile = tile_cycles(t, tstages, cfg)
+    per_tile_base = tile_cycles(t, tstages, cfg, with_techniques=False)
+    raster = batch.per_frame(per_tile)
+    technique_cycles = (geometry - geometry_base) + raster - batch.per_frame(per_tile_base)
     seconds = (geometry + raster) / cfg["tech.clock"]
-    traffic = traffic_bytes(frame, cfg)
-    total_bytes = sum(traffic.values())
+
+    traffic = traffic_bytes(batch, t, mem, cfg)
+    reads, writes = _dram_read_write(batch, t, traffic)
+    memory = dram_energy(reads, writes, seconds, cfg, ecfg)
+    per_read, per_write = dram_dynamic_energy_per_byte(ecfg)
+    tech_write = batch.per_frame(t["evr_layer_bytes_written"])
+    write_sources = {"pb_writes", "color_flush", "depth_flush"}
+    by_source = {k: v * (per_write if k in write_sources else per_read)
+                 for k, v in traffic.items()}
+    by_source["technique_tables"] = (tech_write * per_write
+                                     + (traffic["technique_tables"] - tech_write) * per_read)
+
     static = {k: w * seconds for k, w in gpu_static_power(cfg, ecfg).items()}
-    memory = {
-        "per_byte": total_bytes * ecfg["memory.per_byte"] * PJ,
-        "per_access": total_bytes / ecfg["memory.access_size"] * ecfg["memory.per_access"] * PJ,
-        "background": ecfg["memory.background"] * MW * seconds,
-    }
-    return FrameEstimate(frame.frame, geometry, raster, seconds, gstages, rstages, traffic,
-                         gpu_dynamic_energy(frame, cfg, ecfg, traffic), static, memory)
+    for key, w in techniques.static_power(cfg, ecfg).items():
+        static[key] = w * seconds * batch.present[key.removesuffix("_structures")]
+
+    return BatchEstimate(
+        batch, geometry, raster, seconds, gstages,
+        {k: batch.per_frame(v) for k, v in tstages.items()}, per_tile, tstages, traffic,
+        gpu_dynamic_energy(batch, t, mem, cfg, ecfg), static, memory, by_source,
+        np.full(batch.frames, np.nan), technique_cycles, _diagnostics(batch, t))
+
+
+def estimate_frames(frames: list[FrameCounters], cfg: Config, ecfg: Config,
+                    histograms: np.ndarray | None = None) -> list[FrameEstimate]:
+    return estimate_batch(batch_from_frames(frames), cfg, ecfg, histograms).frames()
+
+
+def estimate_frame(frame: FrameCounters, cfg: Config, ecfg: Config,
+                   histogram: np.ndarray | None = None) -> FrameEstimate:
+    hist = None if histogram is None else np.asarray(histogram, dtype=np.float64)[None]
+    return estimate_frames([frame], cfg, ecfg, hist)[0]

@@ -1,0 +1,85 @@
+"""Speed of ``tilesim estimate``: load + model time for many frames of synthetic counters.
+
+    python -m timing.benchmark [--frames 100] [--size 1920x1080] [--screen] [--keep DIR]
+
+Writes ``--frames`` counter files of one render pass (every tile counter random, dense: the
+slowest case for decompression) with ``FrameCounters.save``, then times, best of 3: reading them
+into one batch, the model over the batch, and the whole command path (``estimate_workload``,
+with the OLED model over solid-grey PNGs when ``--screen``). A benchmark, never a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from render.counters import TILE_COUNTERS, FrameCounters, PassCounters
+from timing.batch import load_batch
+from timing.config import load_energy_config, load_gpu_config
+from timing.model import estimate_batch
+from timing.report import estimate_workload
+
+
+def write_counters(folder: Path, frames: int, width: int, height: int, screen: bool) -> None:
+    rng = np.random.default_rng(0)
+    tiles_x, tiles_y = -(-width // 16), -(-height // 16)
+    n = tiles_x * tiles_y
+    for i in range(frames):
+        f = FrameCounters(i)
+        for k in f.scalars:
+            f.scalars[k] = int(rng.integers(0, 100_000))
+        p = PassCounters("default", width, height, 16, tiles_x, tiles_y, np.arange(n))
+        for name in TILE_COUNTERS:
+            p.tiles[name] = rng.integers(0, 3000, n)
+        f.passes.append(p)
+        f.save(folder / "counters" / f"{i:06d}.npz")
+        if screen:
+            from PIL import Image
+
+            (folder / "frames").mkdir(parents=True, exist_ok=True)
+            image = np.full((height, width, 4), 100 + i % 50, dtype=np.uint8)
+            Image.fromarray(image, mode="RGBA").save(folder / "frames" / f"{i:06d}.png")
+
+
+def best_of(fn, repeats: int = 3) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--frames", type=int, default=100)
+    ap.add_argument("--size", default="1920x1080")
+    ap.add_argument("--screen", action="store_true", help="also time the OLED model on PNGs")
+    ap.add_argument("--keep", metavar="DIR", help="write the counters here (default: a temp dir)")
+    args = ap.parse_args(argv)
+    width, height = (int(v) for v in args.size.lower().split("x"))
+    cfg, ecfg = load_gpu_config(), load_energy_config()
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(args.keep or tmp)
+        write_counters(folder, args.frames, width, height, args.screen)
+        files = sorted((folder / "counters").glob("*.npz"))
+        batch = load_batch(files)
+        result = {
+            "frames": args.frames, "size": f"{width}x{height}",
+            "tiles": int(batch.tile_frame.size),
+            "load_s": best_of(lambda: load_batch(files)),
+            "model_s": best_of(lambda: estimate_batch(batch, cfg, ecfg)),
+            "estimate_s": best_of(lambda: estimate_workload("bench", folder, cfg, ecfg,
+                                                            screen=args.screen).frames),
+        }
+    print(json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

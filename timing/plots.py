@@ -1,0 +1,193 @@
+"""The seeds' figures for one workload or a suite (one bar per workload, plus the average).
+
+Every plot takes ``totals`` dicts (``timing.report.totals``) of the runs and, optionally, of their
+baselines; with baselines, each workload shows the baseline bar (1.0) beside the run's bar,
+normalized to the baseline's total. Drawn on matplotlib's Agg canvas without pyplot (no global
+state), rendered to PNG bytes and written atomically.
+
+* ``time.png``: execution time split geometry / raster (001 Figs. 4.10, 5.6, 6.10)
+* ``energy.png``: energy split GPU / main memory / technique overheads (Figs. 4.11, 5.5, 6.9)
+* ``traffic.png``: main-memory traffic by source (Fig. 4.13)
+* ``shader.png``: fragment shader instructions and fragments shaded (Fig. 6.12)
+* ``units.png``: share of the GPU + memory energy by unit (Fig. 1.5)
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import numpy as np
+
+from tilesim.atomic import write_bytes
+from timing.memory import TRAFFIC_SOURCES
+
+PLOTS = ("time", "energy", "traffic", "shader", "units")
+COLORS = ["#1f4e79", "#6fa8dc", "#e69138", "#93c47d", "#cc4125", "#8e7cc3", "#c9a227",
+          "#76a5af", "#999999", "#d5a6bd", "#38761d", "#b45f06", "#444444"]
+
+
+def _figure(width_per_bar: float, bars: int):
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(max(6.0, 1.2 + width_per_bar * bars), 4.2), layout="constrained")
+    return fig, fig.subplots()
+
+
+def _png(fig) -> bytes:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=110)
+    return buffer.getvalue()
+
+
+def _stacked(ax, names: list[str], runs: list[np.ndarray], bases: list[np.ndarray] | None,
+             parts: list[str], ylabel: str, normalize: bool) -> None:
+    """Bars of ``parts`` (rows of each (parts,) vector) per workload + average."""
+    runs = [np.asarray(r, dtype=np.float64) for r in runs]
+    if bases is not None:
+        bases = [np.asarray(b, dtype=np.float64) for b in bases]
+    if normalize and bases is not None:
+        scale = [b.sum() if b.sum() > 0 else 1.0 for b in bases]
+        runs = [r / s for r, s in zip(runs, scale, strict=True)]
+        bases = [b / s for b, s in zip(bases, scale, strict=True)]
+    labels = [*names, "average"]
+    runs = [*runs, np.mean(runs, axis=0)]
+    if bases is not None:
+        bases = [*bases, np.mean(bases, axis=0)]
+    x = np.arange(len(labels), dtype=np.float64)
+    width = 0.38 if bases is not None else 0.7
+    groups = [(x, runs, "")] if bases is None else [
+        (x - width / 2, bases, "//"), (x + width / 2, runs, "")]
+    for pos, data, hatch in groups:
+        bottom = np.zeros(len(labels))
+        for i, part in enumerate(parts):
+            values = np.array([d[i] for d in data])
+            ax.bar(pos, values, width, bottom=bottom,
+                   color=COLORS[i % len(COLORS)], hatch=hatch, edgecolor="white",
+                   linewidth=0.5, label=part if hatch == "" else None)
+            bottom += values
+    ax.set_xticks(x, labels, rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel(ylabel)
+    if bases is not None:
+        ax.axhline(1.0, color="black", linewidth=0.6, linestyle=":")
+        ax.set_title("left (hatched): baseline; right: run", fontsize=8)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+
+
+def _vectors(totals: list[dict], pick) -> list[np.ndarray]:
+    return [np.asarray(pick(t), dtype=np.float64) for t in totals]
+
+
+def plot_time(names, runs, bases=None) -> bytes:
+    fig, ax = _figure(0.7, len(names) + 1)
+    pick = lambda t: [t["seconds"] * t["cycles"][k] / max(t["cycles"]["total"], 1e-300)  # noqa: E731
+                      * (1 if bases else 1e3) for k in ("geometry", "raster")]
+    _stacked(ax, names, _vectors(runs, pick), bases and _vectors(bases, pick),
+             ["geometry", "raster"],
+             "execution time (normalized)" if bases else "execution time (ms)", bases is not None)
+    return _png(fig)
+
+
+def _energy_parts(t: dict) -> list[float]:
+    e = t["energy_j"]
+    tech = e["technique_overhead"]
+    return [e["gpu"] - tech["gpu"], e["memory"] - tech["memory"], tech["gpu"] + tech["memory"]]
+
+
+def plot_energy(names, runs, bases=None) -> bytes:
+    fig, ax = _figure(0.7, len(names) + 1)
+    scale = 1 if bases else 1e3
+    pick = lambda t: [v * scale for v in _energy_parts(t)]  # noqa: E731
+    _stacked(ax, names, _vectors(runs, pick), bases and _vectors(bases, pick),
+             ["GPU", "main memory", "technique overhead"],
+             "energy (normalized)" if bases else "energy (mJ)", bases is not None)
+    return _png(fig)
+
+
+def plot_traffic(names, runs, bases=None) -> bytes:
+    fig, ax = _figure(0.7, len(names) + 1)
+    scale = 1 if bases else 1e-6
+    pick = lambda t: [t["traffic_bytes"][s] * scale for s in TRAFFIC_SOURCES]  # noqa: E731
+    _stacked(ax, names, _vectors(runs, pick), bases and _vectors(bases, pick),
+             list(TRAFFIC_SOURCES),
+             "main-memory traffic (normalized)" if bases else "main-memory traffic (MB)",
+             bases is not None)
+    return _png(fig)
+
+
+def _shader_figures(t: dict) -> list[float]:
+    d = t["diagnostics"]
+    return [d["fs_instructions_effective"], d["fragments_shaded_effective"],
+            t["traffic_bytes"]["textures"]]
+
+
+def plot_shader(names, runs, bases=None) -> bytes:
+    """Fragment shader instructions, fragments shaded and texture bytes from main memory,
+    run / baseline (or per frame: millions, MB)."""
+    fig, ax = _figure(0.9, len(names) + 1)
+    if bases:
+        rows = [[a / b if b else np.nan for a, b in zip(_shader_figures(r), _shader_figures(s),
+                                                          strict=True)]
+                for r, s in zip(runs, bases, strict=True)]
+        ylabel = "shader activity (normalized)"
+    else:
+        rows = [[v / max(r["frames"], 1) / 1e6 for v in _shader_figures(r)] for r in runs]
+        ylabel = "per frame (millions; texture MB)"
+    rows.append(list(np.nanmean(np.array(rows, dtype=np.float64), axis=0)))
+    labels = [*names, "average"]
+    x = np.arange(len(labels), dtype=np.float64)
+    width = 0.27
+    for i, label in enumerate(("fragment shader instructions", "fragments shaded",
+                               "texture traffic to main memory")):
+        ax.bar(x + (i - 1) * width, [r[i] for r in rows], width, color=COLORS[i], label=label)
+    if bases:
+        ax.axhline(1.0, color="black", linewidth=0.6, linestyle=":")
+    ax.set_xticks(x, labels, rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return _png(fig)
+
+
+def unit_groups(t: dict) -> dict[str, float]:
+    """GPU + memory energy (J) in the groups of 001 Fig. 1.5."""
+    e = t["energy_j"]
+    d, s, m = e["gpu_dynamic"], e["gpu_static"], e["memory_dynamic_by_source"]
+    parts = e["memory_parts"]
+    return {
+        "fragment processors": d["fragment_processors"] + s["fragment_processors"],
+        "vertex processor": d["vertex_processor"] + s["vertex_processor"],
+        "texture units + caches": d["texture_units"] + d["texture_caches"],
+        "tile cache, L2, vertex cache": d["tile_cache"] + d["l2"] + d["vertex_cache"]
+        + s["caches"],
+        "fixed function": sum(d[k] for k in ("primitive_assembly", "tiler", "rasterizer",
+                                             "early_z", "color_buffer", "blend"))
+        + s["fixed_function"],
+        "technique hardware": e["technique_overhead"]["gpu"],
+        "DRAM: textures": m["textures"],
+        "DRAM: Parameter Buffer": m["pb_writes"] + m["pb_reads"],
+        "DRAM: color/depth flush": m["color_flush"] + m["depth_flush"],
+        "DRAM: vertices + indices": m["vertices"] + m["indices"],
+        "DRAM: technique tables": m["technique_tables"],
+        "DRAM: background + refresh": parts["background"] + parts["refresh"],
+    }
+
+
+def plot_units(names, runs, bases=None) -> bytes:
+    fig, ax = _figure(0.7, len(names) + 1)
+    groups = [unit_groups(t) for t in runs]
+    parts = list(groups[0])
+    shares = [np.array(list(g.values())) / max(sum(g.values()), 1e-300) * 100 for g in groups]
+    _stacked(ax, names, shares, None, parts, "share of GPU + memory energy (%)", False)
+    return _png(fig)
+
+
+def write_plots(directory: str | Path, names: list[str], runs: list[dict],
+                bases: list[dict] | None = None) -> list[Path]:
+    """Draw every plot into ``directory``; returns the files written."""
+    out = Path(directory)
+    drawers = {"time": plot_time, "energy": plot_energy, "traffic": plot_traffic,
+               "shader": plot_shader, "units": plot_units}
+    written = []
+    for name in PLOTS:
+        written.append(write_bytes(out / f"{name}.png", drawers[name](names, runs, bases)))
+    return written

@@ -1,0 +1,176 @@
+"""Costs of the frame-coherence techniques' hardware, from their counters (absent = 0).
+
+The renderer already applies each technique's savings to the baseline counters (RE removes the
+raster work of skipped tiles, TE leaves skipped flushes out of ``color_flush_bytes``, EVR's
+reordering and DSR's lower sampling rates show up as fewer shaded fragments) with one
+exception, Fragment Memoization: its LUT hits are *not* subtracted by the renderer, and the model
+removes the fragment-shader work of the hit fragments (``memo_keep`` in ``timing.model``).
+This module adds what the techniques' own structures cost:
+
+Time (cycles)
+* RE, geometry phase: the Compute CRC unit signs 1 sub-block per cycle and the Accumulate CRC unit
+  applies 1 Shift step per cycle, beside the binner, decoupled from it by the 128-entry
+  Overlapped Tiles Queue. Both are stages of the geometry bottleneck
+  (``sum re_subblocks_signed / 1``, ``sum re_shifts / 1``), so the geometry phase grows by
+  ``max(0, signature work - the other stages' time)``: the signature unit stalls the binner only
+  when it has more work than the rest of the geometry phase hides (001 §4.3: +2% geometry
+  cycles; with one Shift step per folded sub-block, a workload whose primitives span many tiles
+  or whose constant blocks are long can be far above that). The burst that a single primitive
+  covering more than 128 tiles causes is invisible in per-tile counters. The renderer charges
+  each signed block once (to one of its tiles), so the frame's ``re_subblocks_signed`` is the
+  Compute CRC unit's work; ``re_shifts`` counts every fold into every tile.
+* RE, raster phase: ``compare_cycles`` per signed tile (``re_signature_accesses > 0``), serial,
+  to read and compare its two signatures before the tile is scheduled or skipped.
+* TE: no cycles (001 §4.2.3: energy only).
+* EVR: Layer Generator Table and FVP Table lookups (one each per display-list entry, in parallel
+  at ``table_rate``) are a geometry stage; the FVP update (23 cycles per tile) and Layer Buffer
+  writes (at the blend rate) are raster stages, overlapped with the tile's other stages.
+* DSR: ``dct_cycles`` per 2D DCT on the finished tile's color buffer, beside its flush (both
+  read the one-tile color buffer, so the next tile waits for the longer: the 128-cycle DCT hides
+  behind a 1 KB flush at 4 B/cycle; 001 §6.5: no stall).
+* Memoization: LUT lookups at ``lookups_per_cycle``, a raster stage beside shading.
+
+Energy (joules): event counts x per-event energies of ``energy_32nm.toml`` (``technique.*``), by
+unit, plus the SRAM leakage of every structure of a technique present in the frame (plus the DCT
+logic for DSR) x frame time. EVR's layer identifiers in the Parameter Buffer are main-memory
+traffic (source ``technique_tables``, see ``timing.memory``).
+
+Seed checks (not hard-coded; ``tests/test_timing_techniques.py`` reports them on synthetic
+frames): RE adds < 0.5% energy (001 §4.3), EVR's structures ~0.5% (001 §5.4), DSR < 2% (001 §6.5).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from timing.config import Config
+
+TECHNIQUES = ("te", "re", "evr", "dsr", "memo")
+
+# Counters that cost time or energy (work), counters that report savings the renderer already
+# applied (or, for memo_hits, that the model applies), and diagnostics that cost nothing.
+TECHNIQUE_WORK_COUNTERS = (
+    "te_subblocks_signed", "te_signature_accesses",
+    "re_subblocks_signed", "re_shifts", "re_signature_accesses", "re_bitmap_accesses",
+    "evr_lgt_accesses", "evr_fvp_reads", "evr_layer_bytes_written", "evr_layer_buffer_writes",
+    "evr_fvp_updates",
+    "dsr_dcts", "dsr_srt_accesses",
+    "memo_lookups", "memo_table_writes",
+)
+TECHNIQUE_SAVINGS_COUNTERS = (
+    "te_flushes_skipped", "te_flush_bytes_saved", "re_tiles_skipped", "evr_prims_occluded",
+    "evr_prims_reordered", "memo_hits",
+)
+TECHNIQUE_DIAGNOSTIC_COUNTERS = (
+    "re_tiles_equal_color", "re_false_positives", "oracle_fragments_shaded", "dsr_rate",
+)
+TECHNIQUE_TILE_COUNTERS = (*TECHNIQUE_WORK_COUNTERS, *TECHNIQUE_SAVINGS_COUNTERS,
+                           *TECHNIQUE_DIAGNOSTIC_COUNTERS)
+TECHNIQUE_FRAME_COUNTERS = ("re_disabled", "memo_collisions")
+
+# A technique's hardware exists in a frame when any of these arrays is in one of its passes.
+TECHNIQUE_PRESENCE = {
+    "te": ("te_subblocks_signed", "te_signature_accesses", "te_flushes_skipped",
+           "te_flush_bytes_saved"),
+    "re": ("re_subblocks_signed", "re_shifts", "re_signature_accesses", "re_bitmap_accesses",
+           "re_tiles_skipped"),
+    "evr": ("evr_lgt_accesses", "evr_fvp_reads", "evr_prims_occluded", "evr_layer_bytes_written",
+            "evr_layer_buffer_writes", "evr_fvp_updates"),
+    "dsr": ("dsr_dcts", "dsr_srt_accesses", "dsr_rate"),
+    "memo": ("memo_lookups", "memo_hits", "memo_table_writes"),
+}
+
+# Energy units of the techniques' hardware (dynamic energy keys of the estimate).
+TECHNIQUE_UNITS = ("crc_luts", "signature_buffer", "ot_queue", "constant_bitmap",
+                   "layer_generator_table", "fvp_table", "fvp_unit", "layer_buffer", "dct_unit",
+                   "sampling_rate_table", "memo_lut")
+TECHNIQUE_STATIC_UNITS = tuple(f"{t}_structures" for t in TECHNIQUES)
+
+GEOMETRY_STAGES = ("crc_compute", "crc_accumulate", "evr_tables")
+RASTER_STAGES = ("evr_fvp_update", "evr_layer_buffer", "memo_lut")
+# Work on the finished tile's color buffer, beside its flush (see timing.model.tile_cycles).
+END_OF_TILE_STAGES = ("dsr_dct",)
+
+KB = 1024.0
+
+
+def geometry_stage_cycles(per_frame: dict[str, np.ndarray], cfg: Config) -> dict[str, np.ndarray]:
+    """Technique stages of the geometry phase; ``per_frame`` holds (F,) sums of tile counters."""
+    return {
+        "crc_compute": per_frame["re_subblocks_signed"] / cfg["techniques.signature.compute_rate"],
+        "crc_accumulate": per_frame["re_shifts"] / cfg["techniques.signature.accumulate_rate"],
+        "evr_tables": np.maximum(per_frame["evr_lgt_accesses"], per_frame["evr_fvp_reads"])
+        / cfg["techniques.evr.table_rate"],
+    }
+
+
+def raster_stage_cycles(t: dict[str, np.ndarray], cfg: Config) -> dict[str, np.ndarray]:
+    """Technique stages of each tile: (N,) arrays. All overlap the tile's other stages but the
+    DCT, which runs on the finished tile beside its flush (``END_OF_TILE_STAGES``)."""
+    return {
+        "evr_fvp_update": t["evr_fvp_updates"] * cfg["techniques.evr.fvp_update_cycles"],
+        "evr_layer_buffer": t["evr_layer_buffer_writes"] / cfg["stages.blend.rate"],
+        "dsr_dct": t["dsr_dcts"] * cfg["techniques.dsr.dct_cycles"],
+        "memo_lut": (t["memo_lookups"] + t["memo_table_writes"])
+        / cfg["techniques.memo.lookups_per_cycle"],
+    }
+
+
+def raster_serial_cycles(t: dict[str, np.ndarray], cfg: Config) -> np.ndarray:
+    """Technique cycles each tile spends before its pipeline starts (RE's signature compare)."""
+    return np.where(t["re_signature_accesses"] > 0, cfg["techniques.signature.compare_cycles"], 0.0)
+
+
+def dynamic_energy(per_frame: dict[str, np.ndarray], ecfg: Config) -> dict[str, np.ndarray]:
+    """Dynamic energy (J) of each technique unit per frame from (F,) counter sums."""
+    pj = 1e-12
+    e = lambda k: ecfg[k] * pj  # noqa: E731
+    sig_accesses = per_frame["re_signature_accesses"] + per_frame["te_signature_accesses"]
+    return {
+        "crc_luts": (per_frame["re_subblocks_signed"] + per_frame["te_subblocks_signed"])
+        * e("technique.crc.compute_subblock") + per_frame["re_shifts"]
+        * e("technique.crc.accumulate_shift"),
+        "signature_buffer": sig_accesses * e("technique.signature_buffer.access"),
+        # every folded (primitive, tile) entry is pushed and popped once: 2 OT-queue accesses
+        # for its 2 Signature Buffer accesses (read + write)
+        "ot_queue": per_frame["re_signature_accesses"] * e("technique.ot_queue.access"),
+        "constant_bitmap": per_frame["re_bitmap_accesses"] * e("technique.bitmap.access"),
+        "layer_generator_table": per_frame["evr_lgt_accesses"] * e("technique.lgt.access"),
+        "fvp_table": per_frame["evr_fvp_reads"] * e("technique.fvp_table.access"),
+        "fvp_unit": per_frame["evr_fvp_updates"] * e("technique.fvp_update.tile"),
+        "layer_buffer": per_frame["evr_layer_buffer_writes"] * e("technique.layer_buffer.write"),
+        "dct_unit": per_frame["dsr_dcts"] * e("technique.dct.tile"),
+        "sampling_rate_table": per_frame["dsr_srt_accesses"] * e("technique.srt.access"),
+        "memo_lut": per_frame["memo_lookups"] * e("technique.memo.lookup")
+        + per_frame["memo_table_writes"] * e("technique.memo.write"),
+    }
+
+
+def structure_bytes(cfg: Config) -> dict[str, float]:
+    """SRAM capacity (bytes) of each technique's structures, from the GPU config."""
+    sig = "techniques.signature."
+    signature_buffer = (cfg[sig + "buffer_entries"] * cfg[sig + "buffer_frames"]
+                        * cfg[sig + "buffer_entry_bits"] / 8)
+    evr = "techniques.evr."
+    dsr = "techniques.dsr."
+    memo = "techniques.memo."
+    return {
+        "te": cfg[sig + "compute_lut_bytes"] + signature_buffer,
+        "re": cfg[sig + "compute_lut_bytes"] + cfg[sig + "accumulate_lut_bytes"]
+        + signature_buffer + cfg[sig + "ot_queue_entries"] * cfg[sig + "ot_queue_entry_bits"] / 8
+        + cfg[sig + "bitmap_entries"] / 8,
+        "evr": (cfg[evr + "lgt_entries"] * cfg[evr + "lgt_entry_bits"]
+                + cfg[evr + "layer_buffer_entries"] * cfg[evr + "layer_buffer_entry_bits"]
+                + cfg[evr + "fvp_entries"] * cfg[evr + "fvp_entry_bits"]) / 8,
+        "dsr": cfg[dsr + "srt_entries"] * cfg[dsr + "srt_entry_bits"] / 8
+        + cfg[dsr + "dct_buffer_bytes"],
+        "memo": cfg[memo + "lut_sets"] * cfg[memo + "lut_ways"] * cfg[memo + "lut_entry_bits"] / 8,
+    }
+
+
+def static_power(cfg: Config, ecfg: Config) -> dict[str, float]:
+    """Leakage (W) of each technique's hardware when present."""
+    sram = ecfg["gpu.static.sram"] * 1e-3 / KB  # W per byte
+    power = {f"{t}_structures": b * sram for t, b in structure_bytes(cfg).items()}
+    power["dsr_structures"] += ecfg["technique.static.dct_logic"] * 1e-3
+    return power
