@@ -321,3 +321,22 @@ def test_dsr_in_the_pipeline_follows_the_search_simulation(scene, tmp_path):
         assert np.array_equal(result.image, composite), k
     assert expected.rates[1:].max() > 0     # the parameters did lower some rates
     assert sum(_tiles(results, "dsr_dcts")) == 5 * renderer.default_target.tile_count
+
+
+def test_estimate_renders_a_trace_with_a_technique_and_its_baseline(scene, tmp_path, capsys):
+    import json
+
+    from render.trace_file import write_trace
+    from tilesim.cli import main
+
+    trace = tmp_path / "scene.tsim"
+    write_trace(trace, scene, width=W, height=H, name="scene")
+    assert main(["estimate", str(trace), "--technique", "re", "--work", str(tmp_path / "w"),
+                 "--no-screen", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    (workload,) = report["workloads"]
+    assert (tmp_path / "w" / "re" / "scene" / "counters").is_dir()
+    assert (tmp_path / "w" / "baseline" / "scene" / "counters").is_dir()
+    assert workload["normalized"]["time"] > 0
+    # RE skipped most tiles of frames 2-4: the raster phase shrinks.
+    assert workload["total"]["cycles"]["raster"] < workload["baseline"]["total"]["cycles"]["raster"]

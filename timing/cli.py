@@ -1,8 +1,10 @@
-"""``tilesim estimate DIR [DIR ...]``: cycles, time, energy and memory traffic from saved counters.
+"""``tilesim estimate DIR|TRACE ...``: cycles, time, energy and memory traffic from counters.
 
 Each DIR is a `tilesim render` output folder (``counters/*.npz``, ``frames/*.png``) or a suite
 folder holding several. ``--baseline`` gives the baseline runs (matched by workload name, else by
-position) that ``--plot`` and the normalized table divide by.
+position) that ``--plot`` and the normalized table divide by. A ``.tsim`` TRACE is first rendered
+with ``--technique`` into ``--work`` (resumable, reused by later calls), and at baseline too so
+the figures come normalized; the model itself only ever reads the saved counters.
 """
 
 from __future__ import annotations
@@ -31,8 +33,14 @@ def register(subparsers) -> None:
                     "total: cycles (geometry, raster), time at the configured clock, energy "
                     "(GPU by unit incl. technique hardware, main memory, OLED screen from "
                     "DIR/frames/*.png) and memory traffic by source.")
-    p.add_argument("dirs", nargs="+", metavar="RENDER_OUT_DIR",
-                   help="output folder(s) of `tilesim render`")
+    p.add_argument("dirs", nargs="+", metavar="DIR|TRACE",
+                   help="output folder(s) of `tilesim render`, or .tsim traces to render first")
+    p.add_argument("--technique", default="baseline", metavar="NAME",
+                   help="for traces: the technique to render with (as `tilesim render`)")
+    p.add_argument("--frames", default=":", metavar="A:B",
+                   help="for traces: the frames to render and estimate (default: all)")
+    p.add_argument("--work", default="out/estimate", metavar="DIR",
+                   help="for traces: where renders are kept (default: %(default)s)")
     p.add_argument("--config", metavar="FILE",
                    help="GPU parameters (TOML, default timing/baseline_gpu.toml)")
     p.add_argument("--energy-config", metavar="FILE",
@@ -48,7 +56,38 @@ def register(subparsers) -> None:
     p.set_defaults(func=_estimate)
 
 
+def _render_traces(args) -> None:
+    """Render the .tsim arguments (and their baselines) into --work; replace them by the
+    render folders."""
+    from pathlib import Path
+
+    from render.batch import Job, job_techniques, run_job
+    from render.commands_cli import parse_frames
+    from render.trace_file import open_trace
+
+    traces = [d for d in args.dirs if str(d).endswith(".tsim")]
+    if not traces:
+        return
+    techniques = [args.technique] + (["baseline"] if args.technique != "baseline"
+                                     and not args.baseline else [])
+    folders: dict[str, list[str]] = {t: [] for t in techniques}
+    for trace in traces:
+        with open_trace(trace) as t:
+            frames = parse_frames(args.frames, t.frame_count)
+        for technique in techniques:
+            out = Path(args.work) / technique.replace("/", "-") / Path(trace).stem
+            job = Job(str(trace), (frames.start, frames.stop), str(out), technique=technique)
+            job_techniques(job)
+            run_job(job)
+            folders[technique].append(str(out))
+    args.dirs = [d for d in args.dirs if not str(d).endswith(".tsim")] + \
+        folders[args.technique]
+    if "baseline" in folders and args.technique != "baseline":
+        args.baseline = folders["baseline"]
+
+
 def _estimate(args) -> int:
+    _render_traces(args)
     cfg = load_gpu_config(args.config)
     ecfg = load_energy_config(args.energy_config)
     found = find_workloads(args.dirs)
