@@ -340,3 +340,21 @@ def test_estimate_renders_a_trace_with_a_technique_and_its_baseline(scene, tmp_p
     assert workload["normalized"]["time"] > 0
     # RE skipped most tiles of frames 2-4: the raster phase shrinks.
     assert workload["total"]["cycles"]["raster"] < workload["baseline"]["total"]["cycles"]["raster"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("trace", ["runner-1196x768", "sidescroller-1196x768"])
+def test_lossless_techniques_on_bundled_workloads(trace):
+    """The lossless techniques give the baseline's frames on real workload traces (a subset
+    of frames; the issue note gives the full run)."""
+    from pathlib import Path
+
+    from render.coherence import compare_trace
+
+    path = Path(__file__).parent.parent / "traces" / f"{trace}.tsim"
+    report = compare_trace(str(path), ["te", "re", "evr", "re+evr", "memo"], range(0, 4))
+    for name, row in report["techniques"].items():
+        assert row["frames_bit_identical"] == 4, name
+    assert report["techniques"]["re"]["false_positives"] == 0
+    assert report["techniques"]["re"]["tiles_skipped"] > 0
+    assert report["techniques"]["memo"]["memo_collisions"] == 0
