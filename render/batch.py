@@ -140,7 +140,7 @@ def run_batch(jobs: list[Job], *, workers: int | None = None, scheduler: str | N
             cluster = None
         else:
             cluster = LocalCluster(n_workers=workers or min(len(todo), 2), threads_per_worker=1,
-                                   processes=True, dashboard_address=None)
+                                   processes=True, dashboard_address=":0")
             client = Client(cluster)
         try:
             futures = {client.submit(run_job, job, pure=False): jobs.index(job) for job in todo}

@@ -322,7 +322,7 @@ def _coherence(args: argparse.Namespace) -> int:
 
         workers = args.workers or min(len(jobs), os.cpu_count() or 1)
         with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                          dashboard_address=None) as cluster, Client(cluster) as client:
+                          dashboard_address=":0") as cluster, Client(cluster) as client:
             futures = {client.submit(_job, *job, pure=False): k for k, job in enumerate(jobs)}
             results: dict[int, dict] = {}
             for future in tqdm(as_completed(futures), total=len(futures), desc="coherence",
