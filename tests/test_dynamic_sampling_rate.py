@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 import pytest
+import trace_helpers
 from skimage.metrics import structural_similarity
 
 from render import dsr_search
@@ -458,43 +459,9 @@ def test_cli_registers_dsr_search_and_rejects_bad_grids(tmp_path):
 
 
 def sphere_trace(path, frames: int, size=(72, 56)):
-    """A lit sphere turning over ``frames`` frames (glmark2's build program, no Mesa)."""
-    from render.commands import Recorder
-    from render.trace_file import write_trace
-    from render.workloads.bunny import build_program
-
-    nu, nv = 40, 20
-    u, v = np.meshgrid(np.linspace(0, 2 * np.pi, nu + 1), np.linspace(0, np.pi, nv + 1))
-    p = np.stack([np.cos(u) * np.sin(v), np.cos(v), np.sin(u) * np.sin(v)], -1).reshape(-1, 3)
-    j, i = np.mgrid[0:nv, 0:nu]
-    a = (j * (nu + 1) + i).ravel()
-    idx = np.stack([a, a + nu + 1, a + 1, a + 1, a + nu + 1, a + nu + 2], 1).astype(np.uint16)
-    program = build_program()
-    gl = Recorder(*size, name="sphere")
-    prog = gl.createProgram(program.vertex_glsl, program.fragment_glsl, compiled=program)
-    gl.useProgram(prog)
-    gl.bindBuffer("ARRAY_BUFFER", gl.createBuffer())
-    gl.bufferData("ARRAY_BUFFER", np.concatenate([p, p], 1).astype(np.float32))
-    gl.bindBuffer("ELEMENT_ARRAY_BUFFER", gl.createBuffer())
-    gl.bufferData("ELEMENT_ARRAY_BUFFER", idx.ravel())
-    gl.vertexAttribPointer(0, 3, "FLOAT", False, 24, 0)
-    gl.enableVertexAttribArray(0)
-    gl.vertexAttribPointer(1, 3, "FLOAT", False, 24, 12)
-    gl.enableVertexAttribArray(1)
-    gl.enable("DEPTH_TEST")
-    for f in range(frames):
-        c, s = np.cos(0.3 * f), np.sin(0.3 * f)
-        m = np.array([[0.6 * c, 0, 0.6 * s, 0], [0, 0.8, 0, 0], [-0.6 * s, 0, 0.6 * c, 0],
-                      [0, 0, 0, 1]], dtype=np.float32)
-        for name in ("ModelViewProjectionMatrix", "NormalMatrix"):
-            gl.uniformMatrix4fv(gl.getUniformLocation(prog, name), False, m.T.ravel())
-        gl.clearColor(0.1, 0.1, 0.2, 1.0)
-        gl.clear("COLOR_BUFFER_BIT", "DEPTH_BUFFER_BIT")
-        gl.drawElements("TRIANGLES", idx.size, "UNSIGNED_SHORT", 0)
-        gl.endFrame()
-    write_trace(path, gl.recorded_frames(), width=size[0], height=size[1], name=path.stem)
-    return path
-
+    """A small sphere trace with a static background (no Mesa)."""
+    return trace_helpers.sphere_trace(path, frames, size, segments=(40, 20), scale=(0.6, 0.8),
+                                      clear_step=0.0)
 
 def run_cli(argv: list[str]) -> int:
     """``tilesim dsr-search`` through its own register() (tilesim.cli may not list it yet)."""
