@@ -133,14 +133,27 @@ def _screen(counters):
     return next((p for p in counters.passes if p.target == "default"), None)
 
 
+def _save(save: Path | None, name: str, trace_path: str, index: int, image, counters) -> None:
+    """Keep a frame as `tilesim render` would (``NAME/TRACE/frames``, ``.../counters``), so
+    `tilesim estimate` can read the run without rendering it again."""
+    if save is None:
+        return
+    from .commands_cli import png_bytes
+
+    folder = save / name.replace("/", "-") / Path(trace_path).stem
+    counters.save(folder / "counters" / f"{index:06d}.npz")
+    write_bytes(folder / "frames" / f"{index:06d}.png", png_bytes(image))
+
+
 def compare_trace(trace_path: str, names: list[str], frames: range, *, dsr_parameters=None,
-                  images: Path | None = None, progress=None) -> dict:
+                  images: Path | None = None, save: Path | None = None, progress=None) -> dict:
     """Baseline and every technique over one trace: the report of each technique."""
     reference: dict[int, np.ndarray] = {}
     baseline = Tally("baseline")
     for index, image, counters, _ in render_frames(trace_path, "baseline", frames):
         reference[index] = image
         baseline.add(image, counters, image)
+        _save(save, "baseline", trace_path, index, image, counters)
         if progress is not None:
             progress.update(1)
     tallies = {}
@@ -149,6 +162,7 @@ def compare_trace(trace_path: str, names: list[str], frames: range, *, dsr_param
         for index, image, counters, renderer in render_frames(trace_path, name, frames,
                                                               dsr_parameters):
             tally.add(image, counters, reference[index])
+            _save(save, name, trace_path, index, image, counters)
             if images is not None:
                 write_overlays(images, name, index, image, counters, renderer)
             if progress is not None:
@@ -270,6 +284,9 @@ def register(subparsers) -> None:
                    help="DSR parameters (TOML from `tilesim dsr-search`; default: shipped)")
     p.add_argument("--images", metavar="DIR", help="write per-frame overlays to DIR")
     p.add_argument("--out", metavar="FILE", help="also write the JSON report to FILE")
+    p.add_argument("--save", metavar="DIR",
+                   help="keep every run as `tilesim render` output in DIR/TECHNIQUE/TRACE "
+                        "(for `tilesim estimate DIR/re --baseline DIR/baseline`)")
     p.add_argument("--workers", type=int, default=None, metavar="N",
                    help="traces in parallel on a local Dask cluster (default: 1 per trace, "
                         "at most the CPU count)")
@@ -281,10 +298,11 @@ LOSSLESS = ("te", "re", "evr", "re+evr", "te+re", "te+evr", "te+re+evr", "memo")
 MIN_MSSIM = 0.95
 
 
-def _job(trace: str, names: list[str], frames: tuple[int, int], dsr_parameters, images):
+def _job(trace: str, names: list[str], frames: tuple[int, int], dsr_parameters, images,
+         save):
     folder = None if images is None else Path(images) / Path(trace).stem
     return compare_trace(trace, names, range(*frames), dsr_parameters=dsr_parameters,
-                         images=folder)
+                         images=folder, save=None if save is None else Path(save))
 
 
 def _coherence(args: argparse.Namespace) -> int:
@@ -308,7 +326,7 @@ def _coherence(args: argparse.Namespace) -> int:
         with open_trace(trace) as t:
             frames = parse_frames(args.frames, t.frame_count)
         jobs.append((trace, names, (frames.start, frames.stop), args.dsr_parameters,
-                     args.images))
+                     args.images, args.save))
     if len(jobs) == 1:
         frames = range(*jobs[0][2])
         with tqdm(total=frames.stop * (len(names) + 1), desc="coherence", unit="frame",
@@ -316,6 +334,7 @@ def _coherence(args: argparse.Namespace) -> int:
             folder = None if args.images is None else Path(args.images)
             reports = [compare_trace(args.traces[0], names, frames,
                                      dsr_parameters=args.dsr_parameters, images=folder,
+                                     save=None if args.save is None else Path(args.save),
                                      progress=bar)]
     else:
         from dask.distributed import Client, LocalCluster, as_completed

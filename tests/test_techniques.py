@@ -208,7 +208,8 @@ def test_coherence_command_reports_every_technique(scene, tmp_path, capsys):
     trace = tmp_path / "scene.tsim"
     write_trace(trace, scene, width=W, height=H, name="scene")
     code = main(["coherence", str(trace), "--techniques", "te,re,re/xor,evr,re+evr,memo,dsr",
-                 "--images", str(tmp_path / "overlays"), "--json"])
+                 "--images", str(tmp_path / "overlays"), "--save", str(tmp_path / "runs"),
+                 "--json"])
     report = json.loads(capsys.readouterr().out)
     assert code == 0
     (workload,) = report["workloads"]
@@ -230,6 +231,11 @@ def test_coherence_command_reports_every_technique(scene, tmp_path, capsys):
     assert (tmp_path / "overlays" / "evr" / "evr_fvp" / "000003.png").exists()
     assert (tmp_path / "overlays" / "te" / "te_not_flushed" / "000003.png").exists()
     assert report["average"]["re"]["false_positives"] == 0
+    # The runs are kept for the timing model.
+    assert main(["estimate", str(tmp_path / "runs" / "re"), "--baseline",
+                 str(tmp_path / "runs" / "baseline"), "--no-screen", "--json"]) == 0
+    estimate = json.loads(capsys.readouterr().out)
+    assert estimate["workloads"][0]["name"] == "scene"
 
 
 def test_render_command_takes_a_technique(scene, tmp_path):
