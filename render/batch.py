@@ -114,9 +114,8 @@ def _read_summary(path: Path) -> dict:
 def job_techniques(job: Job):
     from .techniques import Techniques
 
-    technique, _, signature = job.technique.partition("/")
-    return Techniques.parse(technique, source=job.trace, signature=signature or "crc32",
-                            dsr_parameters=job.dsr_parameters)
+    return Techniques.from_name(job.technique, source=job.trace,
+                                dsr_parameters=job.dsr_parameters)
 
 
 def run_batch(jobs: list[Job], *, workers: int | None = None, scheduler: str | None = None,

@@ -5,7 +5,9 @@ technique the report gives what it skipped and what it cost next to the oracle, 
 shaded and overshading, the average sample rate, the per-frame MSSIM against the baseline
 frame (luminance, Wang et al. 2004 settings) and how many frames are bit-identical to it.
 ``re/xor`` is the seed's ablation (§4.3): RE with an XOR-based signature instead of CRC32,
-whose collisions show up as false positives. ``--images DIR`` writes per-frame overlays.
+whose collisions show up as false positives; ``memo/32`` keys memoization's LUT with the seed's
+32-bit signature instead of 64 bits, whose collisions are hits returning another color.
+``--images DIR`` writes per-frame overlays.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import numpy as np
 from tilesim.atomic import write_bytes, write_json
 from tilesim.errors import EXIT_OK, InputError
 
-DEFAULT_TECHNIQUES = ("te", "re", "re/xor", "evr", "re+evr", "dsr", "memo")
+DEFAULT_TECHNIQUES = ("te", "re", "re/xor", "evr", "re+evr", "dsr", "memo", "memo/32")
 EXIT_NOT_LOSSLESS = 1
 
 # Overlay colors (RGB) per DSR rate index: 1x, 1/4x, 1/16x, 1/64x, 1/256x.
@@ -46,7 +48,10 @@ class Tally:
         from .dynamic_sampling_rate import frame_mssim
 
         self.frames += 1
-        self.identical += int(np.array_equal(image, reference))
+        # Memoization's frames are rendered with the true colors; a hit that returned another
+        # fragment's color (a key collision) would have changed the frame.
+        collided = int(counters.scalars.get("memo_collisions", 0)) > 0
+        self.identical += int(np.array_equal(image, reference) and not collided)
         self.mssim.append(1.0 if np.array_equal(image, reference)
                           else frame_mssim(image, reference))
         screen = _screen(counters)
@@ -106,11 +111,6 @@ class Tally:
 RATE_LABELS = ("1x", "1/4x", "1/16x", "1/64x", "1/256x")
 
 
-def _split(name: str) -> tuple[str, str]:
-    technique, _, signature = name.partition("/")
-    return technique, signature or "crc32"
-
-
 def render_frames(trace_path: str, name: str, frames: range, dsr_parameters=None):
     """Yield (frame index, image, counters, renderer) of a technique's render of the trace
     (every frame up to ``frames.stop`` is rendered, those in ``frames`` yielded)."""
@@ -118,10 +118,9 @@ def render_frames(trace_path: str, name: str, frames: range, dsr_parameters=None
     from .techniques import Techniques
     from .trace_file import open_trace
 
-    technique, signature = _split(name)
     with open_trace(trace_path) as trace:
-        techniques = Techniques.parse(technique, source=trace_path, signature=signature,
-                                      dsr_parameters=dsr_parameters)
+        techniques = Techniques.from_name(name, source=trace_path,
+                                          dsr_parameters=dsr_parameters)
         renderer = Renderer(trace.width, trace.height, depth_bits=trace.depth_bits,
                             source=trace_path, techniques=techniques)
         for result in renderer.render(trace.frames(0, frames.stop), keep=frames):
@@ -278,8 +277,8 @@ def register(subparsers) -> None:
     p.add_argument("--frames", default=":", metavar="A:B",
                    help="frames to compare (default: all); earlier frames are rendered too")
     p.add_argument("--techniques", default=",".join(DEFAULT_TECHNIQUES), metavar="LIST",
-                   help="comma-separated techniques (default: %(default)s); NAME/xor uses "
-                        "the XOR signature")
+                   help="comma-separated techniques (default: %(default)s); re/xor signs "
+                        "with XOR, memo/32 uses 32-bit LUT keys")
     p.add_argument("--dsr-parameters", metavar="FILE",
                    help="DSR parameters (TOML from `tilesim dsr-search`; default: shipped)")
     p.add_argument("--images", metavar="DIR", help="write per-frame overlays to DIR")
@@ -319,8 +318,7 @@ def _coherence(args: argparse.Namespace) -> int:
     from .techniques import Techniques
 
     for name in names:
-        technique, signature = _split(name)
-        Techniques.parse(technique, signature=signature)   # fail before any work
+        Techniques.from_name(name)   # fail before any work
     jobs = []
     for trace in args.traces:
         with open_trace(trace) as t:

@@ -63,12 +63,16 @@ _ONES = _U32(0xFFFFFFFF)
 # CRC-32 over 32-bit words, vectorized over messages
 
 
-def _crc_tables() -> tuple[np.ndarray, np.ndarray]:
+CRC32_POLY = 0xEDB88320     # zlib's CRC-32 (reflected)
+CRC32C_POLY = 0x82F63B78    # Castagnoli's CRC-32C (reflected): the second half of 64-bit keys
+
+
+def _crc_tables(poly: int = CRC32_POLY) -> tuple[np.ndarray, np.ndarray]:
     """Slicing-by-4 tables folded into two 16-bit-indexed ones (256 KB each): one word costs
     two gathers, ``c = lo[c & 0xFFFF] ^ hi[c >> 16]`` after ``c ^= word``."""
     t0 = np.arange(256, dtype=_U32)
     for _ in range(8):
-        t0 = (t0 >> _U32(1)) ^ (_U32(0xEDB88320) * (t0 & _U32(1)))
+        t0 = (t0 >> _U32(1)) ^ (_U32(poly) * (t0 & _U32(1)))
     t = [t0]
     for _ in range(3):
         prev = t[-1]
@@ -79,24 +83,25 @@ def _crc_tables() -> tuple[np.ndarray, np.ndarray]:
     return lo, hi
 
 
-_TABLES = {"numpy": _crc_tables()}
+_TABLES = {("numpy", CRC32_POLY): _crc_tables(CRC32_POLY),
+           ("numpy", CRC32C_POLY): _crc_tables(CRC32C_POLY)}
 
 
-def _tables(xp):
+def _tables(xp, poly: int = CRC32_POLY):
     name = xp.__name__
-    if name not in _TABLES:
-        _TABLES[name] = tuple(xp.asarray(t) for t in _TABLES["numpy"])
-    return _TABLES[name]
+    if (name, poly) not in _TABLES:
+        _TABLES[name, poly] = tuple(xp.asarray(t) for t in _TABLES["numpy", poly])
+    return _TABLES[name, poly]
 
 
-def crc32_words(words, crc=0):
+def crc32_words(words, crc=0, poly: int = CRC32_POLY):
     """``zlib.crc32`` of messages of 32-bit little-endian words, continuing from ``crc``.
 
     words: (W, m) uint32, message j being words[:, j]; crc: int or (m,) uint32 (the running
     value, as zlib's second argument). Returns (m,) uint32.
     """
     xp = array_module(words)
-    lo, hi = _tables(xp)
+    lo, hi = _tables(xp, poly)
     words = xp.asarray(words, dtype=_U32)
     c = xp.broadcast_to(xp.asarray(crc, dtype=_U32), words.shape[1:]) ^ _ONES
     for word in words:
@@ -123,14 +128,30 @@ def context_signature(*parts) -> int:
     return crc
 
 
-def fragment_keys(inputs, context_crc: int = 0, quad_inputs: bool = False):
-    """The 32-bit memoization key of every lane (module docstring for the exact hash).
+def fragment_keys(inputs, context_crc: int = 0, quad_inputs: bool = False, bits: int = 32):
+    """The memoization key of every lane (module docstring for the exact hash).
+
+    ``bits`` 32 (the seed's signature, 001 Table 4.1) or 64: the CRC-32 in the low half and a
+    CRC-32C of the same message in the high half. With 32 bits a LUT tag is 21 bits (2048
+    sets), so a fragment whose inputs are new matches a resident entry with probability about
+    ways / 2^21 and takes its color: rare, but not lossless; 64-bit keys make it negligible.
 
     inputs: (n_inputs, 4, n) float32 per lane (the program's IN registers, plus the system
     values it reads, stacked as extra rows); lanes 4q..4q+3 are quad q. context_crc: the
     draw's signature (:func:`context_signature`). quad_inputs: key on the whole quad's
-    inputs and the lane's position in it (requires n % 4 == 0). Returns (n,) uint32.
+    inputs and the lane's position in it (requires n % 4 == 0). Returns (n,) uint32 or
+    uint64.
     """
+    if bits not in (32, 64):
+        raise ValueError(f"fragment_keys: bits must be 32 or 64, got {bits}")
+    low = _keys(inputs, context_crc, quad_inputs, CRC32_POLY)
+    if bits == 32:
+        return low
+    high = _keys(inputs, context_crc, quad_inputs, CRC32C_POLY)
+    return (high.astype(np.uint64) << np.uint64(32)) | low.astype(np.uint64)
+
+
+def _keys(inputs, context_crc: int, quad_inputs: bool, poly: int):
     xp = array_module(inputs)
     values = xp.ascontiguousarray(xp.asarray(inputs, dtype=np.float32))
     if values.ndim != 3 or values.shape[1] != 4:
@@ -139,16 +160,16 @@ def fragment_keys(inputs, context_crc: int = 0, quad_inputs: bool = False):
     words = values.view(_U32).reshape(-1, n)         # bit patterns: -0.0 != 0.0, NaNs kept
     context = _U32(context_crc & 0xFFFFFFFF)
     if not quad_inputs:
-        return crc32_words(words, context)
+        return crc32_words(words, context, poly)
     if n % 4:
         raise ValueError(f"fragment_keys: quad_inputs needs whole quads, got {n} lanes")
     # The quad's message is shared by its 4 lanes: hash it once per quad, then append the
     # lane's position, so quad keys cost about as much as lane keys.
     quad_words = xp.ascontiguousarray(
         words.reshape(words.shape[0], n // 4, 4).transpose(2, 0, 1).reshape(-1, n // 4))
-    quad_crc = crc32_words(quad_words, context)
+    quad_crc = crc32_words(quad_words, context, poly)
     position = (xp.arange(n, dtype=_U32) & _U32(3))[None, :]
-    return crc32_words(position, xp.repeat(quad_crc, 4))
+    return crc32_words(position, xp.repeat(quad_crc, 4), poly)
 
 
 # ------------------------------------------------------------------------------------------
@@ -187,7 +208,7 @@ def _like(packed, template):
 
 class MemoLUT:
     """``sets`` x ``ways`` entries of (tag, RGBA8 color), exact LRU per set; set index = the low
-    log2(sets) bits of the 32-bit key, tag = the remaining high bits."""
+    log2(sets) bits of the (32- or 64-bit) key, tag = the remaining high bits."""
 
     def __init__(self, sets: int = 2048, ways: int = 4):
         if sets < 1 or sets & (sets - 1):
@@ -212,10 +233,15 @@ class MemoLUT:
         color of the matching entry (on a collision not the true one), else the true color).
         """
         xp = array_module(keys, colors)
-        keys = xp.asarray(keys).astype(np.int64) & 0xFFFFFFFF
+        keys = xp.asarray(keys)
+        if keys.dtype != np.uint64:
+            keys = keys.astype(np.int64) & 0xFFFFFFFF
+        keys = keys.astype(np.uint64)
         colors = xp.asarray(colors)
-        hit, stored = self.table.access_with_payload(
-            keys & (self.sets - 1), keys >> self.index_bits, pack_rgba8(colors))
+        # Tags stay below 2^53 (64-bit keys, 2048 sets): non-negative as int64.
+        tags = (keys >> np.uint64(self.index_bits)).astype(np.int64)
+        sets = (keys & np.uint64(self.sets - 1)).astype(np.int64)
+        hit, stored = self.table.access_with_payload(sets, tags, pack_rgba8(colors))
         return hit, _like(stored, colors)
 
 

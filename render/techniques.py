@@ -28,15 +28,17 @@ from tilesim.errors import InputError
 NAMES = ("te", "re", "evr", "dsr", "memo")
 ALONE = ("dsr", "memo")
 SIGNATURE_KINDS = ("crc32", "xor")
+MEMO_KEY_BITS = ("64", "32")
 
 
 class Techniques:
     """The enabled techniques of one render and the hooks the pipeline calls."""
 
     def __init__(self, enabled: frozenset[str] = frozenset(), *, signature: str = "crc32",
-                 dsr_parameters=None):
+                 dsr_parameters=None, memo_key_bits: int = 64):
         self.enabled = frozenset(enabled)
         self.signature = signature
+        self.memo_key_bits = memo_key_bits
         self.dsr_parameters = dsr_parameters
         self.te = self.re = self.evr = self.dsr = self.memo = None
         self.wants_entries = "evr" in self.enabled
@@ -44,8 +46,26 @@ class Techniques:
         self._memo_done: set[int] = set()
 
     @classmethod
+    def from_name(cls, name: str | None, *, source: str | None = None,
+                  dsr_parameters=None) -> Techniques:
+        """A technique set from a name with an optional variant after ``/``: ``re/xor`` signs
+        with XOR instead of CRC32; ``memo/32`` keys the LUT with the seed's 32-bit signature
+        (``memo`` alone: 64-bit keys)."""
+        spec, _, variant = (name or "baseline").partition("/")
+        if not variant:
+            return cls.parse(spec, source=source, dsr_parameters=dsr_parameters)
+        if variant in SIGNATURE_KINDS:
+            return cls.parse(spec, source=source, signature=variant,
+                             dsr_parameters=dsr_parameters)
+        if variant in MEMO_KEY_BITS and "memo" in spec:
+            return cls.parse(spec, source=source, dsr_parameters=dsr_parameters,
+                             memo_key_bits=int(variant))
+        raise InputError(f"unknown variant {variant!r} of {spec!r}: RE takes /crc32 or /xor, "
+                         "memo /64 or /32", source=source)
+
+    @classmethod
     def parse(cls, spec: str | None, *, source: str | None = None, signature: str = "crc32",
-              dsr_parameters=None) -> Techniques:
+              dsr_parameters=None, memo_key_bits: int = 64) -> Techniques:
         """``baseline`` or switches joined by ``+`` (``te``, ``re``, ``evr``, ``re+evr``,
         ``dsr``, ``memo``)."""
         spec = (spec or "baseline").strip().lower()
@@ -61,7 +81,8 @@ class Techniques:
         if signature not in SIGNATURE_KINDS:
             raise InputError(f"unknown signature {signature!r}: expected one of "
                              f"{', '.join(SIGNATURE_KINDS)}", source=source)
-        return cls(frozenset(names), signature=signature, dsr_parameters=dsr_parameters)
+        return cls(frozenset(names), signature=signature, dsr_parameters=dsr_parameters,
+                   memo_key_bits=memo_key_bits)
 
     @property
     def name(self) -> str:
@@ -155,7 +176,8 @@ class Techniques:
         context = zlib.crc32(draw_state_bytes(draw))
         program = draw.program
         quad = program.fragment_uses_derivatives
-        keys = fragment_keys(_memo_inputs(inputs, system_values), context, quad)
+        keys = fragment_keys(_memo_inputs(inputs, system_values), context, quad,
+                             bits=self.memo_key_bits)
         colors = np.floor(np.clip(color, 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
         self._memo_log.append((tile, keys, colors, alive))
 

@@ -191,12 +191,18 @@ def test_parameters_toml_round_trip(tmp_path):
     assert "diagonals = [1, 2, 4, 8]" in path.read_text()
 
 
-def test_shipped_placeholder_never_reduces():
+def test_shipped_parameters_carry_their_fit():
     p = DSRParameters.load()
     assert DSRParameters.load(DEFAULT_PARAMETERS) == p
-    assert "placeholder" in p.provenance["method"]
-    rates = next_rates(np.zeros(3, np.int8), coefficients([0.0, 0.0, 0.0]), p)
-    assert rates.tolist() == [0, 0, 0]
+    provenance = p.provenance
+    assert "dsr-search" in provenance["method"]
+    # Fitted on some traces, evaluated on others, with no frame below the limit on either.
+    assert provenance["train_frames_below"] == 0 and provenance["eval_frames_below"] == 0
+    assert not set(provenance["train"]) & set(provenance["eval"])
+    # A flat tile at 1x is reduced; a tile full of high frequencies is not.
+    flat = next_rates(np.zeros(1, np.int8), coefficients([0.0]), p)
+    busy = next_rates(np.zeros(1, np.int8), coefficients([1000.0]), p)
+    assert flat.tolist() == [1] and busy.tolist() == [0]
 
 
 @pytest.mark.parametrize("text, message, line", [
