@@ -253,3 +253,16 @@ def test_odd_trailing_frame_and_lut_carry_over():
     memo.add_frame(4, tile, keys, colors)
     (f4,) = memo.add_frame(6, tile, keys, colors)
     assert f4.frame_index == 4
+
+
+def test_64_bit_keys_extend_the_32_bit_ones_with_an_independent_crc():
+    from render.fragment_memoization import fragment_keys
+
+    rng = np.random.default_rng(9)
+    inputs = rng.random((3, 4, 64)).astype(np.float32)
+    for quad in (False, True):
+        k32 = fragment_keys(inputs, 7, quad)
+        k64 = fragment_keys(inputs, 7, quad, bits=64)
+        assert k64.dtype == np.uint64
+        assert np.array_equal((k64 & np.uint64(0xFFFFFFFF)).astype(np.uint32), k32)
+        assert len(np.unique(k64 >> np.uint64(32))) == len(np.unique(k32))

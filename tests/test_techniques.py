@@ -197,6 +197,12 @@ def test_technique_names_are_checked():
             Techniques.parse(bad)
     with pytest.raises(InputError):
         Techniques.parse("re", signature="md5")
+    assert Techniques.from_name("memo/32").memo_key_bits == 32
+    assert Techniques.from_name("memo").memo_key_bits == 64
+    assert Techniques.from_name("re+evr/xor").signature == "xor"
+    for bad in ("re/32", "memo/xor", "te/md5"):
+        with pytest.raises(InputError):
+            Techniques.from_name(bad)
 
 
 def test_coherence_command_reports_every_technique(scene, tmp_path, capsys):
