@@ -54,10 +54,10 @@ class Techniques:
         spec, _, variant = (name or "baseline").partition("/")
         if not variant:
             return cls.parse(spec, source=source, dsr_parameters=dsr_parameters)
-        if variant in SIGNATURE_KINDS:
+        if variant in SIGNATURE_KINDS and "re" in spec.split("+"):
             return cls.parse(spec, source=source, signature=variant,
                              dsr_parameters=dsr_parameters)
-        if variant in MEMO_KEY_BITS and "memo" in spec:
+        if variant in MEMO_KEY_BITS and "memo" in spec.split("+"):
             return cls.parse(spec, source=source, dsr_parameters=dsr_parameters,
                              memo_key_bits=int(variant))
         raise InputError(f"unknown variant {variant!r} of {spec!r}: RE takes /crc32 or /xor, "
