@@ -69,6 +69,9 @@ class EarlyVisibility:
         self.fvp = np.zeros(tiles, dtype=np.int64)
         self.fvp_is_layer = np.ones(tiles, dtype=bool)
         self.layer_buffer = np.zeros(target.width * target.height, dtype=np.int64)
+        # Tiles whose last rendered frame depended on entries left out of the RE signature:
+        # their signature cannot vouch for their colors next frame.
+        self.tainted = np.zeros(tiles, dtype=bool)
         self._start_frame()
 
     def _start_frame(self) -> None:
@@ -80,6 +83,8 @@ class EarlyVisibility:
         self.layer_buffer[:] = 0
         self.early_log: list[tuple[np.ndarray, np.ndarray, bool, str]] = []
         self.late_shaded = np.zeros(self.tiles, dtype=np.int64)
+        self.excluded_depth = np.zeros(self.tiles, dtype=bool)
+        self.excluded_color = np.zeros(self.layer_buffer.size, dtype=bool)
 
     def binned(self, renderer, draw, counters: PassCounters):
         """(occluded, deferred) (B,) bool over the draw's display-list entries."""
@@ -107,18 +112,32 @@ class EarlyVisibility:
             occluded = ~self.fvp_is_layer[tiles] & (z_near.astype(np.int64) > self.fvp[tiles])
         else:
             occluded = self.fvp_is_layer[tiles] & (layer < self.fvp[tiles])
+        draw.excluded = occluded
         deferred = occluded & reorderable(draw)
         counters.add("evr_prims_occluded", tiles[occluded])
         counters.add("evr_prims_reordered", tiles[deferred])
         return occluded, deferred
 
     def written(self, draw, counters: PassCounters, pixel, tile, color, entry) -> None:
-        """The Layer Buffer and ZR register see the fragments written (blending stage)."""
+        """The Layer Buffer and ZR register see the fragments written (blending stage); and
+        whether entries predicted occluded showed: one that wrote depth, or whose color is
+        still in a pixel (no opaque predicted-visible fragment covered it since), taints the
+        tile for RE (a misprediction the signature, which leaves them out, cannot see)."""
         layers = draw.layers
         if layers is None or entry is None or pixel.size == 0:
             return
         layer = layers[entry]
         hide = opaque(draw, color)
+        if draw.excluded is not None:
+            excluded = draw.excluded[entry]
+            if writes_depth(draw):
+                self.excluded_depth[tile[excluded]] = True
+            if any(draw.fragment.color_mask):
+                # Across draws the last write decides; within one draw the order per pixel is
+                # not kept here, so an excluded write wins (the safe side).
+                covers = ~excluded & hide & all(draw.fragment.color_mask)
+                self.excluded_color[pixel[covers]] = False
+                self.excluded_color[pixel[excluded]] = True
         # Layers only grow within a tile, so the last write is the largest.
         np.maximum.at(self.layer_buffer, pixel[hide], layer[hide])
         counters.add("evr_layer_buffer_writes", tile[hide])
@@ -133,8 +152,11 @@ class EarlyVisibility:
     def early_z(self, draw, pixel, depth, tile) -> None:
         self.early_log.append((pixel, depth, writes_depth(draw), draw.fragment.depth_func))
 
-    def end_pass(self, target: RenderTarget, counters: PassCounters) -> None:
-        """The FVP of every tile for the next frame, and the depth pre-pass oracle."""
+    def end_pass(self, target: RenderTarget, counters: PassCounters,
+                 skipped: np.ndarray | None = None) -> None:
+        """The FVP of every tile for the next frame, the taint of RE's signatures, and the
+        depth pre-pass oracle. Tiles RE ``skipped`` were not rendered: they keep their FVP
+        and taint (the model renders them anyway, to check RE)."""
         t = target.tile_count
         depth = target.tile_blocks(target.depth if target.depth is not None else
                                    np.zeros((target.height, target.width), np.uint32))
@@ -145,9 +167,14 @@ class EarlyVisibility:
         big = np.iinfo(np.int64).max
         l_far = np.where(inside, layers, big).reshape(t, -1).min(axis=1)
         woz_type = self.zr == l_far
-        self.fvp = np.where(woz_type, z_far, l_far)
-        self.fvp_is_layer = ~woz_type
+        fvp, fvp_is_layer = np.where(woz_type, z_far, l_far), ~woz_type
+        rendered = slice(None) if skipped is None else ~skipped
+        self.fvp[rendered] = fvp[rendered]
+        self.fvp_is_layer[rendered] = fvp_is_layer[rendered]
         counters.add_per_tile("evr_fvp_updates", np.ones(t, dtype=np.int64))
+        shown = target.tile_blocks(self.excluded_color.reshape(target.height, target.width))
+        tainted = self.excluded_depth | shown.reshape(t, -1).any(axis=1)
+        self.tainted[rendered] = tainted[rendered]
         counters.add_per_tile("oracle_fragments_shaded", self.late_shaded + self._oracle(target))
 
     def _oracle(self, target: RenderTarget) -> np.ndarray:

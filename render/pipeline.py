@@ -80,6 +80,7 @@ class DrawContext:
     texture_units: dict           # SAMP index -> Texture (None: nothing bound)
     where: str
     layers: np.ndarray | None = None    # EVR: the layer of every display-list entry
+    excluded: np.ndarray | None = None  # EVR: entries predicted occluded (out of RE's input)
 
     def entry_of(self, triangle: np.ndarray, tile: np.ndarray):
         """(entry index into ``bins``, found) of (triangle, tile) pairs."""
@@ -682,9 +683,8 @@ class Renderer:
         if any(f.color_mask):
             counters.add("color_writes", sub_tile[idx])
             self._written[sub_pixel[idx]] = True
-            self.techniques.written(self, draw, sub_pixel[idx], sub_tile[idx], color[idx],
-                                    None if lane_entry is None
-                                    else lane_entry[shade_lanes][idx])
+        self.techniques.written(self, draw, sub_pixel[idx], sub_tile[idx], color[idx],
+                                None if lane_entry is None else lane_entry[shade_lanes][idx])
         target.dirty = True
 
     def _texture_counters(self, counters: PassCounters, sampler, lane_tile) -> None:

@@ -187,9 +187,11 @@ class RenderingElimination:
 
     # -- the decision, when the pass ends ---------------------------------------------------
 
-    def end_pass(self, renderer, target: RenderTarget, counters: PassCounters) -> None:
+    def end_pass(self, renderer, target: RenderTarget, counters: PassCounters,
+                 untrusted: np.ndarray | None = None) -> None:
         """Skip the tiles whose signature matches (keeping last frame's colors), after
-        checking them against the colors rendered anyway."""
+        checking them against the colors rendered anyway. ``untrusted`` tiles (EVR: last
+        frame's colors depended on entries the signature left out) are rendered."""
         previous = self.previous_image
         equal_color = np.zeros(self.tiles, dtype=bool)
         if previous is not None:
@@ -198,6 +200,8 @@ class RenderingElimination:
             equal_color = (now == before).all(axis=1)
         enabled = self.disabled_reason is None and previous is not None
         fresh = self.fresh_color & ~self.old_depth_read
+        if untrusted is not None:
+            fresh &= ~untrusted
         skip = (self.signatures.equal_to_previous() & fresh) if enabled else \
             np.zeros(self.tiles, dtype=bool)
         false_positive = skip & ~equal_color

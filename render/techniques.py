@@ -189,11 +189,14 @@ class Techniques:
         if not self._on_screen(renderer, target):
             return
         if self.re is not None:
-            self.re.end_pass(renderer, target, counters)
+            # With EVR, a tile whose last rendered frame showed an entry left out of its
+            # signature cannot be skipped on the signature alone.
+            self.re.end_pass(renderer, target, counters,
+                             None if self.evr is None else self.evr.tainted)
         if self.te is not None:
             self.te.end_pass(target, counters)
         if self.evr is not None:
-            self.evr.end_pass(target, counters)
+            self.evr.end_pass(target, counters, None if self.re is None else self.re.skip)
         if self.dsr is not None:
             tiles = target.tile_count
             counters.add_per_tile("dsr_rate", renderer.tile_rates)
