@@ -71,6 +71,7 @@ class Tally:
         tiles = self.tiles or 1
         shaded, written = self.scalars["fragments_shaded"], self.scalars["pixels_written"]
         base_shaded = baseline.scalars["fragments_shaded"]
+        screen_shaded = baseline.totals.get("fragments_shaded", 0)
         histogram = self.rate_histogram
         rate = (float((histogram * 0.25 ** np.arange(5)).sum() / histogram.sum())
                 if histogram.sum() else 1.0)
@@ -93,8 +94,10 @@ class Tally:
                         "frames_re_disabled": self.scalars["re_disabled"]})
         if "oracle_fragments_shaded" in t:
             out.update({"oracle_fragments_shaded": t["oracle_fragments_shaded"],
-                        "oracle_vs_baseline": (t["oracle_fragments_shaded"] / base_shaded
-                                               if base_shaded else None),
+                        # The oracle covers the default framebuffer: compare it with the
+                        # baseline's fragments there.
+                        "oracle_vs_baseline": (t["oracle_fragments_shaded"] / screen_shaded
+                                               if screen_shaded else None),
                         "prims_reordered": t.get("evr_prims_reordered", 0),
                         "prims_predicted_occluded": t.get("evr_prims_occluded", 0)})
         if histogram.sum():
