@@ -108,15 +108,13 @@ def _jobs(args: argparse.Namespace) -> list:
 
 
 def _render(args: argparse.Namespace) -> int:
-    from .batch import clean_stale_temporaries, run_batch, write_batch_summary
+    from .batch import clean_stale_temporaries, job_techniques, run_batch, write_batch_summary
 
     if backend_name() != "numpy":
         raise InputError("the render pipeline runs on NumPy only so far "
                          "(the TGSI interpreter alone supports --backend cupy)")
     started = time.perf_counter()
     jobs = _jobs(args)
-    from .batch import job_techniques
-
     job_techniques(jobs[0])   # a bad --technique fails here, before any work starts
     if len(jobs) == 1 and not args.scheduler:
         clean_stale_temporaries(jobs[0].out)

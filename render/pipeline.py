@@ -44,6 +44,7 @@ from .commands import Command
 from .counters import FrameCounters, PassCounters
 from .framebuffer import RenderTarget
 from .gl_state import FragmentState, GLState, Program
+from .rendering_elimination import CHANGE_COMMANDS
 from .techniques import Techniques
 from .texture import requantize
 from .triangle_setup import Triangles
@@ -62,23 +63,19 @@ class DrawContext:
     part of a draw later (its second display lists) with the draw's own state, and DSR sets
     its triangles up again for each sampling rate."""
 
-    index: int                    # the draw's number within its pass
     program: Program
     fragment: FragmentState       # a snapshot of the per-fragment state
     target: RenderTarget
     counters: PassCounters
     clipped: ClippedTriangles
     columns: dict
-    polygons: bool
     viewport: tuple
-    setup_options: dict           # triangle_setup.setup's options besides the viewport
     tris: Triangles               # set up at one sample per pixel
     bins: Bins                    # display-list entries, sorted by tile then triangle
     rect: tuple
     vs_constants: np.ndarray
     fs_constants: np.ndarray
     texture_units: dict           # SAMP index -> Texture (None: nothing bound)
-    where: str
     layers: np.ndarray | None = None    # EVR: the layer of every display-list entry
     excluded: np.ndarray | None = None  # EVR: entries predicted occluded (out of RE's input)
 
@@ -92,11 +89,9 @@ class DrawContext:
 
 
 # Commands after which work EVR holds back may not run with the state it was captured with
-# (texture contents and parameters, programs): its second lists are drawn first.
-BARRIER_COMMANDS = frozenset({
-    "texImage2D", "texSubImage2D", "copyTexImage2D", "copyTexSubImage2D", "texParameter",
-    "generateMipmap", "deleteTexture", "createProgram", "deleteProgram", "clear",
-    "bindFramebuffer", "endFrame"})
+# (texture contents and parameters, programs: the changes that also turn RE off), or that end
+# the display lists: its second lists are drawn first.
+BARRIER_COMMANDS = CHANGE_COMMANDS | {"clear", "bindFramebuffer", "endFrame"}
 
 
 class Renderer:
@@ -127,7 +122,6 @@ class Renderer:
         self._pass: PassCounters | None = None
         self._pass_target: RenderTarget | None = None
         self._written: np.ndarray | None = None
-        self._pass_draws = 0
         self._deferred: list[tuple[DrawContext, np.ndarray]] = []
         self.tile_rates: np.ndarray | None = None
         self.techniques = (techniques if isinstance(techniques, Techniques)
@@ -266,7 +260,6 @@ class Renderer:
                                       target.traversal(self.traversal))
             self._pass_target = target
             self._written = np.zeros(target.width * target.height, dtype=bool)
-            self._pass_draws = 0
             self.counters.scalars["passes"] += 1
             self.techniques.begin_pass(self, target, self._pass)
         return self._pass
@@ -320,10 +313,9 @@ class Renderer:
         rates = self.tile_rates
         if target is not self.default_target or rates is None or not rates.any():
             return
-        h, w = target.height, target.width
-        ys, xs = np.mgrid[0:h, 0:w]
-        scale = np.left_shift(1, rates.astype(np.int64))[target.tile_of(xs, ys)]
-        source = (ys // scale * scale) * w + (xs // scale * scale)
+        ys, xs = np.mgrid[0:target.height, 0:target.width]
+        scale = np.left_shift(1, rates.astype(np.int64))[target.pixel_tiles()]
+        source = (ys // scale * scale) * target.width + (xs // scale * scale)
         source = source.ravel()
         flat = target.color.reshape(-1, 4)
         flat[:] = flat[source]
@@ -466,14 +458,13 @@ class Renderer:
         scalars["prims_clip_rejected"] += clipped.rejected
         scalars["prims_clip_split"] += clipped.split
         # Points and lines are never culled and always face front.
-        setup_options = dict(
+        setup = triangle_setup.setup(
+            clipped.vertices, clipped.triangles, clipped.source, viewport=state.viewport,
             depth_range=f.depth_range,
             cull=f.cull_mode if f.cull_face and polygons else None,
             front_face=f.front_face if polygons else "CCW",
             polygon_offset=f.polygon_offset if f.polygon_offset_fill else None,
             depth_bits=target.depth_bits)
-        setup = triangle_setup.setup(clipped.vertices, clipped.triangles, clipped.source,
-                                     viewport=state.viewport, **setup_options)
         scalars["prims_culled"] += setup.culled
         scalars["prims_degenerate"] += setup.degenerate
         tris = setup.triangles
@@ -497,13 +488,11 @@ class Renderer:
                              dtype=np.float64))
 
         draw = DrawContext(
-            index=self._pass_draws, program=program, fragment=copy.copy(f), target=target,
-            counters=counters, clipped=clipped, columns=columns, polygons=polygons,
-            viewport=tuple(state.viewport), setup_options=setup_options, tris=tris,
+            program=program, fragment=copy.copy(f), target=target, counters=counters,
+            clipped=clipped, columns=columns, viewport=tuple(state.viewport), tris=tris,
             bins=bins, rect=rect, vs_constants=vs_constants,
             fs_constants=uniforms.constants(program, "fragment", height=target.height),
-            texture_units=self._texture_units(program, "fragment"), where=where)
-        self._pass_draws += 1
+            texture_units=self._texture_units(program, "fragment"))
         # The techniques see the display lists as the binner writes them (signatures,
         # layers, visibility prediction); EVR may hold entries back for a second list.
         deferred = self.techniques.binned(self, draw)

@@ -31,7 +31,7 @@ import numpy as np
 
 from .counters import TILE_COUNTERS, PassCounters
 from .framebuffer import RenderTarget
-from .signature_unit import SUBBLOCK_BYTES, TileSignatures
+from .signature_unit import TileSignatures
 
 # Commands that change programs or textures: RE is disabled for the frame (§4.1.5).
 CHANGE_COMMANDS = frozenset({
@@ -222,6 +222,3 @@ class RenderingElimination:
         frame_counters.scalars["re_disabled"] = int(self.disabled_reason is not None)
         self.signatures.end_frame()
         self._start_frame()
-
-
-__all__ = ["RenderingElimination", "draw_state_bytes", "CHANGE_COMMANDS", "SUBBLOCK_BYTES"]

@@ -171,15 +171,14 @@ class Techniques:
         import zlib
 
         from .fragment_memoization import fragment_keys
+        from .output_merger import to_unorm8
         from .rendering_elimination import draw_state_bytes
 
         context = zlib.crc32(draw_state_bytes(draw))
-        program = draw.program
-        quad = program.fragment_uses_derivatives
+        quad = draw.program.fragment_uses_derivatives
         keys = fragment_keys(_memo_inputs(inputs, system_values), context, quad,
                              bits=self.memo_key_bits)
-        colors = np.floor(np.clip(color, 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
-        self._memo_log.append((tile, keys, colors, alive))
+        self._memo_log.append((tile, keys, to_unorm8(color), alive))
 
     def written(self, renderer, draw, pixel, tile, color, entry) -> None:
         if self.evr is not None and self._on_screen(renderer, draw.target):

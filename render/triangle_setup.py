@@ -48,17 +48,19 @@ class Triangles:
                          self.z[keep], self.inv_w[keep], self.vertex[keep], self.front[keep],
                          self.area2[keep], self.source[keep])
 
-
     def shrunk(self, scale: int) -> Triangles:
         """The same triangles in a window shrunk ``scale`` times (DSR's superfragments),
         snapped again; triangles may become degenerate there (area2 == 0)."""
         fx, fy = self.fx / scale, self.fy / scale
         x = np.round(fx * SUBPIXEL).astype(np.int64)
         y = np.round(fy * SUBPIXEL).astype(np.int64)
-        area2 = ((x[:, 1] - x[:, 0]) * (y[:, 2] - y[:, 0])
-                 - (x[:, 2] - x[:, 0]) * (y[:, 1] - y[:, 0]))
         return Triangles(x, y, fx, fy, self.z, self.inv_w, self.vertex, self.front,
-                         np.maximum(area2, 0), self.source)
+                         np.maximum(twice_area(x, y), 0), self.source)
+
+
+def twice_area(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Twice the signed area of (T, 3) vertex coordinates (> 0: counter-clockwise, y up)."""
+    return (x[:, 1] - x[:, 0]) * (y[:, 2] - y[:, 0]) - (x[:, 2] - x[:, 0]) * (y[:, 1] - y[:, 0])
 
 
 @dataclass
@@ -92,7 +94,7 @@ def setup(vertices: np.ndarray, triangles: np.ndarray, source: np.ndarray, *,
     sy = np.round(wy * SUBPIXEL).astype(np.int64)
 
     x, y = sx[triangles], sy[triangles]
-    area2 = (x[:, 1] - x[:, 0]) * (y[:, 2] - y[:, 0]) - (x[:, 2] - x[:, 0]) * (y[:, 1] - y[:, 0])
+    area2 = twice_area(x, y)
     ccw = area2 > 0
     front = ccw if front_face == "CCW" else ~ccw
     keep = area2 != 0
