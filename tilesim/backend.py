@@ -84,6 +84,27 @@ class use_backend:
         _active = self._previous
 
 
+class use_module(use_backend):
+    """``use_backend`` for an array module given directly (a CuPy stand-in in tests)."""
+
+    def __init__(self, module: types.ModuleType):
+        self.module = module
+
+    def __enter__(self) -> types.ModuleType:
+        global _active
+        self._previous, _active = _active, self.module
+        return self.module
+
+
+# Device array types and their modules: CuPy's, plus any a test registers.
+_device_types: dict[type, types.ModuleType] = {}
+
+
+def register_device_array(array_type: type, module: types.ModuleType) -> None:
+    """Make ``array_module``/``to_host`` recognize ``array_type`` as ``module``'s arrays."""
+    _device_types[array_type] = module
+
+
 def xp() -> types.ModuleType:
     """The active array module (numpy or cupy)."""
     return _active
@@ -96,7 +117,10 @@ def backend_name() -> str:
 def array_module(*arrays) -> types.ModuleType:
     """The module that owns ``arrays``: cupy if any is a CuPy array, else numpy."""
     for a in arrays:
-        if type(a).__module__.startswith("cupy"):
+        kind = type(a)
+        if kind in _device_types:
+            return _device_types[kind]
+        if kind.__module__.startswith("cupy"):
             import cupy
 
             return cupy
@@ -105,7 +129,7 @@ def array_module(*arrays) -> types.ModuleType:
 
 def to_host(a) -> np.ndarray:
     """A NumPy copy (or view) of ``a``, wherever it lives."""
-    if type(a).__module__.startswith("cupy"):
+    if type(a) in _device_types or type(a).__module__.startswith("cupy"):
         return a.get()
     return np.asarray(a)
 
