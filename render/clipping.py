@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tilesim.backend import array_module
+
 GUARD_BAND = 8.0
 W_EPSILON = 1e-6
 # Planes as (a, b, c, d): inside when a*x + b*y + c*z + d*w >= 0.
@@ -48,63 +50,66 @@ class ClippedTriangles:
 
 
 def _distances(positions: np.ndarray) -> np.ndarray:
-    d = positions @ PLANES.T
+    xp = array_module(positions)
+    d = positions @ xp.asarray(PLANES).T
     d[..., 2] -= W_EPSILON
     return d
 
 
 def clip_triangles(vertices: np.ndarray, triangles: np.ndarray) -> ClippedTriangles:
     """Clip (T, 3) triangles over (V, D) vertex rows (clip position in the first 4 columns)."""
+    xp = array_module(vertices)
     distances = _distances(vertices[:, :4])                  # (V, P)
     inside = distances >= 0
     tri_inside = inside[triangles]                           # (T, 3, P)
     all_in = tri_inside.all(axis=(1, 2))
     rejected = (~tri_inside).all(axis=1).any(axis=1)         # all 3 outside one plane
     cut = ~all_in & ~rejected
-    order = np.arange(len(triangles))
-    if not cut.any():
+    order = xp.arange(len(triangles))
+    if not bool(cut.any()):
         keep = all_in
         return ClippedTriangles(vertices, triangles[keep], order[keep], int(rejected.sum()), 0)
 
     polygons = vertices[triangles[cut]]                      # (C, 3, D)
-    counts = np.full(len(polygons), 3, dtype=np.int64)
+    counts = xp.full(len(polygons), 3, dtype=xp.int64)
     for plane in range(len(PLANES)):
         polygons, counts = _clip_polygons(polygons, counts, plane)
     # Fan-triangulate each polygon: (0, k, k+1) for k = 1 .. count-2.
     cut_sources = order[cut]
-    fan = np.maximum(counts - 2, 0)
-    poly_index = np.repeat(np.arange(len(polygons)), fan)
-    k = np.arange(fan.sum()) - np.repeat(np.cumsum(fan) - fan, fan) + 1
+    fan = xp.maximum(counts - 2, 0)
+    poly_index = xp.repeat(xp.arange(len(polygons)), fan)
+    k = xp.arange(int(fan.sum())) - xp.repeat(xp.cumsum(fan) - fan, fan) + 1
     base = len(vertices)
     width = polygons.shape[1]
     new_vertices = polygons.reshape(-1, polygons.shape[2])
     flat = poly_index * width
-    new_tris = np.stack([flat, flat + k, flat + k + 1], axis=1) + base
-    all_vertices = np.concatenate([vertices, new_vertices])
-    tris = np.concatenate([triangles[all_in], new_tris])
-    source = np.concatenate([order[all_in], cut_sources[poly_index]])
-    sort = np.argsort(source, kind="stable")
+    new_tris = xp.stack([flat, flat + k, flat + k + 1], axis=1) + base
+    all_vertices = xp.concatenate([vertices, new_vertices])
+    tris = xp.concatenate([triangles[all_in], new_tris])
+    source = xp.concatenate([order[all_in], cut_sources[poly_index]])
+    sort = xp.argsort(source, kind="stable")
     return ClippedTriangles(all_vertices, tris[sort], source[sort], int(rejected.sum()),
                             int(cut.sum()))
 
 
 def _clip_polygons(polygons: np.ndarray, counts: np.ndarray, plane: int):
     """One Sutherland-Hodgman pass of (C, M, D) polygons with ``counts`` vertices each."""
+    xp = array_module(polygons)
     c, m, dim = polygons.shape
     d = _distances(polygons[:, :, :4])[:, :, plane]          # (C, M)
-    out = np.zeros((c, m + 1, dim), dtype=np.float64)
-    out_counts = np.zeros(c, dtype=np.int64)
-    rows = np.arange(c)
+    out = xp.zeros((c, m + 1, dim), dtype=xp.float64)
+    out_counts = xp.zeros(c, dtype=xp.int64)
+    rows = xp.arange(c)
     for i in range(m):
         valid = i < counts
-        j = np.where(i + 1 < counts, i + 1, 0)
+        j = xp.where(i + 1 < counts, i + 1, 0)
         cur, nxt = polygons[:, i], polygons[rows, j]
         dc, dn = d[:, i], d[rows, j]
         emit_cur = valid & (dc >= 0)
         out[rows[emit_cur], out_counts[emit_cur]] = cur[emit_cur]
         out_counts += emit_cur
         crosses = valid & ((dc >= 0) != (dn >= 0))
-        t = np.where(crosses, dc / np.where(crosses, dc - dn, 1.0), 0.0)
+        t = xp.where(crosses, dc / xp.where(crosses, dc - dn, 1.0), 0.0)
         point = cur + t[:, None] * (nxt - cur)
         out[rows[crosses], out_counts[crosses]] = point[crosses]
         out_counts += crosses

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from tilesim.atomic import write_bytes
+from tilesim.backend import array_module, to_host
 
 # name -> meaning (units). Tile counters are summed over the tile's pixels and draws.
 TILE_COUNTERS = {
@@ -143,13 +144,28 @@ class PassCounters:
         return array
 
     def add(self, name: str, tile: np.ndarray, weights=None) -> None:
-        """Add 1 (or ``weights``) for each entry of ``tile`` (flat tile numbers)."""
-        array = self._array(name)
+        """Add 1 (or ``weights``) for each entry of ``tile`` (flat tile numbers), on the
+        backend of ``tile``: a pass's counters follow the work onto the device until
+        ``to_host`` at the end of the pass."""
         if tile.size:
-            array += np.bincount(tile, weights=weights, minlength=array.size).astype(np.int64)
+            xp = array_module(tile)
+            counts = xp.bincount(tile, weights=weights, minlength=self.tiles_x * self.tiles_y)
+            self._add(name, counts.astype(np.int64))
 
-    def add_per_tile(self, name: str, values: np.ndarray) -> None:
-        self._array(name)[:] += np.asarray(values).astype(np.int64)
+    def add_per_tile(self, name: str, values) -> None:
+        self._add(name, array_module(values).asarray(values).astype(np.int64))
+
+    def _add(self, name: str, values) -> None:
+        array = self._array(name)
+        xp = array_module(array, values)    # the device's, if either is there
+        if array_module(array) is not xp:
+            array = self.tiles[name] = xp.asarray(array)
+        array += xp.asarray(values)
+
+    def to_host(self) -> PassCounters:
+        """Bring every tile counter to the host (at the end of the pass)."""
+        self.tiles = {name: to_host(values) for name, values in self.tiles.items()}
+        return self
 
 
 @dataclass

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tilesim.backend import array_module
+
 from .gl_state import Program
 from .rasterizer import Quads
 from .triangle_setup import Triangles
@@ -34,7 +36,8 @@ class FragmentLanes:
 
     def select(self, quads: np.ndarray) -> FragmentLanes:
         """The quads where ``quads`` (Q,) is true, with their lanes."""
-        lanes = np.repeat(quads, 4)
+        xp = array_module(self.x)
+        lanes = xp.repeat(quads, 4)
         return FragmentLanes(self.triangle[quads], self.qx[quads], self.qy[quads],
                              self.x[lanes], self.y[lanes], self.z[lanes])
 
@@ -42,12 +45,13 @@ class FragmentLanes:
 def plane_coefficients(tris: Triangles, values: np.ndarray):
     """Planes through per-vertex ``values`` (T, 3, K): (c, a, b), each (T, K), such that the
     value at window position (x, y) is c + a*x + b*y."""
+    xp = array_module(tris.x)
     x, y = tris.fx, tris.fy
     x10, y10 = x[:, 1] - x[:, 0], y[:, 1] - y[:, 0]
     x20, y20 = x[:, 2] - x[:, 0], y[:, 2] - y[:, 0]
     det = x10 * y20 - x20 * y10
     # A triangle degenerate before snapping but not after: constant planes.
-    det = np.where(det == 0, np.inf, det)[:, None]
+    det = xp.where(det == 0, xp.inf, det)[:, None]
     d1 = values[:, 1] - values[:, 0]
     d2 = values[:, 2] - values[:, 0]
     a = (d1 * y20[:, None] - d2 * y10[:, None]) / det
@@ -62,13 +66,14 @@ def _evaluate(planes, lanes_: FragmentLanes) -> np.ndarray:
     All four lanes of a quad share a triangle, so coefficients are gathered once per quad
     and the lanes are reached by stepping from the quad's first pixel center.
     """
+    xp = array_module(planes[0])
     c, a, b = planes
     k = c.shape[1]
-    rows = np.concatenate([c, a, b], axis=1)[lanes_.triangle]      # (Q, 3K)
+    rows = xp.concatenate([c, a, b], axis=1)[lanes_.triangle]      # (Q, 3K)
     a_q, b_q = rows[:, k:2 * k], rows[:, 2 * k:]
     origin = (rows[:, :k] + a_q * (2 * lanes_.qx + 0.5)[:, None]
               + b_q * (2 * lanes_.qy + 0.5)[:, None])
-    out = np.empty((lanes_.qx.size, 4, k), dtype=np.float64)
+    out = xp.empty((lanes_.qx.size, 4, k), dtype=xp.float64)
     out[:, 0] = origin
     out[:, 1] = origin + a_q
     out[:, 2] = origin + b_q
@@ -90,9 +95,10 @@ def fragment_inputs(program: Program, tris: Triangles, lanes_: FragmentLanes,
 
     ``scale`` > 1: the lanes are superfragments of scale x scale pixels (DSR), rasterized in
     a space shrunk ``scale`` times; gl_FragCoord is the center of the block they cover."""
+    xp = array_module(lanes_.x)
     fs = program.fragment.program
     n = lanes_.x.size
-    inputs = np.zeros((max(fs.register_count("IN"), 1), 4, n), dtype=np.float32)
+    inputs = xp.zeros((max(fs.register_count("IN"), 1), 4, n), dtype=xp.float32)
     interpolation = {}
     for d in fs.declared("IN"):
         for r in range(d.first, d.last + 1):
@@ -113,7 +119,7 @@ def fragment_inputs(program: Program, tris: Triangles, lanes_: FragmentLanes,
     for reg, col, mode in plan:
         values = vertex_rows[:, col:col + 4][tris.vertex]          # (T, 3, 4)
         if mode == "CONSTANT":
-            inputs[reg] = np.repeat(values[lanes_.triangle, 2], 4, axis=0).T
+            inputs[reg] = xp.repeat(values[lanes_.triangle, 2], 4, axis=0).T
             continue
         if mode == "PERSPECTIVE":
             values = values * tris.inv_w[:, :, None]
@@ -141,6 +147,7 @@ def _frag_coord(lanes_: FragmentLanes, inv_w, props: dict, half: float,
                 height: int, scale: int = 1) -> np.ndarray:
     # The sample position in window pixels (y up): the pixel center, or the center of a
     # superfragment's block; ``half`` moves it to the integer corner when asked.
+    xp = array_module(lanes_.x)
     x = (lanes_.x + 0.5) * scale - 0.5 + half
     y_up = (lanes_.y + 0.5) * scale
     if props.get("FS_COORD_ORIGIN") == "LOWER_LEFT":
@@ -149,9 +156,10 @@ def _frag_coord(lanes_: FragmentLanes, inv_w, props: dict, half: float,
         y = height - y_up - 0.5 + half
     else:
         y = y_up - 0.5 + half
-    return np.stack([x, y, lanes_.z, inv_w]).astype(np.float32)
+    return xp.stack([x, y, lanes_.z, inv_w]).astype(xp.float32)
 
 
 def _face(tris: Triangles, lanes_: FragmentLanes) -> np.ndarray:
-    front = np.repeat(tris.front[lanes_.triangle], 4)
-    return np.repeat(np.where(front, 1.0, -1.0).astype(np.float32)[None], 4, axis=0)
+    xp = array_module(tris.x)
+    front = xp.repeat(tris.front[lanes_.triangle], 4)
+    return xp.repeat(xp.where(front, 1.0, -1.0).astype(xp.float32)[None], 4, axis=0)

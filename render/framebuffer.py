@@ -1,7 +1,8 @@
 """Render targets: the color and depth buffers draws write, and their tile grid.
 
 Colors are stored RGBA8 (H, W, 4) uint8 and depth as unsigned integers of ``depth_bits``
-(H, W) uint32, row 0 being window y = 0 (the bottom, as in GL). A framebuffer object's
+(H, W) uint32, row 0 being window y = 0 (the bottom, as in GL), on the active array backend
+(``image()`` brings the color buffer to the host). A framebuffer object's
 target may write its color into a texture (``texture``) and its depth into a depth texture
 (``depth_texture``) at the end of each pass. The tile grid is what the
 tile-based GPU walks: ``tile_of(x, y)`` numbers tiles in row-major order from the bottom
@@ -14,6 +15,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tilesim.backend import array_module, to_host
+from tilesim.backend import xp as active_xp
 from tilesim.errors import InputError
 
 TRAVERSALS = ("scanline", "zorder")
@@ -50,8 +53,9 @@ class RenderTarget:
         if self.width <= 0 or self.height <= 0:
             raise InputError(f"render target {self.name} has an empty size "
                              f"{self.width}x{self.height}")
-        self.color = np.zeros((self.height, self.width, 4), dtype=np.uint8)
-        self.depth = (np.full((self.height, self.width), self.depth_max, dtype=np.uint32)
+        xp = active_xp()
+        self.color = xp.zeros((self.height, self.width, 4), dtype=np.uint8)
+        self.depth = (xp.full((self.height, self.width), self.depth_max, dtype=np.uint32)
                       if self.has_depth else None)
 
     @property
@@ -82,9 +86,10 @@ class RenderTarget:
         return (heights[:, None] * widths[None, :]).ravel()
 
     def pixel_tiles(self) -> np.ndarray:
-        """(H, W) tile number of every pixel (row 0 = window y 0)."""
+        """(H, W) tile number of every pixel (row 0 = window y 0), beside the buffers."""
         if self._pixel_tiles is None:
-            ys, xs = np.mgrid[0:self.height, 0:self.width]
+            xp = array_module(self.color)
+            ys, xs = xp.mgrid[0:self.height, 0:self.width]
             self._pixel_tiles = self.tile_of(xs, ys)
         return self._pixel_tiles
 
@@ -93,7 +98,7 @@ class RenderTarget:
         order; partial edge tiles are padded with zeros."""
         t, ty, tx = self.tile_size, self.tiles_y, self.tiles_x
         rest = array.shape[2:]
-        padded = np.zeros((ty * t, tx * t, *rest), dtype=array.dtype)
+        padded = array_module(array).zeros((ty * t, tx * t, *rest), dtype=array.dtype)
         padded[:self.height, :self.width] = array
         blocks = padded.reshape(ty, t, tx, t, *rest).swapaxes(1, 2)
         return blocks.reshape(ty * tx, t, t, *rest)
@@ -123,8 +128,9 @@ class RenderTarget:
             return 0
         if color is not None and any(color_mask):
             value = np.round(np.asarray(color, dtype=np.float64) * 255).astype(np.uint8)
-            channels = [c for c in range(4) if color_mask[c]]
-            self.color[y0:y1, x0:x1, channels] = value[channels]
+            for c in range(4):
+                if color_mask[c]:
+                    self.color[y0:y1, x0:x1, c] = int(value[c])
             self.dirty = True
         if depth is not None and self.depth is not None:
             self.depth[y0:y1, x0:x1] = int(round(depth * self.depth_max))
@@ -132,7 +138,7 @@ class RenderTarget:
 
     def image(self) -> np.ndarray:
         """The color buffer as an image: (H, W, 4) uint8, row 0 at the top."""
-        return self.color[::-1].copy()
+        return to_host(self.color[::-1]).copy()   # a copy: the buffer changes on
 
 
 def _morton(x: np.ndarray, y: np.ndarray) -> np.ndarray:

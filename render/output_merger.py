@@ -9,33 +9,38 @@ overlap (the common case for meshes after culling) is a single step.
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
+from tilesim.backend import array_module, to_host
+
 COMPARE = {
-    "NEVER": lambda a, b: np.zeros(a.shape, dtype=bool),
-    "LESS": np.less, "EQUAL": np.equal, "LEQUAL": np.less_equal, "GREATER": np.greater,
-    "NOTEQUAL": np.not_equal, "GEQUAL": np.greater_equal,
-    "ALWAYS": lambda a, b: np.ones(a.shape, dtype=bool),
+    "NEVER": lambda a, b: array_module(a).zeros(a.shape, dtype=bool),
+    "LESS": operator.lt, "EQUAL": operator.eq, "LEQUAL": operator.le, "GREATER": operator.gt,
+    "NOTEQUAL": operator.ne, "GEQUAL": operator.ge,
+    "ALWAYS": lambda a, b: array_module(a).ones(a.shape, dtype=bool),
 }
 
 
 def rank_groups(pixel: np.ndarray) -> list[np.ndarray]:
     """Fragment indices grouped by rank: group r holds each pixel's r-th fragment."""
+    xp = array_module(pixel)
     if pixel.size == 0:
         return []
-    order = np.argsort(pixel, kind="stable")
+    order = xp.argsort(pixel, kind="stable")
     sorted_pixels = pixel[order]
-    starts = np.ones(pixel.size, dtype=bool)
+    starts = xp.ones(pixel.size, dtype=bool)
     starts[1:] = sorted_pixels[1:] != sorted_pixels[:-1]
-    segment_start = np.maximum.accumulate(np.where(starts, np.arange(pixel.size), 0))
-    rank = np.arange(pixel.size) - segment_start
+    segment_start = xp.maximum.accumulate(xp.where(starts, xp.arange(pixel.size), 0))
+    rank = xp.arange(pixel.size) - segment_start
     top = int(rank.max())
     if top == 0:
-        return [np.arange(pixel.size)]
+        return [xp.arange(pixel.size)]
     # Ranks are small: a 16-bit key lets NumPy use its radix sort.
-    key = rank.astype(np.uint16) if top < 1 << 16 else rank
-    by_rank = np.argsort(key, kind="stable")
-    bounds = np.searchsorted(rank[by_rank], np.arange(top + 2))
+    key = rank.astype(xp.uint16) if top < 1 << 16 else rank
+    by_rank = xp.argsort(key, kind="stable")
+    bounds = to_host(xp.searchsorted(rank[by_rank], xp.arange(top + 2))).tolist()
     # Within a group every pixel appears once, so the order inside it does not matter.
     return [order[by_rank[bounds[r]:bounds[r + 1]]] for r in range(top + 1)]
 
@@ -44,8 +49,9 @@ def depth_test(pixel: np.ndarray, depth: np.ndarray, buffer: np.ndarray, func: s
                write: bool, groups: list[np.ndarray] | None = None) -> np.ndarray:
     """Test fragments (flat pixel index, integer depth) against ``buffer`` (flat, updated in
     place when ``write``), in order; returns the pass mask."""
+    xp = array_module(pixel)
     compare = COMPARE[func]
-    passed = np.zeros(pixel.size, dtype=bool)
+    passed = xp.zeros(pixel.size, dtype=bool)
     for group in groups if groups is not None else rank_groups(pixel):
         p = pixel[group]
         ok = compare(depth[group], buffer[p])
@@ -57,7 +63,8 @@ def depth_test(pixel: np.ndarray, depth: np.ndarray, buffer: np.ndarray, func: s
 
 def _factor(name: str, src, dst, const, alpha: bool):
     """Blend factor (N, 4) or (N, 1) for rgb (alpha=False) or alpha (alpha=True)."""
-    one = np.ones_like(src[:, :1])
+    xp = array_module(src)
+    one = xp.ones_like(src[:, :1])
     if name == "ZERO":
         return 0 * one
     if name == "ONE":
@@ -87,7 +94,7 @@ def _factor(name: str, src, dst, const, alpha: bool):
     if name == "ONE_MINUS_CONSTANT_ALPHA":
         return (1 - const[3]) * one
     if name == "SRC_ALPHA_SATURATE":
-        return one if alpha else np.minimum(src[:, 3:4], 1 - dst[:, 3:4])
+        return one if alpha else xp.minimum(src[:, 3:4], 1 - dst[:, 3:4])
     raise ValueError(f"unknown blend factor {name}")
 
 
@@ -101,18 +108,20 @@ def _equation(name: str, s, d):
 
 def blend(src: np.ndarray, dst: np.ndarray, state) -> np.ndarray:
     """GL blending of (N, 4) float colors in [0, 1]; result clamped to [0, 1]."""
-    const = np.asarray(state.blend_color, dtype=np.float64)
+    xp = array_module(src)
+    const = xp.asarray(state.blend_color, dtype=xp.float64)
     rgb = _equation(state.blend_eq_rgb,
                     src[:, :3] * _factor(state.blend_src_rgb, src, dst, const, False),
                     dst[:, :3] * _factor(state.blend_dst_rgb, src, dst, const, False))
     a = _equation(state.blend_eq_alpha,
                   src[:, 3:4] * _factor(state.blend_src_alpha, src, dst, const, True),
                   dst[:, 3:4] * _factor(state.blend_dst_alpha, src, dst, const, True))
-    return np.clip(np.concatenate([rgb, a], axis=1), 0.0, 1.0)
+    return xp.clip(xp.concatenate([rgb, a], axis=1), 0.0, 1.0)
 
 
 def to_unorm8(color: np.ndarray) -> np.ndarray:
-    return np.floor(np.clip(color, 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
+    xp = array_module(color)
+    return xp.floor(xp.clip(color, 0.0, 1.0) * 255.0 + 0.5).astype(xp.uint8)
 
 
 def write_colors(pixel: np.ndarray, color: np.ndarray, buffer: np.ndarray, state,
@@ -122,13 +131,14 @@ def write_colors(pixel: np.ndarray, color: np.ndarray, buffer: np.ndarray, state
 
     ``groups`` (from ``rank_groups``, possibly filtered) selects and orders the fragments to
     write; without it every fragment is written."""
+    xp = array_module(pixel)
     mask = np.array(state.color_mask, dtype=bool)
     if not has_alpha:
         mask[3] = False
     if not mask.any() or pixel.size == 0:
         return 0
-    channels = np.nonzero(mask)[0]
-    src = np.clip(color.astype(np.float64), 0.0, 1.0)
+    channels = xp.asarray(np.nonzero(mask)[0])
+    src = xp.clip(color.astype(xp.float64), 0.0, 1.0)
     if not state.blend and groups is not None:
         # Ranks in order: a later fragment at a pixel overwrites an earlier one.
         for group in groups:
@@ -137,8 +147,8 @@ def write_colors(pixel: np.ndarray, color: np.ndarray, buffer: np.ndarray, state
         return 0
     if not state.blend:
         # The last fragment at each pixel wins.
-        order = np.argsort(pixel, kind="stable")
-        last = np.ones(pixel.size, dtype=bool)
+        order = xp.argsort(pixel, kind="stable")
+        last = xp.ones(pixel.size, dtype=bool)
         last[:-1] = pixel[order][1:] != pixel[order][:-1]
         keep = order[last]
         out = to_unorm8(src[keep])
@@ -148,7 +158,7 @@ def write_colors(pixel: np.ndarray, color: np.ndarray, buffer: np.ndarray, state
     blended = 0
     for group in groups if groups is not None else rank_groups(pixel):
         p = pixel[group]
-        dst = buffer[p].astype(np.float64) / 255.0
+        dst = buffer[p].astype(xp.float64) / 255.0
         if not has_alpha:
             dst[:, 3] = 1.0
         out = to_unorm8(blend(src[group], dst, state))

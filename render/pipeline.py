@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tilesim.backend import array_module, to_host
+from tilesim.backend import xp as active_xp
 from tilesim.errors import InputError
 from tilesim.memory import keep_freed_memory
 
@@ -81,10 +83,11 @@ class DrawContext:
 
     def entry_of(self, triangle: np.ndarray, tile: np.ndarray):
         """(entry index into ``bins``, found) of (triangle, tile) pairs."""
+        xp = array_module(self.bins.tile)
         keys = self.bins.tile * len(self.tris) + self.bins.triangle    # sorted
         wanted = tile * len(self.tris) + triangle
-        position = np.minimum(np.searchsorted(keys, wanted), max(keys.size - 1, 0))
-        found = keys[position] == wanted if keys.size else np.zeros(wanted.shape, bool)
+        position = xp.minimum(xp.searchsorted(keys, wanted), max(keys.size - 1, 0))
+        found = keys[position] == wanted if keys.size else xp.zeros(wanted.shape, bool)
         return position, found
 
 
@@ -111,6 +114,7 @@ class Renderer:
         if tile_size < 2 or tile_size % 2:
             raise InputError(f"tile size must be an even number >= 2, got {tile_size}")
         keep_freed_memory()
+        self.xp = active_xp()   # the array backend the buffers and all per-draw arrays live on
         self.state = GLState(width, height, source)
         self.tile_size, self.traversal, self.fill_rule = tile_size, traversal, fill_rule
         self.source = source
@@ -244,27 +248,30 @@ class Renderer:
             if kind == "color":
                 existing = texture.level_rgba(image_target, level)
                 if existing is not None:
-                    target.color[:] = output_merger.to_unorm8(existing[:h, :w])
+                    target.color[:] = self.xp.asarray(output_merger.to_unorm8(existing[:h, :w]))
             else:
                 existing = texture.level_depth(image_target, level)
                 if existing is not None:
                     bits = texture.depth_bits(image_target, level)
-                    target.depth[:] = requantize(existing[:h, :w], bits, target.depth_bits)
+                    target.depth[:] = self.xp.asarray(requantize(existing[:h, :w], bits,
+                                                                 target.depth_bits))
             target.synced[kind] = texture.version
 
     def _begin_pass(self, target: RenderTarget) -> PassCounters:
+        xp = self.xp
         if self._pass is None or self._pass_target is not target:
             self._end_pass()
             self._pass = PassCounters(target.name, target.width, target.height,
                                       target.tile_size, target.tiles_x, target.tiles_y,
                                       target.traversal(self.traversal))
             self._pass_target = target
-            self._written = np.zeros(target.width * target.height, dtype=bool)
+            self._written = xp.zeros(target.width * target.height, dtype=bool)
             self.counters.scalars["passes"] += 1
             self.techniques.begin_pass(self, target, self._pass)
         return self._pass
 
     def _end_pass(self) -> None:
+        xp = self.xp
         if self._pass is None:
             return
         self.flush_deferred()
@@ -278,24 +285,25 @@ class Renderer:
         if target.has_color:
             counters.add_per_tile("color_flush_bytes",
                                   target.tile_pixels() * 4 * self.techniques.flushed(self, target))
-        ys, xs = np.divmod(np.nonzero(self._written)[0], target.width)
+        ys, xs = xp.divmod(xp.nonzero(self._written)[0], target.width)
         counters.add("pixels_written", target.tile_of(xs, ys))
         if target.texture is not None:
             ident, image_target, level = target.texture
             texture = self.state.textures.get(ident)
             if texture is not None:
                 texture.store_rendered(image_target, level,
-                                       target.color.astype(np.float32) / 255.0)
+                                       to_host(target.color).astype(np.float32) / 255.0)
                 target.synced["color"] = texture.version
         if target.depth_texture is not None:
             ident, image_target, level = target.depth_texture
             texture = self.state.textures.get(ident)
             if texture is not None:
-                texture.store_depth(image_target, level, target.depth, target.depth_bits)
+                texture.store_depth(image_target, level, to_host(target.depth),
+                                    target.depth_bits)
                 target.synced["depth"] = texture.version
                 counters.add_per_tile("depth_flush_bytes",
                                       target.tile_pixels() * (2 if target.depth_bits <= 16 else 4))
-        self.counters.passes.append(counters)
+        self.counters.passes.append(counters.to_host())
         self._pass = self._pass_target = self._written = None
 
     def _end_frame(self) -> FrameResult:
@@ -310,11 +318,12 @@ class Renderer:
     def _resolve_superfragments(self, target: RenderTarget | None) -> None:
         """Replicate each superfragment's color and depth (kept in the bottom-left pixel of
         its block) to every pixel of the block (DSR's upsampling, seed 001 §6.4.1)."""
+        xp = self.xp
         rates = self.tile_rates
-        if target is not self.default_target or rates is None or not rates.any():
+        if target is not self.default_target or rates is None or not bool(rates.any()):
             return
-        ys, xs = np.mgrid[0:target.height, 0:target.width]
-        scale = np.left_shift(1, rates.astype(np.int64))[target.pixel_tiles()]
+        ys, xs = xp.mgrid[0:target.height, 0:target.width]
+        scale = xp.left_shift(1, xp.asarray(rates).astype(xp.int64))[target.pixel_tiles()]
         source = (ys // scale * scale) * target.width + (xs // scale * scale)
         source = source.ravel()
         flat = target.color.reshape(-1, 4)
@@ -337,16 +346,18 @@ class Renderer:
         texture = self.state.texture_for_image(a["target"])
         if op == "copyTexImage2D":
             texture.copy_tex_image_2d(a["target"], a["level"], a["internalformat"], a["x"],
-                                      a["y"], a["width"], a["height"], target.color,
-                                      target.has_alpha)
+                                      a["y"], a["width"], a["height"],
+                                      to_host(target.color), target.has_alpha)
         else:
             texture.copy_tex_sub_image_2d(a["target"], a["level"], a["xoffset"],
                                           a["yoffset"], a["x"], a["y"], a["width"],
-                                          a["height"], target.color, target.has_alpha)
+                                          a["height"], to_host(target.color),
+                                          target.has_alpha)
 
     # -- clear ------------------------------------------------------------------------------
 
     def _clear(self, mask: list[str]) -> None:
+        xp = self.xp
         target = self._target()
         counters = self._begin_pass(target)
         f = self.state.fragment
@@ -361,7 +372,7 @@ class Renderer:
         self.counters.scalars["clears"] += 1
         if pixels:
             x0, y0, x1, y1 = self._rect(target, scissor_only=True)
-            ys, xs = np.mgrid[y0:y1, x0:x1]
+            ys, xs = xp.mgrid[y0:y1, x0:x1]
             counters.add("pixels_cleared", target.tile_of(xs.ravel(), ys.ravel()))
 
     # -- draw -------------------------------------------------------------------------------
@@ -406,6 +417,7 @@ class Renderer:
         return units
 
     def _draw(self, command: Command) -> None:
+        xp = self.xp
         state, scalars = self.state, self.counters.scalars
         program = state.current_program()
         target = self._target()
@@ -426,7 +438,7 @@ class Renderer:
         scalars["prims_assembled"] += len(prims)
         if len(prims) == 0:
             return
-        used = elements[: prims.max() + 1]
+        used = elements[: int(prims.max()) + 1]
         fetched = vertex_fetch.fetch(state, program, used)
         scalars["vertices_fetched"] += fetched.ids.size
         scalars["vertices_shaded"] += fetched.ids.size
@@ -482,10 +494,10 @@ class Renderer:
         scalars["pb_record_bytes_written"] += len(tris) * bins.record_bytes
         counters.add("prims_binned", bins.tile)
         counters.add("pb_list_bytes_written", bins.tile,
-                     np.full(bins.tile.size, binning.LIST_ENTRY_BYTES, dtype=np.float64))
+                     xp.full(bins.tile.size, binning.LIST_ENTRY_BYTES, dtype=xp.float64))
         counters.add("pb_bytes_read", bins.tile,
-                     np.full(bins.tile.size, binning.LIST_ENTRY_BYTES + bins.record_bytes,
-                             dtype=np.float64))
+                     xp.full(bins.tile.size, binning.LIST_ENTRY_BYTES + bins.record_bytes,
+                             dtype=xp.float64))
 
         draw = DrawContext(
             program=program, fragment=copy.copy(f), target=target, counters=counters,
@@ -516,12 +528,14 @@ class Renderer:
     def _raster_draw(self, draw: DrawContext, entries: np.ndarray | None) -> None:
         """The raster phase of a draw's display-list entries (``entries``: (B,) bool over
         ``draw.bins``; None: all), tile group by tile group of one sampling rate."""
+        xp = self.xp
         rates = self.tile_rates if draw.target is self.default_target else None
         if rates is None or not rates.any():
             self._raster(draw, draw.tris, 1, entries)
             return
-        for rate in np.unique(rates):
-            scale = 1 << int(rate)
+        rates = xp.asarray(rates)
+        for rate in to_host(xp.unique(rates)).tolist():
+            scale = 1 << rate
             # Superfragments: rasterize in a space shrunk N times, where each pixel center
             # is the center of an N x N block (DSR, seed 001 §6.4.1).
             tris = draw.tris if scale == 1 else draw.tris.shrunk(scale)
@@ -533,6 +547,7 @@ class Renderer:
         of the display-list entries ``entries`` (None: all). ``scale`` > 1 rasterizes
         superfragments of scale x scale pixels (DSR), whose color and depth live in the
         block's bottom-left pixel until ``_resolve_superfragments`` replicates them."""
+        xp = self.xp
         f, target, counters, program = draw.fragment, draw.target, draw.counters, draw.program
         rect = draw.rect
         if scale > 1:
@@ -542,11 +557,11 @@ class Renderer:
         if entries is not None or scale > 1:
             # The triangles with a chosen entry (and, shrunk, an area left), remembering
             # their rows in ``draw.tris``.
-            chosen = np.zeros(len(draw.tris), dtype=bool)
+            chosen = xp.zeros(len(draw.tris), dtype=bool)
             chosen[draw.bins.triangle if entries is None else draw.bins.triangle[entries]] = True
             chosen &= tris.area2 > 0
             tris = tris.select(chosen)
-            source_row = np.nonzero(chosen)[0]
+            source_row = xp.nonzero(chosen)[0]
         quads = rasterizer.rasterize(tris, rect, self.fill_rule)
         if len(quads) == 0:
             return
@@ -556,13 +571,13 @@ class Renderer:
         if scale > 1:
             # Helper lanes of a superquad may fall outside the target: they are never
             # covered, and are charged to the nearest tile.
-            px, py = np.minimum(px, target.width - 1), np.minimum(py, target.height - 1)
+            px, py = xp.minimum(px, target.width - 1), xp.minimum(py, target.height - 1)
         pixel = py * target.width + px
         tile = target.tile_of(px, py)
         lane_entry = None
         if entries is not None or self.techniques.wants_entries:
             # The display-list entry (triangle, tile) of every lane.
-            row = np.repeat(lanes.triangle if source_row is None
+            row = xp.repeat(lanes.triangle if source_row is None
                             else source_row[lanes.triangle], 4)
             lane_entry, found = draw.entry_of(row, tile)
             if entries is not None:
@@ -572,7 +587,7 @@ class Renderer:
                     return
                 if not live.all():
                     lanes = lanes.select(live)
-                    keep = np.repeat(live, 4)
+                    keep = xp.repeat(live, 4)
                     covered, pixel, tile = covered[keep], pixel[keep], tile[keep]
                     lane_entry = lane_entry[keep]
         quad_tile = tile[::4]
@@ -581,11 +596,11 @@ class Renderer:
 
         depth_on = f.depth_test and target.depth is not None
         depth_buffer = target.depth.reshape(-1) if target.depth is not None else None
-        depth_value = np.floor(np.clip(lanes.z, 0.0, 1.0) * target.depth_max + 0.5)
-        depth_value = depth_value.astype(np.int64)
+        depth_value = xp.floor(xp.clip(lanes.z, 0.0, 1.0) * target.depth_max + 0.5)
+        depth_value = depth_value.astype(xp.int64)
         early = depth_on and not program.fragment_kills and not program.fragment_writes_depth
         alive = covered.copy()
-        cov_idx = np.nonzero(covered)[0]
+        cov_idx = xp.nonzero(covered)[0]
         # Fragments ranked per pixel once (submission order within a pixel), reused below.
         cov_groups = output_merger.rank_groups(pixel[cov_idx])
         if early:
@@ -602,7 +617,7 @@ class Renderer:
 
         # Fragment shading of the quads with a live fragment (helper lanes included).
         quad_live = alive.reshape(-1, 4).any(axis=1)
-        shade_lanes = np.repeat(quad_live, 4)
+        shade_lanes = xp.repeat(quad_live, 4)
         if not quad_live.any():
             return
         sub = lanes.select(quad_live)
@@ -619,14 +634,14 @@ class Renderer:
         counters.add("quads_shaded", sub_tile[::4])
         stats = execution.stats
         for k, name in enumerate(("alu", "tex", "flow")):
-            counters.add(f"fs_{name}", sub_tile, stats.lane_instructions[k].astype(np.float64))
+            counters.add(f"fs_{name}", sub_tile, stats.lane_instructions[k].astype(xp.float64))
             counters.add(f"fs_quad_{name}", sub_tile[::4],
-                         stats.warp_instructions[k].astype(np.float64))
+                         stats.warp_instructions[k].astype(xp.float64))
         # Texture work of every lane that ran (helper lanes fetch texels too).
-        counters.add("tex_samples", sub_tile, stats.texture_samples.astype(np.float64))
+        counters.add("tex_samples", sub_tile, stats.texture_samples.astype(xp.float64))
         self._texture_counters(counters, sampler, sub_tile)
 
-        killed = np.asarray(execution.killed) & sub_alive
+        killed = xp.asarray(execution.killed) & sub_alive
         counters.add("fragments_discarded", sub_tile[killed])
         survivors = sub_alive & ~killed
         color_register = next((r for r, s in program.fragment.program.output_semantics().items()
@@ -637,7 +652,7 @@ class Renderer:
         self.techniques.shaded(self, draw, inputs, system_values, color, sub_tile, sub_alive)
         sub_pixel = pixel[shade_lanes]
         # The same ranking, as indices into the shaded lanes, keeping only survivors.
-        sub_of_full = np.cumsum(shade_lanes) - 1
+        sub_of_full = xp.cumsum(shade_lanes) - 1
 
         def ranked(mask):
             groups = []
@@ -650,7 +665,7 @@ class Renderer:
             return groups
 
         if depth_on and not early:
-            idx = np.nonzero(survivors)[0]
+            idx = xp.nonzero(survivors)[0]
             passed = output_merger.depth_test(sub_pixel[idx], depth_value[shade_lanes][idx],
                                               depth_buffer, f.depth_func, f.depth_mask)
             counters.add("late_z_tested", sub_tile[idx])
@@ -663,7 +678,7 @@ class Renderer:
         # Blending and color write.
         if not target.has_color:
             return  # a framebuffer without a color attachment: color goes nowhere
-        idx = np.nonzero(survivors)[0]
+        idx = xp.nonzero(survivors)[0]
         flat = target.color.reshape(-1, 4)
         blended = output_merger.write_colors(sub_pixel, color, flat, f, target.has_alpha,
                                              ranked(survivors))
@@ -677,6 +692,7 @@ class Renderer:
         target.dirty = True
 
     def _texture_counters(self, counters: PassCounters, sampler, lane_tile) -> None:
+        xp = self.xp
         stats = getattr(sampler, "stats", None)
         if stats is None:
             return
@@ -684,4 +700,4 @@ class Renderer:
                      "tex_cache_accesses", "tex_cache_misses"):
             values = getattr(stats, name, None)
             if values is not None:
-                counters.add(name, lane_tile, np.asarray(values, dtype=np.float64))
+                counters.add(name, lane_tile, xp.asarray(values, dtype=xp.float64))

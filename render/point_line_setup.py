@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from tilesim.backend import array_module
+
 from .clipping import W_EPSILON
 
 MAX_POINT_SIZE = 64.0
@@ -24,32 +26,34 @@ POINT_COORD = ("PCOORD", 0)
 
 def _clip_segments(p0: np.ndarray, p1: np.ndarray):
     """Clip (L, D) endpoint rows to near, far and w > 0; returns rows and a keep mask."""
-    keep = np.ones(len(p0), dtype=bool)
+    xp = array_module(p0)
+    keep = xp.ones(len(p0), dtype=bool)
     p0, p1 = p0.copy(), p1.copy()
-    for plane in (np.array([0, 0, 1, 1.0]), np.array([0, 0, -1, 1.0]),
-                  np.array([0, 0, 0, 1.0])):
+    for plane in (xp.array([0, 0, 1, 1.0]), xp.array([0, 0, -1, 1.0]),
+                  xp.array([0, 0, 0, 1.0])):
         eps = W_EPSILON if plane[2] == 0 else 0.0
         d0 = p0[:, :4] @ plane - eps
         d1 = p1[:, :4] @ plane - eps
         keep &= ~((d0 < 0) & (d1 < 0))
-        t = np.where(d0 != d1, d0 / np.where(d0 != d1, d0 - d1, 1.0), 0.0)[:, None]
+        t = xp.where(d0 != d1, d0 / xp.where(d0 != d1, d0 - d1, 1.0), 0.0)[:, None]
         cut = p0 + t * (p1 - p0)
-        p0 = np.where((d0 < 0)[:, None], cut, p0)
-        p1 = np.where((d1 < 0)[:, None], cut, p1)
+        p0 = xp.where((d0 < 0)[:, None], cut, p0)
+        p1 = xp.where((d1 < 0)[:, None], cut, p1)
     return p0, p1, keep
 
 
 def lines_to_triangles(rows: np.ndarray, segments: np.ndarray, viewport, width: float):
     """(vertex rows, (2L, 3) triangles) for (L, 2) segments over (V, D) vertex ``rows``."""
+    xp = array_module(rows)
     p0, p1, keep = _clip_segments(rows[segments[:, 0]], rows[segments[:, 1]])
     p0, p1 = p0[keep], p1[keep]
     _, _, vw, vh = viewport
     w0, w1 = p0[:, 3:4], p1[:, 3:4]
-    d = (p1[:, :2] / w1 - p0[:, :2] / w0) * np.array([vw, vh]) / 2
-    x_major = np.abs(d[:, 0]) >= np.abs(d[:, 1])
+    d = (p1[:, :2] / w1 - p0[:, :2] / w0) * xp.array([vw, vh]) / 2
+    x_major = xp.abs(d[:, 0]) >= xp.abs(d[:, 1])
     half = width / 2
-    offset_px = np.where(x_major[:, None], [0.0, half], [half, 0.0])
-    offset_ndc = offset_px * 2 / np.array([max(vw, 1), max(vh, 1)])
+    offset_px = xp.where(x_major[:, None], xp.asarray([0.0, half]), xp.asarray([half, 0.0]))
+    offset_ndc = offset_px * 2 / xp.array([max(vw, 1), max(vh, 1)])
     corners = []
     for point, w in ((p0, w0), (p1, w1)):
         for sign in (-1.0, 1.0):
@@ -57,35 +61,36 @@ def lines_to_triangles(rows: np.ndarray, segments: np.ndarray, viewport, width: 
             c[:, :2] += sign * offset_ndc * w
             corners.append(c)
     n = len(p0)
-    out = np.concatenate(corners)                     # a0, b0, a1, b1 blocks of n rows
-    i = np.arange(n)
-    tris = np.concatenate([np.stack([i, i + n, i + 2 * n], axis=1),
-                           np.stack([i + n, i + 3 * n, i + 2 * n], axis=1)])
-    order = np.argsort(np.concatenate([i, i]), kind="stable")  # keep segment order
+    out = xp.concatenate(corners)                     # a0, b0, a1, b1 blocks of n rows
+    i = xp.arange(n)
+    tris = xp.concatenate([xp.stack([i, i + n, i + 2 * n], axis=1),
+                           xp.stack([i + n, i + 3 * n, i + 2 * n], axis=1)])
+    order = xp.argsort(xp.concatenate([i, i]), kind="stable")  # keep segment order
     return out, tris[order]
 
 
 def points_to_triangles(rows: np.ndarray, indices: np.ndarray, viewport,
                         point_size: np.ndarray | None):
     """(vertex rows with 4 more columns for gl_PointCoord, (2P, 3) triangles)."""
+    xp = array_module(rows)
     p = rows[indices]
     inside = (p[:, 2] >= -p[:, 3]) & (p[:, 2] <= p[:, 3]) & (p[:, 3] > W_EPSILON)
     p = p[inside]
-    size = np.ones(len(p)) if point_size is None else point_size[indices][inside]
-    size = np.clip(size, 1.0, MAX_POINT_SIZE)
+    size = xp.ones(len(p)) if point_size is None else point_size[indices][inside]
+    size = xp.clip(size, 1.0, MAX_POINT_SIZE)
     _, _, vw, vh = viewport
-    half_ndc = np.stack([size / max(vw, 1), size / max(vh, 1)], axis=1)
+    half_ndc = xp.stack([size / max(vw, 1), size / max(vh, 1)], axis=1)
     corners = []
     # (x sign, y sign, s, t): t = 0 at the top (+y) as gl_PointCoord's origin is upper left.
     for sx, sy, s, t in ((-1, -1, 0, 1), (1, -1, 1, 1), (-1, 1, 0, 0), (1, 1, 1, 0)):
-        c = np.concatenate([p, np.zeros((len(p), 4))], axis=1)
-        c[:, :2] += np.array([sx, sy]) * half_ndc * p[:, 3:4]
+        c = xp.concatenate([p, xp.zeros((len(p), 4))], axis=1)
+        c[:, :2] += xp.array([sx, sy]) * half_ndc * p[:, 3:4]
         c[:, -4:] = [s, t, 0.0, 1.0]
         corners.append(c)
     n = len(p)
-    out = np.concatenate(corners)
-    i = np.arange(n)
-    tris = np.concatenate([np.stack([i, i + n, i + 3 * n], axis=1),
-                           np.stack([i, i + 3 * n, i + 2 * n], axis=1)])
-    order = np.argsort(np.concatenate([i, i]), kind="stable")
+    out = xp.concatenate(corners)
+    i = xp.arange(n)
+    tris = xp.concatenate([xp.stack([i, i + n, i + 3 * n], axis=1),
+                           xp.stack([i, i + 3 * n, i + 2 * n], axis=1)])
+    order = xp.argsort(xp.concatenate([i, i]), kind="stable")
     return out, tris[order]

@@ -10,41 +10,46 @@ from __future__ import annotations
 
 import numpy as np
 
+from tilesim.backend import xp as active_xp
+
 TRIANGLE_MODES = ("TRIANGLES", "TRIANGLE_STRIP", "TRIANGLE_FAN")
 LINE_MODES = ("LINES", "LINE_STRIP", "LINE_LOOP")
 
 
 def triangles(mode: str, count: int) -> np.ndarray:
     """(T, 3) int64 element positions of the triangles a mode makes of ``count`` elements."""
+    xp = active_xp()
     if mode == "TRIANGLES":
         n = count // 3
-        return np.arange(3 * n, dtype=np.int64).reshape(n, 3)
+        return xp.arange(3 * n, dtype=xp.int64).reshape(n, 3)
     n = max(count - 2, 0)
-    i = np.arange(n, dtype=np.int64)
+    i = xp.arange(n, dtype=xp.int64)
     if mode == "TRIANGLE_STRIP":
         odd = (i & 1).astype(bool)
-        return np.stack([np.where(odd, i + 1, i), np.where(odd, i, i + 1), i + 2], axis=1)
+        return xp.stack([xp.where(odd, i + 1, i), xp.where(odd, i, i + 1), i + 2], axis=1)
     if mode == "TRIANGLE_FAN":
-        return np.stack([np.zeros_like(i), i + 1, i + 2], axis=1)
+        return xp.stack([xp.zeros_like(i), i + 1, i + 2], axis=1)
     raise ValueError(f"{mode} is not a triangle mode")
 
 
 def lines(mode: str, count: int) -> np.ndarray:
     """(L, 2) int64 element positions of the line segments of a line mode."""
+    xp = active_xp()
     if mode == "LINES":
         n = count // 2
-        return np.arange(2 * n, dtype=np.int64).reshape(n, 2)
+        return xp.arange(2 * n, dtype=xp.int64).reshape(n, 2)
     if count < 2:
-        return np.zeros((0, 2), dtype=np.int64)
-    i = np.arange(count - 1, dtype=np.int64)
-    segments = np.stack([i, i + 1], axis=1)
+        return xp.zeros((0, 2), dtype=xp.int64)
+    i = xp.arange(count - 1, dtype=xp.int64)
+    segments = xp.stack([i, i + 1], axis=1)
     if mode == "LINE_LOOP":
-        segments = np.concatenate([segments, [[count - 1, 0]]])
+        segments = xp.concatenate([segments, xp.asarray([[count - 1, 0]])])
     return segments
 
 
 def points(count: int) -> np.ndarray:
-    return np.arange(count, dtype=np.int64)
+    xp = active_xp()
+    return xp.arange(count, dtype=xp.int64)
 
 
 def assembled_count(mode: str, count: int) -> int:

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tilesim.backend import array_module
+
 SUBPIXEL_BITS = 8
 SUBPIXEL = 1 << SUBPIXEL_BITS
 
@@ -51,11 +53,12 @@ class Triangles:
     def shrunk(self, scale: int) -> Triangles:
         """The same triangles in a window shrunk ``scale`` times (DSR's superfragments),
         snapped again; triangles may become degenerate there (area2 == 0)."""
+        xp = array_module(self.x)
         fx, fy = self.fx / scale, self.fy / scale
-        x = np.round(fx * SUBPIXEL).astype(np.int64)
-        y = np.round(fy * SUBPIXEL).astype(np.int64)
+        x = xp.round(fx * SUBPIXEL).astype(xp.int64)
+        y = xp.round(fy * SUBPIXEL).astype(xp.int64)
         return Triangles(x, y, fx, fy, self.z, self.inv_w, self.vertex, self.front,
-                         np.maximum(twice_area(x, y), 0), self.source)
+                         xp.maximum(twice_area(x, y), 0), self.source)
 
 
 def twice_area(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -78,20 +81,21 @@ def setup(vertices: np.ndarray, triangles: np.ndarray, source: np.ndarray, *,
 
     ``cull`` is None (culling off), 'FRONT', 'BACK' or 'FRONT_AND_BACK'.
     """
+    xp = array_module(vertices)
     vx, vy, vw, vh = viewport
     near, far = depth_range
     pos = vertices[:, :4]
     # Vertices no kept triangle uses may have w <= 0 (clipping left them in the array).
-    used = np.zeros(len(pos), dtype=bool)
+    used = xp.zeros(len(pos), dtype=bool)
     used[triangles.ravel()] = True
-    w = np.where(used, pos[:, 3], 1.0)
+    w = xp.where(used, pos[:, 3], 1.0)
     inv_w = 1.0 / w
-    ndc = np.where(used[:, None], pos[:, :3] * inv_w[:, None], 0.0)
+    ndc = xp.where(used[:, None], pos[:, :3] * inv_w[:, None], 0.0)
     wx = (ndc[:, 0] + 1.0) * (vw * 0.5) + vx
     wy = (ndc[:, 1] + 1.0) * (vh * 0.5) + vy
     wz = ndc[:, 2] * ((far - near) * 0.5) + (far + near) * 0.5
-    sx = np.round(wx * SUBPIXEL).astype(np.int64)
-    sy = np.round(wy * SUBPIXEL).astype(np.int64)
+    sx = xp.round(wx * SUBPIXEL).astype(xp.int64)
+    sy = xp.round(wy * SUBPIXEL).astype(xp.int64)
 
     x, y = sx[triangles], sy[triangles]
     area2 = twice_area(x, y)
@@ -99,7 +103,7 @@ def setup(vertices: np.ndarray, triangles: np.ndarray, source: np.ndarray, *,
     front = ccw if front_face == "CCW" else ~ccw
     keep = area2 != 0
     degenerate = int((~keep).sum())
-    culled_mask = np.zeros(len(triangles), dtype=bool)
+    culled_mask = xp.zeros(len(triangles), dtype=bool)
     if cull == "BACK":
         culled_mask = keep & ~front
     elif cull == "FRONT":
@@ -114,14 +118,15 @@ def setup(vertices: np.ndarray, triangles: np.ndarray, source: np.ndarray, *,
     z = wz[order]
     if polygon_offset is not None:
         z = z + _polygon_offset(sx[order], sy[order], z, polygon_offset, depth_bits)[:, None]
-        z = np.clip(z, 0.0, 1.0)
+        z = xp.clip(z, 0.0, 1.0)
     tris = Triangles(sx[order], sy[order], wx[order], wy[order], z, inv_w[order], order,
-                     front, np.abs(area2), source)
+                     front, xp.abs(area2), source)
     return SetupResult(tris.select(keep), int(culled_mask.sum()), degenerate)
 
 
 def _polygon_offset(x, y, z, offset, depth_bits):
     """factor * max(|dz/dx|, |dz/dy|) + units * r, per triangle (ES 2.0 §3.5.2)."""
+    xp = array_module(x)
     factor, units = offset
     fx = x / SUBPIXEL
     fy = y / SUBPIXEL
@@ -129,7 +134,7 @@ def _polygon_offset(x, y, z, offset, depth_bits):
     bx, by = fx[:, 2] - fx[:, 0], fy[:, 2] - fy[:, 0]
     az, bz = z[:, 1] - z[:, 0], z[:, 2] - z[:, 0]
     det = ax * by - bx * ay
-    det = np.where(det == 0, 1.0, det)
+    det = xp.where(det == 0, 1.0, det)
     dzdx = (az * by - bz * ay) / det
     dzdy = (bz * ax - az * bx) / det
-    return factor * np.maximum(np.abs(dzdx), np.abs(dzdy)) + units / float(1 << depth_bits)
+    return factor * xp.maximum(xp.abs(dzdx), xp.abs(dzdy)) + units / float(1 << depth_bits)

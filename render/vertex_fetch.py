@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tilesim.backend import to_device
+
 from .gl_state import GLState, Program
 
 INDEX_DTYPES = {"UNSIGNED_BYTE": np.uint8, "UNSIGNED_SHORT": np.uint16,
@@ -87,8 +89,9 @@ def fetch(state: GLState, program: Program, elements: np.ndarray) -> FetchedVert
     # Vertex cache (Table 3.1: 4 KB, 64-byte lines): a draw's fetches miss once per distinct
     # line they touch (compulsory misses; a draw's working set is assumed to stream through).
     misses = int(np.unique(np.concatenate(lines)).size) if lines else 0
-    return FetchedVertices(ids, inverse.astype(np.int64), inputs, attribute_bytes, accesses,
-                           misses)
+    # Vertex fetch reads memory on the host; from here on a draw's arrays are on the device.
+    return FetchedVertices(ids, to_device(inverse.astype(np.int64)), to_device(inputs),
+                           attribute_bytes, accesses, misses)
 
 
 VERTEX_CACHE_LINE = 64

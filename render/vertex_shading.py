@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tilesim.backend import array_module, to_host
 from tilesim.errors import InputError
 
 from .gl_state import Program
@@ -35,11 +36,12 @@ def shade(program: Program, inputs: np.ndarray, constants: np.ndarray, sampler,
     position = next((r for r, s in semantics.items() if s[0] == "POSITION"), None)
     if position is None:
         raise InputError("the vertex shader writes no position", source=where)
+    xp = array_module(outputs)
     pos = outputs[position].T.astype(np.float64)
-    if not np.isfinite(pos).all():
-        bad = int(np.nonzero(~np.isfinite(pos).all(axis=1))[0][0])
+    if not bool(xp.isfinite(pos).all()):
+        bad = int(xp.nonzero(~xp.isfinite(pos).all(axis=1))[0][0])
         raise InputError(f"vertex {bad} of the draw has a NaN or infinite clip-space position "
-                         f"({pos[bad].tolist()})", source=where)
+                         f"({to_host(pos[bad]).tolist()})", source=where)
     columns: dict[tuple[str, int], int] = {}
     blocks = [pos]
     point_size = None
@@ -51,4 +53,4 @@ def shade(program: Program, inputs: np.ndarray, constants: np.ndarray, sampler,
             continue
         columns[sem] = 4 * len(blocks)
         blocks.append(outputs[reg].T.astype(np.float64))
-    return ShadedVertices(np.concatenate(blocks, axis=1), columns, point_size, execution.stats)
+    return ShadedVertices(xp.concatenate(blocks, axis=1), columns, point_size, execution.stats)

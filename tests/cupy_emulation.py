@@ -39,6 +39,9 @@ transfers = {"to_device": 0, "to_host": 0}
 # Functions that take host data on purpose (an explicit host-to-device copy).
 _HOST_INPUT = {"asarray", "array", "asanyarray"}
 _UFUNC_KEYWORDS = {"out", "dtype", "casting"}
+# Functions whose sizes and ranges must be host integers (CuPy sizes its output on the host).
+_HOST_SIZES = {"arange", "zeros", "ones", "empty", "full", "eye", "identity", "linspace",
+               "tri", "indices", "mgrid", "ogrid"}
 
 
 class HostDeviceMixError(TypeError):
@@ -226,6 +229,10 @@ def _wrapped_call(function, name: str):
             return DeviceArray(np.array(function(*plain, **_unwrap_all(kwargs))))
         if not name.startswith("ndarray."):
             _check_signature(name, args, kwargs)
+        sizes = args[:1] if name == "full" else (*args, *kwargs.values())
+        if name in _HOST_SIZES and any(isinstance(a, DeviceArray) for a in sizes):
+            raise HostDeviceMixError(f"cupy.{name}: sizes must be host integers, not "
+                                     "device arrays (use int(...))")
         return _wrap(function(*_unwrap_all(args), **_unwrap_all(kwargs)))
     return call
 
@@ -255,6 +262,16 @@ class _Ufunc:
         return lambda *args, **kwargs: _wrap(method(*_unwrap_all(args), **_unwrap_all(kwargs)))
 
 
+class _Grid:
+    """``mgrid`` / ``ogrid``: index tricks whose results are device arrays."""
+
+    def __init__(self, grid):
+        self._grid = grid
+
+    def __getitem__(self, key):
+        return _wrap(self._grid[key])
+
+
 class _Module(types.ModuleType):
     def __getattr__(self, name):
         if _cupy is not None and not hasattr(_cupy, name):
@@ -262,6 +279,8 @@ class _Module(types.ModuleType):
         value = getattr(np, name)
         if isinstance(value, np.ufunc):
             value = _Ufunc(value)
+        elif name in ("mgrid", "ogrid"):
+            value = _Grid(value)
         elif callable(value) and not isinstance(value, type):
             value = _wrapped_call(value, name)
         setattr(self, name, value)
