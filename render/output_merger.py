@@ -32,7 +32,8 @@ def rank_groups(pixel: np.ndarray) -> list[np.ndarray]:
     sorted_pixels = pixel[order]
     starts = xp.ones(pixel.size, dtype=bool)
     starts[1:] = sorted_pixels[1:] != sorted_pixels[:-1]
-    segment_start = xp.maximum.accumulate(xp.where(starts, xp.arange(pixel.size), 0))
+    # (A running maximum of start positions, built from ops CuPy has.)
+    segment_start = xp.nonzero(starts)[0][xp.cumsum(starts) - 1]
     rank = xp.arange(pixel.size) - segment_start
     top = int(rank.max())
     if top == 0:

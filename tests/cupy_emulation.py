@@ -39,6 +39,14 @@ transfers = {"to_device": 0, "to_host": 0}
 # Functions that take host data on purpose (an explicit host-to-device copy).
 _HOST_INPUT = {"asarray", "array", "asanyarray"}
 _UFUNC_KEYWORDS = {"out", "dtype", "casting"}
+# The ufunc methods CuPy implements, and for which ufuncs (CuPy's ufunc reference; ``at`` needs
+# an atomic scatter operation).
+_UFUNC_METHODS = {
+    "reduce": {"add", "multiply"},
+    "accumulate": {"add", "multiply"},
+    "reduceat": {"add"},
+    "at": {"add", "subtract", "maximum", "minimum", "bitwise_and", "bitwise_or", "bitwise_xor"},
+}
 # Functions whose sizes and ranges must be host integers (CuPy sizes its output on the host).
 _HOST_SIZES = {"arange", "zeros", "ones", "empty", "full", "eye", "identity", "linspace",
                "tri", "indices", "mgrid", "ogrid"}
@@ -72,8 +80,8 @@ class DeviceArray(NDArrayOperatorsMixin):
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         if method == "__call__":
             _check_ufunc_keywords(ufunc.__name__, kwargs)
-        elif not hasattr(getattr(_cupy, ufunc.__name__, ufunc) if _cupy else ufunc, method):
-            raise AttributeError(f"cupy.{ufunc.__name__} has no {method}")
+        else:
+            _check_ufunc_method(ufunc.__name__, method)
         out = kwargs.get("out")
         result = getattr(ufunc, method)(*_unwrap_all(inputs), **_unwrap_all(kwargs))
         if out is not None:
@@ -176,6 +184,11 @@ def _check_ufunc_keywords(name: str, kwargs: dict) -> None:
         raise TypeError(f"cupy.{name}: unsupported keyword(s) {sorted(extra)}")
 
 
+def _check_ufunc_method(name: str, method: str) -> None:
+    if method in _UFUNC_METHODS and name not in _UFUNC_METHODS[method]:
+        raise NotImplementedError(f"CuPy has no {name}.{method}")
+
+
 def _check_scatter(data: np.ndarray, key, value) -> None:
     """Refuse writes of differing values to one element through repeated integer indices."""
     parts = key if isinstance(key, tuple) else (key,)
@@ -251,8 +264,7 @@ class _Ufunc:
         return out if out is not None else _wrap(result)
 
     def __getattr__(self, name):
-        if _cupy is not None and not hasattr(getattr(_cupy, self.__name__), name):
-            raise AttributeError(f"cupy.{self.__name__} has no {name}")
+        _check_ufunc_method(self.__name__, name)
         method = getattr(self._ufunc, name)
         if name == "at":
             def at(a, indices, b=None):
