@@ -30,6 +30,7 @@ class Job:
     fill_rule: str = "bottom_left"
     technique: str = "baseline"
     dsr_parameters: str | None = None
+    backend: str = "numpy"    # the array backend the worker renders on (numpy or cupy)
 
     def frame_files(self, index: int) -> tuple[Path, Path]:
         name = f"{index:06d}"
@@ -56,6 +57,8 @@ def run_job(job: Job, on_frame=None) -> dict:
     """Render one job's missing frames; returns a summary (runs in a worker process).
 
     ``on_frame(index)`` is called after each frame is written (progress)."""
+    from tilesim.backend import use_backend
+
     from .commands_cli import png_bytes
     from .pipeline import Renderer
     from .trace_file import open_trace
@@ -73,7 +76,7 @@ def run_job(job: Job, on_frame=None) -> dict:
     missing = set(job.missing())
     written: list[dict] = []
     if missing:
-        with open_trace(job.trace) as trace:
+        with use_backend(job.backend), open_trace(job.trace) as trace:
             renderer = Renderer(trace.width, trace.height, depth_bits=trace.depth_bits,
                                 tile_size=job.tile_size, traversal=job.traversal,
                                 fill_rule=job.fill_rule, source=job.trace,
@@ -87,7 +90,8 @@ def run_job(job: Job, on_frame=None) -> dict:
                 written.append(result.counters.summary())
                 if on_frame is not None:
                     on_frame(result.index)
-    summary = {"trace": job.trace, "frames": list(job.frames), "written": len(written),
+    summary = {"trace": job.trace, "backend": job.backend, "frames": list(job.frames),
+               "written": len(written),
                "skipped": (job.frames[1] - job.frames[0]) - len(written),
                "seconds": round(time.perf_counter() - started, 3), "counters": written}
     # Per-frame summaries accumulate across runs in the job's folder.

@@ -38,7 +38,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from tilesim.errors import EXIT_OK, InputError
+from tilesim.errors import EXIT_OK
 
 DRAWS = ("drawArrays", "drawElements")
 
@@ -250,13 +250,9 @@ def register(subparsers) -> None:
 def _characterize(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from tilesim.backend import backend_name
-
     from .commands_cli import parse_frames
     from .trace_file import open_trace
 
-    if backend_name() != "numpy":
-        raise InputError("the render pipeline runs on NumPy only so far")
     with open_trace(args.trace) as trace:
         wanted = parse_frames(args.frames, trace.frame_count)
         bar = tqdm(total=wanted.stop, desc="characterize", unit="frame", disable=None)

@@ -103,16 +103,14 @@ def _jobs(args: argparse.Namespace) -> list:
             names.add(name)
         out = Path(args.out) / name if len(args.traces) > 1 else Path(args.out)
         jobs.append(Job(str(path), (wanted.start, wanted.stop), str(out), args.tile_size,
-                        args.traversal, args.fill_rule, args.technique, args.dsr_parameters))
+                        args.traversal, args.fill_rule, args.technique, args.dsr_parameters,
+                        backend_name()))
     return jobs
 
 
 def _render(args: argparse.Namespace) -> int:
     from .batch import clean_stale_temporaries, job_techniques, run_batch, write_batch_summary
 
-    if backend_name() != "numpy":
-        raise InputError("the render pipeline runs on NumPy only so far "
-                         "(the TGSI interpreter alone supports --backend cupy)")
     started = time.perf_counter()
     jobs = _jobs(args)
     job_techniques(jobs[0])   # a bad --technique fails here, before any work starts

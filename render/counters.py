@@ -162,6 +162,14 @@ class PassCounters:
             array = self.tiles[name] = xp.asarray(array)
         array += xp.asarray(values)
 
+    def clear_tiles(self, names, tiles) -> None:
+        """Zero the counters ``names`` (those present) in the ``tiles`` (a (tiles,) mask)."""
+        for name in names:
+            if name in self.tiles:
+                xp = array_module(self.tiles[name], tiles)
+                array = self.tiles[name] = xp.asarray(self.tiles[name])
+                array[xp.asarray(tiles)] = 0
+
     def to_host(self) -> PassCounters:
         """Bring every tile counter to the host (at the end of the pass)."""
         self.tiles = {name: to_host(values) for name, values in self.tiles.items()}

@@ -27,6 +27,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from tilesim.backend import array_module
+from tilesim.backend import xp as active_xp
+
 from .counters import PassCounters
 from .framebuffer import RenderTarget
 from .output_merger import COMPARE
@@ -49,55 +52,59 @@ def reorderable(draw) -> bool:
 
 def opaque(draw, color: np.ndarray) -> np.ndarray:
     """Fragments that hide what is behind them (§5.3.2: blending with alpha exactly 1)."""
+    xp = array_module(color)
     f = draw.fragment
     if not f.blend:
-        return np.ones(color.shape[0], dtype=bool)
+        return xp.ones(color.shape[0], dtype=bool)
     over = (f.blend_eq_rgb == "FUNC_ADD" and f.blend_src_rgb in ("ONE", "SRC_ALPHA")
             and f.blend_dst_rgb in ("ZERO", "ONE_MINUS_SRC_ALPHA"))
     if not over:
-        return np.zeros(color.shape[0], dtype=bool)
+        return xp.zeros(color.shape[0], dtype=bool)
     if f.blend_dst_rgb == "ZERO":
-        return np.ones(color.shape[0], dtype=bool)
+        return xp.ones(color.shape[0], dtype=bool)
     return color[:, 3] >= 1.0
 
 
 class EarlyVisibility:
     def __init__(self, target: RenderTarget):
+        self.xp = xp = active_xp()   # the EVR tables live beside the pipeline's arrays
         tiles = target.tile_count
         self.tiles = tiles
         # FVP Table: last frame's farthest visible point per tile, and its type.
-        self.fvp = np.zeros(tiles, dtype=np.int64)
-        self.fvp_is_layer = np.ones(tiles, dtype=bool)
-        self.layer_buffer = np.zeros(target.width * target.height, dtype=np.int64)
+        self.fvp = xp.zeros(tiles, dtype=xp.int64)
+        self.fvp_is_layer = xp.ones(tiles, dtype=bool)
+        self.layer_buffer = xp.zeros(target.width * target.height, dtype=xp.int64)
         # Tiles whose last rendered frame depended on entries left out of the RE signature:
         # their signature cannot vouch for their colors next frame.
-        self.tainted = np.zeros(tiles, dtype=bool)
+        self.tainted = xp.zeros(tiles, dtype=bool)
         self._start_frame()
 
     def _start_frame(self) -> None:
         # Layer Generator Table: last layer and whether the last draw in the tile was NWOZ;
         # the background (a clear) is layer 0, NWOZ.
-        self.lgt_layer = np.zeros(self.tiles, dtype=np.int64)
-        self.lgt_nwoz = np.ones(self.tiles, dtype=bool)
-        self.zr = np.full(self.tiles, -1, dtype=np.int64)
+        xp = self.xp
+        self.lgt_layer = xp.zeros(self.tiles, dtype=xp.int64)
+        self.lgt_nwoz = xp.ones(self.tiles, dtype=bool)
+        self.zr = xp.full(self.tiles, -1, dtype=xp.int64)
         self.layer_buffer[:] = 0
         self.early_log: list[tuple[np.ndarray, np.ndarray, bool, str]] = []
-        self.late_shaded = np.zeros(self.tiles, dtype=np.int64)
-        self.excluded_depth = np.zeros(self.tiles, dtype=bool)
-        self.excluded_color = np.zeros(self.layer_buffer.size, dtype=bool)
+        self.late_shaded = xp.zeros(self.tiles, dtype=xp.int64)
+        self.excluded_depth = xp.zeros(self.tiles, dtype=bool)
+        self.excluded_color = xp.zeros(self.layer_buffer.size, dtype=bool)
 
     def binned(self, renderer, draw, counters: PassCounters):
         """(occluded, deferred) (B,) bool over the draw's display-list entries."""
+        xp = self.xp
         bins = draw.bins
         tiles = bins.tile
         woz = writes_depth(draw)
-        touched = np.unique(tiles)
+        touched = xp.unique(tiles)
         if not woz:
             # Algorithm 4: an NWOZ entry first moves the tile's second list to the first.
-            mask = np.zeros(self.tiles, dtype=bool)
+            mask = xp.zeros(self.tiles, dtype=bool)
             mask[touched] = True
             renderer.flush_deferred(mask)
-        raise_layer = np.ones(touched.size, dtype=bool) if not woz else self.lgt_nwoz[touched]
+        raise_layer = xp.ones(touched.size, dtype=bool) if not woz else self.lgt_nwoz[touched]
         self.lgt_layer[touched] += raise_layer
         self.lgt_nwoz[touched] = not woz
         layer = self.lgt_layer[tiles]
@@ -105,11 +112,11 @@ class EarlyVisibility:
         counters.add("evr_lgt_accesses", tiles)
         counters.add("evr_fvp_reads", tiles)
         counters.add("evr_layer_bytes_written", tiles,
-                     np.full(tiles.size, LAYER_ID_BYTES, dtype=np.float64))
+                     xp.full(tiles.size, LAYER_ID_BYTES, dtype=xp.float64))
         if woz:
             z_near = draw.tris.z.min(axis=1)[bins.triangle]
-            z_near = np.floor(np.clip(z_near, 0.0, 1.0) * draw.target.depth_max + 0.5)
-            occluded = ~self.fvp_is_layer[tiles] & (z_near.astype(np.int64) > self.fvp[tiles])
+            z_near = xp.floor(xp.clip(z_near, 0.0, 1.0) * draw.target.depth_max + 0.5)
+            occluded = ~self.fvp_is_layer[tiles] & (z_near.astype(xp.int64) > self.fvp[tiles])
         else:
             occluded = self.fvp_is_layer[tiles] & (layer < self.fvp[tiles])
         draw.excluded = occluded
@@ -123,6 +130,7 @@ class EarlyVisibility:
         whether entries predicted occluded showed: one that wrote depth, or whose color is
         still in a pixel (no opaque predicted-visible fragment covered it since), taints the
         tile for RE (a misprediction the signature, which leaves them out, cannot see)."""
+        xp = self.xp
         layers = draw.layers
         if layers is None or entry is None or pixel.size == 0:
             return
@@ -139,10 +147,10 @@ class EarlyVisibility:
                 self.excluded_color[pixel[covers]] = False
                 self.excluded_color[pixel[excluded]] = True
         # Layers only grow within a tile, so the last write is the largest.
-        np.maximum.at(self.layer_buffer, pixel[hide], layer[hide])
+        xp.maximum.at(self.layer_buffer, pixel[hide], layer[hide])
         counters.add("evr_layer_buffer_writes", tile[hide])
         if writes_depth(draw):
-            np.maximum.at(self.zr, tile, layer)
+            xp.maximum.at(self.zr, tile, layer)
 
     def cleared(self, target: RenderTarget, rect) -> None:
         x0, y0, x1, y1 = rect
@@ -157,43 +165,45 @@ class EarlyVisibility:
         """The FVP of every tile for the next frame, the taint of RE's signatures, and the
         depth pre-pass oracle. Tiles RE ``skipped`` were not rendered: they keep their FVP
         and taint (the model renders them anyway, to check RE)."""
+        xp = self.xp
         t = target.tile_count
         depth = target.tile_blocks(target.depth if target.depth is not None else
-                                   np.zeros((target.height, target.width), np.uint32))
+                                   xp.zeros((target.height, target.width), xp.uint32))
         # Pixels outside partial edge tiles must not count: pad depth 0 / layer max.
-        inside = target.tile_blocks(np.ones((target.height, target.width), dtype=bool))
-        z_far = np.where(inside, depth, 0).reshape(t, -1).max(axis=1).astype(np.int64)
+        inside = target.tile_blocks(xp.ones((target.height, target.width), dtype=bool))
+        z_far = xp.where(inside, depth, 0).reshape(t, -1).max(axis=1).astype(xp.int64)
         layers = target.tile_blocks(self.layer_buffer.reshape(target.height, target.width))
-        big = np.iinfo(np.int64).max
-        l_far = np.where(inside, layers, big).reshape(t, -1).min(axis=1)
+        big = xp.iinfo(xp.int64).max
+        l_far = xp.where(inside, layers, big).reshape(t, -1).min(axis=1)
         woz_type = self.zr == l_far
-        fvp, fvp_is_layer = np.where(woz_type, z_far, l_far), ~woz_type
+        fvp, fvp_is_layer = xp.where(woz_type, z_far, l_far), ~woz_type
         rendered = slice(None) if skipped is None else ~skipped
         self.fvp[rendered] = fvp[rendered]
         self.fvp_is_layer[rendered] = fvp_is_layer[rendered]
-        counters.add_per_tile("evr_fvp_updates", np.ones(t, dtype=np.int64))
+        counters.add_per_tile("evr_fvp_updates", xp.ones(t, dtype=xp.int64))
         shown = target.tile_blocks(self.excluded_color.reshape(target.height, target.width))
         tainted = self.excluded_depth | shown.reshape(t, -1).any(axis=1)
         self.tainted[rendered] = tainted[rendered]
         counters.add_per_tile("oracle_fragments_shaded", self.late_shaded + self._oracle(target))
 
     def _oracle(self, target: RenderTarget) -> np.ndarray:
-        shaded = np.zeros(target.tile_count, dtype=np.int64)
+        xp = self.xp
+        shaded = xp.zeros(target.tile_count, dtype=xp.int64)
         if not self.early_log or target.depth is None:
             return shaded
-        final = target.depth.reshape(-1).astype(np.int64)
+        final = target.depth.reshape(-1).astype(xp.int64)
         tiles_of = target.pixel_tiles().reshape(-1)
-        first_visible = np.zeros(final.size, dtype=bool)
+        first_visible = xp.zeros(final.size, dtype=bool)
         for pixel, depth, woz, func in self.early_log:
             if woz:
                 # One shaded fragment per pixel: the first at the final depth.
                 hit = pixel[(depth == final[pixel]) & ~first_visible[pixel]]
-                hit = np.unique(hit)
+                hit = xp.unique(hit)
                 first_visible[hit] = True
-                shaded += np.bincount(tiles_of[hit], minlength=shaded.size)
+                shaded += xp.bincount(tiles_of[hit], minlength=shaded.size)
             else:
                 ok = COMPARE[func](depth, final[pixel])
-                shaded += np.bincount(tiles_of[pixel[ok]], minlength=shaded.size)
+                shaded += xp.bincount(tiles_of[pixel[ok]], minlength=shaded.size)
         return shaded
 
     def end_frame(self) -> None:

@@ -284,7 +284,8 @@ class Renderer:
         # depth buffer where a depth texture keeps it).
         if target.has_color:
             counters.add_per_tile("color_flush_bytes",
-                                  target.tile_pixels() * 4 * self.techniques.flushed(self, target))
+                                  xp.asarray(target.tile_pixels()) * 4
+                                  * self.techniques.flushed(self, target))
         ys, xs = xp.divmod(xp.nonzero(self._written)[0], target.width)
         counters.add("pixels_written", target.tile_of(xs, ys))
         if target.texture is not None:

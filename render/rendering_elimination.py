@@ -29,6 +29,8 @@ import zlib
 
 import numpy as np
 
+from tilesim.backend import array_module
+
 from .counters import TILE_COUNTERS, PassCounters
 from .framebuffer import RenderTarget
 from .signature_unit import TileSignatures
@@ -82,21 +84,23 @@ class RenderingElimination:
     def __init__(self, target: RenderTarget, kind: str = "crc32"):
         self.tiles = target.tile_count
         self.signatures = TileSignatures(self.tiles, kind=kind)
+        self.xp = self.signatures.xp
         self.previous_image: np.ndarray | None = None
         self._start_frame()
 
     def _start_frame(self) -> None:
+        xp = self.xp
         self.disabled_reason: str | None = None
-        self.bitmap = np.zeros(self.tiles, dtype=bool)
+        self.bitmap = xp.zeros(self.tiles, dtype=bool)
         self.constants: bytes | None = None
         self.constants_crc = None
         # A tile does not depend on last frame's contents when its colors were wholly cleared
         # before any draw touched it and no draw depth-tested it before its depth was.
-        self.touched = np.zeros(self.tiles, dtype=bool)       # drawn or cleared this frame
-        self.fresh_color = np.zeros(self.tiles, dtype=bool)
-        self.fresh_depth = np.zeros(self.tiles, dtype=bool)
-        self.old_depth_read = np.zeros(self.tiles, dtype=bool)
-        self.skip = np.zeros(self.tiles, dtype=bool)
+        self.touched = xp.zeros(self.tiles, dtype=bool)       # drawn or cleared this frame
+        self.fresh_color = xp.zeros(self.tiles, dtype=bool)
+        self.fresh_depth = xp.zeros(self.tiles, dtype=bool)
+        self.old_depth_read = xp.zeros(self.tiles, dtype=bool)
+        self.skip = xp.zeros(self.tiles, dtype=bool)
 
     # -- the signature, while binning -------------------------------------------------------
 
@@ -118,17 +122,19 @@ class RenderingElimination:
     @staticmethod
     def _signed(counters: PassCounters, tile: np.ndarray, subblocks: np.ndarray) -> None:
         """Charge the Compute CRC unit's work (each block is signed once) to a tile."""
-        counters.add("re_subblocks_signed", np.asarray(tile).ravel(),
-                     np.asarray(subblocks, dtype=np.float64).ravel())
+        xp = array_module(tile)
+        counters.add("re_subblocks_signed", xp.asarray(tile).ravel(),
+                     xp.asarray(subblocks, dtype=xp.float64).ravel())
 
     def binned(self, draw, counters: PassCounters, included: np.ndarray | None) -> None:
         """Fold a draw's constants and primitives into the tiles of its display-list entries
         (``included``: the entries that count, None: all)."""
+        xp = self.xp
         bins = draw.bins
         tiles, rows = bins.tile, bins.triangle
         if included is not None:
             tiles, rows = tiles[included], rows[included]
-        touched = np.unique(bins.tile)
+        touched = xp.unique(bins.tile)
         self.touched[touched] = True
         if draw.fragment.depth_test and draw.target.depth is not None:
             self.old_depth_read[touched] |= ~self.fresh_depth[touched]
@@ -138,45 +144,47 @@ class RenderingElimination:
         if constants != self.constants:
             # New constants: signed once; the bitmap restarts (§4.2.1).
             self.constants = constants
-            self.constants_crc = self.signatures.sign_bytes(_as_rows(constants))
+            self.constants_crc = tuple(xp.asarray(a) for a in
+                                       self.signatures.sign_bytes(_as_rows(constants)))
             self.bitmap[:] = False
             self._signed(counters, tiles[:1], self.constants_crc[1])
-        first = np.unique(tiles)
+        first = xp.unique(tiles)
         first = first[~self.bitmap[first]]
         counters.add("re_bitmap_accesses", tiles)
         counters.add("re_bitmap_accesses", first)     # the write setting the bit
         self.bitmap[first] = True
         # Primitive records: the three clipped vertices (position and varyings) as float32.
-        vertices = draw.clipped.vertices[draw.tris.vertex[rows]].astype(np.float32)
-        records = vertices.reshape(rows.size, -1).view(np.uint8)
+        vertices = draw.clipped.vertices[draw.tris.vertex[rows]].astype(xp.float32)
+        records = vertices.reshape(rows.size, -1).view(xp.uint8)
         prim_crc, prim_blocks = self.signatures.sign_bytes(records)
         # A primitive is signed once, however many tiles it overlaps.
-        _, once = np.unique(rows, return_index=True)
+        _, once = xp.unique(rows, return_index=True)
         self._signed(counters, tiles[once], prim_blocks[once])
         c_crc, c_blocks = self.constants_crc
         # Per tile: the constants first (where not yet folded), then the primitives in order.
-        all_tiles = np.concatenate([first, tiles])
-        order = np.argsort(all_tiles, kind="stable")
-        crc = np.concatenate([np.full(first.size, c_crc[0]), prim_crc])[order]
-        blocks = np.concatenate([np.full(first.size, c_blocks[0]), prim_blocks])[order]
+        all_tiles = xp.concatenate([first, tiles])
+        order = xp.argsort(all_tiles, kind="stable")
+        crc = xp.concatenate([xp.repeat(c_crc, first.size), prim_crc])[order]
+        blocks = xp.concatenate([xp.repeat(c_blocks, first.size), prim_blocks])[order]
         self._fold(counters, all_tiles[order], crc, blocks)
 
     def cleared(self, target: RenderTarget, counters: PassCounters, rect, color, depth,
                 color_mask) -> None:
+        xp = self.xp
         x0, y0, x1, y1 = rect
         if x1 <= x0 or y1 <= y0:
             return
         t = target.tile_size
-        ty, tx = np.mgrid[y0 // t:(y1 - 1) // t + 1, x0 // t:(x1 - 1) // t + 1]
+        ty, tx = xp.mgrid[y0 // t:(y1 - 1) // t + 1, x0 // t:(x1 - 1) // t + 1]
         tiles = (ty * target.tiles_x + tx).ravel()
         block = repr(("clear", color, depth, color_mask, rect)).encode()
         crc, blocks = self.signatures.sign_bytes(_as_rows(block))
         self._signed(counters, tiles[:1], blocks)
-        self._fold(counters, tiles, np.full(tiles.size, crc[0]), np.full(tiles.size, blocks[0]))
+        self._fold(counters, tiles, xp.full(tiles.size, crc[0]), xp.full(tiles.size, blocks[0]))
         # Tiles wholly inside the rectangle, cleared in full before any draw touched them,
         # do not depend on last frame's contents.
-        full_x = (tx * t >= x0) & (np.minimum((tx + 1) * t, target.width) <= x1)
-        full_y = (ty * t >= y0) & (np.minimum((ty + 1) * t, target.height) <= y1)
+        full_x = (tx * t >= x0) & (xp.minimum((tx + 1) * t, target.width) <= x1)
+        full_y = (ty * t >= y0) & (xp.minimum((ty + 1) * t, target.height) <= y1)
         whole = tiles[(full_x & full_y).ravel()]
         untouched = whole[~self.touched[whole]]
         if color is not None and all(color_mask):
@@ -192,8 +200,9 @@ class RenderingElimination:
         """Skip the tiles whose signature matches (keeping last frame's colors), after
         checking them against the colors rendered anyway. ``untrusted`` tiles (EVR: last
         frame's colors depended on entries the signature left out) are rendered."""
+        xp = self.xp
         previous = self.previous_image
-        equal_color = np.zeros(self.tiles, dtype=bool)
+        equal_color = xp.zeros(self.tiles, dtype=bool)
         if previous is not None:
             now = target.tile_blocks(target.color).reshape(self.tiles, -1)
             before = target.tile_blocks(previous).reshape(self.tiles, -1)
@@ -203,7 +212,7 @@ class RenderingElimination:
         if untrusted is not None:
             fresh &= ~untrusted
         skip = (self.signatures.equal_to_previous() & fresh) if enabled else \
-            np.zeros(self.tiles, dtype=bool)
+            xp.zeros(self.tiles, dtype=bool)
         false_positive = skip & ~equal_color
         counters.add_per_tile("re_tiles_equal_color", equal_color)
         counters.add_per_tile("re_tiles_skipped", skip)
@@ -212,9 +221,7 @@ class RenderingElimination:
             pixels = skip[target.pixel_tiles()]
             target.color[pixels] = previous[pixels]       # the tile keeps last frame's colors
             renderer._written[pixels.ravel()] = False
-            for name in RASTER_TILE_COUNTERS:
-                if name in counters.tiles:
-                    counters.tiles[name][skip] = 0
+            counters.clear_tiles(RASTER_TILE_COUNTERS, skip)
         self.skip = skip
         self.previous_image = target.color.copy()
 

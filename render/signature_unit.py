@@ -40,6 +40,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from tilesim.backend import array_module
+from tilesim.backend import xp as active_xp
+
 CRC32_POLY_REFLECTED = 0xEDB88320
 SUBBLOCK_BYTES = 8  # 64-bit sub-blocks (seed §4.2.2: eight 1-KB LUTs)
 SIGNATURE_KINDS = ("crc32", "xor")
@@ -87,27 +90,54 @@ for _luts in (SIGN_LUTS, SHIFT_LUTS):
     _luts.setflags(write=False)
 
 
+def _on(xp, table: np.ndarray):
+    """A module LUT on backend ``xp``: copied to a device once, then reused."""
+    if array_module(table) is xp:
+        return table
+    key = (id(table), xp.__name__)
+    if key not in _DEVICE_TABLES:
+        _DEVICE_TABLES[key] = xp.asarray(table)
+    return _DEVICE_TABLES[key]
+
+
+_DEVICE_TABLES: dict = {}
+
+
+def _xor_rows(words):
+    """XOR of each row of (n, k) uint32 words -> (n,): a loop over the short axis, as CuPy has
+    no ``bitwise_xor.reduce``."""
+    xp = array_module(words)
+    out = xp.zeros(words.shape[0], dtype=_U32)
+    for k in range(words.shape[1]):
+        out ^= words[:, k]
+    return out
+
+
 def sign_subblocks(subblocks: np.ndarray) -> np.ndarray:
     """Sign subunit: raw CRC of each 64-bit sub-block. Any-shape uint64 -> same-shape uint32."""
-    subblocks = np.asarray(subblocks, dtype=np.uint64)
-    crc = np.zeros(subblocks.shape, dtype=_U32)
+    xp = array_module(subblocks)
+    subblocks = xp.asarray(subblocks, dtype=xp.uint64)
+    crc = xp.zeros(subblocks.shape, dtype=_U32)
     for byte_index in range(8):
-        byte = ((subblocks >> np.uint64(8 * byte_index)) & np.uint64(0xFF)).astype(np.intp)
-        crc ^= SIGN_LUTS[byte_index][byte]
+        byte = ((subblocks >> xp.uint64(8 * byte_index)) & xp.uint64(0xFF)).astype(xp.intp)
+        crc ^= _on(xp, SIGN_LUTS)[byte_index][byte]
     return crc
 
 
 def _apply_byte_tables(tables: np.ndarray, crc: np.ndarray) -> np.ndarray:
     """Apply a GF(2)-linear map given as four byte LUTs (4, 256) to a uint32 array."""
-    out = tables[0][(crc & _BYTE_MASK).astype(np.intp)]
+    xp = array_module(crc)
+    tables = _on(xp, tables)
+    out = tables[0][(crc & _BYTE_MASK).astype(xp.intp)]
     for k in range(1, 4):
-        out = out ^ tables[k][((crc >> _U32(8 * k)) & _BYTE_MASK).astype(np.intp)]
+        out = out ^ tables[k][((crc >> _U32(8 * k)) & _BYTE_MASK).astype(xp.intp)]
     return out
 
 
 def shift_subblock(crc: np.ndarray) -> np.ndarray:
     """Shift subunit: advance each CRC over one 64-bit zero sub-block. uint32 -> same shape."""
-    return _apply_byte_tables(SHIFT_LUTS, np.asarray(crc, dtype=_U32))
+    xp = array_module(crc)
+    return _apply_byte_tables(SHIFT_LUTS, xp.asarray(crc, dtype=_U32))
 
 
 # --------------------------------------------------------------------------------------------
@@ -146,8 +176,10 @@ _BYTE_ADVANCE_LADDER = _power_ladder(advance_bitwise(_UNIT_VECTORS, 1), 3)
 
 
 def _advance_by_ladder(crc: np.ndarray, amount: np.ndarray, ladder: np.ndarray) -> np.ndarray:
-    crc, amount = np.broadcast_arrays(np.asarray(crc, dtype=_U32), np.asarray(amount))
+    xp = array_module(crc)
+    crc, amount = xp.broadcast_arrays(xp.asarray(crc, dtype=_U32), xp.asarray(amount))
     crc = crc.copy()
+    ladder = _on(xp, ladder)
     if amount.size == 0:
         return crc
     if amount.min() < 0:
@@ -165,21 +197,24 @@ def accumulate(previous_crc: np.ndarray, shift_amount: np.ndarray) -> np.ndarray
     Equals applying ``shift_subblock`` ``shift_amount`` times (the hardware's iterations), computed
     in O(log max(shift_amount)) vectorized steps. Returns uint32 of the broadcast shape.
     """
+    xp = array_module(previous_crc)
     return _advance_by_ladder(
-        previous_crc, np.asarray(shift_amount, dtype=np.int64), SUBBLOCK_ADVANCE_LADDER
+        previous_crc, xp.asarray(shift_amount, dtype=xp.int64), SUBBLOCK_ADVANCE_LADDER
     )
 
 
 def advance_bytes(crc: np.ndarray, zero_bytes: np.ndarray) -> np.ndarray:
     """Advance CRCs over ``zero_bytes`` zero bytes (any count, not only whole sub-blocks)."""
-    zero_bytes = np.asarray(zero_bytes, dtype=np.int64)
+    xp = array_module(zero_bytes)
+    zero_bytes = xp.asarray(zero_bytes, dtype=xp.int64)
     whole = accumulate(crc, zero_bytes // SUBBLOCK_BYTES)
     return _advance_by_ladder(whole, zero_bytes % SUBBLOCK_BYTES, _BYTE_ADVANCE_LADDER)
 
 
 def combine(crc_a: np.ndarray, crc_b: np.ndarray, length_b_bytes: np.ndarray) -> np.ndarray:
     """Algorithm 1 step: raw CRC of A || B from raw(A), raw(B) and len(B) in bytes (broadcast)."""
-    return advance_bytes(crc_a, length_b_bytes) ^ np.asarray(crc_b, dtype=_U32)
+    xp = array_module(crc_a)
+    return advance_bytes(crc_a, length_b_bytes) ^ xp.asarray(crc_b, dtype=_U32)
 
 
 # --------------------------------------------------------------------------------------------
@@ -193,18 +228,20 @@ def bytes_to_subblocks(data: np.ndarray) -> np.ndarray:
     A B that is not a multiple of 8 is zero-padded at the END of every message to the next
     multiple of 8. Sub-block byte i is message byte i (little-endian view).
     """
-    data = np.asarray(data)
-    if data.ndim != 2 or data.dtype != np.uint8:
+    xp = array_module(data)
+    data = xp.asarray(data)
+    if data.ndim != 2 or data.dtype != xp.uint8:
         raise ValueError(f"expected an (n, bytes) uint8 array, got {data.dtype} {data.shape}")
     padded_bytes = -(-data.shape[1] // SUBBLOCK_BYTES) * SUBBLOCK_BYTES
-    padded = np.zeros((data.shape[0], padded_bytes), dtype=np.uint8)
+    padded = xp.zeros((data.shape[0], padded_bytes), dtype=xp.uint8)
     padded[:, : data.shape[1]] = data
-    return padded.view("<u8").astype(np.uint64)
+    return padded.view("<u8").astype(xp.uint64)
 
 
 def subblock_counts(byte_lengths: np.ndarray) -> np.ndarray:
     """Sub-blocks the Compute unit signs for messages of these byte lengths: ceil(len / 8)."""
-    return -(-np.asarray(byte_lengths, dtype=np.int64) // SUBBLOCK_BYTES)
+    xp = array_module(byte_lengths)
+    return -(-xp.asarray(byte_lengths, dtype=xp.int64) // SUBBLOCK_BYTES)
 
 
 def compute_crc(subblocks: np.ndarray, lengths: np.ndarray | None = None) -> np.ndarray:
@@ -215,18 +252,19 @@ def compute_crc(subblocks: np.ndarray, lengths: np.ndarray | None = None) -> np.
     Returns (n,) uint32 raw CRCs, each ``CRC_out = Sign(A_i) ^ Shift(CRC_out)`` over its
     sub-blocks.
     """
-    subblocks = np.asarray(subblocks, dtype=np.uint64)
+    xp = array_module(subblocks)
+    subblocks = xp.asarray(subblocks, dtype=xp.uint64)
     if subblocks.ndim != 2:
         raise ValueError(f"expected (n, k) sub-blocks, got shape {subblocks.shape}")
     count, width = subblocks.shape
-    lengths = np.full(count, width, np.int64) if lengths is None else np.asarray(lengths)
+    lengths = xp.full(count, width, xp.int64) if lengths is None else xp.asarray(lengths)
     if lengths.shape != (count,) or (lengths.size and (lengths.min() < 0 or lengths.max() > width)):
         raise ValueError(f"lengths must be ({count},) sub-block counts in [0, {width}]")
-    crc_out = np.zeros(count, dtype=_U32)
+    crc_out = xp.zeros(count, dtype=_U32)
     signs = sign_subblocks(subblocks)  # the Sign subunit works on every sub-block independently
     for index in range(width):  # the hardware's one-sub-block-per-cycle loop
         active = index < lengths
-        crc_out = np.where(active, signs[:, index] ^ shift_subblock(crc_out), crc_out)
+        crc_out = xp.where(active, signs[:, index] ^ shift_subblock(crc_out), crc_out)
     return crc_out
 
 
@@ -243,16 +281,17 @@ def raw_crc(message: bytes | bytearray | np.ndarray) -> int:
 
 
 def _zero_past_lengths(data: np.ndarray, byte_lengths: np.ndarray | None) -> np.ndarray:
-    data = np.asarray(data, dtype=np.uint8)
+    xp = array_module(data)
+    data = xp.asarray(data, dtype=xp.uint8)
     if byte_lengths is None:
         return data
-    byte_lengths = np.asarray(byte_lengths, dtype=np.int64)
+    byte_lengths = xp.asarray(byte_lengths, dtype=xp.int64)
     if byte_lengths.shape != data.shape[:1] or (
         byte_lengths.size and (byte_lengths.min() < 0 or byte_lengths.max() > data.shape[1])
     ):
         raise ValueError(f"byte_lengths must be ({data.shape[0]},) in [0, {data.shape[1]}]")
     # Bytes past a message's end must not leak into its last (zero-padded) sub-block.
-    return np.where(np.arange(data.shape[1]) < byte_lengths[:, None], data, np.uint8(0))
+    return xp.where(xp.arange(data.shape[1]) < byte_lengths[:, None], data, xp.uint8(0))
 
 
 def crc32_sign_bytes(
@@ -263,9 +302,10 @@ def crc32_sign_bytes(
     Message j is ``data[j, :byte_lengths[j]]`` (default all B bytes), zero-padded at the end to a
     multiple of 8 bytes; the crc is the raw CRC of that padded message.
     """
+    xp = array_module(data)
     data = _zero_past_lengths(data, byte_lengths)
     lengths = subblock_counts(data.shape[1] if byte_lengths is None else byte_lengths)
-    lengths = np.broadcast_to(lengths, data.shape[:1]).copy()
+    lengths = xp.broadcast_to(lengths, data.shape[:1]).copy()
     return compute_crc(bytes_to_subblocks(data), lengths), lengths
 
 
@@ -279,11 +319,12 @@ def xor_sign_bytes(
     CRC32 (the unit still consumes the message 64 bits per cycle). Order-insensitive: swapping
     words, or blocks folded into a tile, gives the same value, which is why it collides.
     """
+    xp = array_module(data)
     data = _zero_past_lengths(data, byte_lengths)
     lengths = subblock_counts(data.shape[1] if byte_lengths is None else byte_lengths)
-    lengths = np.broadcast_to(lengths, data.shape[:1]).copy()
+    lengths = xp.broadcast_to(lengths, data.shape[:1]).copy()
     words = bytes_to_subblocks(data).view("<u4")
-    return np.bitwise_xor.reduce(words, axis=1, initial=_U32(0)).astype(_U32), lengths
+    return _xor_rows(words), lengths
 
 
 # --------------------------------------------------------------------------------------------
@@ -304,20 +345,22 @@ def fold_crc32(
     ``advance(sig_old[t], total_len[t]) ^ XOR_e advance(crc_e, len of t's entries after e)``.
     Returns the new (tiles,) uint32 signatures.
     """
+    xp = array_module(tile_ids)
     tiles = signatures.shape[0]
-    order = np.argsort(tile_ids, kind="stable")  # keeps submission order within a tile
+    order = xp.argsort(tile_ids, kind="stable")  # keeps submission order within a tile
     sorted_tiles, sorted_lengths = tile_ids[order], block_subblocks[order]
-    total_per_tile = np.zeros(tiles, dtype=np.int64)
-    np.add.at(total_per_tile, tile_ids, block_subblocks)
+    total_per_tile = xp.zeros(tiles, dtype=xp.int64)
+    xp.add.at(total_per_tile, tile_ids, block_subblocks)
     # Inclusive prefix of lengths within each tile's run of the sorted entries.
-    running = np.cumsum(sorted_lengths)
-    run_start = np.r_[True, sorted_tiles[1:] != sorted_tiles[:-1]]
-    before_run = np.maximum.accumulate(np.where(run_start, running - sorted_lengths, 0))
-    suffix_after = np.empty_like(block_subblocks)
+    running = xp.cumsum(sorted_lengths)
+    run_start = xp.concatenate([xp.ones(1, dtype=bool), sorted_tiles[1:] != sorted_tiles[:-1]])
+    # The running total before each entry's run (a running maximum, from ops CuPy has).
+    before_run = (running - sorted_lengths)[xp.nonzero(run_start)[0]][xp.cumsum(run_start) - 1]
+    suffix_after = xp.empty_like(block_subblocks)
     suffix_after[order] = total_per_tile[sorted_tiles] - (running - before_run)
 
     folded = accumulate(signatures, total_per_tile)
-    np.bitwise_xor.at(folded, tile_ids, accumulate(block_crc, suffix_after))
+    xp.bitwise_xor.at(folded, tile_ids, accumulate(block_crc, suffix_after))
     return folded
 
 
@@ -343,28 +386,31 @@ class TileSignatures:
             raise ValueError(f"tiles must be >= 0, got {tiles}")
         self.tiles = int(tiles)
         self.kind = kind
-        self.current = np.zeros(self.tiles, dtype=_U32)
-        self.previous = np.zeros(self.tiles, dtype=_U32)
+        self.xp = xp = active_xp()   # the Signature Buffer lives beside the pipeline's arrays
+        self.current = xp.zeros(self.tiles, dtype=_U32)
+        self.previous = xp.zeros(self.tiles, dtype=_U32)
         self.valid_previous = False
         self.reset_counters()
 
     def reset_counters(self) -> None:
-        self.shifts = np.zeros(self.tiles, dtype=np.int64)
-        self.accesses = np.zeros(self.tiles, dtype=np.int64)
+        xp = self.xp
+        self.shifts = xp.zeros(self.tiles, dtype=xp.int64)
+        self.accesses = xp.zeros(self.tiles, dtype=xp.int64)
         self.signed_subblocks = 0
 
     def sign(self, subblocks: np.ndarray, lengths: np.ndarray | None = None) -> np.ndarray:
         """Sign packed messages ((n, k) uint64, (n,) sub-block counts) -> (n,) uint32."""
-        subblocks = np.asarray(subblocks, dtype=np.uint64)
+        xp = array_module(subblocks)
+        subblocks = xp.asarray(subblocks, dtype=xp.uint64)
         if lengths is None:
-            lengths = np.full(subblocks.shape[0], subblocks.shape[1], np.int64)
-        lengths = np.asarray(lengths, dtype=np.int64)
+            lengths = xp.full(subblocks.shape[0], subblocks.shape[1], xp.int64)
+        lengths = xp.asarray(lengths, dtype=xp.int64)
         if self.kind == "crc32":
             signature = compute_crc(subblocks, lengths)
         else:
-            live = np.arange(subblocks.shape[1]) < lengths[:, None]
-            words = np.where(live, subblocks, np.uint64(0)).view("<u4")
-            signature = np.bitwise_xor.reduce(words, axis=1, initial=_U32(0)).astype(_U32)
+            live = xp.arange(subblocks.shape[1]) < lengths[:, None]
+            words = xp.where(live, subblocks, xp.uint64(0)).view("<u4")
+            signature = _xor_rows(words)
         self.signed_subblocks += int(lengths.sum())
         return signature
 
@@ -388,9 +434,10 @@ class TileSignatures:
         tile_ids (m,) int64 in [0, tiles); block_crc (m,) uint32; block_subblocks (m,) int64
         >= 0. CRC32: ``sig = accumulate(sig, len) ^ crc`` per entry; XOR: ``sig ^= crc``.
         """
-        tile_ids = np.asarray(tile_ids, dtype=np.int64).ravel()
-        block_crc = np.asarray(block_crc, dtype=_U32).ravel()
-        block_subblocks = np.asarray(block_subblocks, dtype=np.int64).ravel()
+        xp = self.xp
+        tile_ids = xp.asarray(tile_ids, dtype=xp.int64).ravel()
+        block_crc = xp.asarray(block_crc, dtype=_U32).ravel()
+        block_subblocks = xp.asarray(block_subblocks, dtype=xp.int64).ravel()
         if not (tile_ids.shape == block_crc.shape == block_subblocks.shape):
             raise ValueError(
                 "tile_ids, block_crc and block_subblocks must have the same length, got "
@@ -400,21 +447,22 @@ class TileSignatures:
             return
         out_of_range = (tile_ids < 0) | (tile_ids >= self.tiles)
         if out_of_range.any():
-            bad = tile_ids[out_of_range][0]
+            bad = int(tile_ids[out_of_range][0])
             raise ValueError(f"tile ids must be in [0, {self.tiles}), got {bad}")
         if block_subblocks.min() < 0:
             raise ValueError("block_subblocks must be >= 0")
         if self.kind == "crc32":
             self.current = fold_crc32(self.current, tile_ids, block_crc, block_subblocks)
-            np.add.at(self.shifts, tile_ids, block_subblocks)
+            xp.add.at(self.shifts, tile_ids, block_subblocks)
         else:
-            np.bitwise_xor.at(self.current, tile_ids, block_crc)
-        np.add.at(self.accesses, tile_ids, 2)  # read the old signature, write the new one
+            xp.bitwise_xor.at(self.current, tile_ids, block_crc)
+        xp.add.at(self.accesses, tile_ids, 2)  # read the old signature, write the new one
 
     def end_frame(self) -> None:
         """Current frame's signatures become the previous frame's; current restarts at 0."""
+        xp = self.xp
         self.previous = self.current
-        self.current = np.zeros(self.tiles, dtype=_U32)
+        self.current = xp.zeros(self.tiles, dtype=_U32)
         self.valid_previous = True
 
     def invalidate_previous(self) -> None:
@@ -423,6 +471,7 @@ class TileSignatures:
 
     def equal_to_previous(self) -> np.ndarray:
         """(tiles,) bool: tile signature equals last frame's (all False without a valid one)."""
+        xp = self.xp
         if not self.valid_previous:
-            return np.zeros(self.tiles, dtype=bool)
+            return xp.zeros(self.tiles, dtype=bool)
         return self.current == self.previous

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tilesim.backend import array_module
 from tilesim.errors import InputError
 
 NAMES = ("te", "re", "evr", "dsr", "memo")
@@ -162,8 +163,9 @@ class Techniques:
             self.evr.early_z(draw, pixel, depth, tile)
 
     def late_shaded(self, renderer, draw, tile) -> None:
+        xp = array_module(tile)
         if self.evr is not None and self._on_screen(renderer, draw.target):
-            self.evr.late_shaded += np.bincount(tile, minlength=self.evr.tiles)
+            self.evr.late_shaded += xp.bincount(tile, minlength=self.evr.tiles)
 
     def shaded(self, renderer, draw, inputs, system_values, color, tile, alive) -> None:
         if self.memo is None or not self._on_screen(renderer, draw.target):
@@ -185,6 +187,7 @@ class Techniques:
             self.evr.written(draw, draw.counters, pixel, tile, color, entry)
 
     def end_pass(self, renderer, target, counters) -> None:
+        xp = renderer.xp
         if not self._on_screen(renderer, target):
             return
         if self.re is not None:
@@ -199,14 +202,15 @@ class Techniques:
         if self.dsr is not None:
             tiles = target.tile_count
             counters.add_per_tile("dsr_rate", renderer.tile_rates)
-            counters.add_per_tile("dsr_dcts", np.ones(tiles, dtype=np.int64))
-            counters.add_per_tile("dsr_srt_accesses", np.full(tiles, 2, dtype=np.int64))
+            counters.add_per_tile("dsr_dcts", xp.ones(tiles, dtype=xp.int64))
+            counters.add_per_tile("dsr_srt_accesses", xp.full(tiles, 2, dtype=xp.int64))
 
     def flushed(self, renderer, target) -> np.ndarray | int:
         """Per tile, 1 where the color buffer is flushed to memory at the end of the pass."""
+        xp = renderer.xp
         if not self._on_screen(renderer, target):
             return 1
-        flush = np.ones(target.tile_count, dtype=np.int64)
+        flush = xp.ones(target.tile_count, dtype=xp.int64)
         if self.re is not None:
             flush &= ~self.re.skip
         if self.te is not None:
@@ -229,12 +233,13 @@ class Techniques:
     # -- memoization renders frames in pairs ------------------------------------------------
 
     def _memo_frame(self, renderer, result) -> None:
+        xp = renderer.xp
         log, self._memo_log = self._memo_log, []
         if log:
-            tile, keys, colors, alive = (np.concatenate(parts) for parts in zip(*log, strict=True))
+            tile, keys, colors, alive = (xp.concatenate(parts) for parts in zip(*log, strict=True))
         else:
-            tile = keys = np.zeros(0, dtype=np.int64)
-            colors, alive = np.zeros((0, 4), np.uint8), np.zeros(0, bool)
+            tile = keys = xp.zeros(0, dtype=xp.int64)
+            colors, alive = xp.zeros((0, 4), xp.uint8), xp.zeros(0, bool)
         self._held.append(result)
         self._apply_memo(self.memo.add_frame(result.index, tile, keys, colors, alive))
 
@@ -269,6 +274,7 @@ class Techniques:
 
 def _memo_inputs(inputs: np.ndarray, system_values: dict) -> np.ndarray:
     """Everything a fragment program reads per lane: its IN registers and system values."""
-    extra = [np.asarray(v, dtype=np.float32).reshape(1, 4, -1) for _, v in
+    xp = array_module(inputs)
+    extra = [xp.asarray(v, dtype=xp.float32).reshape(1, 4, -1) for _, v in
              sorted(system_values.items())]
-    return np.concatenate([np.asarray(inputs, dtype=np.float32), *extra], axis=0)
+    return xp.concatenate([xp.asarray(inputs, dtype=xp.float32), *extra], axis=0)

@@ -19,19 +19,21 @@ from .signature_unit import SUBBLOCK_BYTES, TileSignatures
 class TransactionElimination:
     def __init__(self, target: RenderTarget):
         self.signatures = TileSignatures(target.tile_count, kind="crc32")
-        self.flush = np.ones(target.tile_count, dtype=np.int64)
+        self.flush = self.signatures.xp.ones(target.tile_count, dtype=np.int64)
 
     def end_pass(self, target: RenderTarget, counters: PassCounters) -> None:
+        xp = self.signatures.xp
         colors = target.tile_blocks(target.color).reshape(target.tile_count, -1)
         crc, _ = self.signatures.sign_bytes(colors)
         self.signatures.current[:] = crc
         equal = self.signatures.equal_to_previous()
-        pixels = target.tile_pixels()
+        pixels = xp.asarray(target.tile_pixels())
         counters.add_per_tile("te_subblocks_signed", pixels * 4 // SUBBLOCK_BYTES)
-        counters.add_per_tile("te_signature_accesses", np.full(target.tile_count, 2))
+        counters.add_per_tile("te_signature_accesses",
+                              xp.full(target.tile_count, 2, dtype=np.int64))
         counters.add_per_tile("te_flushes_skipped", equal)
         counters.add_per_tile("te_flush_bytes_saved", equal * pixels * 4)
-        self.flush = (~equal).astype(np.int64)
+        self.flush = (~equal).astype(xp.int64)
 
     def end_frame(self) -> None:
         self.signatures.end_frame()
