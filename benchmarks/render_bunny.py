@@ -6,7 +6,11 @@ each in a child process on an off-screen 1920x1080 RGBA8 + depth framebuffer, ti
 glFinish. The result is the ratio of frame times, and tilesim's peak memory (maximum resident
 set size of this process). Timings are a benchmark, never a test.
 
-    python benchmarks/render_bunny.py [--frames 3] [--size 1920x1080] [--json] [--no-mesa]
+    python benchmarks/render_bunny.py [--frames 3] [--size 1920x1080] [--backend numpy|cupy]
+                                      [--json] [--no-mesa]
+
+With ``--backend cupy`` tilesim renders on the GPU; each frame's time includes bringing its
+image back to the host (which waits for the GPU), and the report adds the CuPy memory pool.
 """
 
 from __future__ import annotations
@@ -103,14 +107,22 @@ def main() -> int:
     parser.add_argument("--size", default="1920x1080")
     parser.add_argument("--no-mesa", action="store_true")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--backend", choices=["numpy", "cupy"], default="numpy")
     args = parser.parse_args()
     width, height = (int(v) for v in args.size.lower().split("x"))
     commands, mesh, program = record(args.frames, width, height)
-    times, results, peak = time_tilesim(commands, width, height)
-    report = {"size": [width, height], "triangles": int(len(mesh.indices)),
+    from tilesim.backend import use_backend
+
+    with use_backend(args.backend) as xp:
+        times, results, peak = time_tilesim(commands, width, height)
+        pool = (xp.get_default_memory_pool().total_bytes() if args.backend == "cupy" else None)
+    report = {"size": [width, height], "backend": args.backend,
+              "triangles": int(len(mesh.indices)),
               "frames": args.frames, "tilesim_ms": [round(t * 1e3, 1) for t in times],
               "tilesim_peak_memory_mib": round(peak / 2**20, 1),
               "fragments_shaded": [r.counters.total("fragments_shaded") for r in results]}
+    if pool is not None:
+        report["cupy_pool_mib"] = round(pool / 2**20, 1)
     best = min(times[1:] or times)
     if not args.no_mesa:
         for driver in ("softpipe", "llvmpipe"):

@@ -36,6 +36,11 @@ except ImportError:  # pragma: no cover - cupy is a test dependency
 
 transfers = {"to_device": 0, "to_host": 0}
 
+
+def cupy_namespace():
+    """The real ``cupy`` module the names are checked against (None: not installed)."""
+    return _cupy
+
 # Functions that take host data on purpose (an explicit host-to-device copy).
 _HOST_INPUT = {"asarray", "array", "asanyarray"}
 _UFUNC_KEYWORDS = {"out", "dtype", "casting"}
