@@ -19,4 +19,13 @@ writes the chain down in one place:
     framebuffer       render targets and their tile grid
     counters          the per-tile activity counters (the contract with timing/)
     replay_gl         the same commands on a real GL driver (Mesa), for reference images
+
+Where the data lives (one code path for NumPy and CuPy, ``tilesim.backend``): the GL state,
+buffer objects and textures are host memory, as a driver keeps them; vertex fetch reads them
+on the host and hands the draw's vertices to the device. From there on every per-vertex,
+per-primitive, per-fragment and per-tile array, the render targets and the technique tables
+(signatures, EVR layers, DSR and memoization state) stay on the active backend. They come
+back to the host at a pass's end (tile counters), a frame's end (the image), and where a
+texture is written from a render target. ``tests/cupy_emulation.py`` checks that rule
+without a GPU.
 """

@@ -301,16 +301,22 @@ MIN_MSSIM = 0.95
 
 
 def _job(trace: str, names: list[str], frames: tuple[int, int], dsr_parameters, images,
-         save):
+         save, backend: str = "numpy"):
+    """One trace's comparison in a worker process, on the parent's array backend."""
+    from tilesim.backend import use_backend
+
     folder = None if images is None else Path(images) / Path(trace).stem
-    return compare_trace(trace, names, range(*frames), dsr_parameters=dsr_parameters,
-                         images=folder, save=None if save is None else Path(save))
+    with use_backend(backend):
+        return compare_trace(trace, names, range(*frames), dsr_parameters=dsr_parameters,
+                             images=folder, save=None if save is None else Path(save))
 
 
 def _coherence(args: argparse.Namespace) -> int:
     import os
 
     from tqdm import tqdm
+
+    from tilesim.backend import backend_name
 
     from .commands_cli import parse_frames
     from .trace_file import open_trace
@@ -327,7 +333,7 @@ def _coherence(args: argparse.Namespace) -> int:
         with open_trace(trace) as t:
             frames = parse_frames(args.frames, t.frame_count)
         jobs.append((trace, names, (frames.start, frames.stop), args.dsr_parameters,
-                     args.images, args.save))
+                     args.images, args.save, backend_name()))
     if len(jobs) == 1:
         frames = range(*jobs[0][2])
         with tqdm(total=frames.stop * (len(names) + 1), desc="coherence", unit="frame",
