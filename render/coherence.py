@@ -252,9 +252,11 @@ def write_overlays(folder: Path, name: str, index: int, image: np.ndarray, count
         save("dsr_rate", overlay(image, RATE_COLORS[rate], rate > 0, screen, 0.45))
     evr = renderer.techniques.evr
     if evr is not None:
+        from tilesim.backend import to_host
+
         # The FVP left for the next frame: depths in gray (near dark, far light), layers in
         # orange (lower layers lighter).
-        fvp, is_layer = evr.fvp, evr.fvp_is_layer
+        fvp, is_layer = to_host(evr.fvp), to_host(evr.fvp_is_layer)
         depth = np.where(is_layer, 0, fvp) / float(renderer.default_target.depth_max)
         layer_shade = 1.0 - np.minimum(np.where(is_layer, fvp, 0), 8) / 8.0
         gray = np.repeat((255 * depth)[:, None], 3, axis=1)

@@ -11,7 +11,8 @@ run finds them:
 - names and keyword arguments CuPy lacks (checked against the installed ``cupy`` package
   when it is importable: it imports without a GPU);
 - scatters with repeated indices (``a[idx] = v``): NumPy keeps the last write, CuPy's order
-  is undefined, so differing values written to one element are an error here.
+  is undefined, so differing values written to one element are an error here;
+- ``view`` to a dtype of another size on an array that is not C-contiguous.
 
 Results are computed by NumPy, so a pipeline run here must be bit-identical to the NumPy run.
 ``use_emulated_cupy()`` makes it the active backend; ``transfers`` counts host<->device copies.
@@ -126,6 +127,13 @@ class DeviceArray(NDArrayOperatorsMixin):
 
     def __repr__(self):
         return f"device({self._data!r})"
+
+    def view(self, dtype=None):
+        if (dtype is not None and np.dtype(dtype).itemsize != self._data.itemsize
+                and not self._data.flags.c_contiguous):
+            raise ValueError("CuPy: to change to a dtype of a different size, the array must "
+                             "be C-contiguous")
+        return DeviceArray(self._data.view() if dtype is None else self._data.view(dtype))
 
     def __getattr__(self, name):
         if name.startswith("__"):
