@@ -1,6 +1,7 @@
 """Dynamic Sampling Rate (seed 001 ch. 6): per-tile frequency analysis and the rate FSM.
 
-Pure NumPy, no rendering. Each finished 16x16 tile of the default framebuffer goes through an
+Array code only, no rendering; it runs on the array backend of its inputs (NumPy or CuPy,
+``tilesim.backend``). Each finished 16x16 tile of the default framebuffer goes through an
 orthonormal 2D DCT (Eq. 6.1-6.4); ``MaxC``, the largest absolute coefficient on the
 high-frequency diagonals, is compared with thresholds to move the tile's sampling rate one
 step down (Reduce) or up (Increase) for the next frame (Fig. 6.5, Algorithm 5).
@@ -21,7 +22,8 @@ neither the DCT magnitudes nor SSIM depend on that orientation.
 Also here: the image-quality helpers the search needs, MSSIM on luminance exactly as
 ``render.compare`` sets up scikit-image (Wang et al. 2004), and a batched NumPy version of the
 same Gaussian-window SSIM for many 16x16 tiles at once (checked against scikit-image in the
-tests).
+tests). Small constant tables (the DCT kernel, the SSIM filter matrices, the FSM's thresholds)
+are built with NumPy and copied to the inputs' backend where they meet the data.
 """
 
 from __future__ import annotations
@@ -38,7 +40,9 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
+from tilesim import backend
 from tilesim.atomic import write_text
+from tilesim.backend import array_module, to_host
 from tilesim.errors import InputError
 
 TILE = 16
@@ -74,11 +78,12 @@ def tile_dct(tiles: np.ndarray) -> np.ndarray:
 
     ``DCT = K X K^T`` (Eq. 6.3), batched; coefficient (p, q) has frequency p along rows (down
     the tile) and q along columns."""
-    tiles = np.asarray(tiles, dtype=np.float64)
+    xp = array_module(tiles)
+    tiles = xp.asarray(tiles, dtype=np.float64)
     if tiles.ndim != 3 or tiles.shape[1] != tiles.shape[2]:
         raise ValueError(f"tile_dct: expected (T, n, n) tiles, got {tiles.shape}")
-    kernel = dct_kernel(tiles.shape[1])
-    return np.einsum("pm,tmn,qn->tpq", kernel, tiles, kernel, optimize=True)
+    kernel = xp.asarray(dct_kernel(tiles.shape[1]))
+    return xp.einsum("pm,tmn,qn->tpq", kernel, tiles, kernel, optimize=True)
 
 
 def diagonal_index(n: int = TILE) -> np.ndarray:
@@ -94,25 +99,42 @@ def max_c(dct: np.ndarray, d) -> np.ndarray:
     out; in the seed's Fig. 6.4 example diagonals 0-3 are ignored, i.e. d = 4. ``d`` is a
     scalar or one value per tile. A d past the last diagonal leaves no coefficient: MaxC 0.
     """
-    dct = np.asarray(dct)
-    d = np.broadcast_to(np.asarray(d), dct.shape[:1])
-    considered = diagonal_index(dct.shape[1])[None, :, :] >= d[:, None, None]
-    return np.where(considered, np.abs(dct), 0.0).max(axis=(1, 2))
+    xp = array_module(dct, d)
+    dct = xp.asarray(dct)
+    d = xp.broadcast_to(xp.asarray(d), dct.shape[:1])
+    diagonal = xp.asarray(diagonal_index(dct.shape[1]))
+    considered = diagonal[None, :, :] >= d[:, None, None]
+    return xp.where(considered, xp.abs(dct), 0.0).max(axis=(1, 2))
 
 
 def max_c_table(dct: np.ndarray) -> np.ndarray:
     """MaxC for every d at once: (T, n, n) -> (T, 2n - 1), column d = ``max_c(dct, d)``.
 
     The per-diagonal maxima, then a running maximum from the highest diagonal down; the
-    search precomputes this once per tile so each parameter combination is a lookup."""
-    dct = np.asarray(dct)
+    search precomputes this once per tile so each parameter combination is a lookup. Built
+    from gathers and ``maximum`` only (CuPy has no ``maximum.reduceat``/``accumulate``); a
+    maximum is exact, so the result does not depend on the order it is taken in."""
+    xp = array_module(dct)
+    dct = xp.asarray(dct)
     n = dct.shape[1]
+    # Row k: the flat indices of diagonal k's coefficients, padded to n with repeats of its
+    # first one (a repeat leaves a maximum unchanged).
     diagonal = diagonal_index(n).ravel()
     order = np.argsort(diagonal, kind="stable")
-    starts = np.searchsorted(diagonal[order], np.arange(2 * n - 1))
-    magnitudes = np.abs(dct.reshape(dct.shape[0], -1))[:, order]
-    per_diagonal = np.maximum.reduceat(magnitudes, starts, axis=1)
-    return np.maximum.accumulate(per_diagonal[:, ::-1], axis=1)[:, ::-1]
+    starts = np.searchsorted(diagonal[order], np.arange(2 * n))
+    slot = np.arange(n)[None, :]
+    inside = slot < (starts[1:] - starts[:-1])[:, None]
+    members = order[np.where(inside, starts[:-1, None] + slot, starts[:-1, None])]
+    magnitudes = xp.abs(dct.reshape(dct.shape[0], n * n))
+    per_diagonal = xp.take(magnitudes, xp.asarray(members), axis=1).max(axis=2)
+    # Running maximum from the last diagonal down, by doubling: after the step with shift s,
+    # column k holds the maximum of columns k .. k + 2s - 1.
+    table, shift = per_diagonal, 1
+    while shift < table.shape[1]:
+        table = xp.concatenate([xp.maximum(table[:, :-shift], table[:, shift:]),
+                                table[:, -shift:]], axis=1)
+        shift *= 2
+    return table
 
 
 # -- tiles of an image ----------------------------------------------------------------------
@@ -120,10 +142,11 @@ def max_c_table(dct: np.ndarray) -> np.ndarray:
 
 def luminance(image: np.ndarray) -> np.ndarray:
     """Luma Y = 0.299 R + 0.587 G + 0.114 B of an (H, W, 3|4) uint8 image, float64 0..255."""
-    image = np.asarray(image)
+    xp = array_module(image)
+    image = xp.asarray(image)
     if image.ndim != 3 or image.shape[2] not in (3, 4):
         raise ValueError(f"expected an (H, W, 3) or (H, W, 4) image, got {image.shape}")
-    return image[:, :, :3].astype(np.float64) @ LUMA_WEIGHTS
+    return image[:, :, :3].astype(np.float64) @ xp.asarray(LUMA_WEIGHTS)
 
 
 def tile_grid(height: int, width: int, tile: int = TILE) -> tuple[int, int]:
@@ -136,9 +159,10 @@ def to_tiles(plane: np.ndarray, tile: int = TILE, mode: str = "edge", **pad) -> 
 
     Partial tiles at the top and right edges are padded with ``np.pad(mode, **pad)``: by
     default edge replication, which adds no frequency a tile's own pixels do not have."""
+    xp = array_module(plane)
     height, width = plane.shape
     tiles_y, tiles_x = tile_grid(height, width, tile)
-    padded = np.pad(plane, ((tiles_y * tile - height, 0), (0, tiles_x * tile - width)),
+    padded = xp.pad(plane, ((tiles_y * tile - height, 0), (0, tiles_x * tile - width)),
                     mode=mode, **pad)
     blocks = padded.reshape(tiles_y, tile, tiles_x, tile).transpose(0, 2, 1, 3)
     # Tile row 0 is the bottom of the image (OpenGL window coordinates).
@@ -163,11 +187,12 @@ def tile_luminance(image: np.ndarray, tile: int = TILE) -> np.ndarray:
     return to_tiles(luminance(image), tile)
 
 
-def pixel_tiles(height: int, width: int, tile: int = TILE) -> np.ndarray:
-    """(H, W) tile number of every pixel of an image (row 0 at the top)."""
+def pixel_tiles(height: int, width: int, tile: int = TILE, *, xp=np) -> np.ndarray:
+    """(H, W) tile number of every pixel of an image (row 0 at the top), made by the array
+    module ``xp``."""
     _, tiles_x = tile_grid(height, width, tile)
-    y = (height - 1 - np.arange(height))[:, None]
-    x = np.arange(width)[None, :]
+    y = (height - 1 - xp.arange(height))[:, None]
+    x = xp.arange(width)[None, :]
     return (y // tile) * tiles_x + x // tile
 
 
@@ -177,10 +202,12 @@ def compose(rate_images: np.ndarray, rates: np.ndarray, tile: int = TILE) -> np.
     ``rate_images``: (5, H, W, C); ``rates``: (tiles,). Each tile is rendered independently
     (its colors depend only on its own rate), so tile by tile the frame equals the uniform
     frame of that tile's rate."""
+    xp = array_module(rate_images, rates)
+    rate_images = xp.asarray(rate_images)
     _, height, width = rate_images.shape[:3]
-    per_pixel = np.asarray(rates)[pixel_tiles(height, width, tile)]
+    per_pixel = xp.asarray(rates)[pixel_tiles(height, width, tile, xp=xp)]
     index = per_pixel.reshape(1, height, width, *([1] * (rate_images.ndim - 3)))
-    return np.take_along_axis(rate_images, index.astype(np.intp), axis=0)[0]
+    return xp.take_along_axis(rate_images, index.astype(np.intp), axis=0)[0]
 
 
 # -- SSIM -----------------------------------------------------------------------------------
@@ -190,13 +217,14 @@ def frame_mssim(image: np.ndarray, reference: np.ndarray) -> float:
     """MSSIM of two (H, W, 3|4) uint8 frames on luminance (or of two (H, W) luma planes).
 
     scikit-image ``structural_similarity`` with ``render.compare.SSIM_OPTIONS`` (Wang et al.
-    2004: Gaussian window sigma 1.5, population covariance, data range 255)."""
+    2004: Gaussian window sigma 1.5, population covariance, data range 255). scikit-image
+    runs on the host: device frames are copied there."""
     from skimage.metrics import structural_similarity
 
     from .compare import SSIM_OPTIONS
 
-    a = np.asarray(image)
-    b = np.asarray(reference)
+    a = to_host(image)
+    b = to_host(reference)
     if a.shape != b.shape:
         raise InputError(f"frame sizes differ: {a.shape} against {b.shape}",
                          source="frame_mssim")
@@ -260,12 +288,13 @@ def tile_ssim(tiles: np.ndarray, references: np.ndarray) -> np.ndarray:
     checks it): scikit-image filters with 'reflect' borders and averages the SSIM map over the
     pixels at least 5 from the border, which for a 16x16 tile is its central 6x6 (its
     automatic window, 11x11, fits a 16-pixel side, so no win_size is needed)."""
-    tiles = np.asarray(tiles, dtype=np.float64)
-    references = np.asarray(references, dtype=np.float64)
+    xp = array_module(tiles, references)
+    tiles = xp.asarray(tiles, dtype=np.float64)
+    references = xp.asarray(references, dtype=np.float64)
     n = tiles.shape[1]
     if n < 2 * SSIM_RADIUS + 1:
         raise ValueError(f"tiles of {n}x{n} are smaller than the 11x11 SSIM window")
-    window = valid_filter_matrix(n) @ reflect_matrix(n)
+    window = xp.asarray(valid_filter_matrix(n) @ reflect_matrix(n))
     inner = slice(SSIM_RADIUS, n - SSIM_RADIUS)
     return ssim_map(tiles, references, window)[:, inner, inner].mean(axis=(1, 2))
 
@@ -502,20 +531,22 @@ def transition(rates: np.ndarray, maxc, params: DSRParameters, *,
     ``maxc(d)`` gives each tile's MaxC for a per-tile array of ignored diagonals ``d`` (from
     its DCT, or a precomputed :func:`max_c_table`). Reduce (index + 1) when MaxC(D_R) < T_R,
     else increase (index - 1) when MaxC(D_I) >= T_I, else stay; 1/256x always goes back to
-    1/64x. ``increase_only`` leaves out the Reduce test (Algorithm 6)."""
-    rates = np.asarray(rates)
-    if rates.size and (rates.min() < 0 or rates.max() > LOWEST):
+    1/64x. ``increase_only`` leaves out the Reduce test (Algorithm 6). Runs on the backend
+    of ``rates`` (``maxc`` must answer on the same one)."""
+    xp = array_module(rates)
+    rates = xp.asarray(rates)
+    if rates.size and bool(((rates < 0) | (rates > LOWEST)).any()):
         raise ValueError(f"sampling rate indices must be 0..{LOWEST}")
     state = rates.astype(np.intp)
-    t_r, d_r, t_i, d_i = params.tables()
+    t_r, d_r, t_i, d_i = (xp.asarray(table) for table in params.tables())
     if increase_only:
-        reduce = np.zeros(state.shape, dtype=bool)
+        reduce = xp.zeros(state.shape, dtype=bool)
     else:
         reduce = maxc(d_r[state]) < t_r[state]
     increase = ~reduce & (maxc(d_i[state]) >= t_i[state])
     following = state + reduce - increase
     following[state == LOWEST] = LOWEST - 1
-    return np.clip(following, 0, LOWEST).astype(np.int8)
+    return xp.clip(following, 0, LOWEST).astype(np.int8)
 
 
 def next_rates(rates: np.ndarray, dct: np.ndarray, params: DSRParameters, *,
@@ -531,6 +562,11 @@ class SamplingRateTable:
     luminance, MaxC, FSM) and stores the rates for the next one. Work is counted:
     ``dct_tiles`` (2D DCTs computed), ``reads`` and ``writes`` (SRT entries; :meth:`read` is
     the rasteriser fetching each tile's state, :meth:`update` reads and writes every entry).
+
+    The entries start on the active array backend (``tilesim.backend.xp()``) and stay on the
+    device once a frame from it (or any frame, with the entries there) has been analysed: a
+    host frame is copied to the entries' backend, so the analysis runs where the renderer's
+    arrays live.
     """
 
     ENTRY_BITS = 3
@@ -539,7 +575,7 @@ class SamplingRateTable:
         self.tiles = int(tiles)
         self.tile = tile
         self.params = params if params is not None else DSRParameters.load()
-        self.rates = np.zeros(self.tiles, dtype=np.int8)
+        self.rates = backend.xp().zeros(self.tiles, dtype=np.int8)
         self.dct_tiles = 0
         self.reads = 0
         self.writes = 0
@@ -556,11 +592,13 @@ class SamplingRateTable:
 
     def update(self, image: np.ndarray) -> np.ndarray:
         """Run the frequency analysis and FSM on a finished (H, W, 4) frame; returns (and
-        keeps) the rates of the next frame."""
-        tiles = tile_luminance(image, self.tile)
+        keeps) the rates of the next frame, on the device if the frame or the entries are
+        there."""
+        xp = array_module(image, self.rates)
+        tiles = tile_luminance(xp.asarray(image), self.tile)
         if tiles.shape[0] != self.tiles:
             raise ValueError(f"the frame has {tiles.shape[0]} tiles, the SRT {self.tiles}")
-        self.rates = next_rates(self.rates, tile_dct(tiles), self.params)
+        self.rates = next_rates(xp.asarray(self.rates), tile_dct(tiles), self.params)
         self.dct_tiles += self.tiles
         self.reads += self.tiles
         self.writes += self.tiles

@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tilesim.backend import array_module
+from tilesim.backend import array_module, to_host
 
 from .set_associative import SetAssociativeLRU
 
@@ -113,7 +113,8 @@ def crc32_words(words, crc=0, poly: int = CRC32_POLY):
 def context_signature(*parts) -> int:
     """CRC-32 of the draw context (zlib's, chained over ``parts``): the program, its constants,
     the bound textures... Each part: bytes, str (UTF-8), int (8 bytes, little-endian, signed)
-    or an array (its bytes, C order). Pass the result as ``fragment_keys``'s context_crc."""
+    or an array (its bytes, C order; a device array is copied to the host). Pass the result as
+    ``fragment_keys``'s context_crc."""
     crc = 0
     for part in parts:
         if isinstance(part, str):
@@ -123,7 +124,7 @@ def context_signature(*parts) -> int:
         elif isinstance(part, (int, np.integer)):
             data = int(part).to_bytes(8, "little", signed=True)
         else:
-            data = np.ascontiguousarray(part).tobytes()
+            data = np.ascontiguousarray(to_host(part)).tobytes()
         crc = zlib.crc32(data, crc)
     return crc
 
@@ -303,11 +304,14 @@ class FragmentMemoizer:
         if self.frames_in_parallel < 1:
             raise ValueError("FragmentMemoizer: frames_in_parallel must be positive")
         self.lut = MemoLUT(self.sets, self.ways)
-        order = np.arange(self.tiles) if self.traversal is None else np.asarray(self.traversal)
+        # The traversal is checked and inverted on the host (a few thousand tiles, once); the
+        # rank table is copied to each array backend that uses it, once.
+        order = np.arange(self.tiles) if self.traversal is None else to_host(self.traversal)
         if sorted(order.tolist()) != list(range(self.tiles)):
             raise ValueError("FragmentMemoizer: traversal must be a permutation of the tiles")
         self._tile_rank = np.empty(self.tiles, dtype=np.int64)
         self._tile_rank[order] = np.arange(self.tiles)
+        self._ranks = {np.__name__: self._tile_rank}
 
     def reset(self) -> None:
         """Empty the LUT and drop buffered frames."""
@@ -326,7 +330,7 @@ class FragmentMemoizer:
             done = self.finish()       # the previous group is incomplete: run it as it is
         if any(log.frame_index == frame_index for log in self._pending):
             raise ValueError(f"FragmentMemoizer: frame {frame_index} added twice")
-        xp = array_module(keys)
+        xp = array_module(tile, keys, colors, shaded_mask)
         n = xp.asarray(keys).shape[0]
         shaded = (xp.ones(n, dtype=bool) if shaded_mask is None
                   else xp.asarray(shaded_mask, dtype=bool))
@@ -342,8 +346,10 @@ class FragmentMemoizer:
         self._pending = []
         if not logs:
             return []
-        xp = array_module(logs[0].keys)
-        rank = xp.asarray(self._tile_rank)
+        xp = array_module(*(a for log in logs for a in (log.tile, log.keys, log.colors)))
+        if xp.__name__ not in self._ranks:
+            self._ranks[xp.__name__] = xp.asarray(self._tile_rank)
+        rank = self._ranks[xp.__name__]
         lanes = [xp.flatnonzero(log.shaded) for log in logs]
         # Frames concatenated in frame order, fragments in submission order; a stable sort by
         # the tile's traversal rank then gives, tile by tile, frame 2k's then frame 2k+1's.

@@ -102,9 +102,9 @@ class Renderer:
 
     ``render(frames)`` yields a ``FrameResult`` per ``endFrame``. ``fill_rule`` selects the
     tie rule of the rasterizer; ``traversal`` the tile order recorded for the timing model.
-    ``techniques`` ("baseline", "re+evr", ...: see ``render.techniques``) switches on the
-    frame-coherence techniques. ``tile_rates`` ((tiles,) int8 or None) is the sampling-rate
-    index of every tile of the default framebuffer (0: 1x ... 4: 1/256x); DSR sets it each
+    ``techniques`` ("baseline", "re+evr", "re/xor", ...: see ``Techniques.from_name``)
+    switches on the frame-coherence techniques. ``tile_rates`` ((tiles,) int8 or None) is the
+    sampling-rate index of every tile of the default framebuffer (0: 1x ... 4: 1/256x); DSR sets it each
     frame, and a caller may set it to render at fixed rates.
     """
 
@@ -129,7 +129,7 @@ class Renderer:
         self._deferred: list[tuple[DrawContext, np.ndarray]] = []
         self.tile_rates: np.ndarray | None = None
         self.techniques = (techniques if isinstance(techniques, Techniques)
-                           else Techniques.parse(techniques, source=source))
+                           else Techniques.from_name(techniques, source=source))
         self.techniques.attach(self)
 
     # -- driving ----------------------------------------------------------------------------

@@ -225,7 +225,8 @@ class Techniques:
         if self.evr is not None:
             self.evr.end_frame()
         if self.dsr is not None:
-            self.dsr.update(result.image)
+            # The finished frame, row 0 at the top, where it lies (the device).
+            self.dsr.update(renderer.default_target.color[::-1])
             renderer.tile_rates = self.dsr.read()
         if self.memo is not None:
             self._memo_frame(renderer, result)

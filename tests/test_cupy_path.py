@@ -115,7 +115,7 @@ def test_every_conformance_scene_renders_identically_on_the_cupy_path(name):
 TECHNIQUE_SCENES = ("overlap_order", "depth_funcs", "render_to_texture", "tex_min_filters")
 
 
-@pytest.mark.parametrize("techniques", ["te+re+evr", "dsr", "memo"])
+@pytest.mark.parametrize("techniques", ["te+re+evr", "re/xor", "dsr", "memo", "memo/32"])
 @pytest.mark.parametrize("name", TECHNIQUE_SCENES)
 def test_techniques_run_identically_on_the_cupy_path(name, techniques):
     host_images, host_counters, images, counters = _render_both(name, techniques)
