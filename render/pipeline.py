@@ -104,8 +104,8 @@ class Renderer:
     tie rule of the rasterizer; ``traversal`` the tile order recorded for the timing model.
     ``techniques`` ("baseline", "re+evr", "re/xor", ...: see ``Techniques.from_name``)
     switches on the frame-coherence techniques. ``tile_rates`` ((tiles,) int8 or None) is the
-    sampling-rate index of every tile of the default framebuffer (0: 1x ... 4: 1/256x); DSR sets it each
-    frame, and a caller may set it to render at fixed rates.
+    sampling-rate index of every tile of the default framebuffer (0: 1x ... 4: 1/256x); DSR
+    sets it each frame, and a caller may set it to render at fixed rates.
     """
 
     def __init__(self, width: int, height: int, *, depth_bits: int = 24, tile_size: int = 16,

@@ -212,7 +212,7 @@ def _check_scatter(data: np.ndarray, key, value) -> None:
         return  # slices or ellipsis mixed in: not checked
     index = np.broadcast_arrays(*[np.asarray(k) for k in parts])
     flat = np.ravel_multi_index(tuple(i.ravel() % s for i, s in
-                                      zip(index, data.shape)), data.shape[:len(parts)])
+                                      zip(index, data.shape, strict=False)), data.shape[:len(parts)])
     if np.unique(flat).size == flat.size:
         return
     shape = data[key].shape

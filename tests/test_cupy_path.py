@@ -10,9 +10,9 @@ test compares as the conformance test compares with Mesa.
 
 from __future__ import annotations
 
+import cupy_emulation
 import numpy as np
 import pytest
-import cupy_emulation
 from cupy_emulation import HostDeviceMixError, use_emulated_cupy
 
 from render.conformance import SCENES, record_scene, render_tilesim
