@@ -211,8 +211,9 @@ def _check_scatter(data: np.ndarray, key, value) -> None:
     if any(not isinstance(k, (np.ndarray, int, np.integer)) for k in parts):
         return  # slices or ellipsis mixed in: not checked
     index = np.broadcast_arrays(*[np.asarray(k) for k in parts])
+    dims = data.shape[:len(parts)]
     flat = np.ravel_multi_index(tuple(i.ravel() % s for i, s in
-                                      zip(index, data.shape, strict=False)), data.shape[:len(parts)])
+                                      zip(index, dims, strict=True)), dims)
     if np.unique(flat).size == flat.size:
         return
     shape = data[key].shape
