@@ -135,40 +135,36 @@ class PassCounters:
         for name in TILE_COUNTERS:
             self.tiles.setdefault(name, np.zeros(self.tiles_x * self.tiles_y, dtype=np.int64))
 
-    def _array(self, name: str) -> np.ndarray:
+    def _array(self, name: str, like=None) -> np.ndarray:
+        """The counter ``name``, on the device if ``like`` is there: a pass's counters follow
+        the work onto the device until ``to_host`` at the end of the pass."""
         array = self.tiles.get(name)
         if array is None:
             if name not in TECHNIQUE_TILE_COUNTERS:
                 raise KeyError(f"unknown tile counter {name!r}")
             array = self.tiles[name] = np.zeros(self.tiles_x * self.tiles_y, dtype=np.int64)
+        xp = array_module(array, like)
+        if array_module(array) is not xp:
+            array = self.tiles[name] = xp.asarray(array)
         return array
 
     def add(self, name: str, tile: np.ndarray, weights=None) -> None:
-        """Add 1 (or ``weights``) for each entry of ``tile`` (flat tile numbers), on the
-        backend of ``tile``: a pass's counters follow the work onto the device until
-        ``to_host`` at the end of the pass."""
+        """Add 1 (or ``weights``) for each entry of ``tile`` (flat tile numbers)."""
         if tile.size:
-            xp = array_module(tile)
-            counts = xp.bincount(tile, weights=weights, minlength=self.tiles_x * self.tiles_y)
-            self._add(name, counts.astype(np.int64))
+            counts = array_module(tile).bincount(tile, weights=weights,
+                                                 minlength=self.tiles_x * self.tiles_y)
+            self._array(name, counts)[:] += counts.astype(np.int64)
 
     def add_per_tile(self, name: str, values) -> None:
-        self._add(name, array_module(values).asarray(values).astype(np.int64))
-
-    def _add(self, name: str, values) -> None:
-        array = self._array(name)
-        xp = array_module(array, values)    # the device's, if either is there
-        if array_module(array) is not xp:
-            array = self.tiles[name] = xp.asarray(array)
-        array += xp.asarray(values)
+        array = self._array(name, values)
+        array += array_module(array).asarray(values).astype(np.int64)
 
     def clear_tiles(self, names, tiles) -> None:
         """Zero the counters ``names`` (those present) in the ``tiles`` (a (tiles,) mask)."""
         for name in names:
             if name in self.tiles:
-                xp = array_module(self.tiles[name], tiles)
-                array = self.tiles[name] = xp.asarray(self.tiles[name])
-                array[xp.asarray(tiles)] = 0
+                array = self._array(name, tiles)
+                array[array_module(array).asarray(tiles)] = 0
 
     def to_host(self) -> PassCounters:
         """Bring every tile counter to the host (at the end of the pass)."""

@@ -138,7 +138,8 @@ class RenderTarget:
 
     def image(self) -> np.ndarray:
         """The color buffer as an image: (H, W, 4) uint8, row 0 at the top."""
-        return to_host(self.color[::-1]).copy()   # a copy: the buffer changes on
+        # A copy (to_host may return a view on NumPy): the buffer keeps changing.
+        return to_host(self.color[::-1]).copy()
 
 
 def _morton(x: np.ndarray, y: np.ndarray) -> np.ndarray:

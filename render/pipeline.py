@@ -127,10 +127,22 @@ class Renderer:
         self._pass_target: RenderTarget | None = None
         self._written: np.ndarray | None = None
         self._deferred: list[tuple[DrawContext, np.ndarray]] = []
-        self.tile_rates: np.ndarray | None = None
+        self.tile_rates = None
         self.techniques = (techniques if isinstance(techniques, Techniques)
                            else Techniques.from_name(techniques, source=source))
         self.techniques.attach(self)
+
+    @property
+    def tile_rates(self):
+        return self._tile_rates
+
+    @tile_rates.setter
+    def tile_rates(self, rates) -> None:
+        # Kept beside the buffers, with the rates it holds as host ints: both are read at
+        # every draw, so they are made once per assignment (DSR assigns once a frame).
+        self._tile_rates = None if rates is None else self.xp.asarray(rates)
+        self._rates_used = ([] if rates is None else
+                            to_host(self.xp.unique(self._tile_rates)).tolist())
 
     # -- driving ----------------------------------------------------------------------------
 
@@ -320,11 +332,10 @@ class Renderer:
         """Replicate each superfragment's color and depth (kept in the bottom-left pixel of
         its block) to every pixel of the block (DSR's upsampling, seed 001 §6.4.1)."""
         xp = self.xp
-        rates = self.tile_rates
-        if target is not self.default_target or rates is None or not bool(rates.any()):
+        if target is not self.default_target or not any(self._rates_used):
             return
         ys, xs = xp.mgrid[0:target.height, 0:target.width]
-        scale = xp.left_shift(1, xp.asarray(rates).astype(xp.int64))[target.pixel_tiles()]
+        scale = xp.left_shift(1, self.tile_rates.astype(xp.int64))[target.pixel_tiles()]
         source = (ys // scale * scale) * target.width + (xs // scale * scale)
         source = source.ravel()
         flat = target.color.reshape(-1, 4)
@@ -529,18 +540,15 @@ class Renderer:
     def _raster_draw(self, draw: DrawContext, entries: np.ndarray | None) -> None:
         """The raster phase of a draw's display-list entries (``entries``: (B,) bool over
         ``draw.bins``; None: all), tile group by tile group of one sampling rate."""
-        xp = self.xp
-        rates = self.tile_rates if draw.target is self.default_target else None
-        if rates is None or not rates.any():
+        if draw.target is not self.default_target or not any(self._rates_used):
             self._raster(draw, draw.tris, 1, entries)
             return
-        rates = xp.asarray(rates)
-        for rate in to_host(xp.unique(rates)).tolist():
+        for rate in self._rates_used:
             scale = 1 << rate
             # Superfragments: rasterize in a space shrunk N times, where each pixel center
             # is the center of an N x N block (DSR, seed 001 §6.4.1).
             tris = draw.tris if scale == 1 else draw.tris.shrunk(scale)
-            in_rate = rates[draw.bins.tile] == rate
+            in_rate = self.tile_rates[draw.bins.tile] == rate
             self._raster(draw, tris, scale, in_rate if entries is None else entries & in_rate)
 
     def _raster(self, draw: DrawContext, tris, scale: int, entries: np.ndarray | None) -> None:
