@@ -96,6 +96,17 @@ class DrawContext:
 # the display lists: its second lists are drawn first.
 BARRIER_COMMANDS = CHANGE_COMMANDS | {"clear", "bindFramebuffer", "endFrame"}
 
+# Commands that read or replace the storage of the texture bound to their target on the
+# active unit. A tile-based GPU keeps a pass's colors on chip until the pass ends, so one of
+# these on a texture the pending pass renders into ends the pass first, the way a driver
+# flushes a render pass before its attachment is sampled, mipmapped or respecified.
+TEXTURE_STORAGE_COMMANDS = frozenset({
+    "generateMipmap", "texImage2D", "texSubImage2D", "copyTexImage2D", "copyTexSubImage2D"})
+# Commands that change what the bound framebuffer renders into.
+ATTACHMENT_COMMANDS = frozenset({
+    "framebufferTexture2D", "framebufferRenderbuffer", "deleteFramebuffer",
+    "renderbufferStorage", "deleteRenderbuffer"})
+
 
 class Renderer:
     """Replays commands on the tile-based GPU model.
@@ -174,6 +185,8 @@ class Renderer:
         if self._deferred and op in BARRIER_COMMANDS:
             self.flush_deferred()
         self.techniques.command(self, op)
+        if self._pass is not None and self._touches_pass_target(command):
+            self._end_pass()
         if op in ("drawArrays", "drawElements"):
             self._draw(command)
         elif op == "clear":
@@ -190,6 +203,24 @@ class Renderer:
         return None
 
     # -- render targets and passes ----------------------------------------------------------
+
+    def _touches_pass_target(self, command: Command) -> bool:
+        """Whether ``command`` reads or changes the storage the pending pass renders into
+        (its attached textures, or the attachments of its framebuffer)."""
+        op, target = command.op, self._pass_target
+        if op in TEXTURE_STORAGE_COMMANDS:
+            kind = "TEXTURE_2D" if command.args["target"] == "TEXTURE_2D" else \
+                "TEXTURE_CUBE_MAP"
+            ident = self.state.bound_textures[kind][self.state.active_unit]
+        elif op == "deleteTexture":
+            ident = command.args["id"]
+        elif op in ATTACHMENT_COMMANDS:
+            # The pending pass is the bound framebuffer's (binding another one ends it).
+            return target is not self.default_target
+        else:
+            return False
+        return ident != 0 and any(attached is not None and attached[0] == ident
+                                  for attached in (target.texture, target.depth_texture))
 
     def _target(self) -> RenderTarget:
         fbo_id = self.state.framebuffer
