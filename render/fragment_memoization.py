@@ -50,13 +50,31 @@ from tilesim.backend import array_module, to_host
 
 from .set_associative import SetAssociativeLRU
 
-__all__ = ["COUNTERS", "FragmentMemoizer", "MemoFrame", "MemoLUT", "context_signature",
-           "crc32_words", "fragment_keys", "pack_rgba8", "unpack_rgba8"]
+__all__ = ["COUNTERS", "KEY_DTYPE", "FragmentMemoizer", "MemoFrame", "MemoLUT", "check_keys",
+           "context_signature", "crc32_words", "fragment_keys", "pack_rgba8", "unpack_rgba8"]
 
 COUNTERS = ("memo_lookups", "memo_hits", "memo_table_writes")   # per tile; collisions per frame
 
 _U32 = np.uint32
 _ONES = _U32(0xFFFFFFFF)
+
+# The dtype of every memoization key past fragment_keys (the LUT refuses any other). Keys are
+# unsigned 64-bit integers; NumPy promotes uint64 mixed with a signed integer array (an empty
+# int64 placeholder, say) to float64, which rounds keys above 2^53 and made wrong-color hits.
+KEY_DTYPE = np.uint64
+
+
+def check_keys(keys, where: str):
+    """``keys`` as a 1-D array of :data:`KEY_DTYPE`; TypeError for any other dtype (no cast:
+    a float or signed array here means a key was damaged on its way, e.g. by promotion)."""
+    xp = array_module(keys)
+    keys = xp.asarray(keys)
+    if keys.dtype != KEY_DTYPE:
+        raise TypeError(f"{where}: memoization keys must be {np.dtype(KEY_DTYPE).name} (from "
+                        f"fragment_keys), got {keys.dtype}")
+    if keys.ndim != 1:
+        raise ValueError(f"{where}: keys must be 1-D, got shape {keys.shape}")
+    return keys
 
 
 # ------------------------------------------------------------------------------------------
@@ -140,16 +158,16 @@ def fragment_keys(inputs, context_crc: int = 0, quad_inputs: bool = False, bits:
     inputs: (n_inputs, 4, n) float32 per lane (the program's IN registers, plus the system
     values it reads, stacked as extra rows); lanes 4q..4q+3 are quad q. context_crc: the
     draw's signature (:func:`context_signature`). quad_inputs: key on the whole quad's
-    inputs and the lane's position in it (requires n % 4 == 0). Returns (n,) uint32 or
-    uint64.
+    inputs and the lane's position in it (requires n % 4 == 0). Returns (n,) uint64 for
+    either width (32 bits: the CRC-32 zero-extended), the one key dtype the LUT takes.
     """
     if bits not in (32, 64):
         raise ValueError(f"fragment_keys: bits must be 32 or 64, got {bits}")
-    low = _keys(inputs, context_crc, quad_inputs, CRC32_POLY)
+    low = _keys(inputs, context_crc, quad_inputs, CRC32_POLY).astype(KEY_DTYPE)
     if bits == 32:
         return low
-    high = _keys(inputs, context_crc, quad_inputs, CRC32C_POLY)
-    return (high.astype(np.uint64) << np.uint64(32)) | low.astype(np.uint64)
+    high = _keys(inputs, context_crc, quad_inputs, CRC32C_POLY).astype(KEY_DTYPE)
+    return (high << KEY_DTYPE(32)) | low
 
 
 def _keys(inputs, context_crc: int, quad_inputs: bool, poly: int):
@@ -229,19 +247,16 @@ class MemoLUT:
     def lookup_insert(self, keys, colors):
         """Look up fragments (n,) in the given order, inserting each miss.
 
-        keys: (n,) uint32; colors: each fragment's true color, (n, 4) uint8 or (n,) packed.
+        keys: (n,) uint64 (:data:`KEY_DTYPE`; TypeError otherwise); colors: each fragment's true color, (n, 4) uint8 or (n,) packed.
         Returns (hit (n,) bool, colors (n, ...) in the layout given: on a hit the stored
         color of the matching entry (on a collision not the true one), else the true color).
         """
+        keys = check_keys(keys, "MemoLUT.lookup_insert")
         xp = array_module(keys, colors)
-        keys = xp.asarray(keys)
-        if keys.dtype != np.uint64:
-            keys = keys.astype(np.int64) & 0xFFFFFFFF
-        keys = keys.astype(np.uint64)
         colors = xp.asarray(colors)
-        # Tags stay below 2^53 (64-bit keys, 2048 sets): non-negative as int64.
-        tags = (keys >> np.uint64(self.index_bits)).astype(np.int64)
-        sets = (keys & np.uint64(self.sets - 1)).astype(np.int64)
+        # The tag is the key without its index bits: below 2^63, so exact as int64.
+        tags = (keys >> KEY_DTYPE(self.index_bits)).astype(np.int64)
+        sets = (keys & KEY_DTYPE(self.sets - 1)).astype(np.int64)
         hit, stored = self.table.access_with_payload(sets, tags, pack_rgba8(colors))
         return hit, _like(stored, colors)
 
@@ -320,7 +335,7 @@ class FragmentMemoizer:
 
     def add_frame(self, frame_index: int, tile, keys, colors, shaded_mask=None) -> list[MemoFrame]:
         """Buffer one frame's fragment log, in submission order: tile (n,) tile of each
-        fragment, keys (n,) uint32 (:func:`fragment_keys`), colors (n, 4) uint8 or (n,) packed
+        fragment, keys (n,) uint64 (:func:`fragment_keys`; TypeError for another dtype), colors (n, 4) uint8 or (n,) packed
         (the true colors), shaded_mask (n,) bool: fragments that would run the fragment program
         (only those look the LUT up; None: all). Returns the results of the frames of every
         group this completes (frames 2k and 2k+1 together with 2 in parallel)."""
@@ -330,8 +345,9 @@ class FragmentMemoizer:
             done = self.finish()       # the previous group is incomplete: run it as it is
         if any(log.frame_index == frame_index for log in self._pending):
             raise ValueError(f"FragmentMemoizer: frame {frame_index} added twice")
+        keys = check_keys(keys, f"FragmentMemoizer.add_frame (frame {frame_index})")
         xp = array_module(tile, keys, colors, shaded_mask)
-        n = xp.asarray(keys).shape[0]
+        n = keys.shape[0]
         shaded = (xp.ones(n, dtype=bool) if shaded_mask is None
                   else xp.asarray(shaded_mask, dtype=bool))
         self._pending.append(_FrameLog(frame_index, xp.asarray(tile).astype(np.int64),

@@ -239,7 +239,12 @@ class Techniques:
         if log:
             tile, keys, colors, alive = (xp.concatenate(parts) for parts in zip(*log, strict=True))
         else:
-            tile = keys = xp.zeros(0, dtype=xp.int64)
+            # A frame that shaded nothing on screen. Its keys keep the key dtype: an int64
+            # placeholder promoted the other frame's uint64 keys to float64 (rounded keys,
+            # wrong-color hits) when the pair was concatenated.
+            from .fragment_memoization import KEY_DTYPE
+
+            tile, keys = xp.zeros(0, dtype=xp.int64), xp.zeros(0, dtype=KEY_DTYPE)
             colors, alive = xp.zeros((0, 4), xp.uint8), xp.zeros(0, bool)
         self._held.append(result)
         self._apply_memo(self.memo.add_frame(result.index, tile, keys, colors, alive))

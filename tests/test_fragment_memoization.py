@@ -111,7 +111,7 @@ def test_keys_are_zlib_crc32_of_the_lane_inputs():
     inputs = rng.standard_normal((3, 4, 8)).astype(np.float32)
     context = context_signature("program", np.arange(4, dtype=np.float32), 7)
     keys = fragment_keys(inputs, context)
-    assert keys.dtype == np.uint32
+    assert keys.dtype == np.uint64 and (keys >> np.uint64(32) == 0).all()  # zero-extended
     for lane in range(8):
         assert keys[lane] == zlib.crc32(inputs[:, :, lane].tobytes(), context)
     words = rng.integers(0, 1 << 32, (5, 3), dtype=np.uint32)
@@ -155,20 +155,20 @@ def test_colors_pack_round_trip():
 def test_one_set_lut_hits_and_evicts_lru():
     lut = MemoLUT(sets=1, ways=2)
     # 10 hits and becomes MRU, so 12 evicts 11 (LRU): 11 misses again and evicts 10; 12 hits.
-    keys = np.array([10, 11, 10, 12, 11, 12], dtype=np.uint32)
+    keys = np.array([10, 11, 10, 12, 11, 12], dtype=np.uint64)
     colors = np.arange(6, dtype=np.uint32) + 100
     hit, got = lut.lookup_insert(keys, colors)
     np.testing.assert_array_equal(hit, [False, False, True, False, False, True])
     # A hit returns the color the inserting fragment stored.
     np.testing.assert_array_equal(got, [100, 101, 100, 103, 104, 103])
-    hit, _ = lut.lookup_insert(np.array([11, 10], dtype=np.uint32), np.zeros(2, np.uint32))
+    hit, _ = lut.lookup_insert(np.array([11, 10], dtype=np.uint64), np.zeros(2, np.uint32))
     np.testing.assert_array_equal(hit, [True, False])          # the state carries over
 
 
 def test_lut_set_index_is_the_low_key_bits():
     lut = MemoLUT(sets=4, ways=1)
     # Keys 1 and 5 share set 1 (1-way: they evict each other); key 2 has a set of its own.
-    keys = np.array([1, 2, 5, 2, 1], dtype=np.uint32)
+    keys = np.array([1, 2, 5, 2, 1], dtype=np.uint64)
     hit, _ = lut.lookup_insert(keys, np.zeros(5, np.uint32))
     np.testing.assert_array_equal(hit, [False, False, False, True, False])
 
@@ -176,7 +176,7 @@ def test_lut_set_index_is_the_low_key_bits():
 def test_collision_returns_the_stored_color():
     # Two different fragments forced onto one key: the second reuses the first one's color.
     lut = MemoLUT()
-    keys = np.full(2, 0xDEADBEEF, dtype=np.uint32)
+    keys = np.full(2, 0xDEADBEEF, dtype=np.uint64)
     colors = np.array([[255, 0, 0, 255], [0, 255, 0, 255]], dtype=np.uint8)
     hit, got = lut.lookup_insert(keys, colors)
     np.testing.assert_array_equal(hit, [False, True])
@@ -193,7 +193,7 @@ def test_pair_interleaves_tiles_and_counts():
     # 0's of the same tile, before the next tile.
     memo = FragmentMemoizer(tiles=2, traversal=np.array([1, 0]), sets=1, ways=1)
     tile = np.array([0, 1])
-    keys0 = np.array([7, 9], dtype=np.uint32)
+    keys0 = np.array([7, 9], dtype=np.uint64)
     colors = np.array([1, 2], dtype=np.uint32)
     assert memo.add_frame(0, tile, keys0, colors) == []
     f0, f1 = memo.add_frame(1, tile, keys0, colors)
@@ -233,7 +233,7 @@ def test_second_frame_reuses_the_first_and_only_shaded_fragments_look_up():
 
 def test_collisions_are_counted_and_shown():
     memo = FragmentMemoizer(tiles=1)
-    keys = np.array([42], dtype=np.uint32)
+    keys = np.array([42], dtype=np.uint64)
     memo.add_frame(0, [0], keys, np.array([[10, 20, 30, 255]], np.uint8))
     _, f1 = memo.add_frame(1, [0], keys, np.array([[11, 20, 30, 255]], np.uint8))
     assert f1.memo_collisions == 1 and f1.hit.all()
@@ -242,7 +242,7 @@ def test_collisions_are_counted_and_shown():
 
 def test_odd_trailing_frame_and_lut_carry_over():
     memo = FragmentMemoizer(tiles=1)
-    keys, colors, tile = np.array([3], np.uint32), np.array([5], np.uint32), np.array([0])
+    keys, colors, tile = np.array([3], np.uint64), np.array([5], np.uint32), np.array([0])
     memo.add_frame(0, tile, keys, colors)
     memo.add_frame(1, tile, keys, colors)
     assert memo.add_frame(2, tile, keys, colors) == []     # waits for frame 3
@@ -264,5 +264,41 @@ def test_64_bit_keys_extend_the_32_bit_ones_with_an_independent_crc():
         k32 = fragment_keys(inputs, 7, quad)
         k64 = fragment_keys(inputs, 7, quad, bits=64)
         assert k64.dtype == np.uint64
-        assert np.array_equal((k64 & np.uint64(0xFFFFFFFF)).astype(np.uint32), k32)
+        assert np.array_equal(k64 & np.uint64(0xFFFFFFFF), k32)
         assert len(np.unique(k64 >> np.uint64(32))) == len(np.unique(k32))
+
+
+# ------------------------------------------------------------------------------------------
+# The key dtype is a checked contract (issue 11: float keys made wrong-color hits)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.int64, np.uint32, np.int32, np.float32])
+def test_lut_and_memoizer_refuse_keys_of_another_dtype(dtype):
+    keys = np.array([1, 2, 3], dtype=dtype)
+    with pytest.raises(TypeError, match="uint64"):
+        MemoLUT().lookup_insert(keys, np.zeros(3, np.uint32))
+    with pytest.raises(TypeError, match="frame 0"):
+        FragmentMemoizer(tiles=1).add_frame(0, np.zeros(3, int), keys, np.zeros(3, np.uint32))
+
+
+def test_a_frame_with_no_fragments_beside_64_bit_keys_makes_no_collision():
+    """The float-key path: a frame that shaded nothing on screen, paired with one that did.
+    Its empty keys used to be int64; concatenated with the other frame's uint64 keys they
+    became float64 (keys above 2^53 rounded, those above 2^63 cast to INT64_MIN), so distinct
+    fragments met on one tag. Keys from the top of the 64-bit range, all distinct, must all
+    miss."""
+    rng = np.random.default_rng(11)
+    n = 4096
+    keys = rng.integers(0, 1 << 64, n, dtype=np.uint64) | np.uint64(1 << 63)
+    colors = rng.integers(0, 256, (n, 4), dtype=np.uint8)
+    memo = FragmentMemoizer(tiles=1)
+    memo.add_frame(0, np.zeros(0, np.int64), np.zeros(0, np.uint64), np.zeros((0, 4), np.uint8))
+    f0, f1 = memo.add_frame(1, np.zeros(n, np.int64), keys, colors)
+    assert f0.hit.size == 0 and not f1.hit.any()
+    assert f1.memo_collisions == 0
+    np.testing.assert_array_equal(f1.colors, colors)
+    # The old placeholder is refused at the boundary instead of being promoted.
+    memo = FragmentMemoizer(tiles=1)
+    with pytest.raises(TypeError):
+        memo.add_frame(0, np.zeros(0, np.int64), np.zeros(0, np.int64),
+                       np.zeros((0, 4), np.uint8))
