@@ -11,7 +11,7 @@ from tilesim.backend import to_host
 from tilesim.backend import xp as active_xp
 from tilesim.errors import TilesimError
 
-from .interpreter import Interpreter
+from .interpreter import INSTRUCTION_BUDGET, Interpreter
 from .parser import parse_file
 from .synthetic_inputs import generate, load_interface
 
@@ -43,11 +43,12 @@ def find_tgsi(paths: list[str | Path]) -> list[Path]:
     return found
 
 
-def check_file(path: Path, *, width: int = 32, height: int = 32, seed: int = 0) -> CheckResult:
+def check_file(path: Path, *, width: int = 32, height: int = 32, seed: int = 0,
+               instruction_budget: int = INSTRUCTION_BUDGET) -> CheckResult:
     """Parse ``path``, run it over generated inputs, and summarize what happened."""
     try:
         program = parse_file(path)
-        interp = Interpreter(program)
+        interp = Interpreter(program, instruction_budget=instruction_budget)
         gen = generate(program, width=width, height=height, seed=seed,
                        interface=load_interface(path), xp=active_xp())
         execution = interp.run(gen.inputs, gen.constants, lanes=gen.lanes,

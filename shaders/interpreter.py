@@ -38,6 +38,16 @@ from .sampling import (
 from .stats import DynamicCounter, DynamicStats
 
 MAX_LOOP_ITERATIONS = 1 << 16
+# Budget of instructions one invocation may execute, across loops and calls: a bound on the
+# longest lane (lanes step together, so it counts the instructions issued while any lane is
+# active). Nested loops each under MAX_LOOP_ITERATIONS would otherwise run for hours. Real
+# GLES2 shaders have loops with constant bounds (GLSL ES 1.00 Appendix A): every corpus
+# program runs within a budget of 1,000 (`tilesim shader check --instruction-budget 1000
+# shaders/corpus`), so the default leaves a margin of over 250x.
+INSTRUCTION_BUDGET = 1 << 18
+# Subroutine nesting: GLSL ES 1.00 forbids recursion (§6.1), so a deeper stack than any
+# real call chain is a malformed or hostile program (a CAL to itself grew memory unbounded).
+MAX_CALL_DEPTH = 64
 _CATEGORY_INDEX = {c: i for i, c in enumerate(ops.CATEGORIES)}
 _FLOW_PAIRS = {"IF": "ENDIF", "UIF": "ENDIF", "BGNLOOP": "ENDLOOP", "BGNSUB": "ENDSUB"}
 
@@ -113,8 +123,11 @@ def _control_structure(program: Program) -> dict[int, dict[str, int]]:
 class Interpreter:
     """A prepared program. ``run`` executes it over arrays of lanes; it may be called often."""
 
-    def __init__(self, program: Program):
+    def __init__(self, program: Program, *, instruction_budget: int = INSTRUCTION_BUDGET):
+        if instruction_budget < 1:
+            raise ValueError(f"instruction budget must be >= 1, got {instruction_budget}")
         self.program = program
+        self.instruction_budget = instruction_budget
         for inst in program.instructions:
             if inst.opcode not in OPCODES:
                 raise UnsupportedOpcode(
@@ -362,6 +375,8 @@ class _Run:
         loop_stack: list[tuple[Any, Any, int]] = []
         call_stack: list[tuple[int, Any]] = []
         pc = 0
+        budget = self.interp.instruction_budget
+        issued = 0
         with np.errstate(all="ignore"):
             while pc < len(instructions):
                 inst = instructions[pc]
@@ -369,6 +384,12 @@ class _Run:
                 info = OPCODES[op]
                 if op == "END":
                     break
+                issued += 1
+                if issued > budget:
+                    raise InputError(
+                        f"shader executed more than {budget} instructions in one invocation "
+                        "(the instruction budget; raise it with --instruction-budget)",
+                        source=self.program.source, line=inst.line)
                 if op in ("ELSE", "ENDIF"):
                     # Issued by every warp that entered the IF, whichever branch it took.
                     self._count(pc, info, cond_stack[-1] & self.loop & self.cont & self.func)
@@ -424,6 +445,11 @@ class _Run:
                     self._update_exec()
                 elif op == "CAL":
                     if self.exec_any:
+                        if len(call_stack) >= MAX_CALL_DEPTH:
+                            raise InputError(
+                                f"subroutine calls nested deeper than {MAX_CALL_DEPTH} "
+                                "(GLSL ES has no recursion)", source=self.program.source,
+                                line=inst.line)
                         call_stack.append((pc + 1, self.func, self.cond, self.loop, self.cont,
                                            len(cond_stack), len(loop_stack)))
                         # Inside the call, the lanes that made it are the function's lanes.

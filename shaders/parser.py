@@ -43,6 +43,14 @@ INTERPOLATIONS = ("CONSTANT", "LINEAR", "PERSPECTIVE", "COLOR")
 LOCATIONS = ("CENTER", "CENTROID", "SAMPLE")
 IMMEDIATE_TYPES = ("FLT32", "UINT32", "INT32", "FLT64", "UINT64", "INT64")
 
+# The largest register index a program may name. Mesa's own limit for any TGSI register file
+# is 4096 (tgsi_exec's TGSI_EXEC_NUM_TEMPS; GLES2 asks far less: 128 vertex uniform vectors,
+# 16 varyings); anything beyond is a malformed or hostile program, not a real shader.
+MAX_REGISTER_INDEX = 4095
+# Register files whose direct operands must lie inside a declaration (the interpreter sizes
+# them from the declarations; tgsi_exec refuses undeclared ones too).
+DECLARED_FILES = ("IN", "OUT", "TEMP", "SAMP", "SVIEW", "SV", "ADDR", "CONST")
+
 _NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
 _INT = re.compile(r"[+-]?\d+")
 _NUMBER = re.compile(r"[+-]?(?:0x[0-9a-fA-F]+|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf|nan)",
@@ -103,6 +111,15 @@ class _Cursor:
     def integer(self, what: str = "an integer") -> int:
         return int(self.regex(_INT, what))
 
+    def register_index(self, what: str = "a register index") -> int:
+        """A register index: 0 <= index <= MAX_REGISTER_INDEX (a negative one would address
+        the end of a register file through Python's indexing; a huge one allocate it)."""
+        pos = self.pos
+        value = self.integer(what)
+        if not 0 <= value <= MAX_REGISTER_INDEX:
+            raise self.error(f"{what} in 0..{MAX_REGISTER_INDEX}", pos)
+        return value
+
     def name(self, what: str) -> str:
         return self.regex(_NAME, what)
 
@@ -142,7 +159,33 @@ def parse(text: str, source: str = "<tgsi>") -> Program:
     if not any(inst.opcode == "END" for inst in program.instructions):
         last = program.instructions[-1].line if program.instructions else 1
         raise InputError("program has no END instruction", source=source, line=last)
+    _check_operands_declared(program)
     return program
+
+
+def _check_operands_declared(program: Program) -> None:
+    """Every direct operand of a declared file names a declared register (and an immediate
+    that exists): an undeclared input, sampler or constant is an error, not a silent zero."""
+    declared: dict[tuple[str, int], list[tuple[int, int]]] = {}
+    for d in program.declarations:
+        dimension = d.dimension or 0 if d.file == "CONST" else 0
+        declared.setdefault((d.file, dimension), []).append((d.first, d.last))
+    for inst in program.instructions:
+        for operand in [*inst.src, *inst.dst]:
+            reg = operand.register
+            if reg.file == "IMM" and reg.indirect is None and reg.index >= len(program.immediates):
+                raise InputError(f"instruction {inst.number}: IMM[{reg.index}] is not defined "
+                                 f"({len(program.immediates)} immediates)",
+                                 source=program.source, line=inst.line)
+            if reg.file not in DECLARED_FILES or reg.indirect is not None:
+                continue
+            dimension = (reg.dimension or 0) if reg.file == "CONST" else 0
+            ranges = declared.get((reg.file, dimension), [])
+            if not any(first <= reg.index <= last for first, last in ranges):
+                name = (f"{reg.file}[{dimension}][{reg.index}]" if reg.file == "CONST"
+                        else f"{reg.file}[{reg.index}]")
+                raise InputError(f"instruction {inst.number}: {name} is not declared",
+                                 source=program.source, line=inst.line)
 
 
 def _parse_line(cur: _Cursor, program: Program) -> None:
@@ -187,10 +230,10 @@ def _parse_declaration(cur: _Cursor) -> Declaration:
     file = _parse_file_name(cur)
     brackets: list[tuple[int, int]] = []
     while cur.accept("["):
-        first = cur.integer("a register index")
+        first = cur.register_index()
         last = first
         if cur.accept(".."):
-            last = cur.integer("the last register index of the range")
+            last = cur.register_index("the last register index of the range")
             if last < first:
                 raise cur.error(f"a last index >= {first}")
         cur.expect("]")
@@ -296,7 +339,7 @@ def _parse_index(cur: _Cursor) -> tuple[int, Indirect | None, int | None]:
     if cur.text[cur.pos:cur.pos + 1].isalpha():
         file = _parse_file_name(cur)
         cur.expect("[")
-        reg = cur.integer("a register index")
+        reg = cur.register_index()
         cur.expect("]")
         cur.expect(".", "'.' and the address component")
         comp = cur.regex(re.compile(r"[xyzw0-3]"), "an address component (x, y, z or w)")
@@ -305,7 +348,7 @@ def _parse_index(cur: _Cursor) -> tuple[int, Indirect | None, int | None]:
         if cur.peek("+") or cur.peek("-"):
             index = cur.integer("an index offset")
     else:
-        index = cur.integer("a register index")
+        index = cur.register_index()
     cur.expect("]")
     array_id = None
     if cur.accept("("):

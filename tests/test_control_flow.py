@@ -119,3 +119,38 @@ def test_trace_records_active_lanes_per_warp_per_instruction():
     pcs, masks = ex.trace
     same(pcs, [0, 1, 2])
     same(masks, [[4, 4], [3, 0], [4, 4]])  # IF, MOV, ENDIF
+
+
+# --- limits: no hang, no runaway memory (issue 12) ------------------------------------------
+
+NESTED_LOOPS = [  # an outer and an inner loop of 60,000 iterations each: 3.6e9 steps
+    "MOV TEMP[0].x, IMM[0].wwww", "BGNLOOP", "ADD TEMP[0].x, TEMP[0].xxxx, IMM[0].yyyy",
+    "MOV TEMP[1].x, IMM[0].wwww", "BGNLOOP", "ADD TEMP[1].x, TEMP[1].xxxx, IMM[0].yyyy",
+    "FSGE TEMP[1].y, TEMP[1].xxxx, IMM[2].xxxx", "UIF TEMP[1].yyyy", "BRK", "ENDIF", "ENDLOOP",
+    "FSGE TEMP[0].y, TEMP[0].xxxx, IMM[2].xxxx", "UIF TEMP[0].yyyy", "BRK", "ENDIF", "ENDLOOP",
+    "MOV OUT[0], TEMP[0]"]
+
+
+def test_nested_loops_stop_at_the_instruction_budget():
+    program = parse(program_text(NESTED_LOOPS, extra=IMM + ["IMM[2] FLT32 {60000, 0, 0, 0}"]))
+    with pytest.raises(InputError, match="more than 5000 instructions in one invocation"):
+        Interpreter(program, instruction_budget=5000).run(np.zeros((3, 4, 4), np.float32))
+
+
+def test_the_budget_counts_instructions_not_loop_iterations():
+    # 100 x 100 iterations of a 12-instruction body: within the default budget, past 10,000.
+    body = [line.replace("IMM[2]", "IMM[3]") for line in NESTED_LOOPS]
+    text = program_text(body, extra=IMM + ["IMM[2] FLT32 {0, 0, 0, 0}",
+                                           "IMM[3] FLT32 {100, 0, 0, 0}"])
+    out = Interpreter(parse(text)).run(np.zeros((3, 4, 4), np.float32)).outputs
+    same(out[0, 0], [100.0] * 4)
+    with pytest.raises(InputError, match="instruction budget"):
+        Interpreter(parse(text), instruction_budget=10_000).run(np.zeros((3, 4, 4), np.float32))
+
+
+def test_recursion_stops_at_the_call_depth_with_its_line():
+    text = ("FRAG\nDCL OUT[0], COLOR\nDCL TEMP[0]\n  0: CAL :2\n  1: END\n  2: BGNSUB\n"
+            "  3:   CAL :2\n  4: ENDSUB\n")
+    with pytest.raises(InputError, match="nested deeper than 64") as info:
+        Interpreter(parse(text)).run(lanes=4)
+    assert info.value.line == 7

@@ -159,3 +159,41 @@ def test_random_text_parses_or_raises_positioned_errors(text):
         parse(text, source="random.tgsi")
     except InputError as err:
         assert err.line is not None
+
+
+# --- register indices and declarations (issue 12) -------------------------------------------
+
+def _one(instruction: str, declarations: str = "DCL TEMP[0]") -> str:
+    return f"FRAG\nDCL OUT[0], COLOR\n{declarations}\n  0: {instruction}\n  1: END\n"
+
+
+@pytest.mark.parametrize("operand", ["IN[-1]", "TEMP[-1]", "OUT[-1]", "CONST[0][-2]"])
+def test_negative_register_indices_are_refused(operand):
+    with pytest.raises(InputError, match=r"a register index in 0\.\.4095") as info:
+        parse(_one(f"MOV OUT[0], {operand}"))
+    assert info.value.line == 4
+
+
+def test_huge_register_indices_are_refused_before_anything_is_allocated():
+    with pytest.raises(InputError, match=r"in 0\.\.4095"):
+        parse(_one("MOV OUT[0], TEMP[99999999]", "DCL TEMP[0..99999999]"))
+    with pytest.raises(InputError, match=r"in 0\.\.4095"):
+        parse(_one("MOV TEMP[5000], TEMP[0]"))
+
+
+@pytest.mark.parametrize("operand, name", [
+    ("IN[3]", "IN[3]"), ("TEMP[1]", "TEMP[1]"), ("CONST[0][7]", "CONST[0][7]"),
+    ("CONST[1][0]", "CONST[1][0]"), ("IMM[2]", None)])
+def test_undeclared_operands_are_refused(operand, name):
+    declarations = "DCL TEMP[0]\nDCL IN[0..2], GENERIC[0], PERSPECTIVE\nDCL CONST[0][0..1]"
+    with pytest.raises(InputError, match="is not declared" if name else "is not defined") as e:
+        parse(_one(f"MOV OUT[0], {operand}", declarations))
+    assert e.value.line == 6
+    if name:
+        assert name in str(e.value)
+
+
+def test_declared_operands_and_mesa_programs_parse():
+    declarations = "DCL TEMP[0..3]\nDCL IN[0..2], GENERIC[0], PERSPECTIVE\nDCL CONST[0][0..1]"
+    parse(_one("MAD OUT[0], IN[2], CONST[0][1], TEMP[3]", declarations))
+    parse(MESA_FRAGMENT)
