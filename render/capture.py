@@ -14,11 +14,14 @@ program specs:
 Either way the capture is cut to exactly N frames with ``apitrace trim --frames=0-(N-1)`` when
 it holds more, and written atomically (temporary files in the output's folder, then a rename).
 
-``reference`` writes what Mesa draws for each frame of a capture, via ``apitrace dump-images
---calls=frame`` on EGL's surfaceless platform (softpipe by default, see
-``reference_frames``; no X server needed: under Xvfb glretrace shows the first frame black),
-as ``DIR/frame_NNNNNN.png`` (RGB, frame 0 first), the images
-``tilesim compare`` pairs with ``tilesim render``'s ``DIR/frames/NNNNNN.png``.
+``reference`` writes what Mesa draws for each frame of a capture, via ``apitrace dump-images``
+on EGL's surfaceless platform (softpipe by default, see ``reference_frames``; no X server
+needed: under Xvfb glretrace shows the first frame black), as ``DIR/frame_NNNNNN.png`` (RGB,
+frame 0 first), the images ``tilesim compare`` pairs with ``tilesim render``'s
+``DIR/frames/NNNNNN.png``. Frames end where ``tilesim import`` ends them (``--frame-end``):
+at each eglSwapBuffers (``--calls=frame``), or, for programs that never swap, at each
+glReadPixels (a snapshot of the framebuffer bound at that call, cut to the rectangle it read)
+or glFinish (the window), snapshotted by call number.
 
 Missing programs are reported with the Debian package that provides them.
 """
@@ -236,16 +239,24 @@ REFERENCE_DRIVERS = ("softpipe", "llvmpipe")
 
 
 def reference_frames(trace_path: str | os.PathLike, out_dir: str | os.PathLike, *,
-                     driver: str = "softpipe", timeout: float = 1800.0) -> list[Path]:
+                     driver: str = "softpipe", frame_end: str = "auto",
+                     timeout: float = 1800.0) -> list[Path]:
     """Mesa's image of every frame of an apitrace capture, as ``out_dir/frame_NNNNNN.png``.
 
     ``driver`` defaults to softpipe: it computes every shader in 32-bit floats, as the TGSI
     tilesim runs (softpipe's own) does, while llvmpipe in a GLES2 context evaluates
     ``mediump`` in 16-bit floats, which changes what precision-sensitive programs draw
-    (glmark2's loop, conditionals and terrain noise, for example)."""
+    (glmark2's loop, conditionals and terrain noise, for example). ``frame_end`` picks the
+    calls that end frames as ``tilesim import --frame-end`` does (auto, swap, readpixels,
+    finish)."""
+    from render.trace_import import FRAME_END_CHOICES, scan_apitrace
+
     if driver not in REFERENCE_DRIVERS:
         raise InputError(f"unknown reference driver {driver!r}: expected one of "
                          f"{', '.join(REFERENCE_DRIVERS)}")
+    if frame_end not in FRAME_END_CHOICES:
+        raise InputError(f"unknown frame end {frame_end!r}: expected one of "
+                         f"{', '.join(FRAME_END_CHOICES)}")
     trace = Path(trace_path)
     if not trace.is_file():
         raise InputError("no such apitrace file", source=str(trace))
@@ -253,8 +264,21 @@ def reference_frames(trace_path: str | os.PathLike, out_dir: str | os.PathLike, 
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise InputError("exists and is not a folder", source=str(out))
+    ends = None  # None: every eglSwapBuffers (apitrace's own frames)
+    if frame_end == "readpixels" or frame_end == "finish" or (
+            frame_end == "auto" and trace_frame_count(tools["apitrace"], trace) == 0):
+        ends = scan_apitrace(trace, frame_end).ends
+        if not ends:
+            raise InputError("the capture holds no complete frame (no eglSwapBuffers, "
+                             "glReadPixels or glFinish to end one)", source=str(trace))
     with tempfile.TemporaryDirectory(prefix="tilesim-reference-") as tmp:
-        argv = [tools["apitrace"], "dump-images", "--calls=frame", "--call-nos=no", "-o",
+        calls = "--calls=frame"
+        if ends is not None:
+            Path(tmp, "calls.txt").write_text("\n".join(str(e.call) for e in ends) + "\n",
+                                              encoding="ascii")
+            calls = f"--calls=@{Path(tmp, 'calls.txt')}"
+        argv = [tools["apitrace"], "dump-images", calls,
+                f"--call-nos={'no' if ends is None else 'yes'}", "-o",
                 str(Path(tmp, "f")), str(trace)]
         attempts = [(argv, _environment(WAFFLE_PLATFORM="surfaceless_egl",
                                         GALLIUM_DRIVER=driver))]
@@ -277,15 +301,48 @@ def reference_frames(trace_path: str | os.PathLike, out_dir: str | os.PathLike, 
             errors.append(proc.stderr.decode("utf-8", "replace").strip().split("\n")[-1])
         else:
             raise InputError("apitrace dump-images wrote no frame (does the capture end any "
-                             f"frame with eglSwapBuffers?): {'; '.join(errors)}",
-                             source=str(trace))
+                             "frame with eglSwapBuffers, glReadPixels or glFinish?): "
+                             f"{'; '.join(errors)}", source=str(trace))
         written = []
-        numbers = sorted(int(_DUMPED.match(p.name).group(1)) for p in dumped
-                         if _DUMPED.match(p.name))
-        for index, number in enumerate(numbers):
-            data = Path(tmp, f"f{number:010d}.png").read_bytes()
+        if ends is None:
+            numbers = sorted(int(_DUMPED.match(p.name).group(1)) for p in dumped
+                             if _DUMPED.match(p.name))
+            for index, number in enumerate(numbers):
+                data = Path(tmp, f"f{number:010d}.png").read_bytes()
+                written.append(write_bytes(out / f"frame_{index:06d}.png", data))
+            return written
+        for index, end in enumerate(ends):
+            where = f"{trace}: call {end.call}"
+            snapshot = Path(tmp, f"f{end.call:010d}.png")
+            if not snapshot.exists():
+                raise InputError(f"apitrace dump-images took no snapshot at {end.name}, the end "
+                                 f"of frame {index}", source=where)
+            data = snapshot.read_bytes()
+            if end.rect is not None:
+                data = _crop_png(data, end.rect, where)
             written.append(write_bytes(out / f"frame_{index:06d}.png", data))
     return written
+
+
+def _crop_png(data: bytes, rect: tuple[int, int, int, int], where: str) -> bytes:
+    """The rectangle (x, y, width, height; GL's origin at the bottom left) of a snapshot
+    (PNG, top row first) that glReadPixels read, as a PNG."""
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    image = np.asarray(Image.open(io.BytesIO(data)))
+    height, width = image.shape[:2]
+    x, y, w, h = rect
+    if x + w > width or y + h > height:
+        raise InputError(f"glReadPixels reads the {w}x{h} rectangle at ({x}, {y}), which "
+                         f"does not lie inside the {width}x{height} framebuffer Mesa had bound "
+                         "there", source=where)
+    buffer = io.BytesIO()
+    Image.fromarray(np.ascontiguousarray(image[height - y - h:height - y, x:x + w])).save(
+        buffer, format="PNG")
+    return buffer.getvalue()
 
 
 # --- command line --------------------------------------------------------------------------------
@@ -315,6 +372,11 @@ def register(subparsers) -> None:
     r.add_argument("--driver", choices=REFERENCE_DRIVERS, default="softpipe",
                    help="Mesa driver (default softpipe: 32-bit floats everywhere, like the "
                         "TGSI tilesim runs; llvmpipe computes mediump in 16-bit floats)")
+    r.add_argument("--frame-end", choices=("auto", "swap", "readpixels", "finish"),
+                   default="auto",
+                   help="the call that ends a frame, as for `tilesim import` (default auto: "
+                        "swap if the capture swaps, else readpixels if it reads, else finish); "
+                        "a readpixels frame is the rectangle read from the framebuffer bound")
     r.set_defaults(func=_reference_command)
 
 
@@ -327,6 +389,7 @@ def _capture_command(args: argparse.Namespace) -> int:
 
 
 def _reference_command(args: argparse.Namespace) -> int:
-    written = reference_frames(args.trace, args.out, driver=args.driver)
+    written = reference_frames(args.trace, args.out, driver=args.driver,
+                               frame_end=args.frame_end)
     print(f"wrote {len(written)} reference frame(s) of {args.trace} into {args.out}")
     return EXIT_OK

@@ -170,10 +170,14 @@ SCHEMA: dict[str, dict[str, Any]] = {
     # frames
     "flush": {},
     "finish": {},
+    # glReadPixels as an observation point: the frame's image is this rectangle of the bound
+    # framebuffer's color buffer, as it is here (the last one read, when a frame has several)
+    "readPixels": {"x": "int", "y": "int", "width": "int", "height": "int"},
     "endFrame": {},
 }
 
-# Commands that end a frame (eglSwapBuffers).
+# The command that ends a frame (eglSwapBuffers, or the glReadPixels / glFinish of programs
+# that never swap).
 FRAME_END = "endFrame"
 
 
@@ -742,6 +746,12 @@ class Recorder:
 
     def finish(self):
         self._emit("finish")
+
+    def readPixels(self, x, y, width, height, format="RGBA", type="UNSIGNED_BYTE", pixels=None):
+        """glReadPixels as the frame's observation point: the frame's image becomes this
+        rectangle of the bound framebuffer (``format``, ``type`` and ``pixels`` are accepted
+        for the WebGL signature; nothing is returned at record time)."""
+        self._emit("readPixels", x=x, y=y, width=width, height=height)
 
     def endFrame(self):
         """eglSwapBuffers: the end of a frame."""

@@ -138,6 +138,7 @@ class Renderer:
         self._pass_target: RenderTarget | None = None
         self._written: np.ndarray | None = None
         self._deferred: list[tuple[DrawContext, np.ndarray]] = []
+        self._observed: np.ndarray | None = None   # the frame's image, read by readPixels
         self.tile_rates = None
         self.techniques = (techniques if isinstance(techniques, Techniques)
                            else Techniques.from_name(techniques, source=source))
@@ -196,6 +197,8 @@ class Renderer:
             self.state.apply(command)
         elif op == "endFrame":
             return self._end_frame()
+        elif op == "readPixels":
+            self._read_pixels(command.args)
         elif op in ("copyTexImage2D", "copyTexSubImage2D"):
             self._copy_tex(command)
         else:
@@ -354,10 +357,27 @@ class Renderer:
         self._end_pass()
         self.counters.scalars["state_changes"] = self.state.state_changes
         self.state.state_changes = 0
-        result = FrameResult(self.frame_index, self.default_target.image(), self.counters)
+        image = self.default_target.image() if self._observed is None else self._observed
+        self._observed = None
+        result = FrameResult(self.frame_index, image, self.counters)
         self.techniques.end_frame(self, result)
         self.counters = FrameCounters(self.frame_index + 1)
         return result
+
+    def _read_pixels(self, a: dict) -> None:
+        """glReadPixels, the observation point of programs that never swap: the rectangle of
+        the bound framebuffer's color buffer becomes the frame's image ((h, w, 4) uint8, row 0
+        on top). The pass ends first, as a tile-based GPU resolves its tiles before a read."""
+        self._end_pass()
+        target = self._target()
+        x, y, w, h = a["x"], a["y"], a["width"], a["height"]
+        if not target.has_color:
+            raise self.state.error(f"readPixels: framebuffer {self.state.framebuffer} has no "
+                                   "color attachment to read")
+        if w < 1 or h < 1 or x < 0 or y < 0 or x + w > target.width or y + h > target.height:
+            raise self.state.error(f"readPixels: the {w}x{h} rectangle at ({x}, {y}) does not "
+                                   f"lie inside the {target.width}x{target.height} framebuffer")
+        self._observed = to_host(target.color[y:y + h, x:x + w][::-1]).copy()
 
     def _resolve_superfragments(self, target: RenderTarget | None) -> None:
         """Replicate each superfragment's color and depth (kept in the bottom-left pixel of

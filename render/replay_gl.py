@@ -5,7 +5,9 @@ This is the reference renderer of the conformance tests: :func:`replay` (or
 :class:`render.trace_file.Trace`, a :class:`render.commands.Recorder`, or frames of
 :class:`render.commands.Command`) on Mesa and returns, at each ``endFrame``, the color buffer of
 the window-system framebuffer as a (height, width, 4) ``uint8`` RGBA array with **row 0 the top
-of the image** (GL reads back bottom-up; the rows are flipped).
+of the image** (GL reads back bottom-up; the rows are flipped). A frame with a ``readPixels``
+command (programs that never swap end their frames with glReadPixels) returns what its last
+``readPixels`` read instead: that rectangle of the framebuffer then bound.
 
 How, and why this way:
 
@@ -83,6 +85,16 @@ GL_TEXTURE0 = 0x84C0
 GL_FRAMEBUFFER = 0x8D40
 GL_RENDERBUFFER = 0x8D41
 GL_FRAMEBUFFER_COMPLETE = 0x8CD5
+GL_COLOR_ATTACHMENT0 = 0x8CE0
+GL_FRAMEBUFFER_ATTACHMENT_OBJECT_TYPE = 0x8CD0
+GL_FRAMEBUFFER_ATTACHMENT_OBJECT_NAME = 0x8CD1
+GL_FRAMEBUFFER_ATTACHMENT_TEXTURE_LEVEL = 0x8CD2
+GL_FRAMEBUFFER_ATTACHMENT_TEXTURE_CUBE_MAP_FACE = 0x8CD3
+GL_RENDERBUFFER_WIDTH = 0x8D42
+GL_RENDERBUFFER_HEIGHT = 0x8D43
+GL_RENDERBUFFER_BINDING = 0x8CA7
+GL_TEXTURE = 0x1702
+GL_TEXTURE_BINDINGS = {"TEXTURE_2D": 0x8069, "TEXTURE_CUBE_MAP": 0x8514}
 GL_VERTEX_SHADER = 0x8B31
 GL_FRAGMENT_SHADER = 0x8B30
 GL_COMPILE_STATUS = 0x8B81
@@ -179,6 +191,8 @@ GL_FUNCTIONS = {
     "glGenRenderbuffers": (None, [_I, _UP]), "glDeleteRenderbuffers": (None, [_I, _UP]),
     "glBindRenderbuffer": (None, [_U, _U]),
     "glRenderbufferStorage": (None, [_U, _U, _I, _I]),
+    "glGetFramebufferAttachmentParameteriv": (None, [_U, _U, _U, _IP]),
+    "glGetRenderbufferParameteriv": (None, [_U, _U, _IP]),
 }
 
 
@@ -322,6 +336,10 @@ class GLReplayer:
         self._program: _Program | None = None
         self._unpack_alignment = 4
         self._pack_alignment = 4
+        # (GL texture name, image target, level) -> (width, height): what a texture attached
+        # to a framebuffer holds, for readPixels' bounds (GLES2 cannot query a texture's size)
+        self._image_sizes: dict[tuple[int, int, int], tuple[int, int]] = {}
+        self._observed: np.ndarray | None = None  # what this frame's readPixels read
         self._attribs = [_Attrib() for _ in range(gl.integer(GL_MAX_VERTEX_ATTRIBS))]
         self._units = gl.integer(GL_MAX_COMBINED_TEXTURE_IMAGE_UNITS)
         self._default_fbo = self._make_window_framebuffer(depth_bits, stencil_bits)
@@ -399,7 +417,13 @@ class GLReplayer:
             for k, command in enumerate(frame):
                 observer.before_command(f, k, command)
                 if command.op == FRAME_END:
-                    image = self.read_window() if wanted is None or f in wanted else None
+                    if wanted is not None and f not in wanted:
+                        image = None
+                    elif self._observed is not None:
+                        image = self._observed
+                    else:
+                        image = self.read_window()
+                    self._observed = None
                 else:
                     self.execute(command, f"{self.name}: frame {f}, command {k}")
                 observer.after_command(f, k, command)
@@ -432,6 +456,53 @@ class GLReplayer:
         gl.glBindFramebuffer(GL_FRAMEBUFFER, self._bound_fbo())
         self._check_gl(f"{self.name}: reading the frame back")
         return np.ascontiguousarray(pixels[::-1])
+
+    def _framebuffer_size(self, where: str) -> tuple[int, int] | None:
+        """(width, height) of the bound framebuffer's color buffer; None without one."""
+        if not self._framebuffer:
+            return self.width, self.height
+        gl, value = self.gl, ctypes.c_int()
+
+        def attachment(pname: int) -> int:
+            gl.glGetFramebufferAttachmentParameteriv(GL_FRAMEBUFFER, GL_COLOR_ATTACHMENT0,
+                                                     pname, ctypes.byref(value))
+            return value.value
+
+        kind = attachment(GL_FRAMEBUFFER_ATTACHMENT_OBJECT_TYPE)
+        if kind == GL_RENDERBUFFER:
+            previous = gl.integer(GL_RENDERBUFFER_BINDING)
+            gl.glBindRenderbuffer(GL_RENDERBUFFER,
+                                  attachment(GL_FRAMEBUFFER_ATTACHMENT_OBJECT_NAME))
+            size = []
+            for pname in (GL_RENDERBUFFER_WIDTH, GL_RENDERBUFFER_HEIGHT):
+                gl.glGetRenderbufferParameteriv(GL_RENDERBUFFER, pname, ctypes.byref(value))
+                size.append(value.value)
+            gl.glBindRenderbuffer(GL_RENDERBUFFER, previous)
+            return size[0], size[1]
+        if kind == GL_TEXTURE:
+            name = attachment(GL_FRAMEBUFFER_ATTACHMENT_OBJECT_NAME)
+            level = attachment(GL_FRAMEBUFFER_ATTACHMENT_TEXTURE_LEVEL)
+            face = attachment(GL_FRAMEBUFFER_ATTACHMENT_TEXTURE_CUBE_MAP_FACE)
+            return self._image_sizes.get((name, face or GL_ENUMS["TEXTURE_2D"], level))
+        return None
+
+    def _readPixels(self, a, where):
+        size = self._framebuffer_size(where)
+        self._check_gl(where, "readPixels")
+        x, y, w, h = a["x"], a["y"], a["width"], a["height"]
+        if size is None:
+            raise InputError(f"readPixels: framebuffer {self._framebuffer} has no color "
+                             "attachment to read", source=where)
+        if w < 1 or h < 1 or x < 0 or y < 0 or x + w > size[0] or y + h > size[1]:
+            raise InputError(f"readPixels: the {w}x{h} rectangle at ({x}, {y}) does not lie "
+                             f"inside the {size[0]}x{size[1]} framebuffer", source=where)
+        gl = self.gl
+        gl.glPixelStorei(GL_ENUMS["PACK_ALIGNMENT"], 1)
+        pixels = np.zeros((h, w, 4), dtype=np.uint8)
+        gl.glReadPixels(x, y, w, h, GL_ENUMS["RGBA"], GL_ENUMS["UNSIGNED_BYTE"],
+                        pixels.ctypes.data)
+        gl.glPixelStorei(GL_ENUMS["PACK_ALIGNMENT"], self._pack_alignment)
+        self._observed = np.ascontiguousarray(pixels[::-1])
 
     def _bound_fbo(self) -> int:
         return self._names["framebuffer"][self._framebuffer] if self._framebuffer else \
@@ -512,6 +583,14 @@ class GLReplayer:
         name = self._names["texture"].pop(a["id"], None)
         if name is not None:
             self.gl.delete(self.gl.glDeleteTextures, name)
+            for key in [k for k in self._image_sizes if k[0] == name]:
+                del self._image_sizes[key]
+
+    def _note_image_size(self, a) -> None:
+        """Remember the size of the image texImage2D / copyTexImage2D specified."""
+        kind = "TEXTURE_2D" if a["target"] == "TEXTURE_2D" else "TEXTURE_CUBE_MAP"
+        name = self.gl.integer(GL_TEXTURE_BINDINGS[kind])
+        self._image_sizes[(name, GL_ENUMS[a["target"]], a["level"])] = (a["width"], a["height"])
 
     def _activeTexture(self, a, where):
         if not 0 <= a["unit"] < self._units:
@@ -551,6 +630,7 @@ class GLReplayer:
         self.gl.glTexImage2D(GL_ENUMS[a["target"]], a["level"], GL_ENUMS[a["internalformat"]],
                              a["width"], a["height"], 0, GL_ENUMS[a["format"]],
                              GL_ENUMS[a["type"]], None if raw is None else raw.ctypes.data)
+        self._note_image_size(a)
 
     def _texSubImage2D(self, a, where):
         raw = self._texels(a, where, "texSubImage2D")
@@ -562,6 +642,7 @@ class GLReplayer:
         self.gl.glCopyTexImage2D(GL_ENUMS[a["target"]], a["level"],
                                  GL_ENUMS[a["internalformat"]], a["x"], a["y"], a["width"],
                                  a["height"], 0)
+        self._note_image_size(a)
 
     def _copyTexSubImage2D(self, a, where):
         self.gl.glCopyTexSubImage2D(GL_ENUMS[a["target"]], a["level"], a["xoffset"],

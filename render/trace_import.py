@@ -7,12 +7,28 @@ The capture is read through ``apitrace pickle`` with the restricted unpickler of
    in force, apitrace's "fake" glBindAttribLocation calls included, through
    :class:`~shaders.trace_capture.ProgramTracker`), the window size (apitrace's fake glViewport
    after eglMakeCurrent, else eglQuerySurface, else a pbuffer's attributes), the EGL config's
-   depth and stencil sizes, and the frame boundaries: eglSwapBuffers, or glFinish in off-screen
-   runs that never swap. Every distinct program is then compiled to TGSI in one
+   depth and stencil sizes, and the frame boundaries (see "Frames" below). Every distinct
+   program is then compiled to TGSI in one
    :func:`shaders.glsl_compile.compile_many` call (Mesa softpipe is needed here, at import, only).
 2. **translate** (:class:`Translator`): every call becomes zero or more commands of
    :mod:`render.commands`; frames are written one by one with :class:`render.trace_file.TraceWriter`
    (atomically: an interrupted import leaves no file).
+
+Frames (``--frame-end``, default ``auto``): a frame ends at each
+
+- ``swap``: eglSwapBuffers (its image is the window framebuffer);
+- ``readpixels``: glReadPixels, the observation point of test programs and off-screen renderers
+  that never swap. The call becomes a ``readPixels`` command (the rectangle read) before the
+  ``endFrame``: the frame's image is that rectangle of the framebuffer bound then, a framebuffer
+  object included. A surfaceless program has no window: the trace's window size is then the
+  smallest that holds every rectangle read (nothing is drawn into it);
+- ``finish``: glFinish, for programs that neither swap nor read; the frame's image is the window
+  framebuffer, so a glFinish that ends a frame while a framebuffer object is bound is an error
+  (the program shows nothing there; ``readpixels`` is what such programs need).
+
+``auto`` takes ``swap`` when the capture swaps at all, else ``readpixels`` when it reads, else
+``finish``. ``tilesim reference`` cuts Mesa's frames at the same calls
+(:func:`render.capture.reference_frames`), so both sides agree frame by frame.
 
 Translation rules (what makes the stream equal to what the program drew):
 
@@ -36,7 +52,8 @@ Translation rules (what makes the stream equal to what the program drew):
   state: the importer emits commands that put back every piece of state the stream changed,
   and deletes the objects of share groups whose contexts were destroyed.
 - Calls that cannot change the image (glGet*, glGetError, glIs*, glCheckFramebufferStatus,
-  glReadPixels, queries, debug markers and labels, egl* other than eglSwapBuffers, ...) are
+  glReadPixels that end no frame, queries, debug markers and labels, egl* other than
+  eglSwapBuffers, ...) are
   skipped and counted per name; calls that only feed the translation (shader objects,
   glGetUniformLocation, eglMakeCurrent, glMapBuffer, ...) are counted as "folded". Any other
   call, or an enumerant the command schema lacks, is an :class:`~tilesim.errors.InputError`
@@ -146,6 +163,11 @@ FOLDED_CALLS = frozenset({
     "eglCreatePlatformWindowSurfaceEXT",
 })
 FRAME_END_SWAPS = ("eglSwapBuffers", "eglSwapBuffersWithDamageKHR", "eglSwapBuffersWithDamageEXT")
+# --frame-end choices -> the call that ends a frame (as the manifest's source records it)
+FRAME_END_CHOICES = ("auto", "swap", "readpixels", "finish")
+FRAME_END_NAMES = {"swap": "eglSwapBuffers", "readpixels": "glReadPixels", "finish": "glFinish"}
+_FRAME_END_KIND = {**{name: "swap" for name in FRAME_END_SWAPS}, "glReadPixels": "readpixels",
+                   "glFinish": "finish"}
 
 
 def skip_kind(name: str) -> str | None:
@@ -162,6 +184,18 @@ def skip_kind(name: str) -> str | None:
 # --- pass 1: scan ----------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class FrameEnd:
+    """A call that ends a frame: its number and name, the rectangle a glReadPixels reads
+    (x, y, width, height; None for other calls) and the application framebuffer bound when
+    it was made (0: the window)."""
+
+    call: int
+    name: str
+    rect: tuple[int, int, int, int] | None
+    framebuffer: int
+
+
 @dataclass
 class ScanResult:
     """What the first pass learned about a capture (see the module docstring)."""
@@ -171,9 +205,11 @@ class ScanResult:
     height: int | None = None
     egl_depth_size: int | None = None
     egl_stencil_size: int | None = None
-    frame_end: str = "eglSwapBuffers"  # or "glFinish"
+    frame_end: str = "eglSwapBuffers"  # or "glReadPixels", "glFinish"
     frames: int = 0                    # frames found (up to the limit asked for)
     calls: int = 0                     # calls read
+    ends: list[FrameEnd] = field(default_factory=list)  # the call ending each frame
+    surfaceless: bool = False          # no EGL surface was ever made current (no window)
 
     @property
     def depth_bits(self) -> int:
@@ -204,8 +240,13 @@ def _out_value(value) -> int | None:
     return int(value) if isinstance(value, int) else None
 
 
-def scan_calls(calls: Iterable[Call], source: str, frame_limit: int | None = None) -> ScanResult:
-    """Pass 1 over ``calls``: linked programs, window size, EGL config, frame boundaries."""
+def scan_calls(calls: Iterable[Call], source: str, frame_limit: int | None = None,
+               frame_end: str = "auto") -> ScanResult:
+    """Pass 1 over ``calls``: linked programs, window size, EGL config, frame boundaries
+    (``frame_end``: one of FRAME_END_CHOICES; the first ``frame_limit`` frames)."""
+    if frame_end not in FRAME_END_CHOICES:
+        raise InputError(f"--frame-end {frame_end!r}: expected one of "
+                         f"{', '.join(FRAME_END_CHOICES)}", source=source)
     result = ScanResult()
     tracker = ProgramTracker(source)
     config_attribs: dict[int, dict[int, int]] = {}
@@ -215,18 +256,28 @@ def scan_calls(calls: Iterable[Call], source: str, frame_limit: int | None = Non
     queried: dict[tuple[int, int], int] = {}
     draw = main_surface = None
     viewport_size = None
-    swaps = finishes = 0
+    ends: dict[str, list[FrameEnd]] = {kind: [] for kind in FRAME_END_NAMES}
+    context = 0
+    bound: dict[int, int] = {}               # context -> application framebuffer bound
     for call in calls:
         result.calls += 1
         name, args = call.name, call.args
         for linked in tracker.feed((call,)):
             result.links[linked.call] = linked
-        if name in FRAME_END_SWAPS:
-            swaps += 1
-            if frame_limit is not None and swaps >= frame_limit:
+        kind = _FRAME_END_KIND.get(name)
+        if kind is not None:
+            rect = None
+            if kind == "readpixels":
+                rect = tuple(int(v) if isinstance(v, int) else 0
+                             for v in (args.get(k) for k in ("x", "y", "width", "height")))
+            ends[kind].append(FrameEnd(call.number, name, rect, bound.get(context, 0)))
+            # a swap decides "auto" at once; reads and finishes only once no swap can follow
+            if frame_limit is not None and len(ends[kind]) >= frame_limit and \
+                    (frame_end == kind or (frame_end == "auto" and kind == "swap")):
                 break
-        elif name == "glFinish":
-            finishes += 1
+        elif name == "glBindFramebuffer":
+            value = args.get("framebuffer")
+            bound[context] = int(value) if isinstance(value, int) else 0
         elif name == "eglChooseConfig":
             requested = _attrib_list(args.get("attrib_list"))
             for config in args.get("configs") or []:
@@ -245,6 +296,7 @@ def scan_calls(calls: Iterable[Call], source: str, frame_limit: int | None = Non
                 pbuffer_size[int(call.ret or 0)] = (attribs.get(EGL_WIDTH, 0),
                                                     attribs.get(EGL_HEIGHT, 0))
         elif name == "eglMakeCurrent":
+            context = int(args.get("ctx") or 0)
             draw = int(args.get("draw") or 0) or None
             if main_surface is None and draw is not None:
                 main_surface = draw
@@ -255,9 +307,16 @@ def scan_calls(calls: Iterable[Call], source: str, frame_limit: int | None = Non
         elif name == "glViewport" and call.flags & CALL_FLAG_FAKE and viewport_size is None \
                 and draw is not None and draw == main_surface:
             viewport_size = (int(args.get("width", 0)), int(args.get("height", 0)))
-    result.frame_end = "eglSwapBuffers" if swaps else "glFinish"
-    frames = swaps if swaps else finishes
-    result.frames = frames if frame_limit is None else min(frames, frame_limit)
+    if frame_end == "auto":
+        frame_end = next((kind for kind in ("swap", "readpixels") if ends[kind]), "finish")
+    result.frame_end = FRAME_END_NAMES[frame_end]
+    result.ends = ends[frame_end][:frame_limit]
+    result.frames = len(result.ends)
+    if result.ends:  # programs linked after the last frame are never used
+        last = result.ends[-1].call
+        result.links = {number: linked for number, linked in result.links.items()
+                        if number < last}
+    result.surfaceless = main_surface is None
     if main_surface is not None:
         size = viewport_size
         if size is None and (main_surface, EGL_WIDTH) in queried:
@@ -280,6 +339,25 @@ def scan_calls(calls: Iterable[Call], source: str, frame_limit: int | None = Non
             elif EGL_STENCIL_SIZE in asked:
                 result.egl_stencil_size = 8 if asked[EGL_STENCIL_SIZE] > 0 else 0
     return result
+
+
+def check_frame_ends(scan: ScanResult, source: str) -> None:
+    """InputError (naming the call) for a frame end that has no image to compare: a
+    glReadPixels that reads no pixels, a glFinish while a framebuffer object is bound."""
+    for index, end in enumerate(scan.ends):
+        where = f"{source}: call {end.call}"
+        if end.rect is not None and (end.rect[2] < 1 or end.rect[3] < 1 or end.rect[0] < 0
+                                     or end.rect[1] < 0):
+            raise InputError(f"{end.name} ends frame {index} but reads the {end.rect[2]}x"
+                             f"{end.rect[3]} rectangle at ({end.rect[0]}, {end.rect[1]}), "
+                             "which cannot be a frame's image (it needs x, y >= 0 and a width "
+                             "and height of at least 1)", source=where)
+        if end.name == "glFinish" and end.framebuffer:
+            raise InputError(f"glFinish ends frame {index} while framebuffer {end.framebuffer} "
+                             "is bound: a frame that ends at glFinish shows the window "
+                             "framebuffer, which this program does not draw here; end its "
+                             "frames at the glReadPixels that read its result (--frame-end "
+                             "readpixels)", source=where)
 
 
 # --- programs --------------------------------------------------------------------------------
@@ -461,10 +539,10 @@ class Translator:
             finished = None
         if self._produced or finished is not None:
             self.translated[name] += 1
-        elif kind == "folded" or handler is not None:
-            self.folded[name] += 1
-        else:
+        elif kind == "skipped":
             self.skipped[name] += 1
+        else:
+            self.folded[name] += 1
         return finished
 
     def _end_frame(self) -> list[Command]:
@@ -1181,6 +1259,13 @@ class Translator:
         self._emit("finish")
         return None
 
+    def _glReadPixels(self, call):
+        if self.scan.frame_end != "glReadPixels":
+            return None  # reads nothing back into the stream: skipped
+        self._emit("readPixels", x=self._int("x"), y=self._int("y"),
+                   width=self._int("width"), height=self._int("height"))
+        return self._end_frame()
+
     # -- framebuffer objects ------------------------------------------------------------------
 
     def _check_target(self, key: str, value: int, what: str) -> None:
@@ -1299,11 +1384,12 @@ CallSource = Callable[[], Iterator[Call]]
 def import_calls(open_calls: CallSource, out_path: str | os.PathLike, *, source: str,
                  frames: int | None = None, size: tuple[int, int] | None = None,
                  name: str | None = None, compiler: Compiler | None = None,
-                 extra_source: dict | None = None) -> ImportSummary:
+                 extra_source: dict | None = None, frame_end: str = "auto") -> ImportSummary:
     """Import the calls ``open_calls()`` yields (called twice: scan, then translate) into the
     ``.tsim`` trace ``out_path`` (written atomically). ``source`` names the capture in errors;
     ``frames`` keeps the first N frames; ``size`` (width, height) overrides the window size
-    found in the capture; ``compiler`` replaces Mesa's (tests)."""
+    found in the capture; ``frame_end`` is where frames end (FRAME_END_CHOICES, see the
+    module docstring); ``compiler`` replaces Mesa's (tests)."""
     from render.trace_file import TraceWriter
 
     started = time.perf_counter()
@@ -1311,17 +1397,24 @@ def import_calls(open_calls: CallSource, out_path: str | os.PathLike, *, source:
         raise InputError(f"frames must be at least 1, got {frames}", source=source)
     stream = open_calls()
     try:
-        scan = scan_calls(stream, source, frames)
+        scan = scan_calls(stream, source, frames, frame_end)
     finally:
         _close(stream)  # stops apitrace when the scan ends early (frame limit)
+    if scan.frames == 0:
+        raise InputError("the capture holds no complete frame (no " + {
+            "auto": "eglSwapBuffers, glReadPixels or glFinish",
+            "swap": "eglSwapBuffers", "readpixels": "glReadPixels",
+            "finish": "glFinish"}[frame_end] + " to end one)", source=source)
+    check_frame_ends(scan, source)
     if size is not None:
         scan.width, scan.height = size
+    elif not scan.width and scan.surfaceless and scan.frame_end == "glReadPixels":
+        # no window at all: a nominal one that holds every rectangle read
+        scan.width = max(end.rect[0] + end.rect[2] for end in scan.ends)
+        scan.height = max(end.rect[1] + end.rect[3] for end in scan.ends)
     if not scan.width or not scan.height:
         raise InputError("cannot tell the window size (no eglMakeCurrent with a surface, nor "
                          "eglQuerySurface); give it with --size WxH", source=source)
-    if scan.frames == 0:
-        raise InputError("the capture holds no complete frame (no eglSwapBuffers, nor "
-                         "glFinish for off-screen runs)", source=source)
     programs = compile_links(scan.links, source, compiler)
     translator = Translator(scan, programs, source=source, width=scan.width,
                             height=scan.height)
@@ -1352,6 +1445,8 @@ def import_calls(open_calls: CallSource, out_path: str | os.PathLike, *, source:
         header = summary.source(source)
         header["egl_config"] = {"depth_size": scan.egl_depth_size,
                                 "stencil_size": scan.egl_stencil_size}
+        if scan.surfaceless:
+            header["surfaceless"] = True  # no window: width x height is nominal
         header.update(extra_source or {})
         writer.set_source(header)
         writer.close()
@@ -1371,13 +1466,28 @@ def _close(stream) -> None:
 
 def import_apitrace(trace_path: str | os.PathLike, out_path: str | os.PathLike, *,
                     frames: int | None = None, size: tuple[int, int] | None = None,
-                    name: str | None = None) -> ImportSummary:
+                    name: str | None = None, frame_end: str = "auto") -> ImportSummary:
     """Import an apitrace capture (``*.trace``) into ``out_path`` (``*.tsim``)."""
     path = Path(trace_path)
     if not path.is_file():
         raise InputError("no such apitrace file", source=str(path))
     return import_calls(lambda: iter_trace_calls(path), out_path, source=str(path),
-                        frames=frames, size=size, name=name or path.stem)
+                        frames=frames, size=size, name=name or path.stem, frame_end=frame_end)
+
+
+def scan_apitrace(trace_path: str | os.PathLike, frame_end: str = "auto") -> ScanResult:
+    """Pass 1 alone over an apitrace capture: where its frames end (for ``tilesim reference``),
+    checked as the import checks them."""
+    path = Path(trace_path)
+    if not path.is_file():
+        raise InputError("no such apitrace file", source=str(path))
+    stream = iter_trace_calls(path)
+    try:
+        scan = scan_calls(stream, str(path), None, frame_end)
+    finally:
+        _close(stream)
+    check_frame_ends(scan, str(path))
+    return scan
 
 
 def import_pickle(pickle_path: str | os.PathLike, out_path: str | os.PathLike,
@@ -1426,6 +1536,11 @@ def register(subparsers) -> None:
     p.add_argument("--size", default=None, metavar="WxH",
                    help="window size, when the capture does not tell it")
     p.add_argument("--name", default=None, help="trace name (default: the capture's stem)")
+    p.add_argument("--frame-end", choices=FRAME_END_CHOICES, default="auto",
+                   help="the call that ends a frame: eglSwapBuffers (swap), glReadPixels "
+                        "(readpixels: the frame's image is the rectangle read, for programs "
+                        "that never swap), glFinish (finish); auto (default): swap if the "
+                        "capture swaps, else readpixels if it reads, else finish")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=_import_command)
 
@@ -1433,7 +1548,7 @@ def register(subparsers) -> None:
 def _import_command(args: argparse.Namespace) -> int:
     size = parse_size(args.size) if args.size else None
     summary = import_apitrace(args.trace, args.output, frames=args.frames, size=size,
-                              name=args.name)
+                              name=args.name, frame_end=args.frame_end)
     if args.json:
         report = summary.source(str(args.trace)) | {
             "output": str(summary.path), "frames": summary.frames, "width": summary.width,
