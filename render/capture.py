@@ -268,9 +268,6 @@ def reference_frames(trace_path: str | os.PathLike, out_dir: str | os.PathLike, 
     if frame_end == "readpixels" or frame_end == "finish" or (
             frame_end == "auto" and trace_frame_count(tools["apitrace"], trace) == 0):
         ends = scan_apitrace(trace, frame_end).ends
-        if not ends:
-            raise InputError("the capture holds no complete frame (no eglSwapBuffers, "
-                             "glReadPixels or glFinish to end one)", source=str(trace))
     with tempfile.TemporaryDirectory(prefix="tilesim-reference-") as tmp:
         calls = "--calls=frame"
         if ends is not None:

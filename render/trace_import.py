@@ -341,9 +341,15 @@ def scan_calls(calls: Iterable[Call], source: str, frame_limit: int | None = Non
     return result
 
 
-def check_frame_ends(scan: ScanResult, source: str) -> None:
-    """InputError (naming the call) for a frame end that has no image to compare: a
-    glReadPixels that reads no pixels, a glFinish while a framebuffer object is bound."""
+def check_frame_ends(scan: ScanResult, source: str, frame_end: str = "auto") -> None:
+    """InputError when the capture holds no frame ending at ``frame_end``, or (naming the
+    call) for a frame end with no image to compare: a glReadPixels of no pixels, a glFinish
+    while a framebuffer object is bound."""
+    if not scan.ends:
+        raise InputError("the capture holds no complete frame (no " + {
+            "auto": "eglSwapBuffers, glReadPixels or glFinish",
+            "swap": "eglSwapBuffers", "readpixels": "glReadPixels",
+            "finish": "glFinish"}[frame_end] + " to end one)", source=source)
     for index, end in enumerate(scan.ends):
         where = f"{source}: call {end.call}"
         if end.rect is not None and (end.rect[2] < 1 or end.rect[3] < 1 or end.rect[0] < 0
@@ -1400,12 +1406,7 @@ def import_calls(open_calls: CallSource, out_path: str | os.PathLike, *, source:
         scan = scan_calls(stream, source, frames, frame_end)
     finally:
         _close(stream)  # stops apitrace when the scan ends early (frame limit)
-    if scan.frames == 0:
-        raise InputError("the capture holds no complete frame (no " + {
-            "auto": "eglSwapBuffers, glReadPixels or glFinish",
-            "swap": "eglSwapBuffers", "readpixels": "glReadPixels",
-            "finish": "glFinish"}[frame_end] + " to end one)", source=source)
-    check_frame_ends(scan, source)
+    check_frame_ends(scan, source, frame_end)
     if size is not None:
         scan.width, scan.height = size
     elif not scan.width and scan.surfaceless and scan.frame_end == "glReadPixels":
@@ -1486,7 +1487,7 @@ def scan_apitrace(trace_path: str | os.PathLike, frame_end: str = "auto") -> Sca
         scan = scan_calls(stream, str(path), None, frame_end)
     finally:
         _close(stream)
-    check_frame_ends(scan, str(path))
+    check_frame_ends(scan, str(path), frame_end)
     return scan
 
 

@@ -282,8 +282,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mode", choices=("window", "fbo", "finish"), default="fbo")
     parser.add_argument("--frames", type=int, default=4)
-    parser.add_argument("--size", type=lambda t: _pair(t, 2, "--size WxH"), default=(96, 64),
-                        help="pbuffer or framebuffer-object size (default 96x64)")
+    parser.add_argument("--size", type=lambda t: _pair(t, 2, "--size WxH"), default=(160, 120),
+                        help="pbuffer or framebuffer-object size (default 160x120)")
     parser.add_argument("--rect", type=lambda t: _pair(t, 4, "--rect X,Y,W,H"), default=None,
                         help="what --mode fbo reads (default: the middle half)")
     parser.add_argument("--out", type=Path, default=None,

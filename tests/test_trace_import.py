@@ -24,6 +24,7 @@ from PIL import Image
 
 from render import compare
 from render.capture import ES2GEARS_EXECUTABLES, glmark2_benchmark, parse_program_spec
+from render.commands import make_command
 from render.trace_file import open_trace, read_frames
 from render.trace_import import import_pickle, skip_kind
 from shaders.trace_capture import Pointer
@@ -574,3 +575,243 @@ def test_commands_added_for_imports_replay_on_mesa():
     gl.endFrame()
     result = replay(gl)  # strict: any GL error raises
     assert result.images[0][0, 0].tolist() == [0, 0, 255, 255]
+
+
+# --- programs that never swap: frames at glReadPixels ----------------------------------------
+
+
+def read_pixels(calls: Calls, x=0, y=0, width=64, height=48) -> int:
+    return calls.add("glReadPixels", x=x, y=y, width=width, height=height, format=0x1908,
+                     type=0x1401, pixels=Pointer(0x9000))
+
+
+def test_frames_end_at_glreadpixels_when_the_capture_never_swaps(tmp_path):
+    calls = Calls()
+    start(calls)
+    for k in range(3):
+        calls.add("glClearColor", red=0.25 * k, green=0.0, blue=0.0, alpha=1.0)
+        calls.add("glClear", mask=0x4000)
+        read_pixels(calls, 4, 2, 16, 8)
+    calls.add("glClear", mask=0x4000)  # after the last read: not a complete frame
+    summary, frames, out = do_import(tmp_path, calls)
+    assert summary.frame_end == "glReadPixels" and summary.frames == len(frames) == 3
+    assert ops(frames[1]) == ["clearColor", "clear", "readPixels", "endFrame"]
+    assert frames[1][2].args == {"x": 4, "y": 2, "width": 16, "height": 8}
+    assert (summary.width, summary.height) == (64, 48)  # the window's, not the rectangle's
+    with open_trace(out) as trace:
+        assert trace.source["frame_end"] == "glReadPixels"
+    _, frames, _ = do_import(tmp_path, calls, frames=2)
+    assert len(frames) == 2
+
+
+def test_swaps_win_in_auto_and_frame_end_can_be_chosen(tmp_path):
+    calls = Calls()
+    start(calls)
+    for _ in range(2):
+        calls.add("glClear", mask=0x4000)
+        read_pixels(calls, 0, 0, 8, 8)
+        swap(calls)
+    summary, frames, _ = do_import(tmp_path, calls)
+    assert summary.frame_end == "eglSwapBuffers" and summary.skipped["glReadPixels"] == 2
+    assert "readPixels" not in ops(frames[0]) + ops(frames[1])
+    summary, frames, _ = do_import(tmp_path, calls, frame_end="readpixels")
+    assert summary.frame_end == "glReadPixels" and len(frames) == 2
+    assert ops(frames[1]) == ["clear", "readPixels", "endFrame"]
+    assert summary.folded["eglSwapBuffers"] == 1  # the second swap follows the last read
+    with pytest.raises(InputError, match=r"capture\.pkl: the capture holds no complete frame "
+                                         r"\(no glFinish to end one\)"):
+        do_import(tmp_path, calls, frame_end="finish")
+    with pytest.raises(InputError, match="--frame-end 'never'"):
+        do_import(tmp_path, calls, frame_end="never")
+
+
+def test_surfaceless_program_reading_a_framebuffer_object(tmp_path):
+    """No window at all (EGL_KHR_surfaceless_context): frames are what it read from its
+    framebuffer object; the trace's window is the smallest holding every rectangle read."""
+    calls = Calls()
+    calls.add("eglCreateContext", ret=CTX, dpy=Pointer(0x4000), config=CONFIG, share_context=0,
+              attrib_list=[0x3098, 2, 0x3038])
+    calls.add("eglMakeCurrent", ret=1, dpy=Pointer(0x4000), draw=0, read=0, ctx=CTX)
+    calls.add("glGenFramebuffers", n=1, framebuffers=[7])
+    calls.add("glBindFramebuffer", target=0x8D40, framebuffer=7)
+    calls.add("glClear", mask=0x4000)
+    read_pixels(calls, 8, 4, 20, 10)
+    calls.add("glClear", mask=0x4000)
+    read_pixels(calls, 0, 0, 30, 12)
+    summary, frames, out = do_import(tmp_path, calls)
+    assert (summary.frames, summary.width, summary.height) == (2, 30, 14)
+    assert ops(frames[0]) == ["createFramebuffer", "bindFramebuffer", "clear", "readPixels",
+                              "endFrame"]
+    with open_trace(out) as trace:
+        assert trace.source["surfaceless"] is True
+
+
+def test_glfinish_ending_a_frame_with_a_framebuffer_object_bound_is_an_error(tmp_path):
+    calls = Calls()
+    start(calls)
+    calls.add("glGenFramebuffers", n=1, framebuffers=[1])
+    calls.add("glBindFramebuffer", target=0x8D40, framebuffer=1)
+    calls.add("glClear", mask=0x4000)
+    number = calls.add("glFinish")
+    with pytest.raises(InputError, match=rf"capture\.pkl: call {number}: glFinish ends frame 0 "
+                                         r"while framebuffer 1 is bound.*--frame-end readpixels"):
+        do_import(tmp_path, calls)
+    calls = Calls()
+    start(calls)
+    calls.add("glClear", mask=0x4000)
+    number = read_pixels(calls, 0, 0, 0, 8)
+    with pytest.raises(InputError, match=rf"call {number}: glReadPixels ends frame 0 but reads "
+                                         r"the 0x8 rectangle"):
+        do_import(tmp_path, calls)
+
+
+def _readpixels_frames():
+    """Frames that end with readPixels of a framebuffer object's sub-rectangle, of the window,
+    and a frame without one (its image: the window)."""
+    from render.commands import Recorder
+
+    gl = Recorder(24, 16)
+    texture = gl.createTexture()
+    gl.bindTexture("TEXTURE_2D", texture)
+    gl.texImage2D("TEXTURE_2D", 0, "RGBA", 20, 12, 0, "RGBA", "UNSIGNED_BYTE", None)
+    fbo = gl.createFramebuffer()
+    gl.bindFramebuffer(fbo)
+    gl.framebufferTexture2D("FRAMEBUFFER", "COLOR_ATTACHMENT0", "TEXTURE_2D", texture)
+    gl.clearColor(1.0, 0.0, 0.0, 1.0)
+    gl.clear("COLOR_BUFFER_BIT")
+    gl.enable("SCISSOR_TEST")
+    gl.scissor(2, 3, 5, 4)
+    gl.clearColor(0.0, 0.0, 1.0, 1.0)
+    gl.clear("COLOR_BUFFER_BIT")
+    gl.disable("SCISSOR_TEST")
+    gl.readPixels(1, 2, 8, 6)
+    gl.endFrame()
+    gl.bindFramebuffer(0)
+    gl.clearColor(0.0, 1.0, 0.0, 1.0)
+    gl.clear("COLOR_BUFFER_BIT")
+    gl.readPixels(0, 0, 24, 16)
+    gl.endFrame()
+    gl.clearColor(1.0, 1.0, 1.0, 1.0)
+    gl.clear("COLOR_BUFFER_BIT")
+    gl.endFrame()
+    return gl
+
+
+def _expected_readpixels_images():
+    first = np.zeros((6, 8, 4), np.uint8)
+    first[...] = (255, 0, 0, 255)
+    # the scissored clear covers x 2..6, y 3..6 of the framebuffer: x 1..5, y 1..4 of the read,
+    # whose row 0 is its top (y 7 of the framebuffer)
+    first[6 - 5:6 - 1, 1:6] = (0, 0, 255, 255)
+    return [first, np.full((16, 24, 4), (0, 255, 0, 255), np.uint8),
+            np.full((16, 24, 4), 255, np.uint8)]
+
+
+def test_renderer_images_are_what_readpixels_read():
+    from render.pipeline import Renderer
+
+    gl = _readpixels_frames()
+    images = [r.image for r in Renderer(24, 16).render(gl.recorded_frames())]
+    for image, expected in zip(images, _expected_readpixels_images(), strict=True):
+        assert image.shape == expected.shape and (image == expected).all()
+    bad = [[make_command("readPixels", {"x": 20, "y": 0, "width": 8, "height": 4}),
+            make_command("endFrame", {})]]
+    with pytest.raises(InputError, match=r"frame 0, command 0 \(readPixels\): readPixels: the "
+                                         r"8x4 rectangle at \(20, 0\) does not lie inside the "
+                                         r"24x16 framebuffer"):
+        list(Renderer(24, 16).render(bad))
+
+
+@pytest.mark.mesa
+def test_mesa_replay_images_are_what_readpixels_read():
+    require_mesa()
+    from render.replay_gl import replay
+
+    result = replay(_readpixels_frames())
+    for image, expected in zip(result.images, _expected_readpixels_images(), strict=True):
+        assert image.shape == expected.shape and (image == expected).all()
+    with pytest.raises(InputError, match="does not lie inside the 24x16 framebuffer"):
+        replay([[make_command("readPixels", {"x": 0, "y": 10, "width": 4, "height": 8}),
+                 make_command("endFrame", {})]], width=24, height=16)
+
+
+OFFSCREEN_PROGRAM = ROOT / "scripts" / "offscreen_gles2.py"
+
+
+def _capture_offscreen(tmp_path: Path, mode: str, frames: int) -> Path:
+    """Capture scripts/offscreen_gles2.py (a real GLES2 program that never swaps) with
+    apitrace on Mesa llvmpipe; what it read is saved in tmp_path/read."""
+    from render.capture import _environment
+
+    trace = tmp_path / f"{mode}.trace"
+    proc = subprocess.run(["apitrace", "trace", "--api", "egl", "-o", str(trace),
+                           sys.executable, str(OFFSCREEN_PROGRAM), "--mode", mode, "--frames",
+                           str(frames), "--out", str(tmp_path / "read")],
+                          capture_output=True, timeout=120, env=_environment(), check=False)
+    assert proc.returncode == 0 and trace.exists(), proc.stderr.decode(errors="replace")
+    return trace
+
+
+@pytest.mark.mesa
+@pytest.mark.slow
+@pytest.mark.parametrize("mode,frame_end", [("fbo", "glReadPixels"),
+                                            ("window", "glReadPixels"), ("finish", "glFinish")])
+def test_program_that_never_swaps_imports_renders_and_matches_mesa(tmp_path, mode, frame_end):
+    """A real capture whose frames end in glReadPixels (of a framebuffer object's
+    sub-rectangle on a surfaceless context, or of a pbuffer window) or glFinish: import,
+    reference, tilesim's frames against Mesa's, and Mesa's reference against what the program
+    itself read."""
+    require_tools("apitrace")
+    require_mesa()
+    from render.capture import reference_frames
+    from render.pipeline import Renderer
+    from render.replay_gl import replay
+    from render.trace_import import import_apitrace
+
+    frames = 4
+    trace = _capture_offscreen(tmp_path, mode, frames)
+    summary = import_apitrace(trace, tmp_path / "x.tsim")
+    assert (summary.frames, summary.frame_end) == (frames, frame_end)
+    reference = reference_frames(trace, tmp_path / "ref")
+    assert [p.name for p in reference] == [f"frame_{k:06d}.png" for k in range(frames)]
+    mesa = {n: compare.read_png(p) for n, p in compare.frame_files(tmp_path / "ref").items()}
+    with open_trace(tmp_path / "x.tsim") as opened:
+        images = [r.image for r in Renderer(opened.width, opened.height,
+                                            depth_bits=opened.depth_bits,
+                                            source=str(opened.path)).render(opened.frames())]
+    size = (60, 80) if mode == "fbo" else (120, 160)  # the middle half, or the whole window
+    assert all(image.shape[:2] == size for image in images)
+    tilesim = compare.compare_images(images, mesa).summary()
+    assert tilesim["frames"] == frames and tilesim["min_mssim"] >= 0.99, tilesim
+    # the .tsim replayed on Mesa is Mesa's replay of the capture
+    replayed = compare.compare_images(replay(tmp_path / "x.tsim", driver="softpipe").images,
+                                      mesa).summary()
+    assert replayed["max_diff"] <= 1, replayed
+    if mode != "finish":  # the reference is what the program read (both on llvmpipe)
+        reference_frames(trace, tmp_path / "ref-llvmpipe", driver="llvmpipe")
+        own = compare.compare_folders(tmp_path / "read", tmp_path / "ref-llvmpipe").summary()
+        assert own["frames"] == frames and own["max_diff"] == 0, own
+
+
+@pytest.mark.mesa
+@pytest.mark.slow
+def test_cli_frame_end_option_and_one_line_errors(tmp_path):
+    require_tools("apitrace")
+    require_mesa()
+    trace = _capture_offscreen(tmp_path, "fbo", 2)
+
+    def tilesim(*args):
+        return subprocess.run([sys.executable, "-m", "tilesim.cli", *args], capture_output=True,
+                              text=True, cwd=ROOT, check=False)
+
+    done = tilesim("import", str(trace), "-o", str(tmp_path / "x.tsim"), "--frame-end",
+                   "readpixels")
+    assert done.returncode == 0 and "frames end at glReadPixels" in done.stdout, done.stderr
+    done = tilesim("reference", str(trace), "--out", str(tmp_path / "ref"), "--frame-end",
+                   "readpixels")
+    assert done.returncode == 0 and "wrote 2 reference frame(s)" in done.stdout, done.stderr
+    for command in (["import", str(trace), "-o", str(tmp_path / "y.tsim")],
+                    ["reference", str(trace), "--out", str(tmp_path / "ref2")]):
+        done = tilesim(*command, "--frame-end", "finish")  # glFinish: never called here
+        assert done.returncode == 2 and not (tmp_path / "y.tsim").exists()
+        assert done.stderr.strip().count("\n") == 0 and "no glFinish to end one" in done.stderr
