@@ -55,7 +55,8 @@ from .triangle_setup import Triangles
 @dataclass
 class FrameResult:
     index: int
-    image: np.ndarray          # (H, W, 4) uint8, row 0 at the top
+    image: np.ndarray          # (H, W, 4) uint8, row 0 at the top (a frame with readPixels:
+                               # the (h, w, 4) rectangle it read)
     counters: FrameCounters
 
 

@@ -492,7 +492,7 @@ class GLReplayer:
         x, y, w, h = a["x"], a["y"], a["width"], a["height"]
         if size is None:
             raise InputError(f"readPixels: framebuffer {self._framebuffer} has no color "
-                             "attachment to read", source=where)
+                             "attachment with an image to read", source=where)
         if w < 1 or h < 1 or x < 0 or y < 0 or x + w > size[0] or y + h > size[1]:
             raise InputError(f"readPixels: the {w}x{h} rectangle at ({x}, {y}) does not lie "
                              f"inside the {size[0]}x{size[1]} framebuffer", source=where)
