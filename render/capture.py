@@ -265,8 +265,12 @@ def reference_frames(trace_path: str | os.PathLike, out_dir: str | os.PathLike, 
     if out.exists() and not out.is_dir():
         raise InputError("exists and is not a folder", source=str(out))
     ends = None  # None: every eglSwapBuffers (apitrace's own frames)
-    if frame_end == "readpixels" or frame_end == "finish" or (
-            frame_end == "auto" and trace_frame_count(tools["apitrace"], trace) == 0):
+    swaps = None if frame_end in ("readpixels", "finish") else \
+        trace_frame_count(tools["apitrace"], trace)
+    if frame_end == "swap" and swaps == 0:
+        raise InputError("the capture holds no complete frame (no eglSwapBuffers to end one)",
+                         source=str(trace))
+    if swaps is None or (frame_end == "auto" and swaps == 0):
         ends = scan_apitrace(trace, frame_end).ends
     with tempfile.TemporaryDirectory(prefix="tilesim-reference-") as tmp:
         calls = "--calls=frame"

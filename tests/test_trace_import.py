@@ -8,6 +8,7 @@ the capture, replay the import on Mesa and compare it with ``apitrace dump-image
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import struct
@@ -810,8 +811,12 @@ def test_cli_frame_end_option_and_one_line_errors(tmp_path):
     done = tilesim("reference", str(trace), "--out", str(tmp_path / "ref"), "--frame-end",
                    "readpixels")
     assert done.returncode == 0 and "wrote 2 reference frame(s)" in done.stdout, done.stderr
-    for command in (["import", str(trace), "-o", str(tmp_path / "y.tsim")],
-                    ["reference", str(trace), "--out", str(tmp_path / "ref2")]):
-        done = tilesim(*command, "--frame-end", "finish")  # glFinish: never called here
+    for command, call in itertools.product(
+            (["import", str(trace), "-o", str(tmp_path / "y.tsim")],
+             ["reference", str(trace), "--out", str(tmp_path / "ref2")]),
+            ("glFinish", "eglSwapBuffers")):  # neither is called here
+        done = tilesim(*command, "--frame-end", "finish" if call == "glFinish" else "swap")
         assert done.returncode == 2 and not (tmp_path / "y.tsim").exists()
-        assert done.stderr.strip().count("\n") == 0 and "no glFinish to end one" in done.stderr
+        assert done.stderr.strip().count("\n") == 0, done.stderr
+        assert f"{trace}: the capture holds no complete frame (no {call} to end one)" in \
+            done.stderr
