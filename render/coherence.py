@@ -48,8 +48,9 @@ class Tally:
         from .dynamic_sampling_rate import frame_mssim
 
         self.frames += 1
-        # Memoization's frames are rendered with the true colors; a hit that returned another
-        # fragment's color (a key collision) would have changed the frame.
+        # Memoization's frames show the LUT's colors on hits, so a key collision shows in the
+        # image and its MSSIM; a frame with one is never counted identical, even where a
+        # later write covered the wrong color.
         collided = int(counters.scalars.get("memo_collisions", 0)) > 0
         self.identical += int(np.array_equal(image, reference) and not collided)
         self.mssim.append(1.0 if np.array_equal(image, reference)

@@ -3,40 +3,47 @@
 The prior art Rendering Elimination is compared with (DESIGN §7). A fragment's color is a
 deterministic function of its inputs (the interpolated inputs the fragment program reads,
 gl_FragCoord / gl_FrontFacing only when the program declares them) plus the draw's constants,
-the program and the bound textures. A small LUT keyed by a 32-bit hash of those inputs
-remembers recent colors; a fragment whose key hits reuses the stored color and skips the
-fragment program. Redundancy is mostly across frames, so two frames render in parallel
-(Parallel Frame Rendering) to shorten the reuse distance: both render the same tile at the
-same time, and the second frame of each pair finds the first one's colors of that tile.
+the program and the bound textures. A small LUT keyed by a hash of those inputs remembers
+recent colors; a fragment whose key hits reuses the stored color and skips the fragment
+program. Redundancy is mostly across frames, so two frames render in parallel (Parallel Frame
+Rendering) to shorten the reuse distance: both render the same tile at the same time, and the
+second frame of each pair finds the first one's colors of that tile.
 
 Parameters (seed Table 4.1): 2 frames in parallel, 32-bit signature, 4-way LUT, 2048 sets
 (the original 512 entries grown to 2048 sets "to better compare to the chip area of RE").
+Keys are 64 bits by default (``memo``); ``memo/32`` is the seed's 32-bit signature.
 
 Pieces:
 
-- :func:`fragment_keys`: the 32-bit key of every lane. The hash is CRC-32 exactly as
-  ``zlib.crc32`` (reflected polynomial 0xEDB88320, register preset and final xor 0xFFFFFFFF),
-  computed vectorized over lanes, of the lane's input bits, continuing from the draw's
-  ``context_crc``: ``key = zlib.crc32(lane_message, context_crc)``. By CRC linearity that is
-  the input CRC XOR-mixed with the context signature advanced over the message length, and
-  equals the CRC of (context bytes || lane message) when ``context_crc`` is the CRC of the
-  context bytes (:func:`context_signature`). Lane message: its inputs as float32 bit
-  patterns, little-endian, input-major then x, y, z, w. With ``quad_inputs`` (the program
+- :func:`fragment_keys`: the key of every lane, (n,) uint64 (:data:`KEY_DTYPE`, the only key
+  dtype the LUT and the memoizer accept: anything else is a TypeError, never a cast). The
+  32-bit key is CRC-32 exactly as ``zlib.crc32`` (reflected polynomial 0xEDB88320, register
+  preset and final xor 0xFFFFFFFF), computed vectorized over lanes, of the lane's input bits,
+  continuing from the draw's ``context_crc``: ``key = zlib.crc32(lane_message, context_crc)``.
+  By CRC linearity that is the input CRC XOR-mixed with the context signature advanced over
+  the message length, and equals the CRC of (context bytes || lane message) when
+  ``context_crc`` is the CRC of the context bytes (:func:`context_signature`). The 64-bit key
+  adds a CRC-32C of the same message in the high half. Lane message: its inputs as float32
+  bit patterns, little-endian, input-major then x, y, z, w. With ``quad_inputs`` (the program
   takes derivatives or samples with implicit LOD, so its color depends on the whole 2x2 quad)
   the message is the inputs of the 4 lanes of its quad in lane order, then the lane's
   position in the quad (0-3) as a 32-bit word.
 - :class:`MemoLUT`: the set-associative LUT, exact LRU (render.set_associative): set = the
-  low log2(sets) bits of the key, tag = the rest; each entry stores a 4-byte RGBA8 color. A
-  miss inserts its fragment's color; a hit returns the stored color, which differs from the
-  true one on a hash collision (counted, and kept in the memoized image).
+  low log2(sets) bits of the key, tag = the rest; each entry stores the color its inserting
+  fragment produced, bit for bit. A miss inserts its fragment's color; a hit returns the
+  stored color, which differs from the true one on a hash collision (counted, and shown).
 - :class:`FragmentMemoizer`: frames in pairs (2k, 2k+1); the LUT sees, tile by tile in
   traversal order, frame 2k's fragments of the tile then frame 2k+1's (each in submission
   order). The LUT carries over from pair to pair.
+- :class:`ScreenMemo`: memoization on the pipeline (render.techniques): logs the default
+  framebuffer's shaded fragments, clears and color writes per frame, and shows a frame as the
+  hardware would, with the stored colors on hits (a frame where a hit returned a wrong color
+  is drawn again from its log with the memoized colors).
 
 Counters the pipeline stores (DESIGN §5): per tile ``memo_lookups`` (shaded fragments that
 looked the LUT up), ``memo_hits`` (shader executions saved), ``memo_table_writes`` (misses,
 each inserting an entry); per frame ``memo_collisions`` (hits whose stored color differs from
-the fragment's true color).
+the fragment's true color in any bit).
 """
 
 from __future__ import annotations
@@ -47,11 +54,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tilesim.backend import array_module, to_host
+from tilesim.backend import xp as active_xp
 
 from .set_associative import SetAssociativeLRU
 
 __all__ = ["COUNTERS", "KEY_DTYPE", "FragmentMemoizer", "MemoFrame", "MemoLUT", "check_keys",
-           "context_signature", "crc32_words", "fragment_keys", "pack_rgba8", "unpack_rgba8"]
+           "context_signature", "crc32_words", "fragment_keys", "pack_rgba8", "rows_differ",
+           "unpack_rgba8"]
 
 COUNTERS = ("memo_lookups", "memo_hits", "memo_table_writes")   # per tile; collisions per frame
 
@@ -214,11 +223,18 @@ def unpack_rgba8(packed):
     return ((xp.asarray(packed, dtype=_U32)[:, None] >> shifts) & _U32(0xFF)).astype(np.uint8)
 
 
-def _like(packed, template):
-    """Packed colors in the layout of ``template`` ((n, 4) RGBA8 or (n,))."""
-    if template.ndim == 2:
-        return unpack_rgba8(packed)
-    return packed.astype(template.dtype)
+def rows_differ(a, b):
+    """(n,) bool: whether row i of ``a`` and ``b`` ((n, ...) of one dtype) differ in any bit
+    (floats compared by bit pattern: -0.0 differs from 0.0, a NaN equals itself)."""
+    xp = array_module(a, b)
+    a, b = xp.asarray(a), xp.asarray(b)
+    if a.dtype != b.dtype or a.shape != b.shape:
+        raise ValueError(f"rows_differ: {a.dtype}{a.shape} vs {b.dtype}{b.shape}")
+    if a.dtype.kind == "f":
+        bits = np.dtype(f"u{a.dtype.itemsize}")
+        a, b = xp.ascontiguousarray(a).view(bits), xp.ascontiguousarray(b).view(bits)
+    differ = a != b
+    return differ.reshape(differ.shape[0], -1).any(axis=1) if differ.ndim > 1 else differ
 
 
 # ------------------------------------------------------------------------------------------
@@ -226,15 +242,23 @@ def _like(packed, template):
 
 
 class MemoLUT:
-    """``sets`` x ``ways`` entries of (tag, RGBA8 color), exact LRU per set; set index = the low
-    log2(sets) bits of the (32- or 64-bit) key, tag = the remaining high bits."""
+    """``sets`` x ``ways`` entries of (tag, color), exact LRU per set; set index = the low
+    log2(sets) bits of the 64-bit key, tag = the remaining high bits.
+
+    An entry keeps the color its inserting fragment produced, exactly as given (any row
+    layout: (n, 4) float32 shader outputs, (n, 4) RGBA8, (n,) packed), so a hit returns that
+    color bit for bit: the true one when the key identifies the inputs, another fragment's on
+    a collision. The LRU table (render.set_associative) carries, per entry, the index of its
+    color in :attr:`colors` (the resident entries' colors, renumbered after every batch).
+    """
 
     def __init__(self, sets: int = 2048, ways: int = 4):
         if sets < 1 or sets & (sets - 1):
             raise ValueError("MemoLUT: sets must be a power of two")
         self.sets, self.ways = sets, ways
         self.index_bits = sets.bit_length() - 1
-        self.table = SetAssociativeLRU(sets, ways, payload_dtype=_U32)
+        self.table = SetAssociativeLRU(sets, ways, payload_dtype=np.int64)
+        self.colors = None      # (entries, ...) the color of the entry payload k names
 
     @property
     def entries(self) -> int:
@@ -243,22 +267,47 @@ class MemoLUT:
     def reset(self) -> None:
         """Empty the LUT."""
         self.table.reset()
+        self.colors = None
 
     def lookup_insert(self, keys, colors):
         """Look up fragments (n,) in the given order, inserting each miss.
 
-        keys: (n,) uint64 (:data:`KEY_DTYPE`; TypeError otherwise); colors: each fragment's true color, (n, 4) uint8 or (n,) packed.
-        Returns (hit (n,) bool, colors (n, ...) in the layout given: on a hit the stored
-        color of the matching entry (on a collision not the true one), else the true color).
+        keys: (n,) uint64 (:data:`KEY_DTYPE`; TypeError otherwise); colors: each fragment's
+        true color, (n, ...) rows of any dtype. Returns (hit (n,) bool, colors (n, ...) in the
+        layout given: on a hit the stored color of the matching entry (on a collision not the
+        true one), else the true color).
         """
         keys = check_keys(keys, "MemoLUT.lookup_insert")
         xp = array_module(keys, colors)
         colors = xp.asarray(colors)
+        n = keys.shape[0]
+        if colors.ndim < 1 or colors.shape[0] != n:
+            raise ValueError(f"MemoLUT.lookup_insert: {n} keys but colors {colors.shape}")
+        if self.index_bits == 0 and n and bool((keys >> KEY_DTYPE(63)).any()):
+            raise ValueError("MemoLUT: a one-set LUT takes keys below 2^63 (the whole key "
+                             "is its tag, a non-negative int64)")
         # The tag is the key without its index bits: below 2^63, so exact as int64.
         tags = (keys >> KEY_DTYPE(self.index_bits)).astype(np.int64)
         sets = (keys & KEY_DTYPE(self.sets - 1)).astype(np.int64)
-        hit, stored = self.table.access_with_payload(sets, tags, pack_rgba8(colors))
-        return hit, _like(stored, colors)
+        entries = self.entries
+        if (self.colors is None or array_module(self.colors) is not xp
+                or self.colors.shape[1:] != colors.shape[1:]
+                or self.colors.dtype != colors.dtype):
+            # First batch, or colors of another layout or backend: start from an empty LUT.
+            self.table.reset()
+            self.colors = xp.zeros((entries, *colors.shape[1:]), dtype=colors.dtype)
+        if n == 0:
+            return xp.zeros(0, dtype=bool), colors.copy()
+        # Payload: entries' colors are 0..entries-1, this batch's are entries + position.
+        ids = xp.arange(entries, entries + n, dtype=np.int64)
+        hit, used = self.table.access_with_payload(sets, tags, ids)
+        pool = xp.concatenate([self.colors, colors])
+        stored = xp.take(pool, used, axis=0)
+        # Keep the resident entries' colors only, renumbered (empty ways never hit).
+        resident = self.table.payload.reshape(-1)
+        self.colors = xp.take(pool, resident, axis=0)
+        self.table.payload = xp.arange(entries, dtype=np.int64).reshape(self.sets, self.ways)
+        return hit, stored
 
 
 # ------------------------------------------------------------------------------------------
@@ -335,10 +384,12 @@ class FragmentMemoizer:
 
     def add_frame(self, frame_index: int, tile, keys, colors, shaded_mask=None) -> list[MemoFrame]:
         """Buffer one frame's fragment log, in submission order: tile (n,) tile of each
-        fragment, keys (n,) uint64 (:func:`fragment_keys`; TypeError for another dtype), colors (n, 4) uint8 or (n,) packed
-        (the true colors), shaded_mask (n,) bool: fragments that would run the fragment program
-        (only those look the LUT up; None: all). Returns the results of the frames of every
-        group this completes (frames 2k and 2k+1 together with 2 in parallel)."""
+        fragment, keys (n,) uint64 (:func:`fragment_keys`; TypeError for another dtype),
+        colors (n, ...) the true colors (shader outputs (n, 4) float32, RGBA8 (n, 4) uint8 or
+        (n,) packed: rows of any dtype), shaded_mask (n,) bool: fragments that would run the
+        fragment program (only those look the LUT up; None: all). Returns the results of the
+        frames of every group this completes (frames 2k and 2k+1 together with 2 in
+        parallel)."""
         group = frame_index // self.frames_in_parallel
         done = []
         if self._pending and self._pending[0].frame_index // self.frames_in_parallel != group:
@@ -371,28 +422,160 @@ class FragmentMemoizer:
         # the tile's traversal rank then gives, tile by tile, frame 2k's then frame 2k+1's.
         tile = xp.concatenate([log.tile[idx] for log, idx in zip(logs, lanes, strict=True)])
         keys = xp.concatenate([log.keys[idx] for log, idx in zip(logs, lanes, strict=True)])
-        true = xp.concatenate([pack_rgba8(log.colors)[idx]
-                               for log, idx in zip(logs, lanes, strict=True)])
+        true = xp.concatenate([log.colors[idx] for log, idx in zip(logs, lanes, strict=True)])
         order = xp.argsort(xp.take(rank, tile), kind="stable")
         hit_sorted, color_sorted = self.lut.lookup_insert(xp.take(keys, order),
-                                                          xp.take(true, order))
+                                                          xp.take(true, order, axis=0))
         hit, stored = xp.empty_like(hit_sorted), xp.empty_like(color_sorted)
         hit[order], stored[order] = hit_sorted, color_sorted
+        wrong = hit & rows_differ(stored, true)
         results, begin = [], 0
         for log, idx in zip(logs, lanes, strict=True):
             end = begin + idx.shape[0]
             f_tile, f_hit = tile[begin:end], hit[begin:end]
-            f_stored, f_true = stored[begin:end], true[begin:end]
             lookups = xp.bincount(f_tile, minlength=self.tiles)
             hits = xp.bincount(f_tile[f_hit], minlength=self.tiles)
             frame_hit = xp.zeros(log.shaded.shape[0], dtype=bool)
             frame_hit[idx] = f_hit
-            packed = pack_rgba8(log.colors)
-            packed[idx] = f_stored
+            colors = log.colors.copy()
+            colors[idx] = stored[begin:end]
             results.append(MemoFrame(
                 frame_index=log.frame_index, memo_lookups=lookups, memo_hits=hits,
                 memo_table_writes=lookups - hits,
-                memo_collisions=int((f_hit & (f_stored != f_true)).sum()),
-                hit=frame_hit, colors=_like(packed, log.colors)))
+                memo_collisions=int(wrong[begin:end].sum()), hit=frame_hit, colors=colors))
             begin = end
         return results
+
+
+# ------------------------------------------------------------------------------------------
+# On the pipeline: the frames as the hardware shows them
+
+
+@dataclass
+class _ScreenFrame:
+    start: np.ndarray     # (H, W, 4) uint8, row 0 at the top: the buffer the frame began on
+    end: np.ndarray       # the buffer it ended with, as rendered (true colors)
+    events: list          # ("clear", rect, rgba8, mask) / ("write", pixel, lanes, state, alpha)
+
+
+class ScreenMemo:
+    """Fragment memoization of the default framebuffer on the pipeline (render.techniques).
+
+    Per frame it logs the fragments the on-screen draws shade (tile, key, the color the
+    fragment program produced, whether the fragment is live) and, in order, the clears and
+    color writes of the default framebuffer (pixels, the shaded lanes written, the draw's
+    per-fragment state). Frames go to a :class:`FragmentMemoizer` in pairs; when a pair is
+    done, :meth:`show` gives the frame as the hardware would display it: a hit writes the
+    color stored in the LUT, so where a hit returned another fragment's color (a collision)
+    the frame is drawn again from its log with the memoized colors (clears, then each draw's
+    blending and color writes in submission order, from the buffer the frame began on: the
+    previous frame as shown). Depth and discards do not depend on the color and are kept
+    (the LUT is taken to remember a discard with the color). A frame without a wrong hit is
+    the frame rendered, so nothing is drawn again.
+    """
+
+    def __init__(self, target, traversal=None, key_bits: int = 64):
+        self.key_bits = key_bits
+        self.xp = active_xp()       # the render's array backend
+        self.memoizer = FragmentMemoizer(target.tile_count, traversal=traversal)
+        self.frames_redrawn = 0
+        self._size = (target.height, target.width)
+        self._start = target.image()
+        self._frames: dict[int, _ScreenFrame] = {}
+        self._shown = None    # (index, image) of the last frame shown unlike it was rendered
+        self._new_frame()
+
+    def _new_frame(self) -> None:
+        self._chunks: list = []
+        self._events: list = []
+        self._lanes = 0
+        self._chunk_begin = 0
+
+    # -- logging (the pipeline's hooks, default framebuffer only) ----------------------------
+
+    def shaded(self, keys, color, tile, alive) -> None:
+        """The lanes of one raster batch: keys (n,) uint64, color (n, 4) the program's
+        output, tile (n,), alive (n,) bool (covered and not culled early: these look up)."""
+        keys = check_keys(keys, "ScreenMemo.shaded")
+        self._chunk_begin = self._lanes
+        self._lanes += keys.shape[0]
+        self._chunks.append((tile, keys, color, alive))
+
+    def cleared(self, rect, color, color_mask) -> None:
+        """A clear of the default framebuffer: rect (x0, y0, x1, y1), color RGBA (floats) or
+        None, color_mask the channels written."""
+        x0, y0, x1, y1 = rect
+        if color is None or not any(color_mask) or x1 <= x0 or y1 <= y0:
+            return
+        # As RenderTarget.clear converts the clear color.
+        rgba8 = np.round(np.asarray(color, dtype=np.float64) * 255).astype(np.uint8)
+        self._events.append(("clear", rect, rgba8, tuple(color_mask)))
+
+    def written(self, pixel, lanes, state, has_alpha: bool) -> None:
+        """Color writes of the last :meth:`shaded` batch: pixel (m,) flat pixel indices (row
+        0 at the bottom), lanes (m,) their positions in that batch, in submission order;
+        state the draw's FragmentState (blending, color mask)."""
+        if pixel.shape[0]:
+            self._events.append(("write", pixel, lanes + self._chunk_begin, state, has_alpha))
+
+    def end_frame(self, index: int, screen: np.ndarray) -> list[MemoFrame]:
+        """Close frame ``index`` (``screen``: the default framebuffer as rendered, (H, W, 4)
+        uint8 on the host, row 0 at the top); returns the frames completed."""
+        if self._chunks:
+            xp = array_module(*(c[1] for c in self._chunks))
+            tile, keys, colors, alive = (xp.concatenate(parts)
+                                         for parts in zip(*self._chunks, strict=True))
+        else:
+            # A frame that shaded nothing on screen: empty arrays of the dtypes of a full one
+            # (an int64 key placeholder once turned its pair's uint64 keys into float64).
+            xp = self.xp
+            tile, keys = xp.zeros(0, dtype=np.int64), xp.zeros(0, dtype=KEY_DTYPE)
+            colors, alive = xp.zeros((0, 4), dtype=np.float32), xp.zeros(0, dtype=bool)
+        self._frames[index] = _ScreenFrame(self._start, screen, self._events)
+        self._start = screen
+        self._new_frame()
+        return self.memoizer.add_frame(index, tile, keys, colors, alive)
+
+    def finish(self) -> list[MemoFrame]:
+        """The frames of a trailing incomplete group."""
+        return self.memoizer.finish()
+
+    # -- showing ----------------------------------------------------------------------------
+
+    def show(self, outcome: MemoFrame):
+        """The default framebuffer of ``outcome``'s frame as displayed: None where it is the
+        one rendered, else (rendered, shown) images: the frame drawn again with the memoized
+        colors, as a hit returned a wrong color (or the frame began on a previous frame
+        shown otherwise)."""
+        frame = self._frames.pop(outcome.frame_index)
+        previous = self._shown
+        self._shown = None
+        began_otherwise = previous is not None and previous[0] == outcome.frame_index - 1
+        if outcome.memo_collisions == 0 and not began_otherwise:
+            return None
+        start = previous[1] if began_otherwise else frame.start
+        image = self._redraw(start, frame.events, outcome.colors)
+        self.frames_redrawn += 1
+        if np.array_equal(image, frame.end):
+            return None
+        self._shown = (outcome.frame_index, image)
+        return frame.end, image
+
+    def _redraw(self, start: np.ndarray, events: list, colors) -> np.ndarray:
+        from .output_merger import rank_groups, write_colors
+
+        xp = array_module(colors)
+        height, width = self._size
+        buffer = xp.asarray(np.array(start[::-1], order="C"))      # a copy, row 0 at the bottom
+        flat = buffer.reshape(-1, 4)
+        for event in events:
+            if event[0] == "clear":
+                _, (x0, y0, x1, y1), rgba8, mask = event
+                for c in range(4):
+                    if mask[c]:
+                        buffer[y0:y1, x0:x1, c] = int(rgba8[c])
+            else:
+                _, pixel, lanes, state, has_alpha = event
+                write_colors(pixel, xp.take(colors, lanes, axis=0), flat, state, has_alpha,
+                             rank_groups(pixel))
+        return to_host(buffer[::-1]).copy()

@@ -117,11 +117,10 @@ class Techniques:
             self.dsr = SamplingRateTable(target.tile_count, params, tile=target.tile_size)
             renderer.tile_rates = self.dsr.read()
         if "memo" in self.enabled:
-            from .fragment_memoization import FragmentMemoizer
+            from .fragment_memoization import ScreenMemo
 
-            self.memo = FragmentMemoizer(target.tile_count,
-                                         traversal=target.traversal(renderer.traversal))
-            self._memo_log: list = []
+            self.memo = ScreenMemo(target, traversal=target.traversal(renderer.traversal),
+                                   key_bits=self.memo_key_bits)
 
     @staticmethod
     def _on_screen(renderer, target) -> bool:
@@ -157,6 +156,8 @@ class Techniques:
             self.re.cleared(target, counters, rect, color, depth, color_mask)
         if self.evr is not None and color is not None:
             self.evr.cleared(target, rect)
+        if self.memo is not None:
+            self.memo.cleared(rect, color, color_mask)
 
     def early_z(self, renderer, draw, pixel, depth, tile) -> None:
         if self.evr is not None and self._on_screen(renderer, draw.target):
@@ -173,18 +174,24 @@ class Techniques:
         import zlib
 
         from .fragment_memoization import fragment_keys
-        from .output_merger import to_unorm8
         from .rendering_elimination import draw_state_bytes
 
         context = zlib.crc32(draw_state_bytes(draw))
         quad = draw.program.fragment_uses_derivatives
         keys = fragment_keys(_memo_inputs(inputs, system_values), context, quad,
                              bits=self.memo_key_bits)
-        self._memo_log.append((tile, keys, to_unorm8(color), alive))
+        self.memo.shaded(keys, color, tile, alive)
 
-    def written(self, renderer, draw, pixel, tile, color, entry) -> None:
-        if self.evr is not None and self._on_screen(renderer, draw.target):
+    def written(self, renderer, draw, pixel, tile, color, entry, lanes=None) -> None:
+        """Color writes of the last shaded batch: ``lanes`` their positions in it."""
+        if not self._on_screen(renderer, draw.target):
+            return
+        if self.evr is not None:
             self.evr.written(draw, draw.counters, pixel, tile, color, entry)
+        if self.memo is not None:
+            if lanes is None:
+                raise ValueError("memoization needs the shaded lanes of the colors written")
+            self.memo.written(pixel, lanes, draw.fragment, draw.target.has_alpha)
 
     def end_pass(self, renderer, target, counters) -> None:
         xp = renderer.xp
@@ -234,20 +241,8 @@ class Techniques:
     # -- memoization renders frames in pairs ------------------------------------------------
 
     def _memo_frame(self, renderer, result) -> None:
-        xp = renderer.xp
-        log, self._memo_log = self._memo_log, []
-        if log:
-            tile, keys, colors, alive = (xp.concatenate(parts) for parts in zip(*log, strict=True))
-        else:
-            # A frame that shaded nothing on screen. Its keys keep the key dtype: an int64
-            # placeholder promoted the other frame's uint64 keys to float64 (rounded keys,
-            # wrong-color hits) when the pair was concatenated.
-            from .fragment_memoization import KEY_DTYPE
-
-            tile, keys = xp.zeros(0, dtype=xp.int64), xp.zeros(0, dtype=KEY_DTYPE)
-            colors, alive = xp.zeros((0, 4), xp.uint8), xp.zeros(0, bool)
         self._held.append(result)
-        self._apply_memo(self.memo.add_frame(result.index, tile, keys, colors, alive))
+        self._apply_memo(self.memo.end_frame(result.index, renderer.default_target.image()))
 
     def _apply_memo(self, done) -> None:
         for outcome in done:
@@ -258,6 +253,12 @@ class Techniques:
                     if name != "memo_collisions":
                         screen.add_per_tile(name, values)
             result.counters.scalars["memo_collisions"] = int(outcome.memo_collisions)
+            # What the hardware displays: the LUT's colors on hits, so a collision shows. (A
+            # frame whose image is not the default framebuffer, a readPixels of another
+            # target, keeps its image; its collisions are still counted.)
+            shown = self.memo.show(outcome)
+            if shown is not None and np.array_equal(result.image, shown[0]):
+                result.image = shown[1]
             self._memo_done.add(outcome.frame_index)
 
     def release(self, result) -> list:

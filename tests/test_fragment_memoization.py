@@ -302,3 +302,71 @@ def test_a_frame_with_no_fragments_beside_64_bit_keys_makes_no_collision():
     with pytest.raises(TypeError):
         memo.add_frame(0, np.zeros(0, np.int64), np.zeros(0, np.int64),
                        np.zeros((0, 4), np.uint8))
+
+
+# ------------------------------------------------------------------------------------------
+# The frames shown (ScreenMemo): stored colors on hits
+
+
+def _screen_frame(memo, index, target, keys, colors, pixels, clear=None, blend=False):
+    """Log one frame on ``memo``: an optional clear, then one batch writing ``colors`` (n, 4)
+    float32 to ``pixels`` under ``keys``; ``target.color`` is updated as the pipeline would
+    (true colors), and the frame closed."""
+    from render.gl_state import FragmentState
+    from render.output_merger import rank_groups, write_colors
+
+    state = FragmentState(blend=blend, blend_src_rgb="SRC_ALPHA",
+                          blend_dst_rgb="ONE_MINUS_SRC_ALPHA")
+    if clear is not None:
+        memo.cleared((0, 0, target.width, target.height), clear, (True,) * 4)
+        target.clear(clear)
+    n = len(keys)
+    memo.shaded(np.asarray(keys, np.uint64), colors, np.zeros(n, np.int64), np.ones(n, bool))
+    pixels = np.asarray(pixels, np.int64)
+    memo.written(pixels, np.arange(n), state, True)
+    write_colors(pixels, colors, target.color.reshape(-1, 4), state, True, rank_groups(pixels))
+    return memo.end_frame(index, target.image())
+
+
+def test_screen_memo_shows_stored_colors_and_carries_them_to_a_frame_without_clear():
+    from render.fragment_memoization import ScreenMemo
+    from render.framebuffer import RenderTarget
+
+    target = RenderTarget(4, 2, tile_size=2)
+    memo = ScreenMemo(target)
+    red, green = np.array([[1, 0, 0, 1]], np.float32), np.array([[0, 1, 0, 1]], np.float32)
+    # Frame 0 writes red at pixel 0; frame 1 writes green at pixel 1 under the same key: a
+    # collision, frame 1 shows red there.
+    assert _screen_frame(memo, 0, target, [7], red, [0], clear=(0, 0, 0, 1)) == []
+    f0, f1 = _screen_frame(memo, 1, target, [7], green, [1])
+    assert (f0.memo_collisions, f1.memo_collisions) == (0, 1)
+    assert memo.show(f0) is None
+    rendered, shown = memo.show(f1)
+    np.testing.assert_array_equal(rendered, target.image())
+    flat = shown[::-1].reshape(-1, 4)                   # row 0 at the bottom
+    np.testing.assert_array_equal(flat[:2], [[255, 0, 0, 255], [255, 0, 0, 255]])
+    # Frame 2 neither clears nor collides (a new key), but begins on frame 1 as shown.
+    blue = np.array([[0, 0, 1, 1]], np.float32)
+    assert _screen_frame(memo, 2, target, [8], blue, [2]) == []
+    (f2,) = memo.finish()
+    assert f2.memo_collisions == 0
+    rendered, shown = memo.show(f2)
+    flat = shown[::-1].reshape(-1, 4)
+    np.testing.assert_array_equal(flat[:3], [[255, 0, 0, 255], [255, 0, 0, 255],
+                                             [0, 0, 255, 255]])
+    assert memo.frames_redrawn == 2
+
+
+def test_screen_memo_blends_the_stored_color():
+    from render.fragment_memoization import ScreenMemo
+    from render.framebuffer import RenderTarget
+
+    target = RenderTarget(2, 1, tile_size=2)
+    memo = ScreenMemo(target)
+    half_red = np.array([[1, 0, 0, 0.5]], np.float32)
+    half_blue = np.array([[0, 0, 1, 0.5]], np.float32)
+    _screen_frame(memo, 0, target, [3], half_red, [0], clear=(0, 0, 0, 1), blend=True)
+    _, f1 = _screen_frame(memo, 1, target, [3], half_blue, [0], clear=(0, 0, 0, 1), blend=True)
+    _, shown = memo.show(f1)
+    # Red at alpha 0.5 over black, where the true color was blue.
+    np.testing.assert_array_equal(shown[0, 0], [128, 0, 0, 128])
