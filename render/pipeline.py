@@ -749,7 +749,8 @@ class Renderer:
             counters.add("color_writes", sub_tile[idx])
             self._written[sub_pixel[idx]] = True
         self.techniques.written(self, draw, sub_pixel[idx], sub_tile[idx], color[idx],
-                                None if lane_entry is None else lane_entry[shade_lanes][idx])
+                                None if lane_entry is None else lane_entry[shade_lanes][idx],
+                                lanes=idx)
         target.dirty = True
 
     def _texture_counters(self, counters: PassCounters, sampler, lane_tile) -> None:
