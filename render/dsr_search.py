@@ -65,12 +65,15 @@ from .dynamic_sampling_rate import (
     SSIM_RADIUS,
     TILE,
     DSRParameters,
+    changed_tiles,
     from_tiles,
+    guard,
     max_c_table,
     ssim_map,
     tile_dct,
     tile_grid,
     tile_luminance,
+    tile_means,
     tile_ssim,
     to_tiles,
     transition,
@@ -241,6 +244,17 @@ class RateStack:
         if "geometry" not in self._cache:
             self._cache["geometry"] = TileGeometry(self.height, self.width)
         return self._cache["geometry"]
+
+    @property
+    def means(self) -> np.ndarray:
+        """(5, F, T) float64: each tile's 8-bit mean luma at each rate
+        (``dynamic_sampling_rate.tile_means``), what the guard compares; derived from the
+        luminance tables once, on first use."""
+        if "means" not in self._cache:
+            self._cache["means"] = np.stack([
+                np.stack([tile_means(np.asarray(frame)) for frame in self.luminance[rate]])
+                for rate in range(RATES)])
+        return self._cache["means"]
 
     @classmethod
     def from_images(cls, rate_images: np.ndarray, name: str = "<images>") -> RateStack:
@@ -431,8 +445,12 @@ def simulate(rate_images, params: DSRParameters, local_minimum: np.ndarray | Non
     Algorithm 5: every tile starts at 1x; after each frame its rate for the next one comes
     from the heuristic on its DCT at the rate it was rendered. With ``local_minimum`` ((F, T)
     rate indices) it is Algorithm 6: the heuristic only increases (or keeps) the rate and the
-    next rate is the lower of that and the Local Minimum of the next frame. ``stop_on_error``
-    stops at the first frame below ``min_mssim`` (the search discards the combination)."""
+    next rate is the lower of that and the Local Minimum of the next frame. With the guard
+    on (``params.change_threshold``), tiles whose mean luma as rendered moved by more than
+    the threshold since the last frame (every tile after frame 0) are then capped as
+    ``dynamic_sampling_rate.guard`` does, as the Sampling Rate Table does in the pipeline.
+    ``stop_on_error`` stops at the first frame below ``min_mssim`` (the search discards the
+    combination)."""
     stack = _as_stack(rate_images)
     frames, tiles = stack.frames, stack.tiles
     if local_minimum is not None:
@@ -444,6 +462,8 @@ def simulate(rate_images, params: DSRParameters, local_minimum: np.ndarray | Non
     rates = np.zeros(tiles, dtype=np.int8)
     history = np.zeros((frames, tiles), dtype=np.int8)
     mssim = np.full(frames, np.nan)
+    means = stack.means if params.guarded else None
+    previous = None
     run = 0
     for frame in range(frames):
         history[frame] = rates
@@ -463,6 +483,11 @@ def simulate(rate_images, params: DSRParameters, local_minimum: np.ndarray | Non
         if local_minimum is not None:
             # min(next, LocMin) in samples per pixel is the larger rate index.
             following = np.maximum(following, local_minimum[frame + 1]).astype(np.int8)
+        if means is not None:
+            current = means[state, frame, tile_index]
+            following = guard(following, rates, changed_tiles(current, previous, params),
+                              params)
+            previous = current
         rates = following
     asr = float(SAMPLES_PER_PIXEL[history[:run]].mean())
     return Simulation(history, mssim, asr, bool(np.any(mssim[:run] < min_mssim)))
@@ -522,6 +547,7 @@ def evaluate(stacks: Sequence[RateStack], params: DSRParameters, *, algorithm: i
         worst = min(worst, trace_min)
         below += run.frames_below(min_mssim)
         traces[stack.name] = {"asr": run.asr, "min_mssim": trace_min,
+                              "worst_frame": int(np.nanargmin(run.mssim)),
                               "frames_below": run.frames_below(min_mssim),
                               "frames": run.frames_run, "tiles": stack.tiles}
         if stop_on_error and run.error:
@@ -545,6 +571,25 @@ class SearchGrid:
     sweeps: int = 3
     local_minimum_mssim: float = MIN_MSSIM
     local_minimum_tile: str = "context"
+    # The content-change guard's <change_threshold, change_cap> pairs (dynamic_sampling_rate:
+    # mean-luma change in levels, 255 = only the first frame; the rate index a changed tile
+    # is capped at). No thresholds (--no-guard): the seed's FSM, no guard.
+    guard_thresholds: tuple[float, ...] = (4.0, 16.0, 64.0, 255.0)
+    guard_caps: tuple[int, ...] = (0, LOWEST)
+    # The frame MSSIM the training traces must keep (None: the evaluation limit, 0.95). A
+    # higher value leaves a margin for traces the fit has not seen.
+    train_min_mssim: float | None = None
+
+    def guard_pairs(self) -> list[tuple[float, int]]:
+        """The guard settings tried, strictest first (a threshold of 255 only marks the first
+        frame, where every rate is 1x and the cap makes no difference: tried once)."""
+        pairs = []
+        for threshold in sorted(self.guard_thresholds):
+            for cap in sorted(self.guard_caps):
+                if threshold >= 255 and cap != max(self.guard_caps):
+                    continue
+                pairs.append((float(threshold), int(cap)))
+        return pairs
 
     def check(self) -> None:
         """InputError on an unknown strategy or a product step over ``MAX_PRODUCT``."""
@@ -552,15 +597,27 @@ class SearchGrid:
             raise InputError(f"unknown search strategy {self.strategy!r} (product or "
                              "coordinate)", source="tilesim dsr-search")
         if self.strategy == "product":
-            for kind, pairs, states in (
+            guards = max(1, len(self.guard_pairs()))
+            for kind, pairs, states, extra in (
                     ("increase", len(self.increase_thresholds) * len(self.increase_diagonals),
-                     3),
-                    ("reduce", len(self.reduce_thresholds) * len(self.reduce_diagonals), 4)):
-                if pairs**states > MAX_PRODUCT:
+                     3, 1),
+                    ("reduce", len(self.reduce_thresholds) * len(self.reduce_diagonals), 4,
+                     guards)):
+                if pairs**states * extra > MAX_PRODUCT:
                     raise InputError(f"{kind}: {pairs} <T, D> pairs per state make "
-                                     f"{pairs**states} combinations (over {MAX_PRODUCT}); use "
-                                     "smaller grids or --strategy coordinate",
-                                     source="tilesim dsr-search")
+                                     f"{pairs**states * extra} combinations (over "
+                                     f"{MAX_PRODUCT}); use smaller grids or --strategy "
+                                     "coordinate", source="tilesim dsr-search")
+        for threshold in self.guard_thresholds:
+            if not 0 <= threshold <= 255:
+                raise InputError(f"guard threshold {threshold}: expected 0..255 luma levels",
+                                 source="tilesim dsr-search")
+        for cap in self.guard_caps:
+            if not 0 <= cap <= LOWEST:
+                raise InputError(f"guard cap {cap}: expected a rate index 0..{LOWEST}",
+                                 source="tilesim dsr-search")
+        if self.guard_thresholds and not self.guard_caps:
+            raise InputError("a guard needs at least one cap", source="tilesim dsr-search")
 
     def as_dict(self) -> dict:
         return {"strategy": self.strategy, "sweeps": self.sweeps,
@@ -569,7 +626,11 @@ class SearchGrid:
                 "increase_thresholds": list(self.increase_thresholds),
                 "increase_diagonals": list(self.increase_diagonals),
                 "reduce_thresholds": list(self.reduce_thresholds),
-                "reduce_diagonals": list(self.reduce_diagonals)}
+                "reduce_diagonals": list(self.reduce_diagonals),
+                "guard_thresholds": list(self.guard_thresholds),
+                "guard_caps": list(self.guard_caps),
+                **({} if self.train_min_mssim is None
+                   else {"train_min_mssim": self.train_min_mssim})}
 
 
 EvaluateMany = Callable[[list[DSRParameters], int, str], list[Evaluation]]
@@ -584,17 +645,22 @@ class StepResult:
 
 def search_step(evaluate_many: EvaluateMany, base: DSRParameters, kind: str,
                 thresholds: Sequence[float], diagonals: Sequence[int], *,
-                strategy: str = "coordinate", sweeps: int = 3) -> StepResult:
+                strategy: str = "coordinate", sweeps: int = 3,
+                guards: Sequence[tuple[float, int]] = ()) -> StepResult:
     """Best <T, D> pairs of one kind of transition ("increase": states 1..3 by Algorithm 6,
-    "reduce": states 0..3 by Algorithm 5), the other kind kept as in ``base``.
+    "reduce": states 0..3 by Algorithm 5), the other kind kept as in ``base``; with
+    ``guards`` ((change_threshold, change_cap) pairs), the guard is searched as one more
+    coordinate after the states (``base`` carries its starting value).
 
-    ``product`` evaluates every combination of the per-state grids; ``coordinate`` starts
-    at ``base`` and, state by state, tries each pair of the grid with the other states
-    fixed, keeping a change when it is error-free with a lower ASR, until a sweep changes
-    nothing (or ``sweeps`` sweeps)."""
+    ``product`` evaluates every combination of the per-state grids (and guards); ``coordinate``
+    starts at ``base`` and, coordinate by coordinate, tries each value of its grid with the
+    others fixed, keeping a change when it is error-free with a lower ASR, until a sweep
+    changes nothing (or ``sweeps`` sweeps). Starting from the strictest guard, a sweep
+    relaxes it as far as the reductions chosen so far stay error-free."""
     algorithm = 6 if kind == "increase" else 5
     states = (1, 2, 3) if kind == "increase" else (0, 1, 2, 3)
     pairs = list(itertools.product(thresholds, diagonals))
+    guards = [tuple(g) for g in guards]
     memo: dict[tuple, Evaluation] = {}
 
     def run(candidates: list[DSRParameters], desc: str) -> None:
@@ -612,6 +678,8 @@ def search_step(evaluate_many: EvaluateMany, base: DSRParameters, kind: str,
     if strategy == "product":
         candidates = [with_pairs(chosen) for chosen in itertools.product(pairs,
                                                                          repeat=len(states))]
+        if guards:
+            candidates = [c.replace(guard=g) for c in candidates for g in guards]
         run(candidates, f"{kind} (product)")
         best = None
         for params in candidates:
@@ -623,9 +691,14 @@ def search_step(evaluate_many: EvaluateMany, base: DSRParameters, kind: str,
         run([best], f"{kind} start")
         for sweep in range(sweeps):
             moved = False
-            for state in states:
-                candidates = [best.replace(**{kind: (state, t, d)}) for t, d in pairs]
-                run(candidates, f"{kind} sweep {sweep + 1} state {state}")
+            coordinates = [*states, *(["guard"] if guards else [])]
+            for state in coordinates:
+                if state == "guard":
+                    candidates = [best.replace(guard=g) for g in guards]
+                else:
+                    candidates = [best.replace(**{kind: (state, t, d)}) for t, d in pairs]
+                run(candidates, f"{kind} sweep {sweep + 1} "
+                                f"{'guard' if state == 'guard' else f'state {state}'}")
                 for params in candidates:
                     if memo[params.key()].better_than(memo[best.key()]):
                         best, moved = params, True
@@ -639,9 +712,11 @@ def search_step(evaluate_many: EvaluateMany, base: DSRParameters, kind: str,
 def increase_start(grid: SearchGrid) -> DSRParameters:
     """Where the increase step starts: the eagerest increase the grid holds (lowest T_I,
     fewest ignored diagonals), never reducing (Algorithm 6 reduces through the Local
-    Minimum instead)."""
-    return DSRParameters.never_reduce((min(grid.increase_thresholds),) * 3,
-                                      (min(grid.increase_diagonals),) * 3)
+    Minimum instead), with the strictest guard of the grid (none if it has none)."""
+    params = DSRParameters.never_reduce((min(grid.increase_thresholds),) * 3,
+                                        (min(grid.increase_diagonals),) * 3)
+    guards = grid.guard_pairs()
+    return params.replace(guard=guards[0]) if guards else params
 
 
 # -- executing: serially or on Dask ---------------------------------------------------------
@@ -656,7 +731,7 @@ def _cached_stack(folder: str) -> RateStack:
 def _evaluate_task(folders: tuple[str, ...], key: tuple, algorithm: int, min_mssim: float,
                    local_minimum: tuple[float, str]) -> Evaluation:
     stacks = [_cached_stack(folder) for folder in folders]
-    return evaluate(stacks, DSRParameters(*key), algorithm=algorithm, min_mssim=min_mssim,
+    return evaluate(stacks, DSRParameters.from_key(key), algorithm=algorithm, min_mssim=min_mssim,
                     local_minimum_mssim=local_minimum[0], local_minimum_tile=local_minimum[1])
 
 
@@ -808,6 +883,48 @@ def prepare(specs: Sequence[TraceSpec], cache: Path, executor: Executor) -> list
 # -- the whole search -----------------------------------------------------------------------
 
 
+def fit(executor: Executor, train_folders: Sequence[str], names: Sequence[str],
+        grid: SearchGrid, min_mssim: float = MIN_MSSIM) -> dict:
+    """Search the parameters on the stacks in ``train_folders`` (named ``names``): Algorithm 6
+    for the increase pairs, then Algorithm 5 for the reduce pairs (and the guard, when the
+    grid has one). A combination is error-free when no training frame falls below
+    ``grid.train_min_mssim`` (default ``min_mssim``). Returns ``local_minimum`` (per trace),
+    ``increase_step``, ``reduce_step`` (None when the increase step found nothing error-free)
+    and ``params`` (DSRParameters or None)."""
+    train_folders = tuple(train_folders)
+    if grid.train_min_mssim is not None:
+        min_mssim = grid.train_min_mssim
+    locmin = (grid.local_minimum_mssim, grid.local_minimum_tile)
+
+    def evaluate_many(candidates, algorithm, desc):
+        return executor.map(_evaluate_task,
+                            [(train_folders, c.key(), algorithm, min_mssim, locmin)
+                             for c in candidates],
+                            desc, "combination")
+
+    floors = executor.map(_local_minimum_task,
+                          [(folder, min_mssim, locmin) for folder in train_folders],
+                          "local minimum", "trace")
+    increase = search_step(evaluate_many, increase_start(grid), "increase",
+                           grid.increase_thresholds, grid.increase_diagonals,
+                           strategy=grid.strategy, sweeps=grid.sweeps)
+    result = {"local_minimum": dict(zip(names, floors, strict=True)),
+              "increase_step": _step_report(increase), "reduce_step": None, "params": None}
+    if increase.evaluation.error:
+        return result
+    base = DSRParameters.never_reduce(increase.params.increase_thresholds,
+                                      increase.params.increase_diagonals)
+    if increase.params.guarded:
+        base = base.replace(guard=(increase.params.change_threshold,
+                                   increase.params.change_cap))
+    reduce = search_step(evaluate_many, base, "reduce", grid.reduce_thresholds,
+                         grid.reduce_diagonals, strategy=grid.strategy, sweeps=grid.sweeps,
+                         guards=grid.guard_pairs())
+    result["reduce_step"] = _step_report(reduce)
+    result["params"] = reduce.params
+    return result
+
+
 def run_search(train: Sequence[TraceSpec], evaluation: Sequence[TraceSpec], grid: SearchGrid,
                *, cache: Path, workers: int = 1, min_mssim: float = MIN_MSSIM) -> dict:
     """Prepare the traces, search (Algorithm 6 then 5), evaluate. Returns a report with
@@ -817,46 +934,21 @@ def run_search(train: Sequence[TraceSpec], evaluation: Sequence[TraceSpec], grid
     names = [spec.name for spec in [*train, *evaluation]]
     with Executor(workers) as executor:
         folders = prepare([*train, *evaluation], cache, executor)
-        train_folders = tuple(folders[:len(train)])
-        locmin = (grid.local_minimum_mssim, grid.local_minimum_tile)
         eval_folders = folders[len(train):]
-
-        def evaluate_many(candidates, algorithm, desc):
-            return executor.map(_evaluate_task,
-                                [(train_folders, c.key(), algorithm, min_mssim, locmin)
-                                 for c in candidates],
-                                desc, "combination")
-
-        floors = executor.map(_local_minimum_task,
-                              [(folder, min_mssim, locmin)
-                               for folder in train_folders], "local minimum", "trace")
-
-        increase = search_step(evaluate_many, increase_start(grid), "increase",
-                               grid.increase_thresholds, grid.increase_diagonals,
-                               strategy=grid.strategy, sweeps=grid.sweeps)
+        fitted = fit(executor, folders[:len(train)], names[:len(train)], grid, min_mssim)
         report = {"train": [s.as_dict() for s in train],
                   "eval": [s.as_dict() for s in evaluation], "grid": grid.as_dict(),
-                  "min_mssim": min_mssim,
-                  "local_minimum": dict(zip(names[:len(train)], floors, strict=True)),
-                  "increase_step": _step_report(increase),
-                  "reduce_step": None, "params": None, "train_figures": None,
+                  "min_mssim": min_mssim, **fitted, "train_figures": None,
                   "eval_figures": None}
-        if increase.evaluation.error:
+        chosen = fitted["params"]
+        if chosen is None:
             report["seconds"] = round(time.perf_counter() - started, 3)
             return report
-        base = DSRParameters.never_reduce(increase.params.increase_thresholds,
-                                          increase.params.increase_diagonals)
-        reduce = search_step(evaluate_many, base, "reduce", grid.reduce_thresholds,
-                             grid.reduce_diagonals, strategy=grid.strategy,
-                             sweeps=grid.sweeps)
-        report["reduce_step"] = _step_report(reduce)
-        chosen = reduce.params
         # Full runs (no stop on error) for the figures, training and evaluation traces.
         full = executor.map(
             _evaluate_full_task,
             [((folder,), chosen.key(), min_mssim) for folder in folders],
             "figures", "trace")
-    report["params"] = chosen
     report["train_figures"] = _pool(full[:len(train)], names[:len(train)])
     report["eval_figures"] = _pool(full[len(train):], names[len(train):]) if eval_folders \
         else None
@@ -864,9 +956,120 @@ def run_search(train: Sequence[TraceSpec], evaluation: Sequence[TraceSpec], grid
     return report
 
 
+def fold_groups(names: Sequence[str], folds: int | None = None,
+                leave_out: Sequence[Sequence[str]] = ()) -> list[list[int]]:
+    """The held-out trace indices of each fold: ``folds`` = K deals the traces round-robin
+    into K groups (K = the number of traces: leave one out); ``leave_out`` names the groups
+    (trace file stems) instead. InputError on an unknown name, a trace in two groups, a
+    group that holds every trace, or fewer than 2 folds."""
+    where = "tilesim dsr-search"
+    if leave_out:
+        index = {name: k for k, name in enumerate(names)}
+        groups, seen = [], set()
+        for group in leave_out:
+            members = []
+            for name in group:
+                if name not in index:
+                    raise InputError(f"--leave-out {name!r}: no such trace among --train "
+                                     f"({', '.join(names)})", source=where)
+                if name in seen:
+                    raise InputError(f"--leave-out: {name} is in two folds", source=where)
+                seen.add(name)
+                members.append(index[name])
+            groups.append(members)
+    else:
+        if folds is None or not 2 <= folds <= len(names):
+            raise InputError(f"--folds {folds}: expected 2..{len(names)} (the number of "
+                             "--train traces)", source=where)
+        groups = [list(range(k, len(names), folds)) for k in range(folds)]
+    for group in groups:
+        if not group or len(group) == len(names):
+            raise InputError("every fold must hold out at least one trace and train on at "
+                             "least one", source=where)
+    return groups
+
+
+def run_cross_validation(specs: Sequence[TraceSpec], groups: Sequence[Sequence[int]],
+                         grid: SearchGrid, *, cache: Path, workers: int = 1,
+                         min_mssim: float = MIN_MSSIM) -> dict:
+    """Leave-workloads-out validation, then the fit on every trace.
+
+    For each fold (``groups``: the indices of ``specs`` it holds out, see
+    :func:`fold_groups`): fit on the other traces (:func:`fit`) and run the parameters found
+    on the held-out traces, reporting the worst held-out frame (trace, frame number, MSSIM),
+    the held-out ASR (mean samples per pixel over their tiles and frames) and how many
+    held-out frames fall below ``min_mssim``. Last, the fit on all the traces gives
+    ``params`` (None if nothing is error-free) with its figures, as :func:`run_search`."""
+    grid.check()
+    started = time.perf_counter()
+    names = [spec.name for spec in specs]
+    folds = []
+    with Executor(workers) as executor:
+        folders = prepare(specs, cache, executor)
+        for number, held in enumerate(groups, start=1):
+            held = list(held)
+            train = [k for k in range(len(specs)) if k not in held]
+            fold_started = time.perf_counter()
+            fitted = fit(executor, [folders[k] for k in train], [names[k] for k in train],
+                         grid, min_mssim)
+            fold = {"fold": number, "held_out": [names[k] for k in held],
+                    "train": [names[k] for k in train],
+                    "params": None if fitted["params"] is None
+                    else _params_dict(fitted["params"]),
+                    "train_asr": None, "held_out_asr": None, "worst_mssim": None,
+                    "worst_trace": None, "worst_frame": None, "frames_below": None,
+                    "held_out_frames": None, "traces": {}}
+            if fitted["params"] is not None:
+                fold["train_asr"] = fitted["reduce_step"]["asr"]
+                full = executor.map(
+                    _evaluate_full_task,
+                    [((folders[k],), fitted["params"].key(), min_mssim) for k in held],
+                    f"fold {number} held out", "trace")
+                pooled = _pool(full, [names[k] for k in held])
+                worst = min(held, key=lambda k: pooled["traces"][names[k]]["min_mssim"])
+                figures = pooled["traces"][names[worst]]
+                fold.update(held_out_asr=pooled["asr"], worst_mssim=pooled["min_mssim"],
+                            worst_trace=names[worst],
+                            worst_frame=specs[worst].frames[0] + figures["worst_frame"],
+                            frames_below=pooled["frames_below"],
+                            held_out_frames=pooled["frames"])
+                fold["traces"] = {
+                    names[k]: {**pooled["traces"][names[k]],
+                               "worst_frame": specs[k].frames[0]
+                               + pooled["traces"][names[k]]["worst_frame"]}
+                    for k in held}
+            fold["seconds"] = round(time.perf_counter() - fold_started, 3)
+            folds.append(fold)
+        fitted = fit(executor, folders, names, grid, min_mssim)
+        report = {"train": [s.as_dict() for s in specs], "eval": [],
+                  "grid": grid.as_dict(), "min_mssim": min_mssim, **fitted,
+                  "train_figures": None, "eval_figures": None, "folds": folds}
+        if fitted["params"] is not None:
+            full = executor.map(
+                _evaluate_full_task,
+                [((folder,), fitted["params"].key(), min_mssim) for folder in folders],
+                "figures", "trace")
+            report["train_figures"] = _pool(full, names)
+    report["cross_validation"] = cross_validation_summary(folds, min_mssim)
+    report["seconds"] = round(time.perf_counter() - started, 3)
+    return report
+
+
+def cross_validation_summary(folds: list[dict], min_mssim: float = MIN_MSSIM) -> dict:
+    """Whether every fold found parameters and kept its worst held-out frame >= the limit,
+    and the worst fold."""
+    done = [f for f in folds if f["worst_mssim"] is not None]
+    worst = min(done, key=lambda f: f["worst_mssim"]) if done else None
+    return {"folds": len(folds),
+            "passed": len(done) == len(folds) and all(f["worst_mssim"] >= min_mssim
+                                                      for f in done),
+            "worst_mssim": None if worst is None else worst["worst_mssim"],
+            "worst_fold": None if worst is None else worst["fold"]}
+
+
 def _evaluate_full_task(folders: tuple[str, ...], key: tuple, min_mssim: float) -> Evaluation:
     stacks = [_cached_stack(folder) for folder in folders]
-    return evaluate(stacks, DSRParameters(*key), stop_on_error=False, min_mssim=min_mssim)
+    return evaluate(stacks, DSRParameters.from_key(key), stop_on_error=False, min_mssim=min_mssim)
 
 
 def _step_report(step: StepResult) -> dict:
@@ -876,10 +1079,13 @@ def _step_report(step: StepResult) -> dict:
 
 
 def _params_dict(params: DSRParameters) -> dict:
-    return {"reduce_thresholds": list(params.reduce_thresholds),
-            "reduce_diagonals": list(params.reduce_diagonals),
-            "increase_thresholds": list(params.increase_thresholds),
-            "increase_diagonals": list(params.increase_diagonals)}
+    values = {"reduce_thresholds": list(params.reduce_thresholds),
+              "reduce_diagonals": list(params.reduce_diagonals),
+              "increase_thresholds": list(params.increase_thresholds),
+              "increase_diagonals": list(params.increase_diagonals)}
+    if params.guarded:
+        values.update(change_threshold=params.change_threshold, change_cap=params.change_cap)
+    return values
 
 
 def _pool(evaluations: list[Evaluation], names: list[str]) -> dict:
@@ -917,11 +1123,15 @@ def provenance(report: dict) -> dict:
             table[name] = entry
         return table
 
+    guard = ""
+    if report["grid"].get("guard_thresholds"):
+        guard = (" and the content-change guard <change_threshold, change_cap> as one more "
+                 "coordinate")
     result = {
         "method": "tilesim dsr-search: seed 001 §6.3, Algorithm 6 (Local Minimum reduction) "
-                  "for <T_I, D_I>, then Algorithm 5 for <T_R, D_R>; lowest ASR with no frame "
-                  f"below MSSIM {report['min_mssim']} (luma, Wang et al. 2004) on the "
-                  "training traces",
+                  f"for <T_I, D_I>, then Algorithm 5 for <T_R, D_R>{guard}; lowest ASR with "
+                  f"no frame below MSSIM {report['min_mssim']} (luma, Wang et al. 2004) on "
+                  "the training traces",
         "fitted": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "seconds": report["seconds"],
         "train_asr": train["asr"], "train_min_mssim": train["min_mssim"],
@@ -933,10 +1143,27 @@ def provenance(report: dict) -> dict:
     if figures is not None:
         result.update(eval_asr=figures["asr"], eval_min_mssim=figures["min_mssim"],
                       eval_frames_below=figures["frames_below"])
+    if report.get("command"):
+        result["command"] = report["command"]
     result["grid"] = report["grid"]
     result["train"] = trace_table(report["train"], train)
     if report["eval"]:
         result["eval"] = trace_table(report["eval"], figures)
+    if report.get("folds"):
+        summary = report["cross_validation"]
+        table = {"method": "leave workloads out: each fold fits on the other traces and runs "
+                           "its parameters on the held-out ones",
+                 "passed": summary["passed"], "worst_mssim": summary["worst_mssim"],
+                 "worst_fold": summary["worst_fold"]}
+        for fold in report["folds"]:
+            entry = {k: fold[k] for k in ("held_out", "worst_mssim", "worst_trace",
+                                          "worst_frame", "held_out_asr", "frames_below",
+                                          "held_out_frames", "train_asr")
+                     if fold[k] is not None}
+            if fold["params"] is not None:
+                entry["params"] = fold["params"]
+            table[f"fold{fold['fold']}"] = entry
+        result["cross_validation"] = table
     return result
 
 
@@ -997,8 +1224,33 @@ def register(subparsers) -> None:
         p.add_argument(f"--{kind}", default=",".join(f"{v:g}" for v in values),
                        metavar="LIST", help=f"values tried per state (default "
                                             f"{','.join(f'{v:g}' for v in values)})")
+    p.add_argument("--guard-thresholds",
+                   default=",".join(f"{v:g}" for v in defaults.guard_thresholds),
+                   metavar="LIST",
+                   help="content-change guard: mean-luma changes (0..255 levels; 255: only the "
+                        "first frame) tried (default "
+                        f"{','.join(f'{v:g}' for v in defaults.guard_thresholds)})")
+    p.add_argument("--guard-caps", default=",".join(str(v) for v in defaults.guard_caps),
+                   metavar="LIST",
+                   help="content-change guard: rate indices a changed tile is capped at "
+                        "(0: back to 1x, 4: no reduction only; default "
+                        f"{','.join(str(v) for v in defaults.guard_caps)})")
+    p.add_argument("--no-guard", action="store_true",
+                   help="fit the seed's FSM alone, without the content-change guard")
+    validation = p.add_mutually_exclusive_group()
+    validation.add_argument("--folds", type=int, default=None, metavar="K",
+                            help="leave-workloads-out validation: deal the --train traces "
+                                 "round-robin into K folds (K = their number: leave one "
+                                 "out); each fold fits on the others and runs on its own. "
+                                 "The parameters written are then fitted on all of them")
+    validation.add_argument("--leave-out", action="append", default=[], metavar="A,B",
+                            help="a fold: the comma-separated trace names (file stems) it "
+                                 "holds out; repeat for each fold (instead of --folds)")
     p.add_argument("--min-mssim", type=float, default=MIN_MSSIM, metavar="X",
                    help="frame error below this MSSIM (default 0.95, 001 §6.3)")
+    p.add_argument("--train-min-mssim", type=float, default=None, metavar="X",
+                   help="frame MSSIM the training traces must keep (default: --min-mssim); "
+                        "above it, a margin for traces the fit has not seen")
     p.add_argument("--local-minimum-mssim", type=float, default=MIN_MSSIM, metavar="X",
                    help="tile MSSIM the Local Minimum keeps (Algorithm 6's reduction; default "
                         "0.95; raise it when the Local Minimum alone already gives frames "
@@ -1015,8 +1267,9 @@ def _search_command(args: argparse.Namespace) -> int:
     from .trace_import import parse_size
 
     for option, value in (("--min-mssim", args.min_mssim),
-                          ("--local-minimum-mssim", args.local_minimum_mssim)):
-        if not 0 < value <= 1:
+                          ("--local-minimum-mssim", args.local_minimum_mssim),
+                          ("--train-min-mssim", args.train_min_mssim)):
+        if value is not None and not 0 < value <= 1:
             raise InputError(f"{option} {value}: expected a value in (0, 1]",
                              source="tilesim dsr-search")
     if args.workers < 1 or args.sweeps < 1:
@@ -1027,8 +1280,14 @@ def _search_command(args: argparse.Namespace) -> int:
         _number_list(args.increase_diagonals, "--increase-diagonals", int),
         _number_list(args.reduce_thresholds, "--reduce-thresholds"),
         _number_list(args.reduce_diagonals, "--reduce-diagonals", int),
-        args.strategy, args.sweeps, args.local_minimum_mssim, args.local_minimum_tile)
+        args.strategy, args.sweeps, args.local_minimum_mssim, args.local_minimum_tile,
+        () if args.no_guard else _number_list(args.guard_thresholds, "--guard-thresholds"),
+        _number_list(args.guard_caps, "--guard-caps", int), args.train_min_mssim)
     grid.check()
+    validating = args.folds is not None or bool(args.leave_out)
+    if validating and args.eval:
+        raise InputError("--folds/--leave-out hold out --train traces themselves: leave out "
+                         "--eval", source="tilesim dsr-search")
     size = parse_size(args.size) if args.size else None
     train = [trace_spec(t, args.frames, size) for t in args.train]
     evaluation = [trace_spec(t, args.frames, size) for t in args.eval]
@@ -1037,21 +1296,56 @@ def _search_command(args: argparse.Namespace) -> int:
         raise InputError("two traces share a file name: give them distinct names",
                          source="tilesim dsr-search")
     out = Path(args.out)
-    report = run_search(train, evaluation, grid, cache=Path(args.cache), workers=args.workers,
-                        min_mssim=args.min_mssim)
+    if validating:
+        groups = fold_groups(names, args.folds,
+                             [[n.strip() for n in text.split(",") if n.strip()]
+                              for text in args.leave_out])
+        report = run_cross_validation(train, groups, grid, cache=Path(args.cache),
+                                      workers=args.workers, min_mssim=args.min_mssim)
+    else:
+        report = run_search(train, evaluation, grid, cache=Path(args.cache),
+                            workers=args.workers, min_mssim=args.min_mssim)
+    report["command"] = _command_line(args)
     params = report["params"]
     if params is not None:
-        params = DSRParameters(*params.key(), provenance=provenance(report))
+        params = DSRParameters.from_key(params.key(), provenance(report))
         params.save(out)
     if args.json:
         print(json.dumps({**report, "params": None if params is None else _params_dict(params),
                           "out": None if params is None else str(out)}, indent=2))
     else:
         _print_report(report, params, out)
-    return EXIT_OK if params is not None else EXIT_FAILED_CHECK
+    passed = params is not None and (not validating or report["cross_validation"]["passed"])
+    return EXIT_OK if passed else EXIT_FAILED_CHECK
+
+
+def _command_line(args: argparse.Namespace) -> str:
+    """The command as typed when run as ``tilesim``, else rebuilt from the options."""
+    import shlex
+    import sys
+
+    if Path(sys.argv[0]).name == "tilesim" and "dsr-search" in sys.argv:
+        return shlex.join(["tilesim", *sys.argv[1:]])
+    parts = ["tilesim", "dsr-search", "--train", *args.train]
+    if args.eval:
+        parts += ["--eval", *args.eval]
+    parts += ["--frames", args.frames]
+    if args.size:
+        parts += ["--size", args.size]
+    if args.folds is not None:
+        parts += ["--folds", str(args.folds)]
+    for group in args.leave_out:
+        parts += ["--leave-out", group]
+    if args.no_guard:
+        parts.append("--no-guard")
+    if args.train_min_mssim is not None:
+        parts += ["--train-min-mssim", f"{args.train_min_mssim:g}"]
+    return shlex.join(parts)
 
 
 def _print_report(report: dict, params: DSRParameters | None, out: Path) -> None:
+    if report.get("folds"):
+        print_folds(report)
     for name, floor in report["local_minimum"].items():
         print(f"local minimum {name}: ASR {floor['asr']:.4f}, min MSSIM "
               f"{floor['min_mssim']:.4f}, {floor['frames_below']} frames below "
@@ -1081,5 +1375,29 @@ def _print_report(report: dict, params: DSRParameters | None, out: Path) -> None
             print(f"  {name}: ASR {t['asr']:.4f}, min MSSIM {t['min_mssim']:.4f}, "
                   f"{t['frames_below']} frames below")
     print(f"T_R {list(params.reduce_thresholds)} D_R {list(params.reduce_diagonals)}; "
-          f"T_I {list(params.increase_thresholds)} D_I {list(params.increase_diagonals)}")
+          f"T_I {list(params.increase_thresholds)} D_I {list(params.increase_diagonals)}"
+          + (f"; guard: change > {params.change_threshold:g} -> rate <= "
+             f"{RATE_NAMES[params.change_cap]}" if params.guarded else ""))
     print(f"written: {out}")
+
+
+def print_folds(report: dict) -> None:
+    """The leave-workloads-out table: per fold, the held-out traces, the worst held-out
+    frame and the held-out average sample rate."""
+    limit = report["min_mssim"]
+    print("leave-workloads-out validation (each fold fits on the other traces):")
+    print(f"  {'fold':>4}  {'held out':<40} {'worst frame':<32} {'MSSIM':>7}  {'ASR':>6}")
+    for fold in report["folds"]:
+        held = ", ".join(fold["held_out"])
+        if fold["worst_mssim"] is None:
+            print(f"  {fold['fold']:>4}  {held:<40} no error-free parameters on its training "
+                  "traces")
+            continue
+        where = f"{fold['worst_trace']} frame {fold['worst_frame']}"
+        flag = "" if fold["worst_mssim"] >= limit else f"  BELOW {limit}"
+        print(f"  {fold['fold']:>4}  {held:<40} {where:<32} {fold['worst_mssim']:>7.4f}  "
+              f"{fold['held_out_asr']:>6.4f}{flag}")
+    summary = report["cross_validation"]
+    verdict = "every fold's worst held-out frame is" if summary["passed"] else "NOT every " \
+        "fold's worst held-out frame is"
+    print(f"{verdict} >= {limit}")

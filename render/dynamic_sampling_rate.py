@@ -13,6 +13,18 @@ state 4 (one sample per tile, a flat tile with no frequency content to analyse) 
 back to 3. They live in ``dsr_parameters.toml`` (:class:`DSRParameters`), fitted by
 ``tilesim dsr-search`` (``render.dsr_search``).
 
+The content-change guard (optional, ``[guard]`` in the parameters; not in the seed): the FSM
+decides a tile's next rate from this frame's content, which is right only while the tile's
+content is coherent from frame to frame, the premise of 001 ch. 6. Each SRT entry also keeps
+the tile's mean luminance (the DC coefficient the DCT unit computes anyway, ``tile_means``);
+a tile whose mean moved by more than ``change_threshold`` luma levels since the last frame,
+or that has no last frame (the first frame after a reset: nothing shows its content is
+coherent), is "changed" and may not be reduced: its next rate is the lowest of the FSM's
+decision, its current rate and ``change_cap`` (a rate index: 0 restarts it at 1x, 4 only
+forbids the reduction). Both values are fitted by the search. Without a guard the FSM is the
+seed's, whose frame 1 is decided on frame 0 alone: a program whose sprites appear on frame 1
+over flat tiles analysed at frame 0 lost 0.09 MSSIM on that frame (issue 11).
+
 Tiles are numbered as the renderer numbers the tiles of the default framebuffer: row-major
 with tile row 0 at the BOTTOM of the image (OpenGL window coordinates): pixel (x, y), y up,
 is in tile ``(y // 16) * tiles_x + x // 16``, and image row r (row 0 at the top) is
@@ -310,6 +322,11 @@ class DSRParameters:
     reduce when MaxC(D_R) < T_R. ``increase_thresholds`` / ``increase_diagonals``: <T_I, D_I>
     of states 1..3 (1/4x .. 1/64x): otherwise increase when MaxC(D_I) >= T_I. State 4 always
     returns to 3. ``provenance``: how and when they were fitted (saved with them).
+
+    The content-change guard (module docstring), off when ``change_threshold`` is None:
+    a tile whose mean luma moved by more than ``change_threshold`` (0..255 levels; 255: only
+    the first frame counts as a change) since the last frame, or that has no last frame, takes
+    next the lowest of the FSM's rate, its current rate and ``change_cap`` (rate index 0..4).
     """
 
     reduce_thresholds: tuple[float, ...]
@@ -317,6 +334,8 @@ class DSRParameters:
     increase_thresholds: tuple[float, ...]
     increase_diagonals: tuple[int, ...]
     provenance: dict = field(default_factory=dict, compare=False, repr=False)
+    change_threshold: float | None = None
+    change_cap: int = LOWEST
 
     def __post_init__(self):
         for name, count, kind in _FIELDS:
@@ -324,6 +343,19 @@ class DSRParameters:
             if len(values) != count:
                 raise ValueError(f"{name}: expected {count} values, got {len(values)}")
             object.__setattr__(self, name, values)
+        if self.change_threshold is not None:
+            threshold = float(self.change_threshold)
+            if not 0 <= threshold <= 255:
+                raise ValueError(f"change_threshold: {threshold} is outside 0..255")
+            object.__setattr__(self, "change_threshold", threshold)
+        if not 0 <= int(self.change_cap) <= LOWEST:
+            raise ValueError(f"change_cap: {self.change_cap} is outside 0..{LOWEST}")
+        object.__setattr__(self, "change_cap", int(self.change_cap))
+
+    @property
+    def guarded(self) -> bool:
+        """Whether the content-change guard is on."""
+        return self.change_threshold is not None
 
     @classmethod
     def never_reduce(cls, increase_thresholds=(0.0,) * 3, increase_diagonals=(0,) * 3,
@@ -333,12 +365,23 @@ class DSRParameters:
                    dict(provenance or {}))
 
     def key(self) -> tuple:
-        """The parameter values as one hashable tuple (provenance left out)."""
-        return tuple(getattr(self, name) for name, _, _ in _FIELDS)
+        """The parameter values as one hashable tuple (provenance left out):
+        the four tuples of ``_FIELDS``, then (change_threshold, change_cap)."""
+        return (*(getattr(self, name) for name, _, _ in _FIELDS),
+                (self.change_threshold, self.change_cap))
+
+    @classmethod
+    def from_key(cls, key: tuple, provenance: dict | None = None) -> DSRParameters:
+        """The parameters of a :meth:`key`."""
+        *fields, (threshold, cap) = key
+        return cls(*fields, provenance=dict(provenance or {}), change_threshold=threshold,
+                   change_cap=cap)
 
     def replace(self, *, reduce: tuple[int, float, int] | None = None,
-                increase: tuple[int, float, int] | None = None) -> DSRParameters:
-        """A copy with one transition changed: ``reduce=(state, T, D)`` or likewise."""
+                increase: tuple[int, float, int] | None = None,
+                guard: tuple[float | None, int] | None = None) -> DSRParameters:
+        """A copy with one transition changed: ``reduce=(state, T, D)`` or likewise, or the
+        guard: ``guard=(change_threshold, change_cap)`` (threshold None: off)."""
         values = {name: list(getattr(self, name)) for name, _, _ in _FIELDS}
         if reduce is not None:
             state, threshold, diagonals = reduce
@@ -348,7 +391,10 @@ class DSRParameters:
             state, threshold, diagonals = increase
             values["increase_thresholds"][state - 1] = threshold
             values["increase_diagonals"][state - 1] = diagonals
-        return DSRParameters(**values, provenance=dict(self.provenance))
+        threshold, cap = guard if guard is not None else (self.change_threshold,
+                                                          self.change_cap)
+        return DSRParameters(**values, provenance=dict(self.provenance),
+                             change_threshold=threshold, change_cap=cap)
 
     def tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(T_R, D_R, T_I, D_I), each indexed by state 0..4. Transitions that do not exist
@@ -394,10 +440,10 @@ class DSRParameters:
                 line = _key_line(text, table, key) or _key_line(text, table, None)
             raise InputError(message, source=where, line=line)
 
-        unknown = sorted(set(data) - {"reduce", "increase", "provenance"})
+        unknown = sorted(set(data) - {"reduce", "increase", "guard", "provenance"})
         if unknown:
-            fail(f"unknown table(s) {', '.join(unknown)}: expected [reduce], [increase] and "
-                 "[provenance]")
+            fail(f"unknown table(s) {', '.join(unknown)}: expected [reduce], [increase], "
+                 "[guard] and [provenance]")
         values = {}
         for table, count, states in (("reduce", 4, "0..3"), ("increase", 3, "1..3")):
             section = data.get(table)
@@ -425,6 +471,23 @@ class DSRParameters:
                         fail(f"{table}.{key}: {item!r} is out of range (expected {expected})",
                              table, key)
                 values[f"{table}_{'thresholds' if key == 'threshold' else 'diagonals'}"] = value
+        guard = data.get("guard")
+        if guard is not None:
+            if not isinstance(guard, dict):
+                fail("guard must be a table", "guard")
+            extra = sorted(set(guard) - {"change_threshold", "change_cap"})
+            if extra:
+                fail(f"[guard]: unknown key(s) {', '.join(extra)}; expected change_threshold "
+                     "and change_cap", "guard", extra[0])
+            threshold, cap = guard.get("change_threshold"), guard.get("change_cap")
+            if not (isinstance(threshold, int | float) and not isinstance(threshold, bool)
+                    and math.isfinite(threshold) and 0 <= threshold <= 255):
+                fail(f"guard.change_threshold: expected a number of luma levels in 0..255, "
+                     f"got {threshold!r}", "guard", "change_threshold")
+            if not (isinstance(cap, int) and not isinstance(cap, bool) and 0 <= cap <= LOWEST):
+                fail(f"guard.change_cap: expected a rate index 0..{LOWEST}, got {cap!r}",
+                     "guard", "change_cap")
+            values.update(change_threshold=threshold, change_cap=cap)
         provenance = data.get("provenance", {})
         if not isinstance(provenance, dict):
             fail("provenance must be a table", "provenance")
@@ -447,6 +510,14 @@ class DSRParameters:
             f"threshold = {_toml_value(list(self.increase_thresholds))}",
             f"diagonals = {_toml_value(list(self.increase_diagonals))}",
         ]
+        if self.guarded:
+            lines += [
+                "",
+                "[guard]  # content change: mean luma moved > change_threshold (or no last",
+                "# frame) -> next rate <= min(FSM, current, change_cap); 0 = 1x",
+                f"change_threshold = {_toml_value(self.change_threshold)}",
+                f"change_cap = {_toml_value(self.change_cap)}",
+            ]
         if self.provenance:
             lines += ["", *_toml_table(("provenance",), self.provenance)]
         return "\n".join(lines) + "\n"
@@ -524,14 +595,40 @@ def _key_line(text: str, table: str | None, key: str | None) -> int | None:
 # -- the FSM and the Sampling Rate Table ----------------------------------------------------
 
 
+def tile_means(tiles: np.ndarray) -> np.ndarray:
+    """Mean luminance of each (n, n) tile rounded to an 8-bit value, (T, n, n) -> (T,)
+    float64 in 0..255: the DC coefficient of its DCT over n, as the guard keeps it per tile.
+    The luma values are rounded to float32 first and summed in float64, which is exact (luma
+    of 8-bit colors needs under 44 bits), so the pipeline's float64 tiles and the search's
+    float32 tables give the same means."""
+    xp = array_module(tiles)
+    tiles = xp.asarray(tiles).astype(np.float32).astype(np.float64)
+    return xp.floor(tiles.sum(axis=(1, 2)) / (tiles.shape[1] * tiles.shape[2]) + 0.5)
+
+
+def changed_tiles(means: np.ndarray, previous: np.ndarray | None,
+                  params: DSRParameters) -> np.ndarray | None:
+    """The guard's test: (T,) bool, True where a tile's mean luma moved by more than
+    ``params.change_threshold`` since the last frame's ``previous`` means, or everywhere when
+    there is no last frame (None). None when the guard is off."""
+    if not params.guarded:
+        return None
+    xp = array_module(means)
+    if previous is None:
+        return xp.ones(means.shape, dtype=bool)
+    return xp.abs(means - xp.asarray(previous)) > params.change_threshold
+
+
 def transition(rates: np.ndarray, maxc, params: DSRParameters, *,
-               increase_only: bool = False) -> np.ndarray:
+               increase_only: bool = False, changed: np.ndarray | None = None) -> np.ndarray:
     """Algorithm 5's decision for every tile at once: the rates of the next frame.
 
     ``maxc(d)`` gives each tile's MaxC for a per-tile array of ignored diagonals ``d`` (from
     its DCT, or a precomputed :func:`max_c_table`). Reduce (index + 1) when MaxC(D_R) < T_R,
     else increase (index - 1) when MaxC(D_I) >= T_I, else stay; 1/256x always goes back to
-    1/64x. ``increase_only`` leaves out the Reduce test (Algorithm 6). Runs on the backend
+    1/64x. ``increase_only`` leaves out the Reduce test (Algorithm 6). ``changed`` ((T,)
+    bool, from :func:`changed_tiles`): those tiles take the lowest rate of the decision,
+    their current rate and ``params.change_cap`` (see :func:`guard`). Runs on the backend
     of ``rates`` (``maxc`` must answer on the same one)."""
     xp = array_module(rates)
     rates = xp.asarray(rates)
@@ -546,20 +643,36 @@ def transition(rates: np.ndarray, maxc, params: DSRParameters, *,
     increase = ~reduce & (maxc(d_i[state]) >= t_i[state])
     following = state + reduce - increase
     following[state == LOWEST] = LOWEST - 1
-    return xp.clip(following, 0, LOWEST).astype(np.int8)
+    following = xp.clip(following, 0, LOWEST).astype(np.int8)
+    return following if changed is None else guard(following, rates, changed, params)
+
+
+def guard(following: np.ndarray, rates: np.ndarray, changed: np.ndarray,
+          params: DSRParameters) -> np.ndarray:
+    """The next rates with the guard applied: where ``changed``, the lowest sampling rate
+    (highest index) is min(``following``, ``rates``, ``params.change_cap``), i.e. no
+    reduction, and at most ``change_cap`` (0: back to 1x)."""
+    xp = array_module(following)
+    capped = xp.minimum(xp.minimum(following, xp.asarray(rates).astype(np.int8)),
+                        np.int8(params.change_cap))
+    return xp.where(xp.asarray(changed), capped, following).astype(np.int8)
 
 
 def next_rates(rates: np.ndarray, dct: np.ndarray, params: DSRParameters, *,
-               increase_only: bool = False) -> np.ndarray:
+               increase_only: bool = False, changed: np.ndarray | None = None) -> np.ndarray:
     """The next frame's rate index of each tile from this frame's rates and tile DCTs."""
-    return transition(rates, lambda d: max_c(dct, d), params, increase_only=increase_only)
+    return transition(rates, lambda d: max_c(dct, d), params, increase_only=increase_only,
+                      changed=changed)
 
 
 class SamplingRateTable:
     """The SRT (001 §6.4.1): one 3-bit entry per tile, the rate of the next frame.
 
     All tiles start at 1x. :meth:`update` analyses a finished frame (DCT of each tile's
-    luminance, MaxC, FSM) and stores the rates for the next one. Work is counted:
+    luminance, MaxC, FSM) and stores the rates for the next one. With the guard on, each
+    entry also keeps the tile's mean luma (``means``; None until the first frame: no tile
+    has a last frame then) and :meth:`update` counts the changed tiles (``changed``,
+    ``changed_tiles`` in total). Work is counted:
     ``dct_tiles`` (2D DCTs computed), ``reads`` and ``writes`` (SRT entries; :meth:`read` is
     the rasteriser fetching each tile's state, :meth:`update` reads and writes every entry).
 
@@ -570,20 +683,30 @@ class SamplingRateTable:
     """
 
     ENTRY_BITS = 3
+    MEAN_BITS = 8
 
     def __init__(self, tiles: int, params: DSRParameters | None = None, *, tile: int = TILE):
         self.tiles = int(tiles)
         self.tile = tile
         self.params = params if params is not None else DSRParameters.load()
         self.rates = backend.xp().zeros(self.tiles, dtype=np.int8)
+        self.means = None
+        self.changed = None
+        self.changed_tiles = 0
         self.dct_tiles = 0
         self.reads = 0
         self.writes = 0
 
     @property
+    def entry_bits(self) -> int:
+        """Bits per entry: the 3-bit state, and with the guard an 8-bit mean luma."""
+        return self.ENTRY_BITS + (self.MEAN_BITS if self.params.guarded else 0)
+
+    @property
     def storage_bytes(self) -> float:
-        """SRT size: 3 bits per tile (2.96 KB for the 8100 tiles of 1920x1080)."""
-        return self.tiles * self.ENTRY_BITS / 8
+        """SRT size: 3 bits per tile (2.96 KB for the 8100 tiles of 1920x1080), 11 with the
+        guard (10.9 KB)."""
+        return self.tiles * self.entry_bits / 8
 
     def read(self) -> np.ndarray:
         """The rate of every tile, as the rasteriser fetches it when a tile starts."""
@@ -598,7 +721,15 @@ class SamplingRateTable:
         tiles = tile_luminance(xp.asarray(image), self.tile)
         if tiles.shape[0] != self.tiles:
             raise ValueError(f"the frame has {tiles.shape[0]} tiles, the SRT {self.tiles}")
-        self.rates = next_rates(xp.asarray(self.rates), tile_dct(tiles), self.params)
+        changed = None
+        if self.params.guarded:
+            means = tile_means(tiles)
+            changed = changed_tiles(means, self.means, self.params)
+            self.means = means
+            self.changed = changed
+            self.changed_tiles += int(changed.sum())
+        self.rates = next_rates(xp.asarray(self.rates), tile_dct(tiles), self.params,
+                                changed=changed)
         self.dct_tiles += self.tiles
         self.reads += self.tiles
         self.writes += self.tiles

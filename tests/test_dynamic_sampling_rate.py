@@ -29,6 +29,7 @@ from render.dynamic_sampling_rate import (
     SAMPLES_PER_PIXEL,
     DSRParameters,
     SamplingRateTable,
+    changed_tiles,
     compose,
     dct_kernel,
     frame_mssim,
@@ -40,7 +41,9 @@ from render.dynamic_sampling_rate import (
     pixel_tiles,
     tile_dct,
     tile_luminance,
+    tile_means,
     tile_ssim,
+    to_tiles,
 )
 from tilesim.errors import InputError
 
@@ -523,3 +526,187 @@ def test_search_on_dask_workers_chooses_what_one_process_chooses(tmp_path):
     assert run_cli([*common, "--workers", "2", "--out", str(tmp_path / "dask.toml")]) == 0
     assert run_cli([*common, "--workers", "1", "--out", str(tmp_path / "one.toml")]) == 0
     assert DSRParameters.load(tmp_path / "dask.toml") == DSRParameters.load(tmp_path / "one.toml")
+
+
+# -- the content-change guard ---------------------------------------------------------------
+
+
+def guarded(threshold=8.0, cap=0, **kw) -> DSRParameters:
+    return params(**kw).replace(guard=(threshold, cap))
+
+
+def test_guard_marks_every_tile_of_the_first_frame_and_big_mean_changes():
+    p = guarded(threshold=8.0)
+    means = np.array([10.0, 50.0, 200.0])
+    assert changed_tiles(means, None, params()) is None          # guard off
+    assert changed_tiles(means, None, p).tolist() == [True] * 3   # no last frame
+    assert changed_tiles(means, np.array([18.0, 41.0, 200.0]), p).tolist() == [
+        False, True, False]                                        # |change| > 8 only
+    # Means are rounded to 8-bit levels, identically from float64 and float32 luma.
+    tiles = RNG.uniform(0, 255, (6, 16, 16))
+    lum = luminance(RNG.integers(0, 256, (16, 96, 4), dtype=np.uint8))
+    for values in (tiles, to_tiles(lum)):
+        means = tile_means(values)
+        assert np.array_equal(means, tile_means(values.astype(np.float32)))
+        assert np.array_equal(means, np.floor(values.mean(axis=(1, 2)) + 0.5))
+
+
+def test_guard_caps_changed_tiles_below_their_current_rate_and_the_cap():
+    rates = np.array([0, 2, 2, 2, 4, 1], dtype=np.int8)
+    # MaxC 5: reduce (T_R 10); 25: increase (T_I 20); 15: stay.
+    maxc = np.array([5, 5, 25, 15, 5, 5], dtype=float)
+    changed = np.array([True, True, True, True, True, False])
+    free = next_rates(rates, coefficients(maxc), params())
+    assert free.tolist() == [1, 3, 1, 2, 3, 2]
+    hold = next_rates(rates, coefficients(maxc), guarded(cap=LOWEST), changed=changed)
+    assert hold.tolist() == [0, 2, 1, 2, 3, 2]     # no reduction where changed
+    restart = next_rates(rates, coefficients(maxc), guarded(cap=0), changed=changed)
+    assert restart.tolist() == [0, 0, 0, 0, 0, 2]  # changed tiles back to 1x
+    capped = next_rates(rates, coefficients(maxc), guarded(cap=1), changed=changed)
+    assert capped.tolist() == [0, 1, 1, 1, 1, 2]
+
+
+def test_srt_with_the_guard_waits_a_frame_and_restarts_a_tile_whose_content_changed():
+    p = guarded(threshold=8.0, cap=0, t_r=1.0, d_r=1, t_i=5.0, d_i=1)
+    table = SamplingRateTable(12, p)
+    flat = np.full((40, 50, 4), 77, dtype=np.uint8)
+    # Frame 0 has no last frame: nothing is reduced on it; then the seed's walk down.
+    assert [table.update(flat)[0] for _ in range(5)] == [0, 1, 2, 3, 4]
+    assert table.changed_tiles == 12
+    brighter = flat.copy()
+    brighter[-16:, :16, :3] = 120                   # tile 0 (bottom left): mean 77 -> 120
+    rates = table.update(brighter)
+    assert rates[0] == 0 and rates[1] == 3          # restarted at 1x; the others bounce
+    assert table.changed.tolist() == [True] + [False] * 11
+    assert table.storage_bytes == 12 * 11 / 8
+    # Without the guard, frame 0 already reduces (the seed's FSM).
+    assert SamplingRateTable(12, params(t_r=1.0, d_r=1, t_i=5.0, d_i=1)).update(flat)[0] == 1
+
+
+def test_guarded_simulation_follows_the_sampling_rate_table():
+    """dsr-search's simulation and the pipeline's SRT take the same guarded decisions: feed
+    the SRT the frames the simulation composes and compare the rates."""
+    images = synthetic_stack(frames=7, noise_tile=(38, 16))
+    images[:, 4] = images[:, 4, :, ::-1]           # an abrupt change: frame 4 mirrored
+    stack = RateStack.from_images(images)
+    for p in (guarded(threshold=4.0, cap=0, t_r=8.0, d_r=8, t_i=30.0, d_i=8),
+              guarded(threshold=255.0, cap=LOWEST, t_r=8.0, d_r=8, t_i=30.0, d_i=8),
+              params(t_r=8.0, d_r=8, t_i=30.0, d_i=8)):
+        run = simulate(stack, p)
+        table = SamplingRateTable(stack.tiles, p)
+        for frame in range(6):
+            assert np.array_equal(table.read(), run.rates[frame]), (p.key(), frame)
+            table.update(compose(images[:, frame], run.rates[frame]))
+        assert np.array_equal(table.read(), run.rates[6])
+    strict = simulate(stack, guarded(threshold=4.0, cap=0, t_r=8.0, d_r=8, t_i=30.0, d_i=8))
+    assert strict.rates[1].max() == 0               # frame 1 is decided at 1x everywhere
+    assert strict.rates[2].max() > 0
+
+
+def test_parameters_toml_round_trip_with_a_guard(tmp_path):
+    p = guarded(threshold=16.0, cap=0)
+    path = p.save(tmp_path / "g.toml")
+    assert "[guard]" in path.read_text()
+    loaded = DSRParameters.load(path)
+    assert loaded == p and loaded.change_threshold == 16.0 and loaded.change_cap == 0
+    assert DSRParameters.from_key(p.key()) == p
+    assert params().key() != p.key() and not DSRParameters.load(params().save(
+        tmp_path / "n.toml")).guarded
+    text = path.read_text()
+    for bad, message in ((text.replace("change_cap = 0", "change_cap = 7"), "change_cap"),
+                         (text.replace("change_threshold = 16.0", "change_threshold = 300"),
+                          "change_threshold"),
+                         (text.replace("change_cap = 0", "change_cap = 0\nextra = 1"),
+                          "unknown key")):
+        (tmp_path / "bad.toml").write_text(bad)
+        with pytest.raises(InputError, match=message) as info:
+            DSRParameters.load(tmp_path / "bad.toml")
+        assert info.value.line is not None
+    with pytest.raises(ValueError):
+        guarded(threshold=-1.0)
+
+
+def test_search_grid_guard_pairs_and_the_guard_coordinate():
+    grid = SearchGrid(guard_thresholds=(16.0, 4.0, 255.0), guard_caps=(4, 0))
+    assert grid.guard_pairs() == [(4.0, 0), (4.0, 4), (16.0, 0), (16.0, 4), (255.0, 4)]
+    assert increase_start(grid).key()[-1] == (4.0, 0)
+    assert not increase_start(SearchGrid(guard_thresholds=())).guarded
+    with pytest.raises(InputError, match="guard threshold 300"):
+        SearchGrid(guard_thresholds=(300.0,)).check()
+    # A stack whose content changes abruptly on frame 3: the search keeps a guard that
+    # restarts changed tiles where the seed's FSM alone has an error.
+    images = synthetic_stack(frames=6, noise_tile=(38, 16))
+    images[:, 3:] = images[:, 3:, :, ::-1]
+    stacks = [RateStack.from_images(images, name="a")]
+
+    def evaluate_many(candidates, algorithm, desc):
+        return [evaluate(stacks, c, algorithm=algorithm) for c in candidates]
+
+    base = DSRParameters.never_reduce((30.0,) * 3, (8,) * 3)
+    found = search_step(evaluate_many, base.replace(guard=grid.guard_pairs()[0]), "reduce",
+                        (8.0, 64.0), (8,), guards=grid.guard_pairs())
+    assert not found.evaluation.error and found.params.change_threshold < 255
+    full = evaluate(stacks, found.params, stop_on_error=False)
+    assert not full.error and full.asr == pytest.approx(found.evaluation.asr)
+    # With only the first frame guarded, the same reductions fall below 0.95 after the change.
+    assert evaluate(stacks, found.params.replace(guard=(255.0, 4)), stop_on_error=False).error
+
+
+# -- leave-workloads-out validation ---------------------------------------------------------
+
+
+def test_fold_groups_deal_round_robin_or_follow_leave_out():
+    names = ["a", "b", "c", "d", "e"]
+    assert dsr_search.fold_groups(names, 2) == [[0, 2, 4], [1, 3]]
+    assert dsr_search.fold_groups(names, 5) == [[0], [1], [2], [3], [4]]
+    assert dsr_search.fold_groups(names, leave_out=[["b", "d"], ["a"]]) == [[1, 3], [0]]
+    for folds, leave_out, message in ((1, (), "--folds 1"), (6, (), "--folds 6"),
+                                      (None, [["x"]], "no such trace"),
+                                      (None, [["a"], ["a", "b"]], "in two folds"),
+                                      (None, [names], "train on at least one")):
+        with pytest.raises(InputError, match=message):
+            dsr_search.fold_groups(names, folds, leave_out)
+
+
+def test_cli_cross_validation_reports_each_fold_and_writes_the_fit_on_all(tmp_path, capsys):
+    import json
+
+    traces = [sphere_trace(tmp_path / "one.tsim", 3),
+              sphere_trace(tmp_path / "two.tsim", 3, size=(64, 48)),
+              sphere_trace(tmp_path / "three.tsim", 3, size=(56, 40))]
+    out, cache = tmp_path / "dsr.toml", tmp_path / "cache"
+    argv = ["--train", *map(str, traces), "--folds", "3", "--cache", str(cache), "--out",
+            str(out), "--workers", "1", "--increase-thresholds", "8,64",
+            "--increase-diagonals", "8", "--reduce-thresholds", "1,16",
+            "--reduce-diagonals", "8", "--guard-thresholds", "16,255", "--guard-caps", "0",
+            "--sweeps", "1", "--json"]
+    status = run_cli(argv)
+    report = json.loads(capsys.readouterr().out)
+    folds = report["folds"]
+    assert [f["held_out"] for f in folds] == [["one"], ["two"], ["three"]]
+    for fold in folds:
+        assert fold["train"] == [n for n in ("one", "two", "three")
+                                 if n not in fold["held_out"]]
+        assert 0 < fold["held_out_asr"] <= 1 and fold["worst_trace"] == fold["held_out"][0]
+        assert 0 <= fold["worst_frame"] < 3 and fold["worst_mssim"] <= 1
+        trace = fold["traces"][fold["held_out"][0]]
+        assert trace["min_mssim"] == fold["worst_mssim"]
+    summary = report["cross_validation"]
+    assert summary["passed"] == all(f["worst_mssim"] >= 0.95 for f in folds)
+    assert status == (0 if summary["passed"] else 1)
+    params = DSRParameters.load(out)
+    table = params.provenance["cross_validation"]
+    assert table["fold2"]["held_out"] == ["two"] and "params" in table["fold2"]
+    assert table["passed"] == summary["passed"]
+    assert "--folds 3" in params.provenance["command"]
+    assert sorted(params.provenance["train"]) == ["one", "three", "two"]
+    # The three traces were rendered once for all four fits.
+    assert len(sorted(cache.glob("*/rate*.npz"))) == 15
+    # Named folds; --eval does not go with them.
+    capsys.readouterr()
+    assert run_cli([*argv[:argv.index("--folds")], "--leave-out", "one,two",
+                    *argv[argv.index("--folds") + 2:]]) in (0, 1)
+    report = json.loads(capsys.readouterr().out)
+    assert [f["held_out"] for f in report["folds"]] == [["one", "two"]]
+    with pytest.raises(InputError, match="leave out --eval"):
+        run_cli([*argv, "--eval", str(traces[0])])

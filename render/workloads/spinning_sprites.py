@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 
 from .common import (
-    DynamicBatch,
     SPRITE_STRIDE,
+    DynamicBatch,
     Sprites,
     check_request,
     glyph_atlas,
