@@ -15,8 +15,13 @@ import numpy as np
 from shaders.interpreter import Interpreter
 from shaders.parser import parse
 from tilesim.errors import InputError
+from tilesim.memory import check_memory
 
 from .commands import Command
+
+# Memory a texel costs: its stored components (up to four uint16) and their float32 RGBA
+# expansion (render.texture.TextureImage); mipmaps add at most a third more.
+TEXTURE_BYTES_PER_TEXEL = 24
 
 
 @dataclass
@@ -250,7 +255,14 @@ class GLState:
         return self.bound_texture("TEXTURE_2D" if target == "TEXTURE_2D" else "TEXTURE_CUBE_MAP")
 
     def _texImage2D(self, target, level, internalformat, width, height, format, type, data):
-        self.texture_for_image(target).tex_image_2d(
+        texture = self.texture_for_image(target)
+        if isinstance(width, int) and isinstance(height, int) and width > 0 and height > 0:
+            held = sum(image.width * image.height for t in self.textures.values()
+                       for face in t.faces for image in face.values())
+            check_memory(f"texImage2D: {width}x{height} texels beside the {held} texels "
+                         "textures already hold", TEXTURE_BYTES_PER_TEXEL
+                         * (held + width * height), self.where)
+        texture.tex_image_2d(
             target, level, internalformat, width, height, format, type, data,
             self.unpack_alignment)
 

@@ -25,7 +25,7 @@ import numpy as np
 from tilesim.backend import array_module, to_host
 from tilesim.backend import xp as active_xp
 from tilesim.errors import InputError
-from tilesim.memory import keep_freed_memory
+from tilesim.memory import RENDER_BYTES_PER_PIXEL, check_memory, keep_freed_memory
 
 from . import (
     binning,
@@ -126,6 +126,8 @@ class Renderer:
         if tile_size < 2 or tile_size % 2:
             raise InputError(f"tile size must be an even number >= 2, got {tile_size}")
         keep_freed_memory()
+        check_memory(f"rendering a {width}x{height} framebuffer",
+                     RENDER_BYTES_PER_PIXEL * width * height, source)
         self.xp = active_xp()   # the array backend the buffers and all per-draw arrays live on
         self.state = GLState(width, height, source)
         self.tile_size, self.traversal, self.fill_rule = tile_size, traversal, fill_rule
@@ -243,6 +245,8 @@ class Renderer:
         target = self.fbo_targets.get(fbo_id)
         if (target is None or target.width != width or target.height != height
                 or target.key != key):
+            check_memory(f"rendering into the {width}x{height} framebuffer {fbo_id}",
+                         RENDER_BYTES_PER_PIXEL * width * height, self.state.where)
             target = RenderTarget(width, height, depth_bits or 24, has_depth=depth is not None,
                                   name=f"fbo{fbo_id}", tile_size=self.tile_size,
                                   texture=color[3] if color else None,

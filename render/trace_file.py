@@ -51,6 +51,7 @@ from render.commands import FRAME_END, SCHEMA, Command, make_command
 from tilesim import __version__
 from tilesim.atomic import default_mode
 from tilesim.errors import InputError
+from tilesim.memory import check_memory
 
 FORMAT = "tilesim-trace"
 VERSION = 1
@@ -441,6 +442,10 @@ class Trace:
                                  f"than the {limit}-byte limit (refusing a possible zip bomb)",
                                  source=where)
             self._members[name] = info
+        # Blobs are decoded as frames need them; all of them decompressed must fit.
+        blobs = [info.file_size for name, info in self._members.items()
+                 if _member_kind(name) == "blob"]
+        check_memory(f"decompressing the trace's {len(blobs)} blobs", sum(blobs), self._where)
 
     def _read_member(self, name: str, where: str) -> bytes:
         info = self._members.get(name)

@@ -6,11 +6,14 @@ Exit codes: 0 success, 1 a check or comparison failed, 2 bad usage or input.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import traceback
 
 from tilesim import __version__
 from tilesim.backend import BackendUnavailable, set_backend
 from tilesim.errors import EXIT_BAD_INPUT, TilesimError
+from tilesim.memory import BUDGET_ENV, parse_size
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -35,6 +38,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"tilesim {__version__}")
     parser.add_argument("--backend", choices=["numpy", "cupy"], default="numpy",
                         help="array backend for numeric work (default numpy)")
+    parser.add_argument("--memory-budget", type=_size, metavar="SIZE",
+                        help="memory one input may ask for (framebuffers, textures, trace "
+                             "blobs), e.g. 8G; default half of physical memory")
+    parser.add_argument("--debug", action="store_true",
+                        help="print the Python traceback of an error")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     shader_commands.register(sub)
     render_commands.register(sub)
@@ -51,18 +59,42 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _size(text: str) -> int:
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.memory_budget is not None:
+        # In the environment, so that worker and replay processes keep the same budget.
+        os.environ[BUDGET_ENV] = str(args.memory_budget)
     try:
         set_backend(args.backend)
         return int(args.func(args) or 0)
     except (TilesimError, BackendUnavailable) as exc:
-        print(f"tilesim: error: {exc}", file=sys.stderr)
-        return getattr(exc, "exit_code", EXIT_BAD_INPUT)
+        return _fail(args, str(exc), getattr(exc, "exit_code", EXIT_BAD_INPUT))
+    except MemoryError:
+        return _fail(args, "out of memory (lower the input's size, or the frames or workers "
+                           "of the run)", EXIT_BAD_INPUT)
+    except OSError as exc:
+        # A file the command reads or writes: missing, a folder, read-only, disk full.
+        where = f"{exc.filename}: " if exc.filename else ""
+        return _fail(args, f"{where}{exc.strerror or exc}", EXIT_BAD_INPUT)
     except KeyboardInterrupt:
         print("tilesim: interrupted", file=sys.stderr)
         return 130
+
+
+def _fail(args: argparse.Namespace, message: str, code: int) -> int:
+    """One line on stderr (the traceback too with --debug); the exit code."""
+    if args.debug:
+        traceback.print_exc()
+    print(f"tilesim: error: {message}", file=sys.stderr)
+    return code
 
 
 if __name__ == "__main__":
