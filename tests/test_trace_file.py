@@ -8,6 +8,7 @@ import json
 import os
 import struct
 import time
+import warnings
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -329,10 +330,43 @@ def test_odd_member_names(valid, name):
     refused(rebuild(valid, contents), "unexpected member name")
 
 
-def test_extra_members_are_ignored(valid):
+def test_extra_members_are_ignored(valid, tmp_path):
+    # Provenance files under extra/ (TRACE_FORMAT.md: "readers ignore them") leave the header
+    # and every frame exactly as without them, even when named like a trace's own members
+    # and holding other valid trace content: another frame, another manifest, a blob.
     contents = members(valid)
-    contents["extra/capture/notes.txt"] = b"captured under Xvfb"
-    load_all(rebuild(valid, contents))
+    frame_names = sorted(n for n in contents if n.startswith("frames/"))
+    manifest = json.loads(contents["manifest.json"])
+    other_manifest = dict(manifest, width=7, height=5, name="other", source={"tool": "x"})
+    blob = first_blob(valid)
+    extras = {
+        "extra/": b"",
+        "extra/capture/": b"",
+        "extra/capture/notes.txt": b"captured under Xvfb",
+        "extra/manifest.json": json.dumps(other_manifest).encode(),
+        "extra/frames/000001.json": contents[frame_names[0]],
+        "extra/frames/000003.json": contents[frame_names[-1]],
+        f"extra/{blob}": b"not a .npy file",
+    }
+    with_extras = rebuild(valid, {**contents, **extras}, out=tmp_path / "with_extras.tsim")
+    with zipfile.ZipFile(with_extras) as z:
+        assert set(extras) <= set(z.namelist())  # the extras really are in the file
+    expected = record(3).recorded_frames()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with open_trace(with_extras) as trace:
+            assert (trace.width, trace.height, trace.depth_bits, trace.stencil_bits) == (
+                32, 24, 24, 0)
+            assert (trace.name, trace.source) == ("valid", {"tool": "test"})
+            assert trace.frame_count == len(trace) == 3
+            assert trace.frame_commands == [len(f) for f in expected]
+            loaded = list(trace.frames())
+    assert len(loaded) == len(expected)
+    for original, frame in zip(expected, loaded, strict=True):
+        same_commands(original, frame)
+    # and the same as the file without extras, frame by frame
+    for without, frame in zip(read_frames(valid), loaded, strict=True):
+        same_commands(without, frame)
 
 
 def test_duplicate_member(valid):
