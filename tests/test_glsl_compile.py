@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import pickle
 import struct
 import subprocess
 import sys
@@ -291,7 +292,7 @@ def _stream(*calls) -> io.BytesIO:
     return io.BytesIO(b"".join(b"\x80\x02" + _apitrace_pickle(c) + b"." for c in calls))
 
 
-def test_restricted_unpickler_refuses_os_system(tmp_path):
+def test_restricted_unpickler_refuses_os_system(tmp_path, monkeypatch):
     marker = tmp_path / "pwned"
     command = f"touch {marker}".encode()
     hostile = (b"\x80\x02cos\nsystem\nq\x01U" + bytes([len(command)]) + command
@@ -299,11 +300,18 @@ def test_restricted_unpickler_refuses_os_system(tmp_path):
     with pytest.raises(InputError, match=r"os\.system"):
         list(read_pickled_calls(io.BytesIO(hostile), source="hostile.pkl"))
     assert not marker.exists()
-    # The same payload is dangerous with a plain unpickler: this is what the test guards.
-    assert b"cos\nsystem" in hostile
-    evil_builtin = b"\x80\x02cbuiltins\neval\nq\x01U\x041+1\x85R."
+    evil_builtin = b"\x80\x02cbuiltins\neval\nq\x01U\x031+1\x85R."
     with pytest.raises(InputError, match="builtins.eval"):
         list(read_pickled_calls(io.BytesIO(evil_builtin), source="hostile.pkl"))
+    # The same payloads are live with a plain unpickler reading apitrace's Python 2 strings
+    # as the reader does (encoding="bytes"): this is what the test guards. It calls os.system
+    # with the command (a stand-in here, so nothing runs) and evaluates "1+1".
+    calls = []
+    monkeypatch.setattr(os, "system", lambda cmd: calls.append(cmd) or 0)
+    assert pickle.loads(hostile, encoding="bytes") == 0
+    assert calls == [command]
+    assert not marker.exists()
+    assert pickle.loads(evil_builtin, encoding="bytes") == 2
 
 
 def test_restricted_unpickler_reads_apitrace_records():
