@@ -207,3 +207,51 @@ def test_cli_reports_bad_traces_without_a_traceback(tmp_path, capsys):
     assert main(["render", str(bad), "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
     assert "bad.tsim" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("command", ["generateMipmap", "texSubImage2D", "deleteTexture",
+                                     "framebufferTexture2D"])
+def test_commands_on_the_texture_a_pass_renders_into_see_the_pass(command):
+    """A tile-based renderer keeps a pass's colors on chip: a command that reads, replaces or
+    detaches the texture the open pass renders into must see what the pass drew (glmark2's
+    terrain mipmapped its FBO texture with the FBO still bound and got the old contents)."""
+    gl = Recorder(8, 8)
+    texture, other = gl.createTexture(), gl.createTexture()
+    for ident in (other, texture):
+        gl.bindTexture("TEXTURE_2D", ident)
+        gl.texImage2D("TEXTURE_2D", 0, "RGBA", 16, 16, 0, "RGBA", "UNSIGNED_BYTE", None)
+    gl.bindFramebuffer("FRAMEBUFFER", gl.createFramebuffer())
+    gl.framebufferTexture2D("FRAMEBUFFER", "COLOR_ATTACHMENT0", "TEXTURE_2D", texture, 0)
+    gl.clearColor(1.0, 0.0, 0.0, 1.0)
+    gl.clear("COLOR_BUFFER_BIT")                       # the pass is open, the clear on chip
+    if command == "generateMipmap":
+        gl.generateMipmap("TEXTURE_2D")
+    elif command == "texSubImage2D":
+        gl.texSubImage2D("TEXTURE_2D", 0, 0, 0, 4, 4, "RGBA", "UNSIGNED_BYTE",
+                         np.full((4, 4, 4), 255, np.uint8))
+    elif command == "deleteTexture":
+        gl.bindTexture("TEXTURE_2D", other)
+        gl.deleteTexture(texture)
+    else:   # switch the attachment, then clear it blue
+        gl.framebufferTexture2D("FRAMEBUFFER", "COLOR_ATTACHMENT0", "TEXTURE_2D", other, 0)
+        gl.clearColor(0.0, 0.0, 1.0, 1.0)
+        gl.clear("COLOR_BUFFER_BIT")
+    gl.endFrame()
+    renderer = Renderer(8, 8)
+    list(renderer.render(gl.recorded_frames()))
+    textures = renderer.state.textures
+
+    def level(ident: int, number: int = 0) -> np.ndarray:
+        return textures[ident].level_rgba("TEXTURE_2D", number)
+
+    red, white, blue = (1.0, 0.0, 0.0, 1.0), (1.0, 1.0, 1.0, 1.0), (0.0, 0.0, 1.0, 1.0)
+    if command == "generateMipmap":
+        assert (level(texture, 1) == red).all()        # mipmaps of the red clear
+    elif command == "texSubImage2D":
+        image = level(texture)
+        assert (image[:4, :4] == white).all()          # the upload is not overwritten
+        assert (image[4:] == red).all() and (image[:, 4:] == red).all()
+    elif command == "deleteTexture":
+        assert texture not in textures and (level(other) == 0).all()
+    else:
+        assert (level(texture) == red).all() and (level(other) == blue).all()
