@@ -909,7 +909,7 @@ def test_cupy_samples_like_numpy():
         req = request(s, t)
         want = host.sample(req)
         got = dev.sample(TextureRequest(0, "2D", cupy.asarray(req.coords)))
-        np.testing.assert_allclose(to_host(got), want, atol=1e-6)
+        np.testing.assert_allclose(to_host(got), want, atol=1e-6, equal_nan=False)
         for name in host.stats.FIELDS:
             np.testing.assert_array_equal(to_host(getattr(dev.stats, name)),
                                           getattr(host.stats, name), err_msg=name)
@@ -923,7 +923,7 @@ def test_cupy_samples_like_numpy():
     dev = TextureSampler({0: cube}, lane_tile=cupy.asarray(x // 16))
     want = host.sample(req)
     got = dev.sample(TextureRequest(0, "CUBE", cupy.asarray(req.coords)))
-    np.testing.assert_allclose(to_host(got), want, atol=1e-6)
+    np.testing.assert_allclose(to_host(got), want, atol=1e-6, equal_nan=False)
     for name in host.stats.FIELDS:
         np.testing.assert_array_equal(to_host(getattr(dev.stats, name)),
                                       getattr(host.stats, name), err_msg=name)
@@ -1123,8 +1123,40 @@ def geometry(shader: str):
 class MesaOutcome:
     case: MesaCase
     max_diff: float = float("nan")
-    bad: int = 0                    # channel values further than the tolerance
+    bad: int = 0                    # channel values further than the tolerance, or not finite
+    nonfinite: int = 0              # channel values NaN or infinite on either side
     error: str | None = None
+
+
+def compare_with_mesa(color: np.ndarray, mesa: np.ndarray) -> tuple[float, int, int]:
+    """(max |difference|, channel values not within MESA_TOLERANCE, channel values not
+    finite on either side) of the interpreter's and llvmpipe's colors. A NaN or infinity
+    never agrees: RGBA8 textures sample to [0, 1], so either side outside the finite numbers
+    is a failure (and a NaN difference must not slip through a ``diff > tolerance`` test)."""
+    color = np.asarray(color, dtype=np.float64)
+    mesa = np.asarray(mesa, dtype=np.float64)
+    nonfinite = ~np.isfinite(color) | ~np.isfinite(mesa)
+    with np.errstate(invalid="ignore"):
+        diff = np.abs(color - mesa)
+    within = np.isfinite(diff) & (diff <= MESA_TOLERANCE + 1e-6)
+    max_diff = float(np.inf) if nonfinite.any() else float(diff.max(initial=0.0))
+    return max_diff, int((~within).sum()), int(nonfinite.sum())
+
+
+def test_mesa_comparison_counts_nan_and_infinity_as_failures():
+    mesa = np.full((4, 3), 0.5)
+    assert compare_with_mesa(mesa + 1.9 / 255, mesa) == (pytest.approx(1.9 / 255), 0, 0)
+    far = mesa.copy()
+    far[1, 2] += 2.5 / 255
+    assert compare_with_mesa(far, mesa) == (pytest.approx(2.5 / 255), 1, 0)
+    for bad in (np.nan, np.inf, -np.inf):
+        ours = mesa.copy()
+        ours[0, 0] = bad
+        assert compare_with_mesa(ours, mesa) == (np.inf, 1, 1), bad
+        assert compare_with_mesa(mesa, ours) == (np.inf, 1, 1), bad   # Mesa's side too
+        assert compare_with_mesa(ours, ours)[1:] == (1, 1), bad        # NaN == NaN is no pass
+    everything = np.full((4, 3), np.nan)
+    assert compare_with_mesa(everything, mesa)[1:] == (12, 12)
 
 
 @functools.cache
@@ -1185,9 +1217,7 @@ def mesa_outcomes() -> dict[str, MesaOutcome]:
                                              system_values=system_values)
         color = np.asarray(execution.outputs[0])
         mesa = rendered.images[first_case + i][y, x].T
-        diff = np.abs(color.astype(np.float64) - mesa)
-        outcome.max_diff = float(diff.max())
-        outcome.bad = int((diff > MESA_TOLERANCE + 1e-6).sum())
+        outcome.max_diff, outcome.bad, outcome.nonfinite = compare_with_mesa(color, mesa)
     return outcomes
 
 
@@ -1213,8 +1243,11 @@ def _mesa_or_skip() -> dict[str, MesaOutcome]:
 def test_sampler_matches_llvmpipe(case_id):
     outcome = _mesa_or_skip()[case_id]
     assert outcome.error is None, outcome.error
+    assert outcome.nonfinite == 0, (f"{case_id}: {outcome.nonfinite} channel values are NaN "
+                                    "or infinite (ours or llvmpipe's)")
     assert outcome.bad == 0, (f"{case_id}: {outcome.bad} channel values differ from llvmpipe "
                               f"by more than 2/255 (max {outcome.max_diff * 255:.2f}/255)")
+    assert 0 <= outcome.max_diff <= MESA_TOLERANCE + 1e-6, outcome.max_diff
 
 
 if __name__ == "__main__":
