@@ -60,6 +60,21 @@ Translation rules (what makes the stream equal to what the program drew):
   naming the trace file, the call number and the call.
 
 The counts go into the manifest's ``source`` dict and the printed summary.
+
+Malformed and truncated captures (issue 12). Every record of the call stream is checked where
+it is read (:func:`read_calls`): a ``(number, name, [(argument, value)...], return value,
+flags)`` tuple with a non-negative call number, an identifier for a name, flags that fit 32
+bits, and values of the plain types apitrace writes (integers within 64 bits, floats, byte
+strings, lists, tuples, dicts, at most 32 deep). Each argument is then read through a typed
+accessor (:class:`CallArgs`) that checks its type and the range of its GL type (GLsizei,
+GLint, GLuint...). A record that fails either check is an :class:`~tilesim.errors.InputError`,
+one line naming the file, the call number (or, before one is known, the record's place in
+the stream) and the argument. What the import could not keep is said as warnings
+(:attr:`ImportSummary.warnings`, and one ``tilesim: warning:`` line each on stderr): apitrace's
+own (``unexpected end of file`` of a cut capture), a pickle stream cut inside a record, and a
+capture that ends mid-frame (calls after the last frame end that draw or clear, or any when
+the capture was cut), with the number of calls dropped. A capture of no calls at all (an
+empty file) is an error saying so.
 """
 
 from __future__ import annotations
@@ -67,6 +82,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pickle
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -111,10 +132,9 @@ from shaders.trace_capture import (
     Call,
     LinkedProgram,
     ProgramTracker,
-    iter_trace_calls,
-    read_pickled_calls,
+    RestrictedUnpickler,
 )
-from tilesim.errors import EXIT_OK, InputError
+from tilesim.errors import EXIT_OK, InputError, ToolMissing
 
 GL_TEXTURE0 = 0x84C0
 GL_FRAMEBUFFER = 0x8D40
@@ -181,6 +201,381 @@ def skip_kind(name: str) -> str | None:
     return None
 
 
+# --- reading the call stream -----------------------------------------------------------------
+
+INT64_MIN, UINT64_MAX = -2**63, 2**64 - 1   # apitrace records no value wider than 64 bits
+MAX_NESTING = 32                            # lists in lists... (apitrace's are a few deep)
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}\Z")
+# GL types' ranges (inclusive); an argument outside its type's range cannot come from a
+# program apitrace traced.
+GLINT = (-2**31, 2**31 - 1)
+GLSIZEI = (0, 2**31 - 1)
+GLUINT = (0, 2**32 - 1)        # also GLenum, GLbitfield, GLboolean
+MASK = (-2**31, 2**32 - 1)     # a GLuint mask, ~0 written as -1 too
+GLINTPTR = (0, 2**63 - 1)      # offsets and sizes in bytes (GLintptr, GLsizeiptr) that GL
+#                                 refuses when negative
+POINTER = (0, UINT64_MAX)
+ANY_INT = (INT64_MIN, UINT64_MAX)
+DRAW_CALLS = frozenset({"glDrawArrays", "glDrawElements", "glClear"})
+MAX_TOOL_WARNINGS = 10         # lines of apitrace's stderr passed on
+
+
+def show(value, limit: int = 40) -> str:
+    """A short description of a value read from a capture, for error messages: bounded in
+    length and always computable (repr of a huge integer, a deeply nested list or a huge
+    blob would fail or take long)."""
+    if value is None or isinstance(value, (bool, float)):
+        return repr(value)
+    if isinstance(value, int):
+        return repr(int(value)) if abs(value) < 10**24 else \
+            f"an integer of {value.bit_length()} bits"
+    if isinstance(value, (bytes, bytearray)):
+        head = repr(bytes(value[:limit]))
+        return head + (f"... ({len(value)} bytes)" if len(value) > limit else "")
+    if isinstance(value, str):
+        return repr(value[:limit]) + ("..." if len(value) > limit else "")
+    if isinstance(value, (list, tuple)):
+        items = [show(v, 12) for v in value[:4]] if all(
+            v is None or isinstance(v, (bool, int, float, bytes, str)) for v in value[:4]) \
+            else None
+        if items is not None and len(value) <= 4:
+            text = ", ".join(items) + ("," if isinstance(value, tuple) and len(value) == 1
+                                       else "")
+            return f"[{text}]" if isinstance(value, list) else f"({text})"
+        return f"a {type(value).__name__} of {len(value)} item(s)"
+    if isinstance(value, dict):
+        return f"a dict of {len(value)} item(s)"
+    if isinstance(value, (set, frozenset)):
+        return f"a {type(value).__name__} of {len(value)} item(s)"
+    return f"a {type(value).__name__}"
+
+
+def _value_problem(value) -> str | None:
+    """What is wrong with a value read from a capture (None: a plain apitrace value)."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if item is None or isinstance(item, (bool, float, bytes, bytearray, str)):
+            continue
+        if isinstance(item, int):
+            if not INT64_MIN <= item <= UINT64_MAX:
+                return f"holds {show(item)}, wider than the 64 bits apitrace records"
+            continue
+        if isinstance(item, (list, tuple, dict)):
+            if depth >= MAX_NESTING:
+                return f"nests lists more than {MAX_NESTING} deep"
+            if isinstance(item, dict):
+                stack.extend((k, depth + 1) for k in item)
+                stack.extend((v, depth + 1) for v in item.values())
+            else:
+                stack.extend((v, depth + 1) for v in item)
+            continue
+        return f"holds {show(item)}, not a value apitrace writes"
+    return None
+
+
+def _decode_name(raw) -> str | None:
+    """An identifier (a function or argument name) as apitrace writes it, else None."""
+    if isinstance(raw, (bytes, bytearray)):
+        try:
+            raw = bytes(raw).decode("ascii")
+        except UnicodeDecodeError:
+            return None
+    return raw if isinstance(raw, str) and IDENTIFIER.match(raw) else None
+
+
+def check_record(record, source: str, index: int, previous: int | None) -> Call:
+    """One unpickled record of ``apitrace pickle`` as a :class:`Call`, every field checked
+    (see the module docstring); InputError naming the call, or the record's place in the
+    stream (``index``: 0 for the first; ``previous``: the call number before it)."""
+    place = f"{source}: record {index} " + (f"(after call {previous})" if previous is not None
+                                              else "(the first)")
+    if not isinstance(record, tuple) or len(record) != 5:
+        raise InputError(f"expected an apitrace call (number, name, arguments, return value, "
+                         f"flags), got {show(record)}", source=place)
+    number, raw_name, raw_args, ret, flags = record
+    if isinstance(number, bool) or not isinstance(number, int) or \
+            not 0 <= number <= 2**63 - 1:
+        raise InputError(f"the call number must be a non-negative integer, got {show(number)}",
+                         source=place)
+    where = f"{source}: call {number}"
+    name = _decode_name(raw_name)
+    if name is None:
+        raise InputError(f"the function name must be an ASCII identifier, got "
+                         f"{show(raw_name)}", source=where)
+    where_name = f"{name}: "
+    if flags is None:
+        flags = 0
+    if isinstance(flags, bool) or not isinstance(flags, int) or not 0 <= flags <= 2**32 - 1:
+        raise InputError(f"{where_name}the call flags must be a 32-bit unsigned integer, got "
+                         f"{show(flags)}", source=where)
+    if not isinstance(raw_args, list):
+        raise InputError(f"{where_name}the arguments must be a list of (name, value) pairs, "
+                         f"got {show(raw_args)}", source=where)
+    args: dict = {}
+    for k, pair in enumerate(raw_args):
+        if not isinstance(pair, tuple) or len(pair) != 2:
+            raise InputError(f"{where_name}argument {k} must be a (name, value) pair, got "
+                             f"{show(pair)}", source=where)
+        key = _decode_name(pair[0])
+        if key is None:
+            raise InputError(f"{where_name}argument {k} has no identifier for a name, got "
+                             f"{show(pair[0])}", source=where)
+        if key in args:
+            raise InputError(f"{where_name}argument {key!r} appears twice", source=where)
+        problem = _value_problem(pair[1])
+        if problem is not None:
+            raise InputError(f"{where_name}argument {key!r} {problem}", source=where)
+        args[key] = pair[1]
+    problem = _value_problem(ret)
+    if problem is not None:
+        raise InputError(f"{where_name}the return value {problem}", source=where)
+    return Call(number, name, args, ret, flags)
+
+
+@dataclass
+class StreamNotes:
+    """What reading a call stream met that the import must say: ``warnings`` (one line
+    each) and whether the stream was cut (``truncated``: apitrace's "unexpected end of
+    file", or a pickle stream that ends inside a record)."""
+
+    warnings: list[str] = field(default_factory=list)
+    truncated: bool = False
+
+    def warn(self, message: str) -> None:
+        if message not in self.warnings:  # a stream is read twice (scan, translate)
+            self.warnings.append(message)
+
+
+def _at_end(stream) -> bool | None:
+    """Whether a readable stream has nothing left (None: cannot tell without consuming)."""
+    try:
+        if not stream.seekable():
+            return None
+        return stream.read(1) == b""
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def read_calls(stream, *, source: str, notes: StreamNotes | None = None) -> Iterator[Call]:
+    """The calls of an ``apitrace pickle`` byte stream, read with the restricted unpickler of
+    :mod:`shaders.trace_capture` and checked by :func:`check_record`. A stream that ends
+    inside a record (a cut file) ends the calls with a warning in ``notes``; any other
+    unreadable record is an InputError naming the record's place."""
+    notes = notes if notes is not None else StreamNotes()
+    unpickler = RestrictedUnpickler(stream, encoding="bytes")
+    previous = None
+    index = 0
+    while True:
+        try:
+            position = stream.tell() if stream.seekable() else None
+        except (OSError, ValueError, AttributeError):
+            position = None
+        try:
+            record = unpickler.load()
+        except EOFError:
+            try:
+                cut = position is not None and stream.tell() > position
+            except (OSError, ValueError):
+                cut = False
+            if cut:
+                notes.truncated = True
+                notes.warn(f"the call stream ends inside record {index} (after call "
+                           f"{previous}): the file is cut; the calls before it are kept")
+            return
+        except Exception as exc:  # the unpickling of untrusted bytes, whatever its error
+            place = f"{source}: record {index} " + (
+                f"(after call {previous})" if previous is not None else "(the first)")
+            if isinstance(exc, pickle.UnpicklingError) and "truncated" in str(exc) \
+                    and _at_end(stream):
+                notes.truncated = True
+                notes.warn(f"the call stream ends inside record {index} (after call "
+                           f"{previous}): the file is cut; the calls before it are kept")
+                return
+            detail = str(exc).split("\n", 1)[0][:200] or type(exc).__name__
+            raise InputError(f"unreadable apitrace pickle record: {detail}",
+                             source=place) from None
+        call = check_record(record, source, index, previous)
+        previous = call.number
+        index += 1
+        yield call
+
+
+def apitrace_calls(trace_path: str | os.PathLike, notes: StreamNotes | None = None
+                   ) -> Iterator[Call]:
+    """The calls of an apitrace capture, through ``apitrace pickle`` and :func:`read_calls`.
+    Once the stream is read to its end, what apitrace printed on stderr is passed on as
+    warnings in ``notes`` (its "unexpected end of file" marks the capture as cut), and a
+    failure of apitrace is an InputError with its message."""
+    notes = notes if notes is not None else StreamNotes()
+    apitrace = shutil.which("apitrace")
+    if apitrace is None:
+        raise ToolMissing("apitrace is not installed (Debian package apitrace)")
+    source = str(trace_path)
+    # stderr goes to a file so that a chatty apitrace can never block on a full pipe
+    with tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen([apitrace, "pickle", source], stdout=subprocess.PIPE,
+                                stderr=err)
+        try:
+            yield from read_calls(proc.stdout, source=source, notes=notes)
+        finally:
+            proc.stdout.close()  # an early stop (frame limit, error): apitrace gets EPIPE
+            code = proc.wait()
+        err.seek(0)
+        lines = [line.strip() for line in
+                 err.read(1 << 20).decode("utf-8", "replace").splitlines() if line.strip()]
+    if code != 0:
+        how = f"exit {code}" if code > 0 else f"killed by signal {-code}"
+        raise InputError(f"apitrace cannot read it ({how}; is it an apitrace capture?): "
+                         f"{'; '.join(line[:200] for line in lines[:3]) or 'no message'}",
+                         source=source)
+    for line in lines[:MAX_TOOL_WARNINGS]:
+        if "unexpected end of file" in line:
+            notes.truncated = True
+        notes.warn(f"apitrace: {line[:300]}")
+    if len(lines) > MAX_TOOL_WARNINGS:
+        notes.warn(f"apitrace: ... {len(lines) - MAX_TOOL_WARNINGS} more line(s)")
+
+
+REQUIRED = object()
+
+
+class CallArgs:
+    """Typed access to one call's arguments: a missing argument, a wrong type or a value
+    outside the argument's GL type is an InputError naming the file, the call number, the
+    call and the argument (never a TypeError, ValueError or OverflowError from deeper)."""
+
+    def __init__(self, call: Call, source: str):
+        self.call, self.source = call, source
+
+    def error(self, message: str) -> InputError:
+        return InputError(f"{self.call.name}: {message}",
+                          source=f"{self.source}: call {self.call.number}")
+
+    def get(self, key: str, default=REQUIRED):
+        if key in self.call.args:
+            return self.call.args[key]
+        if default is REQUIRED:
+            raise self.error(f"argument {key!r} is missing")
+        return default
+
+    def int(self, key: str, default=REQUIRED, *, limits: tuple[int, int] = ANY_INT) -> int:
+        """An integer argument (GLboolean True/False counts as 1/0) within ``limits``."""
+        return self.check_int(self.get(key, default), f"argument {key!r}", limits)
+
+    def check_int(self, value, what: str, limits: tuple[int, int] = ANY_INT) -> int:
+        if not isinstance(value, int):
+            raise self.error(f"{what} must be an integer, got {show(value)}")
+        value = int(value)
+        low, high = limits
+        if not low <= value <= high:
+            raise self.error(f"{what} is {show(value)}, outside {low}..{high}")
+        return value
+
+    def handle(self, key: str) -> int:
+        """An EGL handle, a pointer or an object name: None (NULL) is 0."""
+        value = self.get(key, None)
+        return 0 if value is None else self.check_int(value, f"argument {key!r}", POINTER)
+
+    def ret_handle(self) -> int:
+        ret = self.call.ret
+        return 0 if ret is None else self.check_int(ret, "the return value", POINTER)
+
+    def float(self, key: str) -> float:
+        value = self.get(key)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.error(f"argument {key!r} must be a number, got {show(value)}")
+        return float(value)
+
+    def ints(self, key: str, limits: tuple[int, int] = ANY_INT, *,
+             allow_none: bool = True) -> list[int] | None:
+        """A list of integers (a bare integer is a list of one); None where allowed."""
+        value = self.get(key, None)
+        if value is None and allow_none:
+            return None
+        if isinstance(value, int):
+            value = [value]
+        if not isinstance(value, list):
+            raise self.error(f"argument {key!r} must be a list of integers, got "
+                             f"{show(value)}")
+        return [self.check_int(v, f"item {i} of argument {key!r}", limits)
+                for i, v in enumerate(value)]
+
+    def blob_or_list(self, key: str) -> list[bytes]:
+        """Byte strings: one, or a list of them (glShaderSource's strings)."""
+        value = self.get(key)
+        if isinstance(value, (bytes, bytearray)):
+            value = [value]
+        if not isinstance(value, list) or not all(isinstance(v, (bytes, bytearray))
+                                                  for v in value):
+            raise self.error(f"argument {key!r} must be a byte string or a list of them, "
+                             f"got {show(value)}")
+        return [bytes(v) for v in value]
+
+    def text(self, key: str) -> str:
+        """A UTF-8 byte string (an attribute or uniform name) as text."""
+        value = self.get(key)
+        if isinstance(value, (bytes, bytearray)):
+            try:
+                return bytes(value).split(b"\0", 1)[0].decode("utf-8")
+            except UnicodeDecodeError:
+                raise self.error(f"argument {key!r} is not UTF-8 text: {show(value)}") from None
+        if isinstance(value, str):
+            return value
+        raise self.error(f"argument {key!r} must be a string, got {show(value)}")
+
+
+def _check_program_call(args: CallArgs) -> None:
+    """The arguments :class:`~shaders.trace_capture.ProgramTracker` reads, checked before it
+    reads them (it converts with int() and indexes without asking)."""
+    name = args.call.name
+    if name == "eglCreateContext":
+        args.ret_handle()
+        args.handle("share_context")
+    elif name == "eglMakeCurrent":
+        args.handle("ctx")
+    elif name in ("glCreateShader", "glCreateProgram"):
+        if args.call.ret is None:
+            raise args.error("the return value (the new object's name) is missing")
+        args.check_int(args.call.ret, "the return value", GLUINT)
+        if name == "glCreateShader":
+            args.int("type", limits=GLUINT)
+    elif name == "glShaderSource":
+        args.int("shader", limits=GLUINT)
+        args.int("count", limits=GLSIZEI)
+        args.blob_or_list("string")
+        args.ints("length", GLINT)
+    elif name in ("glCompileShader",):
+        args.int("shader", limits=GLUINT)
+    elif name in ("glAttachShader", "glDetachShader"):
+        args.int("program", limits=GLUINT)
+        args.int("shader", limits=GLUINT)
+    elif name == "glBindAttribLocation":
+        args.int("program", limits=GLUINT)
+        args.int("index", limits=GLUINT)
+        value = args.get("name")
+        if not isinstance(value, (bytes, bytearray)):
+            raise args.error(f"argument 'name' must be a byte string, got {show(value)}")
+        try:
+            bytes(value).decode("utf-8")
+        except UnicodeDecodeError:
+            raise args.error(f"argument 'name' is not UTF-8 text: {show(value)}") from None
+    elif name == "glLinkProgram":
+        args.int("program", limits=GLUINT)
+
+
+def _feed_tracker(tracker: ProgramTracker, call: Call, source: str) -> list[LinkedProgram]:
+    """ProgramTracker.feed for one call whose arguments :func:`_check_program_call`
+    checked; anything it still trips on is an InputError naming the call."""
+    args = CallArgs(call, source)
+    _check_program_call(args)
+    try:
+        return list(tracker.feed((call,)))
+    except (KeyError, TypeError, ValueError, IndexError, OverflowError, AttributeError) as exc:
+        raise args.error(f"malformed call ({type(exc).__name__}: "
+                         f"{str(exc)[:120]})") from None
+
+
 # --- pass 1: scan ----------------------------------------------------------------------------
 
 
@@ -210,6 +605,12 @@ class ScanResult:
     calls: int = 0                     # calls read
     ends: list[FrameEnd] = field(default_factory=list)  # the call ending each frame
     surfaceless: bool = False          # no EGL surface was ever made current (no window)
+    size_call: int | None = None       # the call that told width x height
+    # calls after the last frame end (0 when a frame limit cut the scan), and how many of
+    # them draw or clear: a capture that ends mid-frame
+    trailing_calls: int = 0
+    trailing_draws: int = 0
+    warnings: list[str] = field(default_factory=list)  # see capture_warnings
 
     @property
     def depth_bits(self) -> int:
@@ -222,22 +623,21 @@ class ScanResult:
         return 8 if (self.egl_stencil_size or 0) > 0 else 0
 
 
-def _attrib_list(value) -> dict[int, int]:
+def _attrib_list(args: CallArgs, key: str) -> dict[int, int]:
+    """An EGL attribute list (name, value, ..., EGL_NONE) as a dict."""
+    values = args.ints(key, ANY_INT) or []
     out: dict[int, int] = {}
-    if isinstance(value, list):
-        for i in range(0, len(value) - 1, 2):
-            if value[i] == EGL_NONE:
-                break
-            if isinstance(value[i], int) and isinstance(value[i + 1], int):
-                out[int(value[i])] = int(value[i + 1])
+    for i in range(0, len(values) - 1, 2):
+        if values[i] == EGL_NONE:
+            break
+        out[values[i]] = values[i + 1]
     return out
 
 
-def _out_value(value) -> int | None:
-    """An output argument apitrace recorded as [value] (or a bare value)."""
-    if isinstance(value, list) and value:
-        value = value[0]
-    return int(value) if isinstance(value, int) else None
+def _out_value(args: CallArgs, key: str) -> int | None:
+    """An output argument apitrace recorded as [value] (or a bare value; None: unknown)."""
+    values = args.ints(key, ANY_INT)
+    return values[0] if values else None
 
 
 def scan_calls(calls: Iterable[Call], source: str, frame_limit: int | None = None,
@@ -252,64 +652,72 @@ def scan_calls(calls: Iterable[Call], source: str, frame_limit: int | None = Non
     config_attribs: dict[int, dict[int, int]] = {}
     chosen_with: dict[int, dict[int, int]] = {}
     surfaces: dict[int, int] = {}               # surface -> config
-    pbuffer_size: dict[int, tuple[int, int]] = {}
-    queried: dict[tuple[int, int], int] = {}
+    pbuffer_size: dict[int, tuple[int, int, int]] = {}   # surface -> width, height, call
+    queried: dict[tuple[int, int], tuple[int, int]] = {}  # (surface, attribute) -> value, call
     draw = main_surface = None
     viewport_size = None
     ends: dict[str, list[FrameEnd]] = {kind: [] for kind in FRAME_END_NAMES}
+    since_end = {kind: [0, 0] for kind in FRAME_END_NAMES}  # calls, draws after the last end
     context = 0
     bound: dict[int, int] = {}               # context -> application framebuffer bound
     for call in calls:
         result.calls += 1
-        name, args = call.name, call.args
-        for linked in tracker.feed((call,)):
+        name = call.name
+        args = CallArgs(call, source)
+        for counts in since_end.values():
+            counts[0] += 1
+            counts[1] += name in DRAW_CALLS
+        for linked in _feed_tracker(tracker, call, source):
             result.links[linked.call] = linked
         kind = _FRAME_END_KIND.get(name)
         if kind is not None:
             rect = None
             if kind == "readpixels":
-                rect = tuple(int(v) if isinstance(v, int) else 0
-                             for v in (args.get(k) for k in ("x", "y", "width", "height")))
+                rect = (args.int("x", limits=GLINT), args.int("y", limits=GLINT),
+                        args.int("width", limits=GLINT), args.int("height", limits=GLINT))
             ends[kind].append(FrameEnd(call.number, name, rect, bound.get(context, 0)))
+            since_end[kind] = [0, 0]
             # a swap decides "auto" at once; reads and finishes only once no swap can follow
             if frame_limit is not None and len(ends[kind]) >= frame_limit and \
                     (frame_end == kind or (frame_end == "auto" and kind == "swap")):
                 break
         elif name == "glBindFramebuffer":
-            value = args.get("framebuffer")
-            bound[context] = int(value) if isinstance(value, int) else 0
+            bound[context] = args.handle("framebuffer")
         elif name == "eglChooseConfig":
-            requested = _attrib_list(args.get("attrib_list"))
-            for config in args.get("configs") or []:
-                if isinstance(config, int):
-                    chosen_with[int(config)] = requested
+            requested = _attrib_list(args, "attrib_list")
+            for config in args.ints("configs", POINTER) or []:
+                chosen_with[config] = requested
         elif name == "eglGetConfigAttrib":
-            value = _out_value(args.get("value"))
+            value = _out_value(args, "value")
             if value is not None:
-                config_attribs.setdefault(int(args.get("config") or 0), {})[
-                    int(args.get("attribute") or 0)] = value
+                config_attribs.setdefault(args.handle("config"), {})[
+                    args.int("attribute", 0)] = value
         elif name in ("eglCreateWindowSurface", "eglCreatePlatformWindowSurface",
                       "eglCreatePlatformWindowSurfaceEXT", "eglCreatePbufferSurface"):
-            surfaces[int(call.ret or 0)] = int(args.get("config") or 0)
+            surfaces[args.ret_handle()] = args.handle("config")
             if name == "eglCreatePbufferSurface":
-                attribs = _attrib_list(args.get("attrib_list"))
-                pbuffer_size[int(call.ret or 0)] = (attribs.get(EGL_WIDTH, 0),
-                                                    attribs.get(EGL_HEIGHT, 0))
+                attribs = _attrib_list(args, "attrib_list")
+                pbuffer_size[args.ret_handle()] = (attribs.get(EGL_WIDTH, 0),
+                                                   attribs.get(EGL_HEIGHT, 0), call.number)
         elif name == "eglMakeCurrent":
-            context = int(args.get("ctx") or 0)
-            draw = int(args.get("draw") or 0) or None
+            context = args.handle("ctx")
+            draw = args.handle("draw") or None
             if main_surface is None and draw is not None:
                 main_surface = draw
         elif name == "eglQuerySurface":
-            value = _out_value(args.get("value"))
+            value = _out_value(args, "value")
             if value is not None:
-                queried[(int(args.get("surface") or 0), int(args.get("attribute") or 0))] = value
+                queried[(args.handle("surface"), args.int("attribute", 0))] = (value,
+                                                                              call.number)
         elif name == "glViewport" and call.flags & CALL_FLAG_FAKE and viewport_size is None \
                 and draw is not None and draw == main_surface:
-            viewport_size = (int(args.get("width", 0)), int(args.get("height", 0)))
+            viewport_size = (args.int("width", 0, limits=GLINT),
+                             args.int("height", 0, limits=GLINT), call.number)
     if frame_end == "auto":
         frame_end = next((kind for kind in ("swap", "readpixels") if ends[kind]), "finish")
     result.frame_end = FRAME_END_NAMES[frame_end]
+    if ends[frame_end] and (frame_limit is None or len(ends[frame_end]) < frame_limit):
+        result.trailing_calls, result.trailing_draws = since_end[frame_end]
     result.ends = ends[frame_end][:frame_limit]
     result.frames = len(result.ends)
     if result.ends:  # programs linked after the last frame are never used
@@ -320,12 +728,12 @@ def scan_calls(calls: Iterable[Call], source: str, frame_limit: int | None = Non
     if main_surface is not None:
         size = viewport_size
         if size is None and (main_surface, EGL_WIDTH) in queried:
-            size = (queried[(main_surface, EGL_WIDTH)],
-                    queried.get((main_surface, EGL_HEIGHT), 0))
+            width, told = queried[(main_surface, EGL_WIDTH)]
+            size = (width, queried.get((main_surface, EGL_HEIGHT), (0, told))[0], told)
         if size is None:
             size = pbuffer_size.get(main_surface)
         if size is not None and size[0] > 0 and size[1] > 0:
-            result.width, result.height = size
+            result.width, result.height, result.size_call = size
         config = surfaces.get(main_surface)
         if config is not None:
             known = config_attribs.get(config, {})
@@ -341,15 +749,36 @@ def scan_calls(calls: Iterable[Call], source: str, frame_limit: int | None = Non
     return result
 
 
-def check_frame_ends(scan: ScanResult, source: str, frame_end: str = "auto") -> None:
-    """InputError when the capture holds no frame ending at ``frame_end``, or (naming the
-    call) for a frame end with no image to compare: a glReadPixels of no pixels, a glFinish
-    while a framebuffer object is bound."""
+def capture_warnings(scan: ScanResult, notes: StreamNotes) -> list[str]:
+    """The warnings of an import: what reading the stream met (apitrace's messages, a cut
+    pickle stream), then a capture that ends mid-frame: calls after the last frame end that
+    draw or clear, or any calls there when the capture was cut."""
+    warnings = list(notes.warnings)
+    if scan.frames and scan.trailing_calls and (scan.trailing_draws or notes.truncated):
+        why = (f"{scan.trailing_draws} of them draw or clear" if scan.trailing_draws
+               else "the capture is cut")
+        warnings.append(f"capture ends mid-frame: {scan.trailing_calls} call(s) after frame "
+                        f"{scan.frames - 1} dropped ({why}, with no {scan.frame_end} after "
+                        "them)")
+    return warnings
+
+
+def check_frame_ends(scan: ScanResult, source: str, frame_end: str = "auto",
+                     notes: StreamNotes | None = None) -> None:
+    """InputError when the capture holds no call at all, or no frame ending at
+    ``frame_end`` (saying when the capture was cut: ``notes``), or (naming the call) for a
+    frame end with no image to compare: a glReadPixels of no pixels, a glFinish while a
+    framebuffer object is bound."""
+    remarks = "".join(f"; {w}" for w in (notes.warnings if notes else []))
+    if not scan.calls:
+        raise InputError("the capture holds no calls (an empty or cut file, or not an "
+                         f"apitrace capture){remarks}", source=source)
     if not scan.ends:
         raise InputError("the capture holds no complete frame (no " + {
             "auto": "eglSwapBuffers, glReadPixels or glFinish",
             "swap": "eglSwapBuffers", "readpixels": "glReadPixels",
-            "finish": "glFinish"}[frame_end] + " to end one)", source=source)
+            "finish": "glFinish"}[frame_end] + f" to end one) in its {scan.calls} call(s)"
+            + remarks, source=source)
     for index, end in enumerate(scan.ends):
         where = f"{source}: call {end.call}"
         if end.rect is not None and (end.rect[2] < 1 or end.rect[3] < 1 or end.rect[0] < 0
@@ -481,6 +910,10 @@ class Translator:
         name = self._call.name if self._call else "?"
         return InputError(f"{name}: {message}", source=self._where())
 
+    @property
+    def _args(self) -> CallArgs:
+        return CallArgs(self._call, self.source)
+
     def _emit(self, op: str, **args) -> None:
         command = make_command(op, args, self._where())
         self.frame.append(command)
@@ -489,7 +922,9 @@ class Translator:
 
     def _enum(self, value, choices: tuple[str, ...], what: str) -> str:
         if isinstance(value, bool) or not isinstance(value, int):
-            raise self._error(f"{what} must be a GL enumerant, got {value!r:.40}")
+            raise self._error(f"{what} must be a GL enumerant, got {show(value)}")
+        if not GLUINT[0] <= value <= GLUINT[1]:
+            raise self._error(f"{what} {show(value)} is not a GL enumerant (32 bits)")
         try:
             name = enum_name(int(value), self._where(), choices)
         except InputError:
@@ -499,19 +934,29 @@ class Translator:
                               f"{', '.join(choices)})")
         return name
 
-    def _int(self, key: str, default=None) -> int:
-        value = self._call.args.get(key, default)
-        if isinstance(value, bool):
-            return int(value)
-        if not isinstance(value, int):
-            raise self._error(f"argument {key!r} must be an integer, got {value!r:.40}")
-        return int(value)
+    def _arg(self, key: str, default=REQUIRED):
+        """An argument's value; InputError naming it when it is missing (no default)."""
+        return self._args.get(key, default)
+
+    def _int(self, key: str, default=REQUIRED, limits: tuple[int, int] = GLINT) -> int:
+        """An integer argument within its GL type's ``limits`` (GLINT by default; GLSIZEI
+        for sizes and counts, GLUINT for names and masks, ...)."""
+        return self._args.int(key, default, limits=limits)
+
+    def _size(self, key: str) -> int:
+        """A GLsizei: a size or count, 0..2^31-1 (GL refuses a negative one)."""
+        return self._args.int(key, limits=GLSIZEI)
+
+    def _name(self, key: str) -> int:
+        """A GLuint object name."""
+        return self._args.int(key, limits=GLUINT)
+
+    def _bool(self, key: str) -> bool:
+        """A GLboolean."""
+        return bool(self._args.int(key, limits=GLUINT))
 
     def _float(self, key: str) -> float:
-        value = self._call.args.get(key)
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise self._error(f"argument {key!r} must be a number, got {value!r:.40}")
-        return float(value)
+        return self._args.float(key)
 
     def _blob(self, value, what: str, *, required: bool) -> np.ndarray | None:
         """Recorded memory as flat uint8; None for NULL; an error for unrecorded pointers."""
@@ -522,7 +967,7 @@ class Translator:
                 raise self._error(f"{what} is NULL")
             return None
         raise self._error(f"{what} points to memory apitrace did not record "
-                          f"({value!r:.40}); the import needs the data itself")
+                          f"({show(value)}); the import needs the data itself")
 
     # -- driving ----------------------------------------------------------------------------
 
@@ -539,8 +984,11 @@ class Translator:
         if handler is not None:
             try:
                 finished = handler(call)
-            except (KeyError, TypeError, ValueError, IndexError) as exc:
-                raise self._error(f"malformed call ({type(exc).__name__}: {exc})") from None
+            except (KeyError, TypeError, ValueError, IndexError, OverflowError,
+                    AttributeError) as exc:
+                # a net under the typed accessors, which should leave nothing to catch here
+                raise self._error(f"malformed call ({type(exc).__name__}: "
+                                  f"{str(exc)[:120]})") from None
         else:
             finished = None
         if self._produced or finished is not None:
@@ -633,14 +1081,14 @@ class Translator:
     # -- EGL ----------------------------------------------------------------------------------
 
     def _eglCreateContext(self, call):
-        ctx = int(call.ret or 0)
-        share = int(call.args.get("share_context") or 0)
+        ctx = self._args.ret_handle()
+        share = self._args.handle("share_context")
         root = self._share_root.get(share, share) if share else ctx
         self._share_root[ctx] = root
         self._groups.setdefault(root, _Group()).contexts.add(ctx)
 
     def _eglDestroyContext(self, call):
-        ctx = int(call.args.get("ctx") or 0)
+        ctx = self._args.handle("ctx")
         self._destroyed.add(ctx)
         if ctx != self._owner:
             self._forget_context(ctx)
@@ -655,8 +1103,8 @@ class Translator:
             self._release_group(root)
 
     def _eglMakeCurrent(self, call):
-        ctx = int(call.args.get("ctx") or 0)
-        draw = int(call.args.get("draw") or 0)
+        ctx = self._args.handle("ctx")
+        draw = self._args.handle("draw")
         if draw and self._surface is None:
             self._surface = draw
         elif draw and draw != self._surface:
@@ -708,13 +1156,8 @@ class Translator:
         return self._new_object(kind, app) if ident is None else ident
 
     def _names(self, key: str) -> list[int]:
-        value = self._call.args.get(key)
-        if isinstance(value, int) and not isinstance(value, bool):
-            value = [value]
-        if not isinstance(value, list) or not all(
-                isinstance(v, int) and not isinstance(v, bool) for v in value):
-            raise self._error(f"argument {key!r} must be a list of object names")
-        return [int(v) for v in value[:max(self._int("n", len(value)), 0)]]
+        names = self._args.ints(key, GLUINT, allow_none=False)
+        return names[:self._int("n", len(names), limits=GLSIZEI)]
 
     def _generate(self, kind: str, key: str) -> None:
         for app in self._names(key):
@@ -769,7 +1212,7 @@ class Translator:
 
     def _glBindBuffer(self, call):
         target = self._buffer_target()
-        ident = self._object("buffer", self._int("buffer"))
+        ident = self._object("buffer", self._name("buffer"))
         self._emit("bindBuffer", target=target, id=ident)
         if target == "ARRAY_BUFFER":
             self._array_buffer = ident
@@ -778,7 +1221,7 @@ class Translator:
 
     def _glBufferData(self, call):
         target = self._buffer_target()
-        size = self._int("size")
+        size = self._int("size", limits=GLINTPTR)
         data = self._blob(call.args.get("data"), "data", required=False)
         usage = self._enum(call.args.get("usage"), BUFFER_USAGES, "usage")
         self._emit("bufferData", target=target, data=data, size=size, usage=usage)
@@ -788,9 +1231,9 @@ class Translator:
     def _glBufferSubData(self, call):
         target = self._buffer_target()
         data = self._blob(call.args.get("data"), "data", required=True)
-        size = self._int("size")
-        self._emit("bufferSubData", target=target, offset=self._int("offset"),
-                   data=data[:max(size, 0)])
+        size = self._int("size", limits=GLINTPTR)
+        self._emit("bufferSubData", target=target, offset=self._int("offset", limits=GLINTPTR),
+                   data=data[:size])
 
     def _map(self, offset: int, length: int | None) -> None:
         target = self._buffer_target()
@@ -799,9 +1242,9 @@ class Translator:
             raise self._error(f"no buffer is bound to {target}")
         if length is None:
             length = self._group.buffer_sizes.get(ident, 0)
-        pointer = self._call.ret
-        if isinstance(pointer, int) and pointer:
-            self._group.mappings[ident] = _Mapping(ident, target, int(pointer), offset, length)
+        pointer = self._args.ret_handle()
+        if pointer:
+            self._group.mappings[ident] = _Mapping(ident, target, pointer, offset, length)
 
     def _glMapBufferOES(self, call):
         self._map(0, None)
@@ -809,7 +1252,7 @@ class Translator:
     _glMapBuffer = _glMapBufferOES
 
     def _glMapBufferRangeEXT(self, call):
-        self._map(self._int("offset"), self._int("length"))
+        self._map(self._int("offset", limits=GLINTPTR), self._int("length", limits=GLINTPTR))
 
     _glMapBufferRange = _glMapBufferRangeEXT
 
@@ -821,8 +1264,8 @@ class Translator:
 
     def _memcpy(self, call):
         """apitrace's record of what a program wrote into mapped buffer memory."""
-        dest, count = self._int("dest"), self._int("n")
-        data = self._blob(call.args.get("src"), "src", required=True)[:max(count, 0)]
+        dest, count = self._int("dest", limits=POINTER), self._int("n", limits=GLINTPTR)
+        data = self._blob(call.args.get("src"), "src", required=True)[:count]
         for mapping in self._group.mappings.values():
             start = dest - mapping.pointer
             if 0 <= start and start + data.size <= mapping.length:
@@ -840,7 +1283,7 @@ class Translator:
     # -- textures -----------------------------------------------------------------------------
 
     def _glActiveTexture(self, call):
-        unit = self._int("texture") - GL_TEXTURE0
+        unit = self._int("texture", limits=GLUINT) - GL_TEXTURE0
         if not 0 <= unit < MAX_TEXTURE_UNITS:
             raise self._error(f"texture unit 0x{unit + GL_TEXTURE0:04X} is not "
                               "GL_TEXTURE0..GL_TEXTURE31")
@@ -850,7 +1293,7 @@ class Translator:
     def _glBindTexture(self, call):
         target = self._enum(call.args.get("target"), TEXTURE_TARGETS, "target")
         self._emit("bindTexture", target=target, id=self._object("texture",
-                                                                 self._int("texture")))
+                                                                 self._name("texture")))
 
     def _glPixelStorei(self, call):
         pname = self._enum(call.args.get("pname"), PIXEL_STORE, "pname")
@@ -860,11 +1303,11 @@ class Translator:
         args = self._call.args
         formats = TEXTURE_FORMATS + DEPTH_TEXTURE_FORMATS
         out = {"target": self._enum(args.get("target"), IMAGE_TARGETS, "target"),
-               "level": self._int("level")}
+               "level": self._int("level", limits=GLSIZEI)}
         if with_internal:
             out["internalformat"] = self._enum(args.get("internalformat"), formats,
                                                "internalformat")
-        return out | {"width": self._int("width"), "height": self._int("height"),
+        return out | {"width": self._size("width"), "height": self._size("height"),
                       "format": self._enum(args.get("format"), formats, "format"),
                       "type": self._enum(args.get("type"), TEXEL_TYPES + DEPTH_TEXEL_TYPES,
                                          "type")}
@@ -890,35 +1333,35 @@ class Translator:
         args = call.args
         self._emit("copyTexImage2D",
                    target=self._enum(args.get("target"), IMAGE_TARGETS, "target"),
-                   level=self._int("level"),
+                   level=self._int("level", limits=GLSIZEI),
                    internalformat=self._enum(args.get("internalformat"), TEXTURE_FORMATS,
                                              "internalformat"),
-                   x=self._int("x"), y=self._int("y"), width=self._int("width"),
-                   height=self._int("height"))
+                   x=self._int("x"), y=self._int("y"), width=self._size("width"),
+                   height=self._size("height"))
 
     def _glCopyTexSubImage2D(self, call):
         self._emit("copyTexSubImage2D",
                    target=self._enum(call.args.get("target"), IMAGE_TARGETS, "target"),
-                   level=self._int("level"), xoffset=self._int("xoffset"),
+                   level=self._int("level", limits=GLSIZEI), xoffset=self._int("xoffset"),
                    yoffset=self._int("yoffset"), x=self._int("x"), y=self._int("y"),
-                   width=self._int("width"), height=self._int("height"))
+                   width=self._size("width"), height=self._size("height"))
 
     def _tex_parameter(self, value) -> None:
         args = self._call.args
         target = self._enum(args.get("target"), TEXTURE_TARGETS, "target")
         pname = self._enum(args.get("pname"), TEXTURE_PARAMETERS, "pname")
-        if isinstance(value, float) and value.is_integer():
+        if isinstance(value, float) and value.is_integer() and abs(value) < 2**32:
             value = int(value)
         self._emit("texParameter", target=target, pname=pname,
                    value=self._enum(value, FILTERS + WRAPS, "param"))
 
     def _glTexParameteri(self, call):
-        self._tex_parameter(call.args.get("param"))
+        self._tex_parameter(self._arg("param"))
 
     _glTexParameterf = _glTexParameteri
 
     def _glTexParameteriv(self, call):
-        params = call.args.get("params")
+        params = self._arg("params")
         self._tex_parameter(params[0] if isinstance(params, list) and params else params)
 
     _glTexParameterfv = _glTexParameteriv
@@ -930,7 +1373,7 @@ class Translator:
     # -- programs -----------------------------------------------------------------------------
 
     def _glCreateProgram(self, call):
-        app = int(call.ret or 0)
+        app = self._args.ret_handle()
         if app:
             old = self._group.names["program"].get(app)
             if old is not None and app in self._group.linked:
@@ -939,7 +1382,7 @@ class Translator:
             self._new_object("program", app)
 
     def _glLinkProgram(self, call):
-        app = self._int("program")
+        app = self._name("program")
         compiled = self.programs.get(call.number)
         if compiled is None:
             raise self._error(f"program {app} was not compiled in the first pass")
@@ -958,7 +1401,7 @@ class Translator:
             self._emit("useProgram", id=ident)
 
     def _glUseProgram(self, call):
-        app = self._int("program")
+        app = self._name("program")
         group = self._group
         if app and app not in group.linked:
             raise self._error(f"program {app} was never linked")
@@ -978,7 +1421,7 @@ class Translator:
         group.uniform_names.pop(app, None)
 
     def _glDeleteProgram(self, call):
-        app = self._int("program")
+        app = self._name("program")
         if not app:
             return
         if app == self._program:
@@ -988,13 +1431,12 @@ class Translator:
 
     def _glGetUniformLocation(self, call):
         location = call.ret
-        if isinstance(location, int) and location >= 0:
-            name = call.args.get("name")
-            if isinstance(name, (bytes, bytearray)):
-                name = bytes(name).split(b"\0", 1)[0].decode("utf-8", "replace")
-            if isinstance(name, str):
-                self._group.uniform_names.setdefault(self._int("program"), {})[
-                    int(location)] = name
+        if location is None:
+            return
+        location = self._args.check_int(location, "the return value (a location)", GLINT)
+        if location >= 0:
+            self._group.uniform_names.setdefault(self._name("program"), {})[location] = \
+                self._args.text("name")
 
     def _uniform_name(self, location: int) -> str:
         group, app = self._group, self._program
@@ -1019,11 +1461,13 @@ class Translator:
         location = self._int("location")
         if location == -1:
             return  # GL ignores location -1
-        if not isinstance(values, list) or not all(
-                isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
-            raise self._error("uniform values must be numbers")
-        if function.endswith("i"):
-            values = [int(v) for v in values]
+        if function.endswith("i"):  # GLint values: integers (a sampler's unit, a flag)
+            values = [self._args.check_int(v, f"uniform value {k}", GLINT)
+                      for k, v in enumerate(values)]
+        elif not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+            bad = next(v for v in values if isinstance(v, bool) or
+                       not isinstance(v, (int, float)))
+            raise self._error(f"uniform values must be numbers, got {show(bad)}")
         else:
             values = [float(v) for v in values]
         self._emit("uniform", name=self._uniform_name(location), function=function,
@@ -1031,19 +1475,19 @@ class Translator:
 
     def _uniform_scalar(self, call):
         function = UNIFORM_SHAPES[call.name]
-        self._uniform(function, [call.args[f"v{i}"] for i in range(int(function[0]))])
+        self._uniform(function, [self._arg(f"v{i}") for i in range(int(function[0]))])
 
     def _uniform_vector(self, call):
         function = UNIFORM_VECTOR_SHAPES.get(call.name) or UNIFORM_MATRIX_SHAPES[call.name]
-        if function.startswith("Matrix") and self._int("transpose"):
+        if function.startswith("Matrix") and self._bool("transpose"):
             raise self._error("transpose must be GL_FALSE in OpenGL ES 2.0")
-        values = call.args.get("value")
-        count = self._int("count")
+        values = self._arg("value")
+        count = self._size("count")
         if isinstance(values, (int, float)) and not isinstance(values, bool):
             values = [values]
         if not isinstance(values, list):
-            raise self._error("value must be a list of numbers")
-        self._uniform(function, values[:max(count, 0) * UNIFORM_COMPONENTS[function]])
+            raise self._error(f"value must be a list of numbers, got {show(values)}")
+        self._uniform(function, values[:count * UNIFORM_COMPONENTS[function]])
 
     # -- vertex attributes --------------------------------------------------------------------
 
@@ -1055,16 +1499,17 @@ class Translator:
 
     def _glVertexAttribPointer(self, call):
         args, index = call.args, self._index()
-        fields = {"index": index, "size": self._int("size"),
+        fields = {"index": index, "size": self._int("size", limits=(1, 4)),
                   "type": self._enum(args.get("type"), ATTRIB_TYPES, "type"),
-                  "normalized": bool(self._int("normalized")), "stride": self._int("stride")}
+                  "normalized": self._bool("normalized"), "stride": self._size("stride")}
         pointer = args.get("pointer")
         if isinstance(pointer, (bytes, bytearray)):
             self._emit("vertexAttribPointer", **fields, offset=0,
                        data=self._blob(pointer, "pointer", required=True))
             self._attrib_state[index] = "client"
         elif self._array_buffer:
-            self._emit("vertexAttribPointer", **fields, offset=self._int("pointer"), data=None)
+            self._emit("vertexAttribPointer", **fields,
+                       offset=self._int("pointer", limits=POINTER), data=None)
             self._attrib_state[index] = "buffer"
         else:
             # user memory apitrace did not record here; a fake call with the data follows
@@ -1085,17 +1530,17 @@ class Translator:
         name = call.name  # glVertexAttrib{1,2,3,4}f[v]
         n = int(name[len("glVertexAttrib")])
         if name.endswith("v"):
-            values = call.args.get("v")
+            values = self._arg("v")
             if isinstance(values, (int, float)) and not isinstance(values, bool):
                 values = [values]
             if not isinstance(values, list):
-                raise self._error("v must be a list of numbers")
+                raise self._error(f"v must be a list of numbers, got {show(values)}")
             values = values[:n]
         else:
-            values = [call.args[k] for k in ("x", "y", "z", "w")[:n]]
+            values = [self._arg(k) for k in ("x", "y", "z", "w")[:n]]
         if len(values) != n or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
                                        for v in values):
-            raise self._error(f"expected {n} numbers")
+            raise self._error(f"expected {n} numbers, got {show(values)}")
         values = [float(v) for v in values] + [0.0, 0.0, 1.0][n - 1:]
         self._emit("vertexAttrib", index=self._index(), values=values[:4])
 
@@ -1119,7 +1564,7 @@ class Translator:
         self._check_attributes()
         self._emit("drawArrays", mode=self._enum(call.args.get("mode"), PRIMITIVE_MODES,
                                                  "mode"),
-                   first=self._int("first"), count=self._int("count"))
+                   first=self._int("first", limits=GLSIZEI), count=self._size("count"))
 
     def _glDrawElements(self, call):
         self._check_attributes()
@@ -1127,11 +1572,11 @@ class Translator:
         type_ = self._enum(call.args.get("type"), INDEX_TYPES, "type")
         indices = call.args.get("indices")
         if isinstance(indices, (bytes, bytearray)):
-            self._emit("drawElements", mode=mode, count=self._int("count"), type=type_,
+            self._emit("drawElements", mode=mode, count=self._size("count"), type=type_,
                        offset=0, indices=self._blob(indices, "indices", required=True))
         elif self._element_buffer:
-            self._emit("drawElements", mode=mode, count=self._int("count"), type=type_,
-                       offset=self._int("indices"), indices=None)
+            self._emit("drawElements", mode=mode, count=self._size("count"), type=type_,
+                       offset=self._int("indices", limits=POINTER), indices=None)
         else:
             raise self._error("indices point to client memory apitrace did not record")
 
@@ -1147,7 +1592,7 @@ class Translator:
         self._emit("depthFunc", func=self._enum(call.args.get("func"), COMPARE_FUNCS, "func"))
 
     def _glDepthMask(self, call):
-        self._emit("depthMask", flag=bool(self._int("flag")))
+        self._emit("depthMask", flag=self._bool("flag"))
 
     def _glDepthRangef(self, call):
         self._emit("depthRangef", near=self._float("n"), far=self._float("f"))
@@ -1163,15 +1608,15 @@ class Translator:
         self._emit("clearStencil", s=self._int("s"))
 
     def _glClear(self, call):
-        mask = self._int("mask")
+        mask = self._int("mask", limits=GLUINT)
         names = [name for bit, name in CLEAR_BITS if mask & bit]
         if mask & ~sum(bit for bit, _ in CLEAR_BITS):
             raise self._error(f"mask 0x{mask:X} has bits other than COLOR/DEPTH/STENCIL")
         self._emit("clear", mask=names)
 
     def _glColorMask(self, call):
-        self._emit("colorMask", red=bool(self._int("red")), green=bool(self._int("green")),
-                   blue=bool(self._int("blue")), alpha=bool(self._int("alpha")))
+        self._emit("colorMask", red=self._bool("red"), green=self._bool("green"),
+                   blue=self._bool("blue"), alpha=self._bool("alpha"))
 
     def _glBlendFunc(self, call):
         src = self._enum(call.args.get("sfactor"), BLEND_FACTORS, "sfactor")
@@ -1207,12 +1652,12 @@ class Translator:
         self._emit("frontFace", mode=self._enum(call.args.get("mode"), WINDINGS, "mode"))
 
     def _glViewport(self, call):
-        self._emit("viewport", x=self._int("x"), y=self._int("y"), width=self._int("width"),
-                   height=self._int("height"))
+        self._emit("viewport", x=self._int("x"), y=self._int("y"), width=self._size("width"),
+                   height=self._size("height"))
 
     def _glScissor(self, call):
-        self._emit("scissor", x=self._int("x"), y=self._int("y"), width=self._int("width"),
-                   height=self._int("height"))
+        self._emit("scissor", x=self._int("x"), y=self._int("y"), width=self._size("width"),
+                   height=self._size("height"))
 
     def _glLineWidth(self, call):
         self._emit("lineWidth", width=self._float("width"))
@@ -1223,7 +1668,7 @@ class Translator:
     def _stencil_func(self, face: str) -> None:
         self._emit("stencilFuncSeparate", face=face,
                    func=self._enum(self._call.args.get("func"), COMPARE_FUNCS, "func"),
-                   ref=self._int("ref"), mask=self._int("mask") & 0xFFFFFFFF)
+                   ref=self._int("ref"), mask=self._int("mask", limits=MASK) & 0xFFFFFFFF)
 
     def _glStencilFunc(self, call):
         self._stencil_func("FRONT_AND_BACK")
@@ -1246,11 +1691,11 @@ class Translator:
 
     def _glStencilMask(self, call):
         self._emit("stencilMaskSeparate", face="FRONT_AND_BACK",
-                   mask=self._int("mask") & 0xFFFFFFFF)
+                   mask=self._int("mask", limits=MASK) & 0xFFFFFFFF)
 
     def _glStencilMaskSeparate(self, call):
         self._emit("stencilMaskSeparate", face=self._enum(call.args.get("face"), FACES, "face"),
-                   mask=self._int("mask") & 0xFFFFFFFF)
+                   mask=self._int("mask", limits=MASK) & 0xFFFFFFFF)
 
     def _glHint(self, call):
         self._emit("hint", target=self._enum(call.args.get("target"), HINT_TARGETS, "target"),
@@ -1269,30 +1714,30 @@ class Translator:
         if self.scan.frame_end != "glReadPixels":
             return None  # reads nothing back into the stream: skipped
         self._emit("readPixels", x=self._int("x"), y=self._int("y"),
-                   width=self._int("width"), height=self._int("height"))
+                   width=self._size("width"), height=self._size("height"))
         return self._end_frame()
 
     # -- framebuffer objects ------------------------------------------------------------------
 
     def _check_target(self, key: str, value: int, what: str) -> None:
-        if self._int(key) != value:
+        if self._int(key, limits=GLUINT) != value:
             raise self._error(f"{key} must be {what}")
 
     def _glBindFramebuffer(self, call):
         self._check_target("target", GL_FRAMEBUFFER, "GL_FRAMEBUFFER")
-        self._emit("bindFramebuffer", id=self._object("framebuffer", self._int("framebuffer")))
+        self._emit("bindFramebuffer", id=self._object("framebuffer", self._name("framebuffer")))
 
     def _glBindRenderbuffer(self, call):
         self._check_target("target", GL_RENDERBUFFER, "GL_RENDERBUFFER")
         self._emit("bindRenderbuffer",
-                   id=self._object("renderbuffer", self._int("renderbuffer")))
+                   id=self._object("renderbuffer", self._name("renderbuffer")))
 
     def _glRenderbufferStorage(self, call):
         self._check_target("target", GL_RENDERBUFFER, "GL_RENDERBUFFER")
         self._emit("renderbufferStorage",
                    internalformat=self._enum(call.args.get("internalformat"),
                                              RENDERBUFFER_FORMATS, "internalformat"),
-                   width=self._int("width"), height=self._int("height"))
+                   width=self._size("width"), height=self._size("height"))
 
     def _glFramebufferTexture2D(self, call):
         self._check_target("target", GL_FRAMEBUFFER, "GL_FRAMEBUFFER")
@@ -1301,8 +1746,8 @@ class Translator:
                                          "attachment"),
                    textarget=self._enum(call.args.get("textarget"), IMAGE_TARGETS,
                                         "textarget"),
-                   texture=self._object("texture", self._int("texture")),
-                   level=self._int("level"))
+                   texture=self._object("texture", self._name("texture")),
+                   level=self._int("level", limits=GLSIZEI))
 
     def _glFramebufferRenderbuffer(self, call):
         self._check_target("target", GL_FRAMEBUFFER, "GL_FRAMEBUFFER")
@@ -1310,7 +1755,7 @@ class Translator:
         self._emit("framebufferRenderbuffer",
                    attachment=self._enum(call.args.get("attachment"), ATTACHMENTS,
                                          "attachment"),
-                   renderbuffer=self._object("renderbuffer", self._int("renderbuffer")))
+                   renderbuffer=self._object("renderbuffer", self._name("renderbuffer")))
 
 
 for _name in UNIFORM_SHAPES:
@@ -1348,7 +1793,8 @@ _DEFAULT_STATE: dict[str, dict] = {
 
 @dataclass
 class ImportSummary:
-    """What :func:`import_calls` wrote and what it met."""
+    """What :func:`import_calls` wrote and what it met. ``warnings``: one line each (see the
+    module docstring); ``dropped_calls``: calls after the last frame end, not imported."""
 
     path: Path
     frames: int
@@ -1363,12 +1809,15 @@ class ImportSummary:
     skipped: dict[str, int]
     folded: dict[str, int]
     seconds: float
+    dropped_calls: int = 0
+    warnings: list[str] = field(default_factory=list)
 
     def source(self, trace: str) -> dict:
         return {"tool": "apitrace", "file": trace, "frame_end": self.frame_end,
                 "calls_read": self.calls, "programs": self.programs,
                 "translated_calls": self.translated, "skipped_calls": self.skipped,
-                "folded_calls": self.folded}
+                "folded_calls": self.folded, "calls_after_last_frame": self.dropped_calls,
+                "warnings": self.warnings}
 
     def describe(self) -> str:
         lines = [f"imported {self.frames} frame(s) of {self.width}x{self.height} "
@@ -1376,6 +1825,9 @@ class ImportSummary:
                  f"{self.calls} calls read, {sum(self.translated.values())} translated, "
                  f"{self.programs} distinct program(s), frames end at {self.frame_end} "
                  f"({self.seconds:.1f} s)"]
+        if self.dropped_calls:
+            lines.append(f"not imported: {self.dropped_calls} call(s) after the last frame "
+                         f"end")
         for title, counts in (("skipped (cannot change the image)", self.skipped),
                               ("folded into other commands", self.folded)):
             if counts:
@@ -1390,15 +1842,18 @@ CallSource = Callable[[], Iterator[Call]]
 def import_calls(open_calls: CallSource, out_path: str | os.PathLike, *, source: str,
                  frames: int | None = None, size: tuple[int, int] | None = None,
                  name: str | None = None, compiler: Compiler | None = None,
-                 extra_source: dict | None = None, frame_end: str = "auto") -> ImportSummary:
+                 extra_source: dict | None = None, frame_end: str = "auto",
+                 notes: StreamNotes | None = None) -> ImportSummary:
     """Import the calls ``open_calls()`` yields (called twice: scan, then translate) into the
     ``.tsim`` trace ``out_path`` (written atomically). ``source`` names the capture in errors;
     ``frames`` keeps the first N frames; ``size`` (width, height) overrides the window size
     found in the capture; ``frame_end`` is where frames end (FRAME_END_CHOICES, see the
-    module docstring); ``compiler`` replaces Mesa's (tests)."""
-    from render.trace_file import TraceWriter
+    module docstring); ``compiler`` replaces Mesa's (tests); ``notes``: where the call source
+    leaves its warnings (see :func:`read_calls`), passed on in the summary."""
+    from render.trace_file import MAX_SIZE, TraceWriter
 
     started = time.perf_counter()
+    notes = notes if notes is not None else StreamNotes()
     if frames is not None and frames < 1:
         raise InputError(f"frames must be at least 1, got {frames}", source=source)
     stream = open_calls()
@@ -1406,7 +1861,7 @@ def import_calls(open_calls: CallSource, out_path: str | os.PathLike, *, source:
         scan = scan_calls(stream, source, frames, frame_end)
     finally:
         _close(stream)  # stops apitrace when the scan ends early (frame limit)
-    check_frame_ends(scan, source, frame_end)
+    check_frame_ends(scan, source, frame_end, notes)
     if size is not None:
         scan.width, scan.height = size
     elif not scan.width and scan.surfaceless and scan.frame_end == "glReadPixels":
@@ -1416,6 +1871,10 @@ def import_calls(open_calls: CallSource, out_path: str | os.PathLike, *, source:
     if not scan.width or not scan.height:
         raise InputError("cannot tell the window size (no eglMakeCurrent with a surface, nor "
                          "eglQuerySurface); give it with --size WxH", source=source)
+    if size is None and not (scan.width <= MAX_SIZE and scan.height <= MAX_SIZE):
+        told = f"{source}: call {scan.size_call}" if scan.size_call is not None else source
+        raise InputError(f"the window is {scan.width}x{scan.height}, larger than the "
+                         f"{MAX_SIZE}x{MAX_SIZE} tilesim renders", source=told)
     programs = compile_links(scan.links, source, compiler)
     translator = Translator(scan, programs, source=source, width=scan.width,
                             height=scan.height)
@@ -1442,7 +1901,8 @@ def import_calls(open_calls: CallSource, out_path: str | os.PathLike, *, source:
             programs=len({id(p) for p in programs.values()}), frame_end=scan.frame_end,
             calls=calls, translated=dict(sorted(translator.translated.items())),
             skipped=dict(sorted(translator.skipped.items())),
-            folded=dict(sorted(translator.folded.items())), seconds=0.0)
+            folded=dict(sorted(translator.folded.items())), seconds=0.0,
+            dropped_calls=scan.trailing_calls, warnings=capture_warnings(scan, notes))
         header = summary.source(source)
         header["egl_config"] = {"depth_size": scan.egl_depth_size,
                                 "stencil_size": scan.egl_stencil_size}
@@ -1465,29 +1925,39 @@ def _close(stream) -> None:
         close()
 
 
+def _check_file(path: Path) -> None:
+    if not path.is_file():
+        raise InputError("no such apitrace file", source=str(path))
+    if path.stat().st_size == 0:
+        raise InputError("the capture holds no calls (the file is empty)", source=str(path))
+
+
 def import_apitrace(trace_path: str | os.PathLike, out_path: str | os.PathLike, *,
                     frames: int | None = None, size: tuple[int, int] | None = None,
                     name: str | None = None, frame_end: str = "auto") -> ImportSummary:
-    """Import an apitrace capture (``*.trace``) into ``out_path`` (``*.tsim``)."""
+    """Import an apitrace capture (``*.trace``) into ``out_path`` (``*.tsim``); apitrace's
+    warnings and a capture that ends mid-frame are in the summary's ``warnings``."""
     path = Path(trace_path)
-    if not path.is_file():
-        raise InputError("no such apitrace file", source=str(path))
-    return import_calls(lambda: iter_trace_calls(path), out_path, source=str(path),
-                        frames=frames, size=size, name=name or path.stem, frame_end=frame_end)
+    _check_file(path)
+    notes = StreamNotes()
+    return import_calls(lambda: apitrace_calls(path, notes), out_path, source=str(path),
+                        frames=frames, size=size, name=name or path.stem, frame_end=frame_end,
+                        notes=notes)
 
 
 def scan_apitrace(trace_path: str | os.PathLike, frame_end: str = "auto") -> ScanResult:
     """Pass 1 alone over an apitrace capture: where its frames end (for ``tilesim reference``),
-    checked as the import checks them."""
+    checked as the import checks them; the import's warnings in ``warnings``."""
     path = Path(trace_path)
-    if not path.is_file():
-        raise InputError("no such apitrace file", source=str(path))
-    stream = iter_trace_calls(path)
+    _check_file(path)
+    notes = StreamNotes()
+    stream = apitrace_calls(path, notes)
     try:
         scan = scan_calls(stream, str(path), None, frame_end)
     finally:
         _close(stream)
-    check_frame_ends(scan, str(path), frame_end)
+    check_frame_ends(scan, str(path), frame_end, notes)
+    scan.warnings = capture_warnings(scan, notes)
     return scan
 
 
@@ -1495,6 +1965,7 @@ def import_pickle(pickle_path: str | os.PathLike, out_path: str | os.PathLike,
                   **options) -> ImportSummary:
     """Import the output of ``apitrace pickle`` saved in a file (tests, other machines)."""
     path = Path(pickle_path)
+    notes = StreamNotes()
 
     def calls() -> Iterator[Call]:
         try:
@@ -1502,9 +1973,9 @@ def import_pickle(pickle_path: str | os.PathLike, out_path: str | os.PathLike,
         except OSError as exc:
             raise InputError(f"cannot read: {exc.strerror or exc}", source=str(path)) from None
         with stream:
-            yield from read_pickled_calls(stream, source=str(path))
+            yield from read_calls(stream, source=str(path), notes=notes)
 
-    return import_calls(calls, out_path, source=str(path), **options)
+    return import_calls(calls, out_path, source=str(path), notes=notes, **options)
 
 
 # --- command line ----------------------------------------------------------------------------
@@ -1557,4 +2028,6 @@ def _import_command(args: argparse.Namespace) -> int:
         print(json.dumps(report, indent=2))
     else:
         print(summary.describe())
+    for warning in summary.warnings:
+        print(f"tilesim: warning: {args.trace}: {warning}", file=sys.stderr)
     return EXIT_OK
