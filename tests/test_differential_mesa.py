@@ -23,7 +23,10 @@ for it) and a few hand-written ones:
    (:func:`mesa_fullscreen.sample_nearest`).
 4. Its COLOR output must agree with Mesa's pixel on every pixel and channel:
    ``|interpreter - mesa| <= atol + rtol * |mesa|``, or both NaN; the pixels the interpreter
-   kills must be exactly those llvmpipe left at the clear value.
+   kills must be exactly those llvmpipe left at the clear value. A program that reads
+   per-pixel inputs (an IN or SV register) must draw at least two distinct colors, or the
+   comparison would prove nothing about how it uses them (a harness feeding every pixel the
+   same input would pass); one that reads none must draw exactly one.
 
 What the test found and pins down:
 
@@ -41,11 +44,14 @@ What the test found and pins down:
 - gl_FrontFacing is the FACE input, +1.0 front and -1.0 back; bool uniforms are 0 / 0xFFFFFFFF
   (``float(b)`` compiles to an AND with 1.0, so a true stored as 1 would read as 0.0).
 - llvmpipe's dFdx/dFdy are fine derivatives (one difference per row / column of the quad);
-  TGSI DDX/DDY in the interpreter, as in softpipe's tgsi_exec, are coarse (from the quad's
-  top row / left column). ``extra_derivatives`` shows the difference (expected to fail);
-  ``extra_derivatives_as_fine`` runs its DDX/DDY as DDX_FINE/DDY_FINE and agrees exactly.
-- Undefined results (see EXPECTED_FAILURES): llvmpipe's pow(x, y) is 0 whenever x == 0 and NaN
-  whenever x < 0; its integer division by zero gives 0.
+  softpipe's tgsi_exec computes TGSI DDX/DDY coarse (from the quad's top row / left column),
+  which tgsi.rst allows. The interpreter computes DDX/DDY per row / column like llvmpipe, so
+  ``extra_derivatives`` agrees with it, and so does ``extra_derivatives_as_fine`` (the same
+  program with its DDX/DDY rewritten as DDX_FINE/DDY_FINE).
+- Undefined results follow llvmpipe (the interpreter's rule, shaders/opcodes.py): pow(x, y) is
+  0 whenever x == 0 and NaN whenever x < 0 (``extra_pow_undefined``); integer division by zero
+  gives 0 (``extra_idiv_by_zero``). Both agree; EXPECTED_FAILURES (known disagreements,
+  strict xfails) is empty.
 
 Tolerances (rtol relative, atol an absolute floor for values near zero):
 
@@ -425,6 +431,7 @@ class Outcome:
     atol: float = ATOL
     compared: int = 0              # pixels both drew
     distinct: int = 0              # distinct colors among them (1: the program is constant)
+    reads_inputs: bool = False     # the TGSI declares an IN or SV register (per-pixel inputs)
     killed: int = 0
     kill_mismatch: int = 0
     bad: int = 0                   # channel values outside the tolerance
@@ -580,6 +587,7 @@ def run_all(cases: list[Case]) -> dict[str, Outcome]:
 def run_interpreter(p: Prepared, images: list[np.ndarray], outcome: Outcome) -> None:
     program = parse(p.tgsi, source=f"{p.case.id}/fragment.tgsi ({p.source})")
     outcome.opcodes = {inst.opcode for inst in program.instructions}
+    outcome.reads_inputs = bool(program.declared("IN") or program.declared("SV"))
     if outcome.opcodes & TRANSCENDENTAL_OPCODES:
         outcome.rtol, outcome.atol = TRANSCENDENTAL_TOLERANCE
     probe = Probe.from_images(p.geometry.probe_labels(), images[1:])
@@ -655,6 +663,13 @@ def test_interpreter_matches_llvmpipe(outcomes, case_id, record_property):
     assert outcome.bad == 0, (
         f"{outcome.bad} channel values differ beyond rtol={outcome.rtol}, atol={outcome.atol}; "
         f"first: {outcome.worst}")
+    if outcome.reads_inputs:
+        assert outcome.distinct >= 2, (
+            f"{outcome.compared} pixels compared, {outcome.distinct} distinct colors: a program "
+            "reading per-pixel inputs drew a constant, so the comparison shows nothing")
+    else:
+        assert outcome.distinct == 1, (
+            f"a program without per-pixel inputs drew {outcome.distinct} distinct colors")
 
 
 def main() -> int:
@@ -664,7 +679,8 @@ def main() -> int:
         print(outcome.line())
         if outcome.worst:
             print("    first bad:", outcome.worst)
-    failed = [o for o in results.values() if o.error or o.bad or o.kill_mismatch]
+    failed = [o for o in results.values() if o.error or o.bad or o.kill_mismatch
+              or (o.distinct < 2 if o.reads_inputs else o.distinct != 1)]
     print(f"{len(results)} programs, {len(failed)} failing")
     return 1 if failed else 0
 
