@@ -5,7 +5,9 @@ atomically, so an interrupted run leaves no half-written file and a rerun resume
 
     frames/NNNNNN.png      the default framebuffer at each frame end
     counters/NNNNNN.npz    per-tile and per-frame counters (see render.counters)
-    frames.json            per-frame counter totals
+    frames.json            per-frame counter totals of every frame in the folder
+    render.json            what the folder holds (trace hash, technique, tile size, ...):
+                           a rerun with other settings is refused; --force starts over
     DIR/summary.json       the jobs, what each wrote or skipped, run time
 """
 
@@ -53,6 +55,11 @@ def register(subparsers) -> None:
                    help="local worker processes for several traces (default: 2)")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="run on an existing Dask cluster (e.g. tcp://host:8786)")
+    p.add_argument("--force", action="store_true",
+                   help="start over: remove the frames, counters, frames.json and render.json "
+                        "tilesim wrote in the output folder(s) (other files stay) and render "
+                        "again; without it, a folder holding a render made with other settings "
+                        "(trace, technique, tile size, ...) is refused")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=_render)
 
@@ -109,16 +116,20 @@ def _jobs(args: argparse.Namespace) -> list:
 
 
 def _render(args: argparse.Namespace) -> int:
-    from .batch import clean_stale_temporaries, job_techniques, run_batch, write_batch_summary
+    from .batch import job_techniques, prepare_jobs, run_batch, write_batch_summary
 
     started = time.perf_counter()
     jobs = _jobs(args)
     job_techniques(jobs[0])   # a bad --technique fails here, before any work starts
+    # Every folder checked against what this run would render (refused before anything is
+    # written), then render.json written, stale temporaries removed, frames.json brought up to
+    # date with the files.
+    prepare_jobs(jobs, force=args.force)
     if len(jobs) == 1 and not args.scheduler:
-        clean_stale_temporaries(jobs[0].out)
         summaries = [_run_with_progress(jobs[0])]
     else:
-        summaries = run_batch(jobs, workers=args.workers, scheduler=args.scheduler)
+        summaries = run_batch(jobs, workers=args.workers, scheduler=args.scheduler,
+                              prepare=False)
     seconds = time.perf_counter() - started
     write_batch_summary(args.out, summaries, seconds)
     if args.json:
@@ -136,4 +147,4 @@ def _run_with_progress(job) -> dict:
     from .batch import run_job
 
     with tqdm(total=len(job.missing()), desc="render", unit="frame", disable=None) as bar:
-        return run_job(job, on_frame=lambda index: bar.update(1))
+        return run_job(job, on_frame=lambda index: bar.update(1), prepare=False)
