@@ -284,12 +284,17 @@ def _decode_name(raw) -> str | None:
     return raw if isinstance(raw, str) and IDENTIFIER.match(raw) else None
 
 
+def _record_place(index: int, previous: int | None) -> str:
+    """Where a record is in the stream, for errors about a record with no call number."""
+    return f"record {index} " + (f"(after call {previous})" if previous is not None
+                                 else "(the first)")
+
+
 def check_record(record, source: str, index: int, previous: int | None) -> Call:
     """One unpickled record of ``apitrace pickle`` as a :class:`Call`, every field checked
     (see the module docstring); InputError naming the call, or the record's place in the
     stream (``index``: 0 for the first; ``previous``: the call number before it)."""
-    place = f"{source}: record {index} " + (f"(after call {previous})" if previous is not None
-                                              else "(the first)")
+    place = f"{source}: {_record_place(index, previous)}"
     if not isinstance(record, tuple) or len(record) != 5:
         raise InputError(f"expected an apitrace call (number, name, arguments, return value, "
                          f"flags), got {show(record)}", source=place)
@@ -380,17 +385,16 @@ def read_calls(stream, *, source: str, notes: StreamNotes | None = None) -> Iter
                 cut = False
             if cut:
                 notes.truncated = True
-                notes.warn(f"the call stream ends inside record {index} (after call "
-                           f"{previous}): the file is cut; the calls before it are kept")
+                notes.warn(f"the call stream ends inside {_record_place(index, previous)}: "
+                           "the file is cut; the calls before it are kept")
             return
         except Exception as exc:  # the unpickling of untrusted bytes, whatever its error
-            place = f"{source}: record {index} " + (
-                f"(after call {previous})" if previous is not None else "(the first)")
+            place = f"{source}: {_record_place(index, previous)}"
             if isinstance(exc, pickle.UnpicklingError) and "truncated" in str(exc) \
                     and _at_end(stream):
                 notes.truncated = True
-                notes.warn(f"the call stream ends inside record {index} (after call "
-                           f"{previous}): the file is cut; the calls before it are kept")
+                notes.warn(f"the call stream ends inside {_record_place(index, previous)}: "
+                           "the file is cut; the calls before it are kept")
                 return
             detail = str(exc).split("\n", 1)[0][:200] or type(exc).__name__
             raise InputError(f"unreadable apitrace pickle record: {detail}",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import re
 import struct
 import subprocess
 import sys
@@ -45,7 +46,10 @@ def _pickle_value(value) -> bytes:
     if isinstance(value, bool):
         return b"\x88" if value else b"\x89"
     if isinstance(value, int):
-        return b"\x8a\x08" + struct.pack("<q", value)
+        if -2**63 <= value < 2**63:
+            return b"\x8a\x08" + struct.pack("<q", value)
+        size = (value.bit_length() + 8) // 8  # LONG1: wider than apitrace ever writes
+        return b"\x8a" + bytes([size]) + value.to_bytes(size, "little", signed=True)
     if isinstance(value, float):
         return b"G" + struct.pack(">d", value)
     if isinstance(value, (bytes, bytearray)):
@@ -58,6 +62,11 @@ def _pickle_value(value) -> bytes:
         return b"](" + b"".join(_pickle_value(v) for v in value) + b"e"
     if isinstance(value, tuple):
         return b"(" + b"".join(_pickle_value(v) for v in value) + b"t"
+    if isinstance(value, dict):
+        return b"}(" + b"".join(_pickle_value(k) + _pickle_value(v)
+                                for k, v in value.items()) + b"u"
+    if isinstance(value, (set, frozenset)):  # protocol 4's EMPTY_SET + ADDITEMS
+        return b"\x8f(" + b"".join(_pickle_value(v) for v in value) + b"\x90"
     raise TypeError(value)
 
 
@@ -820,3 +829,250 @@ def test_cli_frame_end_option_and_one_line_errors(tmp_path):
         assert done.stderr.strip().count("\n") == 0, done.stderr
         assert f"{trace}: the capture holds no complete frame (no {call} to end one)" in \
             done.stderr
+
+
+# --- malformed and cut captures (issue 12) ---------------------------------------------------
+
+
+def _frames_with(bad: tuple | None = None) -> tuple[Calls, int]:
+    """A two-frame capture whose call ``number`` (in frame 1) is replaced by ``bad`` (a raw
+    record, or (function, args dict, ret, flags))."""
+    calls = Calls()
+    start(calls)
+    program(calls)
+    calls.add("glClear", mask=0x4000)
+    swap(calls)
+    number = calls.add("glClear", mask=0x4000)
+    swap(calls)
+    if bad is not None:
+        calls.records[number] = bad
+    return calls, number
+
+
+# (the record that replaces call N, as a function of N; what the one-line error says)
+MALFORMED_RECORDS = [
+    (lambda n: (n, b"glClear", [(b"mask", 0x4000)], None, [1]),
+     r"call {n}: glClear: the call flags must be a 32-bit unsigned integer, got \[1\]"),
+    (lambda n: (n, b"glClear", [(b"mask", 0x4000)], None, 2**40),
+     r"call {n}: glClear: the call flags must be a 32-bit unsigned integer, got 1099511627776"),
+    (lambda n: (n, b"glClear", {b"mask": 0x4000}, None, 0),
+     r"call {n}: glClear: the arguments must be a list of \(name, value\) pairs, got a dict"),
+    (lambda n: (n, b"glClear", [(b"mask", 0x4000, 1)], None, 0),
+     r"call {n}: glClear: argument 0 must be a \(name, value\) pair, got "
+     r"\(b'mask', 16384, 1\)"),
+    (lambda n: (n, b"glClear", [(b"mask", 0x4000), (b"mask", 0x100)], None, 0),
+     r"call {n}: glClear: argument 'mask' appears twice"),
+    (lambda n: (n, b"glClear", [(7, 0x4000)], None, 0),
+     r"call {n}: glClear: argument 0 has no identifier for a name, got 7"),
+    (lambda n: (n, b"gl\xffClear", [(b"mask", 0x4000)], None, 0),
+     r"call {n}: the function name must be an ASCII identifier, got b'gl\\xffClear'"),
+    (lambda n: (n, b"glClear", [(b"mask", {1, 2})], None, 0),
+     r"call {n}: glClear: argument 'mask' holds a set of 2 item\(s\), not a value apitrace"),
+    (lambda n: (n, b"glClear", [(b"mask", 2**64)], None, 0),
+     r"call {n}: glClear: argument 'mask' holds 18446744073709551616, wider than the 64 bits"),
+    (lambda n: (n, b"glClear", [(b"mask", 0x4000)], [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]
+                                                       ]]]]]]]]]]]]]]]]]]]]]]]]], 0),
+     r"call {n}: glClear: the return value nests lists more than 32 deep"),
+    (lambda n: (b"12", b"glClear", [(b"mask", 0x4000)], None, 0),
+     r"record {n} \(after call {p}\): the call number must be a non-negative integer, "
+     r"got b'12'"),
+    (lambda n: [n, b"glClear", [(b"mask", 0x4000)], None, 0],
+     r"record {n} \(after call {p}\): expected an apitrace call \(number, name, arguments, "
+     r"return value, flags\), got a list of 5"),
+    (lambda n: (n, b"glClear", [(b"mask", 0x4000)], None),
+     r"record {n} \(after call {p}\): expected an apitrace call"),
+]
+
+
+@pytest.mark.parametrize("record,message", MALFORMED_RECORDS)
+def test_malformed_records_are_one_line_errors_naming_the_call(tmp_path, record, message):
+    """Each record is checked where it is read: its shape, number, name, flags, arguments and
+    the types of their values (the issue's example: flags that are a list)."""
+    calls, number = _frames_with()
+    calls.records[number] = record(number)
+    with pytest.raises(InputError) as error:
+        do_import(tmp_path, calls)
+    text = str(error.value)
+    assert "\n" not in text and text.startswith(str(tmp_path / "capture.pkl"))
+    assert re.search(message.format(n=number, p=number - 1), text), text
+    assert not (tmp_path / "out.tsim").exists()
+
+
+# (call, arguments that replace its own, what the error says about them)
+BAD_ARGUMENTS = [
+    ("glViewport", {"x": 0, "y": 0, "width": [64], "height": 48},
+     r"glViewport: argument 'width' must be an integer, got \[64\]"),
+    ("glViewport", {"x": 0, "y": 0, "width": 2**40, "height": 48},
+     r"glViewport: argument 'width' is 1099511627776, outside 0\.\.2147483647"),
+    ("glViewport", {"x": 0, "y": 0, "height": 48},
+     r"glViewport: argument 'width' is missing"),
+    ("glDrawArrays", {"mode": 4, "first": 0, "count": -3},
+     r"glDrawArrays: argument 'count' is -3, outside 0\.\.2147483647"),
+    ("glBufferData", {"target": 0x8892, "size": -1, "data": None, "usage": 0x88E4},
+     r"glBufferData: argument 'size' is -1, outside 0\.\."),
+    ("glTexImage2D", {"target": 0x0DE1, "level": 0, "internalformat": 0x1908, "width": -2,
+                      "height": 2, "border": 0, "format": 0x1908, "type": 0x1401,
+                      "pixels": None},
+     r"glTexImage2D: argument 'width' is -2, outside"),
+    ("glClearColor", {"red": math.nan, "green": 0.0, "blue": 0.0, "alpha": 1.0},
+     r"clearColor: argument 'red' is not finite \(nan\)"),
+    ("glClearColor", {"red": "0.5", "green": 0.0, "blue": 0.0, "alpha": 1.0},
+     r"glClearColor: argument 'red' must be a number, got b'0\.5'"),
+    ("glUniform1i", {"location": 0, "v0": math.nan},
+     r"glUniform1i: uniform value 0 must be an integer, got nan"),
+    ("glUniform4f", {"location": 1, "v0": 1.0, "v1": 2.0, "v2": 3.0},
+     r"glUniform4f: argument 'v3' is missing"),
+    ("glVertexAttribPointer", {"index": 0, "size": 7, "type": 0x1406, "normalized": 0,
+                               "stride": 0, "pointer": b"\0" * 16},
+     r"glVertexAttribPointer: argument 'size' is 7, outside 1\.\.4"),
+    ("glShaderSource", {"shader": 1, "count": 1, "string": 2**40, "length": None},
+     r"glShaderSource: argument 'string' must be a byte string or a list of them"),
+    ("glBindAttribLocation", {"program": 3, "index": 0, "name": b"\xff\xfe"},
+     r"glBindAttribLocation: argument 'name' is not UTF-8 text"),
+    ("glEnable", {"cap": 2**33}, r"glEnable: cap 8589934592 is not a GL enumerant"),
+    ("glGenBuffers", {"n": 1, "buffers": [1.5]},
+     r"glGenBuffers: item 0 of argument 'buffers' must be an integer, got 1\.5"),
+    ("eglMakeCurrent", {"dpy": 1, "draw": SURFACE, "read": SURFACE, "ctx": "ctx"},
+     r"eglMakeCurrent: argument 'ctx' must be an integer, got b'ctx'"),
+    ("eglGetConfigAttrib", {"dpy": 1, "config": CONFIG, "attribute": 0x3025,
+                            "value": {"a": 1}},
+     r"eglGetConfigAttrib: argument 'value' must be a list of integers, got a dict"),
+]
+
+
+@pytest.mark.parametrize("function,args,message", BAD_ARGUMENTS)
+def test_wrong_typed_or_out_of_range_arguments_name_the_call_and_argument(
+        tmp_path, function, args, message):
+    """A list where an integer belongs, an integer wider than its GL type, NaN, a negative
+    size, a missing argument: an InputError naming the call number and the argument, never
+    a TypeError, ValueError or OverflowError from deeper in the translation."""
+    calls = Calls()
+    start(calls)
+    program(calls)
+    calls.add("glUseProgram", program=3)
+    number = calls.add(function, **args)
+    calls.add("glClear", mask=0x4000)
+    swap(calls)
+    with pytest.raises(InputError) as error:
+        do_import(tmp_path, calls)
+    text = str(error.value)
+    assert "\n" not in text
+    assert re.search(rf"capture\.pkl: call {number}: {message}", text), text
+
+
+def test_capture_ending_mid_frame_warns_with_the_calls_dropped(tmp_path):
+    calls, _ = _frames_with()
+    calls.add("glClearColor", red=1.0, green=0.0, blue=0.0, alpha=1.0)
+    calls.add("glClear", mask=0x4000)
+    calls.add("glGetError", ret=0)
+    summary, frames, out = do_import(tmp_path, calls)
+    assert len(frames) == 2 and summary.dropped_calls == 3
+    assert summary.warnings == ["capture ends mid-frame: 3 call(s) after frame 1 dropped "
+                                "(1 of them draw or clear, with no eglSwapBuffers after them)"]
+    with open_trace(out) as trace:
+        assert trace.source["warnings"] == summary.warnings
+        assert trace.source["calls_after_last_frame"] == 3
+    assert "not imported: 3 call(s) after the last frame end" in summary.describe()
+    # asking for the frames before it: nothing was dropped that was asked for
+    summary, _, _ = do_import(tmp_path, calls, frames=2)
+    assert summary.warnings == [] and summary.dropped_calls == 0
+    # a program's teardown after its last frame is counted, not warned about
+    calls, _ = _frames_with()
+    calls.add("glDeleteProgram", program=3)
+    calls.add("eglMakeCurrent", ret=1, dpy=Pointer(0x4000), draw=0, read=0, ctx=0)
+    calls.add("eglTerminate", ret=1, dpy=Pointer(0x4000))
+    summary, _, _ = do_import(tmp_path, calls)
+    assert summary.warnings == [] and summary.dropped_calls == 3
+
+
+def test_cut_pickle_stream_keeps_the_complete_frames_and_warns(tmp_path):
+    calls, number = _frames_with()
+    calls.records[number + 1:] = []  # frame 1 has its glClear but lost its swap
+    calls.add("glDrawArrays", mode=4, first=0, count=3)
+    path = calls.write(tmp_path / "capture.pkl")
+    data = path.read_bytes()
+    for cut in (len(data) - 1, len(data) - 9):  # inside the last record's opcodes
+        path.write_bytes(data[:cut])
+        summary = import_pickle(path, tmp_path / "out.tsim", compiler=fake_compiler)
+        assert summary.frames == 1
+        assert summary.warnings == [
+            f"the call stream ends inside record {number + 1} (after call {number}): the file "
+            "is cut; the calls before it are kept",
+            "capture ends mid-frame: 1 call(s) after frame 0 dropped (1 of them draw or "
+            "clear, with no eglSwapBuffers after them)"]
+
+
+def test_empty_or_callless_capture_is_an_error_saying_so(tmp_path):
+    empty = tmp_path / "capture.pkl"
+    empty.write_bytes(b"")
+    with pytest.raises(InputError, match=r"capture\.pkl: the capture holds no calls \(an "
+                                         r"empty or cut file, or not an apitrace capture\)$"):
+        import_pickle(empty, tmp_path / "out.tsim", compiler=fake_compiler)
+    calls, _ = _frames_with()
+    data = calls.write(empty).read_bytes()
+    empty.write_bytes(data[:20])  # cut inside the first record
+    with pytest.raises(InputError, match=r"holds no calls \(an empty or cut file, or not an "
+                                         r"apitrace capture\); the call stream ends inside "
+                                         r"record 0 \(the first\)"):
+        import_pickle(empty, tmp_path / "out.tsim", compiler=fake_compiler)
+    from render.trace_import import import_apitrace
+
+    empty.with_suffix(".trace").write_bytes(b"")
+    with pytest.raises(InputError, match=r"capture\.trace: the capture holds no calls \(the "
+                                         r"file is empty\)"):
+        import_apitrace(empty.with_suffix(".trace"), tmp_path / "out.tsim")
+    assert not (tmp_path / "out.tsim").exists()
+
+
+@pytest.mark.mesa
+@pytest.mark.slow
+def test_cut_real_capture_passes_on_apitrace_warning_and_says_what_was_dropped(tmp_path):
+    """A glmark2 capture cut short (as a crash or a full disk leaves it): tilesim import keeps
+    the complete frames, exits 0 and prints apitrace's 'unexpected end of file' and the
+    mid-frame warning on stderr, one line each; an empty file and a file that is no capture
+    are one-line errors (exit 2)."""
+    require_tools("apitrace", "xvfb-run", "glmark2-es2")
+    require_mesa()
+    from render.capture import capture
+
+    trace = tmp_path / "x.trace"
+    capture("glmark2-es2:build:use-vbo=false", trace, frames=8, size=(64, 48))
+    data = trace.read_bytes()
+
+    def tilesim(*args):
+        return subprocess.run([sys.executable, "-m", "tilesim.cli", *args], capture_output=True,
+                              text=True, cwd=ROOT, check=False)
+
+    imported = 0
+    for fraction in (0.9, 0.75, 0.5):
+        cut = tmp_path / f"cut{int(fraction * 100)}.trace"
+        cut.write_bytes(data[:int(len(data) * fraction)])
+        done = tilesim("import", str(cut), "-o", str(tmp_path / "cut.tsim"))
+        lines = done.stderr.strip().split("\n")
+        if done.returncode == 0:
+            imported += 1
+            assert len(lines) == 2, done.stderr
+            assert lines[0] == (f"tilesim: warning: {cut}: apitrace: warning: unexpected end "
+                                "of file while reading trace")
+            assert re.fullmatch(rf"tilesim: warning: {re.escape(str(cut))}: capture ends "
+                                r"mid-frame: \d+ call\(s\) after frame \d+ dropped \(.*\)",
+                                lines[1]), lines[1]
+        else:  # cut before the first frame's end
+            assert done.returncode == 2 and len(lines) == 1, done.stderr
+            assert "no complete frame" in lines[0] and "unexpected end of file" in lines[0]
+    assert imported >= 1
+    done = tilesim("import", str(cut), "-o", str(tmp_path / "cut.tsim"), "--json")
+    if done.returncode == 0:
+        assert any("unexpected end of file" in w for w in json.loads(done.stdout)["warnings"])
+    empty = tmp_path / "empty.trace"
+    empty.write_bytes(b"")
+    text = tmp_path / "text.trace"
+    text.write_text("not a capture\n")
+    for path, message in ((empty, "the capture holds no calls (the file is empty)"),
+                          (text, "apitrace cannot read it")):
+        done = tilesim("import", str(path), "-o", str(tmp_path / "bad.tsim"))
+        assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+        assert f"tilesim: error: {path}: {message}" in done.stderr
+    # the whole capture imports without a warning (its teardown is counted, not warned)
+    done = tilesim("import", str(trace), "-o", str(tmp_path / "whole.tsim"))
+    assert done.returncode == 0 and done.stderr == "", done.stderr
