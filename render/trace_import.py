@@ -568,9 +568,18 @@ def _check_program_call(args: CallArgs) -> None:
         args.int("program", limits=GLUINT)
 
 
+# The calls ProgramTracker handles (it dispatches on any name: "key" would reach a helper).
+TRACKED_CALLS = frozenset({
+    "eglCreateContext", "eglMakeCurrent", "glCreateShader", "glShaderSource",
+    "glCompileShader", "glCreateProgram", "glAttachShader", "glDetachShader",
+    "glBindAttribLocation", "glLinkProgram"})
+
+
 def _feed_tracker(tracker: ProgramTracker, call: Call, source: str) -> list[LinkedProgram]:
     """ProgramTracker.feed for one call whose arguments :func:`_check_program_call`
     checked; anything it still trips on is an InputError naming the call."""
+    if call.name not in TRACKED_CALLS:
+        return []
     args = CallArgs(call, source)
     _check_program_call(args)
     try:
@@ -980,7 +989,9 @@ class Translator:
         self._call = call
         self._produced = False
         name = call.name
-        handler = getattr(self, "_" + name, None)
+        # only calls have handlers: a record named after a helper ("error", "emit") is not one
+        handler = getattr(self, "_" + name, None) if name.startswith(("gl", "egl")) or \
+            name == "memcpy" else None
         kind = skip_kind(name)
         if handler is None and kind is None:
             raise InputError(f"{name} is not supported by the importer and may change the "
@@ -1870,8 +1881,11 @@ def import_calls(open_calls: CallSource, out_path: str | os.PathLike, *, source:
         scan.width, scan.height = size
     elif not scan.width and scan.surfaceless and scan.frame_end == "glReadPixels":
         # no window at all: a nominal one that holds every rectangle read
-        scan.width = max(end.rect[0] + end.rect[2] for end in scan.ends)
-        scan.height = max(end.rect[1] + end.rect[3] for end in scan.ends)
+        widest = max(scan.ends, key=lambda end: end.rect[0] + end.rect[2])
+        tallest = max(scan.ends, key=lambda end: end.rect[1] + end.rect[3])
+        scan.width = widest.rect[0] + widest.rect[2]
+        scan.height = tallest.rect[1] + tallest.rect[3]
+        scan.size_call = widest.call if scan.width > MAX_SIZE else tallest.call
     if not scan.width or not scan.height:
         raise InputError("cannot tell the window size (no eglMakeCurrent with a surface, nor "
                          "eglQuerySurface); give it with --size WxH", source=source)

@@ -285,10 +285,11 @@ def mutate(records: list, rnd: random.Random, targets: list[int]) -> tuple[bytes
             record[2] = rnd.choice([{}, None, b"args", tuple(args or ()),
                                     dict(a for a in args or () if isinstance(a, tuple)
                                          and len(a) == 2 and isinstance(a[0], bytes))])
-        elif kind == "name":
+        elif kind == "name":  # another call's name, or a name the importer uses itself
             other = records[rnd.choice(targets)]
-            if isinstance(other, list) and len(other) == 5:
-                record[1] = other[1]
+            record[1] = other[1] if isinstance(other, list) and len(other) == 5 and \
+                rnd.random() < 0.7 else rnd.choice([b"error", b"emit", b"feed", b"key",
+                                                    b"_end_frame", b"glBogus", b"int"])
         if kind == "cut":
             cut = index
         done.append(f"{kind} at record {index}")
@@ -373,6 +374,16 @@ def run_case(data: bytes, folder: Path, tally: Tally, done: list[str], compiler)
 
 # --- the tests -----------------------------------------------------------------------------
 
+
+def test_the_time_limit_turns_a_hang_into_a_failure():
+    started = time.perf_counter()
+    with pytest.raises(CaseTimeout), time_limit(1):
+        while True:
+            pass
+    assert time.perf_counter() - started < 10
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)  # nothing left armed
+
+
 HAND_MADE_CASES = 300
 
 
@@ -412,8 +423,8 @@ def real_capture(tmp_path_factory):
     import subprocess
 
     from render.capture import capture
-    from render.trace_import import compile_links, scan_calls
-    from shaders.trace_capture import RestrictedUnpickler, read_pickled_calls
+    from render.trace_import import compile_links, read_calls, scan_calls
+    from shaders.trace_capture import RestrictedUnpickler
 
     folder = tmp_path_factory.mktemp("real")
     trace = folder / "x.trace"
@@ -429,7 +440,7 @@ def real_capture(tmp_path_factory):
         records.append(unpickler.load())
     # Pointers come back as shaders.trace_capture.Pointer: encode() writes them as apitrace
     assert b"".join(encode_record(r) for r in records)  # every record re-encodes
-    scan = scan_calls(read_pickled_calls(io.BytesIO(data), source=str(trace)), str(trace))
+    scan = scan_calls(read_calls(io.BytesIO(data), source=str(trace)), str(trace))
     compiled = compile_links(scan.links, str(trace))
     known = {(links.vertex, links.fragment): program for links, program in
              zip(scan.links.values(), (compiled[n] for n in scan.links), strict=True)}

@@ -650,6 +650,12 @@ def test_surfaceless_program_reading_a_framebuffer_object(tmp_path):
     read_pixels(calls, 0, 0, 30, 12)
     summary, frames, out = do_import(tmp_path, calls)
     assert (summary.frames, summary.width, summary.height) == (2, 30, 14)
+    calls.records[-1] = calls.records[-1][:2] + ([(k, 20000 if k == b"width" else v)
+                                                  for k, v in calls.records[-1][2]],
+                                                 *calls.records[-1][3:])
+    with pytest.raises(InputError, match=rf"capture\.pkl: call {len(calls.records) - 1}: the "
+                                         r"window is 20000x14, larger than the 16384x16384"):
+        do_import(tmp_path, calls)
     assert ops(frames[0]) == ["createFramebuffer", "bindFramebuffer", "clear", "readPixels",
                               "endFrame"]
     with open_trace(out) as trace:
@@ -958,6 +964,17 @@ def test_wrong_typed_or_out_of_range_arguments_name_the_call_and_argument(
     text = str(error.value)
     assert "\n" not in text
     assert re.search(rf"capture\.pkl: call {number}: {message}", text), text
+
+
+@pytest.mark.parametrize("name", ["error", "emit", "feed", "key", "int"])
+def test_a_call_named_like_an_importer_helper_is_an_unknown_call(tmp_path, name):
+    """Records are dispatched by name: one named after a helper of the translator or of the
+    program tracker ("error" returned an exception object as a frame) is an unknown call."""
+    calls, number = _frames_with()
+    calls.records[number] = (number, name.encode(), [(b"x", 1)], None, 0)
+    with pytest.raises(InputError, match=rf"capture\.pkl: call {number}: {name} is not "
+                                         "supported by the importer"):
+        do_import(tmp_path, calls)
 
 
 def test_capture_ending_mid_frame_warns_with_the_calls_dropped(tmp_path):
