@@ -61,8 +61,9 @@ IDENTITY_FIELDS = {
     "tilesim_version": "tilesim version",
 }
 SUMMARY_INTERVAL_S = 1.0   # frames.json is rewritten at most this often while frames are written
-# Test hook: a worker stops (sleeps until killed) after writing this many frames of its job,
-# before it updates frames.json, so that a test can kill -9 a render midway deterministically.
+# Test hook: a worker stops (sleeps until killed, at most 10 minutes, then exits) after writing
+# this many frames of its job, before it updates frames.json, so that a test can kill -9 a
+# render midway deterministically however loaded the machine is.
 HANG_ENV = "TILESIM_TEST_HANG_AFTER_FRAMES"
 
 
@@ -358,8 +359,8 @@ def run_job(job: Job, on_frame=None, *, prepare: bool = True, force: bool = Fals
                 if on_frame is not None:
                     on_frame(result.index)
                 if hang_after and len(written) >= hang_after:
-                    while True:            # test hook: wait here to be killed
-                        time.sleep(60)
+                    time.sleep(600)        # test hook: wait here to be killed (bounded)
+                    os._exit(70)
                 if time.monotonic() - last_write >= SUMMARY_INTERVAL_S:
                     _write_frames(job, entries)
                     last_write = time.monotonic()
