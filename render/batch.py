@@ -147,8 +147,9 @@ def _shown(field: str, identity: dict) -> str:
     return "none" if value is None else repr(value)
 
 
-_RESTART = ("; rerun with --force to start over (removes the frames, counters, frames.json "
-            "and render.json tilesim wrote there) or choose another --out folder")
+_RESTART = ("; to start over, rerun `tilesim render` with --force (it removes the frames, "
+            "counters, frames.json and render.json tilesim wrote there), or use another output "
+            "folder")
 
 
 def check_folder(job: Job, identity: dict) -> None:
