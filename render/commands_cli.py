@@ -21,6 +21,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from tilesim.atomic import remove_temporaries
 from tilesim.backend import backend_name
 from tilesim.errors import EXIT_OK, InputError
 
@@ -125,6 +126,7 @@ def _render(args: argparse.Namespace) -> int:
     # written), then render.json written, stale temporaries removed, frames.json brought up to
     # date with the files.
     prepare_jobs(jobs, force=args.force)
+    remove_temporaries(args.out, "summary.json")   # DIR's own, when it holds several traces
     if len(jobs) == 1 and not args.scheduler:
         summaries = [_run_with_progress(jobs[0])]
     else:
