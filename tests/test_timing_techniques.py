@@ -257,29 +257,164 @@ def representative_frame(width, height, extra=None):
     return f
 
 
+def _tiles(width, height):
+    return -(-width // 16) * -(-height // 16)
+
+
+def _leak(structure_bytes):
+    """Leakage (W) of SRAM structures: gpu.static.sram mW per KB."""
+    return structure_bytes / 1024 * ECFG["gpu.static.sram"] * 1e-3
+
+
+def _representative_geometry_cycles(n, extra_pb_bytes_per_tile=0):
+    """Geometry phase of ``representative_frame``, from its counters by the model's formula:
+    of the stages (per tile: vertex fetch 12 accesses / 1 bank or 204 B / 4 B/cycle = 51,
+    vertex shading 2 x 90 / 4 lanes = 45, PB writes (216 + extra) / 4, tiler 6) the shared bus
+    is the bottleneck, carrying vertices (3 x 64 B), indices (12 B), PB records (192 B), lists
+    (24 B) and EVR layer ids (extra) at memory.bandwidth; plus the fill latency_max + 6."""
+    bus = n * (192 + 12 + 192 + 24 + extra_pb_bytes_per_tile) / CFG["memory.bandwidth"]
+    return bus + CFG["memory.latency_max"] + 6
+
+
+def _baseline_static_watts():
+    kb = sum(CFG[f"caches.{c}.count"] * CFG[f"caches.{c}.size"]
+             for c in ("vertex", "texture", "tile", "l2")) / 1024
+    mw = (CFG["processors.vertex.count"] * ECFG["gpu.static.vertex_processor"]
+          + CFG["processors.fragment.count"] * ECFG["gpu.static.fragment_processor"]
+          + ECFG["gpu.static.fixed_function"] + kb * ECFG["gpu.static.sram"])
+    return mw * 1e-3
+
+
+def _dram_background_watts():
+    return CFG["memory.channels"] * (ECFG["memory.background"] + ECFG["memory.refresh"]) * 1e-3
+
+
 def test_seed_overhead_figures_as_checks():
     """The seeds' overheads are checks, not inputs. On a representative frame where nothing is
-    skipped (the techniques' worst case):
-    * RE: 001 §4.3 reports < 5% energy overhead in benchmarks RE cannot exploit (and ~0.7% for
-      its LUTs on average, §5.4). Ours is ~3%: ~0.6% dynamic (the Compute CRC work is counted
-      once per tile a block folds into, an upper bound) and ~1.4% leakage of 45 KB of SRAM at
-      gpu.static.sram = 0.08 mW/KB (a high-leakage estimate).
-    * EVR: its structures add 0.5% energy on average (001 §5.4); ours ~0.8% (same leakage).
-    * DSR: SRT + DCT unit < 2% energy and no time (001 §6.5).
+    skipped (the techniques' worst case), each technique's overhead is computed here from the
+    model's formulas (timing/model.py, timing/techniques.py) and the numbers of
+    baseline_gpu.toml and energy_32nm.toml, asserted exactly, and then held to the seeds:
+    * RE (1196x768, 3600 tiles): its GPU energy is 2.0% of the baseline's (0.62% dynamic: the
+      Compute CRC work is counted once per tile a block folds into, an upper bound; 1.41%
+      leakage of 45 KB of SRAM at gpu.static.sram = 0.08 mW/KB, a high-leakage estimate), and
+      the frame's energy grows by 3.0% with the baseline's leakage and the DRAM background over
+      the 1.6% longer frame (the signature unit's 116 sub-blocks per tile exceed the 105-cycle
+      bus bottleneck of the geometry phase; 2 compare cycles per tile). 001 §4.3: < 5% energy
+      in benchmarks RE cannot exploit, slowdowns up to 5% (~0.7% for its LUTs on average,
+      §5.4).
+    * EVR: its structures add 0.81% energy (001 §5.4: 0.5% on average; same leakage), the layer
+      ids 0.28% more as DRAM traffic, and the frame is 0.38% longer (12 more PB bytes per tile
+      on the bus).
+    * DSR (1920x1080): SRT + DCT unit 1.22% energy and no time (001 §6.5: < 2%, no stalls).
     """
-    def overhead(width, height, extra):
+    clock = CFG["tech.clock"]
+    e = lambda key: ECFG[key] * PJ  # noqa: E731
+
+    def estimates(width, height, extra):
         base = estimate_frame(representative_frame(width, height), CFG, ECFG)
         run_ = estimate_frame(representative_frame(width, height, extra), CFG, ECFG)
+        return base, run_
+
+    def overhead(base, run_):
         return run_.technique_gpu_energy / base.energy, run_.cycles / base.cycles - 1
 
+    # --- Rendering Elimination
+    n = _tiles(1196, 768)
+    assert n == 3600
     shifts = 6 * 18 + 8  # 6 primitives of 18 sub-blocks + one 8-sub-block constant block
-    re_energy, re_time = overhead(1196, 768, {
+    base, re = estimates(1196, 768, {
         "re_subblocks_signed": shifts, "re_shifts": shifts, "re_signature_accesses": 14,
         "re_bitmap_accesses": 1})
-    assert re_energy < 0.05 and re_time < 0.05
-    evr_energy, _ = overhead(1196, 768, {
+    sig = "techniques.signature."
+    geometry = _representative_geometry_cycles(n)
+    assert base.geometry_cycles == pytest.approx(geometry)              # 105 n + 106
+    # the Compute and Accumulate CRC units (one sub-block / Shift step per cycle) become the
+    # geometry bottleneck; every tile compares its signatures before it is scheduled
+    crc = n * shifts / min(CFG[sig + "compute_rate"], CFG[sig + "accumulate_rate"])
+    assert crc > geometry - CFG["memory.latency_max"] - 6
+    extra_cycles = (crc + CFG["memory.latency_max"] + 6 - geometry) + n * CFG[
+        sig + "compare_cycles"]
+    assert extra_cycles == 13 * n
+    assert re.geometry_cycles == pytest.approx(crc + CFG["memory.latency_max"] + 6)
+    assert re.raster_cycles == pytest.approx(base.raster_cycles + 2 * n)
+    assert re.cycles - base.cycles == pytest.approx(extra_cycles)
+    assert re.technique_cycles == pytest.approx(extra_cycles)
+    dynamic = n * (shifts * e("technique.crc.compute_subblock")
+                   + shifts * e("technique.crc.accumulate_shift")
+                   + 14 * e("technique.signature_buffer.access")
+                   + 14 * e("technique.ot_queue.access") + 1 * e("technique.bitmap.access"))
+    re_bytes = (CFG[sig + "compute_lut_bytes"] + CFG[sig + "accumulate_lut_bytes"]
+                + CFG[sig + "buffer_entries"] * CFG[sig + "buffer_frames"]
+                * CFG[sig + "buffer_entry_bits"] / 8
+                + CFG[sig + "ot_queue_entries"] * CFG[sig + "ot_queue_entry_bits"] / 8
+                + CFG[sig + "bitmap_entries"] / 8)
+    assert re_bytes == 16384 + 28704 + 192 + 448.5
+    leakage = _leak(re_bytes) * re.cycles / clock
+    assert re.technique_gpu_energy == pytest.approx(dynamic + leakage, rel=1e-12)
+    # nothing else changes but the time everything else leaks and the DRAM idles
+    longer = extra_cycles / clock * (_baseline_static_watts() + _dram_background_watts())
+    assert re.energy - base.energy == pytest.approx(dynamic + leakage + longer, rel=1e-9)
+    re_energy, re_time = overhead(base, re)
+    assert re_energy == pytest.approx((dynamic + leakage) / base.energy, rel=1e-12)
+    assert re_time == pytest.approx(extra_cycles / base.cycles, rel=1e-12)
+    assert dynamic / base.energy == pytest.approx(0.0062, abs=0.0005)
+    assert leakage / base.energy == pytest.approx(0.0141, abs=0.0005)
+    assert re_energy == pytest.approx(0.0203, abs=0.0005)
+    assert re.energy / base.energy - 1 == pytest.approx(0.0297, abs=0.0005)
+    assert re_time == pytest.approx(0.0164, abs=0.0005)
+    assert re_energy < 0.05 and re_time < 0.05                           # 001 §4.3
+
+    # --- Early Visibility Resolution
+    base, evr = estimates(1196, 768, {
         "evr_lgt_accesses": 6, "evr_fvp_reads": 6, "evr_layer_bytes_written": 12,
         "evr_layer_buffer_writes": 256, "evr_fvp_updates": 1})
-    assert evr_energy < 0.01
-    dsr_energy, dsr_time = overhead(1920, 1080, {"dsr_dcts": 1, "dsr_srt_accesses": 2})
-    assert dsr_energy < 0.02 and dsr_time == pytest.approx(0.0)
+    # 12 more Parameter Buffer bytes per tile on the bus: 3 cycles per tile; the tables (6 + 6
+    # lookups per tile in parallel) hide behind the bus, the FVP update (23 cycles) and Layer
+    # Buffer (256 writes / 4 per cycle) behind each tile's bottleneck
+    assert evr.geometry_cycles == pytest.approx(_representative_geometry_cycles(n, 12))
+    assert evr.raster_cycles == pytest.approx(base.raster_cycles)
+    assert evr.cycles - base.cycles == pytest.approx(3 * n)
+    dynamic = n * (6 * e("technique.lgt.access") + 6 * e("technique.fvp_table.access")
+                   + 1 * e("technique.fvp_update.tile")
+                   + 256 * e("technique.layer_buffer.write"))
+    ev = "techniques.evr."
+    evr_bytes = (CFG[ev + "lgt_entries"] * CFG[ev + "lgt_entry_bits"]
+                 + CFG[ev + "layer_buffer_entries"] * CFG[ev + "layer_buffer_entry_bits"]
+                 + CFG[ev + "fvp_entries"] * CFG[ev + "fvp_entry_bits"]) / 8
+    leakage = _leak(evr_bytes) * evr.cycles / clock
+    assert evr.technique_gpu_energy == pytest.approx(dynamic + leakage, rel=1e-12)
+    # the layer ids: written to DRAM with the Parameter Buffer, read back by every tile from
+    # the L2 while it still holds the Parameter Buffer (min(1, L2 / bytes written)), else DRAM
+    written = n * (192 + 24 + 12)
+    retained = min(1.0, CFG["caches.l2.size"] / written)
+    act = ECFG["memory.act_pre"] / ECFG["memory.access_size"]
+    layer_ids = n * 12 * ((act + ECFG["memory.write_per_byte"])
+                          + (1 - retained) * (act + ECFG["memory.read_per_byte"])) * PJ
+    assert evr.technique_memory_energy == pytest.approx(layer_ids, rel=1e-12)
+    evr_energy, evr_time = overhead(base, evr)
+    assert evr_energy == pytest.approx((dynamic + leakage) / base.energy, rel=1e-12)
+    assert evr_time == pytest.approx(3 * n / base.cycles, rel=1e-12)
+    assert evr_energy == pytest.approx(0.0081, abs=0.0005)
+    assert layer_ids / base.energy == pytest.approx(0.0028, abs=0.0005)
+    assert evr_time == pytest.approx(0.0038, abs=0.0005)
+    assert evr_energy < 0.01                                             # 001 §5.4
+
+    # --- Dynamic Sampling Rate
+    n = _tiles(1920, 1080)
+    assert n == 8160
+    base, dsr = estimates(1920, 1080, {"dsr_dcts": 1, "dsr_srt_accesses": 2})
+    # the 128-cycle DCT runs beside the tile's 1 KB color flush (256 cycles at 4 B/cycle)
+    assert CFG["techniques.dsr.dct_cycles"] < 1024 / CFG["memory.bandwidth"]
+    assert dsr.cycles == base.cycles and dsr.technique_cycles == 0
+    dynamic = n * (e("technique.dct.tile") + 2 * e("technique.srt.access"))
+    ds = "techniques.dsr."
+    dsr_bytes = CFG[ds + "srt_entries"] * CFG[ds + "srt_entry_bits"] / 8 + CFG[
+        ds + "dct_buffer_bytes"]
+    leakage = (_leak(dsr_bytes) + ECFG["technique.static.dct_logic"] * 1e-3) * (
+        dsr.cycles / clock)
+    assert dsr.technique_gpu_energy == pytest.approx(dynamic + leakage, rel=1e-12)
+    assert dsr.energy - base.energy == pytest.approx(dynamic + leakage, rel=1e-9)
+    dsr_energy, dsr_time = overhead(base, dsr)
+    assert dsr_energy == pytest.approx((dynamic + leakage) / base.energy, rel=1e-12)
+    assert dsr_energy == pytest.approx(0.0122, abs=0.0005)
+    assert dsr_energy < 0.02 and dsr_time == 0.0                         # 001 §6.5
