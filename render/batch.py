@@ -37,7 +37,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tilesim.atomic import remove_temporaries, write_bytes, write_json
+from tilesim.atomic import check_output, remove_temporaries, write_bytes, write_json
 from tilesim.errors import InputError
 
 IDENTITY_FILE = "render.json"
@@ -224,6 +224,8 @@ def prepare_jobs(jobs: list[Job], *, force: bool = False) -> list[dict]:
     anything is changed), then, per folder, start it over if ``force``, remove stale
     temporaries, write ``render.json`` and bring ``frames.json`` up to date with the files.
     Returns the identities."""
+    for job in jobs:
+        check_output(job.out, folder=True)
     identities = [job_identity(job) for job in jobs]
     if not force:
         for job, identity in zip(jobs, identities, strict=True):

@@ -56,3 +56,19 @@ def test_remove_temporaries_is_exact_and_not_recursive(tmp_path):
     assert remove_temporaries(tmp_path, re.compile(r"frames\.json|render\.json")) == 1
     assert not ours.exists() and all(p.exists() for p in kept)
     assert remove_temporaries(tmp_path / "missing", "frames.json") == 0
+
+
+def test_check_output_refuses_the_wrong_kind_and_files_on_the_way(tmp_path):
+    from tilesim.atomic import check_output
+    from tilesim.errors import InputError
+
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    assert check_output(tmp_path / "new" / "deeper", folder=True) == tmp_path / "new" / "deeper"
+    assert check_output(tmp_path / "out.tsim", folder=False) == tmp_path / "out.tsim"
+    with pytest.raises(InputError, match="a-file: exists and is not a folder"):
+        check_output(a_file, folder=True)
+    with pytest.raises(InputError, match="exists and is not a file"):
+        check_output(tmp_path, folder=False)
+    with pytest.raises(InputError, match="a-file is a file, so .* cannot be created"):
+        check_output(a_file / "sub" / "x.tsim", folder=False)

@@ -14,6 +14,8 @@ import re
 import secrets
 from pathlib import Path
 
+from tilesim.errors import InputError
+
 # A temporary of the file named ``name``: "." + name + "." + 8 lowercase hex digits + ".tmp".
 TEMPORARY = re.compile(r"\.(?P<name>.+)\.[0-9a-f]{8}\.tmp")
 
@@ -99,3 +101,22 @@ def remove_temporaries(folder: str | os.PathLike, final: str | re.Pattern) -> in
                 continue
             removed += 1
     return removed
+
+
+def check_output(path: str | os.PathLike, *, folder: bool) -> Path:
+    """Check, before any work, that ``path`` can be written as a folder (``folder``) or a
+    file: InputError naming it when it exists as the other kind, or when a part of it is a
+    file, or its nearest existing folder cannot be written. Returns the path."""
+    path = Path(path)
+    kind = "a folder" if folder else "a file"
+    if path.exists() and path.is_dir() != folder:
+        raise InputError(f"exists and is not {kind} (give {kind} to write)", source=str(path))
+    existing = path if path.is_dir() else path.parent
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise InputError(f"{existing} is a file, so {path} cannot be created",
+                         source=str(path))
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise InputError(f"cannot write in {existing} (permission denied)", source=str(path))
+    return path
