@@ -39,7 +39,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tilesim.atomic import write_bytes
+from tilesim.atomic import check_output, write_bytes
 from tilesim.errors import EXIT_OK, InputError, ToolMissing
 
 GLMARK2 = "glmark2-es2"
@@ -167,9 +167,7 @@ def capture(spec: ProgramSpec | str, out_path: str | os.PathLike, *, frames: int
     if frames < 1:
         raise InputError(f"--frames must be at least 1, got {frames}",
                          source="tilesim capture")
-    out = Path(out_path)
-    if out.is_dir():
-        raise InputError("is a folder; give the capture's file name", source=str(out))
+    out = check_output(out_path, folder=False)
     out.parent.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     tools = _require("xvfb-run", "apitrace", spec.app)
@@ -261,9 +259,7 @@ def reference_frames(trace_path: str | os.PathLike, out_dir: str | os.PathLike, 
     if not trace.is_file():
         raise InputError("no such apitrace file", source=str(trace))
     tools = _require("apitrace")
-    out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise InputError("exists and is not a folder", source=str(out))
+    out = check_output(out_dir, folder=True)
     ends = None  # None: every eglSwapBuffers (apitrace's own frames)
     swaps = None if frame_end in ("readpixels", "finish") else \
         trace_frame_count(tools["apitrace"], trace)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tilesim.atomic import write_bytes, write_json
+from tilesim.atomic import check_output, write_bytes, write_json
 from tilesim.errors import EXIT_OK, InputError
 
 DEFAULT_TECHNIQUES = ("te", "re", "re/xor", "evr", "re+evr", "dsr", "memo", "memo/32")
@@ -331,6 +331,11 @@ def _coherence(args: argparse.Namespace) -> int:
 
     for name in names:
         Techniques.from_name(name)   # fail before any work
+    for folder in (args.images, args.save):
+        if folder is not None:
+            check_output(folder, folder=True)
+    if args.out:
+        check_output(args.out, folder=False)
     jobs = []
     for trace in args.traces:
         with open_trace(trace) as t:

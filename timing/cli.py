@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 
+from tilesim.atomic import check_output
 from tilesim.errors import InputError
 from timing.config import load_energy_config, load_gpu_config
 from timing.report import (
@@ -87,6 +88,8 @@ def _render_traces(args) -> None:
 
 
 def _estimate(args) -> int:
+    if args.plot:
+        check_output(args.plot, folder=True)   # before rendering or estimating anything
     _render_traces(args)
     cfg = load_gpu_config(args.config)
     ecfg = load_energy_config(args.energy_config)
