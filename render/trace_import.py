@@ -131,6 +131,7 @@ from render.commands import (
 from shaders.trace_capture import (
     Call,
     LinkedProgram,
+    Pointer,
     ProgramTracker,
     RestrictedUnpickler,
 )
@@ -250,8 +251,15 @@ def show(value, limit: int = 40) -> str:
     return f"a {type(value).__name__}"
 
 
+_SCALARS = frozenset({type(None), bool, float, bytes, bytearray, str})
+
+
 def _value_problem(value) -> str | None:
     """What is wrong with a value read from a capture (None: a plain apitrace value)."""
+    kind = type(value)
+    if kind in _SCALARS or ((kind is int or kind is Pointer) and
+                            INT64_MIN <= value <= UINT64_MAX):
+        return None  # the common case, without the walk
     stack = [(value, 0)]
     while stack:
         item, depth = stack.pop()
@@ -274,8 +282,22 @@ def _value_problem(value) -> str | None:
     return None
 
 
+_NAMES: dict[bytes, str | None] = {}  # names seen: a capture repeats a few hundred
+
+
 def _decode_name(raw) -> str | None:
     """An identifier (a function or argument name) as apitrace writes it, else None."""
+    if type(raw) is bytes:
+        name = _NAMES.get(raw, False)
+        if name is False:
+            name = _check_name(raw)
+            if len(_NAMES) < 65536:
+                _NAMES[raw] = name
+        return name
+    return _check_name(raw)
+
+
+def _check_name(raw) -> str | None:
     if isinstance(raw, (bytes, bytearray)):
         try:
             raw = bytes(raw).decode("ascii")
@@ -294,47 +316,47 @@ def check_record(record, source: str, index: int, previous: int | None) -> Call:
     """One unpickled record of ``apitrace pickle`` as a :class:`Call`, every field checked
     (see the module docstring); InputError naming the call, or the record's place in the
     stream (``index``: 0 for the first; ``previous``: the call number before it)."""
-    place = f"{source}: {_record_place(index, previous)}"
     if not isinstance(record, tuple) or len(record) != 5:
         raise InputError(f"expected an apitrace call (number, name, arguments, return value, "
-                         f"flags), got {show(record)}", source=place)
+                         f"flags), got {show(record)}",
+                         source=f"{source}: {_record_place(index, previous)}")
     number, raw_name, raw_args, ret, flags = record
     if isinstance(number, bool) or not isinstance(number, int) or \
             not 0 <= number <= 2**63 - 1:
         raise InputError(f"the call number must be a non-negative integer, got {show(number)}",
-                         source=place)
-    where = f"{source}: call {number}"
+                         source=f"{source}: {_record_place(index, previous)}")
     name = _decode_name(raw_name)
     if name is None:
         raise InputError(f"the function name must be an ASCII identifier, got "
-                         f"{show(raw_name)}", source=where)
-    where_name = f"{name}: "
+                         f"{show(raw_name)}", source=f"{source}: call {number}")
     if flags is None:
         flags = 0
     if isinstance(flags, bool) or not isinstance(flags, int) or not 0 <= flags <= 2**32 - 1:
-        raise InputError(f"{where_name}the call flags must be a 32-bit unsigned integer, got "
-                         f"{show(flags)}", source=where)
+        raise InputError(f"{name}: the call flags must be a 32-bit unsigned integer, got "
+                         f"{show(flags)}", source=f"{source}: call {number}")
     if not isinstance(raw_args, list):
-        raise InputError(f"{where_name}the arguments must be a list of (name, value) pairs, "
-                         f"got {show(raw_args)}", source=where)
+        raise InputError(f"{name}: the arguments must be a list of (name, value) pairs, "
+                         f"got {show(raw_args)}", source=f"{source}: call {number}")
     args: dict = {}
     for k, pair in enumerate(raw_args):
         if not isinstance(pair, tuple) or len(pair) != 2:
-            raise InputError(f"{where_name}argument {k} must be a (name, value) pair, got "
-                             f"{show(pair)}", source=where)
+            raise InputError(f"{name}: argument {k} must be a (name, value) pair, got "
+                             f"{show(pair)}", source=f"{source}: call {number}")
         key = _decode_name(pair[0])
         if key is None:
-            raise InputError(f"{where_name}argument {k} has no identifier for a name, got "
-                             f"{show(pair[0])}", source=where)
+            raise InputError(f"{name}: argument {k} has no identifier for a name, got "
+                             f"{show(pair[0])}", source=f"{source}: call {number}")
         if key in args:
-            raise InputError(f"{where_name}argument {key!r} appears twice", source=where)
+            raise InputError(f"{name}: argument {key!r} appears twice",
+                             source=f"{source}: call {number}")
         problem = _value_problem(pair[1])
         if problem is not None:
-            raise InputError(f"{where_name}argument {key!r} {problem}", source=where)
+            raise InputError(f"{name}: argument {key!r} {problem}",
+                             source=f"{source}: call {number}")
         args[key] = pair[1]
     problem = _value_problem(ret)
     if problem is not None:
-        raise InputError(f"{where_name}the return value {problem}", source=where)
+        raise InputError(f"{name}: the return value {problem}", source=f"{source}: call {number}")
     return Call(number, name, args, ret, flags)
 
 
