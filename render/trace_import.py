@@ -207,10 +207,11 @@ def skip_kind(name: str) -> str | None:
 INT64_MIN, UINT64_MAX = -2**63, 2**64 - 1   # apitrace records no value wider than 64 bits
 MAX_NESTING = 32                            # lists in lists... (apitrace's are a few deep)
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}\Z")
-# GL types' ranges (inclusive); an argument outside its type's range cannot come from a
-# program apitrace traced.
+# The ranges (inclusive) arguments are read in: a GL type's range (no traced program can
+# pass a value outside it), narrowed to what GL accepts for sizes and byte offsets (GL
+# refuses a negative one with GL_INVALID_VALUE: the call did nothing, and the import says so).
 GLINT = (-2**31, 2**31 - 1)
-GLSIZEI = (0, 2**31 - 1)
+GLSIZEI = (0, 2**31 - 1)       # sizes, counts
 GLUINT = (0, 2**32 - 1)        # also GLenum, GLbitfield, GLboolean
 MASK = (-2**31, 2**32 - 1)     # a GLuint mask, ~0 written as -1 too
 GLINTPTR = (0, 2**63 - 1)      # offsets and sizes in bytes (GLintptr, GLsizeiptr) that GL
