@@ -135,6 +135,7 @@ from shaders.trace_capture import (
     ProgramTracker,
     RestrictedUnpickler,
 )
+from tilesim.atomic import check_output
 from tilesim.errors import EXIT_OK, InputError, ToolMissing
 
 GL_TEXTURE0 = 0x84C0
@@ -1894,6 +1895,7 @@ def import_calls(open_calls: CallSource, out_path: str | os.PathLike, *, source:
     notes = notes if notes is not None else StreamNotes()
     if frames is not None and frames < 1:
         raise InputError(f"frames must be at least 1, got {frames}", source=source)
+    check_output(out_path, folder=False)    # before reading the capture
     stream = open_calls()
     try:
         scan = scan_calls(stream, source, frames, frame_end)
