@@ -11,7 +11,7 @@ from tilesim.backend import to_host
 from tilesim.backend import xp as active_xp
 from tilesim.errors import TilesimError
 
-from .interpreter import INSTRUCTION_BUDGET, Interpreter
+from .interpreter import Interpreter
 from .parser import parse_file
 from .synthetic_inputs import generate, load_interface
 
@@ -44,7 +44,7 @@ def find_tgsi(paths: list[str | Path]) -> list[Path]:
 
 
 def check_file(path: Path, *, width: int = 32, height: int = 32, seed: int = 0,
-               instruction_budget: int = INSTRUCTION_BUDGET) -> CheckResult:
+               instruction_budget: int | None = None) -> CheckResult:
     """Parse ``path``, run it over generated inputs, and summarize what happened."""
     try:
         program = parse_file(path)

@@ -10,8 +10,6 @@ from tqdm import tqdm
 
 from tilesim.errors import EXIT_FAILED_CHECK, EXIT_OK
 
-from .interpreter import INSTRUCTION_BUDGET
-
 
 def register(subparsers) -> None:
     shader = subparsers.add_parser(
@@ -37,9 +35,6 @@ def register(subparsers) -> None:
     p.add_argument("--size", type=int, default=32, metavar="N",
                    help="run each program over an N x N block of lanes (default 32)")
     p.add_argument("--seed", type=int, default=0, help="seed of the generated inputs")
-    p.add_argument("--instruction-budget", type=_positive_int, default=INSTRUCTION_BUDGET,
-                   metavar="N", help="instructions one invocation may execute across loops and "
-                                     f"calls before it is stopped (default {INSTRUCTION_BUDGET})")
     p.add_argument("--json", action="store_true", help="print per-file results as JSON")
     p.set_defaults(func=_check)
 
@@ -49,16 +44,6 @@ def register(subparsers) -> None:
     p.add_argument("files", nargs="+", metavar="FILE", help="TGSI files")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_stats)
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
 
 
 def _compile(args: argparse.Namespace) -> int:
@@ -78,8 +63,7 @@ def _check(args: argparse.Namespace) -> int:
     files = find_tgsi(args.paths)
     results = []
     for path in tqdm(files, desc="shader check", unit="shader", disable=None, leave=False):
-        results.append(check_file(path, width=args.size, height=args.size, seed=args.seed,
-                                  instruction_budget=args.instruction_budget))
+        results.append(check_file(path, width=args.size, height=args.size, seed=args.seed))
     failed = [r for r in results if not r.ok]
     if args.json:
         print(json.dumps({"ok": len(results) - len(failed), "failed": len(failed),

@@ -13,6 +13,7 @@ Works on NumPy or CuPy: the backend is taken from the input arrays.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +49,22 @@ INSTRUCTION_BUDGET = 1 << 18
 # Subroutine nesting: GLSL ES 1.00 forbids recursion (§6.1), so a deeper stack than any
 # real call chain is a malformed or hostile program (a CAL to itself grew memory unbounded).
 MAX_CALL_DEPTH = 64
+# Both are set for a whole run (and its worker processes) by ``tilesim --instruction-budget``
+# and ``tilesim --call-depth``, through these variables.
+BUDGET_ENV, CALL_DEPTH_ENV = "TILESIM_INSTRUCTION_BUDGET", "TILESIM_CALL_DEPTH"
+
+
+def _limit(env: str, default: int) -> int:
+    text = os.environ.get(env)
+    if not text:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise InputError(f"{env}: expected a positive integer, got {text!r}")
+    return value
 _CATEGORY_INDEX = {c: i for i, c in enumerate(ops.CATEGORIES)}
 _FLOW_PAIRS = {"IF": "ENDIF", "UIF": "ENDIF", "BGNLOOP": "ENDLOOP", "BGNSUB": "ENDSUB"}
 
@@ -123,11 +140,18 @@ def _control_structure(program: Program) -> dict[int, dict[str, int]]:
 class Interpreter:
     """A prepared program. ``run`` executes it over arrays of lanes; it may be called often."""
 
-    def __init__(self, program: Program, *, instruction_budget: int = INSTRUCTION_BUDGET):
-        if instruction_budget < 1:
-            raise ValueError(f"instruction budget must be >= 1, got {instruction_budget}")
+    def __init__(self, program: Program, *, instruction_budget: int | None = None,
+                 call_depth: int | None = None):
+        """``instruction_budget`` / ``call_depth``: the limits of one invocation (None: the
+        run's, ``TILESIM_INSTRUCTION_BUDGET`` / ``TILESIM_CALL_DEPTH``, else the defaults)."""
         self.program = program
-        self.instruction_budget = instruction_budget
+        self.instruction_budget = (_limit(BUDGET_ENV, INSTRUCTION_BUDGET)
+                                   if instruction_budget is None else instruction_budget)
+        self.call_depth = (_limit(CALL_DEPTH_ENV, MAX_CALL_DEPTH) if call_depth is None
+                           else call_depth)
+        if self.instruction_budget < 1 or self.call_depth < 1:
+            raise ValueError(f"limits must be >= 1, got instruction budget "
+                             f"{self.instruction_budget}, call depth {self.call_depth}")
         for inst in program.instructions:
             if inst.opcode not in OPCODES:
                 raise UnsupportedOpcode(
@@ -388,7 +412,7 @@ class _Run:
                 if issued > budget:
                     raise InputError(
                         f"shader executed more than {budget} instructions in one invocation "
-                        "(the instruction budget; raise it with --instruction-budget)",
+                        "(the instruction budget; raise it with tilesim --instruction-budget N)",
                         source=self.program.source, line=inst.line)
                 if op in ("ELSE", "ENDIF"):
                     # Issued by every warp that entered the IF, whichever branch it took.
@@ -445,10 +469,11 @@ class _Run:
                     self._update_exec()
                 elif op == "CAL":
                     if self.exec_any:
-                        if len(call_stack) >= MAX_CALL_DEPTH:
+                        if len(call_stack) >= self.interp.call_depth:
                             raise InputError(
-                                f"subroutine calls nested deeper than {MAX_CALL_DEPTH} "
-                                "(GLSL ES has no recursion)", source=self.program.source,
+                                f"subroutine calls nested deeper than {self.interp.call_depth} "
+                                "(GLSL ES has no recursion; tilesim --call-depth N)",
+                                source=self.program.source,
                                 line=inst.line)
                         call_stack.append((pc + 1, self.func, self.cond, self.loop, self.cont,
                                            len(cond_stack), len(loop_stack)))

@@ -154,3 +154,33 @@ def test_recursion_stops_at_the_call_depth_with_its_line():
     with pytest.raises(InputError, match="nested deeper than 64") as info:
         Interpreter(parse(text)).run(lanes=4)
     assert info.value.line == 7
+
+
+def test_the_limits_of_a_run_come_from_tilesim_options(monkeypatch):
+    # tilesim --instruction-budget / --call-depth put them in the environment for the run's
+    # processes; an Interpreter made without explicit limits takes them.
+    program = parse(program_text(NESTED_LOOPS, extra=IMM + ["IMM[2] FLT32 {60000, 0, 0, 0}"]))
+    monkeypatch.setenv("TILESIM_INSTRUCTION_BUDGET", "3000")
+    with pytest.raises(InputError, match="more than 3000 instructions"):
+        Interpreter(program).run(np.zeros((3, 4, 4), np.float32))
+    recursion = parse("FRAG\nDCL OUT[0], COLOR\nDCL TEMP[0]\n  0: CAL :2\n  1: END\n"
+                      "  2: BGNSUB\n  3:   CAL :2\n  4: ENDSUB\n")
+    monkeypatch.setenv("TILESIM_CALL_DEPTH", "3")
+    with pytest.raises(InputError, match="nested deeper than 3"):
+        Interpreter(recursion).run(lanes=4)
+    monkeypatch.setenv("TILESIM_CALL_DEPTH", "none")
+    with pytest.raises(InputError, match="TILESIM_CALL_DEPTH: expected a positive integer"):
+        Interpreter(recursion)
+
+
+def test_cli_limit_options_reach_the_interpreter(tmp_path, monkeypatch, capsys):
+    from tilesim.cli import main
+
+    for name in ("TILESIM_INSTRUCTION_BUDGET", "TILESIM_CALL_DEPTH"):
+        monkeypatch.delenv(name, raising=False)
+    path = tmp_path / "loops.tgsi"
+    path.write_text(program_text(NESTED_LOOPS, extra=IMM + ["IMM[2] FLT32 {60, 0, 0, 0}"]))
+    assert main(["shader", "check", "--size", "2", str(path)]) == 0        # 3,600 iterations
+    assert main(["--instruction-budget", "2000", "shader", "check", "--size", "2",
+                 str(path)]) == 1
+    assert "more than 2000 instructions" in capsys.readouterr().err

@@ -102,7 +102,8 @@ def test_blobs_beyond_the_budget_are_refused_when_the_trace_opens(tmp_path, monk
     open_trace(path).close()
 
 
-def test_cli_budget_option_and_one_line_errors(tmp_path, capsys):
+def test_cli_budget_option_and_one_line_errors(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv(BUDGET_ENV, raising=False)    # main() sets it: undone after the test
     path = write_trace(tmp_path / "big.tsim", [[Command("endFrame", {})]], width=4096,
                        height=4096)
     assert main(["--memory-budget", "1G", "render", str(path), "--out",

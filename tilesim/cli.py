@@ -41,6 +41,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--memory-budget", type=_size, metavar="SIZE",
                         help="memory one input may ask for (framebuffers, textures, trace "
                              "blobs), e.g. 8G; default half of physical memory")
+    parser.add_argument("--instruction-budget", type=_positive, metavar="N",
+                        help="instructions one shader invocation may execute across loops and "
+                             "calls (default 262144)")
+    parser.add_argument("--call-depth", type=_positive, metavar="N",
+                        help="subroutine calls one shader invocation may nest (default 64)")
     parser.add_argument("--debug", action="store_true",
                         help="print the Python traceback of an error")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -66,12 +71,28 @@ def _size(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
+    from shaders.interpreter import BUDGET_ENV as INSTRUCTION_BUDGET_ENV
+    from shaders.interpreter import CALL_DEPTH_ENV
+
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.memory_budget is not None:
-        # In the environment, so that worker and replay processes keep the same budget.
-        os.environ[BUDGET_ENV] = str(args.memory_budget)
+    # In the environment, so that worker and replay processes keep the same limits.
+    for env, value in ((BUDGET_ENV, args.memory_budget),
+                       (INSTRUCTION_BUDGET_ENV, args.instruction_budget),
+                       (CALL_DEPTH_ENV, args.call_depth)):
+        if value is not None:
+            os.environ[env] = str(value)
     try:
         set_backend(args.backend)
         return int(args.func(args) or 0)
