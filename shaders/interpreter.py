@@ -43,7 +43,7 @@ MAX_LOOP_ITERATIONS = 1 << 16
 # longest lane (lanes step together, so it counts the instructions issued while any lane is
 # active). Nested loops each under MAX_LOOP_ITERATIONS would otherwise run for hours. Real
 # GLES2 shaders have loops with constant bounds (GLSL ES 1.00 Appendix A): every corpus
-# program runs within a budget of 1,000 (`tilesim shader check --instruction-budget 1000
+# program runs within a budget of 1,000 (`tilesim --instruction-budget 1000 shader check
 # shaders/corpus`), so the default leaves a margin of over 250x.
 INSTRUCTION_BUDGET = 1 << 18
 # Subroutine nesting: GLSL ES 1.00 forbids recursion (§6.1), so a deeper stack than any
