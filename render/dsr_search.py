@@ -32,6 +32,19 @@ keeps the best, sweeping until a sweep changes nothing. A combination is discard
 first frame below MSSIM 0.95 (the seed's pruning); the winner has the lowest ASR and no
 error on the training traces. It is then run on the evaluation traces and written, with
 provenance, as a parameters TOML.
+
+The content-change guard (``dynamic_sampling_rate``, not in the seed) is searched with the
+reduce step, as one more coordinate: its <change_threshold, change_cap> pairs
+(``--guard-thresholds``, ``--guard-caps``; ``--no-guard`` fits the seed's FSM alone). The
+increase step runs with the strictest pair, and a sweep relaxes the guard as far as the
+reductions chosen so far stay error-free. ``--train-min-mssim`` asks the training traces to
+keep a higher MSSIM than the 0.95 limit, a margin for traces the fit has not seen.
+
+Leave-workloads-out validation (``--folds K`` or ``--leave-out A,B`` per fold): each fold
+fits on the other training traces and runs its parameters on the ones it holds out, reporting
+the worst held-out frame (trace, frame, MSSIM) and the held-out ASR; the parameters written
+are then fitted on all the traces, with the folds in their provenance. Exit status 1 when a
+fold's worst held-out frame is below the limit.
 """
 
 from __future__ import annotations
