@@ -234,7 +234,10 @@ def rows_differ(a, b):
         bits = np.dtype(f"u{a.dtype.itemsize}")
         a, b = xp.ascontiguousarray(a).view(bits), xp.ascontiguousarray(b).view(bits)
     differ = a != b
-    return differ.reshape(differ.shape[0], -1).any(axis=1) if differ.ndim > 1 else differ
+    if differ.ndim == 1:
+        return differ
+    # Rows of an explicit width: -1 cannot be inferred when there are no rows.
+    return differ.reshape(differ.shape[0], int(np.prod(differ.shape[1:]))).any(axis=1)
 
 
 # ------------------------------------------------------------------------------------------

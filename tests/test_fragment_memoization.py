@@ -297,6 +297,12 @@ def test_a_frame_with_no_fragments_beside_64_bit_keys_makes_no_collision():
     assert f0.hit.size == 0 and not f1.hit.any()
     assert f1.memo_collisions == 0
     np.testing.assert_array_equal(f1.colors, colors)
+    # Two frames with no fragments at all (glmark2's clear scene) make an empty pair.
+    memo = FragmentMemoizer(tiles=1)
+    empty = (np.zeros(0, np.int64), np.zeros(0, np.uint64), np.zeros((0, 4), np.float32))
+    memo.add_frame(0, *empty)
+    f0, f1 = memo.add_frame(1, *empty)
+    assert f0.memo_collisions == f1.memo_collisions == 0 and f1.colors.shape == (0, 4)
     # The old placeholder is refused at the boundary instead of being promoted.
     memo = FragmentMemoizer(tiles=1)
     with pytest.raises(TypeError):

@@ -366,3 +366,17 @@ def test_wrong_color_frames_are_drawn_alike_on_the_cupy_path(monkeypatch):
         assert type(b.image) is np.ndarray
         np.testing.assert_array_equal(b.image, a.image)
         assert b.counters.scalars["memo_collisions"] == a.counters.scalars["memo_collisions"]
+
+
+def test_frames_that_only_clear():
+    """glmark2's clear scene: no frame shades a fragment, so every pair is empty."""
+    gl = Recorder(W, H, name="memo-clears")
+    for k in range(3):
+        gl.clearColor(0.1 * k, 0.2, 0.3, 1.0)
+        gl.clear("COLOR_BUFFER_BIT")
+        gl.endFrame()
+    frames = gl.recorded_frames()
+    results, baseline = _render(frames, "memo"), _render(frames)
+    assert [r.counters.scalars["memo_collisions"] for r in results] == [0, 0, 0]
+    for memo, base in zip(results, baseline, strict=True):
+        np.testing.assert_array_equal(memo.image, base.image)
