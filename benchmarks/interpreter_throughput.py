@@ -27,10 +27,10 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 import test_differential_mesa as harness  # noqa: E402  (the shared input preparation)
 
-from shaders import mesa_fullscreen as mf  # noqa: E402
-from shaders.interpreter import Interpreter  # noqa: E402
-from shaders.parser import parse  # noqa: E402
 from tilesim.backend import set_backend, to_device, to_host  # noqa: E402
+from tilesim.shaders import mesa_fullscreen as mf  # noqa: E402
+from tilesim.shaders.interpreter import Interpreter  # noqa: E402
+from tilesim.shaders.parser import parse  # noqa: E402
 
 
 def main() -> int:

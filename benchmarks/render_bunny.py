@@ -30,11 +30,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from render.workloads.bunny import matrices, record  # noqa: E402
+from tilesim.render.workloads.bunny import matrices, record  # noqa: E402
 
 
 def time_tilesim(frames_cmds, width, height):
-    from render.pipeline import Renderer
+    from tilesim.render.pipeline.renderer import Renderer
 
     renderer = Renderer(width, height, source="bunny")
     times, results = [], []

@@ -1,24 +1,20 @@
-"""The functional tile-based pipeline: command streams in, frames and per-tile counters out.
+"""The functional tile-based GPU: GLES2 command streams in, frames and per-tile counters out.
 
-A module per stage, as Mesa's softpipe has a file per stage; ``pipeline.Renderer._draw``
-writes the chain down in one place:
+Sub-packages by role, each importing only the layers below it (checked by ``lint-imports``,
+contracts in ``pyproject.toml``), top to bottom:
 
-    commands          the command schema and the WebGL-style recorder
-    trace_file        the .tsim on-disk trace format (lazy, validated)
-    gl_state          the GLES2 state machine (objects, bindings, fragment state)
-    vertex_fetch      index and attribute fetch
-    vertex_shading    the vertex program (shaders.interpreter)
-    primitive_assembly, point_line_setup
-    clipping          near/far/w planes, guard band
-    triangle_setup    viewport, depth range, facing, culling, snapping
-    binning           per-tile display lists (Parameter Buffer model)
-    rasterizer        exact edge functions, top-left rule, 2x2 quads
-    fragment_shading  plane-equation interpolation, the fragment program
-    texture, texture_sampler   texture objects and the sampler behind TEX
-    output_merger     depth test, blending, color write (sequential semantics)
-    framebuffer       render targets and their tile grid
-    counters          the per-tile activity counters (the contract with timing/)
-    replay_gl         the same commands on a real GL driver (Mesa), for reference images
+    studies     the commands people run: batch rendering, compare, conformance, goldens,
+                suite, coherence, characterize, dsr-search, estimate
+    traces      the .tsim trace format, apitrace capture and import
+    reference   the same commands replayed on Mesa, for reference images
+    workloads   recorded programs (the bundled games, the bunny, the sprites)
+    techniques  the frame-coherence techniques (TE, RE, EVR, DSR, memoization) on a hook bus
+    pipeline    the tile-based renderer, a module per stage, and the per-tile counters
+    gl          the GLES2 API: the command schema and recorder, GL state, textures, uniforms
+
+Below them: ``tilesim.shaders`` (the TGSI language) and the shared ``tilesim`` base
+(backend, errors, atomic output, memory budget). ``tilesim.timing`` reads the counters of
+``pipeline.counters`` and nothing else of this package.
 
 Where the data lives (one code path for NumPy and CuPy, ``tilesim.backend``): the GL state,
 buffer objects and textures are host memory, as a driver keeps them; vertex fetch reads them

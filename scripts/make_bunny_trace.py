@@ -15,8 +15,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from render.trace_file import write_trace  # noqa: E402
-from render.workloads.bunny import BUNNY, record  # noqa: E402
+from tilesim.render.traces.trace_file import write_trace  # noqa: E402
+from tilesim.render.workloads.bunny import BUNNY, record  # noqa: E402
 
 
 def main() -> int:

@@ -1,6 +1,7 @@
 """Write the game-like synthetic workloads as traces: traces/<name>-<W>x<H>.tsim.
 
-Each workload of render.workloads.WORKLOADS (match3, sidescroller, runner, render_to_texture)
+Each workload of tilesim.render.workloads.WORKLOADS (match3, sidescroller, runner,
+render_to_texture)
 is built at each size (default 1196x768, the screen of 001 chapters 4-5, and 1920x1080,
 chapter 6) for 100 frames with the given seed, and written atomically. Building compiles the
 GLSL ES shaders through Mesa softpipe (libgl1-mesa-dri, libegl1); the traces it writes need
@@ -20,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from render.workloads import DEFAULT_FRAMES, SIZES, WORKLOADS, trace_name, write_workload  # noqa: E402
+from tilesim.render.workloads import DEFAULT_FRAMES, SIZES, WORKLOADS, trace_name, write_workload  # noqa: E402
 
 BUDGET_BYTES = 40 << 20  # all traces together should stay below this
 

@@ -13,7 +13,7 @@ and ends every frame the way such programs do:
 
 ``--out DIR`` saves what each ``glReadPixels`` returned as ``DIR/frame_NNNNNN.png`` (RGB, row 0
 the top of the image), the layout ``tilesim compare`` reads: the images a reference must match.
-Capture it with apitrace (``render.capture.capture_program`` does this)::
+Capture it with apitrace (``tilesim.render.traces.capture.capture_program`` does this)::
 
     apitrace trace --api egl -o x.trace python3 scripts/offscreen_gles2.py --mode fbo --frames 4
 

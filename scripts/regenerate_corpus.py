@@ -21,8 +21,8 @@ from pathlib import Path
 # Runs from a checkout without installation: make the repository importable.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from shaders import corpus  # noqa: E402
 from tilesim.errors import EXIT_FAILED_CHECK, EXIT_OK, TilesimError  # noqa: E402
+from tilesim.shaders import corpus  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

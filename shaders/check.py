@@ -10,10 +10,9 @@ import numpy as np
 from tilesim.backend import to_host
 from tilesim.backend import xp as active_xp
 from tilesim.errors import TilesimError
-
-from .interpreter import Interpreter
-from .parser import parse_file
-from .synthetic_inputs import generate, load_interface
+from tilesim.shaders.interpreter import Interpreter
+from tilesim.shaders.parser import parse_file
+from tilesim.shaders.synthetic_inputs import generate, load_interface
 
 
 @dataclass

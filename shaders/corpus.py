@@ -7,7 +7,7 @@ Layout (``shaders/corpus/``)::
     <program_id>/fragment.glsl
     <program_id>/vertex.tgsi        what Mesa softpipe printed
     <program_id>/fragment.tgsi
-    <program_id>/interface.json     see shaders.glsl_compile
+    <program_id>/interface.json     see tilesim.shaders.glsl_compile
 
 ``program_id`` is ``<app>-<scene>-<options>-<first 8 hex of sha256>``, named after the first
 benchmark that linked it; ``sha256`` hashes the canonical JSON of the program's inputs
@@ -33,10 +33,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from shaders.glsl_compile import OUTPUT_FILES, CompiledProgram, ProgramSource, compile_many
-from shaders.trace_capture import LinkedProgram, capture_trace, linked_programs
 from tilesim.atomic import write_json
 from tilesim.errors import InputError, ToolMissing
+from tilesim.shaders.glsl_compile import OUTPUT_FILES, CompiledProgram, ProgramSource, compile_many
+from tilesim.shaders.trace_capture import LinkedProgram, capture_trace, linked_programs
 
 CORPUS_DIR = Path(__file__).resolve().parent / "corpus"
 INDEX_NAME = "index.json"

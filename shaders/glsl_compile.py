@@ -1,10 +1,10 @@
 """GLSL ES 1.00 -> TGSI through Mesa softpipe, plus the interface a renderer needs to run it.
 
-Mesa compiles and links the program in a child process (:mod:`shaders.mesa_softpipe_child`, run
-as ``python -I shaders/mesa_softpipe_child.py REQUEST RESULT``) on a
-real GLES2 context (EGL surfaceless, ``GALLIUM_DRIVER=softpipe SOFTPIPE_DEBUG=vs,fs``); softpipe
-prints the TGSI of each stage, which is kept byte for byte. The TGSI alone does not say which GLSL
-variable lives in which register, so this module also builds ``interface.json`` from Mesa's NIR
+Mesa compiles and links the program in a child process (:mod:`tilesim.shaders.mesa_softpipe_child`,
+run as ``python -I shaders/mesa_softpipe_child.py REQUEST RESULT``) on a real GLES2 context (EGL
+surfaceless, ``GALLIUM_DRIVER=softpipe SOFTPIPE_DEBUG=vs,fs``); softpipe prints the TGSI of each
+stage, which is kept byte for byte. The TGSI alone does not say which GLSL variable lives in which
+register, so this module also builds ``interface.json`` from Mesa's NIR
 ``decl_var`` lines (driver locations), the GL program queries, a varying-packing probe, and the
 TGSI ``DCL`` lines (every register is cross-checked against them).
 
@@ -64,11 +64,11 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from shaders import mesa_dump
-from shaders.mesa_dump import Dcl, MesaOutputError, NirVar, StageDump
-from shaders.mesa_softpipe_child import EXIT_NO_MESA, MARKER_BEGIN, MARKER_END
 from tilesim.atomic import write_text
 from tilesim.errors import InputError, ToolMissing
+from tilesim.shaders import mesa_dump
+from tilesim.shaders.mesa_dump import Dcl, MesaOutputError, NirVar, StageDump
+from tilesim.shaders.mesa_softpipe_child import EXIT_NO_MESA, MARKER_BEGIN, MARKER_END
 
 INTERFACE_FORMAT = "tilesim-shader-interface"
 INTERFACE_VERSION = 1

@@ -22,11 +22,10 @@ import numpy as np
 from tilesim.backend import array_module
 from tilesim.backend import xp as active_xp
 from tilesim.errors import InputError
-
-from . import opcodes as ops
-from .ir import Instruction, Program, SrcOperand
-from .opcodes import COMPONENT, DOT, F32, I32, OPCODES, REPLICATE, U32
-from .sampling import (
+from tilesim.shaders import opcodes as ops
+from tilesim.shaders.ir import Instruction, Program, SrcOperand
+from tilesim.shaders.opcodes import COMPONENT, DOT, F32, I32, OPCODES, REPLICATE, U32
+from tilesim.shaders.sampling import (
     BIAS,
     EXPLICIT,
     GRADIENT,
@@ -36,7 +35,7 @@ from .sampling import (
     Sampler,
     TextureRequest,
 )
-from .stats import DynamicCounter, DynamicStats
+from tilesim.shaders.stats import DynamicCounter, DynamicStats
 
 MAX_LOOP_ITERATIONS = 1 << 16
 # Budget of instructions one invocation may execute, across loops and calls: a bound on the

@@ -5,7 +5,7 @@ each variable's slot and ``driver_location``) followed by the TGSI text (header 
 ``FRAG``, declarations, immediates, numbered instructions, ``END``). This module cuts that text
 into blocks and reads the ``DCL`` lines; it is deliberately not a TGSI parser (that lives in
 ``shaders/parser.py``): instructions are kept as opaque text, except the plain ``MOV`` lines the
-varying probe of :mod:`shaders.glsl_compile` needs.
+varying probe of :mod:`tilesim.shaders.glsl_compile` needs.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Child process that compiles GLSL ES 1.00 programs with Mesa softpipe and lets Mesa print TGSI.
 
-Run by :mod:`shaders.glsl_compile` as ``python -I shaders/mesa_softpipe_child.py REQUEST RESULT``
-(``python -m shaders.mesa_softpipe_child`` works too) with ``GALLIUM_DRIVER=softpipe
+Run by :mod:`tilesim.shaders.glsl_compile` as ``python -I shaders/mesa_softpipe_child.py REQUEST
+RESULT`` (``python -m tilesim.shaders.mesa_softpipe_child`` works too) with
+``GALLIUM_DRIVER=softpipe
 SOFTPIPE_DEBUG=vs,fs EGL_PLATFORM=surfaceless``. It creates a real GLES2 context (EGL
 surfaceless, no window, no X server) through ctypes, then for each program compiles, links and
 queries the GL interface (active attributes and uniforms, and the varyings of each stage through

@@ -15,8 +15,7 @@ import struct
 from pathlib import Path
 
 from tilesim.errors import InputError
-
-from .ir import (
+from tilesim.shaders.ir import (
     CHANNELS,
     FULL_MASK,
     IDENTITY_SWIZZLE,
@@ -29,7 +28,7 @@ from .ir import (
     Register,
     SrcOperand,
 )
-from .opcodes import KNOWN_OPCODES, OPCODES
+from tilesim.shaders.opcodes import KNOWN_OPCODES, OPCODES
 
 PROCESSORS = ("VERT", "FRAG", "GEOM", "COMP", "TESS_CTRL", "TESS_EVAL")
 FILES = ("NULL", "CONST", "IN", "OUT", "TEMP", "SAMP", "ADDR", "IMM", "SV", "IMAGE", "SVIEW",

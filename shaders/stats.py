@@ -15,9 +15,8 @@ from typing import Any
 import numpy as np
 
 from tilesim.backend import to_host
-
-from .ir import Program
-from .opcodes import ALU, CATEGORIES, FLOW, TEX, category_of
+from tilesim.shaders.ir import Program
+from tilesim.shaders.opcodes import ALU, CATEGORIES, FLOW, TEX, category_of
 
 WARP_SIZE = 4
 

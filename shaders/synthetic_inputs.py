@@ -18,8 +18,7 @@ from typing import Any
 import numpy as np
 
 from tilesim.backend import xp as active_xp
-
-from .ir import Program
+from tilesim.shaders.ir import Program
 
 
 def quad_pixels(width: int, height: int) -> tuple[np.ndarray, np.ndarray]:

@@ -11,7 +11,7 @@ import pytest
 
 @functools.cache
 def _mesa_status() -> tuple[bool, str]:
-    from shaders.glsl_compile import mesa_available
+    from tilesim.shaders.glsl_compile import mesa_available
 
     return mesa_available()
 

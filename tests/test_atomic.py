@@ -7,13 +7,7 @@ import re
 
 import pytest
 
-from tilesim.atomic import (
-    TEMPORARY,
-    is_temporary,
-    remove_temporaries,
-    temporary_name,
-    write_bytes,
-)
+from tilesim.atomic import TEMPORARY, is_temporary, remove_temporaries, temporary_name, write_bytes
 
 
 def test_a_write_leaves_the_file_and_no_temporary(tmp_path):

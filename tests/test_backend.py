@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from shaders.interpreter import Interpreter
-from shaders.parser import parse_file
-from shaders.synthetic_inputs import generate, load_interface
 from tilesim import backend
 from tilesim.backend import BackendUnavailable, to_host, use_backend
+from tilesim.shaders.interpreter import Interpreter
+from tilesim.shaders.parser import parse_file
+from tilesim.shaders.synthetic_inputs import generate, load_interface
 
 
 def test_numpy_is_the_default():

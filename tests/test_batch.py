@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from trace_helpers import sphere_trace
 
-from render.batch import HANG_ENV
 from tilesim.atomic import temporary_name
 from tilesim.cli import main
+from tilesim.render.studies.batch import HANG_ENV
 
 pytestmark = pytest.mark.slow
 

@@ -1,4 +1,5 @@
-"""Conformance: every scene of render.conformance rendered by tilesim matches Mesa llvmpipe.
+"""Conformance: every scene of tilesim.render.studies.conformance rendered by tilesim matches Mesa
+llvmpipe.
 
 Per scene (parametrized): MSSIM >= 0.995, >= 99.9 % of pixels within 2/255 on every
 channel, fragment counts within 0.1 % (tilesim's rasterized minus discarded fragments against
@@ -15,8 +16,8 @@ import numpy as np
 import pytest
 from conftest import _unavailable, require_mesa
 
-from render import conformance
-from render.conformance import (
+from tilesim.render.studies import conformance
+from tilesim.render.studies.conformance import (
     COUNT_RTOL,
     MSSIM_MIN,
     SCENES,
@@ -63,7 +64,7 @@ def test_scene_matches_mesa(name, tmp_path):
 
 
 def _render_twice(name: str):
-    from render.pipeline import Renderer
+    from tilesim.render.pipeline.renderer import Renderer
 
     frames, width, height = record_scene(name)
     runs = []
@@ -128,7 +129,7 @@ def test_scene_result_thresholds():
 
 
 def test_counting_frames_turn_the_depth_test_off():
-    from render.commands import Command, make_command
+    from tilesim.render.gl.commands import Command, make_command
 
     program = Command("createProgram", {"id": 1, "vertex_glsl": "void main(){}",
                                         "fragment_glsl": "#version 100\nvoid main(){}",

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from tgsi_helpers import program_text, run
 
-from shaders.interpreter import Interpreter
-from shaders.parser import parse
 from tilesim.errors import InputError
+from tilesim.shaders.interpreter import Interpreter
+from tilesim.shaders.parser import parse
 
 IMM = ["IMM[0] FLT32 {0.5, 1.0, 2.0, 0.0}", "IMM[1] UINT32 {0, 1, 3, 10}"]
 

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from cupy_emulation import HostDeviceMixError, use_emulated_cupy
 
-from render.conformance import SCENES, record_scene, render_tilesim
 from tilesim import backend
+from tilesim.render.studies.conformance import SCENES, record_scene, render_tilesim
 
 # --- the emulation itself refuses what CuPy refuses ------------------------------------------
 
@@ -66,9 +66,9 @@ def test_the_emulation_allows_what_cupy_allows():
 def test_the_interpreter_runs_the_corpus_identically_on_the_cupy_path():
     from pathlib import Path
 
-    from shaders.interpreter import Interpreter
-    from shaders.parser import parse_file
-    from shaders.synthetic_inputs import generate, load_interface
+    from tilesim.shaders.interpreter import Interpreter
+    from tilesim.shaders.parser import parse_file
+    from tilesim.shaders.synthetic_inputs import generate, load_interface
 
     corpus = Path(__file__).resolve().parent.parent / "shaders" / "corpus"
     paths = sorted(corpus.rglob("*.tgsi"))

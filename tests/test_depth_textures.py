@@ -13,10 +13,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from render.commands import Recorder
-from render.pipeline import Renderer
-from render.texture import Texture
 from tilesim.errors import InputError
+from tilesim.render.gl.commands import Recorder
+from tilesim.render.gl.textures import Texture
+from tilesim.render.pipeline.renderer import Renderer
 
 VS = """attribute vec4 pos;
 void main() { gl_Position = pos; }"""

@@ -11,7 +11,7 @@ for it) and a few hand-written ones:
    filtering and CLAMP_TO_EDGE (so the texel a lookup returns is known exactly), each cube
    sampler 1x1 faces of one color. Probe passes read back llvmpipe's interpolated varyings,
    gl_FragCoord and gl_FrontFacing.
-2. The program is also linked with that vertex shader by :mod:`shaders.glsl_compile`
+2. The program is also linked with that vertex shader by :mod:`tilesim.shaders.glsl_compile`
    (softpipe). The corpus ``fragment.tgsi`` and ``interface.json`` are the files run when the
    corpus TGSI reads every varying component this link reads (true for every program today);
    otherwise the corpus link let Mesa fold a varying its own vertex shader wrote as a constant
@@ -82,12 +82,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from shaders import mesa_fullscreen as mf
-from shaders.glsl_compile import TYPE_SHAPES, ProgramSource, compile_many
-from shaders.interpreter import Interpreter
-from shaders.parser import parse
-from shaders.synthetic_inputs import quad_pixels
 from tilesim.errors import InputError, ToolMissing
+from tilesim.shaders import mesa_fullscreen as mf
+from tilesim.shaders.glsl_compile import TYPE_SHAPES, ProgramSource, compile_many
+from tilesim.shaders.interpreter import Interpreter
+from tilesim.shaders.parser import parse
+from tilesim.shaders.synthetic_inputs import quad_pixels
 
 pytestmark = [pytest.mark.mesa]
 

@@ -12,9 +12,10 @@ import pytest
 import trace_helpers
 from skimage.metrics import structural_similarity
 
-from render import dsr_search
-from render.compare import SSIM_OPTIONS
-from render.dsr_search import (
+from tilesim.errors import InputError
+from tilesim.image_metrics import SSIM_OPTIONS
+from tilesim.render.studies import dsr_search
+from tilesim.render.studies.dsr_search import (
     RateStack,
     SearchGrid,
     evaluate,
@@ -23,7 +24,7 @@ from render.dsr_search import (
     search_step,
     simulate,
 )
-from render.dynamic_sampling_rate import (
+from tilesim.render.techniques.dynamic_sampling_rate import (
     DEFAULT_PARAMETERS,
     LOWEST,
     SAMPLES_PER_PIXEL,
@@ -45,7 +46,6 @@ from render.dynamic_sampling_rate import (
     tile_ssim,
     to_tiles,
 )
-from tilesim.errors import InputError
 
 RNG = np.random.default_rng(2024)
 

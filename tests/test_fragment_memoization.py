@@ -1,5 +1,5 @@
-"""Set-associative LRU (render.set_associative) and fragment memoization with parallel frame
-rendering (render.fragment_memoization)."""
+"""Set-associative LRU (tilesim.render.pipeline.set_associative) and fragment memoization with
+parallel frame rendering (tilesim.render.techniques.fragment_memoization)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ import zlib
 import numpy as np
 import pytest
 
-from render.fragment_memoization import (
+from tilesim.render.pipeline.set_associative import SetAssociativeLRU
+from tilesim.render.pipeline.texture_sampler import TextureCacheConfig, TextureSampler
+from tilesim.render.techniques.fragment_memoization import (
     FragmentMemoizer,
     MemoLUT,
     context_signature,
@@ -17,8 +19,6 @@ from render.fragment_memoization import (
     pack_rgba8,
     unpack_rgba8,
 )
-from render.set_associative import SetAssociativeLRU
-from render.texture_sampler import TextureCacheConfig, TextureSampler
 
 
 def reference_lru(keys, tags, ways, state, payload=None):
@@ -256,7 +256,7 @@ def test_odd_trailing_frame_and_lut_carry_over():
 
 
 def test_64_bit_keys_extend_the_32_bit_ones_with_an_independent_crc():
-    from render.fragment_memoization import fragment_keys
+    from tilesim.render.techniques.fragment_memoization import fragment_keys
 
     rng = np.random.default_rng(9)
     inputs = rng.random((3, 4, 64)).astype(np.float32)
@@ -318,8 +318,8 @@ def _screen_frame(memo, index, target, keys, colors, pixels, clear=None, blend=F
     """Log one frame on ``memo``: an optional clear, then one batch writing ``colors`` (n, 4)
     float32 to ``pixels`` under ``keys``; ``target.color`` is updated as the pipeline would
     (true colors), and the frame closed."""
-    from render.gl_state import FragmentState
-    from render.output_merger import rank_groups, write_colors
+    from tilesim.render.gl.state import FragmentState
+    from tilesim.render.pipeline.output_merger import rank_groups, write_colors
 
     state = FragmentState(blend=blend, blend_src_rgb="SRC_ALPHA",
                           blend_dst_rgb="ONE_MINUS_SRC_ALPHA")
@@ -335,8 +335,8 @@ def _screen_frame(memo, index, target, keys, colors, pixels, clear=None, blend=F
 
 
 def test_screen_memo_shows_stored_colors_and_carries_them_to_a_frame_without_clear():
-    from render.fragment_memoization import ScreenMemo
-    from render.framebuffer import RenderTarget
+    from tilesim.render.pipeline.framebuffer import RenderTarget
+    from tilesim.render.techniques.fragment_memoization import ScreenMemo
 
     target = RenderTarget(4, 2, tile_size=2)
     memo = ScreenMemo(target)
@@ -364,8 +364,8 @@ def test_screen_memo_shows_stored_colors_and_carries_them_to_a_frame_without_cle
 
 
 def test_screen_memo_blends_the_stored_color():
-    from render.fragment_memoization import ScreenMemo
-    from render.framebuffer import RenderTarget
+    from tilesim.render.pipeline.framebuffer import RenderTarget
+    from tilesim.render.techniques.fragment_memoization import ScreenMemo
 
     target = RenderTarget(2, 1, tile_size=2)
     memo = ScreenMemo(target)

@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 from conftest import require_mesa, require_tools
 
-from shaders import corpus, glsl_compile, mesa_dump
-from shaders.glsl_compile import compile_files, compile_program
-from shaders.trace_capture import (
+from tilesim.errors import InputError, ToolMissing
+from tilesim.shaders import corpus, glsl_compile, mesa_dump
+from tilesim.shaders.glsl_compile import compile_files, compile_program
+from tilesim.shaders.trace_capture import (
     GL_FRAGMENT_SHADER,
     GL_VERTEX_SHADER,
     Call,
@@ -24,7 +25,6 @@ from shaders.trace_capture import (
     ProgramTracker,
     read_pickled_calls,
 )
-from tilesim.errors import InputError, ToolMissing
 
 # The experiment this module reproduces, plus a float array.
 VERTEX = """attribute vec3 position;

@@ -28,9 +28,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_trace_import import CONFIG, CTX, SURFACE, Calls, fake_compiler, program, start, swap
 
-from render.trace_import import import_pickle
-from shaders.trace_capture import Pointer
 from tilesim.errors import InputError
+from tilesim.render.traces.apitrace_import import import_pickle
+from tilesim.shaders.trace_capture import Pointer
 
 CASE_LIMIT_S = 30  # hard limit per case (a hang would run for hours)
 
@@ -422,9 +422,9 @@ def real_capture(tmp_path_factory):
     require_mesa()
     import subprocess
 
-    from render.capture import capture
-    from render.trace_import import compile_links, read_calls, scan_calls
-    from shaders.trace_capture import RestrictedUnpickler
+    from tilesim.render.traces.apitrace_import import compile_links, read_calls, scan_calls
+    from tilesim.render.traces.capture import capture
+    from tilesim.shaders.trace_capture import RestrictedUnpickler
 
     folder = tmp_path_factory.mktemp("real")
     trace = folder / "x.trace"
@@ -438,7 +438,7 @@ def real_capture(tmp_path_factory):
     unpickler = RestrictedUnpickler(stream, encoding="bytes")
     while stream.tell() < len(data):
         records.append(unpickler.load())
-    # Pointers come back as shaders.trace_capture.Pointer: encode() writes them as apitrace
+    # Pointers come back as tilesim.shaders.trace_capture.Pointer: encode() writes them as apitrace
     assert b"".join(encode_record(r) for r in records)  # every record re-encodes
     scan = scan_calls(read_calls(io.BytesIO(data), source=str(trace)), str(trace))
     compiled = compile_links(scan.links, str(trace))

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from conftest import require_mesa
 
-from render.commands import Recorder
-from render.pipeline import Renderer
+from tilesim.render.gl.commands import Recorder
+from tilesim.render.pipeline.renderer import Renderer
 
 pytestmark = pytest.mark.mesa
 
@@ -268,7 +268,7 @@ def test_sprite_frames_paired_with_an_empty_frame_keep_64_bit_keys(monkeypatch):
     """Frame 0 shades nothing on screen; frame 1, its pair, does. The keys the LUT sees are
     uint64 (no NumPy promotion), so no hit of frame 1 returns a wrong color."""
     require_mesa()
-    from render import fragment_memoization
+    from tilesim.render.techniques import fragment_memoization
 
     seen = []
     lookup = fragment_memoization.MemoLUT.lookup_insert
@@ -289,8 +289,8 @@ def test_a_wrong_color_hit_shows_in_the_frame(monkeypatch):
     (flat quads where the baseline has gradients), and coherence does not count it
     identical."""
     require_mesa()
-    from render import fragment_memoization
-    from render.coherence import Tally
+    from tilesim.render.studies.coherence import Tally
+    from tilesim.render.techniques import fragment_memoization
 
     def one_key_per_draw(inputs, context_crc=0, quad_inputs=False, bits=32):
         n = np.asarray(inputs).shape[2]
@@ -317,7 +317,7 @@ def test_the_frame_shown_holds_the_stored_color_on_every_hit(monkeypatch):
     looked up stores its color and every other hits it, so the quad shows that single color
     (one of its true ones) in both frames of the pair, and the clear color around it."""
     require_mesa()
-    from render import fragment_memoization
+    from tilesim.render.techniques import fragment_memoization
 
     gl = Recorder(W, H, name="memo-one-key")
     program = gl.createProgram(COLOR_VS, COLOR_FS, attrib_locations={"pos": 0, "col": 1})
@@ -350,7 +350,7 @@ def test_wrong_color_frames_are_drawn_alike_on_the_cupy_path(monkeypatch):
     require_mesa()
     from cupy_emulation import use_emulated_cupy
 
-    from render import fragment_memoization
+    from tilesim.render.techniques import fragment_memoization
 
     def one_key_per_draw(inputs, context_crc=0, quad_inputs=False, bits=32):
         xp = fragment_memoization.array_module(inputs)

@@ -10,13 +10,13 @@ import sys
 import numpy as np
 import pytest
 
-from render.commands import Command, Recorder
-from render.gl_state import GLState
-from render.pipeline import Renderer
-from render.trace_file import open_trace, write_trace
 from tilesim.cli import main
 from tilesim.errors import InputError
-from tilesim.memory import BUDGET_ENV, format_bytes, memory_budget, parse_size
+from tilesim.memory_budget import BUDGET_ENV, format_bytes, memory_budget, parse_size
+from tilesim.render.gl.commands import Command, Recorder
+from tilesim.render.gl.state import GLState
+from tilesim.render.pipeline.renderer import Renderer
+from tilesim.render.traces.trace_file import open_trace, write_trace
 
 
 @pytest.mark.parametrize("text, expected", [

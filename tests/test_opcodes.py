@@ -306,7 +306,7 @@ def test_texture_instructions_count_samples_per_active_lane():
 
 @pytest.mark.parametrize("opcode", ["EMIT", "ATOMUADD"])
 def test_known_but_unimplemented_opcodes_are_reported(opcode):
-    from shaders.interpreter import UnsupportedOpcode
+    from tilesim.shaders.interpreter import UnsupportedOpcode
 
     with pytest.raises(UnsupportedOpcode, match=opcode):
         run([opcode], [0.0])

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from shaders.parser import parse, parse_file
-from shaders.stats import static_stats
 from tilesim.errors import InputError
+from tilesim.shaders.parser import parse, parse_file
+from tilesim.shaders.stats import static_stats
 
 CORPUS = Path(__file__).resolve().parent.parent / "shaders" / "corpus"
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from render.commands import Recorder
-from render.pipeline import Renderer
 from tilesim.errors import InputError
+from tilesim.render.gl.commands import Recorder
+from tilesim.render.pipeline.renderer import Renderer
 
 pytestmark = pytest.mark.mesa
 

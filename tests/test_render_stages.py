@@ -11,9 +11,15 @@ from conftest import require_mesa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from render import clipping, output_merger, primitive_assembly, rasterizer, triangle_setup
-from render.commands import BLEND_EQUATIONS, BLEND_FACTORS
-from render.gl_state import FragmentState
+from tilesim.render.gl.commands import BLEND_EQUATIONS, BLEND_FACTORS
+from tilesim.render.gl.state import FragmentState
+from tilesim.render.pipeline import (
+    clipping,
+    output_merger,
+    primitive_assembly,
+    rasterizer,
+    triangle_setup,
+)
 
 
 def setup_tris(positions, tris, w=None, viewport=(0, 0, 64, 64), cull=None):
@@ -116,9 +122,9 @@ def test_near_plane_clipping_splits_and_keeps_inside_parts():
 # --- per-fragment operations against the OpenGL ES 2.0 specification -------------------------
 #
 # The expected values below come from the specification's text, written out here, never from
-# render.output_merger: section 4.1.5 (Depth Buffer Test) for the comparisons, section 4.1.6
-# (Blending, Table 4.2) for the equations and factors, section 2.1.2 for the conversions
-# between unorm8 and [0, 1]. Fragments at one pixel are processed in submission order.
+# tilesim.render.pipeline.output_merger: section 4.1.5 (Depth Buffer Test) for the comparisons,
+# section 4.1.6 (Blending, Table 4.2) for the equations and factors, section 2.1.2 for the
+# conversions between unorm8 and [0, 1]. Fragments at one pixel are processed in submission order.
 
 DEPTH_BITS = 24
 DEPTH_MAX = (1 << DEPTH_BITS) - 1
@@ -223,7 +229,8 @@ BLEND_COLOR = (0.2718, 0.6180, 0.4142, 0.5772)
 
 
 def spec_unorm8(value: Fraction) -> int:
-    """2.1.2: f in [0, 1] -> round(f x 255), computed exactly. render.output_merger rounds half
+    """2.1.2: f in [0, 1] -> round(f x 255), computed exactly.
+    tilesim.render.pipeline.output_merger rounds half
     up in float64; the spec leaves ties open, and float64 can land on either side of a value
     within ~1e-13 of a tie, so the test data must keep away from ties (checked here). With
     non-dyadic constants ties cannot happen: anything computed from unorm8 values alone is
@@ -375,8 +382,8 @@ def test_spec_blending_formulas_agree_with_mesa():
     rounding step or two; a wrong factor or equation is off by far more. (llvmpipe compiles
     each blend state: a few dozen keep this test short.)"""
     require_mesa()
-    from render.commands import Recorder, Uniform
-    from render.replay_gl import reference_frames
+    from tilesim.render.gl.commands import Recorder, Uniform
+    from tilesim.render.reference.replay_gl import reference_frames
 
     rng = np.random.default_rng(11)
     factors, equations = list(SPEC_FACTORS), list(SPEC_EQUATIONS)

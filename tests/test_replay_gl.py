@@ -10,8 +10,9 @@ from conftest import require_mesa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from render.commands import SCHEMA, Recorder, Uniform, make_command
-from render.replay_gl import (
+from tilesim.errors import InputError
+from tilesim.render.gl.commands import SCHEMA, Recorder, Uniform, make_command
+from tilesim.render.reference.replay_gl import (
     FORMAT_CHANNELS,
     GL_ENUMS,
     GLReplayer,
@@ -19,8 +20,7 @@ from render.replay_gl import (
     replay,
     texel_bytes,
 )
-from render.trace_file import write_trace
-from tilesim.errors import InputError
+from tilesim.render.traces.trace_file import write_trace
 
 VS = """attribute vec4 pos;
 void main() { gl_Position = pos; gl_PointSize = 4.0; }
@@ -567,7 +567,7 @@ def test_softpipe_driver():
 
 @pytest.mark.mesa
 def test_real_compiled_program():
-    from render.commands import compile_cached
+    from tilesim.render.gl.commands import compile_cached
 
     gl = Recorder(4, 4)
     prog = gl.createProgram(VS_COLOR, FS_COLOR, compiled=compile_cached(

@@ -7,7 +7,7 @@ import zlib
 import numpy as np
 import pytest
 
-from render.signature_unit import (
+from tilesim.render.techniques.signature_unit import (
     SHIFT_LUTS,
     SIGN_LUTS,
     TileSignatures,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from conftest import require_mesa, require_tools
 
-from render.suite import MIN_MSSIM, SUITE, run_entry, slug
+from tilesim.render.studies.suite import MIN_MSSIM, SUITE, run_entry, slug
 
 pytestmark = [pytest.mark.mesa, pytest.mark.slow]
 

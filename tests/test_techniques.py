@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 from conftest import require_mesa
 
-from render.commands import Recorder
-from render.pipeline import Renderer
-from render.techniques import Techniques
 from tilesim.errors import InputError
+from tilesim.render.gl.commands import Recorder
+from tilesim.render.pipeline.renderer import Renderer
+from tilesim.render.techniques.bus import Techniques
 
 pytestmark = pytest.mark.mesa
 
@@ -208,8 +208,8 @@ def test_technique_names_are_checked():
 def test_coherence_command_reports_every_technique(scene, tmp_path, capsys):
     import json
 
-    from render.trace_file import write_trace
     from tilesim.cli import main
+    from tilesim.render.traces.trace_file import write_trace
 
     trace = tmp_path / "scene.tsim"
     write_trace(trace, scene, width=W, height=H, name="scene")
@@ -245,9 +245,9 @@ def test_coherence_command_reports_every_technique(scene, tmp_path, capsys):
 
 
 def test_render_command_takes_a_technique(scene, tmp_path):
-    from render.counters import load_counters
-    from render.trace_file import write_trace
     from tilesim.cli import main
+    from tilesim.render.pipeline.counters import load_counters
+    from tilesim.render.traces.trace_file import write_trace
 
     trace = tmp_path / "scene.tsim"
     write_trace(trace, scene, width=W, height=H, name="scene")
@@ -312,9 +312,9 @@ def test_a_mixed_rate_frame_is_the_tilewise_composite_of_uniform_rates(scene):
 def test_dsr_in_the_pipeline_follows_the_search_simulation(scene, tmp_path):
     """``--technique dsr`` renders what ``dsr-search`` simulates from uniform-rate renders:
     the same rates per tile and frame, the same images."""
-    from render.dsr_search import render_rates, simulate
-    from render.dynamic_sampling_rate import DSRParameters
-    from render.trace_file import write_trace
+    from tilesim.render.studies.dsr_search import render_rates, simulate
+    from tilesim.render.techniques.dynamic_sampling_rate import DSRParameters
+    from tilesim.render.traces.trace_file import write_trace
 
     params = DSRParameters((40.0, 40.0, 40.0, 40.0), (2, 2, 2, 2), (60.0, 60.0, 60.0),
                            (1, 1, 1))
@@ -338,8 +338,8 @@ def test_dsr_in_the_pipeline_follows_the_search_simulation(scene, tmp_path):
 def test_estimate_renders_a_trace_with_a_technique_and_its_baseline(scene, tmp_path, capsys):
     import json
 
-    from render.trace_file import write_trace
     from tilesim.cli import main
+    from tilesim.render.traces.trace_file import write_trace
 
     trace = tmp_path / "scene.tsim"
     write_trace(trace, scene, width=W, height=H, name="scene")
@@ -361,7 +361,7 @@ def test_lossless_techniques_on_bundled_workloads(trace):
     of frames; the issue note gives the full run)."""
     from pathlib import Path
 
-    from render.coherence import compare_trace
+    from tilesim.render.studies.coherence import compare_trace
 
     path = Path(__file__).parent.parent / "traces" / f"{trace}.tsim"
     report = compare_trace(str(path), ["te", "re", "evr", "re+evr", "memo"], range(0, 4))

@@ -1,4 +1,5 @@
-"""Texture objects (render.texture) and the sampler (render.texture_sampler).
+"""Texture objects (tilesim.render.gl.textures) and the sampler
+(tilesim.render.pipeline.texture_sampler).
 
 Unit tests: format conversions, unpacking and argument errors; wrap modes on exact
 coordinates; bilinear weights (float and llvmpipe's 8.8 fixed point); mip selection by LOD
@@ -7,7 +8,7 @@ face coordinates; completeness; glGenerateMipmap; counters and the texture-cache
 (against a plain LRU simulation); TXF / TXQ; a TEX program through the TGSI interpreter.
 
 The ``mesa`` comparison renders full-screen passes with Mesa llvmpipe
-(:mod:`shaders.mesa_fullscreen`, RGBA8 textures, RGBA32F framebuffer) whose fragment shader
+(:mod:`tilesim.shaders.mesa_fullscreen`, RGBA8 textures, RGBA32F framebuffer) whose fragment shader
 is ``gl_FragColor = texture2D(tex, uv)`` (also with a bias, and ``textureCube``), with
 ``uv = v_uv * (a + b * v_uv.x) + offset`` so that scales give magnification, minification
 and a sweep of the LOD across the screen; every filter, wrap mode, NPOT sizes and cube maps,
@@ -31,17 +32,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from render.texture import Texture, unpack_pixels
-from render.texture_sampler import (
+from tilesim.errors import InputError
+from tilesim.render.gl.textures import Texture, unpack_pixels
+from tilesim.render.pipeline.texture_sampler import (
     KINDS,
     SamplerOptions,
     TextureCacheConfig,
     TextureSampler,
     stats_texels_consistent,
 )
-from shaders.sampling import BIAS, EXPLICIT, GRADIENT, TextureRequest
-from shaders.synthetic_inputs import quad_pixels
-from tilesim.errors import InputError
+from tilesim.shaders.sampling import BIAS, EXPLICIT, GRADIENT, TextureRequest
+from tilesim.shaders.synthetic_inputs import quad_pixels
 
 F32 = np.float32
 CUBE_FACES = ("TEXTURE_CUBE_MAP_POSITIVE_X", "TEXTURE_CUBE_MAP_NEGATIVE_X",
@@ -571,7 +572,7 @@ def test_seamless_taps_off_a_face_read_the_geometric_neighbours():
     # Every tap just off every edge of every face (x-, x+, y-, y+): the face and texel
     # lp_build_cube_new_coords gives are the ones the direction through the tap's center,
     # pulled back to just across the edge, hits.
-    from render.texture_sampler import _cube_new_coords
+    from tilesim.render.pipeline.texture_sampler import _cube_new_coords
 
     size, last = 8, 7
     face, along, side = (a.ravel() for a in np.meshgrid(np.arange(6), np.arange(size),
@@ -719,8 +720,8 @@ def test_fetch_and_size():
 
 
 def test_tex_program_through_the_interpreter():
-    from shaders.interpreter import Interpreter
-    from shaders.parser import parse
+    from tilesim.shaders.interpreter import Interpreter
+    from tilesim.shaders.parser import parse
 
     program = parse("""FRAG
 DCL IN[0].xy, GENERIC[0], PERSPECTIVE
@@ -1064,7 +1065,7 @@ def mesa_cases() -> list[MesaCase]:
         # this view's diagonals |x| = |y| exactly, so s or t is exactly 0 or 1 on the face,
         # where llvmpipe's nearest lanes in a SIMD vector with linear ones take the bilinear
         # tap x0 = -1, which seamless filtering puts on the adjacent face (the detail the
-        # sampler does not reproduce, see render.texture_sampler).
+        # sampler does not reproduce, see tilesim.render.pipeline.texture_sampler).
         mixed = mn.startswith("LINEAR") != (mg == "LINEAR")
         for seamless in (False,) if mixed else (False, True):
             cases.append(MesaCase(f"cube-{mn}-{mg}-{direction_id}" + "-seamless" * seamless,
@@ -1109,7 +1110,7 @@ def our_texture(case: MesaCase) -> Texture:
 
 
 def geometry(shader: str):
-    from shaders import mesa_fullscreen as mf
+    from tilesim.shaders import mesa_fullscreen as mf
 
     varyings = mf.parse_varyings(SHADERS[shader])
     if shader in CUBE_SHADERS:   # v_dir = (X, Y, 1)
@@ -1164,10 +1165,10 @@ def mesa_outcomes() -> dict[str, MesaOutcome]:
     """Render every case with llvmpipe, run the interpreter with TextureSampler, compare."""
     import test_differential_mesa as tdm
 
-    from shaders import mesa_fullscreen as mf
-    from shaders.glsl_compile import ProgramSource, compile_many
-    from shaders.interpreter import Interpreter
-    from shaders.parser import parse
+    from tilesim.shaders import mesa_fullscreen as mf
+    from tilesim.shaders.glsl_compile import ProgramSource, compile_many
+    from tilesim.shaders.interpreter import Interpreter
+    from tilesim.shaders.parser import parse
 
     cases = mesa_cases()
     geometries = {key: geometry(key) for key in SHADERS}
@@ -1224,8 +1225,8 @@ def mesa_outcomes() -> dict[str, MesaOutcome]:
 def _mesa_or_skip() -> dict[str, MesaOutcome]:
     from conftest import _unavailable
 
-    from shaders import mesa_fullscreen as mf
-    from shaders.glsl_compile import mesa_available
+    from tilesim.shaders import mesa_fullscreen as mf
+    from tilesim.shaders.glsl_compile import mesa_available
 
     ok, why = mesa_available()
     if not ok:

@@ -12,9 +12,9 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from shaders.interpreter import MAX_CALL_DEPTH, Interpreter
-from shaders.parser import parse
 from tilesim.errors import TilesimError
+from tilesim.shaders.interpreter import MAX_CALL_DEPTH, Interpreter
+from tilesim.shaders.parser import parse
 
 BUDGET = 20_000
 HEADER = ["FRAG", "DCL IN[0..1], GENERIC[0], PERSPECTIVE", "DCL OUT[0], COLOR",

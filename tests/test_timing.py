@@ -12,20 +12,25 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from render.counters import FRAME_COUNTERS, TILE_COUNTERS, FrameCounters, PassCounters
 from tilesim.cli import main
 from tilesim.errors import InputError
-from timing.batch import batch_from_frames
-from timing.config import BASELINE_GPU, ENERGY_32NM, load_energy_config, load_gpu_config
-from timing.memory import texture_l2_hit_ratio, tile_memory
-from timing.model import (
+from tilesim.render.pipeline.counters import (
+    FRAME_COUNTERS,
+    TILE_COUNTERS,
+    FrameCounters,
+    PassCounters,
+)
+from tilesim.timing.config import BASELINE_GPU, ENERGY_32NM, load_energy_config, load_gpu_config
+from tilesim.timing.counter_batch import batch_from_frames
+from tilesim.timing.memory_traffic import texture_l2_hit_ratio, tile_memory
+from tilesim.timing.model import (
     effective_tiles,
     estimate_batch,
     estimate_frame,
     geometry_cycles,
     geometry_stage_cycles,
 )
-from timing.techniques import (
+from tilesim.timing.techniques import (
     TECHNIQUE_SAVINGS_COUNTERS,
     TECHNIQUE_TILE_COUNTERS,
     TECHNIQUE_WORK_COUNTERS,

@@ -8,15 +8,15 @@ import json
 import numpy as np
 import pytest
 
-from render.counters import FrameCounters, PassCounters
 from tilesim.cli import main
 from tilesim.errors import InputError
-from timing.batch import batch_from_frames, load_batch
-from timing.config import load_energy_config, load_gpu_config
-from timing.model import estimate_batch, estimate_frame
-from timing.plots import PLOTS, plot_units, write_plots
-from timing.report import find_workloads, match_baselines, normalize, totals
-from timing.screen import histogram, png_histograms, screen_energy, screen_power
+from tilesim.render.pipeline.counters import FrameCounters, PassCounters
+from tilesim.timing.config import load_energy_config, load_gpu_config
+from tilesim.timing.counter_batch import batch_from_frames, load_batch
+from tilesim.timing.model import estimate_batch, estimate_frame
+from tilesim.timing.plots import PLOTS, plot_units, write_plots
+from tilesim.timing.report import find_workloads, match_baselines, normalize, totals
+from tilesim.timing.screen import histogram, png_histograms, screen_energy, screen_power
 
 CFG = load_gpu_config()
 ECFG = load_energy_config()

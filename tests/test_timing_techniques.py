@@ -9,11 +9,11 @@ import math
 import numpy as np
 import pytest
 
-from render.counters import FrameCounters, PassCounters
-from timing import techniques
-from timing.batch import batch_from_frames
-from timing.config import load_energy_config, load_gpu_config
-from timing.model import BASELINE_UNITS, estimate_batch, estimate_frame
+from tilesim.render.pipeline.counters import FrameCounters, PassCounters
+from tilesim.timing import techniques
+from tilesim.timing.config import load_energy_config, load_gpu_config
+from tilesim.timing.counter_batch import batch_from_frames
+from tilesim.timing.model import BASELINE_UNITS, estimate_batch, estimate_frame
 
 CFG = load_gpu_config()
 ECFG = load_energy_config()

@@ -19,10 +19,10 @@ from conftest import require_mesa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from render import trace_file
-from render.commands import Command, Recorder, make_command
-from render.trace_file import TraceWriter, open_trace, read_frames, write_trace
 from tilesim.errors import InputError
+from tilesim.render.gl.commands import Command, Recorder, make_command
+from tilesim.render.traces import trace_file
+from tilesim.render.traces.trace_file import TraceWriter, open_trace, read_frames, write_trace
 
 VERTEX = """attribute vec2 position;
 attribute vec2 uv;
@@ -39,7 +39,7 @@ void main() { gl_FragColor = texture2D(tex, v_uv) * tint; }
 
 @dataclass
 class FakeCompiled:
-    """Stands in for shaders.glsl_compile.CompiledProgram (no Mesa needed)."""
+    """Stands in for tilesim.shaders.glsl_compile.CompiledProgram (no Mesa needed)."""
 
     vertex_tgsi: str = "VERT\nEND\n"
     fragment_tgsi: str = "FRAG\nEND\n"
@@ -140,7 +140,7 @@ def test_arrays_keep_dtype_and_shape(tmp_path):
 @pytest.mark.mesa
 def test_round_trip_with_real_compile(tmp_path):
     require_mesa()
-    from render.commands import compile_cached
+    from tilesim.render.gl.commands import compile_cached
 
     gl = record(2, compiled=compile_cached(VERTEX, FRAGMENT, {"position": 0, "uv": 1}))
     path = write(tmp_path / "mesa.tsim", gl)

@@ -24,13 +24,18 @@ import pytest
 from conftest import require_mesa, require_tools
 from PIL import Image
 
-from render import compare
-from render.capture import ES2GEARS_EXECUTABLES, glmark2_benchmark, parse_program_spec
-from render.commands import make_command
-from render.trace_file import open_trace, read_frames
-from render.trace_import import import_pickle, skip_kind
-from shaders.trace_capture import Pointer
+from tilesim import image_metrics
 from tilesim.errors import InputError, ToolMissing
+from tilesim.render.gl.commands import make_command
+from tilesim.render.studies import compare
+from tilesim.render.traces.apitrace_import import import_pickle, skip_kind
+from tilesim.render.traces.capture import (
+    ES2GEARS_EXECUTABLES,
+    glmark2_benchmark,
+    parse_program_spec,
+)
+from tilesim.render.traces.trace_file import open_trace, read_frames
+from tilesim.shaders.trace_capture import Pointer
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -448,7 +453,7 @@ def test_program_specs():
 
 
 def test_missing_tools_name_their_debian_package(monkeypatch, tmp_path):
-    from render import capture as capture_module
+    from tilesim.render.traces import capture as capture_module
 
     monkeypatch.setattr(capture_module.shutil, "which", lambda name: None)
     with pytest.raises(ToolMissing, match=r"xvfb-run \(Debian package xvfb\).*apitrace "
@@ -535,9 +540,9 @@ def test_real_capture_imports_faithfully(tmp_path, spec, size):
     elif not _es2gears_installed():
         require_tools("es2gears_x11")  # skips (fails in CI) naming the program
     require_mesa()
-    from render.capture import capture, reference_frames
-    from render.replay_gl import replay
-    from render.trace_import import import_apitrace
+    from tilesim.render.reference.replay_gl import replay
+    from tilesim.render.traces.apitrace_import import import_apitrace
+    from tilesim.render.traces.capture import capture, reference_frames
 
     captured = capture(spec, tmp_path / "x.trace", frames=3, size=size)
     assert captured.frames == 3
@@ -548,8 +553,8 @@ def test_real_capture_imports_faithfully(tmp_path, spec, size):
     assert [p.name for p in references] == [f"frame_{k:06d}.png" for k in range(3)]
     result = replay(tmp_path / "x.tsim")
     assert len(result.images) == 3
-    comparison = compare.compare_images(
-        result.images, {n: compare.read_png(p) for n, p in
+    comparison = image_metrics.compare_images(
+        result.images, {n: image_metrics.read_png(p) for n, p in
                         compare.frame_files(tmp_path / "ref").items()})
     assert comparison.summary()["min_mssim"] >= 0.99, comparison.frames
     assert result.images[2][:, :, :3].max() > 0  # something was drawn
@@ -560,8 +565,8 @@ def test_commands_added_for_imports_replay_on_mesa():
     """copyTexSubImage2D and depth textures (added to the schema for imported traces) replay
     on Mesa without GL errors (the replay is strict)."""
     require_mesa()
-    from render.commands import Recorder
-    from render.replay_gl import replay
+    from tilesim.render.gl.commands import Recorder
+    from tilesim.render.reference.replay_gl import replay
 
     gl = Recorder(8, 8)
     gl.clearColor(1.0, 0.0, 0.0, 1.0)
@@ -684,7 +689,7 @@ def test_glfinish_ending_a_frame_with_a_framebuffer_object_bound_is_an_error(tmp
 def _readpixels_frames():
     """Frames that end with readPixels of a framebuffer object's sub-rectangle, of the window,
     and a frame without one (its image: the window)."""
-    from render.commands import Recorder
+    from tilesim.render.gl.commands import Recorder
 
     gl = Recorder(24, 16)
     texture = gl.createTexture()
@@ -724,7 +729,7 @@ def _expected_readpixels_images():
 
 
 def test_renderer_images_are_what_readpixels_read():
-    from render.pipeline import Renderer
+    from tilesim.render.pipeline.renderer import Renderer
 
     gl = _readpixels_frames()
     images = [r.image for r in Renderer(24, 16).render(gl.recorded_frames())]
@@ -741,7 +746,7 @@ def test_renderer_images_are_what_readpixels_read():
 @pytest.mark.mesa
 def test_mesa_replay_images_are_what_readpixels_read():
     require_mesa()
-    from render.replay_gl import replay
+    from tilesim.render.reference.replay_gl import replay
 
     result = replay(_readpixels_frames())
     for image, expected in zip(result.images, _expected_readpixels_images(), strict=True):
@@ -757,7 +762,7 @@ OFFSCREEN_PROGRAM = ROOT / "scripts" / "offscreen_gles2.py"
 def _capture_offscreen(tmp_path: Path, mode: str, frames: int) -> Path:
     """Capture scripts/offscreen_gles2.py (a real GLES2 program that never swaps) with
     apitrace on Mesa llvmpipe; what it read is saved in tmp_path/read."""
-    from render.capture import _environment
+    from tilesim.render.traces.capture import _environment
 
     trace = tmp_path / f"{mode}.trace"
     proc = subprocess.run(["apitrace", "trace", "--api", "egl", "-o", str(trace),
@@ -779,10 +784,10 @@ def test_program_that_never_swaps_imports_renders_and_matches_mesa(tmp_path, mod
     itself read."""
     require_tools("apitrace")
     require_mesa()
-    from render.capture import reference_frames
-    from render.pipeline import Renderer
-    from render.replay_gl import replay
-    from render.trace_import import import_apitrace
+    from tilesim.render.pipeline.renderer import Renderer
+    from tilesim.render.reference.replay_gl import replay
+    from tilesim.render.traces.apitrace_import import import_apitrace
+    from tilesim.render.traces.capture import reference_frames
 
     frames = 4
     trace = _capture_offscreen(tmp_path, mode, frames)
@@ -790,17 +795,17 @@ def test_program_that_never_swaps_imports_renders_and_matches_mesa(tmp_path, mod
     assert (summary.frames, summary.frame_end) == (frames, frame_end)
     reference = reference_frames(trace, tmp_path / "ref")
     assert [p.name for p in reference] == [f"frame_{k:06d}.png" for k in range(frames)]
-    mesa = {n: compare.read_png(p) for n, p in compare.frame_files(tmp_path / "ref").items()}
+    mesa = {n: image_metrics.read_png(p) for n, p in compare.frame_files(tmp_path / "ref").items()}
     with open_trace(tmp_path / "x.tsim") as opened:
         images = [r.image for r in Renderer(opened.width, opened.height,
                                             depth_bits=opened.depth_bits,
                                             source=str(opened.path)).render(opened.frames())]
     size = (60, 80) if mode == "fbo" else (120, 160)  # the middle half, or the whole window
     assert all(image.shape[:2] == size for image in images)
-    tilesim = compare.compare_images(images, mesa).summary()
+    tilesim = image_metrics.compare_images(images, mesa).summary()
     assert tilesim["frames"] == frames and tilesim["min_mssim"] >= 0.99, tilesim
     # the .tsim replayed on Mesa is Mesa's replay of the capture
-    replayed = compare.compare_images(replay(tmp_path / "x.tsim", driver="softpipe").images,
+    replayed = image_metrics.compare_images(replay(tmp_path / "x.tsim", driver="softpipe").images,
                                       mesa).summary()
     assert replayed["max_diff"] <= 1, replayed
     if mode != "finish":  # the reference is what the program read (both on llvmpipe)
@@ -1032,7 +1037,7 @@ def test_empty_or_callless_capture_is_an_error_saying_so(tmp_path):
                                          r"apitrace capture\); the call stream ends inside "
                                          r"record 0 \(the first\)"):
         import_pickle(empty, tmp_path / "out.tsim", compiler=fake_compiler)
-    from render.trace_import import import_apitrace
+    from tilesim.render.traces.apitrace_import import import_apitrace
 
     empty.with_suffix(".trace").write_bytes(b"")
     with pytest.raises(InputError, match=r"capture\.trace: the capture holds no calls \(the "
@@ -1050,7 +1055,7 @@ def test_cut_real_capture_passes_on_apitrace_warning_and_says_what_was_dropped(t
     are one-line errors (exit 2)."""
     require_tools("apitrace", "xvfb-run", "glmark2-es2")
     require_mesa()
-    from render.capture import capture
+    from tilesim.render.traces.capture import capture
 
     trace = tmp_path / "x.trace"
     capture("glmark2-es2:build:use-vbo=false", trace, frames=8, size=(64, 48))

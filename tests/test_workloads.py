@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from conftest import require_mesa
 
-from render.workloads import CATEGORIES, SIZES, WORKLOADS, trace_name, write_workload
+from tilesim.render.workloads import CATEGORIES, SIZES, WORKLOADS, trace_name, write_workload
 
 ROOT = Path(__file__).resolve().parent.parent
 WIDTH, HEIGHT = 320, 205          # small, the 1196x768 aspect
@@ -29,7 +29,7 @@ def built(name: str, frames: int, seed: int = 0, width: int = WIDTH, height: int
 
 
 def trace_bytes(tmp_path: Path, frames, label: str) -> bytes:
-    from render.trace_file import write_trace
+    from tilesim.render.traces.trace_file import write_trace
 
     path = write_trace(tmp_path / f"{label}.tsim", frames, width=WIDTH, height=HEIGHT,
                        name="workload")
@@ -72,7 +72,7 @@ def test_static_data_is_uploaded_once(name):
 
 @pytest.mark.parametrize("name", sorted(WORKLOADS))
 def test_tilesim_renders_a_few_frames(name):
-    from render.pipeline import Renderer
+    from tilesim.render.pipeline.renderer import Renderer
 
     frames = built(name, BUILT)[:3]
     results = list(Renderer(WIDTH, HEIGHT).render(frames))
@@ -96,8 +96,8 @@ def test_tilesim_renders_a_few_frames(name):
 def test_matches_mesa_llvmpipe(name):
     from skimage.metrics import structural_similarity
 
-    from render.pipeline import Renderer
-    from render.replay_gl import reference_frames
+    from tilesim.render.pipeline.renderer import Renderer
+    from tilesim.render.reference.replay_gl import reference_frames
 
     frames = built(name, BUILT)
     ours = {r.index: r.image for r in Renderer(WIDTH, HEIGHT).render(frames, keep=COMPARED)}
@@ -113,14 +113,14 @@ def test_matches_mesa_llvmpipe(name):
 
 def test_write_workload_records_the_seed(tmp_path):
     require_mesa()
-    from render.trace_file import open_trace
+    from tilesim.render.traces.trace_file import open_trace
 
     path = write_workload("match3", tmp_path / "m.tsim", 64, 48, frames=2, seed=7)
     with open_trace(path) as trace:
         assert (trace.width, trace.height, trace.frame_count, trace.name) == (64, 48, 2,
                                                                              "match3")
         assert trace.source["seed"] == 7
-        assert trace.source["generator"] == "render.workloads.match3"
+        assert trace.source["generator"] == "tilesim.render.workloads.match3"
     with pytest.raises(KeyError, match="unknown workload"):
         write_workload("tetris", tmp_path / "t.tsim", 64, 48)
 
@@ -142,9 +142,9 @@ def test_make_workloads_script(tmp_path):
 
 
 def test_characterize_prints_sane_numbers(tmp_path, capsys):
-    from render.characterize import characterize
-    from render.trace_file import write_trace
     from tilesim.cli import main
+    from tilesim.render.studies.characterize import characterize
+    from tilesim.render.traces.trace_file import write_trace
 
     path = write_trace(tmp_path / "runner.tsim", built("runner", BUILT)[:2], width=WIDTH,
                        height=HEIGHT, name="runner")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from shaders.interpreter import Interpreter
-from shaders.parser import parse
+from tilesim.shaders.interpreter import Interpreter
+from tilesim.shaders.parser import parse
 
 
 def program_text(body: list[str], *, processor: str = "FRAG", inputs: int = 3, temps: int = 4,

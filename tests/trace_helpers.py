@@ -6,9 +6,9 @@ from pathlib import Path
 
 import numpy as np
 
-from render.commands import Recorder
-from render.trace_file import write_trace
-from render.workloads.bunny import build_program
+from tilesim.render.gl.commands import Recorder
+from tilesim.render.traces.trace_file import write_trace
+from tilesim.render.workloads.bunny import build_program
 
 
 def sphere_trace(path: Path, frames: int, size=(160, 120), *, segments=(60, 30),

@@ -13,24 +13,24 @@ import traceback
 from tilesim import __version__
 from tilesim.backend import BackendUnavailable, set_backend
 from tilesim.errors import EXIT_BAD_INPUT, TilesimError
-from tilesim.memory import BUDGET_ENV, parse_size
+from tilesim.memory_budget import BUDGET_ENV, parse_size
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from render import (
-        capture,
+    # Imported here, not at the top: `tilesim --version` and the error path stay fast.
+    from tilesim.render.studies import (
+        characterize,
         coherence,
         compare,
         conformance,
         dsr_search,
+        estimate,
         goldens,
+        render_command,
         suite,
-        trace_import,
     )
-    from render import characterize as render_characterize
-    from render import commands_cli as render_commands
-    from shaders import commands as shader_commands
-    from timing import cli as timing_cli
+    from tilesim.render.traces import apitrace_import, capture
+    from tilesim.shaders import cli as shader_cli
 
     parser = argparse.ArgumentParser(
         prog="tilesim",
@@ -49,18 +49,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true",
                         help="print the Python traceback of an error")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    shader_commands.register(sub)
-    render_commands.register(sub)
-    render_characterize.register(sub)
-    conformance.register(sub)
-    goldens.register(sub)
-    capture.register(sub)
-    trace_import.register(sub)
-    compare.register(sub)
-    suite.register(sub)
-    coherence.register(sub)
-    dsr_search.register(sub)
-    timing_cli.register(sub)
+    # The order of `tilesim --help`.
+    for module in (shader_cli, render_command, characterize, conformance, goldens, capture,
+                   apitrace_import, compare, suite, coherence, dsr_search, estimate):
+        module.register(sub)
     return parser
 
 
@@ -82,8 +74,8 @@ def _positive(text: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from shaders.interpreter import BUDGET_ENV as INSTRUCTION_BUDGET_ENV
-    from shaders.interpreter import CALL_DEPTH_ENV
+    from tilesim.shaders.interpreter import BUDGET_ENV as INSTRUCTION_BUDGET_ENV
+    from tilesim.shaders.interpreter import CALL_DEPTH_ENV
 
     parser = build_parser()
     args = parser.parse_args(argv)

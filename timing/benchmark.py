@@ -1,6 +1,6 @@
 """Speed of ``tilesim estimate``: load + model time for many frames of synthetic counters.
 
-    python -m timing.benchmark [--frames 100] [--size 1920x1080] [--screen] [--keep DIR]
+    python -m tilesim.timing.benchmark [--frames 100] [--size 1920x1080] [--screen] [--keep DIR]
 
 Writes ``--frames`` counter files of one render pass (every tile counter random, dense: the
 slowest case for decompression) with ``FrameCounters.save``, then times, best of 3: reading them
@@ -18,11 +18,11 @@ from pathlib import Path
 
 import numpy as np
 
-from render.counters import TILE_COUNTERS, FrameCounters, PassCounters
-from timing.batch import load_batch
-from timing.config import load_energy_config, load_gpu_config
-from timing.model import estimate_batch
-from timing.report import estimate_workload
+from tilesim.render.pipeline.counters import TILE_COUNTERS, FrameCounters, PassCounters
+from tilesim.timing.config import load_energy_config, load_gpu_config
+from tilesim.timing.counter_batch import load_batch
+from tilesim.timing.model import estimate_batch
+from tilesim.timing.report import estimate_workload
 
 
 def write_counters(folder: Path, frames: int, width: int, height: int, screen: bool) -> None:

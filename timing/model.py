@@ -1,11 +1,12 @@
 """Analytic timing, memory-traffic and energy model of a tile-based GPU, fed only by counters.
 
-Vectorized over every tile of every frame at once (``timing.batch.Batch``); all quantities are
-float64, cycles are GPU cycles at ``tech.clock``, bytes are main-memory bytes unless named
-otherwise. The pieces live in their own modules: ``timing.memory`` (caches below the counters'
-first level, DRAM traffic and LPDDR4 energy), ``timing.shader`` (shader throughput, the hook the
-shader-core model will replace), ``timing.techniques`` (the techniques' own time and energy),
-``timing.screen`` (OLED energy from the frame's pixels).
+Vectorized over every tile of every frame at once (``tilesim.timing.counter_batch.Batch``); all
+quantities are float64, cycles are GPU cycles at ``tech.clock``, bytes are main-memory bytes unless
+named otherwise. The pieces live in their own modules: ``tilesim.timing.memory_traffic`` (caches
+below the counters' first level, DRAM traffic and LPDDR4 energy), ``tilesim.timing.shader`` (shader
+throughput, the hook the shader-core model will replace), ``tilesim.timing.techniques`` (the
+techniques' own time and energy),
+``tilesim.timing.screen`` (OLED energy from the frame's pixels).
 
 Cycles
 * A memory client's stage: ``max(DRAM bytes / bandwidth, sum of request latencies / requests in
@@ -14,11 +15,11 @@ Cycles
 * Queue sizes enter twice: (1) the queue in front of a memory client bounds its requests in
   flight (vertex fetch: 2 vertex queues x 16; Parameter Buffer writes: triangle queue; Parameter
   Buffer reads: tile queue; texture misses: fragment queue / 4 lanes = quads), and the fragment
-  queue sets the warps in flight that hide texture latency (``timing.shader``); (2) the
+  queue sets the warps in flight that hide texture latency (``tilesim.timing.shader``); (2) the
   bottleneck model (max over stages) assumes the queues decouple the stages, which holds when a
   phase's work is much larger than a queue (the fill/drain term covers the rest).
 * Geometry phase, per frame: vertex fetch ``max(vertex-cache accesses / banks, mem(vertex lines
-  x 64 + index bytes, 2 x 16))``; vertex shading (``timing.shader``); primitive assembly
+  x 64 + index bytes, 2 x 16))``; vertex shading (``tilesim.timing.shader``); primitive assembly
   ``prims_assembled / 1``; tiler ``sum(prims_binned) / 1``; Parameter Buffer writes ``mem(record
   + list + EVR layer bytes, 16)``; shared bus ``(vertex + index + PB write bytes) / bandwidth``;
   technique stages (RE signature unit, EVR tables). ``geometry = max(stages) + fill``;
@@ -28,8 +29,8 @@ Cycles
   Mali-400MP-like model): tile fetch (PB and EVR layer-id reads through tile cache, L2, DRAM;
   16 in flight); rasterizer ``fragments x attributes_per_fragment / 16``; early Z ``(early +
   late z tested) / 4 / min(max_rate, in_flight / test_latency)``; fragment shading
-  (``timing.shader``); texture filtering ``texels / (4 units x 4)``; texture memory (L2 and DRAM
-  lines of the texture-cache misses, 16 quads in flight); blending ``color_writes / 4``; shared
+  (``tilesim.timing.shader``); texture filtering ``texels / (4 units x 4)``; texture memory (L2 and
+  DRAM lines of the texture-cache misses, 16 quads in flight); blending ``color_writes / 4``; shared
   bus ``(PB + layer-id + texture DRAM bytes) / bandwidth``; technique stages (EVR FVP update and
   Layer Buffer, memoization LUT), all overlapped.
   ``tile = max(stages) + fill + end + technique serial`` with ``fill = latency_max + 8`` for a
@@ -47,8 +48,8 @@ Cycles
 Energy (joules): GPU = sum of event counts x energy per event (``energy_32nm.toml``) per unit,
 plus static power x frame time (the technique structures leak only in frames that have them);
 main memory = LPDDR4 activations, read and write bursts, background and refresh x frame time
-(``timing.memory``); screen = OLED power of the frame's pixels x refresh period, reported beside
-the others (``total`` is GPU + memory, as in the seeds' figures).
+(``tilesim.timing.memory_traffic``); screen = OLED power of the frame's pixels x refresh period,
+reported beside the others (``total`` is GPU + memory, as in the seeds' figures).
 """
 
 from __future__ import annotations
@@ -58,11 +59,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from render.counters import FrameCounters
-from timing import techniques
-from timing.batch import Batch, batch_from_frames
-from timing.config import Config
-from timing.memory import (
+from tilesim.render.pipeline.counters import FrameCounters
+from tilesim.timing import techniques
+from tilesim.timing.config import Config
+from tilesim.timing.counter_batch import Batch, batch_from_frames
+from tilesim.timing.memory_traffic import (
     dram_dynamic_energy_per_byte,
     dram_energy,
     hierarchy_cycles,
@@ -70,8 +71,8 @@ from timing.memory import (
     pb_written_bytes,
     tile_memory,
 )
-from timing.screen import screen_energy
-from timing.shader import fragment_shader_cycles, vertex_shader_cycles
+from tilesim.timing.screen import screen_energy
+from tilesim.timing.shader import fragment_shader_cycles, vertex_shader_cycles
 
 BASE_GEOMETRY_STAGES = ("vertex_fetch", "vertex_shading", "primitive_assembly", "tiler",
                         "pb_write", "bus")

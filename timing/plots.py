@@ -1,7 +1,7 @@
 """The seeds' figures for one workload or a suite (one bar per workload, plus the average).
 
-Every plot takes ``totals`` dicts (``timing.report.totals``) of the runs and, optionally, of their
-baselines; with baselines, each workload shows the baseline bar (1.0) beside the run's bar,
+Every plot takes ``totals`` dicts (``tilesim.timing.report.totals``) of the runs and, optionally, of
+their baselines; with baselines, each workload shows the baseline bar (1.0) beside the run's bar,
 normalized to the baseline's total. Drawn on matplotlib's Agg canvas without pyplot (no global
 state), rendered to PNG bytes and written atomically.
 
@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from tilesim.atomic import write_bytes
-from timing.memory import TRAFFIC_SOURCES
+from tilesim.timing.memory_traffic import TRAFFIC_SOURCES
 
 PLOTS = ("time", "energy", "traffic", "shader", "units")
 COLORS = ["#1f4e79", "#6fa8dc", "#e69138", "#93c47d", "#cc4125", "#8e7cc3", "#c9a227",

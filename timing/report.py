@@ -13,12 +13,12 @@ from pathlib import Path
 import numpy as np
 
 from tilesim.errors import InputError
-from timing import techniques
-from timing.batch import load_batch
-from timing.config import Config
-from timing.memory import TRAFFIC_SOURCES
-from timing.model import BatchEstimate, FrameEstimate, estimate_batch
-from timing.screen import png_histograms
+from tilesim.timing import techniques
+from tilesim.timing.config import Config
+from tilesim.timing.counter_batch import load_batch
+from tilesim.timing.memory_traffic import TRAFFIC_SOURCES
+from tilesim.timing.model import BatchEstimate, FrameEstimate, estimate_batch
+from tilesim.timing.screen import png_histograms
 
 # Metrics compared with the baseline (normalized = run / baseline).
 NORMALIZED_METRICS = ("time", "geometry_cycles", "raster_cycles", "energy", "gpu_energy",

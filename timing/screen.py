@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from timing.config import Config
+from tilesim.timing.config import Config
 
 NW = 1e-9
 MW = 1e-3

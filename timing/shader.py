@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from timing.config import Config
-from timing.memory import latency_avg, texture_l2_hit_ratio
+from tilesim.timing.config import Config
+from tilesim.timing.memory_traffic import latency_avg, texture_l2_hit_ratio
 
 
 def shader_cycles(warp_instructions, exposed_latency, processors: float,

@@ -4,7 +4,7 @@ The renderer already applies each technique's savings to the baseline counters (
 raster work of skipped tiles, TE leaves skipped flushes out of ``color_flush_bytes``, EVR's
 reordering and DSR's lower sampling rates show up as fewer shaded fragments) with one
 exception, Fragment Memoization: its LUT hits are *not* subtracted by the renderer, and the model
-removes the fragment-shader work of the hit fragments (``memo_keep`` in ``timing.model``).
+removes the fragment-shader work of the hit fragments (``memo_keep`` in ``tilesim.timing.model``).
 This module adds what the techniques' own structures cost:
 
 Time (cycles)
@@ -33,7 +33,7 @@ Time (cycles)
 Energy (joules): event counts x per-event energies of ``energy_32nm.toml`` (``technique.*``), by
 unit, plus the SRAM leakage of every structure of a technique present in the frame (plus the DCT
 logic for DSR) x frame time. EVR's layer identifiers in the Parameter Buffer are main-memory
-traffic (source ``technique_tables``, see ``timing.memory``).
+traffic (source ``technique_tables``, see ``tilesim.timing.memory_traffic``).
 
 Seed checks (not hard-coded; ``tests/test_timing_techniques.py`` reports them on synthetic
 frames): RE adds < 0.5% energy (001 §4.3), EVR's structures ~0.5% (001 §5.4), DSR < 2% (001 §6.5).
@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from timing.config import Config
+from tilesim.timing.config import Config
 
 TECHNIQUES = ("te", "re", "evr", "dsr", "memo")
 
@@ -88,7 +88,7 @@ TECHNIQUE_STATIC_UNITS = tuple(f"{t}_structures" for t in TECHNIQUES)
 
 GEOMETRY_STAGES = ("crc_compute", "crc_accumulate", "evr_tables")
 RASTER_STAGES = ("evr_fvp_update", "evr_layer_buffer", "memo_lut")
-# Work on the finished tile's color buffer, beside its flush (see timing.model.tile_cycles).
+# Work on the finished tile's color buffer, beside its flush (see tilesim.timing.model.tile_cycles).
 END_OF_TILE_STAGES = ("dsr_dct",)
 
 KB = 1024.0

@@ -2,18 +2,21 @@
 
 ``WORKLOADS`` maps the name of each game-like synthetic workload (behaving like a category of
 001 Table 3.2) to its builder ``build(width, height, frames=100, seed=0) -> frames`` (a list
-of frames, each a list of :class:`render.commands.Command` ending with ``endFrame``). Static
-data (programs, textures, vertex and index buffers) are uploaded in frame 0 only; later
-frames hold draws, state changes, uniforms and the small dynamic uploads a game makes. The
-first N frames do not depend on how many frames are built (up to ``common.MAX_FRAMES`` =
-1000), and the same seed gives the same commands (and, through :func:`write_workload`, the
-same trace bytes).
+of frames, each a list of :class:`tilesim.render.gl.commands.Command` ending with
+``endFrame``). Static data (programs, textures, vertex and index buffers) are uploaded in
+frame 0 only; later frames hold draws, state changes, uniforms and the small dynamic
+uploads a game makes. The first N frames do not depend on how many frames are built (up to
+``common.MAX_FRAMES`` = 1000), and the same seed gives the same commands (and, through
+:func:`write_workload`, the same trace bytes).
 
 Shaders are GLSL ES 1.00, compiled to TGSI through Mesa softpipe when a workload is built
 (``Recorder.createProgram``), so building needs Mesa; the traces they make do not.
 
-The bunny (``render.workloads.bunny``, glmark2's build scene) is a separate, captured-program
-workload and is not in this registry.
+The bunny (``tilesim.render.workloads.bunny``, glmark2's build scene) is a separate,
+captured-program workload and is not in this registry. ``obj_model`` reads its mesh;
+``transforms`` holds the matrix helpers the programs use.
+
+May import: ``render.traces``, ``render.gl``, ``tilesim.shaders`` and the ``tilesim`` base.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from . import match3, render_to_texture, runner, sidescroller
+from tilesim.render.workloads import match3, render_to_texture, runner, sidescroller
 
 WORKLOADS: dict[str, Callable] = {
     "match3": match3.build,
@@ -49,12 +52,12 @@ def write_workload(name: str, path: str | os.PathLike, width: int, height: int,
                    frames: int = DEFAULT_FRAMES, seed: int = 0) -> Path:
     """Build workload ``name`` and write it atomically as a ``.tsim`` trace at ``path``;
     the trace's ``source`` records the generator, its parameters and the seed."""
-    from render.trace_file import write_trace
+    from tilesim.render.traces.trace_file import write_trace
 
     if name not in WORKLOADS:
         raise KeyError(f"unknown workload {name!r} (known: {', '.join(WORKLOADS)})")
     commands = WORKLOADS[name](width, height, frames, seed)
-    source = {"generator": f"render.workloads.{name}", "category": CATEGORIES[name],
+    source = {"generator": f"tilesim.render.workloads.{name}", "category": CATEGORIES[name],
               "seed": int(seed), "frames": int(frames), "width": int(width),
               "height": int(height), "made_by": "scripts/make_workloads.py"}
     return write_trace(path, commands, width=width, height=height, name=name, source=source)

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from ..transforms import perspective, rotate, translate
+from tilesim.render.workloads.transforms import perspective, rotate, translate
 
 ROOT = Path(__file__).resolve().parents[2]
 BUNNY = Path("/usr/share/glmark2/models/bunny.obj")
@@ -40,8 +40,8 @@ def matrices(frame: int, width: int, height: int):
 
 
 def record(frames: int, width: int, height: int):
-    from render.commands import Recorder
-    from render.obj_model import load_obj
+    from tilesim.render.gl.commands import Recorder
+    from tilesim.render.workloads.obj_model import load_obj
 
     mesh = load_obj(BUNNY)
     program = build_program()

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..transforms import gl_matrix, look_at, normal_matrix, perspective, rotate, scale, translate  # noqa: F401 (re-exported)
+from tilesim.render.workloads.transforms import gl_matrix, normal_matrix
 
 # --- randomness and limits -------------------------------------------------------------------
 

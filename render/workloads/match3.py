@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .common import (
+from tilesim.render.workloads.common import (
     DynamicBatch,
     Sprites,
     check_request,
@@ -377,7 +377,7 @@ class Layout:
 
 def build(width: int, height: int, frames: int = 100, seed: int = 0):
     """The frames (lists of commands) of ``frames`` frames of the workload at width x height."""
-    from render.commands import Recorder
+    from tilesim.render.gl.commands import Recorder
 
     check_request(NAME, width, height, frames)
     gl = Recorder(width, height, name=NAME)

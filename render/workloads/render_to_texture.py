@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import (
+from tilesim.render.workloads.common import (
     MESH_ATTRIBS,
     DynamicBatch,
     Mesh,
@@ -32,25 +32,27 @@ from .common import (
     check_request,
     coverage,
     cylinder,
-    gl_matrix,
     glyph_atlas,
     grid,
-    look_at,
-    normal_matrix,
-    perspective,
     quad_batch,
     rgba_image,
     rng_for,
-    rotate,
     setup_mesh_arrays,
     shape_distance,
     sphere,
     text_quads,
     to_u8,
     transformed,
-    translate,
     upload_texture,
     value_noise,
+)
+from tilesim.render.workloads.transforms import (
+    gl_matrix,
+    look_at,
+    normal_matrix,
+    perspective,
+    rotate,
+    translate,
 )
 
 NAME = "render_to_texture"
@@ -223,7 +225,7 @@ def scene_meshes() -> tuple[Mesh, dict[str, tuple[int, int]]]:
 
 def build(width: int, height: int, frames: int = 100, seed: int = 0):
     """The frames (lists of commands) of ``frames`` frames of the workload at width x height."""
-    from render.commands import Recorder
+    from tilesim.render.gl.commands import Recorder
 
     check_request(NAME, width, height, frames)
     gl = Recorder(width, height, name=NAME)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import (
+from tilesim.render.workloads.common import (
     MAX_FRAMES,
     MESH_ATTRIBS,
     DynamicBatch,
@@ -27,18 +27,12 @@ from .common import (
     check_request,
     coverage,
     cylinder,
-    gl_matrix,
     glyph_atlas,
     gradient,
     grid,
-    look_at,
-    normal_matrix,
-    perspective,
     quad_batch,
     rgba_image,
     rng_for,
-    rotate,
-    scale,
     setup_mesh_arrays,
     shape_distance,
     smoothstep,
@@ -46,9 +40,17 @@ from .common import (
     text_quads,
     to_u8,
     transformed,
-    translate,
     upload_texture,
     value_noise,
+)
+from tilesim.render.workloads.transforms import (
+    gl_matrix,
+    look_at,
+    normal_matrix,
+    perspective,
+    rotate,
+    scale,
+    translate,
 )
 
 NAME = "runner"
@@ -305,7 +307,7 @@ def runner_x(rows, lanes, z: float) -> float:
 
 def build(width: int, height: int, frames: int = 100, seed: int = 0):
     """The frames (lists of commands) of ``frames`` frames of the workload at width x height."""
-    from render.commands import Recorder
+    from tilesim.render.gl.commands import Recorder
 
     check_request(NAME, width, height, frames)
     gl = Recorder(width, height, name=NAME)

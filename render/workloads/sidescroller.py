@@ -20,13 +20,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .common import (
+from tilesim.render.workloads.common import (
     MAX_FRAMES,
     DynamicBatch,
     Sprites,
     check_request,
     coverage,
-    gl_matrix,
     glyph_atlas,
     gradient,
     grid_coords,
@@ -38,6 +37,7 @@ from .common import (
     upload_texture,
     value_noise,
 )
+from tilesim.render.workloads.transforms import gl_matrix
 
 NAME = "sidescroller"
 CATEGORY = "Platformer / arcade, 2D (001 Table 3.2: Cut the Rope, Hopeless, Magic Touch)"
@@ -302,7 +302,7 @@ def pixel_snap(x: float, y: float, w: float, h: float) -> tuple[float, float, fl
 
 def build(width: int, height: int, frames: int = 100, seed: int = 0):
     """The frames (lists of commands) of ``frames`` frames of the workload at width x height."""
-    from render.commands import Recorder
+    from tilesim.render.gl.commands import Recorder
 
     check_request(NAME, width, height, frames)
     gl = Recorder(width, height, name=NAME)

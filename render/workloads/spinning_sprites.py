@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .common import (
+from tilesim.render.workloads.common import (
     SPRITE_STRIDE,
     DynamicBatch,
     Sprites,
@@ -156,7 +156,7 @@ def build(width: int, height: int, frames: int = DEFAULT_FRAMES, seed: int = 0,
           appear: int = 0):
     """The frames (lists of commands) of ``frames`` frames at width x height; the sprites
     are drawn from frame ``appear`` on (before it, the background alone)."""
-    from render.commands import Recorder
+    from tilesim.render.gl.commands import Recorder
 
     check_request(NAME, width, height, frames)
     gl = Recorder(width, height, name=NAME)
@@ -211,17 +211,17 @@ def write(path: str | os.PathLike, width: int, height: int, frames: int = DEFAUL
           seed: int = 0, appear: int = 0) -> Path:
     """Build and write the workload atomically as a ``.tsim`` trace (needs Mesa to compile
     the sprite program); its ``source`` records the generator, parameters and seed."""
-    from render.trace_file import write_trace
+    from tilesim.render.traces.trace_file import write_trace
 
     commands = build(width, height, frames, seed, appear)
-    source = {"generator": f"render.workloads.{NAME}", "category": CATEGORY,
+    source = {"generator": f"tilesim.render.workloads.{NAME}", "category": CATEGORY,
               "seed": int(seed), "frames": int(frames), "appear": int(appear),
               "width": int(width),
-              "height": int(height), "made_by": f"render.workloads.{NAME}.write"}
+              "height": int(height), "made_by": f"tilesim.render.workloads.{NAME}.write"}
     return write_trace(path, commands, width=width, height=height, name=NAME, source=source)
 
 
-if __name__ == "__main__":  # python -m render.workloads.spinning_sprites OUT.tsim [WxH] [N]
+if __name__ == "__main__":  # python -m tilesim.render.workloads.spinning_sprites OUT.tsim [WxH] [N]
     import sys
 
     out = sys.argv[1]

@@ -1,0 +1,65 @@
+"""Binning: each triangle into the display list of every tile its bounding box touches.
+
+A tile-based GPU writes every set-up primitive once to the Parameter Buffer and appends a
+reference to it to the list of each tile it may cover (the polygon list builder); the raster
+phase then reads, per tile, the list and the primitive data it points to. Lists here are
+(tile, triangle) pairs sorted by tile, each tile's entries in submission order.
+
+Parameter Buffer bytes (documented model): a primitive record is 3 vertices x (4 position +
+the varying components) x 4 bytes, written once; each list entry is ``LIST_ENTRY_BYTES``.
+A tile reads its list entries and, for each, the whole primitive record.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tilesim.backend import array_module
+from tilesim.render.pipeline.triangle_setup import SUBPIXEL, Triangles
+
+LIST_ENTRY_BYTES = 4
+
+
+@dataclass
+class Bins:
+    """Display lists. tile: (B,) tile numbers, triangle: (B,) rows of the Triangles, sorted by
+    tile then submission order; per-tile counts are ``np.bincount(tile, minlength=tiles)``."""
+
+    tile: np.ndarray
+    triangle: np.ndarray
+    record_bytes: int
+
+
+def pixel_bounds(tris: Triangles, rect: tuple[int, int, int, int]) -> tuple[np.ndarray, ...]:
+    """Inclusive pixel bounding boxes (x0, y0, x1, y1) of triangles, clamped to ``rect``
+    (x0, y0, x1, y1 exclusive). Empty boxes have x1 < x0 or y1 < y0."""
+    xp = array_module(tris.x)
+    rx0, ry0, rx1, ry1 = rect
+    # Pixel centers at +0.5: pixel px can be covered if xmin <= px*S + S/2 <= xmax.
+    half = SUBPIXEL // 2
+    x0 = xp.maximum(-((-(tris.x.min(axis=1) - half)) // SUBPIXEL), rx0)
+    x1 = xp.minimum((tris.x.max(axis=1) - half) // SUBPIXEL, rx1 - 1)
+    y0 = xp.maximum(-((-(tris.y.min(axis=1) - half)) // SUBPIXEL), ry0)
+    y1 = xp.minimum((tris.y.max(axis=1) - half) // SUBPIXEL, ry1 - 1)
+    return x0, y0, x1, y1
+
+
+def bin_triangles(tris: Triangles, rect, tile_size: int, tiles_x: int,
+                  varying_components: int) -> Bins:
+    xp = array_module(tris.x)
+    x0, y0, x1, y1 = pixel_bounds(tris, rect)
+    valid = (x1 >= x0) & (y1 >= y0)
+    tx0, tx1 = x0 // tile_size, x1 // tile_size
+    ty0, ty1 = y0 // tile_size, y1 // tile_size
+    ntx = xp.where(valid, tx1 - tx0 + 1, 0)
+    nty = xp.where(valid, ty1 - ty0 + 1, 0)
+    per = ntx * nty
+    tri = xp.repeat(xp.arange(len(tris)), per)
+    local = xp.arange(int(per.sum())) - xp.repeat(xp.cumsum(per) - per, per)
+    width = xp.repeat(xp.maximum(ntx, 1), per)
+    tile = (xp.repeat(ty0, per) + local // width) * tiles_x + xp.repeat(tx0, per) + local % width
+    order = xp.argsort(tile, kind="stable")
+    record = 3 * (4 + varying_components) * 4
+    return Bins(tile[order], tri[order], record)

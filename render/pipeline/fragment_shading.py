@@ -1,0 +1,164 @@
+"""Fragment shading: interpolate the inputs of every quad lane and run the fragment program.
+
+Interpolation uses plane equations set up once per triangle (value = c + dx*x + dy*y at the
+pixel center, in float64): depth and LINEAR inputs directly, PERSPECTIVE inputs as the ratio
+of the planes of value/w and 1/w (perspective-correct), CONSTANT inputs from the provoking
+vertex. Lanes of a quad that the triangle does not cover are helper lanes: they are
+interpolated (extrapolated) and run, so derivatives are defined, but their results are
+dropped. gl_FragCoord and gl_FrontFacing are given as softpipe's TGSI expects them
+(FS_COORD_ORIGIN / FS_COORD_PIXEL_CENTER properties, FACE = +1 / -1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tilesim.backend import array_module
+from tilesim.render.gl.state import Program
+from tilesim.render.pipeline.rasterizer import Quads
+from tilesim.render.pipeline.triangle_setup import Triangles
+
+
+@dataclass
+class FragmentLanes:
+    """Quads and their lanes. Per quad (Q,): triangle row, quad x, y (pixel // 2); per lane
+    (N = 4 * Q, quad order): pixel x, y and window depth z (float64)."""
+
+    triangle: np.ndarray
+    qx: np.ndarray
+    qy: np.ndarray
+    x: np.ndarray
+    y: np.ndarray
+    z: np.ndarray
+
+    def select(self, quads: np.ndarray) -> FragmentLanes:
+        """The quads where ``quads`` (Q,) is true, with their lanes."""
+        xp = array_module(self.x)
+        lanes = xp.repeat(quads, 4)
+        return FragmentLanes(self.triangle[quads], self.qx[quads], self.qy[quads],
+                             self.x[lanes], self.y[lanes], self.z[lanes])
+
+
+def plane_coefficients(tris: Triangles, values: np.ndarray):
+    """Planes through per-vertex ``values`` (T, 3, K): (c, a, b), each (T, K), such that the
+    value at window position (x, y) is c + a*x + b*y."""
+    xp = array_module(tris.x)
+    x, y = tris.fx, tris.fy
+    x10, y10 = x[:, 1] - x[:, 0], y[:, 1] - y[:, 0]
+    x20, y20 = x[:, 2] - x[:, 0], y[:, 2] - y[:, 0]
+    det = x10 * y20 - x20 * y10
+    # A triangle degenerate before snapping but not after: constant planes.
+    det = xp.where(det == 0, xp.inf, det)[:, None]
+    d1 = values[:, 1] - values[:, 0]
+    d2 = values[:, 2] - values[:, 0]
+    a = (d1 * y20[:, None] - d2 * y10[:, None]) / det
+    b = (d2 * x10[:, None] - d1 * x20[:, None]) / det
+    c = values[:, 0] - a * x[:, :1] - b * y[:, :1]
+    return c, a, b
+
+
+def _evaluate(planes, lanes_: FragmentLanes) -> np.ndarray:
+    """Plane values at the pixel centers of every lane: (N, K).
+
+    All four lanes of a quad share a triangle, so coefficients are gathered once per quad
+    and the lanes are reached by stepping from the quad's first pixel center.
+    """
+    xp = array_module(planes[0])
+    c, a, b = planes
+    k = c.shape[1]
+    rows = xp.concatenate([c, a, b], axis=1)[lanes_.triangle]      # (Q, 3K)
+    a_q, b_q = rows[:, k:2 * k], rows[:, 2 * k:]
+    origin = (rows[:, :k] + a_q * (2 * lanes_.qx + 0.5)[:, None]
+              + b_q * (2 * lanes_.qy + 0.5)[:, None])
+    out = xp.empty((lanes_.qx.size, 4, k), dtype=xp.float64)
+    out[:, 0] = origin
+    out[:, 1] = origin + a_q
+    out[:, 2] = origin + b_q
+    out[:, 3] = origin + a_q + b_q
+    return out.reshape(-1, k)
+
+
+def lanes(tris: Triangles, quads: Quads) -> FragmentLanes:
+    px, py = quads.pixels()
+    partial = FragmentLanes(quads.triangle, quads.qx, quads.qy, px.ravel(), py.ravel(), None)
+    partial.z = _evaluate(plane_coefficients(tris, tris.z[:, :, None]), partial)[:, 0]
+    return partial
+
+
+def fragment_inputs(program: Program, tris: Triangles, lanes_: FragmentLanes,
+                    vertex_rows: np.ndarray, columns: dict,
+                    height: int, scale: int = 1) -> tuple[np.ndarray, dict]:
+    """(IN registers (R, 4, N) float32, system values) for the fragment program.
+
+    ``scale`` > 1: the lanes are superfragments of scale x scale pixels (DSR), rasterized in
+    a space shrunk ``scale`` times; gl_FragCoord is the center of the block they cover."""
+    xp = array_module(lanes_.x)
+    fs = program.fragment.program
+    n = lanes_.x.size
+    inputs = xp.zeros((max(fs.register_count("IN"), 1), 4, n), dtype=xp.float32)
+    interpolation = {}
+    for d in fs.declared("IN"):
+        for r in range(d.first, d.last + 1):
+            interpolation[r] = d.interpolation or "PERSPECTIVE"
+    props = fs.properties
+    half = 0.5 if props.get("FS_COORD_PIXEL_CENTER", "HALF_INTEGER") == "HALF_INTEGER" else 0.0
+    needs_w = False
+    plan: list[tuple[int, int, str]] = []
+    for reg, semantic in fs.input_semantics().items():
+        if semantic in columns:
+            mode = interpolation.get(reg, "PERSPECTIVE")
+            plan.append((reg, columns[semantic], mode))
+            needs_w |= mode == "PERSPECTIVE"
+    inv_w = None
+    if needs_w or any(s[0] == "POSITION" for s in fs.input_semantics().values()) or any(
+            s[0] == "POSITION" for s in fs.system_value_semantics().values()):
+        inv_w = _evaluate(plane_coefficients(tris, tris.inv_w[:, :, None]), lanes_)[:, 0]
+    for reg, col, mode in plan:
+        values = vertex_rows[:, col:col + 4][tris.vertex]          # (T, 3, 4)
+        if mode == "CONSTANT":
+            inputs[reg] = xp.repeat(values[lanes_.triangle, 2], 4, axis=0).T
+            continue
+        if mode == "PERSPECTIVE":
+            values = values * tris.inv_w[:, :, None]
+        result = _evaluate(plane_coefficients(tris, values), lanes_)
+        if mode == "PERSPECTIVE":
+            result = result / inv_w[:, None]
+        inputs[reg] = result.T
+    # Inputs the vertex shader does not write read as zero (GL: undefined).
+    system_values = {}
+    for reg, semantic in fs.input_semantics().items():
+        if semantic[0] == "POSITION":
+            inputs[reg] = _frag_coord(lanes_, inv_w, props, half, height, scale)
+        elif semantic[0] == "FACE":
+            inputs[reg] = _face(tris, lanes_)
+    for semantic in fs.system_value_semantics().values():
+        if semantic[0] == "FACE":
+            system_values["FACE"] = _face(tris, lanes_)
+        elif semantic[0] == "POSITION":
+            system_values["POSITION"] = _frag_coord(lanes_, inv_w, props, half, height,
+                                                    scale)
+    return inputs, system_values
+
+
+def _frag_coord(lanes_: FragmentLanes, inv_w, props: dict, half: float,
+                height: int, scale: int = 1) -> np.ndarray:
+    # The sample position in window pixels (y up): the pixel center, or the center of a
+    # superfragment's block; ``half`` moves it to the integer corner when asked.
+    xp = array_module(lanes_.x)
+    x = (lanes_.x + 0.5) * scale - 0.5 + half
+    y_up = (lanes_.y + 0.5) * scale
+    if props.get("FS_COORD_ORIGIN") == "LOWER_LEFT":
+        # softpipe's rasterizer counts rows from the top; the TGSI flips back with the
+        # gl_FbWposYTransform constant.
+        y = height - y_up - 0.5 + half
+    else:
+        y = y_up - 0.5 + half
+    return xp.stack([x, y, lanes_.z, inv_w]).astype(xp.float32)
+
+
+def _face(tris: Triangles, lanes_: FragmentLanes) -> np.ndarray:
+    xp = array_module(tris.x)
+    front = xp.repeat(tris.front[lanes_.triangle], 4)
+    return xp.repeat(xp.where(front, 1.0, -1.0).astype(xp.float32)[None], 4, axis=0)

@@ -1,0 +1,768 @@
+"""The tile-based pipeline: commands in, frames and per-tile counters out.
+
+The chain of stages of a draw, in one place (``Renderer._draw``):
+
+    vertex_fetch -> vertex_shading -> primitive_assembly -> clipping -> triangle_setup
+      -> binning (display lists per tile) -> rasterizer (quads)
+      -> early depth test (output_merger) -> fragment_shading -> late depth test
+      -> blending and color write (output_merger)
+
+Draws are processed in submission order and, within a draw, the fragments that land on one
+pixel in primitive order, so the frame equals what sequential processing gives; each stage
+works on whole arrays (all vertices, primitives, quads of the draw). Work is attributed to
+the 16x16 (configurable) tile each primitive or fragment belongs to, as a tile-based GPU
+would do it tile by tile; tiles are flushed at the end of a render pass.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from tilesim.backend import array_module, to_host
+from tilesim.backend import xp as active_xp
+from tilesim.errors import InputError
+from tilesim.memory_budget import RENDER_BYTES_PER_PIXEL, check_memory, keep_freed_memory
+from tilesim.render.gl import uniforms
+from tilesim.render.gl.commands import Command
+from tilesim.render.gl.state import FragmentState, GLState, Program
+from tilesim.render.gl.textures import requantize
+from tilesim.render.pipeline import (
+    binning,
+    clipping,
+    fragment_shading,
+    output_merger,
+    point_line_setup,
+    primitive_assembly,
+    rasterizer,
+    triangle_setup,
+    vertex_fetch,
+    vertex_shading,
+)
+from tilesim.render.pipeline.binning import Bins
+from tilesim.render.pipeline.clipping import ClippedTriangles
+from tilesim.render.pipeline.counters import FrameCounters, PassCounters
+from tilesim.render.pipeline.framebuffer import RenderTarget
+from tilesim.render.pipeline.triangle_setup import Triangles
+from tilesim.render.techniques.bus import Techniques
+from tilesim.render.techniques.rendering_elimination import CHANGE_COMMANDS
+
+
+@dataclass
+class FrameResult:
+    index: int
+    image: np.ndarray          # (H, W, 4) uint8, row 0 at the top (a frame with readPixels:
+                               # the (h, w, 4) rectangle it read)
+    counters: FrameCounters
+
+
+@dataclass
+class DrawContext:
+    """What the raster phase of one draw needs, captured when the draw is submitted: EVR runs
+    part of a draw later (its second display lists) with the draw's own state, and DSR sets
+    its triangles up again for each sampling rate."""
+
+    program: Program
+    fragment: FragmentState       # a snapshot of the per-fragment state
+    target: RenderTarget
+    counters: PassCounters
+    clipped: ClippedTriangles
+    columns: dict
+    viewport: tuple
+    tris: Triangles               # set up at one sample per pixel
+    bins: Bins                    # display-list entries, sorted by tile then triangle
+    rect: tuple
+    vs_constants: np.ndarray
+    fs_constants: np.ndarray
+    texture_units: dict           # SAMP index -> Texture (None: nothing bound)
+    layers: np.ndarray | None = None    # EVR: the layer of every display-list entry
+    excluded: np.ndarray | None = None  # EVR: entries predicted occluded (out of RE's input)
+
+    def entry_of(self, triangle: np.ndarray, tile: np.ndarray):
+        """(entry index into ``bins``, found) of (triangle, tile) pairs."""
+        xp = array_module(self.bins.tile)
+        keys = self.bins.tile * len(self.tris) + self.bins.triangle    # sorted
+        wanted = tile * len(self.tris) + triangle
+        position = xp.minimum(xp.searchsorted(keys, wanted), max(keys.size - 1, 0))
+        found = keys[position] == wanted if keys.size else xp.zeros(wanted.shape, bool)
+        return position, found
+
+
+# Commands after which work EVR holds back may not run with the state it was captured with
+# (texture contents and parameters, programs: the changes that also turn RE off), or that end
+# the display lists: its second lists are drawn first.
+BARRIER_COMMANDS = CHANGE_COMMANDS | {"clear", "bindFramebuffer", "endFrame"}
+
+# Commands that read or replace the storage of the texture bound to their target on the
+# active unit. A tile-based GPU keeps a pass's colors on chip until the pass ends, so one of
+# these on a texture the pending pass renders into ends the pass first, the way a driver
+# flushes a render pass before its attachment is sampled, mipmapped or respecified.
+TEXTURE_STORAGE_COMMANDS = frozenset({
+    "generateMipmap", "texImage2D", "texSubImage2D", "copyTexImage2D", "copyTexSubImage2D"})
+# Commands that change what the bound framebuffer renders into.
+ATTACHMENT_COMMANDS = frozenset({
+    "framebufferTexture2D", "framebufferRenderbuffer", "deleteFramebuffer",
+    "renderbufferStorage", "deleteRenderbuffer"})
+
+
+class Renderer:
+    """Replays commands on the tile-based GPU model.
+
+    ``render(frames)`` yields a ``FrameResult`` per ``endFrame``. ``fill_rule`` selects the
+    tie rule of the rasterizer; ``traversal`` the tile order recorded for the timing model.
+    ``techniques`` ("baseline", "re+evr", "re/xor", ...: see ``Techniques.from_name``)
+    switches on the frame-coherence techniques. ``tile_rates`` ((tiles,) int8 or None) is the
+    sampling-rate index of every tile of the default framebuffer (0: 1x ... 4: 1/256x); DSR
+    sets it each frame, and a caller may set it to render at fixed rates.
+    """
+
+    def __init__(self, width: int, height: int, *, depth_bits: int = 24, tile_size: int = 16,
+                 traversal: str = "scanline", fill_rule: str = "bottom_left",
+                 source: str = "<trace>", techniques: str | Techniques = "baseline"):
+        if tile_size < 2 or tile_size % 2:
+            raise InputError(f"tile size must be an even number >= 2, got {tile_size}")
+        keep_freed_memory()
+        check_memory(f"rendering a {width}x{height} framebuffer",
+                     RENDER_BYTES_PER_PIXEL * width * height, source)
+        self.xp = active_xp()   # the array backend the buffers and all per-draw arrays live on
+        self.state = GLState(width, height, source)
+        self.tile_size, self.traversal, self.fill_rule = tile_size, traversal, fill_rule
+        self.source = source
+        self.default_target = RenderTarget(width, height, depth_bits, name="default",
+                                           tile_size=tile_size)
+        self.fbo_targets: dict[int, RenderTarget] = {}
+        self.frame_index = 0
+        self.counters = FrameCounters(0)
+        self._pass: PassCounters | None = None
+        self._pass_target: RenderTarget | None = None
+        self._written: np.ndarray | None = None
+        self._deferred: list[tuple[DrawContext, np.ndarray]] = []
+        self._observed: np.ndarray | None = None   # the frame's image, read by readPixels
+        self.tile_rates = None
+        self.techniques = (techniques if isinstance(techniques, Techniques)
+                           else Techniques.from_name(techniques, source=source))
+        self.techniques.attach(self)
+
+    @property
+    def tile_rates(self):
+        return self._tile_rates
+
+    @tile_rates.setter
+    def tile_rates(self, rates) -> None:
+        # Kept beside the buffers, with the rates it holds as host ints: both are read at
+        # every draw, so they are made once per assignment (DSR assigns once a frame).
+        self._tile_rates = None if rates is None else self.xp.asarray(rates)
+        self._rates_used = ([] if rates is None else
+                            to_host(self.xp.unique(self._tile_rates)).tolist())
+
+    # -- driving ----------------------------------------------------------------------------
+
+    def render(self, frames: Iterable[list[Command]], *, first: int = 0,
+               keep: Iterable[int] | None = None) -> Iterator[FrameResult]:
+        """Replay frames; yield results for frame numbers in ``keep`` (default: all).
+
+        Frames not kept are still rendered: later frames may sample what they drew.
+        """
+        wanted = None if keep is None else set(keep)
+        for number, commands in enumerate(frames, start=first):
+            self.frame_index = number
+            for position, command in enumerate(commands):
+                self.state.where = f"{self.source}: frame {number}, command {position} " \
+                                   f"({command.op})"
+                result = self.execute(command)
+                if result is not None:
+                    # A technique may hold a frame back until a later one completes it
+                    # (memoization renders frames in pairs).
+                    for done in self.techniques.release(result):
+                        if wanted is None or done.index in wanted:
+                            yield done
+        for done in self.techniques.finish():
+            if wanted is None or done.index in wanted:
+                yield done
+
+    def execute(self, command: Command) -> FrameResult | None:
+        op = command.op
+        if self._deferred and op in BARRIER_COMMANDS:
+            self.flush_deferred()
+        self.techniques.command(self, op)
+        if self._pass is not None and self._touches_pass_target(command):
+            self._end_pass()
+        if op in ("drawArrays", "drawElements"):
+            self._draw(command)
+        elif op == "clear":
+            self._clear(command.args["mask"])
+        elif op == "bindFramebuffer":
+            self._end_pass()
+            self.state.apply(command)
+        elif op == "endFrame":
+            return self._end_frame()
+        elif op == "readPixels":
+            self._read_pixels(command.args)
+        elif op in ("copyTexImage2D", "copyTexSubImage2D"):
+            self._copy_tex(command)
+        else:
+            self.state.apply(command)
+        return None
+
+    # -- render targets and passes ----------------------------------------------------------
+
+    def _touches_pass_target(self, command: Command) -> bool:
+        """Whether ``command`` reads or changes the storage the pending pass renders into
+        (its attached textures, or the attachments of its framebuffer)."""
+        op, target = command.op, self._pass_target
+        if op in TEXTURE_STORAGE_COMMANDS:
+            kind = "TEXTURE_2D" if command.args["target"] == "TEXTURE_2D" else \
+                "TEXTURE_CUBE_MAP"
+            ident = self.state.bound_textures[kind][self.state.active_unit]
+        elif op == "deleteTexture":
+            ident = command.args["id"]
+        elif op in ATTACHMENT_COMMANDS:
+            # The pending pass is the bound framebuffer's (binding another one ends it).
+            return target is not self.default_target
+        else:
+            return False
+        return ident != 0 and any(attached is not None and attached[0] == ident
+                                  for attached in (target.texture, target.depth_texture))
+
+    def _target(self) -> RenderTarget:
+        fbo_id = self.state.framebuffer
+        if fbo_id == 0:
+            return self.default_target
+        color = self._attachment(fbo_id, "COLOR_ATTACHMENT0")
+        depth = self._attachment(fbo_id, "DEPTH_ATTACHMENT")
+        if color is None and depth is None:
+            raise self.state.error(f"framebuffer {fbo_id} has no color or depth attachment "
+                                   "(incomplete)")
+        present = [a for a in (color, depth) if a is not None]
+        # Mesa (ARB_framebuffer_object) renders into the area all attachments share.
+        width, height = min(a[1] for a in present), min(a[2] for a in present)
+        depth_bits = depth[4] if depth is not None else 0
+        key = (color[0] if color else None, depth[0] if depth else None, depth_bits)
+        target = self.fbo_targets.get(fbo_id)
+        if (target is None or target.width != width or target.height != height
+                or target.key != key):
+            check_memory(f"rendering into the {width}x{height} framebuffer {fbo_id}",
+                         RENDER_BYTES_PER_PIXEL * width * height, self.state.where)
+            target = RenderTarget(width, height, depth_bits or 24, has_depth=depth is not None,
+                                  name=f"fbo{fbo_id}", tile_size=self.tile_size,
+                                  texture=color[3] if color else None,
+                                  has_alpha=color[4] if color else True,
+                                  depth_texture=depth[3] if depth else None,
+                                  has_color=color is not None)
+            target.key = key
+            self.fbo_targets[fbo_id] = target
+        if target is not self._pass_target:
+            self._load_textures(target)
+        return target
+
+    def _attachment(self, fbo_id: int, point: str):
+        """(key, width, height, texture, detail) of an attachment of framebuffer ``fbo_id``,
+        or None: ``texture`` is (id, image target, level) for a texture attachment; ``detail``
+        is whether a color attachment stores alpha, the depth bits of a depth attachment."""
+        attachment = self.state.framebuffers[fbo_id].attachments.get(point)
+        if attachment is None:
+            return None
+        if attachment[0] == "texture":
+            _, ident, image_target, level = attachment
+            texture = self.state.textures.get(ident)
+            if texture is None:
+                raise self.state.error(f"framebuffer {fbo_id}: the texture of its {point} was "
+                                       "deleted")
+            width, height = texture.level_size(image_target, level)
+            bits = texture.depth_bits(image_target, level)
+            if (point == "DEPTH_ATTACHMENT") != (bits is not None):
+                kind = "a depth" if bits is not None else "a color"
+                raise self.state.error(f"framebuffer {fbo_id}: texture {ident} is {kind} "
+                                       f"texture and cannot be its {point} (incomplete)")
+            detail = bits if bits is not None else texture.format_has_alpha()
+            return attachment, width, height, (ident, image_target, level), detail
+        rb = self.state.renderbuffers[attachment[1]]
+        if point == "DEPTH_ATTACHMENT":
+            detail = 16 if rb.format == "DEPTH_COMPONENT16" else 24
+        else:
+            detail = rb.format in ("RGBA4", "RGB5_A1", "RGBA8")
+        return attachment, rb.width, rb.height, None, detail
+
+    def _load_textures(self, target: RenderTarget) -> None:
+        """Load the target's buffers from the textures attached to it where they changed
+        since the target last loaded or stored them (or it is new)."""
+        h, w = target.height, target.width
+        for kind, attached in (("color", target.texture), ("depth", target.depth_texture)):
+            texture = None if attached is None else self.state.textures.get(attached[0])
+            if texture is None or target.synced.get(kind) == texture.version:
+                continue
+            ident, image_target, level = attached
+            if kind == "color":
+                existing = texture.level_rgba(image_target, level)
+                if existing is not None:
+                    target.color[:] = self.xp.asarray(output_merger.to_unorm8(existing[:h, :w]))
+            else:
+                existing = texture.level_depth(image_target, level)
+                if existing is not None:
+                    bits = texture.depth_bits(image_target, level)
+                    target.depth[:] = self.xp.asarray(requantize(existing[:h, :w], bits,
+                                                                 target.depth_bits))
+            target.synced[kind] = texture.version
+
+    def _begin_pass(self, target: RenderTarget) -> PassCounters:
+        xp = self.xp
+        if self._pass is None or self._pass_target is not target:
+            self._end_pass()
+            self._pass = PassCounters(target.name, target.width, target.height,
+                                      target.tile_size, target.tiles_x, target.tiles_y,
+                                      target.traversal(self.traversal))
+            self._pass_target = target
+            self._written = xp.zeros(target.width * target.height, dtype=bool)
+            self.counters.scalars["passes"] += 1
+            self.techniques.begin_pass(self, target, self._pass)
+        return self._pass
+
+    def _end_pass(self) -> None:
+        xp = self.xp
+        if self._pass is None:
+            return
+        self.flush_deferred()
+        target, counters = self._pass_target, self._pass
+        self._resolve_superfragments(target)
+        # Techniques see the finished tiles before they are flushed: RE puts back the tiles
+        # it skipped, TE decides which flushes to drop, EVR and DSR analyse the tiles.
+        self.techniques.end_pass(self, target, counters)
+        # A tile-based GPU flushes every tile's color buffer at the end of the pass (and the
+        # depth buffer where a depth texture keeps it).
+        if target.has_color:
+            counters.add_per_tile("color_flush_bytes",
+                                  xp.asarray(target.tile_pixels()) * 4
+                                  * self.techniques.flushed(self, target))
+        ys, xs = xp.divmod(xp.nonzero(self._written)[0], target.width)
+        counters.add("pixels_written", target.tile_of(xs, ys))
+        if target.texture is not None:
+            ident, image_target, level = target.texture
+            texture = self.state.textures.get(ident)
+            if texture is not None:
+                texture.store_rendered(image_target, level,
+                                       to_host(target.color).astype(np.float32) / 255.0)
+                target.synced["color"] = texture.version
+        if target.depth_texture is not None:
+            ident, image_target, level = target.depth_texture
+            texture = self.state.textures.get(ident)
+            if texture is not None:
+                texture.store_depth(image_target, level, to_host(target.depth),
+                                    target.depth_bits)
+                target.synced["depth"] = texture.version
+                counters.add_per_tile("depth_flush_bytes",
+                                      target.tile_pixels() * (2 if target.depth_bits <= 16 else 4))
+        self.counters.passes.append(counters.to_host())
+        self._pass = self._pass_target = self._written = None
+
+    def _end_frame(self) -> FrameResult:
+        self._end_pass()
+        self.counters.scalars["state_changes"] = self.state.state_changes
+        self.state.state_changes = 0
+        image = self.default_target.image() if self._observed is None else self._observed
+        self._observed = None
+        result = FrameResult(self.frame_index, image, self.counters)
+        self.techniques.end_frame(self, result)
+        self.counters = FrameCounters(self.frame_index + 1)
+        return result
+
+    def _read_pixels(self, a: dict) -> None:
+        """glReadPixels, the observation point of programs that never swap: the rectangle of
+        the bound framebuffer's color buffer becomes the frame's image ((h, w, 4) uint8, row 0
+        on top). The pass ends first, as a tile-based GPU resolves its tiles before a read."""
+        self._end_pass()
+        target = self._target()
+        x, y, w, h = a["x"], a["y"], a["width"], a["height"]
+        if not target.has_color:
+            raise self.state.error(f"readPixels: framebuffer {self.state.framebuffer} has no "
+                                   "color attachment to read")
+        if w < 1 or h < 1 or x < 0 or y < 0 or x + w > target.width or y + h > target.height:
+            raise self.state.error(f"readPixels: the {w}x{h} rectangle at ({x}, {y}) does not "
+                                   f"lie inside the {target.width}x{target.height} framebuffer")
+        self._observed = to_host(target.color[y:y + h, x:x + w][::-1]).copy()
+
+    def _resolve_superfragments(self, target: RenderTarget | None) -> None:
+        """Replicate each superfragment's color and depth (kept in the bottom-left pixel of
+        its block) to every pixel of the block (DSR's upsampling, seed 001 §6.4.1)."""
+        xp = self.xp
+        if target is not self.default_target or not any(self._rates_used):
+            return
+        ys, xs = xp.mgrid[0:target.height, 0:target.width]
+        scale = xp.left_shift(1, self.tile_rates.astype(xp.int64))[target.pixel_tiles()]
+        source = (ys // scale * scale) * target.width + (xs // scale * scale)
+        source = source.ravel()
+        flat = target.color.reshape(-1, 4)
+        flat[:] = flat[source]
+        if target.depth is not None:
+            depth = target.depth.reshape(-1)
+            depth[:] = depth[source]
+        if self._written is not None and self._pass_target is target:
+            self._written[:] = self._written[source]
+
+    def _copy_tex(self, command: Command) -> None:
+        """glCopyTexImage2D / glCopyTexSubImage2D from the bound framebuffer's color buffer
+        into the texture bound to the command's target on the active unit."""
+        op, a = command.op, command.args
+        target = self._target()
+        self._resolve_superfragments(target)
+        if not target.has_color:
+            raise self.state.error(f"{op}: framebuffer {self.state.framebuffer} has no color "
+                                   "attachment to read")
+        texture = self.state.texture_for_image(a["target"])
+        if op == "copyTexImage2D":
+            texture.copy_tex_image_2d(a["target"], a["level"], a["internalformat"], a["x"],
+                                      a["y"], a["width"], a["height"],
+                                      to_host(target.color), target.has_alpha)
+        else:
+            texture.copy_tex_sub_image_2d(a["target"], a["level"], a["xoffset"],
+                                          a["yoffset"], a["x"], a["y"], a["width"],
+                                          a["height"], to_host(target.color),
+                                          target.has_alpha)
+
+    # -- clear ------------------------------------------------------------------------------
+
+    def _clear(self, mask: list[str]) -> None:
+        xp = self.xp
+        target = self._target()
+        counters = self._begin_pass(target)
+        f = self.state.fragment
+        scissor = f.scissor if f.scissor_test else None
+        color = self.state.clear_color if "COLOR_BUFFER_BIT" in mask else None
+        depth = (self.state.clear_depth if "DEPTH_BUFFER_BIT" in mask and f.depth_mask
+                 else None)
+        color_mask = f.color_mask if target.has_alpha else (*f.color_mask[:3], False)
+        pixels = target.clear(color, depth, color_mask, scissor)
+        self.techniques.cleared(self, target, self._rect(target, scissor_only=True),
+                                color if any(color_mask) else None, depth, color_mask)
+        self.counters.scalars["clears"] += 1
+        if pixels:
+            x0, y0, x1, y1 = self._rect(target, scissor_only=True)
+            ys, xs = xp.mgrid[y0:y1, x0:x1]
+            counters.add("pixels_cleared", target.tile_of(xs.ravel(), ys.ravel()))
+
+    # -- draw -------------------------------------------------------------------------------
+
+    def _rect(self, target: RenderTarget, scissor_only: bool = False):
+        """Pixels a draw may touch: target ∩ scissor (∩ viewport for draws), x1/y1 exclusive."""
+        x0, y0, x1, y1 = 0, 0, target.width, target.height
+        f = self.state.fragment
+        if f.scissor_test:
+            sx, sy, sw, sh = f.scissor
+            x0, y0, x1, y1 = max(x0, sx), max(y0, sy), min(x1, sx + sw), min(y1, sy + sh)
+        if not scissor_only:
+            vx, vy, vw, vh = self.state.viewport
+            x0, y0, x1, y1 = max(x0, vx), max(y0, vy), min(x1, vx + vw), min(y1, vy + vh)
+        return x0, y0, max(x1, x0), max(y1, y0)
+
+    def _sampler(self, program, stage: str, lane_tile=None):
+        """The texture sampler of a stage (None when it samples nothing)."""
+        return self._make_sampler(self._texture_units(program, stage), lane_tile)
+
+    def _make_sampler(self, units: dict, lane_tile=None):
+        """A sampler over ``units`` (SAMP index -> Texture). Sampling follows Mesa llvmpipe
+        (the reference images come from it): see ``texture_sampler.SamplerOptions.llvmpipe``.
+        """
+        if not units:
+            return None  # the stage samples nothing
+        from tilesim.render.pipeline.texture_sampler import SamplerOptions, TextureSampler
+
+        sampler = TextureSampler(units, options=SamplerOptions.llvmpipe())
+        sampler.begin(lane_tile)
+        return sampler
+
+    def _texture_units(self, program, stage: str) -> dict:
+        """SAMP index -> the texture its sampler uniform selects (None: nothing bound)."""
+        units = {}
+        for samp, (unit, target_name) in uniforms.sampler_units(program, stage).items():
+            if not 0 <= unit < self.state.MAX_TEXTURE_UNITS:
+                raise self.state.error(f"sampler uniform selects texture unit {unit}, outside "
+                                       f"0..{self.state.MAX_TEXTURE_UNITS - 1}")
+            ident = self.state.bound_textures[target_name][unit]
+            units[samp] = self.state.textures.get(ident)
+        return units
+
+    def _draw(self, command: Command) -> None:
+        xp = self.xp
+        state, scalars = self.state, self.counters.scalars
+        program = state.current_program()
+        target = self._target()
+        counters = self._begin_pass(target)
+        scalars["draw_calls"] += 1
+        mode = command.args["mode"]
+        where = state.where
+
+        # Vertex fetch and shading.
+        elements, index_bytes = vertex_fetch.draw_elements(state, command)
+        scalars["index_bytes"] += index_bytes
+        if mode in primitive_assembly.TRIANGLE_MODES:
+            prims = primitive_assembly.triangles(mode, elements.size)
+        elif mode in primitive_assembly.LINE_MODES:
+            prims = primitive_assembly.lines(mode, elements.size)
+        else:
+            prims = primitive_assembly.points(elements.size)[:, None]
+        scalars["prims_assembled"] += len(prims)
+        if len(prims) == 0:
+            return
+        used = elements[: int(prims.max()) + 1]
+        fetched = vertex_fetch.fetch(state, program, used)
+        scalars["vertices_fetched"] += fetched.ids.size
+        scalars["vertices_shaded"] += fetched.ids.size
+        scalars["attribute_bytes"] += fetched.attribute_bytes
+        scalars["vertex_cache_accesses"] += fetched.cache_accesses
+        scalars["vertex_cache_misses"] += fetched.cache_misses
+        vs_constants = uniforms.constants(program, "vertex", height=target.height)
+        shaded = vertex_shading.shade(program, fetched.inputs, vs_constants,
+                                      self._sampler(program, "vertex"), where)
+        vs_totals = shaded.stats.totals()["lane_instructions"]
+        for name in ("alu", "tex", "flow"):
+            scalars[f"vs_{name}"] += vs_totals[name]
+
+        # Primitive assembly (points and lines become triangles), clipping, setup.
+        f = state.fragment
+        vertex_rows, columns = shaded.rows, dict(shaded.columns)
+        polygons = mode in primitive_assembly.TRIANGLE_MODES
+        if polygons:
+            rows = fetched.elements[prims]
+        elif mode in primitive_assembly.LINE_MODES:
+            vertex_rows, rows = point_line_setup.lines_to_triangles(
+                shaded.rows, fetched.elements[prims], state.viewport, f.line_width)
+        else:
+            vertex_rows, rows = point_line_setup.points_to_triangles(
+                shaded.rows, fetched.elements[prims[:, 0]], state.viewport,
+                shaded.point_size)
+            columns[point_line_setup.POINT_COORD] = vertex_rows.shape[1] - 4
+        clipped = clipping.clip_triangles(vertex_rows, rows)
+        scalars["prims_clip_rejected"] += clipped.rejected
+        scalars["prims_clip_split"] += clipped.split
+        # Points and lines are never culled and always face front.
+        setup = triangle_setup.setup(
+            clipped.vertices, clipped.triangles, clipped.source, viewport=state.viewport,
+            depth_range=f.depth_range,
+            cull=f.cull_mode if f.cull_face and polygons else None,
+            front_face=f.front_face if polygons else "CCW",
+            polygon_offset=f.polygon_offset if f.polygon_offset_fill else None,
+            depth_bits=target.depth_bits)
+        scalars["prims_culled"] += setup.culled
+        scalars["prims_degenerate"] += setup.degenerate
+        tris = setup.triangles
+        if not polygons:
+            tris.front[:] = True
+        scalars["prims_rasterized"] += len(tris)
+        if len(tris) == 0:
+            return
+
+        # Binning into per-tile display lists.
+        rect = self._rect(target)
+        varying_components = vertex_rows.shape[1] - 4
+        bins = binning.bin_triangles(tris, rect, target.tile_size, target.tiles_x,
+                                     varying_components)
+        scalars["pb_record_bytes_written"] += len(tris) * bins.record_bytes
+        counters.add("prims_binned", bins.tile)
+        counters.add("pb_list_bytes_written", bins.tile,
+                     xp.full(bins.tile.size, binning.LIST_ENTRY_BYTES, dtype=xp.float64))
+        counters.add("pb_bytes_read", bins.tile,
+                     xp.full(bins.tile.size, binning.LIST_ENTRY_BYTES + bins.record_bytes,
+                             dtype=xp.float64))
+
+        draw = DrawContext(
+            program=program, fragment=copy.copy(f), target=target, counters=counters,
+            clipped=clipped, columns=columns, viewport=tuple(state.viewport), tris=tris,
+            bins=bins, rect=rect, vs_constants=vs_constants,
+            fs_constants=uniforms.constants(program, "fragment", height=target.height),
+            texture_units=self._texture_units(program, "fragment"))
+        # The techniques see the display lists as the binner writes them (signatures,
+        # layers, visibility prediction); EVR may hold entries back for a second list.
+        deferred = self.techniques.binned(self, draw)
+        self._raster_draw(draw, None if deferred is None else ~deferred)
+        if deferred is not None and deferred.any():
+            self._deferred.append((draw, deferred))
+
+    def flush_deferred(self, tiles: np.ndarray | None = None) -> None:
+        """Rasterize the display-list entries EVR held back (its second lists), in submission
+        order: for the tiles in ``tiles`` (a (tiles,) bool mask), or all of them."""
+        pending = []
+        for draw, deferred in self._deferred:
+            now = deferred if tiles is None else deferred & tiles[draw.bins.tile]
+            if now.any():
+                self._raster_draw(draw, now)
+            rest = deferred & ~now
+            if rest.any():
+                pending.append((draw, rest))
+        self._deferred = pending
+
+    def _raster_draw(self, draw: DrawContext, entries: np.ndarray | None) -> None:
+        """The raster phase of a draw's display-list entries (``entries``: (B,) bool over
+        ``draw.bins``; None: all), tile group by tile group of one sampling rate."""
+        if draw.target is not self.default_target or not any(self._rates_used):
+            self._raster(draw, draw.tris, 1, entries)
+            return
+        for rate in self._rates_used:
+            scale = 1 << rate
+            # Superfragments: rasterize in a space shrunk N times, where each pixel center
+            # is the center of an N x N block (DSR, seed 001 §6.4.1).
+            tris = draw.tris if scale == 1 else draw.tris.shrunk(scale)
+            in_rate = self.tile_rates[draw.bins.tile] == rate
+            self._raster(draw, tris, scale, in_rate if entries is None else entries & in_rate)
+
+    def _raster(self, draw: DrawContext, tris, scale: int, entries: np.ndarray | None) -> None:
+        """Rasterize, depth-test, shade and blend ``tris`` of a draw, keeping the fragments
+        of the display-list entries ``entries`` (None: all). ``scale`` > 1 rasterizes
+        superfragments of scale x scale pixels (DSR), whose color and depth live in the
+        block's bottom-left pixel until ``_resolve_superfragments`` replicates them."""
+        xp = self.xp
+        f, target, counters, program = draw.fragment, draw.target, draw.counters, draw.program
+        rect = draw.rect
+        if scale > 1:
+            x0, y0, x1, y1 = rect
+            rect = (x0 // scale, y0 // scale, -(-x1 // scale), -(-y1 // scale))
+        source_row = None
+        if entries is not None or scale > 1:
+            # The triangles with a chosen entry (and, shrunk, an area left), remembering
+            # their rows in ``draw.tris``.
+            chosen = xp.zeros(len(draw.tris), dtype=bool)
+            chosen[draw.bins.triangle if entries is None else draw.bins.triangle[entries]] = True
+            chosen &= tris.area2 > 0
+            tris = tris.select(chosen)
+            source_row = xp.nonzero(chosen)[0]
+        quads = rasterizer.rasterize(tris, rect, self.fill_rule)
+        if len(quads) == 0:
+            return
+        lanes = fragment_shading.lanes(tris, quads)
+        covered = quads.coverage.ravel()
+        px, py = lanes.x * scale, lanes.y * scale
+        if scale > 1:
+            # Helper lanes of a superquad may fall outside the target: they are never
+            # covered, and are charged to the nearest tile.
+            px, py = xp.minimum(px, target.width - 1), xp.minimum(py, target.height - 1)
+        pixel = py * target.width + px
+        tile = target.tile_of(px, py)
+        lane_entry = None
+        if entries is not None or self.techniques.wants_entries:
+            # The display-list entry (triangle, tile) of every lane.
+            row = xp.repeat(lanes.triangle if source_row is None
+                            else source_row[lanes.triangle], 4)
+            lane_entry, found = draw.entry_of(row, tile)
+            if entries is not None:
+                covered &= found & entries[lane_entry]
+                live = covered.reshape(-1, 4).any(axis=1)
+                if not live.any():
+                    return
+                if not live.all():
+                    lanes = lanes.select(live)
+                    keep = xp.repeat(live, 4)
+                    covered, pixel, tile = covered[keep], pixel[keep], tile[keep]
+                    lane_entry = lane_entry[keep]
+        quad_tile = tile[::4]
+        counters.add("quads_rasterized", quad_tile)
+        counters.add("fragments_rasterized", tile[covered])
+
+        depth_on = f.depth_test and target.depth is not None
+        depth_buffer = target.depth.reshape(-1) if target.depth is not None else None
+        depth_value = xp.floor(xp.clip(lanes.z, 0.0, 1.0) * target.depth_max + 0.5)
+        depth_value = depth_value.astype(xp.int64)
+        early = depth_on and not program.fragment_kills and not program.fragment_writes_depth
+        alive = covered.copy()
+        cov_idx = xp.nonzero(covered)[0]
+        # Fragments ranked per pixel once (submission order within a pixel), reused below.
+        cov_groups = output_merger.rank_groups(pixel[cov_idx])
+        if early:
+            idx = cov_idx
+            self.techniques.early_z(self, draw, pixel[idx], depth_value[idx], tile[idx])
+            passed = output_merger.depth_test(pixel[idx], depth_value[idx], depth_buffer,
+                                              f.depth_func, f.depth_mask, cov_groups)
+            counters.add("early_z_tested", tile[idx])
+            counters.add("depth_reads", tile[idx])
+            counters.add("early_z_killed", tile[idx[~passed]])
+            if f.depth_mask:
+                counters.add("depth_writes", tile[idx[passed]])
+            alive[idx[~passed]] = False
+
+        # Fragment shading of the quads with a live fragment (helper lanes included).
+        quad_live = alive.reshape(-1, 4).any(axis=1)
+        shade_lanes = xp.repeat(quad_live, 4)
+        if not quad_live.any():
+            return
+        sub = lanes.select(quad_live)
+        inputs, system_values = fragment_shading.fragment_inputs(
+            program, tris, sub, draw.clipped.vertices, draw.columns, target.height, scale)
+        sampler = self._make_sampler(draw.texture_units, tile[shade_lanes])
+        execution = program.fragment.run(inputs, draw.fs_constants, sampler=sampler,
+                                         system_values=system_values)
+        sub_alive = alive[shade_lanes]
+        sub_tile = tile[shade_lanes]
+        if not early:
+            self.techniques.late_shaded(self, draw, sub_tile[sub_alive])
+        counters.add("fragments_shaded", sub_tile[sub_alive])
+        counters.add("quads_shaded", sub_tile[::4])
+        stats = execution.stats
+        for k, name in enumerate(("alu", "tex", "flow")):
+            counters.add(f"fs_{name}", sub_tile, stats.lane_instructions[k].astype(xp.float64))
+            counters.add(f"fs_quad_{name}", sub_tile[::4],
+                         stats.warp_instructions[k].astype(xp.float64))
+        # Texture work of every lane that ran (helper lanes fetch texels too).
+        counters.add("tex_samples", sub_tile, stats.texture_samples.astype(xp.float64))
+        self._texture_counters(counters, sampler, sub_tile)
+
+        killed = xp.asarray(execution.killed) & sub_alive
+        counters.add("fragments_discarded", sub_tile[killed])
+        survivors = sub_alive & ~killed
+        color_register = next((r for r, s in program.fragment.program.output_semantics().items()
+                               if s[0] == "COLOR"), None)
+        if color_register is None:
+            return
+        color = execution.outputs[color_register].T      # (n, 4)
+        self.techniques.shaded(self, draw, inputs, system_values, color, sub_tile, sub_alive)
+        sub_pixel = pixel[shade_lanes]
+        # The same ranking, as indices into the shaded lanes, keeping only survivors.
+        sub_of_full = xp.cumsum(shade_lanes) - 1
+
+        def ranked(mask):
+            groups = []
+            for g in cov_groups:
+                full = cov_idx[g]
+                sub = sub_of_full[full[shade_lanes[full]]]
+                sub = sub[mask[sub]]
+                if sub.size:
+                    groups.append(sub)
+            return groups
+
+        if depth_on and not early:
+            idx = xp.nonzero(survivors)[0]
+            passed = output_merger.depth_test(sub_pixel[idx], depth_value[shade_lanes][idx],
+                                              depth_buffer, f.depth_func, f.depth_mask)
+            counters.add("late_z_tested", sub_tile[idx])
+            counters.add("depth_reads", sub_tile[idx])
+            counters.add("late_z_killed", sub_tile[idx[~passed]])
+            if f.depth_mask:
+                counters.add("depth_writes", sub_tile[idx[passed]])
+            survivors[idx[~passed]] = False
+
+        # Blending and color write.
+        if not target.has_color:
+            return  # a framebuffer without a color attachment: color goes nowhere
+        idx = xp.nonzero(survivors)[0]
+        flat = target.color.reshape(-1, 4)
+        blended = output_merger.write_colors(sub_pixel, color, flat, f, target.has_alpha,
+                                             ranked(survivors))
+        if blended:
+            counters.add("blend_ops", sub_tile[idx])
+        if any(f.color_mask):
+            counters.add("color_writes", sub_tile[idx])
+            self._written[sub_pixel[idx]] = True
+        self.techniques.written(self, draw, sub_pixel[idx], sub_tile[idx], color[idx],
+                                None if lane_entry is None else lane_entry[shade_lanes][idx],
+                                lanes=idx)
+        target.dirty = True
+
+    def _texture_counters(self, counters: PassCounters, sampler, lane_tile) -> None:
+        xp = self.xp
+        stats = getattr(sampler, "stats", None)
+        if stats is None:
+            return
+        for name in ("texels_fetched", "texels_nearest", "texels_bilinear", "texels_trilinear",
+                     "tex_cache_accesses", "tex_cache_misses"):
+            values = getattr(stats, name, None)
+            if values is not None:
+                counters.add(name, lane_tile, xp.asarray(values, dtype=xp.float64))

@@ -1,0 +1,226 @@
+"""Exact LRU set-associative tables, vectorized over a batch of accesses.
+
+``SetAssociativeLRU(groups, ways)`` models ``groups`` independent sets of ``ways`` entries each,
+with least-recently-used replacement. :meth:`SetAssociativeLRU.access` takes a batch of accesses
+in program order, ``key`` (M,) the set of each access and ``tag`` (M,) its tag, and returns
+whether each one hit, exactly as a cache that processed them one at a time would; the contents
+carry over to the next batch. Used by the texture caches (tilesim.render.pipeline.texture_sampler)
+and the fragment-memoization LUT (tilesim.render.techniques.fragment_memoization).
+
+How it avoids a per-access loop: the accesses are sorted stably by set, behind each set's
+current contents (its ``ways`` tags, oldest first), so every set's history is one contiguous
+run in program order. Repeats of the line just used (consecutive equal tags in a set) are hits
+that leave the set unchanged, so they are merged first. Then
+
+- 1-way: an access hits exactly when it repeats the previous tag of its set;
+- 2-way: after merging repeats, an access hits exactly when it repeats the tag two distinct
+  tags back;
+- more ways (or with a payload): step r updates the r-th access of every set at once, so the
+  loop runs (largest number of merged accesses to one set) times, each step vectorized over
+  the sets; the inside of stretches where two tags alternate in one set is dropped first
+  (all hits, see :meth:`SetAssociativeLRU._lru_alternations`), so such a stretch costs
+  about 4 steps.
+
+A table can carry a payload per entry (``payload_dtype``; e.g. the color a memoization LUT
+returns): :meth:`SetAssociativeLRU.access_with_payload` inserts the access's payload on a miss
+and returns, per access, the payload stored in the entry it used (its own on a miss, the stored
+one on a hit; the stored one is kept, not overwritten).
+
+Tags must be non-negative (empty ways hold distinct negative sentinels). Arrays may be NumPy or
+CuPy; the state lives on the backend of the last batch (a batch on another backend starts from
+an empty table, as the texture sampler always did).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tilesim.backend import array_module, to_host
+
+__all__ = ["SetAssociativeLRU"]
+
+
+class SetAssociativeLRU:
+    """``groups`` sets x ``ways`` entries, exact LRU; :attr:`state` rows hold tags, oldest first
+    (negative: empty). ``payload_dtype``: also store one value of that dtype per entry."""
+
+    def __init__(self, groups: int, ways: int, payload_dtype=None):
+        if groups < 1 or ways < 1:
+            raise ValueError("SetAssociativeLRU: groups and ways must be positive")
+        self.groups, self.ways = int(groups), int(ways)
+        self.payload_dtype = None if payload_dtype is None else np.dtype(payload_dtype)
+        self.state = None       # (groups, ways) int64 tags, created on the first batch
+        self.payload = None     # (groups, ways) payload_dtype, with a payload
+        self._xp = None
+
+    def reset(self) -> None:
+        """Empty every set."""
+        self.state = None
+        self.payload = None
+
+    def access(self, key, tag):
+        """Look up and update the sets for accesses (M,) in order; returns hit (M,) bool.
+
+        key: set index of each access in [0, groups); tag: non-negative int64 tag.
+        """
+        if self.payload_dtype is not None:
+            raise ValueError("SetAssociativeLRU with a payload: use access_with_payload")
+        hit, _ = self._run(key, tag, None)
+        return hit
+
+    def access_with_payload(self, key, tag, payload):
+        """Like :meth:`access`, for a table with a payload; returns (hit (M,) bool,
+        value (M,)): on a hit the payload stored in the matching entry, else ``payload``
+        (which the miss inserts)."""
+        if self.payload_dtype is None:
+            raise ValueError("SetAssociativeLRU without a payload: use access")
+        return self._run(key, tag, payload)
+
+    # -- the model --------------------------------------------------------------------------
+
+    def _ensure_state(self, xp) -> None:
+        if self.state is None or self._xp is not xp:
+            # Distinct negative sentinels: empty ways never match a tag, nor each other.
+            self.state = -1 - xp.arange(self.groups * self.ways, dtype=np.int64).reshape(
+                self.groups, self.ways)
+            if self.payload_dtype is not None:
+                self.payload = xp.zeros((self.groups, self.ways), dtype=self.payload_dtype)
+            self._xp = xp
+
+    def _run(self, key, tag, payload):
+        xp = array_module(key, tag)
+        self._ensure_state(xp)
+        groups, ways = self.groups, self.ways
+        prefix = groups * ways
+        # Small keys sort stably in linear time (NumPy radix-sorts 16-bit integers).
+        key_dtype = np.int16 if groups < (1 << 15) else np.int64
+        keys = xp.concatenate([xp.repeat(xp.arange(groups, dtype=key_dtype), ways),
+                               xp.asarray(key).astype(key_dtype)])
+        tags = xp.concatenate([self.state.reshape(-1), xp.asarray(tag).astype(np.int64)])
+        order = xp.argsort(keys, kind="stable")
+        k_sorted, t_sorted = xp.take(keys, order), xp.take(tags, order)
+        same_prev = xp.zeros(k_sorted.shape, dtype=bool)
+        same_prev[1:] = (k_sorted[1:] == k_sorted[:-1]) & (t_sorted[1:] == t_sorted[:-1])
+        value_sorted = None
+        if payload is None and ways <= 2:
+            hit_sorted = self._lru_two_way(xp, k_sorted, t_sorted, same_prev)
+        else:
+            # Merge repeats: only the first access of every run changes its set.
+            starts = xp.flatnonzero(~same_prev)
+            v_starts = None
+            if payload is not None:
+                values = xp.concatenate([self.payload.reshape(-1),
+                                         xp.asarray(payload).astype(self.payload_dtype)])
+                v_starts = xp.take(xp.take(values, order), starts)
+            hit_starts, v_starts = self._lru_alternations(
+                xp, xp.take(k_sorted, starts), xp.take(t_sorted, starts), v_starts)
+            hit_sorted = same_prev.copy()
+            hit_sorted[starts] = hit_starts
+            if payload is not None:
+                run = xp.cumsum(~same_prev) - 1          # the run of every sorted access
+                value_sorted = xp.take(v_starts, run)
+        hit = xp.empty(hit_sorted.shape, dtype=bool)
+        hit[order] = hit_sorted
+        if value_sorted is None:
+            return hit[prefix:], None
+        value = xp.empty(value_sorted.shape, dtype=value_sorted.dtype)
+        value[order] = value_sorted
+        return hit[prefix:], value[prefix:]
+
+    def _lru_two_way(self, xp, k_sorted, t_sorted, same_prev):
+        """1- and 2-way sets without a loop (module docstring); updates :attr:`state`."""
+        ways, state = self.ways, self.state
+        hit_sorted = same_prev.copy()
+        starts = xp.flatnonzero(~same_prev)
+        if ways == 2 and starts.size > 2:
+            a, b = starts[2:], starts[:-2]
+            hit_sorted[a] = (t_sorted[a] == t_sorted[b]) & (k_sorted[a] == k_sorted[b])
+        # New state: the last ``ways`` run-start tags of every set, oldest first.
+        ks = k_sorted[starts]
+        last = xp.ones(starts.shape, dtype=bool)
+        last[:-1] = ks[1:] != ks[:-1]
+        idx = xp.flatnonzero(last)
+        new_state = state.copy()
+        for w in range(ways):
+            pick = starts[idx - (ways - 1 - w)]
+            new_state[k_sorted[pick], w] = t_sorted[pick]
+        self.state = new_state
+        return hit_sorted
+
+    def _lru_alternations(self, xp, k_sorted, t_sorted, v_sorted):
+        """:meth:`_lru_stepwise` on merged accesses, after dropping the inside of alternations.
+
+        Two tags alternating in one set (x y x y ...: e.g. two colliding memoization keys
+        interleaved fragment by fragment) would cost a step each. With 2 ways or more every
+        access of such a stretch after its first two hits and only the order of the two tags
+        changes, so an access whose 2 neighbours on each side read x y _ y x (same set, same
+        tag as both at distance 2) can go: the stretch keeps its first and last two accesses,
+        which leave the same state, and no other access's hit changes. A dropped access hits
+        and uses the value of the kept access of its tag at the stretch's start.
+        """
+        m = k_sorted.shape[0]
+        inner = xp.zeros(m, dtype=bool)
+        if self.ways >= 2 and m >= 5:
+            t, mid = t_sorted, t_sorted[2:-2]
+            # Sorted by set: equal sets 2 before and 2 after means one set throughout.
+            inner[2:-2] = ((k_sorted[:-4] == k_sorted[4:]) & (t[:-4] == mid) & (t[4:] == mid)
+                           & (t[1:-3] == t[3:-1]))
+        if not bool(inner.any()):
+            return self._lru_stepwise(xp, k_sorted, t_sorted, v_sorted)
+        kept = xp.flatnonzero(~inner)
+        hit_kept, v_kept = self._lru_stepwise(
+            xp, xp.take(k_sorted, kept), xp.take(t_sorted, kept),
+            None if v_sorted is None else xp.take(v_sorted, kept))
+        hit = xp.ones(m, dtype=bool)
+        hit[kept] = hit_kept
+        if v_sorted is None:
+            return hit, None
+        value = xp.empty_like(v_sorted)
+        value[kept] = v_kept
+        # Dropped runs are contiguous: jump back by 2 (same tag) until a kept access.
+        position = xp.arange(m)
+        source = xp.where(inner, position - 2, position)
+        while bool(xp.take(inner, source).any()):
+            source = xp.take(source, source)
+        return hit, xp.take(value, source)
+
+    def _lru_stepwise(self, xp, k_sorted, t_sorted, v_sorted):
+        """General LRU: the r-th access of every set at step r (the first ``ways`` of each set
+        are its state rows, oldest first). Returns hit and, with a payload, the value each
+        access used; updates :attr:`state` (and :attr:`payload`)."""
+        groups, ways = self.groups, self.ways
+        k_sorted = k_sorted.astype(np.int64)
+        counts = xp.bincount(k_sorted, minlength=groups)
+        starts = xp.cumsum(counts) - counts
+        rank = xp.arange(k_sorted.shape[0]) - starts[k_sorted]
+        state = self.state.copy()
+        stored = None if v_sorted is None else self.payload.copy()
+        hit_sorted = xp.zeros(k_sorted.shape, dtype=bool)
+        by_rank = xp.argsort(rank, kind="stable")
+        steps = int(counts.max())
+        bounds = np.searchsorted(to_host(rank[by_rank]), np.arange(steps + 2))
+        columns = xp.arange(ways)[None, :]
+        for r in range(ways, steps):   # the first ``ways`` entries are the state
+            sel = by_rank[bounds[r]:bounds[r + 1]]
+            g, t = k_sorted[sel], t_sorted[sel]
+            rows = state[g]
+            match = rows == t[:, None]
+            hit = match.any(axis=1)
+            hit_sorted[sel] = hit
+            # Move the line to the MRU end: drop the matching way, or the oldest on a miss.
+            drop = xp.where(hit, xp.argmax(match, axis=1), 0)
+            keep = columns != drop[:, None]
+            kept = rows[keep].reshape(g.shape[0], ways - 1)
+            state[g] = xp.concatenate([kept, t[:, None]], axis=1)
+            if stored is not None:
+                # A hit returns (and keeps) the stored value; a miss stores its own.
+                row_values = stored[g]
+                value = xp.where(hit, xp.take_along_axis(row_values, drop[:, None], 1)[:, 0],
+                                 v_sorted[sel])
+                v_sorted[sel] = value
+                kept_values = row_values[keep].reshape(g.shape[0], ways - 1)
+                stored[g] = xp.concatenate([kept_values, value[:, None]], axis=1)
+        self.state = state
+        if stored is not None:
+            self.payload = stored
+        return hit_sorted, v_sorted

@@ -1,0 +1,1083 @@
+"""The texture sampler of the fragment (and vertex) processors: GLES2 sampling, counters and a
+texture-cache model, vectorized over lanes.
+
+``TextureSampler(units)`` implements :class:`tilesim.shaders.sampling.Sampler` for the TGSI
+interpreter: ``units`` maps each SAMP index of the program to the
+:class:`~tilesim.render.gl.textures.Texture`
+bound for it (None: nothing bound). Sampling follows OpenGL ES 2.0 §3.7.7-3.7.9 as Mesa 22.3
+llvmpipe (the reference renderer of this project) implements it, which the spec allows:
+
+- Wrap modes REPEAT, CLAMP_TO_EDGE, MIRRORED_REPEAT; NEAREST picks floor(s * W), LINEAR
+  blends the 2x2 texels around u = s * W - 0.5 (texel centers); the mipmap filters
+  NEAREST_MIPMAP_NEAREST, LINEAR_MIPMAP_NEAREST, NEAREST_MIPMAP_LINEAR, LINEAR_MIPMAP_LINEAR.
+- Level of detail (gallivm lp_bld_sample.c, default GALLIVM_PERF): rho^2 = max((W dsdx)^2 +
+  (H dtdx)^2, (W dsdy)^2 + (H dtdy)^2) in level-0 texels, lambda = 0.5 * log2(rho^2) (+ bias).
+  Implicit LOD is one value per 2x2 quad, from the differences of the top-left lane to its
+  right and lower neighbours (lanes 4q..4q+3 = top-left, top-right, bottom-left,
+  bottom-right). With a bias (TXB) the quad's rho gets each lane's own bias; explicit LOD
+  (TXL) and gradients (TXD) are per lane. Cube maps with a mipmapping filter take rho per
+  lane from the analytic derivative of the face coordinates (fine quad differences of s, t, r).
+  log2 is llvmpipe's piecewise-linear ``fast_log2`` (exact at powers of two); a nearest level
+  is round(lambda) (exactly, via the exponent of rho^2, without bias; nearest-even with one).
+- Magnification when lambda <= c. ``SamplerOptions.mag_switchover = "spec"`` (default) uses
+  ES 2.0's rule, c = 0.5 when the mag filter is LINEAR and the min filter
+  NEAREST_MIPMAP_NEAREST or NEAREST_MIPMAP_LINEAR, else 0; "zero" is llvmpipe's c = 0.
+- Cube maps: face by major axis (ties: z over y over x), s, t per ES 2.0 table 3.21; like
+  llvmpipe, NEAREST clamps to the edge of the face whatever the wrap modes. LINEAR is
+  seamless (``SamplerOptions.cube_seamless``, default): Mesa's GLES2 contexts are ES 3.x
+  contexts, whose cube maps are always filtered across faces (GL_TEXTURE_CUBE_MAP_SEAMLESS).
+  As llvmpipe does it (lp_bld_sample_soa.c, lp_build_sample_image_linear, in float): the
+  taps x0 = floor(u), x0 + 1 (u = s * W - 0.5, likewise y) that fall off the face read the
+  edge texels of the adjacent face (lp_build_cube_new_coords; a tap off both axes reads the
+  x neighbour at the clamped row), and where the footprint covers a corner of the cube
+  (x and y taps both off), the corner tap's weight goes in thirds to the three real texels:
+  the missing texel is faked as the average of the other three. ``cube_seamless=False``
+  (ES 2.0, which requires no seamless filtering; Mesa with the cap disabled) clamps LINEAR
+  to the edge of the face too.
+- 8-bit textures: where llvmpipe filters in 8.8 fixed point (lp_bld_sample_aos.c: wrap REPEAT
+  or CLAMP_TO_EDGE, not both a per-lane LOD and different min/mag filters, and no seamless
+  cube map with a LINEAR filter), so do we:
+  coordinates rounded to 1/256 texel, 8-bit weights, each lerp
+  ``a + ((w (b - a) + 128) >> 8)``, results n/255. Elsewhere filtering is float32, on the
+  texel values c / (2^b - 1).
+- Depth textures (GL_OES_depth_texture) sample as (d, d, d, 1), as Mesa's GLES2 contexts
+  return them (no comparison mode in ES 2.0), filtered in float.
+- Incomplete textures (see :meth:`Texture.incomplete_reason`) and unbound units sample as
+  (0, 0, 0, 1).
+
+``SamplerOptions.llvmpipe()`` (c = 0 too) agrees with llvmpipe bit for bit on every case of
+tests/test_texture_sampler.py; ``SamplerOptions.exact()`` replaces the llvmpipe approximations
+by the spec's formulas (exact log2, level ceil(lambda + 0.5) - 1, float filtering, the
+texture's wrap modes on cube faces, no seamless cube filtering). Two llvmpipe details are
+not reproduced, both decided per SIMD vector of 8 lanes, which the sampler cannot see:
+where lanes of one vector mix minification and magnification with different filters and
+llvmpipe filters in float, it takes the nearest texel from its bilinear taps (weight > 0.5),
+which differs from floor(s * W) only when s * W is an exact integer (on a seamless cube map,
+s = 0 exactly, as on the diagonals of a symmetric view, then gives the adjacent face's edge
+texel); and where one lane of a vector has a cube corner in its footprint, llvmpipe filters
+every lane of the vector as the weighted sum w00 c00 + w01 c01 + w10 c10 + w11 c11 (we do
+only for corner lanes; the others take the two lerps), which differs in the last bits of
+float32 only.
+
+Using it from the renderer: keep one sampler per frame (the caches persist in it), call
+:meth:`TextureSampler.begin` with the lanes' tile indices before each interpreter run, point
+``units`` at the textures bound for the draw's SAMP registers, and read :attr:`stats`
+(``stats.per_tile(lane_tile, tiles)``) after the run.
+
+Counters (DESIGN §5), when ``counters`` is on, accumulate per lane in :attr:`TextureSampler.stats`
+(a :class:`TextureStats`): samples, texels fetched and the filter kind of each sample
+(nearest: 1 texel; nearest from two levels, NEAREST_MIPMAP_LINEAR: 2; bilinear: 4;
+trilinear: 8; a two-level filter whose level weight is 0, magnification, and lambda beyond the
+last level count as single-level; a seamless cube-map bilinear sample fetches its 4 taps
+wherever they are, the corner tap of a cube corner included, as llvmpipe does), and
+texture-cache accesses and misses (each tap in the face image it reads). See
+:class:`TextureCacheConfig` for the cache model and what is counted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from tilesim.backend import array_module, to_host
+from tilesim.render.gl.textures import MAX_LEVELS, TEXTURE_CUBE_MAP, Texture
+from tilesim.render.pipeline.set_associative import SetAssociativeLRU
+from tilesim.shaders.sampling import BIAS, EXPLICIT, GRADIENT, IMPLICIT, LEVEL_ZERO, TextureRequest
+
+__all__ = ["KINDS", "TEXELS_PER_KIND", "SamplerOptions", "TextureCacheConfig", "TextureSampler",
+           "TextureStats", "stats_texels_consistent"]
+
+F32 = np.float32
+_INV255 = F32(1.0 / 255.0)
+_COORD_LIMIT = F32(1 << 30)     # clamp before float -> int conversions
+_COORD_RANGE = F32(1 << 24)     # texture coordinates beyond this sample like it
+_CUBE_TARGETS = ("CUBE", "SHADOWCUBE", "CUBE_ARRAY", "SHADOWCUBE_ARRAY")
+KINDS = ("nearest", "nearest_mip_linear", "bilinear", "trilinear", "incomplete")
+TEXELS_PER_KIND = {"nearest": 1, "nearest_mip_linear": 2, "bilinear": 4, "trilinear": 8,
+                   "incomplete": 0}
+
+
+@dataclass(frozen=True)
+class SamplerOptions:
+    """How closely to follow llvmpipe where the spec leaves freedom (module docstring)."""
+
+    mag_switchover: str = "spec"      # "spec": ES 2.0's c (0.5 or 0); "zero": llvmpipe's c = 0
+    fast_log2: bool = True            # llvmpipe's log2 and level rounding; False: exact, spec
+    unorm8_fixed_point: bool = True   # 8.8 fixed-point filtering where llvmpipe uses it
+    cube_clamp_to_edge: bool = True   # llvmpipe; False: the texture's wrap modes on cube faces
+    cube_seamless: bool = True        # Mesa's GLES2 (ES 3.x) contexts; False: ES 2.0, per face
+
+    def __post_init__(self) -> None:
+        if self.mag_switchover not in ("spec", "zero"):
+            raise ValueError(f"mag_switchover must be 'spec' or 'zero', got "
+                             f"{self.mag_switchover!r}")
+
+    @classmethod
+    def llvmpipe(cls, *, cube_seamless: bool = True) -> SamplerOptions:
+        """Everything as Mesa 22.3 llvmpipe does it (c = 0 too). ``cube_seamless=False``:
+        as llvmpipe with GL_TEXTURE_CUBE_MAP_SEAMLESS disabled (a desktop GL context)."""
+        return cls(mag_switchover="zero", cube_seamless=cube_seamless)
+
+    @classmethod
+    def exact(cls) -> SamplerOptions:
+        """The ES 2.0 formulas without llvmpipe's approximations (cube maps not seamless)."""
+        return cls(fast_log2=False, unorm8_fixed_point=False, cube_clamp_to_edge=False,
+                   cube_seamless=False)
+
+
+@dataclass(frozen=True)
+class TextureCacheConfig:
+    """Texture caches (001 Table 3.1: 4 caches of 8 KB, 2-way set associative, 64-byte lines).
+
+    The model, exactly: each texture occupies its own address range; its images (face-major,
+    then level) each start on a line boundary and store texels in ``block`` x ``block`` blocks
+    (row-major blocks, row-major texels inside a block), ``bytes_per_texel`` of the internal
+    format each, as GPUs tile textures; a tap of a seamless cube-map sample that falls off
+    its face is looked up in the adjacent face's image. Lane i uses cache
+    ``lane_tile[i] % caches`` (tiles go round-robin to the fragment processors, each with its
+    own cache) or, without a tile map, cache ``(i // 4) % caches`` (quads round-robin). A
+    sample's texels are looked up in lane
+    order, level 0 taps then level 1 taps (top-left, top-right, bottom-left, bottom-right);
+    the texels of one lane and level that fall in one 64-byte line are one access. Each set is
+    an exact LRU over the accesses in that order, starting from the state the previous
+    sampling instructions left (:meth:`TextureSampler.reset_cache` empties every cache).
+    accesses and misses are counted per lane.
+    """
+
+    caches: int = 4
+    size_bytes: int = 8192
+    ways: int = 2
+    line_bytes: int = 64
+    block: int = 4
+
+    def __post_init__(self) -> None:
+        for name in ("caches", "size_bytes", "ways", "line_bytes", "block"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"TextureCacheConfig.{name} must be positive")
+        if self.size_bytes % (self.ways * self.line_bytes):
+            raise ValueError("TextureCacheConfig: size must be a multiple of ways x line size")
+        if self.line_bytes & (self.line_bytes - 1) or self.block & (self.block - 1):
+            raise ValueError("TextureCacheConfig: line size and block must be powers of two")
+
+    @property
+    def sets(self) -> int:
+        return self.size_bytes // (self.ways * self.line_bytes)
+
+
+@dataclass
+class TextureStats:
+    """Per-lane texture counters of one batch of lanes, each (N,) int64 on the lanes' backend.
+
+    samples: sampling instructions executed (active lanes; TXQ excluded); texels: texels
+    fetched; nearest / nearest_mip_linear / bilinear / trilinear / incomplete: samples by
+    filter kind (incomplete: texture incomplete or unbound, 0 texels); cache_accesses /
+    cache_misses: see :class:`TextureCacheConfig`.
+    """
+
+    samples: Any
+    texels: Any
+    nearest: Any
+    nearest_mip_linear: Any
+    bilinear: Any
+    trilinear: Any
+    incomplete: Any
+    cache_accesses: Any
+    cache_misses: Any
+
+    FIELDS = ("samples", "texels") + KINDS + ("cache_accesses", "cache_misses")
+
+    @classmethod
+    def zeros(cls, n: int, xp=np) -> TextureStats:
+        return cls(**{name: xp.zeros(n, dtype=np.int64) for name in cls.FIELDS})
+
+    @property
+    def lanes(self) -> int:
+        return int(self.samples.shape[0])
+
+    # Texels fetched by image filter, and the names render/pipeline/renderer.py reads.
+    @property
+    def texels_fetched(self):
+        return self.texels
+
+    @property
+    def texels_nearest(self):
+        """Texels fetched by samples that used the nearest image filter."""
+        return self.nearest + 2 * self.nearest_mip_linear
+
+    @property
+    def texels_bilinear(self):
+        return 4 * self.bilinear
+
+    @property
+    def texels_trilinear(self):
+        return 8 * self.trilinear
+
+    @property
+    def tex_cache_accesses(self):
+        return self.cache_accesses
+
+    @property
+    def tex_cache_misses(self):
+        return self.cache_misses
+
+    def totals(self) -> dict[str, int]:
+        """Sums over all lanes."""
+        return {name: int(getattr(self, name).sum()) for name in self.FIELDS}
+
+    def per_tile(self, lane_tile, tiles: int | None = None) -> dict[str, np.ndarray]:
+        """Sums per tile: {field: (tiles,) int64 host array}; ``lane_tile`` (N,) tile ids."""
+        lane_tile = to_host(lane_tile).astype(np.int64)
+        tiles = int(lane_tile.max()) + 1 if tiles is None and lane_tile.size else (tiles or 0)
+        return {name: np.bincount(lane_tile, weights=to_host(getattr(self, name)),
+                                  minlength=tiles).astype(np.int64)
+                for name in self.FIELDS}
+
+
+# ------------------------------------------------------------------------------------------
+# Packed texture images
+
+
+class _Packed:
+    """Every image of one texture version in flat arrays on one backend.
+
+    texels (T, 4) float32 and (lazily) texels8 (T, 4) int32 hold level ``l`` of face ``f``
+    at rows offsets[f * L + l] + y * width + x, so one gather serves lanes of mixed levels
+    and faces. ``levels`` (L) is the length of the mip chain every face has with consistent
+    sizes (the levels a complete texture samples).
+    """
+
+    def __init__(self, texture: Texture, xp, block: int, line_bytes: int):
+        self.xp = xp
+        self.version = texture.version
+        w0, h0 = texture.base_size
+        levels = 0
+        while levels < MAX_LEVELS:
+            size = (max(1, w0 >> levels), max(1, h0 >> levels))
+            images = [face.get(levels) for face in texture.faces]
+            if any(im is None or (im.width, im.height) != size for im in images):
+                break
+            levels += 1
+            if size == (1, 1):
+                break
+        self.levels = max(levels, 1)
+        self.faces = len(texture.faces)
+        self.bpp = texture.image(0, 0).bytes_per_texel
+        self.pot = (w0 & (w0 - 1)) == 0 and (h0 & (h0 - 1)) == 0
+        self.base_width, self.base_height = w0, h0
+        count = self.faces * self.levels
+        offsets = np.zeros(count, np.int64)
+        widths = np.ones(count, np.int32)
+        heights = np.ones(count, np.int32)
+        bases = np.zeros(count, np.int64)
+        blocks_w = np.ones(count, np.int32)
+        chunks, total, address = [], 0, 0
+        self._images = []
+        for f in range(self.faces):
+            for lev in range(self.levels):
+                image = texture.image(f, lev)
+                k = f * self.levels + lev
+                if image is None:  # incomplete texture: keep a 1x1 placeholder
+                    chunks.append(np.array([[0, 0, 0, 1]], np.float32))
+                    self._images.append(None)
+                else:
+                    chunks.append(image.texels.reshape(-1, 4))
+                    self._images.append(image)
+                    widths[k], heights[k] = image.width, image.height
+                offsets[k] = total
+                total += chunks[-1].shape[0]
+                bw = -(-int(widths[k]) // block)
+                bh = -(-int(heights[k]) // block)
+                blocks_w[k] = bw
+                bases[k] = address
+                size = bw * bh * block * block * self.bpp
+                address += -(-size // line_bytes) * line_bytes
+        self.texels = xp.asarray(np.concatenate(chunks).astype(np.float32))
+        self._texels8 = None
+        self.offsets = xp.asarray(offsets)
+        self.widths = xp.asarray(widths)
+        self.heights = xp.asarray(heights)
+        self.widths_f = xp.asarray(widths.astype(np.float32))
+        self.heights_f = xp.asarray(heights.astype(np.float32))
+        # Byte addresses: a 2^40-byte range per texture.
+        # Cache lines: a 2^40-byte address range per texture, images on line boundaries.
+        self.line_bases = xp.asarray((bases + (np.int64(texture.uid) << 40)) // line_bytes)
+        self.blocks_w = xp.asarray(blocks_w)
+        self.host_widths, self.host_heights = widths, heights
+
+    @property
+    def texels8(self):
+        """(T, 4) int32: the texels as 8-bit unorm values (llvmpipe's AoS path reads these)."""
+        if self._texels8 is None:
+            chunks = [np.array([[0, 0, 0, 255]], np.int32) if im is None
+                      else im.rgba8().reshape(-1, 4).astype(np.int32) for im in self._images]
+            self._texels8 = self.xp.asarray(np.concatenate(chunks))
+        return self._texels8
+
+
+# ------------------------------------------------------------------------------------------
+# Small helpers (all backend-agnostic: they use the arrays' own methods / module)
+
+
+def _ifloor(xp, v):
+    """floor to int32, saturating like llvmpipe's conversions stay in range."""
+    return xp.floor(xp.clip(v, -_COORD_LIMIT, _COORD_LIMIT)).astype(np.int32)
+
+
+def _itrunc(xp, v):
+    return xp.trunc(xp.clip(v, -_COORD_LIMIT, _COORD_LIMIT)).astype(np.int32)
+
+
+def _iround(xp, v):
+    return xp.rint(xp.clip(v, -_COORD_LIMIT, _COORD_LIMIT)).astype(np.int32)
+
+
+def _exponent(xp, x):
+    """floor(log2(x)) from the float32 exponent field (as lp_build_extract_exponent)."""
+    bits = x.astype(np.float32).view(np.int32)
+    return ((bits >> 23) & 0xFF) - 127
+
+
+def _fast_log2(xp, x):
+    """llvmpipe's lp_build_fast_log2: (floor(log2 x) - 1) + mantissa in [1, 2)."""
+    bits = x.astype(np.float32).view(np.int32)
+    mantissa = ((bits & 0x007FFFFF) | 0x3F800000).view(np.float32)
+    return (((bits >> 23) & 0xFF) - 128).astype(np.float32) + mantissa
+
+
+def _mirror(xp, s):
+    """lp_build_coord_mirror(posOnly): |2 (s/2 - round(s/2))|, in [0, 1]."""
+    half = s * F32(0.5)
+    frac = half - xp.rint(half)
+    return xp.abs(frac + frac)
+
+
+def _quad_broadcast(xp, v):
+    """(n/4,) per-quad values -> (n,)."""
+    return xp.repeat(v, 4)
+
+
+def _lerp_fixed(a, b, w):
+    """llvmpipe's 8-bit lerp ``a + ((w (b - a) + 128) >> 8)`` (see texture.lerp_u8), computed
+    in place in ``b`` (a fresh int32 array)."""
+    b -= a
+    b *= w
+    b += 128
+    b >>= 8
+    b += a
+    return b
+
+
+def _lerp_float(a, b, w):
+    """``a + w (b - a)`` in float32, in place in ``b`` (a fresh array)."""
+    b -= a
+    b *= w
+    b += a
+    return b
+
+
+def _cube_new_coords(xp, face, x0, x1, y0, y1, last):
+    """lp_build_cube_new_coords: faces and texel coordinates where taps fall off a face.
+
+    ``face`` (m,) 0..5 = +X, -X, +Y, -Y, +Z, -Z; x0, x1 = x0 + 1; y0, y1 (clamped to the
+    face); ``last`` = size - 1. Returns (faces[4], xs[4][2], ys[4][2]) for falling off at
+    x < 0, x > last, y < 0, y > last (in this order), [k][0] for the lower coordinate's tap
+    (x0 / y0), [k][1] for the higher one's. Next faces: x-: 451110, x+: 540001, y-: 225422,
+    y+: 334533.
+    """
+    where = xp.where
+    f2345 = face > 1
+    fand1 = face & 1
+    odd = fand1 == 1
+    f23 = (face & ~4) > 1
+    f2 = face == 2
+    nf0 = where(f2345, where(face == 5, 0, 1), fand1 + 4)
+    nf3 = where(f23, face + 2, 3)
+    faces = [nf0, nf0 ^ 1, nf3 ^ 1, nf3]
+    xs = [[None, None], [None, None], [None, None], [None, None]]
+    ys = [[None, None], [None, None], [None, None], [None, None]]
+    for j, (x, y) in enumerate(((x0, y0), (x1, y1))):
+        # new x: x-: max max t max-t max max; x+: 0 0 max-t t 0 0;
+        #        y-: max 0 max-s s s max-s;   y+: max 0 s max-s s max-s
+        xs[1][j] = where(f23, where(f2, last - y, y), 0)
+        xs[0][j] = last - xs[1][j]
+        xs[3][j] = where(f2345, where(odd, last - x, x), where(odd, 0, last))
+        xs[2][j] = where(f23, last - xs[3][j], xs[3][j])
+        # new y: x-, x+: t t 0 max t t; y-: max-s s 0 max max 0; y+: s max-s 0 max 0 max
+        ys[0][j] = ys[1][j] = where(f23, where(f2, 0, last), y)
+        ys[3][j] = where(f2345, where(odd, last, 0), where(odd, last - x, x))
+        ys[2][j] = where(f23, ys[3][j], last - ys[3][j])
+    return faces, xs, ys
+
+
+def _corner_filter(xp, c, ws, wt, off):
+    """llvmpipe's accurate cube corners: w00 c00 + w01 c01 + w10 c10 + w11 c11 in float32,
+    the corner tap's weight (the tap off both axes) moved in thirds to the other three.
+    ``c``: the 4 taps' colors (m, 4); ``off``: fall-off masks x-, x+, y-, y+ (m,)."""
+    one = F32(1)
+    wx0, wy0 = one - ws, one - wt
+    weights = [wx0 * wy0, ws * wy0, wx0 * wt, ws * wt]
+    corners = [off[0] & off[2], off[1] & off[2], off[0] & off[3], off[1] & off[3]]
+    c_weight = xp.zeros_like(ws)
+    for w, k in zip(weights, corners, strict=True):
+        c_weight = xp.where(k, w, c_weight)
+    c_weight = c_weight * F32(1.0 / 3.0)
+    weights = [xp.where(k, F32(0), w + c_weight) for w, k in zip(weights, corners, strict=True)]
+    color = weights[0][:, None] * c[0]
+    for w, ck in zip(weights[1:], c[1:], strict=True):
+        color = w[:, None] * ck + color
+    return color.astype(np.float32)
+
+
+def _take(v, index):
+    """``v[index]``, or ``v`` itself when ``index`` is None (every lane)."""
+    return v if index is None else v[index]
+
+
+def _sanitize(xp, v):
+    """Coordinates as float32: NaN -> 0 (texel 0, where llvmpipe's out-of-range conversions
+    end up), clamped to +-2^24. Beyond 2^24 every float32 is an even integer, which samples
+    like 2^24 itself in every wrap mode, and the clamp keeps s * size finite."""
+    v = v.astype(np.float32)
+    return xp.clip(xp.where(xp.isnan(v), F32(0), v), -_COORD_RANGE, _COORD_RANGE)
+
+
+@dataclass
+class _Taps:
+    """Texel footprint of one level for m lanes: texel columns and rows (k, m), k taps;
+    ``images``: (k, m) image (face * levels + level) of each tap where the taps of a lane
+    are in different faces (seamless cube maps), None: all in the lane's image."""
+
+    xs: Any
+    ys: Any
+    images: Any = None
+
+
+@dataclass
+class _Lod:
+    """Per-lane mip selection: minified?, level 0, level 1, weight of level 1 (n,)."""
+
+    minified: Any
+    level0: Any
+    level1: Any = None
+    weight: Any = None   # float32 fraction (None: single level)
+
+
+# ------------------------------------------------------------------------------------------
+# The sampler
+
+
+class TextureSampler:
+    """GLES2 texture sampling for the TGSI interpreter, with counters and a cache model.
+
+    units: SAMP index -> Texture (or None: nothing bound, samples (0, 0, 0, 1)).
+    lane_tile: optional (N,) tile index of every lane of the batch (see :meth:`begin`).
+    counters: accumulate :attr:`stats` and run the cache model (off: no counting cost).
+    cache: the cache geometry; options: fidelity choices (:class:`SamplerOptions`).
+    record_accesses: keep, per sampling instruction, (instruction, lane (M,), byte address
+        (M,)) of every cache access in :attr:`accesses`, for other cache models.
+    """
+
+    def __init__(self, units: dict[int, Texture | None], *, lane_tile=None,
+                 counters: bool = True, cache: TextureCacheConfig | None = None,
+                 options: SamplerOptions | None = None, record_accesses: bool = False):
+        self.units = dict(units)
+        self.counters = counters
+        self.cache = cache or TextureCacheConfig()
+        self.options = options or SamplerOptions()
+        self.record_accesses = record_accesses
+        self.accesses: list[tuple[int, Any, Any]] = []
+        self.stats: TextureStats | None = None
+        self._lane_tile = lane_tile
+        self._cache_lru: SetAssociativeLRU | None = None
+
+    # -- batches, caches --------------------------------------------------------------------
+
+    def begin(self, lane_tile=None) -> None:
+        """Start a new batch of lanes: zero :attr:`stats`; ``lane_tile`` (N,) maps each lane
+        to its tile (which picks its texture cache). The cache contents carry over."""
+        self._lane_tile = lane_tile
+        self.stats = None
+        self.accesses = []
+
+    def reset_cache(self) -> None:
+        """Empty every texture cache (e.g. at the start of a frame)."""
+        self._cache_lru = None
+
+    def set_unit(self, unit: int, texture: Texture | None) -> None:
+        self.units[unit] = texture
+
+    def _stats_for(self, n: int, xp) -> TextureStats | None:
+        if not self.counters:
+            return None
+        if self.stats is None or self.stats.lanes != n:
+            self.stats = TextureStats.zeros(n, xp)
+        return self.stats
+
+    def _pack(self, texture: Texture, xp) -> _Packed:
+        """The texture's images as flat arrays on ``xp``, kept on the texture until it
+        changes (so samplers of later draws reuse them)."""
+        key = ("texture_sampler.packed", xp.__name__, self.cache.block, self.cache.line_bytes)
+        packed = texture.derived.get(key)
+        if packed is None or packed.version != texture.version:
+            packed = _Packed(texture, xp, self.cache.block, self.cache.line_bytes)
+            texture.derived[key] = packed
+        return packed
+
+    def _texture(self, unit: int, target: str) -> Texture | None:
+        """The texture to sample, or None when sampling returns (0, 0, 0, 1)."""
+        texture = self.units.get(unit)
+        if texture is None:
+            return None
+        want_cube = target in _CUBE_TARGETS
+        if texture.target is None or want_cube != (texture.target == TEXTURE_CUBE_MAP):
+            return None
+        return texture if texture.is_complete() else None
+
+    # -- Sampler protocol -------------------------------------------------------------------
+
+    def sample(self, request: TextureRequest):
+        xp = array_module(request.coords)
+        coords = request.coords
+        n = coords.shape[1]
+        active = (xp.ones(n, dtype=bool) if request.active is None
+                  else xp.broadcast_to(xp.asarray(request.active, dtype=bool), (n,)))
+        stats = self._stats_for(n, xp)
+        texture = self._texture(request.unit, request.target)
+        if texture is None:
+            if stats is not None:
+                stats.samples += active
+                stats.incomplete += active
+            out = xp.zeros((4, n), dtype=np.float32)
+            out[3] = 1
+            return out
+        packed = self._pack(texture, xp)
+        return _Sampling(self, texture, packed, request, xp, active, stats).run()
+
+    def fetch(self, unit: int, target: str, texel, active):
+        """TXF: texel (4, N) int = x, y, (layer,) level of a 2D texture; (4, N) float32.
+
+        Out-of-range coordinates or levels return (0, 0, 0, 0) (llvmpipe); incomplete or
+        unbound textures (0, 0, 0, 1)."""
+        xp = array_module(texel)
+        texel = xp.asarray(texel).astype(np.int32)
+        n = texel.shape[1]
+        active = (xp.ones(n, dtype=bool) if active is None
+                  else xp.broadcast_to(xp.asarray(active, dtype=bool), (n,)))
+        stats = self._stats_for(n, xp)
+        texture = self._texture(unit, target)
+        if texture is None or texture.target == TEXTURE_CUBE_MAP:
+            if stats is not None:
+                stats.samples += active
+                stats.incomplete += active
+            out = xp.zeros((4, n), dtype=np.float32)
+            out[3] = 1
+            return out
+        packed = self._pack(texture, xp)
+        level = texel[3]
+        inside_level = (level >= 0) & (level < packed.levels)
+        fl = xp.clip(level, 0, packed.levels - 1)
+        w, h = packed.widths[fl], packed.heights[fl]
+        x, y = texel[0], texel[1]
+        inside = inside_level & (x >= 0) & (x < w) & (y >= 0) & (y < h)
+        x, y = xp.where(inside, x, 0), xp.where(inside, y, 0)
+        rows = packed.offsets[fl] + y.astype(np.int64) * w + x
+        out = xp.where(inside[:, None], xp.take(packed.texels, rows, axis=0), F32(0)).T
+        if stats is not None:
+            stats.samples += active
+            stats.nearest += active
+            stats.texels += active
+            taps = _Taps(xs=x[None], ys=y[None])
+            self._count_cache(xp, packed, [(taps, fl, None, 0)], active, n, -1)
+        return xp.ascontiguousarray(out)
+
+    def size(self, unit: int, target: str, level):
+        """TXQ: (4, N) int32 = width, height, 1, levels of the texture at ``level``."""
+        xp = array_module(level)
+        level = xp.asarray(level).astype(np.int32)
+        texture = self.units.get(unit)
+        n = level.shape[0]
+        if texture is None or texture.target is None or texture.image(0, 0) is None:
+            return xp.zeros((4, n), dtype=np.int32)
+        w0, h0 = texture.base_size
+        shift = xp.clip(level, 0, 31)
+        w = xp.maximum(w0 >> shift, 1)
+        h = xp.maximum(h0 >> shift, 1)
+        levels = xp.full(n, self._pack(texture, xp).levels, dtype=np.int32)
+        return xp.stack([w, h, xp.ones_like(w), levels]).astype(np.int32)
+
+    # -- the cache model --------------------------------------------------------------------
+
+    def _count_cache(self, xp, packed: _Packed, footprints, active, n: int,
+                     instruction: int) -> None:
+        """Cache accesses and misses of one sampling instruction.
+
+        ``footprints``: [(taps, fl, lanes, slot)]: taps (k, m) texel columns / rows of the
+        lanes ``lanes`` (None: all n) in image ``fl`` (m,) (or each tap in its own image,
+        ``taps.images``); slot 0 for the first level of a
+        sample, 1 for the second. Accesses are ordered lane by lane, slot 0 before slot 1.
+        """
+        stats, cfg = self.stats, self.cache
+        shift, mask = cfg.block.bit_length() - 1, cfg.block - 1
+        line_shift = cfg.line_bytes.bit_length() - 1
+        width0 = max(t.xs.shape[0] for t, _, _, slot in footprints if slot == 0)
+        width = width0 + max([t.xs.shape[0] for t, _, _, slot in footprints if slot == 1],
+                             default=0)
+        table = xp.full((n, width), -1, dtype=np.int64)
+        for taps, fl, lanes, slot in footprints:
+            x, y = taps.xs, taps.ys
+            image = fl if taps.images is None else taps.images
+            offset = ((((y >> shift) * packed.blocks_w[image] + (x >> shift)) << (2 * shift))
+                      + ((y & mask) << shift) + (x & mask))       # texel index, in-level
+            line = ((offset * packed.bpp) >> line_shift) + packed.line_bases[image]
+            # One access per distinct line among the taps of one lane and level.
+            k = line.shape[0]
+            for j in range(1, k):
+                same = line[j] == line[0]
+                for i in range(1, j):
+                    same |= line[j] == line[i]
+                line[j] = xp.where(same, -1, line[j])
+            column = 0 if slot == 0 else width0
+            if lanes is None:
+                table[:, column:column + k] = line.T
+            else:
+                table[lanes, column:column + k] = line.T
+        if not bool(active.all()):
+            table[~active] = -1
+        flat = table.reshape(-1)
+        index = xp.flatnonzero(flat >= 0)
+        if index.size == 0:
+            return
+        lines = xp.take(flat, index)
+        lane = index >> (width.bit_length() - 1) if width & (width - 1) == 0 else index // width
+        if self.record_accesses:
+            self.accesses.append((instruction, lane, lines << line_shift))
+        if self._lane_tile is not None:
+            tile = xp.asarray(self._lane_tile).astype(np.int64)
+            cache_of = xp.take(tile, lane) % cfg.caches
+        else:
+            cache_of = (lane >> 2) % cfg.caches
+        sets = cfg.sets
+        hit = self._lru(xp, cache_of * sets + lines % sets, lines // sets)
+        stats.cache_accesses += xp.bincount(lane, minlength=n)
+        stats.cache_misses += xp.bincount(lane[~hit], minlength=n)
+
+    def _lru(self, xp, key, tag):
+        """Exact LRU of every set over the accesses in order
+        (tilesim.render.pipeline.set_associative); returns
+        hit (M,) bool. The sets persist until :meth:`reset_cache` (``xp``: the module of
+        ``key`` and ``tag``, which the table follows)."""
+        cfg = self.cache
+        if self._cache_lru is None:
+            self._cache_lru = SetAssociativeLRU(cfg.caches * cfg.sets, cfg.ways)
+        return self._cache_lru.access(key, tag)
+
+
+# ------------------------------------------------------------------------------------------
+# One sampling instruction
+
+
+class _Sampling:
+    """Everything one TEX/TXB/TXL/TXD/TXP request computes."""
+
+    def __init__(self, sampler: TextureSampler, texture: Texture, packed: _Packed,
+                 request: TextureRequest, xp, active, stats):
+        self.sampler, self.texture, self.packed = sampler, texture, packed
+        self.request, self.xp, self.active, self.stats = request, xp, active, stats
+        self.options = sampler.options
+        self.n = request.coords.shape[1]
+        self.cube = texture.target == TEXTURE_CUBE_MAP
+        tex = texture
+        self.mip = ("none" if not tex.mipmapped or packed.levels == 1
+                    else "linear" if tex.min_filter.endswith("MIPMAP_LINEAR") else "nearest")
+        self.min_linear = tex.min_filter.startswith("LINEAR")
+        self.mag_linear = tex.mag_filter == "LINEAR"
+        wrap_s, wrap_t = tex.wrap_s, tex.wrap_t
+        if self.cube and self.options.cube_clamp_to_edge:
+            wrap_s = wrap_t = "CLAMP_TO_EDGE"
+        self.wrap_s, self.wrap_t = wrap_s, wrap_t
+        self.switchover = F32(0.5 if (
+            self.options.mag_switchover == "spec" and tex.mag_filter == "LINEAR"
+            and tex.min_filter in ("NEAREST_MIPMAP_NEAREST", "NEAREST_MIPMAP_LINEAR")) else 0)
+        mode = request.lod_mode
+        self.mode = EXPLICIT if mode == LEVEL_ZERO else mode
+        self.need_lod = self.min_linear != self.mag_linear or self.mip != "none"
+        # llvmpipe: one LOD per lane with a bias/explicit LOD/gradients (when it matters),
+        # and for cube maps with mipmaps; else one per quad.
+        self.per_lane_lod = ((self.mode in (BIAS, EXPLICIT, GRADIENT)
+                              and (self.mip != "none" or self.min_linear != self.mag_linear))
+                             or (self.cube and self.mip != "none"))
+        # Seamless cube filtering (LINEAR taps only; NEAREST clamps to the face anyway).
+        self.seamless = self.cube and self.options.cube_seamless
+        simple = all(w in ("REPEAT", "CLAMP_TO_EDGE") for w in (wrap_s, wrap_t))
+        # llvmpipe's AoS (8.8 fixed-point) path; not for seamless cube maps with a LINEAR
+        # filter ("theoretically possible with AoS filtering but not implemented").
+        # Depth textures (16 / 24-bit unorm) never take it: llvmpipe filters them in float.
+        self.fixed = (self.options.unorm8_fixed_point and simple and not tex.is_depth
+                      and (not self.per_lane_lod or self.min_linear == self.mag_linear)
+                      and not (self.seamless and (self.min_linear or self.mag_linear)))
+
+    # -- coordinates and LOD ----------------------------------------------------------------
+
+    def run(self):
+        # Hostile coordinates (inf, NaN, 1e38) overflow on the way; every value that selects
+        # texels is sanitized, so the warnings say nothing useful.
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+            return self._run()
+
+    def _run(self):
+        xp, req = self.xp, self.request
+        coords = _sanitize(xp, req.coords[:3])
+        s, t = coords[0], coords[1]
+        face = xp.zeros(self.n, dtype=np.int32)
+        rho2 = None
+        if self.cube:
+            s, t, face, rho2 = self._cube(coords)
+        elif self.need_lod and self.mode in (IMPLICIT, BIAS):
+            rho2 = self._rho2_quads(s, t)
+        elif self.need_lod and self.mode == GRADIENT:
+            rho2 = self._rho2_lanes(req.ddx[0], req.ddx[1], req.ddy[0], req.ddy[1],
+                                    self.packed.base_width, self.packed.base_height)
+        lod = self._lod(rho2)
+        return self._filter(s, t, face, lod)
+
+    def _rho2_quads(self, s, t):
+        """Per-quad rho^2 from the top-left lane's neighbours, broadcast to the lanes."""
+        xp = self.xp
+        if self.n % 4:
+            return xp.zeros(self.n, dtype=np.float32)
+        qs, qt = s.reshape(-1, 4), t.reshape(-1, 4)
+        w, h = F32(self.packed.base_width), F32(self.packed.base_height)
+        dsdx, dsdy = (qs[:, 1] - qs[:, 0]) * w, (qs[:, 2] - qs[:, 0]) * w
+        dtdx, dtdy = (qt[:, 1] - qt[:, 0]) * h, (qt[:, 2] - qt[:, 0]) * h
+        rho2 = xp.maximum(dsdx * dsdx + dtdx * dtdx, dsdy * dsdy + dtdy * dtdy)
+        rho2 = xp.where(xp.isnan(rho2), F32(0), rho2)   # inf stays: the smallest level
+        return _quad_broadcast(xp, rho2.astype(np.float32))
+
+    def _rho2_lanes(self, dsdx, dtdx, dsdy, dtdy, width, height):
+        """Per-lane rho^2 from derivatives (llvmpipe's derivs path: inf / NaN -> 0)."""
+        xp = self.xp
+        w, h = F32(width), F32(height)
+        dsdx, dsdy = dsdx.astype(np.float32) * w, dsdy.astype(np.float32) * w
+        dtdx, dtdy = dtdx.astype(np.float32) * h, dtdy.astype(np.float32) * h
+        with np.errstate(over="ignore", invalid="ignore"):
+            rho2 = xp.maximum(dsdx * dsdx + dtdx * dtdx, dsdy * dsdy + dtdy * dtdy)
+        return xp.where(xp.isfinite(rho2), rho2, F32(0)).astype(np.float32)
+
+    def _cube(self, coords):
+        """Face selection and face coordinates (ES 2.0 table 3.21, as lp_build_cube_lookup)."""
+        xp = self.xp
+        s, t, r = coords[0], coords[1], coords[2]
+        as_, at, ar = xp.abs(s), xp.abs(t), xp.abs(r)
+        x_major = as_ > at
+        z_major = ar >= xp.maximum(as_, at)
+
+        def select(vx, vy, vz):
+            return xp.where(z_major, vz, xp.where(x_major, vx, vy))
+
+        ma = select(s, t, r)
+        neg = xp.signbit(ma)
+        face = (select(0, 2, 4) + neg).astype(np.int32)
+        sc = select(xp.where(neg, r, -r), s, xp.where(neg, -s, s))
+        tc = select(-t, xp.where(neg, -r, r), -t)
+        need_derivs = self.need_lod and self.mode != EXPLICIT
+        rho2 = None
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            if need_derivs:
+                ima = F32(1) / ma
+                imahalf = F32(0.5) * ima
+                scale = xp.abs(imahalf)
+                if self.mode == GRADIENT:
+                    ddx = [v.astype(np.float32) for v in self.request.ddx[:3]]
+                    ddy = [v.astype(np.float32) for v in self.request.ddy[:3]]
+                else:
+                    ddx = [self._fine(v, "x") for v in (s, t, r)]
+                    ddy = [self._fine(v, "y") for v in (s, t, r)]
+                derivs = []
+                for d in (ddx, ddy):
+                    dma = select(d[0], d[1], d[2])
+                    dsc = select(xp.where(neg, d[2], -d[2]), d[0], xp.where(neg, -d[0], d[0]))
+                    dtc = select(-d[1], xp.where(neg, -d[2], d[2]), -d[1])
+                    ratio = dma * ima
+                    derivs.append(((dsc - ratio * sc) * imahalf, (dtc - ratio * tc) * imahalf))
+                size = self.packed.base_width
+                rho2 = self._rho2_lanes(derivs[0][0], derivs[0][1], derivs[1][0], derivs[1][1],
+                                        size, size)
+                if not self.per_lane_lod and self.n % 4 == 0:
+                    rho2 = _quad_broadcast(xp, rho2.reshape(-1, 4)[:, 0])
+            else:
+                absma = xp.abs(ma)
+                scale = xp.where(absma > 0, F32(0.5) / absma, F32(0))
+            s_face = (sc * scale + F32(0.5)).astype(np.float32)
+            t_face = (tc * scale + F32(0.5)).astype(np.float32)
+        return _sanitize(xp, s_face), _sanitize(xp, t_face), face, rho2
+
+    def _fine(self, v, axis: str):
+        """llvmpipe's lp_build_ddx / lp_build_ddy: per row / per column of each quad."""
+        xp = self.xp
+        if self.n % 4:
+            return xp.zeros_like(v)
+        q = v.reshape(-1, 4)
+        if axis == "x":
+            top, bottom = q[:, 1] - q[:, 0], q[:, 3] - q[:, 2]
+            d = xp.stack([top, top, bottom, bottom], axis=1)
+        else:
+            left, right = q[:, 2] - q[:, 0], q[:, 3] - q[:, 1]
+            d = xp.stack([left, right, left, right], axis=1)
+        return d.reshape(-1).astype(np.float32)
+
+    def _lod(self, rho2) -> _Lod:
+        """Minification and mip levels per lane (lp_build_lod_selector + mip level helpers)."""
+        xp, n, opts = self.xp, self.n, self.options
+        last = self.packed.levels - 1 if self.mip != "none" else 0
+        zero_levels = xp.zeros(n, dtype=np.int32)
+        if not self.need_lod:
+            return _Lod(minified=xp.ones(n, dtype=bool), level0=zero_levels)
+        c = self.switchover
+        fast = (opts.fast_log2 and self.mode in (IMPLICIT, GRADIENT)
+                and self.mip != "linear")
+        if fast:
+            # ipart = round(log2(rho)) exactly; minified when lambda > c.
+            ipart = (_exponent(xp, rho2) + 1) >> 1
+            minified = rho2 > (F32(2) if c > 0 else F32(1))
+            level0 = xp.clip(ipart, 0, last).astype(np.int32) if self.mip == "nearest" \
+                else zero_levels
+            return _Lod(minified=minified, level0=level0)
+        if self.mode == EXPLICIT:
+            explicit = self.request.lod if self.request.lod_mode == EXPLICIT else None
+            lod = (xp.zeros(n, dtype=np.float32) if explicit is None
+                   else xp.broadcast_to(explicit, (n,)).astype(np.float32))
+        else:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                log2 = (_fast_log2(xp, rho2) if opts.fast_log2
+                        else xp.log2(rho2).astype(np.float32))
+            lod = log2 * F32(0.5)
+            if self.mode == BIAS and self.request.lod is not None:
+                lod = lod + self.request.lod.astype(np.float32)
+        lod = xp.clip(xp.where(xp.isnan(lod), F32(0), lod), F32(-1000), F32(1000))
+        minified = lod > c
+        if self.mip == "none":
+            return _Lod(minified=minified, level0=zero_levels)
+        if self.mip == "nearest":
+            if opts.fast_log2:
+                ipart = _iround(xp, lod)
+            else:  # ES 2.0: ceil(lambda + 1/2) - 1 for lambda > 1/2, else 0
+                ipart = (xp.ceil(lod + F32(0.5)) - 1).astype(np.int32)
+            return _Lod(minified=minified, level0=xp.clip(ipart, 0, last).astype(np.int32))
+        floor = xp.floor(lod)
+        frac = (lod - floor).astype(np.float32)
+        ipart = floor.astype(np.int32)
+        low, high = ipart < 0, ipart >= last
+        level0 = xp.clip(ipart, 0, last).astype(np.int32)
+        level1 = xp.clip(ipart + 1, 0, last).astype(np.int32)
+        frac = xp.where(low | high, F32(0), frac)
+        return _Lod(minified=minified, level0=level0, level1=level1, weight=frac)
+
+    # -- filtering --------------------------------------------------------------------------
+
+    def _filter(self, s, t, face, lod: _Lod):
+        """Filter every lane: lanes are grouped by image filter (linear or nearest); lanes
+        whose mip filter blends two levels also sample their second level."""
+        xp, n = self.xp, self.n
+        linear = xp.where(lod.minified, self.min_linear, self.mag_linear)
+        level0 = xp.where(lod.minified, lod.level0, 0).astype(np.int32)
+        two = weight = None
+        if lod.weight is not None:
+            weight = (lod.weight * F32(256)).astype(np.int32) if self.fixed else lod.weight
+            two = lod.minified & (weight > 0)
+        out = xp.empty((4, n), dtype=np.float32)
+        footprints = []
+        n_linear = int(linear.sum())
+        if n_linear in (0, n):
+            groups = [(n_linear == n, None)]
+        else:
+            groups = [(True, xp.flatnonzero(linear)), (False, xp.flatnonzero(~linear))]
+        levels = self.packed.levels
+        for is_linear, lanes in groups:
+            gs, gt, gface = _take(s, lanes), _take(t, lanes), _take(face, lanes)
+            fl = gface * levels + _take(level0, lanes)
+            color, taps = self._sample_level(gs, gt, fl, is_linear)
+            footprints.append((taps, fl, lanes, 0))
+            gtwo = None if two is None else _take(two, lanes)
+            count = 0 if gtwo is None else int(gtwo.sum())
+            if count:
+                sub = None if count == gtwo.shape[0] else xp.flatnonzero(gtwo)
+                fl1 = _take(gface, sub) * levels + _take(_take(lod.level1, lanes), sub)
+                color1, taps1 = self._sample_level(_take(gs, sub), _take(gt, sub), fl1,
+                                                   is_linear)
+                w = _take(_take(weight, lanes), sub)[:, None]
+                c0 = _take(color, sub)
+                mixed = (_lerp_fixed if self.fixed else _lerp_float)(c0, color1, w)
+                if sub is None:
+                    color = mixed
+                else:
+                    color[sub] = mixed
+                footprints.append((taps1, fl1, _take(lanes, sub) if lanes is not None
+                                   else sub, 1))
+            if self.fixed:   # n / 255 as llvmpipe converts: n * float32(1 / 255)
+                color = color.astype(np.float32)
+                color *= _INV255
+            if lanes is None:
+                out[:] = color.T
+            else:
+                out[:, lanes] = color.T
+        if self.stats is not None:
+            self._count(linear, two, footprints)
+        return out
+
+    def _sample_level(self, s, t, fl, linear: bool):
+        """Colors (m, 4) (float32, or int 0..255 in fixed point) of one level per lane."""
+        packed, xp = self.packed, self.xp
+        width, height = packed.widths[fl], packed.heights[fl]
+        width_f, height_f = packed.widths_f[fl], packed.heights_f[fl]
+        base = packed.offsets[fl]
+        texels = packed.texels8 if self.fixed else packed.texels
+        if not linear:
+            x = self._wrap_nearest(s, width, width_f, self.wrap_s)
+            y = self._wrap_nearest(t, height, height_f, self.wrap_t)
+            rows = base + y.astype(np.int64) * width + x
+            return xp.take(texels, rows, axis=0), _Taps(xs=x[None], ys=y[None])
+        if self.seamless:
+            return self._sample_seamless(s, t, fl, texels)
+        if self.fixed:
+            x0, x1, ws = self._wrap_linear_fixed(s, width, width_f, self.wrap_s)
+            y0, y1, wt = self._wrap_linear_fixed(t, height, height_f, self.wrap_t)
+        else:
+            x0, x1, ws = self._wrap_linear(s, width, width_f, self.wrap_s)
+            y0, y1, wt = self._wrap_linear(t, height, height_f, self.wrap_t)
+        row0, row1 = base + y0.astype(np.int64) * width, base + y1.astype(np.int64) * width
+        c00, c01 = xp.take(texels, row0 + x0, axis=0), xp.take(texels, row0 + x1, axis=0)
+        c10, c11 = xp.take(texels, row1 + x0, axis=0), xp.take(texels, row1 + x1, axis=0)
+        ws, wt = ws[:, None], wt[:, None]
+        lerp = _lerp_fixed if self.fixed else _lerp_float
+        color = lerp(lerp(c00, c01, ws), lerp(c10, c11, ws), wt)
+        taps = _Taps(xs=xp.stack([x0, x1, x0, x1]), ys=xp.stack([y0, y0, y1, y1]))
+        return color, taps
+
+    def _sample_seamless(self, s, t, fl, texels):
+        """Bilinear filtering of a cube map across faces, as llvmpipe's
+        lp_build_sample_image_linear with seamless_cube_map (float32): colors (m, 4) and the
+        taps, each in the face image it reads."""
+        packed, xp = self.packed, self.xp
+        levels = packed.levels
+        face = fl // levels
+        level = fl - face * levels
+        size, size_f = packed.widths[fl], packed.widths_f[fl]     # faces are square
+        last = size - 1
+        half = F32(0.5)
+        # Face coordinates are in [0, 1] (NaN already 0); the clip only keeps hostile inputs
+        # from indexing outside the images (llvmpipe assumes they are in range).
+        u = xp.clip(s, F32(0), F32(1)) * size_f - half
+        v = xp.clip(t, F32(0), F32(1)) * size_f - half
+        floor_u, floor_v = xp.floor(u), xp.floor(v)
+        ws, wt = (u - floor_u).astype(np.float32), (v - floor_v).astype(np.float32)
+        x0, y0 = floor_u.astype(np.int32), floor_v.astype(np.int32)
+        x1, y1 = x0 + 1, y0 + 1
+        off_xm, off_xp, off_ym, off_yp = x0 < 0, x1 > last, y0 < 0, y1 > last
+        y0c, y1c = xp.maximum(y0, 0), xp.minimum(y1, last)
+        faces, new_x, new_y = _cube_new_coords(xp, face, x0, x1, y0c, y1c, last)
+        # Taps 00, 01, 10, 11 (x0/x1 at y0, then at y1): off in x first; off in y only when
+        # not off in x too (the corner tap then reads the x neighbour at the clamped row).
+        where = xp.where
+        xs = [where(off_xm, new_x[0][0], x0), where(off_xp, new_x[1][0], x1),
+              where(off_xm, new_x[0][1], x0), where(off_xp, new_x[1][1], x1)]
+        ys = [where(off_xm, new_y[0][0], y0c), where(off_xp, new_y[1][0], y0c),
+              where(off_xm, new_y[0][1], y1c), where(off_xp, new_y[1][1], y1c)]
+        zs = [where(off_xm, faces[0], face), where(off_xp, faces[1], face)]
+        zs = [zs[0], zs[1], zs[0], zs[1]]
+        for k, (off_y, off_x, side) in enumerate([(off_ym, off_xm, 2), (off_ym, off_xp, 2),
+                                                  (off_yp, off_xm, 3), (off_yp, off_xp, 3)]):
+            sel = off_y & ~off_x
+            xs[k] = where(sel, new_x[side][k & 1], xs[k])
+            ys[k] = where(sel, new_y[side][k & 1], ys[k])
+            zs[k] = where(sel, faces[side], zs[k])
+        images = [(z * levels + level).astype(np.int32) for z in zs]
+        c = [xp.take(texels, packed.offsets[im] + y.astype(np.int64) * size + x, axis=0)
+             for im, x, y in zip(images, xs, ys, strict=True)]
+        corner = (off_xm | off_xp) & (off_ym | off_yp)
+        color = _lerp_float(_lerp_float(c[0], c[1].copy(), ws[:, None]),
+                            _lerp_float(c[2], c[3].copy(), ws[:, None]), wt[:, None])
+        if bool(corner.any()):
+            sub = xp.flatnonzero(corner)
+            color[sub] = _corner_filter(xp, [ci[sub] for ci in c], ws[sub], wt[sub],
+                                        [m[sub] for m in (off_xm, off_xp, off_ym, off_yp)])
+        taps = _Taps(xs=xp.stack(xs), ys=xp.stack(ys), images=xp.stack(images))
+        return color, taps
+
+    def _wrap_nearest(self, s, size, size_f, wrap: str):
+        """lp_build_sample_wrap_nearest: texel index (m,) int32."""
+        xp = self.xp
+        if wrap == "REPEAT":
+            if self.packed.pot:
+                return _ifloor(xp, s * size_f) & (size - 1)
+            frac = xp.minimum(s - xp.floor(s), F32(0.99999994))
+            return _itrunc(xp, frac * size_f)
+        if wrap == "CLAMP_TO_EDGE":
+            return xp.clip(_itrunc(xp, s * size_f), 0, size - 1)
+        return xp.minimum(_itrunc(xp, _mirror(xp, s) * size_f), size - 1)   # MIRRORED_REPEAT
+
+    def _wrap_linear(self, s, size, size_f, wrap: str):
+        """lp_build_sample_wrap_linear: (i0, i1, weight float32)."""
+        xp = self.xp
+        half = F32(0.5)
+        if wrap == "REPEAT":
+            if self.packed.pot:
+                u = s * size_f - half
+                floor = xp.floor(u)
+                i0 = _ifloor(xp, u) & (size - 1)
+                return i0, (i0 + 1) & (size - 1), (u - floor).astype(np.float32)
+            u = (s - xp.floor(s)) * size_f - half
+            floor = xp.floor(u)
+            i0 = xp.where(u < 0, size - 1, _ifloor(xp, u))
+            i1 = xp.where(i0 != size - 1, i0 + 1, 0)
+            return i0, i1, (u - floor).astype(np.float32)
+        if wrap == "CLAMP_TO_EDGE":
+            u = xp.maximum(xp.minimum(s * size_f, size_f) - half, F32(0))
+            floor = xp.floor(u)
+            i0 = _ifloor(xp, u)
+            return i0, xp.minimum(i0 + 1, size - 1), (u - floor).astype(np.float32)
+        u = _mirror(xp, s) * size_f - half                                       # MIRRORED
+        floor = xp.floor(u)
+        i0 = _ifloor(xp, u)
+        return (xp.maximum(i0, 0), xp.minimum(i0 + 1, size - 1),
+                (u - floor).astype(np.float32))
+
+    def _wrap_linear_fixed(self, s, size, size_f, wrap: str):
+        """lp_build_sample_wrap_linear_int (8.8 fixed point): (i0, i1, 8-bit weight)."""
+        xp = self.xp
+        if wrap == "REPEAT" and not self.packed.pot:
+            frac = s - xp.floor(s)
+            scaled = _iround(xp, (frac * size_f) * F32(256)) - 128
+            i0 = scaled >> 8
+            i0 = xp.minimum(xp.where(i0 < 0, size - 1, i0), size - 1)
+            return i0, xp.where(i0 != size - 1, i0 + 1, 0), scaled & 255
+        scaled = _iround(xp, s * (size_f * F32(256))) - 128
+        i0, weight = scaled >> 8, scaled & 255
+        if wrap == "REPEAT":
+            i0 = i0 & (size - 1)
+            return i0, xp.where(i0 != size - 1, i0 + 1, 0), weight
+        inside = (i0 >= 0) & (i0 < size - 1)                                     # CLAMP
+        i0 = xp.clip(i0, 0, size - 1)
+        return i0, xp.where(inside, i0 + 1, i0), weight
+
+    # -- counters ---------------------------------------------------------------------------
+
+    def _count(self, linear, two, footprints) -> None:
+        xp, stats, active = self.xp, self.stats, self.active
+        two = xp.zeros(self.n, dtype=bool) if two is None else two
+        stats.samples += active
+        kinds = {"nearest": ~linear & ~two, "nearest_mip_linear": ~linear & two,
+                 "bilinear": linear & ~two, "trilinear": linear & two}
+        for name, mask in kinds.items():
+            getattr(stats, name)[...] += mask & active
+        stats.texels += xp.where(active, xp.where(linear, 4, 1) * xp.where(two, 2, 1), 0)
+        self.sampler._count_cache(xp, self.packed, footprints, active, self.n,
+                                  self.request.instruction)
+
+
+def stats_texels_consistent(stats: TextureStats) -> bool:
+    """texels == sum over kinds of samples x texels per kind (a self-check for tests)."""
+    expected = sum(getattr(stats, kind) * TEXELS_PER_KIND[kind] for kind in KINDS)
+    return bool((expected == stats.texels).all())
+

@@ -1,0 +1,16 @@
+"""What people run: each module is a study or a command of ``tilesim``.
+
+    render_command   ``tilesim render``: frames, counters and summaries of traces
+    batch            render jobs on Dask, resumable, with their output-folder identity
+    compare          ``tilesim compare``: MSSIM, PSNR and differences of two folders of frames
+    conformance      ``tilesim conformance``: the conformance scenes, tilesim against Mesa
+    goldens          ``tilesim goldens``: golden frames, accepted against Mesa when made
+    suite            ``tilesim suite``: glmark2-es2 and es2gears captured, imported, compared
+    coherence        ``tilesim coherence``: every technique against the baseline
+    characterize     ``tilesim characterize``: the workload columns of Tables 3.3 and 3.4
+    dsr_search       ``tilesim dsr-search``: fitting DSR's parameters (Algorithms 5, 6)
+    estimate         ``tilesim estimate``: time, energy and traffic from a render's counters
+
+The top layer: may import everything below (``traces``, ``reference``, ``workloads``,
+``techniques``, ``pipeline``, ``gl``), ``tilesim.timing``, ``tilesim.shaders`` and the base.
+"""

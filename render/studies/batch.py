@@ -1,0 +1,427 @@
+"""Batch rendering: many traces and frame ranges, in parallel with Dask, resumable.
+
+A job is one trace and the frames wanted from it. Each job runs in one worker process: a
+trace is replayed from its first frame (later frames depend on the state, textures and
+framebuffer objects earlier frames made), and the wanted frames are written as they finish:
+``frames/NNNNNN.png`` and ``counters/NNNNNN.npz``, each atomically. A frame whose two files
+both exist is finished; a rerun renders what it must to reach the missing frames and writes
+only those, so an interrupted batch resumes where it stopped and never leaves a half-written
+file. Jobs run on a local Dask cluster of processes, or on an existing one
+(``--scheduler ADDRESS``).
+
+A job's folder knows what it holds. ``render.json``, written (atomically) before any frame,
+is its identity: the trace's content hash, the technique and its variant (and the DSR
+parameters' hash), tile size, traversal, fill rule, array backend and tilesim version. A run
+whose identity differs from the folder's is refused before anything is written or removed
+(:func:`prepare_jobs`), naming the fields that differ; ``force`` starts the folder over,
+removing only the files tilesim writes there. The frame range is not part of the identity:
+frame N is the same whichever range a run asks for (the trace is always replayed from frame
+0), so a run asking for more frames extends the render.
+
+``frames.json`` lists every finished frame in the folder with its counter totals: it is
+rebuilt from the files on disk at every start (a frame finished by a killed run is read back
+from its counters), rewritten at most once a second while frames are written, and at the end.
+
+Clean-up touches only the temporaries ``tilesim.atomic`` makes for the files tilesim writes,
+in the folders it writes them to (the job folder, ``frames/``, ``counters/``), never
+recursively.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from tilesim.atomic import check_output, remove_temporaries, write_bytes, write_json
+from tilesim.errors import InputError
+
+IDENTITY_FILE = "render.json"
+FRAMES_FILE = "frames.json"
+IDENTITY_FORMAT = "tilesim render folder 1"
+# The files tilesim writes in a job folder (summary.json: the batch's folder, not removed by
+# --force) and in its frames/ and counters/ sub-folders (NNNNNN = frame number, >= 6 digits).
+OWN_FILES = re.compile(r"render\.json|frames\.json|summary\.json")
+FRAME_PNG = re.compile(r"(\d{6,})\.png")
+FRAME_NPZ = re.compile(r"(\d{6,})\.npz")
+# Fields of render.json a resume must match, with the words an error uses for them.
+IDENTITY_FIELDS = {
+    "format": "format",
+    "trace_sha256": "trace content (SHA-256)",
+    "technique": "technique",
+    "dsr_parameters_sha256": "DSR parameters (SHA-256)",
+    "tile_size": "tile size",
+    "traversal": "traversal",
+    "fill_rule": "fill rule",
+    "backend": "backend",
+    "tilesim_version": "tilesim version",
+}
+SUMMARY_INTERVAL_S = 1.0   # frames.json is rewritten at most this often while frames are written
+# Test hook: a worker stops (sleeps until killed, at most 10 minutes, then exits) after writing
+# this many frames of its job, before it updates frames.json, so that a test can kill -9 a
+# render midway deterministically however loaded the machine is.
+HANG_ENV = "TILESIM_TEST_HANG_AFTER_FRAMES"
+
+
+@dataclass(frozen=True)
+class Job:
+    trace: str
+    frames: tuple[int, int]   # [start, stop)
+    out: str
+    tile_size: int = 16
+    traversal: str = "scanline"
+    fill_rule: str = "bottom_left"
+    technique: str = "baseline"
+    dsr_parameters: str | None = None
+    backend: str = "numpy"    # the array backend the worker renders on (numpy or cupy)
+
+    def frame_files(self, index: int) -> tuple[Path, Path]:
+        name = f"{index:06d}"
+        return (Path(self.out) / "frames" / f"{name}.png",
+                Path(self.out) / "counters" / f"{name}.npz")
+
+    def finished(self, index: int) -> bool:
+        return all(p.exists() for p in self.frame_files(index))
+
+    def missing(self) -> list[int]:
+        return [i for i in range(*self.frames) if not self.finished(i)]
+
+
+# -- identity -----------------------------------------------------------------------------
+
+def file_sha256(path: str | Path, chunk: int = 1 << 20) -> str:
+    """SHA-256 of a file's bytes, read in chunks (traces can be large)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def technique_identity(job: Job) -> str:
+    """The technique with its variant, spelled one way (``evr+re`` and ``re+evr/crc32`` are
+    ``re+evr``)."""
+    techniques = job_techniques(job)
+    name = techniques.name
+    if techniques.signature != "crc32":
+        name += f"/{techniques.signature}"
+    if techniques.memo_key_bits != 64:
+        name += f"/{techniques.memo_key_bits}"
+    return name
+
+
+def job_identity(job: Job) -> dict:
+    """What a job's folder holds (``render.json``): the fields of ``IDENTITY_FIELDS``, and the
+    trace's path and the frames asked for by the run that wrote it (for information)."""
+    from tilesim import __version__
+
+    technique = technique_identity(job)
+    dsr_sha = None
+    if "dsr" in technique.split("/")[0].split("+"):
+        from tilesim.render.techniques.dynamic_sampling_rate import DEFAULT_PARAMETERS
+
+        params = Path(job.dsr_parameters) if job.dsr_parameters else DEFAULT_PARAMETERS
+        try:
+            dsr_sha = file_sha256(params)
+        except OSError as exc:
+            raise InputError(f"cannot read the DSR parameters file: {exc.strerror or exc}",
+                             source=str(params)) from None
+    return {"format": IDENTITY_FORMAT,
+            "trace": str(job.trace), "trace_sha256": file_sha256(job.trace),
+            "frames": list(job.frames),
+            "technique": technique, "dsr_parameters_sha256": dsr_sha,
+            "tile_size": job.tile_size, "traversal": job.traversal, "fill_rule": job.fill_rule,
+            "backend": job.backend, "tilesim_version": __version__}
+
+
+def _shown(field: str, identity: dict) -> str:
+    value = identity.get(field)
+    if field == "trace_sha256" and isinstance(value, str):
+        return f"{value[:12]} ({identity.get('trace')})"
+    if field.endswith("sha256") and isinstance(value, str):
+        return value[:12]
+    return "none" if value is None else repr(value)
+
+
+_RESTART = ("; to start over, rerun `tilesim render` with --force (it removes the frames, "
+            "counters, frames.json and render.json tilesim wrote there), or use another output "
+            "folder")
+
+
+def check_folder(job: Job, identity: dict) -> None:
+    """Refuse (InputError naming the folder) a folder that holds a render of another identity,
+    or frames whose identity is unknown; changes nothing."""
+    folder = Path(job.out)
+    path = folder / IDENTITY_FILE
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        if _own_outputs(folder):
+            raise InputError(f"holds rendered frames but no {IDENTITY_FILE} (made by an older "
+                             "tilesim, or not by tilesim): what they were rendered with is "
+                             "unknown" + _RESTART, source=str(folder)) from None
+        return
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read {IDENTITY_FILE}: {exc}" + _RESTART,
+                         source=str(folder)) from None
+    try:
+        held = json.loads(text)
+    except ValueError:
+        held = None
+    if not isinstance(held, dict):
+        raise InputError(f"{IDENTITY_FILE} is not a tilesim render identity (not a JSON "
+                         "object)" + _RESTART, source=str(folder))
+    fields = [f for f in IDENTITY_FIELDS if held.get(f) != identity[f]]
+    if "technique" in fields and "dsr_parameters_sha256" in fields:
+        fields.remove("dsr_parameters_sha256")      # follows from the technique
+    differ = [f"{IDENTITY_FIELDS[f]} {_shown(f, held)} there, {_shown(f, identity)} asked"
+              for f in fields]
+    if differ:
+        raise InputError("holds a render made with other settings, refusing to mix them: "
+                         + "; ".join(differ) + _RESTART, source=str(folder))
+
+
+def _own_outputs(folder: Path) -> list[Path]:
+    """The frame and counters files tilesim writes in ``folder``'s frames/ and counters/."""
+    found = []
+    for sub, pattern in (("frames", FRAME_PNG), ("counters", FRAME_NPZ)):
+        try:
+            entries = list(os.scandir(folder / sub))
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        found += [Path(e.path) for e in entries
+                  if pattern.fullmatch(e.name) and e.is_file(follow_symlinks=False)]
+    return found
+
+
+def remove_outputs(folder: str | Path) -> int:
+    """Start a folder over: remove the frames, counters, frames.json and render.json tilesim
+    wrote there (and their temporaries); other files stay. Returns how many were removed."""
+    folder = Path(folder)
+    removed = clean_stale_temporaries(folder)
+    for path in _own_outputs(folder) + [folder / FRAMES_FILE, folder / IDENTITY_FILE]:
+        if path.is_symlink() or path.is_file():
+            path.unlink(missing_ok=True)
+            removed += 1
+    return removed
+
+
+def clean_stale_temporaries(out: str | Path) -> int:
+    """Remove the temporaries an interrupted run left of the files tilesim writes: in the job
+    folder itself (render.json, frames.json, summary.json), in ``frames/`` (NNNNNN.png) and
+    in ``counters/`` (NNNNNN.npz); nothing else, and no deeper."""
+    out = Path(out)
+    return (remove_temporaries(out, OWN_FILES) + remove_temporaries(out / "frames", FRAME_PNG)
+            + remove_temporaries(out / "counters", FRAME_NPZ))
+
+
+def prepare_jobs(jobs: list[Job], *, force: bool = False) -> list[dict]:
+    """Before any frame: check every job's folder against its identity (all of them, before
+    anything is changed), then, per folder, start it over if ``force``, remove stale
+    temporaries, write ``render.json`` and bring ``frames.json`` up to date with the files.
+    Returns the identities."""
+    for job in jobs:
+        check_output(job.out, folder=True)
+    identities = [job_identity(job) for job in jobs]
+    if not force:
+        for job, identity in zip(jobs, identities, strict=True):
+            check_folder(job, identity)
+    for job, identity in zip(jobs, identities, strict=True):
+        if force:
+            remove_outputs(job.out)
+        clean_stale_temporaries(job.out)
+        write_json(Path(job.out) / IDENTITY_FILE, identity)
+        entries, changed = frame_entries(job)
+        if changed or not (Path(job.out) / FRAMES_FILE).exists():
+            _write_frames(job, entries)
+    return identities
+
+
+# -- frames.json ----------------------------------------------------------------------------
+
+def _entry(summary: dict) -> dict:
+    """A frame's counter totals in one key order (a summary of live counters and one of
+    counters loaded from disk order their scalars differently)."""
+    from tilesim.render.pipeline.counters import (
+        FRAME_COUNTERS,
+        TECHNIQUE_FRAME_COUNTERS,
+        TECHNIQUE_TILE_COUNTERS,
+        TILE_COUNTERS,
+    )
+
+    order = ["frame", *FRAME_COUNTERS, *TECHNIQUE_FRAME_COUNTERS, *TILE_COUNTERS,
+             *TECHNIQUE_TILE_COUNTERS]
+    known = set(order) | {"overshading"}
+    keys = [k for k in order if k in summary] + sorted(k for k in summary if k not in known)
+    if "overshading" in summary:
+        keys.append("overshading")
+    return {k: summary[k] for k in keys}
+
+
+def finished_frames(job: Job) -> list[int]:
+    """Every frame of the folder whose PNG and counters both exist (any frame, not only the
+    job's range)."""
+    folder = Path(job.out) / "frames"
+    try:
+        names = [e.name for e in os.scandir(folder)]
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    found = []
+    for name in names:
+        match = FRAME_PNG.fullmatch(name)
+        if match and name == f"{int(match[1]):06d}.png" and job.finished(int(match[1])):
+            found.append(int(match[1]))
+    return sorted(found)
+
+
+def frame_entries(job: Job) -> tuple[dict[int, dict], bool]:
+    """``frames.json``'s entries made to describe exactly the finished frames on disk: those
+    it lacks are read back from their counters, those whose files are gone are dropped.
+    Returns the entries and whether they differ from the file's."""
+    from tilesim.render.pipeline.counters import load_counters
+
+    held: dict[int, dict] = {}
+    data = _read_json(Path(job.out) / FRAMES_FILE)
+    listed = data.get("frames") if isinstance(data.get("frames"), list) else []
+    for entry in listed:
+        if isinstance(entry, dict) and type(entry.get("frame")) is int:
+            held[entry["frame"]] = _entry(entry)
+    entries: dict[int, dict] = {}
+    for index in finished_frames(job):
+        if index in held:
+            entries[index] = held[index]
+            continue
+        npz = job.frame_files(index)[1]
+        try:
+            entries[index] = _entry(load_counters(npz).summary())
+        except Exception as exc:  # noqa: BLE001  (a damaged file: say which)
+            raise InputError(f"unreadable counters file ({exc}): remove it to render the "
+                             "frame again" + _RESTART, source=str(npz)) from None
+    changed = (list(entries.values()) != [held[k] for k in sorted(held)]
+               or data.get("trace") != job.trace or data.get("technique") != job.technique)
+    return entries, changed
+
+
+def _write_frames(job: Job, entries: dict[int, dict]) -> Path:
+    return write_json(Path(job.out) / FRAMES_FILE,
+                      {"trace": job.trace, "technique": job.technique,
+                       "frames": [entries[k] for k in sorted(entries)]})
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+# -- running --------------------------------------------------------------------------------
+
+def run_job(job: Job, on_frame=None, *, prepare: bool = True, force: bool = False) -> dict:
+    """Render one job's missing frames; returns a summary (runs in a worker process).
+
+    ``prepare``: check and write the folder's identity first (:func:`prepare_jobs`; a caller
+    that did so for all its jobs passes False). ``on_frame(index)`` is called after each
+    frame is written (progress)."""
+    from tilesim.backend import use_backend
+    from tilesim.render.pipeline.renderer import Renderer
+    from tilesim.render.studies.render_command import png_bytes
+    from tilesim.render.traces.trace_file import open_trace
+
+    started = time.perf_counter()
+    if prepare:
+        prepare_jobs([job], force=force)
+    entries, changed = frame_entries(job)
+    if changed:
+        _write_frames(job, entries)
+    hang_after = int(os.environ.get(HANG_ENV) or 0)
+    missing = set(job.missing())
+    written: list[dict] = []
+    if missing:
+        last_write = time.monotonic()
+        with use_backend(job.backend), open_trace(job.trace) as trace:
+            renderer = Renderer(trace.width, trace.height, depth_bits=trace.depth_bits,
+                                tile_size=job.tile_size, traversal=job.traversal,
+                                fill_rule=job.fill_rule, source=job.trace,
+                                techniques=job_techniques(job))
+            last = max(missing) + 1
+            for result in renderer.render(trace.frames(0, last), keep=missing):
+                png, npz = job.frame_files(result.index)
+                # Counters first, PNG last: the PNG's existence marks the frame finished.
+                result.counters.save(npz)
+                write_bytes(png, png_bytes(result.image))
+                entry = _entry(result.counters.summary())
+                written.append(entry)
+                entries[result.index] = entry
+                if on_frame is not None:
+                    on_frame(result.index)
+                if hang_after and len(written) >= hang_after:
+                    time.sleep(600)        # test hook: wait here to be killed (bounded)
+                    os._exit(70)
+                if time.monotonic() - last_write >= SUMMARY_INTERVAL_S:
+                    _write_frames(job, entries)
+                    last_write = time.monotonic()
+        _write_frames(job, entries)
+    return {"trace": job.trace, "backend": job.backend, "frames": list(job.frames),
+            "written": len(written),
+            "skipped": (job.frames[1] - job.frames[0]) - len(written),
+            "seconds": round(time.perf_counter() - started, 3), "counters": written}
+
+
+def job_techniques(job: Job):
+    from tilesim.render.techniques.bus import Techniques
+
+    return Techniques.from_name(job.technique, source=job.trace,
+                                dsr_parameters=job.dsr_parameters)
+
+
+def run_batch(jobs: list[Job], *, workers: int | None = None, scheduler: str | None = None,
+              progress: bool = True, prepare: bool = True, force: bool = False) -> list[dict]:
+    """Run jobs in parallel on Dask; returns their summaries in job order. ``prepare``: check
+    and write every folder's identity first (:func:`prepare_jobs`), unless the caller did."""
+    from dask.distributed import Client, LocalCluster, as_completed
+    from tqdm import tqdm
+
+    if prepare:
+        prepare_jobs(jobs, force=force)
+    todo = [job for job in jobs if job.missing()]
+    results: dict[int, dict] = {}
+    for index, job in enumerate(jobs):
+        if job not in todo:
+            results[index] = {"trace": job.trace, "backend": job.backend,
+                              "frames": list(job.frames), "written": 0,
+                              "skipped": job.frames[1] - job.frames[0], "seconds": 0.0,
+                              "counters": []}
+    if todo:
+        if scheduler:
+            client = Client(scheduler)
+            cluster = None
+        else:
+            cluster = LocalCluster(n_workers=workers or min(len(todo), 2), threads_per_worker=1,
+                                   processes=True, dashboard_address=":0")
+            client = Client(cluster)
+        try:
+            futures = {client.submit(run_job, job, prepare=False, pure=False): jobs.index(job)
+                       for job in todo}
+            bar = tqdm(total=len(futures), desc="render batch", unit="trace",
+                       disable=None if progress else True)
+            for future in as_completed(futures):
+                results[futures[future]] = future.result()
+                bar.update(1)
+            bar.close()
+        finally:
+            client.close()
+            if cluster is not None:
+                cluster.close()
+    return [results[i] for i in range(len(jobs))]
+
+
+def write_batch_summary(out: str | Path, summaries: list[dict], seconds: float) -> Path:
+    return write_json(Path(out) / "summary.json",
+                      {"jobs": [{k: v for k, v in s.items() if k != "counters"}
+                                for s in summaries], "seconds": round(seconds, 3)})

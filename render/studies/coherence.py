@@ -1,0 +1,411 @@
+"""``tilesim coherence TRACE``: every frame-coherence technique against the baseline.
+
+The trace is rendered once per technique (``tilesim.render.techniques.bus``) and once at baseline;
+per technique the report gives what it skipped and what it cost next to the oracle, the fragments
+shaded and overshading, the average sample rate, the per-frame MSSIM against the baseline frame
+(luminance, Wang et al. 2004 settings) and how many frames are bit-identical to it.
+``re/xor`` is the seed's ablation (§4.3): RE with an XOR-based signature instead of CRC32,
+whose collisions show up as false positives; ``memo/32`` keys memoization's LUT with the seed's
+32-bit signature instead of 64 bits, whose collisions are hits returning another color.
+``--images DIR`` writes per-frame overlays.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from tilesim.atomic import check_output, write_bytes, write_json
+from tilesim.errors import EXIT_OK, InputError
+
+DEFAULT_TECHNIQUES = ("te", "re", "re/xor", "evr", "re+evr", "dsr", "memo", "memo/32")
+EXIT_NOT_LOSSLESS = 1
+
+# Overlay colors (RGB) per DSR rate index: 1x, 1/4x, 1/16x, 1/64x, 1/256x.
+RATE_COLORS = np.array([[0, 0, 0], [60, 160, 255], [60, 220, 120], [255, 200, 40],
+                        [255, 60, 60]], dtype=np.float64)
+
+
+@dataclass
+class Tally:
+    """What one technique did over the frames of one trace, accumulated frame by frame."""
+
+    name: str
+    frames: int = 0
+    identical: int = 0
+    mssim: list[float] = field(default_factory=list)
+    tiles: int = 0
+    totals: dict[str, int] = field(default_factory=dict)
+    scalars: dict[str, int] = field(default_factory=dict)
+    rate_histogram: np.ndarray = field(default_factory=lambda: np.zeros(5, dtype=np.int64))
+
+    def add(self, image: np.ndarray, counters, reference: np.ndarray) -> None:
+        from tilesim.render.techniques.dynamic_sampling_rate import frame_mssim
+
+        self.frames += 1
+        # Memoization's frames show the LUT's colors on hits, so a key collision shows in the
+        # image and its MSSIM; a frame with one is never counted identical, even where a
+        # later write covered the wrong color.
+        collided = int(counters.scalars.get("memo_collisions", 0)) > 0
+        self.identical += int(np.array_equal(image, reference) and not collided)
+        self.mssim.append(1.0 if np.array_equal(image, reference)
+                          else frame_mssim(image, reference))
+        screen = _screen(counters)
+        if screen is not None:
+            self.tiles += screen.tiles_x * screen.tiles_y
+            for name, values in screen.tiles.items():
+                self.totals[name] = self.totals.get(name, 0) + int(values.sum())
+            if "dsr_rate" in screen.tiles:
+                self.rate_histogram += np.bincount(screen.tiles["dsr_rate"], minlength=5)
+        for name in ("fragments_shaded", "pixels_written"):
+            self.scalars[name] = self.scalars.get(name, 0) + counters.total(name)
+        for name in ("re_disabled", "memo_collisions"):
+            self.scalars[name] = self.scalars.get(name, 0) + int(counters.scalars.get(name, 0))
+
+    def report(self, baseline: Tally) -> dict:
+        t = self.totals
+        tiles = self.tiles or 1
+        shaded, written = self.scalars["fragments_shaded"], self.scalars["pixels_written"]
+        base_shaded = baseline.scalars["fragments_shaded"]
+        screen_shaded = baseline.totals.get("fragments_shaded", 0)
+        histogram = self.rate_histogram
+        rate = (float((histogram * 0.25 ** np.arange(5)).sum() / histogram.sum())
+                if histogram.sum() else 1.0)
+        out = {
+            "frames": self.frames,
+            "frames_bit_identical": self.identical,
+            "mssim_min": float(min(self.mssim)) if self.mssim else None,
+            "mssim": [round(m, 6) for m in self.mssim],
+            "fragments_shaded": shaded,
+            "fragments_shaded_vs_baseline": shaded / base_shaded if base_shaded else None,
+            "overshading": shaded / written if written else None,
+            "average_sample_rate": rate,
+            "flushes_avoided": (t.get("te_flushes_skipped", 0)
+                                + t.get("re_tiles_skipped", 0)) / tiles,
+        }
+        if "re_tiles_skipped" in t:
+            out.update({"tiles_skipped": t["re_tiles_skipped"] / tiles,
+                        "tiles_equal_color_oracle": t["re_tiles_equal_color"] / tiles,
+                        "false_positives": t["re_false_positives"],
+                        "frames_re_disabled": self.scalars["re_disabled"]})
+        if "oracle_fragments_shaded" in t:
+            out.update({"oracle_fragments_shaded": t["oracle_fragments_shaded"],
+                        # The oracle covers the default framebuffer: compare it with the
+                        # baseline's fragments there.
+                        "oracle_vs_baseline": (t["oracle_fragments_shaded"] / screen_shaded
+                                               if screen_shaded else None),
+                        "prims_reordered": t.get("evr_prims_reordered", 0),
+                        "prims_predicted_occluded": t.get("evr_prims_occluded", 0)})
+        if histogram.sum():
+            out["sampling_rate_histogram"] = dict(zip(RATE_LABELS, map(int, histogram),
+                                                      strict=True))
+        if "memo_lookups" in t:
+            lookups = t["memo_lookups"]
+            out.update({"memo_lookups": lookups,
+                        "memo_hit_rate": t["memo_hits"] / lookups if lookups else 0.0,
+                        "memo_collisions": self.scalars["memo_collisions"]})
+        return out
+
+
+RATE_LABELS = ("1x", "1/4x", "1/16x", "1/64x", "1/256x")
+
+
+def render_frames(trace_path: str, name: str, frames: range, dsr_parameters=None):
+    """Yield (frame index, image, counters, renderer) of a technique's render of the trace
+    (every frame up to ``frames.stop`` is rendered, those in ``frames`` yielded)."""
+    from tilesim.render.pipeline.renderer import Renderer
+    from tilesim.render.techniques.bus import Techniques
+    from tilesim.render.traces.trace_file import open_trace
+
+    with open_trace(trace_path) as trace:
+        techniques = Techniques.from_name(name, source=trace_path,
+                                          dsr_parameters=dsr_parameters)
+        renderer = Renderer(trace.width, trace.height, depth_bits=trace.depth_bits,
+                            source=trace_path, techniques=techniques)
+        for result in renderer.render(trace.frames(0, frames.stop), keep=frames):
+            yield result.index, result.image, result.counters, renderer
+
+
+def _screen(counters):
+    """The default framebuffer's pass of a frame (None when it drew nothing there)."""
+    return next((p for p in counters.passes if p.target == "default"), None)
+
+
+def _save(save: Path | None, name: str, trace_path: str, index: int, image, counters) -> None:
+    """Keep a frame as `tilesim render` would (``NAME/TRACE/frames``, ``.../counters``), so
+    `tilesim estimate` can read the run without rendering it again."""
+    if save is None:
+        return
+    from tilesim.render.studies.render_command import png_bytes
+
+    folder = save / name.replace("/", "-") / Path(trace_path).stem
+    counters.save(folder / "counters" / f"{index:06d}.npz")
+    write_bytes(folder / "frames" / f"{index:06d}.png", png_bytes(image))
+
+
+def compare_trace(trace_path: str, names: list[str], frames: range, *, dsr_parameters=None,
+                  images: Path | None = None, save: Path | None = None, progress=None) -> dict:
+    """Baseline and every technique over one trace: the report of each technique."""
+    reference: dict[int, np.ndarray] = {}
+    baseline = Tally("baseline")
+    for index, image, counters, _ in render_frames(trace_path, "baseline", frames):
+        reference[index] = image
+        baseline.add(image, counters, image)
+        _save(save, "baseline", trace_path, index, image, counters)
+        if progress is not None:
+            progress.update(1)
+    tallies = {}
+    for name in names:
+        tally = tallies[name] = Tally(name)
+        for index, image, counters, renderer in render_frames(trace_path, name, frames,
+                                                              dsr_parameters):
+            tally.add(image, counters, reference[index])
+            _save(save, name, trace_path, index, image, counters)
+            if images is not None:
+                write_overlays(images, name, index, image, counters, renderer)
+            if progress is not None:
+                progress.update(1)
+    return {"trace": trace_path, "frames": [frames.start, frames.stop],
+            "baseline": baseline.report(baseline),
+            "techniques": {name: t.report(baseline) for name, t in tallies.items()}}
+
+
+AVERAGED = ("frames_bit_identical", "mssim_min", "fragments_shaded_vs_baseline", "overshading",
+            "average_sample_rate", "flushes_avoided", "tiles_skipped",
+            "tiles_equal_color_oracle", "false_positives", "oracle_vs_baseline",
+            "memo_hit_rate", "memo_collisions")
+
+
+def average(reports: list[dict]) -> dict:
+    """Per technique, the mean over workloads of each figure (min for mssim_min, sum for
+    counts that must be zero)."""
+    out = {}
+    names = reports[0]["techniques"] if reports else {}
+    for name in names:
+        rows = [r["techniques"][name] for r in reports]
+        entry = {}
+        for key in AVERAGED:
+            values = [row[key] for row in rows if row.get(key) is not None]
+            if not values:
+                continue
+            if key == "mssim_min":
+                entry[key] = min(values)
+            elif key in ("false_positives", "memo_collisions", "frames_bit_identical"):
+                entry[key] = int(sum(values))
+            else:
+                entry[key] = float(np.mean(values))
+        entry["frames"] = int(sum(row["frames"] for row in rows))
+        out[name] = entry
+    return out
+
+
+# -- overlays ---------------------------------------------------------------------------------
+
+
+def _tile_image(values: np.ndarray, counters_pass, height: int, width: int) -> np.ndarray:
+    """Per-tile values spread over the image (row 0 at the top)."""
+    t = counters_pass.tile_size
+    grid = values.reshape(counters_pass.tiles_y, counters_pass.tiles_x)
+    full = np.repeat(np.repeat(grid, t, axis=0), t, axis=1)[:height, :width]
+    return full[::-1]
+
+
+def overlay(image: np.ndarray, tile_rgb: np.ndarray, tile_alpha: np.ndarray, counters_pass,
+            strength: float = 0.55) -> np.ndarray:
+    """The frame with each tile tinted by ``tile_rgb`` (tiles, 3) where ``tile_alpha``."""
+    h, w = image.shape[:2]
+    rgb = np.stack([_tile_image(tile_rgb[:, c], counters_pass, h, w) for c in range(3)], -1)
+    alpha = _tile_image(tile_alpha.astype(np.float64), counters_pass, h, w)[..., None]
+    base = image[..., :3].astype(np.float64)
+    out = base * (1 - strength * alpha) + rgb * strength * alpha
+    return np.clip(out + 0.5, 0, 255).astype(np.uint8)
+
+
+def write_overlays(folder: Path, name: str, index: int, image: np.ndarray, counters,
+                   renderer) -> None:
+    """The overlays of one frame of a technique: RE's skipped tiles, TE's unflushed tiles,
+    DSR's sampling rate per tile, EVR's farthest visible point per tile."""
+    from tilesim.render.studies.render_command import png_bytes
+
+    screen = _screen(counters)
+    if screen is None:
+        return
+    n = screen.tiles_x * screen.tiles_y
+
+    def save(kind: str, picture: np.ndarray) -> None:
+        rgba = np.concatenate([picture, np.full((*picture.shape[:2], 1), 255, np.uint8)], -1)
+        write_bytes(folder / name.replace("/", "-") / kind / f"{index:06d}.png",
+                    png_bytes(rgba))
+
+    if "re_tiles_skipped" in screen.tiles:
+        skipped = screen.tiles["re_tiles_skipped"] > 0
+        save("re_skipped", overlay(image, np.tile([255, 0, 255], (n, 1)), skipped, screen))
+    if "te_flushes_skipped" in screen.tiles:
+        kept = screen.tiles["te_flushes_skipped"] > 0
+        save("te_not_flushed", overlay(image, np.tile([0, 255, 255], (n, 1)), kept, screen))
+    if "dsr_rate" in screen.tiles:
+        rate = screen.tiles["dsr_rate"].astype(np.int64)
+        save("dsr_rate", overlay(image, RATE_COLORS[rate], rate > 0, screen, 0.45))
+    evr = renderer.techniques.evr
+    if evr is not None:
+        from tilesim.backend import to_host
+
+        # The FVP left for the next frame: depths in gray (near dark, far light), layers in
+        # orange (lower layers lighter).
+        fvp, is_layer = to_host(evr.fvp), to_host(evr.fvp_is_layer)
+        depth = np.where(is_layer, 0, fvp) / float(renderer.default_target.depth_max)
+        layer_shade = 1.0 - np.minimum(np.where(is_layer, fvp, 0), 8) / 8.0
+        gray = np.repeat((255 * depth)[:, None], 3, axis=1)
+        orange = np.stack([np.full(n, 255.0), 140 * layer_shade, np.zeros(n)], -1)
+        rgb = np.where(is_layer[:, None], orange, gray)
+        save("evr_fvp", overlay(image, rgb, np.ones(n, dtype=bool), screen, 0.6))
+
+
+# -- command line -----------------------------------------------------------------------------
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "coherence", help="compare every frame-coherence technique with the baseline",
+        description="Render each TRACE at baseline and with each technique (TE, RE, RE with an "
+                    "XOR signature, EVR, RE+EVR, DSR, memoization) and report per technique: "
+                    "tiles skipped and the oracle, flushes avoided, fragments shaded, "
+                    "overshading, average sample rate, per-frame MSSIM against the baseline "
+                    "and frames bit-identical to it; with several traces, also the average. "
+                    "Exit 1 when a lossless technique changed a frame or DSR fell below "
+                    f"MSSIM {MIN_MSSIM}.")
+    p.add_argument("traces", nargs="+", metavar="TRACE", help=".tsim traces")
+    p.add_argument("--frames", default=":", metavar="A:B",
+                   help="frames to compare (default: all); earlier frames are rendered too")
+    p.add_argument("--techniques", default=",".join(DEFAULT_TECHNIQUES), metavar="LIST",
+                   help="comma-separated techniques (default: %(default)s); re/xor signs "
+                        "with XOR, memo/32 uses 32-bit LUT keys")
+    p.add_argument("--dsr-parameters", metavar="FILE",
+                   help="DSR parameters (TOML from `tilesim dsr-search`; default: shipped)")
+    p.add_argument("--images", metavar="DIR", help="write per-frame overlays to DIR")
+    p.add_argument("--out", metavar="FILE", help="also write the JSON report to FILE")
+    p.add_argument("--save", metavar="DIR",
+                   help="keep every run as `tilesim render` output in DIR/TECHNIQUE/TRACE "
+                        "(for `tilesim estimate DIR/re --baseline DIR/baseline`)")
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="traces in parallel on a local Dask cluster (default: 1 per trace, "
+                        "at most the CPU count)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(func=_coherence)
+
+
+LOSSLESS = ("te", "re", "evr", "re+evr", "te+re", "te+evr", "te+re+evr", "memo")
+MIN_MSSIM = 0.95
+
+
+def _job(trace: str, names: list[str], frames: tuple[int, int], dsr_parameters, images,
+         save, backend: str = "numpy"):
+    """One trace's comparison in a worker process, on the parent's array backend."""
+    from tilesim.backend import use_backend
+
+    folder = None if images is None else Path(images) / Path(trace).stem
+    with use_backend(backend):
+        return compare_trace(trace, names, range(*frames), dsr_parameters=dsr_parameters,
+                             images=folder, save=None if save is None else Path(save))
+
+
+def _coherence(args: argparse.Namespace) -> int:
+    import os
+
+    from tqdm import tqdm
+
+    from tilesim.backend import backend_name
+    from tilesim.render.studies.render_command import parse_frames
+    from tilesim.render.traces.trace_file import open_trace
+
+    names = [n.strip().lower() for n in args.techniques.split(",") if n.strip()]
+    if not names:
+        raise InputError("--techniques: no technique given")
+    from tilesim.render.techniques.bus import Techniques
+
+    for name in names:
+        Techniques.from_name(name)   # fail before any work
+    for folder in (args.images, args.save):
+        if folder is not None:
+            check_output(folder, folder=True)
+    if args.out:
+        check_output(args.out, folder=False)
+    jobs = []
+    for trace in args.traces:
+        with open_trace(trace) as t:
+            frames = parse_frames(args.frames, t.frame_count)
+        jobs.append((trace, names, (frames.start, frames.stop), args.dsr_parameters,
+                     args.images, args.save, backend_name()))
+    if len(jobs) == 1:
+        frames = range(*jobs[0][2])
+        with tqdm(total=frames.stop * (len(names) + 1), desc="coherence", unit="frame",
+                  disable=None, leave=False) as bar:
+            folder = None if args.images is None else Path(args.images)
+            reports = [compare_trace(args.traces[0], names, frames,
+                                     dsr_parameters=args.dsr_parameters, images=folder,
+                                     save=None if args.save is None else Path(args.save),
+                                     progress=bar)]
+    else:
+        from dask.distributed import Client, LocalCluster, as_completed
+
+        workers = args.workers or min(len(jobs), os.cpu_count() or 1)
+        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                          dashboard_address=":0") as cluster, Client(cluster) as client:
+            futures = {client.submit(_job, *job, pure=False): k for k, job in enumerate(jobs)}
+            results: dict[int, dict] = {}
+            for future in tqdm(as_completed(futures), total=len(futures), desc="coherence",
+                               unit="trace", disable=None, leave=False):
+                results[futures[future]] = future.result()
+        reports = [results[k] for k in range(len(jobs))]
+    report = {"workloads": reports, "average": average(reports)}
+    if args.out:
+        write_json(args.out, report)
+    broken = [f"{Path(r['trace']).name}: {name}" for r in reports
+              for name, t in r["techniques"].items()
+              if (name in LOSSLESS and t["frames_bit_identical"] != t["frames"])
+              or (name == "dsr" and t["mssim_min"] is not None and t["mssim_min"] < MIN_MSSIM)]
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        for r in reports:
+            print(f"{r['trace']} (frames {r['frames'][0]}:{r['frames'][1]})")
+            _print_table(r["baseline"], r["techniques"])
+        if len(reports) > 1:
+            print("average over workloads")
+            _print_table(None, report["average"])
+    if broken:
+        print(f"quality check failed: {', '.join(broken)}", file=sys.stderr)
+        return EXIT_NOT_LOSSLESS
+    return EXIT_OK
+
+
+def _fmt(value, percent: bool = False) -> str:
+    if value is None:
+        return "-"
+    if percent:
+        return f"{100 * value:5.1f}%"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)
+
+
+def _print_table(baseline: dict | None, techniques: dict) -> None:
+    rows = [("technique", "identical", "min MSSIM", "skipped", "oracle", "flush avoided",
+             "shaded vs base", "overshading", "sample rate")]
+    entries = ([("baseline", baseline)] if baseline else []) + list(techniques.items())
+    for name, r in entries:
+        identical = r.get("frames_bit_identical")
+        rows.append((name, f"{identical}/{r['frames']}", _fmt(r.get("mssim_min")),
+                     _fmt(r.get("tiles_skipped"), True),
+                     _fmt(r.get("tiles_equal_color_oracle"), True),
+                     _fmt(r.get("flushes_avoided"), True),
+                     _fmt(r.get("fragments_shaded_vs_baseline")), _fmt(r.get("overshading")),
+                     _fmt(r.get("average_sample_rate"))))
+    widths = [max(len(row[c]) for row in rows) for c in range(len(rows[0]))]
+    for row in rows:
+        print("  " + "  ".join(cell.rjust(w) for cell, w in zip(row, widths, strict=True)))

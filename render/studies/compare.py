@@ -1,0 +1,118 @@
+"""Image quality of frames against reference frames: MSSIM, PSNR, largest channel difference.
+
+``tilesim compare DIR_A DIR_B`` pairs the frames of two folders by frame number and prints,
+per frame and in summary (min, mean), the mean structural similarity (MSSIM), the peak
+signal-to-noise ratio (PSNR, dB) and the largest difference of any channel (0..255). It exits
+with 1 when ``--min-mssim`` is given and a frame falls below it.
+
+Frame folders may be laid out as ``tilesim render`` writes them (``DIR/frames/NNNNNN.png``), as
+``tilesim reference`` writes them (``DIR/frame_NNNNNN.png``), or hold ``NNNNNN.png`` directly.
+
+Metrics are computed on RGB (alpha is dropped: apitrace's reference images have none), 8 bits per
+channel, exactly as the seeds compute MSSIM: ``skimage.metrics.structural_similarity`` with
+``gaussian_weights=True, sigma=1.5, use_sample_covariance=False, data_range=255`` and
+``channel_axis=-1`` (Wang et al. 2004). PSNR of identical images is infinite (reported as
+``null`` in JSON, ``inf`` in text). The metrics themselves are :mod:`tilesim.image_metrics`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+from pathlib import Path
+
+from tilesim.errors import EXIT_FAILED_CHECK, EXIT_OK, InputError
+from tilesim.image_metrics import Comparison, image_metrics, read_png
+
+_FRAME_NAME = re.compile(r"^(?:frame_)?(\d+)\.png$")
+
+
+def frame_files(folder: str | os.PathLike) -> dict[int, Path]:
+    """Frame number -> PNG of a frame folder (``frames/NNNNNN.png``, ``frame_NNNNNN.png`` or
+    ``NNNNNN.png``)."""
+    root = Path(folder)
+    if not root.is_dir():
+        raise InputError("no such folder", source=str(root))
+    for candidate in (root / "frames", root):
+        if not candidate.is_dir():
+            continue
+        found: dict[int, Path] = {}
+        for path in sorted(candidate.iterdir()):
+            match = _FRAME_NAME.match(path.name)
+            if match and path.is_file():
+                number = int(match.group(1))
+                if number in found:
+                    raise InputError(f"frame {number} appears twice ({found[number].name}, "
+                                     f"{path.name})", source=str(candidate))
+                found[number] = path
+        if found:
+            return found
+    raise InputError("no frame images (expected frames/NNNNNN.png, frame_NNNNNN.png or "
+                     "NNNNNN.png)", source=str(root))
+
+
+def compare_folders(folder_a: str | os.PathLike, folder_b: str | os.PathLike) -> Comparison:
+    """Metrics of the frames of two folders paired by frame number (see :func:`frame_files`)."""
+    files_a, files_b = frame_files(folder_a), frame_files(folder_b)
+    common = sorted(set(files_a) & set(files_b))
+    if not common:
+        raise InputError(f"no frame number is present in both {folder_a} ({len(files_a)} "
+                         f"frames) and {folder_b} ({len(files_b)} frames)",
+                         source=f"{folder_a} vs {folder_b}")
+    metrics = [image_metrics(read_png(files_a[n]), read_png(files_b[n]), n,
+                             f"{files_a[n]} vs {files_b[n]}") for n in common]
+    return Comparison(metrics, sorted(set(files_a) - set(files_b)),
+                      sorted(set(files_b) - set(files_a)))
+
+
+def _psnr_text(value: float | None) -> str:
+    return "inf" if value is None or math.isinf(value) else f"{value:.2f}"
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "compare", help="MSSIM / PSNR / max difference of two folders of frames",
+        description="Pair the frames of DIR_A and DIR_B by number (frames/NNNNNN.png as "
+                    "`tilesim render` writes, frame_NNNNNN.png as `tilesim reference` "
+                    "writes, or NNNNNN.png) and print per-frame MSSIM, PSNR and the largest "
+                    "channel difference on RGB, then min and mean. Exit status 1 when "
+                    "--min-mssim is given and a frame is below it.")
+    p.add_argument("folder_a", metavar="DIR_A")
+    p.add_argument("folder_b", metavar="DIR_B")
+    p.add_argument("--min-mssim", type=float, default=None, metavar="X",
+                   help="fail (exit 1) when any frame's MSSIM is below X")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(func=_compare_command)
+
+
+def _compare_command(args: argparse.Namespace) -> int:
+    if args.min_mssim is not None and not -1.0 <= args.min_mssim <= 1.0:
+        raise InputError(f"--min-mssim {args.min_mssim}: expected a value in -1..1",
+                         source="tilesim compare")
+    comparison = compare_folders(args.folder_a, args.folder_b)
+    summary = comparison.summary()
+    failed = args.min_mssim is not None and summary["min_mssim"] < args.min_mssim
+    if args.json:
+        print(json.dumps({"a": str(args.folder_a), "b": str(args.folder_b),
+                          "frames": [f.as_json() for f in comparison.frames],
+                          "summary": summary, "min_mssim_required": args.min_mssim,
+                          "passed": not failed}, indent=2))
+    else:
+        print(f"{'frame':>6}  {'MSSIM':>8}  {'PSNR dB':>8}  {'max diff':>8}")
+        for f in comparison.frames:
+            print(f"{f.frame:>6}  {f.mssim:>8.5f}  {_psnr_text(f.psnr):>8}  {f.max_diff:>8}")
+        print(f"{summary['frames']} frame(s): MSSIM min {summary['min_mssim']:.5f} "
+              f"(frame {summary['worst_frame']}), mean {summary['mean_mssim']:.5f}; "
+              f"PSNR min {_psnr_text(summary['min_psnr'])}, "
+              f"mean {_psnr_text(summary['mean_psnr'])} dB; max diff {summary['max_diff']}")
+        for side, frames in (("A", comparison.only_a), ("B", comparison.only_b)):
+            if frames:
+                print(f"frames only in {side}: {', '.join(map(str, frames[:20]))}"
+                      f"{' ...' if len(frames) > 20 else ''}")
+        if args.min_mssim is not None:
+            print(f"{'FAILED' if failed else 'passed'}: minimum MSSIM required "
+                  f"{args.min_mssim}")
+    return EXIT_FAILED_CHECK if failed else EXIT_OK

@@ -1,0 +1,142 @@
+"""``tilesim estimate DIR|TRACE ...``: cycles, time, energy and memory traffic from counters.
+
+Each DIR is a `tilesim render` output folder (``counters/*.npz``, ``frames/*.png``) or a suite
+folder holding several. ``--baseline`` gives the baseline runs (matched by workload name, else by
+position) that ``--plot`` and the normalized table divide by. A ``.tsim`` TRACE is first rendered
+with ``--technique`` into ``--work`` (resumable, reused by later calls), and at baseline too so
+the figures come normalized; the model itself only ever reads the saved counters.
+"""
+
+from __future__ import annotations
+
+import json
+
+from tilesim.atomic import check_output
+from tilesim.errors import InputError
+from tilesim.timing.config import load_energy_config, load_gpu_config
+from tilesim.timing.report import (
+    average,
+    estimate_workload,
+    find_workloads,
+    match_baselines,
+    normalize,
+    normalized_table,
+    text_report,
+    totals,
+)
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "estimate", help="timing, energy and memory traffic from a render's counters",
+        description="Read DIR/counters/*.npz written by `tilesim render` (DIR may also be a "
+                    "folder of several render outputs, a suite) and print, per frame and in "
+                    "total: cycles (geometry, raster), time at the configured clock, energy "
+                    "(GPU by unit incl. technique hardware, main memory, OLED screen from "
+                    "DIR/frames/*.png) and memory traffic by source.")
+    p.add_argument("dirs", nargs="+", metavar="DIR|TRACE",
+                   help="output folder(s) of `tilesim render`, or .tsim traces to render first")
+    p.add_argument("--technique", default="baseline", metavar="NAME",
+                   help="for traces: the technique to render with (as `tilesim render`)")
+    p.add_argument("--frames", default=":", metavar="A:B",
+                   help="for traces: the frames to render and estimate (default: all)")
+    p.add_argument("--work", default="out/estimate", metavar="DIR",
+                   help="for traces: where renders are kept (default: %(default)s)")
+    p.add_argument("--config", metavar="FILE",
+                   help="GPU parameters (TOML, default timing/baseline_gpu.toml)")
+    p.add_argument("--energy-config", metavar="FILE",
+                   help="per-event energies and leakage (TOML, default timing/energy_32nm.toml)")
+    p.add_argument("--baseline", nargs="+", metavar="DIR",
+                   help="baseline render output(s) to normalize to (matched by workload name, "
+                        "else by position)")
+    p.add_argument("--plot", metavar="PLOTDIR",
+                   help="write the seeds' figures (time, energy, traffic, shader, units .png)")
+    p.add_argument("--no-screen", action="store_true",
+                   help="skip the OLED model (do not decode the frames' PNGs)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(func=_estimate)
+
+
+def _render_traces(args) -> None:
+    """Render the .tsim arguments (and their baselines) into --work; replace them by the
+    render folders."""
+    from pathlib import Path
+
+    from tilesim.render.studies.batch import Job, job_techniques, run_job
+    from tilesim.render.studies.render_command import parse_frames
+    from tilesim.render.traces.trace_file import open_trace
+
+    traces = [d for d in args.dirs if str(d).endswith(".tsim")]
+    if not traces:
+        return
+    techniques = [args.technique] + (["baseline"] if args.technique != "baseline"
+                                     and not args.baseline else [])
+    folders: dict[str, list[str]] = {t: [] for t in techniques}
+    for trace in traces:
+        with open_trace(trace) as t:
+            frames = parse_frames(args.frames, t.frame_count)
+        for technique in techniques:
+            out = Path(args.work) / technique.replace("/", "-") / Path(trace).stem
+            job = Job(str(trace), (frames.start, frames.stop), str(out), technique=technique)
+            job_techniques(job)
+            run_job(job)
+            folders[technique].append(str(out))
+    args.dirs = [d for d in args.dirs if not str(d).endswith(".tsim")] + \
+        folders[args.technique]
+    if "baseline" in folders and args.technique != "baseline":
+        args.baseline = folders["baseline"]
+
+
+def _estimate(args) -> int:
+    if args.plot:
+        check_output(args.plot, folder=True)   # before rendering or estimating anything
+    _render_traces(args)
+    cfg = load_gpu_config(args.config)
+    ecfg = load_energy_config(args.energy_config)
+    found = find_workloads(args.dirs)
+    screen = not args.no_screen
+    runs = [estimate_workload(name, d, cfg, ecfg, screen) for name, d in found]
+    bases = None
+    if args.baseline:
+        matched = match_baselines(found, find_workloads(args.baseline))
+        bases = [estimate_workload(name, d, cfg, ecfg, screen) for name, d in matched]
+
+    run_totals = [totals(w.estimate) for w in runs]
+    base_totals = [totals(w.estimate) for w in bases] if bases else None
+    normalized = ([normalize(r, b) for r, b in zip(run_totals, base_totals, strict=True)]
+                  if base_totals else None)
+    if args.plot:
+        try:
+            import matplotlib  # noqa: F401
+        except ModuleNotFoundError:
+            raise InputError("--plot needs matplotlib (pip install 'matplotlib>=3.7')") from None
+        from tilesim.timing.plots import write_plots
+
+        write_plots(args.plot, [w.name for w in runs], run_totals, base_totals)
+
+    if args.json:
+        workloads = []
+        for i, w in enumerate(runs):
+            entry = {"name": w.name, "dir": str(w.directory),
+                     "frames": [f.to_dict() for f in w.frames], "total": run_totals[i]}
+            if bases:
+                entry["baseline"] = {"name": bases[i].name, "dir": str(bases[i].directory),
+                                     "total": base_totals[i]}
+                entry["normalized"] = normalized[i]
+            workloads.append(entry)
+        report = {"config": cfg.path, "energy_config": ecfg.path, "workloads": workloads}
+        if len(workloads) == 1:  # one render: its frames and total at the top level too
+            report["frames"], report["total"] = workloads[0]["frames"], workloads[0]["total"]
+        if normalized:
+            report["average_normalized"] = average(normalized)
+        print(json.dumps(report, indent=1))
+    else:
+        clock = cfg["tech.clock"]
+        parts = [text_report(w.name, [f.to_dict() for f in w.frames], run_totals[i], clock)
+                 for i, w in enumerate(runs)]
+        if normalized:
+            parts.append(normalized_table([(w.name, n) for w, n in zip(runs, normalized,
+                                                                        strict=True)],
+                                          average(normalized)))
+        print("\n\n".join(parts))
+    return 0

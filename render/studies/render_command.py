@@ -1,0 +1,156 @@
+"""``tilesim render``: replay traces on the tile-based model; PNGs, counters and summaries.
+
+Output layout (one trace: DIR itself; several: DIR/<trace name>/), every file written
+atomically, so an interrupted run leaves no half-written file and a rerun resumes:
+
+    frames/NNNNNN.png      the default framebuffer at each frame end
+    counters/NNNNNN.npz    per-tile and per-frame counters (see tilesim.render.pipeline.counters)
+    frames.json            per-frame counter totals of every frame in the folder
+    render.json            what the folder holds (trace hash, technique, tile size, ...):
+                           a rerun with other settings is refused; --force starts over
+    DIR/summary.json       the jobs, what each wrote or skipped, run time
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import time
+from pathlib import Path
+
+from tqdm import tqdm
+
+from tilesim.atomic import remove_temporaries
+from tilesim.backend import backend_name
+from tilesim.errors import EXIT_OK, InputError
+from tilesim.render.pipeline.framebuffer import TRAVERSALS
+from tilesim.render.pipeline.rasterizer import FILL_RULES
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "render", help="render traces: PNG per frame, per-tile counters, JSON summaries",
+        description="Replay each TRACE (.tsim) on the tile-based GPU model and write a PNG per "
+                    "frame, the per-tile counters and JSON summaries into DIR. Several traces "
+                    "run in parallel with Dask; a rerun skips frames already written.")
+    p.add_argument("traces", nargs="+", metavar="TRACE[@A:B]",
+                   help="a .tsim trace, optionally with its own frame range")
+    p.add_argument("--frames", default=":", metavar="A:B",
+                   help="frames to write, Python slice style (default: all)")
+    p.add_argument("--out", "-o", required=True, metavar="DIR", help="output folder")
+    p.add_argument("--tile-size", type=int, default=16, metavar="N",
+                   help="tile size in pixels (default 16, Table 3.1)")
+    p.add_argument("--traversal", choices=TRAVERSALS, default="scanline",
+                   help="tile traversal order recorded for the timing model")
+    p.add_argument("--fill-rule", choices=FILL_RULES, default="bottom_left",
+                   help=argparse.SUPPRESS)
+    p.add_argument("--technique", default="baseline", metavar="NAME",
+                   help="frame-coherence techniques: baseline, te, re, evr, re+evr (any of "
+                        "te/re/evr joined by +), dsr or memo; re/xor signs with XOR, memo/32 "
+                        "keys with 32 bits (default: baseline)")
+    p.add_argument("--dsr-parameters", metavar="FILE",
+                   help="DSR parameters from `tilesim dsr-search` (default: the shipped ones)")
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="local worker processes for several traces (default: 2)")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="run on an existing Dask cluster (e.g. tcp://host:8786)")
+    p.add_argument("--force", action="store_true",
+                   help="start over: remove the frames, counters, frames.json and render.json "
+                        "tilesim wrote in the output folder(s) (other files stay) and render "
+                        "again; without it, a folder holding a render made with other settings "
+                        "(trace, technique, tile size, ...) is refused")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.set_defaults(func=_render)
+
+
+def parse_frames(text: str, count: int) -> range:
+    """'A:B' (either side optional) or 'N' into a range of frame numbers within count."""
+    try:
+        if ":" in text:
+            a, _, b = text.partition(":")
+            start = int(a) if a.strip() else 0
+            stop = int(b) if b.strip() else count
+        else:
+            start = int(text)
+            stop = start + 1
+    except ValueError:
+        raise InputError(f"--frames {text!r}: expected A:B, A: , :B or N") from None
+    if start < 0:
+        start += count
+    if stop < 0:
+        stop += count
+    if not 0 <= start < stop <= count:
+        raise InputError(f"--frames {text!r}: the trace has frames 0..{count - 1}")
+    return range(start, stop)
+
+
+def png_bytes(image) -> bytes:
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.fromarray(image, mode="RGBA").save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def _jobs(args: argparse.Namespace) -> list:
+    from tilesim.render.studies.batch import Job
+    from tilesim.render.traces.trace_file import open_trace
+
+    jobs = []
+    names: set[str] = set()
+    for spec in args.traces:
+        path, _, frames = spec.partition("@")
+        with open_trace(path) as trace:
+            wanted = parse_frames(frames or args.frames, trace.frame_count)
+        name = Path(path).stem
+        if len(args.traces) > 1:
+            if name in names:
+                raise InputError(f"two traces named {name!r}: give them distinct file names")
+            names.add(name)
+        out = Path(args.out) / name if len(args.traces) > 1 else Path(args.out)
+        jobs.append(Job(str(path), (wanted.start, wanted.stop), str(out), args.tile_size,
+                        args.traversal, args.fill_rule, args.technique, args.dsr_parameters,
+                        backend_name()))
+    return jobs
+
+
+def _render(args: argparse.Namespace) -> int:
+    from tilesim.render.studies.batch import (
+        job_techniques,
+        prepare_jobs,
+        run_batch,
+        write_batch_summary,
+    )
+
+    started = time.perf_counter()
+    jobs = _jobs(args)
+    job_techniques(jobs[0])   # a bad --technique fails here, before any work starts
+    # Every folder checked against what this run would render (refused before anything is
+    # written), then render.json written, stale temporaries removed, frames.json brought up to
+    # date with the files.
+    prepare_jobs(jobs, force=args.force)
+    remove_temporaries(args.out, "summary.json")   # DIR's own, when it holds several traces
+    if len(jobs) == 1 and not args.scheduler:
+        summaries = [_run_with_progress(jobs[0])]
+    else:
+        summaries = run_batch(jobs, workers=args.workers, scheduler=args.scheduler,
+                              prepare=False)
+    seconds = time.perf_counter() - started
+    write_batch_summary(args.out, summaries, seconds)
+    if args.json:
+        print(json.dumps({"jobs": summaries, "seconds": round(seconds, 3)}, indent=2))
+    else:
+        for s in summaries:
+            shaded = sum(f["fragments_shaded"] for f in s["counters"])
+            print(f"{s['trace']}: {s['written']} frames written, {s['skipped']} already done "
+                  f"({s['seconds']} s, {shaded} fragments shaded)")
+    return EXIT_OK
+
+
+def _run_with_progress(job) -> dict:
+    """One job in this process, with a progress bar over its frames."""
+    from tilesim.render.studies.batch import run_job
+
+    with tqdm(total=len(job.missing()), desc="render", unit="frame", disable=None) as bar:
+        return run_job(job, on_frame=lambda index: bar.update(1), prepare=False)

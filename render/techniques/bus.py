@@ -1,0 +1,290 @@
+"""The frame-coherence techniques of seed 001 as switches on one pipeline.
+
+``Techniques.parse("re+evr")`` gives the set a ``Renderer`` runs with; the pipeline calls the
+hooks below at the points where the hardware would act, and each technique keeps its state
+from frame to frame and adds its counters to the per-tile records:
+
+=========  ====================================================  ============================
+switch     technique (module)                                     acts on
+=========  ====================================================  ============================
+``te``     Transaction Elimination (``transaction_elimination``)  tile flushes
+``re``     Rendering Elimination (``rendering_elimination``)      whole tiles, from signatures
+``evr``    Early Visibility Resolution (``early_visibility``)     display-list order, RE input
+``dsr``    Dynamic Sampling Rate (``dynamic_sampling_rate``)      samples per tile
+``memo``   Fragment memoization (``fragment_memoization``)        fragment shader runs
+=========  ====================================================  ============================
+
+They apply to the default framebuffer, the frame the seed's techniques compare across frames.
+Combinations follow the seed: TE, RE and EVR combine (``re+evr`` is chapter 5's EVR-aided RE);
+DSR and memoization run alone.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tilesim.backend import array_module
+from tilesim.errors import InputError
+
+NAMES = ("te", "re", "evr", "dsr", "memo")
+ALONE = ("dsr", "memo")
+SIGNATURE_KINDS = ("crc32", "xor")
+MEMO_KEY_BITS = ("64", "32")
+
+
+class Techniques:
+    """The enabled techniques of one render and the hooks the pipeline calls."""
+
+    def __init__(self, enabled: frozenset[str] = frozenset(), *, signature: str = "crc32",
+                 dsr_parameters=None, memo_key_bits: int = 64):
+        self.enabled = frozenset(enabled)
+        self.signature = signature
+        self.memo_key_bits = memo_key_bits
+        self.dsr_parameters = dsr_parameters
+        self.te = self.re = self.evr = self.dsr = self.memo = None
+        self.wants_entries = "evr" in self.enabled
+        self._held: list = []          # frames memoization has not completed yet
+        self._memo_done: set[int] = set()
+
+    @classmethod
+    def from_name(cls, name: str | None, *, source: str | None = None,
+                  dsr_parameters=None) -> Techniques:
+        """A technique set from a name with an optional variant after ``/``: ``re/xor`` signs
+        with XOR instead of CRC32; ``memo/32`` keys the LUT with the seed's 32-bit signature
+        (``memo`` alone: 64-bit keys)."""
+        spec, _, variant = (name or "baseline").partition("/")
+        if not variant:
+            return cls.parse(spec, source=source, dsr_parameters=dsr_parameters)
+        if variant in SIGNATURE_KINDS and "re" in spec.split("+"):
+            return cls.parse(spec, source=source, signature=variant,
+                             dsr_parameters=dsr_parameters)
+        if variant in MEMO_KEY_BITS and "memo" in spec.split("+"):
+            return cls.parse(spec, source=source, dsr_parameters=dsr_parameters,
+                             memo_key_bits=int(variant))
+        raise InputError(f"unknown variant {variant!r} of {spec!r}: RE takes /crc32 or /xor, "
+                         "memo /64 or /32", source=source)
+
+    @classmethod
+    def parse(cls, spec: str | None, *, source: str | None = None, signature: str = "crc32",
+              dsr_parameters=None, memo_key_bits: int = 64) -> Techniques:
+        """``baseline`` or switches joined by ``+`` (``te``, ``re``, ``evr``, ``re+evr``,
+        ``dsr``, ``memo``)."""
+        spec = (spec or "baseline").strip().lower()
+        names = [] if spec == "baseline" else [n.strip() for n in spec.split("+")]
+        unknown = [n for n in names if n not in NAMES]
+        if unknown or len(set(names)) != len(names) or "" in names:
+            raise InputError(f"unknown technique {spec!r}: use baseline or a '+'-joined set of "
+                             f"{', '.join(NAMES)} (e.g. re+evr)", source=source)
+        alone = [n for n in names if n in ALONE]
+        if alone and len(names) > 1:
+            raise InputError(f"{alone[0]} does not combine with other techniques (the seed "
+                             "evaluates it alone); te, re and evr combine", source=source)
+        if signature not in SIGNATURE_KINDS:
+            raise InputError(f"unknown signature {signature!r}: expected one of "
+                             f"{', '.join(SIGNATURE_KINDS)}", source=source)
+        return cls(frozenset(names), signature=signature, dsr_parameters=dsr_parameters,
+                   memo_key_bits=memo_key_bits)
+
+    @property
+    def name(self) -> str:
+        return "+".join(n for n in NAMES if n in self.enabled) or "baseline"
+
+    # -- set-up -----------------------------------------------------------------------------
+
+    def attach(self, renderer) -> None:
+        target = renderer.default_target
+        if "te" in self.enabled:
+            from tilesim.render.techniques.transaction_elimination import TransactionElimination
+
+            self.te = TransactionElimination(target)
+        if "re" in self.enabled:
+            from tilesim.render.techniques.rendering_elimination import RenderingElimination
+
+            self.re = RenderingElimination(target, kind=self.signature)
+        if "evr" in self.enabled:
+            from tilesim.render.techniques.early_visibility import EarlyVisibility
+
+            self.evr = EarlyVisibility(target)
+        if "dsr" in self.enabled:
+            from tilesim.render.techniques.dynamic_sampling_rate import (
+                DSRParameters,
+                SamplingRateTable,
+            )
+
+            params = self.dsr_parameters
+            if params is None or not isinstance(params, DSRParameters):
+                params = DSRParameters.load(params)
+            if target.tile_size != 16:
+                raise InputError("DSR's sampling rates (1x .. 1/256x) are defined on 16x16 "
+                                 f"tiles, not {target.tile_size}x{target.tile_size}")
+            self.dsr = SamplingRateTable(target.tile_count, params, tile=target.tile_size)
+            renderer.tile_rates = self.dsr.read()
+        if "memo" in self.enabled:
+            from tilesim.render.techniques.fragment_memoization import ScreenMemo
+
+            self.memo = ScreenMemo(target, traversal=target.traversal(renderer.traversal),
+                                   key_bits=self.memo_key_bits)
+
+    @staticmethod
+    def _on_screen(renderer, target) -> bool:
+        return target is renderer.default_target
+
+    # -- hooks ------------------------------------------------------------------------------
+
+    def command(self, renderer, op: str) -> None:
+        if self.re is not None:
+            self.re.command(op)
+
+    def begin_pass(self, renderer, target, counters) -> None:
+        if self.re is not None and not self._on_screen(renderer, target):
+            self.re.offscreen_pass()
+
+    def binned(self, renderer, draw) -> np.ndarray | None:
+        """Called when a draw's display lists are written; returns the entries EVR holds
+        back for the second lists (None: none)."""
+        if not self._on_screen(renderer, draw.target):
+            return None
+        occluded = deferred = None
+        if self.evr is not None:
+            occluded, deferred = self.evr.binned(renderer, draw, draw.counters)
+        if self.re is not None:
+            self.re.binned(draw, draw.counters, None if occluded is None else ~occluded)
+        return deferred
+
+    def cleared(self, renderer, target, rect, color, depth, color_mask) -> None:
+        if not self._on_screen(renderer, target):
+            return
+        counters = renderer._pass
+        if self.re is not None:
+            self.re.cleared(target, counters, rect, color, depth, color_mask)
+        if self.evr is not None and color is not None:
+            self.evr.cleared(target, rect)
+        if self.memo is not None:
+            self.memo.cleared(rect, color, color_mask)
+
+    def early_z(self, renderer, draw, pixel, depth, tile) -> None:
+        if self.evr is not None and self._on_screen(renderer, draw.target):
+            self.evr.early_z(draw, pixel, depth, tile)
+
+    def late_shaded(self, renderer, draw, tile) -> None:
+        xp = array_module(tile)
+        if self.evr is not None and self._on_screen(renderer, draw.target):
+            self.evr.late_shaded += xp.bincount(tile, minlength=self.evr.tiles)
+
+    def shaded(self, renderer, draw, inputs, system_values, color, tile, alive) -> None:
+        if self.memo is None or not self._on_screen(renderer, draw.target):
+            return
+        import zlib
+
+        from tilesim.render.techniques.fragment_memoization import fragment_keys
+        from tilesim.render.techniques.rendering_elimination import draw_state_bytes
+
+        context = zlib.crc32(draw_state_bytes(draw))
+        quad = draw.program.fragment_uses_derivatives
+        keys = fragment_keys(_memo_inputs(inputs, system_values), context, quad,
+                             bits=self.memo_key_bits)
+        self.memo.shaded(keys, color, tile, alive)
+
+    def written(self, renderer, draw, pixel, tile, color, entry, lanes=None) -> None:
+        """Color writes of the last shaded batch: ``lanes`` their positions in it."""
+        if not self._on_screen(renderer, draw.target):
+            return
+        if self.evr is not None:
+            self.evr.written(draw, draw.counters, pixel, tile, color, entry)
+        if self.memo is not None:
+            if lanes is None:
+                raise ValueError("memoization needs the shaded lanes of the colors written")
+            self.memo.written(pixel, lanes, draw.fragment, draw.target.has_alpha)
+
+    def end_pass(self, renderer, target, counters) -> None:
+        xp = renderer.xp
+        if not self._on_screen(renderer, target):
+            return
+        if self.re is not None:
+            # With EVR, a tile whose last rendered frame showed an entry left out of its
+            # signature cannot be skipped on the signature alone.
+            self.re.end_pass(renderer, target, counters,
+                             None if self.evr is None else self.evr.tainted)
+        if self.te is not None:
+            self.te.end_pass(target, counters)
+        if self.evr is not None:
+            self.evr.end_pass(target, counters, None if self.re is None else self.re.skip)
+        if self.dsr is not None:
+            tiles = target.tile_count
+            counters.add_per_tile("dsr_rate", renderer.tile_rates)
+            counters.add_per_tile("dsr_dcts", xp.ones(tiles, dtype=xp.int64))
+            counters.add_per_tile("dsr_srt_accesses", xp.full(tiles, 2, dtype=xp.int64))
+
+    def flushed(self, renderer, target) -> np.ndarray | int:
+        """Per tile, 1 where the color buffer is flushed to memory at the end of the pass."""
+        xp = renderer.xp
+        if not self._on_screen(renderer, target):
+            return 1
+        flush = xp.ones(target.tile_count, dtype=xp.int64)
+        if self.re is not None:
+            flush &= ~self.re.skip
+        if self.te is not None:
+            flush &= self.te.flush
+        return flush
+
+    def end_frame(self, renderer, result) -> None:
+        if self.re is not None:
+            self.re.end_frame(result.counters)
+        if self.te is not None:
+            self.te.end_frame()
+        if self.evr is not None:
+            self.evr.end_frame()
+        if self.dsr is not None:
+            # The finished frame, row 0 at the top, where it lies (the device).
+            self.dsr.update(renderer.default_target.color[::-1])
+            renderer.tile_rates = self.dsr.read()
+        if self.memo is not None:
+            self._memo_frame(renderer, result)
+
+    # -- memoization renders frames in pairs ------------------------------------------------
+
+    def _memo_frame(self, renderer, result) -> None:
+        self._held.append(result)
+        self._apply_memo(self.memo.end_frame(result.index, renderer.default_target.image()))
+
+    def _apply_memo(self, done) -> None:
+        for outcome in done:
+            result = next(r for r in self._held if r.index == outcome.frame_index)
+            screen = next((p for p in result.counters.passes if p.target == "default"), None)
+            if screen is not None:
+                for name, values in outcome.counters().items():
+                    if name != "memo_collisions":
+                        screen.add_per_tile(name, values)
+            result.counters.scalars["memo_collisions"] = int(outcome.memo_collisions)
+            # What the hardware displays: the LUT's colors on hits, so a collision shows. (A
+            # frame whose image is not the default framebuffer, a readPixels of another
+            # target, keeps its image; its collisions are still counted.)
+            shown = self.memo.show(outcome)
+            if shown is not None and np.array_equal(result.image, shown[0]):
+                result.image = shown[1]
+            self._memo_done.add(outcome.frame_index)
+
+    def release(self, result) -> list:
+        """Frames complete for output, in order (memoization holds a frame until its pair
+        is rendered)."""
+        if self.memo is None:
+            return [result]
+        ready = []
+        while self._held and self._held[0].index in self._memo_done:
+            ready.append(self._held.pop(0))
+        return ready
+
+    def finish(self) -> list:
+        if self.memo is None:
+            return []
+        self._apply_memo(self.memo.finish())
+        ready, self._held = self._held, []
+        return ready
+
+
+def _memo_inputs(inputs: np.ndarray, system_values: dict) -> np.ndarray:
+    """Everything a fragment program reads per lane: its IN registers and system values."""
+    xp = array_module(inputs)
+    extra = [xp.asarray(v, dtype=xp.float32).reshape(1, 4, -1) for _, v in
+             sorted(system_values.items())]
+    return xp.concatenate([xp.asarray(inputs, dtype=xp.float32), *extra], axis=0)

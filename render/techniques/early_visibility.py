@@ -1,0 +1,209 @@
+"""Early Visibility Resolution (seed 001 ch. 5): predict occluded primitives from last frame.
+
+Per tile of the default framebuffer the previous frame leaves its farthest visible point (FVP):
+``Z_far``, the largest depth in the tile's Z buffer, when the farthest visible layer belongs to
+primitives that write depth (WOZ), or ``L_far``, the smallest layer in the tile's Layer Buffer,
+when it belongs to primitives that do not (NWOZ); the FVP type says which (§5.1, §5.3.3).
+
+While binning, the Layer Generator Table gives each display-list entry a layer: a draw that is
+new to a tile raises the tile's layer when it is NWOZ, or when it is WOZ and the tile's last
+draw was NWOZ (a batch of WOZ draws shares a layer, §5.3.1). An entry is predicted occluded in
+its tile when the FVP is a layer and the entry's layer is below it, or the FVP is a depth, the
+entry is WOZ and its closest vertex is farther than it (§5.1.3).
+
+Entries predicted occluded leave the RE signature (§5.2.2). Opaque WOZ entries predicted occluded
+go to the tile's second list (Algorithm 4): they are rasterized after the tile's first list,
+and an NWOZ entry first moves the tile's second list to the end of the first, so only opaque
+WOZ primitives are reordered among themselves. Only draws whose depth test resolves
+visibility whatever the order (LESS or LEQUAL, no blending, depth from the vertices) are
+reordered; the pipeline holds their entries back (``Renderer.flush_deferred``).
+
+The oracle of §5.4 (a depth pre-pass per tile, as PowerVR's hidden surface removal): a
+fragment tested early is shaded only if it passes against the pass's final depth buffer (the
+first of the fragments at the final depth, for depth-writing draws).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tilesim.backend import array_module
+from tilesim.backend import xp as active_xp
+from tilesim.render.pipeline.counters import PassCounters
+from tilesim.render.pipeline.framebuffer import RenderTarget
+from tilesim.render.pipeline.output_merger import COMPARE
+
+LAYER_ID_BYTES = 2          # 12-bit layer identifiers, stored with each list entry (§5.3.1)
+REORDER_FUNCS = ("LESS", "LEQUAL")
+
+
+def writes_depth(draw) -> bool:
+    f = draw.fragment
+    return bool(f.depth_test and f.depth_mask and draw.target.depth is not None)
+
+
+def reorderable(draw) -> bool:
+    """Opaque WOZ draws whose visibility the depth test alone resolves."""
+    f = draw.fragment
+    return (writes_depth(draw) and f.depth_func in REORDER_FUNCS and not f.blend
+            and not draw.program.fragment_writes_depth)
+
+
+def opaque(draw, color: np.ndarray) -> np.ndarray:
+    """Fragments that hide what is behind them (§5.3.2: blending with alpha exactly 1)."""
+    xp = array_module(color)
+    f = draw.fragment
+    if not f.blend:
+        return xp.ones(color.shape[0], dtype=bool)
+    over = (f.blend_eq_rgb == "FUNC_ADD" and f.blend_src_rgb in ("ONE", "SRC_ALPHA")
+            and f.blend_dst_rgb in ("ZERO", "ONE_MINUS_SRC_ALPHA"))
+    if not over:
+        return xp.zeros(color.shape[0], dtype=bool)
+    if f.blend_dst_rgb == "ZERO":
+        return xp.ones(color.shape[0], dtype=bool)
+    return color[:, 3] >= 1.0
+
+
+class EarlyVisibility:
+    def __init__(self, target: RenderTarget):
+        self.xp = xp = active_xp()   # the EVR tables live beside the pipeline's arrays
+        tiles = target.tile_count
+        self.tiles = tiles
+        # FVP Table: last frame's farthest visible point per tile, and its type.
+        self.fvp = xp.zeros(tiles, dtype=xp.int64)
+        self.fvp_is_layer = xp.ones(tiles, dtype=bool)
+        self.layer_buffer = xp.zeros(target.width * target.height, dtype=xp.int64)
+        # Tiles whose last rendered frame depended on entries left out of the RE signature:
+        # their signature cannot vouch for their colors next frame.
+        self.tainted = xp.zeros(tiles, dtype=bool)
+        self._start_frame()
+
+    def _start_frame(self) -> None:
+        # Layer Generator Table: last layer and whether the last draw in the tile was NWOZ;
+        # the background (a clear) is layer 0, NWOZ.
+        xp = self.xp
+        self.lgt_layer = xp.zeros(self.tiles, dtype=xp.int64)
+        self.lgt_nwoz = xp.ones(self.tiles, dtype=bool)
+        self.zr = xp.full(self.tiles, -1, dtype=xp.int64)
+        self.layer_buffer[:] = 0
+        self.early_log: list[tuple[np.ndarray, np.ndarray, bool, str]] = []
+        self.late_shaded = xp.zeros(self.tiles, dtype=xp.int64)
+        self.excluded_depth = xp.zeros(self.tiles, dtype=bool)
+        self.excluded_color = xp.zeros(self.layer_buffer.size, dtype=bool)
+
+    def binned(self, renderer, draw, counters: PassCounters):
+        """(occluded, deferred) (B,) bool over the draw's display-list entries."""
+        xp = self.xp
+        bins = draw.bins
+        tiles = bins.tile
+        woz = writes_depth(draw)
+        touched = xp.unique(tiles)
+        if not woz:
+            # Algorithm 4: an NWOZ entry first moves the tile's second list to the first.
+            mask = xp.zeros(self.tiles, dtype=bool)
+            mask[touched] = True
+            renderer.flush_deferred(mask)
+        raise_layer = xp.ones(touched.size, dtype=bool) if not woz else self.lgt_nwoz[touched]
+        self.lgt_layer[touched] += raise_layer
+        self.lgt_nwoz[touched] = not woz
+        layer = self.lgt_layer[tiles]
+        draw.layers = layer
+        counters.add("evr_lgt_accesses", tiles)
+        counters.add("evr_fvp_reads", tiles)
+        counters.add("evr_layer_bytes_written", tiles,
+                     xp.full(tiles.size, LAYER_ID_BYTES, dtype=xp.float64))
+        if woz:
+            z_near = draw.tris.z.min(axis=1)[bins.triangle]
+            z_near = xp.floor(xp.clip(z_near, 0.0, 1.0) * draw.target.depth_max + 0.5)
+            occluded = ~self.fvp_is_layer[tiles] & (z_near.astype(xp.int64) > self.fvp[tiles])
+        else:
+            occluded = self.fvp_is_layer[tiles] & (layer < self.fvp[tiles])
+        draw.excluded = occluded
+        deferred = occluded & reorderable(draw)
+        counters.add("evr_prims_occluded", tiles[occluded])
+        counters.add("evr_prims_reordered", tiles[deferred])
+        return occluded, deferred
+
+    def written(self, draw, counters: PassCounters, pixel, tile, color, entry) -> None:
+        """The Layer Buffer and ZR register see the fragments written (blending stage); and
+        whether entries predicted occluded showed: one that wrote depth, or whose color is
+        still in a pixel (no opaque predicted-visible fragment covered it since), taints the
+        tile for RE (a misprediction the signature, which leaves them out, cannot see)."""
+        xp = self.xp
+        layers = draw.layers
+        if layers is None or entry is None or pixel.size == 0:
+            return
+        layer = layers[entry]
+        hide = opaque(draw, color)
+        if draw.excluded is not None:
+            excluded = draw.excluded[entry]
+            if writes_depth(draw):
+                self.excluded_depth[tile[excluded]] = True
+            if any(draw.fragment.color_mask):
+                # Across draws the last write decides; within one draw the order per pixel is
+                # not kept here, so an excluded write wins (the safe side).
+                covers = ~excluded & hide & all(draw.fragment.color_mask)
+                self.excluded_color[pixel[covers]] = False
+                self.excluded_color[pixel[excluded]] = True
+        # Layers only grow within a tile, so the last write is the largest.
+        xp.maximum.at(self.layer_buffer, pixel[hide], layer[hide])
+        counters.add("evr_layer_buffer_writes", tile[hide])
+        if writes_depth(draw):
+            xp.maximum.at(self.zr, tile, layer)
+
+    def cleared(self, target: RenderTarget, rect) -> None:
+        x0, y0, x1, y1 = rect
+        view = self.layer_buffer.reshape(target.height, target.width)
+        view[y0:y1, x0:x1] = 0
+
+    def early_z(self, draw, pixel, depth, tile) -> None:
+        self.early_log.append((pixel, depth, writes_depth(draw), draw.fragment.depth_func))
+
+    def end_pass(self, target: RenderTarget, counters: PassCounters,
+                 skipped: np.ndarray | None = None) -> None:
+        """The FVP of every tile for the next frame, the taint of RE's signatures, and the
+        depth pre-pass oracle. Tiles RE ``skipped`` were not rendered: they keep their FVP
+        and taint (the model renders them anyway, to check RE)."""
+        xp = self.xp
+        t = target.tile_count
+        depth = target.tile_blocks(target.depth if target.depth is not None else
+                                   xp.zeros((target.height, target.width), xp.uint32))
+        # Pixels outside partial edge tiles must not count: pad depth 0 / layer max.
+        inside = target.tile_blocks(xp.ones((target.height, target.width), dtype=bool))
+        z_far = xp.where(inside, depth, 0).reshape(t, -1).max(axis=1).astype(xp.int64)
+        layers = target.tile_blocks(self.layer_buffer.reshape(target.height, target.width))
+        big = xp.iinfo(xp.int64).max
+        l_far = xp.where(inside, layers, big).reshape(t, -1).min(axis=1)
+        woz_type = self.zr == l_far
+        fvp, fvp_is_layer = xp.where(woz_type, z_far, l_far), ~woz_type
+        rendered = slice(None) if skipped is None else ~skipped
+        self.fvp[rendered] = fvp[rendered]
+        self.fvp_is_layer[rendered] = fvp_is_layer[rendered]
+        counters.add_per_tile("evr_fvp_updates", xp.ones(t, dtype=xp.int64))
+        shown = target.tile_blocks(self.excluded_color.reshape(target.height, target.width))
+        tainted = self.excluded_depth | shown.reshape(t, -1).any(axis=1)
+        self.tainted[rendered] = tainted[rendered]
+        counters.add_per_tile("oracle_fragments_shaded", self.late_shaded + self._oracle(target))
+
+    def _oracle(self, target: RenderTarget) -> np.ndarray:
+        xp = self.xp
+        shaded = xp.zeros(target.tile_count, dtype=xp.int64)
+        if not self.early_log or target.depth is None:
+            return shaded
+        final = target.depth.reshape(-1).astype(xp.int64)
+        tiles_of = target.pixel_tiles().reshape(-1)
+        first_visible = xp.zeros(final.size, dtype=bool)
+        for pixel, depth, woz, func in self.early_log:
+            if woz:
+                # One shaded fragment per pixel: the first at the final depth.
+                hit = pixel[(depth == final[pixel]) & ~first_visible[pixel]]
+                hit = xp.unique(hit)
+                first_visible[hit] = True
+                shaded += xp.bincount(tiles_of[hit], minlength=shaded.size)
+            else:
+                ok = COMPARE[func](depth, final[pixel])
+                shaded += xp.bincount(tiles_of[pixel[ok]], minlength=shaded.size)
+        return shaded
+
+    def end_frame(self) -> None:
+        self._start_frame()

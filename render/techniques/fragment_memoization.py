@@ -1,0 +1,585 @@
+"""Fragment Memoization with Parallel Frame Rendering (Arnau et al.; seed 001 §1.3.1, §4.3.1).
+
+The prior art Rendering Elimination is compared with (DESIGN §7). A fragment's color is a
+deterministic function of its inputs (the interpolated inputs the fragment program reads,
+gl_FragCoord / gl_FrontFacing only when the program declares them) plus the draw's constants,
+the program and the bound textures. A small LUT keyed by a hash of those inputs remembers
+recent colors; a fragment whose key hits reuses the stored color and skips the fragment
+program. Redundancy is mostly across frames, so two frames render in parallel (Parallel Frame
+Rendering) to shorten the reuse distance: both render the same tile at the same time, and the
+second frame of each pair finds the first one's colors of that tile.
+
+Parameters (seed Table 4.1): 2 frames in parallel, 32-bit signature, 4-way LUT, 2048 sets
+(the original 512 entries grown to 2048 sets "to better compare to the chip area of RE").
+Keys are 64 bits by default (``memo``); ``memo/32`` is the seed's 32-bit signature.
+
+Pieces:
+
+- :func:`fragment_keys`: the key of every lane, (n,) uint64 (:data:`KEY_DTYPE`, the only key
+  dtype the LUT and the memoizer accept: anything else is a TypeError, never a cast). The
+  32-bit key is CRC-32 exactly as ``zlib.crc32`` (reflected polynomial 0xEDB88320, register
+  preset and final xor 0xFFFFFFFF), computed vectorized over lanes, of the lane's input bits,
+  continuing from the draw's ``context_crc``: ``key = zlib.crc32(lane_message, context_crc)``.
+  By CRC linearity that is the input CRC XOR-mixed with the context signature advanced over
+  the message length, and equals the CRC of (context bytes || lane message) when
+  ``context_crc`` is the CRC of the context bytes (:func:`context_signature`). The 64-bit key
+  adds a CRC-32C of the same message in the high half. Lane message: its inputs as float32
+  bit patterns, little-endian, input-major then x, y, z, w. With ``quad_inputs`` (the program
+  takes derivatives or samples with implicit LOD, so its color depends on the whole 2x2 quad)
+  the message is the inputs of the 4 lanes of its quad in lane order, then the lane's
+  position in the quad (0-3) as a 32-bit word.
+- :class:`MemoLUT`: the set-associative LUT, exact LRU (tilesim.render.pipeline.set_associative):
+set = the low log2(sets) bits of the key, tag = the rest; each entry stores the color its inserting
+  fragment produced, bit for bit. A miss inserts its fragment's color; a hit returns the
+  stored color, which differs from the true one on a hash collision (counted, and shown).
+- :class:`FragmentMemoizer`: frames in pairs (2k, 2k+1); the LUT sees, tile by tile in
+  traversal order, frame 2k's fragments of the tile then frame 2k+1's (each in submission
+  order). The LUT carries over from pair to pair.
+- :class:`ScreenMemo`: memoization on the pipeline (tilesim.render.techniques.bus): logs the default
+  framebuffer's shaded fragments, clears and color writes per frame, and shows a frame as the
+  hardware would, with the stored colors on hits (a frame where a hit returned a wrong color
+  is drawn again from its log with the memoized colors).
+
+Counters the pipeline stores (DESIGN §5): per tile ``memo_lookups`` (shaded fragments that
+looked the LUT up), ``memo_hits`` (shader executions saved), ``memo_table_writes`` (misses,
+each inserting an entry); per frame ``memo_collisions`` (hits whose stored color differs from
+the fragment's true color in any bit).
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tilesim.backend import array_module, to_host
+from tilesim.backend import xp as active_xp
+from tilesim.render.pipeline.set_associative import SetAssociativeLRU
+
+__all__ = ["COUNTERS", "KEY_DTYPE", "FragmentMemoizer", "MemoFrame", "MemoLUT", "check_keys",
+           "context_signature", "crc32_words", "fragment_keys", "pack_rgba8", "rows_differ",
+           "unpack_rgba8"]
+
+COUNTERS = ("memo_lookups", "memo_hits", "memo_table_writes")   # per tile; collisions per frame
+
+_U32 = np.uint32
+_ONES = _U32(0xFFFFFFFF)
+
+# The dtype of every memoization key past fragment_keys (the LUT refuses any other). Keys are
+# unsigned 64-bit integers; NumPy promotes uint64 mixed with a signed integer array (an empty
+# int64 placeholder, say) to float64, which rounds keys above 2^53 and made wrong-color hits.
+KEY_DTYPE = np.uint64
+
+
+def check_keys(keys, where: str):
+    """``keys`` as a 1-D array of :data:`KEY_DTYPE`; TypeError for any other dtype (no cast:
+    a float or signed array here means a key was damaged on its way, e.g. by promotion)."""
+    xp = array_module(keys)
+    keys = xp.asarray(keys)
+    if keys.dtype != KEY_DTYPE:
+        raise TypeError(f"{where}: memoization keys must be {np.dtype(KEY_DTYPE).name} (from "
+                        f"fragment_keys), got {keys.dtype}")
+    if keys.ndim != 1:
+        raise ValueError(f"{where}: keys must be 1-D, got shape {keys.shape}")
+    return keys
+
+
+# ------------------------------------------------------------------------------------------
+# CRC-32 over 32-bit words, vectorized over messages
+
+
+CRC32_POLY = 0xEDB88320     # zlib's CRC-32 (reflected)
+CRC32C_POLY = 0x82F63B78    # Castagnoli's CRC-32C (reflected): the second half of 64-bit keys
+
+
+def _crc_tables(poly: int = CRC32_POLY) -> tuple[np.ndarray, np.ndarray]:
+    """Slicing-by-4 tables folded into two 16-bit-indexed ones (256 KB each): one word costs
+    two gathers, ``c = lo[c & 0xFFFF] ^ hi[c >> 16]`` after ``c ^= word``."""
+    t0 = np.arange(256, dtype=_U32)
+    for _ in range(8):
+        t0 = (t0 >> _U32(1)) ^ (_U32(poly) * (t0 & _U32(1)))
+    t = [t0]
+    for _ in range(3):
+        prev = t[-1]
+        t.append((prev >> _U32(8)) ^ t0[prev & _U32(0xFF)])
+    low_byte, high_byte = np.arange(1 << 16) & 0xFF, np.arange(1 << 16) >> 8
+    lo = t[3][low_byte] ^ t[2][high_byte]      # bytes 0 and 1 of the register
+    hi = t[1][low_byte] ^ t[0][high_byte]      # bytes 2 and 3
+    return lo, hi
+
+
+_TABLES = {("numpy", CRC32_POLY): _crc_tables(CRC32_POLY),
+           ("numpy", CRC32C_POLY): _crc_tables(CRC32C_POLY)}
+
+
+def _tables(xp, poly: int = CRC32_POLY):
+    name = xp.__name__
+    if (name, poly) not in _TABLES:
+        _TABLES[name, poly] = tuple(xp.asarray(t) for t in _TABLES["numpy", poly])
+    return _TABLES[name, poly]
+
+
+def crc32_words(words, crc=0, poly: int = CRC32_POLY):
+    """``zlib.crc32`` of messages of 32-bit little-endian words, continuing from ``crc``.
+
+    words: (W, m) uint32, message j being words[:, j]; crc: int or (m,) uint32 (the running
+    value, as zlib's second argument). Returns (m,) uint32.
+    """
+    xp = array_module(words)
+    lo, hi = _tables(xp, poly)
+    words = xp.asarray(words, dtype=_U32)
+    c = xp.broadcast_to(xp.asarray(crc, dtype=_U32), words.shape[1:]) ^ _ONES
+    for word in words:
+        c = c ^ word
+        c = xp.take(lo, c & _U32(0xFFFF)) ^ xp.take(hi, c >> _U32(16))
+    return c ^ _ONES
+
+
+def context_signature(*parts) -> int:
+    """CRC-32 of the draw context (zlib's, chained over ``parts``): the program, its constants,
+    the bound textures... Each part: bytes, str (UTF-8), int (8 bytes, little-endian, signed)
+    or an array (its bytes, C order; a device array is copied to the host). Pass the result as
+    ``fragment_keys``'s context_crc."""
+    crc = 0
+    for part in parts:
+        if isinstance(part, str):
+            data = part.encode()
+        elif isinstance(part, (bytes, bytearray, memoryview)):
+            data = bytes(part)
+        elif isinstance(part, (int, np.integer)):
+            data = int(part).to_bytes(8, "little", signed=True)
+        else:
+            data = np.ascontiguousarray(to_host(part)).tobytes()
+        crc = zlib.crc32(data, crc)
+    return crc
+
+
+def fragment_keys(inputs, context_crc: int = 0, quad_inputs: bool = False, bits: int = 32):
+    """The memoization key of every lane (module docstring for the exact hash).
+
+    ``bits`` 32 (the seed's signature, 001 Table 4.1) or 64: the CRC-32 in the low half and a
+    CRC-32C of the same message in the high half. With 32 bits a LUT tag is 21 bits (2048
+    sets), so a fragment whose inputs are new matches a resident entry with probability about
+    ways / 2^21 and takes its color: rare, but not lossless; 64-bit keys make it negligible.
+
+    inputs: (n_inputs, 4, n) float32 per lane (the program's IN registers, plus the system
+    values it reads, stacked as extra rows); lanes 4q..4q+3 are quad q. context_crc: the
+    draw's signature (:func:`context_signature`). quad_inputs: key on the whole quad's
+    inputs and the lane's position in it (requires n % 4 == 0). Returns (n,) uint64 for
+    either width (32 bits: the CRC-32 zero-extended), the one key dtype the LUT takes.
+    """
+    if bits not in (32, 64):
+        raise ValueError(f"fragment_keys: bits must be 32 or 64, got {bits}")
+    low = _keys(inputs, context_crc, quad_inputs, CRC32_POLY).astype(KEY_DTYPE)
+    if bits == 32:
+        return low
+    high = _keys(inputs, context_crc, quad_inputs, CRC32C_POLY).astype(KEY_DTYPE)
+    return (high << KEY_DTYPE(32)) | low
+
+
+def _keys(inputs, context_crc: int, quad_inputs: bool, poly: int):
+    xp = array_module(inputs)
+    values = xp.ascontiguousarray(xp.asarray(inputs, dtype=np.float32))
+    if values.ndim != 3 or values.shape[1] != 4:
+        raise ValueError(f"fragment_keys: inputs must be (n_inputs, 4, n), got {values.shape}")
+    n = values.shape[2]
+    words = values.view(_U32).reshape(-1, n)         # bit patterns: -0.0 != 0.0, NaNs kept
+    context = _U32(context_crc & 0xFFFFFFFF)
+    if not quad_inputs:
+        return crc32_words(words, context, poly)
+    if n % 4:
+        raise ValueError(f"fragment_keys: quad_inputs needs whole quads, got {n} lanes")
+    # The quad's message is shared by its 4 lanes: hash it once per quad, then append the
+    # lane's position, so quad keys cost about as much as lane keys.
+    quad_words = xp.ascontiguousarray(
+        words.reshape(words.shape[0], n // 4, 4).transpose(2, 0, 1).reshape(-1, n // 4))
+    quad_crc = crc32_words(quad_words, context, poly)
+    position = (xp.arange(n, dtype=_U32) & _U32(3))[None, :]
+    return crc32_words(position, xp.repeat(quad_crc, 4), poly)
+
+
+# ------------------------------------------------------------------------------------------
+# Colors
+
+
+def pack_rgba8(colors):
+    """(n, 4) uint8 -> (n,) uint32 (r in the low byte); (n,) integers pass as uint32."""
+    xp = array_module(colors)
+    colors = xp.asarray(colors)
+    if colors.ndim == 1:
+        return colors.astype(_U32)
+    if colors.ndim != 2 or colors.shape[1] != 4:
+        raise ValueError(f"colors must be (n, 4) RGBA8 or (n,) packed, got {colors.shape}")
+    c = colors.astype(_U32)
+    return c[:, 0] | (c[:, 1] << _U32(8)) | (c[:, 2] << _U32(16)) | (c[:, 3] << _U32(24))
+
+
+def unpack_rgba8(packed):
+    """(n,) uint32 -> (n, 4) uint8, inverse of :func:`pack_rgba8`."""
+    xp = array_module(packed)
+    shifts = xp.asarray(np.array([0, 8, 16, 24], dtype=_U32))
+    return ((xp.asarray(packed, dtype=_U32)[:, None] >> shifts) & _U32(0xFF)).astype(np.uint8)
+
+
+def rows_differ(a, b):
+    """(n,) bool: whether row i of ``a`` and ``b`` ((n, ...) of one dtype) differ in any bit
+    (floats compared by bit pattern: -0.0 differs from 0.0, a NaN equals itself)."""
+    xp = array_module(a, b)
+    a, b = xp.asarray(a), xp.asarray(b)
+    if a.dtype != b.dtype or a.shape != b.shape:
+        raise ValueError(f"rows_differ: {a.dtype}{a.shape} vs {b.dtype}{b.shape}")
+    if a.dtype.kind == "f":
+        bits = np.dtype(f"u{a.dtype.itemsize}")
+        a, b = xp.ascontiguousarray(a).view(bits), xp.ascontiguousarray(b).view(bits)
+    differ = a != b
+    if differ.ndim == 1:
+        return differ
+    # Rows of an explicit width: -1 cannot be inferred when there are no rows.
+    return differ.reshape(differ.shape[0], int(np.prod(differ.shape[1:]))).any(axis=1)
+
+
+# ------------------------------------------------------------------------------------------
+# The LUT
+
+
+class MemoLUT:
+    """``sets`` x ``ways`` entries of (tag, color), exact LRU per set; set index = the low
+    log2(sets) bits of the 64-bit key, tag = the remaining high bits.
+
+    An entry keeps the color its inserting fragment produced, exactly as given (any row
+    layout: (n, 4) float32 shader outputs, (n, 4) RGBA8, (n,) packed), so a hit returns that
+    color bit for bit: the true one when the key identifies the inputs, another fragment's on
+    a collision. The LRU table (tilesim.render.pipeline.set_associative) carries, per entry, the
+    index of its color in :attr:`colors` (the resident entries' colors, renumbered after every
+    batch).
+    """
+
+    def __init__(self, sets: int = 2048, ways: int = 4):
+        if sets < 1 or sets & (sets - 1):
+            raise ValueError("MemoLUT: sets must be a power of two")
+        self.sets, self.ways = sets, ways
+        self.index_bits = sets.bit_length() - 1
+        self.table = SetAssociativeLRU(sets, ways, payload_dtype=np.int64)
+        self.colors = None      # (entries, ...) the color of the entry payload k names
+
+    @property
+    def entries(self) -> int:
+        return self.sets * self.ways
+
+    def reset(self) -> None:
+        """Empty the LUT."""
+        self.table.reset()
+        self.colors = None
+
+    def lookup_insert(self, keys, colors):
+        """Look up fragments (n,) in the given order, inserting each miss.
+
+        keys: (n,) uint64 (:data:`KEY_DTYPE`; TypeError otherwise); colors: each fragment's
+        true color, (n, ...) rows of any dtype. Returns (hit (n,) bool, colors (n, ...) in the
+        layout given: on a hit the stored color of the matching entry (on a collision not the
+        true one), else the true color).
+        """
+        keys = check_keys(keys, "MemoLUT.lookup_insert")
+        xp = array_module(keys, colors)
+        colors = xp.asarray(colors)
+        n = keys.shape[0]
+        if colors.ndim < 1 or colors.shape[0] != n:
+            raise ValueError(f"MemoLUT.lookup_insert: {n} keys but colors {colors.shape}")
+        if self.index_bits == 0 and n and bool((keys >> KEY_DTYPE(63)).any()):
+            raise ValueError("MemoLUT: a one-set LUT takes keys below 2^63 (the whole key "
+                             "is its tag, a non-negative int64)")
+        # The tag is the key without its index bits: below 2^63, so exact as int64.
+        tags = (keys >> KEY_DTYPE(self.index_bits)).astype(np.int64)
+        sets = (keys & KEY_DTYPE(self.sets - 1)).astype(np.int64)
+        entries = self.entries
+        if (self.colors is None or array_module(self.colors) is not xp
+                or self.colors.shape[1:] != colors.shape[1:]
+                or self.colors.dtype != colors.dtype):
+            # First batch, or colors of another layout or backend: start from an empty LUT.
+            self.table.reset()
+            self.colors = xp.zeros((entries, *colors.shape[1:]), dtype=colors.dtype)
+        if n == 0:
+            return xp.zeros(0, dtype=bool), colors.copy()
+        # Payload: entries' colors are 0..entries-1, this batch's are entries + position.
+        ids = xp.arange(entries, entries + n, dtype=np.int64)
+        hit, used = self.table.access_with_payload(sets, tags, ids)
+        pool = xp.concatenate([self.colors, colors])
+        stored = xp.take(pool, used, axis=0)
+        # Keep the resident entries' colors only, renumbered (empty ways never hit).
+        resident = self.table.payload.reshape(-1)
+        self.colors = xp.take(pool, resident, axis=0)
+        self.table.payload = xp.arange(entries, dtype=np.int64).reshape(self.sets, self.ways)
+        return hit, stored
+
+
+# ------------------------------------------------------------------------------------------
+# Parallel frame rendering
+
+
+@dataclass
+class MemoFrame:
+    """What memoization did in one frame. Per tile (tiles,) int64: memo_lookups, memo_hits
+    (shader executions saved), memo_table_writes; memo_collisions: hits whose stored color
+    differs from the true color. Per fragment (n,): hit, and colors, the memoized colors (the
+    stored color on a hit, the true one elsewhere), in the layout of the colors given."""
+
+    frame_index: int
+    memo_lookups: np.ndarray
+    memo_hits: np.ndarray
+    memo_table_writes: np.ndarray
+    memo_collisions: int
+    hit: np.ndarray
+    colors: np.ndarray
+
+    def counters(self) -> dict:
+        """The counters under their pipeline names."""
+        return {"memo_lookups": self.memo_lookups, "memo_hits": self.memo_hits,
+                "memo_table_writes": self.memo_table_writes,
+                "memo_collisions": self.memo_collisions}
+
+
+@dataclass
+class _FrameLog:
+    frame_index: int
+    tile: object
+    keys: object
+    colors: object
+    shaded: object
+
+
+@dataclass
+class FragmentMemoizer:
+    """Fragment memoization over a sequence of frames rendered ``frames_in_parallel`` at a
+    time (2: PFR as in the seed; 1: frames one after the other).
+
+    tiles: tiles per frame; traversal: tile numbers in rendering order (default 0..tiles-1,
+    e.g. ``Framebuffer.traversal()``). Feed each frame's fragment log to :meth:`add_frame`; it
+    returns the :class:`MemoFrame` of every frame whose group completed (in frame order), and
+    :meth:`finish` those of a trailing incomplete group.
+    """
+
+    tiles: int
+    traversal: np.ndarray | None = None
+    sets: int = 2048
+    ways: int = 4
+    frames_in_parallel: int = 2
+    lut: MemoLUT = field(init=False)
+    _pending: list = field(init=False, default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.frames_in_parallel < 1:
+            raise ValueError("FragmentMemoizer: frames_in_parallel must be positive")
+        self.lut = MemoLUT(self.sets, self.ways)
+        # The traversal is checked and inverted on the host (a few thousand tiles, once); the
+        # rank table is copied to each array backend that uses it, once.
+        order = np.arange(self.tiles) if self.traversal is None else to_host(self.traversal)
+        if sorted(order.tolist()) != list(range(self.tiles)):
+            raise ValueError("FragmentMemoizer: traversal must be a permutation of the tiles")
+        self._tile_rank = np.empty(self.tiles, dtype=np.int64)
+        self._tile_rank[order] = np.arange(self.tiles)
+        self._ranks = {np.__name__: self._tile_rank}
+
+    def reset(self) -> None:
+        """Empty the LUT and drop buffered frames."""
+        self.lut.reset()
+        self._pending = []
+
+    def add_frame(self, frame_index: int, tile, keys, colors, shaded_mask=None) -> list[MemoFrame]:
+        """Buffer one frame's fragment log, in submission order: tile (n,) tile of each
+        fragment, keys (n,) uint64 (:func:`fragment_keys`; TypeError for another dtype),
+        colors (n, ...) the true colors (shader outputs (n, 4) float32, RGBA8 (n, 4) uint8 or
+        (n,) packed: rows of any dtype), shaded_mask (n,) bool: fragments that would run the
+        fragment program (only those look the LUT up; None: all). Returns the results of the
+        frames of every group this completes (frames 2k and 2k+1 together with 2 in
+        parallel)."""
+        group = frame_index // self.frames_in_parallel
+        done = []
+        if self._pending and self._pending[0].frame_index // self.frames_in_parallel != group:
+            done = self.finish()       # the previous group is incomplete: run it as it is
+        if any(log.frame_index == frame_index for log in self._pending):
+            raise ValueError(f"FragmentMemoizer: frame {frame_index} added twice")
+        keys = check_keys(keys, f"FragmentMemoizer.add_frame (frame {frame_index})")
+        xp = array_module(tile, keys, colors, shaded_mask)
+        n = keys.shape[0]
+        shaded = (xp.ones(n, dtype=bool) if shaded_mask is None
+                  else xp.asarray(shaded_mask, dtype=bool))
+        self._pending.append(_FrameLog(frame_index, xp.asarray(tile).astype(np.int64),
+                                       xp.asarray(keys), xp.asarray(colors), shaded))
+        if len(self._pending) == self.frames_in_parallel:
+            done += self.finish()
+        return done
+
+    def finish(self) -> list[MemoFrame]:
+        """Run the buffered frames (a group, or an incomplete trailing one)."""
+        logs = sorted(self._pending, key=lambda log: log.frame_index)
+        self._pending = []
+        if not logs:
+            return []
+        xp = array_module(*(a for log in logs for a in (log.tile, log.keys, log.colors)))
+        if xp.__name__ not in self._ranks:
+            self._ranks[xp.__name__] = xp.asarray(self._tile_rank)
+        rank = self._ranks[xp.__name__]
+        lanes = [xp.flatnonzero(log.shaded) for log in logs]
+        # Frames concatenated in frame order, fragments in submission order; a stable sort by
+        # the tile's traversal rank then gives, tile by tile, frame 2k's then frame 2k+1's.
+        tile = xp.concatenate([log.tile[idx] for log, idx in zip(logs, lanes, strict=True)])
+        keys = xp.concatenate([log.keys[idx] for log, idx in zip(logs, lanes, strict=True)])
+        true = xp.concatenate([log.colors[idx] for log, idx in zip(logs, lanes, strict=True)])
+        order = xp.argsort(xp.take(rank, tile), kind="stable")
+        hit_sorted, color_sorted = self.lut.lookup_insert(xp.take(keys, order),
+                                                          xp.take(true, order, axis=0))
+        hit, stored = xp.empty_like(hit_sorted), xp.empty_like(color_sorted)
+        hit[order], stored[order] = hit_sorted, color_sorted
+        wrong = hit & rows_differ(stored, true)
+        results, begin = [], 0
+        for log, idx in zip(logs, lanes, strict=True):
+            end = begin + idx.shape[0]
+            f_tile, f_hit = tile[begin:end], hit[begin:end]
+            lookups = xp.bincount(f_tile, minlength=self.tiles)
+            hits = xp.bincount(f_tile[f_hit], minlength=self.tiles)
+            frame_hit = xp.zeros(log.shaded.shape[0], dtype=bool)
+            frame_hit[idx] = f_hit
+            colors = log.colors.copy()
+            colors[idx] = stored[begin:end]
+            results.append(MemoFrame(
+                frame_index=log.frame_index, memo_lookups=lookups, memo_hits=hits,
+                memo_table_writes=lookups - hits,
+                memo_collisions=int(wrong[begin:end].sum()), hit=frame_hit, colors=colors))
+            begin = end
+        return results
+
+
+# ------------------------------------------------------------------------------------------
+# On the pipeline: the frames as the hardware shows them
+
+
+@dataclass
+class _ScreenFrame:
+    start: np.ndarray     # (H, W, 4) uint8, row 0 at the top: the buffer the frame began on
+    end: np.ndarray       # the buffer it ended with, as rendered (true colors)
+    events: list          # ("clear", rect, rgba8, mask) / ("write", pixel, lanes, state, alpha)
+
+
+class ScreenMemo:
+    """Fragment memoization of the default framebuffer on the pipeline
+    (tilesim.render.techniques.bus).
+
+    Per frame it logs the fragments the on-screen draws shade (tile, key, the color the
+    fragment program produced, whether the fragment is live) and, in order, the clears and
+    color writes of the default framebuffer (pixels, the shaded lanes written, the draw's
+    per-fragment state). Frames go to a :class:`FragmentMemoizer` in pairs; when a pair is
+    done, :meth:`show` gives the frame as the hardware would display it: a hit writes the
+    color stored in the LUT, so where a hit returned another fragment's color (a collision)
+    the frame is drawn again from its log with the memoized colors (clears, then each draw's
+    blending and color writes in submission order, from the buffer the frame began on: the
+    previous frame as shown). Depth and discards do not depend on the color and are kept
+    (the LUT is taken to remember a discard with the color). A frame without a wrong hit is
+    the frame rendered, so nothing is drawn again.
+    """
+
+    def __init__(self, target, traversal=None, key_bits: int = 64):
+        self.key_bits = key_bits
+        self.xp = active_xp()       # the render's array backend
+        self.memoizer = FragmentMemoizer(target.tile_count, traversal=traversal)
+        self.frames_redrawn = 0
+        self._size = (target.height, target.width)
+        self._start = target.image()
+        self._frames: dict[int, _ScreenFrame] = {}
+        self._shown = None    # (index, image) of the last frame shown unlike it was rendered
+        self._new_frame()
+
+    def _new_frame(self) -> None:
+        self._chunks: list = []
+        self._events: list = []
+        self._lanes = 0
+        self._chunk_begin = 0
+
+    # -- logging (the pipeline's hooks, default framebuffer only) ----------------------------
+
+    def shaded(self, keys, color, tile, alive) -> None:
+        """The lanes of one raster batch: keys (n,) uint64, color (n, 4) the program's
+        output, tile (n,), alive (n,) bool (covered and not culled early: these look up)."""
+        keys = check_keys(keys, "ScreenMemo.shaded")
+        self._chunk_begin = self._lanes
+        self._lanes += keys.shape[0]
+        self._chunks.append((tile, keys, color, alive))
+
+    def cleared(self, rect, color, color_mask) -> None:
+        """A clear of the default framebuffer: rect (x0, y0, x1, y1), color RGBA (floats) or
+        None, color_mask the channels written."""
+        x0, y0, x1, y1 = rect
+        if color is None or not any(color_mask) or x1 <= x0 or y1 <= y0:
+            return
+        # As RenderTarget.clear converts the clear color.
+        rgba8 = np.round(np.asarray(color, dtype=np.float64) * 255).astype(np.uint8)
+        self._events.append(("clear", rect, rgba8, tuple(color_mask)))
+
+    def written(self, pixel, lanes, state, has_alpha: bool) -> None:
+        """Color writes of the last :meth:`shaded` batch: pixel (m,) flat pixel indices (row
+        0 at the bottom), lanes (m,) their positions in that batch, in submission order;
+        state the draw's FragmentState (blending, color mask)."""
+        if pixel.shape[0]:
+            self._events.append(("write", pixel, lanes + self._chunk_begin, state, has_alpha))
+
+    def end_frame(self, index: int, screen: np.ndarray) -> list[MemoFrame]:
+        """Close frame ``index`` (``screen``: the default framebuffer as rendered, (H, W, 4)
+        uint8 on the host, row 0 at the top); returns the frames completed."""
+        if self._chunks:
+            xp = array_module(*(c[1] for c in self._chunks))
+            tile, keys, colors, alive = (xp.concatenate(parts)
+                                         for parts in zip(*self._chunks, strict=True))
+        else:
+            # A frame that shaded nothing on screen: empty arrays of the dtypes of a full one
+            # (an int64 key placeholder once turned its pair's uint64 keys into float64).
+            xp = self.xp
+            tile, keys = xp.zeros(0, dtype=np.int64), xp.zeros(0, dtype=KEY_DTYPE)
+            colors, alive = xp.zeros((0, 4), dtype=np.float32), xp.zeros(0, dtype=bool)
+        self._frames[index] = _ScreenFrame(self._start, screen, self._events)
+        self._start = screen
+        self._new_frame()
+        return self.memoizer.add_frame(index, tile, keys, colors, alive)
+
+    def finish(self) -> list[MemoFrame]:
+        """The frames of a trailing incomplete group."""
+        return self.memoizer.finish()
+
+    # -- showing ----------------------------------------------------------------------------
+
+    def show(self, outcome: MemoFrame):
+        """The default framebuffer of ``outcome``'s frame as displayed: None where it is the
+        one rendered, else (rendered, shown) images: the frame drawn again with the memoized
+        colors, as a hit returned a wrong color (or the frame began on a previous frame
+        shown otherwise)."""
+        frame = self._frames.pop(outcome.frame_index)
+        previous = self._shown
+        self._shown = None
+        began_otherwise = previous is not None and previous[0] == outcome.frame_index - 1
+        if outcome.memo_collisions == 0 and not began_otherwise:
+            return None
+        start = previous[1] if began_otherwise else frame.start
+        image = self._redraw(start, frame.events, outcome.colors)
+        self.frames_redrawn += 1
+        if np.array_equal(image, frame.end):
+            return None
+        self._shown = (outcome.frame_index, image)
+        return frame.end, image
+
+    def _redraw(self, start: np.ndarray, events: list, colors) -> np.ndarray:
+        from tilesim.render.pipeline.output_merger import rank_groups, write_colors
+
+        xp = array_module(colors)
+        height, width = self._size
+        buffer = xp.asarray(np.array(start[::-1], order="C"))      # a copy, row 0 at the bottom
+        flat = buffer.reshape(-1, 4)
+        for event in events:
+            if event[0] == "clear":
+                _, (x0, y0, x1, y1), rgba8, mask = event
+                for c in range(4):
+                    if mask[c]:
+                        buffer[y0:y1, x0:x1, c] = int(rgba8[c])
+            else:
+                _, pixel, lanes, state, has_alpha = event
+                write_colors(pixel, xp.take(colors, lanes, axis=0), flat, state, has_alpha,
+                             rank_groups(pixel))
+        return to_host(buffer[::-1]).copy()

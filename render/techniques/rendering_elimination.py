@@ -1,0 +1,230 @@
+"""Rendering Elimination (seed 001 ch. 4): skip tiles whose inputs equal last frame's.
+
+While the binner writes the display lists, the Signature Unit (``signature_unit``) folds into
+each tile of the default framebuffer, in submission order, the inputs that decide its colors:
+
+* per draw, its constants block, once per tile (the constant bitmap, §4.2.1): the uniform
+  values of both stages and the draw state the raster phase reads (``draw_state_bytes``);
+* then the Parameter Buffer record of every primitive that overlaps the tile (its three
+  clipped vertices, position and varyings as float32);
+* a clear is an input too: its color, depth, mask and rectangle, folded into the tiles it
+  touches.
+
+With EVR (``re+evr``), entries predicted occluded are left out of the signature (§5.2.2).
+When the default framebuffer's pass ends, a tile whose signature equals its signature of the
+previous frame is not rendered and keeps last frame's colors. The functional model renders it
+anyway, in a checking mode, to give the oracle (tiles whose colors did not change, Fig. 4.12)
+and to prove that no skipped tile would have changed (false positives); the skipped tile's
+raster work is then removed from the counters.
+
+RE is off for a frame (``re_disabled``) when programs or textures change during it, and when the
+frame renders to more than one target (§4.1.5). A tile is only skippable when the frame starts
+it from a full color clear and clears its depth before any draw tests depth there, since
+otherwise last frame's contents are an input.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+
+from tilesim.backend import array_module
+from tilesim.render.pipeline.counters import TILE_COUNTERS, PassCounters
+from tilesim.render.pipeline.framebuffer import RenderTarget
+from tilesim.render.techniques.signature_unit import TileSignatures
+
+# Commands that change programs or textures: RE is disabled for the frame (§4.1.5).
+CHANGE_COMMANDS = frozenset({
+    "texImage2D", "texSubImage2D", "copyTexImage2D", "copyTexSubImage2D", "texParameter",
+    "generateMipmap", "deleteTexture", "createProgram", "deleteProgram"})
+
+# Counters of the geometry phase (binning): a skipped tile still has them.
+GEOMETRY_TILE_COUNTERS = ("prims_binned", "pb_list_bytes_written")
+RASTER_TILE_COUNTERS = tuple(n for n in TILE_COUNTERS if n not in GEOMETRY_TILE_COUNTERS)
+
+
+def _code(name) -> int:
+    """A 16-bit code of an enum name (the state registers hold enums, not strings)."""
+    return zlib.crc32(str(name).encode()) & 0xFFFF
+
+
+def draw_state_bytes(draw) -> bytes:
+    """The constants block of a draw, as the Command Processor would hand it to the Signature
+    Unit: the uniform values of both stages, then the draw state the raster phase reads packed
+    into 32-bit registers (program, bound textures and their versions, depth/blend/mask/
+    scissor state, viewport and render rectangle). Everything besides its primitives that
+    decides the colors the draw writes is here, so equal blocks mean equal results."""
+    f = draw.fragment
+    words = [draw.program.ident]
+    for samp, texture in sorted(draw.texture_units.items()):
+        words += [samp, -1 if texture is None else texture.name,
+                  -1 if texture is None else texture.version]
+    flags = (f.depth_test | f.depth_mask << 1 | f.blend << 2 | f.scissor_test << 3
+             | f.cull_face << 4 | f.polygon_offset_fill << 5
+             | sum(int(m) << (6 + k) for k, m in enumerate(f.color_mask)))
+    words += [flags, _code(f.depth_func) << 16 | _code(f.front_face),
+              _code(f.cull_mode) << 16 | _code(f.blend_eq_rgb),
+              _code(f.blend_eq_alpha) << 16 | _code(f.blend_src_rgb),
+              _code(f.blend_dst_rgb) << 16 | _code(f.blend_src_alpha),
+              _code(f.blend_dst_alpha), *draw.viewport, *draw.rect]
+    floats = [*f.depth_range, *f.blend_color, *f.polygon_offset, f.line_width]
+    registers = (np.asarray(words, dtype=np.int64).astype(np.uint32).tobytes()
+                 + np.asarray(floats, dtype=np.float32).tobytes())
+    return (np.ascontiguousarray(draw.vs_constants).tobytes()
+            + np.ascontiguousarray(draw.fs_constants).tobytes() + registers)
+
+
+def _as_rows(data: bytes) -> np.ndarray:
+    return np.frombuffer(data, dtype=np.uint8)[None, :]
+
+
+class RenderingElimination:
+    def __init__(self, target: RenderTarget, kind: str = "crc32"):
+        self.tiles = target.tile_count
+        self.signatures = TileSignatures(self.tiles, kind=kind)
+        self.xp = self.signatures.xp
+        self.previous_image: np.ndarray | None = None
+        self._start_frame()
+
+    def _start_frame(self) -> None:
+        xp = self.xp
+        self.disabled_reason: str | None = None
+        self.bitmap = xp.zeros(self.tiles, dtype=bool)
+        self.constants: bytes | None = None
+        self.constants_crc = None
+        # A tile does not depend on last frame's contents when its colors were wholly cleared
+        # before any draw touched it and no draw depth-tested it before its depth was.
+        self.touched = xp.zeros(self.tiles, dtype=bool)       # drawn or cleared this frame
+        self.fresh_color = xp.zeros(self.tiles, dtype=bool)
+        self.fresh_depth = xp.zeros(self.tiles, dtype=bool)
+        self.old_depth_read = xp.zeros(self.tiles, dtype=bool)
+        self.skip = xp.zeros(self.tiles, dtype=bool)
+
+    # -- the signature, while binning -------------------------------------------------------
+
+    def command(self, op: str) -> None:
+        if op in CHANGE_COMMANDS and self.disabled_reason is None:
+            self.disabled_reason = "programs or textures changed"
+
+    def offscreen_pass(self) -> None:
+        if self.disabled_reason is None:
+            self.disabled_reason = "several render targets"
+
+    def _fold(self, counters: PassCounters, tiles: np.ndarray, crc: np.ndarray,
+              subblocks: np.ndarray) -> None:
+        shifts, accesses = self.signatures.shifts.copy(), self.signatures.accesses.copy()
+        self.signatures.fold(tiles, crc, subblocks)
+        counters.add_per_tile("re_shifts", self.signatures.shifts - shifts)
+        counters.add_per_tile("re_signature_accesses", self.signatures.accesses - accesses)
+
+    @staticmethod
+    def _signed(counters: PassCounters, tile: np.ndarray, subblocks: np.ndarray) -> None:
+        """Charge the Compute CRC unit's work (each block is signed once) to a tile."""
+        xp = array_module(tile)
+        counters.add("re_subblocks_signed", xp.asarray(tile).ravel(),
+                     xp.asarray(subblocks, dtype=xp.float64).ravel())
+
+    def binned(self, draw, counters: PassCounters, included: np.ndarray | None) -> None:
+        """Fold a draw's constants and primitives into the tiles of its display-list entries
+        (``included``: the entries that count, None: all)."""
+        xp = self.xp
+        bins = draw.bins
+        tiles, rows = bins.tile, bins.triangle
+        if included is not None:
+            tiles, rows = tiles[included], rows[included]
+        touched = xp.unique(bins.tile)
+        self.touched[touched] = True
+        if draw.fragment.depth_test and draw.target.depth is not None:
+            self.old_depth_read[touched] |= ~self.fresh_depth[touched]
+        if tiles.size == 0:
+            return
+        constants = draw_state_bytes(draw)
+        if constants != self.constants:
+            # New constants: signed once; the bitmap restarts (§4.2.1).
+            self.constants = constants
+            self.constants_crc = tuple(xp.asarray(a) for a in
+                                       self.signatures.sign_bytes(_as_rows(constants)))
+            self.bitmap[:] = False
+            self._signed(counters, tiles[:1], self.constants_crc[1])
+        first = xp.unique(tiles)
+        first = first[~self.bitmap[first]]
+        counters.add("re_bitmap_accesses", tiles)
+        counters.add("re_bitmap_accesses", first)     # the write setting the bit
+        self.bitmap[first] = True
+        # Primitive records: the three clipped vertices (position and varyings) as float32.
+        vertices = draw.clipped.vertices[draw.tris.vertex[rows]].astype(xp.float32)
+        records = vertices.reshape(rows.size, -1).view(xp.uint8)
+        prim_crc, prim_blocks = self.signatures.sign_bytes(records)
+        # A primitive is signed once, however many tiles it overlaps.
+        _, once = xp.unique(rows, return_index=True)
+        self._signed(counters, tiles[once], prim_blocks[once])
+        c_crc, c_blocks = self.constants_crc
+        # Per tile: the constants first (where not yet folded), then the primitives in order.
+        all_tiles = xp.concatenate([first, tiles])
+        order = xp.argsort(all_tiles, kind="stable")
+        crc = xp.concatenate([xp.repeat(c_crc, first.size), prim_crc])[order]
+        blocks = xp.concatenate([xp.repeat(c_blocks, first.size), prim_blocks])[order]
+        self._fold(counters, all_tiles[order], crc, blocks)
+
+    def cleared(self, target: RenderTarget, counters: PassCounters, rect, color, depth,
+                color_mask) -> None:
+        xp = self.xp
+        x0, y0, x1, y1 = rect
+        if x1 <= x0 or y1 <= y0:
+            return
+        t = target.tile_size
+        ty, tx = xp.mgrid[y0 // t:(y1 - 1) // t + 1, x0 // t:(x1 - 1) // t + 1]
+        tiles = (ty * target.tiles_x + tx).ravel()
+        block = repr(("clear", color, depth, color_mask, rect)).encode()
+        crc, blocks = self.signatures.sign_bytes(_as_rows(block))
+        self._signed(counters, tiles[:1], blocks)
+        self._fold(counters, tiles, xp.full(tiles.size, crc[0]), xp.full(tiles.size, blocks[0]))
+        # Tiles wholly inside the rectangle, cleared in full before any draw touched them,
+        # do not depend on last frame's contents.
+        full_x = (tx * t >= x0) & (xp.minimum((tx + 1) * t, target.width) <= x1)
+        full_y = (ty * t >= y0) & (xp.minimum((ty + 1) * t, target.height) <= y1)
+        whole = tiles[(full_x & full_y).ravel()]
+        untouched = whole[~self.touched[whole]]
+        if color is not None and all(color_mask):
+            self.fresh_color[untouched] = True
+        if depth is not None:
+            self.fresh_depth[whole] = True
+        self.touched[tiles] = True
+
+    # -- the decision, when the pass ends ---------------------------------------------------
+
+    def end_pass(self, renderer, target: RenderTarget, counters: PassCounters,
+                 untrusted: np.ndarray | None = None) -> None:
+        """Skip the tiles whose signature matches (keeping last frame's colors), after
+        checking them against the colors rendered anyway. ``untrusted`` tiles (EVR: last
+        frame's colors depended on entries the signature left out) are rendered."""
+        xp = self.xp
+        previous = self.previous_image
+        equal_color = xp.zeros(self.tiles, dtype=bool)
+        if previous is not None:
+            now = target.tile_blocks(target.color).reshape(self.tiles, -1)
+            before = target.tile_blocks(previous).reshape(self.tiles, -1)
+            equal_color = (now == before).all(axis=1)
+        enabled = self.disabled_reason is None and previous is not None
+        fresh = self.fresh_color & ~self.old_depth_read
+        if untrusted is not None:
+            fresh &= ~untrusted
+        skip = (self.signatures.equal_to_previous() & fresh) if enabled else \
+            xp.zeros(self.tiles, dtype=bool)
+        false_positive = skip & ~equal_color
+        counters.add_per_tile("re_tiles_equal_color", equal_color)
+        counters.add_per_tile("re_tiles_skipped", skip)
+        counters.add_per_tile("re_false_positives", false_positive)
+        if skip.any():
+            pixels = skip[target.pixel_tiles()]
+            target.color[pixels] = previous[pixels]       # the tile keeps last frame's colors
+            renderer._written[pixels.ravel()] = False
+            counters.clear_tiles(RASTER_TILE_COUNTERS, skip)
+        self.skip = skip
+        self.previous_image = target.color.copy()
+
+    def end_frame(self, frame_counters) -> None:
+        frame_counters.scalars["re_disabled"] = int(self.disabled_reason is not None)
+        self.signatures.end_frame()
+        self._start_frame()

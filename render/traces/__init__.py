@@ -1,0 +1,8 @@
+"""Command streams on disk: tilesim's own trace format and real programs' captures.
+
+    trace_file        the .tsim format (``TRACE_FORMAT.md``): lazy, validated reading; writing
+    capture           running a GLES2 program under apitrace + Mesa (``tilesim capture``)
+    apitrace_import   an apitrace capture -> a .tsim trace (``tilesim import``)
+
+May import: ``render.gl``, ``tilesim.shaders`` and the ``tilesim`` base.
+"""

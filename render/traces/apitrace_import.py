@@ -1,0 +1,2077 @@
+"""``tilesim import``: an apitrace capture of a GLES2 program -> a ``.tsim`` command stream.
+
+The capture is read through ``apitrace pickle`` with the restricted unpickler of
+:mod:`tilesim.shaders.trace_capture` (a hostile trace gets an error, never code execution), twice:
+
+1. **scan** (:func:`scan_calls`): the GLSL each glLinkProgram linked (with the attribute bindings
+   in force, apitrace's "fake" glBindAttribLocation calls included, through
+   :class:`~tilesim.shaders.trace_capture.ProgramTracker`), the window size (apitrace's fake
+   glViewport after eglMakeCurrent, else eglQuerySurface, else a pbuffer's attributes), the EGL
+   config's depth and stencil sizes, and the frame boundaries (see "Frames" below). Every distinct
+   program is then compiled to TGSI in one :func:`tilesim.shaders.glsl_compile.compile_many` call
+   (Mesa softpipe is needed here, at import, only).
+2. **translate** (:class:`Translator`): every call becomes zero or more commands of
+   :mod:`tilesim.render.gl.commands`; frames are written one by one with
+   :class:`tilesim.render.traces.trace_file.TraceWriter`
+   (atomically: an interrupted import leaves no file).
+
+Frames (``--frame-end``, default ``auto``): a frame ends at each
+
+- ``swap``: eglSwapBuffers (its image is the window framebuffer);
+- ``readpixels``: glReadPixels, the observation point of test programs and off-screen renderers
+  that never swap. The call becomes a ``readPixels`` command (the rectangle read) before the
+  ``endFrame``: the frame's image is that rectangle of the framebuffer bound then, a framebuffer
+  object included. A surfaceless program has no window: the trace's window size is then the
+  smallest that holds every rectangle read (nothing is drawn into it);
+- ``finish``: glFinish, for programs that neither swap nor read; the frame's image is the window
+  framebuffer, so a glFinish that ends a frame while a framebuffer object is bound is an error
+  (the program shows nothing there; ``readpixels`` is what such programs need).
+
+``auto`` takes ``swap`` when the capture swaps at all, else ``readpixels`` when it reads, else
+``finish``. ``tilesim reference`` cuts Mesa's frames at the same calls
+(:func:`tilesim.render.traces.capture.reference_frames`), so both sides agree frame by frame.
+
+Translation rules (what makes the stream equal to what the program drew):
+
+- Object names (buffers, textures, framebuffers, renderbuffers, programs) are mapped to trace ids
+  per EGL share group, so the names each glmark2 scene context numbers from 1 again never
+  collide. Shader objects are not commands: glLinkProgram becomes ``createProgram`` carrying
+  the linked sources, their TGSI and interface; a re-link of a linked program becomes
+  ``deleteProgram`` + ``createProgram`` with the same id (and ``useProgram`` again when it is
+  the current one). glDeleteProgram of the program in use is deferred until it is replaced, as
+  GL defers it.
+- ``glUniform*`` locations become uniform names through the values glGetUniformLocation
+  returned in the capture (per program); a location never returned falls back to the
+  program's interface (Mesa's own location table, the same linker made both).
+- Client-side vertex arrays: apitrace does not record a glVertexAttribPointer that points into
+  user memory; before each draw it writes "fake" glVertexAttribPointer calls whose pointer is a
+  blob of the memory the draw reads, which become ``vertexAttribPointer(data=...)``. Client
+  index arrays are blobs in glDrawElements and become ``drawElements(indices=...)``.
+- Mapped buffers (glMapBufferOES / glMapBufferRangeEXT): apitrace records what the program wrote
+  as a fake ``memcpy`` into the mapping before glUnmapBufferOES; it becomes ``bufferSubData``.
+- A second EGL context made current (glmark2 makes one per scene) starts from GL's default
+  state: the importer emits commands that put back every piece of state the stream changed,
+  and deletes the objects of share groups whose contexts were destroyed.
+- Calls that cannot change the image (glGet*, glGetError, glIs*, glCheckFramebufferStatus,
+  glReadPixels that end no frame, queries, debug markers and labels, egl* other than
+  eglSwapBuffers, ...) are skipped and counted per name; calls that only feed the translation
+  (shader objects,
+  glGetUniformLocation, eglMakeCurrent, glMapBuffer, ...) are counted as "folded". Any other
+  call, or an enumerant the command schema lacks, is an :class:`~tilesim.errors.InputError`
+  naming the trace file, the call number and the call.
+
+The counts go into the manifest's ``source`` dict and the printed summary.
+
+Malformed and truncated captures (issue 12). Every record of the call stream is checked where
+it is read (:func:`read_calls`): a ``(number, name, [(argument, value)...], return value,
+flags)`` tuple with a non-negative call number, an identifier for a name, flags that fit 32
+bits, and values of the plain types apitrace writes (integers within 64 bits, floats, byte
+strings, lists, tuples, dicts, at most 32 deep). Each argument is then read through a typed
+accessor (:class:`CallArgs`) that checks its type and the range of its GL type (GLsizei,
+GLint, GLuint...). A record that fails either check is an :class:`~tilesim.errors.InputError`,
+one line naming the file, the call number (or, before one is known, the record's place in
+the stream) and the argument. What the import could not keep is said as warnings
+(:attr:`ImportSummary.warnings`, and one ``tilesim: warning:`` line each on stderr): apitrace's
+own (``unexpected end of file`` of a cut capture), a pickle stream cut inside a record, and a
+capture that ends mid-frame (calls after the last frame end that draw or clear, or any when
+the capture was cut), with the number of calls dropped. A capture of no calls at all (an
+empty file) is an error saying so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pickle
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from tilesim.atomic import check_output
+from tilesim.errors import EXIT_OK, InputError, ToolMissing
+from tilesim.render.gl.commands import (
+    ATTACHMENTS,
+    ATTRIB_TYPES,
+    BLEND_EQUATIONS,
+    BLEND_FACTORS,
+    BUFFER_TARGETS,
+    BUFFER_USAGES,
+    CAPABILITIES,
+    COMPARE_FUNCS,
+    DEPTH_TEXEL_TYPES,
+    DEPTH_TEXTURE_FORMATS,
+    FACES,
+    FILTERS,
+    FRAME_END,
+    HINT_MODES,
+    HINT_TARGETS,
+    IMAGE_TARGETS,
+    INDEX_TYPES,
+    PIXEL_STORE,
+    PRIMITIVE_MODES,
+    RENDERBUFFER_FORMATS,
+    STENCIL_OPS,
+    TEXEL_TYPES,
+    TEXTURE_FORMATS,
+    TEXTURE_PARAMETERS,
+    TEXTURE_TARGETS,
+    WINDINGS,
+    WRAPS,
+    Command,
+    enum_name,
+    make_command,
+)
+from tilesim.shaders.trace_capture import (
+    Call,
+    LinkedProgram,
+    Pointer,
+    ProgramTracker,
+    RestrictedUnpickler,
+)
+
+GL_TEXTURE0 = 0x84C0
+GL_FRAMEBUFFER = 0x8D40
+GL_RENDERBUFFER = 0x8D41
+EGL_DEPTH_SIZE = 0x3025
+EGL_STENCIL_SIZE = 0x3026
+EGL_HEIGHT = 0x3056
+EGL_WIDTH = 0x3057
+EGL_NONE = 0x3038
+CALL_FLAG_FAKE = 1
+MAX_TEXTURE_UNITS = 32
+MAX_VERTEX_ATTRIBS = 32
+
+CLEAR_BITS = ((0x4000, "COLOR_BUFFER_BIT"), (0x100, "DEPTH_BUFFER_BIT"),
+              (0x400, "STENCIL_BUFFER_BIT"))
+UNIFORM_SHAPES = {f"glUniform{n}{t}": f"{n}{t}" for n in "1234" for t in "fi"}
+UNIFORM_VECTOR_SHAPES = {f"glUniform{n}{t}v": f"{n}{t}" for n in "1234" for t in "fi"}
+UNIFORM_MATRIX_SHAPES = {f"glUniformMatrix{n}fv": f"Matrix{n}f" for n in "234"}
+UNIFORM_COMPONENTS = {"1f": 1, "2f": 2, "3f": 3, "4f": 4, "1i": 1, "2i": 2, "3i": 3, "4i": 4,
+                      "Matrix2f": 4, "Matrix3f": 9, "Matrix4f": 16}
+
+# Calls that cannot change what is drawn: skipped and counted. Names matched exactly, then by
+# prefix (all glGet*/glIs*/egl* except those the translator handles).
+SKIPPED_CALLS = frozenset({
+    "glGetError", "glCheckFramebufferStatus", "glReadPixels", "glValidateProgram",
+    "glReleaseShaderCompiler", "glShaderBinary", "glSampleCoverage", "glDiscardFramebufferEXT",
+    "glInvalidateFramebuffer",
+    "glGenQueriesEXT", "glDeleteQueriesEXT", "glBeginQueryEXT", "glEndQueryEXT",
+    "glQueryCounterEXT", "glGenQueries", "glDeleteQueries", "glBeginQuery", "glEndQuery",
+    "glPushGroupMarkerEXT", "glPopGroupMarkerEXT", "glInsertEventMarkerEXT",
+    "glPushDebugGroup", "glPopDebugGroup", "glPushDebugGroupKHR", "glPopDebugGroupKHR",
+    "glDebugMessageInsert", "glDebugMessageInsertKHR", "glDebugMessageControl",
+    "glDebugMessageControlKHR", "glDebugMessageCallback", "glDebugMessageCallbackKHR",
+    "glObjectLabel", "glObjectLabelKHR", "glObjectPtrLabel", "glObjectPtrLabelKHR",
+    "glLabelObjectEXT", "glStringMarkerGREMEDY", "glFrameTerminatorGREMEDY",
+})
+SKIPPED_PREFIXES = ("glGet", "glIs", "egl")
+# Calls that produce no command of their own; their effect is carried by other commands.
+FOLDED_CALLS = frozenset({
+    "glCreateShader", "glShaderSource", "glCompileShader", "glAttachShader", "glDetachShader",
+    "glDeleteShader", "glBindAttribLocation", "glCreateProgram", "glGetUniformLocation",
+    "glMapBufferOES", "glMapBufferRangeEXT", "glMapBufferRange", "glUnmapBufferOES",
+    "glUnmapBuffer", "glFlushMappedBufferRangeEXT", "glFlushMappedBufferRange",
+    "eglCreateContext", "eglMakeCurrent", "eglDestroyContext",
+    "eglCreateWindowSurface", "eglCreatePbufferSurface", "eglCreatePlatformWindowSurface",
+    "eglCreatePlatformWindowSurfaceEXT",
+})
+FRAME_END_SWAPS = ("eglSwapBuffers", "eglSwapBuffersWithDamageKHR", "eglSwapBuffersWithDamageEXT")
+# --frame-end choices -> the call that ends a frame (as the manifest's source records it)
+FRAME_END_CHOICES = ("auto", "swap", "readpixels", "finish")
+FRAME_END_NAMES = {"swap": "eglSwapBuffers", "readpixels": "glReadPixels", "finish": "glFinish"}
+_FRAME_END_KIND = {**{name: "swap" for name in FRAME_END_SWAPS}, "glReadPixels": "readpixels",
+                   "glFinish": "finish"}
+
+
+def skip_kind(name: str) -> str | None:
+    """'skipped' (cannot change the image), 'folded' (no command of its own) or None."""
+    if name in FOLDED_CALLS:
+        return "folded"
+    if name in FRAME_END_SWAPS:
+        return None
+    if name in SKIPPED_CALLS or name.startswith(SKIPPED_PREFIXES):
+        return "skipped"
+    return None
+
+
+# --- reading the call stream -----------------------------------------------------------------
+
+INT64_MIN, UINT64_MAX = -2**63, 2**64 - 1   # apitrace records no value wider than 64 bits
+MAX_NESTING = 32                            # lists in lists... (apitrace's are a few deep)
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}\Z")
+# The ranges (inclusive) arguments are read in: a GL type's range (no traced program can
+# pass a value outside it), narrowed to what GL accepts for sizes and byte offsets (GL
+# refuses a negative one with GL_INVALID_VALUE: the call did nothing, and the import says so).
+GLINT = (-2**31, 2**31 - 1)
+GLSIZEI = (0, 2**31 - 1)       # sizes, counts
+GLUINT = (0, 2**32 - 1)        # also GLenum, GLbitfield, GLboolean
+MASK = (-2**31, 2**32 - 1)     # a GLuint mask, ~0 written as -1 too
+GLINTPTR = (0, 2**63 - 1)      # offsets and sizes in bytes (GLintptr, GLsizeiptr) that GL
+#                                 refuses when negative
+POINTER = (0, UINT64_MAX)
+ANY_INT = (INT64_MIN, UINT64_MAX)
+DRAW_CALLS = frozenset({"glDrawArrays", "glDrawElements", "glClear"})
+MAX_TOOL_WARNINGS = 10         # lines of apitrace's stderr passed on
+
+
+def show(value, limit: int = 40) -> str:
+    """A short description of a value read from a capture, for error messages: bounded in
+    length and always computable (repr of a huge integer, a deeply nested list or a huge
+    blob would fail or take long)."""
+    if value is None or isinstance(value, (bool, float)):
+        return repr(value)
+    if isinstance(value, int):
+        return repr(int(value)) if abs(value) < 10**24 else \
+            f"an integer of {value.bit_length()} bits"
+    if isinstance(value, (bytes, bytearray)):
+        head = repr(bytes(value[:limit]))
+        return head + (f"... ({len(value)} bytes)" if len(value) > limit else "")
+    if isinstance(value, str):
+        return repr(value[:limit]) + ("..." if len(value) > limit else "")
+    if isinstance(value, (list, tuple)):
+        items = [show(v, 12) for v in value[:4]] if all(
+            v is None or isinstance(v, (bool, int, float, bytes, str)) for v in value[:4]) \
+            else None
+        if items is not None and len(value) <= 4:
+            text = ", ".join(items) + ("," if isinstance(value, tuple) and len(value) == 1
+                                       else "")
+            return f"[{text}]" if isinstance(value, list) else f"({text})"
+        return f"a {type(value).__name__} of {len(value)} item(s)"
+    if isinstance(value, dict):
+        return f"a dict of {len(value)} item(s)"
+    if isinstance(value, (set, frozenset)):
+        return f"a {type(value).__name__} of {len(value)} item(s)"
+    return f"a {type(value).__name__}"
+
+
+_SCALARS = frozenset({type(None), bool, float, bytes, bytearray, str})
+
+
+def _value_problem(value) -> str | None:
+    """What is wrong with a value read from a capture (None: a plain apitrace value)."""
+    kind = type(value)
+    if kind in _SCALARS or ((kind is int or kind is Pointer) and
+                            INT64_MIN <= value <= UINT64_MAX):
+        return None  # the common case, without the walk
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if item is None or isinstance(item, (bool, float, bytes, bytearray, str)):
+            continue
+        if isinstance(item, int):
+            if not INT64_MIN <= item <= UINT64_MAX:
+                return f"holds {show(item)}, wider than the 64 bits apitrace records"
+            continue
+        if isinstance(item, (list, tuple, dict)):
+            if depth >= MAX_NESTING:
+                return f"nests lists more than {MAX_NESTING} deep"
+            if isinstance(item, dict):
+                stack.extend((k, depth + 1) for k in item)
+                stack.extend((v, depth + 1) for v in item.values())
+            else:
+                stack.extend((v, depth + 1) for v in item)
+            continue
+        return f"holds {show(item)}, not a value apitrace writes"
+    return None
+
+
+_NAMES: dict[bytes, str | None] = {}  # names seen: a capture repeats a few hundred
+
+
+def _decode_name(raw) -> str | None:
+    """An identifier (a function or argument name) as apitrace writes it, else None."""
+    if type(raw) is bytes:
+        name = _NAMES.get(raw, False)
+        if name is False:
+            name = _check_name(raw)
+            if len(_NAMES) < 65536:
+                _NAMES[raw] = name
+        return name
+    return _check_name(raw)
+
+
+def _check_name(raw) -> str | None:
+    if isinstance(raw, (bytes, bytearray)):
+        try:
+            raw = bytes(raw).decode("ascii")
+        except UnicodeDecodeError:
+            return None
+    return raw if isinstance(raw, str) and IDENTIFIER.match(raw) else None
+
+
+def _record_place(index: int, previous: int | None) -> str:
+    """Where a record is in the stream, for errors about a record with no call number."""
+    return f"record {index} " + (f"(after call {previous})" if previous is not None
+                                 else "(the first)")
+
+
+def check_record(record, source: str, index: int, previous: int | None) -> Call:
+    """One unpickled record of ``apitrace pickle`` as a :class:`Call`, every field checked
+    (see the module docstring); InputError naming the call, or the record's place in the
+    stream (``index``: 0 for the first; ``previous``: the call number before it)."""
+    if not isinstance(record, tuple) or len(record) != 5:
+        raise InputError(f"expected an apitrace call (number, name, arguments, return value, "
+                         f"flags), got {show(record)}",
+                         source=f"{source}: {_record_place(index, previous)}")
+    number, raw_name, raw_args, ret, flags = record
+    if isinstance(number, bool) or not isinstance(number, int) or \
+            not 0 <= number <= 2**63 - 1:
+        raise InputError(f"the call number must be a non-negative integer, got {show(number)}",
+                         source=f"{source}: {_record_place(index, previous)}")
+    name = _decode_name(raw_name)
+    if name is None:
+        raise InputError(f"the function name must be an ASCII identifier, got "
+                         f"{show(raw_name)}", source=f"{source}: call {number}")
+    if flags is None:
+        flags = 0
+    if isinstance(flags, bool) or not isinstance(flags, int) or not 0 <= flags <= 2**32 - 1:
+        raise InputError(f"{name}: the call flags must be a 32-bit unsigned integer, got "
+                         f"{show(flags)}", source=f"{source}: call {number}")
+    if not isinstance(raw_args, list):
+        raise InputError(f"{name}: the arguments must be a list of (name, value) pairs, "
+                         f"got {show(raw_args)}", source=f"{source}: call {number}")
+    args: dict = {}
+    for k, pair in enumerate(raw_args):
+        if not isinstance(pair, tuple) or len(pair) != 2:
+            raise InputError(f"{name}: argument {k} must be a (name, value) pair, got "
+                             f"{show(pair)}", source=f"{source}: call {number}")
+        key = _decode_name(pair[0])
+        if key is None:
+            raise InputError(f"{name}: argument {k} has no identifier for a name, got "
+                             f"{show(pair[0])}", source=f"{source}: call {number}")
+        if key in args:
+            raise InputError(f"{name}: argument {key!r} appears twice",
+                             source=f"{source}: call {number}")
+        problem = _value_problem(pair[1])
+        if problem is not None:
+            raise InputError(f"{name}: argument {key!r} {problem}",
+                             source=f"{source}: call {number}")
+        args[key] = pair[1]
+    problem = _value_problem(ret)
+    if problem is not None:
+        raise InputError(f"{name}: the return value {problem}", source=f"{source}: call {number}")
+    return Call(number, name, args, ret, flags)
+
+
+@dataclass
+class StreamNotes:
+    """What reading a call stream met that the import must say: ``warnings`` (one line
+    each) and whether the stream was cut (``truncated``: apitrace's "unexpected end of
+    file", or a pickle stream that ends inside a record)."""
+
+    warnings: list[str] = field(default_factory=list)
+    truncated: bool = False
+
+    def warn(self, message: str) -> None:
+        if message not in self.warnings:  # a stream is read twice (scan, translate)
+            self.warnings.append(message)
+
+
+def _at_end(stream) -> bool | None:
+    """Whether a readable stream has nothing left (None: cannot tell without consuming)."""
+    try:
+        if not stream.seekable():
+            return None
+        return stream.read(1) == b""
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def read_calls(stream, *, source: str, notes: StreamNotes | None = None) -> Iterator[Call]:
+    """The calls of an ``apitrace pickle`` byte stream, read with the restricted unpickler of
+    :mod:`tilesim.shaders.trace_capture` and checked by :func:`check_record`. A stream that ends
+    inside a record (a cut file) ends the calls with a warning in ``notes``; any other
+    unreadable record is an InputError naming the record's place."""
+    notes = notes if notes is not None else StreamNotes()
+    unpickler = RestrictedUnpickler(stream, encoding="bytes")
+    previous = None
+    index = 0
+    while True:
+        try:
+            position = stream.tell() if stream.seekable() else None
+        except (OSError, ValueError, AttributeError):
+            position = None
+        try:
+            record = unpickler.load()
+        except EOFError:
+            try:
+                cut = position is not None and stream.tell() > position
+            except (OSError, ValueError):
+                cut = False
+            if cut:
+                notes.truncated = True
+                notes.warn(f"the call stream ends inside {_record_place(index, previous)}: "
+                           "the file is cut; the calls before it are kept")
+            return
+        except Exception as exc:  # the unpickling of untrusted bytes, whatever its error
+            place = f"{source}: {_record_place(index, previous)}"
+            if isinstance(exc, pickle.UnpicklingError) and "truncated" in str(exc) \
+                    and _at_end(stream):
+                notes.truncated = True
+                notes.warn(f"the call stream ends inside {_record_place(index, previous)}: "
+                           "the file is cut; the calls before it are kept")
+                return
+            detail = str(exc).split("\n", 1)[0][:200] or type(exc).__name__
+            raise InputError(f"unreadable apitrace pickle record: {detail}",
+                             source=place) from None
+        call = check_record(record, source, index, previous)
+        previous = call.number
+        index += 1
+        yield call
+
+
+def apitrace_calls(trace_path: str | os.PathLike, notes: StreamNotes | None = None
+                   ) -> Iterator[Call]:
+    """The calls of an apitrace capture, through ``apitrace pickle`` and :func:`read_calls`.
+    Once the stream is read to its end, what apitrace printed on stderr is passed on as
+    warnings in ``notes`` (its "unexpected end of file" marks the capture as cut), and a
+    failure of apitrace is an InputError with its message."""
+    notes = notes if notes is not None else StreamNotes()
+    apitrace = shutil.which("apitrace")
+    if apitrace is None:
+        raise ToolMissing("apitrace is not installed (Debian package apitrace)")
+    source = str(trace_path)
+    # stderr goes to a file so that a chatty apitrace can never block on a full pipe
+    with tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen([apitrace, "pickle", source], stdout=subprocess.PIPE,
+                                stderr=err)
+        try:
+            yield from read_calls(proc.stdout, source=source, notes=notes)
+        finally:
+            proc.stdout.close()  # an early stop (frame limit, error): apitrace gets EPIPE
+            code = proc.wait()
+        err.seek(0)
+        lines = [line.strip() for line in
+                 err.read(1 << 20).decode("utf-8", "replace").splitlines() if line.strip()]
+    if code != 0:
+        how = f"exit {code}" if code > 0 else f"killed by signal {-code}"
+        raise InputError(f"apitrace cannot read it ({how}; is it an apitrace capture?): "
+                         f"{'; '.join(line[:200] for line in lines[:3]) or 'no message'}",
+                         source=source)
+    for line in lines[:MAX_TOOL_WARNINGS]:
+        if "unexpected end of file" in line:
+            notes.truncated = True
+        notes.warn(f"apitrace: {line[:300]}")
+    if len(lines) > MAX_TOOL_WARNINGS:
+        notes.warn(f"apitrace: ... {len(lines) - MAX_TOOL_WARNINGS} more line(s)")
+
+
+REQUIRED = object()
+
+
+class CallArgs:
+    """Typed access to one call's arguments: a missing argument, a wrong type or a value
+    outside the argument's GL type is an InputError naming the file, the call number, the
+    call and the argument (never a TypeError, ValueError or OverflowError from deeper)."""
+
+    def __init__(self, call: Call, source: str):
+        self.call, self.source = call, source
+
+    def error(self, message: str) -> InputError:
+        return InputError(f"{self.call.name}: {message}",
+                          source=f"{self.source}: call {self.call.number}")
+
+    def get(self, key: str, default=REQUIRED):
+        if key in self.call.args:
+            return self.call.args[key]
+        if default is REQUIRED:
+            raise self.error(f"argument {key!r} is missing")
+        return default
+
+    def int(self, key: str, default=REQUIRED, *, limits: tuple[int, int] = ANY_INT) -> int:
+        """An integer argument (GLboolean True/False counts as 1/0) within ``limits``."""
+        return self.check_int(self.get(key, default), f"argument {key!r}", limits)
+
+    def check_int(self, value, what: str, limits: tuple[int, int] = ANY_INT) -> int:
+        if not isinstance(value, int):
+            raise self.error(f"{what} must be an integer, got {show(value)}")
+        value = int(value)
+        low, high = limits
+        if not low <= value <= high:
+            raise self.error(f"{what} is {show(value)}, outside {low}..{high}")
+        return value
+
+    def handle(self, key: str) -> int:
+        """An EGL handle, a pointer or an object name: None (NULL) is 0."""
+        value = self.get(key, None)
+        return 0 if value is None else self.check_int(value, f"argument {key!r}", POINTER)
+
+    def ret_handle(self) -> int:
+        ret = self.call.ret
+        return 0 if ret is None else self.check_int(ret, "the return value", POINTER)
+
+    def float(self, key: str) -> float:
+        value = self.get(key)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.error(f"argument {key!r} must be a number, got {show(value)}")
+        return float(value)
+
+    def ints(self, key: str, limits: tuple[int, int] = ANY_INT, *,
+             allow_none: bool = True) -> list[int] | None:
+        """A list of integers (a bare integer is a list of one); None where allowed."""
+        value = self.get(key, None)
+        if value is None and allow_none:
+            return None
+        if isinstance(value, int):
+            value = [value]
+        if not isinstance(value, list):
+            raise self.error(f"argument {key!r} must be a list of integers, got "
+                             f"{show(value)}")
+        return [self.check_int(v, f"item {i} of argument {key!r}", limits)
+                for i, v in enumerate(value)]
+
+    def blob_or_list(self, key: str) -> list[bytes]:
+        """Byte strings: one, or a list of them (glShaderSource's strings)."""
+        value = self.get(key)
+        if isinstance(value, (bytes, bytearray)):
+            value = [value]
+        if not isinstance(value, list) or not all(isinstance(v, (bytes, bytearray))
+                                                  for v in value):
+            raise self.error(f"argument {key!r} must be a byte string or a list of them, "
+                             f"got {show(value)}")
+        return [bytes(v) for v in value]
+
+    def text(self, key: str) -> str:
+        """A UTF-8 byte string (an attribute or uniform name) as text."""
+        value = self.get(key)
+        if isinstance(value, (bytes, bytearray)):
+            try:
+                return bytes(value).split(b"\0", 1)[0].decode("utf-8")
+            except UnicodeDecodeError:
+                raise self.error(f"argument {key!r} is not UTF-8 text: {show(value)}") from None
+        if isinstance(value, str):
+            return value
+        raise self.error(f"argument {key!r} must be a string, got {show(value)}")
+
+
+def _check_program_call(args: CallArgs) -> None:
+    """The arguments :class:`~tilesim.shaders.trace_capture.ProgramTracker` reads, checked before it
+    reads them (it converts with int() and indexes without asking)."""
+    name = args.call.name
+    if name == "eglCreateContext":
+        args.ret_handle()
+        args.handle("share_context")
+    elif name == "eglMakeCurrent":
+        args.handle("ctx")
+    elif name in ("glCreateShader", "glCreateProgram"):
+        if args.call.ret is None:
+            raise args.error("the return value (the new object's name) is missing")
+        args.check_int(args.call.ret, "the return value", GLUINT)
+        if name == "glCreateShader":
+            args.int("type", limits=GLUINT)
+    elif name == "glShaderSource":
+        args.int("shader", limits=GLUINT)
+        args.int("count", limits=GLSIZEI)
+        args.blob_or_list("string")
+        args.ints("length", GLINT)
+    elif name in ("glCompileShader",):
+        args.int("shader", limits=GLUINT)
+    elif name in ("glAttachShader", "glDetachShader"):
+        args.int("program", limits=GLUINT)
+        args.int("shader", limits=GLUINT)
+    elif name == "glBindAttribLocation":
+        args.int("program", limits=GLUINT)
+        args.int("index", limits=GLUINT)
+        value = args.get("name")
+        if not isinstance(value, (bytes, bytearray)):
+            raise args.error(f"argument 'name' must be a byte string, got {show(value)}")
+        try:
+            bytes(value).decode("utf-8")
+        except UnicodeDecodeError:
+            raise args.error(f"argument 'name' is not UTF-8 text: {show(value)}") from None
+    elif name == "glLinkProgram":
+        args.int("program", limits=GLUINT)
+
+
+# The calls ProgramTracker handles (it dispatches on any name: "key" would reach a helper).
+TRACKED_CALLS = frozenset({
+    "eglCreateContext", "eglMakeCurrent", "glCreateShader", "glShaderSource",
+    "glCompileShader", "glCreateProgram", "glAttachShader", "glDetachShader",
+    "glBindAttribLocation", "glLinkProgram"})
+
+
+def _feed_tracker(tracker: ProgramTracker, call: Call, source: str) -> list[LinkedProgram]:
+    """ProgramTracker.feed for one call whose arguments :func:`_check_program_call`
+    checked; anything it still trips on is an InputError naming the call."""
+    if call.name not in TRACKED_CALLS:
+        return []
+    args = CallArgs(call, source)
+    _check_program_call(args)
+    try:
+        return list(tracker.feed((call,)))
+    except (KeyError, TypeError, ValueError, IndexError, OverflowError, AttributeError) as exc:
+        raise args.error(f"malformed call ({type(exc).__name__}: "
+                         f"{str(exc)[:120]})") from None
+
+
+# --- pass 1: scan ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FrameEnd:
+    """A call that ends a frame: its number and name, the rectangle a glReadPixels reads
+    (x, y, width, height; None for other calls) and the application framebuffer bound when
+    it was made (0: the window)."""
+
+    call: int
+    name: str
+    rect: tuple[int, int, int, int] | None
+    framebuffer: int
+
+
+@dataclass
+class ScanResult:
+    """What the first pass learned about a capture (see the module docstring)."""
+
+    links: dict[int, LinkedProgram] = field(default_factory=dict)  # by glLinkProgram call no.
+    width: int | None = None
+    height: int | None = None
+    egl_depth_size: int | None = None
+    egl_stencil_size: int | None = None
+    frame_end: str = "eglSwapBuffers"  # or "glReadPixels", "glFinish"
+    frames: int = 0                    # frames found (up to the limit asked for)
+    calls: int = 0                     # calls read
+    ends: list[FrameEnd] = field(default_factory=list)  # the call ending each frame
+    surfaceless: bool = False          # no EGL surface was ever made current (no window)
+    size_call: int | None = None       # the call that told width x height
+    # calls after the last frame end (0 when a frame limit cut the scan), and how many of
+    # them draw or clear: a capture that ends mid-frame
+    trailing_calls: int = 0
+    trailing_draws: int = 0
+    warnings: list[str] = field(default_factory=list)  # see capture_warnings
+
+    @property
+    def depth_bits(self) -> int:
+        """The window's depth bits in tilesim terms (0, 16 or 24; 24 where unknown or 32)."""
+        size = 24 if self.egl_depth_size is None else self.egl_depth_size
+        return 0 if size == 0 else 16 if size <= 16 else 24
+
+    @property
+    def stencil_bits(self) -> int:
+        return 8 if (self.egl_stencil_size or 0) > 0 else 0
+
+
+def _attrib_list(args: CallArgs, key: str) -> dict[int, int]:
+    """An EGL attribute list (name, value, ..., EGL_NONE) as a dict."""
+    values = args.ints(key, ANY_INT) or []
+    out: dict[int, int] = {}
+    for i in range(0, len(values) - 1, 2):
+        if values[i] == EGL_NONE:
+            break
+        out[values[i]] = values[i + 1]
+    return out
+
+
+def _out_value(args: CallArgs, key: str) -> int | None:
+    """An output argument apitrace recorded as [value] (or a bare value; None: unknown)."""
+    values = args.ints(key, ANY_INT)
+    return values[0] if values else None
+
+
+def scan_calls(calls: Iterable[Call], source: str, frame_limit: int | None = None,
+               frame_end: str = "auto") -> ScanResult:
+    """Pass 1 over ``calls``: linked programs, window size, EGL config, frame boundaries
+    (``frame_end``: one of FRAME_END_CHOICES; the first ``frame_limit`` frames)."""
+    if frame_end not in FRAME_END_CHOICES:
+        raise InputError(f"--frame-end {frame_end!r}: expected one of "
+                         f"{', '.join(FRAME_END_CHOICES)}", source=source)
+    result = ScanResult()
+    tracker = ProgramTracker(source)
+    config_attribs: dict[int, dict[int, int]] = {}
+    chosen_with: dict[int, dict[int, int]] = {}
+    surfaces: dict[int, int] = {}               # surface -> config
+    pbuffer_size: dict[int, tuple[int, int, int]] = {}   # surface -> width, height, call
+    queried: dict[tuple[int, int], tuple[int, int]] = {}  # (surface, attribute) -> value, call
+    draw = main_surface = None
+    viewport_size = None
+    ends: dict[str, list[FrameEnd]] = {kind: [] for kind in FRAME_END_NAMES}
+    since_end = {kind: [0, 0] for kind in FRAME_END_NAMES}  # calls, draws after the last end
+    context = 0
+    bound: dict[int, int] = {}               # context -> application framebuffer bound
+    for call in calls:
+        result.calls += 1
+        name = call.name
+        args = CallArgs(call, source)
+        for counts in since_end.values():
+            counts[0] += 1
+            counts[1] += name in DRAW_CALLS
+        for linked in _feed_tracker(tracker, call, source):
+            result.links[linked.call] = linked
+        kind = _FRAME_END_KIND.get(name)
+        if kind is not None:
+            rect = None
+            if kind == "readpixels":
+                rect = (args.int("x", limits=GLINT), args.int("y", limits=GLINT),
+                        args.int("width", limits=GLINT), args.int("height", limits=GLINT))
+            ends[kind].append(FrameEnd(call.number, name, rect, bound.get(context, 0)))
+            since_end[kind] = [0, 0]
+            # a swap decides "auto" at once; reads and finishes only once no swap can follow
+            if frame_limit is not None and len(ends[kind]) >= frame_limit and \
+                    (frame_end == kind or (frame_end == "auto" and kind == "swap")):
+                break
+        elif name == "glBindFramebuffer":
+            bound[context] = args.handle("framebuffer")
+        elif name == "eglChooseConfig":
+            requested = _attrib_list(args, "attrib_list")
+            for config in args.ints("configs", POINTER) or []:
+                chosen_with[config] = requested
+        elif name == "eglGetConfigAttrib":
+            value = _out_value(args, "value")
+            if value is not None:
+                config_attribs.setdefault(args.handle("config"), {})[
+                    args.int("attribute", 0)] = value
+        elif name in ("eglCreateWindowSurface", "eglCreatePlatformWindowSurface",
+                      "eglCreatePlatformWindowSurfaceEXT", "eglCreatePbufferSurface"):
+            surfaces[args.ret_handle()] = args.handle("config")
+            if name == "eglCreatePbufferSurface":
+                attribs = _attrib_list(args, "attrib_list")
+                pbuffer_size[args.ret_handle()] = (attribs.get(EGL_WIDTH, 0),
+                                                   attribs.get(EGL_HEIGHT, 0), call.number)
+        elif name == "eglMakeCurrent":
+            context = args.handle("ctx")
+            draw = args.handle("draw") or None
+            if main_surface is None and draw is not None:
+                main_surface = draw
+        elif name == "eglQuerySurface":
+            value = _out_value(args, "value")
+            if value is not None:
+                queried[(args.handle("surface"), args.int("attribute", 0))] = (value,
+                                                                              call.number)
+        elif name == "glViewport" and call.flags & CALL_FLAG_FAKE and viewport_size is None \
+                and draw is not None and draw == main_surface:
+            viewport_size = (args.int("width", 0, limits=GLINT),
+                             args.int("height", 0, limits=GLINT), call.number)
+    if frame_end == "auto":
+        frame_end = next((kind for kind in ("swap", "readpixels") if ends[kind]), "finish")
+    result.frame_end = FRAME_END_NAMES[frame_end]
+    if ends[frame_end] and (frame_limit is None or len(ends[frame_end]) < frame_limit):
+        result.trailing_calls, result.trailing_draws = since_end[frame_end]
+    result.ends = ends[frame_end][:frame_limit]
+    result.frames = len(result.ends)
+    if result.ends:  # programs linked after the last frame are never used
+        last = result.ends[-1].call
+        result.links = {number: linked for number, linked in result.links.items()
+                        if number < last}
+    result.surfaceless = main_surface is None
+    if main_surface is not None:
+        size = viewport_size
+        if size is None and (main_surface, EGL_WIDTH) in queried:
+            width, told = queried[(main_surface, EGL_WIDTH)]
+            size = (width, queried.get((main_surface, EGL_HEIGHT), (0, told))[0], told)
+        if size is None:
+            size = pbuffer_size.get(main_surface)
+        if size is not None and size[0] > 0 and size[1] > 0:
+            result.width, result.height, result.size_call = size
+        config = surfaces.get(main_surface)
+        if config is not None:
+            known = config_attribs.get(config, {})
+            asked = chosen_with.get(config, {})
+            if EGL_DEPTH_SIZE in known:
+                result.egl_depth_size = known[EGL_DEPTH_SIZE]
+            elif EGL_DEPTH_SIZE in asked:
+                result.egl_depth_size = 24 if asked[EGL_DEPTH_SIZE] > 0 else 0
+            if EGL_STENCIL_SIZE in known:
+                result.egl_stencil_size = known[EGL_STENCIL_SIZE]
+            elif EGL_STENCIL_SIZE in asked:
+                result.egl_stencil_size = 8 if asked[EGL_STENCIL_SIZE] > 0 else 0
+    return result
+
+
+def capture_warnings(scan: ScanResult, notes: StreamNotes) -> list[str]:
+    """The warnings of an import: what reading the stream met (apitrace's messages, a cut
+    pickle stream), then a capture that ends mid-frame: calls after the last frame end that
+    draw or clear, or any calls there when the capture was cut."""
+    warnings = list(notes.warnings)
+    if scan.frames and scan.trailing_calls and (scan.trailing_draws or notes.truncated):
+        why = (f"{scan.trailing_draws} of them draw or clear" if scan.trailing_draws
+               else "the capture is cut")
+        warnings.append(f"capture ends mid-frame: {scan.trailing_calls} call(s) after frame "
+                        f"{scan.frames - 1} dropped ({why}, with no {scan.frame_end} after "
+                        "them)")
+    return warnings
+
+
+def check_frame_ends(scan: ScanResult, source: str, frame_end: str = "auto",
+                     notes: StreamNotes | None = None) -> None:
+    """InputError when the capture holds no call at all, or no frame ending at
+    ``frame_end`` (saying when the capture was cut: ``notes``), or (naming the call) for a
+    frame end with no image to compare: a glReadPixels of no pixels, a glFinish while a
+    framebuffer object is bound."""
+    remarks = "".join(f"; {w}" for w in (notes.warnings if notes else []))
+    if not scan.calls:
+        raise InputError("the capture holds no calls (an empty or cut file, or not an "
+                         f"apitrace capture){remarks}", source=source)
+    if not scan.ends:
+        raise InputError("the capture holds no complete frame (no " + {
+            "auto": "eglSwapBuffers, glReadPixels or glFinish",
+            "swap": "eglSwapBuffers", "readpixels": "glReadPixels",
+            "finish": "glFinish"}[frame_end] + f" to end one) in its {scan.calls} call(s)"
+            + remarks, source=source)
+    for index, end in enumerate(scan.ends):
+        where = f"{source}: call {end.call}"
+        if end.rect is not None and (end.rect[2] < 1 or end.rect[3] < 1 or end.rect[0] < 0
+                                     or end.rect[1] < 0):
+            raise InputError(f"{end.name} ends frame {index} but reads the {end.rect[2]}x"
+                             f"{end.rect[3]} rectangle at ({end.rect[0]}, {end.rect[1]}), "
+                             "which cannot be a frame's image (it needs x, y >= 0 and a width "
+                             "and height of at least 1)", source=where)
+        if end.name == "glFinish" and end.framebuffer:
+            raise InputError(f"glFinish ends frame {index} while framebuffer {end.framebuffer} "
+                             "is bound: a frame that ends at glFinish shows the window "
+                             "framebuffer, which this program does not draw here; end its "
+                             "frames at the glReadPixels that read its result (--frame-end "
+                             "readpixels)", source=where)
+
+
+# --- programs --------------------------------------------------------------------------------
+
+Compiler = Callable[[list], list]
+
+
+def compile_links(links: dict[int, LinkedProgram], source: str,
+                  compiler: Compiler | None = None) -> dict[int, object]:
+    """Compile every distinct linked program once: glLinkProgram call number -> compiled
+    program (``tilesim.shaders.glsl_compile.CompiledProgram``: vertex_tgsi, fragment_tgsi,
+    interface). ``compiler`` defaults to :func:`tilesim.shaders.glsl_compile.compile_many`."""
+    from tilesim.shaders.glsl_compile import ProgramSource
+
+    if compiler is None:
+        from tilesim.shaders.glsl_compile import compile_many as compiler
+    distinct: dict[tuple, list[int]] = {}
+    for number, linked in sorted(links.items()):
+        key = (linked.vertex, linked.fragment, tuple(sorted(linked.attrib_bindings.items())))
+        distinct.setdefault(key, []).append(number)
+    sources = []
+    for key, numbers in distinct.items():
+        linked = links[numbers[0]]
+        label = f"{source}: program {linked.program} (glLinkProgram call {linked.call})"
+        sources.append(ProgramSource(key[0], key[1], name=label,
+                                     attrib_bindings=dict(key[2]),
+                                     vertex_origin=f"{label}, vertex shader",
+                                     fragment_origin=f"{label}, fragment shader"))
+    compiled = compiler(sources) if sources else []
+    out: dict[int, object] = {}
+    for numbers, program in zip(distinct.values(), compiled, strict=True):
+        for number in numbers:
+            out[number] = program
+    return out
+
+
+# --- pass 2: translate -----------------------------------------------------------------------
+
+
+@dataclass
+class _Mapping:
+    """A mapped range of a buffer: ``pointer`` in the program is byte ``offset`` of it."""
+
+    buffer: int   # trace id
+    target: str
+    pointer: int
+    offset: int
+    length: int
+
+
+@dataclass
+class _Group:
+    """Objects of one EGL share group: application names -> trace ids, and what is known."""
+
+    names: dict[str, dict[int, int]] = field(default_factory=lambda: {
+        k: {} for k in ("buffer", "texture", "framebuffer", "renderbuffer", "program")})
+    linked: dict[int, int] = field(default_factory=dict)       # app program -> link call
+    uniform_names: dict[int, dict[int, str]] = field(default_factory=dict)
+    buffer_sizes: dict[int, int] = field(default_factory=dict)  # trace id -> bytes
+    mappings: dict[int, _Mapping] = field(default_factory=dict)  # trace id -> mapping
+    contexts: set[int] = field(default_factory=set)             # live contexts of the group
+
+
+class Translator:
+    """Pass 2: turns calls into frames of commands (see the module docstring).
+
+    ``feed(call)`` returns a finished frame (a list of commands ending with ``endFrame``) or
+    None. ``scan`` and ``programs`` come from :func:`scan_calls` and :func:`compile_links`.
+    """
+
+    def __init__(self, scan: ScanResult, programs: dict[int, object], *, source: str,
+                 width: int, height: int):
+        self.scan, self.programs, self.source = scan, programs, source
+        self.width, self.height = width, height
+        self.frame: list[Command] = []
+        self.frames_done = 0
+        self.translated: Counter[str] = Counter()
+        self.skipped: Counter[str] = Counter()
+        self.folded: Counter[str] = Counter()
+        self._next_id = {k: 1 for k in ("buffer", "texture", "framebuffer", "renderbuffer",
+                                        "program")}
+        self._groups: dict[int, _Group] = {}
+        self._share_root: dict[int, int] = {}
+        self._destroyed: set[int] = set()
+        self._used_contexts: set[int] = set()
+        self._owner: int | None = None   # the context whose GL state the stream now holds
+        self._surface: int | None = None  # the EGL surface drawn to (the window)
+        self._group_key = 0
+        self._groups[0] = _Group()
+        self._reset_bindings()
+        self._call: Call | None = None
+        self._produced = False
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    def _reset_bindings(self) -> None:
+        self._array_buffer = 0        # trace ids
+        self._element_buffer = 0
+        self._program = 0             # application name of the program in use
+        self._pending_delete: set[int] = set()  # app programs deleted while in use
+        self._attrib_state: dict[int, str] = {}  # index -> 'buffer' | 'client' | 'unknown'
+        self._attrib_enabled: set[int] = set()
+        self._dirty: set[tuple] = set()
+        self._units: set[int] = set()
+
+    @property
+    def _group(self) -> _Group:
+        return self._groups[self._group_key]
+
+    def _where(self) -> str:
+        call = self._call
+        return f"{self.source}: call {call.number}" if call else self.source
+
+    def _error(self, message: str) -> InputError:
+        name = self._call.name if self._call else "?"
+        return InputError(f"{name}: {message}", source=self._where())
+
+    @property
+    def _args(self) -> CallArgs:
+        return CallArgs(self._call, self.source)
+
+    def _emit(self, op: str, **args) -> None:
+        command = make_command(op, args, self._where())
+        self.frame.append(command)
+        self._produced = True
+        self._mark_dirty(command)
+
+    def _enum(self, value, choices: tuple[str, ...], what: str) -> str:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self._error(f"{what} must be a GL enumerant, got {show(value)}")
+        if not GLUINT[0] <= value <= GLUINT[1]:
+            raise self._error(f"{what} {show(value)} is not a GL enumerant (32 bits)")
+        try:
+            name = enum_name(int(value), self._where(), choices)
+        except InputError:
+            name = None
+        if name not in choices:
+            raise self._error(f"{what} 0x{int(value):04X} is not supported (expected one of "
+                              f"{', '.join(choices)})")
+        return name
+
+    def _arg(self, key: str, default=REQUIRED):
+        """An argument's value; InputError naming it when it is missing (no default)."""
+        return self._args.get(key, default)
+
+    def _int(self, key: str, default=REQUIRED, limits: tuple[int, int] = GLINT) -> int:
+        """An integer argument within its GL type's ``limits`` (GLINT by default; GLSIZEI
+        for sizes and counts, GLUINT for names and masks, ...)."""
+        return self._args.int(key, default, limits=limits)
+
+    def _size(self, key: str) -> int:
+        """A GLsizei: a size or count, 0..2^31-1 (GL refuses a negative one)."""
+        return self._args.int(key, limits=GLSIZEI)
+
+    def _name(self, key: str) -> int:
+        """A GLuint object name."""
+        return self._args.int(key, limits=GLUINT)
+
+    def _bool(self, key: str) -> bool:
+        """A GLboolean."""
+        return bool(self._args.int(key, limits=GLUINT))
+
+    def _float(self, key: str) -> float:
+        return self._args.float(key)
+
+    def _blob(self, value, what: str, *, required: bool) -> np.ndarray | None:
+        """Recorded memory as flat uint8; None for NULL; an error for unrecorded pointers."""
+        if isinstance(value, (bytes, bytearray)):
+            return np.frombuffer(bytes(value), dtype=np.uint8).copy()
+        if isinstance(value, int) and not isinstance(value, bool) and value == 0:
+            if required:
+                raise self._error(f"{what} is NULL")
+            return None
+        raise self._error(f"{what} points to memory apitrace did not record "
+                          f"({show(value)}); the import needs the data itself")
+
+    # -- driving ----------------------------------------------------------------------------
+
+    def feed(self, call: Call) -> list[Command] | None:
+        """Translate one call; returns the frame it finished, if any."""
+        self._call = call
+        self._produced = False
+        name = call.name
+        # only calls have handlers: a record named after a helper ("error", "emit") is not one
+        handler = getattr(self, "_" + name, None) if name.startswith(("gl", "egl")) or \
+            name == "memcpy" else None
+        kind = skip_kind(name)
+        if handler is None and kind is None:
+            raise InputError(f"{name} is not supported by the importer and may change the "
+                             "image", source=self._where())
+        if handler is not None:
+            try:
+                finished = handler(call)
+            except (KeyError, TypeError, ValueError, IndexError, OverflowError,
+                    AttributeError) as exc:
+                # a net under the typed accessors, which should leave nothing to catch here
+                raise self._error(f"malformed call ({type(exc).__name__}: "
+                                  f"{str(exc)[:120]})") from None
+        else:
+            finished = None
+        if self._produced or finished is not None:
+            self.translated[name] += 1
+        elif kind == "skipped":
+            self.skipped[name] += 1
+        else:
+            self.folded[name] += 1
+        return finished
+
+    def _end_frame(self) -> list[Command]:
+        self._emit(FRAME_END)
+        frame, self.frame = self.frame, []
+        self.frames_done += 1
+        return frame
+
+    # -- state reset when a new context is made current -------------------------------------
+
+    def _mark_dirty(self, command: Command) -> None:
+        op, a = command.op, command.args
+        if op in ("enable", "disable"):
+            self._dirty.add(("cap", a["cap"]))
+        elif op == "bindTexture":
+            self._dirty.add(("texture",))
+        elif op in ("enableVertexAttribArray", "disableVertexAttribArray"):
+            self._dirty.add(("attribArray", a["index"]))
+        elif op == "vertexAttrib":
+            self._dirty.add(("vertexAttrib", a["index"]))
+        elif op == "hint":
+            self._dirty.add(("hint", a["target"]))
+        elif op == "pixelStorei":
+            self._dirty.add(("pixelStorei", a["pname"]))
+        elif op in _DEFAULT_STATE or op in ("activeTexture", "useProgram", "bindBuffer",
+                                             "bindFramebuffer", "bindRenderbuffer"):
+            self._dirty.add((op,))
+
+    def _reset_state(self) -> None:
+        """Commands that return every state the stream changed to GL's initial values."""
+        dirty = self._dirty
+        if ("texture",) in dirty:
+            for unit in sorted(self._units | {0}):
+                self._emit("activeTexture", unit=unit)
+                for target in TEXTURE_TARGETS:
+                    self._emit("bindTexture", target=target, id=0)
+            self._emit("activeTexture", unit=0)
+        elif ("activeTexture",) in dirty:
+            self._emit("activeTexture", unit=0)
+        if ("useProgram",) in dirty:
+            self._emit("useProgram", id=0)
+        if ("bindBuffer",) in dirty:
+            for target in BUFFER_TARGETS:
+                self._emit("bindBuffer", target=target, id=0)
+        if ("bindFramebuffer",) in dirty:
+            self._emit("bindFramebuffer", id=0)
+        if ("bindRenderbuffer",) in dirty:
+            self._emit("bindRenderbuffer", id=0)
+        for key in sorted(k for k in dirty if k[0] in ("attribArray", "vertexAttrib", "cap",
+                                                       "hint", "pixelStorei")):
+            if key[0] == "attribArray":
+                self._emit("disableVertexAttribArray", index=key[1])
+            elif key[0] == "vertexAttrib":
+                self._emit("vertexAttrib", index=key[1], values=[0.0, 0.0, 0.0, 1.0])
+            elif key[0] == "cap":
+                self._emit("enable" if key[1] == "DITHER" else "disable", cap=key[1])
+            elif key[0] == "hint":
+                self._emit("hint", target=key[1], mode="DONT_CARE")
+            else:
+                self._emit("pixelStorei", pname=key[1], value=4)
+        for op, args in _DEFAULT_STATE.items():
+            if (op,) in dirty:
+                if op in ("viewport", "scissor"):
+                    args = {"x": 0, "y": 0, "width": self.width, "height": self.height}
+                self._emit(op, **args)
+        self._reset_bindings()
+
+    def _release_group(self, key: int) -> None:
+        """Delete every object of a share group none of whose contexts is alive."""
+        group = self._groups.pop(key, None)
+        if group is None:
+            return
+        ops = {"buffer": "deleteBuffer", "texture": "deleteTexture",
+               "framebuffer": "deleteFramebuffer", "renderbuffer": "deleteRenderbuffer"}
+        for kind, op in ops.items():
+            for ident in sorted(group.names[kind].values()):
+                self._emit(op, id=ident)
+        for app in sorted(group.names["program"]):
+            if app in group.linked:
+                self._emit("deleteProgram", id=group.names["program"][app])
+
+    # -- EGL ----------------------------------------------------------------------------------
+
+    def _eglCreateContext(self, call):
+        ctx = self._args.ret_handle()
+        share = self._args.handle("share_context")
+        root = self._share_root.get(share, share) if share else ctx
+        self._share_root[ctx] = root
+        self._groups.setdefault(root, _Group()).contexts.add(ctx)
+
+    def _eglDestroyContext(self, call):
+        ctx = self._args.handle("ctx")
+        self._destroyed.add(ctx)
+        if ctx != self._owner:
+            self._forget_context(ctx)
+
+    def _forget_context(self, ctx: int) -> None:
+        root = self._share_root.get(ctx, ctx)
+        group = self._groups.get(root)
+        if group is None:
+            return
+        group.contexts.discard(ctx)
+        if not group.contexts:
+            self._release_group(root)
+
+    def _eglMakeCurrent(self, call):
+        ctx = self._args.handle("ctx")
+        draw = self._args.handle("draw")
+        if draw and self._surface is None:
+            self._surface = draw
+        elif draw and draw != self._surface:
+            raise self._error("drawing to a second EGL surface is not supported (tilesim "
+                              "traces have one window framebuffer)")
+        if ctx == 0 or ctx == self._owner:
+            return  # releasing a context keeps its state for when it comes back
+        if ctx in self._used_contexts:
+            raise self._error("switching back to an earlier EGL context is not supported "
+                              "(each context's GL state would need restoring)")
+        previous = self._owner
+        if previous is not None:
+            self._reset_state()
+            if previous in self._destroyed:
+                self._forget_context(previous)
+        self._owner = ctx
+        self._used_contexts.add(ctx)
+        root = self._share_root.setdefault(ctx, ctx)
+        group = self._groups.setdefault(root, _Group())
+        group.contexts.add(ctx)
+        self._group_key = root
+
+    def _eglSwapBuffers(self, call):
+        if self.scan.frame_end == "eglSwapBuffers":
+            return self._end_frame()
+        return None
+
+    _eglSwapBuffersWithDamageKHR = _eglSwapBuffers
+    _eglSwapBuffersWithDamageEXT = _eglSwapBuffers
+
+    # -- objects ------------------------------------------------------------------------------
+
+    def _new_object(self, kind: str, app: int) -> int:
+        ident = self._next_id[kind]
+        self._next_id[kind] += 1
+        self._group.names[kind][app] = ident
+        if kind != "program":
+            self._emit({"buffer": "createBuffer", "texture": "createTexture",
+                        "framebuffer": "createFramebuffer",
+                        "renderbuffer": "createRenderbuffer"}[kind], id=ident)
+        return ident
+
+    def _object(self, kind: str, app: int) -> int:
+        """The trace id of application object ``app`` (0 stays 0); GLES2 creates an object
+        on the first bind of a name never generated, and so does the importer."""
+        if app == 0:
+            return 0
+        ident = self._group.names[kind].get(app)
+        return self._new_object(kind, app) if ident is None else ident
+
+    def _names(self, key: str) -> list[int]:
+        names = self._args.ints(key, GLUINT, allow_none=False)
+        return names[:self._int("n", len(names), limits=GLSIZEI)]
+
+    def _generate(self, kind: str, key: str) -> None:
+        for app in self._names(key):
+            if app and app not in self._group.names[kind]:
+                self._new_object(kind, app)
+
+    def _delete(self, kind: str, key: str, op: str) -> None:
+        for app in self._names(key):
+            ident = self._group.names[kind].pop(app, None)
+            if ident is None:
+                continue
+            self._emit(op, id=ident)
+            if kind == "buffer":
+                self._group.mappings.pop(ident, None)
+                self._group.buffer_sizes.pop(ident, None)
+                if self._array_buffer == ident:
+                    self._array_buffer = 0
+                if self._element_buffer == ident:
+                    self._element_buffer = 0
+
+    def _glGenBuffers(self, call):
+        self._generate("buffer", "buffers")
+
+    def _glGenTextures(self, call):
+        self._generate("texture", "textures")
+
+    def _glGenFramebuffers(self, call):
+        self._generate("framebuffer", "framebuffers")
+
+    def _glGenRenderbuffers(self, call):
+        self._generate("renderbuffer", "renderbuffers")
+
+    def _glDeleteBuffers(self, call):
+        self._delete("buffer", "buffers", "deleteBuffer")
+
+    def _glDeleteTextures(self, call):
+        self._delete("texture", "textures", "deleteTexture")
+
+    def _glDeleteFramebuffers(self, call):
+        self._delete("framebuffer", "framebuffers", "deleteFramebuffer")
+
+    def _glDeleteRenderbuffers(self, call):
+        self._delete("renderbuffer", "renderbuffers", "deleteRenderbuffer")
+
+    # -- buffers ------------------------------------------------------------------------------
+
+    def _buffer_target(self) -> str:
+        return self._enum(self._call.args.get("target"), BUFFER_TARGETS, "target")
+
+    def _bound(self, target: str) -> int:
+        return self._array_buffer if target == "ARRAY_BUFFER" else self._element_buffer
+
+    def _glBindBuffer(self, call):
+        target = self._buffer_target()
+        ident = self._object("buffer", self._name("buffer"))
+        self._emit("bindBuffer", target=target, id=ident)
+        if target == "ARRAY_BUFFER":
+            self._array_buffer = ident
+        else:
+            self._element_buffer = ident
+
+    def _glBufferData(self, call):
+        target = self._buffer_target()
+        size = self._int("size", limits=GLINTPTR)
+        data = self._blob(call.args.get("data"), "data", required=False)
+        usage = self._enum(call.args.get("usage"), BUFFER_USAGES, "usage")
+        self._emit("bufferData", target=target, data=data, size=size, usage=usage)
+        if self._bound(target):
+            self._group.buffer_sizes[self._bound(target)] = size
+
+    def _glBufferSubData(self, call):
+        target = self._buffer_target()
+        data = self._blob(call.args.get("data"), "data", required=True)
+        size = self._int("size", limits=GLINTPTR)
+        self._emit("bufferSubData", target=target, offset=self._int("offset", limits=GLINTPTR),
+                   data=data[:size])
+
+    def _map(self, offset: int, length: int | None) -> None:
+        target = self._buffer_target()
+        ident = self._bound(target)
+        if not ident:
+            raise self._error(f"no buffer is bound to {target}")
+        if length is None:
+            length = self._group.buffer_sizes.get(ident, 0)
+        pointer = self._args.ret_handle()
+        if pointer:
+            self._group.mappings[ident] = _Mapping(ident, target, pointer, offset, length)
+
+    def _glMapBufferOES(self, call):
+        self._map(0, None)
+
+    _glMapBuffer = _glMapBufferOES
+
+    def _glMapBufferRangeEXT(self, call):
+        self._map(self._int("offset", limits=GLINTPTR), self._int("length", limits=GLINTPTR))
+
+    _glMapBufferRange = _glMapBufferRangeEXT
+
+    def _glUnmapBufferOES(self, call):
+        ident = self._bound(self._buffer_target())
+        self._group.mappings.pop(ident, None)
+
+    _glUnmapBuffer = _glUnmapBufferOES
+
+    def _memcpy(self, call):
+        """apitrace's record of what a program wrote into mapped buffer memory."""
+        dest, count = self._int("dest", limits=POINTER), self._int("n", limits=GLINTPTR)
+        data = self._blob(call.args.get("src"), "src", required=True)[:count]
+        for mapping in self._group.mappings.values():
+            start = dest - mapping.pointer
+            if 0 <= start and start + data.size <= mapping.length:
+                break
+        else:
+            raise self._error("a write to memory that is not a mapped buffer range")
+        current = self._bound(mapping.target)
+        if current != mapping.buffer:
+            self._emit("bindBuffer", target=mapping.target, id=mapping.buffer)
+        self._emit("bufferSubData", target=mapping.target, offset=mapping.offset + start,
+                   data=data)
+        if current != mapping.buffer:
+            self._emit("bindBuffer", target=mapping.target, id=current)
+
+    # -- textures -----------------------------------------------------------------------------
+
+    def _glActiveTexture(self, call):
+        unit = self._int("texture", limits=GLUINT) - GL_TEXTURE0
+        if not 0 <= unit < MAX_TEXTURE_UNITS:
+            raise self._error(f"texture unit 0x{unit + GL_TEXTURE0:04X} is not "
+                              "GL_TEXTURE0..GL_TEXTURE31")
+        self._units.add(unit)
+        self._emit("activeTexture", unit=unit)
+
+    def _glBindTexture(self, call):
+        target = self._enum(call.args.get("target"), TEXTURE_TARGETS, "target")
+        self._emit("bindTexture", target=target, id=self._object("texture",
+                                                                 self._name("texture")))
+
+    def _glPixelStorei(self, call):
+        pname = self._enum(call.args.get("pname"), PIXEL_STORE, "pname")
+        self._emit("pixelStorei", pname=pname, value=self._int("param"))
+
+    def _image_args(self, with_internal: bool) -> dict:
+        args = self._call.args
+        formats = TEXTURE_FORMATS + DEPTH_TEXTURE_FORMATS
+        out = {"target": self._enum(args.get("target"), IMAGE_TARGETS, "target"),
+               "level": self._int("level", limits=GLSIZEI)}
+        if with_internal:
+            out["internalformat"] = self._enum(args.get("internalformat"), formats,
+                                               "internalformat")
+        return out | {"width": self._size("width"), "height": self._size("height"),
+                      "format": self._enum(args.get("format"), formats, "format"),
+                      "type": self._enum(args.get("type"), TEXEL_TYPES + DEPTH_TEXEL_TYPES,
+                                         "type")}
+
+    def _glTexImage2D(self, call):
+        if self._int("border", 0) != 0:
+            raise self._error("border must be 0 in OpenGL ES 2.0")
+        args = self._image_args(True)
+        self._emit("texImage2D", **args,
+                   data=self._blob(call.args.get("pixels"), "pixels", required=False))
+
+    def _glTexSubImage2D(self, call):
+        args = self._image_args(False)
+        if args["format"] in DEPTH_TEXTURE_FORMATS or args["type"] in DEPTH_TEXEL_TYPES:
+            raise self._error("texSubImage2D of depth textures is not supported")
+        self._emit("texSubImage2D", **args, xoffset=self._int("xoffset"),
+                   yoffset=self._int("yoffset"),
+                   data=self._blob(call.args.get("pixels"), "pixels", required=True))
+
+    def _glCopyTexImage2D(self, call):
+        if self._int("border", 0) != 0:
+            raise self._error("border must be 0 in OpenGL ES 2.0")
+        args = call.args
+        self._emit("copyTexImage2D",
+                   target=self._enum(args.get("target"), IMAGE_TARGETS, "target"),
+                   level=self._int("level", limits=GLSIZEI),
+                   internalformat=self._enum(args.get("internalformat"), TEXTURE_FORMATS,
+                                             "internalformat"),
+                   x=self._int("x"), y=self._int("y"), width=self._size("width"),
+                   height=self._size("height"))
+
+    def _glCopyTexSubImage2D(self, call):
+        self._emit("copyTexSubImage2D",
+                   target=self._enum(call.args.get("target"), IMAGE_TARGETS, "target"),
+                   level=self._int("level", limits=GLSIZEI), xoffset=self._int("xoffset"),
+                   yoffset=self._int("yoffset"), x=self._int("x"), y=self._int("y"),
+                   width=self._size("width"), height=self._size("height"))
+
+    def _tex_parameter(self, value) -> None:
+        args = self._call.args
+        target = self._enum(args.get("target"), TEXTURE_TARGETS, "target")
+        pname = self._enum(args.get("pname"), TEXTURE_PARAMETERS, "pname")
+        if isinstance(value, float) and value.is_integer() and abs(value) < 2**32:
+            value = int(value)
+        self._emit("texParameter", target=target, pname=pname,
+                   value=self._enum(value, FILTERS + WRAPS, "param"))
+
+    def _glTexParameteri(self, call):
+        self._tex_parameter(self._arg("param"))
+
+    _glTexParameterf = _glTexParameteri
+
+    def _glTexParameteriv(self, call):
+        params = self._arg("params")
+        self._tex_parameter(params[0] if isinstance(params, list) and params else params)
+
+    _glTexParameterfv = _glTexParameteriv
+
+    def _glGenerateMipmap(self, call):
+        self._emit("generateMipmap",
+                   target=self._enum(call.args.get("target"), TEXTURE_TARGETS, "target"))
+
+    # -- programs -----------------------------------------------------------------------------
+
+    def _glCreateProgram(self, call):
+        app = self._args.ret_handle()
+        if app:
+            old = self._group.names["program"].get(app)
+            if old is not None and app in self._group.linked:
+                self._emit("deleteProgram", id=old)  # a name GL reused after deleting it
+            self._group.linked.pop(app, None)
+            self._new_object("program", app)
+
+    def _glLinkProgram(self, call):
+        app = self._name("program")
+        compiled = self.programs.get(call.number)
+        if compiled is None:
+            raise self._error(f"program {app} was not compiled in the first pass")
+        group = self._group
+        ident = group.names["program"].get(app)
+        if ident is None:
+            ident = self._new_object("program", app)
+        if app in group.linked:
+            self._emit("deleteProgram", id=ident)
+        self._emit("createProgram", id=ident, vertex_glsl=compiled.vertex_glsl,
+                   fragment_glsl=compiled.fragment_glsl, vertex_tgsi=compiled.vertex_tgsi,
+                   fragment_tgsi=compiled.fragment_tgsi, interface=compiled.interface)
+        group.linked[app] = call.number
+        group.uniform_names[app] = {}
+        if self._program == app:
+            self._emit("useProgram", id=ident)
+
+    def _glUseProgram(self, call):
+        app = self._name("program")
+        group = self._group
+        if app and app not in group.linked:
+            raise self._error(f"program {app} was never linked")
+        previous = self._program
+        self._emit("useProgram", id=group.names["program"][app] if app else 0)
+        self._program = app
+        if previous != app and previous in self._pending_delete:
+            self._pending_delete.discard(previous)
+            self._drop_program(previous)
+
+    def _drop_program(self, app: int) -> None:
+        group = self._group
+        ident = group.names["program"].pop(app, None)
+        if ident is not None and app in group.linked:
+            self._emit("deleteProgram", id=ident)
+        group.linked.pop(app, None)
+        group.uniform_names.pop(app, None)
+
+    def _glDeleteProgram(self, call):
+        app = self._name("program")
+        if not app:
+            return
+        if app == self._program:
+            self._pending_delete.add(app)  # GL deletes it once no longer in use
+        else:
+            self._drop_program(app)
+
+    def _glGetUniformLocation(self, call):
+        location = call.ret
+        if location is None:
+            return
+        location = self._args.check_int(location, "the return value (a location)", GLINT)
+        if location >= 0:
+            self._group.uniform_names.setdefault(self._name("program"), {})[location] = \
+                self._args.text("name")
+
+    def _uniform_name(self, location: int) -> str:
+        group, app = self._group, self._program
+        if not app:
+            raise self._error("no program is in use")
+        name = group.uniform_names.get(app, {}).get(location)
+        if name is not None:
+            return name
+        interface = self.programs[group.linked[app]].interface
+        for entry in interface.get("uniforms", []) + interface.get("samplers", []):
+            first, size = entry.get("location"), entry.get("array_size")
+            if not isinstance(first, int) or first < 0:
+                continue
+            if size and first <= location < first + size:
+                return f"{entry['name']}[{location - first}]"
+            if not size and location == first:
+                return entry["name"]
+        raise self._error(f"uniform location {location} of program {app} is not one "
+                          "glGetUniformLocation returned, nor in the program's interface")
+
+    def _uniform(self, function: str, values: list) -> None:
+        location = self._int("location")
+        if location == -1:
+            return  # GL ignores location -1
+        if function.endswith("i"):  # GLint values: integers (a sampler's unit, a flag)
+            values = [self._args.check_int(v, f"uniform value {k}", GLINT)
+                      for k, v in enumerate(values)]
+        elif not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+            bad = next(v for v in values if isinstance(v, bool) or
+                       not isinstance(v, (int, float)))
+            raise self._error(f"uniform values must be numbers, got {show(bad)}")
+        else:
+            values = [float(v) for v in values]
+        self._emit("uniform", name=self._uniform_name(location), function=function,
+                   values=values)
+
+    def _uniform_scalar(self, call):
+        function = UNIFORM_SHAPES[call.name]
+        self._uniform(function, [self._arg(f"v{i}") for i in range(int(function[0]))])
+
+    def _uniform_vector(self, call):
+        function = UNIFORM_VECTOR_SHAPES.get(call.name) or UNIFORM_MATRIX_SHAPES[call.name]
+        if function.startswith("Matrix") and self._bool("transpose"):
+            raise self._error("transpose must be GL_FALSE in OpenGL ES 2.0")
+        values = self._arg("value")
+        count = self._size("count")
+        if isinstance(values, (int, float)) and not isinstance(values, bool):
+            values = [values]
+        if not isinstance(values, list):
+            raise self._error(f"value must be a list of numbers, got {show(values)}")
+        self._uniform(function, values[:count * UNIFORM_COMPONENTS[function]])
+
+    # -- vertex attributes --------------------------------------------------------------------
+
+    def _index(self) -> int:
+        index = self._int("index")
+        if not 0 <= index < MAX_VERTEX_ATTRIBS:
+            raise self._error(f"attribute index {index} out of range")
+        return index
+
+    def _glVertexAttribPointer(self, call):
+        args, index = call.args, self._index()
+        fields = {"index": index, "size": self._int("size", limits=(1, 4)),
+                  "type": self._enum(args.get("type"), ATTRIB_TYPES, "type"),
+                  "normalized": self._bool("normalized"), "stride": self._size("stride")}
+        pointer = args.get("pointer")
+        if isinstance(pointer, (bytes, bytearray)):
+            self._emit("vertexAttribPointer", **fields, offset=0,
+                       data=self._blob(pointer, "pointer", required=True))
+            self._attrib_state[index] = "client"
+        elif self._array_buffer:
+            self._emit("vertexAttribPointer", **fields,
+                       offset=self._int("pointer", limits=POINTER), data=None)
+            self._attrib_state[index] = "buffer"
+        else:
+            # user memory apitrace did not record here; a fake call with the data follows
+            # before any draw that reads it
+            self._attrib_state[index] = "unknown"
+
+    def _glEnableVertexAttribArray(self, call):
+        index = self._index()
+        self._attrib_enabled.add(index)
+        self._emit("enableVertexAttribArray", index=index)
+
+    def _glDisableVertexAttribArray(self, call):
+        index = self._index()
+        self._attrib_enabled.discard(index)
+        self._emit("disableVertexAttribArray", index=index)
+
+    def _vertex_attrib(self, call):
+        name = call.name  # glVertexAttrib{1,2,3,4}f[v]
+        n = int(name[len("glVertexAttrib")])
+        if name.endswith("v"):
+            values = self._arg("v")
+            if isinstance(values, (int, float)) and not isinstance(values, bool):
+                values = [values]
+            if not isinstance(values, list):
+                raise self._error(f"v must be a list of numbers, got {show(values)}")
+            values = values[:n]
+        else:
+            values = [self._arg(k) for k in ("x", "y", "z", "w")[:n]]
+        if len(values) != n or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                       for v in values):
+            raise self._error(f"expected {n} numbers, got {show(values)}")
+        values = [float(v) for v in values] + [0.0, 0.0, 1.0][n - 1:]
+        self._emit("vertexAttrib", index=self._index(), values=values[:4])
+
+    # -- draws --------------------------------------------------------------------------------
+
+    def _check_attributes(self) -> None:
+        if not self._program or self._program not in self._group.linked:
+            return
+        interface = self.programs[self._group.linked[self._program]].interface
+        for attribute in interface.get("attributes", []):
+            location = attribute.get("location")
+            if not isinstance(location, int) or not attribute.get("registers"):
+                continue
+            for index in range(location, location + len(attribute["registers"])):
+                if index in self._attrib_enabled and \
+                        self._attrib_state.get(index) == "unknown":
+                    raise self._error(f"attribute {attribute.get('name')!r} (array {index}) "
+                                      "reads client memory apitrace did not record")
+
+    def _glDrawArrays(self, call):
+        self._check_attributes()
+        self._emit("drawArrays", mode=self._enum(call.args.get("mode"), PRIMITIVE_MODES,
+                                                 "mode"),
+                   first=self._int("first", limits=GLSIZEI), count=self._size("count"))
+
+    def _glDrawElements(self, call):
+        self._check_attributes()
+        mode = self._enum(call.args.get("mode"), PRIMITIVE_MODES, "mode")
+        type_ = self._enum(call.args.get("type"), INDEX_TYPES, "type")
+        indices = call.args.get("indices")
+        if isinstance(indices, (bytes, bytearray)):
+            self._emit("drawElements", mode=mode, count=self._size("count"), type=type_,
+                       offset=0, indices=self._blob(indices, "indices", required=True))
+        elif self._element_buffer:
+            self._emit("drawElements", mode=mode, count=self._size("count"), type=type_,
+                       offset=self._int("indices", limits=POINTER), indices=None)
+        else:
+            raise self._error("indices point to client memory apitrace did not record")
+
+    # -- fixed-function state -----------------------------------------------------------------
+
+    def _glEnable(self, call):
+        self._emit("enable", cap=self._enum(call.args.get("cap"), CAPABILITIES, "cap"))
+
+    def _glDisable(self, call):
+        self._emit("disable", cap=self._enum(call.args.get("cap"), CAPABILITIES, "cap"))
+
+    def _glDepthFunc(self, call):
+        self._emit("depthFunc", func=self._enum(call.args.get("func"), COMPARE_FUNCS, "func"))
+
+    def _glDepthMask(self, call):
+        self._emit("depthMask", flag=self._bool("flag"))
+
+    def _glDepthRangef(self, call):
+        self._emit("depthRangef", near=self._float("n"), far=self._float("f"))
+
+    def _glClearColor(self, call):
+        self._emit("clearColor", red=self._float("red"), green=self._float("green"),
+                   blue=self._float("blue"), alpha=self._float("alpha"))
+
+    def _glClearDepthf(self, call):
+        self._emit("clearDepthf", depth=self._float("d"))
+
+    def _glClearStencil(self, call):
+        self._emit("clearStencil", s=self._int("s"))
+
+    def _glClear(self, call):
+        mask = self._int("mask", limits=GLUINT)
+        names = [name for bit, name in CLEAR_BITS if mask & bit]
+        if mask & ~sum(bit for bit, _ in CLEAR_BITS):
+            raise self._error(f"mask 0x{mask:X} has bits other than COLOR/DEPTH/STENCIL")
+        self._emit("clear", mask=names)
+
+    def _glColorMask(self, call):
+        self._emit("colorMask", red=self._bool("red"), green=self._bool("green"),
+                   blue=self._bool("blue"), alpha=self._bool("alpha"))
+
+    def _glBlendFunc(self, call):
+        src = self._enum(call.args.get("sfactor"), BLEND_FACTORS, "sfactor")
+        dst = self._enum(call.args.get("dfactor"), BLEND_FACTORS, "dfactor")
+        self._emit("blendFuncSeparate", src_rgb=src, dst_rgb=dst, src_alpha=src, dst_alpha=dst)
+
+    def _glBlendFuncSeparate(self, call):
+        a = call.args
+        self._emit("blendFuncSeparate",
+                   src_rgb=self._enum(a.get("sfactorRGB"), BLEND_FACTORS, "sfactorRGB"),
+                   dst_rgb=self._enum(a.get("dfactorRGB"), BLEND_FACTORS, "dfactorRGB"),
+                   src_alpha=self._enum(a.get("sfactorAlpha"), BLEND_FACTORS, "sfactorAlpha"),
+                   dst_alpha=self._enum(a.get("dfactorAlpha"), BLEND_FACTORS, "dfactorAlpha"))
+
+    def _glBlendEquation(self, call):
+        mode = self._enum(call.args.get("mode"), BLEND_EQUATIONS, "mode")
+        self._emit("blendEquationSeparate", mode_rgb=mode, mode_alpha=mode)
+
+    def _glBlendEquationSeparate(self, call):
+        self._emit("blendEquationSeparate",
+                   mode_rgb=self._enum(call.args.get("modeRGB"), BLEND_EQUATIONS, "modeRGB"),
+                   mode_alpha=self._enum(call.args.get("modeAlpha"), BLEND_EQUATIONS,
+                                         "modeAlpha"))
+
+    def _glBlendColor(self, call):
+        self._emit("blendColor", red=self._float("red"), green=self._float("green"),
+                   blue=self._float("blue"), alpha=self._float("alpha"))
+
+    def _glCullFace(self, call):
+        self._emit("cullFace", mode=self._enum(call.args.get("mode"), FACES, "mode"))
+
+    def _glFrontFace(self, call):
+        self._emit("frontFace", mode=self._enum(call.args.get("mode"), WINDINGS, "mode"))
+
+    def _glViewport(self, call):
+        self._emit("viewport", x=self._int("x"), y=self._int("y"), width=self._size("width"),
+                   height=self._size("height"))
+
+    def _glScissor(self, call):
+        self._emit("scissor", x=self._int("x"), y=self._int("y"), width=self._size("width"),
+                   height=self._size("height"))
+
+    def _glLineWidth(self, call):
+        self._emit("lineWidth", width=self._float("width"))
+
+    def _glPolygonOffset(self, call):
+        self._emit("polygonOffset", factor=self._float("factor"), units=self._float("units"))
+
+    def _stencil_func(self, face: str) -> None:
+        self._emit("stencilFuncSeparate", face=face,
+                   func=self._enum(self._call.args.get("func"), COMPARE_FUNCS, "func"),
+                   ref=self._int("ref"), mask=self._int("mask", limits=MASK) & 0xFFFFFFFF)
+
+    def _glStencilFunc(self, call):
+        self._stencil_func("FRONT_AND_BACK")
+
+    def _glStencilFuncSeparate(self, call):
+        self._stencil_func(self._enum(call.args.get("face"), FACES, "face"))
+
+    def _stencil_op(self, face: str) -> None:
+        a = self._call.args
+        self._emit("stencilOpSeparate", face=face,
+                   fail=self._enum(a.get("fail", a.get("sfail")), STENCIL_OPS, "fail"),
+                   zfail=self._enum(a.get("zfail", a.get("dpfail")), STENCIL_OPS, "zfail"),
+                   zpass=self._enum(a.get("zpass", a.get("dppass")), STENCIL_OPS, "zpass"))
+
+    def _glStencilOp(self, call):
+        self._stencil_op("FRONT_AND_BACK")
+
+    def _glStencilOpSeparate(self, call):
+        self._stencil_op(self._enum(call.args.get("face"), FACES, "face"))
+
+    def _glStencilMask(self, call):
+        self._emit("stencilMaskSeparate", face="FRONT_AND_BACK",
+                   mask=self._int("mask", limits=MASK) & 0xFFFFFFFF)
+
+    def _glStencilMaskSeparate(self, call):
+        self._emit("stencilMaskSeparate", face=self._enum(call.args.get("face"), FACES, "face"),
+                   mask=self._int("mask", limits=MASK) & 0xFFFFFFFF)
+
+    def _glHint(self, call):
+        self._emit("hint", target=self._enum(call.args.get("target"), HINT_TARGETS, "target"),
+                   mode=self._enum(call.args.get("mode"), HINT_MODES, "mode"))
+
+    def _glFlush(self, call):
+        self._emit("flush")
+
+    def _glFinish(self, call):
+        if self.scan.frame_end == "glFinish":
+            return self._end_frame()
+        self._emit("finish")
+        return None
+
+    def _glReadPixels(self, call):
+        if self.scan.frame_end != "glReadPixels":
+            return None  # reads nothing back into the stream: skipped
+        self._emit("readPixels", x=self._int("x"), y=self._int("y"),
+                   width=self._size("width"), height=self._size("height"))
+        return self._end_frame()
+
+    # -- framebuffer objects ------------------------------------------------------------------
+
+    def _check_target(self, key: str, value: int, what: str) -> None:
+        if self._int(key, limits=GLUINT) != value:
+            raise self._error(f"{key} must be {what}")
+
+    def _glBindFramebuffer(self, call):
+        self._check_target("target", GL_FRAMEBUFFER, "GL_FRAMEBUFFER")
+        self._emit("bindFramebuffer", id=self._object("framebuffer", self._name("framebuffer")))
+
+    def _glBindRenderbuffer(self, call):
+        self._check_target("target", GL_RENDERBUFFER, "GL_RENDERBUFFER")
+        self._emit("bindRenderbuffer",
+                   id=self._object("renderbuffer", self._name("renderbuffer")))
+
+    def _glRenderbufferStorage(self, call):
+        self._check_target("target", GL_RENDERBUFFER, "GL_RENDERBUFFER")
+        self._emit("renderbufferStorage",
+                   internalformat=self._enum(call.args.get("internalformat"),
+                                             RENDERBUFFER_FORMATS, "internalformat"),
+                   width=self._size("width"), height=self._size("height"))
+
+    def _glFramebufferTexture2D(self, call):
+        self._check_target("target", GL_FRAMEBUFFER, "GL_FRAMEBUFFER")
+        self._emit("framebufferTexture2D",
+                   attachment=self._enum(call.args.get("attachment"), ATTACHMENTS,
+                                         "attachment"),
+                   textarget=self._enum(call.args.get("textarget"), IMAGE_TARGETS,
+                                        "textarget"),
+                   texture=self._object("texture", self._name("texture")),
+                   level=self._int("level", limits=GLSIZEI))
+
+    def _glFramebufferRenderbuffer(self, call):
+        self._check_target("target", GL_FRAMEBUFFER, "GL_FRAMEBUFFER")
+        self._check_target("renderbuffertarget", GL_RENDERBUFFER, "GL_RENDERBUFFER")
+        self._emit("framebufferRenderbuffer",
+                   attachment=self._enum(call.args.get("attachment"), ATTACHMENTS,
+                                         "attachment"),
+                   renderbuffer=self._object("renderbuffer", self._name("renderbuffer")))
+
+
+for _name in UNIFORM_SHAPES:
+    setattr(Translator, "_" + _name, Translator._uniform_scalar)
+for _name in list(UNIFORM_VECTOR_SHAPES) + list(UNIFORM_MATRIX_SHAPES):
+    setattr(Translator, "_" + _name, Translator._uniform_vector)
+for _n in "1234":
+    setattr(Translator, f"_glVertexAttrib{_n}f", Translator._vertex_attrib)
+    setattr(Translator, f"_glVertexAttrib{_n}fv", Translator._vertex_attrib)
+
+# GL's initial value of each piece of state a context-switch reset may put back.
+_DEFAULT_STATE: dict[str, dict] = {
+    "depthFunc": {"func": "LESS"}, "depthMask": {"flag": True},
+    "depthRangef": {"near": 0.0, "far": 1.0},
+    "clearColor": {"red": 0.0, "green": 0.0, "blue": 0.0, "alpha": 0.0},
+    "clearDepthf": {"depth": 1.0}, "clearStencil": {"s": 0},
+    "colorMask": {"red": True, "green": True, "blue": True, "alpha": True},
+    "blendFuncSeparate": {"src_rgb": "ONE", "dst_rgb": "ZERO", "src_alpha": "ONE",
+                          "dst_alpha": "ZERO"},
+    "blendEquationSeparate": {"mode_rgb": "FUNC_ADD", "mode_alpha": "FUNC_ADD"},
+    "blendColor": {"red": 0.0, "green": 0.0, "blue": 0.0, "alpha": 0.0},
+    "cullFace": {"mode": "BACK"}, "frontFace": {"mode": "CCW"},
+    "viewport": {}, "scissor": {},
+    "lineWidth": {"width": 1.0}, "polygonOffset": {"factor": 0.0, "units": 0.0},
+    "stencilFuncSeparate": {"face": "FRONT_AND_BACK", "func": "ALWAYS", "ref": 0,
+                            "mask": 0xFFFFFFFF},
+    "stencilOpSeparate": {"face": "FRONT_AND_BACK", "fail": "KEEP", "zfail": "KEEP",
+                          "zpass": "KEEP"},
+    "stencilMaskSeparate": {"face": "FRONT_AND_BACK", "mask": 0xFFFFFFFF},
+}
+
+
+# --- the whole import ------------------------------------------------------------------------
+
+
+@dataclass
+class ImportSummary:
+    """What :func:`import_calls` wrote and what it met. ``warnings``: one line each (see the
+    module docstring); ``dropped_calls``: calls after the last frame end, not imported."""
+
+    path: Path
+    frames: int
+    width: int
+    height: int
+    depth_bits: int
+    stencil_bits: int
+    programs: int
+    frame_end: str
+    calls: int
+    translated: dict[str, int]
+    skipped: dict[str, int]
+    folded: dict[str, int]
+    seconds: float
+    dropped_calls: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+    def source(self, trace: str) -> dict:
+        return {"tool": "apitrace", "file": trace, "frame_end": self.frame_end,
+                "calls_read": self.calls, "programs": self.programs,
+                "translated_calls": self.translated, "skipped_calls": self.skipped,
+                "folded_calls": self.folded, "calls_after_last_frame": self.dropped_calls,
+                "warnings": self.warnings}
+
+    def describe(self) -> str:
+        lines = [f"imported {self.frames} frame(s) of {self.width}x{self.height} "
+                 f"(depth {self.depth_bits}, stencil {self.stencil_bits}) into {self.path}: "
+                 f"{self.calls} calls read, {sum(self.translated.values())} translated, "
+                 f"{self.programs} distinct program(s), frames end at {self.frame_end} "
+                 f"({self.seconds:.1f} s)"]
+        if self.dropped_calls:
+            lines.append(f"not imported: {self.dropped_calls} call(s) after the last frame "
+                         f"end")
+        for title, counts in (("skipped (cannot change the image)", self.skipped),
+                              ("folded into other commands", self.folded)):
+            if counts:
+                lines.append(f"{title}: {sum(counts.values())} call(s)")
+                lines += [f"  {name:<36} {count}" for name, count in counts.items()]
+        return "\n".join(lines)
+
+
+CallSource = Callable[[], Iterator[Call]]
+
+
+def import_calls(open_calls: CallSource, out_path: str | os.PathLike, *, source: str,
+                 frames: int | None = None, size: tuple[int, int] | None = None,
+                 name: str | None = None, compiler: Compiler | None = None,
+                 extra_source: dict | None = None, frame_end: str = "auto",
+                 notes: StreamNotes | None = None) -> ImportSummary:
+    """Import the calls ``open_calls()`` yields (called twice: scan, then translate) into the
+    ``.tsim`` trace ``out_path`` (written atomically). ``source`` names the capture in errors;
+    ``frames`` keeps the first N frames; ``size`` (width, height) overrides the window size
+    found in the capture; ``frame_end`` is where frames end (FRAME_END_CHOICES, see the
+    module docstring); ``compiler`` replaces Mesa's (tests); ``notes``: where the call source
+    leaves its warnings (see :func:`read_calls`), passed on in the summary."""
+    from tilesim.render.traces.trace_file import MAX_SIZE, TraceWriter
+
+    started = time.perf_counter()
+    notes = notes if notes is not None else StreamNotes()
+    if frames is not None and frames < 1:
+        raise InputError(f"frames must be at least 1, got {frames}", source=source)
+    check_output(out_path, folder=False)    # before reading the capture
+    stream = open_calls()
+    try:
+        scan = scan_calls(stream, source, frames, frame_end)
+    finally:
+        _close(stream)  # stops apitrace when the scan ends early (frame limit)
+    check_frame_ends(scan, source, frame_end, notes)
+    if size is not None:
+        scan.width, scan.height = size
+    elif not scan.width and scan.surfaceless and scan.frame_end == "glReadPixels":
+        # no window at all: a nominal one that holds every rectangle read
+        widest = max(scan.ends, key=lambda end: end.rect[0] + end.rect[2])
+        tallest = max(scan.ends, key=lambda end: end.rect[1] + end.rect[3])
+        scan.width = widest.rect[0] + widest.rect[2]
+        scan.height = tallest.rect[1] + tallest.rect[3]
+        scan.size_call = widest.call if scan.width > MAX_SIZE else tallest.call
+    if not scan.width or not scan.height:
+        raise InputError("cannot tell the window size (no eglMakeCurrent with a surface, nor "
+                         "eglQuerySurface); give it with --size WxH", source=source)
+    if size is None and not (scan.width <= MAX_SIZE and scan.height <= MAX_SIZE):
+        told = f"{source}: call {scan.size_call}" if scan.size_call is not None else source
+        raise InputError(f"the window is {scan.width}x{scan.height}, larger than the "
+                         f"{MAX_SIZE}x{MAX_SIZE} tilesim renders", source=told)
+    programs = compile_links(scan.links, source, compiler)
+    translator = Translator(scan, programs, source=source, width=scan.width,
+                            height=scan.height)
+    writer = TraceWriter(out_path, width=scan.width, height=scan.height,
+                         depth_bits=scan.depth_bits, stencil_bits=scan.stencil_bits,
+                         name=name, source={"tool": "apitrace", "file": source})
+    calls = 0
+    stream = open_calls()
+    try:
+        for call in stream:
+            calls += 1
+            frame = translator.feed(call)
+            if frame is not None:
+                writer.add_frame(frame)
+                if translator.frames_done >= scan.frames:
+                    break
+        _close(stream)
+        if translator.frames_done < scan.frames:
+            raise InputError(f"the capture ended after {translator.frames_done} of "
+                             f"{scan.frames} frames", source=source)
+        summary = ImportSummary(
+            path=Path(out_path), frames=translator.frames_done, width=scan.width,
+            height=scan.height, depth_bits=scan.depth_bits, stencil_bits=scan.stencil_bits,
+            programs=len({id(p) for p in programs.values()}), frame_end=scan.frame_end,
+            calls=calls, translated=dict(sorted(translator.translated.items())),
+            skipped=dict(sorted(translator.skipped.items())),
+            folded=dict(sorted(translator.folded.items())), seconds=0.0,
+            dropped_calls=scan.trailing_calls, warnings=capture_warnings(scan, notes))
+        header = summary.source(source)
+        header["egl_config"] = {"depth_size": scan.egl_depth_size,
+                                "stencil_size": scan.egl_stencil_size}
+        if scan.surfaceless:
+            header["surfaceless"] = True  # no window: width x height is nominal
+        header.update(extra_source or {})
+        writer.set_source(header)
+        writer.close()
+    except BaseException:
+        _close(stream)
+        writer.abort()
+        raise
+    summary.seconds = time.perf_counter() - started
+    return summary
+
+
+def _close(stream) -> None:
+    close = getattr(stream, "close", None)
+    if close is not None:
+        close()
+
+
+def _check_file(path: Path) -> None:
+    if not path.is_file():
+        raise InputError("no such apitrace file", source=str(path))
+    if path.stat().st_size == 0:
+        raise InputError("the capture holds no calls (the file is empty)", source=str(path))
+
+
+def import_apitrace(trace_path: str | os.PathLike, out_path: str | os.PathLike, *,
+                    frames: int | None = None, size: tuple[int, int] | None = None,
+                    name: str | None = None, frame_end: str = "auto") -> ImportSummary:
+    """Import an apitrace capture (``*.trace``) into ``out_path`` (``*.tsim``); apitrace's
+    warnings and a capture that ends mid-frame are in the summary's ``warnings``."""
+    path = Path(trace_path)
+    _check_file(path)
+    notes = StreamNotes()
+    return import_calls(lambda: apitrace_calls(path, notes), out_path, source=str(path),
+                        frames=frames, size=size, name=name or path.stem, frame_end=frame_end,
+                        notes=notes)
+
+
+def scan_apitrace(trace_path: str | os.PathLike, frame_end: str = "auto") -> ScanResult:
+    """Pass 1 alone over an apitrace capture: where its frames end (for ``tilesim reference``),
+    checked as the import checks them; the import's warnings in ``warnings``."""
+    path = Path(trace_path)
+    _check_file(path)
+    notes = StreamNotes()
+    stream = apitrace_calls(path, notes)
+    try:
+        scan = scan_calls(stream, str(path), None, frame_end)
+    finally:
+        _close(stream)
+    check_frame_ends(scan, str(path), frame_end, notes)
+    scan.warnings = capture_warnings(scan, notes)
+    return scan
+
+
+def import_pickle(pickle_path: str | os.PathLike, out_path: str | os.PathLike,
+                  **options) -> ImportSummary:
+    """Import the output of ``apitrace pickle`` saved in a file (tests, other machines)."""
+    path = Path(pickle_path)
+    notes = StreamNotes()
+
+    def calls() -> Iterator[Call]:
+        try:
+            stream = open(path, "rb")
+        except OSError as exc:
+            raise InputError(f"cannot read: {exc.strerror or exc}", source=str(path)) from None
+        with stream:
+            yield from read_calls(stream, source=str(path), notes=notes)
+
+    return import_calls(calls, out_path, source=str(path), notes=notes, **options)
+
+
+# --- command line ----------------------------------------------------------------------------
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    """'WxH' -> (W, H) in pixels (1..16384)."""
+    width, sep, height = text.lower().partition("x")
+    try:
+        size = (int(width), int(height))
+    except ValueError:
+        size = None
+    if not sep or size is None or not all(1 <= v <= 16384 for v in size):
+        raise InputError(f"--size {text!r}: expected WxH, e.g. 800x600", source="tilesim")
+    return size
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "import", help="import an apitrace capture of a GLES2 program as a .tsim trace",
+        description="Translate an apitrace capture (made with `tilesim capture` or `apitrace "
+                    "trace --api egl`) into tilesim's command stream, compiling every GLSL "
+                    "program to TGSI with Mesa softpipe. Calls that cannot change the image "
+                    "are skipped and counted; any other call the importer does not know is "
+                    "an error naming its call number.")
+    p.add_argument("trace", metavar="X.trace", help="apitrace capture")
+    p.add_argument("-o", "--output", required=True, metavar="X.tsim", help="trace to write")
+    p.add_argument("--frames", type=int, default=None, metavar="N",
+                   help="keep the first N frames (default: all)")
+    p.add_argument("--size", default=None, metavar="WxH",
+                   help="window size, when the capture does not tell it")
+    p.add_argument("--name", default=None, help="trace name (default: the capture's stem)")
+    p.add_argument("--frame-end", choices=FRAME_END_CHOICES, default="auto",
+                   help="the call that ends a frame: eglSwapBuffers (swap), glReadPixels "
+                        "(readpixels: the frame's image is the rectangle read, for programs "
+                        "that never swap), glFinish (finish); auto (default): swap if the "
+                        "capture swaps, else readpixels if it reads, else finish")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.set_defaults(func=_import_command)
+
+
+def _import_command(args: argparse.Namespace) -> int:
+    size = parse_size(args.size) if args.size else None
+    summary = import_apitrace(args.trace, args.output, frames=args.frames, size=size,
+                              name=args.name, frame_end=args.frame_end)
+    if args.json:
+        report = summary.source(str(args.trace)) | {
+            "output": str(summary.path), "frames": summary.frames, "width": summary.width,
+            "height": summary.height, "seconds": round(summary.seconds, 3)}
+        print(json.dumps(report, indent=2))
+    else:
+        print(summary.describe())
+    for warning in summary.warnings:
+        print(f"tilesim: warning: {args.trace}: {warning}", file=sys.stderr)
+    return EXIT_OK

@@ -1,0 +1,95 @@
+"""The layering of the package (issue 13): imports point down only, as the import-linter
+contracts in ``pyproject.toml`` declare, and a back-arrow fails this test.
+
+The repository keeps the design card's top-level folders (``render/``, ``shaders/``,
+``timing/``) and installs them as ``tilesim.render``, ``tilesim.shaders`` and
+``tilesim.timing`` through a package-dir mapping. import-linter reads a package from its
+folder, so the test lays out the tree as it is installed (a copy of the sources, mapped as
+``pyproject.toml`` maps them) and runs ``lint-imports`` there.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def installed_tree(dest: Path) -> Path:
+    """Copy the Python sources into ``dest`` laid out as installed; returns ``dest``."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    mapping = config["tool"]["setuptools"]["package-dir"]
+    for package, folder in mapping.items():
+        target = dest.joinpath(*package.split("."))
+        for source in (ROOT / folder).rglob("*.py"):
+            relative = source.relative_to(ROOT / folder)
+            # A sub-folder mapped on its own (tilesim.render inside tilesim) is copied once.
+            if relative.parts and f"{package}.{relative.parts[0]}" in mapping:
+                continue
+            (target / relative).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, target / relative)
+    shutil.copyfile(ROOT / "pyproject.toml", dest / "pyproject.toml")
+    return dest
+
+
+def lint_imports(tree: Path) -> subprocess.CompletedProcess:
+    executable = shutil.which("lint-imports")
+    if executable is None:
+        pytest.fail("lint-imports is missing: pip install -e '.[test]' installs import-linter")
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    return subprocess.run([executable, "--config", str(tree / "pyproject.toml"),
+                           "--no-cache"], cwd=tree, env=env, capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_every_package_keeps_to_its_layer(tmp_path):
+    result = lint_imports(installed_tree(tmp_path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "BROKEN" not in result.stdout
+
+
+def test_contracts_cover_every_package():
+    """Every package and top-level module of the installed tree is named by a contract, so
+    a new package cannot slip past the layers."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    named = set()
+    for contract in config["tool"]["importlinter"]["contracts"]:
+        for layer in contract.get("layers", []):
+            named.update(part.strip() for part in layer.replace("|", ":").split(":"))
+        named.update(contract.get("source_modules", []))
+    packages = set(config["tool"]["setuptools"]["packages"]) - {"tilesim", "tilesim.render"}
+    base_modules = {f"tilesim.{p.stem}" for p in (ROOT / "tilesim").glob("*.py")
+                    if p.stem != "__init__"}
+    assert packages | base_modules <= named, sorted((packages | base_modules) - named)
+
+
+@pytest.mark.parametrize("lower, higher", [
+    ("render/pipeline/rasterizer.py", "tilesim.render.techniques.bus"),
+    ("shaders/parser.py", "tilesim.render.gl.state"),
+    ("timing/model.py", "tilesim.render.pipeline.renderer"),
+])
+def test_a_back_arrow_breaks_the_contracts(tmp_path, lower, higher):
+    tree = installed_tree(tmp_path)
+    package = {"render": "tilesim/render", "shaders": "tilesim/shaders",
+               "timing": "tilesim/timing"}[lower.split("/")[0]]
+    module = tree / package / lower.split("/", 1)[1]
+    module.write_text(module.read_text() + f"\nimport {higher}  # a back-arrow\n")
+    result = lint_imports(tree)
+    assert result.returncode != 0
+    assert higher in result.stdout
+
+
+if __name__ == "__main__":  # python tests/test_layers.py: lint-imports on the installed layout
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        done = lint_imports(installed_tree(Path(tmp)))
+        print(done.stdout, done.stderr)
+        sys.exit(done.returncode)

@@ -1,0 +1,117 @@
+"""Image quality of a frame against a reference: MSSIM, PSNR, largest channel difference.
+
+One definition for every study and technique: MSSIM as the thesis computes it
+(``skimage.metrics.structural_similarity`` with ``gaussian_weights=True, sigma=1.5,
+use_sample_covariance=False, data_range=255``, Wang et al. 2004), on RGB with alpha dropped
+(apitrace's reference images have none), 8 bits per channel. PSNR of identical images is
+infinite (``null`` in JSON).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from tilesim.errors import InputError
+
+SSIM_OPTIONS = {"gaussian_weights": True, "sigma": 1.5, "use_sample_covariance": False,
+                "data_range": 255}
+
+
+@dataclass(frozen=True)
+class FrameMetrics:
+    """Quality of one frame against its reference: ``mssim`` (0..1, 1 = identical), ``psnr``
+    (dB, ``inf`` when identical), ``max_diff`` (largest channel difference, 0..255)."""
+
+    frame: int
+    mssim: float
+    psnr: float
+    max_diff: int
+
+    def as_json(self) -> dict:
+        return {"frame": self.frame, "mssim": self.mssim,
+                "psnr": None if math.isinf(self.psnr) else self.psnr, "max_diff": self.max_diff}
+
+
+def as_rgb(image, where: str = "<image>") -> np.ndarray:
+    """An (H, W, 3) uint8 array from (H, W), (H, W, 3) or (H, W, 4) uint8 data."""
+    array = np.asarray(image)
+    if array.dtype != np.uint8:
+        raise InputError(f"image must be 8-bit (uint8), got {array.dtype}", source=where)
+    if array.ndim == 2:
+        return np.repeat(array[:, :, None], 3, axis=2)
+    if array.ndim != 3 or array.shape[2] not in (3, 4):
+        raise InputError(f"image must be (H, W), (H, W, 3) or (H, W, 4), got {array.shape}",
+                         source=where)
+    return np.ascontiguousarray(array[:, :, :3])
+
+
+def image_metrics(image, reference, frame: int = 0, where: str = "<image>") -> FrameMetrics:
+    """MSSIM, PSNR and max channel difference of ``image`` against ``reference`` (RGB[A] uint8
+    arrays of the same height and width)."""
+    from skimage.metrics import peak_signal_noise_ratio, structural_similarity
+
+    a, b = as_rgb(image, where), as_rgb(reference, where)
+    if a.shape != b.shape:
+        raise InputError(f"frame {frame}: sizes differ ({a.shape[1]}x{a.shape[0]} against "
+                         f"{b.shape[1]}x{b.shape[0]})", source=where)
+    if min(a.shape[:2]) < 7:
+        raise InputError(f"frame {frame}: images smaller than 7x7 pixels have no MSSIM",
+                         source=where)
+    max_diff = int(np.abs(a.astype(np.int16) - b.astype(np.int16)).max())
+    if max_diff == 0:
+        return FrameMetrics(frame, 1.0, math.inf, 0)
+    mssim = float(structural_similarity(a, b, channel_axis=-1, **SSIM_OPTIONS))
+    psnr = float(peak_signal_noise_ratio(b, a, data_range=255))
+    return FrameMetrics(frame, mssim, psnr, max_diff)
+
+
+def read_png(path: Path, mode: str = "RGB") -> np.ndarray:
+    """A PNG as an (H, W, 3) uint8 RGB array (or RGBA with ``mode``); InputError naming the
+    file when unreadable."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(path) as image:
+            return np.asarray(image.convert(mode))
+    except (OSError, UnidentifiedImageError, ValueError) as exc:
+        raise InputError(f"not a readable image: {exc}", source=str(path)) from None
+
+
+@dataclass
+class Comparison:
+    """Per-frame metrics of paired frames and frames only one side has."""
+
+    frames: list[FrameMetrics]
+    only_a: list[int]
+    only_b: list[int]
+
+    def summary(self) -> dict:
+        mssim = [f.mssim for f in self.frames]
+        psnr = [f.psnr for f in self.frames]
+        finite = [p for p in psnr if not math.isinf(p)]
+        worst = min(self.frames, key=lambda f: f.mssim)
+        return {"frames": len(self.frames), "min_mssim": min(mssim),
+                "mean_mssim": float(np.mean(mssim)), "worst_frame": worst.frame,
+                "min_psnr": min(finite) if finite else None,
+                "mean_psnr": float(np.mean(finite)) if len(finite) == len(psnr) else None,
+                "max_diff": max(f.max_diff for f in self.frames),
+                "only_in_a": self.only_a, "only_in_b": self.only_b}
+
+
+def compare_images(images: dict[int, np.ndarray] | list[np.ndarray],
+                   references: dict[int, np.ndarray] | list[np.ndarray],
+                   where: str = "<images>") -> Comparison:
+    """Metrics of every frame number present on both sides (lists count from 0)."""
+    a = dict(enumerate(images)) if isinstance(images, list) else dict(images)
+    b = dict(enumerate(references)) if isinstance(references, list) else dict(references)
+    common = sorted(set(a) & set(b))
+    if not common:
+        raise InputError("no frame number is present on both sides", source=where)
+    metrics = [image_metrics(a[n], b[n], n, where) for n in common]
+    return Comparison(metrics, sorted(set(a) - set(b)), sorted(set(b) - set(a)))
+
+

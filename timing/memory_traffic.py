@@ -1,0 +1,140 @@
+"""Cache hierarchy below the counters' first-level caches, main-memory traffic and LPDDR4 energy.
+
+The counters give first-level activity: vertex-cache misses (distinct 64-byte lines per draw),
+texture-cache misses (per cache, from the renderer's set-associative model of 001 Table 3.1),
+and Parameter Buffer (PB) bytes written by the tiler and read by each tile. What happens below
+them is modelled here (every cache: 64-byte lines; ``C_tc`` = tile cache, ``C_L2`` = L2 bytes):
+
+* Vertices and indices: the vertex cache's misses are compulsory (distinct lines per draw) and
+  a frame's vertex data does not come back before the L2 evicts it: all go to DRAM through L2.
+* Textures: texture-cache misses go to the shared L2, which hits
+  ``h_tex = 1 - (C_texture_cache / C_L2) ^ miss_exponent`` of them (the sqrt(2) rule of
+  Hartstein et al. 2006: miss rate ~ capacity^-1/2; 1 - sqrt(8/256) = 82%). The rest is DRAM.
+* PB writes (primitive records + display lists + EVR layer ids, ``W`` bytes per frame): the tile
+  cache is write-back and the binner fills whole lines, so all ``W`` bytes reach DRAM.
+* PB reads of tile ``t`` (``R_t`` bytes): its display list ``min(R_t, list bytes written for t)``
+  and EVR layer ids are read once (first reads); of the rest, primitive records, a fraction
+  ``s = pb_record_reuse`` are re-reads of records an earlier tile read, the others first reads.
+  Re-reads hit the tile cache while the bytes read in between fit: the reuse distance is at most
+  one row of tiles (the vertically adjacent tile in scanline order), estimated per pass as
+  ``F = min(tiles_x x R_pass / tiles_pass, W)``; the tile cache keeps ``c_tc = min(1, C_tc / F)``
+  of the re-reads (LRU on a uniform stream) and the L2 ``c_l2 = min(1, C_L2 / F)`` of the rest.
+  First reads hit the L2 when it still holds them from the geometry phase:
+  ``r_w = min(1, C_L2 / W)`` (the whole PB fits, or a uniform share of it).
+* Color and depth flushes bypass the L2 (streaming writes, no reuse in a frame): all DRAM.
+
+Every ratio is monotone: more bytes anywhere never lower the DRAM bytes of any tile
+(``F <= W`` keeps ``c_l2 >= r_w``, so a first read never costs less than a re-read).
+
+Main memory energy follows DRAMSim2's use of Micron's power model (closed page): each 64-byte
+request activates and precharges a row (``act_pre``), each byte read or written costs the
+burst energy (``read_per_byte`` / ``write_per_byte``), and background + refresh power
+(per channel) run for the frame's time.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tilesim.timing.config import Config
+
+TRAFFIC_SOURCES = ("vertices", "indices", "pb_writes", "pb_reads", "textures", "color_flush",
+                   "depth_flush", "technique_tables")
+MEMORY_PARTS = ("act_pre", "read", "write", "background", "refresh")
+PJ = 1e-12
+MW = 1e-3
+
+
+def latency_avg(cfg: Config) -> float:
+    return 0.5 * (cfg["memory.latency_min"] + cfg["memory.latency_max"])
+
+
+def memory_cycles(nbytes, in_flight: float, cfg: Config, line: float = 64.0):
+    """Cycles to move ``nbytes`` from DRAM with ``in_flight`` requests overlapping:
+    ``max(bytes / bandwidth, requests x latency_avg / in_flight)`` (bandwidth or Little's law)."""
+    nbytes = np.asarray(nbytes, dtype=np.float64)
+    return np.maximum(nbytes / cfg["memory.bandwidth"],
+                      nbytes / line * latency_avg(cfg) / in_flight)
+
+
+def hierarchy_cycles(dram_bytes, l2_bytes, near_bytes, near_latency: float, in_flight: float,
+                     cfg: Config, line: float = 64.0):
+    """Cycles of a client whose requests are served by a near cache (``near_bytes``), the L2
+    (``l2_bytes``) or DRAM: the DRAM bandwidth bound, or the summed request latencies over the
+    requests in flight (Little's law), whichever is larger. Arrays broadcast."""
+    dram_bytes = np.asarray(dram_bytes, dtype=np.float64)
+    latency = (np.asarray(near_bytes) * near_latency + np.asarray(l2_bytes)
+               * cfg["caches.l2.latency"] + dram_bytes * latency_avg(cfg)) / line
+    return np.maximum(dram_bytes / cfg["memory.bandwidth"], latency / in_flight)
+
+
+def texture_l2_hit_ratio(cfg: Config) -> float:
+    ratio = cfg["caches.texture.size"] / cfg["caches.l2.size"]
+    return float(np.clip(1.0 - ratio ** cfg["caches.model.miss_exponent"], 0.0, 1.0))
+
+
+def _fit_ratio(capacity: float, footprint: np.ndarray) -> np.ndarray:
+    """min(1, capacity / footprint), 1 where the footprint is 0."""
+    with np.errstate(divide="ignore"):
+        return np.where(footprint > capacity, capacity / np.maximum(footprint, 1e-300), 1.0)
+
+
+def pb_written_bytes(batch, t: dict[str, np.ndarray]) -> np.ndarray:
+    """Parameter Buffer bytes written per frame (records + lists + EVR layer ids): (F,)."""
+    return (batch.scalars["pb_record_bytes_written"] + batch.per_frame(t["pb_list_bytes_written"])
+            + batch.per_frame(t["evr_layer_bytes_written"]))
+
+
+def tile_memory(batch, t: dict[str, np.ndarray], cfg: Config) -> dict[str, np.ndarray]:
+    """Where each tile's memory requests are served (bytes, (N,) arrays): PB and EVR layer-id
+    reads (tile cache, L2, DRAM), texture-cache misses (L2, DRAM) and flushes (DRAM)."""
+    written = pb_written_bytes(batch, t)                         # (F,)
+    rendered = t["re_tiles_skipped"] <= 0
+    tech_read = t["evr_layer_bytes_written"] * rendered         # layer ids, read back once
+    pb_read = t["pb_bytes_read"]
+    lists = np.minimum(pb_read, t["pb_list_bytes_written"])
+    records = pb_read - lists
+    reuse = cfg["caches.model.pb_record_reuse"] * records
+    first = pb_read - reuse                                      # lists + first record reads
+
+    footprint = (batch.pass_tiles_x * batch.per_pass(pb_read + tech_read)
+                 / np.maximum(batch.pass_tiles, 1.0))
+    footprint = np.minimum(footprint, written[batch.pass_frame])[batch.tile_pass]
+    fit_tc = _fit_ratio(cfg["caches.tile.size"], footprint)
+    fit_l2 = _fit_ratio(cfg["caches.l2.size"], footprint)
+    retained = _fit_ratio(cfg["caches.l2.size"], written)[batch.tile_frame]
+
+    reuse_miss = reuse * (1.0 - fit_tc)
+    h_tex = texture_l2_hit_ratio(cfg)
+    tex_miss_bytes = t["tex_cache_misses"] * cfg["caches.texture.line_size"]
+    return {
+        "pb_tile_cache": reuse * fit_tc,
+        "pb_l2": first * retained + reuse_miss * fit_l2,
+        "pb_dram": first * (1.0 - retained) + reuse_miss * (1.0 - fit_l2),
+        "tech_read_l2": tech_read * retained,
+        "tech_read_dram": tech_read * (1.0 - retained),
+        "tech_read": tech_read,
+        "tex_l2": tex_miss_bytes * h_tex,
+        "tex_dram": tex_miss_bytes * (1.0 - h_tex),
+        "tex_miss_bytes": tex_miss_bytes,
+    }
+
+
+def dram_energy(read_bytes, write_bytes, seconds, cfg: Config,
+                ecfg: Config) -> dict[str, np.ndarray]:
+    """LPDDR4 energy (J) split as DRAMSim2/Micron: (F,) arrays per part."""
+    requests = (read_bytes + write_bytes) / ecfg["memory.access_size"]
+    channels = cfg["memory.channels"]
+    return {
+        "act_pre": requests * ecfg["memory.act_pre"] * PJ,
+        "read": read_bytes * ecfg["memory.read_per_byte"] * PJ,
+        "write": write_bytes * ecfg["memory.write_per_byte"] * PJ,
+        "background": channels * ecfg["memory.background"] * MW * seconds,
+        "refresh": channels * ecfg["memory.refresh"] * MW * seconds,
+    }
+
+
+def dram_dynamic_energy_per_byte(ecfg: Config) -> tuple[float, float]:
+    """(J per byte read, J per byte written) including the activation share of the request."""
+    act = ecfg["memory.act_pre"] / ecfg["memory.access_size"]
+    return ((act + ecfg["memory.read_per_byte"]) * PJ, (act + ecfg["memory.write_per_byte"]) * PJ)
