@@ -17,6 +17,7 @@ from cupy_emulation import HostDeviceMixError, use_emulated_cupy
 
 from tilesim import backend
 from tilesim.render.studies.conformance import SCENES, record_scene, render_tilesim
+from tilesim.render.techniques.bus import Techniques
 
 # --- the emulation itself refuses what CuPy refuses ------------------------------------------
 
@@ -94,9 +95,11 @@ def test_the_interpreter_runs_the_corpus_identically_on_the_cupy_path():
 
 def _render_both(name: str, techniques: str = "baseline"):
     frames, width, height = record_scene(name)
-    host_images, host_counters = render_tilesim(frames, width, height, techniques=techniques)
+    host_images, host_counters = render_tilesim(frames, width, height,
+                                                techniques=Techniques.from_name(techniques))
     with use_emulated_cupy():
-        images, counters = render_tilesim(frames, width, height, techniques=techniques)
+        images, counters = render_tilesim(frames, width, height,
+                                          techniques=Techniques.from_name(techniques))
     return host_images, host_counters, images, counters
 
 

@@ -11,6 +11,7 @@ from conftest import require_mesa
 
 from tilesim.render.gl.commands import Recorder
 from tilesim.render.pipeline.renderer import Renderer
+from tilesim.render.techniques.bus import Techniques
 
 pytestmark = pytest.mark.mesa
 
@@ -239,7 +240,7 @@ SCENES = {"sprites": sprites_scene, "triangles": triangles_scene, "lit_object": 
 
 
 def _render(frames, technique="baseline"):
-    return list(Renderer(W, H, techniques=technique).render(frames))
+    return list(Renderer(W, H, techniques=Techniques.from_name(technique)).render(frames))
 
 
 @pytest.fixture(scope="module", params=list(SCENES))

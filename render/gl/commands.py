@@ -180,6 +180,14 @@ SCHEMA: dict[str, dict[str, Any]] = {
 # that never swap).
 FRAME_END = "endFrame"
 
+# Commands that change programs or texture contents and parameters: state a draw reads by
+# reference, so work captured before one of them cannot run after it (the pipeline's barrier
+# for held-back draws), and a frame containing one is not comparable with the last
+# (Rendering Elimination is disabled for it: thesis, "Rendering Elimination", §4.1.5).
+PROGRAM_TEXTURE_CHANGES = frozenset({
+    "texImage2D", "texSubImage2D", "copyTexImage2D", "copyTexSubImage2D", "texParameter",
+    "generateMipmap", "deleteTexture", "createProgram", "deleteProgram"})
+
 
 @dataclass
 class Command:

@@ -27,7 +27,7 @@ from tilesim.backend import xp as active_xp
 from tilesim.errors import InputError
 from tilesim.memory_budget import RENDER_BYTES_PER_PIXEL, check_memory, keep_freed_memory
 from tilesim.render.gl import uniforms
-from tilesim.render.gl.commands import Command
+from tilesim.render.gl.commands import PROGRAM_TEXTURE_CHANGES, Command
 from tilesim.render.gl.state import FragmentState, GLState, Program
 from tilesim.render.gl.textures import requantize
 from tilesim.render.pipeline import (
@@ -46,9 +46,8 @@ from tilesim.render.pipeline.binning import Bins
 from tilesim.render.pipeline.clipping import ClippedTriangles
 from tilesim.render.pipeline.counters import FrameCounters, PassCounters
 from tilesim.render.pipeline.framebuffer import RenderTarget
+from tilesim.render.pipeline.hooks import PipelineHooks
 from tilesim.render.pipeline.triangle_setup import Triangles
-from tilesim.render.techniques.bus import Techniques
-from tilesim.render.techniques.rendering_elimination import CHANGE_COMMANDS
 
 
 @dataclass
@@ -91,10 +90,10 @@ class DrawContext:
         return position, found
 
 
-# Commands after which work EVR holds back may not run with the state it was captured with
-# (texture contents and parameters, programs: the changes that also turn RE off), or that end
-# the display lists: its second lists are drawn first.
-BARRIER_COMMANDS = CHANGE_COMMANDS | {"clear", "bindFramebuffer", "endFrame"}
+# Commands after which work a technique holds back (EVR's second lists) may not run with the
+# state it was captured with (texture contents and parameters, programs), or that end the
+# display lists: the held-back work is drawn first.
+BARRIER_COMMANDS = PROGRAM_TEXTURE_CHANGES | {"clear", "bindFramebuffer", "endFrame"}
 
 # Commands that read or replace the storage of the texture bound to their target on the
 # active unit. A tile-based GPU keeps a pass's colors on chip until the pass ends, so one of
@@ -113,15 +112,17 @@ class Renderer:
 
     ``render(frames)`` yields a ``FrameResult`` per ``endFrame``. ``fill_rule`` selects the
     tie rule of the rasterizer; ``traversal`` the tile order recorded for the timing model.
-    ``techniques`` ("baseline", "re+evr", "re/xor", ...: see ``Techniques.from_name``)
-    switches on the frame-coherence techniques. ``tile_rates`` ((tiles,) int8 or None) is the
-    sampling-rate index of every tile of the default framebuffer (0: 1x ... 4: 1/256x); DSR
-    sets it each frame, and a caller may set it to render at fixed rates.
+    ``techniques`` (a :class:`~tilesim.render.pipeline.hooks.PipelineHooks`, e.g.
+    ``tilesim.render.techniques.bus.Techniques.from_name("re+evr")``; None: the baseline)
+    watches the pipeline through its hooks and returns the decisions the pipeline applies.
+    ``tile_rates`` ((tiles,) int8 or None) is the sampling-rate index of every tile of the
+    default framebuffer (0: 1x ... 4: 1/256x); DSR sets it each frame, and a caller may set it
+    to render at fixed rates.
     """
 
     def __init__(self, width: int, height: int, *, depth_bits: int = 24, tile_size: int = 16,
                  traversal: str = "scanline", fill_rule: str = "bottom_left",
-                 source: str = "<trace>", techniques: str | Techniques = "baseline"):
+                 source: str = "<trace>", techniques: PipelineHooks | None = None):
         if tile_size < 2 or tile_size % 2:
             raise InputError(f"tile size must be an even number >= 2, got {tile_size}")
         keep_freed_memory()
@@ -141,10 +142,8 @@ class Renderer:
         self._written: np.ndarray | None = None
         self._deferred: list[tuple[DrawContext, np.ndarray]] = []
         self._observed: np.ndarray | None = None   # the frame's image, read by readPixels
-        self.tile_rates = None
-        self.techniques = (techniques if isinstance(techniques, Techniques)
-                           else Techniques.from_name(techniques, source=source))
-        self.techniques.attach(self)
+        self.techniques = PipelineHooks() if techniques is None else techniques
+        self.tile_rates = self.techniques.attach(self.default_target, traversal)
 
     @property
     def tile_rates(self):
@@ -186,8 +185,8 @@ class Renderer:
     def execute(self, command: Command) -> FrameResult | None:
         op = command.op
         if self._deferred and op in BARRIER_COMMANDS:
-            self.flush_deferred()
-        self.techniques.command(self, op)
+            self._flush_deferred()
+        self.techniques.command(op)
         if self._pass is not None and self._touches_pass_target(command):
             self._end_pass()
         if op in ("drawArrays", "drawElements"):
@@ -317,25 +316,28 @@ class Renderer:
             self._pass_target = target
             self._written = xp.zeros(target.width * target.height, dtype=bool)
             self.counters.scalars["passes"] += 1
-            self.techniques.begin_pass(self, target, self._pass)
+            self.techniques.begin_pass(target, self._pass)
         return self._pass
 
     def _end_pass(self) -> None:
         xp = self.xp
         if self._pass is None:
             return
-        self.flush_deferred()
+        self._flush_deferred()
         target, counters = self._pass_target, self._pass
         self._resolve_superfragments(target)
         # Techniques see the finished tiles before they are flushed: RE puts back the tiles
         # it skipped, TE decides which flushes to drop, EVR and DSR analyse the tiles.
-        self.techniques.end_pass(self, target, counters)
+        skipped = self.techniques.end_pass(target, counters)
+        if skipped is not None and skipped.any():
+            # Eliminated tiles show last frame's colors: nothing was written there.
+            self._written[skipped[target.pixel_tiles()].ravel()] = False
         # A tile-based GPU flushes every tile's color buffer at the end of the pass (and the
         # depth buffer where a depth texture keeps it).
         if target.has_color:
             counters.add_per_tile("color_flush_bytes",
                                   xp.asarray(target.tile_pixels()) * 4
-                                  * self.techniques.flushed(self, target))
+                                  * self.techniques.flushed(target))
         ys, xs = xp.divmod(xp.nonzero(self._written)[0], target.width)
         counters.add("pixels_written", target.tile_of(xs, ys))
         if target.texture is not None:
@@ -364,7 +366,9 @@ class Renderer:
         image = self.default_target.image() if self._observed is None else self._observed
         self._observed = None
         result = FrameResult(self.frame_index, image, self.counters)
-        self.techniques.end_frame(self, result)
+        rates = self.techniques.end_frame(result, self.default_target)
+        if rates is not None:
+            self.tile_rates = rates
         self.counters = FrameCounters(self.frame_index + 1)
         return result
 
@@ -434,7 +438,7 @@ class Renderer:
                  else None)
         color_mask = f.color_mask if target.has_alpha else (*f.color_mask[:3], False)
         pixels = target.clear(color, depth, color_mask, scissor)
-        self.techniques.cleared(self, target, self._rect(target, scissor_only=True),
+        self.techniques.cleared(target, counters, self._rect(target, scissor_only=True),
                                 color if any(color_mask) else None, depth, color_mask)
         self.counters.scalars["clears"] += 1
         if pixels:
@@ -574,12 +578,15 @@ class Renderer:
             texture_units=self._texture_units(program, "fragment"))
         # The techniques see the display lists as the binner writes them (signatures,
         # layers, visibility prediction); EVR may hold entries back for a second list.
-        deferred = self.techniques.binned(self, draw)
+        flush = self.techniques.tiles_to_flush(draw)
+        if flush is not None:
+            self._flush_deferred(flush)
+        deferred = self.techniques.binned(draw)
         self._raster_draw(draw, None if deferred is None else ~deferred)
         if deferred is not None and deferred.any():
             self._deferred.append((draw, deferred))
 
-    def flush_deferred(self, tiles: np.ndarray | None = None) -> None:
+    def _flush_deferred(self, tiles: np.ndarray | None = None) -> None:
         """Rasterize the display-list entries EVR held back (its second lists), in submission
         order: for the tiles in ``tiles`` (a (tiles,) bool mask), or all of them."""
         pending = []
@@ -669,7 +676,7 @@ class Renderer:
         cov_groups = output_merger.rank_groups(pixel[cov_idx])
         if early:
             idx = cov_idx
-            self.techniques.early_z(self, draw, pixel[idx], depth_value[idx], tile[idx])
+            self.techniques.early_z(draw, pixel[idx], depth_value[idx], tile[idx])
             passed = output_merger.depth_test(pixel[idx], depth_value[idx], depth_buffer,
                                               f.depth_func, f.depth_mask, cov_groups)
             counters.add("early_z_tested", tile[idx])
@@ -693,7 +700,7 @@ class Renderer:
         sub_alive = alive[shade_lanes]
         sub_tile = tile[shade_lanes]
         if not early:
-            self.techniques.late_shaded(self, draw, sub_tile[sub_alive])
+            self.techniques.late_shaded(draw, sub_tile[sub_alive])
         counters.add("fragments_shaded", sub_tile[sub_alive])
         counters.add("quads_shaded", sub_tile[::4])
         stats = execution.stats
@@ -713,7 +720,7 @@ class Renderer:
         if color_register is None:
             return
         color = execution.outputs[color_register].T      # (n, 4)
-        self.techniques.shaded(self, draw, inputs, system_values, color, sub_tile, sub_alive)
+        self.techniques.shaded(draw, inputs, system_values, color, sub_tile, sub_alive)
         sub_pixel = pixel[shade_lanes]
         # The same ranking, as indices into the shaded lanes, keeping only survivors.
         sub_of_full = xp.cumsum(shade_lanes) - 1
@@ -751,7 +758,7 @@ class Renderer:
         if any(f.color_mask):
             counters.add("color_writes", sub_tile[idx])
             self._written[sub_pixel[idx]] = True
-        self.techniques.written(self, draw, sub_pixel[idx], sub_tile[idx], color[idx],
+        self.techniques.written(draw, sub_pixel[idx], sub_tile[idx], color[idx],
                                 None if lane_entry is None else lane_entry[shade_lanes][idx],
                                 lanes=idx)
         target.dirty = True

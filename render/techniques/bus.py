@@ -25,6 +25,7 @@ import numpy as np
 
 from tilesim.backend import array_module
 from tilesim.errors import InputError
+from tilesim.render.pipeline.hooks import PipelineHooks
 
 NAMES = ("te", "re", "evr", "dsr", "memo")
 ALONE = ("dsr", "memo")
@@ -32,8 +33,9 @@ SIGNATURE_KINDS = ("crc32", "xor")
 MEMO_KEY_BITS = ("64", "32")
 
 
-class Techniques:
-    """The enabled techniques of one render and the hooks the pipeline calls."""
+class Techniques(PipelineHooks):
+    """The enabled techniques of one render, behind the pipeline's hooks
+    (:class:`~tilesim.render.pipeline.hooks.PipelineHooks`)."""
 
     def __init__(self, enabled: frozenset[str] = frozenset(), *, signature: str = "crc32",
                  dsr_parameters=None, memo_key_bits: int = 64):
@@ -43,6 +45,8 @@ class Techniques:
         self.dsr_parameters = dsr_parameters
         self.te = self.re = self.evr = self.dsr = self.memo = None
         self.wants_entries = "evr" in self.enabled
+        self.screen = None             # the default framebuffer's render target
+        self.rates = None              # DSR: the sampling rate of every screen tile
         self._held: list = []          # frames memoization has not completed yet
         self._memo_done: set[int] = set()
 
@@ -91,8 +95,8 @@ class Techniques:
 
     # -- set-up -----------------------------------------------------------------------------
 
-    def attach(self, renderer) -> None:
-        target = renderer.default_target
+    def attach(self, screen, traversal: str) -> np.ndarray | None:
+        self.screen = target = screen
         if "te" in self.enabled:
             from tilesim.render.techniques.transaction_elimination import TransactionElimination
 
@@ -118,43 +122,47 @@ class Techniques:
                 raise InputError("DSR's sampling rates (1x .. 1/256x) are defined on 16x16 "
                                  f"tiles, not {target.tile_size}x{target.tile_size}")
             self.dsr = SamplingRateTable(target.tile_count, params, tile=target.tile_size)
-            renderer.tile_rates = self.dsr.read()
+            self.rates = self.dsr.read()
         if "memo" in self.enabled:
             from tilesim.render.techniques.fragment_memoization import ScreenMemo
 
-            self.memo = ScreenMemo(target, traversal=target.traversal(renderer.traversal),
+            self.memo = ScreenMemo(target, traversal=target.traversal(traversal),
                                    key_bits=self.memo_key_bits)
+        return self.rates
 
-    @staticmethod
-    def _on_screen(renderer, target) -> bool:
-        return target is renderer.default_target
+    def _on_screen(self, target) -> bool:
+        return target is self.screen
 
     # -- hooks ------------------------------------------------------------------------------
 
-    def command(self, renderer, op: str) -> None:
+    def command(self, op: str) -> None:
         if self.re is not None:
             self.re.command(op)
 
-    def begin_pass(self, renderer, target, counters) -> None:
-        if self.re is not None and not self._on_screen(renderer, target):
+    def begin_pass(self, target, counters) -> None:
+        if self.re is not None and not self._on_screen(target):
             self.re.offscreen_pass()
 
-    def binned(self, renderer, draw) -> np.ndarray | None:
-        """Called when a draw's display lists are written; returns the entries EVR holds
-        back for the second lists (None: none)."""
-        if not self._on_screen(renderer, draw.target):
+    def tiles_to_flush(self, draw) -> np.ndarray | None:
+        if self.evr is None or not self._on_screen(draw.target):
+            return None
+        return self.evr.tiles_to_flush(draw)
+
+    def binned(self, draw) -> np.ndarray | None:
+        """The entries EVR holds back for the second lists (None: none); RE signs the
+        others."""
+        if not self._on_screen(draw.target):
             return None
         occluded = deferred = None
         if self.evr is not None:
-            occluded, deferred = self.evr.binned(renderer, draw, draw.counters)
+            occluded, deferred = self.evr.binned(draw, draw.counters)
         if self.re is not None:
             self.re.binned(draw, draw.counters, None if occluded is None else ~occluded)
         return deferred
 
-    def cleared(self, renderer, target, rect, color, depth, color_mask) -> None:
-        if not self._on_screen(renderer, target):
+    def cleared(self, target, counters, rect, color, depth, color_mask) -> None:
+        if not self._on_screen(target):
             return
-        counters = renderer._pass
         if self.re is not None:
             self.re.cleared(target, counters, rect, color, depth, color_mask)
         if self.evr is not None and color is not None:
@@ -162,17 +170,17 @@ class Techniques:
         if self.memo is not None:
             self.memo.cleared(rect, color, color_mask)
 
-    def early_z(self, renderer, draw, pixel, depth, tile) -> None:
-        if self.evr is not None and self._on_screen(renderer, draw.target):
+    def early_z(self, draw, pixel, depth, tile) -> None:
+        if self.evr is not None and self._on_screen(draw.target):
             self.evr.early_z(draw, pixel, depth, tile)
 
-    def late_shaded(self, renderer, draw, tile) -> None:
+    def late_shaded(self, draw, tile) -> None:
         xp = array_module(tile)
-        if self.evr is not None and self._on_screen(renderer, draw.target):
+        if self.evr is not None and self._on_screen(draw.target):
             self.evr.late_shaded += xp.bincount(tile, minlength=self.evr.tiles)
 
-    def shaded(self, renderer, draw, inputs, system_values, color, tile, alive) -> None:
-        if self.memo is None or not self._on_screen(renderer, draw.target):
+    def shaded(self, draw, inputs, system_values, color, tile, alive) -> None:
+        if self.memo is None or not self._on_screen(draw.target):
             return
         import zlib
 
@@ -185,41 +193,41 @@ class Techniques:
                              bits=self.memo_key_bits)
         self.memo.shaded(keys, color, tile, alive)
 
-    def written(self, renderer, draw, pixel, tile, color, entry, lanes=None) -> None:
+    def written(self, draw, pixel, tile, color, entry, lanes) -> None:
         """Color writes of the last shaded batch: ``lanes`` their positions in it."""
-        if not self._on_screen(renderer, draw.target):
+        if not self._on_screen(draw.target):
             return
         if self.evr is not None:
             self.evr.written(draw, draw.counters, pixel, tile, color, entry)
         if self.memo is not None:
-            if lanes is None:
-                raise ValueError("memoization needs the shaded lanes of the colors written")
             self.memo.written(pixel, lanes, draw.fragment, draw.target.has_alpha)
 
-    def end_pass(self, renderer, target, counters) -> None:
-        xp = renderer.xp
-        if not self._on_screen(renderer, target):
-            return
+    def end_pass(self, target, counters) -> np.ndarray | None:
+        if not self._on_screen(target):
+            return None
+        xp = array_module(target.color)
+        skipped = None
         if self.re is not None:
             # With EVR, a tile whose last rendered frame showed an entry left out of its
             # signature cannot be skipped on the signature alone.
-            self.re.end_pass(renderer, target, counters,
-                             None if self.evr is None else self.evr.tainted)
+            skipped = self.re.end_pass(target, counters,
+                                       None if self.evr is None else self.evr.tainted)
         if self.te is not None:
             self.te.end_pass(target, counters)
         if self.evr is not None:
             self.evr.end_pass(target, counters, None if self.re is None else self.re.skip)
         if self.dsr is not None:
             tiles = target.tile_count
-            counters.add_per_tile("dsr_rate", renderer.tile_rates)
+            counters.add_per_tile("dsr_rate", xp.asarray(self.rates))
             counters.add_per_tile("dsr_dcts", xp.ones(tiles, dtype=xp.int64))
             counters.add_per_tile("dsr_srt_accesses", xp.full(tiles, 2, dtype=xp.int64))
+        return skipped
 
-    def flushed(self, renderer, target) -> np.ndarray | int:
+    def flushed(self, target) -> np.ndarray | int:
         """Per tile, 1 where the color buffer is flushed to memory at the end of the pass."""
-        xp = renderer.xp
-        if not self._on_screen(renderer, target):
+        if not self._on_screen(target):
             return 1
+        xp = array_module(target.color)
         flush = xp.ones(target.tile_count, dtype=xp.int64)
         if self.re is not None:
             flush &= ~self.re.skip
@@ -227,7 +235,7 @@ class Techniques:
             flush &= self.te.flush
         return flush
 
-    def end_frame(self, renderer, result) -> None:
+    def end_frame(self, result, screen) -> np.ndarray | None:
         if self.re is not None:
             self.re.end_frame(result.counters)
         if self.te is not None:
@@ -236,16 +244,17 @@ class Techniques:
             self.evr.end_frame()
         if self.dsr is not None:
             # The finished frame, row 0 at the top, where it lies (the device).
-            self.dsr.update(renderer.default_target.color[::-1])
-            renderer.tile_rates = self.dsr.read()
+            self.dsr.update(screen.color[::-1])
+            self.rates = self.dsr.read()
         if self.memo is not None:
-            self._memo_frame(renderer, result)
+            self._memo_frame(result, screen)
+        return self.rates
 
     # -- memoization renders frames in pairs ------------------------------------------------
 
-    def _memo_frame(self, renderer, result) -> None:
+    def _memo_frame(self, result, screen) -> None:
         self._held.append(result)
-        self._apply_memo(self.memo.end_frame(result.index, renderer.default_target.image()))
+        self._apply_memo(self.memo.end_frame(result.index, screen.image()))
 
     def _apply_memo(self, done) -> None:
         for outcome in done:

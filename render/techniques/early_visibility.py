@@ -16,7 +16,7 @@ go to the tile's second list (Algorithm 4): they are rasterized after the tile's
 and an NWOZ entry first moves the tile's second list to the end of the first, so only opaque
 WOZ primitives are reordered among themselves. Only draws whose depth test resolves
 visibility whatever the order (LESS or LEQUAL, no blending, depth from the vertices) are
-reordered; the pipeline holds their entries back (``Renderer.flush_deferred``).
+reordered; the pipeline holds their entries back (``Renderer._flush_deferred``).
 
 The oracle of §5.4 (a depth pre-pass per tile, as PowerVR's hidden surface removal): a
 fragment tested early is shaded only if it passes against the pass's final depth buffer (the
@@ -91,18 +91,23 @@ class EarlyVisibility:
         self.excluded_depth = xp.zeros(self.tiles, dtype=bool)
         self.excluded_color = xp.zeros(self.layer_buffer.size, dtype=bool)
 
-    def binned(self, renderer, draw, counters: PassCounters):
-        """(occluded, deferred) (B,) bool over the draw's display-list entries."""
+    def tiles_to_flush(self, draw) -> np.ndarray | None:
+        """Algorithm 4: an entry that does not write depth (NWOZ) first moves its tiles'
+        second lists to the first: the (tiles,) mask of those tiles, or None."""
+        if writes_depth(draw):
+            return None
+        mask = self.xp.zeros(self.tiles, dtype=bool)
+        mask[self.xp.unique(draw.bins.tile)] = True
+        return mask
+
+    def binned(self, draw, counters: PassCounters):
+        """(occluded, deferred) (B,) bool over the draw's display-list entries (after the
+        pipeline flushed :meth:`tiles_to_flush`)."""
         xp = self.xp
         bins = draw.bins
         tiles = bins.tile
         woz = writes_depth(draw)
         touched = xp.unique(tiles)
-        if not woz:
-            # Algorithm 4: an NWOZ entry first moves the tile's second list to the first.
-            mask = xp.zeros(self.tiles, dtype=bool)
-            mask[touched] = True
-            renderer.flush_deferred(mask)
         raise_layer = xp.ones(touched.size, dtype=bool) if not woz else self.lgt_nwoz[touched]
         self.lgt_layer[touched] += raise_layer
         self.lgt_nwoz[touched] = not woz

@@ -30,14 +30,10 @@ import zlib
 import numpy as np
 
 from tilesim.backend import array_module
+from tilesim.render.gl.commands import PROGRAM_TEXTURE_CHANGES
 from tilesim.render.pipeline.counters import TILE_COUNTERS, PassCounters
 from tilesim.render.pipeline.framebuffer import RenderTarget
 from tilesim.render.techniques.signature_unit import TileSignatures
-
-# Commands that change programs or textures: RE is disabled for the frame (§4.1.5).
-CHANGE_COMMANDS = frozenset({
-    "texImage2D", "texSubImage2D", "copyTexImage2D", "copyTexSubImage2D", "texParameter",
-    "generateMipmap", "deleteTexture", "createProgram", "deleteProgram"})
 
 # Counters of the geometry phase (binning): a skipped tile still has them.
 GEOMETRY_TILE_COUNTERS = ("prims_binned", "pb_list_bytes_written")
@@ -104,7 +100,7 @@ class RenderingElimination:
     # -- the signature, while binning -------------------------------------------------------
 
     def command(self, op: str) -> None:
-        if op in CHANGE_COMMANDS and self.disabled_reason is None:
+        if op in PROGRAM_TEXTURE_CHANGES and self.disabled_reason is None:
             self.disabled_reason = "programs or textures changed"
 
     def offscreen_pass(self) -> None:
@@ -194,11 +190,12 @@ class RenderingElimination:
 
     # -- the decision, when the pass ends ---------------------------------------------------
 
-    def end_pass(self, renderer, target: RenderTarget, counters: PassCounters,
-                 untrusted: np.ndarray | None = None) -> None:
+    def end_pass(self, target: RenderTarget, counters: PassCounters,
+                 untrusted: np.ndarray | None = None) -> np.ndarray:
         """Skip the tiles whose signature matches (keeping last frame's colors), after
         checking them against the colors rendered anyway. ``untrusted`` tiles (EVR: last
-        frame's colors depended on entries the signature left out) are rendered."""
+        frame's colors depended on entries the signature left out) are rendered. Returns the
+        (tiles,) bool mask of the skipped tiles."""
         xp = self.xp
         previous = self.previous_image
         equal_color = xp.zeros(self.tiles, dtype=bool)
@@ -219,10 +216,10 @@ class RenderingElimination:
         if skip.any():
             pixels = skip[target.pixel_tiles()]
             target.color[pixels] = previous[pixels]       # the tile keeps last frame's colors
-            renderer._written[pixels.ravel()] = False
             counters.clear_tiles(RASTER_TILE_COUNTERS, skip)
         self.skip = skip
         self.previous_image = target.color.copy()
+        return skip
 
     def end_frame(self, frame_counters) -> None:
         frame_counters.scalars["re_disabled"] = int(self.disabled_reason is not None)

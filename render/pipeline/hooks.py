@@ -1,0 +1,101 @@
+"""The pipeline's hook interface: where a technique may watch the pipeline and what it may
+decide.
+
+The renderer calls these methods at the points where a tile-based GPU's technique hardware
+acts (thesis, "Tile-based rendering", ch. 2; the techniques of ch. 4-6). A hook sees records
+(the draw's :class:`~tilesim.render.pipeline.renderer.DrawContext`, a render target, the
+pass's counters, arrays of the fragments in flight) and never the renderer itself; where a
+technique changes what the pipeline does, the hook *returns* the decision and the pipeline
+applies it:
+
+=================  =================================================================
+hook               returns (None: nothing to change)
+=================  =================================================================
+``attach``         the initial sampling rate of every tile of the screen (DSR)
+``tiles_to_flush`` tiles whose held-back entries must be drawn before this draw (EVR)
+``binned``         display-list entries to hold back for the second lists (EVR)
+``end_pass``       tiles whose rendering was eliminated: last frame's colors (RE)
+``flushed``        per tile, 1 where the color buffer is written to memory (RE, TE)
+``end_frame``      the sampling rate of every tile for the next frame (DSR)
+``release``        the frames complete for output (memoization holds frames in pairs)
+=================  =================================================================
+
+The other hooks (``command``, ``begin_pass``, ``cleared``, ``early_z``, ``late_shaded``,
+``shaded``, ``written``) only observe. This base class is the baseline: it decides nothing.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class PipelineHooks:
+    """No technique: every hook observes nothing and decides nothing."""
+
+    name = "baseline"
+    # Whether ``written`` needs the display-list entry of every fragment (EVR does).
+    wants_entries = False
+
+    def attach(self, screen, traversal: str) -> np.ndarray | None:
+        """Called once, with the default framebuffer's render target and the traversal order
+        of its tiles. Returns the first frame's sampling rates ((tiles,) int, 0 = 1x), or
+        None to render every tile at 1x."""
+        return None
+
+    def command(self, op: str) -> None:
+        """Every command, before the pipeline acts on it."""
+
+    def begin_pass(self, target, counters) -> None:
+        """A render pass into ``target`` starts; ``counters`` are its per-tile counters."""
+
+    def tiles_to_flush(self, draw) -> np.ndarray | None:
+        """Before ``draw`` is binned: a (tiles,) bool mask of the tiles whose held-back
+        entries must be rasterized first, or None."""
+        return None
+
+    def binned(self, draw) -> np.ndarray | None:
+        """``draw``'s display lists are written: a (B,) bool mask over ``draw.bins`` of the
+        entries to hold back (rasterized later, in submission order), or None."""
+        return None
+
+    def cleared(self, target, counters, rect, color, depth, color_mask) -> None:
+        """``target`` was cleared inside ``rect`` (x0, y0, x1, y1) to ``color`` (None: color
+        untouched) and ``depth`` (None: depth untouched)."""
+
+    def early_z(self, draw, pixel, depth, tile) -> None:
+        """Fragments about to be depth-tested before shading: their pixel indices, quantized
+        depths and tiles."""
+
+    def late_shaded(self, draw, tile) -> None:
+        """Fragments shaded without an early depth test, by tile."""
+
+    def shaded(self, draw, inputs, system_values, color, tile, alive) -> None:
+        """The fragment program ran: its per-lane inputs and system values, the colors it
+        produced, each lane's tile, and which lanes are live fragments (not helpers)."""
+
+    def written(self, draw, pixel, tile, color, entry, lanes) -> None:
+        """Colors written to the color buffer: pixel indices, tiles, colors, display-list
+        entries (None unless ``wants_entries``) and their positions among the shaded lanes."""
+
+    def end_pass(self, target, counters) -> np.ndarray | None:
+        """The pass into ``target`` ends, its tiles rendered. Returns a (tiles,) bool mask of
+        the tiles whose rendering was eliminated (they keep last frame's colors, which the
+        technique has put back; their pixels do not count as written), or None."""
+        return None
+
+    def flushed(self, target) -> np.ndarray | int:
+        """Per tile, 1 where the color buffer is written to memory at the pass's end."""
+        return 1
+
+    def end_frame(self, result, screen) -> np.ndarray | None:
+        """Frame ``result`` is complete, ``screen`` holding its colors. Returns the sampling
+        rate of every tile for the next frame, or None to keep the current ones."""
+        return None
+
+    def release(self, result) -> list:
+        """The frames complete for output now that ``result`` is rendered, in order."""
+        return [result]
+
+    def finish(self) -> list:
+        """The frames still held when the trace ends, in order."""
+        return []
