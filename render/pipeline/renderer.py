@@ -1,11 +1,14 @@
 """The tile-based pipeline: commands in, frames and per-tile counters out.
 
-The chain of stages of a draw, in one place (``Renderer._draw``):
+The chain of stages of a draw, in two places: the geometry phase in ``Renderer._draw``,
 
     vertex_fetch -> vertex_shading -> primitive_assembly -> clipping -> triangle_setup
-      -> binning (display lists per tile) -> rasterizer (quads)
-      -> early depth test (output_merger) -> fragment_shading -> late depth test
-      -> blending and color write (output_merger)
+      -> binning (display lists per tile)
+
+and the raster phase, the quad stages of ``quad_stages``, in ``Renderer._raster``:
+
+    raster_fragments (rasterizer: quads) -> depth_test (early) -> shade (fragment_shading)
+      -> depth_test (late) -> blend (output_merger: blending and color write)
 
 Draws are processed in submission order and, within a draw, the fragments that land on one
 pixel in primitive order, so the frame equals what sequential processing gives; each stage
@@ -33,11 +36,10 @@ from tilesim.render.gl.textures import requantize
 from tilesim.render.pipeline import (
     binning,
     clipping,
-    fragment_shading,
     output_merger,
     point_line_setup,
     primitive_assembly,
-    rasterizer,
+    quad_stages,
     triangle_setup,
     vertex_fetch,
     vertex_shading,
@@ -614,162 +616,53 @@ class Renderer:
             self._raster(draw, tris, scale, in_rate if entries is None else entries & in_rate)
 
     def _raster(self, draw: DrawContext, tris, scale: int, entries: np.ndarray | None) -> None:
-        """Rasterize, depth-test, shade and blend ``tris`` of a draw, keeping the fragments
-        of the display-list entries ``entries`` (None: all). ``scale`` > 1 rasterizes
+        """The quad stages (``quad_stages``) for ``tris`` of a draw, keeping the fragments of
+        the display-list entries ``entries`` (None: all). ``scale`` > 1 rasterizes
         superfragments of scale x scale pixels (DSR), whose color and depth live in the
         block's bottom-left pixel until ``_resolve_superfragments`` replicates them."""
-        xp = self.xp
         f, target, counters, program = draw.fragment, draw.target, draw.counters, draw.program
-        rect = draw.rect
-        if scale > 1:
-            x0, y0, x1, y1 = rect
-            rect = (x0 // scale, y0 // scale, -(-x1 // scale), -(-y1 // scale))
-        source_row = None
-        if entries is not None or scale > 1:
-            # The triangles with a chosen entry (and, shrunk, an area left), remembering
-            # their rows in ``draw.tris``.
-            chosen = xp.zeros(len(draw.tris), dtype=bool)
-            chosen[draw.bins.triangle if entries is None else draw.bins.triangle[entries]] = True
-            chosen &= tris.area2 > 0
-            tris = tris.select(chosen)
-            source_row = xp.nonzero(chosen)[0]
-        quads = rasterizer.rasterize(tris, rect, self.fill_rule)
-        if len(quads) == 0:
+        hooks = self.techniques
+        fragments = quad_stages.raster_fragments(draw, tris, scale, entries, self.fill_rule,
+                                                 hooks.wants_entries)
+        if fragments is None:
             return
-        lanes = fragment_shading.lanes(tris, quads)
-        covered = quads.coverage.ravel()
-        px, py = lanes.x * scale, lanes.y * scale
-        if scale > 1:
-            # Helper lanes of a superquad may fall outside the target: they are never
-            # covered, and are charged to the nearest tile.
-            px, py = xp.minimum(px, target.width - 1), xp.minimum(py, target.height - 1)
-        pixel = py * target.width + px
-        tile = target.tile_of(px, py)
-        lane_entry = None
-        if entries is not None or self.techniques.wants_entries:
-            # The display-list entry (triangle, tile) of every lane.
-            row = xp.repeat(lanes.triangle if source_row is None
-                            else source_row[lanes.triangle], 4)
-            lane_entry, found = draw.entry_of(row, tile)
-            if entries is not None:
-                covered &= found & entries[lane_entry]
-                live = covered.reshape(-1, 4).any(axis=1)
-                if not live.any():
-                    return
-                if not live.all():
-                    lanes = lanes.select(live)
-                    keep = xp.repeat(live, 4)
-                    covered, pixel, tile = covered[keep], pixel[keep], tile[keep]
-                    lane_entry = lane_entry[keep]
-        quad_tile = tile[::4]
-        counters.add("quads_rasterized", quad_tile)
-        counters.add("fragments_rasterized", tile[covered])
-
+        quad_stages.count_rasterized(fragments, counters)
         depth_on = f.depth_test and target.depth is not None
         depth_buffer = target.depth.reshape(-1) if target.depth is not None else None
-        depth_value = xp.floor(xp.clip(lanes.z, 0.0, 1.0) * target.depth_max + 0.5)
-        depth_value = depth_value.astype(xp.int64)
         early = depth_on and not program.fragment_kills and not program.fragment_writes_depth
-        alive = covered.copy()
-        cov_idx = xp.nonzero(covered)[0]
-        # Fragments ranked per pixel once (submission order within a pixel), reused below.
-        cov_groups = output_merger.rank_groups(pixel[cov_idx])
+        alive = fragments.covered.copy()
         if early:
-            idx = cov_idx
-            self.techniques.early_z(draw, pixel[idx], depth_value[idx], tile[idx])
-            passed = output_merger.depth_test(pixel[idx], depth_value[idx], depth_buffer,
-                                              f.depth_func, f.depth_mask, cov_groups)
-            counters.add("early_z_tested", tile[idx])
-            counters.add("depth_reads", tile[idx])
-            counters.add("early_z_killed", tile[idx[~passed]])
-            if f.depth_mask:
-                counters.add("depth_writes", tile[idx[passed]])
+            idx = fragments.covered_index
+            pixel, depth, tile = fragments.pixel[idx], fragments.depth[idx], fragments.tile[idx]
+            hooks.early_z(draw, pixel, depth, tile)
+            passed = quad_stages.depth_test("early", pixel, depth, tile, depth_buffer, f,
+                                            counters, fragments.groups)
             alive[idx[~passed]] = False
 
-        # Fragment shading of the quads with a live fragment (helper lanes included).
-        quad_live = alive.reshape(-1, 4).any(axis=1)
-        shade_lanes = xp.repeat(quad_live, 4)
-        if not quad_live.any():
+        done = quad_stages.shade(fragments, alive, draw, scale,
+                                 lambda tile: self._make_sampler(draw.texture_units, tile),
+                                 counters)
+        if done is None:
             return
-        sub = lanes.select(quad_live)
-        inputs, system_values = fragment_shading.fragment_inputs(
-            program, tris, sub, draw.clipped.vertices, draw.columns, target.height, scale)
-        sampler = self._make_sampler(draw.texture_units, tile[shade_lanes])
-        execution = program.fragment.run(inputs, draw.fs_constants, sampler=sampler,
-                                         system_values=system_values)
-        sub_alive = alive[shade_lanes]
-        sub_tile = tile[shade_lanes]
+        shaded, _ = done
         if not early:
-            self.techniques.late_shaded(draw, sub_tile[sub_alive])
-        counters.add("fragments_shaded", sub_tile[sub_alive])
-        counters.add("quads_shaded", sub_tile[::4])
-        stats = execution.stats
-        for k, name in enumerate(("alu", "tex", "flow")):
-            counters.add(f"fs_{name}", sub_tile, stats.lane_instructions[k].astype(xp.float64))
-            counters.add(f"fs_quad_{name}", sub_tile[::4],
-                         stats.warp_instructions[k].astype(xp.float64))
-        # Texture work of every lane that ran (helper lanes fetch texels too).
-        counters.add("tex_samples", sub_tile, stats.texture_samples.astype(xp.float64))
-        self._texture_counters(counters, sampler, sub_tile)
-
-        killed = xp.asarray(execution.killed) & sub_alive
-        counters.add("fragments_discarded", sub_tile[killed])
-        survivors = sub_alive & ~killed
-        color_register = next((r for r, s in program.fragment.program.output_semantics().items()
-                               if s[0] == "COLOR"), None)
-        if color_register is None:
+            hooks.late_shaded(draw, shaded.tile[shaded.alive])
+        if shaded.color is None:
             return
-        color = execution.outputs[color_register].T      # (n, 4)
-        self.techniques.shaded(draw, inputs, system_values, color, sub_tile, sub_alive)
-        sub_pixel = pixel[shade_lanes]
-        # The same ranking, as indices into the shaded lanes, keeping only survivors.
-        sub_of_full = xp.cumsum(shade_lanes) - 1
-
-        def ranked(mask):
-            groups = []
-            for g in cov_groups:
-                full = cov_idx[g]
-                sub = sub_of_full[full[shade_lanes[full]]]
-                sub = sub[mask[sub]]
-                if sub.size:
-                    groups.append(sub)
-            return groups
-
+        hooks.shaded(draw, shaded.inputs, shaded.system_values, shaded.color, shaded.tile,
+                     shaded.alive)
         if depth_on and not early:
-            idx = xp.nonzero(survivors)[0]
-            passed = output_merger.depth_test(sub_pixel[idx], depth_value[shade_lanes][idx],
-                                              depth_buffer, f.depth_func, f.depth_mask)
-            counters.add("late_z_tested", sub_tile[idx])
-            counters.add("depth_reads", sub_tile[idx])
-            counters.add("late_z_killed", sub_tile[idx[~passed]])
-            if f.depth_mask:
-                counters.add("depth_writes", sub_tile[idx[passed]])
-            survivors[idx[~passed]] = False
-
-        # Blending and color write.
+            idx = self.xp.nonzero(shaded.survivors)[0]
+            passed = quad_stages.depth_test("late", shaded.pixel[idx],
+                                            fragments.depth[shaded.lanes][idx],
+                                            shaded.tile[idx], depth_buffer, f, counters)
+            shaded.survivors[idx[~passed]] = False
         if not target.has_color:
             return  # a framebuffer without a color attachment: color goes nowhere
-        idx = xp.nonzero(survivors)[0]
-        flat = target.color.reshape(-1, 4)
-        blended = output_merger.write_colors(sub_pixel, color, flat, f, target.has_alpha,
-                                             ranked(survivors))
-        if blended:
-            counters.add("blend_ops", sub_tile[idx])
+        idx = quad_stages.blend(shaded, fragments, target, f, counters)
         if any(f.color_mask):
-            counters.add("color_writes", sub_tile[idx])
-            self._written[sub_pixel[idx]] = True
-        self.techniques.written(draw, sub_pixel[idx], sub_tile[idx], color[idx],
-                                None if lane_entry is None else lane_entry[shade_lanes][idx],
-                                lanes=idx)
+            self._written[shaded.pixel[idx]] = True
+        hooks.written(draw, shaded.pixel[idx], shaded.tile[idx], shaded.color[idx],
+                      None if fragments.entry is None else fragments.entry[shaded.lanes][idx],
+                      idx)
         target.dirty = True
-
-    def _texture_counters(self, counters: PassCounters, sampler, lane_tile) -> None:
-        xp = self.xp
-        stats = getattr(sampler, "stats", None)
-        if stats is None:
-            return
-        for name in ("texels_fetched", "texels_nearest", "texels_bilinear", "texels_trilinear",
-                     "tex_cache_accesses", "tex_cache_misses"):
-            values = getattr(stats, name, None)
-            if values is not None:
-                counters.add(name, lane_tile, xp.asarray(values, dtype=xp.float64))

@@ -1,0 +1,214 @@
+"""The quad stages of the raster phase: fragments in flight, from the rasterizer to the
+color buffer, the way Mesa's softpipe chains ``sp_quad_depth_test`` -> ``sp_quad_fs`` ->
+``sp_quad_blend``. ``Renderer._raster`` writes the chain down in one place:
+
+    raster_fragments -> [depth_test, early] -> shade -> [depth_test, late] -> blend
+
+Conventions. A batch is the fragments of one draw's display-list entries at one sampling
+rate. Every array is per lane, four lanes per 2x2 quad (helper lanes included: the fragment
+program runs on whole quads for derivatives); ``pixel`` is the flat index ``y * width + x``
+into the target's buffers (row 0 at the bottom, as GL), ``tile`` the target's tile of the
+lane. Fragments of one pixel are ordered by submission (``Fragments.groups``, rank by rank),
+so writes land as sequential processing would land them. Each stage adds its per-tile
+counters (``counters.PassCounters``) and returns a mask or a record; none loops over
+fragments in Python.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tilesim.backend import array_module
+from tilesim.render.pipeline import fragment_shading, output_merger, rasterizer
+from tilesim.render.pipeline.counters import PassCounters
+from tilesim.render.pipeline.fragment_shading import FragmentLanes
+
+# Texture-unit statistics the sampler keeps per lane, added to the counters of that name.
+TEXTURE_COUNTERS = ("texels_fetched", "texels_nearest", "texels_bilinear", "texels_trilinear",
+                    "tex_cache_accesses", "tex_cache_misses")
+
+
+@dataclass
+class Fragments:
+    """The fragments of a batch, as the rasterizer produced them (one row per lane)."""
+
+    tris: object                  # the triangles rasterized (``triangle_setup.Triangles``)
+    lanes: FragmentLanes          # the quads and their lanes' window positions and depths
+    covered: np.ndarray           # (n,) bool: the lane covers its pixel (not a helper)
+    pixel: np.ndarray             # (n,) int64 flat pixel index
+    tile: np.ndarray              # (n,) int64 tile of the target
+    depth: np.ndarray             # (n,) int64 depth quantized to the depth buffer's bits
+    entry: np.ndarray | None      # (n,) display-list entry (triangle, tile) of the lane
+    covered_index: np.ndarray     # lane indices of the covered fragments
+    groups: list[np.ndarray]      # covered_index positions, rank by rank per pixel
+
+    def ranked(self, lanes: np.ndarray, keep: np.ndarray) -> list[np.ndarray]:
+        """The per-pixel ranking as indices into the subset ``lanes`` ((n,) bool) of this
+        batch, keeping the fragments where ``keep`` (over the subset) is true."""
+        xp = array_module(lanes)
+        subset_of_lane = xp.cumsum(lanes) - 1
+        groups = []
+        for group in self.groups:
+            lane = self.covered_index[group]
+            sub = subset_of_lane[lane[lanes[lane]]]
+            sub = sub[keep[sub]]
+            if sub.size:
+                groups.append(sub)
+        return groups
+
+
+@dataclass
+class Shaded:
+    """The quads that ran the fragment program (those with a live fragment)."""
+
+    lanes: np.ndarray             # (n,) bool over the batch: the lanes shaded
+    inputs: np.ndarray            # the program's IN registers per lane
+    system_values: dict
+    color: np.ndarray | None      # (m, 4) float: the COLOR output (None: the program has none)
+    pixel: np.ndarray             # (m,) flat pixel index of each shaded lane
+    tile: np.ndarray              # (m,) tile of each shaded lane
+    alive: np.ndarray             # (m,) bool: a live fragment (not a helper, not depth-failed)
+    survivors: np.ndarray         # (m,) bool: alive and not discarded
+
+
+def raster_fragments(draw, tris, scale: int, entries: np.ndarray | None, fill_rule: str,
+                     with_entries: bool) -> Fragments | None:
+    """Rasterize ``tris`` of ``draw`` into quads, keeping the fragments of the display-list
+    entries ``entries`` ((B,) bool over ``draw.bins``; None: all). ``scale`` > 1 rasterizes
+    superfragments of scale x scale pixels (Dynamic Sampling Rate, thesis §6.4.1), each kept
+    in its block's bottom-left pixel. None when no fragment is left."""
+    xp = array_module(tris.area2)
+    target = draw.target
+    rect = draw.rect
+    if scale > 1:
+        x0, y0, x1, y1 = rect
+        rect = (x0 // scale, y0 // scale, -(-x1 // scale), -(-y1 // scale))
+    source_row = None
+    if entries is not None or scale > 1:
+        # The triangles with a chosen entry (and, shrunk, an area left), remembering their
+        # rows in ``draw.tris``.
+        chosen = xp.zeros(len(draw.tris), dtype=bool)
+        chosen[draw.bins.triangle if entries is None else draw.bins.triangle[entries]] = True
+        chosen &= tris.area2 > 0
+        tris = tris.select(chosen)
+        source_row = xp.nonzero(chosen)[0]
+    quads = rasterizer.rasterize(tris, rect, fill_rule)
+    if len(quads) == 0:
+        return None
+    lanes = fragment_shading.lanes(tris, quads)
+    covered = quads.coverage.ravel()
+    px, py = lanes.x * scale, lanes.y * scale
+    if scale > 1:
+        # Helper lanes of a superquad may fall outside the target: they are never covered,
+        # and are charged to the nearest tile.
+        px, py = xp.minimum(px, target.width - 1), xp.minimum(py, target.height - 1)
+    pixel = py * target.width + px
+    tile = target.tile_of(px, py)
+    entry = None
+    if entries is not None or with_entries:
+        # The display-list entry (triangle, tile) of every lane.
+        row = xp.repeat(lanes.triangle if source_row is None else source_row[lanes.triangle],
+                        4)
+        entry, found = draw.entry_of(row, tile)
+        if entries is not None:
+            covered &= found & entries[entry]
+            live = covered.reshape(-1, 4).any(axis=1)
+            if not live.any():
+                return None
+            if not live.all():
+                lanes = lanes.select(live)
+                keep = xp.repeat(live, 4)
+                covered, pixel, tile, entry = covered[keep], pixel[keep], tile[keep], entry[keep]
+    depth = xp.floor(xp.clip(lanes.z, 0.0, 1.0) * target.depth_max + 0.5).astype(xp.int64)
+    covered_index = xp.nonzero(covered)[0]
+    return Fragments(tris, lanes, covered, pixel, tile, depth, entry, covered_index,
+                     output_merger.rank_groups(pixel[covered_index]))
+
+
+def count_rasterized(fragments: Fragments, counters: PassCounters) -> None:
+    counters.add("quads_rasterized", fragments.tile[::4])
+    counters.add("fragments_rasterized", fragments.tile[fragments.covered])
+
+
+def depth_test(stage: str, pixel, depth, tile, buffer, fragment_state, counters: PassCounters,
+               groups: list[np.ndarray] | None = None) -> np.ndarray:
+    """The depth test of fragments (``sp_quad_depth_test``), ``stage`` "early" (before
+    shading) or "late" (after): tests them in submission order against the flat depth
+    ``buffer`` (written where they pass and the depth mask is on) and counts
+    ``{stage}_z_tested``, ``depth_reads``, ``{stage}_z_killed`` and ``depth_writes``.
+    Returns the pass mask."""
+    f = fragment_state
+    passed = output_merger.depth_test(pixel, depth, buffer, f.depth_func, f.depth_mask,
+                                      groups)
+    counters.add(f"{stage}_z_tested", tile)
+    counters.add("depth_reads", tile)
+    counters.add(f"{stage}_z_killed", tile[~passed])
+    if f.depth_mask:
+        counters.add("depth_writes", tile[passed])
+    return passed
+
+
+def shade(fragments: Fragments, alive: np.ndarray, draw, scale: int, make_sampler,
+          counters: PassCounters):
+    """Run the fragment program (``sp_quad_fs``) on the quads with a live fragment (helper
+    lanes included; ``alive`` (n,) bool over the batch) and count its work.
+    ``make_sampler(lane_tile)`` gives the texture sampler of the shaded lanes. Returns
+    (:class:`Shaded`, the interpreter's execution), or None when no quad has a live
+    fragment."""
+    xp = array_module(alive)
+    program, target = draw.program, draw.target
+    quad_live = alive.reshape(-1, 4).any(axis=1)
+    shaded_lanes = xp.repeat(quad_live, 4)
+    if not quad_live.any():
+        return None
+    sub = fragments.lanes.select(quad_live)
+    inputs, system_values = fragment_shading.fragment_inputs(
+        program, fragments.tris, sub, draw.clipped.vertices, draw.columns, target.height,
+        scale)
+    tile = fragments.tile[shaded_lanes]
+    sampler = make_sampler(tile)
+    execution = program.fragment.run(inputs, draw.fs_constants, sampler=sampler,
+                                     system_values=system_values)
+    sub_alive = alive[shaded_lanes]
+    counters.add("fragments_shaded", tile[sub_alive])
+    counters.add("quads_shaded", tile[::4])
+    stats = execution.stats
+    for k, name in enumerate(("alu", "tex", "flow")):
+        counters.add(f"fs_{name}", tile, stats.lane_instructions[k].astype(xp.float64))
+        counters.add(f"fs_quad_{name}", tile[::4], stats.warp_instructions[k].astype(xp.float64))
+    # Texture work of every lane that ran (helper lanes fetch texels too).
+    counters.add("tex_samples", tile, stats.texture_samples.astype(xp.float64))
+    sampler_stats = getattr(sampler, "stats", None)
+    if sampler_stats is not None:
+        for name in TEXTURE_COUNTERS:
+            values = getattr(sampler_stats, name, None)
+            if values is not None:
+                counters.add(name, tile, xp.asarray(values, dtype=xp.float64))
+    killed = xp.asarray(execution.killed) & sub_alive
+    counters.add("fragments_discarded", tile[killed])
+    color_register = next((r for r, s in program.fragment.program.output_semantics().items()
+                           if s[0] == "COLOR"), None)
+    color = None if color_register is None else execution.outputs[color_register].T
+    shaded = Shaded(shaded_lanes, inputs, system_values, color, fragments.pixel[shaded_lanes],
+                    tile, sub_alive, sub_alive & ~killed)
+    return shaded, execution
+
+
+def blend(shaded: Shaded, fragments: Fragments, target, fragment_state,
+          counters: PassCounters) -> np.ndarray:
+    """Blend and write the surviving colors (``sp_quad_blend``) into ``target``'s color
+    buffer in submission order, counting ``blend_ops`` and ``color_writes``. Returns the
+    indices (into the shaded lanes) of the fragments written."""
+    xp = array_module(shaded.survivors)
+    f = fragment_state
+    idx = xp.nonzero(shaded.survivors)[0]
+    flat = target.color.reshape(-1, 4)
+    blended = output_merger.write_colors(shaded.pixel, shaded.color, flat, f, target.has_alpha,
+                                         fragments.ranked(shaded.lanes, shaded.survivors))
+    if blended:
+        counters.add("blend_ops", shaded.tile[idx])
+    if any(f.color_mask):
+        counters.add("color_writes", shaded.tile[idx])
+    return idx
