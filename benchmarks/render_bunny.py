@@ -34,12 +34,11 @@ from tilesim.render.workloads.bunny import matrices, record  # noqa: E402
 
 
 def time_tilesim(frames_cmds, width, height):
-    from tilesim.render.pipeline.renderer import Renderer
+    from tilesim.render.studies.runner import render_frames
 
-    renderer = Renderer(width, height, source="bunny")
     times, results = [], []
     start = time.perf_counter()
-    for result in renderer.render(frames_cmds):
+    for result in render_frames(frames_cmds, width, height, source="bunny"):
         now = time.perf_counter()
         times.append(now - start)
         results.append(result)

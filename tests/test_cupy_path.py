@@ -96,10 +96,10 @@ def test_the_interpreter_runs_the_corpus_identically_on_the_cupy_path():
 def _render_both(name: str, techniques: str = "baseline"):
     frames, width, height = record_scene(name)
     host_images, host_counters = render_tilesim(frames, width, height,
-                                                techniques=Techniques.from_name(techniques))
+                                                technique=Techniques.from_name(techniques))
     with use_emulated_cupy():
         images, counters = render_tilesim(frames, width, height,
-                                          techniques=Techniques.from_name(techniques))
+                                          technique=Techniques.from_name(techniques))
     return host_images, host_counters, images, counters
 
 

@@ -13,7 +13,7 @@ import trace_helpers
 from skimage.metrics import structural_similarity
 
 from tilesim.errors import InputError
-from tilesim.image_metrics import SSIM_OPTIONS
+from tilesim.images import SSIM_OPTIONS
 from tilesim.render.studies import dsr_search
 from tilesim.render.studies.dsr_search import (
     RateStack,

@@ -26,7 +26,7 @@ def test_a_changed_frame_is_reported(tmp_path, monkeypatch):
     shutil.copytree(goldens.GOLDENS, folder)
     image = goldens.read_png(folder / entries[0].png).copy()
     image[10:12, 20:23] = [255, 0, 255, 255]
-    from tilesim.render.studies.render_command import png_bytes
+    from tilesim.images import png_bytes
 
     (folder / entries[0].png).write_bytes(png_bytes(image))
     monkeypatch.setattr(goldens, "GOLDENS", folder)

@@ -49,6 +49,7 @@ from tilesim.render.pipeline.clipping import ClippedTriangles
 from tilesim.render.pipeline.counters import FrameCounters, PassCounters
 from tilesim.render.pipeline.framebuffer import RenderTarget
 from tilesim.render.pipeline.hooks import PipelineHooks
+from tilesim.render.pipeline.observer import RenderObserver
 from tilesim.render.pipeline.triangle_setup import Triangles
 
 
@@ -119,12 +120,15 @@ class Renderer:
     watches the pipeline through its hooks and returns the decisions the pipeline applies.
     ``tile_rates`` ((tiles,) int8 or None) is the sampling-rate index of every tile of the
     default framebuffer (0: 1x ... 4: 1/256x); DSR sets it each frame, and a caller may set it
-    to render at fixed rates.
+    to render at fixed rates. ``observer`` (a
+    :class:`~tilesim.render.pipeline.observer.RenderObserver`) watches frames, commands and
+    passes.
     """
 
     def __init__(self, width: int, height: int, *, depth_bits: int = 24, tile_size: int = 16,
                  traversal: str = "scanline", fill_rule: str = "bottom_left",
-                 source: str = "<trace>", techniques: PipelineHooks | None = None):
+                 source: str = "<trace>", techniques: PipelineHooks | None = None,
+                 observer: RenderObserver | None = None):
         if tile_size < 2 or tile_size % 2:
             raise InputError(f"tile size must be an even number >= 2, got {tile_size}")
         keep_freed_memory()
@@ -145,6 +149,7 @@ class Renderer:
         self._deferred: list[tuple[DrawContext, np.ndarray]] = []
         self._observed: np.ndarray | None = None   # the frame's image, read by readPixels
         self.techniques = PipelineHooks() if techniques is None else techniques
+        self.observer = RenderObserver() if observer is None else observer
         self.tile_rates = self.techniques.attach(self.default_target, traversal)
 
     @property
@@ -168,19 +173,25 @@ class Renderer:
         Frames not kept are still rendered: later frames may sample what they drew.
         """
         wanted = None if keep is None else set(keep)
+        observer = self.observer
         for number, commands in enumerate(frames, start=first):
             self.frame_index = number
+            observer.begin_frame(number)
             for position, command in enumerate(commands):
                 self.state.where = f"{self.source}: frame {number}, command {position} " \
                                    f"({command.op})"
+                observer.before_command(number, position, command, self.state, self.counters)
                 result = self.execute(command)
+                observer.after_command(number, position, command, self.state, self.counters)
                 if result is not None:
                     # A technique may hold a frame back until a later one completes it
                     # (memoization renders frames in pairs).
                     for done in self.techniques.release(result):
+                        observer.end_frame(done)
                         if wanted is None or done.index in wanted:
                             yield done
         for done in self.techniques.finish():
+            observer.end_frame(done)
             if wanted is None or done.index in wanted:
                 yield done
 
@@ -359,6 +370,7 @@ class Renderer:
                 counters.add_per_tile("depth_flush_bytes",
                                       target.tile_pixels() * (2 if target.depth_bits <= 16 else 4))
         self.counters.passes.append(counters.to_host())
+        self.observer.end_pass(self.frame_index, self.counters.passes[-1])
         self._pass = self._pass_target = self._written = None
 
     def _end_frame(self) -> FrameResult:

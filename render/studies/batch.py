@@ -37,8 +37,21 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from tilesim import __version__
 from tilesim.atomic import check_output, remove_temporaries, write_bytes, write_json
+from tilesim.backend import use_backend
 from tilesim.errors import InputError
+from tilesim.images import png_bytes
+from tilesim.render.pipeline.counters import (
+    FRAME_COUNTERS,
+    TECHNIQUE_FRAME_COUNTERS,
+    TECHNIQUE_TILE_COUNTERS,
+    TILE_COUNTERS,
+    load_counters,
+)
+from tilesim.render.studies.runner import render_trace
+from tilesim.render.techniques.bus import Techniques
+from tilesim.render.techniques.dynamic_sampling_rate import DEFAULT_PARAMETERS
 
 IDENTITY_FILE = "render.json"
 FRAMES_FILE = "frames.json"
@@ -117,13 +130,9 @@ def technique_identity(job: Job) -> str:
 def job_identity(job: Job) -> dict:
     """What a job's folder holds (``render.json``): the fields of ``IDENTITY_FIELDS``, and the
     trace's path and the frames asked for by the run that wrote it (for information)."""
-    from tilesim import __version__
-
     technique = technique_identity(job)
     dsr_sha = None
     if "dsr" in technique.split("/")[0].split("+"):
-        from tilesim.render.techniques.dynamic_sampling_rate import DEFAULT_PARAMETERS
-
         params = Path(job.dsr_parameters) if job.dsr_parameters else DEFAULT_PARAMETERS
         try:
             dsr_sha = file_sha256(params)
@@ -246,13 +255,6 @@ def prepare_jobs(jobs: list[Job], *, force: bool = False) -> list[dict]:
 def _entry(summary: dict) -> dict:
     """A frame's counter totals in one key order (a summary of live counters and one of
     counters loaded from disk order their scalars differently)."""
-    from tilesim.render.pipeline.counters import (
-        FRAME_COUNTERS,
-        TECHNIQUE_FRAME_COUNTERS,
-        TECHNIQUE_TILE_COUNTERS,
-        TILE_COUNTERS,
-    )
-
     order = ["frame", *FRAME_COUNTERS, *TECHNIQUE_FRAME_COUNTERS, *TILE_COUNTERS,
              *TECHNIQUE_TILE_COUNTERS]
     known = set(order) | {"overshading"}
@@ -282,8 +284,6 @@ def frame_entries(job: Job) -> tuple[dict[int, dict], bool]:
     """``frames.json``'s entries made to describe exactly the finished frames on disk: those
     it lacks are read back from their counters, those whose files are gone are dropped.
     Returns the entries and whether they differ from the file's."""
-    from tilesim.render.pipeline.counters import load_counters
-
     held: dict[int, dict] = {}
     data = _read_json(Path(job.out) / FRAMES_FILE)
     listed = data.get("frames") if isinstance(data.get("frames"), list) else []
@@ -328,11 +328,6 @@ def run_job(job: Job, on_frame=None, *, prepare: bool = True, force: bool = Fals
     ``prepare``: check and write the folder's identity first (:func:`prepare_jobs`; a caller
     that did so for all its jobs passes False). ``on_frame(index)`` is called after each
     frame is written (progress)."""
-    from tilesim.backend import use_backend
-    from tilesim.render.pipeline.renderer import Renderer
-    from tilesim.render.studies.render_command import png_bytes
-    from tilesim.render.traces.trace_file import open_trace
-
     started = time.perf_counter()
     if prepare:
         prepare_jobs([job], force=force)
@@ -344,13 +339,10 @@ def run_job(job: Job, on_frame=None, *, prepare: bool = True, force: bool = Fals
     written: list[dict] = []
     if missing:
         last_write = time.monotonic()
-        with use_backend(job.backend), open_trace(job.trace) as trace:
-            renderer = Renderer(trace.width, trace.height, depth_bits=trace.depth_bits,
-                                tile_size=job.tile_size, traversal=job.traversal,
-                                fill_rule=job.fill_rule, source=job.trace,
-                                techniques=job_techniques(job))
-            last = max(missing) + 1
-            for result in renderer.render(trace.frames(0, last), keep=missing):
+        with use_backend(job.backend):
+            for result in render_trace(job.trace, frames=missing, tile_size=job.tile_size,
+                                       traversal=job.traversal, fill_rule=job.fill_rule,
+                                       technique=job_techniques(job), source=job.trace):
                 png, npz = job.frame_files(result.index)
                 # Counters first, PNG last: the PNG's existence marks the frame finished.
                 result.counters.save(npz)
@@ -374,8 +366,6 @@ def run_job(job: Job, on_frame=None, *, prepare: bool = True, force: bool = Fals
 
 
 def job_techniques(job: Job):
-    from tilesim.render.techniques.bus import Techniques
-
     return Techniques.from_name(job.technique, source=job.trace,
                                 dsr_parameters=job.dsr_parameters)
 

@@ -39,6 +39,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tilesim.errors import EXIT_OK
+from tilesim.render.pipeline.observer import RenderObserver
+from tilesim.render.studies.render_command import parse_frames
+from tilesim.render.studies.runner import render_trace
+from tilesim.render.traces.trace_file import Trace, open_trace
+from tilesim.shaders.stats import static_stats
 
 DRAWS = ("drawArrays", "drawElements")
 
@@ -133,14 +138,61 @@ class Totals:
 
 def _program_facts(program) -> tuple[int, int, int, int, int]:
     """(vertex inputs, static VS instructions, static FS instructions, FS ALU, FS TEX)."""
-    from tilesim.shaders.stats import static_stats
-
     vs = static_stats(program.vertex.program)
     fs = static_stats(program.fragment.program)
     inputs = sum(len(a.get("registers", ())) for a in program.interface.get("attributes", []))
     if not inputs:
         inputs = program.vertex.program.register_count("IN")
     return inputs, vs.total, fs.total, fs.alu, fs.tex
+
+
+class _Characterizer(RenderObserver):
+    """Sums a render's counters and the facts of the programs its draws run, frame by frame
+    (the frames in ``wanted``; the others are rendered, not counted)."""
+
+    def __init__(self, wanted: range, progress: Callable[[int], None] | None):
+        self.wanted, self.progress = wanted, progress
+        self.total, self.per_frame = Totals(), []
+        self.facts: dict[int, tuple] = {}     # id(program) -> (program, its facts)
+        self.frame = Totals(frames=1)
+        self.started = self.cpu_started = 0.0
+        self.vertices_before = 0
+
+    def begin_frame(self, frame: int) -> None:
+        self.frame = Totals(frames=1)
+        self.started, self.cpu_started = time.perf_counter(), time.process_time()
+
+    def before_command(self, frame, index, command, state, counters) -> None:
+        if frame in self.wanted and command.op in DRAWS:
+            self.vertices_before = counters.scalars["vertices_shaded"]
+
+    def after_command(self, frame, index, command, state, counters) -> None:
+        if frame not in self.wanted or command.op not in DRAWS:
+            return
+        program = state.current_program()
+        if id(program) not in self.facts:
+            self.facts[id(program)] = (program, _program_facts(program))
+        inputs, vs_total, fs_total, fs_alu, fs_tex = self.facts[id(program)][1]
+        vertices = counters.scalars["vertices_shaded"] - self.vertices_before
+        self.frame.draws += 1
+        self.frame.attribute_vertices += inputs * vertices
+        self.frame.vs_static += vs_total
+        self.frame.fs_static += fs_total
+        if fs_tex:
+            self.frame.alu_tex_static += fs_alu / fs_tex
+            self.frame.draws_with_tex += 1
+
+    def end_frame(self, result) -> None:
+        if result.index in self.wanted:
+            frame, counters = self.frame, result.counters
+            frame.seconds = time.perf_counter() - self.started
+            frame.cpu_seconds = time.process_time() - self.cpu_started
+            frame.tiles = sum(p.tiles_x * p.tiles_y for p in counters.passes)
+            frame.counters = {name: counters.total(name) for name in _SCALARS + _TILES}
+            self.total.add(frame)
+            self.per_frame.append({"frame": result.index, **frame.columns()})
+        if self.progress is not None:
+            self.progress(result.index)
 
 
 def characterize(trace, frames: range | None = None, *, tile_size: int = 16,
@@ -151,55 +203,15 @@ def characterize(trace, frames: range | None = None, *, tile_size: int = 16,
     ``{"trace", "name", "width", "height", "frames": [first, last], "columns": {...},
     "per_frame": [{"frame", ...columns}], "notes": [...]}``. ``progress(frame)`` is called
     after each frame rendered."""
-    from tilesim.render.pipeline.renderer import Renderer
-    from tilesim.render.traces.trace_file import Trace, open_trace
-
     own = not isinstance(trace, Trace)
     handle = open_trace(trace) if own else trace
     try:
         wanted = range(handle.frame_count) if frames is None else frames
-        renderer = Renderer(handle.width, handle.height, depth_bits=handle.depth_bits,
-                            tile_size=tile_size, source=str(handle.path))
-        facts_cache: dict[int, tuple] = {}
-        total = Totals()
-        per_frame = []
-        for number, commands in enumerate(handle.frames(0, wanted.stop)):
-            counting = number in wanted
-            renderer.frame_index = number
-            frame = Totals(frames=1)
-            started, cpu_started = time.perf_counter(), time.process_time()
-            for position, command in enumerate(commands):
-                renderer.state.where = (f"{handle.path}: frame {number}, command {position} "
-                                        f"({command.op})")
-                if counting and command.op in DRAWS:
-                    program = renderer.state.current_program()
-                    key = id(program)
-                    if key not in facts_cache:
-                        facts_cache[key] = (program, _program_facts(program))
-                    inputs, vs_total, fs_total, fs_alu, fs_tex = facts_cache[key][1]
-                    before = renderer.counters.scalars["vertices_shaded"]
-                    renderer.execute(command)
-                    vertices = renderer.counters.scalars["vertices_shaded"] - before
-                    frame.draws += 1
-                    frame.attribute_vertices += inputs * vertices
-                    frame.vs_static += vs_total
-                    frame.fs_static += fs_total
-                    if fs_tex:
-                        frame.alu_tex_static += fs_alu / fs_tex
-                        frame.draws_with_tex += 1
-                    continue
-                result = renderer.execute(command)
-                if result is None or not counting:
-                    continue
-                counters = result.counters
-                frame.seconds = time.perf_counter() - started
-                frame.cpu_seconds = time.process_time() - cpu_started
-                frame.tiles = sum(p.tiles_x * p.tiles_y for p in counters.passes)
-                frame.counters = {name: counters.total(name) for name in _SCALARS + _TILES}
-                total.add(frame)
-                per_frame.append({"frame": number, **frame.columns()})
-            if progress is not None:
-                progress(number)
+        observer = _Characterizer(wanted, progress)
+        for _ in render_trace(handle, frames=range(wanted.stop), tile_size=tile_size,
+                              observer=observer, source=str(handle.path)):
+            pass
+        total, per_frame = observer.total, observer.per_frame
         notes = ["attributes per vertex and the static VS/FS instruction counts are not in "
                  "the counters: they come from the program bound at each draw",
                  "per-X columns are ratios of totals over the frames (weighted by X)"]
@@ -251,8 +263,6 @@ def register(subparsers) -> None:
 def _characterize(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from tilesim.render.studies.render_command import parse_frames
-    from tilesim.render.traces.trace_file import open_trace
 
     with open_trace(args.trace) as trace:
         wanted = parse_frames(args.frames, trace.frame_count)

@@ -21,7 +21,14 @@ from pathlib import Path
 import numpy as np
 
 from tilesim.atomic import check_output, write_bytes, write_json
+from tilesim.backend import backend_name, to_host, use_backend
 from tilesim.errors import EXIT_OK, InputError
+from tilesim.images import png_bytes
+from tilesim.render.studies.render_command import parse_frames
+from tilesim.render.studies.runner import render_trace
+from tilesim.render.techniques.bus import Techniques
+from tilesim.render.techniques.dynamic_sampling_rate import frame_mssim
+from tilesim.render.traces.trace_file import open_trace
 
 DEFAULT_TECHNIQUES = ("te", "re", "re/xor", "evr", "re+evr", "dsr", "memo", "memo/32")
 EXIT_NOT_LOSSLESS = 1
@@ -45,7 +52,6 @@ class Tally:
     rate_histogram: np.ndarray = field(default_factory=lambda: np.zeros(5, dtype=np.int64))
 
     def add(self, image: np.ndarray, counters, reference: np.ndarray) -> None:
-        from tilesim.render.techniques.dynamic_sampling_rate import frame_mssim
 
         self.frames += 1
         # Memoization's frames show the LUT's colors on hits, so a key collision shows in the
@@ -116,19 +122,13 @@ RATE_LABELS = ("1x", "1/4x", "1/16x", "1/64x", "1/256x")
 
 
 def render_frames(trace_path: str, name: str, frames: range, dsr_parameters=None):
-    """Yield (frame index, image, counters, renderer) of a technique's render of the trace
-    (every frame up to ``frames.stop`` is rendered, those in ``frames`` yielded)."""
-    from tilesim.render.pipeline.renderer import Renderer
-    from tilesim.render.techniques.bus import Techniques
-    from tilesim.render.traces.trace_file import open_trace
-
-    with open_trace(trace_path) as trace:
-        techniques = Techniques.from_name(name, source=trace_path,
-                                          dsr_parameters=dsr_parameters)
-        renderer = Renderer(trace.width, trace.height, depth_bits=trace.depth_bits,
-                            source=trace_path, techniques=techniques)
-        for result in renderer.render(trace.frames(0, frames.stop), keep=frames):
-            yield result.index, result.image, result.counters, renderer
+    """Yield (frame index, image, counters, techniques) of a technique's render of the trace
+    (every frame up to ``frames.stop`` is rendered, those in ``frames`` yielded); the
+    techniques are the hooks the render ran with, their state as the frame left it."""
+    techniques = Techniques.from_name(name, source=trace_path, dsr_parameters=dsr_parameters)
+    for result in render_trace(trace_path, frames=frames, technique=techniques,
+                               source=trace_path):
+        yield result.index, result.image, result.counters, techniques
 
 
 def _screen(counters):
@@ -141,7 +141,6 @@ def _save(save: Path | None, name: str, trace_path: str, index: int, image, coun
     `tilesim estimate` can read the run without rendering it again."""
     if save is None:
         return
-    from tilesim.render.studies.render_command import png_bytes
 
     folder = save / name.replace("/", "-") / Path(trace_path).stem
     counters.save(folder / "counters" / f"{index:06d}.npz")
@@ -162,12 +161,12 @@ def compare_trace(trace_path: str, names: list[str], frames: range, *, dsr_param
     tallies = {}
     for name in names:
         tally = tallies[name] = Tally(name)
-        for index, image, counters, renderer in render_frames(trace_path, name, frames,
-                                                              dsr_parameters):
+        for index, image, counters, techniques in render_frames(trace_path, name, frames,
+                                                                dsr_parameters):
             tally.add(image, counters, reference[index])
             _save(save, name, trace_path, index, image, counters)
             if images is not None:
-                write_overlays(images, name, index, image, counters, renderer)
+                write_overlays(images, name, index, image, counters, techniques)
             if progress is not None:
                 progress.update(1)
     return {"trace": trace_path, "frames": [frames.start, frames.stop],
@@ -227,10 +226,9 @@ def overlay(image: np.ndarray, tile_rgb: np.ndarray, tile_alpha: np.ndarray, cou
 
 
 def write_overlays(folder: Path, name: str, index: int, image: np.ndarray, counters,
-                   renderer) -> None:
+                   techniques) -> None:
     """The overlays of one frame of a technique: RE's skipped tiles, TE's unflushed tiles,
     DSR's sampling rate per tile, EVR's farthest visible point per tile."""
-    from tilesim.render.studies.render_command import png_bytes
 
     screen = _screen(counters)
     if screen is None:
@@ -251,14 +249,13 @@ def write_overlays(folder: Path, name: str, index: int, image: np.ndarray, count
     if "dsr_rate" in screen.tiles:
         rate = screen.tiles["dsr_rate"].astype(np.int64)
         save("dsr_rate", overlay(image, RATE_COLORS[rate], rate > 0, screen, 0.45))
-    evr = renderer.techniques.evr
+    evr = techniques.evr
     if evr is not None:
-        from tilesim.backend import to_host
 
         # The FVP left for the next frame: depths in gray (near dark, far light), layers in
         # orange (lower layers lighter).
         fvp, is_layer = to_host(evr.fvp), to_host(evr.fvp_is_layer)
-        depth = np.where(is_layer, 0, fvp) / float(renderer.default_target.depth_max)
+        depth = np.where(is_layer, 0, fvp) / float(techniques.screen.depth_max)
         layer_shade = 1.0 - np.minimum(np.where(is_layer, fvp, 0), 8) / 8.0
         gray = np.repeat((255 * depth)[:, None], 3, axis=1)
         orange = np.stack([np.full(n, 255.0), 140 * layer_shade, np.zeros(n)], -1)
@@ -306,7 +303,6 @@ MIN_MSSIM = 0.95
 def _job(trace: str, names: list[str], frames: tuple[int, int], dsr_parameters, images,
          save, backend: str = "numpy"):
     """One trace's comparison in a worker process, on the parent's array backend."""
-    from tilesim.backend import use_backend
 
     folder = None if images is None else Path(images) / Path(trace).stem
     with use_backend(backend):
@@ -319,14 +315,10 @@ def _coherence(args: argparse.Namespace) -> int:
 
     from tqdm import tqdm
 
-    from tilesim.backend import backend_name
-    from tilesim.render.studies.render_command import parse_frames
-    from tilesim.render.traces.trace_file import open_trace
 
     names = [n.strip().lower() for n in args.techniques.split(",") if n.strip()]
     if not names:
         raise InputError("--techniques: no technique given")
-    from tilesim.render.techniques.bus import Techniques
 
     for name in names:
         Techniques.from_name(name)   # fail before any work

@@ -12,7 +12,7 @@ Metrics are computed on RGB (alpha is dropped: apitrace's reference images have 
 channel, exactly as the seeds compute MSSIM: ``skimage.metrics.structural_similarity`` with
 ``gaussian_weights=True, sigma=1.5, use_sample_covariance=False, data_range=255`` and
 ``channel_axis=-1`` (Wang et al. 2004). PSNR of identical images is infinite (reported as
-``null`` in JSON, ``inf`` in text). The metrics themselves are :mod:`tilesim.image_metrics`.
+``null`` in JSON, ``inf`` in text). The metrics themselves are :mod:`tilesim.images`.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import re
 from pathlib import Path
 
 from tilesim.errors import EXIT_FAILED_CHECK, EXIT_OK, InputError
-from tilesim.image_metrics import Comparison, image_metrics, read_png
+from tilesim.images import Comparison, image_metrics, read_png
 
 _FRAME_NAME = re.compile(r"^(?:frame_)?(\d+)\.png$")
 

@@ -48,6 +48,7 @@ import numpy as np
 from tilesim.errors import EXIT_FAILED_CHECK, EXIT_OK, InputError, ToolMissing
 from tilesim.render.gl.commands import BLEND_FACTORS, COMPARE_FUNCS, Command, Recorder
 from tilesim.render.pipeline.rasterizer import FILL_RULES
+from tilesim.render.studies.runner import render_frames
 from tilesim.render.workloads.transforms import gl_matrix, look_at, perspective, rotate, translate
 
 # --- thresholds ----------------------------------------------------------------------------
@@ -2116,7 +2117,7 @@ class SceneResult:
 def compare_images(tilesim: np.ndarray, mesa: np.ndarray) -> tuple[float, float, int]:
     """(MSSIM of RGB, share of pixels within TOLERANCE on all of RGBA, max difference) of two
     (H, W, 4) uint8 images."""
-    from tilesim.image_metrics import image_metrics
+    from tilesim.images import image_metrics
 
     if tilesim.shape != mesa.shape:
         raise InputError(f"image sizes differ: tilesim {tilesim.shape}, Mesa {mesa.shape}")
@@ -2130,12 +2131,10 @@ def render_tilesim(frames: list[list[Command]], width: int, height: int, *,
                    source: str = "<scene>", **renderer_options
                    ) -> tuple[list[np.ndarray], list[dict]]:
     """tilesim's images ((H, W, 4) uint8, row 0 at the top) and counter summaries, per frame.
-    ``renderer_options`` go to :class:`tilesim.render.pipeline.renderer.Renderer` (default: its
-    defaults)."""
-    from tilesim.render.pipeline.renderer import Renderer
-
+    ``renderer_options`` as :func:`tilesim.render.studies.runner.render_frames` takes them
+    (default: the baseline pipeline)."""
     images, counters = [], []
-    for result in Renderer(width, height, source=source, **renderer_options).render(frames):
+    for result in render_frames(frames, width, height, source=source, **renderer_options):
         images.append(result.image)
         counters.append(result.counters.summary())
     return images, counters
@@ -2354,7 +2353,7 @@ def _count_child(trace_path: str, out_path: str) -> int:
 def run_scene(name: str, size: tuple[int, int] | None = None, *,
               out: Path | None = None, renderer_options: dict | None = None) -> SceneResult:
     """Record, render on both sides and compare one scene; PNGs into ``out``/name if given.
-    ``renderer_options``: keyword arguments of tilesim's Renderer (e.g. ``fill_rule``)."""
+    ``renderer_options``: keyword arguments of ``runner.render_frames`` (e.g. ``fill_rule``)."""
     frames, width, height = record_scene(name, size)
     result = SceneResult(name, width, height)
     from tilesim.render.reference import replay_gl
@@ -2400,7 +2399,7 @@ def difference_image(tilesim: np.ndarray, mesa: np.ndarray) -> np.ndarray:
 def write_comparison_pngs(folder: Path, frame: int, tilesim: np.ndarray,
                           mesa: np.ndarray) -> None:
     from tilesim.atomic import write_bytes
-    from tilesim.render.studies.render_command import png_bytes
+    from tilesim.images import png_bytes
 
     for label, image in (("tilesim", tilesim), ("mesa", mesa),
                          ("diff", difference_image(tilesim, mesa))):

@@ -68,6 +68,7 @@ import numpy as np
 
 from tilesim.atomic import write_bytes, write_json
 from tilesim.errors import EXIT_FAILED_CHECK, EXIT_OK, InputError
+from tilesim.render.studies.runner import render_trace
 from tilesim.render.techniques.dynamic_sampling_rate import (
     LOWEST,
     MAX_DIAGONAL,
@@ -91,6 +92,7 @@ from tilesim.render.techniques.dynamic_sampling_rate import (
     transition,
     valid_filter_matrix,
 )
+from tilesim.render.traces.trace_file import open_trace
 
 RATES = len(RATE_NAMES)
 CACHE_VERSION = 1
@@ -127,22 +129,15 @@ def render_rate(trace_path: str | os.PathLike, rate: int, frames=None,
     that keep the default viewport scale with it; a trace that sets its own viewport keeps
     it). Frames before the first wanted one are replayed too (later frames depend on them).
     """
-    from tilesim.render.pipeline.renderer import Renderer
-    from tilesim.render.traces.trace_file import open_trace
-
     if not 0 <= rate <= LOWEST:
         raise InputError(f"sampling rate index {rate}: expected 0..{LOWEST}",
                          source=str(trace_path))
     with open_trace(trace_path) as trace:
         wanted = frame_range(frames, trace.frame_count, str(trace_path))
         width, height = size or (trace.width, trace.height)
-        renderer = Renderer(width, height, depth_bits=trace.depth_bits, tile_size=TILE,
-                            source=str(trace_path))
-        tiles = renderer.default_target.tiles_x * renderer.default_target.tiles_y
-        # The pipeline reads tile_rates at each draw (superfragments for rates above 0).
-        renderer.tile_rates = np.full(tiles, rate, dtype=np.int8)
         images = np.zeros((len(wanted), height, width, 4), dtype=np.uint8)
-        for result in renderer.render(trace.frames(0, wanted.stop), keep=wanted):
+        for result in render_trace(trace, frames=wanted, size=size, tile_size=TILE,
+                                   tile_rates=rate, source=str(trace_path)):
             images[result.index - wanted.start] = result.image
             if on_frame is not None:
                 on_frame(result.index)
@@ -364,7 +359,7 @@ class RateStack:
 def _skimage_mssim(image: np.ndarray, reference: np.ndarray) -> float:
     from skimage.metrics import structural_similarity
 
-    from tilesim.image_metrics import SSIM_OPTIONS
+    from tilesim.images import SSIM_OPTIONS
 
     return float(structural_similarity(image, reference, **SSIM_OPTIONS))
 
@@ -862,8 +857,6 @@ class TraceSpec:
 
 def trace_spec(text: str, frames: str, size: tuple[int, int] | None) -> TraceSpec:
     """``TRACE[@A:B]`` -> the trace, its frames and size, checked (InputError otherwise)."""
-    from tilesim.render.traces.trace_file import open_trace
-
     path, _, own_frames = text.partition("@")
     with open_trace(path) as trace:
         wanted = frame_range(own_frames or frames, trace.frame_count, path)

@@ -22,6 +22,7 @@ import numpy as np
 from tilesim import __version__
 from tilesim.atomic import write_bytes, write_json
 from tilesim.errors import EXIT_FAILED_CHECK, EXIT_OK, InputError
+from tilesim.render.studies.runner import render_trace
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDENS = ROOT / "goldens"
@@ -61,14 +62,8 @@ def save_manifest(goldens: list[Golden], path: Path = MANIFEST) -> None:
 
 def render_frames(trace_path: Path, frames: set[int]) -> dict[int, np.ndarray]:
     """tilesim's images of ``frames`` of a trace (rendered from its first frame)."""
-    from tilesim.render.pipeline.renderer import Renderer
-    from tilesim.render.traces.trace_file import open_trace
-
-    with open_trace(trace_path) as trace:
-        renderer = Renderer(trace.width, trace.height, depth_bits=trace.depth_bits,
-                            source=str(trace_path))
-        return {r.index: r.image for r in
-                renderer.render(trace.frames(0, max(frames) + 1), keep=frames)}
+    return {r.index: r.image for r in
+            render_trace(trace_path, frames=frames, source=str(trace_path))}
 
 
 def mesa_frames(trace_path: Path, frames: set[int]) -> dict[int, np.ndarray]:
@@ -84,7 +79,7 @@ def mesa_frames(trace_path: Path, frames: set[int]) -> dict[int, np.ndarray]:
 
 def read_png(path: Path) -> np.ndarray:
     """A golden as (H, W, 4) uint8: goldens are compared on every channel."""
-    from tilesim.image_metrics import read_png as read_image
+    from tilesim.images import read_png as read_image
 
     return read_image(path, "RGBA")
 
@@ -109,8 +104,8 @@ def check(goldens: list[Golden]) -> list[tuple[Golden, int]]:
 
 def update(goldens: list[Golden], *, out=sys.stdout) -> tuple[list[Golden], list[str]]:
     """Remake every golden (tilesim + Mesa acceptance); returns the new list and refusals."""
+    from tilesim.images import png_bytes
     from tilesim.render.studies.conformance import compare_images
-    from tilesim.render.studies.render_command import png_bytes
 
     refused: list[str] = []
     by_trace: dict[str, list[Golden]] = {}

@@ -14,7 +14,6 @@ atomically, so an interrupted run leaves no half-written file and a rerun resume
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import time
 from pathlib import Path
@@ -83,14 +82,6 @@ def parse_frames(text: str, count: int) -> range:
     if not 0 <= start < stop <= count:
         raise InputError(f"--frames {text!r}: the trace has frames 0..{count - 1}")
     return range(start, stop)
-
-
-def png_bytes(image) -> bytes:
-    from PIL import Image
-
-    buffer = io.BytesIO()
-    Image.fromarray(image, mode="RGBA").save(buffer, format="PNG")
-    return buffer.getvalue()
 
 
 def _jobs(args: argparse.Namespace) -> list:

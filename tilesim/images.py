@@ -1,4 +1,5 @@
-"""Image quality of a frame against a reference: MSSIM, PSNR, largest channel difference.
+"""Frames as images: PNG files in and out, and the quality of a frame against a reference
+(MSSIM, PSNR, largest channel difference).
 
 One definition for every study and technique: MSSIM as the thesis computes it
 (``skimage.metrics.structural_similarity`` with ``gaussian_weights=True, sigma=1.5,
@@ -9,6 +10,7 @@ infinite (``null`` in JSON).
 
 from __future__ import annotations
 
+import io
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -115,3 +117,12 @@ def compare_images(images: dict[int, np.ndarray] | list[np.ndarray],
     return Comparison(metrics, sorted(set(a) - set(b)), sorted(set(b) - set(a)))
 
 
+
+
+def png_bytes(image) -> bytes:
+    """An (H, W, 4) uint8 RGBA frame encoded as PNG."""
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.fromarray(image, mode="RGBA").save(buffer, format="PNG")
+    return buffer.getvalue()

@@ -1,0 +1,86 @@
+"""One way to render: a trace (or recorded frames) through the tile-based pipeline.
+
+Every study renders through :func:`render_trace` or :func:`render_frames`: batch rendering,
+goldens, coherence, dsr-search, conformance, characterize and the bunny benchmark. They
+choose the frames, the technique and the pipeline's options, and watch the render through a
+:class:`~tilesim.render.pipeline.observer.RenderObserver` (frame begin and end, commands,
+pass end); the runner opens the trace, builds the renderer and replays.
+
+    for result in render_trace("traces/bunny.tsim", frames=range(0, 3), technique="re"):
+        result.index, result.image, result.counters
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+
+import numpy as np
+
+from tilesim.render.gl.commands import Command
+from tilesim.render.pipeline.hooks import PipelineHooks
+from tilesim.render.pipeline.observer import RenderObserver
+from tilesim.render.pipeline.renderer import FrameResult, Renderer
+from tilesim.render.techniques.bus import Techniques
+from tilesim.render.traces.trace_file import Trace, open_trace
+
+
+def techniques_of(technique: str | PipelineHooks | None, *, source: str | None = None,
+                  dsr_parameters=None) -> PipelineHooks | None:
+    """The hooks of a technique given by name (``"re+evr"``, ``"re/xor"``, ``"dsr"``, ...:
+    ``Techniques.from_name``) or already built (a ``PipelineHooks``); None: the baseline."""
+    if technique is None or isinstance(technique, PipelineHooks):
+        return technique
+    return Techniques.from_name(technique, source=source, dsr_parameters=dsr_parameters)
+
+
+def render_frames(frames: Iterable[list[Command]], width: int, height: int, *,
+                  keep: Iterable[int] | None = None, depth_bits: int = 24,
+                  technique: str | PipelineHooks | None = None, dsr_parameters=None,
+                  tile_size: int = 16, traversal: str = "scanline",
+                  fill_rule: str = "bottom_left", tile_rates: int | np.ndarray | None = None,
+                  observer: RenderObserver | None = None,
+                  source: str = "<trace>") -> Iterator[FrameResult]:
+    """Render recorded ``frames`` (lists of commands, each ending with ``endFrame``) in a
+    ``width`` x ``height`` window; yield the results of the frame numbers in ``keep``
+    (default: all; the others are rendered too, later frames may depend on them).
+
+    ``technique``: a name or built hooks (see :func:`techniques_of`). ``tile_rates``: a
+    sampling-rate index for every tile of the screen (an int: the same for all; DSR's rates,
+    0 = 1x .. 4 = 1/256x), to render at fixed rates."""
+    renderer = Renderer(width, height, depth_bits=depth_bits, tile_size=tile_size,
+                        traversal=traversal, fill_rule=fill_rule, source=source,
+                        techniques=techniques_of(technique, source=source,
+                                                 dsr_parameters=dsr_parameters),
+                        observer=observer)
+    if tile_rates is not None:
+        # The pipeline reads tile_rates at each draw (superfragments for rates above 0).
+        tiles = renderer.default_target.tile_count
+        renderer.tile_rates = (np.full(tiles, tile_rates, dtype=np.int8)
+                               if np.ndim(tile_rates) == 0 else tile_rates)
+    yield from renderer.render(frames, keep=keep)
+
+
+def render_trace(trace: str | os.PathLike | Trace, *, frames: Iterable[int] | None = None,
+                 size: tuple[int, int] | None = None, **options) -> Iterator[FrameResult]:
+    """Render a ``.tsim`` trace (a path, or a :class:`Trace` already open) and yield the
+    results of ``frames`` (frame numbers; default: all). Every frame from the first to the
+    last wanted is rendered. ``size`` (W, H) renders into a window of that size instead of
+    the trace's own. Other options as :func:`render_frames`."""
+    if isinstance(trace, Trace):
+        yield from _render_open(trace, frames, size, options)
+        return
+    with open_trace(trace) as handle:
+        yield from _render_open(handle, frames, size, options)
+
+
+def _render_open(trace: Trace, frames, size, options) -> Iterator[FrameResult]:
+    wanted = range(trace.frame_count) if frames is None else frames
+    wanted = wanted if isinstance(wanted, range) else sorted(set(wanted))
+    if len(wanted) == 0:
+        return
+    stop = wanted.stop if isinstance(wanted, range) else wanted[-1] + 1
+    width, height = size or (trace.width, trace.height)
+    options.setdefault("source", str(trace.path))
+    yield from render_frames(trace.frames(0, stop), width, height, keep=wanted,
+                             depth_bits=trace.depth_bits, **options)
