@@ -32,7 +32,7 @@ y = H - 1 - r. Inside a tile array, pixel rows keep image order (row 0 at the ti
 neither the DCT magnitudes nor SSIM depend on that orientation.
 
 Also here: the image-quality helpers the search needs, MSSIM on luminance exactly as
-``tilesim.image_metrics`` sets up scikit-image (Wang et al. 2004), and a batched NumPy version of
+``tilesim.images`` sets up scikit-image (Wang et al. 2004), and a batched NumPy version of
 the same Gaussian-window SSIM for many 16x16 tiles at once (checked against scikit-image in the
 tests). Small constant tables (the DCT kernel, the SSIM filter matrices, the FSM's thresholds) are
 built with NumPy and copied to the inputs' backend where they meet the data.
@@ -67,7 +67,7 @@ LUMA_WEIGHTS = np.array([0.299, 0.587, 0.114])
 MAX_DIAGONAL = 2 * TILE - 2           # u + v of the highest-frequency coefficient (30)
 DEFAULT_PARAMETERS = Path(__file__).resolve().with_name("dsr_parameters.toml")
 
-# SSIM settings of tilesim.image_metrics (Wang et al. 2004): Gaussian window, sigma 1.5, truncated
+# SSIM settings of tilesim.images (Wang et al. 2004): Gaussian window, sigma 1.5, truncated
 # at 3.5 sigma as scipy.ndimage does (radius 5, an 11x11 window), population covariance.
 SSIM_SIGMA, SSIM_TRUNCATE, SSIM_K1, SSIM_K2, SSIM_RANGE = 1.5, 3.5, 0.01, 0.03, 255.0
 SSIM_RADIUS = int(SSIM_TRUNCATE * SSIM_SIGMA + 0.5)
@@ -228,12 +228,12 @@ def compose(rate_images: np.ndarray, rates: np.ndarray, tile: int = TILE) -> np.
 def frame_mssim(image: np.ndarray, reference: np.ndarray) -> float:
     """MSSIM of two (H, W, 3|4) uint8 frames on luminance (or of two (H, W) luma planes).
 
-    scikit-image ``structural_similarity`` with ``tilesim.image_metrics.SSIM_OPTIONS`` (Wang et
+    scikit-image ``structural_similarity`` with ``tilesim.images.SSIM_OPTIONS`` (Wang et
     al. 2004: Gaussian window sigma 1.5, population covariance, data range 255). scikit-image
     runs on the host: device frames are copied there."""
     from skimage.metrics import structural_similarity
 
-    from tilesim.image_metrics import SSIM_OPTIONS
+    from tilesim.images import SSIM_OPTIONS
 
     a = to_host(image)
     b = to_host(reference)
