@@ -20,16 +20,16 @@ from tilesim.render.studies import conformance
 from tilesim.render.studies.conformance import (
     COUNT_RTOL,
     MSSIM_MIN,
-    SCENES,
     WITHIN_MIN,
-    FrameMetrics,
+    SceneFrame,
     SceneResult,
-    compare_images,
+    compare_frame,
     counting_frames,
     difference_image,
-    record_scene,
     run_scene,
 )
+from tilesim.render.workloads import conformance_scenes
+from tilesim.render.workloads.conformance_scenes import SCENES, record_scene
 
 # Scenes that fail today because of a diagnosed tilesim bug (strict: a fix makes the test
 # XPASS, which fails, so the entry must then be removed). Keep the diagnosis with the entry.
@@ -46,7 +46,7 @@ def _scene_params():
 
 def _require_scene_inputs(name: str) -> None:
     require_mesa()
-    if name == "bunny" and not (conformance.GLMARK2 / "models" / "bunny.obj").exists():
+    if name == "bunny" and not (conformance_scenes.GLMARK2 / "models" / "bunny.obj").exists():
         _unavailable("glmark2's bunny.obj is not installed (Debian package glmark2-data)")
 
 
@@ -100,32 +100,33 @@ def test_scene_registry_covers_the_issue():
         assert scene.name == name and scene.covers and scene.size[0] >= 16
 
 
-def test_compare_images_identical_and_different():
+def test_compare_frame_identical_and_different():
     rng = np.random.default_rng(0)
     a = rng.integers(0, 256, (40, 50, 4)).astype(np.uint8)
-    mssim, within, max_diff = compare_images(a, a.copy())
-    assert mssim == pytest.approx(1.0) and within == 1.0 and max_diff == 0
+    same = compare_frame(0, a, a.copy())
+    assert same.mssim == pytest.approx(1.0) and same.within == 1.0
+    assert same.max_difference == 0
     b = a.copy()
     b[:4, :5, 1] ^= 0x80                              # 20 pixels of 2000 far off
     b[10, 10, 3] = np.uint8(min(int(a[10, 10, 3]) + 2, 255))   # within tolerance
-    mssim, within, max_diff = compare_images(a, b)
-    assert within == pytest.approx(1 - 20 / 2000)
-    assert mssim < 1.0 and max_diff == 128
+    other = compare_frame(1, a, b)
+    assert other.within == pytest.approx(1 - 20 / 2000)
+    assert other.mssim < 1.0 and other.max_difference == 128
     diff = difference_image(a, b)
     assert diff.shape == a.shape and diff.dtype == np.uint8
     assert (diff[:4, :5] == (255, 0, 0, 255)).all()
 
 
 def test_scene_result_thresholds():
-    ok = SceneResult("x", 8, 8, [FrameMetrics(0, 0.999, 1.0, 1)], 1000, 1000)
+    ok = SceneResult("x", 8, 8, [SceneFrame(0, 0.999, 1.0, 1)], 1000, 1000)
     assert ok.passed and ok.failures() == []
-    count = SceneResult("x", 8, 8, [FrameMetrics(0, 0.999, 1.0, 1)], 1002, 1000)
+    count = SceneResult("x", 8, 8, [SceneFrame(0, 0.999, 1.0, 1)], 1002, 1000)
     assert not count.passed and "fragments" in count.failures()[0]
-    worst = SceneResult("x", 8, 8, [FrameMetrics(0, 0.999, 1.0, 1),
-                                    FrameMetrics(1, 0.99, 0.99, 9)], 5, 5)
+    worst = SceneResult("x", 8, 8, [SceneFrame(0, 0.999, 1.0, 1),
+                                    SceneFrame(1, 0.99, 0.99, 9)], 5, 5)
     assert worst.mssim == 0.99 and worst.within == 0.99 and len(worst.failures()) == 2
     assert not SceneResult("x", 8, 8, error="boom").passed
-    assert SceneResult("x", 8, 8, [FrameMetrics(0, 1.0, 1.0, 0)], 0, 0).count_error == 0.0
+    assert SceneResult("x", 8, 8, [SceneFrame(0, 1.0, 1.0, 0)], 0, 0).count_error == 0.0
 
 
 def test_counting_frames_turn_the_depth_test_off():

@@ -126,3 +126,14 @@ def png_bytes(image) -> bytes:
     buffer = io.BytesIO()
     Image.fromarray(image, mode="RGBA").save(buffer, format="PNG")
     return buffer.getvalue()
+
+
+def within_tolerance(image, reference, tolerance: int) -> tuple[float, int]:
+    """(share of pixels whose channels all differ by at most ``tolerance``, the largest
+    channel difference) of two uint8 images of one shape, every channel counted."""
+    a, b = np.asarray(image), np.asarray(reference)
+    if a.shape != b.shape:
+        raise InputError(f"image sizes differ: {a.shape} against {b.shape}")
+    diff = np.abs(a.astype(np.int16) - b.astype(np.int16))
+    pixels = diff.reshape(diff.shape[0], diff.shape[1], -1)
+    return float((pixels <= tolerance).all(axis=2).mean()), int(diff.max())
