@@ -28,6 +28,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 import test_differential_mesa as harness  # noqa: E402  (the shared input preparation)
 
 from tilesim.backend import set_backend, to_device, to_host  # noqa: E402
+from tilesim.mesa import DRIVERS  # noqa: E402
 from tilesim.shaders import mesa_fullscreen as mf  # noqa: E402
 from tilesim.shaders.interpreter import Interpreter  # noqa: E402
 from tilesim.shaders.parser import parse  # noqa: E402
@@ -83,7 +84,7 @@ def main() -> int:
         rows.append({"program": p.case.id, "instructions": len(program.instructions),
                      "lane_instructions": lane_instructions, "tilesim_s": best})
 
-    peers = [] if args.no_mesa else list(mf.DRIVERS)
+    peers = [] if args.no_mesa else list(DRIVERS)
     for driver in peers:
         result = mf.render(main_passes, size, size, processes=1, driver=driver,
                            repeat=args.repeat)

@@ -66,9 +66,10 @@ from pathlib import Path
 
 from tilesim.atomic import write_text
 from tilesim.errors import InputError, ToolMissing
+from tilesim.mesa import EXIT_NO_MESA, child_environment
 from tilesim.shaders import mesa_dump
 from tilesim.shaders.mesa_dump import Dcl, MesaOutputError, NirVar, StageDump
-from tilesim.shaders.mesa_softpipe_child import EXIT_NO_MESA, MARKER_BEGIN, MARKER_END
+from tilesim.shaders.mesa_softpipe_child import MARKER_BEGIN, MARKER_END
 
 INTERFACE_FORMAT = "tilesim-shader-interface"
 INTERFACE_VERSION = 1
@@ -238,22 +239,6 @@ def compile_many(sources: list[ProgramSource]) -> list[CompiledProgram]:
     return programs
 
 
-def child_environment() -> dict[str, str]:
-    """Environment for the Mesa child: softpipe with TGSI dumps, no shader cache."""
-    env = dict(os.environ)
-    for noisy in ("MESA_GLSL", "NIR_DEBUG", "ST_DEBUG", "MESA_DEBUG", "LIBGL_DEBUG"):
-        env.pop(noisy, None)
-    env.update({
-        "GALLIUM_DRIVER": "softpipe",
-        "SOFTPIPE_DEBUG": "vs,fs",
-        "EGL_PLATFORM": "surfaceless",
-        # A cache hit could skip the compile and its printout; keep runs identical.
-        "MESA_SHADER_CACHE_DISABLE": "true",
-        "MESA_GLSL_CACHE_DISABLE": "true",
-    })
-    return env
-
-
 def _run_child(sources: list[ProgramSource]) -> tuple[dict, str]:
     request = {"programs": [{"vertex": s.vertex, "fragment": s.fragment,
                              "attrib_bindings": s.attrib_bindings or {}} for s in sources]}
@@ -264,7 +249,8 @@ def _run_child(sources: list[ProgramSource]) -> tuple[dict, str]:
         # keeps the package's __init__ (numpy, the interpreter) out of the Mesa process.
         proc = subprocess.run(
             [sys.executable, "-I", str(CHILD_SCRIPT), str(req_path), str(res_path)],
-            env=child_environment(), capture_output=True, check=False)
+            env=child_environment("softpipe", SOFTPIPE_DEBUG="vs,fs"), capture_output=True,
+            check=False)
         stderr = proc.stderr.decode("utf-8", "replace")
         if proc.returncode == EXIT_NO_MESA:
             raise ToolMissing(

@@ -46,6 +46,8 @@ from pathlib import Path
 
 import numpy as np
 
+from tilesim.mesa import child_environment
+
 EXIT_NO_MESA = 3
 SENTINEL = -12345.5  # clear value of every channel: marks pixels no fragment was written to
 POSITION_ATTRIBUTE = "tilesim_position"
@@ -307,14 +309,6 @@ class RenderResult:
     seconds: list[float | None] = field(default_factory=list)  # best time of one draw
 
 
-DRIVERS = ("llvmpipe", "softpipe")
-
-
-def child_environment(driver: str = "llvmpipe") -> dict[str, str]:
-    env = dict(os.environ)
-    env.update({"GALLIUM_DRIVER": driver, "EGL_PLATFORM": "surfaceless",
-                "MESA_SHADER_CACHE_DISABLE": "true"})
-    return env
 
 
 def render(passes: list[Pass], width: int, height: int, *, processes: int | None = None,
@@ -461,13 +455,9 @@ def _gl_function(name: str, *argtypes):
     """A GL entry point of the current (EGL) context, for what moderngl does not expose."""
     import ctypes
 
-    egl = ctypes.CDLL("libEGL.so.1")
-    egl.eglGetProcAddress.restype = ctypes.c_void_p
-    egl.eglGetProcAddress.argtypes = [ctypes.c_char_p]
-    address = egl.eglGetProcAddress(name.encode("ascii"))
-    if not address:
-        raise RuntimeError(f"no GL entry point {name}")
-    return ctypes.CFUNCTYPE(None, *argtypes)(address)
+    from tilesim.mesa import proc_address
+
+    return ctypes.CFUNCTYPE(None, *argtypes)(proc_address(name))
 
 
 def _make_texture(ctx, tex: dict):

@@ -29,8 +29,8 @@ RESULT is a JSON file written by this process::
                    "probes": [{"source": "...", "atoms": [[varying, component], ...]}]}]}
 
 Exit status 0: RESULT written (compile errors are results, not failures); 3: EGL/GLES or Mesa
-could not be loaded or initialised (the message on stderr says which). This module uses only the
-standard library so that it starts fast and has nothing to import from the project.
+could not be loaded or initialised (the message on stderr says which). This module imports only
+the standard library and :mod:`tilesim.mesa` (itself standard library only), so it starts fast.
 """
 
 from __future__ import annotations
@@ -40,17 +40,13 @@ import json
 import os
 import sys
 
-EXIT_NO_MESA = 3
+from tilesim.mesa import EXIT_NO_MESA, GL, NoMesa
 
 # Markers written to fd 2 around each link. The parent matches them exactly.
 MARKER_BEGIN = "@@tilesim-link-begin"
 MARKER_END = "@@tilesim-link-end"
 
-# EGL / GLES enums used below.
-EGL_PLATFORM_SURFACELESS_MESA = 0x31DD
-EGL_OPENGL_ES_API = 0x30A0
-EGL_CONTEXT_CLIENT_VERSION = 0x3098
-EGL_NONE = 0x3038
+# GLES enums used below.
 GL_VERTEX_SHADER = 0x8B31
 GL_FRAGMENT_SHADER = 0x8B30
 GL_COMPILE_STATUS = 0x8B81
@@ -78,12 +74,6 @@ VARYING_SHAPES = {0x1406: (1, 1), 0x8B50: (1, 2), 0x8B51: (1, 3), 0x8B52: (1, 4)
 # which its renamed main still references.
 MAX_ATTRIBUTES = 16
 
-_c_uint_p = ctypes.POINTER(ctypes.c_uint)
-_c_int_p = ctypes.POINTER(ctypes.c_int)
-
-
-class NoMesa(Exception):
-    """EGL/GLES could not be loaded or a context could not be made current."""
 
 
 class ProbeTooManyInputs(RuntimeError):
@@ -158,79 +148,11 @@ def _marker(text: str) -> None:
 
 
 class Gles2:
-    """A current GLES2 context on Mesa's surfaceless EGL platform, with the few GL calls needed."""
+    """A current GLES2 context on Mesa's surfaceless EGL platform, with the queries this child
+    needs (entry points and their signatures: :data:`tilesim.mesa.GL_FUNCTIONS`)."""
 
     def __init__(self) -> None:
-        try:
-            egl = ctypes.CDLL("libEGL.so.1")
-            gl = ctypes.CDLL("libGLESv2.so.2")
-        except OSError as exc:
-            raise NoMesa(f"cannot load libEGL.so.1 / libGLESv2.so.2: {exc}") from exc
-        self.egl, self.gl = egl, gl
-        egl.eglGetProcAddress.restype = ctypes.c_void_p
-        egl.eglGetProcAddress.argtypes = [ctypes.c_char_p]
-        addr = egl.eglGetProcAddress(b"eglGetPlatformDisplayEXT")
-        if not addr:
-            raise NoMesa("EGL has no eglGetPlatformDisplayEXT (EGL_EXT_platform_base)")
-        get_platform_display = ctypes.CFUNCTYPE(
-            ctypes.c_void_p, ctypes.c_uint, ctypes.c_void_p, ctypes.c_void_p)(addr)
-        dpy = get_platform_display(EGL_PLATFORM_SURFACELESS_MESA, None, None)
-        if not dpy:
-            raise NoMesa("eglGetPlatformDisplayEXT(EGL_PLATFORM_SURFACELESS_MESA) failed")
-        egl.eglInitialize.argtypes = [ctypes.c_void_p, _c_int_p, _c_int_p]
-        major, minor = ctypes.c_int(), ctypes.c_int()
-        if not egl.eglInitialize(dpy, ctypes.byref(major), ctypes.byref(minor)):
-            raise NoMesa("eglInitialize failed on the surfaceless platform")
-        egl.eglBindAPI.argtypes = [ctypes.c_uint]
-        if not egl.eglBindAPI(EGL_OPENGL_ES_API):
-            raise NoMesa("eglBindAPI(EGL_OPENGL_ES_API) failed")
-        egl.eglCreateContext.restype = ctypes.c_void_p
-        egl.eglCreateContext.argtypes = [ctypes.c_void_p] * 3 + [_c_int_p]
-        attrs = (ctypes.c_int * 3)(EGL_CONTEXT_CLIENT_VERSION, 2, EGL_NONE)
-        ctx = egl.eglCreateContext(dpy, None, None, attrs)
-        if not ctx:
-            raise NoMesa("eglCreateContext(GLES 2) failed")
-        egl.eglMakeCurrent.argtypes = [ctypes.c_void_p] * 4
-        if not egl.eglMakeCurrent(dpy, None, None, ctx):
-            raise NoMesa("eglMakeCurrent without a surface failed (EGL_KHR_surfaceless_context)")
-        self._declare_gl()
-
-    def _declare_gl(self) -> None:
-        gl = self.gl
-        gl.glGetString.restype = ctypes.c_char_p
-        gl.glGetString.argtypes = [ctypes.c_uint]
-        gl.glCreateShader.restype = ctypes.c_uint
-        gl.glCreateShader.argtypes = [ctypes.c_uint]
-        gl.glShaderSource.argtypes = [ctypes.c_uint, ctypes.c_int,
-                                      ctypes.POINTER(ctypes.c_char_p), _c_int_p]
-        gl.glCompileShader.argtypes = [ctypes.c_uint]
-        gl.glGetShaderiv.argtypes = [ctypes.c_uint, ctypes.c_uint, _c_int_p]
-        gl.glGetShaderInfoLog.argtypes = [ctypes.c_uint, ctypes.c_int, _c_int_p, ctypes.c_char_p]
-        gl.glCreateProgram.restype = ctypes.c_uint
-        gl.glAttachShader.argtypes = [ctypes.c_uint, ctypes.c_uint]
-        gl.glBindAttribLocation.argtypes = [ctypes.c_uint, ctypes.c_uint, ctypes.c_char_p]
-        gl.glLinkProgram.argtypes = [ctypes.c_uint]
-        gl.glGetProgramiv.argtypes = [ctypes.c_uint, ctypes.c_uint, _c_int_p]
-        gl.glGetProgramInfoLog.argtypes = [ctypes.c_uint, ctypes.c_int, _c_int_p,
-                                           ctypes.c_char_p]
-        active_args = [ctypes.c_uint, ctypes.c_uint, ctypes.c_int, _c_int_p, _c_int_p,
-                       _c_uint_p, ctypes.c_char_p]
-        gl.glGetActiveAttrib.argtypes = active_args
-        gl.glGetActiveUniform.argtypes = active_args
-        gl.glGetAttribLocation.restype = ctypes.c_int
-        gl.glGetAttribLocation.argtypes = [ctypes.c_uint, ctypes.c_char_p]
-        gl.glGetUniformLocation.restype = ctypes.c_int
-        gl.glGetUniformLocation.argtypes = [ctypes.c_uint, ctypes.c_char_p]
-        gl.glDeleteShader.argtypes = [ctypes.c_uint]
-        gl.glProgramParameteri.argtypes = [ctypes.c_uint, ctypes.c_uint, ctypes.c_int]
-        gl.glGetProgramInterfaceiv.argtypes = [ctypes.c_uint, ctypes.c_uint, ctypes.c_uint,
-                                               _c_int_p]
-        gl.glGetProgramResourceiv.argtypes = [ctypes.c_uint, ctypes.c_uint, ctypes.c_uint,
-                                              ctypes.c_int, _c_uint_p, ctypes.c_int, _c_int_p,
-                                              _c_int_p]
-        gl.glGetProgramResourceName.argtypes = [ctypes.c_uint, ctypes.c_uint, ctypes.c_uint,
-                                                ctypes.c_int, _c_int_p, ctypes.c_char_p]
-        gl.glDeleteProgram.argtypes = [ctypes.c_uint]
+        self.gl = GL.create("gles2")
 
     def string(self, name: int) -> str:
         value = self.gl.glGetString(name)

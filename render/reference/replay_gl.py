@@ -63,13 +63,11 @@ from pathlib import Path
 import numpy as np
 
 from tilesim.errors import InputError, ToolMissing
+from tilesim.mesa import DRIVERS, EXIT_NO_MESA, GL, NoMesa, child_environment
 from tilesim.render.gl.commands import FRAME_END, GL_ENUM_NAMES, SCHEMA, Command, Recorder
 from tilesim.render.traces.trace_file import Trace, open_trace, write_trace
 
-DRIVERS = ("llvmpipe", "softpipe")
 EXIT_INPUT = 2
-EXIT_NO_MESA = 3
-_MESA_EGL_VENDOR = Path("/usr/share/glvnd/egl_vendor.d/50_mesa.json")
 
 # --- GL enumerants -----------------------------------------------------------------------------
 
@@ -132,115 +130,6 @@ def texel_bytes(width: int, height: int, fmt: str, type_: str, alignment: int) -
     return (height - 1) * stride + row
 
 
-# --- the GLES2 entry points ------------------------------------------------------------------
-
-_U, _I, _F, _P = ctypes.c_uint, ctypes.c_int, ctypes.c_float, ctypes.c_void_p
-_B, _S = ctypes.c_ubyte, ctypes.c_char_p
-_IP, _UP = ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_uint)
-_SIZEIPTR = ctypes.c_ssize_t
-# name -> (result type, argument types)
-GL_FUNCTIONS = {
-    "glGetError": (_U, []), "glGetString": (_S, [_U]), "glGetIntegerv": (None, [_U, _IP]),
-    "glFlush": (None, []), "glFinish": (None, []),
-    "glEnable": (None, [_U]), "glDisable": (None, [_U]),
-    "glViewport": (None, [_I, _I, _I, _I]), "glScissor": (None, [_I, _I, _I, _I]),
-    "glDepthFunc": (None, [_U]), "glDepthMask": (None, [_B]),
-    "glDepthRangef": (None, [_F, _F]), "glClearColor": (None, [_F, _F, _F, _F]),
-    "glClearDepthf": (None, [_F]), "glClearStencil": (None, [_I]), "glClear": (None, [_U]),
-    "glColorMask": (None, [_B, _B, _B, _B]),
-    "glBlendFuncSeparate": (None, [_U, _U, _U, _U]),
-    "glBlendEquationSeparate": (None, [_U, _U]), "glBlendColor": (None, [_F, _F, _F, _F]),
-    "glCullFace": (None, [_U]), "glFrontFace": (None, [_U]), "glLineWidth": (None, [_F]),
-    "glPolygonOffset": (None, [_F, _F]),
-    "glStencilFuncSeparate": (None, [_U, _U, _I, _U]),
-    "glStencilOpSeparate": (None, [_U, _U, _U, _U]),
-    "glStencilMaskSeparate": (None, [_U, _U]), "glHint": (None, [_U, _U]),
-    "glPixelStorei": (None, [_U, _I]),
-    "glReadPixels": (None, [_I, _I, _I, _I, _U, _U, _P]),
-    "glGenBuffers": (None, [_I, _UP]), "glDeleteBuffers": (None, [_I, _UP]),
-    "glBindBuffer": (None, [_U, _U]), "glBufferData": (None, [_U, _SIZEIPTR, _P, _U]),
-    "glBufferSubData": (None, [_U, _SIZEIPTR, _SIZEIPTR, _P]),
-    "glGenTextures": (None, [_I, _UP]), "glDeleteTextures": (None, [_I, _UP]),
-    "glActiveTexture": (None, [_U]), "glBindTexture": (None, [_U, _U]),
-    "glTexImage2D": (None, [_U, _I, _I, _I, _I, _I, _U, _U, _P]),
-    "glTexSubImage2D": (None, [_U, _I, _I, _I, _I, _I, _U, _U, _P]),
-    "glCopyTexImage2D": (None, [_U, _I, _U, _I, _I, _I, _I, _I]),
-    "glCopyTexSubImage2D": (None, [_U, _I, _I, _I, _I, _I, _I, _I]),
-    "glTexParameteri": (None, [_U, _U, _I]), "glGenerateMipmap": (None, [_U]),
-    "glCreateShader": (_U, [_U]), "glShaderSource": (None, [_U, _I, ctypes.POINTER(_S), _IP]),
-    "glCompileShader": (None, [_U]), "glGetShaderiv": (None, [_U, _U, _IP]),
-    "glGetShaderInfoLog": (None, [_U, _I, _IP, _S]), "glDeleteShader": (None, [_U]),
-    "glCreateProgram": (_U, []), "glAttachShader": (None, [_U, _U]),
-    "glBindAttribLocation": (None, [_U, _U, _S]), "glLinkProgram": (None, [_U]),
-    "glGetProgramiv": (None, [_U, _U, _IP]), "glGetProgramInfoLog": (None, [_U, _I, _IP, _S]),
-    "glDeleteProgram": (None, [_U]), "glUseProgram": (None, [_U]),
-    "glGetActiveAttrib": (None, [_U, _U, _I, _IP, _IP, _UP, _S]),
-    "glGetAttribLocation": (_I, [_U, _S]), "glGetUniformLocation": (_I, [_U, _S]),
-    **{f"glUniform{n}fv": (None, [_I, _I, _P]) for n in "1234"},
-    **{f"glUniform{n}iv": (None, [_I, _I, _P]) for n in "1234"},
-    **{f"glUniformMatrix{n}fv": (None, [_I, _I, _B, _P]) for n in "234"},
-    "glVertexAttribPointer": (None, [_U, _I, _U, _B, _I, _P]),
-    "glEnableVertexAttribArray": (None, [_U]), "glDisableVertexAttribArray": (None, [_U]),
-    "glVertexAttrib4fv": (None, [_U, _P]),
-    "glDrawArrays": (None, [_U, _I, _I]), "glDrawElements": (None, [_U, _I, _U, _P]),
-    "glGenFramebuffers": (None, [_I, _UP]), "glDeleteFramebuffers": (None, [_I, _UP]),
-    "glBindFramebuffer": (None, [_U, _U]),
-    "glFramebufferTexture2D": (None, [_U, _U, _U, _U, _I]),
-    "glFramebufferRenderbuffer": (None, [_U, _U, _U, _U]),
-    "glCheckFramebufferStatus": (_U, [_U]),
-    "glGenRenderbuffers": (None, [_I, _UP]), "glDeleteRenderbuffers": (None, [_I, _UP]),
-    "glBindRenderbuffer": (None, [_U, _U]),
-    "glRenderbufferStorage": (None, [_U, _U, _I, _I]),
-    "glGetFramebufferAttachmentParameteriv": (None, [_U, _U, _U, _IP]),
-    "glGetRenderbufferParameteriv": (None, [_U, _U, _IP]),
-}
-
-
-class GLES2:
-    """The GLES2 entry points of ``libGLESv2`` with their C signatures, as attributes.
-
-    ``GLES2.create()`` makes a current GLES context on Mesa's surfaceless EGL platform (in this
-    process: set ``GALLIUM_DRIVER`` etc. before, see :func:`child_environment`).
-    """
-
-    def __init__(self, lib: ctypes.CDLL):
-        for name, (restype, argtypes) in GL_FUNCTIONS.items():
-            function = getattr(lib, name)
-            function.restype = restype
-            function.argtypes = argtypes
-            setattr(self, name, function)
-
-    @classmethod
-    def create(cls) -> GLES2:
-        from tilesim.shaders.mesa_softpipe_child import Gles2, NoMesa
-
-        try:
-            context = Gles2()
-        except NoMesa as exc:
-            raise ToolMissing(str(exc)) from exc
-        gl = cls(context.gl)
-        gl.context = context  # keeps the EGL objects alive
-        return gl
-
-    def string(self, name: int) -> str:
-        value = self.glGetString(name)
-        return value.decode("utf-8", "replace") if value else ""
-
-    def integer(self, pname: int) -> int:
-        out = ctypes.c_int()
-        self.glGetIntegerv(pname, ctypes.byref(out))
-        return out.value
-
-    def gen(self, function) -> int:
-        name = ctypes.c_uint()
-        function(1, ctypes.byref(name))
-        return name.value
-
-    def delete(self, function, name: int) -> None:
-        handle = ctypes.c_uint(name)
-        function(1, ctypes.byref(handle))
-
-
 # --- observers (timing hooks) ----------------------------------------------------------------
 
 
@@ -268,7 +157,7 @@ class FinishTimer(ReplayObserver):
     that command's work (the readback of ``endFrame`` included).
     """
 
-    def __init__(self, gl: GLES2):
+    def __init__(self, gl: GL):
         self.gl = gl
         self.seconds: list[list[float]] = []
         self._start = 0.0
@@ -312,14 +201,14 @@ class _Program:
 
 
 class GLReplayer:
-    """Executes commands on a current GLES2 context (see :class:`GLES2`).
+    """Executes commands on a current GLES2 context (see :class:`tilesim.mesa.GL`).
 
     ``width`` x ``height`` (pixels), ``depth_bits``, ``stencil_bits``: the window-system
     framebuffer to emulate. ``name`` prefixes error messages (the trace file). Feed it with
     :meth:`run` (frames) or :meth:`execute` (one command).
     """
 
-    def __init__(self, gl: GLES2, width: int, height: int, *, depth_bits: int = 24,
+    def __init__(self, gl: GL, width: int, height: int, *, depth_bits: int = 24,
                  stencil_bits: int = 0, name: str = "<trace>", strict: bool = True):
         self.gl, self.width, self.height, self.name = gl, width, height, name
         self.strict = strict
@@ -661,7 +550,7 @@ class GLReplayer:
         gl = self.gl
         shader = gl.glCreateShader(kind)
         data = source.encode("utf-8")
-        gl.glShaderSource(shader, 1, (_S * 1)(data), (_I * 1)(len(data)))
+        gl.glShaderSource(shader, 1, (ctypes.c_char_p * 1)(data), (ctypes.c_int * 1)(len(data)))
         gl.glCompileShader(shader)
         status = ctypes.c_int()
         gl.glGetShaderiv(shader, GL_COMPILE_STATUS, ctypes.byref(status))
@@ -1052,18 +941,6 @@ class ReplayResult:
     warnings: list[str] = field(default_factory=list)
 
 
-def child_environment(driver: str = "llvmpipe") -> dict[str, str]:
-    """Environment of the Mesa child: the Gallium driver, surfaceless EGL, GLES 2.0 rules."""
-    env = dict(os.environ)
-    for noisy in ("MESA_DEBUG", "LIBGL_DEBUG", "SOFTPIPE_DEBUG", "LP_DEBUG", "NIR_DEBUG"):
-        env.pop(noisy, None)
-    env.update({"GALLIUM_DRIVER": driver, "EGL_PLATFORM": "surfaceless",
-                "MESA_GLES_VERSION_OVERRIDE": "2.0", "MESA_SHADER_CACHE_DISABLE": "true"})
-    if "__EGL_VENDOR_LIBRARY_FILENAMES" not in env and _MESA_EGL_VENDOR.exists():
-        env["__EGL_VENDOR_LIBRARY_FILENAMES"] = str(_MESA_EGL_VENDOR)  # not a GPU vendor's EGL
-    return env
-
-
 TraceLike = Trace | str | os.PathLike | Recorder | Sequence[Sequence[Command]]
 
 
@@ -1108,7 +985,8 @@ def replay(trace: TraceLike, *, driver: str = "llvmpipe", frames: Iterable[int] 
             proc = subprocess.Popen(
                 [sys.executable, "-m", "tilesim.render.reference.replay_gl",
                  str(out / "request.json"), str(out)],
-                env=child_environment(driver), stdout=subprocess.DEVNULL, stderr=stderr)
+                env=child_environment(driver, MESA_GLES_VERSION_OVERRIDE="2.0"),
+                stdout=subprocess.DEVNULL, stderr=stderr)
             try:
                 proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
@@ -1152,8 +1030,8 @@ def _child(request_path: str, out_dir: str) -> int:
     out = Path(out_dir)
     request = json.loads(Path(request_path).read_text(encoding="utf-8"))
     try:
-        gl = GLES2.create()
-    except ToolMissing as exc:
+        gl = GL.create()
+    except NoMesa as exc:
         print(f"no GLES2 context: {exc}", file=sys.stderr)
         return EXIT_NO_MESA
     renderer, version = gl.string(GL_RENDERER), gl.string(GL_VERSION)

@@ -40,6 +40,7 @@ import numpy as np
 
 from tilesim.errors import EXIT_FAILED_CHECK, EXIT_OK, InputError, ToolMissing
 from tilesim.images import image_metrics, within_tolerance
+from tilesim.mesa import EXIT_NO_MESA, GL, NoMesa, child_environment
 from tilesim.render.gl.commands import Command
 from tilesim.render.pipeline.rasterizer import FILL_RULES
 from tilesim.render.studies.runner import render_frames
@@ -175,9 +176,6 @@ def render_mesa(frames: list[list[Command]], width: int, height: int
 # and the GLSL gets a "#version 100" line (a desktop context reads a source without one as GLSL
 # 1.10; with it, as GLSL ES 1.00 through ARB_ES2_compatibility).
 
-EGL_PLATFORM_SURFACELESS_MESA = 0x31DD
-EGL_OPENGL_API = 0x30A2
-EGL_NONE = 0x3038
 GL_SAMPLES_PASSED = 0x8914
 GL_QUERY_RESULT = 0x8866
 
@@ -217,7 +215,6 @@ class SampleCount:
         import subprocess
         import tempfile
 
-        from tilesim.render.reference.replay_gl import child_environment
         from tilesim.render.traces.trace_file import write_trace
 
         self._tmp = tempfile.TemporaryDirectory(prefix="tilesim-count-")
@@ -269,67 +266,6 @@ def mesa_fragment_count(frames: list[list[Command]], width: int, height: int, *,
         return count.result()
 
 
-class _ProcAddresses:
-    """GL entry points by name through eglGetProcAddress (ctypes function pointers whose
-    ``restype`` / ``argtypes`` the caller sets), in the shape GLES2 expects of a library."""
-
-    def __init__(self, egl):
-        self._egl = egl
-
-    def __getattr__(self, name: str):
-        import ctypes
-
-        address = self._egl.eglGetProcAddress(name.encode())
-        if not address:
-            raise AttributeError(f"no GL entry point {name}")
-        function = ctypes.CFUNCTYPE(None)(address)
-        setattr(self, name, function)
-        return function
-
-
-def _desktop_gl():
-    """A current desktop OpenGL (compatibility profile) context on Mesa's surfaceless EGL,
-    wrapped as tilesim.render.reference.replay_gl.GLES2 plus the query entry points."""
-    import ctypes
-
-    from tilesim.render.reference.replay_gl import GL_FUNCTIONS, GLES2
-
-    egl = ctypes.CDLL("libEGL.so.1")
-    egl.eglGetProcAddress.restype = ctypes.c_void_p
-    egl.eglGetProcAddress.argtypes = [ctypes.c_char_p]
-    get_display = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_uint, ctypes.c_void_p,
-                                   ctypes.c_void_p)(
-        egl.eglGetProcAddress(b"eglGetPlatformDisplayEXT"))
-    display = get_display(EGL_PLATFORM_SURFACELESS_MESA, None, None)
-    egl.eglInitialize.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
-    if not display or not egl.eglInitialize(display, None, None):
-        raise OSError("eglInitialize failed on the surfaceless platform")
-    egl.eglBindAPI.argtypes = [ctypes.c_uint]
-    if not egl.eglBindAPI(EGL_OPENGL_API):
-        raise OSError("eglBindAPI(EGL_OPENGL_API) failed")
-    egl.eglCreateContext.restype = ctypes.c_void_p
-    egl.eglCreateContext.argtypes = [ctypes.c_void_p] * 3 + [ctypes.POINTER(ctypes.c_int)]
-    attributes = (ctypes.c_int * 1)(EGL_NONE)
-    context = egl.eglCreateContext(display, None, None, attributes)
-    egl.eglMakeCurrent.argtypes = [ctypes.c_void_p] * 4
-    if not context or not egl.eglMakeCurrent(display, None, None, context):
-        raise OSError("no current desktop OpenGL context (eglCreateContext / eglMakeCurrent)")
-    lib = _ProcAddresses(egl)
-    gl = GLES2(lib)
-    gl.egl, gl.egl_context = egl, context       # keep them alive
-    extra = {"glGenQueries": (None, [ctypes.c_int, ctypes.POINTER(ctypes.c_uint)]),
-             "glBeginQuery": (None, [ctypes.c_uint, ctypes.c_uint]),
-             "glEndQuery": (None, [ctypes.c_uint]),
-             "glGetQueryObjectui64v": (None, [ctypes.c_uint, ctypes.c_uint,
-                                              ctypes.POINTER(ctypes.c_uint64)])}
-    for name, (restype, argtypes) in extra.items():
-        function = getattr(lib, name)
-        function.restype, function.argtypes = restype, argtypes
-        setattr(gl, name, function)
-    assert set(GL_FUNCTIONS) <= set(vars(gl))
-    return gl
-
-
 def _count_child(trace_path: str, out_path: str) -> int:
     import ctypes
 
@@ -337,10 +273,10 @@ def _count_child(trace_path: str, out_path: str) -> int:
     from tilesim.render.traces.trace_file import open_trace
 
     try:
-        gl = _desktop_gl()
-    except (OSError, AttributeError) as exc:
+        gl = GL.create("gl")
+    except NoMesa as exc:
         print(f"no desktop OpenGL context: {exc}", file=sys.stderr)
-        return 3
+        return EXIT_NO_MESA
     with open_trace(trace_path) as trace:
         replayer = GLReplayer(gl, trace.width, trace.height, depth_bits=trace.depth_bits,
                               name=str(trace_path))

@@ -1,0 +1,226 @@
+"""Everything that talks to Mesa, in one place: the environment of a Mesa child process, EGL
+bring-up on Mesa's surfaceless platform, and the table of GL entry points with their C
+signatures.
+
+tilesim uses Mesa three ways, always in a child process so that the Gallium driver chosen
+cannot leak into the caller: softpipe compiles GLSL and prints its TGSI
+(``tilesim.shaders.mesa_softpipe_child``), llvmpipe or softpipe replays command streams for
+reference images (``tilesim.render.reference.replay_gl``, ``tilesim.shaders.mesa_fullscreen``),
+and a desktop GL context counts samples for the conformance scenes. The children build their
+environment with :func:`child_environment` and their context with :class:`GL`.
+
+Standard library only: a child imports this module first thing, and it must start fast.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from pathlib import Path
+
+DRIVERS = ("llvmpipe", "softpipe")
+EXIT_NO_MESA = 3            # a child's exit status when EGL, GLES or Mesa cannot be brought up
+# glvnd's vendor file for Mesa: pinned so that a GPU vendor's EGL on the machine is never the
+# one loaded (tilesim's references are Mesa's software drivers).
+MESA_EGL_VENDOR = Path("/usr/share/glvnd/egl_vendor.d/50_mesa.json")
+# Debug switches of the caller's environment that would flood a child's stderr (where the
+# softpipe child reads its TGSI) or change what Mesa does.
+NOISY_VARIABLES = ("MESA_DEBUG", "LIBGL_DEBUG", "SOFTPIPE_DEBUG", "LP_DEBUG", "NIR_DEBUG",
+                   "MESA_GLSL", "ST_DEBUG")
+
+EGL_PLATFORM_SURFACELESS_MESA = 0x31DD
+EGL_OPENGL_ES_API = 0x30A0
+EGL_OPENGL_API = 0x30A2
+EGL_CONTEXT_CLIENT_VERSION = 0x3098
+EGL_NONE = 0x3038
+
+
+class NoMesa(RuntimeError):
+    """EGL, GLES or Mesa could not be loaded or brought up."""
+
+
+def child_environment(driver: str = "llvmpipe", **extra: str) -> dict[str, str]:
+    """The environment of a Mesa child process: the caller's, less Mesa's debug switches,
+    with the Gallium ``driver``, EGL's surfaceless platform, no shader cache (a cache hit
+    could skip a compile and its printout; runs stay identical), Mesa's EGL vendor file
+    pinned, and ``extra`` on top."""
+    if driver not in DRIVERS:
+        raise ValueError(f"unknown Mesa driver {driver!r}: expected one of {DRIVERS}")
+    env = dict(os.environ)
+    for noisy in NOISY_VARIABLES:
+        env.pop(noisy, None)
+    env.update({"GALLIUM_DRIVER": driver, "EGL_PLATFORM": "surfaceless",
+                "MESA_SHADER_CACHE_DISABLE": "true", "MESA_GLSL_CACHE_DISABLE": "true"})
+    if "__EGL_VENDOR_LIBRARY_FILENAMES" not in env and MESA_EGL_VENDOR.exists():
+        env["__EGL_VENDOR_LIBRARY_FILENAMES"] = str(MESA_EGL_VENDOR)
+    env.update(extra)
+    return env
+
+
+# --- GL entry points ----------------------------------------------------------------------
+
+_U, _I, _F, _P = ctypes.c_uint, ctypes.c_int, ctypes.c_float, ctypes.c_void_p
+_B, _S = ctypes.c_ubyte, ctypes.c_char_p
+_IP, _UP = ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_uint)
+_SIZEIPTR = ctypes.c_ssize_t
+# name -> (result type, argument types): the GLES 2.0 entry points tilesim calls, and the
+# GLES 3.1 program-interface queries the softpipe child uses to read the varyings.
+GL_FUNCTIONS = {
+    "glGetError": (_U, []), "glGetString": (_S, [_U]), "glGetIntegerv": (None, [_U, _IP]),
+    "glFlush": (None, []), "glFinish": (None, []),
+    "glEnable": (None, [_U]), "glDisable": (None, [_U]),
+    "glViewport": (None, [_I, _I, _I, _I]), "glScissor": (None, [_I, _I, _I, _I]),
+    "glDepthFunc": (None, [_U]), "glDepthMask": (None, [_B]),
+    "glDepthRangef": (None, [_F, _F]), "glClearColor": (None, [_F, _F, _F, _F]),
+    "glClearDepthf": (None, [_F]), "glClearStencil": (None, [_I]), "glClear": (None, [_U]),
+    "glColorMask": (None, [_B, _B, _B, _B]),
+    "glBlendFuncSeparate": (None, [_U, _U, _U, _U]),
+    "glBlendEquationSeparate": (None, [_U, _U]), "glBlendColor": (None, [_F, _F, _F, _F]),
+    "glCullFace": (None, [_U]), "glFrontFace": (None, [_U]), "glLineWidth": (None, [_F]),
+    "glPolygonOffset": (None, [_F, _F]),
+    "glStencilFuncSeparate": (None, [_U, _U, _I, _U]),
+    "glStencilOpSeparate": (None, [_U, _U, _U, _U]),
+    "glStencilMaskSeparate": (None, [_U, _U]), "glHint": (None, [_U, _U]),
+    "glPixelStorei": (None, [_U, _I]),
+    "glReadPixels": (None, [_I, _I, _I, _I, _U, _U, _P]),
+    "glGenBuffers": (None, [_I, _UP]), "glDeleteBuffers": (None, [_I, _UP]),
+    "glBindBuffer": (None, [_U, _U]), "glBufferData": (None, [_U, _SIZEIPTR, _P, _U]),
+    "glBufferSubData": (None, [_U, _SIZEIPTR, _SIZEIPTR, _P]),
+    "glGenTextures": (None, [_I, _UP]), "glDeleteTextures": (None, [_I, _UP]),
+    "glActiveTexture": (None, [_U]), "glBindTexture": (None, [_U, _U]),
+    "glTexImage2D": (None, [_U, _I, _I, _I, _I, _I, _U, _U, _P]),
+    "glTexSubImage2D": (None, [_U, _I, _I, _I, _I, _I, _U, _U, _P]),
+    "glCopyTexImage2D": (None, [_U, _I, _U, _I, _I, _I, _I, _I]),
+    "glCopyTexSubImage2D": (None, [_U, _I, _I, _I, _I, _I, _I, _I]),
+    "glTexParameteri": (None, [_U, _U, _I]), "glGenerateMipmap": (None, [_U]),
+    "glCreateShader": (_U, [_U]), "glShaderSource": (None, [_U, _I, ctypes.POINTER(_S), _IP]),
+    "glCompileShader": (None, [_U]), "glGetShaderiv": (None, [_U, _U, _IP]),
+    "glGetShaderInfoLog": (None, [_U, _I, _IP, _S]), "glDeleteShader": (None, [_U]),
+    "glCreateProgram": (_U, []), "glAttachShader": (None, [_U, _U]),
+    "glBindAttribLocation": (None, [_U, _U, _S]), "glLinkProgram": (None, [_U]),
+    "glGetProgramiv": (None, [_U, _U, _IP]), "glGetProgramInfoLog": (None, [_U, _I, _IP, _S]),
+    "glDeleteProgram": (None, [_U]), "glUseProgram": (None, [_U]),
+    "glGetActiveAttrib": (None, [_U, _U, _I, _IP, _IP, _UP, _S]),
+    "glGetActiveUniform": (None, [_U, _U, _I, _IP, _IP, _UP, _S]),
+    "glGetAttribLocation": (_I, [_U, _S]), "glGetUniformLocation": (_I, [_U, _S]),
+    **{f"glUniform{n}fv": (None, [_I, _I, _P]) for n in "1234"},
+    **{f"glUniform{n}iv": (None, [_I, _I, _P]) for n in "1234"},
+    **{f"glUniformMatrix{n}fv": (None, [_I, _I, _B, _P]) for n in "234"},
+    "glVertexAttribPointer": (None, [_U, _I, _U, _B, _I, _P]),
+    "glEnableVertexAttribArray": (None, [_U]), "glDisableVertexAttribArray": (None, [_U]),
+    "glVertexAttrib4fv": (None, [_U, _P]),
+    "glDrawArrays": (None, [_U, _I, _I]), "glDrawElements": (None, [_U, _I, _U, _P]),
+    "glGenFramebuffers": (None, [_I, _UP]), "glDeleteFramebuffers": (None, [_I, _UP]),
+    "glBindFramebuffer": (None, [_U, _U]),
+    "glFramebufferTexture2D": (None, [_U, _U, _U, _U, _I]),
+    "glFramebufferRenderbuffer": (None, [_U, _U, _U, _U]),
+    "glCheckFramebufferStatus": (_U, [_U]),
+    "glGenRenderbuffers": (None, [_I, _UP]), "glDeleteRenderbuffers": (None, [_I, _UP]),
+    "glBindRenderbuffer": (None, [_U, _U]),
+    "glRenderbufferStorage": (None, [_U, _U, _I, _I]),
+    "glGetFramebufferAttachmentParameteriv": (None, [_U, _U, _U, _IP]),
+    "glGetRenderbufferParameteriv": (None, [_U, _U, _IP]),
+    # GLES 3.1 (Mesa's GLES2 context offers them): one-stage programs' interfaces.
+    "glProgramParameteri": (None, [_U, _U, _I]),
+    "glGetProgramInterfaceiv": (None, [_U, _U, _U, _IP]),
+    "glGetProgramResourceiv": (None, [_U, _U, _U, _I, _UP, _I, _IP, _IP]),
+    "glGetProgramResourceName": (None, [_U, _U, _U, _I, _IP, _S]),
+}
+# Desktop GL's occlusion queries (GL_SAMPLES_PASSED), for a desktop context.
+GL_QUERY_FUNCTIONS = {
+    "glGenQueries": (None, [_I, _UP]), "glBeginQuery": (None, [_U, _U]),
+    "glEndQuery": (None, [_U]), "glGetQueryObjectui64v": (None, [_U, _U,
+                                                                 ctypes.POINTER(ctypes.c_uint64)]),
+}
+
+
+def _load(name: str) -> ctypes.CDLL:
+    try:
+        return ctypes.CDLL(name)
+    except OSError as exc:
+        raise NoMesa(f"cannot load {name}: {exc}") from exc
+
+
+def _egl() -> ctypes.CDLL:
+    egl = _load("libEGL.so.1")
+    egl.eglGetProcAddress.restype = ctypes.c_void_p
+    egl.eglGetProcAddress.argtypes = [ctypes.c_char_p]
+    return egl
+
+
+def proc_address(name: str) -> int:
+    """The address of a GL or EGL entry point (``eglGetProcAddress``); NoMesa if none."""
+    address = _egl().eglGetProcAddress(name.encode("ascii"))
+    if not address:
+        raise NoMesa(f"no entry point {name}")
+    return address
+
+
+class GL:
+    """GL entry points as attributes, their C signatures set from :data:`GL_FUNCTIONS`.
+
+    ``GL.create()`` brings up a current GLES 2 context on Mesa's surfaceless EGL platform in
+    this process (set ``GALLIUM_DRIVER`` and the rest first: :func:`child_environment`);
+    ``GL.create(api="gl")`` a desktop OpenGL (compatibility) context, whose entry points,
+    the occlusion queries included, come from ``eglGetProcAddress``.
+    """
+
+    def __init__(self, lookup, functions: dict = GL_FUNCTIONS):
+        for name, (restype, argtypes) in functions.items():
+            function = lookup(name)
+            function.restype = restype
+            function.argtypes = argtypes
+            setattr(self, name, function)
+
+    @classmethod
+    def create(cls, api: str = "gles2") -> GL:
+        egl = _egl()
+        get_display = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_uint, ctypes.c_void_p,
+                                       ctypes.c_void_p)(proc_address("eglGetPlatformDisplayEXT"))
+        display = get_display(EGL_PLATFORM_SURFACELESS_MESA, None, None)
+        if not display:
+            raise NoMesa("eglGetPlatformDisplayEXT(EGL_PLATFORM_SURFACELESS_MESA) failed")
+        egl.eglInitialize.argtypes = [ctypes.c_void_p, _IP, _IP]
+        major, minor = ctypes.c_int(), ctypes.c_int()
+        if not egl.eglInitialize(display, ctypes.byref(major), ctypes.byref(minor)):
+            raise NoMesa("eglInitialize failed on the surfaceless platform")
+        egl.eglBindAPI.argtypes = [ctypes.c_uint]
+        if not egl.eglBindAPI(EGL_OPENGL_ES_API if api == "gles2" else EGL_OPENGL_API):
+            raise NoMesa(f"eglBindAPI({api}) failed")
+        egl.eglCreateContext.restype = ctypes.c_void_p
+        egl.eglCreateContext.argtypes = [ctypes.c_void_p] * 3 + [_IP]
+        attributes = ((ctypes.c_int * 3)(EGL_CONTEXT_CLIENT_VERSION, 2, EGL_NONE)
+                      if api == "gles2" else (ctypes.c_int * 1)(EGL_NONE))
+        context = egl.eglCreateContext(display, None, None, attributes)
+        if not context:
+            raise NoMesa(f"eglCreateContext({api}) failed")
+        egl.eglMakeCurrent.argtypes = [ctypes.c_void_p] * 4
+        if not egl.eglMakeCurrent(display, None, None, context):
+            raise NoMesa("eglMakeCurrent without a surface failed "
+                         "(EGL_KHR_surfaceless_context)")
+        if api == "gles2":
+            gles = _load("libGLESv2.so.2")
+            gl = cls(lambda name: getattr(gles, name))
+        else:
+            gl = cls(lambda name: ctypes.CFUNCTYPE(None)(proc_address(name)),
+                     {**GL_FUNCTIONS, **GL_QUERY_FUNCTIONS})
+        gl.egl, gl.egl_display, gl.egl_context = egl, display, context   # kept alive
+        return gl
+
+    def string(self, name: int) -> str:
+        value = self.glGetString(name)
+        return value.decode("utf-8", "replace") if value else ""
+
+    def integer(self, pname: int) -> int:
+        out = ctypes.c_int()
+        self.glGetIntegerv(pname, ctypes.byref(out))
+        return out.value
+
+    def gen(self, function) -> int:
+        name = ctypes.c_uint()
+        function(1, ctypes.byref(name))
+        return name.value
+
+    def delete(self, function, name: int) -> None:
+        handle = ctypes.c_uint(name)
+        function(1, ctypes.byref(handle))
