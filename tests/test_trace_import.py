@@ -24,8 +24,8 @@ import pytest
 from conftest import require_mesa, require_tools
 from PIL import Image
 
-from tilesim import images
 from tilesim.errors import InputError, ToolMissing
+from tilesim.images import compare_images, read_png
 from tilesim.render.gl.commands import make_command
 from tilesim.render.studies import compare
 from tilesim.render.traces.apitrace_import import import_pickle, skip_kind
@@ -553,8 +553,8 @@ def test_real_capture_imports_faithfully(tmp_path, spec, size):
     assert [p.name for p in references] == [f"frame_{k:06d}.png" for k in range(3)]
     result = replay(tmp_path / "x.tsim")
     assert len(result.images) == 3
-    comparison = images.compare_images(
-        result.images, {n: images.read_png(p) for n, p in
+    comparison = compare_images(
+        result.images, {n: read_png(p) for n, p in
                         compare.frame_files(tmp_path / "ref").items()})
     assert comparison.summary()["min_mssim"] >= 0.99, comparison.frames
     assert result.images[2][:, :, :3].max() > 0  # something was drawn
@@ -795,17 +795,17 @@ def test_program_that_never_swaps_imports_renders_and_matches_mesa(tmp_path, mod
     assert (summary.frames, summary.frame_end) == (frames, frame_end)
     reference = reference_frames(trace, tmp_path / "ref")
     assert [p.name for p in reference] == [f"frame_{k:06d}.png" for k in range(frames)]
-    mesa = {n: images.read_png(p) for n, p in compare.frame_files(tmp_path / "ref").items()}
+    mesa = {n: read_png(p) for n, p in compare.frame_files(tmp_path / "ref").items()}
     with open_trace(tmp_path / "x.tsim") as opened:
         images = [r.image for r in Renderer(opened.width, opened.height,
                                             depth_bits=opened.depth_bits,
                                             source=str(opened.path)).render(opened.frames())]
     size = (60, 80) if mode == "fbo" else (120, 160)  # the middle half, or the whole window
     assert all(image.shape[:2] == size for image in images)
-    tilesim = images.compare_images(images, mesa).summary()
+    tilesim = compare_images(images, mesa).summary()
     assert tilesim["frames"] == frames and tilesim["min_mssim"] >= 0.99, tilesim
     # the .tsim replayed on Mesa is Mesa's replay of the capture
-    replayed = images.compare_images(replay(tmp_path / "x.tsim", driver="softpipe").images,
+    replayed = compare_images(replay(tmp_path / "x.tsim", driver="softpipe").images,
                                       mesa).summary()
     assert replayed["max_diff"] <= 1, replayed
     if mode != "finish":  # the reference is what the program read (both on llvmpipe)

@@ -39,18 +39,22 @@ class NoMesa(RuntimeError):
     """EGL, GLES or Mesa could not be loaded or brought up."""
 
 
-def child_environment(driver: str = "llvmpipe", **extra: str) -> dict[str, str]:
+def child_environment(driver: str = "llvmpipe", *, surfaceless: bool = True,
+                      **extra: str) -> dict[str, str]:
     """The environment of a Mesa child process: the caller's, less Mesa's debug switches,
-    with the Gallium ``driver``, EGL's surfaceless platform, no shader cache (a cache hit
-    could skip a compile and its printout; runs stay identical), Mesa's EGL vendor file
-    pinned, and ``extra`` on top."""
+    with the Gallium ``driver``, EGL's surfaceless platform (``surfaceless=False``: the
+    platform the program picks, an X server's for a captured program), no shader cache (a
+    cache hit could skip a compile and its printout; runs stay identical), Mesa's EGL vendor
+    file pinned, and ``extra`` on top."""
     if driver not in DRIVERS:
         raise ValueError(f"unknown Mesa driver {driver!r}: expected one of {DRIVERS}")
     env = dict(os.environ)
-    for noisy in NOISY_VARIABLES:
+    for noisy in (*NOISY_VARIABLES, "EGL_PLATFORM", "WAFFLE_PLATFORM"):
         env.pop(noisy, None)
-    env.update({"GALLIUM_DRIVER": driver, "EGL_PLATFORM": "surfaceless",
-                "MESA_SHADER_CACHE_DISABLE": "true", "MESA_GLSL_CACHE_DISABLE": "true"})
+    env.update({"GALLIUM_DRIVER": driver, "MESA_SHADER_CACHE_DISABLE": "true",
+                "MESA_GLSL_CACHE_DISABLE": "true"})
+    if surfaceless:
+        env["EGL_PLATFORM"] = "surfaceless"
     if "__EGL_VENDOR_LIBRARY_FILENAMES" not in env and MESA_EGL_VENDOR.exists():
         env["__EGL_VENDOR_LIBRARY_FILENAMES"] = str(MESA_EGL_VENDOR)
     env.update(extra)

@@ -41,6 +41,7 @@ from pathlib import Path
 
 from tilesim.atomic import check_output, write_bytes
 from tilesim.errors import EXIT_OK, InputError, ToolMissing
+from tilesim.mesa import child_environment
 
 GLMARK2 = "glmark2-es2"
 ES2GEARS = "es2gears"
@@ -53,7 +54,6 @@ DEBIAN_PACKAGES = {
     GLMARK2: "glmark2-es2-x11 (and glmark2-data)",
     ES2GEARS: "mesa-utils-bin",
 }
-MESA_ENV = {"LIBGL_ALWAYS_SOFTWARE": "1", "GALLIUM_DRIVER": "llvmpipe"}
 ES2GEARS_MAX_SECONDS = 64.0
 
 
@@ -107,14 +107,11 @@ def _require(*tools: str) -> dict[str, str]:
     return found
 
 
-def _environment(**extra: str) -> dict[str, str]:
-    env = dict(os.environ)
-    for noisy in ("MESA_DEBUG", "LIBGL_DEBUG", "SOFTPIPE_DEBUG", "LP_DEBUG", "NIR_DEBUG",
-                  "EGL_PLATFORM", "WAFFLE_PLATFORM"):
-        env.pop(noisy, None)
-    env.update(MESA_ENV)
-    env.update(extra)
-    return env
+def _environment(driver: str = "llvmpipe", **extra: str) -> dict[str, str]:
+    """A captured program's or apitrace's environment: Mesa's software rendering on the
+    platform the program picks (an X server, or what ``extra`` names)."""
+    return child_environment(driver, surfaceless=False, LIBGL_ALWAYS_SOFTWARE="1",
+                             **extra)
 
 
 def glmark2_benchmark(benchmark: str, frames: int) -> str:
@@ -277,11 +274,10 @@ def reference_frames(trace_path: str | os.PathLike, out_dir: str | os.PathLike, 
         argv = [tools["apitrace"], "dump-images", calls,
                 f"--call-nos={'no' if ends is None else 'yes'}", "-o",
                 str(Path(tmp, "f")), str(trace)]
-        attempts = [(argv, _environment(WAFFLE_PLATFORM="surfaceless_egl",
-                                        GALLIUM_DRIVER=driver))]
+        attempts = [(argv, _environment(driver, WAFFLE_PLATFORM="surfaceless_egl"))]
         if shutil.which("xvfb-run"):
             attempts.append((["xvfb-run", "-a", "-s", "-screen 0 1920x1200x24", *argv],
-                             _environment(GALLIUM_DRIVER=driver)))
+                             _environment(driver)))
         errors = []
         for command, env in attempts:
             for stale in Path(tmp).glob("f*.png"):
