@@ -21,19 +21,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from tilesim.errors import InputError  # noqa: E402
+from tilesim.options import window_size  # noqa: E402
 from tilesim.render.workloads import DEFAULT_FRAMES, SIZES, WORKLOADS, trace_name, write_workload  # noqa: E402
 
 BUDGET_BYTES = 40 << 20  # all traces together should stay below this
-
-
-def parse_size(text: str) -> tuple[int, int]:
-    try:
-        w, h = (int(v) for v in text.lower().split("x"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"size {text!r}: expected WxH, e.g. 1196x768") from None
-    if w < 1 or h < 1:
-        raise argparse.ArgumentTypeError(f"size {text!r}: width and height must be positive")
-    return w, h
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -56,9 +48,9 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown workload(s) {', '.join(unknown)} (known: {', '.join(WORKLOADS)})")
     try:
-        sizes = [parse_size(s) for s in args.sizes.split(",") if s.strip()]
-    except argparse.ArgumentTypeError as exc:
-        parser.error(str(exc))
+        sizes = [window_size(s, option="--sizes") for s in args.sizes.split(",") if s.strip()]
+    except InputError as exc:
+        parser.error(exc.bare_message)
     if args.frames < 1:
         parser.error("--frames must be at least 1")
     out = Path(args.out_dir)

@@ -12,7 +12,8 @@ import pytest
 
 from tilesim.cli import main
 from tilesim.errors import InputError
-from tilesim.memory_budget import BUDGET_ENV, format_bytes, memory_budget, parse_size
+from tilesim.memory_budget import BUDGET_ENV, format_bytes, memory_budget
+from tilesim.options import byte_size
 from tilesim.render.gl.commands import Command, Recorder
 from tilesim.render.gl.state import GLState
 from tilesim.render.pipeline.renderer import Renderer
@@ -23,13 +24,13 @@ from tilesim.render.traces.trace_file import open_trace, write_trace
     ("1024", 1024), ("512K", 512 << 10), ("8G", 8 << 30), ("1.5GiB", 3 << 29),
     ("2 mb", 2 << 20), ("1T", 1 << 40)])
 def test_sizes_parse(text, expected):
-    assert parse_size(text) == expected
+    assert byte_size(text) == expected
 
 
 @pytest.mark.parametrize("text", ["", "-1G", "0", "8X", "G", "1e9"])
 def test_bad_sizes_are_refused(text):
     with pytest.raises(ValueError, match="expected a size"):
-        parse_size(text)
+        byte_size(text)
 
 
 def test_the_budget_comes_from_the_environment(monkeypatch):

@@ -13,7 +13,8 @@ import traceback
 from tilesim import __version__
 from tilesim.backend import BackendUnavailable, set_backend
 from tilesim.errors import EXIT_BAD_INPUT, TilesimError
-from tilesim.memory_budget import BUDGET_ENV, parse_size
+from tilesim.memory_budget import BUDGET_ENV
+from tilesim.options import byte_size
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -58,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _size(text: str) -> int:
     try:
-        return parse_size(text)
+        return byte_size(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 

@@ -18,9 +18,9 @@ import ctypes
 import ctypes.util
 import functools
 import os
-import re
 
 from tilesim.errors import InputError
+from tilesim.options import byte_size
 
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
@@ -51,18 +51,6 @@ BUDGET_ENV = "TILESIM_MEMORY_BUDGET"
 # bytes of per-fragment arrays. Measured with the conformance scenes at 2048x2048: fill_fan 87,
 # perspective_varyings 307, blend_factors 381 bytes per pixel above the process's base.
 RENDER_BYTES_PER_PIXEL = 400
-_SIZE_RE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:I?B)?\s*", re.IGNORECASE)
-_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-
-
-def parse_size(text: str) -> int:
-    """Bytes of a size written as ``8G``, ``512M``, ``1.5GiB`` or a plain number of bytes."""
-    m = _SIZE_RE.fullmatch(str(text))
-    if m is None or float(m.group(1)) <= 0:
-        raise ValueError(f"expected a size such as 8G, 512M or 1073741824, got {text!r}")
-    return int(float(m.group(1)) * _UNITS[m.group(2).upper()])
-
-
 def physical_memory() -> int | None:
     """Bytes of physical memory, where the system says."""
     try:
@@ -77,7 +65,7 @@ def memory_budget() -> int:
     given = os.environ.get(BUDGET_ENV)
     if given:
         try:
-            return parse_size(given)
+            return byte_size(given)
         except ValueError as exc:
             raise InputError(f"{BUDGET_ENV}: {exc}") from None
     physical = physical_memory()

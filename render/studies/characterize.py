@@ -39,8 +39,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tilesim.errors import EXIT_OK
+from tilesim.options import frame_range
 from tilesim.render.pipeline.observer import RenderObserver
-from tilesim.render.studies.render_command import parse_frames
 from tilesim.render.studies.runner import render_trace
 from tilesim.render.traces.trace_file import Trace, open_trace
 from tilesim.shaders.stats import static_stats
@@ -265,7 +265,7 @@ def _characterize(args: argparse.Namespace) -> int:
 
 
     with open_trace(args.trace) as trace:
-        wanted = parse_frames(args.frames, trace.frame_count)
+        wanted = frame_range(args.frames, trace.frame_count)
         bar = tqdm(total=wanted.stop, desc="characterize", unit="frame", disable=None)
         try:
             report = characterize(trace, wanted, tile_size=args.tile_size,

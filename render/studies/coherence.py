@@ -24,7 +24,7 @@ from tilesim.atomic import check_output, write_bytes, write_json
 from tilesim.backend import backend_name, to_host, use_backend
 from tilesim.errors import EXIT_OK, InputError
 from tilesim.images import png_bytes
-from tilesim.render.studies.render_command import parse_frames
+from tilesim.options import frame_range
 from tilesim.render.studies.runner import render_trace
 from tilesim.render.techniques.bus import Techniques
 from tilesim.render.techniques.dynamic_sampling_rate import frame_mssim
@@ -330,7 +330,7 @@ def _coherence(args: argparse.Namespace) -> int:
     jobs = []
     for trace in args.traces:
         with open_trace(trace) as t:
-            frames = parse_frames(args.frames, t.frame_count)
+            frames = frame_range(args.frames, t.frame_count)
         jobs.append((trace, names, (frames.start, frames.stop), args.dsr_parameters,
                      args.images, args.save, backend_name()))
     if len(jobs) == 1:

@@ -41,6 +41,7 @@ import numpy as np
 from tilesim.errors import EXIT_FAILED_CHECK, EXIT_OK, InputError, ToolMissing
 from tilesim.images import image_metrics, within_tolerance
 from tilesim.mesa import EXIT_NO_MESA, GL, NoMesa, child_environment
+from tilesim.options import window_size_argument
 from tilesim.render.gl.commands import Command
 from tilesim.render.pipeline.rasterizer import FILL_RULES
 from tilesim.render.studies.runner import render_frames
@@ -367,16 +368,6 @@ def run_conformance(names: list[str] | None = None, size: tuple[int, int] | None
 
 # --- command line --------------------------------------------------------------------------
 
-def _parse_size(text: str) -> tuple[int, int]:
-    try:
-        w, h = (int(v) for v in text.lower().split("x"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected WxH such as 128x128, got {text!r}") from None
-    if not (16 <= w <= 4096 and 16 <= h <= 4096):
-        raise argparse.ArgumentTypeError(f"size {w}x{h} outside 16..4096")
-    return w, h
-
-
 def register(subparsers) -> None:
     """Add ``tilesim conformance`` to the CLI's subparsers."""
     p = subparsers.add_parser(
@@ -389,7 +380,8 @@ def register(subparsers) -> None:
                     f"{100 * COUNT_RTOL:.1f}%%. Exit 0 when all pass, 1 otherwise.")
     p.add_argument("--scene", action="extend", nargs="+", metavar="NAME", default=None,
                    help="scenes to run (default: all; see --list)")
-    p.add_argument("--size", type=_parse_size, metavar="WxH", default=None,
+    p.add_argument("--size", type=window_size_argument(minimum=16, maximum=4096),
+                   metavar="WxH", default=None,
                    help="render every scene at this size instead of its own")
     p.add_argument("--out", metavar="DIR", default=None,
                    help="write DIR/<scene>/frameNNN_{tilesim,mesa,diff}.png")

@@ -68,6 +68,7 @@ import numpy as np
 
 from tilesim.atomic import write_bytes, write_json
 from tilesim.errors import EXIT_FAILED_CHECK, EXIT_OK, InputError
+from tilesim.options import frame_range, window_size
 from tilesim.render.studies.runner import render_trace
 from tilesim.render.techniques.dynamic_sampling_rate import (
     LOWEST,
@@ -103,14 +104,12 @@ MAX_PRODUCT = 100_000           # combinations one product step may hold
 # -- rendering at uniform rates -------------------------------------------------------------
 
 
-def frame_range(frames, count: int, where: str = "<trace>") -> range:
+def frames_of(frames, count: int, where: str = "<trace>") -> range:
     """None (all), 'A:B', a range or a (start, stop) pair -> the frame numbers, checked
     against a trace of ``count`` frames (InputError naming ``where``)."""
-    from tilesim.render.studies.render_command import parse_frames
-
     if frames is None or isinstance(frames, str):
         try:
-            return parse_frames(frames or ":", count)
+            return frame_range(frames or ":", count)
         except InputError as exc:
             raise InputError(exc.bare_message, source=where) from None
     start, stop = (frames.start, frames.stop) if isinstance(frames, range) else frames
@@ -133,7 +132,7 @@ def render_rate(trace_path: str | os.PathLike, rate: int, frames=None,
         raise InputError(f"sampling rate index {rate}: expected 0..{LOWEST}",
                          source=str(trace_path))
     with open_trace(trace_path) as trace:
-        wanted = frame_range(frames, trace.frame_count, str(trace_path))
+        wanted = frames_of(frames, trace.frame_count, str(trace_path))
         width, height = size or (trace.width, trace.height)
         images = np.zeros((len(wanted), height, width, 4), dtype=np.uint8)
         for result in render_trace(trace, frames=wanted, size=size, tile_size=TILE,
@@ -859,7 +858,7 @@ def trace_spec(text: str, frames: str, size: tuple[int, int] | None) -> TraceSpe
     """``TRACE[@A:B]`` -> the trace, its frames and size, checked (InputError otherwise)."""
     path, _, own_frames = text.partition("@")
     with open_trace(path) as trace:
-        wanted = frame_range(own_frames or frames, trace.frame_count, path)
+        wanted = frames_of(own_frames or frames, trace.frame_count, path)
         window = size or (trace.width, trace.height)
     digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
     return TraceSpec(path, (wanted.start, wanted.stop), tuple(window), digest)
@@ -1269,7 +1268,6 @@ def register(subparsers) -> None:
 
 
 def _search_command(args: argparse.Namespace) -> int:
-    from tilesim.render.traces.apitrace_import import parse_size
 
     for option, value in (("--min-mssim", args.min_mssim),
                           ("--local-minimum-mssim", args.local_minimum_mssim),
@@ -1293,7 +1291,7 @@ def _search_command(args: argparse.Namespace) -> int:
     if validating and args.eval:
         raise InputError("--folds/--leave-out hold out --train traces themselves: leave out "
                          "--eval", source="tilesim dsr-search")
-    size = parse_size(args.size) if args.size else None
+    size = window_size(args.size) if args.size else None
     train = [trace_spec(t, args.frames, size) for t in args.train]
     evaluation = [trace_spec(t, args.frames, size) for t in args.eval]
     names = [s.name for s in [*train, *evaluation]]

@@ -13,6 +13,7 @@ import json
 
 from tilesim.atomic import check_output
 from tilesim.errors import InputError
+from tilesim.options import frame_range
 from tilesim.timing.config import load_energy_config, load_gpu_config
 from tilesim.timing.report import (
     average,
@@ -63,7 +64,6 @@ def _render_traces(args) -> None:
     from pathlib import Path
 
     from tilesim.render.studies.batch import Job, job_techniques, run_job
-    from tilesim.render.studies.render_command import parse_frames
     from tilesim.render.traces.trace_file import open_trace
 
     traces = [d for d in args.dirs if str(d).endswith(".tsim")]
@@ -74,7 +74,7 @@ def _render_traces(args) -> None:
     folders: dict[str, list[str]] = {t: [] for t in techniques}
     for trace in traces:
         with open_trace(trace) as t:
-            frames = parse_frames(args.frames, t.frame_count)
+            frames = frame_range(args.frames, t.frame_count)
         for technique in techniques:
             out = Path(args.work) / technique.replace("/", "-") / Path(trace).stem
             job = Job(str(trace), (frames.start, frames.stop), str(out), technique=technique)

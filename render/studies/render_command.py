@@ -23,6 +23,7 @@ from tqdm import tqdm
 from tilesim.atomic import remove_temporaries
 from tilesim.backend import backend_name
 from tilesim.errors import EXIT_OK, InputError
+from tilesim.options import frame_range
 from tilesim.render.pipeline.framebuffer import TRAVERSALS
 from tilesim.render.pipeline.rasterizer import FILL_RULES
 
@@ -63,27 +64,6 @@ def register(subparsers) -> None:
     p.set_defaults(func=_render)
 
 
-def parse_frames(text: str, count: int) -> range:
-    """'A:B' (either side optional) or 'N' into a range of frame numbers within count."""
-    try:
-        if ":" in text:
-            a, _, b = text.partition(":")
-            start = int(a) if a.strip() else 0
-            stop = int(b) if b.strip() else count
-        else:
-            start = int(text)
-            stop = start + 1
-    except ValueError:
-        raise InputError(f"--frames {text!r}: expected A:B, A: , :B or N") from None
-    if start < 0:
-        start += count
-    if stop < 0:
-        stop += count
-    if not 0 <= start < stop <= count:
-        raise InputError(f"--frames {text!r}: the trace has frames 0..{count - 1}")
-    return range(start, stop)
-
-
 def _jobs(args: argparse.Namespace) -> list:
     from tilesim.render.studies.batch import Job
     from tilesim.render.traces.trace_file import open_trace
@@ -93,7 +73,7 @@ def _jobs(args: argparse.Namespace) -> list:
     for spec in args.traces:
         path, _, frames = spec.partition("@")
         with open_trace(path) as trace:
-            wanted = parse_frames(frames or args.frames, trace.frame_count)
+            wanted = frame_range(frames or args.frames, trace.frame_count)
         name = Path(path).stem
         if len(args.traces) > 1:
             if name in names:

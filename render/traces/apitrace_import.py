@@ -99,6 +99,7 @@ import numpy as np
 
 from tilesim.atomic import check_output
 from tilesim.errors import EXIT_OK, InputError, ToolMissing
+from tilesim.options import window_size
 from tilesim.render.gl.commands import (
     ATTACHMENTS,
     ATTRIB_TYPES,
@@ -2025,18 +2026,6 @@ def import_pickle(pickle_path: str | os.PathLike, out_path: str | os.PathLike,
 # --- command line ----------------------------------------------------------------------------
 
 
-def parse_size(text: str) -> tuple[int, int]:
-    """'WxH' -> (W, H) in pixels (1..16384)."""
-    width, sep, height = text.lower().partition("x")
-    try:
-        size = (int(width), int(height))
-    except ValueError:
-        size = None
-    if not sep or size is None or not all(1 <= v <= 16384 for v in size):
-        raise InputError(f"--size {text!r}: expected WxH, e.g. 800x600", source="tilesim")
-    return size
-
-
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "import", help="import an apitrace capture of a GLES2 program as a .tsim trace",
@@ -2062,7 +2051,7 @@ def register(subparsers) -> None:
 
 
 def _import_command(args: argparse.Namespace) -> int:
-    size = parse_size(args.size) if args.size else None
+    size = window_size(args.size) if args.size else None
     summary = import_apitrace(args.trace, args.output, frames=args.frames, size=size,
                               name=args.name, frame_end=args.frame_end)
     if args.json:

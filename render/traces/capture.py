@@ -42,6 +42,7 @@ from pathlib import Path
 from tilesim.atomic import check_output, write_bytes
 from tilesim.errors import EXIT_OK, InputError, ToolMissing
 from tilesim.mesa import child_environment
+from tilesim.options import window_size
 
 GLMARK2 = "glmark2-es2"
 ES2GEARS = "es2gears"
@@ -342,7 +343,6 @@ def _crop_png(data: bytes, rect: tuple[int, int, int, int], where: str) -> bytes
 
 
 def register(subparsers) -> None:
-    from tilesim.render.traces.apitrace_import import parse_size
 
     p = subparsers.add_parser(
         "capture", help="run a GLES2 program under apitrace + Mesa and keep N frames",
@@ -354,7 +354,7 @@ def register(subparsers) -> None:
     p.add_argument("--size", default=None, metavar="WxH",
                    help="window size (glmark2; default 800x600; es2gears is always 300x300)")
     p.add_argument("-o", "--output", required=True, metavar="X.trace", help="apitrace file")
-    p.set_defaults(func=_capture_command, parse_size=parse_size)
+    p.set_defaults(func=_capture_command)
 
     r = subparsers.add_parser(
         "reference", help="Mesa's image of every frame of an apitrace capture (PNG)",
@@ -374,7 +374,7 @@ def register(subparsers) -> None:
 
 
 def _capture_command(args: argparse.Namespace) -> int:
-    size = args.parse_size(args.size) if args.size else None
+    size = window_size(args.size) if args.size else None
     result = capture(args.spec, args.output, frames=args.frames, size=size)
     print(f"captured {result.frames} frame(s) of {args.spec} at {result.width}x"
           f"{result.height} into {result.path} ({result.seconds:.1f} s)")
