@@ -18,9 +18,6 @@ from conftest import _unavailable, require_mesa
 
 from tilesim.render.studies import conformance
 from tilesim.render.studies.conformance import (
-    COUNT_RTOL,
-    MSSIM_MIN,
-    WITHIN_MIN,
     SceneFrame,
     SceneResult,
     compare_frame,
@@ -30,6 +27,11 @@ from tilesim.render.studies.conformance import (
 )
 from tilesim.render.workloads import conformance_scenes
 from tilesim.render.workloads.conformance_scenes import SCENES, record_scene
+from tilesim.thresholds import (
+    CONFORMANCE_COUNT_RTOL,
+    CONFORMANCE_MIN_MSSIM,
+    CONFORMANCE_MIN_WITHIN,
+)
 
 # Scenes that fail today because of a diagnosed tilesim bug (strict: a fix makes the test
 # XPASS, which fails, so the entry must then be removed). Keep the diagnosis with the entry.
@@ -56,9 +58,9 @@ def test_scene_matches_mesa(name, tmp_path):
     _require_scene_inputs(name)
     result = run_scene(name, out=tmp_path)
     assert result.error is None, result.error
-    assert result.mssim >= MSSIM_MIN, result.failures()
-    assert result.within >= WITHIN_MIN, result.failures()
-    assert result.count_error is not None and result.count_error <= COUNT_RTOL, \
+    assert result.mssim >= CONFORMANCE_MIN_MSSIM, result.failures()
+    assert result.within >= CONFORMANCE_MIN_WITHIN, result.failures()
+    assert result.count_error is not None and result.count_error <= CONFORMANCE_COUNT_RTOL, \
         result.failures()
     assert result.passed
 

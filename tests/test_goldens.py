@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from tilesim.render.studies import goldens
+from tilesim.thresholds import GOLDEN_ACCEPT_MSSIM
 
 pytestmark = pytest.mark.slow
 
@@ -16,7 +17,7 @@ def test_every_golden_re_renders_identically():
     entries = goldens.load_manifest()
     assert entries, "goldens/manifest.json lists no goldens"
     for g in entries:
-        assert g.mssim_vs_mesa is not None and g.mssim_vs_mesa >= goldens.ACCEPT_MSSIM
+        assert g.mssim_vs_mesa is not None and g.mssim_vs_mesa >= GOLDEN_ACCEPT_MSSIM
     assert goldens.check(entries) == []
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from conftest import require_mesa, require_tools
 
-from tilesim.render.studies.suite import MIN_MSSIM, SUITE, run_entry, slug
+from tilesim.render.studies.suite import SUITE, run_entry, slug
+from tilesim.thresholds import SUITE_MIN_MSSIM
 
 pytestmark = [pytest.mark.mesa, pytest.mark.slow]
 
@@ -18,5 +19,5 @@ def test_suite_entry_matches_mesa_on_every_frame(spec, tmp_path):
     assert spec in SUITE
     result = run_entry(spec, tmp_path, frames=5, size=(800, 600))
     assert result["frames"] == 5
-    assert result["min_mssim"] >= MIN_MSSIM, result
+    assert result["min_mssim"] >= SUITE_MIN_MSSIM, result
     assert (tmp_path / slug(spec) / "tilesim" / "frames" / "000004.png").exists()

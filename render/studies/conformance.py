@@ -46,13 +46,12 @@ from tilesim.render.gl.commands import Command
 from tilesim.render.pipeline.rasterizer import FILL_RULES
 from tilesim.render.studies.runner import render_frames
 from tilesim.render.workloads.conformance_scenes import SCENES, record_scene
-
-# --- thresholds ----------------------------------------------------------------------------
-
-MSSIM_MIN = 0.995
-WITHIN_MIN = 0.999        # share of pixels within TOLERANCE on every channel
-TOLERANCE = 2             # in 1/255 units
-COUNT_RTOL = 0.001        # fragment counts within 0.1 %
+from tilesim.thresholds import (
+    CONFORMANCE_COUNT_RTOL,
+    CONFORMANCE_MIN_MSSIM,
+    CONFORMANCE_MIN_WITHIN,
+    CONFORMANCE_TOLERANCE,
+)
 
 # --- running and comparing ------------------------------------------------------------------
 
@@ -62,7 +61,7 @@ class SceneFrame:
 
     frame: int
     mssim: float
-    within: float          # share of pixels within TOLERANCE on every channel
+    within: float          # share of pixels within CONFORMANCE_TOLERANCE on every channel
     max_difference: int    # largest channel difference, in 1/255
 
 
@@ -99,13 +98,13 @@ class SceneResult:
         if self.error:
             return [self.error]
         out = []
-        if not self.mssim >= MSSIM_MIN:
-            out.append(f"MSSIM {self.mssim:.5f} < {MSSIM_MIN}")
-        if not self.within >= WITHIN_MIN:
-            out.append(f"{100 * self.within:.3f}% of pixels within {TOLERANCE}/255 < "
-                       f"{100 * WITHIN_MIN:.1f}%")
+        if not self.mssim >= CONFORMANCE_MIN_MSSIM:
+            out.append(f"MSSIM {self.mssim:.5f} < {CONFORMANCE_MIN_MSSIM}")
+        if not self.within >= CONFORMANCE_MIN_WITHIN:
+            out.append(f"{100 * self.within:.3f}% of pixels within "
+                       f"{CONFORMANCE_TOLERANCE}/255 < {100 * CONFORMANCE_MIN_WITHIN:.1f}%")
         err = self.count_error
-        if err is None or not err <= COUNT_RTOL:
+        if err is None or not err <= CONFORMANCE_COUNT_RTOL:
             out.append(f"fragments {self.fragments_tilesim} (tilesim) vs "
                        f"{self.fragments_mesa} (Mesa)")
         return out
@@ -128,11 +127,12 @@ class SceneResult:
 
 def compare_frame(frame: int, tilesim: np.ndarray, mesa: np.ndarray) -> SceneFrame:
     """How frame ``frame`` of a scene agrees: MSSIM of RGB (:mod:`tilesim.images`), share of
-    pixels within TOLERANCE on all of RGBA, largest difference; (H, W, 4) uint8 images."""
+    pixels within ``CONFORMANCE_TOLERANCE`` on all of RGBA, largest difference; (H, W, 4)
+    uint8 images."""
     if tilesim.shape != mesa.shape:
         raise InputError(f"image sizes differ: tilesim {tilesim.shape}, Mesa {mesa.shape}")
     mssim = image_metrics(tilesim, mesa, frame, where="conformance").mssim
-    within, max_difference = within_tolerance(tilesim, mesa, TOLERANCE)
+    within, max_difference = within_tolerance(tilesim, mesa, CONFORMANCE_TOLERANCE)
     return SceneFrame(frame, float(mssim), within, max_difference)
 
 
@@ -335,7 +335,7 @@ def difference_image(tilesim: np.ndarray, mesa: np.ndarray) -> np.ndarray:
     diff = np.abs(tilesim.astype(np.int16) - mesa.astype(np.int16))
     grey = np.clip(diff[..., :3].max(axis=2) * 32, 0, 160).astype(np.uint8)
     out = np.stack([grey, grey, grey, np.full_like(grey, 255)], axis=2)
-    out[(diff > TOLERANCE).any(axis=2)] = (255, 0, 0, 255)
+    out[(diff > CONFORMANCE_TOLERANCE).any(axis=2)] = (255, 0, 0, 255)
     return out
 
 
@@ -375,9 +375,10 @@ def register(subparsers) -> None:
                             "compare (MSSIM, pixels within 2/255, fragment counts)",
         description="Render every conformance scene (or those named) with tilesim and with "
                     "Mesa llvmpipe at the same size and compare them. A scene passes with "
-                    f"MSSIM >= {MSSIM_MIN}, >= {100 * WITHIN_MIN:.1f}%% of pixels within "
-                    f"{TOLERANCE}/255 on every channel and fragment counts within "
-                    f"{100 * COUNT_RTOL:.1f}%%. Exit 0 when all pass, 1 otherwise.")
+                    f"MSSIM >= {CONFORMANCE_MIN_MSSIM}, >= "
+                    f"{100 * CONFORMANCE_MIN_WITHIN:.1f}%% of pixels within "
+                    f"{CONFORMANCE_TOLERANCE}/255 on every channel and fragment counts within "
+                    f"{100 * CONFORMANCE_COUNT_RTOL:.1f}%%. Exit 0 when all pass, 1 otherwise.")
     p.add_argument("--scene", action="extend", nargs="+", metavar="NAME", default=None,
                    help="scenes to run (default: all; see --list)")
     p.add_argument("--size", type=window_size_argument(minimum=16, maximum=4096),
@@ -418,8 +419,10 @@ def _main(args: argparse.Namespace) -> int:
     elapsed = time.perf_counter() - start
     passed = sum(r.passed for r in results)
     if args.json:
-        print(json.dumps({"thresholds": {"mssim": MSSIM_MIN, "within": WITHIN_MIN,
-                                         "tolerance": TOLERANCE, "count_rtol": COUNT_RTOL},
+        print(json.dumps({"thresholds": {"mssim": CONFORMANCE_MIN_MSSIM,
+                                         "within": CONFORMANCE_MIN_WITHIN,
+                                         "tolerance": CONFORMANCE_TOLERANCE,
+                                         "count_rtol": CONFORMANCE_COUNT_RTOL},
                           "scenes": [r.as_dict() for r in results], "passed": passed,
                           "total": len(results), "seconds": elapsed}, indent=2))
     else:

@@ -24,11 +24,11 @@ from tilesim.atomic import write_bytes, write_json
 from tilesim.errors import EXIT_FAILED_CHECK, EXIT_OK, InputError
 from tilesim.images import image_metrics, png_bytes
 from tilesim.render.studies.runner import render_trace
+from tilesim.thresholds import GOLDEN_ACCEPT_MSSIM
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDENS = ROOT / "goldens"
 MANIFEST = GOLDENS / "manifest.json"
-ACCEPT_MSSIM = 0.99
 
 
 @dataclass
@@ -57,7 +57,7 @@ def load_manifest(path: Path = MANIFEST) -> list[Golden]:
 
 def save_manifest(goldens: list[Golden], path: Path = MANIFEST) -> None:
     write_json(path, {"format": "tilesim-goldens", "version": 1,
-                      "accept_mssim": ACCEPT_MSSIM,
+                      "accept_mssim": GOLDEN_ACCEPT_MSSIM,
                       "goldens": [g.to_dict() for g in goldens]})
 
 
@@ -116,9 +116,9 @@ def update(goldens: list[Golden], *, out=sys.stdout) -> tuple[list[Golden], list
         theirs = mesa_frames(ROOT / trace, frames)
         for g in items:
             mssim = image_metrics(ours[g.frame], theirs[g.frame], g.frame, g.name).mssim
-            if mssim < ACCEPT_MSSIM:
+            if mssim < GOLDEN_ACCEPT_MSSIM:
                 refused.append(f"{g.name}: MSSIM {mssim:.4f} against Mesa is below "
-                               f"{ACCEPT_MSSIM}; the golden was left as it was")
+                               f"{GOLDEN_ACCEPT_MSSIM}; the golden was left as it was")
                 continue
             data = png_bytes(ours[g.frame])
             digest = hashlib.sha256(data).hexdigest()

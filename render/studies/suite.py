@@ -21,8 +21,8 @@ from pathlib import Path
 
 from tilesim.atomic import write_json
 from tilesim.errors import EXIT_FAILED_CHECK, EXIT_OK
-
-MIN_MSSIM = 0.99
+from tilesim.options import window_size_argument
+from tilesim.thresholds import SUITE_MIN_MSSIM
 
 # The suite of the issue: every shading, texture-filter and bump-render mode, and the scenes
 # named there. es2gears draws a fixed 300x300 window.
@@ -80,7 +80,7 @@ def run_entry(spec: str, work: Path, *, frames: int, size: tuple[int, int] | Non
     comparison = compare_folders(folder / "tilesim" / "frames", reference)
     summary = comparison.summary()
     return {"spec": spec, "size": [width, height], "frames": count, "driver": driver,
-            **summary, "passed": summary["min_mssim"] >= MIN_MSSIM,
+            **summary, "passed": summary["min_mssim"] >= SUITE_MIN_MSSIM,
             **{k: round(v, 2) for k, v in timings.items()}}
 
 
@@ -89,12 +89,12 @@ def register(subparsers) -> None:
         "suite", help="capture, import, render and compare the glmark2-es2/es2gears suite",
         description="Run the real-workload suite: every entry is captured with apitrace, "
                     "imported, rendered by tilesim and compared per frame with Mesa's "
-                    f"reference; an entry passes with MSSIM >= {MIN_MSSIM} on every frame. "
-                    "Needs apitrace, Xvfb, glmark2-es2 and Mesa.")
+                    f"reference; an entry passes with MSSIM >= {SUITE_MIN_MSSIM} on every "
+                    "frame. Needs apitrace, Xvfb, glmark2-es2 and Mesa.")
     p.add_argument("--work", default="out/suite", metavar="DIR",
                    help="folder for captures, imports and images (reused by reruns)")
     p.add_argument("--frames", type=int, default=20, metavar="N")
-    p.add_argument("--size", default="800x600", metavar="WxH")
+    p.add_argument("--size", type=window_size_argument(), default="800x600", metavar="WxH")
     p.add_argument("--only", nargs="+", metavar="SPEC", help="run only these specs")
     p.add_argument("--driver", choices=("softpipe", "llvmpipe"), default="softpipe",
                    help="Mesa driver of the reference")
@@ -105,7 +105,7 @@ def register(subparsers) -> None:
 def _suite(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    width, height = (int(v) for v in args.size.lower().split("x"))
+    width, height = args.size
     work = Path(args.work)
     specs = args.only or list(SUITE)
     results = []
@@ -116,7 +116,7 @@ def _suite(args: argparse.Namespace) -> int:
         except Exception as exc:  # an entry that cannot run is a failed entry, with why
             results.append({"spec": spec, "passed": False,
                             "error": f"{type(exc).__name__}: {exc}"})
-    write_json(work / "suite.json", {"min_mssim": MIN_MSSIM, "results": results})
+    write_json(work / "suite.json", {"min_mssim": SUITE_MIN_MSSIM, "results": results})
     if args.json:
         print(json.dumps(results, indent=2))
     else:

@@ -28,13 +28,6 @@ from tilesim.errors import InputError
 from tilesim.render.gl.commands import BLEND_FACTORS, COMPARE_FUNCS, Command, Recorder
 from tilesim.render.workloads.transforms import gl_matrix, look_at, perspective, rotate, translate
 
-# --- thresholds ----------------------------------------------------------------------------
-
-MSSIM_MIN = 0.995
-WITHIN_MIN = 0.999        # share of pixels within TOLERANCE on every channel
-TOLERANCE = 2             # in 1/255 units
-COUNT_RTOL = 0.001        # fragment counts within 0.1 %
-
 GLMARK2 = Path("/usr/share/glmark2")
 
 
