@@ -34,6 +34,7 @@ prepended.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import re
@@ -46,9 +47,8 @@ from pathlib import Path
 
 import numpy as np
 
-from tilesim.mesa import child_environment
+from tilesim.mesa import EXIT_NO_MESA, child_environment, proc_address
 
-EXIT_NO_MESA = 3
 SENTINEL = -12345.5  # clear value of every channel: marks pixels no fragment was written to
 POSITION_ATTRIBUTE = "tilesim_position"
 # Components of the float types a GLSL ES 1.00 varying may have: (columns, rows).
@@ -453,17 +453,11 @@ GL_TEXTURE_CUBE_MAP_SEAMLESS = 0x884F
 
 def _gl_function(name: str, *argtypes):
     """A GL entry point of the current (EGL) context, for what moderngl does not expose."""
-    import ctypes
-
-    from tilesim.mesa import proc_address
-
     return ctypes.CFUNCTYPE(None, *argtypes)(proc_address(name))
 
 
 def _make_texture(ctx, tex: dict):
     """The moderngl texture of one :class:`Texture` request."""
-    import ctypes
-
     # "u1" asks for RGBA8 (normalized unsigned bytes): moderngl's "f1" ("u1" is RGBA8UI).
     dtype = "f1" if tex.get("dtype", "f4") == "u1" else "f4"
     numpy_dtype = np.float32 if dtype == "f4" else np.uint8

@@ -49,9 +49,6 @@ MARKER_END = "@@tilesim-link-end"
 # GLES enums used below.
 GL_VERTEX_SHADER = 0x8B31
 GL_FRAGMENT_SHADER = 0x8B30
-GL_COMPILE_STATUS = 0x8B81
-GL_LINK_STATUS = 0x8B82
-GL_INFO_LOG_LENGTH = 0x8B84
 GL_ACTIVE_UNIFORMS = 0x8B86
 GL_ACTIVE_UNIFORM_MAX_LENGTH = 0x8B87
 GL_ACTIVE_ATTRIBUTES = 0x8B89
@@ -155,46 +152,13 @@ class Gles2:
         self.gl = GL.create("gles2")
 
     def string(self, name: int) -> str:
-        value = self.gl.glGetString(name)
-        return value.decode("utf-8", "replace") if value else ""
-
-    def _shader_iv(self, shader: int, pname: int) -> int:
-        out = ctypes.c_int()
-        self.gl.glGetShaderiv(shader, pname, ctypes.byref(out))
-        return out.value
-
-    def _program_iv(self, program: int, pname: int) -> int:
-        out = ctypes.c_int()
-        self.gl.glGetProgramiv(program, pname, ctypes.byref(out))
-        return out.value
-
-    def _shader_log(self, shader: int) -> str:
-        size = max(self._shader_iv(shader, GL_INFO_LOG_LENGTH), 1)
-        buf = ctypes.create_string_buffer(size)
-        self.gl.glGetShaderInfoLog(shader, size, None, buf)
-        return buf.value.decode("utf-8", "replace")
-
-    def _program_log(self, program: int) -> str:
-        size = max(self._program_iv(program, GL_INFO_LOG_LENGTH), 1)
-        buf = ctypes.create_string_buffer(size)
-        self.gl.glGetProgramInfoLog(program, size, None, buf)
-        return buf.value.decode("utf-8", "replace")
-
-    def _compile(self, kind: int, source: str) -> tuple[int, bool]:
-        gl = self.gl
-        shader = gl.glCreateShader(kind)
-        data = source.encode("utf-8")
-        strings = (ctypes.c_char_p * 1)(data)
-        lengths = (ctypes.c_int * 1)(len(data))
-        gl.glShaderSource(shader, 1, strings, lengths)
-        gl.glCompileShader(shader)
-        return shader, bool(self._shader_iv(shader, GL_COMPILE_STATUS))
+        return self.gl.string(name)
 
     def _active(self, program: int, count_pname: int, length_pname: int, getter, locator):
         """Active attributes or uniforms as dicts (name, size, type enum, location)."""
         out = []
-        size_max = max(self._program_iv(program, length_pname), 1) + 1
-        for index in range(self._program_iv(program, count_pname)):
+        size_max = max(self.gl.program_parameter(program, length_pname), 1) + 1
+        for index in range(self.gl.program_parameter(program, count_pname)):
             buf = ctypes.create_string_buffer(size_max)
             length, size, gltype = ctypes.c_int(), ctypes.c_int(), ctypes.c_uint()
             getter(program, index, size_max, ctypes.byref(length), ctypes.byref(size),
@@ -216,8 +180,8 @@ class Gles2:
             gl.glProgramParameteri(prog, GL_PROGRAM_SEPARABLE, 1)
             gl.glAttachShader(prog, shader)
             gl.glLinkProgram(prog)
-            if not self._program_iv(prog, GL_LINK_STATUS):
-                raise RuntimeError("separable link failed: " + self._program_log(prog))
+            if not self.gl.linked(prog):
+                raise RuntimeError("separable link failed: " + self.gl.program_log(prog))
             count = ctypes.c_int()
             gl.glGetProgramInterfaceiv(prog, interface, GL_ACTIVE_RESOURCES, ctypes.byref(count))
             out = []
@@ -251,19 +215,19 @@ class Gles2:
     def _probe_rounds(self, index: int, rounds: list[dict], fragment_shader: int) -> list[dict]:
         gl = self.gl
         for number, probe in enumerate(rounds):
-            shader, ok = self._compile(GL_VERTEX_SHADER, probe["source"])
+            shader, ok = self.gl.compile_shader(GL_VERTEX_SHADER, probe["source"])
             prog = gl.glCreateProgram()
             try:
                 if not ok:
                     raise RuntimeError("probe vertex shader failed to compile: "
-                                       + self._shader_log(shader))
+                                       + self.gl.shader_log(shader))
                 gl.glAttachShader(prog, shader)
                 gl.glAttachShader(prog, fragment_shader)
                 _marker(f"{MARKER_BEGIN} {index}.probe{number}")
                 gl.glLinkProgram(prog)
                 _marker(f"{MARKER_END} {index}.probe{number}")
-                if not self._program_iv(prog, GL_LINK_STATUS):
-                    log = self._program_log(prog)
+                if not self.gl.linked(prog):
+                    log = self.gl.program_log(prog)
                     if "too many vertex shader inputs" in log:
                         raise ProbeTooManyInputs(log)
                     raise RuntimeError("probe failed to link: " + log)
@@ -278,11 +242,11 @@ class Gles2:
         shaders = []
         try:
             for stage, kind in (("vertex", GL_VERTEX_SHADER), ("fragment", GL_FRAGMENT_SHADER)):
-                shader, ok = self._compile(kind, program[stage])
+                shader, ok = self.gl.compile_shader(kind, program[stage])
                 shaders.append(shader)
                 if not ok:
                     return {"status": "compile_error", "stage": stage,
-                            "log": self._shader_log(shader)}
+                            "log": self.gl.shader_log(shader)}
             prog = gl.glCreateProgram()
             try:
                 for shader in shaders:
@@ -292,10 +256,10 @@ class Gles2:
                 _marker(f"{MARKER_BEGIN} {index}")
                 gl.glLinkProgram(prog)
                 _marker(f"{MARKER_END} {index}")
-                if not self._program_iv(prog, GL_LINK_STATUS):
+                if not self.gl.linked(prog):
                     return {"status": "link_error", "stage": None,
-                            "log": self._program_log(prog)}
-                log = self._program_log(prog)
+                            "log": self.gl.program_log(prog)}
+                log = self.gl.program_log(prog)
                 try:
                     vs_outputs = self._resources(shaders[0], GL_PROGRAM_OUTPUT)
                     fs_inputs = self._resources(shaders[1], GL_PROGRAM_INPUT)

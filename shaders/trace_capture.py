@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import IO
 
 from tilesim.errors import InputError, ToolMissing
+from tilesim.mesa import program_environment
 
 GL_VERTEX_SHADER = 0x8B31
 GL_FRAGMENT_SHADER = 0x8B30
@@ -275,7 +276,8 @@ def linked_programs(trace_path: str | os.PathLike) -> list[LinkedProgram]:
 
 def capture_trace(command: list[str], trace_path: Path, *, screen: str = "1024x768x24",
                   timeout: float = 300.0) -> subprocess.CompletedProcess:
-    """Run ``command`` under Xvfb with apitrace writing ``trace_path``."""
+    """Run ``command`` under Xvfb with apitrace writing ``trace_path``, on Mesa's llvmpipe
+    (:func:`tilesim.mesa.program_environment`)."""
     missing = [tool for tool in ("xvfb-run", "apitrace") if shutil.which(tool) is None]
     if missing:
         raise ToolMissing(f"{' and '.join(missing)} not installed (Debian packages xvfb, "
@@ -283,7 +285,8 @@ def capture_trace(command: list[str], trace_path: Path, *, screen: str = "1024x7
     trace_path.unlink(missing_ok=True)
     argv = ["xvfb-run", "-a", "-s", f"-screen 0 {screen}", "apitrace", "trace", "--api", "egl",
             "-o", str(trace_path), *command]
-    proc = subprocess.run(argv, capture_output=True, timeout=timeout, check=False)
+    proc = subprocess.run(argv, capture_output=True, timeout=timeout, check=False,
+                          env=program_environment())
     if not trace_path.exists():
         raise RuntimeError(f"apitrace wrote no trace for {' '.join(command)} (exit "
                            f"{proc.returncode}):\n{proc.stderr.decode('utf-8', 'replace')}")

@@ -1,13 +1,15 @@
-"""Everything that talks to Mesa, in one place: the environment of a Mesa child process, EGL
-bring-up on Mesa's surfaceless platform, and the table of GL entry points with their C
-signatures.
+"""Everything that talks to Mesa, in one place: the environment of a Mesa child process (and of
+a program captured on Mesa), EGL bring-up on Mesa's surfaceless platform, the table of GL
+entry points with their C signatures, and shader compiles and links with their info logs.
 
 tilesim uses Mesa three ways, always in a child process so that the Gallium driver chosen
 cannot leak into the caller: softpipe compiles GLSL and prints its TGSI
 (``tilesim.shaders.mesa_softpipe_child``), llvmpipe or softpipe replays command streams for
 reference images (``tilesim.render.reference.replay_gl``, ``tilesim.shaders.mesa_fullscreen``),
 and a desktop GL context counts samples for the conformance scenes. The children build their
-environment with :func:`child_environment` and their context with :class:`GL`.
+environment with :func:`child_environment` and their context with :class:`GL`; programs
+captured under apitrace (``tilesim.render.traces.capture``, ``tilesim.shaders.trace_capture``)
+and apitrace's own replays run in :func:`program_environment`.
 
 Standard library only: a child imports this module first thing, and it must start fast.
 """
@@ -33,6 +35,9 @@ EGL_OPENGL_ES_API = 0x30A0
 EGL_OPENGL_API = 0x30A2
 EGL_CONTEXT_CLIENT_VERSION = 0x3098
 EGL_NONE = 0x3038
+GL_COMPILE_STATUS = 0x8B81
+GL_LINK_STATUS = 0x8B82
+GL_INFO_LOG_LENGTH = 0x8B84
 
 
 class NoMesa(RuntimeError):
@@ -59,6 +64,14 @@ def child_environment(driver: str = "llvmpipe", *, surfaceless: bool = True,
         env["__EGL_VENDOR_LIBRARY_FILENAMES"] = str(MESA_EGL_VENDOR)
     env.update(extra)
     return env
+
+
+def program_environment(driver: str = "llvmpipe", **extra: str) -> dict[str, str]:
+    """The environment of a GLES2 program run on Mesa's software rasterizer (a program
+    captured under apitrace, or apitrace replaying a capture): :func:`child_environment` on
+    the platform the program picks (an X server's, or what ``extra`` names), with
+    ``LIBGL_ALWAYS_SOFTWARE``."""
+    return child_environment(driver, surfaceless=False, LIBGL_ALWAYS_SOFTWARE="1", **extra)
 
 
 # --- GL entry points ----------------------------------------------------------------------
@@ -219,6 +232,46 @@ class GL:
         out = ctypes.c_int()
         self.glGetIntegerv(pname, ctypes.byref(out))
         return out.value
+
+    # -- shaders and programs, with their info logs ---------------------------------------------
+
+    def shader_parameter(self, shader: int, pname: int) -> int:
+        out = ctypes.c_int()
+        self.glGetShaderiv(shader, pname, ctypes.byref(out))
+        return out.value
+
+    def program_parameter(self, program: int, pname: int) -> int:
+        out = ctypes.c_int()
+        self.glGetProgramiv(program, pname, ctypes.byref(out))
+        return out.value
+
+    def compile_shader(self, kind: int, source: str) -> tuple[int, bool]:
+        """A new shader object of ``kind`` compiled from ``source``, and whether it compiled
+        (its info log: :meth:`shader_log`)."""
+        shader = self.glCreateShader(kind)
+        data = source.encode("utf-8")
+        self.glShaderSource(shader, 1, (ctypes.c_char_p * 1)(data),
+                            (ctypes.c_int * 1)(len(data)))
+        self.glCompileShader(shader)
+        return shader, bool(self.shader_parameter(shader, GL_COMPILE_STATUS))
+
+    def linked(self, program: int) -> bool:
+        """Whether the last glLinkProgram of ``program`` succeeded."""
+        return bool(self.program_parameter(program, GL_LINK_STATUS))
+
+    def shader_log(self, shader: int) -> str:
+        """A shader's info log (Mesa's compile messages), as text."""
+        size = max(self.shader_parameter(shader, GL_INFO_LOG_LENGTH), 1)
+        buf = ctypes.create_string_buffer(size)
+        self.glGetShaderInfoLog(shader, size, None, buf)
+        return buf.value.decode("utf-8", "replace")
+
+    def program_log(self, program: int) -> str:
+        """A program's info log (Mesa's link messages), as text."""
+        size = max(self.program_parameter(program, GL_INFO_LOG_LENGTH), 1)
+        buf = ctypes.create_string_buffer(size)
+        self.glGetProgramInfoLog(program, size, None, buf)
+        return buf.value.decode("utf-8", "replace")
 
     def gen(self, function) -> int:
         name = ctypes.c_uint()

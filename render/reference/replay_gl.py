@@ -95,9 +95,6 @@ GL_TEXTURE = 0x1702
 GL_TEXTURE_BINDINGS = {"TEXTURE_2D": 0x8069, "TEXTURE_CUBE_MAP": 0x8514}
 GL_VERTEX_SHADER = 0x8B31
 GL_FRAGMENT_SHADER = 0x8B30
-GL_COMPILE_STATUS = 0x8B81
-GL_LINK_STATUS = 0x8B82
-GL_INFO_LOG_LENGTH = 0x8B84
 GL_ACTIVE_ATTRIBUTES = 0x8B89
 GL_ACTIVE_ATTRIBUTE_MAX_LENGTH = 0x8B8A
 GL_MAX_VERTEX_ATTRIBS = 0x8869
@@ -547,21 +544,12 @@ class GLReplayer:
     # -- programs ---------------------------------------------------------------------------
 
     def _shader(self, kind: int, source: str, stage: str, where: str) -> int:
-        gl = self.gl
-        shader = gl.glCreateShader(kind)
-        data = source.encode("utf-8")
-        gl.glShaderSource(shader, 1, (ctypes.c_char_p * 1)(data), (ctypes.c_int * 1)(len(data)))
-        gl.glCompileShader(shader)
-        status = ctypes.c_int()
-        gl.glGetShaderiv(shader, GL_COMPILE_STATUS, ctypes.byref(status))
-        if not status.value:
-            length = ctypes.c_int()
-            gl.glGetShaderiv(shader, GL_INFO_LOG_LENGTH, ctypes.byref(length))
-            log = ctypes.create_string_buffer(max(length.value, 1))
-            gl.glGetShaderInfoLog(shader, len(log), None, log)
-            gl.glDeleteShader(shader)
+        shader, compiled = self.gl.compile_shader(kind, source)
+        if not compiled:
+            log = self.gl.shader_log(shader)
+            self.gl.glDeleteShader(shader)
             raise InputError(f"createProgram: the {stage} shader does not compile on Mesa:\n"
-                             + log.value.decode("utf-8", "replace").strip(), source=where)
+                             + log.strip(), source=where)
         return shader
 
     def _createProgram(self, a, where):
@@ -586,16 +574,11 @@ class GLReplayer:
         gl.glLinkProgram(program)
         gl.glDeleteShader(vs)
         gl.glDeleteShader(fs)
-        status = ctypes.c_int()
-        gl.glGetProgramiv(program, GL_LINK_STATUS, ctypes.byref(status))
-        if not status.value:
-            length = ctypes.c_int()
-            gl.glGetProgramiv(program, GL_INFO_LOG_LENGTH, ctypes.byref(length))
-            log = ctypes.create_string_buffer(max(length.value, 1))
-            gl.glGetProgramInfoLog(program, len(log), None, log)
+        if not gl.linked(program):
+            log = gl.program_log(program)
             gl.glDeleteProgram(program)
             raise InputError("createProgram: the program does not link on Mesa:\n"
-                             + log.value.decode("utf-8", "replace").strip(), source=where)
+                             + log.strip(), source=where)
         locations = []
         for name, location, columns in self._active_attributes(program):
             wanted = bound.get(name)

@@ -41,7 +41,7 @@ from pathlib import Path
 
 from tilesim.atomic import check_output, write_bytes
 from tilesim.errors import EXIT_OK, InputError, ToolMissing
-from tilesim.mesa import child_environment
+from tilesim.mesa import program_environment
 from tilesim.options import window_size
 
 GLMARK2 = "glmark2-es2"
@@ -85,7 +85,7 @@ def parse_program_spec(text: str) -> ProgramSpec:
 def glmark2_scenes(glmark2: str) -> list[str]:
     """The scene names ``glmark2-es2 --list-scenes`` knows (it runs without a display)."""
     proc = subprocess.run([glmark2, "--list-scenes"], capture_output=True, check=False,
-                          env=_environment(), timeout=60)
+                          env=program_environment(), timeout=60)
     text = (proc.stdout + proc.stderr).decode("utf-8", "replace")
     return re.findall(r"^\[Scene\] (\S+)", text, flags=re.MULTILINE)
 
@@ -106,13 +106,6 @@ def _require(*tools: str) -> dict[str, str]:
         raise ToolMissing("not installed: " + "; ".join(
             f"{tool} (Debian package {DEBIAN_PACKAGES[tool]})" for tool in missing))
     return found
-
-
-def _environment(driver: str = "llvmpipe", **extra: str) -> dict[str, str]:
-    """A captured program's or apitrace's environment: Mesa's software rendering on the
-    platform the program picks (an X server, or what ``extra`` names)."""
-    return child_environment(driver, surfaceless=False, LIBGL_ALWAYS_SOFTWARE="1",
-                             **extra)
 
 
 def glmark2_benchmark(benchmark: str, frames: int) -> str:
@@ -142,7 +135,7 @@ def _run_traced(tools: dict[str, str], command: list[str], trace: Path, size: tu
             "--api", "egl", "-o", str(trace), *command]
     try:
         return subprocess.run(argv, capture_output=True, timeout=timeout, check=False,
-                              env=_environment())
+                              env=program_environment())
     except subprocess.TimeoutExpired:
         raise InputError(f"ran longer than {timeout:.0f} s",
                          source=" ".join(command)) from None
@@ -275,10 +268,10 @@ def reference_frames(trace_path: str | os.PathLike, out_dir: str | os.PathLike, 
         argv = [tools["apitrace"], "dump-images", calls,
                 f"--call-nos={'no' if ends is None else 'yes'}", "-o",
                 str(Path(tmp, "f")), str(trace)]
-        attempts = [(argv, _environment(driver, WAFFLE_PLATFORM="surfaceless_egl"))]
+        attempts = [(argv, program_environment(driver, WAFFLE_PLATFORM="surfaceless_egl"))]
         if shutil.which("xvfb-run"):
             attempts.append((["xvfb-run", "-a", "-s", "-screen 0 1920x1200x24", *argv],
-                             _environment(driver)))
+                             program_environment(driver)))
         errors = []
         for command, env in attempts:
             for stale in Path(tmp).glob("f*.png"):
