@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
 import subprocess
 import sys
@@ -30,12 +29,16 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from tilesim.backend import use_backend  # noqa: E402
+from tilesim.images import within_tolerance  # noqa: E402
+from tilesim.mesa import child_environment  # noqa: E402
+from tilesim.options import window_size  # noqa: E402
+from tilesim.render.studies.runner import render_frames  # noqa: E402
 from tilesim.render.workloads.bunny import matrices, record  # noqa: E402
+from tilesim.thresholds import CONFORMANCE_TOLERANCE  # noqa: E402
 
 
 def time_tilesim(frames_cmds, width, height):
-    from tilesim.render.studies.runner import render_frames
-
     times, results = [], []
     start = time.perf_counter()
     for result in render_frames(frames_cmds, width, height, source="bunny"):
@@ -89,9 +92,9 @@ def time_mesa(driver, program, mesh, frames, width, height):
                 "image": str(Path(tmp, "image.npy"))}
         Path(tmp, "spec.json").write_text(json.dumps(spec))
         Path(tmp, "child.py").write_text(_CHILD)
-        env = dict(os.environ, GALLIUM_DRIVER=driver, EGL_PLATFORM="surfaceless")
         out = subprocess.run([sys.executable, str(Path(tmp, "child.py")),
-                              str(Path(tmp, "spec.json"))], env=env, capture_output=True,
+                              str(Path(tmp, "spec.json"))], env=child_environment(driver),
+                             capture_output=True,
                              text=True, timeout=600)
         if out.returncode:
             raise RuntimeError(f"{driver} child failed:\n{out.stderr[-2000:]}")
@@ -108,10 +111,8 @@ def main() -> int:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--backend", choices=["numpy", "cupy"], default="numpy")
     args = parser.parse_args()
-    width, height = (int(v) for v in args.size.lower().split("x"))
+    width, height = window_size(args.size)
     commands, mesh, program = record(args.frames, width, height)
-    from tilesim.backend import use_backend
-
     with use_backend(args.backend) as xp:
         times, results, peak = time_tilesim(commands, width, height)
         pool = (xp.get_default_memory_pool().total_bytes() if args.backend == "cupy" else None)
@@ -128,8 +129,9 @@ def main() -> int:
             peer = time_mesa(driver, program, mesh, args.frames, width, height)
             report[f"{driver}_ms"] = [round(t * 1e3, 1) for t in peer["times"]]
             report[f"tilesim_over_{driver}"] = round(best / min(peer["times"]), 2)
-            diff = np.abs(peer["image"].astype(int) - results[-1].image.astype(int)).max(axis=2)
-            report[f"pixels_within_2_of_{driver}"] = round(float((diff <= 2).mean()), 5)
+            within, _ = within_tolerance(peer["image"], results[-1].image,
+                                         CONFORMANCE_TOLERANCE)
+            report[f"pixels_within_{CONFORMANCE_TOLERANCE}_of_{driver}"] = round(within, 5)
     if args.json:
         print(json.dumps(report, indent=2))
     else:
