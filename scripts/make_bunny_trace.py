@@ -15,6 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from tilesim.options import window_size_argument  # noqa: E402
 from tilesim.render.traces.trace_file import write_trace  # noqa: E402
 from tilesim.render.workloads.bunny import BUNNY, record  # noqa: E402
 
@@ -22,10 +23,10 @@ from tilesim.render.workloads.bunny import BUNNY, record  # noqa: E402
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--frames", type=int, default=3)
-    parser.add_argument("--size", default="1920x1080")
+    parser.add_argument("--size", type=window_size_argument(), default="1920x1080")
     parser.add_argument("-o", "--out", default=str(ROOT / "traces" / "bunny.tsim"))
     args = parser.parse_args()
-    width, height = (int(v) for v in args.size.lower().split("x"))
+    width, height = args.size
     frames, mesh, _ = record(args.frames, width, height)
     write_trace(args.out, frames, width=width, height=height, name="bunny",
                 source={"model": str(BUNNY), "triangles": int(len(mesh.indices)),

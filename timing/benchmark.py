@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tilesim.options import window_size_argument
 from tilesim.render.pipeline.counters import TILE_COUNTERS, FrameCounters, PassCounters
 from tilesim.timing.config import load_energy_config, load_gpu_config
 from tilesim.timing.counter_batch import load_batch
@@ -58,11 +59,11 @@ def best_of(fn, repeats: int = 3) -> float:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--frames", type=int, default=100)
-    ap.add_argument("--size", default="1920x1080")
+    ap.add_argument("--size", type=window_size_argument(), default="1920x1080")
     ap.add_argument("--screen", action="store_true", help="also time the OLED model on PNGs")
     ap.add_argument("--keep", metavar="DIR", help="write the counters here (default: a temp dir)")
     args = ap.parse_args(argv)
-    width, height = (int(v) for v in args.size.lower().split("x"))
+    width, height = args.size
     cfg, ecfg = load_gpu_config(), load_energy_config()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(args.keep or tmp)

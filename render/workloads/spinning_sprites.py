@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tilesim.options import window_size
 from tilesim.render.workloads.common import (
     SPRITE_STRIDE,
     DynamicBatch,
@@ -225,7 +226,7 @@ if __name__ == "__main__":  # python -m tilesim.render.workloads.spinning_sprite
     import sys
 
     out = sys.argv[1]
-    w, h = (int(v) for v in (sys.argv[2] if len(sys.argv) > 2 else "1196x768").split("x"))
+    w, h = window_size(sys.argv[2] if len(sys.argv) > 2 else "1196x768", option="WxH")
     n = int(sys.argv[3]) if len(sys.argv) > 3 else DEFAULT_FRAMES
     first = int(sys.argv[4]) if len(sys.argv) > 4 else 0
     print(write(out, w, h, n, appear=first))
