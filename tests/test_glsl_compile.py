@@ -23,7 +23,7 @@ from tilesim.shaders.trace_capture import (
     Call,
     Pointer,
     ProgramTracker,
-    read_pickled_calls,
+    read_calls,
 )
 
 # The experiment this module reproduces, plus a float array.
@@ -298,11 +298,11 @@ def test_restricted_unpickler_refuses_os_system(tmp_path, monkeypatch):
     hostile = (b"\x80\x02cos\nsystem\nq\x01U" + bytes([len(command)]) + command
                + b"\x85R.")
     with pytest.raises(InputError, match=r"os\.system"):
-        list(read_pickled_calls(io.BytesIO(hostile), source="hostile.pkl"))
+        list(read_calls(io.BytesIO(hostile), source="hostile.pkl"))
     assert not marker.exists()
     evil_builtin = b"\x80\x02cbuiltins\neval\nq\x01U\x031+1\x85R."
     with pytest.raises(InputError, match="builtins.eval"):
-        list(read_pickled_calls(io.BytesIO(evil_builtin), source="hostile.pkl"))
+        list(read_calls(io.BytesIO(evil_builtin), source="hostile.pkl"))
     # The same payloads are live with a plain unpickler reading apitrace's Python 2 strings
     # as the reader does (encoding="bytes"): this is what the test guards. It calls os.system
     # with the command (a stand-in here, so nothing runs) and evaluates "1+1".
@@ -319,12 +319,13 @@ def test_restricted_unpickler_reads_apitrace_records():
         (3, b"glBufferData", [(b"target", 34962), (b"data", bytearray(b"\x00\x01")),
                               (b"ptr", Pointer(0x55AA_0000_1234))], None, 0),
         (4, b"glFlush", [], None, 0))
-    calls = list(read_pickled_calls(stream, source="ok.pkl"))
+    calls = list(read_calls(stream, source="ok.pkl"))
     assert [c.name for c in calls] == ["glBufferData", "glFlush"]
     assert calls[0].args["data"] == bytearray(b"\x00\x01")
     assert calls[0].args["ptr"] == 0x55AA_0000_1234
-    with pytest.raises(InputError, match="unexpected apitrace pickle record"):
-        list(read_pickled_calls(_stream([1, 2]), source="odd.pkl"))
+    with pytest.raises(InputError, match=r"odd\.pkl: record 0 \(the first\): expected an "
+                                         r"apitrace call .*, got \[1, 2\]"):
+        list(read_calls(_stream([1, 2]), source="odd.pkl"))
 
 
 def test_program_tracker_follows_objects():

@@ -14,10 +14,13 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import random
 import re
 import signal
 import struct
+import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +33,7 @@ from test_trace_import import CONFIG, CTX, SURFACE, Calls, fake_compiler, progra
 
 from tilesim.errors import InputError
 from tilesim.render.traces.apitrace_import import import_pickle
-from tilesim.shaders.trace_capture import Pointer
+from tilesim.shaders.trace_capture import Pointer, ProgramTracker, linked_programs, read_calls
 
 CASE_LIMIT_S = 30  # hard limit per case (a hang would run for hours)
 
@@ -422,9 +425,9 @@ def real_capture(tmp_path_factory):
     require_mesa()
     import subprocess
 
-    from tilesim.render.traces.apitrace_import import compile_links, read_calls, scan_calls
+    from tilesim.render.traces.apitrace_import import compile_links, scan_calls
     from tilesim.render.traces.capture import capture
-    from tilesim.shaders.trace_capture import RestrictedUnpickler
+    from tilesim.shaders.trace_capture import RestrictedUnpickler, read_calls
 
     folder = tmp_path_factory.mktemp("real")
     trace = folder / "x.trace"
@@ -475,3 +478,186 @@ def test_type_mutated_real_capture_imports_or_names_the_call(tmp_path, capsys, r
         print(f"\nglmark2 capture: {tally.report()}")
     assert tally.imported > 0 and tally.errors > 0
     assert tally.slowest < CASE_LIMIT_S
+
+
+# --- the corpus capture's reader (tilesim.shaders.trace_capture) ---------------------------
+# `scripts/regenerate_corpus.py --capture` reads its glmark2 captures with linked_programs:
+# the same checked reader as the import, then ProgramTracker, which checks each call's
+# arguments before it reads them. A malformed record is one InputError line naming the file
+# and the call (or the record's place), never a TypeError or ValueError from deeper.
+
+
+def program_capture() -> Calls:
+    """Two contexts, each linking a program: every call ProgramTracker follows."""
+    calls = Calls()
+    start(calls)
+    program(calls)
+    swap(calls)
+    start(calls, ctx=Pointer(0x5100))
+    program(calls, name=4)
+    swap(calls)
+    return calls
+
+
+def linked_from(data: bytes, source: str) -> list:
+    import io
+
+    return list(ProgramTracker(source).feed(read_calls(io.BytesIO(data), source=source)))
+
+
+def _with(record: tuple, **changes) -> tuple:
+    number, name, args, ret, flags = record
+    fields = {"number": number, "name": name, "args": args, "ret": ret, "flags": flags}
+    fields.update(changes)
+    return tuple(fields.values())
+
+
+def _with_arg(record: tuple, key: bytes, value) -> tuple:
+    return _with(record, args=[(k, value if k == key else v) for k, v in record[2]])
+
+
+def corpus_reader_cases() -> list[tuple[str, list, str]]:
+    """(what, records, the message expected): each failed with a TypeError, ValueError or
+    AttributeError traceback (or not at all) in the corpus reader before it shared the
+    import's checks."""
+    base = program_capture().records
+    shader_source = next(i for i, r in enumerate(base) if r[1] == b"glShaderSource")
+    create = next(i for i, r in enumerate(base) if r[1] == b"glCreateShader")
+    bind = next(i for i, r in enumerate(base) if r[1] == b"glBindAttribLocation")
+    link = next(i for i, r in enumerate(base) if r[1] == b"glLinkProgram")
+
+    def changed(index, record):
+        records = list(base)
+        records[index] = record
+        return records
+
+    return [
+        ("flags a list", changed(link, _with(base[link], flags=[1])),
+         rf"call {link}: glLinkProgram: the call flags must be a 32-bit unsigned integer"),
+        ("call number a string", changed(link, _with(base[link], number=b"7")),
+         rf"record {link} \(after call {link - 1}\): the call number must be"),
+        ("call number a bool", changed(1, _with(base[1], number=True)),
+         r"record 1 \(after call 0\): the call number must be"),
+        ("name not an identifier", changed(link, _with(base[link], name=b"gl Link")),
+         rf"call {link}: the function name must be an ASCII identifier"),
+        ("arguments a dict", changed(link, _with(base[link], args={b"program": 3})),
+         rf"call {link}: glLinkProgram: the arguments must be a list"),
+        ("argument not a pair", changed(link, _with(base[link], args=[(b"program",)])),
+         rf"call {link}: glLinkProgram: argument 0 must be a \(name, value\) pair"),
+        ("record a list", changed(0, list(base[0])),
+         r"record 0 \(the first\): expected an apitrace call"),
+        ("record too short", changed(2, base[2][:3]),
+         r"record 2 \(after call 1\): expected an apitrace call"),
+        ("value nested 3000 deep", changed(link, _with(base[link], ret=deep_list(3000))),
+         rf"call {link}: glLinkProgram: the return value nests lists more than 32 deep"),
+        ("integer wider than 64 bits", changed(link, _with_arg(base[link], b"program", 2**70)),
+         rf"call {link}: glLinkProgram: argument 'program' holds \d+, wider than the 64 bits"),
+        ("program a list", changed(link, _with_arg(base[link], b"program", [3])),
+         rf"call {link}: glLinkProgram: argument 'program' must be an integer, got \[3\]"),
+        ("count a list", changed(shader_source,
+                                 _with_arg(base[shader_source], b"count", [1])),
+         rf"call {shader_source}: glShaderSource: argument 'count' must be an integer"),
+        ("strings an integer", changed(shader_source,
+                                       _with_arg(base[shader_source], b"string", 5)),
+         rf"call {shader_source}: glShaderSource: argument 'string' must be a byte string"),
+        ("new shader's name missing", changed(create, _with(base[create], ret=None)),
+         rf"call {create}: glCreateShader: the return value \(the new object's name\) is "
+         "missing"),
+        ("shader type a float", changed(create, _with_arg(base[create], b"type", 0.5)),
+         rf"call {create}: glCreateShader: argument 'type' must be an integer"),
+        ("attribute name an integer", changed(bind, _with_arg(base[bind], b"name", 7)),
+         rf"call {bind}: glBindAttribLocation: argument 'name' must be a byte string"),
+        ("attribute name not UTF-8", changed(bind, _with_arg(base[bind], b"name", b"\xff")),
+         rf"call {bind}: glBindAttribLocation: argument 'name' is not UTF-8 text"),
+        ("context a string", changed(4, _with_arg(base[4], b"ctx", b"x")),
+         r"call 4: eglMakeCurrent: argument 'ctx' must be an integer"),
+    ]
+
+
+@pytest.mark.parametrize("what, records, expected",
+                         corpus_reader_cases(), ids=[c[0] for c in corpus_reader_cases()])
+def test_corpus_reader_names_the_place_of_a_malformed_record(what, records, expected):
+    data = b"".join(encode_record(r) for r in records)
+    with time_limit(CASE_LIMIT_S), pytest.raises(InputError) as caught:
+        linked_from(data, "glmark2.trace")
+    message = str(caught.value)
+    assert "\n" not in message
+    assert message.startswith("glmark2.trace: ")
+    assert re.search(expected, message), message
+
+
+def test_corpus_reader_reads_the_whole_capture():
+    linked = linked_from(b"".join(encode_record(r) for r in program_capture().records), "x")
+    assert [(p.program, p.attrib_bindings) for p in linked] == [(3, {"position": 0}),
+                                                                (4, {"position": 0})]
+
+
+CORPUS_READER_CASES = 300
+
+
+def test_type_mutated_streams_give_programs_or_name_the_call_in_the_corpus_reader(capsys):
+    base = program_capture().records
+    targets = list(range(len(base)))
+    tally = Tally()
+
+    @settings(max_examples=CORPUS_READER_CASES, deadline=None, database=None,
+              suppress_health_check=[HealthCheck.too_slow])
+    @given(rnd=st.randoms(use_true_random=False))
+    def case(rnd):
+        data, done = mutate(base, rnd, targets)
+        started = time.perf_counter()
+        with time_limit(CASE_LIMIT_S):
+            try:
+                linked_from(data, "capture.trace")
+            except InputError as error:
+                message = str(error)
+                tally.errors += 1
+                assert "\n" not in message, (done, message)
+                assert message.startswith("capture.trace: "), (done, message)
+                assert re.search(r"\bcall \d+|\brecord \d+", message), (done, message)
+            else:
+                tally.imported += 1
+        tally.slowest = max(tally.slowest, time.perf_counter() - started)
+
+    case()
+    with capsys.disabled():
+        print(f"\ncorpus reader: {tally.report()}")
+    assert tally.imported + tally.errors >= CORPUS_READER_CASES
+    assert tally.imported > 0 and tally.errors > 0
+
+
+FAKE_APITRACE = """#!/bin/sh
+# `apitrace pickle X` prints X (these tests' captures are pickle streams already)
+[ "$1" = pickle ] && exec cat "$2"
+echo "fake apitrace: $1 not supported" >&2
+exit 1
+"""
+
+
+@pytest.fixture
+def fake_apitrace(tmp_path, monkeypatch):
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    (folder / "apitrace").write_text(FAKE_APITRACE)
+    (folder / "apitrace").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}:{os.environ['PATH']}")
+    return folder
+
+
+def test_malformed_capture_is_one_line_error_in_linked_programs_and_the_cli(tmp_path,
+                                                                             fake_apitrace):
+    records = program_capture().records
+    link = next(i for i, r in enumerate(records) if r[1] == b"glLinkProgram")
+    records[link] = _with(records[link], flags=[1])   # was a TypeError in the corpus reader
+    trace = tmp_path / "bad.trace"
+    trace.write_bytes(b"".join(encode_record(r) for r in records))
+    with pytest.raises(InputError, match=rf"^{re.escape(str(trace))}: call {link}: "
+                                         "glLinkProgram: the call flags must be"):
+        linked_programs(trace)
+    proc = subprocess.run([sys.executable, "-m", "tilesim.cli", "import", str(trace), "-o",
+                           str(tmp_path / "x.tsim")], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"call {link}: glLinkProgram: the call flags must be" in proc.stderr
+    assert not (tmp_path / "x.tsim").exists()

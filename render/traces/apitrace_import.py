@@ -63,18 +63,20 @@ Translation rules (what makes the stream equal to what the program drew):
 The counts go into the manifest's ``source`` dict and the printed summary.
 
 Malformed and truncated captures (issue 12). Every record of the call stream is checked where
-it is read (:func:`read_calls`): a ``(number, name, [(argument, value)...], return value,
-flags)`` tuple with a non-negative call number, an identifier for a name, flags that fit 32
-bits, and values of the plain types apitrace writes (integers within 64 bits, floats, byte
-strings, lists, tuples, dicts, at most 32 deep). Each argument is then read through a typed
-accessor (:class:`CallArgs`) that checks its type and the range of its GL type (GLsizei,
-GLint, GLuint...). A record that fails either check is an :class:`~tilesim.errors.InputError`,
-one line naming the file, the call number (or, before one is known, the record's place in
-the stream) and the argument. What the import could not keep is said as warnings
-(:attr:`ImportSummary.warnings`, and one ``tilesim: warning:`` line each on stderr): apitrace's
-own (``unexpected end of file`` of a cut capture), a pickle stream cut inside a record, and a
-capture that ends mid-frame (calls after the last frame end that draw or clear, or any when
-the capture was cut), with the number of calls dropped. A capture of no calls at all (an
+it is read (:func:`tilesim.shaders.trace_capture.read_calls`, which the corpus capture uses
+too): a ``(number, name, [(argument, value)...], return value, flags)`` tuple with a
+non-negative call number, an identifier for a name, flags that fit 32 bits, and values of the
+plain types apitrace writes (integers within 64 bits, floats, byte strings, lists, tuples,
+dicts, at most 32 deep). Each argument is then read through a typed accessor
+(:class:`~tilesim.shaders.trace_capture.CallArgs`) that checks its type and the range of its
+GL type (GLsizei, GLint, GLuint...). A record that fails either check is an
+:class:`~tilesim.errors.InputError`, one line naming the file, the call number (or, before one
+is known, the record's place in the stream) and the argument. What the import could not keep
+is said as warnings (:attr:`ImportSummary.warnings`, and one ``tilesim: warning:`` line each
+on stderr): apitrace's own (``unexpected end of file`` of a cut capture), a pickle stream cut
+inside a record, and a capture that ends mid-frame (calls after the last frame end that draw
+or clear, or any when the capture was cut), with the number of calls dropped. A capture of no
+calls at all (an
 empty file) is an error saying so.
 """
 
@@ -83,12 +85,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import pickle
-import re
-import shutil
-import subprocess
 import sys
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -98,7 +95,7 @@ from pathlib import Path
 import numpy as np
 
 from tilesim.atomic import check_output
-from tilesim.errors import EXIT_OK, InputError, ToolMissing
+from tilesim.errors import EXIT_OK, InputError
 from tilesim.options import window_size
 from tilesim.render.gl.commands import (
     ATTACHMENTS,
@@ -133,11 +130,22 @@ from tilesim.render.gl.commands import (
     make_command,
 )
 from tilesim.shaders.trace_capture import (
+    ANY_INT,
+    GLINT,
+    GLINTPTR,
+    GLSIZEI,
+    GLUINT,
+    MASK,
+    POINTER,
+    REQUIRED,
     Call,
+    CallArgs,
     LinkedProgram,
-    Pointer,
     ProgramTracker,
-    RestrictedUnpickler,
+    StreamNotes,
+    apitrace_calls,
+    read_calls,
+    show,
 )
 
 GL_TEXTURE0 = 0x84C0
@@ -205,414 +213,7 @@ def skip_kind(name: str) -> str | None:
     return None
 
 
-# --- reading the call stream -----------------------------------------------------------------
-
-INT64_MIN, UINT64_MAX = -2**63, 2**64 - 1   # apitrace records no value wider than 64 bits
-MAX_NESTING = 32                            # lists in lists... (apitrace's are a few deep)
-IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}\Z")
-# The ranges (inclusive) arguments are read in: a GL type's range (no traced program can
-# pass a value outside it), narrowed to what GL accepts for sizes and byte offsets (GL
-# refuses a negative one with GL_INVALID_VALUE: the call did nothing, and the import says so).
-GLINT = (-2**31, 2**31 - 1)
-GLSIZEI = (0, 2**31 - 1)       # sizes, counts
-GLUINT = (0, 2**32 - 1)        # also GLenum, GLbitfield, GLboolean
-MASK = (-2**31, 2**32 - 1)     # a GLuint mask, ~0 written as -1 too
-GLINTPTR = (0, 2**63 - 1)      # offsets and sizes in bytes (GLintptr, GLsizeiptr) that GL
-#                                 refuses when negative
-POINTER = (0, UINT64_MAX)
-ANY_INT = (INT64_MIN, UINT64_MAX)
 DRAW_CALLS = frozenset({"glDrawArrays", "glDrawElements", "glClear"})
-MAX_TOOL_WARNINGS = 10         # lines of apitrace's stderr passed on
-
-
-def show(value, limit: int = 40) -> str:
-    """A short description of a value read from a capture, for error messages: bounded in
-    length and always computable (repr of a huge integer, a deeply nested list or a huge
-    blob would fail or take long)."""
-    if value is None or isinstance(value, (bool, float)):
-        return repr(value)
-    if isinstance(value, int):
-        return repr(int(value)) if abs(value) < 10**24 else \
-            f"an integer of {value.bit_length()} bits"
-    if isinstance(value, (bytes, bytearray)):
-        head = repr(bytes(value[:limit]))
-        return head + (f"... ({len(value)} bytes)" if len(value) > limit else "")
-    if isinstance(value, str):
-        return repr(value[:limit]) + ("..." if len(value) > limit else "")
-    if isinstance(value, (list, tuple)):
-        items = [show(v, 12) for v in value[:4]] if all(
-            v is None or isinstance(v, (bool, int, float, bytes, str)) for v in value[:4]) \
-            else None
-        if items is not None and len(value) <= 4:
-            text = ", ".join(items) + ("," if isinstance(value, tuple) and len(value) == 1
-                                       else "")
-            return f"[{text}]" if isinstance(value, list) else f"({text})"
-        return f"a {type(value).__name__} of {len(value)} item(s)"
-    if isinstance(value, dict):
-        return f"a dict of {len(value)} item(s)"
-    if isinstance(value, (set, frozenset)):
-        return f"a {type(value).__name__} of {len(value)} item(s)"
-    return f"a {type(value).__name__}"
-
-
-_SCALARS = frozenset({type(None), bool, float, bytes, bytearray, str})
-
-
-def _value_problem(value) -> str | None:
-    """What is wrong with a value read from a capture (None: a plain apitrace value)."""
-    kind = type(value)
-    if kind in _SCALARS or ((kind is int or kind is Pointer) and
-                            INT64_MIN <= value <= UINT64_MAX):
-        return None  # the common case, without the walk
-    stack = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if item is None or isinstance(item, (bool, float, bytes, bytearray, str)):
-            continue
-        if isinstance(item, int):
-            if not INT64_MIN <= item <= UINT64_MAX:
-                return f"holds {show(item)}, wider than the 64 bits apitrace records"
-            continue
-        if isinstance(item, (list, tuple, dict)):
-            if depth >= MAX_NESTING:
-                return f"nests lists more than {MAX_NESTING} deep"
-            if isinstance(item, dict):
-                stack.extend((k, depth + 1) for k in item)
-                stack.extend((v, depth + 1) for v in item.values())
-            else:
-                stack.extend((v, depth + 1) for v in item)
-            continue
-        return f"holds {show(item)}, not a value apitrace writes"
-    return None
-
-
-_NAMES: dict[bytes, str | None] = {}  # names seen: a capture repeats a few hundred
-
-
-def _decode_name(raw) -> str | None:
-    """An identifier (a function or argument name) as apitrace writes it, else None."""
-    if type(raw) is bytes:
-        name = _NAMES.get(raw, False)
-        if name is False:
-            name = _check_name(raw)
-            if len(_NAMES) < 65536:
-                _NAMES[raw] = name
-        return name
-    return _check_name(raw)
-
-
-def _check_name(raw) -> str | None:
-    if isinstance(raw, (bytes, bytearray)):
-        try:
-            raw = bytes(raw).decode("ascii")
-        except UnicodeDecodeError:
-            return None
-    return raw if isinstance(raw, str) and IDENTIFIER.match(raw) else None
-
-
-def _record_place(index: int, previous: int | None) -> str:
-    """Where a record is in the stream, for errors about a record with no call number."""
-    return f"record {index} " + (f"(after call {previous})" if previous is not None
-                                 else "(the first)")
-
-
-def check_record(record, source: str, index: int, previous: int | None) -> Call:
-    """One unpickled record of ``apitrace pickle`` as a :class:`Call`, every field checked
-    (see the module docstring); InputError naming the call, or the record's place in the
-    stream (``index``: 0 for the first; ``previous``: the call number before it)."""
-    if not isinstance(record, tuple) or len(record) != 5:
-        raise InputError(f"expected an apitrace call (number, name, arguments, return value, "
-                         f"flags), got {show(record)}",
-                         source=f"{source}: {_record_place(index, previous)}")
-    number, raw_name, raw_args, ret, flags = record
-    if isinstance(number, bool) or not isinstance(number, int) or \
-            not 0 <= number <= 2**63 - 1:
-        raise InputError(f"the call number must be a non-negative integer, got {show(number)}",
-                         source=f"{source}: {_record_place(index, previous)}")
-    name = _decode_name(raw_name)
-    if name is None:
-        raise InputError(f"the function name must be an ASCII identifier, got "
-                         f"{show(raw_name)}", source=f"{source}: call {number}")
-    if flags is None:
-        flags = 0
-    if isinstance(flags, bool) or not isinstance(flags, int) or not 0 <= flags <= 2**32 - 1:
-        raise InputError(f"{name}: the call flags must be a 32-bit unsigned integer, got "
-                         f"{show(flags)}", source=f"{source}: call {number}")
-    if not isinstance(raw_args, list):
-        raise InputError(f"{name}: the arguments must be a list of (name, value) pairs, "
-                         f"got {show(raw_args)}", source=f"{source}: call {number}")
-    args: dict = {}
-    for k, pair in enumerate(raw_args):
-        if not isinstance(pair, tuple) or len(pair) != 2:
-            raise InputError(f"{name}: argument {k} must be a (name, value) pair, got "
-                             f"{show(pair)}", source=f"{source}: call {number}")
-        key = _decode_name(pair[0])
-        if key is None:
-            raise InputError(f"{name}: argument {k} has no identifier for a name, got "
-                             f"{show(pair[0])}", source=f"{source}: call {number}")
-        if key in args:
-            raise InputError(f"{name}: argument {key!r} appears twice",
-                             source=f"{source}: call {number}")
-        problem = _value_problem(pair[1])
-        if problem is not None:
-            raise InputError(f"{name}: argument {key!r} {problem}",
-                             source=f"{source}: call {number}")
-        args[key] = pair[1]
-    problem = _value_problem(ret)
-    if problem is not None:
-        raise InputError(f"{name}: the return value {problem}", source=f"{source}: call {number}")
-    return Call(number, name, args, ret, flags)
-
-
-@dataclass
-class StreamNotes:
-    """What reading a call stream met that the import must say: ``warnings`` (one line
-    each) and whether the stream was cut (``truncated``: apitrace's "unexpected end of
-    file", or a pickle stream that ends inside a record)."""
-
-    warnings: list[str] = field(default_factory=list)
-    truncated: bool = False
-
-    def warn(self, message: str) -> None:
-        if message not in self.warnings:  # a stream is read twice (scan, translate)
-            self.warnings.append(message)
-
-
-def _at_end(stream) -> bool | None:
-    """Whether a readable stream has nothing left (None: cannot tell without consuming)."""
-    try:
-        if not stream.seekable():
-            return None
-        return stream.read(1) == b""
-    except (OSError, ValueError, AttributeError):
-        return None
-
-
-def read_calls(stream, *, source: str, notes: StreamNotes | None = None) -> Iterator[Call]:
-    """The calls of an ``apitrace pickle`` byte stream, read with the restricted unpickler of
-    :mod:`tilesim.shaders.trace_capture` and checked by :func:`check_record`. A stream that ends
-    inside a record (a cut file) ends the calls with a warning in ``notes``; any other
-    unreadable record is an InputError naming the record's place."""
-    notes = notes if notes is not None else StreamNotes()
-    unpickler = RestrictedUnpickler(stream, encoding="bytes")
-    previous = None
-    index = 0
-    while True:
-        try:
-            position = stream.tell() if stream.seekable() else None
-        except (OSError, ValueError, AttributeError):
-            position = None
-        try:
-            record = unpickler.load()
-        except EOFError:
-            try:
-                cut = position is not None and stream.tell() > position
-            except (OSError, ValueError):
-                cut = False
-            if cut:
-                notes.truncated = True
-                notes.warn(f"the call stream ends inside {_record_place(index, previous)}: "
-                           "the file is cut; the calls before it are kept")
-            return
-        except Exception as exc:  # the unpickling of untrusted bytes, whatever its error
-            place = f"{source}: {_record_place(index, previous)}"
-            if isinstance(exc, pickle.UnpicklingError) and "truncated" in str(exc) \
-                    and _at_end(stream):
-                notes.truncated = True
-                notes.warn(f"the call stream ends inside {_record_place(index, previous)}: "
-                           "the file is cut; the calls before it are kept")
-                return
-            detail = str(exc).split("\n", 1)[0][:200] or type(exc).__name__
-            raise InputError(f"unreadable apitrace pickle record: {detail}",
-                             source=place) from None
-        call = check_record(record, source, index, previous)
-        previous = call.number
-        index += 1
-        yield call
-
-
-def apitrace_calls(trace_path: str | os.PathLike, notes: StreamNotes | None = None
-                   ) -> Iterator[Call]:
-    """The calls of an apitrace capture, through ``apitrace pickle`` and :func:`read_calls`.
-    Once the stream is read to its end, what apitrace printed on stderr is passed on as
-    warnings in ``notes`` (its "unexpected end of file" marks the capture as cut), and a
-    failure of apitrace is an InputError with its message."""
-    notes = notes if notes is not None else StreamNotes()
-    apitrace = shutil.which("apitrace")
-    if apitrace is None:
-        raise ToolMissing("apitrace is not installed (Debian package apitrace)")
-    source = str(trace_path)
-    # stderr goes to a file so that a chatty apitrace can never block on a full pipe
-    with tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen([apitrace, "pickle", source], stdout=subprocess.PIPE,
-                                stderr=err)
-        try:
-            yield from read_calls(proc.stdout, source=source, notes=notes)
-        finally:
-            proc.stdout.close()  # an early stop (frame limit, error): apitrace gets EPIPE
-            code = proc.wait()
-        err.seek(0)
-        lines = [line.strip() for line in
-                 err.read(1 << 20).decode("utf-8", "replace").splitlines() if line.strip()]
-    if code != 0:
-        how = f"exit {code}" if code > 0 else f"killed by signal {-code}"
-        raise InputError(f"apitrace cannot read it ({how}; is it an apitrace capture?): "
-                         f"{'; '.join(line[:200] for line in lines[:3]) or 'no message'}",
-                         source=source)
-    for line in lines[:MAX_TOOL_WARNINGS]:
-        if "unexpected end of file" in line:
-            notes.truncated = True
-        notes.warn(f"apitrace: {line[:300]}")
-    if len(lines) > MAX_TOOL_WARNINGS:
-        notes.warn(f"apitrace: ... {len(lines) - MAX_TOOL_WARNINGS} more line(s)")
-
-
-REQUIRED = object()
-
-
-class CallArgs:
-    """Typed access to one call's arguments: a missing argument, a wrong type or a value
-    outside the argument's GL type is an InputError naming the file, the call number, the
-    call and the argument (never a TypeError, ValueError or OverflowError from deeper)."""
-
-    def __init__(self, call: Call, source: str):
-        self.call, self.source = call, source
-
-    def error(self, message: str) -> InputError:
-        return InputError(f"{self.call.name}: {message}",
-                          source=f"{self.source}: call {self.call.number}")
-
-    def get(self, key: str, default=REQUIRED):
-        if key in self.call.args:
-            return self.call.args[key]
-        if default is REQUIRED:
-            raise self.error(f"argument {key!r} is missing")
-        return default
-
-    def int(self, key: str, default=REQUIRED, *, limits: tuple[int, int] = ANY_INT) -> int:
-        """An integer argument (GLboolean True/False counts as 1/0) within ``limits``."""
-        return self.check_int(self.get(key, default), f"argument {key!r}", limits)
-
-    def check_int(self, value, what: str, limits: tuple[int, int] = ANY_INT) -> int:
-        if not isinstance(value, int):
-            raise self.error(f"{what} must be an integer, got {show(value)}")
-        value = int(value)
-        low, high = limits
-        if not low <= value <= high:
-            raise self.error(f"{what} is {show(value)}, outside {low}..{high}")
-        return value
-
-    def handle(self, key: str) -> int:
-        """An EGL handle, a pointer or an object name: None (NULL) is 0."""
-        value = self.get(key, None)
-        return 0 if value is None else self.check_int(value, f"argument {key!r}", POINTER)
-
-    def ret_handle(self) -> int:
-        ret = self.call.ret
-        return 0 if ret is None else self.check_int(ret, "the return value", POINTER)
-
-    def float(self, key: str) -> float:
-        value = self.get(key)
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise self.error(f"argument {key!r} must be a number, got {show(value)}")
-        return float(value)
-
-    def ints(self, key: str, limits: tuple[int, int] = ANY_INT, *,
-             allow_none: bool = True) -> list[int] | None:
-        """A list of integers (a bare integer is a list of one); None where allowed."""
-        value = self.get(key, None)
-        if value is None and allow_none:
-            return None
-        if isinstance(value, int):
-            value = [value]
-        if not isinstance(value, list):
-            raise self.error(f"argument {key!r} must be a list of integers, got "
-                             f"{show(value)}")
-        return [self.check_int(v, f"item {i} of argument {key!r}", limits)
-                for i, v in enumerate(value)]
-
-    def blob_or_list(self, key: str) -> list[bytes]:
-        """Byte strings: one, or a list of them (glShaderSource's strings)."""
-        value = self.get(key)
-        if isinstance(value, (bytes, bytearray)):
-            value = [value]
-        if not isinstance(value, list) or not all(isinstance(v, (bytes, bytearray))
-                                                  for v in value):
-            raise self.error(f"argument {key!r} must be a byte string or a list of them, "
-                             f"got {show(value)}")
-        return [bytes(v) for v in value]
-
-    def text(self, key: str) -> str:
-        """A UTF-8 byte string (an attribute or uniform name) as text."""
-        value = self.get(key)
-        if isinstance(value, (bytes, bytearray)):
-            try:
-                return bytes(value).split(b"\0", 1)[0].decode("utf-8")
-            except UnicodeDecodeError:
-                raise self.error(f"argument {key!r} is not UTF-8 text: {show(value)}") from None
-        if isinstance(value, str):
-            return value
-        raise self.error(f"argument {key!r} must be a string, got {show(value)}")
-
-
-def _check_program_call(args: CallArgs) -> None:
-    """The arguments :class:`~tilesim.shaders.trace_capture.ProgramTracker` reads, checked before it
-    reads them (it converts with int() and indexes without asking)."""
-    name = args.call.name
-    if name == "eglCreateContext":
-        args.ret_handle()
-        args.handle("share_context")
-    elif name == "eglMakeCurrent":
-        args.handle("ctx")
-    elif name in ("glCreateShader", "glCreateProgram"):
-        if args.call.ret is None:
-            raise args.error("the return value (the new object's name) is missing")
-        args.check_int(args.call.ret, "the return value", GLUINT)
-        if name == "glCreateShader":
-            args.int("type", limits=GLUINT)
-    elif name == "glShaderSource":
-        args.int("shader", limits=GLUINT)
-        args.int("count", limits=GLSIZEI)
-        args.blob_or_list("string")
-        args.ints("length", GLINT)
-    elif name in ("glCompileShader",):
-        args.int("shader", limits=GLUINT)
-    elif name in ("glAttachShader", "glDetachShader"):
-        args.int("program", limits=GLUINT)
-        args.int("shader", limits=GLUINT)
-    elif name == "glBindAttribLocation":
-        args.int("program", limits=GLUINT)
-        args.int("index", limits=GLUINT)
-        value = args.get("name")
-        if not isinstance(value, (bytes, bytearray)):
-            raise args.error(f"argument 'name' must be a byte string, got {show(value)}")
-        try:
-            bytes(value).decode("utf-8")
-        except UnicodeDecodeError:
-            raise args.error(f"argument 'name' is not UTF-8 text: {show(value)}") from None
-    elif name == "glLinkProgram":
-        args.int("program", limits=GLUINT)
-
-
-# The calls ProgramTracker handles (it dispatches on any name: "key" would reach a helper).
-TRACKED_CALLS = frozenset({
-    "eglCreateContext", "eglMakeCurrent", "glCreateShader", "glShaderSource",
-    "glCompileShader", "glCreateProgram", "glAttachShader", "glDetachShader",
-    "glBindAttribLocation", "glLinkProgram"})
-
-
-def _feed_tracker(tracker: ProgramTracker, call: Call, source: str) -> list[LinkedProgram]:
-    """ProgramTracker.feed for one call whose arguments :func:`_check_program_call`
-    checked; anything it still trips on is an InputError naming the call."""
-    if call.name not in TRACKED_CALLS:
-        return []
-    args = CallArgs(call, source)
-    _check_program_call(args)
-    try:
-        return list(tracker.feed((call,)))
-    except (KeyError, TypeError, ValueError, IndexError, OverflowError, AttributeError) as exc:
-        raise args.error(f"malformed call ({type(exc).__name__}: "
-                         f"{str(exc)[:120]})") from None
 
 
 # --- pass 1: scan ----------------------------------------------------------------------------
@@ -706,7 +307,8 @@ def scan_calls(calls: Iterable[Call], source: str, frame_limit: int | None = Non
         for counts in since_end.values():
             counts[0] += 1
             counts[1] += name in DRAW_CALLS
-        for linked in _feed_tracker(tracker, call, source):
+        linked = tracker.follow(call)
+        if linked is not None:
             result.links[linked.call] = linked
         kind = _FRAME_END_KIND.get(name)
         if kind is not None:
