@@ -1051,8 +1051,8 @@ def test_empty_or_callless_capture_is_an_error_saying_so(tmp_path):
 def test_cut_real_capture_passes_on_apitrace_warning_and_says_what_was_dropped(tmp_path):
     """A glmark2 capture cut short (as a crash or a full disk leaves it): tilesim import keeps
     the complete frames, exits 0 and prints apitrace's 'unexpected end of file' and the
-    mid-frame warning on stderr, one line each; an empty file and a file that is no capture
-    are one-line errors (exit 2)."""
+    mid-frame warning on stderr, one line each, and tilesim reference prints the same lines;
+    an empty file and a file that is no capture are one-line errors (exit 2)."""
     require_tools("apitrace", "xvfb-run", "glmark2-es2")
     require_mesa()
     from tilesim.render.traces.capture import capture
@@ -1079,6 +1079,10 @@ def test_cut_real_capture_passes_on_apitrace_warning_and_says_what_was_dropped(t
             assert re.fullmatch(rf"tilesim: warning: {re.escape(str(cut))}: capture ends "
                                 r"mid-frame: \d+ call\(s\) after frame \d+ dropped \(.*\)",
                                 lines[1]), lines[1]
+            # tilesim reference reads the same capture: the same warnings, one line each
+            reference = tilesim("reference", str(cut), "--out", str(tmp_path / f"ref{cut.stem}"))
+            assert reference.returncode == 0, reference.stderr
+            assert reference.stderr.strip().split("\n") == lines, reference.stderr
         else:  # cut before the first frame's end
             assert done.returncode == 2 and len(lines) == 1, done.stderr
             assert "no complete frame" in lines[0] and "unexpected end of file" in lines[0]
@@ -1097,4 +1101,6 @@ def test_cut_real_capture_passes_on_apitrace_warning_and_says_what_was_dropped(t
         assert f"tilesim: error: {path}: {message}" in done.stderr
     # the whole capture imports without a warning (its teardown is counted, not warned)
     done = tilesim("import", str(trace), "-o", str(tmp_path / "whole.tsim"))
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    done = tilesim("reference", str(trace), "--out", str(tmp_path / "ref-whole"))
     assert done.returncode == 0 and done.stderr == "", done.stderr

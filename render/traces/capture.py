@@ -34,8 +34,10 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,6 +45,7 @@ from tilesim.atomic import check_output, write_bytes
 from tilesim.errors import EXIT_OK, InputError, ToolMissing
 from tilesim.mesa import program_environment
 from tilesim.options import window_size
+from tilesim.render.traces.apitrace_import import FRAME_END_CHOICES, scan_apitrace
 
 GLMARK2 = "glmark2-es2"
 ES2GEARS = "es2gears"
@@ -229,7 +232,8 @@ REFERENCE_DRIVERS = ("softpipe", "llvmpipe")
 
 def reference_frames(trace_path: str | os.PathLike, out_dir: str | os.PathLike, *,
                      driver: str = "softpipe", frame_end: str = "auto",
-                     timeout: float = 1800.0) -> list[Path]:
+                     timeout: float = 1800.0,
+                     warn: Callable[[str], None] | None = None) -> list[Path]:
     """Mesa's image of every frame of an apitrace capture, as ``out_dir/frame_NNNNNN.png``.
 
     ``driver`` defaults to softpipe: it computes every shader in 32-bit floats, as the TGSI
@@ -237,9 +241,9 @@ def reference_frames(trace_path: str | os.PathLike, out_dir: str | os.PathLike, 
     ``mediump`` in 16-bit floats, which changes what precision-sensitive programs draw
     (glmark2's loop, conditionals and terrain noise, for example). ``frame_end`` picks the
     calls that end frames as ``tilesim import --frame-end`` does (auto, swap, readpixels,
-    finish)."""
-    from tilesim.render.traces.apitrace_import import FRAME_END_CHOICES, scan_apitrace
-
+    finish). ``warn``, when given, gets the capture's warnings, one line each, as the import
+    gives them (apitrace's own, a cut stream, a capture that ends mid-frame), before Mesa
+    replays it."""
     if driver not in REFERENCE_DRIVERS:
         raise InputError(f"unknown reference driver {driver!r}: expected one of "
                          f"{', '.join(REFERENCE_DRIVERS)}")
@@ -257,8 +261,12 @@ def reference_frames(trace_path: str | os.PathLike, out_dir: str | os.PathLike, 
     if frame_end == "swap" and swaps == 0:
         raise InputError("the capture holds no complete frame (no eglSwapBuffers to end one)",
                          source=str(trace))
-    if swaps is None or (frame_end == "auto" and swaps == 0):
-        ends = scan_apitrace(trace, frame_end).ends
+    if swaps is None or (frame_end == "auto" and swaps == 0) or warn is not None:
+        scan = scan_apitrace(trace, frame_end)   # where frames end, what the import warns
+        for warning in scan.warnings if warn is not None else ():
+            warn(warning)
+        if swaps is None or (frame_end == "auto" and swaps == 0):
+            ends = scan.ends
     with tempfile.TemporaryDirectory(prefix="tilesim-reference-") as tmp:
         calls = "--calls=frame"
         if ends is not None:
@@ -358,7 +366,7 @@ def register(subparsers) -> None:
     r.add_argument("--driver", choices=REFERENCE_DRIVERS, default="softpipe",
                    help="Mesa driver (default softpipe: 32-bit floats everywhere, like the "
                         "TGSI tilesim runs; llvmpipe computes mediump in 16-bit floats)")
-    r.add_argument("--frame-end", choices=("auto", "swap", "readpixels", "finish"),
+    r.add_argument("--frame-end", choices=FRAME_END_CHOICES,
                    default="auto",
                    help="the call that ends a frame, as for `tilesim import` (default auto: "
                         "swap if the capture swaps, else readpixels if it reads, else finish); "
@@ -375,7 +383,10 @@ def _capture_command(args: argparse.Namespace) -> int:
 
 
 def _reference_command(args: argparse.Namespace) -> int:
+    def warn(warning: str) -> None:   # as `tilesim import` says them
+        print(f"tilesim: warning: {args.trace}: {warning}", file=sys.stderr)
+
     written = reference_frames(args.trace, args.out, driver=args.driver,
-                               frame_end=args.frame_end)
+                               frame_end=args.frame_end, warn=warn)
     print(f"wrote {len(written)} reference frame(s) of {args.trace} into {args.out}")
     return EXIT_OK
