@@ -7,6 +7,7 @@ import shutil
 import numpy as np
 import pytest
 
+from tilesim.images import png_bytes, read_png
 from tilesim.render.studies import goldens
 from tilesim.thresholds import GOLDEN_ACCEPT_MSSIM
 
@@ -25,12 +26,10 @@ def test_a_changed_frame_is_reported(tmp_path, monkeypatch):
     entries = goldens.load_manifest()[:1]
     folder = tmp_path / "goldens"
     shutil.copytree(goldens.GOLDENS, folder)
-    image = goldens.read_png(folder / entries[0].png).copy()
+    image = read_png(folder / entries[0].png, "RGBA").copy()
     image[10:12, 20:23] = [255, 0, 255, 255]
-    from tilesim.images import png_bytes
-
     (folder / entries[0].png).write_bytes(png_bytes(image))
     monkeypatch.setattr(goldens, "GOLDENS", folder)
     failures = goldens.check(entries)
     assert [(g.name, n) for g, n in failures] == [(entries[0].name, 6)]
-    assert np.array_equal(goldens.read_png(folder / entries[0].png)[10, 20], [255, 0, 255, 255])
+    assert np.array_equal(read_png(folder / entries[0].png, "RGBA")[10, 20], [255, 0, 255, 255])

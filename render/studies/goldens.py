@@ -22,7 +22,7 @@ import numpy as np
 from tilesim import __version__
 from tilesim.atomic import write_bytes, write_json
 from tilesim.errors import EXIT_FAILED_CHECK, EXIT_OK, InputError
-from tilesim.images import image_metrics, png_bytes
+from tilesim.images import image_metrics, png_bytes, read_png
 from tilesim.render.studies.runner import render_trace
 from tilesim.thresholds import GOLDEN_ACCEPT_MSSIM
 
@@ -78,13 +78,6 @@ def mesa_frames(trace_path: Path, frames: set[int]) -> dict[int, np.ndarray]:
     return {i: images[i] for i in frames}
 
 
-def read_png(path: Path) -> np.ndarray:
-    """A golden as (H, W, 4) uint8: goldens are compared on every channel."""
-    from tilesim.images import read_png as read_image
-
-    return read_image(path, "RGBA")
-
-
 def check(goldens: list[Golden]) -> list[tuple[Golden, int]]:
     """Re-render every golden; returns (golden, differing pixels) for those not identical."""
     failures = []
@@ -94,7 +87,7 @@ def check(goldens: list[Golden]) -> list[tuple[Golden, int]]:
     for trace, items in by_trace.items():
         images = render_frames(ROOT / trace, {g.frame for g in items})
         for g in items:
-            expected = read_png(GOLDENS / g.png)
+            expected = read_png(GOLDENS / g.png, "RGBA")   # compared on every channel
             got = images[g.frame]
             if got.shape != expected.shape:
                 failures.append((g, got.shape[0] * got.shape[1]))
@@ -128,7 +121,7 @@ def update(goldens: list[Golden], *, out=sys.stdout) -> tuple[list[Golden], list
             else:
                 changed = "new" if not path.exists() else "changed"
                 if changed == "changed":
-                    old = read_png(path)
+                    old = read_png(path, "RGBA")
                     pixels = (int((old != ours[g.frame]).any(axis=2).sum())
                               if old.shape == ours[g.frame].shape else -1)
                     changed += f" ({pixels} pixels differ)"
