@@ -41,6 +41,7 @@ from tilesim import __version__
 from tilesim.atomic import check_output, remove_temporaries, write_bytes, write_json
 from tilesim.backend import use_backend
 from tilesim.errors import InputError
+from tilesim.folder_lock import lock_folder
 from tilesim.images import png_bytes
 from tilesim.render.pipeline.counters import (
     FRAME_COUNTERS,
@@ -236,6 +237,8 @@ def prepare_jobs(jobs: list[Job], *, force: bool = False) -> list[dict]:
     for job in jobs:
         check_output(job.out, folder=True)
     identities = [job_identity(job) for job in jobs]
+    for job in jobs:   # one run per folder: a second fails here (the lock goes at exit)
+        lock_folder(job.out, "tilesim render")
     if not force:
         for job, identity in zip(jobs, identities, strict=True):
             check_folder(job, identity)
