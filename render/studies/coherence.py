@@ -29,6 +29,7 @@ from tilesim.render.studies.runner import render_trace
 from tilesim.render.techniques.bus import Techniques
 from tilesim.render.techniques.dynamic_sampling_rate import frame_mssim
 from tilesim.render.traces.trace_file import open_trace
+from tilesim.thresholds import DSR_MIN_MSSIM
 
 DEFAULT_TECHNIQUES = ("te", "re", "re/xor", "evr", "re+evr", "dsr", "memo", "memo/32")
 EXIT_NOT_LOSSLESS = 1
@@ -275,7 +276,7 @@ def register(subparsers) -> None:
                     "overshading, average sample rate, per-frame MSSIM against the baseline "
                     "and frames bit-identical to it; with several traces, also the average. "
                     "Exit 1 when a lossless technique changed a frame or DSR fell below "
-                    f"MSSIM {MIN_MSSIM}.")
+                    f"MSSIM {DSR_MIN_MSSIM}.")
     p.add_argument("traces", nargs="+", metavar="TRACE", help=".tsim traces")
     p.add_argument("--frames", default=":", metavar="A:B",
                    help="frames to compare (default: all); earlier frames are rendered too")
@@ -297,7 +298,6 @@ def register(subparsers) -> None:
 
 
 LOSSLESS = ("te", "re", "evr", "re+evr", "te+re", "te+evr", "te+re+evr", "memo")
-MIN_MSSIM = 0.95
 
 
 def _job(trace: str, names: list[str], frames: tuple[int, int], dsr_parameters, images,
@@ -360,7 +360,7 @@ def _coherence(args: argparse.Namespace) -> int:
     broken = [f"{Path(r['trace']).name}: {name}" for r in reports
               for name, t in r["techniques"].items()
               if (name in LOSSLESS and t["frames_bit_identical"] != t["frames"])
-              or (name == "dsr" and t["mssim_min"] is not None and t["mssim_min"] < MIN_MSSIM)]
+              or (name == "dsr" and t["mssim_min"] is not None and t["mssim_min"] < DSR_MIN_MSSIM)]
     if args.json:
         print(json.dumps(report, indent=2))
     else:

@@ -66,20 +66,20 @@ from typing import NamedTuple
 
 import numpy as np
 
-from tilesim.atomic import write_bytes, write_json
+from tilesim.atomic import check_output, write_bytes, write_json
 from tilesim.errors import EXIT_FAILED_CHECK, EXIT_OK, InputError
 from tilesim.options import frame_range, window_size
 from tilesim.render.studies.runner import render_trace
 from tilesim.render.techniques.dynamic_sampling_rate import (
     LOWEST,
     MAX_DIAGONAL,
-    MIN_MSSIM,
     RATE_NAMES,
     SAMPLES_PER_PIXEL,
     SSIM_RADIUS,
     TILE,
     DSRParameters,
     changed_tiles,
+    frame_mssim,
     from_tiles,
     guard,
     max_c_table,
@@ -94,6 +94,7 @@ from tilesim.render.techniques.dynamic_sampling_rate import (
     valid_filter_matrix,
 )
 from tilesim.render.traces.trace_file import open_trace
+from tilesim.thresholds import DSR_MIN_MSSIM
 
 RATES = len(RATE_NAMES)
 CACHE_VERSION = 1
@@ -295,14 +296,14 @@ class RateStack:
         dirty = np.flatnonzero(changed[geo.neighbours].any(axis=(1, 2)))
         if dirty.size > 0.5 * self.tiles:
             # Most of the frame: scipy's filters on the whole frame are faster.
-            return _skimage_mssim(from_tiles(composed, self.height, self.width),
-                                  from_tiles(reference, self.height, self.width))
+            return frame_mssim(from_tiles(composed, self.height, self.width),
+                               from_tiles(reference, self.height, self.width))
         ssim = ssim_map(geo.context(composed, dirty), geo.context(reference, dirty),
                         geo.window)
         lost = ((1.0 - ssim) * geo.counted[dirty]).sum()
         return float(1.0 - lost / geo.counted_total)
 
-    def local_minimum(self, min_mssim: float = MIN_MSSIM, tile: str = "context") -> np.ndarray:
+    def local_minimum(self, min_mssim: float = DSR_MIN_MSSIM, tile: str = "context") -> np.ndarray:
         """(F, T) int8: per tile and frame the lowest rate whose tile has MSSIM >=
         ``min_mssim`` against its 1x tile (001 §6.3's Local Minimum), the tile judged in its
         1x surroundings over all its pixels (``tile="context"``) or alone as scikit-image
@@ -353,14 +354,6 @@ class RateStack:
             raise InputError("DSR cache of another version or shape; delete the folder to "
                              "rebuild it", source=str(folder))
         return stack
-
-
-def _skimage_mssim(image: np.ndarray, reference: np.ndarray) -> float:
-    from skimage.metrics import structural_similarity
-
-    from tilesim.images import SSIM_OPTIONS
-
-    return float(structural_similarity(image, reference, **SSIM_OPTIONS))
 
 
 def _npy_bytes(array: np.ndarray) -> bytes:
@@ -439,12 +432,12 @@ class Simulation(NamedTuple):
     def frames_run(self) -> int:
         return int(np.count_nonzero(~np.isnan(self.mssim)))
 
-    def frames_below(self, min_mssim: float = MIN_MSSIM) -> int:
+    def frames_below(self, min_mssim: float = DSR_MIN_MSSIM) -> int:
         return int(np.count_nonzero(self.mssim < min_mssim))
 
 
 def simulate(rate_images, params: DSRParameters, local_minimum: np.ndarray | None = None, *,
-             stop_on_error: bool = False, min_mssim: float = MIN_MSSIM) -> Simulation:
+             stop_on_error: bool = False, min_mssim: float = DSR_MIN_MSSIM) -> Simulation:
     """Run the DSR FSM over the frames of ``rate_images`` ((5, F, H, W, 4) uint8 frames at
     each uniform rate, or a :class:`RateStack`).
 
@@ -499,7 +492,7 @@ def simulate(rate_images, params: DSRParameters, local_minimum: np.ndarray | Non
     return Simulation(history, mssim, asr, bool(np.any(mssim[:run] < min_mssim)))
 
 
-def local_minimum(rate_images, min_mssim: float = MIN_MSSIM, tile: str = "context"
+def local_minimum(rate_images, min_mssim: float = DSR_MIN_MSSIM, tile: str = "context"
                   ) -> np.ndarray:
     """(F, T) int8: per tile and frame the lowest rate whose 16x16 luma tile has MSSIM >=
     ``min_mssim`` against the 1x tile, with the frame MSSIM's settings (Gaussian window,
@@ -533,7 +526,7 @@ class Evaluation:
 
 
 def evaluate(stacks: Sequence[RateStack], params: DSRParameters, *, algorithm: int = 5,
-             stop_on_error: bool = True, min_mssim: float = MIN_MSSIM,
+             stop_on_error: bool = True, min_mssim: float = DSR_MIN_MSSIM,
              local_minimum_mssim: float | None = None,
              local_minimum_tile: str = "context") -> Evaluation:
     """Simulate every trace (Algorithm 5, or 6 with each trace's Local Minimum at tile
@@ -575,7 +568,7 @@ class SearchGrid:
     reduce_diagonals: tuple[int, ...] = (2, 4, 8, 16)
     strategy: str = "coordinate"
     sweeps: int = 3
-    local_minimum_mssim: float = MIN_MSSIM
+    local_minimum_mssim: float = DSR_MIN_MSSIM
     local_minimum_tile: str = "context"
     # The content-change guard's <change_threshold, change_cap> pairs (dynamic_sampling_rate:
     # mean-luma change in levels, 255 = only the first frame; the rate index a changed tile
@@ -888,7 +881,7 @@ def prepare(specs: Sequence[TraceSpec], cache: Path, executor: Executor) -> list
 
 
 def fit(executor: Executor, train_folders: Sequence[str], names: Sequence[str],
-        grid: SearchGrid, min_mssim: float = MIN_MSSIM) -> dict:
+        grid: SearchGrid, min_mssim: float = DSR_MIN_MSSIM) -> dict:
     """Search the parameters on the stacks in ``train_folders`` (named ``names``): Algorithm 6
     for the increase pairs, then Algorithm 5 for the reduce pairs (and the guard, when the
     grid has one). A combination is error-free when no training frame falls below
@@ -930,7 +923,7 @@ def fit(executor: Executor, train_folders: Sequence[str], names: Sequence[str],
 
 
 def run_search(train: Sequence[TraceSpec], evaluation: Sequence[TraceSpec], grid: SearchGrid,
-               *, cache: Path, workers: int = 1, min_mssim: float = MIN_MSSIM) -> dict:
+               *, cache: Path, workers: int = 1, min_mssim: float = DSR_MIN_MSSIM) -> dict:
     """Prepare the traces, search (Algorithm 6 then 5), evaluate. Returns a report with
     ``params`` (DSRParameters, or None when no combination is error-free)."""
     grid.check()
@@ -995,7 +988,7 @@ def fold_groups(names: Sequence[str], folds: int | None = None,
 
 def run_cross_validation(specs: Sequence[TraceSpec], groups: Sequence[Sequence[int]],
                          grid: SearchGrid, *, cache: Path, workers: int = 1,
-                         min_mssim: float = MIN_MSSIM) -> dict:
+                         min_mssim: float = DSR_MIN_MSSIM) -> dict:
     """Leave-workloads-out validation, then the fit on every trace.
 
     For each fold (``groups``: the indices of ``specs`` it holds out, see
@@ -1059,7 +1052,7 @@ def run_cross_validation(specs: Sequence[TraceSpec], groups: Sequence[Sequence[i
     return report
 
 
-def cross_validation_summary(folds: list[dict], min_mssim: float = MIN_MSSIM) -> dict:
+def cross_validation_summary(folds: list[dict], min_mssim: float = DSR_MIN_MSSIM) -> dict:
     """Whether every fold found parameters and kept its worst held-out frame >= the limit,
     and the worst fold."""
     done = [f for f in folds if f["worst_mssim"] is not None]
@@ -1250,12 +1243,12 @@ def register(subparsers) -> None:
     validation.add_argument("--leave-out", action="append", default=[], metavar="A,B",
                             help="a fold: the comma-separated trace names (file stems) it "
                                  "holds out; repeat for each fold (instead of --folds)")
-    p.add_argument("--min-mssim", type=float, default=MIN_MSSIM, metavar="X",
+    p.add_argument("--min-mssim", type=float, default=DSR_MIN_MSSIM, metavar="X",
                    help="frame error below this MSSIM (default 0.95, 001 §6.3)")
     p.add_argument("--train-min-mssim", type=float, default=None, metavar="X",
                    help="frame MSSIM the training traces must keep (default: --min-mssim); "
                         "above it, a margin for traces the fit has not seen")
-    p.add_argument("--local-minimum-mssim", type=float, default=MIN_MSSIM, metavar="X",
+    p.add_argument("--local-minimum-mssim", type=float, default=DSR_MIN_MSSIM, metavar="X",
                    help="tile MSSIM the Local Minimum keeps (Algorithm 6's reduction; default "
                         "0.95; raise it when the Local Minimum alone already gives frames "
                         "below --min-mssim)")
@@ -1298,7 +1291,8 @@ def _search_command(args: argparse.Namespace) -> int:
     if len(set(names)) != len(names):
         raise InputError("two traces share a file name: give them distinct names",
                          source="tilesim dsr-search")
-    out = Path(args.out)
+    out = check_output(args.out, folder=False)   # both before the search, not after it
+    check_output(args.cache, folder=True)
     if validating:
         groups = fold_groups(names, args.folds,
                              [[n.strip() for n in text.split(",") if n.strip()]
