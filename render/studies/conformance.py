@@ -38,6 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tilesim.atomic import check_output
 from tilesim.errors import EXIT_FAILED_CHECK, EXIT_OK, InputError, ToolMissing
 from tilesim.images import image_metrics, within_tolerance
 from tilesim.mesa import EXIT_NO_MESA, GL, NoMesa, child_environment
@@ -408,14 +409,15 @@ def _main(args: argparse.Namespace) -> int:
         for scene in SCENES.values():
             print(f"{scene.name:<22} {scene.size[0]}x{scene.size[1]:<5} {scene.covers}")
         return EXIT_OK
+    out = check_output(args.out, folder=True) if args.out else None   # before any scene
     start = time.perf_counter()
     if not args.json:
         print(f"{'scene':<22} {'MSSIM':>8} {'within':>8} {'frag ts':>9} {'frag mesa':>9} "
               f"{'diff':>8}  result")
     progress = None if args.json else (lambda r: (print(_format_row(r)), sys.stdout.flush()))
     options = {"fill_rule": args.fill_rule} if args.fill_rule else {}
-    results = run_conformance(args.scene, args.size, out=Path(args.out) if args.out else None,
-                              progress=progress, renderer_options=options)
+    results = run_conformance(args.scene, args.size, out=out, progress=progress,
+                              renderer_options=options)
     elapsed = time.perf_counter() - start
     passed = sum(r.passed for r in results)
     if args.json:

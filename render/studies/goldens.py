@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from tilesim import __version__
-from tilesim.atomic import write_bytes, write_json
+from tilesim.atomic import check_output, write_bytes, write_json
 from tilesim.errors import EXIT_FAILED_CHECK, EXIT_OK, InputError
 from tilesim.images import image_metrics, png_bytes, read_png
 from tilesim.render.studies.runner import render_trace
@@ -165,7 +165,10 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _update(args: argparse.Namespace) -> int:
-    goldens, refused = update(load_manifest())
+    goldens = load_manifest()
+    for path in (MANIFEST, *(GOLDENS / g.png for g in goldens)):
+        check_output(path, folder=False)   # before any rendering
+    goldens, refused = update(goldens)
     save_manifest(goldens)
     for line in refused:
         print(f"REFUSED {line}", file=sys.stderr)
@@ -174,6 +177,7 @@ def _update(args: argparse.Namespace) -> int:
 
 def _add(args: argparse.Namespace) -> int:
     goldens = load_manifest()
+    check_output(MANIFEST, folder=False)
     names = {g.name for g in goldens}
     for spec in args.specs:
         trace, _, frames = spec.rpartition(":")
