@@ -26,6 +26,7 @@ from PIL import Image
 
 from tilesim.errors import InputError, ToolMissing
 from tilesim.images import compare_images, read_png
+from tilesim.mesa import program_environment
 from tilesim.render.gl.commands import make_command
 from tilesim.render.studies import compare
 from tilesim.render.traces.apitrace_import import import_pickle, skip_kind
@@ -762,13 +763,12 @@ OFFSCREEN_PROGRAM = ROOT / "scripts" / "offscreen_gles2.py"
 def _capture_offscreen(tmp_path: Path, mode: str, frames: int) -> Path:
     """Capture scripts/offscreen_gles2.py (a real GLES2 program that never swaps) with
     apitrace on Mesa llvmpipe; what it read is saved in tmp_path/read."""
-    from tilesim.render.traces.capture import _environment
-
     trace = tmp_path / f"{mode}.trace"
     proc = subprocess.run(["apitrace", "trace", "--api", "egl", "-o", str(trace),
                            sys.executable, str(OFFSCREEN_PROGRAM), "--mode", mode, "--frames",
                            str(frames), "--out", str(tmp_path / "read")],
-                          capture_output=True, timeout=120, env=_environment(), check=False)
+                          capture_output=True, timeout=120, env=program_environment(),
+                          check=False)
     assert proc.returncode == 0 and trace.exists(), proc.stderr.decode(errors="replace")
     return trace
 
