@@ -67,7 +67,10 @@ def test_contracts_cover_every_package():
     packages = set(config["tool"]["setuptools"]["packages"]) - {"tilesim", "tilesim.render"}
     base_modules = {f"tilesim.{p.stem}" for p in (ROOT / "tilesim").glob("*.py")
                     if p.stem != "__init__"}
-    assert packages | base_modules <= named, sorted((packages | base_modules) - named)
+    # A layer holds its sub-packages too (render.workloads.conformance_scenes is workloads').
+    unnamed = {m for m in packages | base_modules
+               if not any(m == n or m.startswith(f"{n}.") for n in named)}
+    assert not unnamed, sorted(unnamed)
 
 
 @pytest.mark.parametrize("lower, higher", [

@@ -1,0 +1,151 @@
+"""Conformance scenes: shader features (gl_FragCoord and gl_FrontFacing, discard) and a
+70k triangle mesh (glmark2's bunny)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tilesim.errors import InputError
+from tilesim.render.gl.commands import Recorder
+from tilesim.render.workloads.conformance_scenes.helpers import (
+    VS_MVP_PATTERN,
+    VS_NDC,
+    _draw,
+    _program,
+    _quad,
+    _set_matrix,
+)
+from tilesim.render.workloads.conformance_scenes.registry import GLMARK2, scene
+from tilesim.render.workloads.transforms import perspective, rotate, translate
+
+FS_FRAGCOORD = """
+precision highp float;
+varying vec4 v_color;
+void main() {
+    vec2 cell = fract(gl_FragCoord.xy / 16.0);
+    float face = gl_FrontFacing ? 1.0 : 0.3;
+    gl_FragColor = vec4(cell.x * face, cell.y * v_color.g, gl_FragCoord.z, 1.0);
+}
+"""
+
+
+@scene("fragcoord_facing")
+def scene_fragcoord_facing(gl: Recorder) -> None:
+    """gl_FragCoord (x, y, z) and gl_FrontFacing in the fragment shader."""
+    _program(gl, VS_NDC, FS_FRAGCOORD)
+    gl.clearColor(0.0, 0.0, 0.0, 1.0)
+    gl.clear("COLOR_BUFFER_BIT")
+    _draw(gl, "TRIANGLES", np.array([[-1, -1, -0.9], [0.9, -1, 0.2], [-1, 0.9, 0.9]]),
+          (1.0, 0.8, 1.0, 1.0))
+    _draw(gl, "TRIANGLES", np.array([[1, 1, 0.5], [1, -0.8, -0.5], [-0.8, 1, 0.0]]),
+          (1.0, 0.4, 1.0, 1.0))
+    gl.endFrame()
+
+
+FS_DISCARD = """
+precision highp float;
+varying vec4 v_color;
+varying vec2 v_uv;
+void main() {
+    if (fract(v_uv.x * 7.0 + v_uv.y * 3.0) < 0.35)
+        discard;
+    if (length(v_uv - vec2(0.5)) > 0.47)
+        discard;
+    gl_FragColor = v_color;
+}
+"""
+
+
+@scene("discard")
+def scene_discard(gl: Recorder) -> None:
+    """A fragment shader that discards (screen-space pattern and a disc), depth-tested late:
+    discarded fragments must neither write color nor depth."""
+    program = _program(gl, VS_MVP_PATTERN, FS_DISCARD)
+    _set_matrix(gl, program, "u_mvp", np.eye(4))
+    gl.clearColor(0.1, 0.1, 0.2, 1.0)
+    gl.clear("COLOR_BUFFER_BIT", "DEPTH_BUFFER_BIT")
+    gl.enable("DEPTH_TEST")
+    uv = [[0, 0], [1, 0], [1, 1], [0, 0], [1, 1], [0, 1]]
+    _draw(gl, "TRIANGLES", _quad(-0.9, -0.9, 0.5, 0.5, -0.2), (1.0, 0.5, 0.2, 1.0),
+          texcoords=uv)
+    _draw(gl, "TRIANGLES", _quad(-0.5, -0.5, 0.9, 0.9, 0.3), (0.2, 0.6, 1.0, 1.0),
+          texcoords=uv)
+    # Behind both: visible only through the holes.
+    _draw(gl, "TRIANGLES", _quad(-1, -1, 1, 1, 0.8), (0.3, 0.9, 0.3, 1.0),
+          texcoords=[[0.02, 0.02], [0.98, 0.02], [0.98, 0.98], [0.02, 0.02], [0.98, 0.98],
+                     [0.02, 0.98]])
+    gl.endFrame()
+
+
+# glmark2's light-basic program (the "build" scene), its constants as glmark2 prepends them.
+VS_LIGHT_BASIC = """
+const vec4 MaterialDiffuse = vec4(1.000000, 1.000000, 1.000000, 1.000000);
+const vec4 LightSourcePosition = vec4(20.000000, 20.000000, 10.000000, 1.000000);
+attribute vec3 position;
+attribute vec3 normal;
+
+uniform mat4 ModelViewProjectionMatrix;
+uniform mat4 NormalMatrix;
+
+varying vec4 Color;
+
+void main(void)
+{
+    vec3 N = normalize(vec3(NormalMatrix * vec4(normal, 1.0)));
+    vec3 L = normalize(LightSourcePosition.xyz);
+    float diffuse = max(dot(N, L), 0.0);
+    Color = vec4(diffuse * MaterialDiffuse.rgb, MaterialDiffuse.a);
+    gl_Position = ModelViewProjectionMatrix * vec4(position, 1.0);
+}
+"""
+
+FS_LIGHT_BASIC = """
+precision highp float;
+varying vec4 Color;
+
+void main(void)
+{
+    gl_FragColor = Color;
+}
+"""
+
+
+@scene("bunny", size=(320, 240))
+def scene_bunny(gl: Recorder) -> None:
+    """glmark2's bunny (34,835 vertices, 69,666 triangles) with the light-basic per-vertex
+    directional lighting, depth-tested, from a u32 element buffer."""
+    from tilesim.render.workloads.obj_model import load_obj
+
+    path = GLMARK2 / "models" / "bunny.obj"
+    if not path.exists():
+        raise InputError("glmark2's bunny model is not installed (Debian package glmark2-data)",
+                         source=str(path))
+    mesh = load_obj(path)
+    program = gl.createProgram(VS_LIGHT_BASIC, FS_LIGHT_BASIC,
+                               attrib_locations={"position": 0, "normal": 1})
+    gl.useProgram(program)
+    lo, hi = mesh.positions.min(axis=0), mesh.positions.max(axis=0)
+    centre, extent = (lo + hi) / 2, float((hi - lo).max())
+    model = translate(*(-centre)) if extent else np.eye(4)
+    model = np.diag([2.0 / extent] * 3 + [1.0]) @ model
+    view = translate(0, 0, -2.15) @ rotate("x", 15) @ rotate("y", 35)
+    model_view = view @ model
+    proj = perspective(60.0, gl.width / gl.height, 1.0, 1024.0)
+    _set_matrix(gl, program, "ModelViewProjectionMatrix", proj @ model_view)
+    _set_matrix(gl, program, "NormalMatrix", np.linalg.inv(model_view).T)
+    vbo = gl.createBuffer()
+    gl.bindBuffer("ARRAY_BUFFER", vbo)
+    gl.bufferData("ARRAY_BUFFER", mesh.interleaved())
+    ebo = gl.createBuffer()
+    gl.bindBuffer("ELEMENT_ARRAY_BUFFER", ebo)
+    gl.bufferData("ELEMENT_ARRAY_BUFFER", mesh.indices.astype(np.uint32))
+    gl.vertexAttribPointer(0, 3, "FLOAT", False, 24, 0)
+    gl.enableVertexAttribArray(0)
+    gl.vertexAttribPointer(1, 3, "FLOAT", False, 24, 12)
+    gl.enableVertexAttribArray(1)
+    gl.enable("DEPTH_TEST")
+    gl.enable("CULL_FACE")
+    gl.clearColor(0.0, 0.0, 0.0, 1.0)
+    gl.clear("COLOR_BUFFER_BIT", "DEPTH_BUFFER_BIT")
+    gl.drawElements("TRIANGLES", mesh.indices.size, "UNSIGNED_INT", 0)
+    gl.endFrame()

@@ -1,0 +1,308 @@
+"""Conformance scenes: texture filtering, mipmaps, wrap modes, non-power-of-two sizes,
+formats, cube maps, render-to-texture."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tilesim.render.gl.commands import Recorder
+from tilesim.render.workloads.conformance_scenes.helpers import (
+    FS_COLOR,
+    FS_TEX,
+    VS_MVP_TEX,
+    VS_NDC,
+    VS_TEX,
+    _cells,
+    _checker,
+    _draw,
+    _floor,
+    _glmark2_image,
+    _hsv,
+    _program,
+    _quad,
+    _quad_uv,
+    _ramp_texels,
+    _rows,
+    _set_matrix,
+    _sphere,
+    _texture,
+)
+from tilesim.render.workloads.conformance_scenes.registry import scene
+from tilesim.render.workloads.transforms import perspective, rotate, translate
+
+
+@scene("tex_min_filters", size=(192, 128))
+def scene_tex_min_filters(gl: Recorder) -> None:
+    """A textured plane receding in perspective, one strip per minification filter (NEAREST,
+    LINEAR and the four mipmap filters) with glGenerateMipmap; magnification LINEAR."""
+    program = _program(gl, VS_MVP_TEX, FS_TEX)
+    gl.uniform1i(gl.getUniformLocation(program, "u_tex"), 0)
+    image = _glmark2_image("crate-base.png", 256, fallback_seed=1)
+    _texture(gl, image, min_filter="LINEAR", mag_filter="LINEAR", mipmap=True)
+    gl.clearColor(0.0, 0.0, 0.0, 1.0)
+    gl.clear("COLOR_BUFFER_BIT")
+    # Turned about y so that no row of pixels has one t (a row whose t * size falls on a
+    # texel boundary would be decided by last-bit rounding all along).
+    positions, texcoords = _floor(gl, program, tilt=17.0)
+    gl.enable("SCISSOR_TEST")
+    filters = ("NEAREST", "LINEAR", "NEAREST_MIPMAP_NEAREST", "LINEAR_MIPMAP_NEAREST",
+               "NEAREST_MIPMAP_LINEAR", "LINEAR_MIPMAP_LINEAR")
+    strip = gl.width // len(filters)
+    for k, min_filter in enumerate(filters):
+        gl.scissor(k * strip, 0, strip, gl.height)
+        gl.texParameteri("TEXTURE_2D", "TEXTURE_MIN_FILTER", min_filter)
+        _draw(gl, "TRIANGLE_FAN", positions, texcoords=texcoords)
+    gl.endFrame()
+
+
+def _level_image(size: int, level: int) -> np.ndarray:
+    """Mip level ``level`` (size x size): a solid colour per level with a 2x2 checker."""
+    base = np.array(_hsv(level / 8, 0.85, 0.95)) * 255
+    dark = base * 0.55
+    if size == 1:
+        return base.astype(np.uint8)[None, None]
+    return _checker(size, 2, tuple(base.astype(int)), tuple(dark.astype(int)))
+
+
+@scene("tex_mip_explicit", size=(160, 128))
+def scene_tex_mip_explicit(gl: Recorder) -> None:
+    """Explicitly uploaded mip levels of distinct colours on a receding plane (wrap
+    MIRRORED_REPEAT): which level, and which blend of two, every pixel samples, in one strip
+    per mipmap filter."""
+    program = _program(gl, VS_MVP_TEX, FS_TEX)
+    gl.uniform1i(gl.getUniformLocation(program, "u_tex"), 0)
+    texture = gl.createTexture()
+    gl.bindTexture("TEXTURE_2D", texture)
+    size, level = 64, 0
+    while size >= 1:
+        gl.texImage2D("TEXTURE_2D", level, "RGBA", size, size, 0, "RGBA", "UNSIGNED_BYTE",
+                      _level_image(size, level))
+        size //= 2
+        level += 1
+    gl.texParameteri("TEXTURE_2D", "TEXTURE_MAG_FILTER", "NEAREST")
+    gl.texParameteri("TEXTURE_2D", "TEXTURE_WRAP_S", "MIRRORED_REPEAT")
+    gl.texParameteri("TEXTURE_2D", "TEXTURE_WRAP_T", "MIRRORED_REPEAT")
+    gl.clearColor(0.0, 0.0, 0.0, 1.0)
+    gl.clear("COLOR_BUFFER_BIT")
+    positions, texcoords = _floor(gl, program, repeat=3.0, tilt=12.0)
+    gl.enable("SCISSOR_TEST")
+    filters = ("NEAREST_MIPMAP_NEAREST", "LINEAR_MIPMAP_NEAREST", "NEAREST_MIPMAP_LINEAR",
+               "LINEAR_MIPMAP_LINEAR")
+    strip = gl.width // len(filters)
+    for k, min_filter in enumerate(filters):
+        gl.scissor(k * strip, 0, strip, gl.height)
+        gl.texParameteri("TEXTURE_2D", "TEXTURE_MIN_FILTER", min_filter)
+        _draw(gl, "TRIANGLE_FAN", positions, texcoords=texcoords)
+    gl.endFrame()
+
+
+@scene("tex_wrap_modes", size=(192, 96))
+def scene_tex_wrap_modes(gl: Recorder) -> None:
+    """REPEAT, CLAMP_TO_EDGE and MIRRORED_REPEAT for s and t (all 9 pairs), texture
+    coordinates from -1.25 to 2.25, with NEAREST and with LINEAR filtering."""
+    program = _program(gl, VS_TEX, FS_TEX)
+    gl.uniform1i(gl.getUniformLocation(program, "u_tex"), 0)
+    texture = _texture(gl, _ramp_texels(8, 8), min_filter="NEAREST", mag_filter="NEAREST")
+    gl.bindTexture("TEXTURE_2D", texture)
+    gl.clearColor(0.0, 0.0, 0.0, 1.0)
+    gl.clear("COLOR_BUFFER_BIT")
+    wraps = ("REPEAT", "CLAMP_TO_EDGE", "MIRRORED_REPEAT")
+    combos = [(flt, s, t) for flt in ("NEAREST", "LINEAR") for s in wraps for t in wraps]
+    for (x, y, cw, ch), (flt, s, t) in zip(_cells(gl, 6, 3), combos, strict=True):
+        gl.viewport(x, y, cw, ch)
+        for pname, value in (("TEXTURE_MIN_FILTER", flt), ("TEXTURE_MAG_FILTER", flt),
+                             ("TEXTURE_WRAP_S", s), ("TEXTURE_WRAP_T", t)):
+            gl.texParameteri("TEXTURE_2D", pname, value)
+        _draw(gl, "TRIANGLES", _quad(-1, -1, 1, 1), texcoords=_quad_uv(-1.25, -1.25, 2.25,
+                                                                         2.25))
+    gl.endFrame()
+
+
+@scene("tex_npot")
+def scene_tex_npot(gl: Recorder) -> None:
+    """A non-power-of-two texture (37 x 23, CLAMP_TO_EDGE, no mipmaps) magnified and
+    minified with NEAREST and LINEAR, on axis-aligned and rotated quads."""
+    program = _program(gl, VS_TEX, FS_TEX)
+    gl.uniform1i(gl.getUniformLocation(program, "u_tex"), 0)
+    rng = np.random.default_rng(17)
+    image = rng.integers(0, 256, (23, 37, 4)).astype(np.uint8)
+    image[..., 3] = 255
+    image[::5] = (250, 250, 250, 255)
+    texture = _texture(gl, image, min_filter="NEAREST", mag_filter="NEAREST",
+                       wrap=("CLAMP_TO_EDGE", "CLAMP_TO_EDGE"))
+    gl.bindTexture("TEXTURE_2D", texture)
+    gl.clearColor(0.0, 0.0, 0.0, 1.0)
+    gl.clear("COLOR_BUFFER_BIT")
+    rotated = np.array([[-0.1, -0.8], [0.6, -0.45], [0.25, 0.25], [-0.45, -0.1]])
+    for k, flt in enumerate(("NEAREST", "LINEAR")):
+        gl.texParameteri("TEXTURE_2D", "TEXTURE_MIN_FILTER", flt)
+        gl.texParameteri("TEXTURE_2D", "TEXTURE_MAG_FILTER", flt)
+        x = -1.0 + k
+        _draw(gl, "TRIANGLES", _quad(x + 0.02, 0.05, x + 0.98, 0.98),
+              texcoords=_quad_uv(-0.1, -0.1, 1.1, 1.1))
+        # Minified: 37 x 23 texels onto about 17 x 11 pixels.
+        _draw(gl, "TRIANGLES", _quad(x + 0.1, -0.95, x + 0.1 + 34 / gl.width,
+                                     -0.95 + 22 / gl.height),
+              texcoords=_quad_uv())
+        fan = rotated * 0.9 + [x + 0.55, -0.05]
+        _draw(gl, "TRIANGLE_FAN", fan, texcoords=[[0, 0], [1, 0], [1, 1], [0, 1]])
+    gl.endFrame()
+
+
+FS_FORMAT = """
+precision highp float;
+uniform sampler2D u_tex;
+varying vec2 v_uv;
+void main() {
+    vec4 t = texture2D(u_tex, v_uv);
+    vec3 background = vec3(0.9 - 0.7 * v_uv.x, 0.2 + 0.7 * v_uv.y, 0.6);
+    gl_FragColor = vec4(mix(background, t.rgb, t.a), t.a);
+}
+"""
+
+
+@scene("tex_formats", size=(128, 64))
+def scene_tex_formats(gl: Recorder) -> None:
+    """Texture formats RGBA, RGB, LUMINANCE, ALPHA, LUMINANCE_ALPHA (UNSIGNED_BYTE) and
+    RGB 5_6_5, RGBA 4_4_4_4, RGBA 5_5_5_1, 5x3 texels with row padding (UNPACK_ALIGNMENT 4,
+    and 1 for one upload)."""
+    program = _program(gl, VS_TEX, FS_FORMAT)
+    gl.uniform1i(gl.getUniformLocation(program, "u_tex"), 0)
+    rng = np.random.default_rng(23)
+    w, h = 5, 3
+    gl.clearColor(0.0, 0.0, 0.0, 1.0)
+    gl.clear("COLOR_BUFFER_BIT")
+    u8 = lambda c: rng.integers(0, 256, (h, w, c)).astype(np.uint8)  # noqa: E731
+    u16 = lambda hi: rng.integers(0, hi, (h, w)).astype(np.uint16)  # noqa: E731
+    uploads = [("RGBA", "UNSIGNED_BYTE", u8(4), 4), ("RGB", "UNSIGNED_BYTE", u8(3), 4),
+               ("LUMINANCE", "UNSIGNED_BYTE", u8(1), 4), ("ALPHA", "UNSIGNED_BYTE", u8(1), 4),
+               ("LUMINANCE_ALPHA", "UNSIGNED_BYTE", u8(2), 1),
+               ("RGB", "UNSIGNED_SHORT_5_6_5", u16(1 << 16), 4),
+               ("RGBA", "UNSIGNED_SHORT_4_4_4_4", u16(1 << 16), 4),
+               ("RGBA", "UNSIGNED_SHORT_5_5_5_1", u16(1 << 16), 4)]
+    for (x, y, cw, ch), (fmt, type_, texels, align) in zip(_cells(gl, 4, 2), uploads,
+                                                           strict=True):
+        gl.viewport(x, y, cw, ch)
+        gl.pixelStorei("UNPACK_ALIGNMENT", align)
+        texture = gl.createTexture()
+        gl.bindTexture("TEXTURE_2D", texture)
+        gl.texImage2D("TEXTURE_2D", 0, fmt, w, h, 0, fmt, type_, _rows(texels, align))
+        for pname, value in (("TEXTURE_MIN_FILTER", "NEAREST"),
+                             ("TEXTURE_MAG_FILTER", "NEAREST"),
+                             ("TEXTURE_WRAP_S", "CLAMP_TO_EDGE"),
+                             ("TEXTURE_WRAP_T", "CLAMP_TO_EDGE")):
+            gl.texParameteri("TEXTURE_2D", pname, value)
+        _draw(gl, "TRIANGLES", _quad(-0.9, -0.9, 0.9, 0.9), texcoords=_quad_uv())
+    gl.pixelStorei("UNPACK_ALIGNMENT", 4)
+    gl.endFrame()
+
+
+VS_CUBE = """
+attribute vec4 a_position;
+uniform mat4 u_mvp;
+uniform mat4 u_model;
+varying vec3 v_dir;
+void main() {
+    v_dir = (u_model * vec4(a_position.xyz, 0.0)).xyz;
+    gl_Position = u_mvp * a_position;
+}
+"""
+
+FS_CUBE = """
+precision highp float;
+uniform samplerCube u_cube;
+varying vec3 v_dir;
+void main() {
+    gl_FragColor = textureCube(u_cube, v_dir);
+}
+"""
+
+
+@scene("cubemap", size=(160, 80))
+def scene_cubemap(gl: Recorder) -> None:
+    """A cube map (six 16 x 16 faces, each its own colour and grid) sampled with
+    textureCube on spheres: NEAREST on the left, LINEAR on the right."""
+    program = _program(gl, VS_CUBE, FS_CUBE)
+    gl.uniform1i(gl.getUniformLocation(program, "u_cube"), 0)
+    texture = gl.createTexture()
+    gl.bindTexture("TEXTURE_CUBE_MAP", texture)
+    for k, face in enumerate(("TEXTURE_CUBE_MAP_POSITIVE_X", "TEXTURE_CUBE_MAP_NEGATIVE_X",
+                              "TEXTURE_CUBE_MAP_POSITIVE_Y", "TEXTURE_CUBE_MAP_NEGATIVE_Y",
+                              "TEXTURE_CUBE_MAP_POSITIVE_Z", "TEXTURE_CUBE_MAP_NEGATIVE_Z")):
+        base = np.array(_hsv(k / 6, 0.8, 0.95)) * 255
+        img = _checker(16, 4, tuple(base.astype(int)), tuple((base * 0.5).astype(int)))
+        img[0, :] = img[:, 0] = (255, 255, 255, 255)      # mark row 0 / column 0
+        gl.texImage2D(face, 0, "RGBA", 16, 16, 0, "RGBA", "UNSIGNED_BYTE", img)
+    for pname, value in (("TEXTURE_WRAP_S", "CLAMP_TO_EDGE"),
+                         ("TEXTURE_WRAP_T", "CLAMP_TO_EDGE")):
+        gl.texParameteri("TEXTURE_CUBE_MAP", pname, value)
+    positions, indices = _sphere()
+    gl.clearColor(0.0, 0.0, 0.0, 1.0)
+    gl.clear("COLOR_BUFFER_BIT", "DEPTH_BUFFER_BIT")
+    gl.enable("DEPTH_TEST")
+    gl.enable("CULL_FACE")
+    proj = perspective(45.0, gl.width / 2 / gl.height, 0.5, 20.0)
+    for k, flt in enumerate(("NEAREST", "LINEAR")):
+        gl.viewport(k * gl.width // 2, 0, gl.width // 2, gl.height)
+        gl.texParameteri("TEXTURE_CUBE_MAP", "TEXTURE_MIN_FILTER", flt)
+        gl.texParameteri("TEXTURE_CUBE_MAP", "TEXTURE_MAG_FILTER", flt)
+        model = rotate("y", 30 + 40 * k) @ rotate("x", 25)
+        _set_matrix(gl, program, "u_model", model)
+        # Off the view axis: centred on it, the face boundaries |x| = |y| would project onto
+        # the screen diagonals, through pixel centres, where the face is a rounding tie.
+        _set_matrix(gl, program, "u_mvp", proj @ translate(0.113, -0.071, -2.6) @ model)
+        _draw(gl, "TRIANGLES", positions, indices=indices)
+    gl.endFrame()
+
+
+@scene("render_to_texture")
+def scene_render_to_texture(gl: Recorder) -> None:
+    """Render into a texture through a framebuffer object with a depth renderbuffer, then
+    sample it on a perspective quad (frame 0); mipmaps generated from the rendered texture
+    and sampled minified (frame 1)."""
+    color_program = _program(gl, VS_NDC, FS_COLOR)
+    tex_program = _program(gl, VS_MVP_TEX, FS_TEX)
+    gl.uniform1i(gl.getUniformLocation(tex_program, "u_tex"), 0)
+    size = 64
+    texture = _texture(gl, None, size=(size, size), min_filter="LINEAR",
+                       mag_filter="LINEAR", wrap=("CLAMP_TO_EDGE", "CLAMP_TO_EDGE"))
+    depth = gl.createRenderbuffer()
+    gl.bindRenderbuffer("RENDERBUFFER", depth)
+    gl.renderbufferStorage("RENDERBUFFER", "DEPTH_COMPONENT16", size, size)
+    fbo = gl.createFramebuffer()
+    gl.bindFramebuffer("FRAMEBUFFER", fbo)
+    gl.framebufferTexture2D("FRAMEBUFFER", "COLOR_ATTACHMENT0", "TEXTURE_2D", texture, 0)
+    gl.framebufferRenderbuffer("FRAMEBUFFER", "DEPTH_ATTACHMENT", "RENDERBUFFER", depth)
+
+    # Frame 0: two intersecting triangles, depth-tested, into the texture.
+    gl.viewport(0, 0, size, size)
+    gl.useProgram(color_program)
+    gl.clearColor(0.9, 0.9, 0.8, 1.0)
+    gl.clear("COLOR_BUFFER_BIT", "DEPTH_BUFFER_BIT")
+    gl.enable("DEPTH_TEST")
+    _draw(gl, "TRIANGLES", np.array([[-0.9, -0.9, -0.5], [0.9, -0.6, 0.5], [-0.3, 0.9, 0.0]]),
+          np.array([[1, 0, 0, 1], [1, 1, 0, 1], [1, 0, 1, 1]], dtype=np.float32))
+    _draw(gl, "TRIANGLES", np.array([[0.9, -0.9, -0.4], [0.4, 0.9, 0.4], [-0.9, 0.1, 0.3]]),
+          np.array([[0, 0, 1, 1], [0, 1, 1, 1], [0, 1, 0, 1]], dtype=np.float32))
+    gl.disable("DEPTH_TEST")
+    gl.bindFramebuffer("FRAMEBUFFER", 0)
+    gl.viewport(0, 0, gl.width, gl.height)
+    gl.useProgram(tex_program)
+    gl.clearColor(0.1, 0.1, 0.1, 1.0)
+    gl.clear("COLOR_BUFFER_BIT")
+    proj = perspective(50.0, gl.width / gl.height, 0.5, 20.0)
+    _set_matrix(gl, tex_program, "u_mvp",
+                proj @ translate(0, 0, -2.2) @ rotate("y", 35) @ rotate("x", -20))
+    _draw(gl, "TRIANGLES", _quad(-1, -1, 1, 1), texcoords=_quad_uv())
+    gl.endFrame()
+
+    # Frame 1: mipmaps of the rendered texture, minified on a smaller receding quad.
+    gl.clear("COLOR_BUFFER_BIT")
+    gl.generateMipmap("TEXTURE_2D")
+    gl.texParameteri("TEXTURE_2D", "TEXTURE_MIN_FILTER", "LINEAR_MIPMAP_LINEAR")
+    gl.texParameteri("TEXTURE_2D", "TEXTURE_WRAP_S", "REPEAT")
+    gl.texParameteri("TEXTURE_2D", "TEXTURE_WRAP_T", "REPEAT")
+    _set_matrix(gl, tex_program, "u_mvp",
+                proj @ translate(0, -0.3, -4.0) @ rotate("x", -65))
+    _draw(gl, "TRIANGLES", _quad(-2, -2, 2, 2), texcoords=_quad_uv(0, 0, 4, 4))
+    gl.endFrame()
