@@ -14,7 +14,8 @@ Shaders are GLSL ES 1.00, compiled to TGSI through Mesa softpipe when a workload
 
 The bunny (``tilesim.render.workloads.bunny``, glmark2's build scene) is a separate,
 captured-program workload and is not in this registry. ``obj_model`` reads its mesh;
-``transforms`` holds the matrix helpers the programs use.
+``transforms`` holds the matrix helpers the programs use. The conformance scenes
+(``conformance_scenes``, a module per GLES2 feature) are data of ``tilesim conformance``.
 
 May import: ``render.traces``, ``render.gl``, ``tilesim.shaders`` and the ``tilesim`` base.
 """
