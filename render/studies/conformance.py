@@ -29,23 +29,29 @@ fragment counts within 0.1 % of each other.
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import math
+import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from tilesim.atomic import check_output
+from tilesim.atomic import check_output, write_bytes
 from tilesim.errors import EXIT_FAILED_CHECK, EXIT_OK, InputError, ToolMissing
-from tilesim.images import image_metrics, within_tolerance
+from tilesim.images import image_metrics, png_bytes, within_tolerance
 from tilesim.mesa import EXIT_NO_MESA, GL, NoMesa, child_environment
 from tilesim.options import window_size_argument
-from tilesim.render.gl.commands import Command
+from tilesim.render.gl.commands import Command, make_command
 from tilesim.render.pipeline.rasterizer import FILL_RULES
+from tilesim.render.reference import replay_gl
+from tilesim.render.reference.replay_gl import GL_RENDERER, GLReplayer, MesaUnavailable
 from tilesim.render.studies.runner import render_frames
+from tilesim.render.traces.trace_file import open_trace, write_trace
 from tilesim.render.workloads.conformance_scenes import SCENES, record_scene
 from tilesim.thresholds import (
     CONFORMANCE_COUNT_RTOL,
@@ -161,8 +167,6 @@ def render_mesa(frames: list[list[Command]], width: int, height: int
     (:func:`tilesim.render.reference.replay_gl.reference_frames`) and its
     GL_SAMPLES_PASSED count over the scene with the depth test forced off
     (:class:`SampleCount`, run alongside)."""
-    from tilesim.render.reference import replay_gl
-
     with SampleCount(frames, width, height) as count:
         images = replay_gl.reference_frames(frames, width=width, height=height)
         return [np.asarray(im) for im in images], count.result()
@@ -184,8 +188,6 @@ GL_QUERY_RESULT = 0x8866
 
 def counting_frames(frames: list[list[Command]]) -> list[list[Command]]:
     """The frames as the sample count replays them: depth test off, ``#version 100`` GLSL."""
-    from tilesim.render.gl.commands import make_command
-
     out = []
     for frame in frames:
         changed = []
@@ -214,11 +216,6 @@ class SampleCount:
         self.driver, self.timeout = driver, timeout
 
     def __enter__(self) -> SampleCount:
-        import subprocess
-        import tempfile
-
-        from tilesim.render.traces.trace_file import write_trace
-
         self._tmp = tempfile.TemporaryDirectory(prefix="tilesim-count-")
         path = write_trace(Path(self._tmp.name, "count.tsim"), counting_frames(self.frames),
                            width=self.width, height=self.height, depth_bits=24,
@@ -233,10 +230,6 @@ class SampleCount:
         return self
 
     def result(self) -> int:
-        import subprocess
-
-        from tilesim.render.reference.replay_gl import MesaUnavailable
-
         try:
             code = self._proc.wait(timeout=self.timeout)
         except subprocess.TimeoutExpired:
@@ -269,11 +262,6 @@ def mesa_fragment_count(frames: list[list[Command]], width: int, height: int, *,
 
 
 def _count_child(trace_path: str, out_path: str) -> int:
-    import ctypes
-
-    from tilesim.render.reference.replay_gl import GL_RENDERER, GLReplayer
-    from tilesim.render.traces.trace_file import open_trace
-
     try:
         gl = GL.create("gl")
     except NoMesa as exc:
@@ -301,8 +289,6 @@ def run_scene(name: str, size: tuple[int, int] | None = None, *,
     ``renderer_options``: keyword arguments of ``runner.render_frames`` (e.g. ``fill_rule``)."""
     frames, width, height = record_scene(name, size)
     result = SceneResult(name, width, height)
-    from tilesim.render.reference import replay_gl
-
     try:
         # Mesa's count runs in a child process while tilesim renders here.
         with SampleCount(frames, width, height) as count:
@@ -342,9 +328,6 @@ def difference_image(tilesim: np.ndarray, mesa: np.ndarray) -> np.ndarray:
 
 def write_comparison_pngs(folder: Path, frame: int, tilesim: np.ndarray,
                           mesa: np.ndarray) -> None:
-    from tilesim.atomic import write_bytes
-    from tilesim.images import png_bytes
-
     for label, image in (("tilesim", tilesim), ("mesa", mesa),
                          ("diff", difference_image(tilesim, mesa))):
         write_bytes(folder / f"frame{frame:03d}_{label}.png", png_bytes(image))

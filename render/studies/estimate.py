@@ -10,10 +10,13 @@ the figures come normalized; the model itself only ever reads the saved counters
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from tilesim.atomic import check_output
 from tilesim.errors import InputError
 from tilesim.options import frame_range
+from tilesim.render.studies.batch import Job, job_techniques, run_job
+from tilesim.render.traces.trace_file import open_trace
 from tilesim.timing.config import load_energy_config, load_gpu_config
 from tilesim.timing.report import (
     average,
@@ -61,11 +64,6 @@ def register(subparsers) -> None:
 def _render_traces(args) -> None:
     """Render the .tsim arguments (and their baselines) into --work; replace them by the
     render folders."""
-    from pathlib import Path
-
-    from tilesim.render.studies.batch import Job, job_techniques, run_job
-    from tilesim.render.traces.trace_file import open_trace
-
     traces = [d for d in args.dirs if str(d).endswith(".tsim")]
     if not traces:
         return

@@ -23,7 +23,9 @@ from tilesim import __version__
 from tilesim.atomic import check_output, write_bytes, write_json
 from tilesim.errors import EXIT_FAILED_CHECK, EXIT_OK, InputError
 from tilesim.images import image_metrics, png_bytes, read_png
+from tilesim.render.reference.replay_gl import reference_frames
 from tilesim.render.studies.runner import render_trace
+from tilesim.render.traces.trace_file import open_trace
 from tilesim.thresholds import GOLDEN_ACCEPT_MSSIM
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -68,9 +70,6 @@ def render_frames(trace_path: Path, frames: set[int]) -> dict[int, np.ndarray]:
 
 
 def mesa_frames(trace_path: Path, frames: set[int]) -> dict[int, np.ndarray]:
-    from tilesim.render.reference.replay_gl import reference_frames
-    from tilesim.render.traces.trace_file import open_trace
-
     with open_trace(trace_path) as trace:
         stop = max(frames) + 1
         images = reference_frames(list(trace.frames(0, stop)), width=trace.width,

@@ -26,6 +26,15 @@ from tilesim.errors import EXIT_OK, InputError
 from tilesim.options import frame_range
 from tilesim.render.pipeline.framebuffer import TRAVERSALS
 from tilesim.render.pipeline.rasterizer import FILL_RULES
+from tilesim.render.studies.batch import (
+    Job,
+    job_techniques,
+    prepare_jobs,
+    run_batch,
+    run_job,
+    write_batch_summary,
+)
+from tilesim.render.traces.trace_file import open_trace
 
 
 def register(subparsers) -> None:
@@ -65,9 +74,6 @@ def register(subparsers) -> None:
 
 
 def _jobs(args: argparse.Namespace) -> list:
-    from tilesim.render.studies.batch import Job
-    from tilesim.render.traces.trace_file import open_trace
-
     jobs = []
     names: set[str] = set()
     for spec in args.traces:
@@ -87,13 +93,6 @@ def _jobs(args: argparse.Namespace) -> list:
 
 
 def _render(args: argparse.Namespace) -> int:
-    from tilesim.render.studies.batch import (
-        job_techniques,
-        prepare_jobs,
-        run_batch,
-        write_batch_summary,
-    )
-
     started = time.perf_counter()
     jobs = _jobs(args)
     job_techniques(jobs[0])   # a bad --technique fails here, before any work starts
@@ -121,7 +120,5 @@ def _render(args: argparse.Namespace) -> int:
 
 def _run_with_progress(job) -> dict:
     """One job in this process, with a progress bar over its frames."""
-    from tilesim.render.studies.batch import run_job
-
     with tqdm(total=len(job.missing()), desc="render", unit="frame", disable=None) as bar:
         return run_job(job, on_frame=lambda index: bar.update(1), prepare=False)

@@ -22,6 +22,11 @@ from pathlib import Path
 from tilesim.atomic import write_json
 from tilesim.errors import EXIT_FAILED_CHECK, EXIT_OK
 from tilesim.options import window_size_argument
+from tilesim.render.studies.batch import Job, run_job
+from tilesim.render.studies.compare import compare_folders
+from tilesim.render.traces.apitrace_import import import_apitrace
+from tilesim.render.traces.capture import capture, reference_frames
+from tilesim.render.traces.trace_file import open_trace
 from tilesim.thresholds import SUITE_MIN_MSSIM
 
 # The suite of the issue: every shading, texture-filter and bump-render mode, and the scenes
@@ -46,11 +51,6 @@ def slug(spec: str) -> str:
 def run_entry(spec: str, work: Path, *, frames: int, size: tuple[int, int] | None,
               driver: str = "softpipe") -> dict:
     """Capture, import, render and compare one spec (cached steps are skipped)."""
-    from tilesim.render.studies.batch import Job, run_job
-    from tilesim.render.studies.compare import compare_folders
-    from tilesim.render.traces.apitrace_import import import_apitrace
-    from tilesim.render.traces.capture import capture, reference_frames
-
     folder = work / slug(spec)
     folder.mkdir(parents=True, exist_ok=True)
     timings = {}
@@ -64,8 +64,6 @@ def run_entry(spec: str, work: Path, *, frames: int, size: tuple[int, int] | Non
     if not tsim.exists():
         import_apitrace(trace, tsim)
     timings["import_s"] = time.perf_counter() - start
-    from tilesim.render.traces.trace_file import open_trace
-
     with open_trace(tsim) as opened:
         count = opened.frame_count
         width, height = opened.width, opened.height
