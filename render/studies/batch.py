@@ -50,6 +50,7 @@ from tilesim.render.pipeline.counters import (
     TILE_COUNTERS,
     load_counters,
 )
+from tilesim.render.studies.cluster import dask_client, map_in_order
 from tilesim.render.studies.runner import render_trace
 from tilesim.render.techniques.bus import Techniques
 from tilesim.render.techniques.dynamic_sampling_rate import DEFAULT_PARAMETERS
@@ -368,6 +369,10 @@ def run_job(job: Job, on_frame=None, *, prepare: bool = True, force: bool = Fals
             "seconds": round(time.perf_counter() - started, 3), "counters": written}
 
 
+def _run_prepared_job(job: Job) -> dict:
+    return run_job(job, prepare=False)
+
+
 def job_techniques(job: Job):
     return Techniques.from_name(job.technique, source=job.trace,
                                 dsr_parameters=job.dsr_parameters)
@@ -377,9 +382,6 @@ def run_batch(jobs: list[Job], *, workers: int | None = None, scheduler: str | N
               progress: bool = True, prepare: bool = True, force: bool = False) -> list[dict]:
     """Run jobs in parallel on Dask; returns their summaries in job order. ``prepare``: check
     and write every folder's identity first (:func:`prepare_jobs`), unless the caller did."""
-    from dask.distributed import Client, LocalCluster, as_completed
-    from tqdm import tqdm
-
     if prepare:
         prepare_jobs(jobs, force=force)
     todo = [job for job in jobs if job.missing()]
@@ -391,26 +393,11 @@ def run_batch(jobs: list[Job], *, workers: int | None = None, scheduler: str | N
                               "skipped": job.frames[1] - job.frames[0], "seconds": 0.0,
                               "counters": []}
     if todo:
-        if scheduler:
-            client = Client(scheduler)
-            cluster = None
-        else:
-            cluster = LocalCluster(n_workers=workers or min(len(todo), 2), threads_per_worker=1,
-                                   processes=True, dashboard_address=":0")
-            client = Client(cluster)
-        try:
-            futures = {client.submit(run_job, job, prepare=False, pure=False): jobs.index(job)
-                       for job in todo}
-            bar = tqdm(total=len(futures), desc="render batch", unit="trace",
-                       disable=None if progress else True)
-            for future in as_completed(futures):
-                results[futures[future]] = future.result()
-                bar.update(1)
-            bar.close()
-        finally:
-            client.close()
-            if cluster is not None:
-                cluster.close()
+        with dask_client(workers or min(len(todo), 2), scheduler) as client:
+            done = map_in_order(client, _run_prepared_job, [(job,) for job in todo],
+                                desc="render batch", unit="trace", progress=progress)
+        for job, summary in zip(todo, done, strict=True):
+            results[jobs.index(job)] = summary
     return [results[i] for i in range(len(jobs))]
 
 

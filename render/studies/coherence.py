@@ -25,6 +25,7 @@ from tilesim.backend import backend_name, to_host, use_backend
 from tilesim.errors import EXIT_OK, InputError
 from tilesim.images import png_bytes
 from tilesim.options import frame_range
+from tilesim.render.studies.cluster import dask_client, map_in_order
 from tilesim.render.studies.runner import render_trace
 from tilesim.render.techniques.bus import Techniques
 from tilesim.render.techniques.dynamic_sampling_rate import frame_mssim
@@ -343,17 +344,10 @@ def _coherence(args: argparse.Namespace) -> int:
                                      save=None if args.save is None else Path(args.save),
                                      progress=bar)]
     else:
-        from dask.distributed import Client, LocalCluster, as_completed
-
         workers = args.workers or min(len(jobs), os.cpu_count() or 1)
-        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                          dashboard_address=":0") as cluster, Client(cluster) as client:
-            futures = {client.submit(_job, *job, pure=False): k for k, job in enumerate(jobs)}
-            results: dict[int, dict] = {}
-            for future in tqdm(as_completed(futures), total=len(futures), desc="coherence",
-                               unit="trace", disable=None, leave=False):
-                results[futures[future]] = future.result()
-        reports = [results[k] for k in range(len(jobs))]
+        with dask_client(workers) as client:
+            reports = map_in_order(client, _job, jobs, desc="coherence", unit="trace",
+                                   leave=False)
     report = {"workloads": reports, "average": average(reports)}
     if args.out:
         write_json(args.out, report)

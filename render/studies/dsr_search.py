@@ -59,6 +59,7 @@ import math
 import os
 import time
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -69,6 +70,7 @@ import numpy as np
 from tilesim.atomic import check_output, write_bytes, write_json
 from tilesim.errors import EXIT_FAILED_CHECK, EXIT_OK, InputError
 from tilesim.options import frame_range, window_size
+from tilesim.render.studies.cluster import dask_client, map_in_order
 from tilesim.render.studies.runner import render_trace
 from tilesim.render.techniques.dynamic_sampling_rate import (
     LOWEST,
@@ -779,49 +781,33 @@ def _derive_task(folder: str, name: str, meta: dict) -> str:
 
 
 class Executor:
-    """Runs tasks in this process (``workers`` 1) or on a local Dask cluster of processes,
-    with a progress bar."""
+    """Runs tasks in this process (``workers`` 1) or on a local Dask cluster of processes
+    (:mod:`tilesim.render.studies.cluster`), with a progress bar."""
 
     def __init__(self, workers: int = 1):
         self.workers = max(1, int(workers))
-        self.client = self.cluster = None
+        self.client = None
+        self._stack = ExitStack()
 
     def __enter__(self) -> Executor:
         if self.workers > 1:
-            from dask.distributed import Client, LocalCluster
-
             # No memory limit: workers memory-map the cached tables, and the mapped pages
             # (shared, reclaimable) count in each worker's RSS.
-            self.cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1,
-                                        processes=True, dashboard_address=":0",
-                                        memory_limit=0)
-            self.client = Client(self.cluster)
+            self.client = self._stack.enter_context(dask_client(self.workers, memory_limit=0))
         return self
 
     def __exit__(self, *exc) -> None:
-        if self.client is not None:
-            self.client.close()
-            self.cluster.close()
+        self.client = None
+        self._stack.close()
 
     def map(self, function: Callable, argument_lists: list[tuple], desc: str,
             unit: str = "task") -> list:
+        if self.client is not None:
+            return map_in_order(self.client, function, argument_lists, desc=desc, unit=unit)
         from tqdm import tqdm
 
-        results: list = [None] * len(argument_lists)
-        with tqdm(total=len(argument_lists), desc=desc, unit=unit, disable=None) as bar:
-            if self.client is None:
-                for index, arguments in enumerate(argument_lists):
-                    results[index] = function(*arguments)
-                    bar.update(1)
-                return results
-            from dask.distributed import as_completed
-
-            futures = {self.client.submit(function, *arguments, pure=False): index
-                       for index, arguments in enumerate(argument_lists)}
-            for future in as_completed(futures):
-                results[futures[future]] = future.result()
-                bar.update(1)
-        return results
+        return [function(*arguments)
+                for arguments in tqdm(argument_lists, desc=desc, unit=unit, disable=None)]
 
 
 # -- preparing traces -----------------------------------------------------------------------
