@@ -1,5 +1,5 @@
-"""Dynamic Sampling Rate (001 ch. 6): DCT, MaxC, the FSM, the SRT, the parameters file, and
-the search machinery (Algorithms 5 and 6) on synthetic five-rate frame stacks."""
+"""Dynamic Sampling Rate (Frame Coherence ch. 6): DCT, MaxC, the FSM, the SRT, the parameters file,
+and the search machinery (Algorithms 5 and 6) on synthetic five-rate frame stacks."""
 
 from __future__ import annotations
 
@@ -570,7 +570,7 @@ def test_srt_with_the_guard_waits_a_frame_and_restarts_a_tile_whose_content_chan
     p = guarded(threshold=8.0, cap=0, t_r=1.0, d_r=1, t_i=5.0, d_i=1)
     table = SamplingRateTable(12, p)
     flat = np.full((40, 50, 4), 77, dtype=np.uint8)
-    # Frame 0 has no last frame: nothing is reduced on it; then the seed's walk down.
+    # Frame 0 has no last frame: nothing is reduced on it; then the thesis's walk down.
     assert [table.update(flat)[0] for _ in range(5)] == [0, 1, 2, 3, 4]
     assert table.changed_tiles == 12
     brighter = flat.copy()
@@ -579,7 +579,7 @@ def test_srt_with_the_guard_waits_a_frame_and_restarts_a_tile_whose_content_chan
     assert rates[0] == 0 and rates[1] == 3          # restarted at 1x; the others bounce
     assert table.changed.tolist() == [True] + [False] * 11
     assert table.storage_bytes == 12 * 11 / 8
-    # Without the guard, frame 0 already reduces (the seed's FSM).
+    # Without the guard, frame 0 already reduces (the thesis's FSM).
     assert SamplingRateTable(12, params(t_r=1.0, d_r=1, t_i=5.0, d_i=1)).update(flat)[0] == 1
 
 
@@ -634,7 +634,7 @@ def test_search_grid_guard_pairs_and_the_guard_coordinate():
     with pytest.raises(InputError, match="guard threshold 300"):
         SearchGrid(guard_thresholds=(300.0,)).check()
     # A stack whose content changes abruptly on frame 3: the search keeps a guard that
-    # restarts changed tiles where the seed's FSM alone has an error.
+    # restarts changed tiles where the thesis's FSM alone has an error.
     images = synthetic_stack(frames=6, noise_tile=(38, 16))
     images[:, 3:] = images[:, 3:, :, ::-1]
     stacks = [RateStack.from_images(images, name="a")]

@@ -1,5 +1,5 @@
 """Frame-coherence techniques on recorded scenes: lossless ones give the baseline's frames,
-and each does (and counts) what seed 001 says it does."""
+and each does (and counts) what Frame Coherence says it does."""
 
 from __future__ import annotations
 

@@ -65,10 +65,10 @@ def test_baseline_values_match_table_3_1():
     assert CFG["memory.bandwidth"] == 4 and CFG["memory.latency_min"] == 50
     assert CFG["caches.tile.size"] == 128 * 1024 and CFG["caches.l2.latency"] == 2
     assert CFG["processors.fragment.count"] == 4 and CFG["stages.rasterizer.rate"] == 16
-    table = [k for k, s in CFG.sources.items() if s.startswith("001 Table 3.1")]
+    table = [k for k, s in CFG.sources.items() if s.startswith("Frame Coherence Table 3.1")]
     assert len(table) >= 45
     for k, s in {**CFG.sources, **ECFG.sources}.items():
-        assert s.startswith(("001 ", "model assumption", "estimate", "002",
+        assert s.startswith(("Frame Coherence ", "model assumption", "estimate", "Shader Core",
                              "Micron TN-41-01")), k
 
 

@@ -1,6 +1,6 @@
 """Technique overheads in the timing model: each technique's own time and energy from its
 counters, exactness of a skipped tile's savings, the provenance of the per-event energies, and
-the seeds' overhead figures as checks."""
+the theses' overhead figures as checks."""
 
 from __future__ import annotations
 
@@ -290,22 +290,24 @@ def _dram_background_watts():
 
 
 def test_seed_overhead_figures_as_checks():
-    """The seeds' overheads are checks, not inputs. On a representative frame where nothing is
+    """The theses' overheads are checks, not inputs. On a representative frame where nothing is
     skipped (the techniques' worst case), each technique's overhead is computed here from the
     model's formulas (timing/model.py, timing/techniques.py) and the numbers of
-    baseline_gpu.toml and energy_32nm.toml, asserted exactly, and then held to the seeds:
+    baseline_gpu.toml and energy_32nm.toml, asserted exactly, and then held to the theses:
     * RE (1196x768, 3600 tiles): its GPU energy is 2.0% of the baseline's (0.62% dynamic: the
       Compute CRC work is counted once per tile a block folds into, an upper bound; 1.41%
       leakage of 45 KB of SRAM at gpu.static.sram = 0.08 mW/KB, a high-leakage estimate), and
       the frame's energy grows by 3.0% with the baseline's leakage and the DRAM background over
       the 1.6% longer frame (the signature unit's 116 sub-blocks per tile exceed the 105-cycle
-      bus bottleneck of the geometry phase; 2 compare cycles per tile). 001 §4.3: < 5% energy
-      in benchmarks RE cannot exploit, slowdowns up to 5% (~0.7% for its LUTs on average,
+      bus bottleneck of the geometry phase; 2 compare cycles per tile). Frame Coherence §4.3: < 5%
+      energy in benchmarks RE cannot exploit, slowdowns up to 5% (~0.7% for its LUTs on average,
       §5.4).
-    * EVR: its structures add 0.81% energy (001 §5.4: 0.5% on average; same leakage), the layer
+    * EVR: its structures add 0.81% energy (Frame Coherence §5.4: 0.5% on average; same leakage),
+    the layer
       ids 0.28% more as DRAM traffic, and the frame is 0.38% longer (12 more PB bytes per tile
       on the bus).
-    * DSR (1920x1080): SRT + DCT unit 1.22% energy and no time (001 §6.5: < 2%, no stalls).
+    * DSR (1920x1080): SRT + DCT unit 1.22% energy and no time (Frame Coherence §6.5: < 2%, no
+      stalls).
     """
     clock = CFG["tech.clock"]
     e = lambda key: ECFG[key] * PJ  # noqa: E731
@@ -362,7 +364,7 @@ def test_seed_overhead_figures_as_checks():
     assert re_energy == pytest.approx(0.0203, abs=0.0005)
     assert re.energy / base.energy - 1 == pytest.approx(0.0297, abs=0.0005)
     assert re_time == pytest.approx(0.0164, abs=0.0005)
-    assert re_energy < 0.05 and re_time < 0.05                           # 001 §4.3
+    assert re_energy < 0.05 and re_time < 0.05                           # Frame Coherence §4.3
 
     # --- Early Visibility Resolution
     base, evr = estimates(1196, 768, {
@@ -397,7 +399,7 @@ def test_seed_overhead_figures_as_checks():
     assert evr_energy == pytest.approx(0.0081, abs=0.0005)
     assert layer_ids / base.energy == pytest.approx(0.0028, abs=0.0005)
     assert evr_time == pytest.approx(0.0038, abs=0.0005)
-    assert evr_energy < 0.01                                             # 001 §5.4
+    assert evr_energy < 0.01                                             # Frame Coherence §5.4
 
     # --- Dynamic Sampling Rate
     n = _tiles(1920, 1080)
@@ -417,4 +419,4 @@ def test_seed_overhead_figures_as_checks():
     dsr_energy, dsr_time = overhead(base, dsr)
     assert dsr_energy == pytest.approx((dynamic + leakage) / base.energy, rel=1e-12)
     assert dsr_energy == pytest.approx(0.0122, abs=0.0005)
-    assert dsr_energy < 0.02 and dsr_time == 0.0                         # 001 §6.5
+    assert dsr_energy < 0.02 and dsr_time == 0.0                         # Frame Coherence §6.5

@@ -1,8 +1,8 @@
 """Cache hierarchy below the counters' first-level caches, main-memory traffic and LPDDR4 energy.
 
 The counters give first-level activity: vertex-cache misses (distinct 64-byte lines per draw),
-texture-cache misses (per cache, from the renderer's set-associative model of 001 Table 3.1),
-and Parameter Buffer (PB) bytes written by the tiler and read by each tile. What happens below
+texture-cache misses (per cache, from the renderer's set-associative model of Frame Coherence Table
+3.1), and Parameter Buffer (PB) bytes written by the tiler and read by each tile. What happens below
 them is modelled here (every cache: 64-byte lines; ``C_tc`` = tile cache, ``C_L2`` = L2 bytes):
 
 * Vertices and indices: the vertex cache's misses are compulsory (distinct lines per draw) and

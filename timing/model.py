@@ -49,7 +49,7 @@ Energy (joules): GPU = sum of event counts x energy per event (``energy_32nm.tom
 plus static power x frame time (the technique structures leak only in frames that have them);
 main memory = LPDDR4 activations, read and write bursts, background and refresh x frame time
 (``tilesim.timing.memory_traffic``); screen = OLED power of the frame's pixels x refresh period,
-reported beside the others (``total`` is GPU + memory, as in the seeds' figures).
+reported beside the others (``total`` is GPU + memory, as in the theses' figures).
 """
 
 from __future__ import annotations

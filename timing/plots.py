@@ -1,4 +1,4 @@
-"""The seeds' figures for one workload or a suite (one bar per workload, plus the average).
+"""The theses' figures for one workload or a suite (one bar per workload, plus the average).
 
 Every plot takes ``totals`` dicts (``tilesim.timing.report.totals``) of the runs and, optionally, of
 their baselines; with baselines, each workload shows the baseline bar (1.0) beside the run's bar,
@@ -149,7 +149,7 @@ def plot_shader(names, runs, bases=None) -> bytes:
 
 
 def unit_groups(t: dict) -> dict[str, float]:
-    """GPU + memory energy (J) in the groups of 001 Fig. 1.5."""
+    """GPU + memory energy (J) in the groups of Frame Coherence Fig. 1.5."""
     e = t["energy_j"]
     d, s, m = e["gpu_dynamic"], e["gpu_static"], e["memory_dynamic_by_source"]
     parts = e["memory_parts"]

@@ -144,7 +144,7 @@ def normalize(run: dict, base: dict) -> dict[str, float | None]:
 
 
 def average(rows: list[dict[str, float | None]]) -> dict[str, float | None]:
-    """Arithmetic mean over workloads per key (the seeds' 'average' bar), skipping None."""
+    """Arithmetic mean over workloads per key (the theses' 'average' bar), skipping None."""
     out = {}
     for k in rows[0] if rows else ():
         vals = [r[k] for r in rows if r[k] is not None]

@@ -1,4 +1,5 @@
-"""OLED screen energy of each frame from its pixel colors (TEAPOT models the screen, 002 §2.2).
+"""OLED screen energy of each frame from its pixel colors (TEAPOT models the screen, Shader Core
+§2.2).
 
 Dong, Choi and Zhong's pixel-level model (DAC 2009; 002 ref. 12): the panel draws a constant
 ``panel`` power plus, for every pixel, one term per sub-pixel that depends only on that

@@ -1,4 +1,4 @@
-"""Shader throughput: the one hook the shader-core model (002 ch. 3) will replace.
+"""Shader throughput: the one hook the shader-core model (Shader Core ch. 3) will replace.
 
 Until a cycle-level model of the core gives cycles per warp for each program, a documented
 simple model:
@@ -13,8 +13,9 @@ simple model:
 * ``cycles = max(issue, latency)``: whichever the warps in flight cannot hide.
 
 The fragment processors hold ``W = fragment queue entries / lanes / processors`` warps each
-(64 / 4 / 4 = 4 quads: the fragment queue of 001 Table 3.1 is what keeps quads in flight). The
-vertex processor has no texture unit (002 §2.2.1): its texture instructions only issue.
+(64 / 4 / 4 = 4 quads: the fragment queue of Frame Coherence Table 3.1 is what keeps quads in
+flight). The vertex processor has no texture unit (Shader Core §2.2.1): its texture instructions
+only issue.
 """
 
 from __future__ import annotations

@@ -13,21 +13,21 @@ Time (cycles)
   Overlapped Tiles Queue. Both are stages of the geometry bottleneck
   (``sum re_subblocks_signed / 1``, ``sum re_shifts / 1``), so the geometry phase grows by
   ``max(0, signature work - the other stages' time)``: the signature unit stalls the binner only
-  when it has more work than the rest of the geometry phase hides (001 §4.3: +2% geometry
-  cycles; with one Shift step per folded sub-block, a workload whose primitives span many tiles
-  or whose constant blocks are long can be far above that). The burst that a single primitive
+  when it has more work than the rest of the geometry phase hides (Frame Coherence §4.3: +2%
+  geometry cycles; with one Shift step per folded sub-block, a workload whose primitives span many
+  tiles or whose constant blocks are long can be far above that). The burst that a single primitive
   covering more than 128 tiles causes is invisible in per-tile counters. The renderer charges
   each signed block once (to one of its tiles), so the frame's ``re_subblocks_signed`` is the
   Compute CRC unit's work; ``re_shifts`` counts every fold into every tile.
 * RE, raster phase: ``compare_cycles`` per signed tile (``re_signature_accesses > 0``), serial,
   to read and compare its two signatures before the tile is scheduled or skipped.
-* TE: no cycles (001 §4.2.3: energy only).
+* TE: no cycles (Frame Coherence §4.2.3: energy only).
 * EVR: Layer Generator Table and FVP Table lookups (one each per display-list entry, in parallel
   at ``table_rate``) are a geometry stage; the FVP update (23 cycles per tile) and Layer Buffer
   writes (at the blend rate) are raster stages, overlapped with the tile's other stages.
 * DSR: ``dct_cycles`` per 2D DCT on the finished tile's color buffer, beside its flush (both
   read the one-tile color buffer, so the next tile waits for the longer: the 128-cycle DCT hides
-  behind a 1 KB flush at 4 B/cycle; 001 §6.5: no stall).
+  behind a 1 KB flush at 4 B/cycle; Frame Coherence §6.5: no stall).
 * Memoization: LUT lookups at ``lookups_per_cycle``, a raster stage beside shading.
 
 Energy (joules): event counts x per-event energies of ``energy_32nm.toml`` (``technique.*``), by
@@ -36,7 +36,8 @@ logic for DSR) x frame time. EVR's layer identifiers in the Parameter Buffer are
 traffic (source ``technique_tables``, see ``tilesim.timing.memory_traffic``).
 
 Seed checks (not hard-coded; ``tests/test_timing_techniques.py`` reports them on synthetic
-frames): RE adds < 0.5% energy (001 §4.3), EVR's structures ~0.5% (001 §5.4), DSR < 2% (001 §6.5).
+frames): RE adds < 0.5% energy (Frame Coherence §4.3), EVR's structures ~0.5% (Frame Coherence
+§5.4), DSR < 2% (Frame Coherence §6.5).
 """
 
 from __future__ import annotations

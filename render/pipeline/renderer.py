@@ -403,7 +403,7 @@ class Renderer:
 
     def _resolve_superfragments(self, target: RenderTarget | None) -> None:
         """Replicate each superfragment's color and depth (kept in the bottom-left pixel of
-        its block) to every pixel of the block (DSR's upsampling, seed 001 §6.4.1)."""
+        its block) to every pixel of the block (DSR's upsampling, Frame Coherence §6.4.1)."""
         xp = self.xp
         if target is not self.default_target or not any(self._rates_used):
             return
@@ -622,7 +622,7 @@ class Renderer:
         for rate in self._rates_used:
             scale = 1 << rate
             # Superfragments: rasterize in a space shrunk N times, where each pixel center
-            # is the center of an N x N block (DSR, seed 001 §6.4.1).
+            # is the center of an N x N block (DSR, Frame Coherence §6.4.1).
             tris = draw.tris if scale == 1 else draw.tris.shrunk(scale)
             in_rate = self.tile_rates[draw.bins.tile] == rate
             self._raster(draw, tris, scale, in_rate if entries is None else entries & in_rate)

@@ -129,7 +129,8 @@ class SamplerOptions:
 
 @dataclass(frozen=True)
 class TextureCacheConfig:
-    """Texture caches (001 Table 3.1: 4 caches of 8 KB, 2-way set associative, 64-byte lines).
+    """Texture caches (Frame Coherence Table 3.1: 4 caches of 8 KB, 2-way set associative, 64-byte
+    lines).
 
     The model, exactly: each texture occupies its own address range; its images (face-major,
     then level) each start on a line boundary and store texels in ``block`` x ``block`` blocks

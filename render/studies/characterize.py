@@ -1,10 +1,11 @@
-"""``tilesim characterize``: the workload characterization of 001 Tables 3.3 and 3.4 for a trace.
+"""``tilesim characterize``: the workload characterization of Frame Coherence Tables 3.3 and 3.4 for
+a trace.
 
 The trace is rendered on the tile-based model (:class:`tilesim.render.pipeline.renderer.Renderer`,
 command by command) and the columns come from its counters, as ratios of totals over the chosen
 frames (so every "per X" value is weighted by X, and "per frame" values are means over frames):
 
-Geometry (001 Table 3.3)
+Geometry (Frame Coherence Table 3.3)
     draw calls per frame         draw_calls
     vertices per draw call       vertices_fetched / draw_calls (distinct vertices of a draw)
     attributes per vertex        vertex-shader input registers of the draw's program,
@@ -15,7 +16,7 @@ Geometry (001 Table 3.3)
     primitives per draw call     prims_assembled / draw_calls
     primitives per tile          prims_binned / tiles, over every tile of every render pass
 
-Raster (001 Table 3.4)
+Raster (Frame Coherence Table 3.4)
     fragments per primitive      fragments_rasterized / prims_rasterized (set-up triangles)
     FS instructions per fragment static: instructions of the draw's fragment program, mean over
                                  draws (from the program); dynamic: (fs_alu + fs_tex + fs_flow)
@@ -231,8 +232,8 @@ def format_report(report: dict) -> str:
     lines = [f"{report['trace']}: {report['name']}, {report['width']}x{report['height']}, "
              f"frames {first}..{last} ({report['frame_count']}), {report['tile_size']}x"
              f"{report['tile_size']} tiles"]
-    for title, rows in (("Geometry (001 Table 3.3)", GEOMETRY), ("Raster (001 Table 3.4)", RASTER),
-                        ("Other", EXTRA)):
+    for title, rows in (("Geometry (Frame Coherence Table 3.3)", GEOMETRY),
+                        ("Raster (Frame Coherence Table 3.4)", RASTER), ("Other", EXTRA)):
         lines.append(title)
         for key, label, fmt in rows:
             value = cols.get(key)
@@ -243,9 +244,10 @@ def format_report(report: dict) -> str:
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "characterize", help="the workload columns of 001 Tables 3.3 and 3.4 for a trace",
+        "characterize",
+        help="the workload columns of Frame Coherence Tables 3.3 and 3.4 for a trace",
         description="Render TRACE on the tile-based model and print its geometry and raster "
-                    "characterization (001 Tables 3.3 and 3.4): draw calls per frame, "
+                    "characterization (Frame Coherence Tables 3.3 and 3.4): draw calls per frame, "
                     "vertices per draw, attributes per vertex, VS/FS instructions, "
                     "primitives per draw and per tile, fragments per primitive, ALU:TEX "
                     "ratio, texels per fragment, overshading.")

@@ -4,8 +4,8 @@ The trace is rendered once per technique (``tilesim.render.techniques.bus``) and
 per technique the report gives what it skipped and what it cost next to the oracle, the fragments
 shaded and overshading, the average sample rate, the per-frame MSSIM against the baseline frame
 (luminance, Wang et al. 2004 settings) and how many frames are bit-identical to it.
-``re/xor`` is the seed's ablation (§4.3): RE with an XOR-based signature instead of CRC32,
-whose collisions show up as false positives; ``memo/32`` keys memoization's LUT with the seed's
+``re/xor`` is the thesis's ablation (§4.3): RE with an XOR-based signature instead of CRC32,
+whose collisions show up as false positives; ``memo/32`` keys memoization's LUT with the thesis's
 32-bit signature instead of 64 bits, whose collisions are hits returning another color.
 ``--images DIR`` writes per-frame overlays.
 """

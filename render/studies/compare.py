@@ -9,7 +9,7 @@ Frame folders may be laid out as ``tilesim render`` writes them (``DIR/frames/NN
 ``tilesim reference`` writes them (``DIR/frame_NNNNNN.png``), or hold ``NNNNNN.png`` directly.
 
 Metrics are computed on RGB (alpha is dropped: apitrace's reference images have none), 8 bits per
-channel, exactly as the seeds compute MSSIM: ``skimage.metrics.structural_similarity`` with
+channel, exactly as the theses compute MSSIM: ``skimage.metrics.structural_similarity`` with
 ``gaussian_weights=True, sigma=1.5, use_sample_covariance=False, data_range=255`` and
 ``channel_axis=-1`` (Wang et al. 2004). PSNR of identical images is infinite (reported as
 ``null`` in JSON, ``inf`` in text). The metrics themselves are :mod:`tilesim.images`.

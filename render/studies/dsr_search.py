@@ -1,4 +1,4 @@
-"""Fitting the Dynamic Sampling Rate parameters (seed 001 §6.3, Algorithms 5 and 6).
+"""Fitting the Dynamic Sampling Rate parameters (Frame Coherence §6.3, Algorithms 5 and 6).
 
 Each tile is rendered independently and its colors depend only on its own sampling rate, so
 the frame of ANY tile-rate map equals, tile by tile, the frames rendered at a uniform rate.
@@ -29,13 +29,13 @@ so each step searches either the full product of the per-state grids (``--strate
 product``) or by coordinate descent (``coordinate``, the default): starting from a known
 point, each state in turn tries every pair of the grid with the other states fixed and
 keeps the best, sweeping until a sweep changes nothing. A combination is discarded at its
-first frame below MSSIM 0.95 (the seed's pruning); the winner has the lowest ASR and no
+first frame below MSSIM 0.95 (the thesis's pruning); the winner has the lowest ASR and no
 error on the training traces. It is then run on the evaluation traces and written, with
 provenance, as a parameters TOML.
 
-The content-change guard (``dynamic_sampling_rate``, not in the seed) is searched with the
+The content-change guard (``dynamic_sampling_rate``, not in the thesis) is searched with the
 reduce step, as one more coordinate: its <change_threshold, change_cap> pairs
-(``--guard-thresholds``, ``--guard-caps``; ``--no-guard`` fits the seed's FSM alone). The
+(``--guard-thresholds``, ``--guard-caps``; ``--no-guard`` fits the thesis's FSM alone). The
 increase step runs with the strictest pair, and a sweep relaxes the guard as far as the
 reductions chosen so far stay error-free. ``--train-min-mssim`` asks the training traces to
 keep a higher MSSIM than the 0.95 limit, a margin for traces the fit has not seen.
@@ -307,8 +307,8 @@ class RateStack:
 
     def local_minimum(self, min_mssim: float = DSR_MIN_MSSIM, tile: str = "context") -> np.ndarray:
         """(F, T) int8: per tile and frame the lowest rate whose tile has MSSIM >=
-        ``min_mssim`` against its 1x tile (001 §6.3's Local Minimum), the tile judged in its
-        1x surroundings over all its pixels (``tile="context"``) or alone as scikit-image
+        ``min_mssim`` against its 1x tile (Frame Coherence §6.3's Local Minimum), the tile judged in
+        its 1x surroundings over all its pixels (``tile="context"``) or alone as scikit-image
         would (``"alone"``: only its central 6x6 pixels count)."""
         if tile not in LOCAL_MINIMUM_TILES:
             raise ValueError(f"tile must be one of {LOCAL_MINIMUM_TILES}, got {tile!r}")
@@ -574,7 +574,7 @@ class SearchGrid:
     local_minimum_tile: str = "context"
     # The content-change guard's <change_threshold, change_cap> pairs (dynamic_sampling_rate:
     # mean-luma change in levels, 255 = only the first frame; the rate index a changed tile
-    # is capped at). No thresholds (--no-guard): the seed's FSM, no guard.
+    # is capped at). No thresholds (--no-guard): the thesis's FSM, no guard.
     guard_thresholds: tuple[float, ...] = (4.0, 16.0, 64.0, 255.0)
     guard_caps: tuple[int, ...] = (0, LOWEST)
     # The frame MSSIM the training traces must keep (None: the evaluation limit, 0.95). A
@@ -1111,7 +1111,7 @@ def provenance(report: dict) -> dict:
         guard = (" and the content-change guard <change_threshold, change_cap> as one more "
                  "coordinate")
     result = {
-        "method": "tilesim dsr-search: seed 001 §6.3, Algorithm 6 (Local Minimum reduction) "
+        "method": "tilesim dsr-search: Frame Coherence §6.3, Algorithm 6 (Local Minimum reduction) "
                   f"for <T_I, D_I>, then Algorithm 5 for <T_R, D_R>{guard}; lowest ASR with "
                   f"no frame below MSSIM {report['min_mssim']} (luma, Wang et al. 2004) on "
                   "the training traces",
@@ -1174,7 +1174,7 @@ def _number_list(text: str, option: str, kind=float) -> tuple:
 def register(subparsers) -> None:
     defaults = SearchGrid()
     p = subparsers.add_parser(
-        "dsr-search", help="fit the Dynamic Sampling Rate parameters (001 §6.3)",
+        "dsr-search", help="fit the Dynamic Sampling Rate parameters (Frame Coherence §6.3)",
         description="Render each trace at the five uniform sampling rates (cached in --cache, "
                     "so a rerun resumes), then search the FSM's <T, D> pairs: Algorithm 6 "
                     "(Local Minimum) for the increase transitions, then Algorithm 5 for the "
@@ -1219,7 +1219,7 @@ def register(subparsers) -> None:
                         "(0: back to 1x, 4: no reduction only; default "
                         f"{','.join(str(v) for v in defaults.guard_caps)})")
     p.add_argument("--no-guard", action="store_true",
-                   help="fit the seed's FSM alone, without the content-change guard")
+                   help="fit the thesis's FSM alone, without the content-change guard")
     validation = p.add_mutually_exclusive_group()
     validation.add_argument("--folds", type=int, default=None, metavar="K",
                             help="leave-workloads-out validation: deal the --train traces "
@@ -1230,7 +1230,7 @@ def register(subparsers) -> None:
                             help="a fold: the comma-separated trace names (file stems) it "
                                  "holds out; repeat for each fold (instead of --folds)")
     p.add_argument("--min-mssim", type=float, default=DSR_MIN_MSSIM, metavar="X",
-                   help="frame error below this MSSIM (default 0.95, 001 §6.3)")
+                   help="frame error below this MSSIM (default 0.95, Frame Coherence §6.3)")
     p.add_argument("--train-min-mssim", type=float, default=None, metavar="X",
                    help="frame MSSIM the training traces must keep (default: --min-mssim); "
                         "above it, a margin for traces the fit has not seen")

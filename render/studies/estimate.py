@@ -54,7 +54,7 @@ def register(subparsers) -> None:
                    help="baseline render output(s) to normalize to (matched by workload name, "
                         "else by position)")
     p.add_argument("--plot", metavar="PLOTDIR",
-                   help="write the seeds' figures (time, energy, traffic, shader, units .png)")
+                   help="write the theses' figures (time, energy, traffic, shader, units .png)")
     p.add_argument("--no-screen", action="store_true",
                    help="skip the OLED model (do not decode the frames' PNGs)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")

@@ -1,4 +1,4 @@
-"""The frame-coherence techniques of seed 001 as switches on one pipeline.
+"""The frame-coherence techniques of Frame Coherence as switches on one pipeline.
 
 ``Techniques.parse("re+evr")`` gives the set a ``Renderer`` runs with; the pipeline calls the
 hooks below at the points where the hardware would act, and each technique keeps its state
@@ -14,8 +14,8 @@ switch     technique (module)                                     acts on
 ``memo``   Fragment memoization (``fragment_memoization``)        fragment shader runs
 =========  ====================================================  ============================
 
-They apply to the default framebuffer, the frame the seed's techniques compare across frames.
-Combinations follow the seed: TE, RE and EVR combine (``re+evr`` is chapter 5's EVR-aided RE);
+They apply to the default framebuffer, the frame the thesis's techniques compare across frames.
+Combinations follow the thesis: TE, RE and EVR combine (``re+evr`` is chapter 5's EVR-aided RE);
 DSR and memoization run alone.
 """
 
@@ -54,7 +54,7 @@ class Techniques(PipelineHooks):
     def from_name(cls, name: str | None, *, source: str | None = None,
                   dsr_parameters=None) -> Techniques:
         """A technique set from a name with an optional variant after ``/``: ``re/xor`` signs
-        with XOR instead of CRC32; ``memo/32`` keys the LUT with the seed's 32-bit signature
+        with XOR instead of CRC32; ``memo/32`` keys the LUT with the thesis's 32-bit signature
         (``memo`` alone: 64-bit keys)."""
         spec, _, variant = (name or "baseline").partition("/")
         if not variant:
@@ -81,7 +81,7 @@ class Techniques(PipelineHooks):
                              f"{', '.join(NAMES)} (e.g. re+evr)", source=source)
         alone = [n for n in names if n in ALONE]
         if alone and len(names) > 1:
-            raise InputError(f"{alone[0]} does not combine with other techniques (the seed "
+            raise InputError(f"{alone[0]} does not combine with other techniques (the thesis "
                              "evaluates it alone); te, re and evr combine", source=source)
         if signature not in SIGNATURE_KINDS:
             raise InputError(f"unknown signature {signature!r}: expected one of "

@@ -1,4 +1,4 @@
-"""Dynamic Sampling Rate (seed 001 ch. 6): per-tile frequency analysis and the rate FSM.
+"""Dynamic Sampling Rate (Frame Coherence ch. 6): per-tile frequency analysis and the rate FSM.
 
 Array code only, no rendering; it runs on the array backend of its inputs (NumPy or CuPy,
 ``tilesim.backend``). Each finished 16x16 tile of the default framebuffer goes through an
@@ -13,10 +13,10 @@ state 4 (one sample per tile, a flat tile with no frequency content to analyse) 
 back to 3. They live in ``dsr_parameters.toml`` (:class:`DSRParameters`), fitted by
 ``tilesim dsr-search`` (``tilesim.render.studies.dsr_search``).
 
-The content-change guard (optional, ``[guard]`` in the parameters; not in the seed): the FSM
+The content-change guard (optional, ``[guard]`` in the parameters; not in the thesis): the FSM
 decides a tile's next rate from this frame's content, which is right only while the tile's
-content is coherent from frame to frame, the premise of 001 ch. 6. Each SRT entry also keeps
-the tile's mean luminance (the DC coefficient the DCT unit computes anyway, ``tile_means``);
+content is coherent from frame to frame, the premise of Frame Coherence ch. 6. Each SRT entry also
+keeps the tile's mean luminance (the DC coefficient the DCT unit computes anyway, ``tile_means``);
 a tile whose mean moved by more than ``change_threshold`` luma levels since the last frame,
 or that has no last frame (the first frame after a reset: nothing shows its content is
 coherent), is "changed" and may not be reduced: its next rate is the lowest of the FSM's
@@ -42,15 +42,11 @@ from __future__ import annotations
 
 import math
 import re
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib
 
 from tilesim import backend
 from tilesim.atomic import write_text
@@ -62,7 +58,7 @@ RATE_NAMES = ("1x", "1/4x", "1/16x", "1/64x", "1/256x")
 BLOCK_SIZES = np.array([1, 2, 4, 8, 16])
 SAMPLES_PER_PIXEL = 1.0 / BLOCK_SIZES.astype(np.float64) ** 2
 LOWEST = len(RATE_NAMES) - 1          # 1/256x: one sample per tile
-MIN_MSSIM = 0.95                      # 001 §6.3: below it, defects can be discerned
+MIN_MSSIM = 0.95                      # Frame Coherence §6.3: below it, defects can be discerned
 LUMA_WEIGHTS = np.array([0.299, 0.587, 0.114])
 MAX_DIAGONAL = 2 * TILE - 2           # u + v of the highest-frequency coefficient (30)
 DEFAULT_PARAMETERS = Path(__file__).resolve().with_name("dsr_parameters.toml")
@@ -106,9 +102,9 @@ def diagonal_index(n: int = TILE) -> np.ndarray:
 def max_c(dct: np.ndarray, d) -> np.ndarray:
     """MaxC of each tile: the largest |coefficient| on diagonals u + v >= d.
 
-    ``d`` is the number of low-frequency diagonals that are ignored (001 §6.2: "the number
-    of low-frequency matrix Diagonals that are ignored (D)"), so diagonals 0 .. d-1 are left
-    out; in the seed's Fig. 6.4 example diagonals 0-3 are ignored, i.e. d = 4. ``d`` is a
+    ``d`` is the number of low-frequency diagonals that are ignored (Frame Coherence §6.2: "the
+    number of low-frequency matrix Diagonals that are ignored (D)"), so diagonals 0 .. d-1 are left
+    out; in the thesis's Fig. 6.4 example diagonals 0-3 are ignored, i.e. d = 4. ``d`` is a
     scalar or one value per tile. A d past the last diagonal leaves no coefficient: MaxC 0.
     """
     xp = array_module(dct, d)
@@ -316,7 +312,7 @@ def tile_ssim(tiles: np.ndarray, references: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class DSRParameters:
-    """The <T, D> pairs of the FSM's transitions (001 §6.2, Fig. 6.5).
+    """The <T, D> pairs of the FSM's transitions (Frame Coherence §6.2, Fig. 6.5).
 
     ``reduce_thresholds`` / ``reduce_diagonals``: <T_R, D_R> of states 0..3 (1x .. 1/64x):
     reduce when MaxC(D_R) < T_R. ``increase_thresholds`` / ``increase_diagonals``: <T_I, D_I>
@@ -496,7 +492,7 @@ class DSRParameters:
     def to_toml(self) -> str:
         """The parameters as TOML: [reduce], [increase], then [provenance]."""
         lines = [
-            "# Dynamic Sampling Rate parameters (seed 001 §6.2-6.3), read by",
+            "# Dynamic Sampling Rate parameters (Frame Coherence §6.2-6.3), read by",
             "# tilesim.render.techniques.dynamic_sampling_rate.DSRParameters.load.",
             "# States 0..4 are 1x, 1/4x, 1/16x, 1/64x, 1/256x.",
             "# Reduce state s when MaxC(D_R[s]) < T_R[s]; otherwise",
@@ -667,7 +663,7 @@ def next_rates(rates: np.ndarray, dct: np.ndarray, params: DSRParameters, *,
 
 
 class SamplingRateTable:
-    """The SRT (001 §6.4.1): one 3-bit entry per tile, the rate of the next frame.
+    """The SRT (Frame Coherence §6.4.1): one 3-bit entry per tile, the rate of the next frame.
 
     All tiles start at 1x. :meth:`update` analyses a finished frame (DCT of each tile's
     luminance, MaxC, FSM) and stores the rates for the next one. With the guard on, each

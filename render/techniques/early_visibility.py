@@ -1,4 +1,4 @@
-"""Early Visibility Resolution (seed 001 ch. 5): predict occluded primitives from last frame.
+"""Early Visibility Resolution (Frame Coherence ch. 5): predict occluded primitives from last frame.
 
 Per tile of the default framebuffer the previous frame leaves its farthest visible point (FVP):
 ``Z_far``, the largest depth in the tile's Z buffer, when the farthest visible layer belongs to

@@ -1,4 +1,5 @@
-"""Fragment Memoization with Parallel Frame Rendering (Arnau et al.; seed 001 §1.3.1, §4.3.1).
+"""Fragment Memoization with Parallel Frame Rendering (Arnau et al.; Frame Coherence §1.3.1,
+§4.3.1).
 
 The prior art Rendering Elimination is compared with (DESIGN §7). A fragment's color is a
 deterministic function of its inputs (the interpolated inputs the fragment program reads,
@@ -9,9 +10,9 @@ program. Redundancy is mostly across frames, so two frames render in parallel (P
 Rendering) to shorten the reuse distance: both render the same tile at the same time, and the
 second frame of each pair finds the first one's colors of that tile.
 
-Parameters (seed Table 4.1): 2 frames in parallel, 32-bit signature, 4-way LUT, 2048 sets
+Parameters (thesis Table 4.1): 2 frames in parallel, 32-bit signature, 4-way LUT, 2048 sets
 (the original 512 entries grown to 2048 sets "to better compare to the chip area of RE").
-Keys are 64 bits by default (``memo``); ``memo/32`` is the seed's 32-bit signature.
+Keys are 64 bits by default (``memo``); ``memo/32`` is the thesis's 32-bit signature.
 
 Pieces:
 
@@ -158,10 +159,10 @@ def context_signature(*parts) -> int:
 def fragment_keys(inputs, context_crc: int = 0, quad_inputs: bool = False, bits: int = 32):
     """The memoization key of every lane (module docstring for the exact hash).
 
-    ``bits`` 32 (the seed's signature, 001 Table 4.1) or 64: the CRC-32 in the low half and a
-    CRC-32C of the same message in the high half. With 32 bits a LUT tag is 21 bits (2048
-    sets), so a fragment whose inputs are new matches a resident entry with probability about
-    ways / 2^21 and takes its color: rare, but not lossless; 64-bit keys make it negligible.
+    ``bits`` 32 (the thesis's signature, Frame Coherence Table 4.1) or 64: the CRC-32 in the low
+    half and a CRC-32C of the same message in the high half. With 32 bits a LUT tag is 21 bits (2048
+    sets), so a fragment whose inputs are new matches a resident entry with probability about ways /
+    2^21 and takes its color: rare, but not lossless; 64-bit keys make it negligible.
 
     inputs: (n_inputs, 4, n) float32 per lane (the program's IN registers, plus the system
     values it reads, stacked as extra rows); lanes 4q..4q+3 are quad q. context_crc: the
@@ -351,7 +352,7 @@ class _FrameLog:
 @dataclass
 class FragmentMemoizer:
     """Fragment memoization over a sequence of frames rendered ``frames_in_parallel`` at a
-    time (2: PFR as in the seed; 1: frames one after the other).
+    time (2: PFR as in the thesis; 1: frames one after the other).
 
     tiles: tiles per frame; traversal: tile numbers in rendering order (default 0..tiles-1,
     e.g. ``Framebuffer.traversal()``). Feed each frame's fragment log to :meth:`add_frame`; it

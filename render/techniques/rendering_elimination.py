@@ -1,4 +1,4 @@
-"""Rendering Elimination (seed 001 ch. 4): skip tiles whose inputs equal last frame's.
+"""Rendering Elimination (Frame Coherence ch. 4): skip tiles whose inputs equal last frame's.
 
 While the binner writes the display lists, the Signature Unit (``signature_unit``) folds into
 each tile of the default framebuffer, in submission order, the inputs that decide its colors:

@@ -1,17 +1,17 @@
-"""Signature Unit of Rendering Elimination (seed 001 §4.1.3-4.2.2, Algorithms 1-3).
+"""Signature Unit of Rendering Elimination (Frame Coherence §4.1.3-4.2.2, Algorithms 1-3).
 
 A vectorized functional model of the hardware that signs each tile's inputs while binning, plus
 the work it does (Shift-subunit steps, Signature Buffer accesses, signed sub-blocks) so that the
 timing model can charge it.
 
-CRC convention (the seed's linear form): CRC-32 with polynomial 0x04C11DB7 in the reflected form
+CRC convention (the thesis's linear form): CRC-32 with polynomial 0x04C11DB7 in the reflected form
 0xEDB88320 that zlib uses (bytes enter LSB first), register starting at 0 and no final xor. Call
 it the *raw* CRC; ``raw_crc(m) == zlib.crc32(m) ^ zlib.crc32(bytes(len(m)))``. Being linear over
 GF(2) with a zero start, it obeys Algorithm 1's concatenation rule::
 
     raw(A || B) = advance(raw(A), len(B)) ^ raw(B)
 
-where ``advance(c, n)`` runs the CRC register from ``c`` over ``n`` zero bytes (the seed's
+where ``advance(c, n)`` runs the CRC register from ``c`` over ``n`` zero bytes (the thesis's
 ``ComputeCRC(CRC_A << b)``). Leading zero bytes do not change a raw CRC.
 
 Hardware units modelled, each a few byte-indexed 1-KB LUTs (256 x uint32):
@@ -32,7 +32,7 @@ little-endian view of the bytes). Byte messages whose length is not a multiple o
 with zero bytes at the END up to a multiple of 8 before signing (the hardware signs whole
 sub-blocks), so the CRC of such a message is the raw CRC of the padded message.
 
-An XOR-based signature (the ablation of seed §4.3) is available through
+An XOR-based signature (the ablation of thesis §4.3) is available through
 ``TileSignatures(kind="xor")``; see ``xor_sign_bytes`` for its definition.
 """
 
@@ -44,7 +44,7 @@ from tilesim.backend import array_module
 from tilesim.backend import xp as active_xp
 
 CRC32_POLY_REFLECTED = 0xEDB88320
-SUBBLOCK_BYTES = 8  # 64-bit sub-blocks (seed §4.2.2: eight 1-KB LUTs)
+SUBBLOCK_BYTES = 8  # 64-bit sub-blocks (thesis §4.2.2: eight 1-KB LUTs)
 SIGNATURE_KINDS = ("crc32", "xor")
 
 _U32 = np.uint32

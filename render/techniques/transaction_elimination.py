@@ -1,9 +1,10 @@
-"""Transaction Elimination (seed 001 §4.2.3): skip the flush of tiles whose colors did not change.
+"""Transaction Elimination (Frame Coherence §4.2.3): skip the flush of tiles whose colors did not
+change.
 
 When a tile of the default framebuffer is finished, the Compute CRC unit signs its colors (the
 color buffer, 4 bytes per pixel, in 64-bit sub-blocks) and the signature is compared with the
 tile's signature of the previous frame; when they are equal the flush to main memory is
-skipped. The seed charges energy for the Signature Buffer and CRC unit and, ideally, no time.
+skipped. The thesis charges energy for the Signature Buffer and CRC unit and, ideally, no time.
 The image does not change: the frame buffer already holds those colors.
 """
 

@@ -1,8 +1,8 @@
 """Workloads written with the recording API (traces made by programs, not captures).
 
 ``WORKLOADS`` maps the name of each game-like synthetic workload (behaving like a category of
-001 Table 3.2) to its builder ``build(width, height, frames=100, seed=0) -> frames`` (a list
-of frames, each a list of :class:`tilesim.render.gl.commands.Command` ending with
+Frame Coherence Table 3.2) to its builder ``build(width, height, frames=100, seed=0) -> frames`` (a
+list of frames, each a list of :class:`tilesim.render.gl.commands.Command` ending with
 ``endFrame``). Static data (programs, textures, vertex and index buffers) are uploaded in
 frame 0 only; later frames hold draws, state changes, uniforms and the small dynamic
 uploads a game makes. The first N frames do not depend on how many frames are built (up to
@@ -40,7 +40,7 @@ CATEGORIES: dict[str, str] = {
     "runner": runner.CATEGORY,
     "render_to_texture": render_to_texture.CATEGORY,
 }
-SIZES = ((1196, 768), (1920, 1080))  # 001 Table 3.1 screen (ch. 4-5) and ch. 6
+SIZES = ((1196, 768), (1920, 1080))  # Frame Coherence Table 3.1 screen (ch. 4-5) and ch. 6
 DEFAULT_FRAMES = 100
 
 

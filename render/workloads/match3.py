@@ -1,5 +1,5 @@
 """``match3``: a 2D match-three puzzle (the Candy Crush Saga / Toy Story Drop category of
-001 Table 3.2).
+Frame Coherence Table 3.2).
 
 A static camera over an 8x8 board. Per frame, in painter's order: a full-screen background
 (its own program, a vignette in the fragment shader, blending off), then with alpha

@@ -1,7 +1,7 @@
 """``render_to_texture``: a 3D scene that renders part of the frame into a texture through a
 framebuffer object and composes it into the main scene (security-camera monitor and
 picture-in-picture, as 3D games do for mirrors, minimaps and in-game screens; the
-3D category of 001 Table 3.2, e.g. Modern Strike, Guns of Boom, Brawl Stars).
+3D category of Frame Coherence Table 3.2, e.g. Modern Strike, Guns of Boom, Brawl Stars).
 
 Per frame, two render passes:
 

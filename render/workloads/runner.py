@@ -1,4 +1,5 @@
-"""``runner``: a 3D endless runner (the Temple Run / Sonic Dash category of 001 Table 3.2).
+"""``runner``: a 3D endless runner (the Temple Run / Sonic Dash category of Frame Coherence Table
+3.2).
 
 A camera follows the runner down a straight road. Per frame: a 2D sky (no depth), then with
 the depth test on, front to back: the road segments (stone road with curbs, and grass

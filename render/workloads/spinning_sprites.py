@@ -2,8 +2,8 @@
 
 The program of issue 11 on which Dynamic Sampling Rate with the shipped parameters fell to
 MSSIM 0.890 on frame 1: its content changes abruptly from one frame to the next, the worst
-case for a per-tile rate decided on the previous frame (001 ch. 6). Per frame: a clear to a
-flat color, a full-screen background quad with a soft gradient (low frequencies only), then,
+case for a per-tile rate decided on the previous frame (Frame Coherence ch. 6). Per frame: a clear
+to a flat color, a full-screen background quad with a soft gradient (low frequencies only), then,
 alpha-blended, ``SPRITES`` sprites in one dynamic batch. Every sprite turns by a large angle
 (30-75 degrees) and mirrors its texture (u flipped) every frame, and drifts slowly; its
 corners sweep tiles that were flat background the frame before. The sprites carry textures
