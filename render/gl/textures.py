@@ -121,10 +121,6 @@ def bytes_per_texel(fmt: str, type_: str) -> int:
     return _COMPONENTS[fmt] if type_ == "UNSIGNED_BYTE" else 2
 
 
-def is_depth_format(fmt: str) -> bool:
-    return fmt in DEPTH_TEXTURE_FORMATS
-
-
 def _check_format(call: str, fmt: str, type_: str, where: str | None,
                   depth: bool = False) -> None:
     """``depth``: DEPTH_COMPONENT with UNSIGNED_SHORT / UNSIGNED_INT is allowed too."""

@@ -50,12 +50,3 @@ def lines(mode: str, count: int) -> np.ndarray:
 def points(count: int) -> np.ndarray:
     xp = active_xp()
     return xp.arange(count, dtype=xp.int64)
-
-
-def assembled_count(mode: str, count: int) -> int:
-    """Primitives a draw assembles (the per-frame 'primitives assembled' counter)."""
-    if mode in TRIANGLE_MODES:
-        return len(triangles(mode, count))
-    if mode in LINE_MODES:
-        return len(lines(mode, count))
-    return count

@@ -305,7 +305,6 @@ class _Packed:
         # Cache lines: a 2^40-byte address range per texture, images on line boundaries.
         self.line_bases = xp.asarray((bases + (np.int64(texture.uid) << 40)) // line_bytes)
         self.blocks_w = xp.asarray(blocks_w)
-        self.host_widths, self.host_heights = widths, heights
 
     @property
     def texels8(self):

@@ -161,17 +161,6 @@ def tilesim_fragment_count(counters: list[dict]) -> int:
     return sum(int(c["fragments_rasterized"]) - int(c["fragments_discarded"]) for c in counters)
 
 
-def render_mesa(frames: list[list[Command]], width: int, height: int
-                ) -> tuple[list[np.ndarray], int]:
-    """Mesa llvmpipe's images per frame
-    (:func:`tilesim.render.reference.replay_gl.reference_frames`) and its
-    GL_SAMPLES_PASSED count over the scene with the depth test forced off
-    (:class:`SampleCount`, run alongside)."""
-    with SampleCount(frames, width, height) as count:
-        images = replay_gl.reference_frames(frames, width=width, height=height)
-        return [np.asarray(im) for im in images], count.result()
-
-
 # --- Mesa's fragment count -------------------------------------------------------------------
 # OpenGL ES 2.0 has no counting occlusion query (ES 3.0 and EXT_occlusion_query_boolean only
 # answer "any samples passed?"), so the count is taken on a desktop OpenGL compatibility
@@ -252,13 +241,6 @@ class SampleCount:
             self._proc.wait()
         self._stderr.close()
         self._tmp.cleanup()
-
-
-def mesa_fragment_count(frames: list[list[Command]], width: int, height: int, *,
-                        driver: str = "llvmpipe", timeout: float = 1800) -> int:
-    """GL_SAMPLES_PASSED over every draw of ``frames`` on Mesa ``driver``, depth test off."""
-    with SampleCount(frames, width, height, driver=driver, timeout=timeout) as count:
-        return count.result()
 
 
 def _count_child(trace_path: str, out_path: str) -> int:
