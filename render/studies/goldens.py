@@ -188,7 +188,15 @@ def _add(args: argparse.Namespace) -> int:
         except ValueError:
             raise InputError(f"{trace}: goldens must come from traces inside the "
                              "repository") from None
-        for frame in (int(f) for f in frames.split(",")):
+        with open_trace(path) as opened:
+            count = opened.frame_count
+        for text in frames.split(","):
+            try:
+                frame = int(text)
+            except ValueError:
+                raise InputError(f"frame {text!r} is not a number", source=spec) from None
+            if not 0 <= frame < count:
+                raise InputError(f"the trace has frames 0..{count - 1}", source=spec)
             name = f"{path.stem}-{frame:04d}"
             if name not in names:
                 goldens.append(Golden(name, str(relative), frame, f"{name}.png"))
