@@ -392,17 +392,22 @@ class Texture:
         self.faces[face][level] = TextureImage(width, height, format, type, stored)
         self.version += 1
 
-    def tex_sub_image_2d(self, target: str, level: int, xoffset: int, yoffset: int,
-                         width: int, height: int, format: str, type: str, data,
-                         unpack_alignment: int = 4) -> None:
-        """glTexSubImage2D: replace a rectangle of an existing image."""
-        call = "texSubImage2D"
+    def _existing_image(self, call: str, target: str, level: int):
+        """(face, image) of ``level`` of ``target``, which a sub-image call needs to exist."""
         face = self._face(call, target)
         self._check_level(call, level)
         image = self.image(face, level)
         if image is None:
             raise InputError(f"{call}: level {level} of {target} (texture {self.name}) has no "
                              f"image; call texImage2D first", source=self.where)
+        return face, image
+
+    def tex_sub_image_2d(self, target: str, level: int, xoffset: int, yoffset: int,
+                         width: int, height: int, format: str, type: str, data,
+                         unpack_alignment: int = 4) -> None:
+        """glTexSubImage2D: replace a rectangle of an existing image."""
+        call = "texSubImage2D"
+        face, image = self._existing_image(call, target, level)
         if format != image.format:
             raise InputError(f"{call}: format {format} differs from the image's "
                              f"{image.format}", source=self.where)
@@ -472,12 +477,7 @@ class Texture:
         pixels (see :meth:`copy_tex_image_2d`). Texels whose source pixel lies outside the
         framebuffer keep their values, as Mesa clips the copy."""
         call = "copyTexSubImage2D"
-        face = self._face(call, target)
-        self._check_level(call, level)
-        image = self.image(face, level)
-        if image is None:
-            raise InputError(f"{call}: level {level} of {target} (texture {self.name}) has no "
-                             f"image; call texImage2D first", source=self.where)
+        face, image = self._existing_image(call, target, level)
         self._check_copy(call, image.format, framebuffer_alpha)
         if (xoffset < 0 or yoffset < 0 or width < 0 or height < 0
                 or xoffset + width > image.width or yoffset + height > image.height):

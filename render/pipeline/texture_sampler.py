@@ -546,12 +546,7 @@ class TextureSampler:
         stats = self._stats_for(n, xp)
         texture = self._texture(request.unit, request.target)
         if texture is None:
-            if stats is not None:
-                stats.samples += active
-                stats.incomplete += active
-            out = xp.zeros((4, n), dtype=np.float32)
-            out[3] = 1
-            return out
+            return _incomplete(stats, active, n, xp)
         packed = self._pack(texture, xp)
         return _Sampling(self, texture, packed, request, xp, active, stats).run()
 
@@ -568,12 +563,7 @@ class TextureSampler:
         stats = self._stats_for(n, xp)
         texture = self._texture(unit, target)
         if texture is None or texture.target == TEXTURE_CUBE_MAP:
-            if stats is not None:
-                stats.samples += active
-                stats.incomplete += active
-            out = xp.zeros((4, n), dtype=np.float32)
-            out[3] = 1
-            return out
+            return _incomplete(stats, active, n, xp)
         packed = self._pack(texture, xp)
         level = texel[3]
         inside_level = (level >= 0) & (level < packed.levels)
@@ -1081,3 +1071,14 @@ def stats_texels_consistent(stats: TextureStats) -> bool:
     expected = sum(getattr(stats, kind) * TEXELS_PER_KIND[kind] for kind in KINDS)
     return bool((expected == stats.texels).all())
 
+
+
+def _incomplete(stats, active, n: int, xp):
+    """What sampling an unbound or incomplete texture returns: (0, 0, 0, 1) per lane
+    (counted as samples and as incomplete ones)."""
+    if stats is not None:
+        stats.samples += active
+        stats.incomplete += active
+    out = xp.zeros((4, n), dtype=np.float32)
+    out[3] = 1
+    return out
