@@ -1,0 +1,25 @@
+"""Numba's ``njit`` where Numba is installed (and ``TILESIM_CORE_JIT`` is not 0), else the
+plain Python function: the cycle loop is written in the subset both run, arrays and integers
+only, so the model gives the same cycles either way (tests/test_shader_core.py checks)."""
+
+from __future__ import annotations
+
+import os
+
+try:  # pragma: no cover - depends on the environment
+    import numba
+except ImportError:  # pragma: no cover
+    numba = None
+
+ENABLED = numba is not None and os.environ.get("TILESIM_CORE_JIT", "1") != "0"
+
+
+def jit(function=None, *, inline: bool = False):
+    """``@jit`` or ``@jit(inline=True)``: inlined into its caller at Numba's IR level. The
+    stages are inlined into the cycle loop: a call that passes the state (a tuple of ~45
+    arrays) costs a reference-count update per array, more than most stages' work."""
+    def wrap(f):
+        if not ENABLED:
+            return f
+        return numba.njit(cache=True, nogil=True, inline="always" if inline else "never")(f)
+    return wrap if function is None else wrap(function)
