@@ -32,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     from tilesim.render.traces import apitrace_import, capture
     from tilesim.shaders import cli as shader_cli
+    from tilesim.timing.shader_core import cli as core_cli
 
     parser = argparse.ArgumentParser(
         prog="tilesim",
@@ -52,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     # The order of `tilesim --help`.
     for module in (shader_cli, render_command, characterize, conformance, goldens, capture,
-                   apitrace_import, compare, suite, coherence, dsr_search, estimate):
+                   apitrace_import, compare, suite, coherence, dsr_search, estimate, core_cli):
         module.register(sub)
     return parser
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from tilesim.errors import InputError
 from tilesim.timing.shader_core.config import (
     P_BANKS,
@@ -32,7 +34,7 @@ from tilesim.timing.shader_core.issue import issue
 from tilesim.timing.shader_core.jit import ENABLED as JIT
 from tilesim.timing.shader_core.jit import jit
 from tilesim.timing.shader_core.operand_collector import allocate, dispatch, read_operands
-from tilesim.timing.shader_core.program import FIXED_REGISTERS
+from tilesim.timing.shader_core.program import FIXED_REGISTERS, StaticProgram
 from tilesim.timing.shader_core.state import (
     CLASS_NAMES,
     CT_CU,
@@ -193,8 +195,27 @@ class CoreResult:
         return {k: v for k, v in self.__dict__.items() if v is not None}
 
 
+_warm = False
+
+
+def _warm_up(cfg: CoreConfig) -> None:
+    """Load (or compile) the loop once per process on one warp that only ends, so that the
+    cycles per second measured are the loop's and not Numba's."""
+    global _warm
+    if _warm or not JIT:
+        return
+    static = StaticProgram(np.array([EOP]), np.full((1, 3), -1), np.array([-1]),
+                           np.zeros(1, dtype=np.int64), ("EOP",), 1)
+    zeros = np.zeros(1, dtype=np.int64)
+    workload = Workload(static, np.array([0, 1]), zeros, np.array([4]), zeros, zeros,
+                        np.zeros(0, dtype=np.int64), 1, 0, "warm-up")
+    run_cycles(make_state(cfg.params, workload), STALL_LIMIT)
+    _warm = True
+
+
 def simulate(workload: Workload, cfg: CoreConfig, *, timeline: bool = False,
              trace_cycles: int = 0) -> CoreResult:
+    _warm_up(cfg)
     params = cfg.params
     if cfg["registers.per_warp"] == "fixed80":
         workload.registers_per_warp = max(FIXED_REGISTERS, workload.program.registers)
@@ -240,7 +261,8 @@ def _result(workload, cfg, st, seconds, timeline, trace_cycles) -> CoreResult:
             "active_cycles": active,
             "warps": float(sc[S_OCC_WARPS] / active), "ibuffer": float(sc[S_OCC_IBUF] / active),
             "is_oc": float(sc[S_OCC_ISOC] / active), "oc_ex": float(sc[S_OCC_OCEX] / active),
-            "collector_units": float(sc[S_OCC_CU] / active), "registers": float(sc[S_OCC_REGS] / active),
+            "collector_units": float(sc[S_OCC_CU] / active),
+            "registers": float(sc[S_OCC_REGS] / active),
             "max_ibuffer": int(sc[S_MAX_IBUF]), "max_is_oc": int(sc[S_MAX_ISOC]),
             "max_oc_ex": int(sc[S_MAX_OCEX]), "max_collector_units": int(sc[S_MAX_CU])},
         limits={"issue_width": int(p[P_ISSUE_WIDTH]),

@@ -1,0 +1,83 @@
+"""The per-program figure the timing model uses: cycles per warp instruction and per texture
+instruction of one core running the program at a given number of warps in flight, cached
+per program text and core configuration so that a frame's estimate is a lookup.
+
+``program_throughput(path, cfg)`` runs ``warps`` warps (default 512) of generated inputs
+through the core with ``warps.max_warps = warps_in_flight`` (default the configuration's),
+once per (program text, configuration, warps, warps in flight); the answer is kept in a
+JSON file (``TILESIM_CACHE`` or ``~/.cache/tilesim``, ``shader_core_throughput.json``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+from tilesim.atomic import write_text
+from tilesim.errors import InputError
+from tilesim.timing.shader_core.config import CoreConfig
+from tilesim.timing.shader_core.core import simulate
+from tilesim.timing.shader_core.workload import record_file
+
+DEFAULT_WARPS = 512
+CACHE_NAME = "shader_core_throughput.json"
+
+
+def cache_file() -> Path:
+    root = os.environ.get("TILESIM_CACHE")
+    base = Path(root) if root else Path.home() / ".cache" / "tilesim"
+    return base / CACHE_NAME
+
+
+def _key(text: str, cfg: CoreConfig, warps: int, in_flight: int) -> str:
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    return f"{digest}:{cfg.digest}:{warps}:{in_flight}"
+
+
+def _load(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def program_throughput(path: str | Path, cfg: CoreConfig, *, warps: int = DEFAULT_WARPS,
+                       warps_in_flight: int | None = None, use_cache: bool = True) -> dict:
+    """{cycles_per_instruction, cycles_per_tex, cycles_per_warp, ipc, ...} of the program."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "fragment.tgsi"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError("no such program file", source=str(path)) from None
+    in_flight = int(warps_in_flight or cfg["warps.max_warps"])
+    key = _key(text, cfg, warps, in_flight)
+    file = cache_file()
+    if use_cache:
+        cached = _load(file).get(key)
+        if cached is not None:
+            return cached
+    run_cfg = cfg.replace(**{"warps.max_warps": in_flight})
+    result = simulate(record_file(path, warps), run_cfg)
+    figure = {
+        "program": str(path), "warps": warps, "warps_in_flight": in_flight,
+        "cycles": result.cycles, "ipc": result.ipc, "cycles_per_warp": result.cycles_per_warp,
+        "cycles_per_instruction": result.cycles / max(result.dynamic_instructions, 1),
+        "cycles_per_tex": (result.cycles / result.texture_instructions
+                           if result.texture_instructions else None),
+        "instructions_per_warp": result.dynamic_instructions / result.warps,
+        "tex_per_warp": result.texture_instructions / result.warps,
+    }
+    if use_cache:
+        table = _load(file)
+        table[key] = figure
+        try:
+            file.parent.mkdir(parents=True, exist_ok=True)
+            write_text(file, json.dumps(table, indent=1, sort_keys=True))
+        except OSError:
+            pass          # a read-only home: the figure is still right, just not kept
+    return figure
