@@ -253,3 +253,16 @@ def test_cli_json_help_and_errors(tmp_path):
         assert "error" in lines[-1] and "Traceback" not in done.stderr
         if "usage" not in done.stderr:          # argparse prints its usage first
             assert len(lines) == 1
+
+
+def test_explore_studies_and_plots(tmp_path):
+    from tilesim.timing.shader_core.explore import explore, plot
+
+    study = explore([CORPUS / PROGRAMS[3]], CFG, warps=64)
+    ipc = [p["ipc"] for p in study["warps_study"]]
+    assert ipc[0] < ipc[-1] <= CFG["issue.width"]                 # more warps, more IPC
+    regs = [p["registers"] for p in study["warps_study"]]
+    assert regs == sorted(regs)                                    # 002 Fig. 5.4
+    assert all(p["ipc"] <= 2 for points in study["hash"].values() for p in points)
+    made = plot(study, tmp_path)
+    assert all(m.stat().st_size > 0 for m in made)

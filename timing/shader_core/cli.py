@@ -1,6 +1,7 @@
 """``tilesim core``: one shader core running a TGSI program, cycle by cycle (Shader Core ch. 3).
 
     tilesim core PROGRAM --warps N [--config F] [--trace-cycles] [--json]
+    tilesim core explore [PROGRAM...] [--warps N] [--out DIR] [--json]
 
 PROGRAM is a ``.tgsi`` file, a corpus folder (its ``fragment.tgsi``, or ``--stage vertex``)
 or a corpus program's name under ``shaders/corpus``. The warps run generated inputs (quads of
@@ -39,8 +40,12 @@ def register(subparsers) -> None:
                     "and scoreboard, operand collector and register banks, functional "
                     "units, texture cache, writeback) and print its cycles, IPC, "
                     "occupancies, bank conflicts and time in the operand collector.")
-    p.add_argument("program", metavar="PROGRAM",
-                   help="a .tgsi file, a corpus folder, or a corpus program's name")
+    p.add_argument("program", metavar="PROGRAM", nargs="+",
+                   help="a .tgsi file, a corpus folder, or a corpus program's name; or "
+                        "'explore [PROGRAM...]': the three studies of Shader Core ch. 5 "
+                        "(bank hash, warps, register-file size), plotted into --out")
+    p.add_argument("--out", metavar="DIR", default="out/core-explore",
+                   help="explore: folder for the plots and study.json")
     p.add_argument("--warps", type=_warps, default=256, metavar="N",
                    help="warps (quads) to run (default 256)")
     p.add_argument("--stage", choices=["fragment", "vertex"], default="fragment",
@@ -67,13 +72,26 @@ def resolve_program(name: str, stage: str = "fragment") -> Path:
     return path
 
 
+# explore's default programs: a spread of the corpus (a texture blit, a filtered texture,
+# Phong lighting, bump mapping, branches, terrain, a blur), not yet a trace's own draws.
+EXPLORE_PROGRAMS = ["glmark2-effect2d-f4ccd655",
+                    "glmark2-texture-texture-filter-linear-shader-1821544b",
+                    "glmark2-shading-phong-772f6c7a", "glmark2-bump-bump-render-normals-e476bf89",
+                    "glmark2-conditionals-892afdc9", "glmark2-terrain-0c8e89aa",
+                    "glmark2-desktop-effect-blur-blur-radius-5-separa-de3b5a93"]
+
+
 def run_command(args: argparse.Namespace) -> int:
     from tilesim.timing.shader_core.config import load_core_config
     from tilesim.timing.shader_core.core import simulate
     from tilesim.timing.shader_core.workload import record_file
 
     cfg = load_core_config(args.config)
-    path = resolve_program(args.program, args.stage)
+    if args.program[0] == "explore":
+        return _explore(args, cfg)
+    if len(args.program) > 1:
+        raise InputError(f"one PROGRAM, got {len(args.program)} (several only with explore)")
+    path = resolve_program(args.program[0], args.stage)
     workload = record_file(path, args.warps, seed=args.seed)
     trace = args.trace_cycles
     result = simulate(workload, cfg, timeline=trace,
@@ -107,4 +125,32 @@ def run_command(args: argparse.Namespace) -> int:
                   " ".join(f"{row[k]:5d}" for k in ("fetch", "decode", "issue", "allocate",
                                                      "read", "dispatch", "execute",
                                                      "writeback")))
+    return EXIT_OK
+
+
+def _explore(args: argparse.Namespace, cfg) -> int:
+    from tilesim.atomic import check_output, write_json
+    from tilesim.timing.shader_core.explore import explore, plot
+
+    names = args.program[1:] or [n for n in EXPLORE_PROGRAMS if (CORPUS / n).is_dir()]
+    programs = [resolve_program(n, args.stage) for n in names]
+    out = check_output(args.out, folder=True)
+    out.mkdir(parents=True, exist_ok=True)
+    study = explore(programs, cfg, warps=args.warps)
+    write_json(out / "study.json", study)
+    made = plot(study, out)
+    if args.json:
+        print(json.dumps(study, indent=1))
+        return EXIT_OK
+    for scheme, points in study["hash"].items():
+        print(f"{scheme:10s} IPC by banks: " +
+              "  ".join(f"{p['banks']}:{p['ipc']:.2f}" for p in points))
+    print("IPC by warps: " + "  ".join(f"{p['warps']}:{p['ipc']:.2f}"
+                                       for p in study["warps_study"]))
+    print("registers in use by warps: " + "  ".join(f"{p['warps']}:{p['registers']:.0f}"
+                                                    for p in study["warps_study"]))
+    for total, points in study["registers_study"].items():
+        print(f"{total:>5s} registers, IPC by warps: " +
+              "  ".join(f"{p['warps']}:{p['ipc']:.2f}" for p in points))
+    print("wrote " + ", ".join(str(m) for m in made) + f" and {out / 'study.json'}")
     return EXIT_OK
