@@ -255,3 +255,35 @@ def test_commands_on_the_texture_a_pass_renders_into_see_the_pass(command):
         assert texture not in textures and (level(other) == 0).all()
     else:
         assert (level(texture) == red).all() and (level(other) == blue).all()
+
+
+FS_DEPTH_ONLY_DISCARD = """precision mediump float; varying vec3 v_col;
+void main() { if (v_col.r > 2.0) discard; }"""
+
+
+def test_a_program_without_color_output_still_writes_depth_when_it_can_discard(gl):
+    """A fragment program that can discard is depth-tested after shading; one that writes no
+    gl_FragColor (a depth-only pass) must still be tested and write depth there, so a quad
+    drawn behind it afterwards is hidden, as on Mesa."""
+    from tilesim.render.reference.replay_gl import reference_frames
+
+    quad = np.array([[-1, -1], [1, -1], [-1, 1], [-1, 1], [1, -1], [1, 1]], dtype=float)
+
+    def draw(fs, z):
+        positions = np.concatenate([quad, np.full((6, 1), z), np.ones((6, 1))], axis=1)
+        gl.drawArrays("TRIANGLES", 0, _mesh(gl, fs, positions))
+
+    gl.enable("DEPTH_TEST")
+    gl.depthFunc("LESS")
+    gl.clearColor(0.2, 0.2, 0.2, 1.0)
+    gl.clear("COLOR_BUFFER_BIT", "DEPTH_BUFFER_BIT")
+    gl.colorMask(False, False, False, False)
+    draw(FS_DEPTH_ONLY_DISCARD, -0.5)
+    gl.colorMask(True, True, True, True)
+    draw(FS, 0.5)
+    gl.endFrame()
+    frames = gl.recorded_frames()
+    (ours,) = [r.image for r in _render(frames)]
+    (mesa,) = reference_frames(frames, width=64, height=48)
+    assert np.array_equal(ours[..., :3], np.asarray(mesa)[..., :3])
+    assert (ours[..., :3] == 51).all()          # the clear color: the second quad is hidden

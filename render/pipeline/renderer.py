@@ -659,18 +659,18 @@ class Renderer:
         shaded, _ = done
         if not early:
             hooks.late_shaded(draw, shaded.tile[shaded.alive])
-        if shaded.color is None:
-            return
-        hooks.shaded(draw, shaded.inputs, shaded.system_values, shaded.color, shaded.tile,
-                     shaded.alive)
+        if shaded.color is not None:
+            hooks.shaded(draw, shaded.inputs, shaded.system_values, shaded.color, shaded.tile,
+                         shaded.alive)
+        # A program without a color output (a depth-only pass) is still depth-tested here.
         if depth_on and not early:
             idx = self.xp.nonzero(shaded.survivors)[0]
             passed = quad_stages.depth_test("late", shaded.pixel[idx],
                                             fragments.depth[shaded.lanes][idx],
                                             shaded.tile[idx], depth_buffer, f, counters)
             shaded.survivors[idx[~passed]] = False
-        if not target.has_color:
-            return  # a framebuffer without a color attachment: color goes nowhere
+        if not target.has_color or shaded.color is None:
+            return  # no color attachment, or no color written: color goes nowhere
         idx = quad_stages.blend(shaded, fragments, target, f, counters)
         if any(f.color_mask):
             self._written[shaded.pixel[idx]] = True
