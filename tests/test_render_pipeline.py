@@ -287,3 +287,40 @@ def test_a_program_without_color_output_still_writes_depth_when_it_can_discard(g
     (mesa,) = reference_frames(frames, width=64, height=48)
     assert np.array_equal(ours[..., :3], np.asarray(mesa)[..., :3])
     assert (ours[..., :3] == 51).all()          # the clear color: the second quad is hidden
+
+
+def test_counters_name_the_programs_each_tile_ran(tmp_path):
+    """Per-program work (for the shader core's throughput): every program's TGSI text, the
+    fragment quad instructions of each program per tile summing to the tile's fs_quad_*
+    counters, and the vertex instructions of each vertex program summing to vs_*; all of it
+    survives the .npz and the timing model's batch reader."""
+    from pathlib import Path
+
+    from tilesim.render.gl.state import program_digest
+    from tilesim.render.pipeline.counters import load_counters
+    from tilesim.render.studies.runner import render_trace
+    from tilesim.timing.counter_batch import batch_from_frames, load_batch
+
+    trace = Path(__file__).resolve().parents[1] / "traces" / "runner-1196x768.tsim"
+    result = list(render_trace(trace, frames=[1], size=(160, 96)))[-1]
+    frame = result.counters
+    assert frame.programs and all(program_digest(t) == d for d, t in frame.programs.items())
+    for p in frame.passes:
+        total = sum(p.fs_programs.values())
+        quad = p.tiles["fs_quad_alu"] + p.tiles["fs_quad_tex"] + p.tiles["fs_quad_flow"]
+        assert np.array_equal(total, quad) and quad.sum() > 0
+        assert set(p.fs_programs) <= set(frame.programs)
+    vertex = frame.scalars["vs_alu"] + frame.scalars["vs_tex"] + frame.scalars["vs_flow"]
+    assert sum(frame.vs_programs.values()) == vertex > 0
+    path = frame.save(tmp_path / "000001.npz")
+    again = load_counters(path)
+    assert again.programs == frame.programs and again.vs_programs == frame.vs_programs
+    for a, b in zip(again.passes, frame.passes, strict=True):
+        assert a.fs_programs.keys() == b.fs_programs.keys()
+        assert all(np.array_equal(a.fs_programs[d], b.fs_programs[d]) for d in a.fs_programs)
+    loaded, built = load_batch([path]), batch_from_frames([frame])
+    assert loaded.programs == built.programs == frame.programs
+    for d, values in built.fs_programs.items():
+        assert np.array_equal(loaded.fs_programs[d], values)
+    assert {d: v.tolist() for d, v in loaded.vs_programs.items()} == \
+        {d: [float(c)] for d, c in frame.vs_programs.items()}

@@ -369,3 +369,82 @@ def test_estimate_command(tmp_path, capsys):
     (out / "counters" / "000002.npz").write_bytes(b"not a zip")
     assert main(["estimate", str(out)]) == 2
     assert "000002.npz: unreadable counters file" in capsys.readouterr().err
+
+
+# --- shading charged by the shader core's throughput (Shader Core ch. 3; issue 14 item 5) ---
+
+ALU_PROGRAM = """FRAG
+DCL IN[0], GENERIC[0], PERSPECTIVE
+DCL OUT[0], COLOR
+DCL TEMP[0..1]
+  0: MUL TEMP[0], IN[0], IN[0]
+  1: ADD TEMP[1], TEMP[0], IN[0]
+  2: MUL TEMP[0], TEMP[1], TEMP[1]
+  3: MOV OUT[0], TEMP[0]
+  4: END
+"""
+CHAIN_PROGRAM = """FRAG
+DCL IN[0], GENERIC[0], PERSPECTIVE
+DCL OUT[0], COLOR
+DCL TEMP[0]
+  0: RCP TEMP[0].x, IN[0].xxxx
+  1: RSQ TEMP[0].x, TEMP[0].xxxx
+  2: RCP TEMP[0].x, TEMP[0].xxxx
+  3: RSQ TEMP[0].x, TEMP[0].xxxx
+  4: MOV OUT[0], TEMP[0].xxxx
+  5: END
+"""
+
+
+def _program_frame(instructions, texts):
+    """Two tiles; tile 0 runs ``instructions[d]`` quad instructions of each program ``d``."""
+    total = sum(instructions.values())
+    f = make_frame(tiles={"prims_binned": [1, 0], "fs_quad_alu": [total, 0]})
+    f.programs = dict(texts)
+    for digest, count in instructions.items():
+        f.passes[0].fs_programs[digest] = np.array([count, 0], dtype=np.int64)
+    return f
+
+
+def test_fragment_shading_charges_each_program_the_cores_cycles_per_instruction(tmp_path,
+                                                                                 monkeypatch):
+    from tilesim.timing.shader_core.config import load_core_config
+    from tilesim.timing.shader_core.throughput import text_throughput
+
+    monkeypatch.setenv("TILESIM_CACHE", str(tmp_path))
+    core = load_core_config()
+    cpi = {d: text_throughput(t, core)["cycles_per_instruction"]
+           for d, t in (("alu", ALU_PROGRAM), ("chain", CHAIN_PROGRAM))}
+    # the dependent transcendental chain cannot issue every cycle; independent ALU work can
+    assert cpi["chain"] > cpi["alu"] >= 1 / core["issue.width"]
+    texts = {"alu": ALU_PROGRAM, "chain": CHAIN_PROGRAM}
+    one = run(_program_frame({"alu": 4000}, texts)).tile_stages["fragment_shading"]
+    assert one[0] == pytest.approx(4000 * cpi["alu"] / 4) and one[1] == 0
+    # a tile running both is charged the instruction-weighted mean
+    both = run(_program_frame({"alu": 3000, "chain": 1000}, texts)).tile_stages
+    mean = (3000 * cpi["alu"] + 1000 * cpi["chain"]) / 4000
+    assert both["fragment_shading"][0] == pytest.approx(4000 * mean / 4)
+    # the switch off: the issue-rate model, one instruction per cycle per processor
+    path = _write_variant(tmp_path, BASELINE_GPU, r'^(core_throughput = \{ value = )1', r'\g<1>0')
+    off = run(_program_frame({"alu": 4000}, texts), load_gpu_config(path))
+    assert off.tile_stages["fragment_shading"][0] == pytest.approx(4000 / 4)
+
+
+def test_vertex_shading_charges_the_vertex_programs(tmp_path, monkeypatch):
+    from tilesim.timing.shader_core.config import load_core_config
+    from tilesim.timing.shader_core.throughput import text_throughput
+
+    monkeypatch.setenv("TILESIM_CACHE", str(tmp_path))
+    vertex = ALU_PROGRAM.replace("FRAG", "VERT").replace("GENERIC[0], PERSPECTIVE",
+                                                         "GENERIC[0]").replace("COLOR",
+                                                                               "POSITION")
+    cpi = text_throughput(vertex, load_core_config())["cycles_per_instruction"]
+    f = make_frame({"vs_alu": 4000})
+    f.programs, f.vs_programs = {"v": vertex}, {"v": 4000}
+    assert run(f).geometry_stages["vertex_shading"][0] == pytest.approx(1000 * cpi)
+
+
+def test_flag_values_are_checked(tmp_path):
+    path = _write_variant(tmp_path, BASELINE_GPU, r'^(core_throughput = \{ value = )1', r'\g<1>2')
+    with pytest.raises(InputError, match="processors.shader.core_throughput.value: a flag is 0"):
+        load_gpu_config(path)

@@ -2,8 +2,8 @@
 
 Each parameter is a table ``{value = N, unit = "...", source = "..."}``. The shipped files
 (``baseline_gpu.toml``, ``energy_32nm.toml``) are also the schema: a user's file must hold the
-same keys with the same units, a positive (energy: non-negative) number as value and a
-non-empty ``source``. Errors name the file and the dotted key.
+same keys with the same units, a positive (energy: non-negative) number as value (a ``flag``,
+a modelling switch: 0 or 1) and a non-empty ``source``. Errors name the file and the dotted key.
 """
 
 from __future__ import annotations
@@ -85,12 +85,15 @@ def _build(path: Path, schema: dict[str, dict] | None, schema_file: Path,
                 or not math.isfinite(value):
             raise InputError(f"{name}.value: expected a finite number, got {value!r}",
                              source=where)
-        if value < 0 or (value == 0 and not allow_zero):
-            bound = "non-negative" if allow_zero else "positive"
-            raise InputError(f"{name}.value: must be {bound}, got {value!r}", source=where)
         unit = entry.get("unit")
         if not isinstance(unit, str) or not unit:
             raise InputError(f"{name}.unit: expected a unit string", source=where)
+        if unit == "flag":  # a modelling switch: 1 on, 0 off
+            if value not in (0, 1):
+                raise InputError(f"{name}.value: a flag is 0 or 1, got {value!r}", source=where)
+        elif value < 0 or (value == 0 and not allow_zero):
+            bound = "non-negative" if allow_zero else "positive"
+            raise InputError(f"{name}.value: must be {bound}, got {value!r}", source=where)
         if schema is not None and unit != schema[name]["unit"]:
             raise InputError(f"{name}.unit: expected {schema[name]['unit']!r}, got {unit!r}",
                              source=where)

@@ -12,7 +12,11 @@ A :class:`Batch` holds, for F frames with P render passes and N tiles in all:
   ``pass_frame``, ``pass_tiles_x``, ``pass_tiles``: (P,) per pass;
 * ``pass_present[technique]`` (P,) / ``present[technique]`` (F,) bool: the pass (a pass of the
   frame) carries that technique's hardware counters (its structures exist and leak even when a
-  count is 0).
+  count is 0);
+* ``programs``: TGSI text of every program the frames ran, by digest; ``fs_programs[digest]``
+  (N,) fragment quad instructions of that program per tile and ``vs_programs[digest]`` (F,)
+  vertex lane instructions per frame (the per-program work the shader-core throughput is
+  weighted by; empty for counters written before tilesim kept them).
 
 ``load_batch`` reads the ``.npz`` files ``tilesim.render.pipeline.counters.FrameCounters.save``
 writes, member by member with ``zipfile`` (no pickle: object arrays are refused) and only the
@@ -29,7 +33,7 @@ import os
 import re
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
@@ -72,6 +76,9 @@ class Batch:
     pass_tiles: np.ndarray         # (P,) float64
     pass_present: dict[str, np.ndarray]  # technique -> (P,) bool
     present: dict[str, np.ndarray]  # technique -> (F,) bool
+    programs: dict[str, str] = field(default_factory=dict)            # digest -> TGSI text
+    fs_programs: dict[str, np.ndarray] = field(default_factory=dict)  # digest -> (N,)
+    vs_programs: dict[str, np.ndarray] = field(default_factory=dict)  # digest -> (F,)
 
     @property
     def frames(self) -> int:
@@ -120,7 +127,9 @@ class Batch:
             pass_frame=self.pass_frame[p0:p1] - f0, pass_tiles_x=self.pass_tiles_x[p0:p1],
             pass_tiles=self.pass_tiles[p0:p1],
             pass_present={k: v[p0:p1] for k, v in self.pass_present.items()},
-            present={k: v[f0:f1] for k, v in self.present.items()})
+            present={k: v[f0:f1] for k, v in self.present.items()}, programs=self.programs,
+            fs_programs={k: v[t0:t1] for k, v in self.fs_programs.items()},
+            vs_programs={k: v[f0:f1] for k, v in self.vs_programs.items()})
 
 
 def _segments(owner: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray, int]:
@@ -141,12 +150,14 @@ def _segment_sums(values: np.ndarray, nonempty: np.ndarray, starts: np.ndarray,
     return out
 
 
-def _assemble(frame_ids, scalar_rows, passes) -> Batch:
-    """``scalar_rows``: per frame {name: value}; ``passes``: (frame pos, tiles_x, {name: (n,)})."""
+def _assemble(frame_ids, scalar_rows, passes, programs=None) -> Batch:
+    """``scalar_rows``: per frame {name: value}; ``passes``: (frame pos, tiles_x, {name: (n,)},
+    {fragment program digest: (n,)}); ``programs``: per frame ({digest: text}, {vertex
+    program digest: instructions})."""
     nframes = len(frame_ids)
     scalars = {name: np.array([float(row.get(name, 0)) for row in scalar_rows])
                for name in FRAME_NAMES}
-    sizes = np.array([next(iter(arrays.values())).size for _, _, arrays in passes],
+    sizes = np.array([next(iter(arrays.values())).size for _, _, arrays, _ in passes],
                      dtype=np.int64)
     ends = np.cumsum(sizes)
     # one float64 array per counter, filled pass by pass (no int64 intermediate); counters no
@@ -155,17 +166,28 @@ def _assemble(frame_ids, scalar_rows, passes) -> Batch:
     zeros.flags.writeable = False
     tiles = {}
     for name in TILE_NAMES:
-        if not any(name in arrays for _, _, arrays in passes):
+        if not any(name in arrays for _, _, arrays, _ in passes):
             tiles[name] = zeros
             continue
         out = np.zeros(zeros.size)
-        for (_, _, arrays), end, n in zip(passes, ends, sizes, strict=True):
+        for (_, _, arrays, _), end, n in zip(passes, ends, sizes, strict=True):
             if name in arrays:
                 out[end - n:end] = arrays[name]
         tiles[name] = out
-    pass_frame = np.array([f for f, _, _ in passes], dtype=np.int64)
-    pass_present = {tech: np.array([any(n in arrays for n in names) for _, _, arrays in passes],
-                                   dtype=bool)
+    fs_programs = {}
+    for (_, _, _, per_program), end, n in zip(passes, ends, sizes, strict=True):
+        for digest, values in per_program.items():
+            if digest not in fs_programs:
+                fs_programs[digest] = np.zeros(zeros.size)
+            fs_programs[digest][end - n:end] = values
+    texts, vs_programs = {}, {}
+    for f, (frame_texts, frame_vs) in enumerate(programs or ()):
+        texts.update(frame_texts)
+        for digest, count in frame_vs.items():
+            vs_programs.setdefault(digest, np.zeros(nframes))[f] = count
+    pass_frame = np.array([f for f, _, _, _ in passes], dtype=np.int64)
+    pass_present = {tech: np.array([any(n in arrays for n in names)
+                                    for _, _, arrays, _ in passes], dtype=bool)
                     for tech, names in TECHNIQUE_PRESENCE.items()}
     present = {tech: np.bincount(pass_frame, weights=has, minlength=nframes) > 0
                for tech, has in pass_present.items()}
@@ -173,14 +195,17 @@ def _assemble(frame_ids, scalar_rows, passes) -> Batch:
         frame_ids=np.asarray(frame_ids, dtype=np.int64), scalars=scalars, tiles=tiles,
         tile_frame=np.repeat(pass_frame, sizes), tile_pass=np.repeat(np.arange(len(passes)), sizes),
         pass_frame=pass_frame,
-        pass_tiles_x=np.array([tx for _, tx, _ in passes], dtype=np.float64),
-        pass_tiles=sizes.astype(np.float64), pass_present=pass_present, present=present)
+        pass_tiles_x=np.array([tx for _, tx, _, _ in passes], dtype=np.float64),
+        pass_tiles=sizes.astype(np.float64), pass_present=pass_present, present=present,
+        programs=texts, fs_programs=fs_programs, vs_programs=vs_programs)
 
 
 def batch_from_frames(frames: list[FrameCounters]) -> Batch:
-    passes = [(i, p.tiles_x, {k: np.asarray(v).ravel() for k, v in p.tiles.items()})
+    passes = [(i, p.tiles_x, {k: np.asarray(v).ravel() for k, v in p.tiles.items()},
+               {k: np.asarray(v).ravel() for k, v in p.fs_programs.items()})
               for i, f in enumerate(frames) for p in f.passes]
-    return _assemble([f.frame for f in frames], [f.scalars for f in frames], passes)
+    return _assemble([f.frame for f in frames], [f.scalars for f in frames], passes,
+                     [(f.programs, f.vs_programs) for f in frames])
 
 
 # The header numpy writes for these plain arrays, parsed without ast (5x faster per member);
@@ -211,8 +236,9 @@ def _read_member(archive: zipfile.ZipFile, name: str) -> np.ndarray:
     return array.reshape(shape, order="F" if fortran else "C")
 
 
-def _read_npz(path: Path) -> tuple[int, dict, list[tuple[int, dict]]]:
-    """(frame number, {scalar: value}, [(tiles_x, {tile counter: (n,) array})]) of one file."""
+def _read_npz(path: Path) -> tuple[int, dict, list[tuple[int, dict, dict]], tuple[dict, dict]]:
+    """(frame number, {scalar: value}, [(tiles_x, {tile counter: (n,) array}, {fragment
+    program: (n,) array})], ({program: text}, {vertex program: instructions})) of one file."""
     wanted_tiles = set(TILE_NAMES)
     with zipfile.ZipFile(path) as archive:
         members = {n[:-4] for n in archive.namelist() if n.endswith(".npy")}
@@ -230,9 +256,16 @@ def _read_npz(path: Path) -> tuple[int, dict, list[tuple[int, dict]]]:
                     arrays[name] = _read_member(archive, member).ravel()
             if not arrays:  # a pass without counters still has tiles
                 arrays["prims_binned"] = np.zeros(meta["tiles_x"] * meta["tiles_y"])
-            passes.append((int(meta["tiles_x"]), arrays))
+            prefix = f"pass{k}.fs_program."
+            per_program = {m[len(prefix):]: _read_member(archive, m).ravel()
+                           for m in members if m.startswith(prefix)}
+            passes.append((int(meta["tiles_x"]), arrays, per_program))
             k += 1
-    return frame, scalars, passes
+        texts = {m[8:]: str(_read_member(archive, m)) for m in members
+                 if m.startswith("program.")}
+        vertex = {m[11:]: float(_read_member(archive, m)) for m in members
+                  if m.startswith("vs_program.")}
+    return frame, scalars, passes, (texts, vertex)
 
 
 def load_batch(paths: list[Path], workers: int | None = None) -> Batch:
@@ -248,5 +281,6 @@ def load_batch(paths: list[Path], workers: int | None = None) -> Batch:
     with ThreadPoolExecutor(max_workers=max(1, min(workers, len(paths)))) as pool:
         results = list(pool.map(read, paths))
     frame_ids = [r[0] for r in results]
-    passes = [(i, tx, arrays) for i, r in enumerate(results) for tx, arrays in r[2]]
-    return _assemble(frame_ids, [r[1] for r in results], passes)
+    passes = [(i, tx, arrays, per_program) for i, r in enumerate(results)
+              for tx, arrays, per_program in r[2]]
+    return _assemble(frame_ids, [r[1] for r in results], passes, [r[3] for r in results])

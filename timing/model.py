@@ -4,8 +4,8 @@ Vectorized over every tile of every frame at once (``tilesim.timing.counter_batc
 quantities are float64, cycles are GPU cycles at ``tech.clock``, bytes are main-memory bytes unless
 named otherwise. The pieces live in their own modules: ``tilesim.timing.memory_traffic`` (caches
 below the counters' first level, DRAM traffic and LPDDR4 energy), ``tilesim.timing.shader`` (shader
-throughput, the hook the shader-core model will replace), ``tilesim.timing.techniques`` (the
-techniques' own time and energy),
+throughput: each program's cycles per instruction from the cycle-level shader core),
+``tilesim.timing.techniques`` (the techniques' own time and energy),
 ``tilesim.timing.screen`` (OLED energy from the frame's pixels).
 
 Cycles
@@ -14,8 +14,8 @@ Cycles
   lines served by a near cache, the L2 (2 cycles) or DRAM (``latency_avg``, the mean of 50-100).
 * Queue sizes enter twice: (1) the queue in front of a memory client bounds its requests in
   flight (vertex fetch: 2 vertex queues x 16; Parameter Buffer writes: triangle queue; Parameter
-  Buffer reads: tile queue; texture misses: fragment queue / 4 lanes = quads), and the fragment
-  queue sets the warps in flight that hide texture latency (``tilesim.timing.shader``); (2) the
+  Buffer reads: tile queue; texture misses: fragment queue / 4 lanes = quads); the shader
+  core's warps hide texture latency (``tilesim.timing.shader``); (2) the
   bottleneck model (max over stages) assumes the queues decouple the stages, which holds when a
   phase's work is much larger than a queue (the fill/drain term covers the rest).
 * Geometry phase, per frame: vertex fetch ``max(vertex-cache accesses / banks, mem(vertex lines
@@ -130,7 +130,7 @@ def geometry_stage_cycles(batch: Batch, t: dict[str, np.ndarray],
     stages = {
         "vertex_fetch": np.maximum(s["vertex_cache_accesses"] / cfg["caches.vertex.banks"],
                                    memory_cycles(vertex_bytes, vq, cfg, vline)),
-        "vertex_shading": vertex_shader_cycles(s, cfg),
+        "vertex_shading": vertex_shader_cycles(batch, cfg),
         "primitive_assembly": s["prims_assembled"] / cfg["stages.primitive_assembly.rate"],
         "tiler": batch.per_frame(t["prims_binned"]) / cfg["stages.tiler.rate"],
         "pb_write": memory_cycles(written, cfg["queues.triangle.entries"], cfg,
@@ -161,7 +161,7 @@ def _flush_overlaps(cfg: Config) -> bool:
     return cfg["buffers.color.entries"] >= 2 * cfg["screen.tile_size"] ** 2
 
 
-def tile_stage_cycles(t: dict[str, np.ndarray], mem: dict[str, np.ndarray],
+def tile_stage_cycles(batch: Batch, t: dict[str, np.ndarray], mem: dict[str, np.ndarray],
                       cfg: Config) -> dict[str, np.ndarray]:
     """Cycles of each raster stage of every tile: (N,) arrays."""
     tline = cfg["caches.texture.line_size"]
@@ -179,7 +179,7 @@ def tile_stage_cycles(t: dict[str, np.ndarray], mem: dict[str, np.ndarray],
         "rasterizer": t["fragments_rasterized"] * cfg["stages.rasterizer.attributes_per_fragment"]
         / cfg["stages.rasterizer.rate"],
         "early_z": (t["early_z_tested"] + t["late_z_tested"]) / lanes / z_rate,
-        "fragment_shading": fragment_shader_cycles(t, cfg),
+        "fragment_shading": fragment_shader_cycles(batch, t, cfg),
         "texture_filter": t["texels_fetched"] / (cfg["caches.texture.count"]
                                                  * cfg["stages.texture.texels_per_cycle"]),
         "texture_memory": hierarchy_cycles(mem["tex_dram"], mem["tex_l2"], 0.0, 0.0,
@@ -481,7 +481,7 @@ def _estimate_chunk(batch: Batch, cfg: Config, ecfg: Config) -> BatchEstimate:
     geometry = geometry_cycles(gstages, cfg)
     geometry_base = _phase(gstages, BASE_GEOMETRY_STAGES,
                            cfg["memory.latency_max"] + len(BASE_GEOMETRY_STAGES))
-    tstages = tile_stage_cycles(t, mem, cfg)
+    tstages = tile_stage_cycles(batch, t, mem, cfg)
     per_tile = tile_cycles(t, tstages, cfg)
     per_tile_base = tile_cycles(t, tstages, cfg, with_techniques=False)
     raster = batch.per_frame(per_tile)

@@ -7,7 +7,9 @@ nothing about how drawing is done; the stages read what they need from it.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -38,6 +40,11 @@ class AttribArray:
     current: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 1.0)
 
 
+def program_digest(tgsi: str) -> str:
+    """A TGSI program's name in the counters: the first 16 hex digits of its text's SHA-256."""
+    return hashlib.sha256(tgsi.encode()).hexdigest()[:16]
+
+
 @dataclass
 class Program:
     """A linked program: both stages parsed and prepared, its interface and uniform values."""
@@ -49,6 +56,14 @@ class Program:
     vertex_glsl: str
     fragment_glsl: str
     uniforms: dict[str, tuple[str, list]] = field(default_factory=dict)  # name -> (fn, values)
+    vertex_tgsi: str = ""
+    fragment_tgsi: str = ""
+
+    @cached_property
+    def digests(self) -> tuple[str, str]:
+        """Content digests of the vertex and fragment TGSI texts: the names under which the
+        counters record each program's work (per-program work, Shader Core throughput)."""
+        return program_digest(self.vertex_tgsi), program_digest(self.fragment_tgsi)
 
     @property
     def fragment_kills(self) -> bool:
@@ -283,7 +298,8 @@ class GLState:
         where = f"{self.where}: program {id}"
         vertex = Interpreter(parse(vertex_tgsi, source=f"{where} vertex TGSI"))
         fragment = Interpreter(parse(fragment_tgsi, source=f"{where} fragment TGSI"))
-        self.programs[id] = Program(id, interface, vertex, fragment, vertex_glsl, fragment_glsl)
+        self.programs[id] = Program(id, interface, vertex, fragment, vertex_glsl, fragment_glsl,
+                                    vertex_tgsi=vertex_tgsi, fragment_tgsi=fragment_tgsi)
 
     def _deleteProgram(self, id):
         self.programs.pop(id, None)

@@ -5,9 +5,19 @@ every render pass (a run of draws into one render target), one (tiles_y, tiles_x
 per tile counter. Everything the timing model uses comes from these records, so it can be
 re-run without re-rendering.
 
+Per-program work, for the shader-core throughput (Shader Core ch. 3) the timing model charges
+per program: each frame keeps the TGSI text of every program that ran (``programs``: content
+digest -> text, ``tilesim.render.gl.state.program_digest``), the vertex lane instructions of
+each vertex program (``vs_programs``: digest -> count) and, per pass, the fragment quad
+instructions (ALU + texture + flow, warps of 4 lanes) of each fragment program per tile
+(``PassCounters.fs_programs``: digest -> (tiles,) array; their sum over programs is
+``fs_quad_alu + fs_quad_tex + fs_quad_flow``).
+
 On disk, a frame's counters are one ``.npz`` (written atomically, loaded with
 ``allow_pickle=False``): ``frame.<name>`` 0-d arrays, ``pass<k>.<name>`` tile arrays and
-``pass<k>.meta`` a JSON string {target, width, height, tile_size, traversal order}.
+``pass<k>.meta`` a JSON string {target, width, height, tile_size, traversal order};
+``program.<digest>`` the programs' texts, ``vs_program.<digest>`` 0-d counts and
+``pass<k>.fs_program.<digest>`` tile arrays.
 """
 
 from __future__ import annotations
@@ -130,6 +140,7 @@ class PassCounters:
     tiles_y: int
     traversal: np.ndarray
     tiles: dict[str, np.ndarray] = field(default_factory=dict)
+    fs_programs: dict[str, np.ndarray] = field(default_factory=dict)
 
     def __post_init__(self):
         for name in TILE_COUNTERS:
@@ -155,6 +166,17 @@ class PassCounters:
                                                  minlength=self.tiles_x * self.tiles_y)
             self._array(name, counts)[:] += counts.astype(np.int64)
 
+    def add_program(self, digest: str, tile: np.ndarray, weights) -> None:
+        """Add the fragment quad instructions ``weights`` of program ``digest`` per tile."""
+        if tile.size:
+            xp = array_module(tile)
+            counts = xp.bincount(tile, weights=weights, minlength=self.tiles_x * self.tiles_y)
+            array = self.fs_programs.get(digest)
+            array = (xp.zeros(counts.size, dtype=np.int64) if array is None
+                     else xp.asarray(array))
+            array += counts.astype(np.int64)
+            self.fs_programs[digest] = array
+
     def add_per_tile(self, name: str, values) -> None:
         array = self._array(name, values)
         array += array_module(array).asarray(values).astype(np.int64)
@@ -165,10 +187,16 @@ class PassCounters:
             if name in self.tiles:
                 array = self._array(name, tiles)
                 array[array_module(array).asarray(tiles)] = 0
+        if "fs_quad_alu" in names:  # the per-program split of the work removed
+            for digest, array in self.fs_programs.items():
+                xp = array_module(tiles)
+                array = self.fs_programs[digest] = xp.asarray(array)
+                array[xp.asarray(tiles)] = 0
 
     def to_host(self) -> PassCounters:
         """Bring every tile counter to the host (at the end of the pass)."""
         self.tiles = {name: to_host(values) for name, values in self.tiles.items()}
+        self.fs_programs = {d: to_host(values) for d, values in self.fs_programs.items()}
         return self
 
 
@@ -177,6 +205,8 @@ class FrameCounters:
     frame: int
     scalars: dict[str, int] = field(default_factory=lambda: dict.fromkeys(FRAME_COUNTERS, 0))
     passes: list[PassCounters] = field(default_factory=list)
+    programs: dict[str, str] = field(default_factory=dict)       # digest -> TGSI text
+    vs_programs: dict[str, int] = field(default_factory=dict)    # digest -> lane instructions
 
     def total(self, name: str) -> int:
         if name in self.scalars:
@@ -205,6 +235,12 @@ class FrameCounters:
             arrays[f"pass{k}.traversal"] = p.traversal.astype(np.int64)
             for name, values in p.tiles.items():
                 arrays[f"pass{k}.{name}"] = values.reshape(p.tiles_y, p.tiles_x)
+            for digest, values in p.fs_programs.items():
+                arrays[f"pass{k}.fs_program.{digest}"] = values.reshape(p.tiles_y, p.tiles_x)
+        for digest, text in self.programs.items():
+            arrays[f"program.{digest}"] = np.asarray(text)
+        for digest, count in self.vs_programs.items():
+            arrays[f"vs_program.{digest}"] = np.asarray(count, dtype=np.int64)
         buffer = io.BytesIO()
         np.savez_compressed(buffer, **arrays)
         return buffer.getvalue()
@@ -227,6 +263,12 @@ def load_counters(path: str | Path) -> FrameCounters:
             for name in (*TILE_COUNTERS, *TECHNIQUE_TILE_COUNTERS):
                 if f"pass{k}.{name}" in keys:
                     p.tiles[name] = npz[f"pass{k}.{name}"].ravel().astype(np.int64)
+            prefix = f"pass{k}.fs_program."
+            p.fs_programs = {key[len(prefix):]: npz[key].ravel().astype(np.int64)
+                             for key in keys if key.startswith(prefix)}
             frame.passes.append(p)
             k += 1
+        frame.programs = {key[8:]: str(npz[key]) for key in keys if key.startswith("program.")}
+        frame.vs_programs = {key[11:]: int(npz[key]) for key in keys
+                             if key.startswith("vs_program.")}
     return frame

@@ -178,6 +178,8 @@ def shade(fragments: Fragments, alive: np.ndarray, draw, scale: int, make_sample
     for k, name in enumerate(("alu", "tex", "flow")):
         counters.add(f"fs_{name}", tile, stats.lane_instructions[k].astype(xp.float64))
         counters.add(f"fs_quad_{name}", tile[::4], stats.warp_instructions[k].astype(xp.float64))
+    counters.add_program(program.digests[1], tile[::4],
+                         stats.warp_instructions[:3].sum(axis=0).astype(xp.float64))
     # Texture work of every lane that ran (helper lanes fetch texels too).
     counters.add("tex_samples", tile, stats.texture_samples.astype(xp.float64))
     sampler_stats = getattr(sampler, "stats", None)

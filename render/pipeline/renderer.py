@@ -501,6 +501,15 @@ class Renderer:
             units[samp] = self.state.textures.get(ident)
         return units
 
+    def _count_programs(self, program, vertex_instructions: int) -> None:
+        """Keep the draw's program texts (by digest) and its vertex program's instructions in
+        the frame's counters, for the per-program shader-core throughput."""
+        frame = self.counters
+        vertex, fragment = program.digests
+        frame.programs.setdefault(vertex, program.vertex_tgsi)
+        frame.programs.setdefault(fragment, program.fragment_tgsi)
+        frame.vs_programs[vertex] = frame.vs_programs.get(vertex, 0) + int(vertex_instructions)
+
     def _draw(self, command: Command) -> None:
         xp = self.xp
         state, scalars = self.state, self.counters.scalars
@@ -536,6 +545,7 @@ class Renderer:
         vs_totals = shaded.stats.totals()["lane_instructions"]
         for name in ("alu", "tex", "flow"):
             scalars[f"vs_{name}"] += vs_totals[name]
+        self._count_programs(program, sum(vs_totals[n] for n in ("alu", "tex", "flow")))
 
         # Primitive assembly (points and lines become triangles), clipping, setup.
         f = state.fragment

@@ -251,14 +251,20 @@ def record_file(path: str | Path, warps: int, *, seed: int = 0,
     path = Path(path)
     if path.is_dir():
         path = path / "fragment.tgsi"
+    return record_program(parse_file(path), warps, seed=seed, interface=load_interface(path),
+                          registers_per_warp=registers_per_warp, name=str(path))
+
+
+def record_program(program: Program, warps: int, *, seed: int = 0, interface=None,
+                   registers_per_warp=None, name: str = "<program>") -> Workload:
+    """``program`` over ``warps`` warps of generated inputs (``interface``: the uniform
+    storage types of a corpus program's interface.json, when known)."""
     if warps < 1:
         raise InputError(f"--warps: expected a positive number of warps, got {warps}")
-    program = parse_file(path)
     width, height = warp_grid(warps)
-    gen = generate(program, width=width, height=height, seed=seed,
-                   interface=load_interface(path), xp=np)
+    gen = generate(program, width=width, height=height, seed=seed, interface=interface, xp=np)
     n = warps * WARP
     inputs = gen.inputs[..., :n]
     system_values = {k: v[..., :n] for k, v in gen.system_values.items()}
     return record(program, inputs, gen.constants, lanes=n, system_values=system_values,
-                  registers_per_warp=registers_per_warp, name=str(path))
+                  registers_per_warp=registers_per_warp, name=name)
