@@ -7,6 +7,7 @@ Component indices are 0..3 for x, y, z, w throughout.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 
 CHANNELS = "xyzw"
@@ -143,6 +144,11 @@ class Immediate:
     type: str
     bits: tuple[int, ...]
     line: int = 0
+
+
+def program_digest(tgsi: str) -> str:
+    """A TGSI program's name (counters, throughput cache): 16 hex digits of its text's SHA-256."""
+    return hashlib.sha256(tgsi.encode()).hexdigest()[:16]
 
 
 @dataclass

@@ -296,9 +296,9 @@ def test_counters_name_the_programs_each_tile_ran(tmp_path):
     survives the .npz and the timing model's batch reader."""
     from pathlib import Path
 
-    from tilesim.render.gl.state import program_digest
     from tilesim.render.pipeline.counters import load_counters
     from tilesim.render.studies.runner import render_trace
+    from tilesim.shaders.ir import program_digest
     from tilesim.timing.counter_batch import batch_from_frames, load_batch
 
     trace = Path(__file__).resolve().parents[1] / "traces" / "runner-1196x768.tsim"

@@ -3,7 +3,9 @@
     python -m tilesim.timing.benchmark [--frames 100] [--size 1920x1080] [--screen] [--keep DIR]
 
 Writes ``--frames`` counter files of one render pass (every tile counter random, dense: the
-slowest case for decompression) with ``FrameCounters.save``, then times, best of 3: reading them
+slowest case for decompression; the fragment work split per tile among four corpus programs
+and the vertex work among their vertex programs, so shading goes through the shader core's
+per-program throughput) with ``FrameCounters.save``, then times, best of 3: reading them
 into one batch, the model over the batch, and the whole command path (``estimate_workload``,
 with the OLED model over solid-grey PNGs when ``--screen``). A benchmark, never a test.
 """
@@ -20,16 +22,29 @@ import numpy as np
 
 from tilesim.options import window_size_argument
 from tilesim.render.pipeline.counters import TILE_COUNTERS, FrameCounters, PassCounters
+from tilesim.shaders.ir import program_digest
 from tilesim.timing.config import load_energy_config, load_gpu_config
 from tilesim.timing.counter_batch import load_batch
 from tilesim.timing.model import estimate_batch
 from tilesim.timing.report import estimate_workload
+
+CORPUS = Path(__file__).resolve().parents[1] / "shaders" / "corpus"
+PROGRAMS = ("es2gears-415c9aed", "glmark2-build-use-vbo-false-f1adc55f",
+            "glmark2-bump-bump-render-height-22ad4501",
+            "glmark2-effect2d-kernel-0-1-0-1-4-1-0-1-0-90d8191f")
+
+
+def corpus_programs() -> list[tuple[str, str]]:
+    """(vertex, fragment) TGSI texts of the benchmark's corpus programs."""
+    return [((CORPUS / name / "vertex.tgsi").read_text(),
+             (CORPUS / name / "fragment.tgsi").read_text()) for name in PROGRAMS]
 
 
 def write_counters(folder: Path, frames: int, width: int, height: int, screen: bool) -> None:
     rng = np.random.default_rng(0)
     tiles_x, tiles_y = -(-width // 16), -(-height // 16)
     n = tiles_x * tiles_y
+    programs = [(program_digest(v), v, program_digest(f), f) for v, f in corpus_programs()]
     for i in range(frames):
         f = FrameCounters(i)
         for k in f.scalars:
@@ -37,6 +52,15 @@ def write_counters(folder: Path, frames: int, width: int, height: int, screen: b
         p = PassCounters("default", width, height, 16, tiles_x, tiles_y, np.arange(n))
         for name in TILE_COUNTERS:
             p.tiles[name] = rng.integers(0, 3000, n)
+        if programs:
+            quad = p.tiles["fs_quad_alu"] + p.tiles["fs_quad_tex"] + p.tiles["fs_quad_flow"]
+            share = rng.dirichlet(np.ones(len(programs)), n).T
+            split = np.floor(quad * share).astype(np.int64)
+            split[0] += quad - split.sum(axis=0)
+            for (vd, vt, fd, ft), work in zip(programs, split, strict=True):
+                p.fs_programs[fd] = work
+                f.programs[vd], f.programs[fd] = vt, ft
+                f.vs_programs[vd] = int(rng.integers(1, 100_000))
         f.passes.append(p)
         f.save(folder / "counters" / f"{i:06d}.npz")
         if screen:

@@ -7,7 +7,6 @@ nothing about how drawing is done; the stages read what they need from it.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -18,6 +17,7 @@ from tilesim.errors import InputError
 from tilesim.memory_budget import check_memory
 from tilesim.render.gl.commands import Command
 from tilesim.shaders.interpreter import Interpreter
+from tilesim.shaders.ir import program_digest
 from tilesim.shaders.parser import parse
 
 # Memory a texel costs: its stored components (up to four uint16) and their float32 RGBA
@@ -38,11 +38,6 @@ class AttribArray:
     buffer: int = 0               # ARRAY_BUFFER bound at glVertexAttribPointer time (0: client)
     client_data: np.ndarray | None = None
     current: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 1.0)
-
-
-def program_digest(tgsi: str) -> str:
-    """A TGSI program's name in the counters: the first 16 hex digits of its text's SHA-256."""
-    return hashlib.sha256(tgsi.encode()).hexdigest()[:16]
 
 
 @dataclass

@@ -7,7 +7,7 @@ re-run without re-rendering.
 
 Per-program work, for the shader-core throughput (Shader Core ch. 3) the timing model charges
 per program: each frame keeps the TGSI text of every program that ran (``programs``: content
-digest -> text, ``tilesim.render.gl.state.program_digest``), the vertex lane instructions of
+digest -> text, ``tilesim.shaders.ir.program_digest``), the vertex lane instructions of
 each vertex program (``vs_programs``: digest -> count) and, per pass, the fragment quad
 instructions (ALU + texture + flow, warps of 4 lanes) of each fragment program per tile
 (``PassCounters.fs_programs``: digest -> (tiles,) array; their sum over programs is

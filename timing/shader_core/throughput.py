@@ -12,13 +12,13 @@ answer is kept in a JSON file (``TILESIM_CACHE`` or ``~/.cache/tilesim``,
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
 
 from tilesim.atomic import write_text
 from tilesim.errors import InputError
+from tilesim.shaders.ir import program_digest
 from tilesim.shaders.parser import parse
 from tilesim.shaders.synthetic_inputs import load_interface
 from tilesim.timing.shader_core.config import CoreConfig
@@ -36,8 +36,7 @@ def cache_file() -> Path:
 
 
 def _key(text: str, cfg: CoreConfig, warps: int, in_flight: int) -> str:
-    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
-    return f"{digest}:{cfg.digest}:{warps}:{in_flight}"
+    return f"{program_digest(text)}:{cfg.digest}:{warps}:{in_flight}"
 
 
 def _load(path: Path) -> dict:
