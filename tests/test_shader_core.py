@@ -19,21 +19,23 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 from tgsi_helpers import program_text
 
 from tilesim.errors import InputError
+from tilesim.render.studies.core_command import CORPUS
 from tilesim.shaders.interpreter import Interpreter
 from tilesim.shaders.parser import parse
-from tilesim.timing.shader_core.cli import CORPUS
 from tilesim.timing.shader_core.config import SHADER_CORE_TOML, load_core_config
 from tilesim.timing.shader_core.core import simulate
 from tilesim.timing.shader_core.throughput import program_throughput
 from tilesim.timing.shader_core.workload import from_trace, record, record_file
 
 CFG = load_core_config()
+ROOT = Path(__file__).resolve().parents[1]
 STAGES = ("fetch", "decode", "issue", "allocate", "read", "dispatch", "execute", "writeback")
 
 
@@ -266,3 +268,58 @@ def test_explore_studies_and_plots(tmp_path):
     assert all(p["ipc"] <= 2 for points in study["hash"].values() for p in points)
     made = plot(study, tmp_path)
     assert all(m.stat().st_size > 0 for m in made)
+
+
+# --- a trace's draws: the frame's own fragments and texel lines (render.studies.core_draws) ---
+
+RUNNER = ROOT / "traces" / "runner-1196x768.tsim"
+
+
+def test_a_frames_draws_run_what_the_renderer_shaded():
+    """Every draw of a frame, all its quads: the core's dynamic instructions are the warp
+    instructions the renderer counted for the frame, and textured draws carry the cache lines
+    tilesim's texture sampler really read (not the nominal texture's)."""
+    from tilesim.render.studies.core_draws import frame_workloads
+    from tilesim.render.studies.runner import render_trace
+    from tilesim.timing.shader_core.workload import UNIT_SPAN
+
+    size = (160, 96)
+    pairs = frame_workloads(RUNNER, 1, size=size)
+    counters = list(render_trace(RUNNER, frames=[1], size=size))[-1].counters
+    counted = sum(counters.total(f"fs_quad_{k}") for k in ("alu", "tex", "flow"))
+    assert sum(w.dynamic_instructions for _, w in pairs) == counted > 0
+    assert sum(c.quads_total for c, _ in pairs) == counters.total("quads_shaded")
+    assert [c.index for c, _ in pairs] == sorted(c.index for c, _ in pairs)
+    textured = [w for _, w in pairs if w.s_tex_count.sum()]
+    assert textured
+    # real texture addresses: byte addresses of tilesim's texture objects, below the nominal
+    # textures' span (which starts unit 1 at UNIT_SPAN bytes)
+    lines = np.concatenate([w.tex_lines for w in textured])
+    assert lines.size and not np.isin(lines, np.arange(UNIT_SPAN // 64, 2 * UNIT_SPAN // 64)).all()
+    for _, workload in pairs[:5]:
+        result = simulate(workload, CFG)
+        assert result.dynamic_instructions == workload.interpreter_instructions
+        assert 0 < result.ipc <= CFG["issue.width"]
+    # at most N warps per draw
+    capped = frame_workloads(RUNNER, 1, size=size, max_warps=4)
+    assert all(w.warps <= 4 for _, w in capped) and len(capped) == len(pairs)
+
+
+def test_core_cli_on_a_trace_frame(tmp_path):
+    done = run_cli(str(RUNNER), "--frame", "1", "--size", "160x96", "--warps", "16",
+                   "--draw", "0,1", "--json")
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert [d["draw"] for d in out["draws"]] == [0, 1]
+    assert out["cycles"] == sum(d["cycles"] for d in out["draws"])
+    for args in ([str(RUNNER), "--frame", "100"], [str(RUNNER), "--draw", "9999"],
+                 [PROGRAMS[0], "--frame", "1"], [str(tmp_path / "none.tsim")]):
+        done = run_cli(*args)
+        assert done.returncode == 2, args
+        assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+    done = run_cli("explore", str(RUNNER), "--frame", "1", "--size", "160x96", "--warps",
+                   "16", "--out", str(tmp_path / "study"), "--json")
+    assert done.returncode == 0, done.stderr
+    study = json.loads(done.stdout)
+    assert all("draw" in name for name in study["programs"])
+    assert (tmp_path / "study" / "warps.png").stat().st_size > 0

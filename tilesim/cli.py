@@ -30,9 +30,9 @@ def build_parser() -> argparse.ArgumentParser:
         render_command,
         suite,
     )
+    from tilesim.render.studies import core_command as core_cli
     from tilesim.render.traces import apitrace_import, capture
     from tilesim.shaders import cli as shader_cli
-    from tilesim.timing.shader_core import cli as core_cli
 
     parser = argparse.ArgumentParser(
         prog="tilesim",

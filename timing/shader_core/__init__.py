@@ -13,7 +13,10 @@
     writeback          a port per bank and for memory; retirement
     core               the cycle loop (Numba where installed) and its figures
     throughput         cycles per warp instruction and per TEX, cached per program
-    cli                ``tilesim core``
+    explore            the three studies of Shader Core ch. 5
+
+``tilesim core`` (and a trace's draws as workloads) live in ``render.studies``
+(``core_command``, ``core_draws``): they render.
 
 May import: ``tilesim.shaders`` (programs, the interpreter) and the ``tilesim`` base; like
 all of ``tilesim.timing``, never the pipeline.

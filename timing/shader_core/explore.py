@@ -1,4 +1,5 @@
-"""``tilesim core explore``: the three studies of Shader Core ch. 5 on tilesim's programs.
+"""``tilesim core explore``: the three studies of Shader Core ch. 5 on tilesim's programs
+(corpus programs over generated inputs, or the draws of a trace's frame).
 
 1. Register-allocation hash (§5.1): IPC against the number of banks (1-8), warp_shift
    (Eq. 5.1) against sequential (Eq. 5.2), 32 warps; and the reads per bank at 4 banks.
@@ -17,7 +18,7 @@ from pathlib import Path
 
 from tilesim.timing.shader_core.config import CoreConfig
 from tilesim.timing.shader_core.core import simulate
-from tilesim.timing.shader_core.workload import record_file
+from tilesim.timing.shader_core.workload import Workload, record_file
 
 BANKS = [1, 2, 3, 4, 5, 6, 8]
 WARPS = [1, 2, 4, 8, 16, 32, 48, 64]
@@ -39,9 +40,12 @@ def _run(workloads, cfg: CoreConfig) -> dict:
     return {"ipc": instructions / cycles, "registers": regs / cycles, "bank_reads": bank_reads}
 
 
-def explore(programs: list[Path], cfg: CoreConfig, warps: int = 512) -> dict:
-    workloads = [record_file(p, warps) for p in programs]
-    out = {"programs": [str(p) for p in programs], "warps": warps,
+def explore(programs: list, cfg: CoreConfig, warps: int = 512) -> dict:
+    """The three studies over ``programs``: program files (run over ``warps`` warps of
+    generated inputs) or workloads already recorded (a trace's draws)."""
+    workloads = [p if isinstance(p, Workload) else record_file(p, warps) for p in programs]
+    out = {"programs": [w.name for w in workloads],
+           "warps": [w.warps for w in workloads],
            "hash": {}, "warps_study": {}, "registers_study": {}}
     for scheme in ("warp_shift", "sequential"):
         out["hash"][scheme] = [

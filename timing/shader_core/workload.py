@@ -219,6 +219,28 @@ def from_trace(program: Program, pcs: np.ndarray, masks: np.ndarray,
                     int(registers_per_warp), interpreter_count, name)
 
 
+def concatenate(workloads: list[Workload], name: str | None = None) -> Workload:
+    """One workload running the warps of ``workloads`` (of one program) one after another: a
+    draw whose fragments were shaded in several batches."""
+    if not workloads:
+        raise ValueError("no workloads to concatenate")
+    first = workloads[0]
+    steps = np.cumsum([0] + [len(w.s_pc) for w in workloads[:-1]])
+    lines = np.cumsum([0] + [len(w.tex_lines) for w in workloads[:-1]])
+    w_start = np.concatenate([[0]] + [w.w_start[1:] + off for w, off in
+                                      zip(workloads, steps, strict=True)])
+    return Workload(
+        first.program, w_start.astype(np.int64),
+        np.concatenate([w.s_pc for w in workloads]),
+        np.concatenate([w.s_lanes for w in workloads]),
+        np.concatenate([w.s_tex_start + off for w, off in zip(workloads, lines, strict=True)]),
+        np.concatenate([w.s_tex_count for w in workloads]),
+        np.concatenate([w.tex_lines for w in workloads]),
+        max(w.registers_per_warp for w in workloads),
+        sum(w.interpreter_instructions for w in workloads), name or first.name,
+        [n for w in workloads for n in w.notes])
+
+
 def record(program: Program, inputs, constants, *, lanes=None, sampler=None,
            system_values=None, registers_per_warp=None, name="<program>") -> Workload:
     """Run ``program`` with the interpreter and cut its trace into the core's workload."""
