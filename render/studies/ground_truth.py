@@ -1,0 +1,475 @@
+"""Ground truth for ``tilesim predict``: the measured time of every command group, two backends
+behind one interface, and the calibration runs of the prediction models.
+
+Backends (``measure(frames, contexts, frame_context, groups, path=None)`` -> seconds a group):
+
+- :class:`ModelBackend`: the tilesim timing model. Each command group is rendered as one frame
+  of the tile-based pipeline (a group is what the GPU executes between two submissions, so
+  its render pass ends with it: a tile-based GPU resolves its tiles when the group is
+  flushed), one renderer per context, and the group's counters go through
+  :func:`tilesim.timing.model.estimate_frames` (cycles at the configured clock -> seconds).
+  The same render is the profiler of 000 §5.2: the fragments each group shaded.
+- :class:`GLBackend`: a real OpenGL ES 2.0 driver, Mesa llvmpipe or softpipe, in a child
+  process (``python -m tilesim.render.studies.ground_truth``) that replays the trace through
+  :class:`tilesim.render.reference.replay_gl.GLReplayer` (one EGL context and window
+  framebuffer per trace context, switched with ``eglMakeCurrent``) and measures every group as
+  003 §IV-F does with SERIALIZE and NOTIFY: ``glFinish`` before it, the wall clock, its
+  commands, ``glFinish`` after it (``endFrame`` is the swap: a read of the window, as the
+  replayer does). No timer queries: Mesa's GLES2 contexts do not expose
+  GL_EXT_disjoint_timer_query on the surfaceless platform.
+
+Calibration (:class:`Calibrator`, 003 §IV-C..E and §V, 000 §5.5): on first use of a render-buffer
+size, a loop of empty flushes (c_flush and the jitter report of 003 §VI-B), clears of every
+mask with 1 and 16 clears a group (the slope is c_clear, the intercept less c_flush the
+resolve), lone swaps (c_swap); on first use of a program, degenerate triangles (all vertices
+equal: zero fragments, 003 §IV-E) of 3000 and 30000 vertices through the program itself for
+c_v, and half-screen triangles (1 and 8 a group) through a pass-through vertex program linked
+with the program's own fragment program for c_f. Results are cached as JSON per backend and
+size (programs by the hash of their GLSL) in the calibration folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from tilesim.errors import InputError
+from tilesim.render.gl.commands import FRAME_END, Command, make_command
+from tilesim.render.gl.state import Program
+from tilesim.render.studies.command_groups import CommandGroup, Context, split_groups
+from tilesim.render.studies.prediction import (
+    MASK_BITS,
+    Calibration,
+    ProgramCost,
+    mask_key,
+    program_key,
+)
+
+EXIT_INPUT = 2
+CLEAR_COUNTS = (1, 16)
+VERTEX_COUNTS = (3000, 30000)
+TRIANGLE_COUNTS = (1, 8)
+REPEATS = 3
+JITTER_LOOP = 1000
+SWAPS = 8
+UNLIMITED = 1 << 40
+
+
+def group_frames(group: CommandGroup) -> list[Command]:
+    """A group's commands as one frame of the tile-based pipeline (ending with endFrame)."""
+    commands = list(group.commands)
+    if not commands or commands[-1].op != FRAME_END:
+        commands.append(Command(FRAME_END, {}))
+    return commands
+
+
+class ModelBackend:
+    """The tilesim timing model per command group (see the module doc)."""
+
+    name = "model"
+
+    def __init__(self, config: str | None = None, energy_config: str | None = None,
+                 depth_bits: int = 24):
+        from tilesim.timing.config import load_energy_config, load_gpu_config
+
+        self.cfg = load_gpu_config(config)
+        self.ecfg = load_energy_config(energy_config)
+        self.depth_bits = depth_bits
+
+    def profile(self, contexts: list[Context], groups: list[CommandGroup],
+                source: str = "<trace>") -> tuple[list[float], list[float]]:
+        """(seconds, fragments shaded) of every group."""
+        from tilesim.render.pipeline.renderer import Renderer
+        from tilesim.timing.model import estimate_frames
+
+        renderers = {c.index: Renderer(c.width, c.height, depth_bits=self.depth_bits,
+                                       source=source) for c in contexts}
+        counters = []
+        for g in groups:
+            results = list(renderers[g.context].render([group_frames(g)], first=g.index))
+            counters.append(results[-1].counters)
+        if not counters:
+            return [], []
+        estimates = estimate_frames(counters, self.cfg, self.ecfg)
+        return ([float(e.seconds) for e in estimates],
+                [float(c.total("fragments_shaded")) for c in counters])
+
+    def measure(self, frames, contexts, frame_context, groups, path=None,
+                source: str = "<trace>") -> list[float]:
+        return self.profile(contexts, groups, source)[0]
+
+
+class GLBackend:
+    """Mesa ``driver`` measured with a glFinish before and after every group."""
+
+    def __init__(self, driver: str = "llvmpipe", depth_bits: int = 24, stencil_bits: int = 0,
+                 timeout: float = 3600):
+        from tilesim.mesa import DRIVERS
+
+        if driver not in DRIVERS:
+            raise InputError(f"unknown Mesa driver {driver!r} (known: {', '.join(DRIVERS)})")
+        self.driver, self.name = driver, f"gl-{driver}"
+        self.depth_bits, self.stencil_bits, self.timeout = depth_bits, stencil_bits, timeout
+
+    def measure(self, frames, contexts, frame_context, groups, path=None,
+                source: str = "<trace>") -> list[float]:
+        from tilesim.mesa import child_environment
+        from tilesim.render.traces.trace_file import write_trace
+
+        with tempfile.TemporaryDirectory(prefix="tilesim-predict-") as tmp:
+            if path is None:
+                c0 = contexts[0]
+                path = write_trace(Path(tmp, "frames.tsim"), frames, width=c0.width,
+                                   height=c0.height, depth_bits=self.depth_bits,
+                                   stencil_bits=self.stencil_bits, name="<frames>")
+            request = {"trace": str(Path(path).resolve()), "label": source,
+                       "contexts": [[c.width, c.height] for c in contexts],
+                       "frame_context": list(frame_context),
+                       "depth_bits": self.depth_bits, "stencil_bits": self.stencil_bits,
+                       "groups": [[g.frame, g.start, g.stop] for g in groups]}
+            out = Path(tmp, "out")
+            out.mkdir()
+            (out / "request.json").write_text(json.dumps(request), encoding="utf-8")
+            with open(out / "stderr.txt", "wb") as stderr:
+                proc = subprocess.run(
+                    [sys.executable, "-m", "tilesim.render.studies.ground_truth",
+                     str(out / "request.json"), str(out)],
+                    env=child_environment(self.driver, MESA_GLES_VERSION_OVERRIDE="2.0"),
+                    stdout=subprocess.DEVNULL, stderr=stderr, timeout=self.timeout)
+            text = (out / "stderr.txt").read_text(encoding="utf-8", errors="replace")
+            if proc.returncode == EXIT_INPUT and (out / "error.json").exists():
+                error = json.loads((out / "error.json").read_text(encoding="utf-8"))
+                raise InputError(error["message"], source=error["source"])
+            if proc.returncode != 0 or not (out / "times.json").exists():
+                from tilesim.render.reference.replay_gl import MesaUnavailable
+
+                raise MesaUnavailable(f"GL measurement on Mesa {self.driver} failed (exit "
+                                      f"{proc.returncode}): {text.strip()[-500:]}")
+            return json.loads((out / "times.json").read_text(encoding="utf-8"))["seconds"]
+
+
+def _child(request_path: str, out_dir: str) -> int:
+    """The GL child: replay the trace, time every group (glFinish, clock, commands, glFinish)."""
+    from tilesim.mesa import GL, NoMesa
+    from tilesim.render.reference.replay_gl import GLReplayer
+    from tilesim.render.traces.trace_file import open_trace
+
+    out = Path(out_dir)
+    request = json.loads(Path(request_path).read_text(encoding="utf-8"))
+    seconds: list[float] = []
+    try:
+        with open_trace(request["trace"]) as trace:
+            gls, replayers = [], []
+            for w, h in request["contexts"]:
+                try:
+                    gl = GL.create()
+                except NoMesa as exc:
+                    print(f"no GLES2 context: {exc}", file=sys.stderr)
+                    return 3
+                gls.append(gl)
+                replayers.append(GLReplayer(gl, w, h, depth_bits=request["depth_bits"],
+                                            stencil_bits=request["stencil_bits"],
+                                            name=request["label"]))
+            current = len(gls) - 1
+            frame_index, frame = -1, []
+            for f, start, stop in request["groups"]:
+                if f != frame_index:
+                    frame_index, frame = f, trace.frame(f)
+                context = request["frame_context"][f]
+                if context != current:
+                    gl = gls[context]
+                    gl.egl.eglMakeCurrent(gl.egl_display, None, None, gl.egl_context)
+                    current = context
+                gl, replayer = gls[current], replayers[current]
+                gl.glFinish()
+                t0 = time.perf_counter()
+                for k in range(start, stop):
+                    command = frame[k]
+                    if command.op == FRAME_END:
+                        replayer.read_window()
+                    else:
+                        replayer.execute(command, f"{request['label']}: frame {f}, command {k}")
+                gl.glFinish()
+                seconds.append(time.perf_counter() - t0)
+    except InputError as exc:
+        (out / "error.json").write_text(json.dumps({"message": exc.bare_message,
+                                                    "source": exc.source}), encoding="utf-8")
+        return EXIT_INPUT
+    (out / "times.json").write_text(json.dumps({"seconds": seconds}), encoding="utf-8")
+    return 0
+
+
+# --- calibration -----------------------------------------------------------------------------
+
+def _cmd(op: str, **args) -> Command:
+    return make_command(op, args, "<calibration>")
+
+
+class _Plan:
+    """Calibration frames built group by group, each group labelled."""
+
+    def __init__(self):
+        self.frames: list[list[Command]] = [[]]
+        self.labels: list[str] = []
+
+    def group(self, label: str, commands: list[Command], flush: bool = True) -> None:
+        self.frames[-1].extend(commands)
+        if flush:
+            self.frames[-1].append(_cmd("flush"))
+        self.labels.append(label)
+
+    def end_frame(self, label: str = "swap") -> None:
+        self.frames[-1].append(_cmd(FRAME_END))
+        self.labels.append(label)
+        self.frames.append([])
+
+    def run(self, backend, context: Context) -> dict[str, list[float]]:
+        if not self.frames[-1]:
+            self.frames.pop()
+        groups = list(split_groups(self.frames, None, limit=UNLIMITED))
+        if len(groups) != len(self.labels):
+            raise AssertionError(f"calibration plan: {len(groups)} groups for "
+                                 f"{len(self.labels)} labels")
+        times = backend.measure(self.frames, [Context(0, context.width, context.height)], [0] *
+                                len(self.frames), groups, source="<calibration>")
+        out: dict[str, list[float]] = {}
+        for label, t in zip(self.labels, times, strict=True):
+            out.setdefault(label, []).append(float(t))
+        return out
+
+
+def _fit(xs: list[float], ts: list[float]) -> tuple[float, float]:
+    """Least-squares (intercept, slope) of t = a + b x."""
+    b, a = np.polyfit(np.asarray(xs, float), np.asarray(ts, float), 1)
+    return float(a), float(b)
+
+
+def jitter_stats(seconds: list[float]) -> dict[str, float]:
+    """003 §VI-B's report of a flush loop: the peak of the distribution (the mean of the fullest
+    bin, bins 1/50 of the range and at least 0.1 us wide), mean, standard deviation, and the
+    2.5-97.5% interval."""
+    t = np.asarray(seconds, float)
+    if t.size == 0:
+        return {}
+    width = max(1e-7, (t.max() - t.min()) / 50)
+    bins = np.floor((t - t.min()) / width).astype(np.int64)
+    peak_bin = np.bincount(bins).argmax()
+    return {"samples": int(t.size), "peak": float(t[bins == peak_bin].mean()),
+            "mean": float(t.mean()), "std": float(t.std()),
+            "p2_5": float(np.percentile(t, 2.5)), "p97_5": float(np.percentile(t, 97.5)),
+            "min": float(t.min()), "max": float(t.max())}
+
+
+_VARYING_RE = re.compile(r"\bvarying\s+(?:(?:lowp|mediump|highp)\s+)?(\w+)\s+(\w+)\s*(\[[^\]]*\])?"
+                         r"\s*;")
+
+
+def passthrough_vertex_glsl(fragment_glsl: str) -> str:
+    """A vertex program for the fragment program's calibration (003 §IV-E: the vertex operations
+    as minimal as possible): the position attribute as it is, every varying the fragment program
+    reads set to 0.5."""
+    lines = ["attribute vec4 tilesim_position;"]
+    body = []
+    for type_, name, array in _VARYING_RE.findall(fragment_glsl):
+        lines.append(f"varying {type_} {name}{array};")
+        if not array:
+            value = "true" if type_ == "bool" else "0.5"
+            body.append(f"    {name} = {type_}({value});")
+    lines += ["void main() {", *body, "    gl_Position = tilesim_position;", "}"]
+    return "\n".join(lines) + "\n"
+
+
+class Calibrator:
+    """Calibrates the prediction models on a backend, caching per backend, size and program."""
+
+    def __init__(self, backend, folder: str | os.PathLike | None = None,
+                 jitter_loop: int = JITTER_LOOP, stencil_bits: int = 0, depth_bits: int = 24):
+        self.backend = backend
+        self.folder = None if folder is None else Path(folder)
+        self.jitter_loop = jitter_loop
+        self.depth_bits, self.stencil_bits = depth_bits, stencil_bits
+        self._cache: dict[tuple[int, int], Calibration] = {}
+
+    def _path(self, width: int, height: int) -> Path | None:
+        if self.folder is None:
+            return None
+        return self.folder / f"{self.backend.name}-{width}x{height}.json"
+
+    def _save(self, cal: Calibration) -> None:
+        path = self._path(cal.width, cal.height)
+        if path is not None:
+            from tilesim.atomic import write_bytes
+
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_bytes(path, (json.dumps(cal.to_dict(), indent=1) + "\n").encode())
+
+    def calibration(self, context: Context) -> Calibration:
+        key = (context.width, context.height)
+        if key in self._cache:
+            return self._cache[key]
+        path = self._path(*key)
+        if path is not None and path.exists():
+            try:
+                cal = Calibration.from_dict(json.loads(path.read_text(encoding="utf-8")))
+            except (ValueError, TypeError, KeyError) as exc:
+                raise InputError(f"not a calibration file of tilesim predict: {exc}",
+                                 source=str(path)) from None
+        else:
+            cal = self._calibrate_base(context)
+            self._save(cal)
+        self._cache[key] = cal
+        return cal
+
+    def masks(self) -> list[list[str]]:
+        bits = ["COLOR_BUFFER_BIT"] + (["DEPTH_BUFFER_BIT"] if self.depth_bits else []) + \
+            (["STENCIL_BUFFER_BIT"] if self.stencil_bits else [])
+        out = []
+        for m in range(1, 1 << len(bits)):
+            out.append([b for i, b in enumerate(bits) if m >> i & 1])
+        return [sorted(m, key=MASK_BITS.index) for m in out]
+
+    def _calibrate_base(self, context: Context) -> Calibration:
+        pixels = context.width * context.height
+        plan = _Plan()
+        for _ in range(self.jitter_loop):
+            plan.group("flush", [])
+        for mask in self.masks():
+            for count in CLEAR_COUNTS:
+                for _ in range(REPEATS):
+                    plan.group(f"clear {mask_key(mask)} {count}",
+                               [_cmd("clear", mask=mask)] * count)
+        plan.end_frame("swap")
+        for _ in range(SWAPS):
+            plan.end_frame("swap")
+        times = plan.run(self.backend, context)
+        cal = Calibration(self.backend.name, context.width, context.height)
+        cal.jitter = jitter_stats(times["flush"])
+        cal.c_flush = float(np.mean(times["flush"]))
+        resolves = []
+        for mask in self.masks():
+            xs, ts = [], []
+            for count in CLEAR_COUNTS:
+                samples = times[f"clear {mask_key(mask)} {count}"]
+                xs += [count] * len(samples)
+                ts += samples
+            a, b = _fit(xs, ts)
+            cal.c_clear[f"default:{mask_key(mask)}"] = max(b, 0.0) / pixels
+            cal.c_clear[f"fbo:{mask_key(mask)}"] = max(b, 0.0) / pixels
+            resolves.append(max(a - cal.c_flush, 0.0) / pixels)
+        cal.c_resolve = {"default": float(np.median(resolves)),
+                         "fbo": float(np.median(resolves))}
+        swaps = times["swap"][1:]   # the first swap ends the frame of the loops above
+        cal.c_swap = max(float(np.mean(swaps)) - cal.c_flush, 0.0) / pixels
+        return cal
+
+    def program_cost(self, context: Context, program: Program, created: dict) -> ProgramCost:
+        """``created``: the arguments of the program's createProgram command (its TGSI)."""
+        cal = self.calibration(context)
+        key = program_key(program)
+        if key not in cal.programs:
+            cal.programs[key] = self._calibrate_program(context, program, created)
+            self._save(cal)
+        return cal.programs[key]
+
+    def _program_setup(self, program: Program, ident: int, vertex_glsl: str, vertex_tgsi: str,
+                       fragment_tgsi: str, interface: dict) -> list[Command]:
+        commands = [_cmd("createProgram", id=ident, vertex_glsl=vertex_glsl,
+                         fragment_glsl=program.fragment_glsl, vertex_tgsi=vertex_tgsi,
+                         fragment_tgsi=fragment_tgsi, interface=interface),
+                    _cmd("useProgram", id=ident)]
+        names = {u["name"] for u in interface.get("uniforms", [])}
+        for name, (function, values) in program.uniforms.items():
+            if name in names:
+                commands.append(_cmd("uniform", name=name, function=function, values=values))
+        if interface.get("samplers"):
+            texels = np.full((64, 64, 4), 128, dtype=np.uint8)
+            commands.append(_cmd("createTexture", id=1))
+            for unit in range(8):
+                commands += [_cmd("activeTexture", unit=unit),
+                             _cmd("bindTexture", target="TEXTURE_2D", id=1)]
+            commands += [_cmd("texImage2D", target="TEXTURE_2D", level=0, internalformat="RGBA",
+                              width=64, height=64, format="RGBA", type="UNSIGNED_BYTE",
+                              data=texels),
+                         _cmd("texParameter", target="TEXTURE_2D", pname="TEXTURE_MIN_FILTER",
+                              value="LINEAR"),
+                         _cmd("activeTexture", unit=0)]
+        return commands
+
+    def _calibrate_program(self, context: Context, program: Program,
+                           created: dict) -> ProgramCost:
+        pixels = context.width * context.height
+        plan = _Plan()
+        setup = self._program_setup(program, 1, program.vertex_glsl, created["vertex_tgsi"],
+                                    created["fragment_tgsi"], program.interface)
+        setup += [_cmd("disable", cap=c) for c in ("DEPTH_TEST", "BLEND", "CULL_FACE")]
+        setup += [_cmd("disableVertexAttribArray", index=i) for i in range(8)]
+        setup += [_cmd("vertexAttrib", index=i, values=[0.25, 0.25, 0.25, 1.0])
+                  for i in range(8)]
+        plan.group("setup", setup)
+        for count in VERTEX_COUNTS:
+            for _ in range(REPEATS):
+                plan.group(f"v {count}", [_cmd("drawArrays", mode="TRIANGLES", first=0,
+                                               count=count)])
+        passthrough = self._passthrough(program)
+        if passthrough is not None:
+            compiled, vs_glsl = passthrough
+            triangle = np.array([[-1, -1, 0, 1], [1, -1, 0, 1], [-1, 1, 0, 1]], np.float32)
+            setup = self._program_setup(program, 2, vs_glsl, compiled.vertex_tgsi,
+                                        compiled.fragment_tgsi, compiled.interface)
+            location = next(a["location"] for a in compiled.interface["attributes"]
+                            if a["name"] == "tilesim_position")
+            plan.group("setup", setup)
+            for count in TRIANGLE_COUNTS:
+                data = np.tile(triangle, (count, 1))
+                draw = [_cmd("vertexAttribPointer", index=location, size=4, type="FLOAT",
+                             normalized=False, stride=0, offset=0,
+                             data=data.view(np.uint8).ravel()),
+                        _cmd("enableVertexAttribArray", index=location),
+                        _cmd("drawArrays", mode="TRIANGLES", first=0, count=3 * count)]
+                for _ in range(REPEATS):
+                    plan.group(f"f {count}", draw)
+        plan.end_frame("swap")
+        times = plan.run(self.backend, context)
+        xs, ts = [], []
+        for count in VERTEX_COUNTS:
+            xs += [count] * REPEATS
+            ts += times[f"v {count}"]
+        c_v = max(_fit(xs, ts)[1], 0.0)
+        c_f = 0.0
+        if passthrough is not None:
+            xs, ts = [], []
+            for count in TRIANGLE_COUNTS:
+                xs += [count] * REPEATS
+                ts += times[f"f {count}"]
+            per_triangle = _fit(xs, ts)[1]
+            c_f = max(per_triangle - 3 * c_v, 0.0) / (pixels / 2)
+        return ProgramCost(c_v, c_f)
+
+    @staticmethod
+    def _passthrough(program: Program):
+        """(compiled pass-through program, its vertex GLSL), or None when Mesa is missing."""
+        from tilesim.render.gl.commands import compile_cached
+
+        vs = passthrough_vertex_glsl(program.fragment_glsl)
+        try:
+            return compile_cached(vs, program.fragment_glsl, {"tilesim_position": 0}), vs
+        except Exception as exc:  # Mesa missing, or GLSL the regex got wrong
+            print(f"tilesim predict: no fragment calibration for a program ({exc})",
+                  file=sys.stderr)
+            return None
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        print("usage: python -m tilesim.render.studies.ground_truth REQUEST.json OUT_DIR",
+              file=sys.stderr)
+        sys.exit(EXIT_INPUT)
+    sys.exit(_child(sys.argv[1], sys.argv[2]))
