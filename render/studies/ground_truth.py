@@ -57,6 +57,7 @@ EXIT_INPUT = 2
 CLEAR_COUNTS = (1, 16)
 VERTEX_COUNTS = (3000, 30000)
 TRIANGLE_COUNTS = (1, 8)
+DRAW_COUNTS = (1, 32)
 REPEATS = 3
 JITTER_LOOP = 1000
 SWAPS = 8
@@ -246,6 +247,13 @@ class _Plan:
         return out
 
 
+def _slope(times: dict[str, list[float]], label: str, counts) -> float:
+    """Seconds per unit between two counts, from the median time at each (robust to the
+    odd slow group)."""
+    lo, hi = (float(np.median(times[f"{label} {c}"])) for c in counts)
+    return (hi - lo) / (counts[1] - counts[0])
+
+
 def _fit(xs: list[float], ts: list[float]) -> tuple[float, float]:
     """Least-squares (intercept, slope) of t = a + b x."""
     b, a = np.polyfit(np.asarray(xs, float), np.asarray(ts, float), 1)
@@ -414,10 +422,16 @@ class Calibrator:
         setup += [_cmd("vertexAttrib", index=i, values=[0.25, 0.25, 0.25, 1.0])
                   for i in range(8)]
         plan.group("setup", setup)
+        # Unmeasured first draws: a driver compiles the program's code at its first draw.
+        plan.group("warm", [_cmd("drawArrays", mode="TRIANGLES", first=0, count=3)])
         for count in VERTEX_COUNTS:
             for _ in range(REPEATS):
                 plan.group(f"v {count}", [_cmd("drawArrays", mode="TRIANGLES", first=0,
                                                count=count)])
+        for count in DRAW_COUNTS:
+            for _ in range(REPEATS):
+                plan.group(f"d {count}", [_cmd("drawArrays", mode="TRIANGLES", first=0,
+                                               count=3)] * count)
         passthrough = self._passthrough(program)
         if passthrough is not None:
             compiled, vs_glsl = passthrough
@@ -427,6 +441,7 @@ class Calibrator:
             location = next(a["location"] for a in compiled.interface["attributes"]
                             if a["name"] == "tilesim_position")
             plan.group("setup", setup)
+            first = True
             for count in TRIANGLE_COUNTS:
                 data = np.tile(triangle, (count, 1))
                 draw = [_cmd("vertexAttribPointer", index=location, size=4, type="FLOAT",
@@ -434,24 +449,20 @@ class Calibrator:
                              data=data.view(np.uint8).ravel()),
                         _cmd("enableVertexAttribArray", index=location),
                         _cmd("drawArrays", mode="TRIANGLES", first=0, count=3 * count)]
+                if first:
+                    plan.group("warm", draw)
+                    first = False
                 for _ in range(REPEATS):
                     plan.group(f"f {count}", draw)
         plan.end_frame("swap")
         times = plan.run(self.backend, context)
-        xs, ts = [], []
-        for count in VERTEX_COUNTS:
-            xs += [count] * REPEATS
-            ts += times[f"v {count}"]
-        c_v = max(_fit(xs, ts)[1], 0.0)
+        c_v = max(_slope(times, "v", VERTEX_COUNTS), 0.0)
+        c_draw = max(_slope(times, "d", DRAW_COUNTS) - 3 * c_v, 0.0)
         c_f = 0.0
         if passthrough is not None:
-            xs, ts = [], []
-            for count in TRIANGLE_COUNTS:
-                xs += [count] * REPEATS
-                ts += times[f"f {count}"]
-            per_triangle = _fit(xs, ts)[1]
+            per_triangle = _slope(times, "f", TRIANGLE_COUNTS)
             c_f = max(per_triangle - 3 * c_v, 0.0) / (pixels / 2)
-        return ProgramCost(c_v, c_f)
+        return ProgramCost(c_v, c_f, c_draw)
 
     @staticmethod
     def _passthrough(program: Program):

@@ -61,10 +61,13 @@ def mask_key(mask) -> str:
 
 @dataclass
 class ProgramCost:
-    """A program's calibrated DRAW constants (seconds per vertex and per fragment)."""
+    """A program's calibrated DRAW constants: seconds per vertex and per fragment, and per
+    draw (``c_draw``: the driver's set-up of a draw, an addition to 003 Eq. IV-E.1 that
+    matters where draws are small, 0 where the backend has none)."""
 
     c_v: float
     c_f: float
+    c_draw: float = 0.0
 
 
 @dataclass
@@ -326,7 +329,7 @@ class Predictor:
         fragments = self._fragments(monitor, group, draws, oracle_fragments)
         vertices = sum(d.vertices for d in draws)
         for draw, cost, nf in zip(draws, costs, fragments, strict=True):
-            parts["draw_vertex"] += cost.c_v * draw.vertices
+            parts["draw_vertex"] += cost.c_v * draw.vertices + cost.c_draw
             parts["draw_fragment"] += cost.c_f * nf
         self._pending[group.index] = draws
         return Prediction(float(sum(parts.values())), parts, vertices, float(sum(fragments)),
