@@ -123,6 +123,10 @@ def position_registers(program: Program) -> list[int]:
     return [] if chosen is None else [int(r[3:-1]) for r in chosen["registers"]]
 
 
+def _cross(a: np.ndarray, b: np.ndarray) -> float:
+    return float(a[0] * b[1] - a[1] * b[0])
+
+
 def _clip_polygon(poly: np.ndarray, x0: float, y0: float, x1: float, y1: float) -> np.ndarray:
     """Sutherland-Hodgman clip of a convex polygon (N, 2) to a rectangle."""
     for axis, bound, keep_greater in ((0, x0, True), (0, x1, False), (1, y0, True),
@@ -163,7 +167,7 @@ def projected_area(clip: np.ndarray, viewport: tuple[int, int, int, int]) -> flo
     for seq in (pts, pts[::-1]):
         part: list[np.ndarray] = []
         for p in seq:
-            while len(part) >= 2 and np.cross(part[-1] - part[-2], p - part[-2]) <= 0:
+            while len(part) >= 2 and _cross(part[-1] - part[-2], p - part[-2]) <= 0:
                 part.pop()
             part.append(p)
         hull_pts.extend(part[:-1])
