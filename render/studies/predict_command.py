@@ -49,6 +49,8 @@ def register(subparsers) -> None:
     p.add_argument("--frames", type=int, default=20, metavar="N",
                    help="with --workload: frames to build (default %(default)s)")
     p.add_argument("--seed", type=int, default=0, help="with --workload: the random seed")
+    p.add_argument("--max-frames", type=int, metavar="N",
+                   help="predict only the first N frames of TRACE")
     # dest "truth": tilesim's own --backend (numpy/cupy) comes before the command
     p.add_argument("--backend", dest="truth", default="model",
                    choices=["model", "gl", "gl-llvmpipe", "gl-softpipe"],
@@ -59,8 +61,9 @@ def register(subparsers) -> None:
                    help="command-buffer size (default: command_groups.toml, 4864)")
     p.add_argument("--group-config", metavar="FILE",
                    help="command-buffer model (TOML, default render/studies/command_groups.toml)")
-    p.add_argument("--warmup", type=int, default=1, metavar="N",
-                   help="frames left out of the summary (program uploads; default %(default)s)")
+    p.add_argument("--warmup", type=int, default=3, metavar="N",
+                   help="first frames left out of the summary (000 §7.4: 'the first three "
+                        "frames are not evaluated'; default %(default)s)")
     p.add_argument("--calibration", default="out/predict/calibration", metavar="DIR",
                    help="where calibrations are cached (default %(default)s; '' for none)")
     p.add_argument("--jitter-loop", type=int, default=JITTER_LOOP, metavar="N",
@@ -112,14 +115,16 @@ def make_backend(name: str, config: str | None, depth_bits: int, stencil_bits: i
 
 def run_prediction(trace_path: str, backend: str = "model", estimators=ESTIMATORS,
                    group_bytes: int | None = None, group_config: str | None = None,
-                   warmup: int = 1, calibration_dir: str | None = None,
-                   jitter_loop: int = JITTER_LOOP, config: str | None = None) -> dict:
+                   warmup: int = 3, calibration_dir: str | None = None,
+                   jitter_loop: int = JITTER_LOOP, config: str | None = None,
+                   max_frames: int | None = None) -> dict:
     """The whole study on one trace; returns the report (see the module doc)."""
     from tilesim.render.traces.trace_file import open_trace
 
     with open_trace(trace_path) as trace:
         contexts, frame_context = trace_contexts(trace)
-        frames = list(trace.frames())
+        frames = list(trace.frames(0, max_frames))
+        frame_context = frame_context[:len(frames)]
         depth_bits, stencil_bits = trace.depth_bits, trace.stencil_bits
         name = trace.name
     cfg = load_group_config(group_config)
@@ -257,7 +262,7 @@ def _predict(args) -> int:
         tuple(dict.fromkeys(args.estimator))
     report = run_prediction(trace, args.truth, estimators, args.group_bytes,
                             args.group_config, args.warmup, args.calibration or None,
-                            args.jitter_loop, args.config)
+                            args.jitter_loop, args.config, args.max_frames)
     if args.plot:
         report["plots"] = [str(p) for p in write_plots(args.plot, report)]
     print(json.dumps(report, indent=1) if args.json else text_report(report))
