@@ -23,9 +23,11 @@ size, a loop of empty flushes (c_flush and the jitter report of 003 §VI-B), cle
 mask with 1 and 16 clears a group (the slope is c_clear, the intercept less c_flush the
 resolve), lone swaps (c_swap); on first use of a program, degenerate triangles (all vertices
 equal: zero fragments, 003 §IV-E) of 3000 and 30000 vertices through the program itself for
-c_v, and half-screen triangles (1 and 8 a group) through a pass-through vertex program linked
-with the program's own fragment program for c_f. Results are cached as JSON per backend and
-size (programs by the hash of their GLSL) in the calibration folder.
+c_v, plus the set-up and binning cost a vertex of tiny triangles clear of every pixel center
+(no fragment either; 003 counts primitive assembly in t_VS), 1 and 32 three-vertex draws for
+the per-draw cost, and half-screen triangles (1 and 8 a group) through a pass-through vertex
+program linked with the program's own fragment program for c_f. Results are cached as JSON per
+backend and size (programs by the hash of their GLSL) in the calibration folder.
 """
 
 from __future__ import annotations
@@ -276,6 +278,24 @@ def jitter_stats(seconds: list[float]) -> dict[str, float]:
             "min": float(t.min()), "max": float(t.max())}
 
 
+def tiny_triangles(count: int, width: int, height: int, seed: int = 0) -> np.ndarray:
+    """(3 count, 4) float32 clip positions of triangles of a quarter pixel's size spread over
+    a width x height viewport, each inside one pixel and clear of its center: they go through
+    set-up and binning and produce no fragment (003 §IV-E: "triangles which - when rasterized
+    - do not result in any fragment")."""
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, width, count).astype(np.float64)
+    y = rng.integers(0, height, count).astype(np.float64)
+    corners = np.array([[0.05, 0.05], [0.35, 0.05], [0.05, 0.35]])
+    px = x[:, None] + corners[None, :, 0]
+    py = y[:, None] + corners[None, :, 1]
+    out = np.zeros((count, 3, 4), np.float32)
+    out[..., 0] = px / width * 2 - 1
+    out[..., 1] = py / height * 2 - 1
+    out[..., 3] = 1.0
+    return out.reshape(-1, 4)
+
+
 _VARYING_RE = re.compile(r"\bvarying\s+(?:(?:lowp|mediump|highp)\s+)?(\w+)\s+(\w+)\s*(\[[^\]]*\])?"
                          r"\s*;")
 
@@ -454,6 +474,15 @@ class Calibrator:
                     first = False
                 for _ in range(REPEATS):
                     plan.group(f"f {count}", draw)
+            for count in VERTEX_COUNTS:
+                data = tiny_triangles(count // 3, context.width, context.height)
+                draw = [_cmd("vertexAttribPointer", index=location, size=4, type="FLOAT",
+                             normalized=False, stride=0, offset=0,
+                             data=data.view(np.uint8).ravel()),
+                        _cmd("enableVertexAttribArray", index=location),
+                        _cmd("drawArrays", mode="TRIANGLES", first=0, count=count)]
+                for _ in range(REPEATS):
+                    plan.group(f"t {count}", draw)
         plan.end_frame("swap")
         times = plan.run(self.backend, context)
         c_v = max(_slope(times, "v", VERTEX_COUNTS), 0.0)
@@ -462,6 +491,9 @@ class Calibrator:
         if passthrough is not None:
             per_triangle = _slope(times, "f", TRIANGLE_COUNTS)
             c_f = max(per_triangle - 3 * c_v, 0.0) / (pixels / 2)
+            # Triangle set-up and binning, which zero-area triangles skip: 003 §IV-E counts
+            # primitive assembly in t_VS (linear in n_V), so its cost a vertex joins c_v.
+            c_v += max(_slope(times, "t", VERTEX_COUNTS), 0.0)
         return ProgramCost(c_v, c_f, c_draw)
 
     @staticmethod
