@@ -132,7 +132,7 @@ CONTEXTS = (Context(0, 100, 50),)
 
 def predictor(estimator="bbox", cal=None, cost=COST, contexts=CONTEXTS):
     cal = cal or calibration()
-    return Predictor(list(contexts), lambda c: cal, lambda c, p, created: cost, estimator)
+    return Predictor(list(contexts), lambda c: cal, lambda *args: cost, estimator)
 
 
 def group(commands, index=0, context=0, frame=0, switch=False) -> CommandGroup:
@@ -161,7 +161,7 @@ def test_flush_clear_resolve_and_swap_models():
 def test_clear_uses_each_context_size():
     small, big = Context(0, 100, 50), Context(1, 200, 100)
     cals = {0: calibration(), 1: calibration(200, 100)}
-    p = Predictor([small, big], lambda c: cals[c.index], lambda c, q, r: None, "bbox")
+    p = Predictor([small, big], lambda c: cals[c.index], lambda *args: None, "bbox")
     a = p.predict(group([CLEAR], context=0, switch=True))
     b = p.predict(group([CLEAR], index=1, context=1, switch=True))
     assert b.parts["clear"] == pytest.approx(4 * a.parts["clear"])

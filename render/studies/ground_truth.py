@@ -45,7 +45,7 @@ import numpy as np
 
 from tilesim.errors import InputError
 from tilesim.render.gl.commands import FRAME_END, Command, make_command
-from tilesim.render.gl.state import Program
+from tilesim.render.gl.state import GLState, Program
 from tilesim.render.studies.command_groups import CommandGroup, Context, split_groups
 from tilesim.render.studies.prediction import (
     MASK_BITS,
@@ -60,6 +60,8 @@ CLEAR_COUNTS = (1, 16)
 VERTEX_COUNTS = (3000, 30000)
 TRIANGLE_COUNTS = (1, 8)
 DRAW_COUNTS = (1, 32)
+OWN_DRAWS = (1, 3)
+MIN_OWN_VERTICES = 3000
 REPEATS = 3
 JITTER_LOOP = 1000
 SWAPS = 8
@@ -398,12 +400,18 @@ class Calibrator:
         cal.c_swap = max(float(np.mean(swaps)) - cal.c_flush, 0.0) / pixels
         return cal
 
-    def program_cost(self, context: Context, program: Program, created: dict) -> ProgramCost:
-        """``created``: the arguments of the program's createProgram command (its TGSI)."""
+    def program_cost(self, context: Context, program: Program, created: dict,
+                     state: GLState | None = None, command: Command | None = None
+                     ) -> ProgramCost:
+        """``created``: the arguments of the program's createProgram command (its TGSI);
+        ``state``, ``command``: the draw that first uses the program (its vertex arrays)."""
         cal = self.calibration(context)
         key = program_key(program)
         if key not in cal.programs:
-            cal.programs[key] = self._calibrate_program(context, program, created)
+            arrays = None if state is None or command is None else \
+                self._own_draw(state, command)
+            shrunk = None if arrays is None else (arrays, command)
+            cal.programs[key] = self._calibrate_program(context, program, created, shrunk)
             self._save(cal)
         return cal.programs[key]
 
@@ -431,8 +439,44 @@ class Calibrator:
                          _cmd("activeTexture", unit=0)]
         return commands
 
-    def _calibrate_program(self, context: Context, program: Program,
-                           created: dict) -> ProgramCost:
+    @staticmethod
+    def _own_draw(state: GLState, command: Command) -> list[Command] | None:
+        """The application's draw replayed in a calibration context: its vertex arrays and
+        indices copied into new buffers (000 §5.5 calibrates c_v on the application's own
+        draws with the viewport shrunk); None for draws under MIN_OWN_VERTICES vertices."""
+        if command.args["count"] < MIN_OWN_VERTICES:
+            return None
+        commands: list[Command] = []
+        ident = 100
+        for index, a in enumerate(state.attribs):
+            if not a.enabled:
+                continue
+            data = a.client_data if a.client_data is not None else state.buffers.get(a.buffer)
+            if data is None:
+                return None
+            commands += [_cmd("createBuffer", id=ident),
+                         _cmd("bindBuffer", target="ARRAY_BUFFER", id=ident),
+                         _cmd("bufferData", target="ARRAY_BUFFER", data=np.asarray(data),
+                              size=int(np.asarray(data).size), usage="STATIC_DRAW"),
+                         _cmd("vertexAttribPointer", index=index, size=a.size, type=a.type,
+                              normalized=a.normalized, stride=a.stride, offset=a.offset,
+                              data=None),
+                         _cmd("enableVertexAttribArray", index=index)]
+            ident += 1
+        if command.op == "drawElements" and command.args["indices"] is None:
+            data = state.buffers.get(state.element_buffer)
+            if data is None:
+                return None
+            commands += [_cmd("createBuffer", id=ident),
+                         _cmd("bindBuffer", target="ELEMENT_ARRAY_BUFFER", id=ident),
+                         _cmd("bufferData", target="ELEMENT_ARRAY_BUFFER", data=np.asarray(data),
+                              size=int(np.asarray(data).size), usage="STATIC_DRAW")]
+        commands.append(_cmd("viewport", x=0, y=0, width=1, height=1))
+        return commands
+
+    def _calibrate_program(self, context: Context, program: Program, created: dict,
+                           own_draw: tuple[list[Command], Command] | None = None
+                           ) -> ProgramCost:
         pixels = context.width * context.height
         plan = _Plan()
         setup = self._program_setup(program, 1, program.vertex_glsl, created["vertex_tgsi"],
@@ -452,6 +496,15 @@ class Calibrator:
             for _ in range(REPEATS):
                 plan.group(f"d {count}", [_cmd("drawArrays", mode="TRIANGLES", first=0,
                                                count=3)] * count)
+        if own_draw is not None:
+            arrays, draw = own_draw
+            plan.group("setup", arrays)
+            plan.group("warm", [draw])
+            for count in OWN_DRAWS:
+                for _ in range(REPEATS):
+                    plan.group(f"o {count}", [draw] * count)
+            plan.group("setup", [_cmd("viewport", x=0, y=0, width=context.width,
+                                      height=context.height)])
         passthrough = self._passthrough(program)
         if passthrough is not None:
             compiled, vs_glsl = passthrough
@@ -494,6 +547,12 @@ class Calibrator:
             # Triangle set-up and binning, which zero-area triangles skip: 003 §IV-E counts
             # primitive assembly in t_VS (linear in n_V), so its cost a vertex joins c_v.
             c_v += max(_slope(times, "t", VERTEX_COUNTS), 0.0)
+        if own_draw is not None:
+            # the application's own vertices with the viewport shrunk to one pixel (000 §5.5):
+            # every per-vertex and per-primitive cost of this mesh; the few fragments of a
+            # 1x1 viewport are left in
+            c_v = max((_slope(times, "o", OWN_DRAWS) - c_draw) / own_draw[1].args["count"],
+                      0.0)
         return ProgramCost(c_v, c_f, c_draw)
 
     @staticmethod

@@ -249,12 +249,14 @@ class Predictor:
     """Predicts command groups of one trace (see the module doc).
 
     ``contexts``: the trace's contexts; ``calibration(context)``: the :class:`Calibration` of
-    a context's size; ``program_cost(context, program, created)``: a program's
+    a context's size; ``program_cost(context, program, created, state, command)``: a program's
     :class:`ProgramCost` (calibrated on first use, 003 §IV-E; ``created``: the arguments of
-    its createProgram command). ``estimator``: one of ``ESTIMATORS``."""
+    its createProgram command; ``state`` and ``command``: the context and the draw that first
+    uses it, for 000 §5.5's viewport-shrunk run of the application's own draw).
+    ``estimator``: one of ``ESTIMATORS``."""
 
     def __init__(self, contexts: list[Context], calibration: Callable[[Context], Calibration],
-                 program_cost: Callable[[Context, Program, dict], ProgramCost],
+                 program_cost: Callable[..., ProgramCost],
                  estimator: str = "bbox", coverage: float = COVERAGE):
         if estimator not in ESTIMATORS:
             raise ValueError(f"unknown estimator {estimator!r} (known: {', '.join(ESTIMATORS)})")
@@ -317,7 +319,8 @@ class Predictor:
                 bbox = bbox_fragments(state, command, h, self.coverage)
                 draws.append(DrawInfo(program_key(program), vertices, bbox))
                 costs.append(self.program_cost(monitor.context, program,
-                                               monitor.created.get(state.program, {})))
+                                               monitor.created.get(state.program, {}), state,
+                                               command))
             elif op == FRAME_END:
                 parts["swap"] += cal.c_swap * state.width * state.height
             elif op in ("flush", "finish", "readPixels"):
