@@ -256,6 +256,21 @@ def test_history_seq_follows_the_sequence_number():
     assert p.predict(frame1[1]).fragments == pytest.approx(300.0)
 
 
+def test_runtime_calibration_of_c_f_from_measured_draw_groups():
+    # 000 §5.5: c_f = (measured - the rest of the prediction) / profiled fragments, learned in
+    # the first frames, used after them
+    frames = quad_stream(frames=3)
+    groups = [group(f, index=i, frame=i) for i, f in enumerate(frames)]
+    p = predictor("oracle")
+    p.runtime_frames = 1
+    first = p.predict(groups[0], 1000.0)
+    assert first.parts["draw_fragment"] == pytest.approx(1000 * 1e-9)    # calibrated c_f
+    rest = first.seconds - first.parts["draw_fragment"]
+    p.observe(groups[0], 1000.0, rest + 1000 * 5e-9)
+    second = p.predict(groups[1], 2000.0)
+    assert second.parts["draw_fragment"] == pytest.approx(2000 * 5e-9)
+
+
 def test_history_baseline_of_003():
     h = HistoryPredictor()
     a, b = group([CLEAR]), group([CLEAR, CLEAR])

@@ -180,7 +180,7 @@ def split_groups(frames: Iterable[list[Command]], frame_context: list[int] | Non
             size = switch_bytes if switch else 0
             current = context
 
-        def emit(stop: int, ends: str):
+        def emit(stop: int, ends: str, context=context, f=f, commands=commands):
             nonlocal index, position, start, size, switch
             group = CommandGroup(index, context, f, start, stop, commands[start:stop], size,
                                  switch, position, ends)

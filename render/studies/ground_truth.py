@@ -258,12 +258,6 @@ def _slope(times: dict[str, list[float]], label: str, counts) -> float:
     return (hi - lo) / (counts[1] - counts[0])
 
 
-def _fit(xs: list[float], ts: list[float]) -> tuple[float, float]:
-    """Least-squares (intercept, slope) of t = a + b x."""
-    b, a = np.polyfit(np.asarray(xs, float), np.asarray(ts, float), 1)
-    return float(a), float(b)
-
-
 def jitter_stats(seconds: list[float]) -> dict[str, float]:
     """003 §VI-B's report of a flush loop: the peak of the distribution (the mean of the fullest
     bin, bins 1/50 of the range and at least 0.1 us wide), mean, standard deviation, and the
@@ -385,19 +379,18 @@ class Calibrator:
         cal.c_flush = float(np.mean(times["flush"]))
         resolves = []
         for mask in self.masks():
-            xs, ts = [], []
-            for count in CLEAR_COUNTS:
-                samples = times[f"clear {mask_key(mask)} {count}"]
-                xs += [count] * len(samples)
-                ts += samples
-            a, b = _fit(xs, ts)
+            # medians at 1 and 16 clears: robust to the odd group a loaded machine slows
+            lo, hi = (float(np.median(times[f"clear {mask_key(mask)} {c}"]))
+                      for c in CLEAR_COUNTS)
+            b = (hi - lo) / (CLEAR_COUNTS[1] - CLEAR_COUNTS[0])
+            a = lo - b * CLEAR_COUNTS[0]
             cal.c_clear[f"default:{mask_key(mask)}"] = max(b, 0.0) / pixels
             cal.c_clear[f"fbo:{mask_key(mask)}"] = max(b, 0.0) / pixels
             resolves.append(max(a - cal.c_flush, 0.0) / pixels)
         cal.c_resolve = {"default": float(np.median(resolves)),
                          "fbo": float(np.median(resolves))}
         swaps = times["swap"][1:]   # the first swap ends the frame of the loops above
-        cal.c_swap = max(float(np.mean(swaps)) - cal.c_flush, 0.0) / pixels
+        cal.c_swap = max(float(np.median(swaps)) - cal.c_flush, 0.0) / pixels
         return cal
 
     def program_cost(self, context: Context, program: Program, created: dict,

@@ -64,6 +64,10 @@ def register(subparsers) -> None:
     p.add_argument("--warmup", type=int, default=3, metavar="N",
                    help="first frames left out of the summary (000 §7.4: 'the first three "
                         "frames are not evaluated'; default %(default)s)")
+    p.add_argument("--runtime-calibration", type=int, default=0, metavar="N",
+                   help="also report every estimator with each program's c_f learned from its "
+                        "draws' measured times in the first N frames (000 §5.5's run-time "
+                        "calibration), as ESTIMATOR+runtime (default 0: not)")
     p.add_argument("--calibration", default="out/predict/calibration", metavar="DIR",
                    help="where calibrations are cached (default %(default)s; '' for none)")
     p.add_argument("--jitter-loop", type=int, default=JITTER_LOOP, metavar="N",
@@ -117,7 +121,7 @@ def run_prediction(trace_path: str, backend: str = "model", estimators=ESTIMATOR
                    group_bytes: int | None = None, group_config: str | None = None,
                    warmup: int = 3, calibration_dir: str | None = None,
                    jitter_loop: int = JITTER_LOOP, config: str | None = None,
-                   max_frames: int | None = None) -> dict:
+                   max_frames: int | None = None, runtime_frames: int = 0) -> dict:
     """The whole study on one trace; returns the report (see the module doc)."""
     from tilesim.render.traces.trace_file import open_trace
 
@@ -139,6 +143,11 @@ def run_prediction(trace_path: str, backend: str = "model", estimators=ESTIMATOR
                             depth_bits=depth_bits, stencil_bits=stencil_bits)
     predictors = {e: Predictor(contexts, calibrator.calibration, calibrator.program_cost, e)
                   for e in estimators}
+    if runtime_frames:   # the same estimators with 000's run-time calibration of c_f beside
+        predictors.update({f"{e}+runtime": Predictor(
+            contexts, calibrator.calibration, calibrator.program_cost, e,
+            runtime_frames=runtime_frames) for e in estimators})
+    estimators = tuple(predictors)
     history = HistoryPredictor()
     rows = []
     for g, t, f in zip(groups, measured, fragments, strict=True):
@@ -151,7 +160,7 @@ def run_prediction(trace_path: str, backend: str = "model", estimators=ESTIMATOR
             prediction = p.predict(g, f)
             row["predicted"][e] = prediction.seconds
             row["fragments_estimated"][e] = prediction.fragments
-            p.observe(g, f)
+            p.observe(g, f, t)
         row["predicted"][BASELINE] = history.predict(g)
         history.observe(g, t)
         rows.append(row)
@@ -174,7 +183,7 @@ def run_prediction(trace_path: str, backend: str = "model", estimators=ESTIMATOR
                     for c in contexts}
     return {"trace": str(trace_path), "name": name, "backend": truth.name,
             "contexts": [c.__dict__ for c in contexts], "groups": len(groups),
-            "frames": len(frames), "warmup_frames": warmup,
+            "frames": len(frames), "warmup_frames": warmup, "runtime_frames": runtime_frames,
             "history_misses": history.misses, "summary": summary, "by_kind": by_kind,
             "fragment_errors": fragment_errors, "calibration": calibrations, "rows": rows}
 
@@ -262,7 +271,8 @@ def _predict(args) -> int:
         tuple(dict.fromkeys(args.estimator))
     report = run_prediction(trace, args.truth, estimators, args.group_bytes,
                             args.group_config, args.warmup, args.calibration or None,
-                            args.jitter_loop, args.config, args.max_frames)
+                            args.jitter_loop, args.config, args.max_frames,
+                            args.runtime_calibration)
     if args.plot:
         report["plots"] = [str(p) for p in write_plots(args.plot, report)]
     print(json.dumps(report, indent=1) if args.json else text_report(report))

@@ -257,7 +257,8 @@ class Predictor:
 
     def __init__(self, contexts: list[Context], calibration: Callable[[Context], Calibration],
                  program_cost: Callable[..., ProgramCost],
-                 estimator: str = "bbox", coverage: float = COVERAGE):
+                 estimator: str = "bbox", coverage: float = COVERAGE,
+                 runtime_frames: int = 0):
         if estimator not in ESTIMATORS:
             raise ValueError(f"unknown estimator {estimator!r} (known: {', '.join(ESTIMATORS)})")
         self.monitors = [_ContextMonitor(c) for c in contexts]
@@ -265,7 +266,12 @@ class Predictor:
         self.program_cost = program_cost
         self.estimator = estimator
         self.coverage = coverage
-        self._pending: dict[int, list[DrawInfo]] = {}
+        self._pending: dict[int, tuple[list[DrawInfo], Prediction]] = {}
+        # 000 §5.5's run-time calibration of c_f: in the first ``runtime_frames`` frames of a
+        # context, the measured time of single-program draw groups less the rest of their
+        # prediction, over the fragments the profiler counted; 0 frames: 003's calibration only.
+        self.runtime_frames = runtime_frames
+        self._runtime: dict[str, list[float]] = {}      # program -> [seconds, fragments]
 
     # -- the target a command renders to
     @staticmethod
@@ -337,10 +343,19 @@ class Predictor:
         vertices = sum(d.vertices for d in draws)
         for draw, cost, nf in zip(draws, costs, fragments, strict=True):
             parts["draw_vertex"] += cost.c_v * draw.vertices + cost.c_draw
-            parts["draw_fragment"] += cost.c_f * nf
-        self._pending[group.index] = draws
-        return Prediction(float(sum(parts.values())), parts, vertices, float(sum(fragments)),
-                          len(draws))
+            parts["draw_fragment"] += self._c_f(draw.program, cost, group.frame) * nf
+        prediction = Prediction(float(sum(parts.values())), parts, vertices,
+                                float(sum(fragments)), len(draws))
+        self._pending[group.index] = (draws, prediction)
+        return prediction
+
+    def _c_f(self, program: str, cost: ProgramCost, frame: int) -> float:
+        """c_f of a program: run-time calibrated once its frames are over (000 §5.5), else
+        the calibration run's (003 §IV-E)."""
+        learned = self._runtime.get(program)
+        if learned is not None and frame >= self.runtime_frames and learned[1] > 0:
+            return max(learned[0] / learned[1], 0.0)
+        return cost.c_f
 
     def _texture_load(self, state: GLState, command, cal: Calibration) -> float:
         """000 Eq. 5.3 for a texture attached to (or a framebuffer with a texture bound as)
@@ -386,10 +401,20 @@ class Predictor:
             weights = np.ones(len(draws))
         return list(total * weights / weights.sum())
 
-    def observe(self, group: CommandGroup, fragments: float | None) -> None:
-        """The group ran and shaded ``fragments`` (None: unknown): the recent history."""
+    def observe(self, group: CommandGroup, fragments: float | None,
+                seconds: float | None = None) -> None:
+        """The group ran in ``seconds`` and shaded ``fragments`` (None: unknown): the recent
+        history, and the run-time calibration of c_f."""
         monitor = self.monitors[group.context]
-        draws = self._pending.pop(group.index, [])
+        draws, prediction = self._pending.pop(group.index, ([], None))
+        programs = {d.program for d in draws}
+        if len(programs) == 1 and seconds is not None and fragments:
+            program = programs.pop()
+            learned = self._runtime.setdefault(program, [0.0, 0.0])
+            if group.frame < self.runtime_frames:
+                rest = prediction.seconds - prediction.parts["draw_fragment"]
+                learned[0] += seconds - rest
+                learned[1] += fragments
         if draws:
             monitor.draw_group_position += 1
             monitor.frame_vertices += sum(d.vertices for d in draws)
