@@ -262,13 +262,16 @@ def test_runtime_calibration_of_c_f_from_measured_draw_groups():
     frames = quad_stream(frames=3)
     groups = [group(f, index=i, frame=i) for i, f in enumerate(frames)]
     p = predictor("oracle")
-    p.runtime_frames = 1
+    p.runtime_frames = 2
     first = p.predict(groups[0], 1000.0)
-    assert first.parts["draw_fragment"] == pytest.approx(1000 * 1e-9)    # calibrated c_f
-    rest = first.seconds - first.parts["draw_fragment"]
-    p.observe(groups[0], 1000.0, rest + 1000 * 5e-9)
-    second = p.predict(groups[1], 2000.0)
-    assert second.parts["draw_fragment"] == pytest.approx(2000 * 5e-9)
+    p.observe(groups[0], 1000.0, 1.0)            # frame 0 (uploads, compiles) is not used
+    second = p.predict(groups[1], 1000.0)
+    assert second.parts["draw_fragment"] == pytest.approx(1000 * 1e-9)   # calibrated c_f
+    rest = second.seconds - second.parts["draw_fragment"]
+    p.observe(groups[1], 1000.0, rest + 1000 * 5e-9)
+    third = p.predict(groups[2], 2000.0)
+    assert third.parts["draw_fragment"] == pytest.approx(2000 * 5e-9)
+    assert first.seconds == pytest.approx(second.seconds)
 
 
 def test_history_baseline_of_003():

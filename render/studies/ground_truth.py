@@ -18,8 +18,11 @@ Backends (``measure(frames, contexts, frame_context, groups, path=None)`` -> sec
   replayer does). No timer queries: Mesa's GLES2 contexts do not expose
   GL_EXT_disjoint_timer_query on the surfaceless platform.
 
-Calibration (:class:`Calibrator`, 003 §IV-C..E and §V, 000 §5.5): on first use of a render-buffer
-size, a loop of empty flushes (c_flush and the jitter report of 003 §VI-B), clears of every
+Calibration (:class:`Calibrator`, 003 §IV-C..E and §V, 000 §5.5): on first use of a
+render-buffer size, a loop of empty flushes (c_flush and the jitter report of 003 §VI-B), 1 and
+64 clearColor commands a group (c_command: what issuing any command costs between the two
+glFinish, which a GPU-side measurement as 003's would not see but a software driver's wall
+clock does), clears of every
 mask with 1 and 16 clears a group (the slope is c_clear, the intercept less c_flush the
 resolve), lone swaps (c_swap); on first use of a program, degenerate triangles (all vertices
 equal: zero fragments, 003 §IV-E) of 3000 and 30000 vertices through the program itself for
@@ -60,6 +63,7 @@ CLEAR_COUNTS = (1, 16)
 VERTEX_COUNTS = (3000, 30000)
 TRIANGLE_COUNTS = (1, 8)
 DRAW_COUNTS = (1, 32)
+COMMAND_COUNTS = (1, 64)
 OWN_DRAWS = (1, 3)
 MIN_OWN_VERTICES = 3000
 REPEATS = 3
@@ -365,6 +369,10 @@ class Calibrator:
         plan = _Plan()
         for _ in range(self.jitter_loop):
             plan.group("flush", [])
+        for count in COMMAND_COUNTS:
+            for _ in range(REPEATS):
+                plan.group(f"cmd {count}", [_cmd("clearColor", red=0.0, green=0.0, blue=0.0,
+                                                 alpha=1.0)] * count)
         for mask in self.masks():
             for count in CLEAR_COUNTS:
                 for _ in range(REPEATS):
@@ -377,6 +385,7 @@ class Calibrator:
         cal = Calibration(self.backend.name, context.width, context.height)
         cal.jitter = jitter_stats(times["flush"])
         cal.c_flush = float(np.mean(times["flush"]))
+        cal.c_command = max(_slope(times, "cmd", COMMAND_COUNTS), 0.0)
         resolves = []
         for mask in self.masks():
             # medians at 1 and 16 clears: robust to the odd group a loaded machine slows
@@ -384,6 +393,7 @@ class Calibrator:
                       for c in CLEAR_COUNTS)
             b = (hi - lo) / (CLEAR_COUNTS[1] - CLEAR_COUNTS[0])
             a = lo - b * CLEAR_COUNTS[0]
+            b -= cal.c_command          # the clear's issue is charged as a command
             cal.c_clear[f"default:{mask_key(mask)}"] = max(b, 0.0) / pixels
             cal.c_clear[f"fbo:{mask_key(mask)}"] = max(b, 0.0) / pixels
             resolves.append(max(a - cal.c_flush, 0.0) / pixels)
@@ -471,6 +481,7 @@ class Calibrator:
                            own_draw: tuple[list[Command], Command] | None = None
                            ) -> ProgramCost:
         pixels = context.width * context.height
+        cal = self.calibration(context)
         plan = _Plan()
         setup = self._program_setup(program, 1, program.vertex_glsl, created["vertex_tgsi"],
                                     created["fragment_tgsi"], program.interface)
@@ -532,7 +543,7 @@ class Calibrator:
         plan.end_frame("swap")
         times = plan.run(self.backend, context)
         c_v = max(_slope(times, "v", VERTEX_COUNTS), 0.0)
-        c_draw = max(_slope(times, "d", DRAW_COUNTS) - 3 * c_v, 0.0)
+        c_draw = max(_slope(times, "d", DRAW_COUNTS) - 3 * c_v - cal.c_command, 0.0)
         c_f = 0.0
         if passthrough is not None:
             per_triangle = _slope(times, "f", TRIANGLE_COUNTS)

@@ -11,6 +11,8 @@ the measured time and the fragments the group shaded (000 §5.2's profiler), whi
 recent-history estimators use. Models (seconds; constants from :class:`Calibration`):
 
 - FLUSH (003 Eq. IV-C.1): ``c_flush`` for every group (each is submitted and acknowledged once).
+- Command issue: ``c_command`` per command of the group (what the wall clock between two
+  glFinish sees of the API calls on a software driver; 0 on the model backend).
 - CLEAR (003 Eq. IV-D.1; 000 Eq. 5.2): ``c_clear[target, mask] * pixels`` of the render buffer
   (the scissor box when enabled), one constant per buffer mask and per target kind: the
   default framebuffer (which a GPU may fast-clear, 000 §5.5) and framebuffer objects.
@@ -78,6 +80,7 @@ class Calibration:
     width: int
     height: int
     c_flush: float = 0.0
+    c_command: float = 0.0                                    # per command issued
     c_swap: float = 0.0                                       # per window pixel
     c_clear: dict[str, float] = field(default_factory=dict)   # "default:COLOR" -> s / pixel
     c_resolve: dict[str, float] = field(default_factory=dict)  # "default" / "fbo" -> s / pixel
@@ -267,11 +270,11 @@ class Predictor:
         self.estimator = estimator
         self.coverage = coverage
         self._pending: dict[int, tuple[list[DrawInfo], Prediction]] = {}
-        # 000 §5.5's run-time calibration of c_f: in the first ``runtime_frames`` frames of a
-        # context, the measured time of single-program draw groups less the rest of their
-        # prediction, over the fragments the profiler counted; 0 frames: 003's calibration only.
+        # 000 §5.5's run-time calibration of c_f: in frames 1 .. runtime_frames - 1, the
+        # measured time of single-program draw groups less the rest of their prediction, over
+        # the fragments the profiler counted (the median); 0 frames: 003's calibration only.
         self.runtime_frames = runtime_frames
-        self._runtime: dict[str, list[float]] = {}      # program -> [seconds, fragments]
+        self._runtime: dict[str, list[float]] = {}      # program -> c_f samples
 
     # -- the target a command renders to
     @staticmethod
@@ -298,7 +301,9 @@ class Predictor:
         monitor = self.monitors[group.context]
         state = monitor.state
         cal = self.calibration(monitor.context)
-        parts = {"flush": cal.c_flush, "clear": 0.0, "resolve": 0.0, "draw_vertex": 0.0,
+        issued = sum(c.op not in ("flush", "finish", FRAME_END) for c in group.commands)
+        parts = {"flush": cal.c_flush, "commands": cal.c_command * issued, "clear": 0.0,
+                 "resolve": 0.0, "draw_vertex": 0.0,
                  "draw_fragment": 0.0, "swap": 0.0, "texture_load": 0.0}
         draws: list[DrawInfo] = []
         costs: list[ProgramCost] = []
@@ -353,8 +358,8 @@ class Predictor:
         """c_f of a program: run-time calibrated once its frames are over (000 §5.5), else
         the calibration run's (003 §IV-E)."""
         learned = self._runtime.get(program)
-        if learned is not None and frame >= self.runtime_frames and learned[1] > 0:
-            return max(learned[0] / learned[1], 0.0)
+        if learned and frame >= self.runtime_frames:
+            return max(float(np.median(learned)), 0.0)
         return cost.c_f
 
     def _texture_load(self, state: GLState, command, cal: Calibration) -> float:
@@ -410,11 +415,11 @@ class Predictor:
         programs = {d.program for d in draws}
         if len(programs) == 1 and seconds is not None and fragments:
             program = programs.pop()
-            learned = self._runtime.setdefault(program, [0.0, 0.0])
-            if group.frame < self.runtime_frames:
+            # frame 0 uploads and compiles (000 §7.4: "the GPU pipeline is not stable in the
+            # beginning"); the median of the groups' samples resists the odd slow group
+            if 1 <= group.frame < self.runtime_frames:
                 rest = prediction.seconds - prediction.parts["draw_fragment"]
-                learned[0] += seconds - rest
-                learned[1] += fragments
+                self._runtime.setdefault(program, []).append((seconds - rest) / fragments)
         if draws:
             monitor.draw_group_position += 1
             monitor.frame_vertices += sum(d.vertices for d in draws)
