@@ -91,6 +91,7 @@ def error_summary(predicted, measured) -> dict:
             "mean_abs_error": float(a.mean()), "p50_abs_error": float(np.percentile(a, 50)),
             "p95_abs_error": float(np.percentile(a, 95)), "max_abs_error": float(a.max()),
             "min_error": float(e.min()), "max_error": float(e.max()),
+            "p1_error": float(np.percentile(e, 1)), "p99_error": float(np.percentile(e, 99)),
             "mean_rel_error": float(np.nanmean(rel)) if np.isfinite(rel).any() else None,
             "p95_rel_error": float(np.nanpercentile(rel, 95)) if np.isfinite(rel).any()
             else None,

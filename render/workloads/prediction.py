@@ -74,7 +74,7 @@ def gear_strips(inner: float, outer: float, width: float, teeth: int,
         c = [np.cos(a + j * da) for j in range(5)]
         s = [np.sin(a + j * da) for j in range(5)]
 
-        def p(r, k, zz, n):
+        def p(r, k, zz, n, c=c, s=s):
             return [r * c[k], r * s[k], zz, *n]
 
         for zz, nz in ((z, 1.0), (-z, -1.0)):                      # front and back faces
