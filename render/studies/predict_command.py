@@ -270,6 +270,9 @@ def _predict(args) -> int:
             raise InputError(str(exc.args[0]), source="--workload") from None
     elif not Path(trace).exists():
         raise InputError("no such trace file", source=trace)
+    if args.group_bytes is not None and args.group_bytes < 1:
+        raise InputError(f"must be a positive number of bytes, got {args.group_bytes}",
+                         source="--group-bytes")
     estimators = tuple(ESTIMATORS) if not args.estimator or "all" in args.estimator else \
         tuple(dict.fromkeys(args.estimator))
     report = run_prediction(trace, args.truth, estimators, args.group_bytes,
