@@ -194,8 +194,7 @@ def _child(request_path: str, out_dir: str) -> int:
                     frame_index, frame = f, trace.frame(f)
                 context = request["frame_context"][f]
                 if context != current:
-                    gl = gls[context]
-                    gl.egl.eglMakeCurrent(gl.egl_display, None, None, gl.egl_context)
+                    gls[context].make_current()
                     current = context
                 gl, replayer = gls[current], replayers[current]
                 gl.glFinish()
