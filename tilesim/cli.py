@@ -27,6 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
         dsr_search,
         estimate,
         goldens,
+        predict_command,
         render_command,
         suite,
     )
@@ -53,7 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     # The order of `tilesim --help`.
     for module in (shader_cli, render_command, characterize, conformance, goldens, capture,
-                   apitrace_import, compare, suite, coherence, dsr_search, estimate, core_cli):
+                   apitrace_import, compare, suite, coherence, dsr_search, estimate,
+                   predict_command, core_cli):
         module.register(sub)
     return parser
 

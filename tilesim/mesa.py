@@ -224,6 +224,12 @@ class GL:
         gl.egl, gl.egl_display, gl.egl_context = egl, display, context   # kept alive
         return gl
 
+    def make_current(self) -> None:
+        """Make this object's context current again: a process with several contexts (one
+        per window surface, ``tilesim predict``'s multi-context traces) switches with it."""
+        if not self.egl.eglMakeCurrent(self.egl_display, None, None, self.egl_context):
+            raise NoMesa("eglMakeCurrent failed")
+
     def string(self, name: int) -> str:
         value = self.glGetString(name)
         return value.decode("utf-8", "replace") if value else ""

@@ -1,0 +1,580 @@
+"""Ground truth for ``tilesim predict``: the measured time of every command group, two backends
+behind one interface, and the calibration runs of the prediction models.
+
+Backends (``measure(frames, contexts, frame_context, groups, path=None)`` -> seconds a group):
+
+- :class:`ModelBackend`: the tilesim timing model. Each command group is rendered as one frame
+  of the tile-based pipeline (a group is what the GPU executes between two submissions, so
+  its render pass ends with it: a tile-based GPU resolves its tiles when the group is
+  flushed), one renderer per context, and the group's counters go through
+  :func:`tilesim.timing.model.estimate_frames` (cycles at the configured clock -> seconds).
+  The same render is the profiler of 000 §5.2: the fragments each group shaded.
+- :class:`GLBackend`: a real OpenGL ES 2.0 driver, Mesa llvmpipe or softpipe, in a child
+  process (``python -m tilesim.render.studies.ground_truth``) that replays the trace through
+  :class:`tilesim.render.reference.replay_gl.GLReplayer` (one EGL context and window
+  framebuffer per trace context, switched with ``eglMakeCurrent``) and measures every group as
+  003 §IV-F does with SERIALIZE and NOTIFY: ``glFinish`` before it, the wall clock, its
+  commands, ``glFinish`` after it (``endFrame`` is the swap: a read of the window, as the
+  replayer does). No timer queries: Mesa's GLES2 contexts do not expose
+  GL_EXT_disjoint_timer_query on the surfaceless platform.
+
+Calibration (:class:`Calibrator`, 003 §IV-C..E and §V, 000 §5.5): on first use of a
+render-buffer size, a loop of empty flushes (c_flush and the jitter report of 003 §VI-B), 1 and
+64 clearColor commands a group (c_command: what issuing any command costs between the two
+glFinish, which a GPU-side measurement as 003's would not see but a software driver's wall
+clock does), clears of every
+mask with 1 and 16 clears a group (the slope is c_clear, the intercept less c_flush the
+resolve), lone swaps (c_swap); on first use of a program, degenerate triangles (all vertices
+equal: zero fragments, 003 §IV-E) of 3000 and 30000 vertices through the program itself for
+c_v, plus the set-up and binning cost a vertex of tiny triangles clear of every pixel center
+(no fragment either; 003 counts primitive assembly in t_VS), 1 and 32 three-vertex draws for
+the per-draw cost, and half-screen triangles (1 and 8 a group) through a pass-through vertex
+program linked with the program's own fragment program for c_f. Results are cached as JSON per
+backend and size (programs by the hash of their GLSL) in the calibration folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from tilesim.errors import InputError
+from tilesim.render.gl.commands import FRAME_END, Command, make_command
+from tilesim.render.gl.state import GLState, Program
+from tilesim.render.studies.command_groups import CommandGroup, Context, split_groups
+from tilesim.render.studies.prediction import (
+    MASK_BITS,
+    Calibration,
+    ProgramCost,
+    mask_key,
+    program_key,
+)
+
+EXIT_INPUT = 2
+CLEAR_COUNTS = (1, 16)
+VERTEX_COUNTS = (3000, 30000)
+TRIANGLE_COUNTS = (1, 8)
+DRAW_COUNTS = (1, 32)
+COMMAND_COUNTS = (1, 64)
+OWN_DRAWS = (1, 3)
+MIN_OWN_VERTICES = 3000
+REPEATS = 3
+JITTER_LOOP = 1000
+SWAPS = 8
+UNLIMITED = 1 << 40
+
+
+def group_frames(group: CommandGroup) -> list[Command]:
+    """A group's commands as one frame of the tile-based pipeline (ending with endFrame)."""
+    commands = list(group.commands)
+    if not commands or commands[-1].op != FRAME_END:
+        commands.append(Command(FRAME_END, {}))
+    return commands
+
+
+class ModelBackend:
+    """The tilesim timing model per command group (see the module doc)."""
+
+    name = "model"
+
+    def __init__(self, config: str | None = None, energy_config: str | None = None,
+                 depth_bits: int = 24):
+        from tilesim.timing.config import load_energy_config, load_gpu_config
+
+        self.cfg = load_gpu_config(config)
+        self.ecfg = load_energy_config(energy_config)
+        self.depth_bits = depth_bits
+
+    def profile(self, contexts: list[Context], groups: list[CommandGroup],
+                source: str = "<trace>") -> tuple[list[float], list[float]]:
+        """(seconds, fragments shaded) of every group."""
+        from tilesim.render.pipeline.renderer import Renderer
+        from tilesim.timing.model import estimate_frames
+
+        renderers = {c.index: Renderer(c.width, c.height, depth_bits=self.depth_bits,
+                                       source=source) for c in contexts}
+        counters = []
+        for g in groups:
+            results = list(renderers[g.context].render([group_frames(g)], first=g.index))
+            counters.append(results[-1].counters)
+        if not counters:
+            return [], []
+        estimates = estimate_frames(counters, self.cfg, self.ecfg)
+        return ([float(e.seconds) for e in estimates],
+                [float(c.total("fragments_shaded")) for c in counters])
+
+    def measure(self, frames, contexts, frame_context, groups, path=None,
+                source: str = "<trace>") -> list[float]:
+        return self.profile(contexts, groups, source)[0]
+
+
+class GLBackend:
+    """Mesa ``driver`` measured with a glFinish before and after every group."""
+
+    def __init__(self, driver: str = "llvmpipe", depth_bits: int = 24, stencil_bits: int = 0,
+                 timeout: float = 3600):
+        from tilesim.mesa import DRIVERS
+
+        if driver not in DRIVERS:
+            raise InputError(f"unknown Mesa driver {driver!r} (known: {', '.join(DRIVERS)})")
+        self.driver, self.name = driver, f"gl-{driver}"
+        self.depth_bits, self.stencil_bits, self.timeout = depth_bits, stencil_bits, timeout
+
+    def measure(self, frames, contexts, frame_context, groups, path=None,
+                source: str = "<trace>") -> list[float]:
+        from tilesim.mesa import child_environment
+        from tilesim.render.traces.trace_file import write_trace
+
+        with tempfile.TemporaryDirectory(prefix="tilesim-predict-") as tmp:
+            if path is None:
+                c0 = contexts[0]
+                path = write_trace(Path(tmp, "frames.tsim"), frames, width=c0.width,
+                                   height=c0.height, depth_bits=self.depth_bits,
+                                   stencil_bits=self.stencil_bits, name="<frames>")
+            request = {"trace": str(Path(path).resolve()), "label": source,
+                       "contexts": [[c.width, c.height] for c in contexts],
+                       "frame_context": list(frame_context),
+                       "depth_bits": self.depth_bits, "stencil_bits": self.stencil_bits,
+                       "groups": [[g.frame, g.start, g.stop] for g in groups]}
+            out = Path(tmp, "out")
+            out.mkdir()
+            (out / "request.json").write_text(json.dumps(request), encoding="utf-8")
+            with open(out / "stderr.txt", "wb") as stderr:
+                proc = subprocess.run(
+                    [sys.executable, "-m", "tilesim.render.studies.ground_truth",
+                     str(out / "request.json"), str(out)],
+                    env=child_environment(self.driver, MESA_GLES_VERSION_OVERRIDE="2.0"),
+                    stdout=subprocess.DEVNULL, stderr=stderr, timeout=self.timeout)
+            text = (out / "stderr.txt").read_text(encoding="utf-8", errors="replace")
+            if proc.returncode == EXIT_INPUT and (out / "error.json").exists():
+                error = json.loads((out / "error.json").read_text(encoding="utf-8"))
+                raise InputError(error["message"], source=error["source"])
+            if proc.returncode != 0 or not (out / "times.json").exists():
+                from tilesim.render.reference.replay_gl import MesaUnavailable
+
+                raise MesaUnavailable(f"GL measurement on Mesa {self.driver} failed (exit "
+                                      f"{proc.returncode}): {text.strip()[-500:]}")
+            return json.loads((out / "times.json").read_text(encoding="utf-8"))["seconds"]
+
+
+def _child(request_path: str, out_dir: str) -> int:
+    """The GL child: replay the trace, time every group (glFinish, clock, commands, glFinish)."""
+    from tilesim.mesa import GL, NoMesa
+    from tilesim.render.reference.replay_gl import GLReplayer
+    from tilesim.render.traces.trace_file import open_trace
+
+    out = Path(out_dir)
+    request = json.loads(Path(request_path).read_text(encoding="utf-8"))
+    seconds: list[float] = []
+    try:
+        with open_trace(request["trace"]) as trace:
+            gls, replayers = [], []
+            for w, h in request["contexts"]:
+                try:
+                    gl = GL.create()
+                except NoMesa as exc:
+                    print(f"no GLES2 context: {exc}", file=sys.stderr)
+                    return 3
+                gls.append(gl)
+                replayers.append(GLReplayer(gl, w, h, depth_bits=request["depth_bits"],
+                                            stencil_bits=request["stencil_bits"],
+                                            name=request["label"]))
+            current = len(gls) - 1
+            frame_index, frame = -1, []
+            for f, start, stop in request["groups"]:
+                if f != frame_index:
+                    frame_index, frame = f, trace.frame(f)
+                context = request["frame_context"][f]
+                if context != current:
+                    gls[context].make_current()
+                    current = context
+                gl, replayer = gls[current], replayers[current]
+                gl.glFinish()
+                t0 = time.perf_counter()
+                for k in range(start, stop):
+                    command = frame[k]
+                    if command.op == FRAME_END:
+                        replayer.read_window()
+                    else:
+                        replayer.execute(command, f"{request['label']}: frame {f}, command {k}")
+                gl.glFinish()
+                seconds.append(time.perf_counter() - t0)
+    except InputError as exc:
+        (out / "error.json").write_text(json.dumps({"message": exc.bare_message,
+                                                    "source": exc.source}), encoding="utf-8")
+        return EXIT_INPUT
+    (out / "times.json").write_text(json.dumps({"seconds": seconds}), encoding="utf-8")
+    return 0
+
+
+# --- calibration -----------------------------------------------------------------------------
+
+def _cmd(op: str, **args) -> Command:
+    return make_command(op, args, "<calibration>")
+
+
+class _Plan:
+    """Calibration frames built group by group, each group labelled."""
+
+    def __init__(self):
+        self.frames: list[list[Command]] = [[]]
+        self.labels: list[str] = []
+
+    def group(self, label: str, commands: list[Command], flush: bool = True) -> None:
+        self.frames[-1].extend(commands)
+        if flush:
+            self.frames[-1].append(_cmd("flush"))
+        self.labels.append(label)
+
+    def end_frame(self, label: str = "swap") -> None:
+        self.frames[-1].append(_cmd(FRAME_END))
+        self.labels.append(label)
+        self.frames.append([])
+
+    def run(self, backend, context: Context) -> dict[str, list[float]]:
+        if not self.frames[-1]:
+            self.frames.pop()
+        groups = list(split_groups(self.frames, None, limit=UNLIMITED))
+        if len(groups) != len(self.labels):
+            raise AssertionError(f"calibration plan: {len(groups)} groups for "
+                                 f"{len(self.labels)} labels")
+        times = backend.measure(self.frames, [Context(0, context.width, context.height)], [0] *
+                                len(self.frames), groups, source="<calibration>")
+        out: dict[str, list[float]] = {}
+        for label, t in zip(self.labels, times, strict=True):
+            out.setdefault(label, []).append(float(t))
+        return out
+
+
+def _slope(times: dict[str, list[float]], label: str, counts) -> float:
+    """Seconds per unit between two counts, from the median time at each (robust to the
+    odd slow group)."""
+    lo, hi = (float(np.median(times[f"{label} {c}"])) for c in counts)
+    return (hi - lo) / (counts[1] - counts[0])
+
+
+def jitter_stats(seconds: list[float]) -> dict[str, float]:
+    """003 §VI-B's report of a flush loop: the peak of the distribution (the mean of the fullest
+    bin, bins 1/50 of the range and at least 0.1 us wide), mean, standard deviation, and the
+    2.5-97.5% interval."""
+    t = np.asarray(seconds, float)
+    if t.size == 0:
+        return {}
+    width = max(1e-7, (t.max() - t.min()) / 50)
+    bins = np.floor((t - t.min()) / width).astype(np.int64)
+    peak_bin = np.bincount(bins).argmax()
+    return {"samples": int(t.size), "peak": float(t[bins == peak_bin].mean()),
+            "mean": float(t.mean()), "std": float(t.std()),
+            "p2_5": float(np.percentile(t, 2.5)), "p97_5": float(np.percentile(t, 97.5)),
+            "min": float(t.min()), "max": float(t.max())}
+
+
+def tiny_triangles(count: int, width: int, height: int, seed: int = 0) -> np.ndarray:
+    """(3 count, 4) float32 clip positions of triangles of a quarter pixel's size spread over
+    a width x height viewport, each inside one pixel and clear of its center: they go through
+    set-up and binning and produce no fragment (003 §IV-E: "triangles which - when rasterized
+    - do not result in any fragment")."""
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, width, count).astype(np.float64)
+    y = rng.integers(0, height, count).astype(np.float64)
+    corners = np.array([[0.05, 0.05], [0.35, 0.05], [0.05, 0.35]])
+    px = x[:, None] + corners[None, :, 0]
+    py = y[:, None] + corners[None, :, 1]
+    out = np.zeros((count, 3, 4), np.float32)
+    out[..., 0] = px / width * 2 - 1
+    out[..., 1] = py / height * 2 - 1
+    out[..., 3] = 1.0
+    return out.reshape(-1, 4)
+
+
+_VARYING_RE = re.compile(r"\bvarying\s+(?:(?:lowp|mediump|highp)\s+)?(\w+)\s+(\w+)\s*(\[[^\]]*\])?"
+                         r"\s*;")
+
+
+def passthrough_vertex_glsl(fragment_glsl: str) -> str:
+    """A vertex program for the fragment program's calibration (003 §IV-E: the vertex operations
+    as minimal as possible): the position attribute as it is, every varying the fragment program
+    reads set to 0.5."""
+    lines = ["attribute vec4 tilesim_position;"]
+    body = []
+    for type_, name, array in _VARYING_RE.findall(fragment_glsl):
+        lines.append(f"varying {type_} {name}{array};")
+        if not array:
+            value = "true" if type_ == "bool" else "0.5"
+            body.append(f"    {name} = {type_}({value});")
+    lines += ["void main() {", *body, "    gl_Position = tilesim_position;", "}"]
+    return "\n".join(lines) + "\n"
+
+
+class Calibrator:
+    """Calibrates the prediction models on a backend, caching per backend, size and program."""
+
+    def __init__(self, backend, folder: str | os.PathLike | None = None,
+                 jitter_loop: int = JITTER_LOOP, stencil_bits: int = 0, depth_bits: int = 24):
+        self.backend = backend
+        self.folder = None if folder is None else Path(folder)
+        self.jitter_loop = jitter_loop
+        self.depth_bits, self.stencil_bits = depth_bits, stencil_bits
+        self._cache: dict[tuple[int, int], Calibration] = {}
+
+    def _path(self, width: int, height: int) -> Path | None:
+        if self.folder is None:
+            return None
+        return self.folder / f"{self.backend.name}-{width}x{height}.json"
+
+    def _save(self, cal: Calibration) -> None:
+        path = self._path(cal.width, cal.height)
+        if path is not None:
+            from tilesim.atomic import write_bytes
+
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_bytes(path, (json.dumps(cal.to_dict(), indent=1) + "\n").encode())
+
+    def calibration(self, context: Context) -> Calibration:
+        key = (context.width, context.height)
+        if key in self._cache:
+            return self._cache[key]
+        path = self._path(*key)
+        if path is not None and path.exists():
+            try:
+                cal = Calibration.from_dict(json.loads(path.read_text(encoding="utf-8")))
+            except (ValueError, TypeError, KeyError) as exc:
+                raise InputError(f"not a calibration file of tilesim predict: {exc}",
+                                 source=str(path)) from None
+        else:
+            cal = self._calibrate_base(context)
+            self._save(cal)
+        self._cache[key] = cal
+        return cal
+
+    def masks(self) -> list[list[str]]:
+        bits = ["COLOR_BUFFER_BIT"] + (["DEPTH_BUFFER_BIT"] if self.depth_bits else []) + \
+            (["STENCIL_BUFFER_BIT"] if self.stencil_bits else [])
+        out = []
+        for m in range(1, 1 << len(bits)):
+            out.append([b for i, b in enumerate(bits) if m >> i & 1])
+        return [sorted(m, key=MASK_BITS.index) for m in out]
+
+    def _calibrate_base(self, context: Context) -> Calibration:
+        pixels = context.width * context.height
+        plan = _Plan()
+        for _ in range(self.jitter_loop):
+            plan.group("flush", [])
+        for count in COMMAND_COUNTS:
+            for _ in range(REPEATS):
+                plan.group(f"cmd {count}", [_cmd("clearColor", red=0.0, green=0.0, blue=0.0,
+                                                 alpha=1.0)] * count)
+        for mask in self.masks():
+            for count in CLEAR_COUNTS:
+                for _ in range(REPEATS):
+                    plan.group(f"clear {mask_key(mask)} {count}",
+                               [_cmd("clear", mask=mask)] * count)
+        plan.end_frame("swap")
+        for _ in range(SWAPS):
+            plan.end_frame("swap")
+        times = plan.run(self.backend, context)
+        cal = Calibration(self.backend.name, context.width, context.height)
+        cal.jitter = jitter_stats(times["flush"])
+        cal.c_flush = float(np.mean(times["flush"]))
+        cal.c_command = max(_slope(times, "cmd", COMMAND_COUNTS), 0.0)
+        resolves = []
+        for mask in self.masks():
+            # medians at 1 and 16 clears: robust to the odd group a loaded machine slows
+            lo, hi = (float(np.median(times[f"clear {mask_key(mask)} {c}"]))
+                      for c in CLEAR_COUNTS)
+            b = (hi - lo) / (CLEAR_COUNTS[1] - CLEAR_COUNTS[0])
+            a = lo - b * CLEAR_COUNTS[0]
+            b -= cal.c_command          # the clear's issue is charged as a command
+            cal.c_clear[f"default:{mask_key(mask)}"] = max(b, 0.0) / pixels
+            cal.c_clear[f"fbo:{mask_key(mask)}"] = max(b, 0.0) / pixels
+            resolves.append(max(a - cal.c_flush, 0.0) / pixels)
+        cal.c_resolve = {"default": float(np.median(resolves)),
+                         "fbo": float(np.median(resolves))}
+        swaps = times["swap"][1:]   # the first swap ends the frame of the loops above
+        cal.c_swap = max(float(np.median(swaps)) - cal.c_flush, 0.0) / pixels
+        return cal
+
+    def program_cost(self, context: Context, program: Program, created: dict,
+                     state: GLState | None = None, command: Command | None = None
+                     ) -> ProgramCost:
+        """``created``: the arguments of the program's createProgram command (its TGSI);
+        ``state``, ``command``: the draw that first uses the program (its vertex arrays)."""
+        cal = self.calibration(context)
+        key = program_key(program)
+        if key not in cal.programs:
+            arrays = None if state is None or command is None else \
+                self._own_draw(state, command)
+            shrunk = None if arrays is None else (arrays, command)
+            cal.programs[key] = self._calibrate_program(context, program, created, shrunk)
+            self._save(cal)
+        return cal.programs[key]
+
+    def _program_setup(self, program: Program, ident: int, vertex_glsl: str, vertex_tgsi: str,
+                       fragment_tgsi: str, interface: dict) -> list[Command]:
+        commands = [_cmd("createProgram", id=ident, vertex_glsl=vertex_glsl,
+                         fragment_glsl=program.fragment_glsl, vertex_tgsi=vertex_tgsi,
+                         fragment_tgsi=fragment_tgsi, interface=interface),
+                    _cmd("useProgram", id=ident)]
+        names = {u["name"] for u in interface.get("uniforms", [])}
+        for name, (function, values) in program.uniforms.items():
+            if name in names:
+                commands.append(_cmd("uniform", name=name, function=function, values=values))
+        if interface.get("samplers"):
+            texels = np.full((64, 64, 4), 128, dtype=np.uint8)
+            commands.append(_cmd("createTexture", id=1))
+            for unit in range(8):
+                commands += [_cmd("activeTexture", unit=unit),
+                             _cmd("bindTexture", target="TEXTURE_2D", id=1)]
+            commands += [_cmd("texImage2D", target="TEXTURE_2D", level=0, internalformat="RGBA",
+                              width=64, height=64, format="RGBA", type="UNSIGNED_BYTE",
+                              data=texels),
+                         _cmd("texParameter", target="TEXTURE_2D", pname="TEXTURE_MIN_FILTER",
+                              value="LINEAR"),
+                         _cmd("activeTexture", unit=0)]
+        return commands
+
+    @staticmethod
+    def _own_draw(state: GLState, command: Command) -> list[Command] | None:
+        """The application's draw replayed in a calibration context: its vertex arrays and
+        indices copied into new buffers (000 §5.5 calibrates c_v on the application's own
+        draws with the viewport shrunk); None for draws under MIN_OWN_VERTICES vertices."""
+        if command.args["count"] < MIN_OWN_VERTICES:
+            return None
+        commands: list[Command] = []
+        ident = 100
+        for index, a in enumerate(state.attribs):
+            if not a.enabled:
+                continue
+            data = a.client_data if a.client_data is not None else state.buffers.get(a.buffer)
+            if data is None:
+                return None
+            commands += [_cmd("createBuffer", id=ident),
+                         _cmd("bindBuffer", target="ARRAY_BUFFER", id=ident),
+                         _cmd("bufferData", target="ARRAY_BUFFER", data=np.asarray(data),
+                              size=int(np.asarray(data).size), usage="STATIC_DRAW"),
+                         _cmd("vertexAttribPointer", index=index, size=a.size, type=a.type,
+                              normalized=a.normalized, stride=a.stride, offset=a.offset,
+                              data=None),
+                         _cmd("enableVertexAttribArray", index=index)]
+            ident += 1
+        if command.op == "drawElements" and command.args["indices"] is None:
+            data = state.buffers.get(state.element_buffer)
+            if data is None:
+                return None
+            commands += [_cmd("createBuffer", id=ident),
+                         _cmd("bindBuffer", target="ELEMENT_ARRAY_BUFFER", id=ident),
+                         _cmd("bufferData", target="ELEMENT_ARRAY_BUFFER", data=np.asarray(data),
+                              size=int(np.asarray(data).size), usage="STATIC_DRAW")]
+        commands.append(_cmd("viewport", x=0, y=0, width=1, height=1))
+        return commands
+
+    def _calibrate_program(self, context: Context, program: Program, created: dict,
+                           own_draw: tuple[list[Command], Command] | None = None
+                           ) -> ProgramCost:
+        pixels = context.width * context.height
+        cal = self.calibration(context)
+        plan = _Plan()
+        setup = self._program_setup(program, 1, program.vertex_glsl, created["vertex_tgsi"],
+                                    created["fragment_tgsi"], program.interface)
+        setup += [_cmd("disable", cap=c) for c in ("DEPTH_TEST", "BLEND", "CULL_FACE")]
+        setup += [_cmd("disableVertexAttribArray", index=i) for i in range(8)]
+        setup += [_cmd("vertexAttrib", index=i, values=[0.25, 0.25, 0.25, 1.0])
+                  for i in range(8)]
+        plan.group("setup", setup)
+        # Unmeasured first draws: a driver compiles the program's code at its first draw.
+        plan.group("warm", [_cmd("drawArrays", mode="TRIANGLES", first=0, count=3)])
+        for count in VERTEX_COUNTS:
+            for _ in range(REPEATS):
+                plan.group(f"v {count}", [_cmd("drawArrays", mode="TRIANGLES", first=0,
+                                               count=count)])
+        for count in DRAW_COUNTS:
+            for _ in range(REPEATS):
+                plan.group(f"d {count}", [_cmd("drawArrays", mode="TRIANGLES", first=0,
+                                               count=3)] * count)
+        if own_draw is not None:
+            arrays, draw = own_draw
+            plan.group("setup", arrays)
+            plan.group("warm", [draw])
+            for count in OWN_DRAWS:
+                for _ in range(REPEATS):
+                    plan.group(f"o {count}", [draw] * count)
+            plan.group("setup", [_cmd("viewport", x=0, y=0, width=context.width,
+                                      height=context.height)])
+        passthrough = self._passthrough(program)
+        if passthrough is not None:
+            compiled, vs_glsl = passthrough
+            triangle = np.array([[-1, -1, 0, 1], [1, -1, 0, 1], [-1, 1, 0, 1]], np.float32)
+            setup = self._program_setup(program, 2, vs_glsl, compiled.vertex_tgsi,
+                                        compiled.fragment_tgsi, compiled.interface)
+            location = next(a["location"] for a in compiled.interface["attributes"]
+                            if a["name"] == "tilesim_position")
+            plan.group("setup", setup)
+            first = True
+            for count in TRIANGLE_COUNTS:
+                data = np.tile(triangle, (count, 1))
+                draw = [_cmd("vertexAttribPointer", index=location, size=4, type="FLOAT",
+                             normalized=False, stride=0, offset=0,
+                             data=data.view(np.uint8).ravel()),
+                        _cmd("enableVertexAttribArray", index=location),
+                        _cmd("drawArrays", mode="TRIANGLES", first=0, count=3 * count)]
+                if first:
+                    plan.group("warm", draw)
+                    first = False
+                for _ in range(REPEATS):
+                    plan.group(f"f {count}", draw)
+            for count in VERTEX_COUNTS:
+                data = tiny_triangles(count // 3, context.width, context.height)
+                draw = [_cmd("vertexAttribPointer", index=location, size=4, type="FLOAT",
+                             normalized=False, stride=0, offset=0,
+                             data=data.view(np.uint8).ravel()),
+                        _cmd("enableVertexAttribArray", index=location),
+                        _cmd("drawArrays", mode="TRIANGLES", first=0, count=count)]
+                for _ in range(REPEATS):
+                    plan.group(f"t {count}", draw)
+        plan.end_frame("swap")
+        times = plan.run(self.backend, context)
+        c_v = max(_slope(times, "v", VERTEX_COUNTS), 0.0)
+        c_draw = max(_slope(times, "d", DRAW_COUNTS) - 3 * c_v - cal.c_command, 0.0)
+        c_f = 0.0
+        if passthrough is not None:
+            per_triangle = _slope(times, "f", TRIANGLE_COUNTS)
+            c_f = max(per_triangle - 3 * c_v, 0.0) / (pixels / 2)
+            # Triangle set-up and binning, which zero-area triangles skip: 003 §IV-E counts
+            # primitive assembly in t_VS (linear in n_V), so its cost a vertex joins c_v.
+            c_v += max(_slope(times, "t", VERTEX_COUNTS), 0.0)
+        if own_draw is not None:
+            # the application's own vertices with the viewport shrunk to one pixel (000 §5.5):
+            # every per-vertex and per-primitive cost of this mesh; the few fragments of a
+            # 1x1 viewport are left in
+            c_v = max((_slope(times, "o", OWN_DRAWS) - c_draw) / own_draw[1].args["count"],
+                      0.0)
+        return ProgramCost(c_v, c_f, c_draw)
+
+    @staticmethod
+    def _passthrough(program: Program):
+        """(compiled pass-through program, its vertex GLSL), or None when Mesa is missing."""
+        from tilesim.render.gl.commands import compile_cached
+
+        vs = passthrough_vertex_glsl(program.fragment_glsl)
+        try:
+            return compile_cached(vs, program.fragment_glsl, {"tilesim_position": 0}), vs
+        except Exception as exc:  # Mesa missing, or GLSL the regex got wrong
+            print(f"tilesim predict: no fragment calibration for a program ({exc})",
+                  file=sys.stderr)
+            return None
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        print("usage: python -m tilesim.render.studies.ground_truth REQUEST.json OUT_DIR",
+              file=sys.stderr)
+        sys.exit(EXIT_INPUT)
+    sys.exit(_child(sys.argv[1], sys.argv[2]))

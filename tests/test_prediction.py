@@ -1,0 +1,362 @@
+"""Execution-time prediction of command groups (issue 17; seeds 003 §III-VI, 000 ch. 5-7):
+the command-group split, every model and estimator of the Predictor on constructed command
+streams with known answers, the history baseline, the summaries, the model backend, the
+CLI; the Mesa backend end to end (slow)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from tilesim.cli import main
+from tilesim.errors import InputError
+from tilesim.render.gl.commands import Recorder, make_command
+from tilesim.render.studies.command_groups import (
+    CommandGroup,
+    Context,
+    load_group_config,
+    split_groups,
+    trace_contexts,
+)
+from tilesim.render.studies.ground_truth import (
+    ModelBackend,
+    jitter_stats,
+    passthrough_vertex_glsl,
+)
+from tilesim.render.studies.predict_command import error_summary, fragment_summary
+from tilesim.render.studies.prediction import (
+    Calibration,
+    HistoryPredictor,
+    Predictor,
+    ProgramCost,
+    mask_key,
+    projected_area,
+)
+from tilesim.render.traces.trace_file import open_trace, write_trace
+from tilesim.render.workloads.prediction import (
+    clearspd,
+    clearspd_alternating,
+    corpus_program,
+    es2gears,
+)
+
+
+def cmd(op, **args):
+    return make_command(op, args)
+
+
+CLEAR = cmd("clear", mask=["COLOR_BUFFER_BIT"])
+
+
+# --- command groups -----------------------------------------------------------------------------
+
+def test_alternating_contexts_split_as_003_section_vi_e():
+    frames, source = clearspd_alternating(frames=4, sizes=((64, 48), (96, 54)))
+    groups = list(split_groups(frames, source["frame_context"]))
+    for f in range(4):
+        mine = [g for g in groups if g.frame == f]
+        assert {g.context for g in mine} == {f % 2}
+        assert [g.switch for g in mine] == [True] + [False] * (len(mine) - 1)
+        assert [g.ends for g in mine][-2:] == ["finish", "endFrame"]
+    # Without the clear colors (003's clearspd: black set once) the contents are A, C, B, C.
+    plain = [[CLEAR] * 300 + [cmd("finish"), cmd("endFrame")] for _ in range(4)]
+    groups = list(split_groups(plain, [0, 1, 0, 1]))
+    sizes = [(g.context, g.stop - g.start, g.bytes, g.switch) for g in groups]
+    assert sizes[:3] == [(0, 170, 104 + 170 * 28, True), (0, 131, 130 * 28 + 20, False),
+                         (0, 1, 20, False)]
+    assert sizes[3][:2] == (1, 170)
+    digests = [g.content_digest() for g in groups]
+    assert digests[1] == digests[4]          # C is the same content in both contexts
+    assert digests[0] != digests[3]          # A and B differ by their context enable
+    assert digests[0] == digests[6]
+
+
+def test_es2gears_frames_split_into_five_groups():
+    frames = es2gears(frames=2)
+    assert all(sum(c.op == "drawArrays" for c in f) == 280 for f in frames)
+    groups = list(split_groups(frames))
+    per_frame = [sum(g.frame == f for g in groups) for f in range(2)]
+    assert per_frame == [5, 5]
+    assert all(g.bytes <= 4864 for g in groups)
+    assert [g.frame_position for g in groups if g.frame == 1] == [0, 1, 2, 3, 4]
+    # every command in exactly one group, in order
+    for f, frame in enumerate(frames):
+        mine = [g for g in groups if g.frame == f]
+        assert mine[0].start == 0 and mine[-1].stop == len(frame)
+        assert all(x.stop == y.start for x, y in zip(mine, mine[1:], strict=False))
+
+
+def test_flushes_end_groups_and_oversized_commands_stand_alone():
+    frame = [CLEAR, cmd("flush"), CLEAR, CLEAR, cmd("finish"), cmd("endFrame")]
+    groups = list(split_groups([frame]))
+    assert [(g.start, g.stop, g.ends) for g in groups] == [(0, 2, "flush"), (2, 5, "finish"),
+                                                           (5, 6, "endFrame")]
+    groups = list(split_groups([[CLEAR] * 3 + [cmd("endFrame")]], limit=10))
+    assert [(g.start, g.stop) for g in groups] == [(0, 1), (1, 2), (2, 3), (3, 4)]
+    with pytest.raises(InputError):
+        list(split_groups([frame], limit=0))
+
+
+def test_group_config_and_contexts_are_checked(tmp_path):
+    bad = tmp_path / "groups.toml"
+    bad.write_text('[buffer]\nlimit = { value = 10, unit = "bytes", source = "x" }\n')
+    with pytest.raises(InputError, match="missing key"):
+        load_group_config(bad)
+    frames, source = clearspd_alternating(frames=2, sizes=((8, 8), (16, 8)), clears=2)
+    path = write_trace(tmp_path / "alt.tsim", frames, width=8, height=8, source=source)
+    with open_trace(path) as trace:
+        contexts, frame_context = trace_contexts(trace)
+    assert contexts == [Context(0, 8, 8), Context(1, 16, 8)] and frame_context == [0, 1]
+    path = write_trace(tmp_path / "bad.tsim", frames, width=8, height=8,
+                       source={**source, "frame_context": [0, 5]})
+    with open_trace(path) as trace, pytest.raises(InputError, match="frame_context"):
+        trace_contexts(trace)
+
+
+# --- the predictor's models -----------------------------------------------------------------------
+
+def calibration(width=100, height=50, **extra) -> Calibration:
+    cal = Calibration("test", width, height, c_flush=10e-6, c_swap=2e-9,
+                      c_clear={"default:COLOR": 1e-9, "default:COLOR+DEPTH": 3e-9},
+                      c_resolve={"default": 0.5e-9})
+    for key, value in extra.items():
+        setattr(cal, key, value)
+    return cal
+
+
+COST = ProgramCost(1e-7, 1e-9, 0.0)
+CONTEXTS = (Context(0, 100, 50),)
+
+
+def predictor(estimator="bbox", cal=None, cost=COST, contexts=CONTEXTS):
+    cal = cal or calibration()
+    return Predictor(list(contexts), lambda c: cal, lambda *args: cost, estimator)
+
+
+def group(commands, index=0, context=0, frame=0, switch=False) -> CommandGroup:
+    return CommandGroup(index, context, frame, 0, len(commands), list(commands), 0, switch)
+
+
+def test_flush_clear_resolve_and_swap_models():
+    p = predictor()
+    pixels = 100 * 50
+    only_flush = p.predict(group([cmd("flush")]))
+    assert only_flush.seconds == pytest.approx(10e-6)                     # 003 Eq. IV-C.1
+    clears = p.predict(group([CLEAR] * 10 + [cmd("flush")]))
+    assert clears.parts["clear"] == pytest.approx(10 * 1e-9 * pixels)      # 003 Eq. IV-D.1
+    assert clears.parts["resolve"] == pytest.approx(0.5e-9 * pixels)       # once per group
+    both = p.predict(group([cmd("clear", mask=["COLOR_BUFFER_BIT", "DEPTH_BUFFER_BIT"])]))
+    assert both.parts["clear"] == pytest.approx(3e-9 * pixels)
+    # the scissor box limits a clear (state comes from the context monitor)
+    scissored = p.predict(group([cmd("enable", cap="SCISSOR_TEST"),
+                                 cmd("scissor", x=90, y=40, width=20, height=20), CLEAR]))
+    assert scissored.parts["clear"] == pytest.approx(1e-9 * 10 * 10)
+    swap = p.predict(group([cmd("endFrame")]))
+    assert swap.parts["swap"] == pytest.approx(2e-9 * pixels)              # 000 Eq. 5.1
+    assert mask_key(["DEPTH_BUFFER_BIT", "COLOR_BUFFER_BIT"]) == "COLOR+DEPTH"
+
+
+def test_clear_uses_each_context_size():
+    small, big = Context(0, 100, 50), Context(1, 200, 100)
+    cals = {0: calibration(), 1: calibration(200, 100)}
+    p = Predictor([small, big], lambda c: cals[c.index], lambda *args: None, "bbox")
+    a = p.predict(group([CLEAR], context=0, switch=True))
+    b = p.predict(group([CLEAR], index=1, context=1, switch=True))
+    assert b.parts["clear"] == pytest.approx(4 * a.parts["clear"])
+
+
+def texture_load_model():
+    cal = calibration(c_load1=1e-9, c_load2=3e-9, n_s=1000.0)
+    p = predictor(cal=cal)
+    commands = [cmd("createTexture", id=1), cmd("bindTexture", target="TEXTURE_2D", id=1),
+                cmd("texImage2D", target="TEXTURE_2D", level=0, internalformat="RGBA",
+                    width=20, height=20, format="RGBA", type="UNSIGNED_BYTE", data=None),
+                cmd("createFramebuffer", id=1), cmd("bindFramebuffer", id=1),
+                cmd("framebufferTexture2D", attachment="COLOR_ATTACHMENT0",
+                    textarget="TEXTURE_2D", texture=1, level=0)]
+    return p.predict(group(commands))
+
+
+def test_texture_load_is_piecewise_linear_in_bytes():
+    # 20 x 20 RGBA = 1600 bytes: 1000 at c_load1, 600 at c_load2 (000 Eq. 5.3)
+    assert texture_load_model().parts["texture_load"] == pytest.approx(1000e-9 + 600 * 3e-9)
+
+
+def quad_stream(half: float = 0.5, frames: int = 1):
+    """es2gears' program, identity matrices, a square of side ``half`` x 2 in NDC at z=0."""
+    program = corpus_program("es2gears-")
+    gl = Recorder(100, 50)
+    prog = gl.createProgram(program.vertex_glsl, program.fragment_glsl, compiled=program)
+    gl.useProgram(prog)
+    eye = np.eye(4, dtype=np.float32).ravel()
+    gl.uniformMatrix4fv(gl.getUniformLocation(prog, "ModelViewProjectionMatrix"), False, eye)
+    gl.uniformMatrix4fv(gl.getUniformLocation(prog, "NormalMatrix"), False, eye)
+    h = half
+    quad = np.array([[-h, -h, 0, 0, 0, 1], [h, -h, 0, 0, 0, 1], [-h, h, 0, 0, 0, 1],
+                     [h, h, 0, 0, 0, 1]], np.float32)
+    gl.vertexAttribPointer(0, 3, "FLOAT", False, 24, quad.view(np.uint8).ravel())
+    gl.enableVertexAttribArray(0)
+    for _ in range(frames):
+        gl.drawArrays("TRIANGLE_STRIP", 0, 4)
+        gl.endFrame()
+    return gl.recorded_frames()
+
+
+def test_draw_model_with_the_bounding_box_estimator():
+    # the projected box covers a quarter of the 100 x 50 viewport; coverage 0.5 (003 §V)
+    frame = quad_stream()[0]
+    p = predictor("bbox")
+    prediction = p.predict(group(frame[:-1]))
+    assert prediction.fragments == pytest.approx(0.5 * 50 * 25)
+    assert prediction.vertices == 4 and prediction.draws == 1
+    assert prediction.parts["draw_vertex"] == pytest.approx(4 * 1e-7)       # 003 Eq. IV-E.1
+    assert prediction.parts["draw_fragment"] == pytest.approx(625 * 1e-9)
+    assert prediction.parts["resolve"] == pytest.approx(0.5e-9 * 5000)
+
+
+def test_projected_area_clips_to_the_viewport_and_guards_the_eye():
+    square = np.array([[-2, -2, 0, 1], [2, -2, 0, 1], [-2, 2, 0, 1], [2, 2, 0, 1]], float)
+    assert projected_area(square, (0, 0, 100, 50)) == pytest.approx(5000)
+    behind = square.copy()
+    behind[0, 3] = -1
+    assert projected_area(behind, (0, 0, 100, 50)) == 5000
+    outside = square + np.array([10, 0, 0, 0])
+    assert projected_area(outside, (0, 0, 100, 50)) == 0.0
+
+
+def test_history_estimators_and_oracle():
+    frames = quad_stream(frames=3)
+    groups = [group(f, index=i, frame=i) for i, f in enumerate(frames)]
+    for estimator, expected in (("history-ratio", 1000.0 / 4 * 4), ("history-seq", 1000.0),
+                                ("oracle", 777.0)):
+        p = predictor(estimator)
+        first = p.predict(groups[0], 777.0)
+        if estimator != "oracle":
+            assert first.fragments == pytest.approx(625)   # no history yet: the bounding box
+        p.observe(groups[0], 1000.0)
+        second = p.predict(groups[1], 777.0)
+        assert second.fragments == pytest.approx(expected), estimator
+
+
+def test_history_seq_follows_the_sequence_number():
+    program_frames = quad_stream(frames=1)
+    setup, draw = program_frames[0][:-2], program_frames[0][-2]
+    end = cmd("endFrame")
+    p = predictor("history-seq")
+    frame0 = [group(setup + [draw, cmd("flush")], 0), group([draw, cmd("flush")], 1),
+              group([end], 2)]
+    for g, f in zip(frame0, (100.0, 300.0, None), strict=True):
+        p.predict(g)
+        p.observe(g, f)
+    frame1 = [group([draw, cmd("flush")], 3, frame=1), group([draw, cmd("flush")], 4, frame=1)]
+    assert p.predict(frame1[0]).fragments == pytest.approx(100.0)
+    p.observe(frame1[0], 0.0)
+    assert p.predict(frame1[1]).fragments == pytest.approx(300.0)
+
+
+def test_runtime_calibration_of_c_f_from_measured_draw_groups():
+    # 000 §5.5: c_f = (measured - the rest of the prediction) / profiled fragments, learned in
+    # the first frames, used after them
+    frames = quad_stream(frames=3)
+    groups = [group(f, index=i, frame=i) for i, f in enumerate(frames)]
+    p = predictor("oracle")
+    p.runtime_frames = 2
+    first = p.predict(groups[0], 1000.0)
+    p.observe(groups[0], 1000.0, 1.0)            # frame 0 (uploads, compiles) is not used
+    second = p.predict(groups[1], 1000.0)
+    assert second.parts["draw_fragment"] == pytest.approx(1000 * 1e-9)   # calibrated c_f
+    rest = second.seconds - second.parts["draw_fragment"]
+    p.observe(groups[1], 1000.0, rest + 1000 * 5e-9)
+    third = p.predict(groups[2], 2000.0)
+    assert third.parts["draw_fragment"] == pytest.approx(2000 * 5e-9)
+    assert first.seconds == pytest.approx(second.seconds)
+
+
+def test_history_baseline_of_003():
+    h = HistoryPredictor()
+    a, b = group([CLEAR]), group([CLEAR, CLEAR])
+    assert h.predict(a) == 0.0                           # nothing seen: the maximum, 0
+    h.observe(a, 5.0)
+    assert h.predict(b) == 5.0 and h.misses == 2         # unknown content: the maximum
+    h.observe(b, 3.0)
+    assert h.predict(b) == 3.0 and h.predict(a) == 5.0
+    # the same content in another context is the same key unless a context enable opens it
+    assert group([CLEAR], context=1).content_digest() == a.content_digest()
+    assert group([CLEAR], context=1, switch=True).content_digest() != a.content_digest()
+
+
+# --- summaries and calibration helpers ----------------------------------------------------------
+
+def test_error_and_fragment_summaries():
+    s = error_summary([1.0, 3.0, 2.0], [2.0, 2.0, 2.0])
+    assert s["mean_abs_error"] == pytest.approx(2 / 3)
+    assert (s["min_error"], s["max_error"]) == (-1.0, 1.0)
+    assert s["underestimated"] == pytest.approx(1 / 3)
+    assert s["mean_rel_error"] == pytest.approx(1 / 3)
+    f = fragment_summary([110.0, 90.0], [100.0, 100.0])
+    assert f["mean_abs_rel_error"] == pytest.approx(0.1) and f["total_rel_error"] == 0.0
+
+
+def test_jitter_stats_peak_and_spread():
+    samples = [18.8e-6] * 90 + [18.0e-6] * 5 + [30e-6] * 5
+    j = jitter_stats(samples)
+    assert j["peak"] == pytest.approx(18.8e-6) and j["samples"] == 100
+    assert j["std"] == pytest.approx(np.std(samples))
+
+
+def test_passthrough_vertex_program_declares_the_fragment_varyings():
+    vs = passthrough_vertex_glsl("precision mediump float;\nvarying vec4 Color;\n"
+                                 "varying highp vec2 uv[2];\nvoid main(){}")
+    assert "varying vec4 Color;" in vs and "Color = vec4(0.5);" in vs
+    assert "varying vec2 uv[2];" in vs and "gl_Position = tilesim_position;" in vs
+
+
+# --- the model backend and the command line -------------------------------------------------------
+
+def test_model_backend_times_every_group_and_counts_fragments():
+    frames = quad_stream(frames=2)
+    groups = list(split_groups(frames))
+    seconds, fragments = ModelBackend().profile([Context(0, 100, 50)], groups)
+    assert len(seconds) == len(groups) == 2
+    assert all(s > 0 for s in seconds)
+    assert fragments[0] == fragments[1] == 50 * 25       # the quad: half of each axis
+
+
+def test_predict_cli_model_backend_json(tmp_path, capsys):
+    frames = clearspd(32, 16, frames=4, seed=1)
+    path = write_trace(tmp_path / "clears.tsim", frames, width=32, height=16, name="clears")
+    code = main(["predict", str(path), "--backend", "model", "--json", "--jitter-loop", "20",
+                 "--calibration", str(tmp_path / "cal"), "--estimator", "bbox"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0 and report["backend"] == "model"
+    assert report["groups"] >= 8      # clears + finish (full buffers split them), the swap
+    assert set(report["summary"]) == {"bbox", "history-baseline"}
+    assert (tmp_path / "cal" / "model-32x16.json").exists()
+
+
+def test_predict_cli_bad_trace_is_one_line_exit_2(tmp_path, capsys):
+    bad = tmp_path / "nope.tsim"
+    bad.write_text("not a zip")
+    assert main(["predict", str(bad)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(bad) in err[0]
+    assert main(["predict", str(tmp_path / "missing.tsim")]) == 2
+
+
+@pytest.mark.slow
+def test_gl_backend_measures_groups_on_mesa(tmp_path):
+    from conftest import require_mesa
+
+    require_mesa()
+    from tilesim.render.studies.predict_command import run_prediction
+
+    frames, source = clearspd_alternating(frames=4, sizes=((64, 48), (128, 96)), clears=40)
+    path = write_trace(tmp_path / "alt.tsim", frames, width=64, height=48, source=source)
+    report = run_prediction(str(path), "gl", ("bbox",), warmup=0, jitter_loop=50)
+    assert report["backend"] == "gl-llvmpipe"
+    assert len(report["rows"]) == report["groups"] and all(
+        r["measured"] > 0 for r in report["rows"])
+    assert {c["width"] for c in report["contexts"]} == {64, 128}
+    assert set(report["calibration"]) == {"64x48", "128x96"}
