@@ -1260,3 +1260,33 @@ if __name__ == "__main__":
         print(f"{outcome.case.id:60s} {status}")
     worst = max(o.max_diff for o in results.values() if o.error is None)
     print(f"{len(results)} cases, worst {worst * 255:.3f}/255")
+
+
+def test_cache_geometry_has_one_source(tmp_path):
+    """The cache model's geometry is read from the GPU configuration file the timing model
+    reads ([caches.texture]); the shader core's own copy agrees with it."""
+    from tilesim.render.pipeline.texture_sampler import GPU_CONFIG
+    from tilesim.timing.config import load_gpu_config
+    from tilesim.timing.shader_core.config import load_core_config
+
+    gpu = load_gpu_config()
+    cache = TextureCacheConfig.from_gpu_config()
+    assert (cache.caches, cache.size_bytes, cache.ways, cache.line_bytes) == (
+        gpu["caches.texture.count"], gpu["caches.texture.size"], gpu["caches.texture.ways"],
+        gpu["caches.texture.line_size"])
+    assert TextureSampler({}).cache == cache
+    core = load_core_config()
+    assert (core["texture.cache_size"], core["texture.cache_ways"],
+            core["texture.cache_line"]) == (cache.size_bytes, cache.ways, cache.line_bytes)
+    # a user's file changes the geometry; a broken one is one clear error naming it
+    mine = tmp_path / "gpu.toml"
+    mine.write_text(GPU_CONFIG.read_text().replace(
+        'ways = { value = 2, unit = "ways", source = "Frame Coherence Table 3.1" }\n'
+        'size = { value = 8192', 'ways = { value = 4, unit = "ways", source = "mine" }\n'
+        'size = { value = 16384', 1))
+    assert TextureCacheConfig.from_gpu_config(mine).ways == 4
+    assert TextureCacheConfig.from_gpu_config(mine).size_bytes == 16384
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[caches]\n")
+    with pytest.raises(InputError, match="caches.texture"):
+        TextureCacheConfig.from_gpu_config(bad)

@@ -76,12 +76,20 @@ texture-cache accesses and misses (each tap in the face image it reads). See
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
 
 import numpy as np
 
 from tilesim.backend import array_module, to_host
+from tilesim.errors import InputError
 from tilesim.render.gl.textures import MAX_LEVELS, TEXTURE_CUBE_MAP, Texture
 from tilesim.render.pipeline.set_associative import SetAssociativeLRU
 from tilesim.shaders.sampling import BIAS, EXPLICIT, GRADIENT, IMPLICIT, LEVEL_ZERO, TextureRequest
@@ -127,10 +135,16 @@ class SamplerOptions:
                    cube_seamless=False)
 
 
+# The GPU configuration file: the texture caches' geometry has one source, read by the
+# timing model and by this cache model alike (a data file, not an import of tilesim.timing).
+GPU_CONFIG = Path(__file__).resolve().parents[2] / "timing" / "baseline_gpu.toml"
+
+
 @dataclass(frozen=True)
 class TextureCacheConfig:
     """Texture caches (Frame Coherence Table 3.1: 4 caches of 8 KB, 2-way set associative, 64-byte
-    lines).
+    lines; :meth:`from_gpu_config` reads them from ``[caches.texture]`` of the GPU
+    configuration file, the default of every sampler).
 
     The model, exactly: each texture occupies its own address range; its images (face-major,
     then level) each start on a line boundary and store texels in ``block`` x ``block`` blocks
@@ -165,6 +179,28 @@ class TextureCacheConfig:
     @property
     def sets(self) -> int:
         return self.size_bytes // (self.ways * self.line_bytes)
+
+    @classmethod
+    def from_gpu_config(cls, path: str | Path | None = None) -> TextureCacheConfig:
+        """``[caches.texture]`` (count, size, ways, line_size) of a GPU configuration file
+        (default: the shipped ``baseline_gpu.toml``); ``block`` is the texture layout's."""
+        return _gpu_texture_cache(str(path or GPU_CONFIG))
+
+
+@functools.lru_cache(maxsize=8)
+def _gpu_texture_cache(path: str) -> TextureCacheConfig:
+    try:
+        with open(path, "rb") as handle:
+            table = tomllib.load(handle)["caches"]["texture"]
+        values = {key: table[key]["value"] for key in ("count", "size", "ways", "line_size")}
+    except (OSError, KeyError, TypeError, tomllib.TOMLDecodeError) as error:
+        raise InputError(f"no [caches.texture] count, size, ways, line_size: {error}",
+                         source=path) from None
+    try:
+        return TextureCacheConfig(caches=int(values["count"]), size_bytes=int(values["size"]),
+                                  ways=int(values["ways"]), line_bytes=int(values["line_size"]))
+    except ValueError as error:
+        raise InputError(str(error), source=path) from None
 
 
 @dataclass
@@ -484,7 +520,7 @@ class TextureSampler:
                  options: SamplerOptions | None = None, record_accesses: bool = False):
         self.units = dict(units)
         self.counters = counters
-        self.cache = cache or TextureCacheConfig()
+        self.cache = cache or TextureCacheConfig.from_gpu_config()
         self.options = options or SamplerOptions()
         self.record_accesses = record_accesses
         self.accesses: list[tuple[int, Any, Any]] = []
