@@ -162,6 +162,25 @@ def test_shader_latency_bound_when_texture_misses_dominate():
     assert run(f).tile_stages["fragment_shading"][0] == pytest.approx(exposed / 16)
 
 
+def test_flush_overlap_hides_the_flush_behind_the_next_tiles_start(tmp_path):
+    """A flush-bound tile: 4 KB of color and depth (1024 cycles at 4 B/cycle) after 100 cycles
+    of shading. Serialized (the default) the whole flush follows the tile; with
+    buffers.color.flush_overlap the next tile's fill and queued quads (64 / 4 + 32, at most
+    its bottleneck) hide part of it, and an empty tile's flush nothing."""
+    f = make_frame(tiles={"prims_binned": [1, 0], "color_flush_bytes": [2048, 1024],
+                          "depth_flush_bytes": [2048, 0], "fs_quad_alu": [400, 0]})
+    fill = LAT_MAX + 8
+    off = run(f).tile_cycles
+    assert off[0] == pytest.approx(100 + fill + 1024) and off[1] == pytest.approx(256)
+    path = _write_variant(tmp_path, BASELINE_GPU, r'^(flush_overlap = \{ value = )0', r'\g<1>1')
+    on = run(f, load_gpu_config(path)).tile_cycles
+    assert on[0] == pytest.approx(100 + fill + 1024 - (fill + 48)) and on[1] == off[1]
+    small = make_frame(tiles={"prims_binned": [1], "color_flush_bytes": [1024],
+                              "fs_quad_alu": [40]}, ntiles=1)   # 10 cycles of work
+    assert run(small, load_gpu_config(path)).tile_cycles[0] == pytest.approx(
+        10 + fill + 256 - (fill + 10))
+
+
 def test_double_buffered_color_buffer_overlaps_flush():
     cfg = load_gpu_config()
     cfg.values["buffers.color.entries"] = 512

@@ -196,13 +196,27 @@ def tile_rendered(t: dict[str, np.ndarray]) -> np.ndarray:
     return (t["prims_binned"] > 0) & (t["re_tiles_skipped"] <= 0)
 
 
+def flush_hidden_cycles(t: dict[str, np.ndarray], work: np.ndarray, cfg: Config) -> np.ndarray:
+    """Cycles of a tile's flush the next tile's work hides (Frame Coherence §4.3.1): until its
+    first color write (the fill latency) and while the fragment queue and the early-z stage
+    take its quads (entries / lanes + in-flight quads at one quad per cycle, at most its
+    bottleneck ``work``); nothing where no primitive is binned. The next tile is taken to be
+    like this one: (N,)."""
+    fill = cfg["memory.latency_max"] + len(BASE_RASTER_STAGES)
+    queued = (cfg["queues.fragment.entries"] / cfg["processors.shader.lanes"]
+              + cfg["stages.early_z.in_flight"])
+    return np.where(tile_rendered(t), fill + np.minimum(queued, work), 0.0)
+
+
 def tile_cycles(t: dict[str, np.ndarray], stages: dict[str, np.ndarray], cfg: Config,
                 with_techniques: bool = True) -> np.ndarray:
     """Total cycles of every tile: bottleneck + fill + end of tile + RE compare: (N,).
 
-    The end of a tile is the serialized color/depth flush (one-tile color buffer); DSR's DCT
-    reads the color buffer beside the flush, so the next tile waits for the longer of the two.
-    With a color buffer of two tiles or more both overlap the next tile: they join the stages.
+    The end of a tile is the color/depth flush of a one-tile color buffer; DSR's DCT reads the
+    color buffer beside the flush, so the next tile waits for the longer of the two. With
+    ``buffers.color.flush_overlap`` the next tile's work up to its first color write hides
+    part of it (:func:`flush_hidden_cycles`; the next tile is taken to be like this one). With
+    a color buffer of two tiles or more both overlap the next tile: they join the stages.
     ``with_techniques=False`` gives the baseline pipeline's cycles for the same counters (the
     technique-overhead figure)."""
     fill = cfg["memory.latency_max"] + len(BASE_RASTER_STAGES)
@@ -216,6 +230,9 @@ def tile_cycles(t: dict[str, np.ndarray], stages: dict[str, np.ndarray], cfg: Co
         if with_techniques:
             for name in techniques.END_OF_TILE_STAGES:
                 drain = np.maximum(drain, stages[name])
+        if cfg["buffers.color.flush_overlap"]:
+            work = _phase(stages, names, 0.0, tile_rendered(t))
+            drain = np.maximum(drain - flush_hidden_cycles(t, work, cfg), 0.0)
         total = total + drain
     if with_techniques:
         total = total + techniques.raster_serial_cycles(t, cfg)
