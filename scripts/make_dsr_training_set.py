@@ -8,13 +8,17 @@ validated by leaving whole workloads out (``tilesim dsr-search --folds K``):
   3D runner, render-to-texture);
 - ``spinning_sprites`` with the sprites appearing on frame 1 over a background DSR has
   already reduced (abrupt content change);
-- glmark2-es2 scenes captured with apitrace on Mesa and imported (texture, effect2d,
-  desktop, shading, build, bump, pulsar), when glmark2-es2, apitrace and Xvfb are installed.
+- glmark2's bunny (``traces/bunny.tsim``, the captured build scene) and glmark2-es2 scenes
+  captured with apitrace on Mesa and imported (texture, effect2d, desktop, shading, build,
+  bump, pulsar), when glmark2-es2, apitrace and Xvfb are installed.
 
 Every trace is written at one small size so the five uniform-rate renders stay quick::
 
     python scripts/make_dsr_training_set.py --out-dir out/dsr_set --size 320x240 --frames 12
-    tilesim dsr-search --train out/dsr_set/*.tsim --folds 5 --size 320x240 -o params.toml
+    tilesim dsr-search --train out/dsr_set/*.tsim --folds 4 --size 320x240 \
+        --train-min-mssim 0.96 --reduce-diagonals 2,4,8 --reduce-thresholds 2,8 -o params.toml
+
+(the command the shipped ``render/techniques/dsr_parameters.toml`` was fitted with).
 """
 
 from __future__ import annotations
@@ -47,6 +51,9 @@ def write_synthetic(out_dir: Path, width: int, height: int, frames: int) -> list
               "made_by": "scripts/make_dsr_training_set.py"}
     written.append(write_trace(out_dir / "spinning_sprites.tsim", commands, width=width,
                                height=height, name="spinning_sprites", source=source))
+    bunny = out_dir / "bunny.tsim"
+    shutil.copyfile(ROOT / "traces" / "bunny.tsim", bunny)   # rendered at --size by the search
+    written.append(bunny)
     return written
 
 
