@@ -465,7 +465,10 @@ def test_cli_registers_dsr_search_and_rejects_bad_grids(tmp_path):
         args.func(args)
     args = parser.parse_args(["dsr-search", "--train", "a.tsim", "--strategy", "product",
                               "--reduce-thresholds", ",".join(map(str, range(1, 30)))])
-    with pytest.raises(InputError, match="reduce: 116 <T, D> pairs per state"):
+    from tilesim.render.studies.dsr_search import SearchGrid
+
+    pairs = 29 * len(SearchGrid().reduce_diagonals)     # 29 thresholds x the default diagonals
+    with pytest.raises(InputError, match=f"reduce: {pairs} <T, D> pairs per state"):
         args.func(args)
 
 

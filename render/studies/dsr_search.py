@@ -566,8 +566,14 @@ class SearchGrid:
 
     increase_thresholds: tuple[float, ...] = (4.0, 16.0, 64.0)
     increase_diagonals: tuple[int, ...] = (1, 4, 8)
-    reduce_thresholds: tuple[float, ...] = (2.0, 8.0, 32.0)
-    reduce_diagonals: tuple[int, ...] = (2, 4, 8, 16)
+    # Reductions only where the high frequencies left out are faint and the axis-aligned ones
+    # are looked at: a cosine of amplitude A luma levels gives a coefficient of about 11.3 A in
+    # the 16x16 orthonormal DCT, so T_R <= 8 is under 0.7 levels; with D_R <= 8 the pure
+    # horizontal and vertical frequencies (0, k), (k, 0), k >= 8 (stripes, text, scanlines)
+    # stay in the test (D_R = 16 leaves out every one). Leave-workloads-out validation failed
+    # with either relaxed (issue 11: D_R 16 -> 0.918 held out, T_R 32 -> 0.876).
+    reduce_thresholds: tuple[float, ...] = (2.0, 8.0)
+    reduce_diagonals: tuple[int, ...] = (2, 4, 8)
     strategy: str = "coordinate"
     sweeps: int = 3
     local_minimum_mssim: float = DSR_MIN_MSSIM
