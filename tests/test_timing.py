@@ -383,6 +383,11 @@ def test_estimate_command(tmp_path, capsys):
     assert report["total"]["energy_j"]["screen"] is None  # no frames/*.png
     assert main(["estimate", str(out)]) == 0
     assert "total" in capsys.readouterr().out
+    assert main(["estimate", str(out), "--sensitivity", "--json"]) == 0
+    swing = json.loads(capsys.readouterr().out)["workloads"][0]["sensitivity"]
+    assert {r["parameter"] for r in swing["parameters"]} >= {"gpu.static.sram"}
+    assert main(["estimate", str(out), "--sensitivity"]) == 0
+    assert "sensitivity of" in capsys.readouterr().out
     assert main(["estimate", str(tmp_path / "empty")]) == 2
     assert main(["estimate", str(out), "--config", str(tmp_path / "missing.toml")]) == 2
     (out / "counters" / "000002.npz").write_bytes(b"not a zip")
@@ -466,4 +471,39 @@ def test_vertex_shading_charges_the_vertex_programs(tmp_path, monkeypatch):
 def test_flag_values_are_checked(tmp_path):
     path = _write_variant(tmp_path, BASELINE_GPU, r'^(core_throughput = \{ value = )1', r'\g<1>2')
     with pytest.raises(InputError, match="processors.shader.core_throughput.value: a flag is 0"):
+        load_gpu_config(path)
+
+
+def test_sensitivity_moves_one_parameter_across_its_documented_range():
+    from tilesim.timing.sensitivity import sensitivity, sensitivity_table
+
+    assert CFG.ranges["buffers.color.flush_overlap"] == (0.0, 1.0)
+    assert ECFG.ranges["gpu.static.sram"] == (0.008, 0.08)
+    f = make_frame(tiles={"prims_binned": [1, 1], "color_flush_bytes": [4096, 4096],
+                          "fs_quad_alu": [400, 400]})
+    result = sensitivity(batch_from_frames([f]), CFG, ECFG)
+    rows = {r["parameter"]: r for r in result["parameters"]}
+    assert set(rows) == set(CFG.ranges) | set(ECFG.ranges)
+    assert result["seconds"] == pytest.approx(float(run(f).seconds.sum()))
+    # leakage moves energy, never time; at the configured (high) end nothing moves
+    sram = rows["gpu.static.sram"]
+    assert sram["energy_low"] < 0 and sram["seconds_low"] == 0 and sram["energy_high"] == 0
+    # a flush-bound frame: overlapping the flush takes time off, serialized (the value) none
+    flush = rows["buffers.color.flush_overlap"]
+    assert flush["seconds_high"] < 0 and flush["seconds_low"] == 0
+    spans = [max(abs(r["seconds_low"] - r["seconds_high"]), abs(r["energy_low"] - r["energy_high"]))
+             for r in result["parameters"]]
+    assert spans == sorted(spans, reverse=True)
+    assert "gpu.static.sram" in sensitivity_table("w", result)
+
+
+@pytest.mark.parametrize("repl, message", [
+    (r'\g<1>[0.5, 0.9] }', "range: [0.5, 0.9] must hold the value 1"),
+    (r'\g<1>[0, 2] }', "a flag: [0, 1]"),
+    (r'\g<1>"wide" }', "range: expected [low, high]"),
+])
+def test_config_ranges_are_checked(tmp_path, repl, message):
+    path = _write_variant(tmp_path, BASELINE_GPU,
+                          r'^(core_throughput = \{ value = 1, .*, range = )\[0, 1\] \}$', repl)
+    with pytest.raises(InputError, match=re.escape(message)):
         load_gpu_config(path)

@@ -9,7 +9,7 @@ a modelling switch: 0 or 1) and a non-empty ``source``. Errors name the file and
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 try:
@@ -32,9 +32,20 @@ class Config:
     values: dict[str, float]
     units: dict[str, str]
     sources: dict[str, str]
+    # the documented range of an uncertain parameter (``range = [low, high]``), for
+    # ``tilesim estimate --sensitivity``
+    ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     def __getitem__(self, key: str) -> float:
         return self.values[key]
+
+    def replace(self, **values: float) -> Config:
+        """A copy with some values changed (keys as ``memory.bandwidth``)."""
+        unknown = sorted(set(values) - set(self.values))
+        if unknown:
+            raise KeyError(f"unknown parameter(s): {', '.join(unknown)}")
+        return Config(self.path, {**self.values, **values}, self.units, self.sources,
+                      self.ranges)
 
 
 def _flatten(table: dict, prefix: str, out: dict, where: str) -> None:
@@ -74,12 +85,13 @@ def _build(path: Path, schema: dict[str, dict] | None, schema_file: Path,
         if unknown:
             raise InputError(f"unknown key(s): {', '.join(unknown)} (expected only the keys "
                              f"of {schema_file.name})", source=where)
-    values, units, sources = {}, {}, {}
+    values, units, sources, ranges = {}, {}, {}, {}
     for name, entry in entries.items():
-        extra = set(entry) - {"value", "unit", "source"}
+        extra = set(entry) - {"value", "unit", "source", "range"}
         if extra:
             raise InputError(f"{name}: unexpected field(s) {sorted(extra)}; "
-                             "expected value, unit, source", source=where)
+                             "expected value, unit, source (and an optional range)",
+                             source=where)
         value = entry.get("value")
         if isinstance(value, bool) or not isinstance(value, int | float) \
                 or not math.isfinite(value):
@@ -102,7 +114,22 @@ def _build(path: Path, schema: dict[str, dict] | None, schema_file: Path,
             raise InputError(f"{name}.source: say where the number comes from (a citation or "
                              "'estimate: <reasoning>')", source=where)
         values[name], units[name], sources[name] = float(value), unit, src
-    return Config(where, values, units, sources)
+        if "range" in entry:
+            ranges[name] = _range(entry["range"], float(value), unit, name, where)
+    return Config(where, values, units, sources, ranges)
+
+
+def _range(bounds, value: float, unit: str, name: str, where: str) -> tuple[float, float]:
+    """A documented range: two finite numbers, low <= value <= high (a flag's: [0, 1])."""
+    if (not isinstance(bounds, list) or len(bounds) != 2
+            or any(isinstance(b, bool) or not isinstance(b, int | float)
+                   or not math.isfinite(b) for b in bounds)):
+        raise InputError(f"{name}.range: expected [low, high], got {bounds!r}", source=where)
+    low, high = float(bounds[0]), float(bounds[1])
+    if not low <= value <= high or (unit == "flag" and (low, high) != (0.0, 1.0)):
+        raise InputError(f"{name}.range: [{low:g}, {high:g}] must hold the value {value:g}"
+                         f"{' (a flag: [0, 1])' if unit == 'flag' else ''}", source=where)
+    return low, high
 
 
 def load_gpu_config(path: str | Path | None = None) -> Config:

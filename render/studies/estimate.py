@@ -57,6 +57,11 @@ def register(subparsers) -> None:
                    help="write the theses' figures (time, energy, traffic, shader, units .png)")
     p.add_argument("--no-screen", action="store_true",
                    help="skip the OLED model (do not decode the frames' PNGs)")
+    p.add_argument("--sensitivity", action="store_true",
+                   help="also report how each workload's time and energy move when each "
+                        "uncertain parameter (entries with a range in the configuration "
+                        "files: leakage, DRAM energy, Accumulate CRC rate, flush overlap, "
+                        "shader-core throughput) moves across its documented range")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=_estimate)
 
@@ -100,6 +105,11 @@ def _estimate(args) -> int:
         bases = [estimate_workload(name, d, cfg, ecfg, screen) for name, d in matched]
 
     run_totals = [totals(w.estimate) for w in runs]
+    swings = None
+    if args.sensitivity:
+        from tilesim.timing.sensitivity import sensitivity
+
+        swings = [sensitivity(w.estimate.batch, cfg, ecfg) for w in runs]
     base_totals = [totals(w.estimate) for w in bases] if bases else None
     normalized = ([normalize(r, b) for r, b in zip(run_totals, base_totals, strict=True)]
                   if base_totals else None)
@@ -121,6 +131,8 @@ def _estimate(args) -> int:
                 entry["baseline"] = {"name": bases[i].name, "dir": str(bases[i].directory),
                                      "total": base_totals[i]}
                 entry["normalized"] = normalized[i]
+            if swings:
+                entry["sensitivity"] = swings[i]
             workloads.append(entry)
         report = {"config": cfg.path, "energy_config": ecfg.path, "workloads": workloads}
         if len(workloads) == 1:  # one render: its frames and total at the top level too
@@ -136,5 +148,9 @@ def _estimate(args) -> int:
             parts.append(normalized_table([(w.name, n) for w, n in zip(runs, normalized,
                                                                         strict=True)],
                                           average(normalized)))
+        if swings:
+            from tilesim.timing.sensitivity import sensitivity_table
+
+            parts += [sensitivity_table(w.name, r) for w, r in zip(runs, swings, strict=True)]
         print("\n\n".join(parts))
     return 0
