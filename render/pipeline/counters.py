@@ -21,6 +21,7 @@ import numpy as np
 
 from tilesim.atomic import write_bytes
 from tilesim.backend import array_module, to_host
+from tilesim.render.pipeline import compiled
 
 # name -> meaning (units). Tile counters are summed over the tile's pixels and draws.
 TILE_COUNTERS = {
@@ -151,6 +152,10 @@ class PassCounters:
     def add(self, name: str, tile: np.ndarray, weights=None) -> None:
         """Add 1 (or ``weights``) for each entry of ``tile`` (flat tile numbers)."""
         if tile.size:
+            array = self._array(name, tile)
+            if compiled.usable(array, tile):
+                compiled.add_counts(array, tile, weights)
+                return
             counts = array_module(tile).bincount(tile, weights=weights,
                                                  minlength=self.tiles_x * self.tiles_y)
             self._array(name, counts)[:] += counts.astype(np.int64)

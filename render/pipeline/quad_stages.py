@@ -42,7 +42,18 @@ class Fragments:
     depth: np.ndarray             # (n,) int64 depth quantized to the depth buffer's bits
     entry: np.ndarray | None      # (n,) display-list entry (triangle, tile) of the lane
     covered_index: np.ndarray     # lane indices of the covered fragments
-    groups: list[np.ndarray]      # covered_index positions, rank by rank per pixel
+    _groups: list[np.ndarray] | None = None
+
+    @property
+    def groups(self) -> list[np.ndarray]:
+        """covered_index positions, rank by rank per pixel (made on first use: the compiled
+        kernels process fragments in submission order without them)."""
+        if self._groups is None:
+            self._groups = output_merger.rank_groups(self.pixel[self.covered_index])
+        return self._groups
+
+    def rank_groups(self) -> list[np.ndarray]:
+        return self.groups
 
     def ranked(self, lanes: np.ndarray, keep: np.ndarray) -> list[np.ndarray]:
         """The per-pixel ranking as indices into the subset ``lanes`` ((n,) bool) of this
@@ -123,8 +134,7 @@ def raster_fragments(draw, tris, scale: int, entries: np.ndarray | None, fill_ru
                 covered, pixel, tile, entry = covered[keep], pixel[keep], tile[keep], entry[keep]
     depth = xp.floor(xp.clip(lanes.z, 0.0, 1.0) * target.depth_max + 0.5).astype(xp.int64)
     covered_index = xp.nonzero(covered)[0]
-    return Fragments(tris, lanes, covered, pixel, tile, depth, entry, covered_index,
-                     output_merger.rank_groups(pixel[covered_index]))
+    return Fragments(tris, lanes, covered, pixel, tile, depth, entry, covered_index)
 
 
 def count_rasterized(fragments: Fragments, counters: PassCounters) -> None:
@@ -133,12 +143,13 @@ def count_rasterized(fragments: Fragments, counters: PassCounters) -> None:
 
 
 def depth_test(stage: str, pixel, depth, tile, buffer, fragment_state, counters: PassCounters,
-               groups: list[np.ndarray] | None = None) -> np.ndarray:
+               groups=None) -> np.ndarray:
     """The depth test of fragments (``sp_quad_depth_test``), ``stage`` "early" (before
     shading) or "late" (after): tests them in submission order against the flat depth
     ``buffer`` (written where they pass and the depth mask is on) and counts
     ``{stage}_z_tested``, ``depth_reads``, ``{stage}_z_killed`` and ``depth_writes``.
-    Returns the pass mask."""
+    ``groups``: the rank groups of ``pixel`` or a function that makes them (None: made when
+    needed). Returns the pass mask."""
     f = fragment_state
     passed = output_merger.depth_test(pixel, depth, buffer, f.depth_func, f.depth_mask,
                                       groups)
@@ -205,8 +216,9 @@ def blend(shaded: Shaded, fragments: Fragments, target, fragment_state,
     f = fragment_state
     idx = xp.nonzero(shaded.survivors)[0]
     flat = target.color.reshape(-1, 4)
-    blended = output_merger.write_colors(shaded.pixel, shaded.color, flat, f, target.has_alpha,
-                                         fragments.ranked(shaded.lanes, shaded.survivors))
+    blended = output_merger.write_colors(
+        shaded.pixel, shaded.color, flat, f, target.has_alpha,
+        lambda: fragments.ranked(shaded.lanes, shaded.survivors), keep=shaded.survivors)
     if blended:
         counters.add("blend_ops", shaded.tile[idx])
     if any(f.color_mask):

@@ -648,7 +648,7 @@ class Renderer:
             pixel, depth, tile = fragments.pixel[idx], fragments.depth[idx], fragments.tile[idx]
             hooks.early_z(draw, pixel, depth, tile)
             passed = quad_stages.depth_test("early", pixel, depth, tile, depth_buffer, f,
-                                            counters, fragments.groups)
+                                            counters, fragments.rank_groups)
             alive[idx[~passed]] = False
 
         done = quad_stages.shade(fragments, alive, draw, scale,
