@@ -146,3 +146,19 @@ def test_depth_test_in_submission_order_matches_the_rank_groups(func):
         passed = output_merger.depth_test(pixel, depth, buffers[1], func, write)
         np.testing.assert_array_equal(passed, expected)
         np.testing.assert_array_equal(buffers[1], buffers[0])
+
+
+@pytest.mark.parametrize("ways", [1, 2, 4])
+def test_the_compiled_lru_matches_the_vectorized_one(ways):
+    from tilesim.render.pipeline.set_associative import SetAssociativeLRU
+
+    rng = np.random.default_rng(ways)
+    tables = [SetAssociativeLRU(16, ways), SetAssociativeLRU(16, ways)]
+    for batch in range(4):   # the contents carry over between batches
+        key = rng.integers(0, 16, 3000)
+        tag = rng.integers(0, 6, 3000)
+        with compiled.disabled():
+            expected = tables[0].access(key, tag)
+        hit = tables[1].access(key, tag)
+        np.testing.assert_array_equal(hit, expected, f"batch {batch}")
+        np.testing.assert_array_equal(tables[1].state, tables[0].state, f"batch {batch}")

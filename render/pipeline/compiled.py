@@ -50,8 +50,9 @@ def enabled() -> bool:
 
 
 def usable(*arrays) -> bool:
-    """Whether the compiled kernels may run on ``arrays`` (all NumPy, kernels enabled)."""
-    return _enabled and all(type(a) is np.ndarray for a in arrays)
+    """Whether the compiled kernels may run on ``arrays`` (all NumPy or None, kernels
+    enabled)."""
+    return _enabled and all(a is None or type(a) is np.ndarray for a in arrays)
 
 
 @contextlib.contextmanager
@@ -397,6 +398,17 @@ def _count(tile, out):  # pragma: no cover - compiled
 
 
 @_jit
+def _count_integers(tile, weights, out):  # pragma: no cover - compiled
+    size = out.shape[0]
+    for t in tile:
+        if t < 0 or t >= size:
+            return False
+    for i in range(tile.shape[0]):
+        out[tile[i]] += np.int64(weights[i])
+    return True
+
+
+@_jit
 def _count_weighted(tile, weights, sums):  # pragma: no cover - compiled
     size = sums.shape[0]
     for t in tile:
@@ -408,9 +420,12 @@ def _count_weighted(tile, weights, sums):  # pragma: no cover - compiled
 
 
 def add_counts(out: np.ndarray, tile: np.ndarray, weights=None) -> None:
-    """``out += bincount(tile, weights).astype(int64)`` (the same sums, in the same order)."""
+    """``out += bincount(tile, weights).astype(int64)`` (the same sums, in the same order;
+    integer weights are summed as integers, which float64 sums exactly below 2**53)."""
     if weights is None:
         ok = _count(tile, out)
+    elif weights.dtype.kind in "iub":
+        ok = _count_integers(tile, weights, out)
     else:
         sums = np.zeros(out.size, dtype=np.float64)
         ok = _count_weighted(tile, np.asarray(weights, dtype=np.float64), sums)
@@ -418,3 +433,73 @@ def add_counts(out: np.ndarray, tile: np.ndarray, weights=None) -> None:
             out += sums.astype(np.int64)
     if not ok:
         raise ValueError(f"tile numbers outside 0..{out.size - 1}")
+
+
+# -- set-associative LRU tables and the texture caches ----------------------------------------
+
+@_jit
+def _lru_one(state, g, t):  # pragma: no cover - compiled
+    """One access of tag ``t`` to set ``g`` (ways oldest first); returns whether it hit."""
+    ways = state.shape[1]
+    j = 0
+    while j < ways and state[g, j] != t:
+        j += 1
+    found = j < ways
+    if not found:
+        j = 0           # a miss evicts the least recently used way
+    for w in range(j, ways - 1):
+        state[g, w] = state[g, w + 1]
+    state[g, ways - 1] = t
+    return found
+
+
+@_jit
+def _lru(key, tag, state, hit):  # pragma: no cover - compiled
+    for i in range(key.shape[0]):
+        hit[i] = _lru_one(state, key[i], tag[i])
+
+
+def lru_access(state: np.ndarray, key: np.ndarray, tag: np.ndarray) -> np.ndarray:
+    """Exact LRU over the accesses (M,) one at a time, updating ``state`` (groups, ways) int64
+    (oldest first) in place; returns hit (M,) bool, as ``SetAssociativeLRU.access``."""
+    hit = np.empty(key.shape[0], dtype=bool)
+    _lru(key.astype(np.int64), tag.astype(np.int64), state, hit)
+    return hit
+
+
+@_jit
+def _texture_cache(table, width0, active, cache_of_lane, sets, state, accesses,
+                   misses):  # pragma: no cover - compiled
+    n, width = table.shape
+    for lane in range(n):
+        if not active[lane]:
+            continue
+        base = cache_of_lane[lane] * sets
+        for column in range(width):
+            line = table[lane, column]
+            if line < 0:
+                continue
+            # One access per distinct line among the columns of one level (slot).
+            first = 0 if column < width0 else width0
+            repeat = False
+            for other in range(first, column):
+                if table[lane, other] == line:
+                    repeat = True
+                    break
+            if repeat:
+                continue
+            accesses[lane] += 1
+            if not _lru_one(state, base + line % sets, line // sets):
+                misses[lane] += 1
+
+
+def texture_cache(table, width0: int, active, cache_of_lane, sets: int, state, accesses,
+                  misses) -> None:
+    """The cache accesses of one sampling instruction, lane by lane and column by column:
+    ``table`` (N, width) int64 line numbers (negative: none; a line repeated among the
+    columns of one level, the first ``width0`` or the rest, is accessed once),
+    ``active`` (N,) bool,
+    ``cache_of_lane`` (N,) int64 the cache each lane uses; adds each lane's accesses and
+    misses to ``accesses`` / ``misses`` (N,) int64 and updates ``state`` (caches * sets, ways)
+    as ``TextureSampler._count_cache`` does with the vectorized LRU."""
+    _texture_cache(table, width0, active, cache_of_lane, sets, state, accesses, misses)

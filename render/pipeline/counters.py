@@ -150,14 +150,17 @@ class PassCounters:
         return array
 
     def add(self, name: str, tile: np.ndarray, weights=None) -> None:
-        """Add 1 (or ``weights``) for each entry of ``tile`` (flat tile numbers)."""
+        """Add 1 (or ``weights``, summed in float64 as ``bincount`` sums them) for each entry
+        of ``tile`` (flat tile numbers)."""
         if tile.size:
             array = self._array(name, tile)
-            if compiled.usable(array, tile):
+            if compiled.usable(array, tile, weights):
                 compiled.add_counts(array, tile, weights)
                 return
-            counts = array_module(tile).bincount(tile, weights=weights,
-                                                 minlength=self.tiles_x * self.tiles_y)
+            xp = array_module(tile)
+            if weights is not None:
+                weights = xp.asarray(weights).astype(xp.float64)
+            counts = xp.bincount(tile, weights=weights, minlength=self.tiles_x * self.tiles_y)
             self._array(name, counts)[:] += counts.astype(np.int64)
 
     def add_per_tile(self, name: str, values) -> None:

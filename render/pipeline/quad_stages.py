@@ -187,16 +187,16 @@ def shade(fragments: Fragments, alive: np.ndarray, draw, scale: int, make_sample
     counters.add("quads_shaded", tile[::4])
     stats = execution.stats
     for k, name in enumerate(("alu", "tex", "flow")):
-        counters.add(f"fs_{name}", tile, stats.lane_instructions[k].astype(xp.float64))
-        counters.add(f"fs_quad_{name}", tile[::4], stats.warp_instructions[k].astype(xp.float64))
+        counters.add(f"fs_{name}", tile, stats.lane_instructions[k])
+        counters.add(f"fs_quad_{name}", tile[::4], stats.warp_instructions[k])
     # Texture work of every lane that ran (helper lanes fetch texels too).
-    counters.add("tex_samples", tile, stats.texture_samples.astype(xp.float64))
+    counters.add("tex_samples", tile, stats.texture_samples)
     sampler_stats = getattr(sampler, "stats", None)
     if sampler_stats is not None:
         for name in TEXTURE_COUNTERS:
             values = getattr(sampler_stats, name, None)
             if values is not None:
-                counters.add(name, tile, xp.asarray(values, dtype=xp.float64))
+                counters.add(name, tile, xp.asarray(values))
     killed = xp.asarray(execution.killed) & sub_alive
     counters.add("fragments_discarded", tile[killed])
     color_register = next((r for r, s in program.fragment.program.output_semantics().items()

@@ -83,6 +83,7 @@ import numpy as np
 
 from tilesim.backend import array_module, to_host
 from tilesim.render.gl.textures import MAX_LEVELS, TEXTURE_CUBE_MAP, Texture
+from tilesim.render.pipeline import compiled
 from tilesim.render.pipeline.set_associative import SetAssociativeLRU
 from tilesim.shaders.sampling import BIAS, EXPLICIT, GRADIENT, IMPLICIT, LEVEL_ZERO, TextureRequest
 
@@ -615,15 +616,17 @@ class TextureSampler:
         width = width0 + max([t.xs.shape[0] for t, _, _, slot in footprints if slot == 1],
                              default=0)
         table = xp.full((n, width), -1, dtype=np.int64)
+        fast = compiled.usable(table, active, self._lane_tile) and not self.record_accesses
         for taps, fl, lanes, slot in footprints:
             x, y = taps.xs, taps.ys
             image = fl if taps.images is None else taps.images
             offset = ((((y >> shift) * packed.blocks_w[image] + (x >> shift)) << (2 * shift))
                       + ((y & mask) << shift) + (x & mask))       # texel index, in-level
             line = ((offset * packed.bpp) >> line_shift) + packed.line_bases[image]
-            # One access per distinct line among the taps of one lane and level.
+            # One access per distinct line among the taps of one lane and level (the
+            # compiled kernel drops the repeats itself).
             k = line.shape[0]
-            for j in range(1, k):
+            for j in range(1, 0 if fast else k):
                 same = line[j] == line[0]
                 for i in range(1, j):
                     same |= line[j] == line[i]
@@ -633,6 +636,17 @@ class TextureSampler:
                 table[:, column:column + k] = line.T
             else:
                 table[lanes, column:column + k] = line.T
+        if fast:
+            if self._lane_tile is not None:
+                cache_of = np.asarray(self._lane_tile).astype(np.int64) % cfg.caches
+            else:
+                cache_of = (np.arange(n) >> 2) % cfg.caches
+            lru = self._lru_table()
+            lru.ensure_state(np)
+            compiled.texture_cache(table, width0, np.asarray(active, dtype=bool), cache_of,
+                                   cfg.sets, lru.state, stats.cache_accesses,
+                                   stats.cache_misses)
+            return
         if not bool(active.all()):
             table[~active] = -1
         flat = table.reshape(-1)
@@ -658,10 +672,13 @@ class TextureSampler:
         (tilesim.render.pipeline.set_associative); returns
         hit (M,) bool. The sets persist until :meth:`reset_cache` (``xp``: the module of
         ``key`` and ``tag``, which the table follows)."""
+        return self._lru_table().access(key, tag)
+
+    def _lru_table(self) -> SetAssociativeLRU:
         cfg = self.cache
         if self._cache_lru is None:
             self._cache_lru = SetAssociativeLRU(cfg.caches * cfg.sets, cfg.ways)
-        return self._cache_lru.access(key, tag)
+        return self._cache_lru
 
 
 # ------------------------------------------------------------------------------------------
