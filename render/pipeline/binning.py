@@ -39,10 +39,16 @@ def pixel_bounds(tris: Triangles, rect: tuple[int, int, int, int]) -> tuple[np.n
     rx0, ry0, rx1, ry1 = rect
     # Pixel centers at +0.5: pixel px can be covered if xmin <= px*S + S/2 <= xmax.
     half = SUBPIXEL // 2
-    x0 = xp.maximum(-((-(tris.x.min(axis=1) - half)) // SUBPIXEL), rx0)
-    x1 = xp.minimum((tris.x.max(axis=1) - half) // SUBPIXEL, rx1 - 1)
-    y0 = xp.maximum(-((-(tris.y.min(axis=1) - half)) // SUBPIXEL), ry0)
-    y1 = xp.minimum((tris.y.max(axis=1) - half) // SUBPIXEL, ry1 - 1)
+    # (Element-wise over the three vertices: NumPy reduces short axes slowly.)
+    x, y = tris.x, tris.y
+    xmin = xp.minimum(xp.minimum(x[:, 0], x[:, 1]), x[:, 2])
+    xmax = xp.maximum(xp.maximum(x[:, 0], x[:, 1]), x[:, 2])
+    ymin = xp.minimum(xp.minimum(y[:, 0], y[:, 1]), y[:, 2])
+    ymax = xp.maximum(xp.maximum(y[:, 0], y[:, 1]), y[:, 2])
+    x0 = xp.maximum(-((-(xmin - half)) // SUBPIXEL), rx0)
+    x1 = xp.minimum((xmax - half) // SUBPIXEL, rx1 - 1)
+    y0 = xp.maximum(-((-(ymin - half)) // SUBPIXEL), ry0)
+    y1 = xp.minimum((ymax - half) // SUBPIXEL, ry1 - 1)
     return x0, y0, x1, y1
 
 

@@ -60,10 +60,13 @@ def clip_triangles(vertices: np.ndarray, triangles: np.ndarray) -> ClippedTriang
     """Clip (T, 3) triangles over (V, D) vertex rows (clip position in the first 4 columns)."""
     xp = array_module(vertices)
     distances = _distances(vertices[:, :4])                  # (V, P)
-    inside = distances >= 0
-    tri_inside = inside[triangles]                           # (T, 3, P)
-    all_in = tri_inside.all(axis=(1, 2))
-    rejected = (~tri_inside).all(axis=1).any(axis=1)         # all 3 outside one plane
+    # Outcode of every vertex: bit p set when it is not inside plane p (NaN: outside).
+    outcode = xp.zeros(len(vertices), dtype=xp.int64)
+    for plane in range(len(PLANES)):
+        outcode |= (~(distances[:, plane] >= 0)).astype(xp.int64) << plane
+    codes = outcode[triangles]                               # (T, 3)
+    all_in = (codes[:, 0] | codes[:, 1] | codes[:, 2]) == 0
+    rejected = (codes[:, 0] & codes[:, 1] & codes[:, 2]) != 0   # all 3 outside one plane
     cut = ~all_in & ~rejected
     order = xp.arange(len(triangles))
     if not bool(cut.any()):

@@ -503,3 +503,70 @@ def texture_cache(table, width0: int, active, cache_of_lane, sets: int, state, a
     misses to ``accesses`` / ``misses`` (N,) int64 and updates ``state`` (caches * sets, ways)
     as ``TextureSampler._count_cache`` does with the vectorized LRU."""
     _texture_cache(table, width0, active, cache_of_lane, sets, state, accesses, misses)
+
+
+# -- lane positions, pixels, tiles and depths ----------------------------------------------------
+
+@_jit
+def _lane_xy(qx, qy, x, y):  # pragma: no cover - compiled
+    for q in range(qx.shape[0]):
+        for lane in range(4):
+            x[4 * q + lane] = 2 * qx[q] + (lane & 1)
+            y[4 * q + lane] = 2 * qy[q] + (lane >> 1)
+
+
+def lane_xy(qx, qy) -> tuple[np.ndarray, np.ndarray]:
+    """(4 * Q,) pixel x and y of every lane of the quads, as ``Quads.pixels`` (raveled)."""
+    x = np.empty(4 * qx.size, dtype=np.int64)
+    y = np.empty(4 * qx.size, dtype=np.int64)
+    _lane_xy(qx, qy, x, y)
+    return x, y
+
+
+@_jit
+def _pixel_tile(x, y, scale, width, height, tile_size, tiles_x, pixel,
+                tile):  # pragma: no cover - compiled
+    for i in range(x.shape[0]):
+        px = x[i] * scale
+        py = y[i] * scale
+        if scale > 1:
+            px = min(px, width - 1)
+            py = min(py, height - 1)
+        pixel[i] = py * width + px
+        tile[i] = (py // tile_size) * tiles_x + px // tile_size
+
+
+def pixel_tile(x, y, scale: int, width: int, height: int, tile_size: int, tiles_x: int):
+    """(pixel, tile) of lanes at (x, y) (superfragments of ``scale`` pixels clamped to the
+    target), as ``quad_stages.raster_fragments`` computes them."""
+    pixel = np.empty(x.size, dtype=np.int64)
+    tile = np.empty(x.size, dtype=np.int64)
+    _pixel_tile(x, y, scale, width, height, tile_size, tiles_x, pixel, tile)
+    return pixel, tile
+
+
+# What NumPy's float -> int64 cast gives a NaN on this machine.
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    NAN_INT64 = int(np.array([np.nan]).astype(np.int64)[0])
+
+
+@_jit
+def _quantize(z, depth_max, nan_value, out):  # pragma: no cover - compiled
+    for i in range(z.shape[0]):
+        value = z[i]
+        if value != value:
+            out[i] = nan_value
+            continue
+        if value < 0.0:
+            value = 0.0
+        elif value > 1.0:
+            value = 1.0
+        out[i] = np.int64(np.floor(value * depth_max + 0.5))
+
+
+def quantize_depth(z, depth_max: int) -> np.ndarray:
+    """floor(clip(z, 0, 1) * depth_max + 0.5) as int64."""
+    out = np.empty(z.size, dtype=np.int64)
+    _quantize(z, float(depth_max), NAN_INT64, out)
+    return out

@@ -84,8 +84,11 @@ def _evaluate(planes, lanes_: FragmentLanes) -> np.ndarray:
 
 
 def lanes(tris: Triangles, quads: Quads) -> FragmentLanes:
-    px, py = quads.pixels()
-    partial = FragmentLanes(quads.triangle, quads.qx, quads.qy, px.ravel(), py.ravel(), None)
+    if compiled.usable(quads.qx, quads.qy):
+        px, py = compiled.lane_xy(quads.qx, quads.qy)
+    else:
+        px, py = (p.ravel() for p in quads.pixels())
+    partial = FragmentLanes(quads.triangle, quads.qx, quads.qy, px, py, None)
     partial.z = _evaluate(plane_coefficients(tris, tris.z[:, :, None]), partial)[:, 0]
     return partial
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tilesim.backend import array_module
-from tilesim.render.pipeline import fragment_shading, output_merger, rasterizer
+from tilesim.render.pipeline import compiled, fragment_shading, output_merger, rasterizer
 from tilesim.render.pipeline.counters import PassCounters
 from tilesim.render.pipeline.fragment_shading import FragmentLanes
 
@@ -110,13 +110,7 @@ def raster_fragments(draw, tris, scale: int, entries: np.ndarray | None, fill_ru
         return None
     lanes = fragment_shading.lanes(tris, quads)
     covered = quads.coverage.ravel()
-    px, py = lanes.x * scale, lanes.y * scale
-    if scale > 1:
-        # Helper lanes of a superquad may fall outside the target: they are never covered,
-        # and are charged to the nearest tile.
-        px, py = xp.minimum(px, target.width - 1), xp.minimum(py, target.height - 1)
-    pixel = py * target.width + px
-    tile = target.tile_of(px, py)
+    pixel, tile = _pixel_tile(lanes, scale, target)
     entry = None
     if entries is not None or with_entries:
         # The display-list entry (triangle, tile) of every lane.
@@ -132,9 +126,26 @@ def raster_fragments(draw, tris, scale: int, entries: np.ndarray | None, fill_ru
                 lanes = lanes.select(live)
                 keep = xp.repeat(live, 4)
                 covered, pixel, tile, entry = covered[keep], pixel[keep], tile[keep], entry[keep]
-    depth = xp.floor(xp.clip(lanes.z, 0.0, 1.0) * target.depth_max + 0.5).astype(xp.int64)
+    if compiled.usable(lanes.z):
+        depth = compiled.quantize_depth(lanes.z, target.depth_max)
+    else:
+        depth = xp.floor(xp.clip(lanes.z, 0.0, 1.0) * target.depth_max + 0.5).astype(xp.int64)
     covered_index = xp.nonzero(covered)[0]
     return Fragments(tris, lanes, covered, pixel, tile, depth, entry, covered_index)
+
+
+def _pixel_tile(lanes: FragmentLanes, scale: int, target):
+    """(pixel, tile) of every lane: its flat pixel index and tile in ``target``."""
+    if compiled.usable(lanes.x, lanes.y):
+        return compiled.pixel_tile(lanes.x, lanes.y, scale, target.width, target.height,
+                                   target.tile_size, target.tiles_x)
+    xp = array_module(lanes.x)
+    px, py = lanes.x * scale, lanes.y * scale
+    if scale > 1:
+        # Helper lanes of a superquad may fall outside the target: they are never covered,
+        # and are charged to the nearest tile.
+        px, py = xp.minimum(px, target.width - 1), xp.minimum(py, target.height - 1)
+    return py * target.width + px, target.tile_of(px, py)
 
 
 def count_rasterized(fragments: Fragments, counters: PassCounters) -> None:
