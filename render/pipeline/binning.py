@@ -66,6 +66,9 @@ def bin_triangles(tris: Triangles, rect, tile_size: int, tiles_x: int,
     local = xp.arange(int(per.sum())) - xp.repeat(xp.cumsum(per) - per, per)
     width = xp.repeat(xp.maximum(ntx, 1), per)
     tile = (xp.repeat(ty0, per) + local // width) * tiles_x + xp.repeat(tx0, per) + local % width
-    order = xp.argsort(tile, kind="stable")
+    # Tile numbers fit 16 bits at common sizes: NumPy radix-sorts those in linear time.
+    tiles_in_rect = ((rect[3] - 1) // tile_size + 1) * tiles_x
+    key = tile.astype(xp.uint16) if tiles_in_rect <= (1 << 16) else tile
+    order = xp.argsort(key, kind="stable")
     record = 3 * (4 + varying_components) * 4
     return Bins(tile[order], tri[order], record)

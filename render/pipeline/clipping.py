@@ -50,8 +50,16 @@ class ClippedTriangles:
 
 
 def _distances(positions: np.ndarray) -> np.ndarray:
+    """Signed distances (..., P) of clip positions (..., 4) to the planes. Written out term by
+    term (every row of PLANES has two non-zero coefficients, ±1 or a power of two, so every
+    product is exact and any summation order gives the one rounding of a matrix product),
+    without a BLAS call per draw."""
     xp = array_module(positions)
-    d = positions @ xp.asarray(PLANES).T
+    positions = positions.astype(xp.float64, copy=False)
+    x, y, z, w = (positions[..., k] for k in range(4))
+    d = xp.empty((*positions.shape[:-1], len(PLANES)), dtype=xp.float64)
+    for plane, (a, b, c, e) in enumerate(PLANES.tolist()):
+        d[..., plane] = ((a * x + b * y) + c * z) + e * w
     d[..., 2] -= W_EPSILON
     return d
 
