@@ -162,3 +162,16 @@ def test_the_compiled_lru_matches_the_vectorized_one(ways):
         hit = tables[1].access(key, tag)
         np.testing.assert_array_equal(hit, expected, f"batch {batch}")
         np.testing.assert_array_equal(tables[1].state, tables[0].state, f"batch {batch}")
+
+
+@pytest.mark.parametrize("name", ["tex_min_filters", "tex_mip_explicit", "tex_wrap_modes",
+                                  "cubemap", "render_to_texture"])
+def test_texture_sampling_in_chunks_renders_identically(name, monkeypatch):
+    """Full-screen draws sample their textures SAMPLE_CHUNK_LANES lanes at a time (to bound
+    memory); chunks of 64 lanes give the same frames and counters as one pass."""
+    from tilesim.render.pipeline import texture_sampler
+
+    frames, width, height = record_scene(name)
+    whole = _render(frames, width, height)
+    monkeypatch.setattr(texture_sampler, "SAMPLE_CHUNK_LANES", 64)
+    _assert_same(whole, _render(frames, width, height))

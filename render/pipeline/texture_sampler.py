@@ -76,7 +76,7 @@ texture-cache accesses and misses (each tap in the face image it reads). See
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -95,6 +95,10 @@ _INV255 = F32(1.0 / 255.0)
 _COORD_LIMIT = F32(1 << 30)     # clamp before float -> int conversions
 _COORD_RANGE = F32(1 << 24)     # texture coordinates beyond this sample like it
 _CUBE_TARGETS = ("CUBE", "SHADOWCUBE", "CUBE_ARRAY", "SHADOWCUBE_ARRAY")
+# Lanes sampled at a time: a request over more lanes is sampled in consecutive chunks (whole
+# quads; the cache sees the same accesses in the same lane order), which bounds the memory of
+# the filter's temporaries (a few hundred bytes per lane) for full-screen draws.
+SAMPLE_CHUNK_LANES = 1 << 18
 KINDS = ("nearest", "nearest_mip_linear", "bilinear", "trilinear", "incomplete")
 TEXELS_PER_KIND = {"nearest": 1, "nearest_mip_linear": 2, "bilinear": 4, "trilinear": 8,
                    "incomplete": 0}
@@ -542,6 +546,8 @@ class TextureSampler:
         xp = array_module(request.coords)
         coords = request.coords
         n = coords.shape[1]
+        if n > SAMPLE_CHUNK_LANES and not self.record_accesses:
+            return self._sample_in_chunks(request, n, xp)
         active = (xp.ones(n, dtype=bool) if request.active is None
                   else xp.broadcast_to(xp.asarray(request.active, dtype=bool), (n,)))
         stats = self._stats_for(n, xp)
@@ -550,6 +556,33 @@ class TextureSampler:
             return _incomplete(stats, active, n, xp)
         packed = self._pack(texture, xp)
         return _Sampling(self, texture, packed, request, xp, active, stats).run()
+
+    def _sample_in_chunks(self, request: TextureRequest, n: int, xp):
+        """``sample`` over consecutive chunks of SAMPLE_CHUNK_LANES lanes, each counted into
+        its slice of the batch's statistics (and its lanes' tiles picking their caches)."""
+        stats, lane_tile = self._stats_for(n, xp), self._lane_tile
+        out = xp.empty((4, n), dtype=np.float32)
+
+        def part(v, start, stop, axis):
+            if v is None or getattr(v, "ndim", 0) <= axis or v.shape[axis] != n:
+                return v                               # None, or the same for every lane
+            return v[start:stop] if axis == 0 else v[:, start:stop]
+
+        try:
+            for start in range(0, n, SAMPLE_CHUNK_LANES):
+                stop = min(start + SAMPLE_CHUNK_LANES, n)
+                self.stats = None if stats is None else TextureStats(
+                    **{name: getattr(stats, name)[start:stop] for name in TextureStats.FIELDS})
+                self._lane_tile = part(lane_tile, start, stop, 0)
+                chunk = replace(request, coords=request.coords[:, start:stop],
+                                lod=part(request.lod, start, stop, 0),
+                                ddx=part(request.ddx, start, stop, 1),
+                                ddy=part(request.ddy, start, stop, 1),
+                                active=part(request.active, start, stop, 0))
+                out[:, start:stop] = self.sample(chunk)
+        finally:
+            self.stats, self._lane_tile = stats, lane_tile
+        return out
 
     def fetch(self, unit: int, target: str, texel, active):
         """TXF: texel (4, N) int = x, y, (layer,) level of a 2D texture; (4, N) float32.
