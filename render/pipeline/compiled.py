@@ -468,7 +468,7 @@ def lru_access(state: np.ndarray, key: np.ndarray, tag: np.ndarray) -> np.ndarra
 
 
 @_jit
-def _texture_cache(table, width0, active, cache_of_lane, sets, state, accesses,
+def _texture_cache(table, width0, active, cache_of_lane, sets, set_shift, state, accesses,
                    misses):  # pragma: no cover - compiled
     n, width = table.shape
     for lane in range(n):
@@ -489,8 +489,39 @@ def _texture_cache(table, width0, active, cache_of_lane, sets, state, accesses,
             if repeat:
                 continue
             accesses[lane] += 1
-            if not _lru_one(state, base + line % sets, line // sets):
+            if set_shift >= 0:      # a power of two (lines are non-negative)
+                hit = _lru_one(state, base + (line & (sets - 1)), line >> set_shift)
+            else:
+                hit = _lru_one(state, base + line % sets, line // sets)
+            if not hit:
                 misses[lane] += 1
+
+
+@_jit
+def _fill_lines(table, column, xs, ys, images, lanes, has_lanes, blocks_w, line_bases, bpp,
+                shift, mask, line_shift):  # pragma: no cover - compiled
+    k, m = xs.shape
+    for i in range(m):
+        row = lanes[i] if has_lanes else i
+        for j in range(k):
+            x = np.int64(xs[j, i])
+            y = np.int64(ys[j, i])
+            image = images[j, i]
+            offset = ((((y >> shift) * np.int64(blocks_w[image]) + (x >> shift))
+                       << (2 * shift)) + ((y & mask) << shift) + (x & mask))
+            table[row, column + j] = ((offset * bpp) >> line_shift) + line_bases[image]
+
+
+def fill_lines(table, column: int, xs, ys, images, lanes, blocks_w, line_bases, bpp: int,
+               shift: int, mask: int, line_shift: int) -> None:
+    """Write the cache line of every tap ((k, m) texel columns ``xs``, rows ``ys``, images)
+    into ``table[lanes[i], column + j]`` (``lanes`` None: row i), as
+    ``TextureSampler._count_cache`` computes them: the texel's offset in its level's
+    block-linear layout, times its bytes, in lines, after the image's first line."""
+    has_lanes = lanes is not None
+    _fill_lines(table, column, xs, ys, images,
+                lanes if has_lanes else np.zeros(0, dtype=np.int64), has_lanes, blocks_w,
+                line_bases, bpp, shift, mask, line_shift)
 
 
 def texture_cache(table, width0: int, active, cache_of_lane, sets: int, state, accesses,
@@ -502,7 +533,9 @@ def texture_cache(table, width0: int, active, cache_of_lane, sets: int, state, a
     ``cache_of_lane`` (N,) int64 the cache each lane uses; adds each lane's accesses and
     misses to ``accesses`` / ``misses`` (N,) int64 and updates ``state`` (caches * sets, ways)
     as ``TextureSampler._count_cache`` does with the vectorized LRU."""
-    _texture_cache(table, width0, active, cache_of_lane, sets, state, accesses, misses)
+    set_shift = sets.bit_length() - 1 if sets & (sets - 1) == 0 else -1
+    _texture_cache(table, width0, active, cache_of_lane, sets, set_shift, state, accesses,
+                   misses)
 
 
 # -- lane positions, pixels, tiles and depths ----------------------------------------------------
@@ -569,4 +602,36 @@ def quantize_depth(z, depth_max: int) -> np.ndarray:
     """floor(clip(z, 0, 1) * depth_max + 0.5) as int64."""
     out = np.empty(z.size, dtype=np.int64)
     _quantize(z, float(depth_max), NAN_INT64, out)
+    return out
+
+
+# -- texture filtering ---------------------------------------------------------------------------
+
+@_jit
+def _bilinear_fixed(texels, base, width, x0, x1, y0, y1, ws, wt, out):  # pragma: no cover
+    count = texels.shape[0]
+    for i in range(x0.shape[0]):
+        row0 = base[i] + np.int64(y0[i]) * width[i]
+        row1 = base[i] + np.int64(y1[i]) * width[i]
+        r00, r01, r10, r11 = row0 + x0[i], row0 + x1[i], row1 + x0[i], row1 + x1[i]
+        if min(r00, r01, r10, r11) < 0 or max(r00, r01, r10, r11) >= count:
+            return False
+        w, v = np.int64(ws[i]), np.int64(wt[i])
+        for c in range(4):
+            a = np.int64(texels[r00, c])
+            top = a + (((np.int64(texels[r01, c]) - a) * w + 128) >> 8)
+            a = np.int64(texels[r10, c])
+            bottom = a + (((np.int64(texels[r11, c]) - a) * w + 128) >> 8)
+            out[i, c] = top + (((bottom - top) * v + 128) >> 8)
+    return True
+
+
+def bilinear_fixed(texels, base, width, x0, x1, y0, y1, ws, wt) -> np.ndarray:
+    """llvmpipe's 8.8 fixed-point bilinear filter (``_lerp_fixed`` of the four taps, as
+    ``_Sampling._sample_level``): (m, 4) int32 from the (T, 4) int32 ``texels`` of each
+    lane's image (first texel ``base``, row length ``width``) at columns x0/x1, rows y0/y1,
+    with 8-bit weights ws, wt."""
+    out = np.empty((x0.size, 4), dtype=np.int32)
+    if not _bilinear_fixed(texels, base, width, x0, x1, y0, y1, ws, wt, out):
+        raise IndexError("bilinear taps outside the texture's texels")
     return out

@@ -649,17 +649,19 @@ class TextureSampler:
         width = width0 + max([t.xs.shape[0] for t, _, _, slot in footprints if slot == 1],
                              default=0)
         table = xp.full((n, width), -1, dtype=np.int64)
-        fast = compiled.usable(table, active, self._lane_tile) and not self.record_accesses
+        if compiled.usable(table, active, self._lane_tile, packed.blocks_w) \
+                and not self.record_accesses:
+            self._count_cache_compiled(packed, footprints, active, n, table, width0)
+            return
         for taps, fl, lanes, slot in footprints:
             x, y = taps.xs, taps.ys
             image = fl if taps.images is None else taps.images
             offset = ((((y >> shift) * packed.blocks_w[image] + (x >> shift)) << (2 * shift))
                       + ((y & mask) << shift) + (x & mask))       # texel index, in-level
             line = ((offset * packed.bpp) >> line_shift) + packed.line_bases[image]
-            # One access per distinct line among the taps of one lane and level (the
-            # compiled kernel drops the repeats itself).
+            # One access per distinct line among the taps of one lane and level.
             k = line.shape[0]
-            for j in range(1, 0 if fast else k):
+            for j in range(1, k):
                 same = line[j] == line[0]
                 for i in range(1, j):
                     same |= line[j] == line[i]
@@ -669,17 +671,6 @@ class TextureSampler:
                 table[:, column:column + k] = line.T
             else:
                 table[lanes, column:column + k] = line.T
-        if fast:
-            if self._lane_tile is not None:
-                cache_of = np.asarray(self._lane_tile).astype(np.int64) % cfg.caches
-            else:
-                cache_of = (np.arange(n) >> 2) % cfg.caches
-            lru = self._lru_table()
-            lru.ensure_state(np)
-            compiled.texture_cache(table, width0, np.asarray(active, dtype=bool), cache_of,
-                                   cfg.sets, lru.state, stats.cache_accesses,
-                                   stats.cache_misses)
-            return
         if not bool(active.all()):
             table[~active] = -1
         flat = table.reshape(-1)
@@ -699,6 +690,30 @@ class TextureSampler:
         hit = self._lru(xp, cache_of * sets + lines % sets, lines // sets)
         stats.cache_accesses += xp.bincount(lane, minlength=n)
         stats.cache_misses += xp.bincount(lane[~hit], minlength=n)
+
+    def _count_cache_compiled(self, packed: _Packed, footprints, active, n: int, table,
+                              width0: int) -> None:
+        """``_count_cache`` in compiled kernels: the line numbers of every footprint written
+        into ``table`` ((n, width) int64, -1 filled), then the accesses lane by lane (repeats
+        of a line among a level's taps dropped) through the exact LRU."""
+        cfg = self.cache
+        shift, mask = cfg.block.bit_length() - 1, cfg.block - 1
+        line_shift = cfg.line_bytes.bit_length() - 1
+        for taps, fl, lanes, slot in footprints:
+            images = (np.broadcast_to(fl, taps.xs.shape) if taps.images is None
+                      else taps.images)
+            compiled.fill_lines(table, 0 if slot == 0 else width0, taps.xs, taps.ys, images,
+                                lanes, packed.blocks_w, packed.line_bases, packed.bpp, shift,
+                                mask, line_shift)
+        if self._lane_tile is not None:
+            cache_of = np.asarray(self._lane_tile).astype(np.int64) % cfg.caches
+        else:
+            cache_of = (np.arange(n) >> 2) % cfg.caches
+        lru = self._lru_table()
+        lru.ensure_state(np)
+        compiled.texture_cache(table, width0, np.asarray(active, dtype=bool), cache_of,
+                               cfg.sets, lru.state, self.stats.cache_accesses,
+                               self.stats.cache_misses)
 
     def _lru(self, xp, key, tag):
         """Exact LRU of every set over the accesses in order
@@ -986,13 +1001,15 @@ class _Sampling:
         else:
             x0, x1, ws = self._wrap_linear(s, width, width_f, self.wrap_s)
             y0, y1, wt = self._wrap_linear(t, height, height_f, self.wrap_t)
+        taps = _Taps(xs=xp.stack([x0, x1, x0, x1]), ys=xp.stack([y0, y0, y1, y1]))
+        if self.fixed and compiled.usable(texels, base, width, x0, y0, ws, wt):
+            return compiled.bilinear_fixed(texels, base, width, x0, x1, y0, y1, ws, wt), taps
         row0, row1 = base + y0.astype(np.int64) * width, base + y1.astype(np.int64) * width
         c00, c01 = xp.take(texels, row0 + x0, axis=0), xp.take(texels, row0 + x1, axis=0)
         c10, c11 = xp.take(texels, row1 + x0, axis=0), xp.take(texels, row1 + x1, axis=0)
         ws, wt = ws[:, None], wt[:, None]
         lerp = _lerp_fixed if self.fixed else _lerp_float
         color = lerp(lerp(c00, c01, ws), lerp(c10, c11, ws), wt)
-        taps = _Taps(xs=xp.stack([x0, x1, x0, x1]), ys=xp.stack([y0, y0, y1, y1]))
         return color, taps
 
     def _sample_seamless(self, s, t, fl, texels):
