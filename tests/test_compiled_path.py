@@ -175,3 +175,17 @@ def test_texture_sampling_in_chunks_renders_identically(name, monkeypatch):
     whole = _render(frames, width, height)
     monkeypatch.setattr(texture_sampler, "SAMPLE_CHUNK_LANES", 64)
     _assert_same(whole, _render(frames, width, height))
+
+
+def test_the_compiled_signature_unit_matches_the_vectorized_one():
+    from tilesim.render.techniques.signature_unit import compute_crc
+
+    rng = np.random.default_rng(11)
+    subblocks = rng.integers(0, 1 << 63, (300, 9), dtype=np.uint64) * np.uint64(2) + \
+        rng.integers(0, 2, (300, 9), dtype=np.uint64)
+    lengths = rng.integers(0, 10, 300)
+    with compiled.disabled():
+        expected = compute_crc(subblocks, lengths)
+        expected_full = compute_crc(subblocks)
+    np.testing.assert_array_equal(compute_crc(subblocks, lengths), expected)
+    np.testing.assert_array_equal(compute_crc(subblocks), expected_full)

@@ -635,3 +635,49 @@ def bilinear_fixed(texels, base, width, x0, x1, y0, y1, ws, wt) -> np.ndarray:
     if not _bilinear_fixed(texels, base, width, x0, x1, y0, y1, ws, wt, out):
         raise IndexError("bilinear taps outside the texture's texels")
     return out
+
+
+# -- CRC32 signatures (Rendering Elimination's Signature Unit) ------------------------------------
+
+@_jit
+def _compute_crc(subblocks, lengths, sign_luts, shift_luts, out):  # pragma: no cover
+    for j in range(subblocks.shape[0]):
+        crc = np.uint32(0)
+        for i in range(lengths[j]):
+            block = subblocks[j, i]
+            sign = np.uint32(0)
+            for b in range(8):
+                sign ^= sign_luts[b, np.int64((block >> np.uint64(8 * b)) & np.uint64(0xFF))]
+            shifted = (shift_luts[0, np.int64(crc & np.uint32(0xFF))]
+                       ^ shift_luts[1, np.int64((crc >> np.uint32(8)) & np.uint32(0xFF))]
+                       ^ shift_luts[2, np.int64((crc >> np.uint32(16)) & np.uint32(0xFF))]
+                       ^ shift_luts[3, np.int64((crc >> np.uint32(24)) & np.uint32(0xFF))])
+            crc = sign ^ shifted
+        out[j] = crc
+
+
+def compute_crc(subblocks, lengths, sign_luts, shift_luts) -> np.ndarray:
+    """``signature_unit.compute_crc``: (n,) uint32 raw CRCs of (n, k) uint64 sub-blocks, each
+    message over its first ``lengths[j]`` sub-blocks (Sign of the sub-block XOR Shift of the
+    CRC so far), with the unit's byte tables."""
+    out = np.empty(subblocks.shape[0], dtype=np.uint32)
+    _compute_crc(subblocks, lengths.astype(np.int64), sign_luts, shift_luts, out)
+    return out
+
+
+# -- Early Visibility Resolution's oracle ----------------------------------------------------------
+
+@_jit
+def _first_visible(pixel, depth, final, visible, tile_of_pixel, shaded):  # pragma: no cover
+    for i in range(pixel.shape[0]):
+        p = pixel[i]
+        if depth[i] == final[p] and not visible[p]:
+            visible[p] = True
+            shaded[tile_of_pixel[p]] += 1
+
+
+def first_visible(pixel, depth, final, visible, tile_of_pixel, shaded) -> None:
+    """Mark the pixels whose fragment (``pixel``, ``depth``) is at the final depth and not yet
+    marked in ``visible``, and count each once in ``shaded`` at its tile (the oracle's
+    ``unique`` of such pixels, then ``bincount`` of their tiles)."""
+    _first_visible(pixel, depth, final, visible, tile_of_pixel, shaded)
