@@ -11,6 +11,15 @@ set size of this process). Timings are a benchmark, never a test.
 
 With ``--backend cupy`` tilesim renders on the GPU; each frame's time includes bringing its
 image back to the host (which waits for the GPU), and the report adds the CuPy memory pool.
+
+``--trace traces/runner-1920x1080.tsim`` times a recorded workload instead (textured,
+blended): tilesim renders its first ``--frames`` frames, and Mesa replays the same frames
+(tilesim.render.reference.replay_gl, in a child process, every command followed by glFinish);
+a frame's Mesa time is the sum of its commands' times (the read-back at its end included, as
+tilesim's frame time includes making its image).
+
+The ratios use each renderer's fastest frame after the first (the first includes loading
+compiled kernels and textures).
 """
 
 from __future__ import annotations
@@ -103,6 +112,45 @@ def time_mesa(driver, program, mesh, frames, width, height):
         return result
 
 
+def time_trace(path, frames: int, backend: str, mesa: bool) -> dict:
+    """tilesim and Mesa frame times of the first ``frames`` frames of a ``.tsim`` trace."""
+    from tilesim.render.reference.replay_gl import replay
+    from tilesim.render.studies.runner import render_trace
+    from tilesim.render.traces.trace_file import open_trace
+
+    with open_trace(path) as trace:
+        width, height = trace.width, trace.height
+        depth_bits, stencil_bits = trace.depth_bits, trace.stencil_bits
+        recorded = list(trace.frames(0, frames))
+    times, results = [], []
+    with use_backend(backend):
+        start = time.perf_counter()
+        for result in render_trace(path, frames=range(frames)):
+            now = time.perf_counter()
+            times.append(now - start)
+            results.append(result)
+            start = now
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    report = {"trace": str(path), "size": [width, height], "backend": backend,
+              "frames": frames, "tilesim_ms": [round(t * 1e3, 1) for t in times],
+              "tilesim_peak_memory_mib": round(peak / 2**20, 1),
+              "fragments_shaded": [r.counters.total("fragments_shaded") for r in results]}
+    best = min(times[1:] or times)
+    if mesa:
+        for driver in ("softpipe", "llvmpipe"):
+            peer = replay(recorded, driver=driver, width=width, height=height,
+                          depth_bits=depth_bits, stencil_bits=stencil_bits,
+                          time_commands=True)
+            frame_seconds = [sum(commands) for commands in peer.command_seconds]
+            report[f"{driver}_ms"] = [round(t * 1e3, 1) for t in frame_seconds]
+            report[f"tilesim_over_{driver}"] = round(
+                best / min(frame_seconds[1:] or frame_seconds), 2)
+            within, _ = within_tolerance(peer.images[-1], results[-1].image,
+                                         CONFORMANCE_TOLERANCE)
+            report[f"pixels_within_{CONFORMANCE_TOLERANCE}_of_{driver}"] = round(within, 5)
+    return report
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--frames", type=int, default=3)
@@ -110,7 +158,18 @@ def main() -> int:
     parser.add_argument("--no-mesa", action="store_true")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--backend", choices=["numpy", "cupy"], default="numpy")
+    parser.add_argument("--trace", type=Path, default=None,
+                        help="time this .tsim trace (e.g. traces/runner-1920x1080.tsim) "
+                             "instead of the bunny")
     args = parser.parse_args()
+    if args.trace is not None:
+        report = time_trace(args.trace, args.frames, args.backend, not args.no_mesa)
+        if args.json:
+            print(json.dumps(report, indent=2))
+        else:
+            for key, value in report.items():
+                print(f"{key:32s} {value}")
+        return 0
     width, height = window_size(args.size)
     commands, mesh, program = record(args.frames, width, height)
     with use_backend(args.backend) as xp:

@@ -161,6 +161,10 @@ class Interpreter:
         self.num_outputs = max(program.register_count("OUT"), 1)
         self.num_addrs = max(program.register_count("ADDR"), 1)
         self.num_inputs = program.register_count("IN")
+        # Whether an instruction writes an IN register (not valid TGSI, but the interpreter
+        # lets it write its own copy): otherwise the caller's inputs are read in place.
+        self.writes_inputs = any(d.register.file == "IN" for inst in program.instructions
+                                 for d in inst.dst)
         self.sv_semantics = program.system_value_semantics()
         self.num_system_values = program.register_count("SV")
         imm = np.zeros((max(len(program.immediates), 1), 4), dtype=U32)
@@ -229,13 +233,18 @@ class _Run:
 
         # Register files.
         num_in = max(interp.num_inputs, 1)
-        self.inputs = xp.zeros((num_in, 4, n), dtype=U32)
+        bits = None if inputs is None or isinstance(inputs, dict) else _as_bits(xp, inputs)
+        in_place = (bits is not None and bits.shape[0] >= num_in
+                    and bits.shape[1:] == (4, n) and not interp.writes_inputs)
+        if in_place:
+            self.inputs = bits[:num_in]     # read in place: no copy
+        else:
+            self.inputs = xp.zeros((num_in, 4, n), dtype=U32)
         if isinstance(inputs, dict):
             for index, value in inputs.items():
                 if index < num_in:
                     self.inputs[index] = _as_bits(xp, value)
-        elif inputs is not None:
-            bits = _as_bits(xp, inputs)
+        elif bits is not None and not in_place:
             count = min(bits.shape[0], num_in)
             self.inputs[:count] = bits[:count]
         self.temps = xp.zeros((interp.num_temps, 4, n), dtype=U32)

@@ -354,6 +354,23 @@ def test_estimate_renders_a_trace_with_a_technique_and_its_baseline(scene, tmp_p
     assert workload["total"]["cycles"]["raster"] < workload["baseline"]["total"]["cycles"]["raster"]
 
 
+def test_coherence_renders_techniques_side_by_side_with_the_same_report(scene, tmp_path):
+    """``workers`` > 1: the baseline once, the techniques on a local Dask cluster, compared
+    with the baseline frames it left in a temporary folder; the report is the sequential
+    one."""
+    from tilesim.render.studies.coherence import compare_trace
+    from tilesim.render.traces.trace_file import write_trace
+
+    trace = tmp_path / "scene.tsim"
+    write_trace(trace, scene, width=W, height=H, name="scene")
+    names = ["te", "re+evr", "dsr", "memo"]
+    sequential = compare_trace(str(trace), names, range(0, 5))
+    side_by_side = compare_trace(str(trace), names, range(0, 5), workers=2,
+                                 save=tmp_path / "runs")
+    assert side_by_side == sequential
+    assert (tmp_path / "runs" / "re+evr" / "scene" / "counters" / "000004.npz").exists()
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("trace", ["runner-1196x768", "sidescroller-1196x768"])
 def test_lossless_techniques_on_bundled_workloads(trace):

@@ -118,6 +118,8 @@ def array_module(*arrays) -> types.ModuleType:
     """The module that owns ``arrays``: cupy if any is a CuPy array, else numpy."""
     for a in arrays:
         kind = type(a)
+        if kind is np.ndarray:
+            continue
         if kind in _device_types:
             return _device_types[kind]
         if kind.__module__.startswith("cupy"):

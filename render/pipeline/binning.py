@@ -39,10 +39,16 @@ def pixel_bounds(tris: Triangles, rect: tuple[int, int, int, int]) -> tuple[np.n
     rx0, ry0, rx1, ry1 = rect
     # Pixel centers at +0.5: pixel px can be covered if xmin <= px*S + S/2 <= xmax.
     half = SUBPIXEL // 2
-    x0 = xp.maximum(-((-(tris.x.min(axis=1) - half)) // SUBPIXEL), rx0)
-    x1 = xp.minimum((tris.x.max(axis=1) - half) // SUBPIXEL, rx1 - 1)
-    y0 = xp.maximum(-((-(tris.y.min(axis=1) - half)) // SUBPIXEL), ry0)
-    y1 = xp.minimum((tris.y.max(axis=1) - half) // SUBPIXEL, ry1 - 1)
+    # (Element-wise over the three vertices: NumPy reduces short axes slowly.)
+    x, y = tris.x, tris.y
+    xmin = xp.minimum(xp.minimum(x[:, 0], x[:, 1]), x[:, 2])
+    xmax = xp.maximum(xp.maximum(x[:, 0], x[:, 1]), x[:, 2])
+    ymin = xp.minimum(xp.minimum(y[:, 0], y[:, 1]), y[:, 2])
+    ymax = xp.maximum(xp.maximum(y[:, 0], y[:, 1]), y[:, 2])
+    x0 = xp.maximum(-((-(xmin - half)) // SUBPIXEL), rx0)
+    x1 = xp.minimum((xmax - half) // SUBPIXEL, rx1 - 1)
+    y0 = xp.maximum(-((-(ymin - half)) // SUBPIXEL), ry0)
+    y1 = xp.minimum((ymax - half) // SUBPIXEL, ry1 - 1)
     return x0, y0, x1, y1
 
 
@@ -60,6 +66,9 @@ def bin_triangles(tris: Triangles, rect, tile_size: int, tiles_x: int,
     local = xp.arange(int(per.sum())) - xp.repeat(xp.cumsum(per) - per, per)
     width = xp.repeat(xp.maximum(ntx, 1), per)
     tile = (xp.repeat(ty0, per) + local // width) * tiles_x + xp.repeat(tx0, per) + local % width
-    order = xp.argsort(tile, kind="stable")
+    # Tile numbers fit 16 bits at common sizes: NumPy radix-sorts those in linear time.
+    tiles_in_rect = ((rect[3] - 1) // tile_size + 1) * tiles_x
+    key = tile.astype(xp.uint16) if tiles_in_rect <= (1 << 16) else tile
+    order = xp.argsort(key, kind="stable")
     record = 3 * (4 + varying_components) * 4
     return Bins(tile[order], tri[order], record)

@@ -50,8 +50,16 @@ class ClippedTriangles:
 
 
 def _distances(positions: np.ndarray) -> np.ndarray:
+    """Signed distances (..., P) of clip positions (..., 4) to the planes. Written out term by
+    term (every row of PLANES has two non-zero coefficients, ±1 or a power of two, so every
+    product is exact and any summation order gives the one rounding of a matrix product),
+    without a BLAS call per draw."""
     xp = array_module(positions)
-    d = positions @ xp.asarray(PLANES).T
+    positions = positions.astype(xp.float64, copy=False)
+    x, y, z, w = (positions[..., k] for k in range(4))
+    d = xp.empty((*positions.shape[:-1], len(PLANES)), dtype=xp.float64)
+    for plane, (a, b, c, e) in enumerate(PLANES.tolist()):
+        d[..., plane] = ((a * x + b * y) + c * z) + e * w
     d[..., 2] -= W_EPSILON
     return d
 
@@ -60,10 +68,13 @@ def clip_triangles(vertices: np.ndarray, triangles: np.ndarray) -> ClippedTriang
     """Clip (T, 3) triangles over (V, D) vertex rows (clip position in the first 4 columns)."""
     xp = array_module(vertices)
     distances = _distances(vertices[:, :4])                  # (V, P)
-    inside = distances >= 0
-    tri_inside = inside[triangles]                           # (T, 3, P)
-    all_in = tri_inside.all(axis=(1, 2))
-    rejected = (~tri_inside).all(axis=1).any(axis=1)         # all 3 outside one plane
+    # Outcode of every vertex: bit p set when it is not inside plane p (NaN: outside).
+    outcode = xp.zeros(len(vertices), dtype=xp.int64)
+    for plane in range(len(PLANES)):
+        outcode |= (~(distances[:, plane] >= 0)).astype(xp.int64) << plane
+    codes = outcode[triangles]                               # (T, 3)
+    all_in = (codes[:, 0] | codes[:, 1] | codes[:, 2]) == 0
+    rejected = (codes[:, 0] & codes[:, 1] & codes[:, 2]) != 0   # all 3 outside one plane
     cut = ~all_in & ~rejected
     order = xp.arange(len(triangles))
     if not bool(cut.any()):

@@ -31,6 +31,7 @@ import numpy as np
 
 from tilesim.atomic import write_bytes
 from tilesim.backend import array_module, to_host
+from tilesim.render.pipeline import compiled
 
 # name -> meaning (units). Tile counters are summed over the tile's pixels and draws.
 TILE_COUNTERS = {
@@ -160,22 +161,34 @@ class PassCounters:
         return array
 
     def add(self, name: str, tile: np.ndarray, weights=None) -> None:
-        """Add 1 (or ``weights``) for each entry of ``tile`` (flat tile numbers)."""
+        """Add 1 (or ``weights``, summed in float64 as ``bincount`` sums them) for each entry
+        of ``tile`` (flat tile numbers)."""
         if tile.size:
-            counts = array_module(tile).bincount(tile, weights=weights,
-                                                 minlength=self.tiles_x * self.tiles_y)
+            array = self._array(name, tile)
+            if compiled.usable(array, tile, weights):
+                compiled.add_counts(array, tile, weights)
+                return
+            xp = array_module(tile)
+            if weights is not None:
+                weights = xp.asarray(weights).astype(xp.float64)
+            counts = xp.bincount(tile, weights=weights, minlength=self.tiles_x * self.tiles_y)
             self._array(name, counts)[:] += counts.astype(np.int64)
 
     def add_program(self, digest: str, tile: np.ndarray, weights) -> None:
-        """Add the fragment quad instructions ``weights`` of program ``digest`` per tile."""
+        """Add the fragment quad instructions ``weights`` of program ``digest`` per tile
+        (summed as :meth:`add` sums them)."""
         if tile.size:
             xp = array_module(tile)
-            counts = xp.bincount(tile, weights=weights, minlength=self.tiles_x * self.tiles_y)
             array = self.fs_programs.get(digest)
-            array = (xp.zeros(counts.size, dtype=np.int64) if array is None
+            array = (xp.zeros(self.tiles_x * self.tiles_y, dtype=np.int64) if array is None
                      else xp.asarray(array))
-            array += counts.astype(np.int64)
             self.fs_programs[digest] = array
+            if compiled.usable(array, tile, weights):
+                compiled.add_counts(array, tile, weights)
+                return
+            counts = xp.bincount(tile, weights=xp.asarray(weights).astype(xp.float64),
+                                 minlength=self.tiles_x * self.tiles_y)
+            array += counts.astype(np.int64)
 
     def add_per_tile(self, name: str, values) -> None:
         array = self._array(name, values)

@@ -17,6 +17,7 @@ import numpy as np
 
 from tilesim.backend import array_module
 from tilesim.render.gl.state import Program
+from tilesim.render.pipeline import compiled
 from tilesim.render.pipeline.rasterizer import Quads
 from tilesim.render.pipeline.triangle_setup import Triangles
 
@@ -67,6 +68,8 @@ def _evaluate(planes, lanes_: FragmentLanes) -> np.ndarray:
     """
     xp = array_module(planes[0])
     c, a, b = planes
+    if compiled.usable(c, lanes_.triangle):
+        return compiled.evaluate(planes, lanes_.triangle, lanes_.qx, lanes_.qy)
     k = c.shape[1]
     rows = xp.concatenate([c, a, b], axis=1)[lanes_.triangle]      # (Q, 3K)
     a_q, b_q = rows[:, k:2 * k], rows[:, 2 * k:]
@@ -81,8 +84,11 @@ def _evaluate(planes, lanes_: FragmentLanes) -> np.ndarray:
 
 
 def lanes(tris: Triangles, quads: Quads) -> FragmentLanes:
-    px, py = quads.pixels()
-    partial = FragmentLanes(quads.triangle, quads.qx, quads.qy, px.ravel(), py.ravel(), None)
+    if compiled.usable(quads.qx, quads.qy):
+        px, py = compiled.lane_xy(quads.qx, quads.qy)
+    else:
+        px, py = (p.ravel() for p in quads.pixels())
+    partial = FragmentLanes(quads.triangle, quads.qx, quads.qy, px, py, None)
     partial.z = _evaluate(plane_coefficients(tris, tris.z[:, :, None]), partial)[:, 0]
     return partial
 
@@ -122,7 +128,13 @@ def fragment_inputs(program: Program, tris: Triangles, lanes_: FragmentLanes,
             continue
         if mode == "PERSPECTIVE":
             values = values * tris.inv_w[:, :, None]
-        result = _evaluate(plane_coefficients(tris, values), lanes_)
+        planes = plane_coefficients(tris, values)
+        if compiled.usable(inputs, lanes_.triangle):
+            # Interpolated, divided and rounded to float32 in one pass, into the registers.
+            compiled.evaluate_into(planes, lanes_.triangle, lanes_.qx, lanes_.qy,
+                                   inv_w if mode == "PERSPECTIVE" else None, inputs[reg])
+            continue
+        result = _evaluate(planes, lanes_)
         if mode == "PERSPECTIVE":
             result = result / inv_w[:, None]
         inputs[reg] = result.T

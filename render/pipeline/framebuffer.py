@@ -93,6 +93,31 @@ class RenderTarget:
             self._pixel_tiles = self.tile_of(xs, ys)
         return self._pixel_tiles
 
+    def rect_tile_pixels(self, x0: int, y0: int, x1: int, y1: int) -> np.ndarray:
+        """(tile_count,) int64 pixels of the rectangle [x0, x1) x [y0, y1) in every tile."""
+        t = self.tile_size
+        edges_x = np.arange(self.tiles_x) * t
+        edges_y = np.arange(self.tiles_y) * t
+        wide = np.clip(np.minimum(x1, edges_x + t) - np.maximum(x0, edges_x), 0, None)
+        high = np.clip(np.minimum(y1, edges_y + t) - np.maximum(y0, edges_y), 0, None)
+        return (high[:, None] * wide[None, :]).ravel().astype(np.int64)
+
+    def count_per_tile(self, mask: np.ndarray) -> np.ndarray:
+        """(tile_count,) int64 number of true pixels of an (H, W) or flat bool ``mask`` in
+        every tile."""
+        xp = array_module(mask)
+        t, ty, tx = self.tile_size, self.tiles_y, self.tiles_x
+        rows = mask.reshape(self.height, self.width)
+        if self.width % t:
+            rows = xp.concatenate(
+                [rows, xp.zeros((self.height, tx * t - self.width), dtype=rows.dtype)], axis=1)
+        # Pixels per (row, tile column), then rows summed per tile row.
+        per_row = rows.reshape(self.height, tx, t).sum(axis=2, dtype=np.int64)
+        if self.height % t:
+            per_row = xp.concatenate(
+                [per_row, xp.zeros((ty * t - self.height, tx), dtype=np.int64)])
+        return per_row.reshape(ty, t, tx).sum(axis=1).ravel()
+
     def tile_blocks(self, array: np.ndarray) -> np.ndarray:
         """A per-pixel (H, W, ...) array cut into (tiles, t, t, ...) tile blocks in tile-number
         order; partial edge tiles are padded with zeros."""

@@ -14,6 +14,7 @@ import operator
 import numpy as np
 
 from tilesim.backend import array_module, to_host
+from tilesim.render.pipeline import compiled
 
 COMPARE = {
     "NEVER": lambda a, b: array_module(a).zeros(a.shape, dtype=bool),
@@ -46,14 +47,27 @@ def rank_groups(pixel: np.ndarray) -> list[np.ndarray]:
     return [order[by_rank[bounds[r]:bounds[r + 1]]] for r in range(top + 1)]
 
 
+def _groups(groups, pixel):
+    """Rank groups given as a list, a function that makes them, or None (made here)."""
+    if groups is None:
+        return rank_groups(pixel)
+    return groups() if callable(groups) else groups
+
+
 def depth_test(pixel: np.ndarray, depth: np.ndarray, buffer: np.ndarray, func: str,
-               write: bool, groups: list[np.ndarray] | None = None) -> np.ndarray:
+               write: bool, groups=None) -> np.ndarray:
     """Test fragments (flat pixel index, integer depth) against ``buffer`` (flat, updated in
-    place when ``write``), in order; returns the pass mask."""
+    place when ``write``), in order; returns the pass mask. ``groups``: ``rank_groups(pixel)``,
+    or a function that makes them (called only by the vectorized path), or None.
+
+    The compiled kernel tests the fragments one by one in submission order, which is what
+    the rank groups reproduce."""
+    if compiled.usable(pixel, depth, buffer):
+        return compiled.depth_test(pixel, depth, np.arange(pixel.size), buffer, func, write)
     xp = array_module(pixel)
     compare = COMPARE[func]
     passed = xp.zeros(pixel.size, dtype=bool)
-    for group in groups if groups is not None else rank_groups(pixel):
+    for group in _groups(groups, pixel):
         p = pixel[group]
         ok = compare(depth[group], buffer[p])
         passed[group] = ok
@@ -126,18 +140,34 @@ def to_unorm8(color: np.ndarray) -> np.ndarray:
 
 
 def write_colors(pixel: np.ndarray, color: np.ndarray, buffer: np.ndarray, state,
-                 has_alpha: bool = True, groups: list[np.ndarray] | None = None) -> int:
+                 has_alpha: bool = True, groups=None, keep: np.ndarray | None = None) -> int:
     """Blend (if enabled) and write (N, 4) float colors to a flat (P, 4) uint8 ``buffer``
     under the color mask, in submission order; returns the blend operations done.
 
-    ``groups`` (from ``rank_groups``, possibly filtered) selects and orders the fragments to
-    write; without it every fragment is written."""
+    ``groups`` (from ``rank_groups``, possibly filtered; or a function that makes them,
+    called only by the vectorized path) selects and orders the fragments to write; ``keep``
+    ((N,) bool) selects them otherwise; without either every fragment is written.
+    The compiled kernel writes the selected fragments one by one in submission order."""
     xp = array_module(pixel)
     mask = np.array(state.color_mask, dtype=bool)
     if not has_alpha:
         mask[3] = False
     if not mask.any() or pixel.size == 0:
         return 0
+    if compiled.usable(pixel, color, buffer):
+        if keep is not None:
+            order = np.nonzero(keep)[0]
+        elif groups is not None and not callable(groups):
+            order = np.concatenate(groups) if groups else np.zeros(0, dtype=np.int64)
+        else:
+            order = np.arange(pixel.size)
+        compiled.write_colors(pixel, color, order, buffer, mask, has_alpha, state)
+        return int(order.size) if state.blend else 0
+    if callable(groups):
+        groups = groups()
+    elif groups is None and keep is not None:
+        subset = xp.nonzero(keep)[0]
+        groups = [subset[g] for g in rank_groups(pixel[subset])]
     channels = xp.asarray(np.nonzero(mask)[0])
     src = xp.clip(color.astype(xp.float64), 0.0, 1.0)
     if not state.blend and groups is not None:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tilesim.backend import array_module
-from tilesim.render.pipeline import fragment_shading, output_merger, rasterizer
+from tilesim.render.pipeline import compiled, fragment_shading, output_merger, rasterizer
 from tilesim.render.pipeline.counters import PassCounters
 from tilesim.render.pipeline.fragment_shading import FragmentLanes
 
@@ -42,7 +42,18 @@ class Fragments:
     depth: np.ndarray             # (n,) int64 depth quantized to the depth buffer's bits
     entry: np.ndarray | None      # (n,) display-list entry (triangle, tile) of the lane
     covered_index: np.ndarray     # lane indices of the covered fragments
-    groups: list[np.ndarray]      # covered_index positions, rank by rank per pixel
+    _groups: list[np.ndarray] | None = None
+
+    @property
+    def groups(self) -> list[np.ndarray]:
+        """covered_index positions, rank by rank per pixel (made on first use: the compiled
+        kernels process fragments in submission order without them)."""
+        if self._groups is None:
+            self._groups = output_merger.rank_groups(self.pixel[self.covered_index])
+        return self._groups
+
+    def rank_groups(self) -> list[np.ndarray]:
+        return self.groups
 
     def ranked(self, lanes: np.ndarray, keep: np.ndarray) -> list[np.ndarray]:
         """The per-pixel ranking as indices into the subset ``lanes`` ((n,) bool) of this
@@ -99,13 +110,7 @@ def raster_fragments(draw, tris, scale: int, entries: np.ndarray | None, fill_ru
         return None
     lanes = fragment_shading.lanes(tris, quads)
     covered = quads.coverage.ravel()
-    px, py = lanes.x * scale, lanes.y * scale
-    if scale > 1:
-        # Helper lanes of a superquad may fall outside the target: they are never covered,
-        # and are charged to the nearest tile.
-        px, py = xp.minimum(px, target.width - 1), xp.minimum(py, target.height - 1)
-    pixel = py * target.width + px
-    tile = target.tile_of(px, py)
+    pixel, tile = _pixel_tile(lanes, scale, target)
     entry = None
     if entries is not None or with_entries:
         # The display-list entry (triangle, tile) of every lane.
@@ -121,10 +126,26 @@ def raster_fragments(draw, tris, scale: int, entries: np.ndarray | None, fill_ru
                 lanes = lanes.select(live)
                 keep = xp.repeat(live, 4)
                 covered, pixel, tile, entry = covered[keep], pixel[keep], tile[keep], entry[keep]
-    depth = xp.floor(xp.clip(lanes.z, 0.0, 1.0) * target.depth_max + 0.5).astype(xp.int64)
+    if compiled.usable(lanes.z):
+        depth = compiled.quantize_depth(lanes.z, target.depth_max)
+    else:
+        depth = xp.floor(xp.clip(lanes.z, 0.0, 1.0) * target.depth_max + 0.5).astype(xp.int64)
     covered_index = xp.nonzero(covered)[0]
-    return Fragments(tris, lanes, covered, pixel, tile, depth, entry, covered_index,
-                     output_merger.rank_groups(pixel[covered_index]))
+    return Fragments(tris, lanes, covered, pixel, tile, depth, entry, covered_index)
+
+
+def _pixel_tile(lanes: FragmentLanes, scale: int, target):
+    """(pixel, tile) of every lane: its flat pixel index and tile in ``target``."""
+    if compiled.usable(lanes.x, lanes.y):
+        return compiled.pixel_tile(lanes.x, lanes.y, scale, target.width, target.height,
+                                   target.tile_size, target.tiles_x)
+    xp = array_module(lanes.x)
+    px, py = lanes.x * scale, lanes.y * scale
+    if scale > 1:
+        # Helper lanes of a superquad may fall outside the target: they are never covered,
+        # and are charged to the nearest tile.
+        px, py = xp.minimum(px, target.width - 1), xp.minimum(py, target.height - 1)
+    return py * target.width + px, target.tile_of(px, py)
 
 
 def count_rasterized(fragments: Fragments, counters: PassCounters) -> None:
@@ -133,12 +154,13 @@ def count_rasterized(fragments: Fragments, counters: PassCounters) -> None:
 
 
 def depth_test(stage: str, pixel, depth, tile, buffer, fragment_state, counters: PassCounters,
-               groups: list[np.ndarray] | None = None) -> np.ndarray:
+               groups=None) -> np.ndarray:
     """The depth test of fragments (``sp_quad_depth_test``), ``stage`` "early" (before
     shading) or "late" (after): tests them in submission order against the flat depth
     ``buffer`` (written where they pass and the depth mask is on) and counts
     ``{stage}_z_tested``, ``depth_reads``, ``{stage}_z_killed`` and ``depth_writes``.
-    Returns the pass mask."""
+    ``groups``: the rank groups of ``pixel`` or a function that makes them (None: made when
+    needed). Returns the pass mask."""
     f = fragment_state
     passed = output_merger.depth_test(pixel, depth, buffer, f.depth_func, f.depth_mask,
                                       groups)
@@ -176,18 +198,17 @@ def shade(fragments: Fragments, alive: np.ndarray, draw, scale: int, make_sample
     counters.add("quads_shaded", tile[::4])
     stats = execution.stats
     for k, name in enumerate(("alu", "tex", "flow")):
-        counters.add(f"fs_{name}", tile, stats.lane_instructions[k].astype(xp.float64))
-        counters.add(f"fs_quad_{name}", tile[::4], stats.warp_instructions[k].astype(xp.float64))
-    counters.add_program(program.digests[1], tile[::4],
-                         stats.warp_instructions[:3].sum(axis=0).astype(xp.float64))
+        counters.add(f"fs_{name}", tile, stats.lane_instructions[k])
+        counters.add(f"fs_quad_{name}", tile[::4], stats.warp_instructions[k])
+    counters.add_program(program.digests[1], tile[::4], stats.warp_instructions[:3].sum(axis=0))
     # Texture work of every lane that ran (helper lanes fetch texels too).
-    counters.add("tex_samples", tile, stats.texture_samples.astype(xp.float64))
+    counters.add("tex_samples", tile, stats.texture_samples)
     sampler_stats = getattr(sampler, "stats", None)
     if sampler_stats is not None:
         for name in TEXTURE_COUNTERS:
             values = getattr(sampler_stats, name, None)
             if values is not None:
-                counters.add(name, tile, xp.asarray(values, dtype=xp.float64))
+                counters.add(name, tile, xp.asarray(values))
     killed = xp.asarray(execution.killed) & sub_alive
     counters.add("fragments_discarded", tile[killed])
     color_register = next((r for r, s in program.fragment.program.output_semantics().items()
@@ -207,8 +228,9 @@ def blend(shaded: Shaded, fragments: Fragments, target, fragment_state,
     f = fragment_state
     idx = xp.nonzero(shaded.survivors)[0]
     flat = target.color.reshape(-1, 4)
-    blended = output_merger.write_colors(shaded.pixel, shaded.color, flat, f, target.has_alpha,
-                                         fragments.ranked(shaded.lanes, shaded.survivors))
+    blended = output_merger.write_colors(
+        shaded.pixel, shaded.color, flat, f, target.has_alpha,
+        lambda: fragments.ranked(shaded.lanes, shaded.survivors), keep=shaded.survivors)
     if blended:
         counters.add("blend_ops", shaded.tile[idx])
     if any(f.color_mask):

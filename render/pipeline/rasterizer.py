@@ -6,7 +6,8 @@ triangle only if that edge is a left or a bottom edge (GL window coordinates, y 
 rule (top-left with y pointing down), measured on llvmpipe and softpipe. Either tie rule
 makes shared edges cover every pixel exactly once. Candidate quads are the quads of each
 triangle's bounding box (clamped to the render rectangle), generated for many triangles at
-once and processed in chunks that bound memory.
+once and processed in chunks that bound memory (or, for NumPy arrays where Numba is
+installed, walked quad by quad in a compiled loop: ``compiled.rasterize``, the same quads).
 
 Lanes of a quad are ordered top-left, top-right, bottom-left, bottom-right in the
 interpreter's terms: lane k is pixel (2*qx + (k & 1), 2*qy + (k >> 1)), "bottom" being +1 in
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tilesim.backend import array_module
+from tilesim.render.pipeline import compiled
 from tilesim.render.pipeline.binning import pixel_bounds
 from tilesim.render.pipeline.triangle_setup import SUBPIXEL, Triangles
 
@@ -81,6 +83,11 @@ def rasterize(tris: Triangles, rect: tuple[int, int, int, int],
     nqy = xp.where(valid, y1 // 2 - qy0 + 1, 0)
     per = nqx * nqy
     a, b, c, bias = edge_setup(tris, fill_rule)
+    if compiled.usable(a):
+        # The same quads, walked triangle by triangle in a compiled loop.
+        triangle, qx, qy, covered = compiled.rasterize(a, b, c, bias, x0, y0, x1, y1, rect,
+                                                       SUBPIXEL)
+        return Quads(triangle, qx, qy, covered, int(per.sum()))
     # One stacked table so that a single row gather per candidate fetches all of it.
     # The largest increase of each edge function over a quad's four pixel centers: a quad
     # whose best lane fails an edge is rejected before its lanes are evaluated.

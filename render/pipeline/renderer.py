@@ -351,8 +351,7 @@ class Renderer:
             counters.add_per_tile("color_flush_bytes",
                                   xp.asarray(target.tile_pixels()) * 4
                                   * self.techniques.flushed(target))
-        ys, xs = xp.divmod(xp.nonzero(self._written)[0], target.width)
-        counters.add("pixels_written", target.tile_of(xs, ys))
+        counters.add_per_tile("pixels_written", target.count_per_tile(self._written))
         if target.texture is not None:
             ident, image_target, level = target.texture
             texture = self.state.textures.get(ident)
@@ -456,9 +455,8 @@ class Renderer:
                                 color if any(color_mask) else None, depth, color_mask)
         self.counters.scalars["clears"] += 1
         if pixels:
-            x0, y0, x1, y1 = self._rect(target, scissor_only=True)
-            ys, xs = xp.mgrid[y0:y1, x0:x1]
-            counters.add("pixels_cleared", target.tile_of(xs.ravel(), ys.ravel()))
+            counters.add_per_tile("pixels_cleared", xp.asarray(
+                target.rect_tile_pixels(*self._rect(target, scissor_only=True))))
 
     # -- draw -------------------------------------------------------------------------------
 
@@ -658,7 +656,7 @@ class Renderer:
             pixel, depth, tile = fragments.pixel[idx], fragments.depth[idx], fragments.tile[idx]
             hooks.early_z(draw, pixel, depth, tile)
             passed = quad_stages.depth_test("early", pixel, depth, tile, depth_buffer, f,
-                                            counters, fragments.groups)
+                                            counters, fragments.rank_groups)
             alive[idx[~passed]] = False
 
         done = quad_stages.shade(fragments, alive, draw, scale,

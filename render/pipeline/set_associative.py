@@ -36,6 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 from tilesim.backend import array_module, to_host
+from tilesim.render.pipeline import compiled
 
 __all__ = ["SetAssociativeLRU"]
 
@@ -78,7 +79,8 @@ class SetAssociativeLRU:
 
     # -- the model --------------------------------------------------------------------------
 
-    def _ensure_state(self, xp) -> None:
+    def ensure_state(self, xp) -> None:
+        """Make :attr:`state` (an empty table) if there is none on ``xp``."""
         if self.state is None or self._xp is not xp:
             # Distinct negative sentinels: empty ways never match a tag, nor each other.
             self.state = -1 - xp.arange(self.groups * self.ways, dtype=np.int64).reshape(
@@ -89,7 +91,11 @@ class SetAssociativeLRU:
 
     def _run(self, key, tag, payload):
         xp = array_module(key, tag)
-        self._ensure_state(xp)
+        self.ensure_state(xp)
+        if payload is None and compiled.usable(key, tag, self.state):
+            # One access after the other, in a compiled loop: the same hits and contents.
+            self.state = np.ascontiguousarray(self.state)
+            return compiled.lru_access(self.state, key, tag), None
         groups, ways = self.groups, self.ways
         prefix = groups * ways
         # Small keys sort stably in linear time (NumPy radix-sorts 16-bit integers).

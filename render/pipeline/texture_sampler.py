@@ -77,7 +77,7 @@ texture-cache accesses and misses (each tap in the face image it reads). See
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +91,7 @@ import numpy as np
 from tilesim.backend import array_module, to_host
 from tilesim.errors import InputError
 from tilesim.render.gl.textures import MAX_LEVELS, TEXTURE_CUBE_MAP, Texture
+from tilesim.render.pipeline import compiled
 from tilesim.render.pipeline.set_associative import SetAssociativeLRU
 from tilesim.shaders.sampling import BIAS, EXPLICIT, GRADIENT, IMPLICIT, LEVEL_ZERO, TextureRequest
 
@@ -102,6 +103,10 @@ _INV255 = F32(1.0 / 255.0)
 _COORD_LIMIT = F32(1 << 30)     # clamp before float -> int conversions
 _COORD_RANGE = F32(1 << 24)     # texture coordinates beyond this sample like it
 _CUBE_TARGETS = ("CUBE", "SHADOWCUBE", "CUBE_ARRAY", "SHADOWCUBE_ARRAY")
+# Lanes sampled at a time: a request over more lanes is sampled in consecutive chunks (whole
+# quads; the cache sees the same accesses in the same lane order), which bounds the memory of
+# the filter's temporaries (a few hundred bytes per lane) for full-screen draws.
+SAMPLE_CHUNK_LANES = 1 << 18
 KINDS = ("nearest", "nearest_mip_linear", "bilinear", "trilinear", "incomplete")
 TEXELS_PER_KIND = {"nearest": 1, "nearest_mip_linear": 2, "bilinear": 4, "trilinear": 8,
                    "incomplete": 0}
@@ -577,6 +582,8 @@ class TextureSampler:
         xp = array_module(request.coords)
         coords = request.coords
         n = coords.shape[1]
+        if n > SAMPLE_CHUNK_LANES and not self.record_accesses:
+            return self._sample_in_chunks(request, n, xp)
         active = (xp.ones(n, dtype=bool) if request.active is None
                   else xp.broadcast_to(xp.asarray(request.active, dtype=bool), (n,)))
         stats = self._stats_for(n, xp)
@@ -585,6 +592,33 @@ class TextureSampler:
             return _incomplete(stats, active, n, xp)
         packed = self._pack(texture, xp)
         return _Sampling(self, texture, packed, request, xp, active, stats).run()
+
+    def _sample_in_chunks(self, request: TextureRequest, n: int, xp):
+        """``sample`` over consecutive chunks of SAMPLE_CHUNK_LANES lanes, each counted into
+        its slice of the batch's statistics (and its lanes' tiles picking their caches)."""
+        stats, lane_tile = self._stats_for(n, xp), self._lane_tile
+        out = xp.empty((4, n), dtype=np.float32)
+
+        def part(v, start, stop, axis):
+            if v is None or getattr(v, "ndim", 0) <= axis or v.shape[axis] != n:
+                return v                               # None, or the same for every lane
+            return v[start:stop] if axis == 0 else v[:, start:stop]
+
+        try:
+            for start in range(0, n, SAMPLE_CHUNK_LANES):
+                stop = min(start + SAMPLE_CHUNK_LANES, n)
+                self.stats = None if stats is None else TextureStats(
+                    **{name: getattr(stats, name)[start:stop] for name in TextureStats.FIELDS})
+                self._lane_tile = part(lane_tile, start, stop, 0)
+                chunk = replace(request, coords=request.coords[:, start:stop],
+                                lod=part(request.lod, start, stop, 0),
+                                ddx=part(request.ddx, start, stop, 1),
+                                ddy=part(request.ddy, start, stop, 1),
+                                active=part(request.active, start, stop, 0))
+                out[:, start:stop] = self.sample(chunk)
+        finally:
+            self.stats, self._lane_tile = stats, lane_tile
+        return out
 
     def fetch(self, unit: int, target: str, texel, active):
         """TXF: texel (4, N) int = x, y, (layer,) level of a 2D texture; (4, N) float32.
@@ -651,6 +685,10 @@ class TextureSampler:
         width = width0 + max([t.xs.shape[0] for t, _, _, slot in footprints if slot == 1],
                              default=0)
         table = xp.full((n, width), -1, dtype=np.int64)
+        if compiled.usable(table, active, self._lane_tile, packed.blocks_w) \
+                and not self.record_accesses:
+            self._count_cache_compiled(packed, footprints, active, n, table, width0)
+            return
         for taps, fl, lanes, slot in footprints:
             x, y = taps.xs, taps.ys
             image = fl if taps.images is None else taps.images
@@ -689,15 +727,42 @@ class TextureSampler:
         stats.cache_accesses += xp.bincount(lane, minlength=n)
         stats.cache_misses += xp.bincount(lane[~hit], minlength=n)
 
+    def _count_cache_compiled(self, packed: _Packed, footprints, active, n: int, table,
+                              width0: int) -> None:
+        """``_count_cache`` in compiled kernels: the line numbers of every footprint written
+        into ``table`` ((n, width) int64, -1 filled), then the accesses lane by lane (repeats
+        of a line among a level's taps dropped) through the exact LRU."""
+        cfg = self.cache
+        shift, mask = cfg.block.bit_length() - 1, cfg.block - 1
+        line_shift = cfg.line_bytes.bit_length() - 1
+        for taps, fl, lanes, slot in footprints:
+            images = (np.broadcast_to(fl, taps.xs.shape) if taps.images is None
+                      else taps.images)
+            compiled.fill_lines(table, 0 if slot == 0 else width0, taps.xs, taps.ys, images,
+                                lanes, packed.blocks_w, packed.line_bases, packed.bpp, shift,
+                                mask, line_shift)
+        if self._lane_tile is not None:
+            cache_of = np.asarray(self._lane_tile).astype(np.int64) % cfg.caches
+        else:
+            cache_of = (np.arange(n) >> 2) % cfg.caches
+        lru = self._lru_table()
+        lru.ensure_state(np)
+        compiled.texture_cache(table, width0, np.asarray(active, dtype=bool), cache_of,
+                               cfg.sets, lru.state, self.stats.cache_accesses,
+                               self.stats.cache_misses)
+
     def _lru(self, xp, key, tag):
         """Exact LRU of every set over the accesses in order
         (tilesim.render.pipeline.set_associative); returns
         hit (M,) bool. The sets persist until :meth:`reset_cache` (``xp``: the module of
         ``key`` and ``tag``, which the table follows)."""
+        return self._lru_table().access(key, tag)
+
+    def _lru_table(self) -> SetAssociativeLRU:
         cfg = self.cache
         if self._cache_lru is None:
             self._cache_lru = SetAssociativeLRU(cfg.caches * cfg.sets, cfg.ways)
-        return self._cache_lru.access(key, tag)
+        return self._cache_lru
 
 
 # ------------------------------------------------------------------------------------------
@@ -972,13 +1037,15 @@ class _Sampling:
         else:
             x0, x1, ws = self._wrap_linear(s, width, width_f, self.wrap_s)
             y0, y1, wt = self._wrap_linear(t, height, height_f, self.wrap_t)
+        taps = _Taps(xs=xp.stack([x0, x1, x0, x1]), ys=xp.stack([y0, y0, y1, y1]))
+        if self.fixed and compiled.usable(texels, base, width, x0, y0, ws, wt):
+            return compiled.bilinear_fixed(texels, base, width, x0, x1, y0, y1, ws, wt), taps
         row0, row1 = base + y0.astype(np.int64) * width, base + y1.astype(np.int64) * width
         c00, c01 = xp.take(texels, row0 + x0, axis=0), xp.take(texels, row0 + x1, axis=0)
         c10, c11 = xp.take(texels, row1 + x0, axis=0), xp.take(texels, row1 + x1, axis=0)
         ws, wt = ws[:, None], wt[:, None]
         lerp = _lerp_fixed if self.fixed else _lerp_float
         color = lerp(lerp(c00, c01, ws), lerp(c10, c11, ws), wt)
-        taps = _Taps(xs=xp.stack([x0, x1, x0, x1]), ys=xp.stack([y0, y0, y1, y1]))
         return color, taps
 
     def _sample_seamless(self, s, t, fl, texels):

@@ -46,6 +46,9 @@ class Triangles:
         return len(self.source)
 
     def select(self, keep: np.ndarray) -> Triangles:
+        if keep.dtype == bool:
+            # Row indices gather (T, 3) arrays faster than a boolean mask.
+            keep = array_module(keep).flatnonzero(keep)
         return Triangles(self.x[keep], self.y[keep], self.fx[keep], self.fy[keep],
                          self.z[keep], self.inv_w[keep], self.vertex[keep], self.front[keep],
                          self.area2[keep], self.source[keep])

@@ -67,8 +67,24 @@ def draw_elements(state: GLState, command) -> tuple[np.ndarray, int]:
     return indices, count * dtype.itemsize
 
 
+def unique_inverse(elements: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(elements, return_inverse=True)`` of (N,) int64 vertex indices, through a
+    dense table of the index range when it is not much larger than N (no sort)."""
+    if elements.size == 0:
+        return np.unique(elements, return_inverse=True)
+    low, high = int(elements.min()), int(elements.max())
+    if high - low > 4 * elements.size + 1024:
+        return np.unique(elements, return_inverse=True)
+    offset = elements - low
+    present = np.zeros(high - low + 1, dtype=bool)
+    present[offset] = True
+    ids = np.flatnonzero(present) + low
+    rank = np.cumsum(present) - 1
+    return ids, rank[offset]
+
+
 def fetch(state: GLState, program: Program, elements: np.ndarray) -> FetchedVertices:
-    ids, inverse = np.unique(elements, return_inverse=True)
+    ids, inverse = unique_inverse(elements)
     vs = program.vertex.program
     num_in = max(vs.register_count("IN"), 1)
     inputs = np.zeros((num_in, 4, ids.size), dtype=np.float32)

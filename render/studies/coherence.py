@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -150,8 +151,13 @@ def _save(save: Path | None, name: str, trace_path: str, index: int, image, coun
 
 
 def compare_trace(trace_path: str, names: list[str], frames: range, *, dsr_parameters=None,
-                  images: Path | None = None, save: Path | None = None, progress=None) -> dict:
-    """Baseline and every technique over one trace: the report of each technique."""
+                  images: Path | None = None, save: Path | None = None, progress=None,
+                  workers: int = 1) -> dict:
+    """Baseline and every technique over one trace: the report of each technique.
+
+    The baseline is rendered once, first; every technique is compared with its frames.
+    ``workers`` > 1 renders the techniques side by side on a local Dask cluster of that many
+    processes, which read the baseline frames from a temporary folder."""
     reference: dict[int, np.ndarray] = {}
     baseline = Tally("baseline")
     for index, image, counters, _ in render_frames(trace_path, "baseline", frames):
@@ -160,20 +166,54 @@ def compare_trace(trace_path: str, names: list[str], frames: range, *, dsr_param
         _save(save, "baseline", trace_path, index, image, counters)
         if progress is not None:
             progress.update(1)
-    tallies = {}
-    for name in names:
-        tally = tallies[name] = Tally(name)
-        for index, image, counters, techniques in render_frames(trace_path, name, frames,
-                                                                dsr_parameters):
-            tally.add(image, counters, reference[index])
-            _save(save, name, trace_path, index, image, counters)
-            if images is not None:
-                write_overlays(images, name, index, image, counters, techniques)
-            if progress is not None:
-                progress.update(1)
+    if workers > 1 and len(names) > 1:
+        with tempfile.TemporaryDirectory(prefix="tilesim-coherence-") as folder:
+            for index, image in reference.items():
+                np.save(Path(folder, f"{index:06d}.npy"), image, allow_pickle=False)
+            reference.clear()
+            jobs = [(trace_path, name, (frames.start, frames.stop), dsr_parameters, folder,
+                     images, save, backend_name()) for name in names]
+            with dask_client(min(workers, len(names))) as client:
+                done = map_in_order(client, _technique_job, jobs, desc="techniques",
+                                    unit="technique", leave=False)
+        if progress is not None:
+            progress.update(len(names) * len(frames))
+        tallies = dict(zip(names, done, strict=True))
+    else:
+        tallies = {name: _technique(trace_path, name, frames, dsr_parameters,
+                                    reference.__getitem__, images, save, progress)
+                   for name in names}
     return {"trace": trace_path, "frames": [frames.start, frames.stop],
             "baseline": baseline.report(baseline),
             "techniques": {name: t.report(baseline) for name, t in tallies.items()}}
+
+
+def _technique(trace_path: str, name: str, frames: range, dsr_parameters, reference,
+               images: Path | None, save: Path | None, progress=None) -> Tally:
+    """One technique's render of the trace, compared frame by frame with
+    ``reference(index)`` (the baseline frame)."""
+    tally = Tally(name)
+    for index, image, counters, techniques in render_frames(trace_path, name, frames,
+                                                            dsr_parameters):
+        tally.add(image, counters, reference(index))
+        _save(save, name, trace_path, index, image, counters)
+        if images is not None:
+            write_overlays(images, name, index, image, counters, techniques)
+        if progress is not None:
+            progress.update(1)
+    return tally
+
+
+def _technique_job(trace_path: str, name: str, frames: tuple[int, int], dsr_parameters,
+                   folder: str, images, save, backend: str = "numpy") -> Tally:
+    """``_technique`` in a worker process, on the parent's array backend, the baseline frames
+    read from ``folder``."""
+    def reference(index: int) -> np.ndarray:
+        return np.load(Path(folder, f"{index:06d}.npy"), allow_pickle=False)
+
+    with use_backend(backend):
+        return _technique(trace_path, name, range(*frames), dsr_parameters, reference,
+                          images, save)
 
 
 AVERAGED = ("frames_bit_identical", "mssim_min", "fragments_shaded_vs_baseline", "overshading",
@@ -293,7 +333,9 @@ def register(subparsers) -> None:
                         "(for `tilesim estimate DIR/re --baseline DIR/baseline`)")
     p.add_argument("--workers", type=int, default=None, metavar="N",
                    help="traces in parallel on a local Dask cluster (default: 1 per trace, "
-                        "at most the CPU count)")
+                        "at most the CPU count); with one trace, N > 1 renders its "
+                        "techniques side by side after the baseline (default: one after "
+                        "the other)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=_coherence)
 
@@ -342,7 +384,7 @@ def _coherence(args: argparse.Namespace) -> int:
             reports = [compare_trace(args.traces[0], names, frames,
                                      dsr_parameters=args.dsr_parameters, images=folder,
                                      save=None if args.save is None else Path(args.save),
-                                     progress=bar)]
+                                     progress=bar, workers=args.workers or 1)]
     else:
         workers = args.workers or min(len(jobs), os.cpu_count() or 1)
         with dask_client(workers) as client:

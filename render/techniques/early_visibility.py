@@ -29,6 +29,7 @@ import numpy as np
 
 from tilesim.backend import array_module
 from tilesim.backend import xp as active_xp
+from tilesim.render.pipeline import compiled
 from tilesim.render.pipeline.counters import PassCounters
 from tilesim.render.pipeline.framebuffer import RenderTarget
 from tilesim.render.pipeline.output_merger import COMPARE
@@ -199,7 +200,9 @@ class EarlyVisibility:
         tiles_of = target.pixel_tiles().reshape(-1)
         first_visible = xp.zeros(final.size, dtype=bool)
         for pixel, depth, woz, func in self.early_log:
-            if woz:
+            if woz and compiled.usable(pixel, depth, final, tiles_of):
+                compiled.first_visible(pixel, depth, final, first_visible, tiles_of, shaded)
+            elif woz:
                 # One shaded fragment per pixel: the first at the final depth.
                 hit = pixel[(depth == final[pixel]) & ~first_visible[pixel]]
                 hit = xp.unique(hit)

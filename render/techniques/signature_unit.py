@@ -42,6 +42,7 @@ import numpy as np
 
 from tilesim.backend import array_module
 from tilesim.backend import xp as active_xp
+from tilesim.render.pipeline import compiled
 
 CRC32_POLY_REFLECTED = 0xEDB88320
 SUBBLOCK_BYTES = 8  # 64-bit sub-blocks (thesis §4.2.2: eight 1-KB LUTs)
@@ -260,6 +261,9 @@ def compute_crc(subblocks: np.ndarray, lengths: np.ndarray | None = None) -> np.
     lengths = xp.full(count, width, xp.int64) if lengths is None else xp.asarray(lengths)
     if lengths.shape != (count,) or (lengths.size and (lengths.min() < 0 or lengths.max() > width)):
         raise ValueError(f"lengths must be ({count},) sub-block counts in [0, {width}]")
+    if compiled.usable(subblocks, lengths):
+        # The same unit, message by message in a compiled loop.
+        return compiled.compute_crc(subblocks, lengths, SIGN_LUTS, SHIFT_LUTS)
     crc_out = xp.zeros(count, dtype=_U32)
     signs = sign_subblocks(subblocks)  # the Sign subunit works on every sub-block independently
     for index in range(width):  # the hardware's one-sub-block-per-cycle loop

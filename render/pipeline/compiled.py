@@ -1,0 +1,683 @@
+"""Compiled CPU kernels (Numba) for the stages that are sequential per pixel or per quad:
+rasterization, plane interpolation, the depth test and the color write in submission order,
+and the per-tile counters.
+
+Each kernel is a drop-in replacement for the vectorized NumPy code of its stage and gives
+bit-identical results: integer arithmetic where the NumPy code is exact, and float64 /
+float32 operations in the NumPy code's order (Numba, without ``fastmath``, neither reorders
+nor fuses them), so frames and counters do not depend on which path ran
+(``tests/test_compiled_path.py`` renders real scenes both ways). The stages call a kernel
+only for NumPy arrays and when Numba is installed; CuPy arrays, a machine without Numba, or
+``TILESIM_JIT=0`` take the NumPy code. ``disabled()`` turns the kernels off for a block
+(the tests compare both paths in one process).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import warnings
+
+import numpy as np
+
+try:  # pragma: no cover - depends on the environment
+    import numba
+except ImportError:  # pragma: no cover
+    numba = None
+
+AVAILABLE = numba is not None
+_enabled = AVAILABLE and os.environ.get("TILESIM_JIT", "1") != "0"
+
+# What NumPy's float -> uint8 cast gives a NaN on this machine (LLVM leaves it undefined).
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    NAN_BYTE = int(np.array([np.nan]).astype(np.uint8)[0])
+
+# Depth functions and blend factors / equations as kernel codes.
+DEPTH_FUNCS = {"NEVER": 0, "LESS": 1, "EQUAL": 2, "LEQUAL": 3, "GREATER": 4, "NOTEQUAL": 5,
+               "GEQUAL": 6, "ALWAYS": 7}
+BLEND_FACTORS = {name: k for k, name in enumerate((
+    "ZERO", "ONE", "SRC_COLOR", "ONE_MINUS_SRC_COLOR", "DST_COLOR", "ONE_MINUS_DST_COLOR",
+    "SRC_ALPHA", "ONE_MINUS_SRC_ALPHA", "DST_ALPHA", "ONE_MINUS_DST_ALPHA", "CONSTANT_COLOR",
+    "ONE_MINUS_CONSTANT_COLOR", "CONSTANT_ALPHA", "ONE_MINUS_CONSTANT_ALPHA",
+    "SRC_ALPHA_SATURATE"))}
+BLEND_EQUATIONS = {"FUNC_ADD": 0, "FUNC_SUBTRACT": 1, "FUNC_REVERSE_SUBTRACT": 2}
+
+
+def enabled() -> bool:
+    """Whether the stages use the compiled kernels (for NumPy arrays)."""
+    return _enabled
+
+
+def usable(*arrays) -> bool:
+    """Whether the compiled kernels may run on ``arrays`` (all NumPy or None, kernels
+    enabled)."""
+    return _enabled and all(a is None or type(a) is np.ndarray for a in arrays)
+
+
+@contextlib.contextmanager
+def disabled():
+    """Run the block on the NumPy path (the kernels off), then restore."""
+    global _enabled
+    previous, _enabled = _enabled, False
+    try:
+        yield
+    finally:
+        _enabled = previous
+
+
+def _jit(function):
+    if numba is None:
+        return function
+    return numba.njit(cache=True, nogil=True)(function)
+
+
+# -- rasterization -----------------------------------------------------------------------------
+
+@_jit
+def _rasterize(a, b, c, bias, x0, y0, x1, y1, rect, subpixel, start, tri_out, qx_out,
+               qy_out, cov_out):  # pragma: no cover - compiled
+    """Covered quads of triangles ``start``.. (rasterizer.rasterize's contract) into the
+    output arrays, triangle by triangle while they fit; returns (next triangle, quads)."""
+    rx0, ry0, rx1, ry1 = rect[0], rect[1], rect[2], rect[3]
+    capacity = tri_out.shape[0]
+    n = 0
+    t = start
+    count = a.shape[0]
+    half = subpixel // 2
+    while t < count:
+        if x1[t] < x0[t] or y1[t] < y0[t]:
+            t += 1
+            continue
+        qx0, qx1 = x0[t] // 2, x1[t] // 2
+        qy0, qy1 = y0[t] // 2, y1[t] // 2
+        if n + (qx1 - qx0 + 1) * (qy1 - qy0 + 1) > capacity:
+            break
+        a0, a1, a2 = a[t, 0], a[t, 1], a[t, 2]
+        b0, b1, b2 = b[t, 0], b[t, 1], b[t, 2]
+        k0, k1, k2 = bias[t, 0], bias[t, 1], bias[t, 2]
+        sx0, sx1, sx2 = a0 * subpixel, a1 * subpixel, a2 * subpixel
+        sy0, sy1, sy2 = b0 * subpixel, b1 * subpixel, b2 * subpixel
+        for qy in range(qy0, qy1 + 1):
+            cy = 2 * qy * subpixel + half
+            py = 2 * qy
+            row_in = (py >= ry0, py < ry1, py + 1 >= ry0, py + 1 < ry1)
+            top_ok = row_in[0] and row_in[1]
+            bottom_ok = row_in[2] and row_in[3]
+            cx = 2 * qx0 * subpixel + half
+            e0 = a0 * cx + b0 * cy + c[t, 0]
+            e1 = a1 * cx + b1 * cy + c[t, 1]
+            e2 = a2 * cx + b2 * cy + c[t, 2]
+            for qx in range(qx0, qx1 + 1):
+                px = 2 * qx
+                left_ok = px >= rx0 and px < rx1
+                right_ok = px + 1 >= rx0 and px + 1 < rx1
+                l0 = (e0 >= k0 and e1 >= k1 and e2 >= k2) and top_ok and left_ok
+                l1 = (e0 + sx0 >= k0 and e1 + sx1 >= k1 and e2 + sx2 >= k2
+                      ) and top_ok and right_ok
+                l2 = (e0 + sy0 >= k0 and e1 + sy1 >= k1 and e2 + sy2 >= k2
+                      ) and bottom_ok and left_ok
+                l3 = (e0 + sx0 + sy0 >= k0 and e1 + sx1 + sy1 >= k1
+                      and e2 + sx2 + sy2 >= k2) and bottom_ok and right_ok
+                if l0 or l1 or l2 or l3:
+                    tri_out[n] = t
+                    qx_out[n] = qx
+                    qy_out[n] = qy
+                    cov_out[n, 0] = l0
+                    cov_out[n, 1] = l1
+                    cov_out[n, 2] = l2
+                    cov_out[n, 3] = l3
+                    n += 1
+                e0 += 2 * sx0
+                e1 += 2 * sx1
+                e2 += 2 * sx2
+        t += 1
+    return t, n
+
+
+def rasterize(a, b, c, bias, x0, y0, x1, y1, rect, subpixel: int):
+    """(triangle, qx, qy, coverage) of the covered quads, as ``rasterizer.rasterize``."""
+    per = np.where((x1 >= x0) & (y1 >= y0),
+                   (x1 // 2 - x0 // 2 + 1) * (y1 // 2 - y0 // 2 + 1), 0)
+    capacity = int(max(min(int(per.sum()), 1 << 20), int(per.max(initial=0)), 1))
+    rect = np.asarray(rect, dtype=np.int64)
+    parts = []
+    start = 0
+    while True:
+        tri = np.empty(capacity, dtype=np.int64)
+        qx = np.empty(capacity, dtype=np.int64)
+        qy = np.empty(capacity, dtype=np.int64)
+        cov = np.empty((capacity, 4), dtype=bool)
+        start, n = _rasterize(a, b, c, bias, x0, y0, x1, y1, rect, subpixel, start, tri, qx,
+                              qy, cov)
+        parts.append((tri[:n], qx[:n], qy[:n], cov[:n]))
+        if start >= len(a):
+            break
+    if len(parts) == 1:
+        # Copies, so the unused capacity is freed.
+        return tuple(p.copy() for p in parts[0])
+    return tuple(np.concatenate(p) for p in zip(*parts, strict=True))
+
+
+# -- plane interpolation -----------------------------------------------------------------------
+
+@_jit
+def _evaluate(c, a, b, triangle, qx, qy, out):  # pragma: no cover - compiled
+    k = c.shape[1]
+    for q in range(triangle.shape[0]):
+        t = triangle[q]
+        fx = 2 * qx[q] + 0.5
+        fy = 2 * qy[q] + 0.5
+        for j in range(k):
+            aj, bj = a[t, j], b[t, j]
+            origin = c[t, j] + aj * fx + bj * fy
+            right = origin + aj
+            out[4 * q, j] = origin
+            out[4 * q + 1, j] = right
+            out[4 * q + 2, j] = origin + bj
+            out[4 * q + 3, j] = right + bj
+
+
+def evaluate(planes, triangle, qx, qy) -> np.ndarray:
+    """Plane values at every lane's pixel center, (4 * Q, K) float64, as
+    ``fragment_shading._evaluate``."""
+    c, a, b = planes
+    out = np.empty((4 * triangle.size, c.shape[1]), dtype=np.float64)
+    _evaluate(np.ascontiguousarray(c), np.ascontiguousarray(a), np.ascontiguousarray(b),
+              triangle, qx, qy, out)
+    return out
+
+
+@_jit
+def _evaluate_perspective(c, a, b, triangle, qx, qy, inv_w, out):  # pragma: no cover
+    k = c.shape[1]
+    for q in range(triangle.shape[0]):
+        t = triangle[q]
+        fx = 2 * qx[q] + 0.5
+        fy = 2 * qy[q] + 0.5
+        for j in range(k):
+            aj, bj = a[t, j], b[t, j]
+            origin = c[t, j] + aj * fx + bj * fy
+            right = origin + aj
+            out[j, 4 * q] = origin / inv_w[4 * q]
+            out[j, 4 * q + 1] = right / inv_w[4 * q + 1]
+            out[j, 4 * q + 2] = (origin + bj) / inv_w[4 * q + 2]
+            out[j, 4 * q + 3] = (right + bj) / inv_w[4 * q + 3]
+
+
+@_jit
+def _evaluate_linear(c, a, b, triangle, qx, qy, out):  # pragma: no cover - compiled
+    k = c.shape[1]
+    for q in range(triangle.shape[0]):
+        t = triangle[q]
+        fx = 2 * qx[q] + 0.5
+        fy = 2 * qy[q] + 0.5
+        for j in range(k):
+            aj, bj = a[t, j], b[t, j]
+            origin = c[t, j] + aj * fx + bj * fy
+            right = origin + aj
+            out[j, 4 * q] = origin
+            out[j, 4 * q + 1] = right
+            out[j, 4 * q + 2] = origin + bj
+            out[j, 4 * q + 3] = right + bj
+
+
+def evaluate_into(planes, triangle, qx, qy, inv_w, out) -> None:
+    """Write the plane values at every lane (divided by the lane's ``inv_w`` when it is not
+    None: perspective-correct) into ``out`` (K, 4 * Q) (float32: rounded once, as NumPy's
+    assignment of the float64 result rounds)."""
+    c, a, b = (np.ascontiguousarray(p) for p in planes)
+    if inv_w is None:
+        _evaluate_linear(c, a, b, triangle, qx, qy, out)
+    else:
+        _evaluate_perspective(c, a, b, triangle, qx, qy, inv_w, out)
+
+
+# -- depth test and color write, in submission order ---------------------------------------
+
+@_jit
+def _depth_test(pixel, depth, order, buffer, func, write, passed):  # pragma: no cover
+    for i in order:
+        p = pixel[i]
+        d = depth[i]
+        stored = np.int64(buffer[p])
+        if func == 0:
+            ok = False
+        elif func == 1:
+            ok = d < stored
+        elif func == 2:
+            ok = d == stored
+        elif func == 3:
+            ok = d <= stored
+        elif func == 4:
+            ok = d > stored
+        elif func == 5:
+            ok = d != stored
+        elif func == 6:
+            ok = d >= stored
+        else:
+            ok = True
+        passed[i] = ok
+        if ok and write:
+            buffer[p] = d
+
+
+def depth_test(pixel, depth, order, buffer, func: str, write: bool) -> np.ndarray:
+    """The pass mask of fragments tested one after another in ``order`` (indices; each pixel's
+    fragments in submission order), updating ``buffer`` as ``output_merger.depth_test``."""
+    passed = np.zeros(pixel.size, dtype=bool)
+    _depth_test(pixel, depth, order, buffer, DEPTH_FUNCS[func], write, passed)
+    return passed
+
+
+@_jit
+def _unorm8(value, nan_byte):  # pragma: no cover - compiled
+    if value != value:
+        return nan_byte
+    if value < 0.0:
+        value = 0.0
+    elif value > 1.0:
+        value = 1.0
+    return np.uint8(np.floor(value * 255.0 + 0.5))
+
+
+@_jit
+def _clip01(value):  # pragma: no cover - compiled
+    # np.clip: NaN stays NaN.
+    if value < 0.0:
+        return 0.0
+    if value > 1.0:
+        return 1.0
+    return value
+
+
+@_jit
+def _minimum(a, b):  # pragma: no cover - compiled
+    # np.minimum: NaN wins.
+    if a != a:
+        return a
+    if b != b:
+        return b
+    return a if a < b else b
+
+
+@_jit
+def _factor(code, channel, s, d, const):  # pragma: no cover - compiled
+    """output_merger._factor for one channel (3: alpha) of one fragment."""
+    alpha = channel == 3
+    if code == 0:
+        return 0.0
+    if code == 1:
+        return 1.0
+    if code == 2:
+        return s[3] if alpha else s[channel]
+    if code == 3:
+        return 1 - (s[3] if alpha else s[channel])
+    if code == 4:
+        return d[3] if alpha else d[channel]
+    if code == 5:
+        return 1 - (d[3] if alpha else d[channel])
+    if code == 6:
+        return s[3]
+    if code == 7:
+        return 1 - s[3]
+    if code == 8:
+        return d[3]
+    if code == 9:
+        return 1 - d[3]
+    if code == 10:
+        return const[channel] * 1.0
+    if code == 11:
+        return 1 - const[channel] * 1.0
+    if code == 12:
+        return const[3] * 1.0
+    if code == 13:
+        return (1 - const[3]) * 1.0
+    # SRC_ALPHA_SATURATE
+    return 1.0 if alpha else _minimum(s[3], 1 - d[3])
+
+
+@_jit
+def _write_colors(pixel, color, order, buffer, mask, has_alpha, blend, factors, equations,
+                  const, nan_byte):  # pragma: no cover - compiled
+    s = np.empty(4, dtype=np.float64)
+    d = np.empty(4, dtype=np.float64)
+    for i in order:
+        p = pixel[i]
+        for ch in range(4):
+            s[ch] = _clip01(np.float64(color[i, ch]))
+        if not blend:
+            for ch in range(4):
+                if mask[ch]:
+                    buffer[p, ch] = _unorm8(s[ch], nan_byte)
+            continue
+        for ch in range(4):
+            d[ch] = np.float64(buffer[p, ch]) / 255.0
+        if not has_alpha:
+            d[3] = 1.0
+        for ch in range(4):
+            rgb = 0 if ch < 3 else 1
+            sf = s[ch] * _factor(factors[2 * rgb], ch, s, d, const)
+            df = d[ch] * _factor(factors[2 * rgb + 1], ch, s, d, const)
+            eq = equations[rgb]
+            if eq == 0:
+                value = sf + df
+            elif eq == 1:
+                value = sf - df
+            else:
+                value = df - sf
+            if mask[ch]:
+                buffer[p, ch] = _unorm8(_clip01(value), nan_byte)
+
+
+def write_colors(pixel, color, order, buffer, mask, has_alpha: bool, state) -> None:
+    """Blend (if ``state.blend``) and write ``color`` (N, 4) of the fragments in ``order``
+    (indices; each pixel's fragments in submission order) into the flat (P, 4) uint8
+    ``buffer`` under ``mask`` (4,) bool, as ``output_merger.write_colors``."""
+    factors = np.array([BLEND_FACTORS[state.blend_src_rgb], BLEND_FACTORS[state.blend_dst_rgb],
+                        BLEND_FACTORS[state.blend_src_alpha],
+                        BLEND_FACTORS[state.blend_dst_alpha]], dtype=np.int64)
+    equations = np.array([BLEND_EQUATIONS[state.blend_eq_rgb],
+                          BLEND_EQUATIONS[state.blend_eq_alpha]], dtype=np.int64)
+    _write_colors(pixel, color, order, buffer, np.asarray(mask, dtype=bool), has_alpha,
+                  bool(state.blend), factors, equations,
+                  np.asarray(state.blend_color, dtype=np.float64), NAN_BYTE)
+
+
+# -- per-tile counters -----------------------------------------------------------------------
+
+@_jit
+def _count(tile, out):  # pragma: no cover - compiled
+    size = out.shape[0]
+    for t in tile:
+        if t < 0 or t >= size:
+            return False
+    for t in tile:
+        out[t] += 1
+    return True
+
+
+@_jit
+def _count_integers(tile, weights, out):  # pragma: no cover - compiled
+    size = out.shape[0]
+    for t in tile:
+        if t < 0 or t >= size:
+            return False
+    for i in range(tile.shape[0]):
+        out[tile[i]] += np.int64(weights[i])
+    return True
+
+
+@_jit
+def _count_weighted(tile, weights, sums):  # pragma: no cover - compiled
+    size = sums.shape[0]
+    for t in tile:
+        if t < 0 or t >= size:
+            return False
+    for i in range(tile.shape[0]):
+        sums[tile[i]] += weights[i]
+    return True
+
+
+def add_counts(out: np.ndarray, tile: np.ndarray, weights=None) -> None:
+    """``out += bincount(tile, weights).astype(int64)`` (the same sums, in the same order;
+    integer weights are summed as integers, which float64 sums exactly below 2**53)."""
+    if weights is None:
+        ok = _count(tile, out)
+    elif weights.dtype.kind in "iub":
+        ok = _count_integers(tile, weights, out)
+    else:
+        sums = np.zeros(out.size, dtype=np.float64)
+        ok = _count_weighted(tile, np.asarray(weights, dtype=np.float64), sums)
+        if ok:
+            out += sums.astype(np.int64)
+    if not ok:
+        raise ValueError(f"tile numbers outside 0..{out.size - 1}")
+
+
+# -- set-associative LRU tables and the texture caches ----------------------------------------
+
+@_jit
+def _lru_one(state, g, t):  # pragma: no cover - compiled
+    """One access of tag ``t`` to set ``g`` (ways oldest first); returns whether it hit."""
+    ways = state.shape[1]
+    j = 0
+    while j < ways and state[g, j] != t:
+        j += 1
+    found = j < ways
+    if not found:
+        j = 0           # a miss evicts the least recently used way
+    for w in range(j, ways - 1):
+        state[g, w] = state[g, w + 1]
+    state[g, ways - 1] = t
+    return found
+
+
+@_jit
+def _lru(key, tag, state, hit):  # pragma: no cover - compiled
+    for i in range(key.shape[0]):
+        hit[i] = _lru_one(state, key[i], tag[i])
+
+
+def lru_access(state: np.ndarray, key: np.ndarray, tag: np.ndarray) -> np.ndarray:
+    """Exact LRU over the accesses (M,) one at a time, updating ``state`` (groups, ways) int64
+    (oldest first) in place; returns hit (M,) bool, as ``SetAssociativeLRU.access``."""
+    hit = np.empty(key.shape[0], dtype=bool)
+    _lru(key.astype(np.int64), tag.astype(np.int64), state, hit)
+    return hit
+
+
+@_jit
+def _texture_cache(table, width0, active, cache_of_lane, sets, set_shift, state, accesses,
+                   misses):  # pragma: no cover - compiled
+    n, width = table.shape
+    for lane in range(n):
+        if not active[lane]:
+            continue
+        base = cache_of_lane[lane] * sets
+        for column in range(width):
+            line = table[lane, column]
+            if line < 0:
+                continue
+            # One access per distinct line among the columns of one level (slot).
+            first = 0 if column < width0 else width0
+            repeat = False
+            for other in range(first, column):
+                if table[lane, other] == line:
+                    repeat = True
+                    break
+            if repeat:
+                continue
+            accesses[lane] += 1
+            if set_shift >= 0:      # a power of two (lines are non-negative)
+                hit = _lru_one(state, base + (line & (sets - 1)), line >> set_shift)
+            else:
+                hit = _lru_one(state, base + line % sets, line // sets)
+            if not hit:
+                misses[lane] += 1
+
+
+@_jit
+def _fill_lines(table, column, xs, ys, images, lanes, has_lanes, blocks_w, line_bases, bpp,
+                shift, mask, line_shift):  # pragma: no cover - compiled
+    k, m = xs.shape
+    for i in range(m):
+        row = lanes[i] if has_lanes else i
+        for j in range(k):
+            x = np.int64(xs[j, i])
+            y = np.int64(ys[j, i])
+            image = images[j, i]
+            offset = ((((y >> shift) * np.int64(blocks_w[image]) + (x >> shift))
+                       << (2 * shift)) + ((y & mask) << shift) + (x & mask))
+            table[row, column + j] = ((offset * bpp) >> line_shift) + line_bases[image]
+
+
+def fill_lines(table, column: int, xs, ys, images, lanes, blocks_w, line_bases, bpp: int,
+               shift: int, mask: int, line_shift: int) -> None:
+    """Write the cache line of every tap ((k, m) texel columns ``xs``, rows ``ys``, images)
+    into ``table[lanes[i], column + j]`` (``lanes`` None: row i), as
+    ``TextureSampler._count_cache`` computes them: the texel's offset in its level's
+    block-linear layout, times its bytes, in lines, after the image's first line."""
+    has_lanes = lanes is not None
+    _fill_lines(table, column, xs, ys, images,
+                lanes if has_lanes else np.zeros(0, dtype=np.int64), has_lanes, blocks_w,
+                line_bases, bpp, shift, mask, line_shift)
+
+
+def texture_cache(table, width0: int, active, cache_of_lane, sets: int, state, accesses,
+                  misses) -> None:
+    """The cache accesses of one sampling instruction, lane by lane and column by column:
+    ``table`` (N, width) int64 line numbers (negative: none; a line repeated among the
+    columns of one level, the first ``width0`` or the rest, is accessed once),
+    ``active`` (N,) bool,
+    ``cache_of_lane`` (N,) int64 the cache each lane uses; adds each lane's accesses and
+    misses to ``accesses`` / ``misses`` (N,) int64 and updates ``state`` (caches * sets, ways)
+    as ``TextureSampler._count_cache`` does with the vectorized LRU."""
+    set_shift = sets.bit_length() - 1 if sets & (sets - 1) == 0 else -1
+    _texture_cache(table, width0, active, cache_of_lane, sets, set_shift, state, accesses,
+                   misses)
+
+
+# -- lane positions, pixels, tiles and depths ----------------------------------------------------
+
+@_jit
+def _lane_xy(qx, qy, x, y):  # pragma: no cover - compiled
+    for q in range(qx.shape[0]):
+        for lane in range(4):
+            x[4 * q + lane] = 2 * qx[q] + (lane & 1)
+            y[4 * q + lane] = 2 * qy[q] + (lane >> 1)
+
+
+def lane_xy(qx, qy) -> tuple[np.ndarray, np.ndarray]:
+    """(4 * Q,) pixel x and y of every lane of the quads, as ``Quads.pixels`` (raveled)."""
+    x = np.empty(4 * qx.size, dtype=np.int64)
+    y = np.empty(4 * qx.size, dtype=np.int64)
+    _lane_xy(qx, qy, x, y)
+    return x, y
+
+
+@_jit
+def _pixel_tile(x, y, scale, width, height, tile_size, tiles_x, pixel,
+                tile):  # pragma: no cover - compiled
+    for i in range(x.shape[0]):
+        px = x[i] * scale
+        py = y[i] * scale
+        if scale > 1:
+            px = min(px, width - 1)
+            py = min(py, height - 1)
+        pixel[i] = py * width + px
+        tile[i] = (py // tile_size) * tiles_x + px // tile_size
+
+
+def pixel_tile(x, y, scale: int, width: int, height: int, tile_size: int, tiles_x: int):
+    """(pixel, tile) of lanes at (x, y) (superfragments of ``scale`` pixels clamped to the
+    target), as ``quad_stages.raster_fragments`` computes them."""
+    pixel = np.empty(x.size, dtype=np.int64)
+    tile = np.empty(x.size, dtype=np.int64)
+    _pixel_tile(x, y, scale, width, height, tile_size, tiles_x, pixel, tile)
+    return pixel, tile
+
+
+# What NumPy's float -> int64 cast gives a NaN on this machine.
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    NAN_INT64 = int(np.array([np.nan]).astype(np.int64)[0])
+
+
+@_jit
+def _quantize(z, depth_max, nan_value, out):  # pragma: no cover - compiled
+    for i in range(z.shape[0]):
+        value = z[i]
+        if value != value:
+            out[i] = nan_value
+            continue
+        if value < 0.0:
+            value = 0.0
+        elif value > 1.0:
+            value = 1.0
+        out[i] = np.int64(np.floor(value * depth_max + 0.5))
+
+
+def quantize_depth(z, depth_max: int) -> np.ndarray:
+    """floor(clip(z, 0, 1) * depth_max + 0.5) as int64."""
+    out = np.empty(z.size, dtype=np.int64)
+    _quantize(z, float(depth_max), NAN_INT64, out)
+    return out
+
+
+# -- texture filtering ---------------------------------------------------------------------------
+
+@_jit
+def _bilinear_fixed(texels, base, width, x0, x1, y0, y1, ws, wt, out):  # pragma: no cover
+    count = texels.shape[0]
+    for i in range(x0.shape[0]):
+        row0 = base[i] + np.int64(y0[i]) * width[i]
+        row1 = base[i] + np.int64(y1[i]) * width[i]
+        r00, r01, r10, r11 = row0 + x0[i], row0 + x1[i], row1 + x0[i], row1 + x1[i]
+        if min(r00, r01, r10, r11) < 0 or max(r00, r01, r10, r11) >= count:
+            return False
+        w, v = np.int64(ws[i]), np.int64(wt[i])
+        for c in range(4):
+            a = np.int64(texels[r00, c])
+            top = a + (((np.int64(texels[r01, c]) - a) * w + 128) >> 8)
+            a = np.int64(texels[r10, c])
+            bottom = a + (((np.int64(texels[r11, c]) - a) * w + 128) >> 8)
+            out[i, c] = top + (((bottom - top) * v + 128) >> 8)
+    return True
+
+
+def bilinear_fixed(texels, base, width, x0, x1, y0, y1, ws, wt) -> np.ndarray:
+    """llvmpipe's 8.8 fixed-point bilinear filter (``_lerp_fixed`` of the four taps, as
+    ``_Sampling._sample_level``): (m, 4) int32 from the (T, 4) int32 ``texels`` of each
+    lane's image (first texel ``base``, row length ``width``) at columns x0/x1, rows y0/y1,
+    with 8-bit weights ws, wt."""
+    out = np.empty((x0.size, 4), dtype=np.int32)
+    if not _bilinear_fixed(texels, base, width, x0, x1, y0, y1, ws, wt, out):
+        raise IndexError("bilinear taps outside the texture's texels")
+    return out
+
+
+# -- CRC32 signatures (Rendering Elimination's Signature Unit) ------------------------------------
+
+@_jit
+def _compute_crc(subblocks, lengths, sign_luts, shift_luts, out):  # pragma: no cover
+    for j in range(subblocks.shape[0]):
+        crc = np.uint32(0)
+        for i in range(lengths[j]):
+            block = subblocks[j, i]
+            sign = np.uint32(0)
+            for b in range(8):
+                sign ^= sign_luts[b, np.int64((block >> np.uint64(8 * b)) & np.uint64(0xFF))]
+            shifted = (shift_luts[0, np.int64(crc & np.uint32(0xFF))]
+                       ^ shift_luts[1, np.int64((crc >> np.uint32(8)) & np.uint32(0xFF))]
+                       ^ shift_luts[2, np.int64((crc >> np.uint32(16)) & np.uint32(0xFF))]
+                       ^ shift_luts[3, np.int64((crc >> np.uint32(24)) & np.uint32(0xFF))])
+            crc = sign ^ shifted
+        out[j] = crc
+
+
+def compute_crc(subblocks, lengths, sign_luts, shift_luts) -> np.ndarray:
+    """``signature_unit.compute_crc``: (n,) uint32 raw CRCs of (n, k) uint64 sub-blocks, each
+    message over its first ``lengths[j]`` sub-blocks (Sign of the sub-block XOR Shift of the
+    CRC so far), with the unit's byte tables."""
+    out = np.empty(subblocks.shape[0], dtype=np.uint32)
+    _compute_crc(subblocks, lengths.astype(np.int64), sign_luts, shift_luts, out)
+    return out
+
+
+# -- Early Visibility Resolution's oracle ----------------------------------------------------------
+
+@_jit
+def _first_visible(pixel, depth, final, visible, tile_of_pixel, shaded):  # pragma: no cover
+    for i in range(pixel.shape[0]):
+        p = pixel[i]
+        if depth[i] == final[p] and not visible[p]:
+            visible[p] = True
+            shaded[tile_of_pixel[p]] += 1
+
+
+def first_visible(pixel, depth, final, visible, tile_of_pixel, shaded) -> None:
+    """Mark the pixels whose fragment (``pixel``, ``depth``) is at the final depth and not yet
+    marked in ``visible``, and count each once in ``shaded`` at its tile (the oracle's
+    ``unique`` of such pixels, then ``bincount`` of their tiles)."""
+    _first_visible(pixel, depth, final, visible, tile_of_pixel, shaded)

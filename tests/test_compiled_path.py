@@ -1,0 +1,191 @@
+"""The compiled CPU path of the renderer (``render/pipeline/compiled.py``: Numba kernels for
+rasterization, interpolation, the depth test and color write in submission order, and the
+per-tile counters) against the NumPy path it replaces.
+
+The kernels do the NumPy code's arithmetic in the NumPy code's order, so a render must be
+bit-identical both ways: every frame, and every per-tile counter of every pass (not only the
+totals). The same renders run on a machine without Numba (or with ``TILESIM_JIT=0``), where
+both sides take the NumPy path.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tilesim.render.pipeline import compiled, output_merger
+from tilesim.render.studies.runner import render_frames
+from tilesim.render.techniques.bus import Techniques
+from tilesim.render.workloads.conformance_scenes import SCENES, record_scene
+
+TRACES = Path(__file__).resolve().parent.parent / "traces"
+
+
+def _render(frames, width, height, techniques=None, **options):
+    images, counters = [], []
+    hooks = None if techniques is None else Techniques.from_name(techniques)
+    for result in render_frames(frames, width, height, technique=hooks, **options):
+        images.append(result.image)
+        counters.append((result.counters.scalars,
+                         [(p.target, {k: np.asarray(v) for k, v in p.tiles.items()})
+                          for p in result.counters.passes]))
+    return images, counters
+
+
+def _assert_same(expected, actual):
+    images, counters = expected
+    images2, counters2 = actual
+    assert len(images) == len(images2)
+    for frame, (a, b) in enumerate(zip(images, images2, strict=True)):
+        np.testing.assert_array_equal(b, a, f"frame {frame}")
+    for frame, ((scalars, passes), (scalars2, passes2)) in enumerate(
+            zip(counters, counters2, strict=True)):
+        assert scalars2 == scalars, f"frame {frame}"
+        assert [t for t, _ in passes2] == [t for t, _ in passes], f"frame {frame}"
+        for k, ((_, tiles), (_, tiles2)) in enumerate(zip(passes, passes2, strict=True)):
+            assert tiles2.keys() == tiles.keys(), f"frame {frame} pass {k}"
+            for name in tiles:
+                np.testing.assert_array_equal(tiles2[name], tiles[name],
+                                              f"frame {frame} pass {k} counter {name}")
+
+
+def _both(frames, width, height, techniques=None, **options):
+    with compiled.disabled():
+        reference = _render(frames, width, height, techniques, **options)
+    return reference, _render(frames, width, height, techniques, **options)
+
+
+def test_the_kernels_are_compiled_where_numba_is_installed():
+    pytest.importorskip("numba")
+    assert compiled.AVAILABLE
+    with compiled.disabled():
+        assert not compiled.usable(np.zeros(1))
+    assert compiled.usable(np.zeros(1)) == compiled.enabled()
+
+
+@pytest.mark.parametrize("name", list(SCENES))
+def test_every_conformance_scene_renders_identically_on_the_compiled_path(name):
+    frames, width, height = record_scene(name)
+    _assert_same(*_both(frames, width, height))
+
+
+# Scenes that exercise what each technique reacts to (several frames and render targets, depth
+# tests, blending, textures); DSR renders superfragments through the same kernels.
+TECHNIQUE_SCENES = ("overlap_order", "depth_funcs", "render_to_texture", "tex_min_filters")
+
+
+@pytest.mark.parametrize("techniques", ["te+re+evr", "dsr", "memo"])
+@pytest.mark.parametrize("name", TECHNIQUE_SCENES)
+def test_techniques_run_identically_on_the_compiled_path(name, techniques):
+    frames, width, height = record_scene(name)
+    _assert_same(*_both(frames, width, height, techniques))
+
+
+@pytest.mark.parametrize("rate", [1, 2])
+def test_fixed_sampling_rates_render_identically_on_the_compiled_path(rate):
+    frames, width, height = record_scene("blend_factors")
+    _assert_same(*_both(frames, width, height, tile_rates=rate))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("workload", ["runner", "match3", "sidescroller"])
+def test_bundled_workloads_render_identically_on_the_compiled_path(workload):
+    from tilesim.render.traces.trace_file import read_frames
+
+    frames = read_frames(TRACES / f"{workload}-1196x768.tsim")[:2]
+    _assert_same(*_both(frames, 1196, 768))
+
+
+def test_blending_in_submission_order_matches_the_rank_groups():
+    """Every blend factor and equation, with overlapping fragments, several per pixel."""
+    rng = np.random.default_rng(7)
+    pixel = rng.integers(0, 40, 400)
+    color = rng.uniform(-0.2, 1.2, (400, 4)).astype(np.float32)
+    color[5] = np.nan
+    factors = list(compiled.BLEND_FACTORS)
+    equations = list(compiled.BLEND_EQUATIONS)
+
+    class State:
+        blend = True
+        blend_color = (0.25, 0.5, 0.75, 0.125)
+        color_mask = (True, True, False, True)
+
+    for k in range(len(factors)):
+        state = State()
+        state.blend_src_rgb = factors[k]
+        state.blend_dst_rgb = factors[(k + 3) % len(factors)]
+        state.blend_src_alpha = factors[(k + 7) % len(factors)]
+        state.blend_dst_alpha = factors[(k + 11) % len(factors)]
+        state.blend_eq_rgb = equations[k % 3]
+        state.blend_eq_alpha = equations[(k + 1) % 3]
+        for has_alpha in (True, False):
+            keep = rng.random(400) < 0.8
+            start = rng.integers(0, 256, (40, 4), dtype=np.uint8)
+            buffers = [start.copy(), start.copy()]
+            with compiled.disabled(), np.errstate(invalid="ignore"):   # the NaN color
+                numpy_ops = output_merger.write_colors(pixel, color, buffers[0], state,
+                                                       has_alpha, keep=keep)
+            compiled_ops = output_merger.write_colors(pixel, color, buffers[1], state,
+                                                      has_alpha, keep=keep)
+            np.testing.assert_array_equal(buffers[1], buffers[0], str(vars(state)))
+            assert compiled_ops == numpy_ops
+
+
+@pytest.mark.parametrize("func", list(compiled.DEPTH_FUNCS))
+def test_depth_test_in_submission_order_matches_the_rank_groups(func):
+    rng = np.random.default_rng(3)
+    pixel = rng.integers(0, 50, 500)
+    depth = rng.integers(0, 1 << 24, 500)
+    start = rng.integers(0, 1 << 24, 50).astype(np.uint32)
+    for write in (True, False):
+        buffers = [start.copy(), start.copy()]
+        with compiled.disabled():
+            expected = output_merger.depth_test(pixel, depth, buffers[0], func, write)
+        passed = output_merger.depth_test(pixel, depth, buffers[1], func, write)
+        np.testing.assert_array_equal(passed, expected)
+        np.testing.assert_array_equal(buffers[1], buffers[0])
+
+
+@pytest.mark.parametrize("ways", [1, 2, 4])
+def test_the_compiled_lru_matches_the_vectorized_one(ways):
+    from tilesim.render.pipeline.set_associative import SetAssociativeLRU
+
+    rng = np.random.default_rng(ways)
+    tables = [SetAssociativeLRU(16, ways), SetAssociativeLRU(16, ways)]
+    for batch in range(4):   # the contents carry over between batches
+        key = rng.integers(0, 16, 3000)
+        tag = rng.integers(0, 6, 3000)
+        with compiled.disabled():
+            expected = tables[0].access(key, tag)
+        hit = tables[1].access(key, tag)
+        np.testing.assert_array_equal(hit, expected, f"batch {batch}")
+        np.testing.assert_array_equal(tables[1].state, tables[0].state, f"batch {batch}")
+
+
+@pytest.mark.parametrize("name", ["tex_min_filters", "tex_mip_explicit", "tex_wrap_modes",
+                                  "cubemap", "render_to_texture"])
+def test_texture_sampling_in_chunks_renders_identically(name, monkeypatch):
+    """Full-screen draws sample their textures SAMPLE_CHUNK_LANES lanes at a time (to bound
+    memory); chunks of 64 lanes give the same frames and counters as one pass."""
+    from tilesim.render.pipeline import texture_sampler
+
+    frames, width, height = record_scene(name)
+    whole = _render(frames, width, height)
+    monkeypatch.setattr(texture_sampler, "SAMPLE_CHUNK_LANES", 64)
+    _assert_same(whole, _render(frames, width, height))
+
+
+def test_the_compiled_signature_unit_matches_the_vectorized_one():
+    from tilesim.render.techniques.signature_unit import compute_crc
+
+    rng = np.random.default_rng(11)
+    subblocks = rng.integers(0, 1 << 63, (300, 9), dtype=np.uint64) * np.uint64(2) + \
+        rng.integers(0, 2, (300, 9), dtype=np.uint64)
+    lengths = rng.integers(0, 10, 300)
+    with compiled.disabled():
+        expected = compute_crc(subblocks, lengths)
+        expected_full = compute_crc(subblocks)
+    np.testing.assert_array_equal(compute_crc(subblocks, lengths), expected)
+    np.testing.assert_array_equal(compute_crc(subblocks), expected_full)
