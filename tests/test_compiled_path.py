@@ -29,7 +29,9 @@ def _render(frames, width, height, techniques=None, **options):
     for result in render_frames(frames, width, height, technique=hooks, **options):
         images.append(result.image)
         counters.append((result.counters.scalars,
-                         [(p.target, {k: np.asarray(v) for k, v in p.tiles.items()})
+                         [(p.target, {**{k: np.asarray(v) for k, v in p.tiles.items()},
+                                      **{f"fs_program.{d}": np.asarray(v)
+                                         for d, v in p.fs_programs.items()}})
                           for p in result.counters.passes]))
     return images, counters
 
