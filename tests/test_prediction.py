@@ -360,3 +360,16 @@ def test_gl_backend_measures_groups_on_mesa(tmp_path):
         r["measured"] > 0 for r in report["rows"])
     assert {c["width"] for c in report["contexts"]} == {64, 128}
     assert set(report["calibration"]) == {"64x48", "128x96"}
+
+
+def test_model_calibrations_are_kept_apart_per_configuration(tmp_path):
+    """A changed GPU configuration must not reuse the calibration of another."""
+    from tilesim.render.studies.ground_truth import ModelBackend
+    from tilesim.timing.config import BASELINE_GPU
+
+    mine = tmp_path / "gpu.toml"
+    mine.write_text(BASELINE_GPU.read_text().replace(
+        "bandwidth = { value = 4,", "bandwidth = { value = 8,", 1))
+    assert ModelBackend().name == "model"
+    assert ModelBackend(str(mine)).name != ModelBackend(str(BASELINE_GPU)).name
+    assert ModelBackend(str(mine)).name == ModelBackend(str(mine)).name

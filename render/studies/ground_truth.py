@@ -35,6 +35,7 @@ backend and size (programs by the hash of their GLSL) in the calibration folder.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -83,8 +84,6 @@ def group_frames(group: CommandGroup) -> list[Command]:
 class ModelBackend:
     """The tilesim timing model per command group (see the module doc)."""
 
-    name = "model"
-
     def __init__(self, config: str | None = None, energy_config: str | None = None,
                  depth_bits: int = 24):
         from tilesim.timing.config import load_energy_config, load_gpu_config
@@ -92,6 +91,10 @@ class ModelBackend:
         self.cfg = load_gpu_config(config)
         self.ecfg = load_energy_config(energy_config)
         self.depth_bits = depth_bits
+        # calibrations are cached per backend name: the model's depends on its parameters
+        values = json.dumps([sorted(self.cfg.values.items()), sorted(self.ecfg.values.items())])
+        self.name = "model" if config is None and energy_config is None else \
+            f"model-{hashlib.sha256(values.encode()).hexdigest()[:12]}"
 
     def profile(self, contexts: list[Context], groups: list[CommandGroup],
                 source: str = "<trace>") -> tuple[list[float], list[float]]:
