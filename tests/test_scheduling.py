@@ -110,7 +110,8 @@ def test_deadline_guard_lets_a_fitting_block_through():
     allows it, 004's 'release' test (end before HP's next release) does not."""
     hp = Application("hp", 1, 20, [frame(20)])
     lp = Application("lp", 2, 5, [frame(25, 25, 25)])
-    loose = simulate([hp, lp], "hpf", config=SimConfig(duration_s=0.1, **FREE))
+    loose = simulate([hp, lp], "hpf", config=SimConfig(duration_s=0.1, guard="frame",
+                                                      **FREE))
     assert gpu_order(loose)[:5] == [("hp", 0, 0), ("hp", 0, 1), ("lp", 0, 0), ("lp", 0, 1),
                                     ("hp", 1, 0)]
     assert finishes(loose, "hp") == [20.0, 90.0]
@@ -172,6 +173,9 @@ def test_selection_on_thread_states():
     assert guard_allows(hp, [blk("lp", 80)], 0.0, "frame", Costs())      # 80 + 20 <= 100
     assert not guard_allows(hp, [blk("lp", 81)], 0.0, "frame", Costs())
     assert not guard_allows(hp, [blk("lp", 51)], 0.0, "release", Costs())
+    assert guard_allows(hp, [blk("lp", 50)], 0.0, "release", Costs())
+    hp.done = False  # its frame still runs on the GPU
+    assert select("hpf", [lp, hp], 0.0) is None
 
 
 def test_metrics_afr_pmd_and_pd_fft():
@@ -218,8 +222,92 @@ def test_underestimated_predictions_break_the_guarantee_and_a_margin_restores_it
     lp = Application("lp", 2, 20, [frame(70)])
     half = InjectedError("uniform", 0.0)
     half.factor = lambda block: 0.5  # type: ignore[method-assign]
-    cfg = SimConfig(duration_s=0.5, **FREE)
+    cfg = SimConfig(duration_s=0.5, guard="frame", **FREE)
     fooled = simulate([hp, lp], "hpf", predictor=half, config=cfg)
     assert not all(f.met for f in fooled.frames if f.app == "hp")
     safe = simulate([hp, lp], "hpf", predictor=Margin(half, 2.0), config=cfg)
     assert all(f.met for f in safe.frames if f.app == "hp")
+
+
+# --- scenarios and the command line --------------------------------------------------------
+
+def _tiny_blocks(tmp_path):
+    """A block-cost file with the bundled applications' names and hand-made costs."""
+    import json
+
+    def fr(*ms):
+        return [["draw", 5, m * MS] for m in ms] + [["swap", 1, 0.0]]
+
+    body = {"apps": {"speedometer": {"frames": [fr(1, 0.5)]},
+                     "tachometer": {"frames": [fr(1, 0.5)]},
+                     "menu": {"frames": [fr(2)]},
+                     "spam": {"frames": [fr(45, 45)]}}}
+    path = tmp_path / "blocks.json"
+    path.write_text(json.dumps(body))
+    return path
+
+
+def test_bundled_scenarios_match_004_tables():
+    from tilesim.render.studies.scheduling import scenarios
+
+    scen = scenarios.load_scenarios()
+    mts1 = {e["app"]: (e["priority"], e["fps"]) for e in scen.scenarios["MTS-1"]}
+    mts2 = {e["app"]: (e["priority"], e["fps"]) for e in scen.scenarios["MTS-2"]}
+    assert mts1 == {"speedometer": (1, 30), "tachometer": (2, 30), "menu": (3, 30)}
+    assert mts2 == {"speedometer": (1, 30), "tachometer": (2, 30), "menu": (3, 20),
+                    "spam": (4, 20)}
+
+
+def test_mts2_shape_on_hand_made_costs(tmp_path):
+    """MTS-2 with a spam whose draws (45 ms) exceed the speedometer's period: without
+    scheduling everyone falls to ~10 FPS; HPF keeps the speedometer at 30 FPS with every
+    deadline met and the spam renders nothing (004's guard never admits a draw longer than
+    the period); the looser 'frame' guard lets spam draws overlap the speedometer's release
+    and still keeps every speedometer deadline."""
+    from tilesim.render.studies.scheduling import scenarios
+
+    scen = scenarios.load_scenarios()
+    apps = scenarios.applications(scen, "MTS-2", scenarios.load_blocks(_tiny_blocks(tmp_path)))
+    cfg = scenarios.sim_config(scen, duration_s=3.0)
+    none = metrics.summarize(simulate(apps, "none", config=cfg))["apps"]
+    assert 9 <= none[0]["afr"] <= 11.5 and 9 <= none[3]["afr"] <= 11.5
+    hpf = metrics.summarize(simulate(apps, "hpf", config=cfg))["apps"]
+    assert hpf[0]["afr"] == pytest.approx(30, abs=0.5) and hpf[0]["pmd"] == 1.0
+    assert hpf[3]["frames"] == 0
+    loose = metrics.summarize(simulate(apps, "hpf", config=scenarios.sim_config(
+        scen, duration_s=3.0, guard="frame")))["apps"]
+    assert loose[0]["pmd"] == 1.0 and loose[3]["frames"] > 0
+
+
+def test_cli_schedule_json_and_errors(tmp_path, capsys):
+    import json
+
+    from tilesim.cli import main
+
+    blocks = str(_tiny_blocks(tmp_path))
+    assert main(["schedule", "MTS-1", "--policy", "all", "--duration", "1", "--blocks",
+                 blocks, "--json", "--plot", str(tmp_path / "plots")]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert set(report["runs"]) == {"none", "frrs", "hpf", "hpf-block", "hpf-frame", "edf"}
+    assert report["runs"]["frrs"]["apps"][0]["afr"] == pytest.approx(30, abs=1)
+    assert (tmp_path / "plots" / "MTS-1-afr.png").stat().st_size > 0
+    assert (tmp_path / "plots" / "MTS-1-hpf-speedometer-pdfft.png").exists()
+    for argv, where in ((["MTS-1", "--policy", "rr"], "--policy"),
+                        (["MTS-9"], "scenarios.toml"),
+                        (["MTS-1", "--error", "normal:x"], "--error"),
+                        (["MTS-1", "--error", "cauchy:0.1"], "--error"),
+                        (["MTS-1", "--duration", "-1"], "--duration"),
+                        (["MTS-1", "--blocks", str(tmp_path / "missing.json")], "missing")):
+        assert main(["schedule", *argv, "--blocks", blocks][:len(argv) + 1 + (
+            0 if "--blocks" in argv else 2)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.count("\n") == 0 and where in err, err
+
+
+def test_cli_sweep(tmp_path, capsys):
+    from tilesim.cli import main
+
+    assert main(["schedule", "MTS-2", "--sweep-error", "--duration", "1", "--blocks",
+                 str(_tiny_blocks(tmp_path))]) == 0
+    out = capsys.readouterr().out
+    assert "margin for 100%" in out and "history" in out

@@ -31,6 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
         suite,
     )
     from tilesim.render.studies import core_command as core_cli
+    from tilesim.render.studies.scheduling import command as schedule_cli
     from tilesim.render.traces import apitrace_import, capture
     from tilesim.shaders import cli as shader_cli
 
@@ -53,7 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     # The order of `tilesim --help`.
     for module in (shader_cli, render_command, characterize, conformance, goldens, capture,
-                   apitrace_import, compare, suite, coherence, dsr_search, estimate, core_cli):
+                   apitrace_import, compare, suite, coherence, dsr_search, estimate, core_cli,
+                   schedule_cli):
         module.register(sub)
     return parser
 

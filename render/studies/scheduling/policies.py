@@ -22,13 +22,18 @@ applications; a fourth is ours:
     no guard: the waiting thread whose current frame's deadline is earliest.
 
 The deadline guard (Table 5-15 lines 22-40): a lower-priority thread may dispatch only when
-the highest-priority thread has finished dispatching its frame (it has no frame being
-recorded or waiting), and only if, by the predictions, the high-priority thread's next frame
-still finishes by its deadline (``guard="frame"``: the low block's predicted end, then the
-next release, then the decision overhead and the predicted frame, against the next
-deadline). 004's own test, ``guard="release"``, lets the block through only if it ends
-before the high-priority thread's next frame arrives (its current deadline, eq. 1); both
-never delay the high-priority frame when predictions are exact. ``guard="off"``: no check.
+the highest-priority thread has finished its frame (no frame being recorded, waiting or
+running), and only if, by the predictions, the block does not put the high-priority frame at
+risk. 004 compares the block's predicted end with "the Current Frame Deadline" of the
+high-priority thread, which for a frame on time is the arrival of its next frame (eq. 1);
+``guard="release"`` (the default) is that test: the block must end before the high-priority
+thread's next release, so the high-priority thread never waits for a lower-priority block.
+``guard="frame"`` is the issue's wording, looser: the block may overlap the next release as
+long as the high-priority thread's next frame (the block's predicted end or the release,
+whichever is later, then a decision, the CPU costs and the frame's predicted time) still
+finishes by its deadline. Both keep every high-priority deadline when predictions are exact;
+``release`` reproduces 004's MTS-2 (a spam draw longer than the speedometer's period never
+runs), ``frame`` lets such a draw run when it fits. ``guard="off"``: no check.
 """
 
 from __future__ import annotations
@@ -115,7 +120,7 @@ def _frame_blocks(thread: Thread) -> list[Block]:
     return out
 
 
-def select(policy: str, threads: list[Thread], now: float, *, guard: str = "frame",
+def select(policy: str, threads: list[Thread], now: float, *, guard: str = "release",
            costs: Costs = Costs()) -> tuple[Thread, int] | None:
     """The scheduling decision: (thread, number of blocks it may dispatch) or None."""
     waiting = [t for t in threads if t.waiting]

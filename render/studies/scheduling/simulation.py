@@ -79,7 +79,7 @@ class SimConfig:
     decision_s: float = 100e-6
     record_s_per_command: float = 1e-6
     dispatch_s_per_command: float = 1e-6
-    guard: str = "frame"
+    guard: str = "release"
 
     def __post_init__(self):
         if self.guard not in GUARDS:
