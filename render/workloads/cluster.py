@@ -15,7 +15,8 @@ application's part of the cluster display):
     moves down the list, the labels (one text batch) and a scroll indicator.
 ``spam``
     an application that overloads the GPU: ``draws`` draws per frame, each a batch of
-    ``layers`` full-window alpha-blended textured quads (every layer shades every pixel).
+    ``layers`` full-window alpha-blended textured quads (every layer shades every pixel) with
+    a fragment program of ``rounds`` rounds of arithmetic after its texture lookup.
 
 Every frame sets all the state its draws use (program, textures, blending, buffers) and
 re-uploads its dynamic vertex data, so any prefix of a frame renders the same whatever frame
@@ -220,9 +221,40 @@ def _menu(gl, width: int, height: int, frames: int, seed: int) -> None:
         gl.endFrame()
 
 
+# The spam application's fragment program: the sprite program's texture lookup followed by
+# ``rounds`` dependent rounds of arithmetic (a procedural pattern), so that each layer costs
+# shading time as well as fill rate.
+SPAM_FS = """\
+precision mediump float;
+uniform sampler2D u_tex;
+uniform vec4 u_tint;
+varying vec2 v_uv;
+varying vec4 v_color;
+void main() {{
+    vec4 c = texture2D(u_tex, v_uv);
+    vec2 p = v_uv * 7.0;
+{body}    gl_FragColor = vec4(fract(c.rgb + p.xyx * 0.1), c.a) * v_color * u_tint;
+}}
+"""
+SPAM_ROUND = "    p = vec2(p.x * 0.8 + sin(p.y) * 0.6, p.y * 0.8 + cos(p.x) * 0.6);\n"
+
+
+class _SpamSprites(Sprites):
+    """The sprite machinery (buffers, uniforms) with the spam application's program."""
+
+    def __init__(self, gl, width: int, height: int, rounds: int):
+        from tilesim.render.workloads.common import SPRITE_ATTRIBS, SPRITE_VS
+
+        super().__init__(gl, width, height)
+        self.program = gl.createProgram(SPRITE_VS, SPAM_FS.format(body=SPAM_ROUND * rounds),
+                                        attrib_locations=SPRITE_ATTRIBS)
+        self.loc = {name: gl.getUniformLocation(self.program, name)
+                    for name in ("u_proj", "u_rect", "u_uvrect", "u_tex", "u_tint")}
+
+
 def _spam(gl, width: int, height: int, frames: int, seed: int, draws: int,
-          layers: int) -> None:
-    sprites = Sprites(gl, width, height)
+          layers: int, rounds: int) -> None:
+    sprites = _SpamSprites(gl, width, height, rounds) if rounds else Sprites(gl, width, height)
     rng = rng_for(seed, 3)
     noise = value_noise(rng, 128, 128, cells=8, octaves=4)
     tex = upload_texture(gl, rgba_image(np.stack([noise, 1 - noise, 0.5 + 0 * noise], 2),
@@ -247,7 +279,7 @@ def _spam(gl, width: int, height: int, frames: int, seed: int, draws: int,
 
 
 def build(kind: str, width: int, height: int, frames: int = 4, seed: int = 0, *,
-          draws: int = 2, layers: int = 8):
+          draws: int = 2, layers: int = 8, rounds: int = 0):
     """The frames (lists of commands) of cluster application ``kind`` (one of ``KINDS``) at
     width x height. ``draws`` and ``layers``: the spam application's load per frame."""
     from tilesim.render.gl.commands import Recorder
@@ -261,5 +293,5 @@ def build(kind: str, width: int, height: int, frames: int = 4, seed: int = 0, *,
     elif kind == "menu":
         _menu(gl, width, height, frames, seed)
     else:
-        _spam(gl, width, height, frames, seed, draws, layers)
+        _spam(gl, width, height, frames, seed, draws, layers, rounds)
     return gl.recorded_frames()

@@ -11,9 +11,10 @@ Command-block costs come from rendering: each application's frames are split int
 model (``tilesim.timing.model``); block ``k`` costs ``T(prefix k) - T(prefix k-1)``, with
 ``T(prefix -1)`` the time of an empty frame. The costs of a frame's blocks therefore add up
 to the model's time for the whole frame (a block's share of the tile flush falls on the first
-block that renders into the tile). Rendering takes minutes (the spam application's 120
-full-window layers), so the result is kept in ``blocks.json`` beside this module and made
-again with :func:`build_blocks` (``tilesim schedule --rebuild-blocks``).
+block that renders into the tile). Rendering takes a minute or more (the spam application's
+36 full-window layers with a long fragment program), so the result is kept in
+``blocks.json`` beside this module and made again with :func:`build_blocks` (``tilesim
+schedule --rebuild-blocks``).
 """
 
 from __future__ import annotations
@@ -144,7 +145,7 @@ def build_blocks(scen: Scenarios, names: list[str] | None = None,
         app = scen.apps[name]
         n = int(app.get("frames", 1))
         w, h = app["size"]
-        extra = {k: int(app[k]) for k in ("draws", "layers") if k in app}
+        extra = {k: int(app[k]) for k in ("draws", "layers", "rounds") if k in app}
         frames = cluster.build(app["kind"], w, h, n + 1, seed=int(app.get("seed", 0)),
                                **extra)
         if progress:
