@@ -166,6 +166,7 @@ def test_selection_on_thread_states():
     hp.recording = True
     assert select("hpf", [lp, hp], 0.0) is None
     hp.recording, hp.next_release_s, hp.next_frame_predicted_s = False, 0.05, 0.02
+    hp.next_deadline_s = 0.1
     assert select("hpf", [lp, hp], 0.0) == (lp, 1)
     assert select("hpf-frame", [lp, hp], 0.0) == (lp, 2)
     # HP: next release 50 ms, deadline 100 ms, next frame predicted 20 ms
@@ -314,3 +315,39 @@ def test_cli_sweep(tmp_path, capsys):
                  str(_tiny_blocks(tmp_path))]) == 0
     out = capsys.readouterr().out
     assert "margin for 100%" in out and "history" in out
+
+
+@pytest.mark.mesa
+def test_block_costs_add_up_to_the_frame_time(mesa):
+    """Blocks timed by rendering prefixes (scenarios.time_blocks) telescope: a frame's block
+    costs add up to the timing model's time for the whole frame; every cluster frame has a
+    block per draw and ends with its swap."""
+    from tilesim.render.studies.runner import render_frames
+    from tilesim.render.studies.scheduling.scenarios import time_blocks
+    from tilesim.render.workloads import cluster
+    from tilesim.timing.config import load_energy_config, load_gpu_config
+    from tilesim.timing.model import estimate_frames
+
+    frames = cluster.build("speedometer", 96, 96, 2)
+    (specs,) = time_blocks(frames, 96, 96, [1])
+    assert [s.kind for s in specs] == ["draw"] * 5 + ["swap"]
+    assert sum(s.commands for s in specs) == len(frames[1])
+    whole = list(render_frames(frames, 96, 96))
+    model = estimate_frames([r.counters for r in whole], load_gpu_config(),
+                            load_energy_config())[1].seconds
+    assert sum(s.actual_s for s in specs) == pytest.approx(model, rel=1e-6)
+    assert specs[0].actual_s > specs[2].actual_s > 0  # the dial outweighs the readout
+
+
+def test_grid_deadlines_accumulate_lateness_rebased_ones_do_not():
+    """A 75 ms frame at 20 FPS under FRRS: on 004's grid (eq. 1: frame j due at (j+1) x 50
+    ms) it finishes 0.5, 1.0, 1.5, ... periods late; rebased on each release, 0.5 each time."""
+    a = Application("a", 1, 20, [frame(75)])
+    grid = simulate([a], "frrs", config=SimConfig(duration_s=0.31, **FREE))
+    assert [round(f.lateness_periods, 6) for f in grid.frames] == [0.5, 1.0, 1.5, 2.0]
+    rebase = simulate([a], "frrs", config=SimConfig(duration_s=0.31, deadlines="rebase",
+                                                    **FREE))
+    assert [round(f.lateness_periods, 6) for f in rebase.frames] == [0.5] * 4
+    early = simulate([Application("b", 1, 20, [frame(10)])], "frrs",
+                     config=SimConfig(duration_s=0.2, **FREE))
+    assert [f.release_s for f in early.frames] == pytest.approx([0, 0.05, 0.1, 0.15])

@@ -52,12 +52,16 @@ def register(subparsers) -> None:
     p.add_argument("--scenario", dest="scenario_opt", metavar="NAME",
                    help="the same as the positional SCENARIO")
     p.add_argument("--policy", default="hpf", metavar="|".join(POLICIES + ("all",)),
-                   help="scheduling policy, or 'all' (default %(default)s)")
+                   help="scheduling policy, several separated by commas, or 'all' (default "
+                        "%(default)s)")
     p.add_argument("--duration", type=float, metavar="S",
                    help="simulated seconds (default: the config's [run] duration_s)")
     p.add_argument("--decision-overhead", type=float, metavar="S",
                    help="scheduling thread's CPU seconds per decision (default: config)")
     p.add_argument("--guard", choices=GUARDS, help="HPF's deadline guard (default: config)")
+    p.add_argument("--deadlines", choices=("grid", "rebase"),
+                   help="frame j due at (j+1) periods (004 eq. 1), or one period after its "
+                        "release (default: config)")
     p.add_argument("--predictor", choices=("oracle", "history"), default="oracle",
                    help="predicted block times: exact, or the same block of the last frame")
     p.add_argument("--error", metavar="DIST:SCALE",
@@ -108,7 +112,8 @@ def _schedule(args) -> int:
         raise InputError("name a scenario (MTS-1 or MTS-2)", source="SCENARIO")
     if args.scenario_arg and args.scenario_opt and args.scenario_arg != args.scenario_opt:
         raise InputError("SCENARIO and --scenario differ", source="--scenario")
-    policies = list(POLICIES) if args.policy == "all" else [check_policy(args.policy)]
+    policies = (list(POLICIES) if args.policy == "all"
+                else [check_policy(p) for p in args.policy.split(",")])
     _positive(args.duration, "--duration")
     _positive(args.decision_overhead, "--decision-overhead")
     scen = scenarios.load_scenarios(args.config)
@@ -122,9 +127,10 @@ def _schedule(args) -> int:
         blocks = scenarios.load_blocks(args.blocks)
     apps = scenarios.applications(scen, scenario, blocks)
     config = scenarios.sim_config(scen, duration_s=args.duration,
-                                  decision_s=args.decision_overhead, guard=args.guard)
+                                  decision_s=args.decision_overhead, guard=args.guard,
+                                  deadlines=args.deadlines)
     if args.sweep_error:
-        policy = args.policy if args.policy not in ("all",) else "hpf"
+        policy = policies[0] if len(policies) == 1 else "hpf"
         dist = args.error.partition(":")[0] if args.error else "normal"
         result = robustness.sweep(apps, config, policy=policy, distribution=dist,
                                   seed=args.seed)
@@ -136,7 +142,7 @@ def _schedule(args) -> int:
         runs[policy] = metrics.summarize(simulate(apps, policy, _predictor(args), config))
     report = {"scenario": scenario, "config": {k: getattr(config, k) for k in (
         "duration_s", "decision_s", "record_s_per_command", "dispatch_s_per_command",
-        "guard")}, "predictor": getattr(_predictor(args), "name", "?"),
+        "guard", "deadlines")}, "predictor": getattr(_predictor(args), "name", "?"),
         "applications": [{"app": a.name, "priority": a.priority, "fps": a.fps,
                           "blocks_per_frame": len(a.frames[0]),
                           "frame_ms": [round(1e3 * sum(b.actual_s for b in f), 4)
@@ -159,6 +165,7 @@ def format_table(report: dict) -> str:
         for a in report["applications"]),
         f"predictor {report['predictor']}, decision overhead "
         f"{1e3 * report['config']['decision_s']:g} ms, guard {report['config']['guard']}, "
+        f"deadlines {report['config']['deadlines']}, "
         f"{report['config']['duration_s']:g} s simulated",
         f"{'policy':<10}" + "".join(f"  {a:>20}" for a in apps) + "  GPU busy",
         f"{'':<10}" + "".join(f"  {'AFR':>8} {'PMD':>11}" for _ in apps)]

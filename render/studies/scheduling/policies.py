@@ -61,8 +61,8 @@ class Thread:
     """What the scheduling thread knows of one rendering thread (its GCBQ head, 004 Table
     5-2): the queue of recorded, undispatched blocks, whether it is still recording its
     frame, whether its last frame is fully dispatched (``frame_end``), the current frame's
-    release and deadline, the next frame's release and the predicted seconds of its next
-    frame (sum of the blocks' PETs, known when the frame is laid out)."""
+    release and deadline, the next frame's release and deadline and the predicted seconds of
+    its next frame (sum of the blocks' PETs, known when the frame is laid out)."""
 
     name: str
     priority: int            # 1 = highest (004 §5.7.1)
@@ -74,6 +74,7 @@ class Thread:
     release_s: float = 0.0
     deadline_s: float = 0.0
     next_release_s: float = 0.0
+    next_deadline_s: float = 0.0
     next_frame_predicted_s: float = 0.0
     next_frame_commands: int = 0
 
@@ -107,7 +108,7 @@ def guard_allows(hp: Thread, blocks: list[Block], now: float, guard: str,
         return end <= release
     cpu = (costs.decision_s + hp.next_frame_commands
            * (costs.record_s_per_command + costs.dispatch_s_per_command))
-    return max(end, release) + cpu + hp.next_frame_predicted_s <= release + hp.period_s
+    return max(end, release) + cpu + hp.next_frame_predicted_s <= hp.next_deadline_s
 
 
 def _frame_blocks(thread: Thread) -> list[Block]:

@@ -10,10 +10,14 @@ Seed 004 (*Fine-Grained Semantics Driven Scheduling*) ch. 5 is the model:
   (``flag_rt_wait``, Table 5-9), dispatches the blocks it is granted
   (``dispatch_s_per_command`` each command) and acknowledges. When the frame's last block has
   run on the GPU the frame is finished (we take the GPU's completion; 004 records the time the
-  swap was dispatched, line 33). The next frame is released at ``max(release + period,
-  finish)`` and its deadline is one period after its release (eq. 1 while frames are on
-  time; a late frame pushes the next one, as FRRS's "next activation time depends on its
-  period and the finish time of the current frame", §6.4).
+  swap was dispatched, line 33). Deadlines follow eq. (1) (``deadlines="grid"``, the
+  default): frame ``j`` is due at ``offset + (j + 1) x period`` and is released at
+  ``offset + j x period`` or when frame ``j - 1`` finished, whichever is later (FRRS: "if it
+  finishes its frame before the deadline, [it] has to wait for its next activation time",
+  §6.4). A late application thus falls further behind its grid, which is why 004's PD-FFTs
+  of MTS-2 under FRRS need a bar for frames more than 5 periods late (§6.4.2.3).
+  ``deadlines="rebase"``: each frame is due one period after its own release and the next is
+  released at ``max(release + period, finish)`` (lateness never accumulates).
 * The scheduling thread (ST, §5.7, Table 5-13), for the ``hpf*`` and ``edf`` policies: when
   a thread waits it spends ``decision_s`` deciding (the overhead 004 §6.4.1.1 blames for the
   lowest-priority application's lower frame rate), grants the chosen thread its blocks,
@@ -23,7 +27,8 @@ Seed 004 (*Fine-Grained Semantics Driven Scheduling*) ch. 5 is the model:
   waiting, or a block completes.
 * Without a scheduler (``none``, ``frrs``) every RT hands each block to the driver as soon as
   it is recorded; the GPU runs blocks in arrival order. ``none`` releases the next frame as
-  soon as the previous one finished, ``frrs`` at ``max(release + period, finish)``.
+  soon as the previous one finished, due one period later (no grid: an application without
+  a frame-rate cap has no activation times); ``frrs`` follows the deadlines above.
 * The GPU (a SimPy store, FIFO) runs each dispatched block for its actual time, to
   completion, one at a time.
 
@@ -80,10 +85,13 @@ class SimConfig:
     record_s_per_command: float = 1e-6
     dispatch_s_per_command: float = 1e-6
     guard: str = "release"
+    deadlines: str = "grid"
 
     def __post_init__(self):
         if self.guard not in GUARDS:
             raise ValueError(f"unknown guard {self.guard!r} (known: {', '.join(GUARDS)})")
+        if self.deadlines not in ("grid", "rebase"):
+            raise ValueError(f"deadlines must be grid or rebase, got {self.deadlines!r}")
         for name in ("duration_s", "decision_s", "record_s_per_command",
                      "dispatch_s_per_command"):
             if not getattr(self, name) >= 0:
@@ -191,13 +199,14 @@ class Simulation:
     def _rendering_thread(self, rt: _RT):
         env, cfg, t = self.env, self.config, rt.thread
         scheduled = self.policy in SCHEDULED
-        release = rt.app.offset_s
-        t.next_release_s = release
+        offset, period = rt.app.offset_s, rt.app.period_s
+        release = offset
+        t.next_release_s, t.next_deadline_s = release, release + period
         self._layout(rt)
         while True:
             if env.now < release:
                 yield env.timeout(release - env.now)
-            t.release_s, t.deadline_s = release, release + rt.app.period_s
+            t.release_s, t.deadline_s = release, t.next_deadline_s
             t.recording, t.frame_end, t.done = True, False, False
             rt.swap_done = env.event()
             blocks = rt.upcoming
@@ -219,10 +228,14 @@ class Simulation:
                                                   t.deadline_s, env.now, rt.app.period_s))
             rt.frame += 1
             if self.policy == "none":
-                release = env.now
+                release, deadline = env.now, env.now + period
+            elif cfg.deadlines == "grid":
+                release = max(offset + rt.frame * period, env.now)
+                deadline = offset + (rt.frame + 1) * period
             else:
-                release = max(t.release_s + rt.app.period_s, env.now)
-            t.next_release_s = release
+                release = max(t.release_s + period, env.now)
+                deadline = release + period
+            t.next_release_s, t.next_deadline_s = release, deadline
             self._layout(rt)
             t.done = True
 
