@@ -308,6 +308,22 @@ def test_cli_schedule_json_and_errors(tmp_path, capsys):
         assert err.count("\n") == 0 and where in err, err
 
 
+def test_cli_rejects_a_bad_scenarios_file(tmp_path, capsys):
+    from tilesim.cli import main
+
+    bad = tmp_path / "bad.toml"
+    for text, what in (("[apps.a\n", "not valid TOML"),
+                       ('[apps.a]\nkind = "clock"\nsize = [8, 8]\n', "apps.a.kind"),
+                       ('[apps.a]\nkind = "menu"\nsize = [8, 8]\n[scenarios.S]\napps = '
+                        '[{app = "a", priority = 0, fps = 30}]\n', "priority"),
+                       ('[run]\nguard = "maybe"\n[apps.a]\nkind = "menu"\nsize = [8, 8]\n',
+                        "[run]")):
+        bad.write_text(text)
+        assert main(["schedule", "S", "--config", str(bad)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.count("\n") == 0 and "bad.toml" in err and what in err, err
+
+
 def test_cli_sweep(tmp_path, capsys):
     from tilesim.cli import main
 
