@@ -238,6 +238,7 @@ class Simulation:
             t.next_release_s, t.next_deadline_s = release, deadline
             self._layout(rt)
             t.done = True
+            self._notify()
 
     def _scheduling_thread(self):
         env, cfg = self.env, self.config
