@@ -367,3 +367,19 @@ def test_grid_deadlines_accumulate_lateness_rebased_ones_do_not():
     early = simulate([Application("b", 1, 20, [frame(10)])], "frrs",
                      config=SimConfig(duration_s=0.2, **FREE))
     assert [f.release_s for f in early.frames] == pytest.approx([0, 0.05, 0.1, 0.15])
+
+
+def test_hpf_frame_mode_guards_the_whole_frame():
+    """HP: 20 ms at 20 FPS (idle windows 20-50, 70-100, ...). LP: two 20 ms blocks. Per block
+    (hpf) the first fits at 20-40, the second at 70-90: LP's frame finishes at 90. A whole
+    frame (hpf-frame, 40 ms) never fits in a 30 ms window: LP never runs."""
+    hp = Application("hp", 1, 20, [frame(20)])
+    lp = Application("lp", 2, 5, [frame(20, 20)])
+    cfg = SimConfig(duration_s=0.2, **FREE)
+    per_block = simulate([hp, lp], "hpf", config=cfg)
+    assert finishes(per_block, "lp") == [90.0]
+    assert [(b.app, round(b.started_at / MS, 6)) for b in per_block.blocks
+            if b.app == "lp"][:2] == [("lp", 20.0), ("lp", 70.0)]
+    whole = simulate([hp, lp], "hpf-frame", config=cfg)
+    assert not any(b.app == "lp" for b in whole.blocks)
+    assert all(f.met for f in whole.frames)
