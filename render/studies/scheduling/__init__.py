@@ -19,12 +19,16 @@ Modules, bottom up:
     decision overhead, one GPU that runs dispatched blocks to completion in order.
 ``metrics``
     AFR, PMD and the PD-FFT histogram of finish times relative to deadlines.
+``robustness``
+    the highest-priority application's PMD under injected prediction error x safety margins.
 ``scenarios``
-    MTS-1 and MTS-2 from tilesim workloads rendered and timed (``scenarios.toml``).
+    MTS-1 and MTS-2 from tilesim workloads rendered and timed (``scenarios.toml``; the block
+    costs kept in ``blocks.json``).
 ``command``
     ``tilesim schedule``.
 
-``blocks``, ``policies``, ``simulation`` and ``metrics`` import neither the renderer nor the
-timing model: any block stream (a trace timed by tilesim, a real driver's timer queries, a
-hand-made test) schedules the same way.
+``blocks``, ``policies``, ``simulation``, ``metrics`` and ``robustness`` import neither the
+renderer nor the timing model (an import-linter contract in ``pyproject.toml``): any block
+stream (a trace timed by tilesim, a real driver's timer queries, a hand-made test) schedules
+the same way.
 """
