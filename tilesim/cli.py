@@ -32,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
         suite,
     )
     from tilesim.render.studies import core_command as core_cli
+    from tilesim.render.studies.scheduling import command as schedule_cli
     from tilesim.render.traces import apitrace_import, capture
     from tilesim.shaders import cli as shader_cli
 
@@ -55,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     # The order of `tilesim --help`.
     for module in (shader_cli, render_command, characterize, conformance, goldens, capture,
                    apitrace_import, compare, suite, coherence, dsr_search, estimate,
-                   predict_command, core_cli):
+                   predict_command, core_cli, schedule_cli):
         module.register(sub)
     return parser
 

@@ -1,0 +1,189 @@
+"""The multitasking scenarios MTS-1 and MTS-2 of seed 004 (*Fine-Grained Semantics Driven
+Scheduling*) §6.2, from tilesim workloads.
+
+``scenarios.toml`` holds the applications (which cluster workload, window size, how many
+distinct frames), the scenarios (004 Tables 6-2 and 6-3: priority and frame rate of each
+application) and the run's parameters (decision overhead, CPU costs per command, guard).
+
+Command-block costs come from rendering: each application's frames are split into blocks
+(:func:`blocks.split_frame`) and every prefix of a frame (its commands up to the end of block
+``k``, then the swap) is rendered on tilesim's tile-based model and timed by the analytic
+model (``tilesim.timing.model``); block ``k`` costs ``T(prefix k) - T(prefix k-1)``, with
+``T(prefix -1)`` the time of an empty frame. The costs of a frame's blocks therefore add up
+to the model's time for the whole frame (a block's share of the tile flush falls on the first
+block that renders into the tile). Rendering takes a minute or more (the spam application's
+36 full-window layers with a long fragment program), so the result is kept in
+``blocks.json`` beside this module and made again with :func:`build_blocks` (``tilesim
+schedule --rebuild-blocks``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from tilesim.errors import InputError
+from tilesim.render.studies.scheduling.blocks import BlockSpec, split_frame
+from tilesim.render.studies.scheduling.simulation import Application, SimConfig
+
+HERE = Path(__file__).parent
+SCENARIOS_TOML = HERE / "scenarios.toml"
+BLOCKS_JSON = HERE / "blocks.json"
+
+
+@dataclass
+class Scenarios:
+    path: Path
+    run: dict
+    apps: dict[str, dict]
+    scenarios: dict[str, list[dict]]
+
+
+def load_scenarios(path: str | Path | None = None) -> Scenarios:
+    """Read and check a scenarios file (default: the bundled ``scenarios.toml``)."""
+    path = Path(path) if path is not None else SCENARIOS_TOML
+    where = str(path)
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"not valid TOML: {exc}", source=where) from None
+    run, apps, scen = data.get("run", {}), data.get("apps", {}), data.get("scenarios", {})
+    if not isinstance(apps, dict) or not apps:
+        raise InputError("no [apps.NAME] tables", source=where)
+    for name, app in apps.items():
+        if app.get("kind") not in ("speedometer", "tachometer", "menu", "spam"):
+            raise InputError(f"apps.{name}.kind must be speedometer, tachometer, menu or "
+                             f"spam, got {app.get('kind')!r}", source=where)
+        size = app.get("size")
+        if (not isinstance(size, list) or len(size) != 2
+                or not all(isinstance(v, int) and v > 0 for v in size)):
+            raise InputError(f"apps.{name}.size must be [width, height] in pixels",
+                             source=where)
+        if not (isinstance(app.get("frames", 1), int) and app.get("frames", 1) >= 1):
+            raise InputError(f"apps.{name}.frames must be a positive integer", source=where)
+    out = {}
+    for sname, body in scen.items():
+        entries = body.get("apps") if isinstance(body, dict) else None
+        if not isinstance(entries, list) or not entries:
+            raise InputError(f"scenarios.{sname}.apps must be a list of applications",
+                             source=where)
+        for e in entries:
+            if e.get("app") not in apps:
+                raise InputError(f"scenarios.{sname}: unknown app {e.get('app')!r}",
+                                 source=where)
+            fps, prio = e.get("fps"), e.get("priority")
+            if not (isinstance(fps, (int, float)) and fps > 0 and math.isfinite(fps)):
+                raise InputError(f"scenarios.{sname}: {e.get('app')}.fps must be > 0",
+                                 source=where)
+            if not (isinstance(prio, int) and prio >= 1):
+                raise InputError(f"scenarios.{sname}: {e.get('app')}.priority must be an "
+                                 "integer >= 1", source=where)
+        prios = [e["priority"] for e in entries]
+        if len(set(prios)) != len(prios):
+            raise InputError(f"scenarios.{sname}: priorities must be unique (004 §5.7.1)",
+                             source=where)
+        out[sname] = entries
+    try:
+        SimConfig(**{k: v for k, v in run.items() if k != "duration_s"})
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"[run]: {exc}", source=where) from None
+    return Scenarios(path, run, apps, out)
+
+
+def sim_config(scen: Scenarios, **overrides) -> SimConfig:
+    values = {**scen.run, **{k: v for k, v in overrides.items() if v is not None}}
+    return SimConfig(**values)
+
+
+def time_blocks(frames, width: int, height: int, keep: list[int]) -> list[list[BlockSpec]]:
+    """Block specs of frames ``keep`` of recorded ``frames``, timed by rendering prefixes
+    (module docstring). Frame 0's setup (its commands before its first draw) is replayed
+    first, so the textures and buffers exist."""
+    from tilesim.render.gl.commands import Command
+    from tilesim.render.studies.runner import render_frames
+    from tilesim.timing.config import load_energy_config, load_gpu_config
+    from tilesim.timing.model import estimate_frames
+
+    end = Command("endFrame")
+    first = [c.op for c in frames[0]]
+    setup_end = next((k for k, op in enumerate(first) if op in ("drawArrays", "drawElements")),
+                     len(first) - 1)
+    sequence = [frames[0][:setup_end] + [end]]
+    layout = []
+    for j in keep:
+        commands = frames[j]
+        spans = split_frame([c.op for c in commands])
+        start = len(sequence)
+        sequence.append([end])
+        for _, stop, _kind in spans:
+            prefix = commands[:stop]
+            sequence.append(prefix if prefix[-1].op == "endFrame" else prefix + [end])
+        layout.append((start, spans))
+    results = list(render_frames(sequence, width, height))
+    seconds = [e.seconds for e in estimate_frames([r.counters for r in results],
+                                                  load_gpu_config(), load_energy_config())]
+    out = []
+    for start, spans in layout:
+        specs = []
+        for k, (begin, stop, kind) in enumerate(spans):
+            cost = max(0.0, seconds[start + 1 + k] - seconds[start + k])
+            specs.append(BlockSpec(kind, stop - begin, cost))
+        out.append(specs)
+    return out
+
+
+def build_blocks(scen: Scenarios, names: list[str] | None = None,
+                 progress=None) -> dict[str, list[list[BlockSpec]]]:
+    """Render and time the applications ``names`` (default: all) of ``scen``."""
+    from tilesim.render.workloads import cluster
+
+    out = {}
+    for name in names or list(scen.apps):
+        app = scen.apps[name]
+        n = int(app.get("frames", 1))
+        w, h = app["size"]
+        extra = {k: int(app[k]) for k in ("draws", "layers", "rounds") if k in app}
+        frames = cluster.build(app["kind"], w, h, n + 1, seed=int(app.get("seed", 0)),
+                               **extra)
+        if progress:
+            progress(name)
+        out[name] = time_blocks(frames, w, h, list(range(1, n + 1)))
+    return out
+
+
+def blocks_to_json(blocks: dict[str, list[list[BlockSpec]]], scen: Scenarios) -> dict:
+    return {"about": "command blocks of the cluster applications, timed by rendering frame "
+                     "prefixes on tilesim (tilesim.render.studies.scheduling.scenarios)",
+            "apps": {name: {"workload": scen.apps[name],
+                            "frames": [[[b.kind, b.commands, b.actual_s] for b in f]
+                                       for f in frames]}
+                     for name, frames in blocks.items()}}
+
+
+def load_blocks(path: str | Path | None = None) -> dict[str, list[list[BlockSpec]]]:
+    path = Path(path) if path is not None else BLOCKS_JSON
+    try:
+        data = json.loads(path.read_text())
+        return {name: [[BlockSpec(str(k), int(n), float(s)) for k, n, s in frame]
+                       for frame in body["frames"]]
+                for name, body in data["apps"].items()}
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InputError(f"not a block-cost file ({exc})", source=str(path)) from None
+
+
+def applications(scen: Scenarios, scenario: str,
+                 blocks: dict[str, list[list[BlockSpec]]]) -> list[Application]:
+    """The applications of ``scenario`` with their timed blocks."""
+    if scenario not in scen.scenarios:
+        raise InputError(f"unknown scenario {scenario!r} (known: "
+                         f"{', '.join(scen.scenarios)})", source=str(scen.path))
+    apps = []
+    for e in scen.scenarios[scenario]:
+        if e["app"] not in blocks:
+            raise InputError(f"no block costs for {e['app']!r} (rebuild them with "
+                             "--rebuild-blocks)", source=str(BLOCKS_JSON))
+        apps.append(Application(e["app"], e["priority"], float(e["fps"]), blocks[e["app"]]))
+    return apps
