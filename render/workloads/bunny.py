@@ -39,13 +39,10 @@ def matrices(frame: int, width: int, height: int):
     return (proj @ model_view).astype(np.float32), normal.astype(np.float32)
 
 
-def record(frames: int, width: int, height: int):
-    from tilesim.render.gl.commands import Recorder
-    from tilesim.render.workloads.obj_model import load_obj
-
-    mesh = load_obj(BUNNY)
-    program = build_program()
-    gl = Recorder(width, height, name="bunny")
+def setup_mesh(gl, program, mesh) -> int:
+    """glmark2's set-up of a model scene: ``program`` (compiled) in use, the mesh's
+    interleaved positions and normals and its indices in buffers, the depth test on, a black
+    clear color. Returns the program name."""
     prog = gl.createProgram(program.vertex_glsl, program.fragment_glsl, compiled=program)
     gl.useProgram(prog)
     vbo = gl.createBuffer()
@@ -60,6 +57,17 @@ def record(frames: int, width: int, height: int):
     gl.enableVertexAttribArray(1)
     gl.enable("DEPTH_TEST")
     gl.clearColor(0.0, 0.0, 0.0, 1.0)
+    return prog
+
+
+def record(frames: int, width: int, height: int):
+    from tilesim.render.gl.commands import Recorder
+    from tilesim.render.workloads.obj_model import load_obj
+
+    mesh = load_obj(BUNNY)
+    program = build_program()
+    gl = Recorder(width, height, name="bunny")
+    prog = setup_mesh(gl, program, mesh)
     for frame in range(frames):
         mvp, normal = matrices(frame, width, height)
         gl.uniformMatrix4fv(gl.getUniformLocation(prog, "ModelViewProjectionMatrix"), False,

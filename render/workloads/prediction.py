@@ -153,27 +153,14 @@ def glmark2(scene: str = "build", width: int = GLMARK2_SIZE[0], height: int = GL
             frames: int = 30, seed: int = 0) -> list[list[Command]]:
     """glmark2's build (light-basic) or shading (phong) program on the bunny: one clear, one
     draw and the swap a frame; the model turns 36 degrees a frame plus a random jitter."""
-    from tilesim.render.workloads.bunny import BUNNY, build_program
+    from tilesim.render.workloads.bunny import BUNNY, build_program, setup_mesh
     from tilesim.render.workloads.obj_model import load_obj
 
     rng = np.random.default_rng(seed)
     mesh = load_obj(BUNNY)
     program = build_program() if scene == "build" else corpus_program("glmark2-shading-phong-7")
     gl = Recorder(width, height, name=f"glmark2-{scene}")
-    prog = gl.createProgram(program.vertex_glsl, program.fragment_glsl, compiled=program)
-    gl.useProgram(prog)
-    vbo = gl.createBuffer()
-    gl.bindBuffer("ARRAY_BUFFER", vbo)
-    gl.bufferData("ARRAY_BUFFER", mesh.interleaved())
-    ibo = gl.createBuffer()
-    gl.bindBuffer("ELEMENT_ARRAY_BUFFER", ibo)
-    gl.bufferData("ELEMENT_ARRAY_BUFFER", mesh.indices)
-    gl.vertexAttribPointer(0, 3, "FLOAT", False, 24, 0)
-    gl.enableVertexAttribArray(0)
-    gl.vertexAttribPointer(1, 3, "FLOAT", False, 24, 12)
-    gl.enableVertexAttribArray(1)
-    gl.enable("DEPTH_TEST")
-    gl.clearColor(0.0, 0.0, 0.0, 1.0)
+    prog = setup_mesh(gl, program, mesh)
     proj = perspective(60.0, width / height, 1.0, 1024.0)
     names = {u["name"] for u in program.interface["uniforms"]}
     angle = 0.0
