@@ -26,6 +26,8 @@ processor has no texture unit (Shader Core §2.2.1): its texture instructions on
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from tilesim.timing.config import Config
@@ -41,7 +43,9 @@ def shader_cycles(warp_instructions, exposed_latency, processors: float,
     return np.maximum(issue, hidden)
 
 
+@functools.lru_cache(maxsize=1)
 def _core():
+    """The shipped shader-core configuration (read once per process)."""
     from tilesim.timing.shader_core.config import load_core_config
 
     return load_core_config()
