@@ -14,9 +14,9 @@ validated by leaving whole workloads out (``tilesim dsr-search --folds K``):
 
 Every trace is written at one small size so the five uniform-rate renders stay quick::
 
-    python scripts/make_dsr_training_set.py --out-dir out/dsr_set --size 320x240 --frames 12
+    python scripts/make_dsr_training_set.py --out-dir out/dsr_set --size 320x240 --frames 30
     tilesim dsr-search --train out/dsr_set/*.tsim --folds 4 --size 320x240 \
-        --train-min-mssim 0.96 --reduce-diagonals 2,4,8 --reduce-thresholds 2,8 -o params.toml
+        --train-min-mssim 0.97 --local-minimum-mssim 0.98 -o params.toml
 
 (the command the shipped ``render/techniques/dsr_parameters.toml`` was fitted with).
 """
@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
                                      epilog="Exit codes: 0 written, 2 bad usage or input.")
     parser.add_argument("--out-dir", default="out/dsr_set", help="folder (default %(default)s)")
     parser.add_argument("--size", default="320x240", help="window size (default %(default)s)")
-    parser.add_argument("--frames", type=int, default=12,
+    parser.add_argument("--frames", type=int, default=30,
                         help="frames per trace (default %(default)s)")
     parser.add_argument("--no-glmark2", action="store_true",
                         help="only the synthetic workloads (no apitrace capture)")
