@@ -163,13 +163,8 @@ def main() -> int:
                              "instead of the bunny")
     args = parser.parse_args()
     if args.trace is not None:
-        report = time_trace(args.trace, args.frames, args.backend, not args.no_mesa)
-        if args.json:
-            print(json.dumps(report, indent=2))
-        else:
-            for key, value in report.items():
-                print(f"{key:32s} {value}")
-        return 0
+        return _print(time_trace(args.trace, args.frames, args.backend, not args.no_mesa),
+                      args.json)
     width, height = window_size(args.size)
     commands, mesh, program = record(args.frames, width, height)
     with use_backend(args.backend) as xp:
@@ -191,7 +186,11 @@ def main() -> int:
             within, _ = within_tolerance(peer["image"], results[-1].image,
                                          CONFORMANCE_TOLERANCE)
             report[f"pixels_within_{CONFORMANCE_TOLERANCE}_of_{driver}"] = round(within, 5)
-    if args.json:
+    return _print(report, args.json)
+
+
+def _print(report: dict, as_json: bool) -> int:
+    if as_json:
         print(json.dumps(report, indent=2))
     else:
         for key, value in report.items():
