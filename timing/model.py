@@ -196,16 +196,16 @@ def tile_rendered(t: dict[str, np.ndarray]) -> np.ndarray:
     return (t["prims_binned"] > 0) & (t["re_tiles_skipped"] <= 0)
 
 
-def flush_hidden_cycles(t: dict[str, np.ndarray], work: np.ndarray, cfg: Config) -> np.ndarray:
+def flush_hidden_cycles(work: np.ndarray, rendered: np.ndarray, fill: float,
+                        cfg: Config) -> np.ndarray:
     """Cycles of a tile's flush the next tile's work hides (Frame Coherence §4.3.1): until its
-    first color write (the fill latency) and while the fragment queue and the early-z stage
-    take its quads (entries / lanes + in-flight quads at one quad per cycle, at most its
-    bottleneck ``work``); nothing where no primitive is binned. The next tile is taken to be
-    like this one: (N,)."""
-    fill = cfg["memory.latency_max"] + len(BASE_RASTER_STAGES)
+    first color write (the ``fill`` latency) and while the fragment queue and the early-z
+    stage take its quads (entries / lanes + in-flight quads at one quad per cycle, at most its
+    bottleneck ``work``); nothing where no primitive is binned (``rendered`` False). The next
+    tile is taken to be like this one: (N,)."""
     queued = (cfg["queues.fragment.entries"] / cfg["processors.shader.lanes"]
               + cfg["stages.early_z.in_flight"])
-    return np.where(tile_rendered(t), fill + np.minimum(queued, work), 0.0)
+    return np.where(rendered, fill + np.minimum(queued, work), 0.0)
 
 
 def tile_cycles(t: dict[str, np.ndarray], stages: dict[str, np.ndarray], cfg: Config,
@@ -224,15 +224,16 @@ def tile_cycles(t: dict[str, np.ndarray], stages: dict[str, np.ndarray], cfg: Co
     names = BASE_RASTER_STAGES
     if with_techniques:
         names = (*names, *techniques.RASTER_STAGES, *techniques.END_OF_TILE_STAGES * overlap)
-    total = _phase(stages, names, fill, tile_rendered(t))
+    rendered = tile_rendered(t)
+    work = _phase(stages, names, 0.0, rendered)        # the bottleneck stage
+    total = work + np.where(rendered, fill, 0.0)
     if not overlap:
         drain = (t["color_flush_bytes"] + t["depth_flush_bytes"]) / cfg["memory.bandwidth"]
         if with_techniques:
             for name in techniques.END_OF_TILE_STAGES:
                 drain = np.maximum(drain, stages[name])
         if cfg["buffers.color.flush_overlap"]:
-            work = _phase(stages, names, 0.0, tile_rendered(t))
-            drain = np.maximum(drain - flush_hidden_cycles(t, work, cfg), 0.0)
+            drain = np.maximum(drain - flush_hidden_cycles(work, rendered, fill, cfg), 0.0)
         total = total + drain
     if with_techniques:
         total = total + techniques.raster_serial_cycles(t, cfg)

@@ -164,15 +164,7 @@ class PassCounters:
         """Add 1 (or ``weights``, summed in float64 as ``bincount`` sums them) for each entry
         of ``tile`` (flat tile numbers)."""
         if tile.size:
-            array = self._array(name, tile)
-            if compiled.usable(array, tile, weights):
-                compiled.add_counts(array, tile, weights)
-                return
-            xp = array_module(tile)
-            if weights is not None:
-                weights = xp.asarray(weights).astype(xp.float64)
-            counts = xp.bincount(tile, weights=weights, minlength=self.tiles_x * self.tiles_y)
-            self._array(name, counts)[:] += counts.astype(np.int64)
+            self._accumulate(self._array(name, tile), tile, weights)
 
     def add_program(self, digest: str, tile: np.ndarray, weights) -> None:
         """Add the fragment quad instructions ``weights`` of program ``digest`` per tile
@@ -183,12 +175,18 @@ class PassCounters:
             array = (xp.zeros(self.tiles_x * self.tiles_y, dtype=np.int64) if array is None
                      else xp.asarray(array))
             self.fs_programs[digest] = array
-            if compiled.usable(array, tile, weights):
-                compiled.add_counts(array, tile, weights)
-                return
-            counts = xp.bincount(tile, weights=xp.asarray(weights).astype(xp.float64),
-                                 minlength=self.tiles_x * self.tiles_y)
-            array += counts.astype(np.int64)
+            self._accumulate(array, tile, weights)
+
+    def _accumulate(self, array, tile: np.ndarray, weights) -> None:
+        """``array`` (on ``tile``'s backend) += 1 or ``weights`` per entry of ``tile``."""
+        if compiled.usable(array, tile, weights):
+            compiled.add_counts(array, tile, weights)
+            return
+        xp = array_module(tile)
+        if weights is not None:
+            weights = xp.asarray(weights).astype(xp.float64)
+        counts = xp.bincount(tile, weights=weights, minlength=self.tiles_x * self.tiles_y)
+        array += counts.astype(np.int64)
 
     def add_per_tile(self, name: str, values) -> None:
         array = self._array(name, values)
@@ -201,8 +199,8 @@ class PassCounters:
                 array = self._array(name, tiles)
                 array[array_module(array).asarray(tiles)] = 0
         if "fs_quad_alu" in names:  # the per-program split of the work removed
+            xp = array_module(tiles)
             for digest, array in self.fs_programs.items():
-                xp = array_module(tiles)
                 array = self.fs_programs[digest] = xp.asarray(array)
                 array[xp.asarray(tiles)] = 0
 
