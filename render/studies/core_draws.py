@@ -48,9 +48,13 @@ class ShadingCapture(PipelineHooks):
     def __init__(self, frame: int, max_warps: int | None = None):
         self.frame, self.max_warps = int(frame), max_warps
         self.current_frame = 0
-        self.draws: list[CapturedDraw] = []
-        self._by_number: dict[int, CapturedDraw] = {}
+        self._by_number: dict[int, CapturedDraw] = {}    # in the order they shaded
         self._draws_seen = 0
+
+    @property
+    def draws(self) -> list[CapturedDraw]:
+        """The frame's draws that shaded fragments, in draw order."""
+        return list(self._by_number.values())
 
     def command(self, op: str) -> None:
         if op == "endFrame":
@@ -69,7 +73,6 @@ class ShadingCapture(PipelineHooks):
         captured = self._by_number.get(number)
         if captured is None:
             captured = self._by_number[number] = CapturedDraw(number, draw.program.ident)
-            self.draws.append(captured)
         lanes = int(alive.shape[0])
         captured.quads_total += lanes // 4
         room = lanes // 4 if self.max_warps is None else self.max_warps - captured.warps

@@ -92,9 +92,11 @@ class ModelBackend:
         self.ecfg = load_energy_config(energy_config)
         self.depth_bits = depth_bits
         # calibrations are cached per backend name: the model's depends on its parameters
-        values = json.dumps([sorted(self.cfg.values.items()), sorted(self.ecfg.values.items())])
-        self.name = "model" if config is None and energy_config is None else \
-            f"model-{hashlib.sha256(values.encode()).hexdigest()[:12]}"
+        self.name = "model"
+        if config is not None or energy_config is not None:
+            values = json.dumps([sorted(self.cfg.values.items()),
+                                 sorted(self.ecfg.values.items())])
+            self.name = f"model-{hashlib.sha256(values.encode()).hexdigest()[:12]}"
 
     def profile(self, contexts: list[Context], groups: list[CommandGroup],
                 source: str = "<trace>") -> tuple[list[float], list[float]]:
