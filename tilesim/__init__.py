@@ -14,7 +14,8 @@ light module such as ``tilesim.errors`` does not load the renderer:
 
 __version__ = "0.1.0"
 
-_API = ("open_trace", "render_frames", "estimate", "Trace", "FrameResult", "FrameEstimate")
+_API = ("open_trace", "render_frames", "estimate", "open_results", "Trace", "FrameResult",
+        "FrameEstimate", "StudyResults")
 __all__ = ["__version__", *_API]
 
 

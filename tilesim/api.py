@@ -29,6 +29,7 @@ import numpy as np
 from tilesim.options import frame_range
 from tilesim.render.pipeline.renderer import FrameResult
 from tilesim.render.studies.runner import render_trace
+from tilesim.render.studies.study_results import StudyResults, open_results
 from tilesim.render.traces.trace_file import Trace
 from tilesim.render.traces.trace_file import open_trace as _open_trace
 from tilesim.timing.config import load_energy_config, load_gpu_config
@@ -36,7 +37,8 @@ from tilesim.timing.model import FrameEstimate, estimate_frames
 from tilesim.timing.report import estimate_workload
 from tilesim.timing.screen import histogram
 
-__all__ = ["FrameEstimate", "FrameResult", "Trace", "estimate", "open_trace", "render_frames"]
+__all__ = ["FrameEstimate", "FrameResult", "StudyResults", "Trace", "estimate", "open_results",
+           "open_trace", "render_frames"]
 
 
 def open_trace(path: str | os.PathLike) -> Trace:

@@ -29,6 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
         goldens,
         predict_command,
         render_command,
+        study,
         suite,
     )
     from tilesim.render.studies import core_command as core_cli
@@ -54,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="print the Python traceback of an error")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     # The order of `tilesim --help`.
-    for module in (shader_cli, render_command, characterize, conformance, goldens, capture,
+    for module in (study, shader_cli, render_command, characterize, conformance, goldens, capture,
                    apitrace_import, compare, suite, coherence, dsr_search, estimate,
                    predict_command, core_cli, schedule_cli):
         module.register(sub)

@@ -41,8 +41,8 @@ def _png(fig) -> bytes:
 
 
 def _stacked(ax, names: list[str], runs: list[np.ndarray], bases: list[np.ndarray] | None,
-             parts: list[str], ylabel: str, normalize: bool) -> None:
-    """Bars of ``parts`` (rows of each (parts,) vector) per workload + average."""
+             parts: list[str], ylabel: str, normalize: bool, average: bool = True) -> None:
+    """Bars of ``parts`` (rows of each (parts,) vector) per workload (+ their average)."""
     runs = [np.asarray(r, dtype=np.float64) for r in runs]
     if bases is not None:
         bases = [np.asarray(b, dtype=np.float64) for b in bases]
@@ -50,10 +50,11 @@ def _stacked(ax, names: list[str], runs: list[np.ndarray], bases: list[np.ndarra
         scale = [b.sum() if b.sum() > 0 else 1.0 for b in bases]
         runs = [r / s for r, s in zip(runs, scale, strict=True)]
         bases = [b / s for b, s in zip(bases, scale, strict=True)]
-    labels = [*names, "average"]
-    runs = [*runs, np.mean(runs, axis=0)]
-    if bases is not None:
-        bases = [*bases, np.mean(bases, axis=0)]
+    labels = [*names, "average"] if average else list(names)
+    if average:
+        runs = [*runs, np.mean(runs, axis=0)]
+        if bases is not None:
+            bases = [*bases, np.mean(bases, axis=0)]
     x = np.arange(len(labels), dtype=np.float64)
     width = 0.38 if bases is not None else 0.7
     groups = [(x, runs, "")] if bases is None else [
@@ -78,13 +79,14 @@ def _vectors(totals: list[dict], pick) -> list[np.ndarray]:
     return [np.asarray(pick(t), dtype=np.float64) for t in totals]
 
 
-def plot_time(names, runs, bases=None) -> bytes:
-    fig, ax = _figure(0.7, len(names) + 1)
+def plot_time(names, runs, bases=None, average=True) -> bytes:
+    fig, ax = _figure(0.7, len(names) + average)
     pick = lambda t: [t["seconds"] * t["cycles"][k] / max(t["cycles"]["total"], 1e-300)  # noqa: E731
                       * (1 if bases else 1e3) for k in ("geometry", "raster")]
     _stacked(ax, names, _vectors(runs, pick), bases and _vectors(bases, pick),
              ["geometry", "raster"],
-             "execution time (normalized)" if bases else "execution time (ms)", bases is not None)
+             "execution time (normalized)" if bases else "execution time (ms)", bases is not None,
+             average)
     return _png(fig)
 
 
@@ -94,24 +96,24 @@ def _energy_parts(t: dict) -> list[float]:
     return [e["gpu"] - tech["gpu"], e["memory"] - tech["memory"], tech["gpu"] + tech["memory"]]
 
 
-def plot_energy(names, runs, bases=None) -> bytes:
-    fig, ax = _figure(0.7, len(names) + 1)
+def plot_energy(names, runs, bases=None, average=True) -> bytes:
+    fig, ax = _figure(0.7, len(names) + average)
     scale = 1 if bases else 1e3
     pick = lambda t: [v * scale for v in _energy_parts(t)]  # noqa: E731
     _stacked(ax, names, _vectors(runs, pick), bases and _vectors(bases, pick),
              ["GPU", "main memory", "technique overhead"],
-             "energy (normalized)" if bases else "energy (mJ)", bases is not None)
+             "energy (normalized)" if bases else "energy (mJ)", bases is not None, average)
     return _png(fig)
 
 
-def plot_traffic(names, runs, bases=None) -> bytes:
-    fig, ax = _figure(0.7, len(names) + 1)
+def plot_traffic(names, runs, bases=None, average=True) -> bytes:
+    fig, ax = _figure(0.7, len(names) + average)
     scale = 1 if bases else 1e-6
     pick = lambda t: [t["traffic_bytes"][s] * scale for s in TRAFFIC_SOURCES]  # noqa: E731
     _stacked(ax, names, _vectors(runs, pick), bases and _vectors(bases, pick),
              list(TRAFFIC_SOURCES),
              "main-memory traffic (normalized)" if bases else "main-memory traffic (MB)",
-             bases is not None)
+             bases is not None, average)
     return _png(fig)
 
 
@@ -121,10 +123,10 @@ def _shader_figures(t: dict) -> list[float]:
             t["traffic_bytes"]["textures"]]
 
 
-def plot_shader(names, runs, bases=None) -> bytes:
+def plot_shader(names, runs, bases=None, average=True) -> bytes:
     """Fragment shader instructions, fragments shaded and texture bytes from main memory,
     run / baseline (or per frame: millions, MB)."""
-    fig, ax = _figure(0.9, len(names) + 1)
+    fig, ax = _figure(0.9, len(names) + average)
     if bases:
         rows = [[a / b if b else np.nan for a, b in zip(_shader_figures(r), _shader_figures(s),
                                                           strict=True)]
@@ -133,8 +135,9 @@ def plot_shader(names, runs, bases=None) -> bytes:
     else:
         rows = [[v / max(r["frames"], 1) / 1e6 for v in _shader_figures(r)] for r in runs]
         ylabel = "per frame (millions; texture MB)"
-    rows.append(list(np.nanmean(np.array(rows, dtype=np.float64), axis=0)))
-    labels = [*names, "average"]
+    if average:
+        rows.append(list(np.nanmean(np.array(rows, dtype=np.float64), axis=0)))
+    labels = [*names, "average"] if average else list(names)
     x = np.arange(len(labels), dtype=np.float64)
     width = 0.27
     for i, label in enumerate(("fragment shader instructions", "fragments shaded",
@@ -172,22 +175,48 @@ def unit_groups(t: dict) -> dict[str, float]:
     }
 
 
-def plot_units(names, runs, bases=None) -> bytes:
-    fig, ax = _figure(0.7, len(names) + 1)
+def plot_units(names, runs, bases=None, average=True) -> bytes:
+    fig, ax = _figure(0.7, len(names) + average)
     groups = [unit_groups(t) for t in runs]
     parts = list(groups[0])
     shares = [np.array(list(g.values())) / max(sum(g.values()), 1e-300) * 100 for g in groups]
-    _stacked(ax, names, shares, None, parts, "share of GPU + memory energy (%)", False)
+    _stacked(ax, names, shares, None, parts, "share of GPU + memory energy (%)", False, average)
     return _png(fig)
 
 
 def write_plots(directory: str | Path, names: list[str], runs: list[dict],
-                bases: list[dict] | None = None) -> list[Path]:
-    """Draw every plot into ``directory``; returns the files written."""
+                bases: list[dict] | None = None, *, average: bool = True,
+                plots: tuple[str, ...] = PLOTS) -> list[Path]:
+    """Draw ``plots`` (default all) into ``directory``; returns the files written.
+    ``average``: add the bar of the mean over ``names`` (off when the bars are not a suite's
+    workloads, e.g. one workload's techniques)."""
     out = Path(directory)
     drawers = {"time": plot_time, "energy": plot_energy, "traffic": plot_traffic,
                "shader": plot_shader, "units": plot_units}
     written = []
-    for name in PLOTS:
-        written.append(write_bytes(out / f"{name}.png", drawers[name](names, runs, bases)))
+    for name in plots:
+        written.append(write_bytes(out / f"{name}.png",
+                                   drawers[name](names, runs, bases, average)))
     return written
+
+
+def plot_normalized_vs_thesis(techniques: list[str], measured: dict[str, list[float | None]],
+                              thesis: dict[str, list[float | None]]) -> bytes:
+    """Bars of each figure in ``measured`` (e.g. time, energy: one value per technique,
+    normalized to the baseline) with the thesis's value of the same figure as a marker."""
+    fig, ax = _figure(0.9, len(techniques))
+    x = np.arange(len(techniques), dtype=np.float64)
+    width = 0.8 / max(len(measured), 1)
+    for i, (label, values) in enumerate(measured.items()):
+        pos = x + (i - (len(measured) - 1) / 2) * width
+        ax.bar(pos, [np.nan if v is None else v for v in values], width, color=COLORS[i],
+               label=f"{label} (tilesim)")
+        marks = [np.nan if v is None else v for v in thesis.get(label, [None] * len(x))]
+        ax.plot(pos, marks, linestyle="none", marker="D", markersize=7, color="black",
+                markerfacecolor=COLORS[i], label=f"{label} (thesis)")
+    ax.axhline(1.0, color="black", linewidth=0.6, linestyle=":")
+    ax.set_xticks(x, techniques, rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel("normalized to the baseline (mean over workloads)")
+    ax.set_title("bars: tilesim; diamonds: Frame Coherence's averages", fontsize=8)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return _png(fig)

@@ -326,12 +326,16 @@ def _read_json(path: Path) -> dict:
 
 # -- running --------------------------------------------------------------------------------
 
-def run_job(job: Job, on_frame=None, *, prepare: bool = True, force: bool = False) -> dict:
+def run_job(job: Job, on_frame=None, *, prepare: bool = True, force: bool = False,
+            observer=None, before_write=None) -> dict:
     """Render one job's missing frames; returns a summary (runs in a worker process).
 
     ``prepare``: check and write the folder's identity first (:func:`prepare_jobs`; a caller
     that did so for all its jobs passes False). ``on_frame(index)`` is called after each
-    frame is written (progress)."""
+    frame is written (progress). ``observer``: a RenderObserver watching the render.
+    ``before_write(result, techniques)`` is called with each frame's result and the technique
+    hooks (their state as the frame left them) before its PNG is written, so whatever it
+    writes exists whenever the frame counts as finished."""
     started = time.perf_counter()
     if prepare:
         prepare_jobs([job], force=force)
@@ -343,13 +347,17 @@ def run_job(job: Job, on_frame=None, *, prepare: bool = True, force: bool = Fals
     written: list[dict] = []
     if missing:
         last_write = time.monotonic()
+        techniques = job_techniques(job)
         with use_backend(job.backend):
             for result in render_trace(job.trace, frames=missing, tile_size=job.tile_size,
                                        traversal=job.traversal, fill_rule=job.fill_rule,
-                                       technique=job_techniques(job), source=job.trace):
+                                       technique=techniques, source=job.trace,
+                                       observer=observer):
                 png, npz = job.frame_files(result.index)
                 # Counters first, PNG last: the PNG's existence marks the frame finished.
                 result.counters.save(npz)
+                if before_write is not None:
+                    before_write(result, techniques)
                 write_bytes(png, png_bytes(result.image))
                 entry = _entry(result.counters.summary())
                 written.append(entry)

@@ -147,7 +147,7 @@ def _program_facts(program) -> tuple[int, int, int, int, int]:
     return inputs, vs.total, fs.total, fs.alu, fs.tex
 
 
-class _Characterizer(RenderObserver):
+class Characterizer(RenderObserver):
     """Sums a render's counters and the facts of the programs its draws run, frame by frame
     (the frames in ``wanted``; the others are rendered, not counted)."""
 
@@ -208,21 +208,28 @@ def characterize(trace, frames: range | None = None, *, tile_size: int = 16,
     handle = open_trace(trace) if own else trace
     try:
         wanted = range(handle.frame_count) if frames is None else frames
-        observer = _Characterizer(wanted, progress)
+        observer = Characterizer(wanted, progress)
         for _ in render_trace(handle, frames=range(wanted.stop), tile_size=tile_size,
                               observer=observer, source=str(handle.path)):
             pass
-        total, per_frame = observer.total, observer.per_frame
-        notes = ["attributes per vertex and the static VS/FS instruction counts are not in "
-                 "the counters: they come from the program bound at each draw",
-                 "per-X columns are ratios of totals over the frames (weighted by X)"]
-        return {"trace": str(handle.path), "name": handle.name, "width": handle.width,
-                "height": handle.height, "tile_size": tile_size,
-                "frames": [wanted.start, wanted.stop - 1], "frame_count": len(wanted),
-                "columns": total.columns(), "per_frame": per_frame, "notes": notes}
+        return characterization(observer, handle, wanted, tile_size)
     finally:
         if own:
             handle.close()
+
+
+def characterization(observer: Characterizer, trace: Trace, wanted: range,
+                     tile_size: int) -> dict:
+    """The report of :func:`characterize` from a :class:`Characterizer` that watched a render
+    of ``trace`` counting the frames ``wanted``."""
+    notes = ["attributes per vertex and the static VS/FS instruction counts are not in "
+             "the counters: they come from the program bound at each draw",
+             "per-X columns are ratios of totals over the frames (weighted by X)"]
+    return {"trace": str(trace.path), "name": trace.name, "width": trace.width,
+            "height": trace.height, "tile_size": tile_size,
+            "frames": [wanted.start, wanted.stop - 1], "frame_count": len(wanted),
+            "columns": observer.total.columns(), "per_frame": observer.per_frame,
+            "notes": notes}
 
 
 def format_report(report: dict) -> str:

@@ -76,6 +76,18 @@ class Tally:
         for name in ("re_disabled", "memo_collisions"):
             self.scalars[name] = self.scalars.get(name, 0) + int(counters.scalars.get(name, 0))
 
+    def to_dict(self) -> dict:
+        """The tally as JSON values (kept beside a resumable run, read by :meth:`from_dict`)."""
+        return {"name": self.name, "frames": self.frames, "identical": self.identical,
+                "mssim": self.mssim, "tiles": self.tiles, "totals": self.totals,
+                "scalars": self.scalars, "rate_histogram": self.rate_histogram.tolist()}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Tally:
+        return cls(data["name"], data["frames"], data["identical"], list(data["mssim"]),
+                   data["tiles"], dict(data["totals"]), dict(data["scalars"]),
+                   np.asarray(data["rate_histogram"], dtype=np.int64))
+
     def report(self, baseline: Tally) -> dict:
         t = self.totals
         tiles = self.tiles or 1

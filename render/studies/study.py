@@ -1,0 +1,503 @@
+"""``tilesim run``: the main job, from workloads to a browsable study.
+
+A study renders every workload at baseline and with every frame-coherence technique, checks
+each technique's frames against the baseline's, estimates time and energy from the counters,
+characterizes the workloads (Frame Coherence Tables 3.3, 3.4) and writes a report:
+
+    OUT/index.html          the report (study_report), readable offline
+    OUT/results.json        the same numbers (schema in study_results; tilesim.open_results)
+    OUT/runs/W/T/           the render of workload W with technique T, as `tilesim render`
+                            writes it (frames/, counters/, render.json), plus quality.json
+                            (the comparison with the baseline, the unit's finished mark) and
+                            overlays/ (per-tile views of the frames the report shows)
+    OUT/runs/W/characterization.json
+    OUT/captures/           glmark2-es2 and es2gears captured and imported, when installed
+
+The work is split into units, one per workload and technique, run in parallel on Dask
+(baselines first: a technique's comparison waits for its baseline). A unit's render resumes
+frame by frame (:mod:`tilesim.render.studies.batch`); its quality.json, written last, marks
+it finished, so an interrupted run picks up where it stopped and never mixes settings (a
+unit folder refuses a render of other settings, as `tilesim render` does; ``--force``
+starts over).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from tilesim import __version__
+from tilesim.atomic import check_output, write_json
+from tilesim.errors import InputError
+from tilesim.images import read_png
+from tilesim.render.pipeline.counters import load_counters
+from tilesim.render.studies.batch import Job, file_sha256, prepare_jobs, run_job
+from tilesim.render.studies.characterize import Characterizer, characterization, characterize
+from tilesim.render.studies.coherence import DEFAULT_TECHNIQUES, Tally, write_overlays
+from tilesim.render.traces.trace_file import open_trace
+
+# The bundled workloads (traces/, made by scripts/make_bunny_trace.py and make_workloads.py):
+# glmark2's bunny and four game-like programs at the resolution of Frame Coherence Table 3.1.
+BUNDLED = ("bunny", "match3-1196x768", "sidescroller-1196x768", "runner-1196x768",
+           "render_to_texture-1196x768")
+# Real programs captured when apitrace, Xvfb and the programs are installed: one scene per
+# kind of work glmark2 has (textures with mipmaps, per-pixel lighting, 2D filtering) and
+# es2gears. Captured at the thesis's resolution (es2gears draws its fixed 300x300 window).
+CAPTURED = ("glmark2-es2:texture:texture-filter=mipmap", "glmark2-es2:shading:shading=phong",
+            "glmark2-es2:effect2d", "es2gears")
+CAPTURE_SIZE = (1196, 768)
+FRAMES = 8            # frames per workload of the default study
+QUICK_FRAMES = 2      # of --quick
+QUICK_WORKLOADS = ("bunny", "match3-1196x768", "runner-1196x768")
+TECHNIQUES = ("baseline", *DEFAULT_TECHNIQUES)
+QUALITY_FILE = "quality.json"
+STUDY_FILE = "study.json"
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One trace of the study and the frames studied ([start, stop))."""
+
+    name: str
+    trace: str
+    frames: tuple[int, int]
+    origin: str = "given"        # bundled, a capture spec, or given (--trace)
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One workload rendered with one technique: what a worker runs."""
+
+    workload: Workload
+    technique: str
+    folder: str                  # OUT/runs/W/T
+    baseline_folder: str         # OUT/runs/W/baseline
+    shown: tuple[int, ...]       # frames whose per-tile overlays the report shows
+    tile_size: int = 16
+    dsr_parameters: str | None = None
+    backend: str = "numpy"
+
+    @property
+    def job(self) -> Job:
+        return Job(self.workload.trace, self.workload.frames, self.folder,
+                   tile_size=self.tile_size, technique=self.technique,
+                   dsr_parameters=self.dsr_parameters, backend=self.backend)
+
+    @property
+    def key(self) -> str:
+        return f"{self.workload.name}/{self.technique}"
+
+
+@dataclass
+class Settings:
+    """What a study runs (everything `tilesim run` is told)."""
+
+    workloads: list[Workload]
+    techniques: tuple[str, ...] = TECHNIQUES
+    tile_size: int = 16
+    dsr_parameters: str | None = None
+    quick: bool = False
+    skipped: list[dict] = field(default_factory=list)    # captures that could not be made
+
+
+def folder_name(technique: str) -> str:
+    return technique.replace("/", "-")
+
+
+# -- the workloads ------------------------------------------------------------------------------
+
+
+def bundled_traces() -> Path | None:
+    """The repository's traces/ folder (an editable install or a checkout), None if absent."""
+    folder = Path(__file__).resolve().parents[2] / "traces"
+    return folder if (folder / "bunny.tsim").is_file() else None
+
+
+def _frames(trace: str, count: int | None) -> tuple[int, int]:
+    with open_trace(trace) as t:
+        total = t.frame_count
+    return (0, total if count is None else min(count, total))
+
+
+def bundled_workloads(frames: int, names=BUNDLED) -> list[Workload]:
+    folder = bundled_traces()
+    if folder is None:
+        raise InputError("the bundled traces (traces/*.tsim of the repository) are not "
+                         "installed: install tilesim from a checkout (pip install -e .) or "
+                         "give traces with --trace", source="tilesim run")
+    return [Workload(name, str(folder / f"{name}.tsim"), _frames(str(folder / f"{name}.tsim"),
+                                                                   frames), "bundled")
+            for name in names]
+
+
+def capture_tools_missing() -> list[str]:
+    """The programs a capture needs that are not installed (empty: captures can be made)."""
+    needed = ["xvfb-run", "apitrace", "glmark2-es2", "es2gears_x11"]
+    missing = [tool for tool in needed if shutil.which(tool) is None]
+    try:
+        import moderngl  # noqa: F401   (the import compiles the captured GLSL on Mesa)
+    except ModuleNotFoundError:
+        missing.append("moderngl (pip install -e '.[mesa]')")
+    return missing
+
+
+def captured_workloads(folder: Path, frames: int, specs=CAPTURED,
+                       progress=None) -> tuple[list[Workload], list[dict]]:
+    """Capture and import ``specs`` into ``folder`` (each kept: a rerun reuses it); returns
+    the workloads and, for those that failed, ``{"spec", "reason"}``."""
+    from tilesim.render.studies.suite import slug
+    from tilesim.render.traces.apitrace_import import import_apitrace
+    from tilesim.render.traces.capture import capture
+
+    made, skipped = [], []
+    for spec in specs:
+        name = slug(spec).removeprefix("glmark2-es2-")
+        tsim = folder / f"{name}-{frames}.tsim"
+        try:
+            if not tsim.exists():
+                raw = folder / f"{name}-{frames}.trace"
+                if not raw.exists():
+                    capture(spec, raw, frames=frames,
+                            size=None if spec == "es2gears" else CAPTURE_SIZE)
+                import_apitrace(raw, tsim, frames=frames)
+            made.append(Workload(name, str(tsim), _frames(str(tsim), frames), spec))
+        except Exception as exc:  # noqa: BLE001  (a capture that fails is reported, not fatal)
+            skipped.append({"spec": spec, "reason": str(exc).splitlines()[0]})
+        if progress is not None:
+            progress.update(1)
+    return made, skipped
+
+
+def given_workloads(paths: list[str], frames: int | None) -> list[Workload]:
+    """Workloads of ``--trace`` arguments (``X.tsim`` or ``X.tsim@A:B``); names from the
+    file names, made unique."""
+    from tilesim.options import frame_range
+
+    out, names = [], set()
+    for raw in paths:
+        path, _, span = raw.partition("@")
+        if not Path(path).is_file():
+            raise InputError("no such trace", source=path)
+        with open_trace(path) as t:
+            count = t.frame_count
+            chosen = (frame_range(span, count) if span
+                      else range(0, count if frames is None else min(frames, count)))
+        name = Path(path).stem
+        while name in names:
+            name += "+"
+        names.add(name)
+        out.append(Workload(name, path, (chosen.start, chosen.stop), "given"))
+    return out
+
+
+# -- one unit -----------------------------------------------------------------------------------
+
+
+def unit_identity(unit: Unit) -> dict:
+    """What a unit's quality.json must match to count as finished."""
+    return {"format": "tilesim study unit 1", "trace_sha256": file_sha256(unit.workload.trace),
+            "frames": list(unit.workload.frames), "technique": unit.technique,
+            "tile_size": unit.tile_size, "tilesim_version": __version__,
+            "dsr_parameters": unit.dsr_parameters}
+
+
+def unit_done(unit: Unit) -> dict | None:
+    """The unit's quality record when it finished with these settings, else None."""
+    try:
+        held = json.loads(Path(unit.folder, QUALITY_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(held, dict) or held.get("identity") != unit_identity(unit):
+        return None
+    return held
+
+
+def _overlay_index(unit: Unit, index: int) -> Path:
+    return Path(unit.folder, "overlays", f"{index:06d}.json")
+
+
+def run_unit(unit: Unit, _baseline=None) -> dict:
+    """Render one unit (resuming), write its overlays and characterization, compare its
+    frames with the baseline's; writes and returns its quality record. ``_baseline``: the
+    baseline unit's record when it ran in this study (a Dask dependency), unused."""
+    started = time.perf_counter()
+    job = unit.job
+    wanted = range(*unit.workload.frames)
+    is_baseline = unit.technique == "baseline"
+    # A shown frame rendered without its overlays (an earlier run stopped in between, or the
+    # folder came from `tilesim render`) is rendered again: the overlays need the technique's
+    # state as that frame left it.
+    for index in unit.shown:
+        if job.finished(index) and not _overlay_index(unit, index).exists():
+            job.frame_files(index)[0].unlink()
+    fresh = job.missing() == list(wanted)
+    observer = Characterizer(wanted, None) if is_baseline and fresh else None
+
+    def before_write(result, techniques) -> None:
+        if result.index not in unit.shown:
+            return
+        folder = Path(unit.folder, "overlays")
+        if not is_baseline:
+            write_overlays(folder, "", result.index, result.image, result.counters, techniques)
+        kinds = sorted(p.parent.name for p in folder.glob(f"*/{result.index:06d}.png"))
+        write_json(_overlay_index(unit, result.index), {"frame": result.index, "kinds": kinds})
+
+    run_job(job, prepare=False, observer=observer, before_write=before_write)
+    rendered = time.perf_counter() - started
+    if is_baseline:
+        path = Path(unit.folder).parent / "characterization.json"
+        if observer is not None:
+            with open_trace(unit.workload.trace) as trace:
+                report = characterization(observer, trace, wanted, unit.tile_size)
+        elif not path.exists():
+            report = characterize(unit.workload.trace, wanted, tile_size=unit.tile_size)
+        else:
+            report = None
+        if report is not None:
+            write_json(path, report)
+    tally = Tally(unit.technique)
+    baseline = Job(unit.workload.trace, unit.workload.frames, unit.baseline_folder)
+    for index in wanted:
+        png, npz = job.frame_files(index)
+        image = read_png(png, "RGBA")
+        reference = image if is_baseline else read_png(baseline.frame_files(index)[0], "RGBA")
+        tally.add(image, load_counters(npz), reference)
+    record = {"identity": unit_identity(unit), "workload": unit.workload.name,
+              "technique": unit.technique, "tally": tally.to_dict(),
+              "seconds": {"render": round(rendered, 3),
+                          "total": round(time.perf_counter() - started, 3)}}
+    write_json(Path(unit.folder, QUALITY_FILE), record)
+    return record
+
+
+# -- the study ----------------------------------------------------------------------------------
+
+
+def plan_units(settings: Settings, out: Path) -> list[Unit]:
+    """Every unit of the study, baselines first."""
+    from tilesim.backend import backend_name
+
+    units = []
+    for technique in settings.techniques:
+        for w in settings.workloads:
+            runs = out / "runs" / w.name
+            units.append(Unit(w, technique, str(runs / folder_name(technique)),
+                              str(runs / "baseline"), shown=(w.frames[1] - 1,),
+                              tile_size=settings.tile_size,
+                              dsr_parameters=settings.dsr_parameters, backend=backend_name()))
+    return units
+
+
+def run_units(units: list[Unit], *, workers: int, progress: bool = True) -> dict[str, dict]:
+    """Run the units not yet finished (in parallel when ``workers`` > 1); returns every
+    unit's quality record by key."""
+    from tqdm import tqdm
+
+    records = {u.key: r for u in units if (r := unit_done(u)) is not None}
+    todo = [u for u in units if u.key not in records]
+    bar = tqdm(total=len(units), initial=len(records), desc="study", unit="run",
+               disable=None if progress else True)
+    try:
+        if workers <= 1 or len(todo) <= 1:
+            for unit in todo:
+                bar.set_postfix_str(unit.key, refresh=True)
+                records[unit.key] = run_unit(unit)
+                bar.update(1)
+        else:
+            from dask.distributed import as_completed
+
+            from tilesim.render.studies.cluster import dask_client
+
+            with dask_client(workers) as client:
+                futures, baselines = {}, {}
+                for unit in todo:      # baselines first: Dask runs earlier submissions first
+                    depends = baselines.get(unit.workload.name)
+                    future = client.submit(run_unit, unit, depends, pure=False)
+                    if unit.technique == "baseline":
+                        baselines[unit.workload.name] = future
+                    futures[future] = unit
+                for future in as_completed(futures):
+                    unit = futures[future]
+                    records[unit.key] = future.result()
+                    bar.set_postfix_str(unit.key, refresh=False)
+                    bar.update(1)
+    finally:
+        bar.close()
+    return records
+
+
+def settings_record(settings: Settings) -> dict:
+    return {"workloads": [asdict(w) for w in settings.workloads],
+            "techniques": list(settings.techniques), "tile_size": settings.tile_size,
+            "dsr_parameters": settings.dsr_parameters, "quick": settings.quick,
+            "skipped": settings.skipped}
+
+
+def prepare(settings: Settings, out: Path, *, force: bool) -> list[Unit]:
+    """Check the output folder and every unit's folder before any work (refusing folders
+    holding renders of other settings unless ``force``)."""
+    units = plan_units(settings, out)
+    if force:
+        for unit in units:
+            Path(unit.folder, QUALITY_FILE).unlink(missing_ok=True)
+            shutil.rmtree(Path(unit.folder, "overlays"), ignore_errors=True)
+    prepare_jobs([u.job for u in units], force=force)
+    return units
+
+
+def digest(record: dict) -> str:
+    return hashlib.sha256(json.dumps(record, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def run_study(settings: Settings, out: str | Path, *, workers: int = 1, force: bool = False,
+              progress: bool = True, extra_sections=None) -> dict:
+    """Run a study into ``out`` (resuming what an earlier run of it finished) and write
+    results.json and the report; returns the results."""
+    from tilesim.folder_lock import lock_folder, release_folder
+    from tilesim.render.studies.study_report import write_report
+    from tilesim.render.studies.study_results import assemble_results
+
+    out = Path(out)
+    started = time.perf_counter()
+    lock_folder(out, "tilesim run")
+    try:
+        units = prepare(settings, out, force=force)
+        record = settings_record(settings)
+        write_json(out / STUDY_FILE, {"settings": record, "settings_digest": digest(record)})
+        render_started = time.perf_counter()
+        records = run_units(units, workers=workers, progress=progress)
+        seconds = {"render_and_compare": time.perf_counter() - render_started}
+        results = assemble_results(settings, units, records, out, progress=progress)
+        if extra_sections:
+            for name, make in extra_sections.items():
+                section_started = time.perf_counter()
+                results["sections"][name] = make(out)
+                seconds[name] = time.perf_counter() - section_started
+        report_started = time.perf_counter()
+        results["seconds"] = {k: round(v, 2) for k, v in seconds.items()}
+        write_report(out, results, progress=progress)
+        seconds["report"] = time.perf_counter() - report_started
+        seconds["total"] = time.perf_counter() - started
+        results["seconds"] = {k: round(v, 2) for k, v in seconds.items()}
+        write_json(out / "results.json", results)
+        return results
+    finally:
+        release_folder(out)
+
+
+# -- command line -------------------------------------------------------------------------------
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "run", help="the main job: every workload, baseline and every technique, a report",
+        description="Render the default suite (the bundled workloads; glmark2-es2 scenes and "
+                    "es2gears too when apitrace, Xvfb and those programs are installed) or "
+                    "the traces given with --trace, at baseline and with every "
+                    "frame-coherence technique; check each technique's frames against the "
+                    "baseline (lossless ones bit-identical, DSR and memo/32 by MSSIM); "
+                    "estimate time, energy and memory traffic; characterize the workloads; "
+                    "write OUT/index.html (a report readable offline) and OUT/results.json "
+                    "(the same numbers; tilesim.open_results(OUT) from Python). Rerunning "
+                    "resumes an interrupted run. Exit 1 when a lossless technique changed a "
+                    "frame or DSR fell below its MSSIM floor.")
+    p.add_argument("--out", default="out/study", metavar="DIR",
+                   help="the study folder (default: %(default)s)")
+    p.add_argument("--trace", action="append", metavar="X.tsim[@A:B]",
+                   help="study these traces instead of the default suite (repeatable)")
+    p.add_argument("--frames", type=int, metavar="N",
+                   help=f"frames per workload from the first (default {FRAMES}; "
+                        f"{QUICK_FRAMES} with --quick; a --trace@A:B range wins)")
+    p.add_argument("--quick", action="store_true",
+                   help=f"a short version: {', '.join(QUICK_WORKLOADS)}, {QUICK_FRAMES} frames "
+                        "each, no captures")
+    p.add_argument("--techniques", metavar="LIST",
+                   help="comma-separated techniques besides the baseline (default: "
+                        f"{','.join(DEFAULT_TECHNIQUES)})")
+    p.add_argument("--no-captures", action="store_true",
+                   help="leave out the glmark2-es2 / es2gears captures")
+    p.add_argument("--all", action="store_true",
+                   help="also the shader-core studies, execution-time prediction, scheduling "
+                        "scenarios and the golden-image check of every technique")
+    p.add_argument("--workers", type=int, metavar="N",
+                   help="processes rendering side by side (default: the CPU count)")
+    p.add_argument("--force", action="store_true",
+                   help="start over: render again what an earlier run left in DIR")
+    p.add_argument("--json", action="store_true", help="print results.json's summary as JSON")
+    p.set_defaults(func=_run)
+
+
+def _settings(args) -> Settings:
+    from tilesim.render.techniques.bus import Techniques
+
+    frames = args.frames if args.frames is not None else (QUICK_FRAMES if args.quick
+                                                          else FRAMES)
+    if frames < 1:
+        raise InputError(f"--frames must be at least 1, got {frames}", source="tilesim run")
+    names = (DEFAULT_TECHNIQUES if args.techniques is None
+             else [n.strip().lower() for n in args.techniques.split(",") if n.strip()])
+    for name in names:
+        Techniques.from_name(name)    # an unknown technique fails before any work
+    techniques = ("baseline", *[n for n in dict.fromkeys(names) if n != "baseline"])
+    skipped: list[dict] = []
+    if args.trace:
+        workloads = given_workloads(args.trace, args.frames)
+    elif args.quick:
+        workloads = bundled_workloads(frames, QUICK_WORKLOADS)
+    else:
+        workloads = bundled_workloads(frames)
+        missing = capture_tools_missing()
+        if args.no_captures:
+            pass
+        elif missing:
+            skipped = [{"spec": spec, "reason": "not installed: " + ", ".join(missing)}
+                       for spec in CAPTURED]
+        else:
+            from tqdm import tqdm
+
+            with tqdm(total=len(CAPTURED), desc="capture", unit="program",
+                      disable=None) as bar:
+                made, skipped = captured_workloads(Path(args.out) / "captures", frames,
+                                                   progress=bar)
+            workloads += made
+    return Settings(workloads, techniques, quick=args.quick, skipped=skipped)
+
+
+def _run(args) -> int:
+    from tilesim.errors import EXIT_FAILED_CHECK, EXIT_OK
+
+    check_output(args.out, folder=True)
+    settings = _settings(args)
+    workers = args.workers or max(1, min(os.cpu_count() or 1,
+                                         len(settings.workloads) * len(settings.techniques)))
+    sections = None
+    if args.all:
+        from tilesim.render.studies.study_sections import all_sections
+
+        sections = all_sections(settings)
+    results = run_study(settings, args.out, workers=workers, force=args.force,
+                        extra_sections=sections)
+    failed = results["checks"]["failed"]
+    if args.json:
+        print(json.dumps({k: results[k] for k in ("summary", "checks", "seconds")}, indent=1))
+    else:
+        print(f"report: {Path(args.out) / 'index.html'} ({results['seconds']['total']:.0f} s; "
+              f"{len(settings.workloads)} workloads x {len(settings.techniques)} runs)")
+        for name, row in results["summary"].items():
+            if name == "baseline":
+                continue
+            t, e = row.get("time"), row.get("energy")
+            print(f"  {name:<8} time x{t:.3f}  energy x{e:.3f}  min MSSIM "
+                  f"{row['mssim_min']:.4f}  identical {row['frames_bit_identical']}/"
+                  f"{row['frames']}" if t is not None and e is not None else f"  {name}")
+    if failed:
+        print("quality check failed: " + ", ".join(failed), file=sys.stderr)
+        return EXIT_FAILED_CHECK
+    return EXIT_OK
+

@@ -1,0 +1,308 @@
+"""A study's numbers: ``results.json`` (what `tilesim run` writes) and
+:func:`open_results`, the same numbers as pandas data frames and xarray datasets.
+
+``results.json`` (format ``"tilesim study 1"``; times in seconds, energies in joules, traffic
+in bytes, cycles at the configured clock; "normalized" = technique / baseline of the same
+workload, frames and model)::
+
+    format, tilesim_version, created (UTC, ISO 8601), command
+    settings       {workloads: [{name, trace, frames: [start, stop), origin}], techniques,
+                    tile_size, dsr_parameters, quick, skipped: [{spec, reason}]}
+    config         {gpu, energy}: the timing model's configuration files
+    workloads      [{name, trace, origin, width, height, frames: [start, stop),
+                     characterization: {column: value} (Frame Coherence Tables 3.3, 3.4;
+                                       `tilesim characterize`'s columns) or null,
+                     runs: {technique: {
+                        folder        the render (`tilesim render` layout), relative to OUT
+                        quality       `tilesim coherence`'s figures against the baseline:
+                                      frames_bit_identical, mssim_min, tiles_skipped, ...
+                        total         the timing model's totals (`tilesim estimate --json`)
+                        normalized    {time, energy, gpu_energy, memory_energy, traffic,
+                                       fs_instructions, fragments_shaded, ...}
+                        frames        [{frame, mssim, bit_identical, cycles, seconds,
+                                        energy_j, gpu_energy_j, memory_energy_j,
+                                        screen_energy_j, traffic_bytes}]
+                        overlays      {frame: [kind, ...]}: per-tile views in folder/overlays
+                        seconds       {render, total}: wall time of the unit}}}]
+    summary        {technique: the mean over workloads of normalized figures (time,
+                    energy, ...) and of quality figures (min for mssim_min, sum for counts)}
+    thesis         {technique: {time, energy, source}}: Frame Coherence's averages
+    checks         {failed: ["workload: technique", ...], rule}
+    sections       {name: ...}: `--all`'s studies (core, prediction, scheduling, goldens)
+    seconds        {render_and_compare, report, ..., total}
+
+From Python (needs pandas and xarray: ``pip install -e '.[analysis]'``)::
+
+    results = tilesim.open_results("out/study")
+    results.summary            # DataFrame: a row per technique
+    results.runs               # DataFrame: a row per (workload, technique)
+    results.frames             # DataFrame: a row per (workload, technique, frame)
+    results.characterization   # DataFrame: a row per workload
+    results.tiles("runner-1196x768", "re")   # xarray Dataset (frame, tile_y, tile_x)
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from tilesim import __version__
+from tilesim.errors import InputError
+from tilesim.render.studies.coherence import LOSSLESS, Tally
+from tilesim.render.studies.coherence import average as quality_average
+from tilesim.thresholds import DSR_MIN_MSSIM
+
+FORMAT = "tilesim study 1"
+# Frame Coherence's averages over its commercial Android benchmarks (time and energy of the
+# GPU + main memory, normalized to the baseline GPU).
+THESIS = {
+    "te": {"time": None, "energy": 0.91,
+           "source": "Frame Coherence §4.3.1: TE reduces energy 9%; its time gain is small"},
+    "re": {"time": 0.67, "energy": 0.63,
+           "source": "Frame Coherence §4.3 (Figs. 4.10, 4.11): -33% time, -37% energy"},
+    "re+evr": {"time": 0.61, "energy": 0.57,
+               "source": "Frame Coherence §5.4 (Figs. 5.5, 5.6): -39% time, -43% energy"},
+    "dsr": {"time": 0.64, "energy": 0.60,
+            "source": "Frame Coherence §6.5, §6.6: -36% time (an average speedup of 1.68x), "
+                      "-40% energy"},
+}
+
+
+def _frame_rows(estimates, tally: Tally, wanted: range) -> list[dict]:
+    by_frame = {e.frame: e for e in estimates}
+    rows = []
+    for i, index in enumerate(wanted):
+        e = by_frame.get(index)
+        mssim = tally.mssim[i] if i < len(tally.mssim) else None
+        row = {"frame": index, "mssim": mssim, "bit_identical": mssim == 1.0}
+        if e is not None:
+            row.update({"cycles": e.cycles, "seconds": e.seconds, "energy_j": e.energy,
+                        "gpu_energy_j": e.gpu_energy, "memory_energy_j": e.memory_energy,
+                        "screen_energy_j": e.screen_energy,
+                        "traffic_bytes": float(sum(e.traffic.values()))})
+        rows.append(row)
+    return rows
+
+
+def _overlays(folder: Path) -> dict[str, list[str]]:
+    out = {}
+    for index in sorted((folder / "overlays").glob("*.json")):
+        try:
+            data = json.loads(index.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        out[str(data["frame"])] = list(data["kinds"])
+    return out
+
+
+def assemble_results(settings, units, records: dict[str, dict], out: Path, *,
+                     progress: bool = True) -> dict:
+    """results.json's contents from the finished units: estimates from their counters,
+    quality from their records, characterizations, the averages and the checks."""
+    from tqdm import tqdm
+
+    from tilesim.timing.config import load_energy_config, load_gpu_config
+    from tilesim.timing.report import average, estimate_workload, normalize, totals
+
+    cfg, ecfg = load_gpu_config(None), load_energy_config(None)
+    by_key = {u.key: u for u in units}
+    workloads, per_technique, failed = [], {}, []
+    bar = tqdm(total=len(units), desc="estimate", unit="run", disable=None if progress else True)
+    for w in settings.workloads:
+        with _open(w.trace) as trace:
+            width, height = trace.width, trace.height
+        base_unit = by_key[f"{w.name}/baseline"]
+        base_tally = Tally.from_dict(records[base_unit.key]["tally"])
+        base_est = estimate_workload(w.name, Path(base_unit.folder), cfg, ecfg)
+        base_total = totals(base_est.estimate)
+        runs = {}
+        for technique in settings.techniques:
+            unit = by_key[f"{w.name}/{technique}"]
+            record = records[unit.key]
+            tally = Tally.from_dict(record["tally"])
+            est = (base_est if technique == "baseline"
+                   else estimate_workload(w.name, Path(unit.folder), cfg, ecfg))
+            total = base_total if technique == "baseline" else totals(est.estimate)
+            quality = tally.report(base_tally)
+            runs[technique] = {
+                "folder": str(Path(unit.folder).relative_to(out)),
+                "quality": quality, "total": total, "normalized": normalize(total, base_total),
+                "frames": _frame_rows(est.frames, tally, range(*w.frames)),
+                "overlays": _overlays(Path(unit.folder)),
+                "seconds": record.get("seconds", {})}
+            per_technique.setdefault(technique, []).append(
+                {"normalized": runs[technique]["normalized"], "quality": quality})
+            if ((technique in LOSSLESS and quality["frames_bit_identical"] != quality["frames"])
+                    or (technique == "dsr" and quality["mssim_min"] is not None
+                        and quality["mssim_min"] < DSR_MIN_MSSIM)):
+                failed.append(f"{w.name}: {technique}")
+            bar.update(1)
+        characterization = None
+        path = Path(base_unit.folder).parent / "characterization.json"
+        if path.is_file():
+            characterization = json.loads(path.read_text(encoding="utf-8"))["columns"]
+        workloads.append({"name": w.name, "trace": w.trace, "origin": w.origin,
+                          "width": width, "height": height, "frames": list(w.frames),
+                          "characterization": characterization, "runs": runs})
+    bar.close()
+    qualities = quality_average([{"techniques": {t: r["quality"] for t, r in w["runs"].items()}}
+                                 for w in workloads])
+    summary = {t: {**average([row["normalized"] for row in rows]), **qualities[t]}
+               for t, rows in per_technique.items()}
+    from tilesim.render.studies.study import settings_record
+
+    return {"format": FORMAT, "tilesim_version": __version__,
+            "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+            "command": " ".join(["tilesim", *sys.argv[1:]]),
+            "settings": settings_record(settings),
+            "config": {"gpu": cfg.path, "energy": ecfg.path},
+            "workloads": workloads, "summary": summary, "thesis": THESIS,
+            "checks": {"failed": failed,
+                       "rule": "lossless techniques (" + ", ".join(LOSSLESS) + ") "
+                               "bit-identical to the baseline on every frame; DSR's every "
+                               f"frame at MSSIM >= {DSR_MIN_MSSIM}"},
+            "sections": {}, "seconds": {}}
+
+
+def _open(trace: str):
+    from tilesim.render.traces.trace_file import open_trace
+
+    return open_trace(trace)
+
+
+# -- reading a study back -----------------------------------------------------------------------
+
+
+class StudyResults:
+    """A study folder's results as data frames and labelled arrays (see the module doc)."""
+
+    def __init__(self, folder: Path, raw: dict):
+        self.folder, self.raw = folder, raw
+
+    def __repr__(self) -> str:
+        names = ", ".join(w["name"] for w in self.raw["workloads"])
+        return (f"<StudyResults {self.folder}: {len(self.raw['workloads'])} workloads "
+                f"({names}); techniques {', '.join(self.raw['settings']['techniques'])}>")
+
+    @property
+    def workloads(self) -> list[str]:
+        return [w["name"] for w in self.raw["workloads"]]
+
+    @property
+    def techniques(self) -> list[str]:
+        return list(self.raw["settings"]["techniques"])
+
+    @property
+    def summary(self):
+        import pandas as pd
+
+        frame = pd.DataFrame.from_dict(self.raw["summary"], orient="index")
+        frame.index.name = "technique"
+        return frame
+
+    @property
+    def runs(self):
+        """A row per (workload, technique): normalized figures (``time``, ``energy``, ...),
+        quality (``mssim_min``, ``frames_bit_identical``, ...) and absolute totals
+        (``seconds``, ``energy_j``, ``traffic_bytes``)."""
+        import pandas as pd
+
+        rows = []
+        for w in self.raw["workloads"]:
+            for technique, run in w["runs"].items():
+                quality = {k: v for k, v in run["quality"].items()
+                           if not isinstance(v, (list, dict))}
+                total = run["total"]
+                rows.append({"workload": w["name"], "technique": technique,
+                             **run["normalized"],
+                             **{f"quality_{k}": v for k, v in quality.items()},
+                             "seconds": total["seconds"],
+                             "energy_j": total["energy_j"]["total"],
+                             "traffic_bytes": total["traffic_bytes"]["total"]})
+        return pd.DataFrame(rows).set_index(["workload", "technique"])
+
+    @property
+    def frames(self):
+        import pandas as pd
+
+        rows = [{"workload": w["name"], "technique": technique, **row}
+                for w in self.raw["workloads"] for technique, run in w["runs"].items()
+                for row in run["frames"]]
+        return pd.DataFrame(rows).set_index(["workload", "technique", "frame"])
+
+    @property
+    def characterization(self):
+        import pandas as pd
+
+        rows = {w["name"]: w["characterization"] or {} for w in self.raw["workloads"]}
+        frame = pd.DataFrame.from_dict(rows, orient="index")
+        frame.index.name = "workload"
+        return frame
+
+    def _run(self, workload: str, technique: str) -> dict:
+        for w in self.raw["workloads"]:
+            if w["name"] == workload:
+                if technique not in w["runs"]:
+                    raise KeyError(f"{technique!r}: not in this study (techniques: "
+                                   f"{', '.join(w['runs'])})")
+                return w["runs"][technique]
+        raise KeyError(f"{workload!r}: not in this study (workloads: "
+                       f"{', '.join(self.workloads)})")
+
+    def tiles(self, workload: str, technique: str = "baseline"):
+        """Per-tile counters of the screen pass (the default framebuffer) of every frame of
+        a run, as an xarray Dataset with dimensions (frame, tile_y, tile_x): one variable
+        per counter (counts per tile and frame). ``tile_y`` 0 is the bottom tile row, as in
+        GL window coordinates and the counters files."""
+        import xarray as xr
+
+        from tilesim.render.pipeline.counters import load_counters
+
+        run = self._run(workload, technique)
+        folder = self.folder / run["folder"] / "counters"
+        indices, grids = [], {}
+        shape = None
+        for row in run["frames"]:
+            counters = load_counters(folder / f"{row['frame']:06d}.npz")
+            screen = next((p for p in counters.passes if p.target == "default"), None)
+            if screen is None:
+                continue
+            shape = (screen.tiles_y, screen.tiles_x)
+            indices.append(row["frame"])
+            for name, values in screen.tiles.items():
+                grids.setdefault(name, []).append(np.asarray(values).reshape(shape))
+        if shape is None:
+            raise KeyError(f"{workload}/{technique}: no frame drew to the screen")
+        dims = ("frame", "tile_y", "tile_x")
+        return xr.Dataset({name: (dims, np.stack(v)) for name, v in grids.items()},
+                          coords={"frame": indices, "tile_y": np.arange(shape[0]),
+                                  "tile_x": np.arange(shape[1])},
+                          attrs={"workload": workload, "technique": technique,
+                                 "tile_y_origin": "bottom (GL window coordinates)",
+                                 "units": "events per tile and frame"})
+
+
+def open_results(folder: str | Path) -> StudyResults:
+    """The results of a `tilesim run` folder (its results.json) for analysis in Python."""
+    folder = Path(folder)
+    path = folder / "results.json"
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError("no results.json: not a finished `tilesim run` folder",
+                         source=str(folder)) from None
+    except (OSError, ValueError) as exc:
+        raise InputError(f"unreadable results.json: {exc}", source=str(path)) from None
+    if not isinstance(raw, dict) or raw.get("format") != FORMAT:
+        raise InputError(f"not a tilesim study ({FORMAT!r} expected)", source=str(path))
+    try:
+        import pandas  # noqa: F401
+        import xarray  # noqa: F401
+    except ModuleNotFoundError as exc:
+        raise InputError(f"open_results needs pandas and xarray ({exc.name} is missing): "
+                         "pip install -e '.[analysis]'", source=str(folder)) from None
+    return StudyResults(folder, raw)
