@@ -43,8 +43,10 @@ th, td { border: 1px solid #ccc; padding: 2px 7px; text-align: right; }
 th { background: #eef3f8; } td.name, th.name { text-align: left; }
 tr.fail td { background: #fde2e1; } tr.average td { font-weight: bold; background: #f6f6f6; }
 .gallery { display: flex; flex-wrap: wrap; gap: 10px; }
-figure { margin: 0; } figcaption { font-size: 12px; color: #444; max-width: 480px; }
+figure { margin: 0; } figcaption { font-size: 12px; color: #444; max-width: 320px; }
 img { border: 1px solid #ddd; max-width: 100%; height: auto; }
+.gallery img.frame { width: 320px; } .gallery img.plot { width: 560px; }
+figure.plot figcaption { max-width: 560px; }
 .ok { color: #1a7f37; font-weight: bold; } .bad { color: #b42318; font-weight: bold; }
 nav a { margin-right: 1em; } .note { color: #555; font-size: 13px; }
 """
@@ -81,11 +83,14 @@ def _table(columns: list[str], rows: list[list], *, table_id: str | None = None,
             f"<tbody>{''.join(body)}</tbody></table>")
 
 
-def _figure(src: str, caption: str, link: str | None = None) -> str:
-    image = f'<img src="{_e(src)}" alt="{_e(caption)}" loading="eager">'
+def _figure(src: str, caption: str, link: str | None = None, kind: str = "frame") -> str:
+    """An image with its caption; ``kind`` "frame" (a thumbnail, linked to ``link``, the
+    full-size frame) or "plot"."""
+    image = f'<img class="{kind}" src="{_e(src)}" alt="{_e(caption)}" loading="eager">'
     if link:
         image = f'<a href="{_e(link)}">{image}</a>'
-    return f"<figure>{image}<figcaption>{_e(caption)}</figcaption></figure>"
+    return f'<figure class="{kind}">{image}<figcaption>{_e(caption)}</figcaption></figure>'
+
 
 
 # -- images -------------------------------------------------------------------------------------
@@ -247,7 +252,7 @@ def _workload_section(out: Path, workload: dict, techniques: list[str]) -> str:
     if plots:
         parts.append("<h3>Time, energy, traffic and shader activity</h3>"
                      "<div class='gallery'>")
-        parts += [_figure(src, caption) for src, caption in plots]
+        parts += [_figure(src, caption, kind="plot") for src, caption in plots]
         parts.append("</div>")
     parts.append("</section>")
     return "\n".join(parts)
@@ -290,7 +295,7 @@ def _summary_section(out: Path, results: dict) -> str:
     plot = _suite_plot(out, results)
     if plot:
         parts.append(_figure(plot, "normalized time and energy, mean over workloads, with "
-                                   "Frame Coherence's averages"))
+                                   "Frame Coherence's averages", kind="plot"))
     parts.append("</section>")
     return "\n".join(parts)
 
@@ -306,7 +311,7 @@ def _extra_section(key: str, section: dict) -> str:
                             table_id=table.get("id")))
     if section.get("images"):
         parts.append("<div class='gallery'>")
-        parts += [_figure(i["src"], i["caption"]) for i in section["images"]]
+        parts += [_figure(i["src"], i["caption"], kind="plot") for i in section["images"]]
         parts.append("</div>")
     parts.append("</section>")
     return "\n".join(parts)

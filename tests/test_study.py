@@ -1,0 +1,162 @@
+"""`tilesim run`: the study of every technique on a small trace, its results.json, its report,
+resuming, refusing mixed settings, bad input, and tilesim.open_results."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+import tilesim
+from tilesim.cli import main
+from tilesim.errors import InputError
+from tilesim.render.studies.coherence import DEFAULT_TECHNIQUES, LOSSLESS
+
+from trace_helpers import sphere_trace
+
+TECHNIQUES = ["baseline", *DEFAULT_TECHNIQUES]
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    """A study of a turning sphere on a static background, 4 frames, every technique."""
+    root = tmp_path_factory.mktemp("study")
+    trace = sphere_trace(root / "sphere.tsim", 4, size=(160, 120), clear_step=0.0)
+    out = root / "out"
+    code = main(["run", "--trace", str(trace), "--out", str(out), "--workers", "1"])
+    return trace, out, code
+
+
+def test_a_study_checks_every_technique_and_writes_results_and_report(study):
+    _, out, code = study
+    assert code == 0
+    results = json.loads((out / "results.json").read_text())
+    assert results["format"] == "tilesim study 1"
+    assert results["settings"]["techniques"] == TECHNIQUES
+    [workload] = results["workloads"]
+    assert workload["name"] == "sphere" and workload["frames"] == [0, 4]
+    assert list(workload["runs"]) == TECHNIQUES
+    assert results["checks"]["failed"] == []
+    for technique in LOSSLESS:
+        if technique in workload["runs"]:
+            quality = workload["runs"][technique]["quality"]
+            assert quality["frames_bit_identical"] == quality["frames"] == 4
+    re_run = workload["runs"]["re"]
+    # The background is static and the sphere small: RE skips tiles from frame 1 on, and
+    # the model charges less raster work for them.
+    assert re_run["quality"]["tiles_skipped"] > 0.3
+    assert re_run["normalized"]["raster_cycles"] < 1.0
+    assert len(re_run["frames"]) == 4
+    assert {"frame", "mssim", "bit_identical", "seconds", "energy_j"} <= set(re_run["frames"][0])
+    assert workload["characterization"]["draw_calls_per_frame"] == pytest.approx(1.0)
+    assert set(results["summary"]) == set(TECHNIQUES)
+    assert results["summary"]["baseline"]["time"] == pytest.approx(1.0)
+    assert "re_skipped" in re_run["overlays"]["3"]
+    assert results["seconds"]["total"] > 0
+
+
+def test_the_report_is_offline_and_every_image_it_shows_exists(study):
+    _, out, _ = study
+    page = (out / "index.html").read_text()
+    sources = re.findall(r'<img src="([^"]+)"', page)
+    assert len(sources) >= 2 * len(TECHNIQUES)
+    for src in sources:
+        with Image.open(out / src) as image:
+            assert image.width > 0
+    # Nothing from the network: no absolute URLs in src/href.
+    assert not re.search(r'(src|href)="(https?:)?//', page)
+    rows = re.findall(r'<tr data-workload="sphere" data-technique="([^"]+)"', page)
+    assert rows == TECHNIQUES
+
+
+def test_open_results_gives_data_frames_and_per_tile_arrays(study):
+    pytest.importorskip("pandas")
+    pytest.importorskip("xarray")
+    _, out, _ = study
+    results = tilesim.open_results(out)
+    assert results.workloads == ["sphere"] and results.techniques == TECHNIQUES
+    frames = results.frames
+    assert len(frames) == 4 * len(TECHNIQUES)
+    assert frames.loc[("sphere", "re", 2), "bit_identical"]
+    assert set(results.summary.index) == set(TECHNIQUES)
+    assert results.runs.loc[("sphere", "baseline"), "time"] == pytest.approx(1.0)
+    assert results.characterization.loc["sphere", "draw_calls_per_frame"] == pytest.approx(1.0)
+    tiles = results.tiles("sphere", "re")
+    assert tiles["re_tiles_skipped"].dims == ("frame", "tile_y", "tile_x")
+    assert tiles.sizes == {"frame": 4, "tile_y": 8, "tile_x": 10}
+    # Frame 0 has no previous frame to match; later frames skip the static background.
+    assert int(tiles["re_tiles_skipped"].sel(frame=0).sum()) == 0
+    assert int(tiles["re_tiles_skipped"].sel(frame=3).sum()) > 30
+    with pytest.raises(KeyError, match="techniques"):
+        results.tiles("sphere", "nope")
+
+
+def test_a_rerun_resumes_what_is_missing_and_changes_nothing_else(study, tmp_path):
+    trace, out, _ = study
+    copy = tmp_path / "out"
+    shutil.copytree(out, copy)
+    before = json.loads((copy / "results.json").read_text())
+    # One unit lost its finished mark and a frame, another only a frame.
+    (copy / "runs" / "sphere" / "dsr" / "quality.json").unlink()
+    (copy / "runs" / "sphere" / "dsr" / "frames" / "000002.png").unlink()
+    kept = copy / "runs" / "sphere" / "te" / "frames" / "000001.png"
+    stamp = kept.stat().st_mtime_ns
+    assert main(["run", "--trace", str(trace), "--out", str(copy), "--workers", "1"]) == 0
+    after = json.loads((copy / "results.json").read_text())
+    assert kept.stat().st_mtime_ns == stamp      # finished units are not rendered again
+    for technique in TECHNIQUES:
+        assert (after["workloads"][0]["runs"][technique]["quality"]
+                == before["workloads"][0]["runs"][technique]["quality"])
+
+
+def test_a_changed_frame_fails_the_lossless_check_with_exit_1(study, tmp_path, capsys):
+    trace, out, _ = study
+    copy = tmp_path / "out"
+    shutil.copytree(out, copy)
+    (copy / "runs" / "sphere" / "re" / "quality.json").unlink()
+    png = copy / "runs" / "sphere" / "re" / "frames" / "000003.png"
+    pixels = np.asarray(Image.open(png)).copy()
+    pixels[5, 5, 0] ^= 0x40
+    Image.fromarray(pixels).save(png)
+    assert main(["run", "--trace", str(trace), "--out", str(copy), "--workers", "1"]) == 1
+    assert "quality check failed: sphere: re" in capsys.readouterr().err
+    page = (copy / "index.html").read_text()
+    assert 'data-technique="re" class="fail"' in page
+
+
+def test_a_folder_holding_another_render_is_refused(study, tmp_path, capsys):
+    _, out, _ = study
+    copy = tmp_path / "out"
+    shutil.copytree(out, copy)
+    other = sphere_trace(tmp_path / "sphere.tsim", 4, size=(160, 120), clear_step=0.05)
+    assert main(["run", "--trace", str(other), "--out", str(copy), "--workers", "1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "trace content" in err[0] and "runs/sphere/baseline" in err[0]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--trace", "no/such.tsim"], "no such trace"),
+    (["--techniques", "re,bogus"], "bogus"),
+    (["--frames", "0"], "at least 1"),
+])
+def test_bad_input_is_one_line_and_exit_2(argv, message, tmp_path, capsys):
+    trace = sphere_trace(tmp_path / "s.tsim", 2, size=(32, 32))
+    base = ["run", "--out", str(tmp_path / "o")]
+    if "--trace" not in argv:
+        base += ["--trace", str(trace)]
+    assert main(base + argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0]
+
+
+def test_open_results_names_a_folder_that_is_not_a_study(tmp_path):
+    with pytest.raises(InputError, match="results.json"):
+        tilesim.open_results(tmp_path)
+    (tmp_path / "results.json").write_text("{\"format\": \"other\"}")
+    with pytest.raises(InputError, match="not a tilesim study"):
+        tilesim.open_results(tmp_path)
