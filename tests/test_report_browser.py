@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import _unavailable, require_tools
 
 CHROMIUM = "/usr/bin/chromium"

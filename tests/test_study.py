@@ -6,18 +6,16 @@ from __future__ import annotations
 import json
 import re
 import shutil
-from pathlib import Path
 
 import numpy as np
 import pytest
 from PIL import Image
+from trace_helpers import sphere_trace
 
 import tilesim
 from tilesim.cli import main
 from tilesim.errors import InputError
 from tilesim.render.studies.coherence import DEFAULT_TECHNIQUES, LOSSLESS
-
-from trace_helpers import sphere_trace
 
 TECHNIQUES = ["baseline", *DEFAULT_TECHNIQUES]
 

@@ -1,5 +1,9 @@
 """What people run: each module is a study or a command of ``tilesim``.
 
+    study            ``tilesim run``: the main job, every workload and technique, resumable
+    study_results    its results.json and tilesim.open_results (pandas, xarray)
+    study_report     its index.html, readable offline
+    study_sections   the studies ``tilesim run --all`` adds (core, predict, schedule, goldens)
     render_command   ``tilesim render``: frames, counters and summaries of traces
     batch            render jobs on Dask, resumable, with their output-folder identity
     compare          ``tilesim compare``: MSSIM, PSNR and differences of two folders of frames
