@@ -158,3 +158,29 @@ def test_open_results_names_a_folder_that_is_not_a_study(tmp_path):
     (tmp_path / "results.json").write_text("{\"format\": \"other\"}")
     with pytest.raises(InputError, match="not a tilesim study"):
         tilesim.open_results(tmp_path)
+
+
+def test_capture_names_are_short_and_say_what_was_captured():
+    from tilesim.render.studies.study import capture_name
+
+    assert capture_name("glmark2-es2:shading:shading=phong") == "glmark2-shading-phong"
+    assert capture_name("glmark2-es2:texture:texture-filter=mipmap") == "glmark2-texture-mipmap"
+    assert capture_name("glmark2-es2:effect2d") == "glmark2-effect2d"
+    assert capture_name("es2gears") == "es2gears"
+
+
+@pytest.mark.slow
+@pytest.mark.mesa
+def test_the_default_suite_captures_real_programs_and_reports_those_it_cannot(tmp_path):
+    from conftest import require_mesa, require_tools
+
+    from tilesim.render.studies.study import captured_workloads
+
+    require_tools("xvfb-run", "apitrace", "glmark2-es2")
+    require_mesa()
+    made, skipped = captured_workloads(tmp_path, 2, specs=("glmark2-es2:effect2d",
+                                                           "glmark2-es2:no-such-scene"))
+    assert [(w.name, w.frames, w.origin) for w in made] == [
+        ("glmark2-effect2d", (0, 2), "glmark2-es2:effect2d")]
+    assert [s["spec"] for s in skipped] == ["glmark2-es2:no-such-scene"]
+    assert skipped[0]["reason"]

@@ -148,17 +148,26 @@ def capture_tools_missing() -> list[str]:
     return missing
 
 
+def capture_name(spec: str) -> str:
+    """A workload's name for a capture spec: ``glmark2-es2:shading:shading=phong`` is
+    ``glmark2-shading-phong``, ``es2gears`` is itself."""
+    app, *rest = spec.split(":")
+    if not rest:
+        return app
+    scene, *options = rest
+    return "-".join(["glmark2", scene, *(o.partition("=")[2] or o for o in options)])
+
+
 def captured_workloads(folder: Path, frames: int, specs=CAPTURED,
                        progress=None) -> tuple[list[Workload], list[dict]]:
     """Capture and import ``specs`` into ``folder`` (each kept: a rerun reuses it); returns
     the workloads and, for those that failed, ``{"spec", "reason"}``."""
-    from tilesim.render.studies.suite import slug
     from tilesim.render.traces.apitrace_import import import_apitrace
     from tilesim.render.traces.capture import capture
 
     made, skipped = [], []
     for spec in specs:
-        name = slug(spec).removeprefix("glmark2-es2-")
+        name = capture_name(spec)
         tsim = folder / f"{name}-{frames}.tsim"
         try:
             if not tsim.exists():
