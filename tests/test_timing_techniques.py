@@ -84,8 +84,9 @@ def test_rendering_elimination_skip_removes_exactly_the_tile_and_adds_its_overhe
     for source in ("pb_reads", "textures", "color_flush"):
         assert re.traffic[source][0] == pytest.approx(
             base.traffic[source][0] - alone.traffic[source][0]), source
-    # ... and the Signature Unit adds its own, event by event
-    assert re.gpu_dynamic["crc_luts"][0] == pytest.approx(348 * (19.7 + 6.7) * PJ)
+    # ... and the Signature Unit adds its own, event by event: 348 sub-blocks signed, 21
+    # display-list entries folded (one Accumulate step each)
+    assert re.gpu_dynamic["crc_luts"][0] == pytest.approx((348 * 19.7 + 21 * 6.7) * PJ)
     assert re.gpu_dynamic["signature_buffer"][0] == pytest.approx(42 * 8.42 * PJ)
     assert re.gpu_dynamic["ot_queue"][0] == pytest.approx(42 * 0.258 * PJ)
     assert re.gpu_dynamic["constant_bitmap"][0] == pytest.approx(3 * 0.033 * PJ)
@@ -96,14 +97,35 @@ def test_rendering_elimination_skip_removes_exactly_the_tile_and_adds_its_overhe
     assert re.diagnostics["tiles_rendered"][0] == 2
 
 
-def test_signature_unit_stalls_geometry_only_beyond_the_other_stages():
-    shifts = 5000  # per tile: 15000 Shift steps > 1000 cycles of vertex shading
-    re = run(frame(extra={"re_subblocks_signed": [shifts] * 3, "re_shifts": [shifts] * 3}))
+@pytest.mark.parametrize("per_entry", [1, 0])
+def test_signature_unit_stalls_geometry_only_beyond_the_other_stages(per_entry):
+    # 15000 Accumulate steps > 1000 cycles of vertex shading: one step per folded entry
+    # (2 Signature Buffer accesses each) by default, one per sub-block of zeros literally
+    cfg = CFG.replace(**{"techniques.signature.accumulate_per_entry": per_entry})
+    steps = 5000
+    extra = {"re_subblocks_signed": [10] * 3,
+             "re_shifts": [steps if not per_entry else 20] * 3,
+             "re_signature_accesses": [2 * steps if per_entry else 4] * 3}
+    re = estimate_batch(batch_from_frames([frame(extra=extra)]), cfg, ECFG)
     base = run(frame())
-    assert re.geometry_stages["crc_accumulate"][0] == 3 * shifts
-    assert re.geometry_cycles[0] == pytest.approx(3 * shifts + 100 + 6)
+    assert re.geometry_stages["crc_accumulate"][0] == 3 * steps
+    assert re.geometry_cycles[0] == pytest.approx(3 * steps + 100 + 6)
     overhead = re.geometry_cycles[0] - base.geometry_cycles[0]
-    assert re.technique_cycles[0] == pytest.approx(overhead)
+    compares = 3 * CFG["techniques.signature.compare_cycles"]   # every signed tile, raster
+    assert re.technique_cycles[0] == pytest.approx(overhead + compares)
+
+
+def test_accumulating_per_entry_keeps_the_signature_work_overlapped():
+    # Frame Coherence §4.3: the signature work hides behind the geometry pipeline. A tile
+    # folding 7 entries of 116 sub-blocks in all takes 7 steps, not 116.
+    extra = {"re_subblocks_signed": [0, 0, 0], "re_shifts": [116] * 3,
+             "re_signature_accesses": [14] * 3}
+    entry = run(frame(extra=extra))
+    literal = estimate_batch(batch_from_frames([frame(extra=extra)]), CFG.replace(
+        **{"techniques.signature.accumulate_per_entry": 0}), ECFG)
+    assert entry.geometry_stages["crc_accumulate"][0] == 21
+    assert literal.geometry_stages["crc_accumulate"][0] == 348
+    assert entry.geometry_cycles[0] <= literal.geometry_cycles[0]
 
 
 def test_transaction_elimination_costs_energy_not_time():
@@ -330,9 +352,11 @@ def test_seed_overhead_figures_as_checks():
     sig = "techniques.signature."
     geometry = _representative_geometry_cycles(n)
     assert base.geometry_cycles == pytest.approx(geometry)              # 105 n + 106
-    # the Compute and Accumulate CRC units (one sub-block / Shift step per cycle) become the
-    # geometry bottleneck; every tile compares its signatures before it is scheduled
-    crc = n * shifts / min(CFG[sig + "compute_rate"], CFG[sig + "accumulate_rate"])
+    # the Compute CRC unit (one sub-block per cycle) becomes the geometry bottleneck; the
+    # Accumulate CRC unit folds the 7 entries of a tile in 7 steps (one per display-list
+    # entry); every tile compares its signatures before it is scheduled
+    crc = n * shifts / CFG[sig + "compute_rate"]
+    assert n * 7 / CFG[sig + "accumulate_rate"] < crc
     assert crc > geometry - CFG["memory.latency_max"] - 6
     extra_cycles = (crc + CFG["memory.latency_max"] + 6 - geometry) + n * CFG[
         sig + "compare_cycles"]
@@ -342,7 +366,7 @@ def test_seed_overhead_figures_as_checks():
     assert re.cycles - base.cycles == pytest.approx(extra_cycles)
     assert re.technique_cycles == pytest.approx(extra_cycles)
     dynamic = n * (shifts * e("technique.crc.compute_subblock")
-                   + shifts * e("technique.crc.accumulate_shift")
+                   + 7 * e("technique.crc.accumulate_shift")
                    + 14 * e("technique.signature_buffer.access")
                    + 14 * e("technique.ot_queue.access") + 1 * e("technique.bitmap.access"))
     re_bytes = (CFG[sig + "compute_lut_bytes"] + CFG[sig + "accumulate_lut_bytes"]
@@ -359,10 +383,10 @@ def test_seed_overhead_figures_as_checks():
     re_energy, re_time = overhead(base, re)
     assert re_energy == pytest.approx((dynamic + leakage) / base.energy, rel=1e-12)
     assert re_time == pytest.approx(extra_cycles / base.cycles, rel=1e-12)
-    assert dynamic / base.energy == pytest.approx(0.0062, abs=0.0005)
+    assert dynamic / base.energy == pytest.approx(0.0048, abs=0.0005)
     assert leakage / base.energy == pytest.approx(0.0141, abs=0.0005)
-    assert re_energy == pytest.approx(0.0203, abs=0.0005)
-    assert re.energy / base.energy - 1 == pytest.approx(0.0297, abs=0.0005)
+    assert re_energy == pytest.approx(0.0189, abs=0.0005)
+    assert re.energy / base.energy - 1 == pytest.approx(0.0283, abs=0.0005)
     assert re_time == pytest.approx(0.0164, abs=0.0005)
     assert re_energy < 0.05 and re_time < 0.05                           # Frame Coherence §4.3
 

@@ -137,8 +137,8 @@ def geometry_stage_cycles(batch: Batch, t: dict[str, np.ndarray],
                                   cfg["caches.tile.line_size"]),
         "bus": (vertex_bytes + written) / cfg["memory.bandwidth"],
     }
-    sums = _sums(batch, t, ("re_subblocks_signed", "re_shifts", "evr_lgt_accesses",
-                            "evr_fvp_reads"))
+    sums = _sums(batch, t, ("re_subblocks_signed", "re_shifts", "re_signature_accesses",
+                            "evr_lgt_accesses", "evr_fvp_reads"))
     stages.update(techniques.geometry_stage_cycles(sums, cfg))
     return stages
 
@@ -302,7 +302,7 @@ def gpu_dynamic_energy(batch: Batch, t: dict[str, np.ndarray], mem: dict[str, np
         "blend": pf(t["blend_ops"]) * e("gpu.blend.op"),
     }
     sums = _sums(batch, t, techniques.TECHNIQUE_WORK_COUNTERS)
-    units.update(techniques.dynamic_energy(sums, ecfg))
+    units.update(techniques.dynamic_energy(sums, ecfg, cfg))
     return units
 
 

@@ -9,9 +9,11 @@ This module adds what the techniques' own structures cost:
 
 Time (cycles)
 * RE, geometry phase: the Compute CRC unit signs 1 sub-block per cycle and the Accumulate CRC unit
-  applies 1 Shift step per cycle, beside the binner, decoupled from it by the 128-entry
-  Overlapped Tiles Queue. Both are stages of the geometry bottleneck
-  (``sum re_subblocks_signed / 1``, ``sum re_shifts / 1``), so the geometry phase grows by
+  does 1 step per cycle, beside the binner, decoupled from it by the 128-entry Overlapped Tiles
+  Queue. A step folds one display-list entry into its tile (``accumulate_per_entry``, the
+  default: a shift by the block's whole length; 0: Algorithm 3's one Shift step per sub-block
+  of zeros, ``re_shifts``). Both are stages of the geometry bottleneck
+  (``sum re_subblocks_signed / 1``, ``sum steps / 1``), so the geometry phase grows by
   ``max(0, signature work - the other stages' time)``: the signature unit stalls the binner only
   when it has more work than the rest of the geometry phase hides (Frame Coherence §4.3: +2%
   geometry cycles; with one Shift step per folded sub-block, a workload whose primitives span many
@@ -95,11 +97,21 @@ END_OF_TILE_STAGES = ("dsr_dct",)
 KB = 1024.0
 
 
+def accumulate_steps(per_frame: dict[str, np.ndarray], cfg: Config) -> np.ndarray:
+    """The Accumulate CRC unit's steps: one per folded display-list entry (two Signature
+    Buffer accesses each) with ``accumulate_per_entry``, else one per sub-block of zeros
+    shifted in (Frame Coherence Algorithm 3 literally)."""
+    if cfg["techniques.signature.accumulate_per_entry"]:
+        return per_frame["re_signature_accesses"] / 2.0
+    return per_frame["re_shifts"]
+
+
 def geometry_stage_cycles(per_frame: dict[str, np.ndarray], cfg: Config) -> dict[str, np.ndarray]:
     """Technique stages of the geometry phase; ``per_frame`` holds (F,) sums of tile counters."""
     return {
         "crc_compute": per_frame["re_subblocks_signed"] / cfg["techniques.signature.compute_rate"],
-        "crc_accumulate": per_frame["re_shifts"] / cfg["techniques.signature.accumulate_rate"],
+        "crc_accumulate": accumulate_steps(per_frame, cfg)
+        / cfg["techniques.signature.accumulate_rate"],
         "evr_tables": np.maximum(per_frame["evr_lgt_accesses"], per_frame["evr_fvp_reads"])
         / cfg["techniques.evr.table_rate"],
     }
@@ -122,14 +134,16 @@ def raster_serial_cycles(t: dict[str, np.ndarray], cfg: Config) -> np.ndarray:
     return np.where(t["re_signature_accesses"] > 0, cfg["techniques.signature.compare_cycles"], 0.0)
 
 
-def dynamic_energy(per_frame: dict[str, np.ndarray], ecfg: Config) -> dict[str, np.ndarray]:
-    """Dynamic energy (J) of each technique unit per frame from (F,) counter sums."""
+def dynamic_energy(per_frame: dict[str, np.ndarray], ecfg: Config,
+                   cfg: Config) -> dict[str, np.ndarray]:
+    """Dynamic energy (J) of each technique unit per frame from (F,) counter sums (``cfg``:
+    the GPU's, for how the Accumulate CRC unit steps)."""
     pj = 1e-12
     e = lambda k: ecfg[k] * pj  # noqa: E731
     sig_accesses = per_frame["re_signature_accesses"] + per_frame["te_signature_accesses"]
     return {
         "crc_luts": (per_frame["re_subblocks_signed"] + per_frame["te_subblocks_signed"])
-        * e("technique.crc.compute_subblock") + per_frame["re_shifts"]
+        * e("technique.crc.compute_subblock") + accumulate_steps(per_frame, cfg)
         * e("technique.crc.accumulate_shift"),
         "signature_buffer": sig_accesses * e("technique.signature_buffer.access"),
         # every folded (primitive, tile) entry is pushed and popped once: 2 OT-queue accesses
