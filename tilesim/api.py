@@ -63,10 +63,12 @@ def render_frames(trace: str | os.PathLike | Trace, *, frames: Iterable[int] | s
     ``tilesim dsr-search`` (default: the shipped parameters)."""
     if isinstance(frames, str):
         if isinstance(trace, Trace):
-            frames = frame_range(frames, trace.frame_count)
+            frames = frame_range(frames, trace.frame_count, option="frames",
+                                 source=str(trace.path))
         else:
             with _open_trace(trace) as handle:
-                frames = frame_range(frames, handle.frame_count)
+                frames = frame_range(frames, handle.frame_count, option="frames",
+                                     source=str(trace))
     yield from render_trace(trace, frames=frames, size=size, technique=technique,
                             tile_size=tile_size, dsr_parameters=dsr_parameters)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 EXIT_OK = 0
 EXIT_FAILED_CHECK = 1
 EXIT_BAD_INPUT = 2
@@ -28,6 +30,12 @@ class InputError(TilesimError):
                 where += f":{column}"
         self.bare_message = message
         super().__init__(f"{where}: {message}")
+
+    def __reduce__(self):
+        # Rebuilt from its parts: an error raised in a Dask worker reaches the user as it was
+        # made (the default rebuilds from the formatted text, prefixing "<input>: " again).
+        return (functools.partial(type(self), source=self.source, line=self.line,
+                                  column=self.column), (self.bare_message,))
 
 
 class ToolMissing(TilesimError):

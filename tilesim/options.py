@@ -52,9 +52,11 @@ def byte_size(text: str) -> int:
     return int(float(m.group(1)) * _BYTE_UNITS[m.group(2).upper()])
 
 
-def frame_range(text: str, count: int, *, option: str = "--frames") -> range:
+def frame_range(text: str, count: int, *, option: str = "--frames",
+                source: str | None = None) -> range:
     """'A:B' (either side optional, negative counting from the end) or 'N' -> the range of
-    frame numbers it names within a trace of ``count`` frames."""
+    frame numbers it names within a trace of ``count`` frames (``source``: the trace, which
+    an error names)."""
     try:
         if ":" in text:
             a, _, b = text.partition(":")
@@ -64,11 +66,13 @@ def frame_range(text: str, count: int, *, option: str = "--frames") -> range:
             start = int(text)
             stop = start + 1
     except ValueError:
-        raise InputError(f"{option} {text!r}: expected A:B, A: , :B or N") from None
+        raise InputError(f"{option} {text!r}: expected A:B, A: , :B or N",
+                         source=source) from None
     if start < 0:
         start += count
     if stop < 0:
         stop += count
     if not 0 <= start < stop <= count:
-        raise InputError(f"{option} {text!r}: the trace has frames 0..{count - 1}")
+        raise InputError(f"{option} {text!r}: the trace has frames 0..{count - 1}",
+                         source=source)
     return range(start, stop)

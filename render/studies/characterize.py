@@ -274,7 +274,7 @@ def _characterize(args: argparse.Namespace) -> int:
 
 
     with open_trace(args.trace) as trace:
-        wanted = frame_range(args.frames, trace.frame_count)
+        wanted = frame_range(args.frames, trace.frame_count, source=args.trace)
         bar = tqdm(total=wanted.stop, desc="characterize", unit="frame", disable=None)
         try:
             report = characterize(trace, wanted, tile_size=args.tile_size,

@@ -385,7 +385,7 @@ def _coherence(args: argparse.Namespace) -> int:
     jobs = []
     for trace in args.traces:
         with open_trace(trace) as t:
-            frames = frame_range(args.frames, t.frame_count)
+            frames = frame_range(args.frames, t.frame_count, source=trace)
         jobs.append((trace, names, (frames.start, frames.stop), args.dsr_parameters,
                      args.images, args.save, backend_name()))
     if len(jobs) == 1:

@@ -77,7 +77,7 @@ def _render_traces(args) -> None:
     folders: dict[str, list[str]] = {t: [] for t in techniques}
     for trace in traces:
         with open_trace(trace) as t:
-            frames = frame_range(args.frames, t.frame_count)
+            frames = frame_range(args.frames, t.frame_count, source=str(trace))
         for technique in techniques:
             out = Path(args.work) / technique.replace("/", "-") / Path(trace).stem
             job = Job(str(trace), (frames.start, frames.stop), str(out), technique=technique)

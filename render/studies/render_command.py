@@ -79,7 +79,7 @@ def _jobs(args: argparse.Namespace) -> list:
     for spec in args.traces:
         path, _, frames = spec.partition("@")
         with open_trace(path) as trace:
-            wanted = frame_range(frames or args.frames, trace.frame_count)
+            wanted = frame_range(frames or args.frames, trace.frame_count, source=path)
         name = Path(path).stem
         if len(args.traces) > 1:
             if name in names:

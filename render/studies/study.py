@@ -196,7 +196,7 @@ def given_workloads(paths: list[str], frames: int | None) -> list[Workload]:
             raise InputError("no such trace", source=path)
         with open_trace(path) as t:
             count = t.frame_count
-            chosen = (frame_range(span, count) if span
+            chosen = (frame_range(span, count, option="--trace", source=path) if span
                       else range(0, count if frames is None else min(frames, count)))
         name = Path(path).stem
         while name in names:
