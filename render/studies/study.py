@@ -389,6 +389,7 @@ def run_study(settings: Settings, out: str | Path, *, workers: int = 1, force: b
                 section_started = time.perf_counter()
                 results["sections"][name] = make(out)
                 seconds[name] = time.perf_counter() - section_started
+                write_json(out / "results.json", results)    # a later section may fail
         report_started = time.perf_counter()
         results["seconds"] = {k: round(v, 2) for k, v in seconds.items()}
         write_report(out, results, progress=progress)

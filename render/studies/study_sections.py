@@ -119,9 +119,10 @@ def scheduling_section(out: Path) -> dict:
         rows = []
         for policy, run in data["runs"].items():
             for app in run["apps"]:
+                pmd = app.get("pmd")     # None: the application finished no frame
                 rows.append([policy, app["app"], str(app["priority"]),
                              f"{app['desired_fps']:.0f}", f"{app['afr']:.1f}",
-                             f"{100 * app['pmd']:.1f}%"])
+                             "–" if pmd is None else f"{100 * pmd:.1f}%"])
         tables.append({"caption": f"{scenario}: average frame rate (AFR) and probability of "
                                   "meeting deadlines (PMD) per policy and application",
                        "id": f"schedule-{scenario}",
