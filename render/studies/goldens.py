@@ -6,6 +6,11 @@ Mesa llvmpipe's frame of the same trace when it was accepted. Tests re-render ev
 and require bit equality with the PNG. ``tilesim goldens update`` remakes them on purpose:
 it renders each golden with tilesim and with Mesa, refuses one whose MSSIM falls below the
 acceptance threshold, writes the PNGs atomically, and prints what changed.
+
+``tilesim goldens check --technique T`` (or ``--all-techniques``) re-renders each golden's
+trace with a frame-coherence technique instead (:func:`check_techniques`): a lossless one
+must give the golden bit for bit, a quality-affecting one (DSR, memoization with 32-bit keys,
+RE with an XOR signature) must stay at or above DSR's MSSIM floor against it.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import argparse
 import hashlib
 import json
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,12 +27,17 @@ import numpy as np
 
 from tilesim import __version__
 from tilesim.atomic import check_output, write_bytes, write_json
+from tilesim.backend import backend_name, to_host, use_backend
 from tilesim.errors import EXIT_FAILED_CHECK, EXIT_OK, InputError
 from tilesim.images import image_metrics, png_bytes, read_png
 from tilesim.render.reference.replay_gl import reference_frames
+from tilesim.render.studies.cluster import dask_client, map_in_order
+from tilesim.render.studies.coherence import DEFAULT_TECHNIQUES, LOSSLESS
 from tilesim.render.studies.runner import render_trace
+from tilesim.render.techniques.bus import Techniques
+from tilesim.render.techniques.dynamic_sampling_rate import frame_mssim
 from tilesim.render.traces.trace_file import open_trace
-from tilesim.thresholds import GOLDEN_ACCEPT_MSSIM
+from tilesim.thresholds import DSR_MIN_MSSIM, GOLDEN_ACCEPT_MSSIM
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDENS = ROOT / "goldens"
@@ -77,16 +88,22 @@ def mesa_frames(trace_path: Path, frames: set[int]) -> dict[int, np.ndarray]:
     return {i: images[i] for i in frames}
 
 
-def check(goldens: list[Golden]) -> list[tuple[Golden, int]]:
-    """Re-render every golden; returns (golden, differing pixels) for those not identical."""
-    failures = []
+def _by_trace(goldens: list[Golden]) -> dict[str, list[Golden]]:
     by_trace: dict[str, list[Golden]] = {}
     for g in goldens:
         by_trace.setdefault(g.trace, []).append(g)
-    for trace, items in by_trace.items():
+    return by_trace
+
+
+def check(goldens: list[Golden], folder: Path | None = None) -> list[tuple[Golden, int]]:
+    """Re-render every golden; returns (golden, differing pixels) for those not identical.
+    ``folder``: where the PNGs are (default ``goldens/``)."""
+    folder = GOLDENS if folder is None else folder
+    failures = []
+    for trace, items in _by_trace(goldens).items():
         images = render_frames(ROOT / trace, {g.frame for g in items})
         for g in items:
-            expected = read_png(GOLDENS / g.png, "RGBA")   # compared on every channel
+            expected = read_png(folder / g.png, "RGBA")   # compared on every channel
             got = images[g.frame]
             if got.shape != expected.shape:
                 failures.append((g, got.shape[0] * got.shape[1]))
@@ -95,14 +112,108 @@ def check(goldens: list[Golden]) -> list[tuple[Golden, int]]:
     return failures
 
 
+def technique_names(names: Iterable[str]) -> list[str]:
+    """``names`` normalized (lower case, no repeats, order kept), each checked by
+    ``Techniques.from_name`` before anything renders (InputError: unknown technique)."""
+    out: list[str] = []
+    for name in (n.strip().lower() for n in names):
+        if not name:
+            raise InputError("empty technique name", source="--technique")
+        Techniques.from_name(name, source="--technique")
+        if name not in out:
+            out.append(name)
+    return out
+
+
+def is_lossless(name: str) -> bool:
+    """Whether technique ``name`` must leave frames bit-identical to the baseline (coherence's
+    LOSSLESS set with the default CRC32 signature and 64-bit memo keys; ``re/crc32`` and
+    ``memo/64`` count too)."""
+    hooks = Techniques.from_name(name)
+    return ((hooks.name == "baseline" or hooks.name in LOSSLESS)
+            and hooks.signature == "crc32" and hooks.memo_key_bits == 64)
+
+
+def check_techniques(goldens: list[Golden], techniques: Iterable[str], *,
+                     folder: Path | None = None, workers: int = 1,
+                     progress: bool = False) -> list[dict]:
+    """Every golden re-rendered with every technique, one row per (technique, golden).
+
+    Each trace is rendered once per technique, from its first frame to its last golden's
+    (techniques carry state from frame to frame). A lossless technique (:func:`is_lossless`)
+    passes when the frame equals the golden bit for bit on RGBA, any other when its MSSIM
+    (luminance, ``frame_mssim``: the measure DSR's floor is fitted with) is at least
+    ``DSR_MIN_MSSIM``. Row keys: technique, golden, trace, frame, criterion, bit_identical,
+    mssim, max_diff (largest channel difference, 0..255), passed; mssim and max_diff are None
+    when the sizes differ. Rows in the order of ``techniques``, then of ``goldens``.
+
+    ``folder``: where the PNGs are (default ``goldens/``). ``workers`` > 1 renders the
+    (trace, technique) pairs side by side on a local Dask cluster of that many processes.
+    ``progress``: a progress bar on stderr where it is a terminal."""
+    from tqdm import tqdm
+
+    names = technique_names(techniques)
+    folder = GOLDENS if folder is None else Path(folder)
+    jobs = [(trace, name, items, str(folder), backend_name())
+            for name in names for trace, items in _by_trace(goldens).items()]
+    if workers > 1 and len(jobs) > 1:
+        with dask_client(min(workers, len(jobs))) as client:
+            done = map_in_order(client, _technique_job, jobs, desc="goldens",
+                                unit="render", progress=progress, leave=False)
+    else:
+        total = sum(max(g.frame for g in items) + 1 for _, _, items, _, _ in jobs)
+        with tqdm(total=total, desc="goldens", unit="frame", leave=False,
+                  disable=None if progress else True) as bar:
+            done = [_technique_rows(*job[:4], progress=bar) for job in jobs]
+    by_key = {(row["technique"], row["golden"]): row for rows in done for row in rows}
+    return [by_key[name, g.name] for name in names for g in goldens]
+
+
+def _technique_rows(trace: str, name: str, items: list[Golden], folder: str,
+                    progress=None) -> list[dict]:
+    """One technique's render of ``trace`` up to its last golden frame, checked against each
+    golden of ``items``."""
+    hooks = Techniques.from_name(name, source=trace)
+    lossless = is_lossless(name)
+    wanted = {g.frame for g in items}
+    images: dict[int, np.ndarray] = {}
+    # Every frame is yielded (not only the wanted ones) so the bar moves frame by frame.
+    for result in render_trace(ROOT / trace, frames=range(max(wanted) + 1),
+                               technique=None if hooks.name == "baseline" else hooks,
+                               source=trace):
+        if result.index in wanted:
+            images[result.index] = to_host(result.image)
+        if progress is not None:
+            progress.update(1)
+    return [_row(name, g, images[g.frame], read_png(Path(folder) / g.png, "RGBA"), lossless)
+            for g in items]
+
+
+def _technique_job(trace: str, name: str, items: list[Golden], folder: str,
+                   backend: str = "numpy") -> list[dict]:
+    """``_technique_rows`` in a worker process, on the parent's array backend."""
+    with use_backend(backend):
+        return _technique_rows(trace, name, items, folder)
+
+
+def _row(name: str, g: Golden, got: np.ndarray, expected: np.ndarray, lossless: bool) -> dict:
+    row = {"technique": name, "golden": g.name, "trace": g.trace, "frame": g.frame,
+           "criterion": "bit-identical" if lossless else f"MSSIM >= {DSR_MIN_MSSIM}"}
+    if got.shape != expected.shape:
+        return {**row, "bit_identical": False, "mssim": None, "max_diff": None,
+                "passed": False}
+    identical = bool(np.array_equal(got, expected))
+    mssim = frame_mssim(got, expected)
+    max_diff = int(np.abs(got.astype(np.int16) - expected.astype(np.int16)).max())
+    return {**row, "bit_identical": identical, "mssim": round(mssim, 6), "max_diff": max_diff,
+            "passed": identical if lossless else mssim >= DSR_MIN_MSSIM}
+
+
 def update(goldens: list[Golden], *, out=sys.stdout) -> tuple[list[Golden], list[str]]:
     """Remake every golden (tilesim + Mesa acceptance); returns the new list and refusals."""
 
     refused: list[str] = []
-    by_trace: dict[str, list[Golden]] = {}
-    for g in goldens:
-        by_trace.setdefault(g.trace, []).append(g)
-    for trace, items in by_trace.items():
+    for trace, items in _by_trace(goldens).items():
         frames = {g.frame for g in items}
         ours = render_frames(ROOT / trace, frames)
         theirs = mesa_frames(ROOT / trace, frames)
@@ -136,12 +247,33 @@ def update(goldens: list[Golden], *, out=sys.stdout) -> tuple[list[Golden], list
 def register(subparsers) -> None:
     p = subparsers.add_parser("goldens", help="check or remake the golden frames",
                               description="Golden frames of the bundled traces: 'check' "
-                                          "re-renders them (bit-exact), 'update' remakes "
+                                          "re-renders them (bit-exact; with --technique, "
+                                          "with frame-coherence techniques), 'update' remakes "
                                           "them on purpose after accepting each against "
                                           "Mesa (needs Mesa), 'add' registers new ones.")
     sub = p.add_subparsers(dest="goldens_command", metavar="COMMAND", required=True)
-    c = sub.add_parser("check", help="re-render every golden and compare bit for bit")
-    c.add_argument("--json", action="store_true")
+    c = sub.add_parser("check", help="re-render every golden and compare bit for bit",
+                       description="Re-render every golden at baseline and compare it bit for "
+                                   "bit; with --technique or --all-techniques, render each "
+                                   "golden's trace (from its first frame) with each technique "
+                                   "and require lossless ones (te, re, evr, re+evr, memo) to "
+                                   "be bit-identical and the others (dsr, memo/32, re/xor) "
+                                   f"to keep MSSIM >= {DSR_MIN_MSSIM}. Exit 1 when a check "
+                                   "fails.")
+    which = c.add_mutually_exclusive_group()
+    which.add_argument("--technique", action="append", metavar="T",
+                       help="check the goldens rendered with technique T (te, re, evr, "
+                            "re+evr, dsr, memo, memo/32, re/xor, ...); repeat for several")
+    which.add_argument("--all-techniques", action="store_true",
+                       help="baseline and every technique of `tilesim coherence` "
+                            f"({', '.join(DEFAULT_TECHNIQUES)})")
+    c.add_argument("--workers", type=int, default=1, metavar="N",
+                   help="with techniques: render the (trace, technique) pairs on a local Dask "
+                        "cluster of N processes (default 1: one after the other)")
+    c.add_argument("--manifest", metavar="FILE",
+                   help="the goldens of FILE (PNGs beside it; traces relative to the "
+                        "repository) instead of goldens/manifest.json")
+    c.add_argument("--json", action="store_true", help="print the result as JSON")
     c.set_defaults(func=_check)
     u = sub.add_parser("update", help="remake every golden (tilesim, accepted against Mesa)")
     u.set_defaults(func=_update)
@@ -151,16 +283,61 @@ def register(subparsers) -> None:
 
 
 def _check(args: argparse.Namespace) -> int:
-    goldens = load_manifest()
-    failures = check(goldens)
+    if args.manifest is None:
+        goldens, folder = load_manifest(), GOLDENS
+    else:
+        path = Path(args.manifest)
+        if not path.is_file():
+            raise InputError("no such golden manifest", source=str(path))
+        goldens, folder = load_manifest(path), path.parent
+    if args.technique or args.all_techniques:
+        return _check_techniques(args, goldens, folder)
+    failures = check(goldens, folder)
     if args.json:
         print(json.dumps({"goldens": len(goldens),
                           "failed": [{"name": g.name, "pixels": n} for g, n in failures]}))
     else:
         for g, n in failures:
-            print(f"FAILED {g.name}: {n} pixels differ from {GOLDENS / g.png}", file=sys.stderr)
+            print(f"FAILED {g.name}: {n} pixels differ from {folder / g.png}", file=sys.stderr)
         print(f"{len(goldens) - len(failures)} of {len(goldens)} goldens identical")
     return EXIT_FAILED_CHECK if failures else EXIT_OK
+
+
+def _check_techniques(args: argparse.Namespace, goldens: list[Golden], folder: Path) -> int:
+    names = (["baseline", *DEFAULT_TECHNIQUES] if args.all_techniques
+             else technique_names(args.technique))   # unknown names: exit 2 before rendering
+    if args.workers < 1:
+        raise InputError(f"expected a positive number, got {args.workers}", source="--workers")
+    rows = check_techniques(goldens, names, folder=folder, workers=args.workers, progress=True)
+    failed = [r for r in rows if not r["passed"]]
+    summary = {"checks": len(rows), "passed": len(rows) - len(failed), "failed": len(failed),
+               "techniques": names, "goldens": len(goldens), "mssim_floor": DSR_MIN_MSSIM}
+    if args.json:
+        print(json.dumps({"rows": rows, "summary": summary}, indent=2))
+    else:
+        _print_rows(rows)
+        print(f"{summary['passed']} of {len(rows)} checks passed ({len(names)} techniques, "
+              f"{len(goldens)} goldens)")
+    if failed:
+        print("goldens check failed: " + ", ".join(f"{r['technique']} {r['golden']}"
+                                                   for r in failed), file=sys.stderr)
+        return EXIT_FAILED_CHECK
+    return EXIT_OK
+
+
+def _print_rows(rows: list[dict]) -> None:
+    table = [("technique", "golden", "frame", "identical", "MSSIM", "max diff", "check",
+              "result")]
+    for r in rows:
+        table.append((r["technique"], r["golden"], str(r["frame"]),
+                      "yes" if r["bit_identical"] else "no",
+                      "-" if r["mssim"] is None else f"{r['mssim']:.6f}",
+                      "-" if r["max_diff"] is None else str(r["max_diff"]),
+                      r["criterion"], "pass" if r["passed"] else "FAIL"))
+    widths = [max(len(row[c]) for row in table) for c in range(len(table[0]))]
+    for row in table:
+        print("  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True))
+              .rstrip())
 
 
 def _update(args: argparse.Namespace) -> int:
