@@ -491,7 +491,7 @@ def _run(args) -> int:
     if args.all:
         from tilesim.render.studies.study_sections import all_sections
 
-        sections = all_sections(settings)
+        sections = all_sections(settings, workers)
     results = run_study(settings, args.out, workers=workers, force=args.force,
                         extra_sections=sections)
     failed = results["checks"]["failed"]

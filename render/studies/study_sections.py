@@ -137,9 +137,9 @@ def scheduling_section(out: Path) -> dict:
     return {"title": title, "text": " ".join(texts), "tables": tables, "images": images}
 
 
-def goldens_section(out: Path) -> dict:
+def goldens_section(out: Path, workers: int = 1) -> dict:
     title = "Golden images, every technique"
-    argv = ["goldens", "check", "--all-techniques", "--json"]
+    argv = ["goldens", "check", "--all-techniques", "--json", "--workers", str(workers)]
     data, failure = _run_json(out, "goldens", title, argv)
     if data is None:
         return failure
@@ -155,8 +155,9 @@ def goldens_section(out: Path) -> dict:
             "images": []}
 
 
-def all_sections(settings) -> dict[str, Callable[[Path], dict]]:
-    """The sections of ``--all`` for a study's settings: name -> make(OUT)."""
+def all_sections(settings, workers: int = 1) -> dict[str, Callable[[Path], dict]]:
+    """The sections of ``--all`` for a study's settings (``workers``: processes a section
+    may use): name -> make(OUT)."""
     traces = [w for w in settings.workloads if w.origin == "bundled"
               and w.name != "bunny"] or settings.workloads
     first = traces[0]
@@ -165,4 +166,4 @@ def all_sections(settings) -> dict[str, Callable[[Path], dict]]:
             "prediction": lambda out: prediction_section(out, [w.trace for w in traces[:2]],
                                                          12),
             "scheduling": scheduling_section,
-            "goldens": goldens_section}
+            "goldens": lambda out: goldens_section(out, workers)}
