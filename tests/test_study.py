@@ -184,3 +184,34 @@ def test_the_default_suite_captures_real_programs_and_reports_those_it_cannot(tm
         ("glmark2-effect2d", (0, 2), "glmark2-es2:effect2d")]
     assert [s["spec"] for s in skipped] == ["glmark2-es2:no-such-scene"]
     assert skipped[0]["reason"]
+
+
+@pytest.mark.slow
+def test_the_all_sections_turn_each_command_into_tables_and_figures(study):
+    from tilesim.render.studies.study_report import _extra_section
+    from tilesim.render.studies.study_sections import (
+        core_section,
+        prediction_section,
+        scheduling_section,
+    )
+
+    trace, out, _ = study
+    sections = {"core": core_section(out, str(trace), 1),
+                "prediction": prediction_section(out, [str(trace)], 4),
+                "scheduling": scheduling_section(out)}
+    for name, section in sections.items():
+        assert "failed" not in section["text"], section["text"]
+        assert section["tables"] and all(t["rows"] for t in section["tables"]), name
+        for image in section["images"]:
+            assert (out / image["src"]).is_file()
+        assert f"id='{name}'" in _extra_section(name, section)
+    policies = {row[0] for row in sections["scheduling"]["tables"][1]["rows"]}
+    assert {"none", "frrs", "hpf", "edf"} <= policies
+    assert sections["core"]["images"] and sections["scheduling"]["images"]
+
+
+def test_a_section_whose_command_fails_says_so(tmp_path):
+    from tilesim.render.studies.study_sections import core_section
+
+    section = core_section(tmp_path, str(tmp_path / "missing.tsim"), 0)
+    assert "failed (exit 2)" in section["text"] and "missing.tsim" in section["text"]
