@@ -215,3 +215,20 @@ def test_a_section_whose_command_fails_says_so(tmp_path):
 
     section = core_section(tmp_path, str(tmp_path / "missing.tsim"), 0)
     assert "failed (exit 2)" in section["text"] and "missing.tsim" in section["text"]
+
+
+def test_force_starts_the_units_over(study, tmp_path):
+    trace, out, _ = study
+    copy = tmp_path / "out"
+    shutil.copytree(out, copy)
+    frame = copy / "runs" / "sphere" / "re" / "frames" / "000003.png"
+    stamp = frame.stat().st_mtime_ns
+    argv = ["run", "--trace", str(trace), "--out", str(copy), "--workers", "1",
+            "--techniques", "re"]
+    assert main(argv) == 0
+    assert frame.stat().st_mtime_ns == stamp
+    assert main([*argv, "--force"]) == 0
+    assert frame.stat().st_mtime_ns != stamp
+    results = json.loads((copy / "results.json").read_text())
+    assert list(results["workloads"][0]["runs"]) == ["baseline", "re"]
+    assert results["workloads"][0]["characterization"] is not None

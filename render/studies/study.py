@@ -23,7 +23,6 @@ starts over).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -356,13 +355,10 @@ def prepare(settings: Settings, out: Path, *, force: bool) -> list[Unit]:
     if force:
         for unit in units:
             Path(unit.folder, QUALITY_FILE).unlink(missing_ok=True)
+            Path(unit.folder).parent.joinpath("characterization.json").unlink(missing_ok=True)
             shutil.rmtree(Path(unit.folder, "overlays"), ignore_errors=True)
     prepare_jobs([u.job for u in units], force=force)
     return units
-
-
-def digest(record: dict) -> str:
-    return hashlib.sha256(json.dumps(record, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def run_study(settings: Settings, out: str | Path, *, workers: int = 1, force: bool = False,
@@ -378,8 +374,7 @@ def run_study(settings: Settings, out: str | Path, *, workers: int = 1, force: b
     lock_folder(out, "tilesim run")
     try:
         units = prepare(settings, out, force=force)
-        record = settings_record(settings)
-        write_json(out / STUDY_FILE, {"settings": record, "settings_digest": digest(record)})
+        write_json(out / STUDY_FILE, {"settings": settings_record(settings)})
         render_started = time.perf_counter()
         records = run_units(units, workers=workers, progress=progress)
         seconds = {"render_and_compare": time.perf_counter() - render_started}
