@@ -90,8 +90,25 @@ def test_open_results_gives_data_frames_and_per_tile_arrays(study):
     # Frame 0 has no previous frame to match; later frames skip the static background.
     assert int(tiles["re_tiles_skipped"].sel(frame=0).sum()) == 0
     assert int(tiles["re_tiles_skipped"].sel(frame=3).sum()) > 30
+    # The model's raster cycles per tile add up to the frame's raster cycles (one pass).
+    frames = results.frames
+    for index in range(4):
+        assert float(tiles["raster_cycles"].sel(frame=index).sum()) == pytest.approx(
+            frames.loc[("sphere", "re", index), "cycles"]
+            - _geometry_cycles(out, "re", index))
+    skipped = tiles["re_tiles_skipped"].sel(frame=3) > 0
+    busy = tiles["raster_cycles"].sel(frame=3)
+    assert float(busy.where(skipped).max()) < float(busy.where(~skipped).max())
     with pytest.raises(KeyError, match="techniques"):
         results.tiles("sphere", "nope")
+
+
+def _geometry_cycles(out, technique: str, frame: int) -> float:
+    import tilesim.api
+
+    [estimate] = [e for e in tilesim.api.estimate(out / "runs" / "sphere" / technique)
+                  if e.frame == frame]
+    return estimate.geometry_cycles
 
 
 def test_a_rerun_resumes_what_is_missing_and_changes_nothing_else(study, tmp_path):

@@ -254,36 +254,49 @@ class StudyResults:
                        f"{', '.join(self.workloads)})")
 
     def tiles(self, workload: str, technique: str = "baseline"):
-        """Per-tile counters of the screen pass (the default framebuffer) of every frame of
-        a run, as an xarray Dataset with dimensions (frame, tile_y, tile_x): one variable
-        per counter (counts per tile and frame). ``tile_y`` 0 is the bottom tile row, as in
-        GL window coordinates and the counters files."""
+        """Per-tile figures of the screen pass (the default framebuffer) of every frame of a
+        run, as an xarray Dataset with dimensions (frame, tile_y, tile_x): one variable per
+        counter (events per tile and frame) and ``raster_cycles``, the timing model's cycles
+        of the tile in the raster phase (fetch, raster, depth, shading, blending, flush; the
+        model of `tilesim estimate`, with this study's configuration files). ``tile_y`` 0 is
+        the bottom tile row, as in GL window coordinates and the counters files."""
         import xarray as xr
 
         from tilesim.render.pipeline.counters import load_counters
+        from tilesim.timing.config import load_energy_config, load_gpu_config
+        from tilesim.timing.counter_batch import batch_from_frames
+        from tilesim.timing.model import estimate_batch
 
         run = self._run(workload, technique)
         folder = self.folder / run["folder"] / "counters"
-        indices, grids = [], {}
-        shape = None
-        for row in run["frames"]:
-            counters = load_counters(folder / f"{row['frame']:06d}.npz")
-            screen = next((p for p in counters.passes if p.target == "default"), None)
-            if screen is None:
-                continue
-            shape = (screen.tiles_y, screen.tiles_x)
-            indices.append(row["frame"])
-            for name, values in screen.tiles.items():
-                grids.setdefault(name, []).append(np.asarray(values).reshape(shape))
+        frames = [load_counters(folder / f"{row['frame']:06d}.npz") for row in run["frames"]]
+        config = self.raw.get("config", {})
+        estimate = estimate_batch(batch_from_frames(frames),
+                                  load_gpu_config(config.get("gpu")),
+                                  load_energy_config(config.get("energy")))
+        indices, grids, shape, first_pass = [], {}, None, 0
+        for counters in frames:
+            screen = next((k for k, p in enumerate(counters.passes) if p.target == "default"),
+                          None)
+            if screen is not None:
+                p = counters.passes[screen]
+                shape = (p.tiles_y, p.tiles_x)
+                indices.append(counters.frame)
+                for name, values in p.tiles.items():
+                    grids.setdefault(name, []).append(np.asarray(values).reshape(shape))
+                cycles = estimate.tile_cycles[estimate.batch.tile_pass == first_pass + screen]
+                grids.setdefault("raster_cycles", []).append(cycles.reshape(shape))
+            first_pass += len(counters.passes)
         if shape is None:
             raise KeyError(f"{workload}/{technique}: no frame drew to the screen")
         dims = ("frame", "tile_y", "tile_x")
-        return xr.Dataset({name: (dims, np.stack(v)) for name, v in grids.items()},
-                          coords={"frame": indices, "tile_y": np.arange(shape[0]),
-                                  "tile_x": np.arange(shape[1])},
-                          attrs={"workload": workload, "technique": technique,
-                                 "tile_y_origin": "bottom (GL window coordinates)",
-                                 "units": "events per tile and frame"})
+        dataset = xr.Dataset({name: (dims, np.stack(v)) for name, v in grids.items()},
+                             coords={"frame": indices, "tile_y": np.arange(shape[0]),
+                                     "tile_x": np.arange(shape[1])},
+                             attrs={"workload": workload, "technique": technique,
+                                    "tile_y_origin": "bottom (GL window coordinates)"})
+        dataset["raster_cycles"].attrs["units"] = "cycles"
+        return dataset
 
 
 def open_results(folder: str | Path) -> StudyResults:
