@@ -468,6 +468,38 @@ def lru_access(state: np.ndarray, key: np.ndarray, tag: np.ndarray) -> np.ndarra
 
 
 @_jit
+def _lru_payload(key, tag, value, state, stored, hit):  # pragma: no cover - compiled
+    ways = state.shape[1]
+    for i in range(key.shape[0]):
+        g, t = key[i], tag[i]
+        j = 0
+        while j < ways and state[g, j] != t:
+            j += 1
+        hit[i] = j < ways
+        if hit[i]:
+            value[i] = stored[g, j]     # a hit returns (and keeps) the stored value
+        else:
+            j = 0                       # a miss evicts the least recently used way
+        kept = value[i]
+        for w in range(j, ways - 1):
+            state[g, w] = state[g, w + 1]
+            stored[g, w] = stored[g, w + 1]
+        state[g, ways - 1] = t
+        stored[g, ways - 1] = kept
+
+
+def lru_access_with_payload(state: np.ndarray, stored: np.ndarray, key: np.ndarray,
+                            tag: np.ndarray, payload: np.ndarray):
+    """:func:`lru_access` for a table with a payload ``stored`` (groups, ways), both updated
+    in place; returns (hit (M,) bool, value (M,)) as ``SetAssociativeLRU.access_with_payload``:
+    the stored value on a hit, the access's own payload (inserted) on a miss."""
+    hit = np.empty(key.shape[0], dtype=bool)
+    value = np.array(payload, dtype=stored.dtype, copy=True)
+    _lru_payload(key.astype(np.int64), tag.astype(np.int64), value, state, stored, hit)
+    return hit, value
+
+
+@_jit
 def _texture_cache(table, width0, active, cache_of_lane, sets, set_shift, state, accesses,
                    misses):  # pragma: no cover - compiled
     n, width = table.shape

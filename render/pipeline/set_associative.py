@@ -92,10 +92,14 @@ class SetAssociativeLRU:
     def _run(self, key, tag, payload):
         xp = array_module(key, tag)
         self.ensure_state(xp)
-        if payload is None and compiled.usable(key, tag, self.state):
+        if compiled.usable(key, tag, payload, self.state):
             # One access after the other, in a compiled loop: the same hits and contents.
             self.state = np.ascontiguousarray(self.state)
-            return compiled.lru_access(self.state, key, tag), None
+            if payload is None:
+                return compiled.lru_access(self.state, key, tag), None
+            self.payload = np.ascontiguousarray(self.payload)
+            return compiled.lru_access_with_payload(self.state, self.payload, key, tag,
+                                                    np.asarray(payload))
         groups, ways = self.groups, self.ways
         prefix = groups * ways
         # Small keys sort stably in linear time (NumPy radix-sorts 16-bit integers).
