@@ -301,15 +301,22 @@ def _dram_read_write(batch: Batch, t, traffic) -> tuple[np.ndarray, np.ndarray]:
 def gpu_dynamic_energy(batch: Batch, t: dict[str, np.ndarray], mem: dict[str, np.ndarray],
                        cfg: Config, ecfg: Config) -> dict[str, np.ndarray]:
     """Dynamic GPU energy (J) of every frame by unit: (F,) arrays."""
-    pf = batch.per_frame
-    s = batch.scalars
+    return dynamic_energy_terms(batch.per_frame, batch.scalars, pb_written_bytes(batch, t), t,
+                                mem, cfg, ecfg)
+
+
+def dynamic_energy_terms(pf, s, written, t: dict[str, np.ndarray], mem: dict[str, np.ndarray],
+                         cfg: Config, ecfg: Config) -> dict[str, np.ndarray]:
+    """Dynamic GPU energy (J) by unit, linear in the counters: ``pf`` reduces (N,) tile arrays
+    (``Batch.per_frame``: per frame; the identity: per tile), ``s`` the frame counters and
+    ``written`` the Parameter Buffer bytes written, both on ``pf``'s output (per tile: zeros
+    and the tile's display-list and layer-id bytes)."""
     e = lambda k: ecfg[k] * PJ  # noqa: E731
     lanes = cfg["processors.shader.lanes"]
     line = cfg["caches.l2.line_size"]
     vs_lane = s["vs_alu"] + s["vs_tex"] + s["vs_flow"]
     fs_lane = pf(t["fs_alu"] + t["fs_tex"] + t["fs_flow"])
     fs_quad = pf(t["fs_quad_alu"] + t["fs_quad_tex"] + t["fs_quad_flow"])
-    written = pb_written_bytes(batch, t)
     pb_requested = written + pf(t["pb_bytes_read"] + mem["tech_read"])
     # the L2 sees first-level misses: vertex lines, indices, tile-cache write-backs and misses,
     # texture-cache misses (flushes bypass it)
@@ -333,8 +340,8 @@ def gpu_dynamic_energy(batch: Batch, t: dict[str, np.ndarray], mem: dict[str, np
         "color_buffer": pf(t["color_writes"] + t["blend_ops"]) * e("gpu.color_buffer.access"),
         "blend": pf(t["blend_ops"]) * e("gpu.blend.op"),
     }
-    sums = _sums(batch, t, techniques.TECHNIQUE_WORK_COUNTERS)
-    units.update(techniques.dynamic_energy(sums, ecfg))
+    work = {n: pf(t[n]) for n in techniques.TECHNIQUE_WORK_COUNTERS}
+    units.update(techniques.dynamic_energy(work, ecfg))
     return units
 
 
