@@ -241,12 +241,13 @@ FLUSH_BOUND = {"prims_binned": st.integers(0, 4), "fs_quad_alu": st.integers(0, 
 
 @settings(max_examples=200, deadline=None)
 @given(shape=st.sampled_from([(1, 1), (4, 1), (3, 2), (4, 4), (5, 3)]),
-       data=st.data(), overlap=st.sampled_from([0, 1]), cleared=st.booleans())
-def test_skipping_tiles_never_adds_time(tmp_path_factory, shape, data, overlap, cleared):
+       data=st.data(), overlap=st.sampled_from([0, 1]), cleared=st.booleans(),
+       zorder=st.sampled_from([0, 1]))
+def test_skipping_tiles_never_adds_time(tmp_path_factory, shape, data, overlap, cleared, zorder):
     """Marking more tiles RE-skipped never raises the pass's raster cycles, with the flush
-    overlapped or serialized, whether the skipped tiles' raster counters are cleared (as the
-    renderer leaves them) or only re_tiles_skipped is set (the model then charges no pipeline
-    work, only their flush)."""
+    overlapped or serialized, in scanline or Z order, whether the skipped tiles' raster
+    counters are cleared (as the renderer leaves them) or only re_tiles_skipped is set (the
+    model then charges no pipeline work, only their flush)."""
     tx, ty = shape
     n = tx * ty
     tiles = {name: data.draw(st.lists(values, min_size=n, max_size=n))
@@ -255,7 +256,8 @@ def test_skipping_tiles_never_adds_time(tmp_path_factory, shape, data, overlap, 
     skipped = data.draw(st.lists(st.booleans(), min_size=n, max_size=n))
     more = [a or b for a, b in zip(skipped, data.draw(st.lists(st.booleans(), min_size=n,
                                                                 max_size=n)), strict=True)]
-    cfg = overlap_config(tmp_path_factory.mktemp("cfg"), overlap)
+    cfg = overlap_config(tmp_path_factory.mktemp("cfg"), overlap).replace(
+        **{"screen.zorder_traversal": zorder})
 
     def cycles(skip):
         counters = {k: np.where(skip, 0, v) if cleared and k in (*RE_CLEARED, "dsr_dcts")

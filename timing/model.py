@@ -198,8 +198,10 @@ def tile_stage_cycles(batch: Batch, t: dict[str, np.ndarray], mem: dict[str, np.
 
 def traversal_order(batch: Batch, cfg: Config) -> Traversal:
     """The order the raster pipeline visits the batch's tiles (``tilesim.timing.traversal``):
-    scanline, top tile row first."""
-    return traversal(batch.tile_pass, batch.pass_tiles_x, batch.pass_tiles)
+    Z-order with ``screen.zorder_traversal`` (Frame Coherence §2.3), else scanline, top tile
+    row first."""
+    return traversal(batch.tile_pass, batch.pass_tiles_x, batch.pass_tiles,
+                     zorder=bool(cfg["screen.zorder_traversal"]))
 
 
 def tile_rendered(t: dict[str, np.ndarray]) -> np.ndarray:
@@ -532,14 +534,14 @@ def estimate_batch(batch: Batch, cfg: Config, ecfg: Config,
 
 def _estimate_chunk(batch: Batch, cfg: Config, ecfg: Config) -> BatchEstimate:
     t = effective_tiles(batch)
-    mem = tile_memory(batch, t, cfg)
+    order = traversal_order(batch, cfg)
+    mem = tile_memory(batch, t, cfg, order)
 
     gstages = geometry_stage_cycles(batch, t, cfg)
     geometry = geometry_cycles(gstages, cfg)
     geometry_base = _phase(gstages, BASE_GEOMETRY_STAGES,
                            cfg["memory.latency_max"] + len(BASE_GEOMETRY_STAGES))
     tstages = tile_stage_cycles(batch, t, mem, cfg)
-    order = traversal_order(batch, cfg)
     per_tile = tile_cycles(t, tstages, cfg, order)
     per_tile_base = tile_cycles(t, tstages, cfg, order, with_techniques=False)
     raster = batch.per_frame(per_tile)
