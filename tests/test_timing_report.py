@@ -110,6 +110,8 @@ def test_load_batch_reads_what_frame_counters_save(tmp_path):
         assert np.array_equal(loaded.scalars[name], values), name
     assert list(loaded.present["re"]) == [False, True]
     assert list(loaded.present["dsr"]) == [False, False]
+    assert list(loaded.pass_target) == list(built.pass_target) == [
+        p.target for f in frames for p in f.passes]
 
 
 def test_suite_with_baseline_json_and_plots(tmp_path, capsys):

@@ -9,7 +9,9 @@ A :class:`Batch` holds, for F frames with P render passes and N tiles in all:
   then pass order (``MODEL_TILE_COUNTERS``, the ``TILE_COUNTERS`` the model reads, and the
   technique counters; absent = 0, one shared read-only zero array);
 * ``tile_frame`` / ``tile_pass``: (N,) frame and pass position of each tile;
-  ``pass_frame``, ``pass_tiles_x``, ``pass_tiles``: (P,) per pass;
+  ``pass_frame``, ``pass_tiles_x``, ``pass_tiles``: (P,) per pass; ``pass_target`` (P,) str: the
+  render target of each pass (``"default"``: the default framebuffer, the screen; ``fboN``: a
+  framebuffer object);
 * ``pass_present[technique]`` (P,) / ``present[technique]`` (F,) bool: the pass (a pass of the
   frame) carries that technique's hardware counters (its structures exist and leak even when a
   count is 0);
@@ -74,6 +76,7 @@ class Batch:
     pass_frame: np.ndarray         # (P,) int64
     pass_tiles_x: np.ndarray       # (P,) float64
     pass_tiles: np.ndarray         # (P,) float64
+    pass_target: np.ndarray        # (P,) str
     pass_present: dict[str, np.ndarray]  # technique -> (P,) bool
     present: dict[str, np.ndarray]  # technique -> (F,) bool
     programs: dict[str, str] = field(default_factory=dict)            # digest -> TGSI text
@@ -125,7 +128,7 @@ class Batch:
             tiles={k: v[t0:t1] for k, v in self.tiles.items()},
             tile_frame=self.tile_frame[t0:t1] - f0, tile_pass=self.tile_pass[t0:t1] - p0,
             pass_frame=self.pass_frame[p0:p1] - f0, pass_tiles_x=self.pass_tiles_x[p0:p1],
-            pass_tiles=self.pass_tiles[p0:p1],
+            pass_tiles=self.pass_tiles[p0:p1], pass_target=self.pass_target[p0:p1],
             pass_present={k: v[p0:p1] for k, v in self.pass_present.items()},
             present={k: v[f0:f1] for k, v in self.present.items()}, programs=self.programs,
             fs_programs={k: v[t0:t1] for k, v in self.fs_programs.items()},
@@ -152,12 +155,12 @@ def _segment_sums(values: np.ndarray, nonempty: np.ndarray, starts: np.ndarray,
 
 def _assemble(frame_ids, scalar_rows, passes, programs=None) -> Batch:
     """``scalar_rows``: per frame {name: value}; ``passes``: (frame pos, tiles_x, {name: (n,)},
-    {fragment program digest: (n,)}); ``programs``: per frame ({digest: text}, {vertex
-    program digest: instructions})."""
+    {fragment program digest: (n,)}, render target name); ``programs``: per frame ({digest:
+    text}, {vertex program digest: instructions})."""
     nframes = len(frame_ids)
     scalars = {name: np.array([float(row.get(name, 0)) for row in scalar_rows])
                for name in FRAME_NAMES}
-    sizes = np.array([next(iter(arrays.values())).size for _, _, arrays, _ in passes],
+    sizes = np.array([next(iter(arrays.values())).size for _, _, arrays, _, _ in passes],
                      dtype=np.int64)
     ends = np.cumsum(sizes)
     # one float64 array per counter, filled pass by pass (no int64 intermediate); counters no
@@ -166,16 +169,16 @@ def _assemble(frame_ids, scalar_rows, passes, programs=None) -> Batch:
     zeros.flags.writeable = False
     tiles = {}
     for name in TILE_NAMES:
-        if not any(name in arrays for _, _, arrays, _ in passes):
+        if not any(name in arrays for _, _, arrays, _, _ in passes):
             tiles[name] = zeros
             continue
         out = np.zeros(zeros.size)
-        for (_, _, arrays, _), end, n in zip(passes, ends, sizes, strict=True):
+        for (_, _, arrays, _, _), end, n in zip(passes, ends, sizes, strict=True):
             if name in arrays:
                 out[end - n:end] = arrays[name]
         tiles[name] = out
     fs_programs = {}
-    for (_, _, _, per_program), end, n in zip(passes, ends, sizes, strict=True):
+    for (_, _, _, per_program, _), end, n in zip(passes, ends, sizes, strict=True):
         for digest, values in per_program.items():
             if digest not in fs_programs:
                 fs_programs[digest] = np.zeros(zeros.size)
@@ -185,9 +188,9 @@ def _assemble(frame_ids, scalar_rows, passes, programs=None) -> Batch:
         texts.update(frame_texts)
         for digest, count in frame_vs.items():
             vs_programs.setdefault(digest, np.zeros(nframes))[f] = count
-    pass_frame = np.array([f for f, _, _, _ in passes], dtype=np.int64)
+    pass_frame = np.array([f for f, _, _, _, _ in passes], dtype=np.int64)
     pass_present = {tech: np.array([any(n in arrays for n in names)
-                                    for _, _, arrays, _ in passes], dtype=bool)
+                                    for _, _, arrays, _, _ in passes], dtype=bool)
                     for tech, names in TECHNIQUE_PRESENCE.items()}
     present = {tech: np.bincount(pass_frame, weights=has, minlength=nframes) > 0
                for tech, has in pass_present.items()}
@@ -195,14 +198,16 @@ def _assemble(frame_ids, scalar_rows, passes, programs=None) -> Batch:
         frame_ids=np.asarray(frame_ids, dtype=np.int64), scalars=scalars, tiles=tiles,
         tile_frame=np.repeat(pass_frame, sizes), tile_pass=np.repeat(np.arange(len(passes)), sizes),
         pass_frame=pass_frame,
-        pass_tiles_x=np.array([tx for _, tx, _, _ in passes], dtype=np.float64),
-        pass_tiles=sizes.astype(np.float64), pass_present=pass_present, present=present,
+        pass_tiles_x=np.array([tx for _, tx, _, _, _ in passes], dtype=np.float64),
+        pass_tiles=sizes.astype(np.float64),
+        pass_target=np.array([target for *_, target in passes], dtype=str),
+        pass_present=pass_present, present=present,
         programs=texts, fs_programs=fs_programs, vs_programs=vs_programs)
 
 
 def batch_from_frames(frames: list[FrameCounters]) -> Batch:
     passes = [(i, p.tiles_x, {k: np.asarray(v).ravel() for k, v in p.tiles.items()},
-               {k: np.asarray(v).ravel() for k, v in p.fs_programs.items()})
+               {k: np.asarray(v).ravel() for k, v in p.fs_programs.items()}, p.target)
               for i, f in enumerate(frames) for p in f.passes]
     return _assemble([f.frame for f in frames], [f.scalars for f in frames], passes,
                      [(f.programs, f.vs_programs) for f in frames])
@@ -238,7 +243,8 @@ def _read_member(archive: zipfile.ZipFile, name: str) -> np.ndarray:
 
 def _read_npz(path: Path) -> tuple[int, dict, list[tuple[int, dict, dict]], tuple[dict, dict]]:
     """(frame number, {scalar: value}, [(tiles_x, {tile counter: (n,) array}, {fragment
-    program: (n,) array})], ({program: text}, {vertex program: instructions})) of one file."""
+    program: (n,) array}, render target)], ({program: text}, {vertex program: instructions}))
+    of one file."""
     wanted_tiles = set(TILE_NAMES)
     with zipfile.ZipFile(path) as archive:
         members = {n[:-4] for n in archive.namelist() if n.endswith(".npy")}
@@ -259,7 +265,7 @@ def _read_npz(path: Path) -> tuple[int, dict, list[tuple[int, dict, dict]], tupl
             prefix = f"pass{k}.fs_program."
             per_program = {m[len(prefix):]: _read_member(archive, m).ravel()
                            for m in members if m.startswith(prefix)}
-            passes.append((int(meta["tiles_x"]), arrays, per_program))
+            passes.append((int(meta["tiles_x"]), arrays, per_program, str(meta["target"])))
             k += 1
         texts = {m[8:]: str(_read_member(archive, m)) for m in members
                  if m.startswith("program.")}
@@ -281,6 +287,6 @@ def load_batch(paths: list[Path], workers: int | None = None) -> Batch:
     with ThreadPoolExecutor(max_workers=max(1, min(workers, len(paths)))) as pool:
         results = list(pool.map(read, paths))
     frame_ids = [r[0] for r in results]
-    passes = [(i, tx, arrays, per_program) for i, r in enumerate(results)
-              for tx, arrays, per_program in r[2]]
+    passes = [(i, tx, arrays, per_program, target) for i, r in enumerate(results)
+              for tx, arrays, per_program, target in r[2]]
     return _assemble(frame_ids, [r[1] for r in results], passes, [r[3] for r in results])

@@ -16,9 +16,14 @@ them is modelled here (every cache: 64-byte lines; ``C_tc`` = tile cache, ``C_L2
   and EVR layer ids are read once (first reads); of the rest, primitive records, a fraction
   ``s = pb_record_reuse`` are re-reads of records an earlier tile read, the others first reads.
   Re-reads hit the tile cache while the bytes read in between fit: the reuse distance is at most
-  one row of tiles (the vertically adjacent tile in scanline order), estimated per pass as
-  ``F = min(tiles_x x R_pass / tiles_pass, W)``; the tile cache keeps ``c_tc = min(1, C_tc / F)``
-  of the re-reads (LRU on a uniform stream) and the L2 ``c_l2 = min(1, C_L2 / F)`` of the rest.
+  the traversal's distance ``D`` (in tiles) between vertically adjacent tiles, times the pass's
+  mean bytes read per tile ``R = R_pass / tiles_pass``: ``F = min(D x R, W)``; the tile cache
+  keeps ``c_tc = min(1, C_tc / F)`` of the re-reads (LRU on a uniform stream) and the L2
+  ``c_l2 = min(1, C_L2 / F)`` of the rest. In scanline order ``D = tiles_x`` (one row of tiles)
+  for every pair; in Z-order (``screen.zorder_traversal``, Frame Coherence §2.3) ``D`` varies
+  (2 within a 2x2 block, 6 across 4x4 blocks, ...: ``tilesim.timing.traversal``) and
+  ``c_tc``, ``c_l2`` are the means over the pass's vertically adjacent pairs. A pass of one
+  tile row has no such pair: ``D = tiles_x`` in both orders (the same order there).
   First reads hit the L2 when it still holds them from the geometry phase:
   ``r_w = min(1, C_L2 / W)`` (the whole PB fits, or a uniform share of it).
 * Color and depth flushes bypass the L2 (streaming writes, no reuse in a frame): all DRAM.
@@ -37,6 +42,7 @@ from __future__ import annotations
 import numpy as np
 
 from tilesim.timing.config import Config
+from tilesim.timing.traversal import Traversal, traversal
 
 TRAFFIC_SOURCES = ("vertices", "indices", "pb_writes", "pb_reads", "textures", "color_flush",
                    "depth_flush", "technique_tables")
@@ -85,9 +91,44 @@ def pb_written_bytes(batch, t: dict[str, np.ndarray]) -> np.ndarray:
             + batch.per_frame(t["evr_layer_bytes_written"]))
 
 
-def tile_memory(batch, t: dict[str, np.ndarray], cfg: Config) -> dict[str, np.ndarray]:
+def vertical_reuse_distances(batch, order: Traversal) -> tuple[np.ndarray, np.ndarray]:
+    """Every pair of vertically adjacent tiles of a pass, as (index of the lower tile (M,),
+    tiles the traversal ``order`` visits from one to the other (M,)) int64 arrays."""
+    tiles_x = batch.pass_tiles_x.astype(np.int64)[batch.tile_pass]
+    sizes = batch.pass_tiles.astype(np.int64)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    local = np.arange(batch.tile_pass.size, dtype=np.int64) - starts[batch.tile_pass]
+    lower = np.flatnonzero(local + tiles_x < sizes[batch.tile_pass])
+    rank = order.rank()
+    return lower, np.abs(rank[lower + tiles_x[lower]] - rank[lower])
+
+
+def _reuse_fits(batch, per_tile_read: np.ndarray, written: np.ndarray, order: Traversal | None,
+                capacities: tuple[float, ...]) -> list[np.ndarray]:
+    """For each capacity, the share of a pass's re-reads that fit it (module notes): (N,) per
+    tile; ``per_tile_read`` (P,) mean bytes per tile, ``written`` (P,) PB bytes of the frame;
+    ``order`` None: scanline (every vertical pair ``tiles_x`` apart)."""
+    row = np.minimum(batch.pass_tiles_x * per_tile_read, written)        # (P,)
+    if order is None:
+        return [_fit_ratio(c, row)[batch.tile_pass] for c in capacities]
+    lower, distance = vertical_reuse_distances(batch, order)
+    pair_pass = batch.tile_pass[lower]
+    passes = batch.pass_tiles.size
+    pairs = np.bincount(pair_pass, minlength=passes)
+    footprint = np.minimum(distance * per_tile_read[pair_pass], written[pair_pass])
+    out = []
+    for capacity in capacities:
+        mean = np.bincount(pair_pass, weights=_fit_ratio(capacity, footprint),
+                           minlength=passes) / np.maximum(pairs, 1)
+        out.append(np.where(pairs > 0, mean, _fit_ratio(capacity, row))[batch.tile_pass])
+    return out
+
+
+def tile_memory(batch, t: dict[str, np.ndarray], cfg: Config,
+                order: Traversal | None = None) -> dict[str, np.ndarray]:
     """Where each tile's memory requests are served (bytes, (N,) arrays): PB and EVR layer-id
-    reads (tile cache, L2, DRAM), texture-cache misses (L2, DRAM) and flushes (DRAM)."""
+    reads (tile cache, L2, DRAM), texture-cache misses (L2, DRAM) and flushes (DRAM).
+    ``order``: the tiles' traversal (computed from ``screen.zorder_traversal`` when None)."""
     written = pb_written_bytes(batch, t)                         # (F,)
     rendered = t["re_tiles_skipped"] <= 0
     tech_read = t["evr_layer_bytes_written"] * rendered         # layer ids, read back once
@@ -97,11 +138,13 @@ def tile_memory(batch, t: dict[str, np.ndarray], cfg: Config) -> dict[str, np.nd
     reuse = cfg["caches.model.pb_record_reuse"] * records
     first = pb_read - reuse                                      # lists + first record reads
 
-    footprint = (batch.pass_tiles_x * batch.per_pass(pb_read + tech_read)
-                 / np.maximum(batch.pass_tiles, 1.0))
-    footprint = np.minimum(footprint, written[batch.pass_frame])[batch.tile_pass]
-    fit_tc = _fit_ratio(cfg["caches.tile.size"], footprint)
-    fit_l2 = _fit_ratio(cfg["caches.l2.size"], footprint)
+    zorder = bool(cfg["screen.zorder_traversal"])
+    if zorder and order is None:
+        order = traversal(batch.tile_pass, batch.pass_tiles_x, batch.pass_tiles, zorder=True)
+    fit_tc, fit_l2 = _reuse_fits(
+        batch, batch.per_pass(pb_read + tech_read) / np.maximum(batch.pass_tiles, 1.0),
+        written[batch.pass_frame], order if zorder else None,
+        (cfg["caches.tile.size"], cfg["caches.l2.size"]))
     retained = _fit_ratio(cfg["caches.l2.size"], written)[batch.tile_frame]
 
     reuse_miss = reuse * (1.0 - fit_tc)

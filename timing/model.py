@@ -33,13 +33,17 @@ Cycles
   DRAM lines of the texture-cache misses, 16 quads in flight); blending ``color_writes / 4``; shared
   bus ``(PB + layer-id + texture DRAM bytes) / bandwidth``; technique stages (EVR FVP update and
   Layer Buffer, memoization LUT), all overlapped.
-  ``tile = max(stages) + fill + end + technique serial`` with ``fill = latency_max + 8`` for a
-  tile with primitives that is rendered (not skipped by RE), ``end = max((color + depth flush
-  bytes) / bandwidth, DSR DCT)`` serialized because the 256-entry color buffer holds exactly one
-  16x16 tile and both read it (when it holds two tiles or more the flush joins the shared-bus
-  stage and the DCT the stages instead, i.e. they overlap the next tile), and RE's signature
-  compare in series.
-* ``frame = geometry + sum over passes and tiles of tile`` (phases in sequence).
+  ``tile = max(stages) + fill + end + technique serial`` with ``max(stages)`` and ``fill =
+  latency_max + 8`` for a tile with primitives that is rendered (not skipped by RE; any other
+  tile has no pipeline work), ``end = max((color + depth flush bytes) / bandwidth, DSR DCT)``
+  after the tile because the 256-entry color buffer holds exactly one 16x16 tile and both read
+  it, less, with ``buffers.color.flush_overlap``, the start of the next tile in traversal order
+  (``tilesim.timing.traversal``) up to its first color write (``flush_hidden_cycles``; when the
+  buffer holds two tiles or more the flush joins the shared-bus stage and the DCT the stages
+  instead, i.e. they overlap the next tile whole), and RE's signature compare in series.
+* ``frame = geometry + sum over passes and tiles of tile`` (phases in sequence): each tile's
+  cycles include the part of its flush left exposed, so tiles' cycles add up to the frame's
+  raster cycles.
 * Fragment Memoization: the renderer does not remove the work of LUT hits, so every fragment
   shader and texture counter of a tile is scaled by ``1 - memo_hits / fragments_shaded`` (the hit
   fragments' share of the tile's shader work: hits x the tile's average instructions per
@@ -73,6 +77,7 @@ from tilesim.timing.memory_traffic import (
 )
 from tilesim.timing.screen import screen_energy
 from tilesim.timing.shader import fragment_shader_cycles, vertex_shader_cycles
+from tilesim.timing.traversal import Traversal, traversal
 
 BASE_GEOMETRY_STAGES = ("vertex_fetch", "vertex_shading", "primitive_assembly", "tiler",
                         "pb_write", "bus")
@@ -191,34 +196,57 @@ def tile_stage_cycles(batch: Batch, t: dict[str, np.ndarray], mem: dict[str, np.
     return stages
 
 
+def traversal_order(batch: Batch, cfg: Config) -> Traversal:
+    """The order the raster pipeline visits the batch's tiles (``tilesim.timing.traversal``):
+    Z-order with ``screen.zorder_traversal`` (Frame Coherence §2.3), else scanline, top tile
+    row first."""
+    return traversal(batch.tile_pass, batch.pass_tiles_x, batch.pass_tiles,
+                     zorder=bool(cfg["screen.zorder_traversal"]))
+
+
 def tile_rendered(t: dict[str, np.ndarray]) -> np.ndarray:
     """Tiles that run the raster pipeline: primitives binned, not skipped by RE."""
     return (t["prims_binned"] > 0) & (t["re_tiles_skipped"] <= 0)
 
 
-def flush_hidden_cycles(work: np.ndarray, rendered: np.ndarray, fill: float,
-                        cfg: Config) -> np.ndarray:
-    """Cycles of a tile's flush the next tile's work hides (Frame Coherence §4.3.1): until its
-    first color write (the ``fill`` latency) and while the fragment queue and the early-z
-    stage take its quads (entries / lanes + in-flight quads at one quad per cycle, at most its
-    bottleneck ``work``); nothing where no primitive is binned (``rendered`` False). The next
-    tile is taken to be like this one: (N,)."""
+def flush_hidden_cycles(work: np.ndarray, rendered: np.ndarray, drain: np.ndarray,
+                        order: Traversal, fill: float, cfg: Config) -> np.ndarray:
+    """Cycles of each tile's end-of-tile drain (its color/depth flush, or DSR's DCT) that the
+    work of the tile after it hides: (N,) arrays in, (N,) out.
+
+    A one-tile color buffer is flushed while the next tile in traversal order (``order``, same
+    pass) already fetches, rasterizes, depth-tests and shades; it only waits for the buffer at
+    its first color write (Frame Coherence §4.3.1: the flush is "a relatively small portion of
+    the total time of the Raster Pipeline"). That start is the ``fill`` latency, then the quads
+    the fragment queue and early-z hold (fragment queue entries / lanes + early-z in-flight
+    quads, one quad per cycle), at most the next tile's bottleneck ``work``.
+
+    The next tile is the first one after this tile that occupies the pipeline: a rendered tile
+    (``rendered``) hides its start; a tile that only flushes (no primitives, e.g. the clear
+    color; ``drain`` > 0) hides nothing, since its own flush must follow this one on the memory
+    bus; tiles with neither (RE-skipped: no work, no flush) are passed over. The last such tile
+    of a pass hides nothing. So skipping a tile never adds time: the tile before it is then
+    hidden by a later tile's start (at most ``fill + work`` of the skipped tile, which is gone)."""
     queued = (cfg["queues.fragment.entries"] / cfg["processors.shader.lanes"]
               + cfg["stages.early_z.in_flight"])
-    return np.where(rendered, fill + np.minimum(queued, work), 0.0)
+    start = np.where(rendered, fill + np.minimum(queued, work), 0.0)
+    after = order.next_active(rendered | (drain > 0))
+    return np.where(after >= 0, start[after], 0.0)
 
 
 def tile_cycles(t: dict[str, np.ndarray], stages: dict[str, np.ndarray], cfg: Config,
-                with_techniques: bool = True) -> np.ndarray:
+                order: Traversal, with_techniques: bool = True) -> np.ndarray:
     """Total cycles of every tile: bottleneck + fill + end of tile + RE compare: (N,).
 
-    The end of a tile is the color/depth flush of a one-tile color buffer; DSR's DCT reads the
-    color buffer beside the flush, so the next tile waits for the longer of the two. With
-    ``buffers.color.flush_overlap`` the next tile's work up to its first color write hides
-    part of it (:func:`flush_hidden_cycles`; the next tile is taken to be like this one). With
-    a color buffer of two tiles or more both overlap the next tile: they join the stages.
-    ``with_techniques=False`` gives the baseline pipeline's cycles for the same counters (the
-    technique-overhead figure)."""
+    A tile that does not run the raster pipeline (no primitive binned, or skipped by RE) has no
+    pipeline work: it costs its flush and RE's compare only. The end of a tile is the
+    color/depth flush of a one-tile color buffer; DSR's DCT reads the color buffer beside the
+    flush, so the next tile waits for the longer of the two. With
+    ``buffers.color.flush_overlap`` the start of the next tile in traversal order (``order``)
+    hides part of it (:func:`flush_hidden_cycles`); the part left is charged to the flushing
+    tile, so the tiles' cycles add up to the pass's. With a color buffer of two tiles or more
+    both overlap the next tile: they join the stages. ``with_techniques=False`` gives the
+    baseline pipeline's cycles for the same counters (the technique-overhead figure)."""
     fill = cfg["memory.latency_max"] + len(BASE_RASTER_STAGES)
     overlap = _flush_overlaps(cfg)
     names = BASE_RASTER_STAGES
@@ -226,15 +254,21 @@ def tile_cycles(t: dict[str, np.ndarray], stages: dict[str, np.ndarray], cfg: Co
         names = (*names, *techniques.RASTER_STAGES, *techniques.END_OF_TILE_STAGES * overlap)
     rendered = tile_rendered(t)
     work = _phase(stages, names, 0.0, rendered)        # the bottleneck stage
-    total = work + np.where(rendered, fill, 0.0)
-    if not overlap:
-        drain = (t["color_flush_bytes"] + t["depth_flush_bytes"]) / cfg["memory.bandwidth"]
-        if with_techniques:
-            for name in techniques.END_OF_TILE_STAGES:
-                drain = np.maximum(drain, stages[name])
-        if cfg["buffers.color.flush_overlap"]:
-            drain = np.maximum(drain - flush_hidden_cycles(work, rendered, fill, cfg), 0.0)
-        total = total + drain
+    if overlap:  # the flush is in the bus stage, also of a tile that only flushes
+        return _with_serial(t, work + np.where(rendered, fill, 0.0), cfg, with_techniques)
+    work = np.where(rendered, work, 0.0)
+    drain = (t["color_flush_bytes"] + t["depth_flush_bytes"]) / cfg["memory.bandwidth"]
+    if with_techniques:
+        for name in techniques.END_OF_TILE_STAGES:
+            drain = np.maximum(drain, stages[name])
+    if cfg["buffers.color.flush_overlap"]:
+        drain = np.maximum(drain - flush_hidden_cycles(work, rendered, drain, order, fill, cfg),
+                           0.0)
+    return _with_serial(t, work + np.where(rendered, fill, 0.0) + drain, cfg, with_techniques)
+
+
+def _with_serial(t: dict[str, np.ndarray], total: np.ndarray, cfg: Config,
+                 with_techniques: bool) -> np.ndarray:
     if with_techniques:
         total = total + techniques.raster_serial_cycles(t, cfg)
     return total
@@ -269,15 +303,22 @@ def _dram_read_write(batch: Batch, t, traffic) -> tuple[np.ndarray, np.ndarray]:
 def gpu_dynamic_energy(batch: Batch, t: dict[str, np.ndarray], mem: dict[str, np.ndarray],
                        cfg: Config, ecfg: Config) -> dict[str, np.ndarray]:
     """Dynamic GPU energy (J) of every frame by unit: (F,) arrays."""
-    pf = batch.per_frame
-    s = batch.scalars
+    return dynamic_energy_terms(batch.per_frame, batch.scalars, pb_written_bytes(batch, t), t,
+                                mem, cfg, ecfg)
+
+
+def dynamic_energy_terms(pf, s, written, t: dict[str, np.ndarray], mem: dict[str, np.ndarray],
+                         cfg: Config, ecfg: Config) -> dict[str, np.ndarray]:
+    """Dynamic GPU energy (J) by unit, linear in the counters: ``pf`` reduces (N,) tile arrays
+    (``Batch.per_frame``: per frame; the identity: per tile), ``s`` the frame counters and
+    ``written`` the Parameter Buffer bytes written, both on ``pf``'s output (per tile: zeros
+    and the tile's display-list and layer-id bytes)."""
     e = lambda k: ecfg[k] * PJ  # noqa: E731
     lanes = cfg["processors.shader.lanes"]
     line = cfg["caches.l2.line_size"]
     vs_lane = s["vs_alu"] + s["vs_tex"] + s["vs_flow"]
     fs_lane = pf(t["fs_alu"] + t["fs_tex"] + t["fs_flow"])
     fs_quad = pf(t["fs_quad_alu"] + t["fs_quad_tex"] + t["fs_quad_flow"])
-    written = pb_written_bytes(batch, t)
     pb_requested = written + pf(t["pb_bytes_read"] + mem["tech_read"])
     # the L2 sees first-level misses: vertex lines, indices, tile-cache write-backs and misses,
     # texture-cache misses (flushes bypass it)
@@ -301,8 +342,8 @@ def gpu_dynamic_energy(batch: Batch, t: dict[str, np.ndarray], mem: dict[str, np
         "color_buffer": pf(t["color_writes"] + t["blend_ops"]) * e("gpu.color_buffer.access"),
         "blend": pf(t["blend_ops"]) * e("gpu.blend.op"),
     }
-    sums = _sums(batch, t, techniques.TECHNIQUE_WORK_COUNTERS)
-    units.update(techniques.dynamic_energy(sums, ecfg, cfg))
+    work = {n: pf(t[n]) for n in techniques.TECHNIQUE_WORK_COUNTERS}
+    units.update(techniques.dynamic_energy(work, ecfg, cfg))
     return units
 
 
@@ -493,15 +534,16 @@ def estimate_batch(batch: Batch, cfg: Config, ecfg: Config,
 
 def _estimate_chunk(batch: Batch, cfg: Config, ecfg: Config) -> BatchEstimate:
     t = effective_tiles(batch)
-    mem = tile_memory(batch, t, cfg)
+    order = traversal_order(batch, cfg)
+    mem = tile_memory(batch, t, cfg, order)
 
     gstages = geometry_stage_cycles(batch, t, cfg)
     geometry = geometry_cycles(gstages, cfg)
     geometry_base = _phase(gstages, BASE_GEOMETRY_STAGES,
                            cfg["memory.latency_max"] + len(BASE_GEOMETRY_STAGES))
     tstages = tile_stage_cycles(batch, t, mem, cfg)
-    per_tile = tile_cycles(t, tstages, cfg)
-    per_tile_base = tile_cycles(t, tstages, cfg, with_techniques=False)
+    per_tile = tile_cycles(t, tstages, cfg, order)
+    per_tile_base = tile_cycles(t, tstages, cfg, order, with_techniques=False)
     raster = batch.per_frame(per_tile)
     technique_cycles = (geometry - geometry_base) + raster - batch.per_frame(per_tile_base)
     seconds = (geometry + raster) / cfg["tech.clock"]

@@ -10,11 +10,14 @@ state), rendered to PNG bytes and written atomically.
 * ``traffic.png``: main-memory traffic by source (Fig. 4.13)
 * ``shader.png``: fragment shader instructions and fragments shaded (Fig. 6.12)
 * ``units.png``: share of the GPU + memory energy by unit (Fig. 1.5)
+* ``tiles-<workload>.png``: heat map of the raster cycles per tile of the screen, averaged over
+  the frames (``tilesim.timing.tiles``), the top of the screen at the top
 """
 
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
 
 import numpy as np
@@ -220,3 +223,37 @@ def plot_normalized_vs_thesis(techniques: list[str], measured: dict[str, list[fl
     ax.set_title("bars: tilesim; diamonds: Frame Coherence's averages", fontsize=8)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return _png(fig)
+
+
+def plot_tile_heatmap(name: str, cycles: np.ndarray) -> bytes:
+    """Heat map of ``cycles`` (tiles_y, tiles_x) per tile, row 0 the bottom tile row as the
+    counters store it; drawn with image row 0 (the top of the screen) at the top."""
+    from matplotlib.figure import Figure
+
+    cycles = np.asarray(cycles, dtype=np.float64)
+    ty, tx = cycles.shape
+    fig = Figure(figsize=(min(12.0, 2.0 + 0.1 * tx), min(9.0, 1.2 + 0.1 * ty)),
+                 layout="constrained")
+    ax = fig.subplots()
+    image = ax.imshow(np.flipud(cycles), cmap="inferno", interpolation="nearest",
+                      origin="upper", extent=(0, tx, ty, 0))
+    ax.set_title(f"{name}: raster cycles per tile (mean over frames)", fontsize=9)
+    ax.set_xlabel("tile column (left to right)")
+    ax.set_ylabel("tile row (top to bottom)")
+    fig.colorbar(image, ax=ax, label="cycles per frame")
+    return _png(fig)
+
+
+def heatmap_file(name: str) -> str:
+    """The heat map's file name of a workload: ``tiles-<name>.png``, characters outside
+    ``[A-Za-z0-9._-]`` (a suite's ``parent/name``) replaced by ``_``."""
+    return f"tiles-{re.sub(r'[^A-Za-z0-9._-]', '_', name)}.png"
+
+
+def write_tile_heatmaps(directory: str | Path, names: list[str],
+                        maps: list[np.ndarray | None]) -> list[Path]:
+    """One heat map per workload that has screen tiles (``maps``: (tiles_y, tiles_x) mean
+    cycles or None); returns the files written."""
+    out = Path(directory)
+    return [write_bytes(out / heatmap_file(name), plot_tile_heatmap(name, cycles))
+            for name, cycles in zip(names, maps, strict=True) if cycles is not None]

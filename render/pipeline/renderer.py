@@ -114,7 +114,8 @@ class Renderer:
     """Replays commands on the tile-based GPU model.
 
     ``render(frames)`` yields a ``FrameResult`` per ``endFrame``. ``fill_rule`` selects the
-    tie rule of the rasterizer; ``traversal`` the tile order recorded for the timing model.
+    tie rule of the rasterizer; ``traversal`` the tile order (Fragment Memoization's LUT order,
+    recorded in the counters; the timing model takes its own, ``screen.zorder_traversal``).
     ``techniques`` (a :class:`~tilesim.render.pipeline.hooks.PipelineHooks`, e.g.
     ``tilesim.render.techniques.bus.Techniques.from_name("re+evr")``; None: the baseline)
     watches the pipeline through its hooks and returns the decisions the pipeline applies.

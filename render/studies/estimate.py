@@ -28,6 +28,7 @@ from tilesim.timing.report import (
     text_report,
     totals,
 )
+from tilesim.timing.tiles import mean_screen_cycles, screen_tiles
 
 
 def register(subparsers) -> None:
@@ -63,6 +64,16 @@ def register(subparsers) -> None:
                         "files: leakage, DRAM energy, Accumulate CRC rate, flush overlap, "
                         "shader-core throughput) moves across its documented range")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("--per-tile", action="store_true",
+                   help="with --json: add to each frame 'tiles', one entry per render pass into "
+                        "the default framebuffer (the screen): 'pass' (its index among the "
+                        "frame's passes), 'tiles_x', 'tiles_y', 'cycles' (raster cycles) and "
+                        "'energy_j' (joules) as [tiles_y][tiles_x] lists, row 0 the BOTTOM tile "
+                        "row (window y = 0, as the counters store tiles). A frame's tiles' cycles "
+                        "add up to its raster cycles over all its passes; their energy is the "
+                        "frame's less the frame-counter work (vertices, primitive assembly, "
+                        "Parameter Buffer records) and the geometry phase's leakage "
+                        "(tilesim.timing.tiles). --plot draws the cycles as a heat map anyway")
     p.set_defaults(func=_estimate)
 
 
@@ -91,6 +102,8 @@ def _render_traces(args) -> None:
 
 
 def _estimate(args) -> int:
+    if args.per_tile and not args.json:
+        raise InputError("--per-tile adds per-tile maps to the JSON report: give --json too")
     if args.plot:
         check_output(args.plot, folder=True)   # before rendering or estimating anything
     _render_traces(args)
@@ -113,20 +126,29 @@ def _estimate(args) -> int:
     base_totals = [totals(w.estimate) for w in bases] if bases else None
     normalized = ([normalize(r, b) for r, b in zip(run_totals, base_totals, strict=True)]
                   if base_totals else None)
+    tile_maps = ([screen_tiles(w.estimate, cfg, ecfg) for w in runs] if args.per_tile
+                 else None)
     if args.plot:
         try:
             import matplotlib  # noqa: F401
         except ModuleNotFoundError:
             raise InputError("--plot needs matplotlib (pip install 'matplotlib>=3.7')") from None
-        from tilesim.timing.plots import write_plots
+        from tilesim.timing.plots import write_plots, write_tile_heatmaps
 
         write_plots(args.plot, [w.name for w in runs], run_totals, base_totals)
+        cycles = tile_maps or [screen_tiles(w.estimate, cfg, ecfg, energy=False) for w in runs]
+        write_tile_heatmaps(args.plot, [w.name for w in runs],
+                            [mean_screen_cycles(m) for m in cycles])
 
     if args.json:
         workloads = []
         for i, w in enumerate(runs):
-            entry = {"name": w.name, "dir": str(w.directory),
-                     "frames": [f.to_dict() for f in w.frames], "total": run_totals[i]}
+            frames = [f.to_dict() for f in w.frames]
+            if tile_maps:
+                for frame, passes in zip(frames, tile_maps[i], strict=True):
+                    frame["tiles"] = [p.to_dict() for p in passes]
+            entry = {"name": w.name, "dir": str(w.directory), "frames": frames,
+                     "total": run_totals[i]}
             if bases:
                 entry["baseline"] = {"name": bases[i].name, "dir": str(bases[i].directory),
                                      "total": base_totals[i]}

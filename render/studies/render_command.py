@@ -51,7 +51,9 @@ def register(subparsers) -> None:
     p.add_argument("--tile-size", type=int, default=16, metavar="N",
                    help="tile size in pixels (default 16, Table 3.1)")
     p.add_argument("--traversal", choices=TRAVERSALS, default="scanline",
-                   help="tile traversal order recorded for the timing model")
+                   help="tile traversal order: orders Fragment Memoization's LUT and is "
+                        "recorded in the counters (the timing model's order is "
+                        "screen.zorder_traversal in its configuration)")
     p.add_argument("--fill-rule", choices=FILL_RULES, default="bottom_left",
                    help=argparse.SUPPRESS)
     p.add_argument("--technique", default="baseline", metavar="NAME",
