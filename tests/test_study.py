@@ -99,6 +99,10 @@ def test_open_results_gives_data_frames_and_per_tile_arrays(study):
     skipped = tiles["re_tiles_skipped"].sel(frame=3) > 0
     busy = tiles["raster_cycles"].sel(frame=3)
     assert float(busy.where(skipped).max()) < float(busy.where(~skipped).max())
+    # Per-tile energy: positive, and less than the frame's (the geometry phase is no tile's).
+    energy = tiles["energy_j"].sel(frame=3)
+    assert float(energy.min()) > 0
+    assert float(energy.sum()) < frames.loc[("sphere", "re", 3), "energy_j"]
     with pytest.raises(KeyError, match="techniques"):
         results.tiles("sphere", "nope")
 

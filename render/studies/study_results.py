@@ -38,7 +38,8 @@ From Python (needs pandas and xarray: ``pip install -e '.[analysis]'``)::
     results.runs               # DataFrame: a row per (workload, technique)
     results.frames             # DataFrame: a row per (workload, technique, frame)
     results.characterization   # DataFrame: a row per workload
-    results.tiles("runner-1196x768", "re")   # xarray Dataset (frame, tile_y, tile_x)
+    results.tiles("runner-1196x768", "re")   # xarray Dataset (frame, tile_y, tile_x):
+                                             # counters, raster_cycles, energy_j per tile
 """
 
 from __future__ import annotations
@@ -256,37 +257,40 @@ class StudyResults:
     def tiles(self, workload: str, technique: str = "baseline"):
         """Per-tile figures of the screen pass (the default framebuffer) of every frame of a
         run, as an xarray Dataset with dimensions (frame, tile_y, tile_x): one variable per
-        counter (events per tile and frame) and ``raster_cycles``, the timing model's cycles
-        of the tile in the raster phase (fetch, raster, depth, shading, blending, flush; the
-        model of `tilesim estimate`, with this study's configuration files). ``tile_y`` 0 is
-        the bottom tile row, as in GL window coordinates and the counters files."""
+        counter (events per tile and frame) and the timing model's per-tile estimates
+        (:mod:`tilesim.timing.tiles`, with this study's configuration files):
+        ``raster_cycles`` (the tile's raster-phase cycles; they add up to the frame's raster
+        cycles) and ``energy_j`` (the tile's own work and its share of the time-driven
+        energy). ``tile_y`` 0 is the bottom tile row, as in GL window coordinates and the
+        counters files. A frame with several screen passes shows the last one's counters
+        and the sum of their estimates."""
         import xarray as xr
 
         from tilesim.render.pipeline.counters import load_counters
         from tilesim.timing.config import load_energy_config, load_gpu_config
         from tilesim.timing.counter_batch import batch_from_frames
         from tilesim.timing.model import estimate_batch
+        from tilesim.timing.tiles import screen_tiles
 
         run = self._run(workload, technique)
         folder = self.folder / run["folder"] / "counters"
         frames = [load_counters(folder / f"{row['frame']:06d}.npz") for row in run["frames"]]
         config = self.raw.get("config", {})
-        estimate = estimate_batch(batch_from_frames(frames),
-                                  load_gpu_config(config.get("gpu")),
-                                  load_energy_config(config.get("energy")))
-        indices, grids, shape, first_pass = [], {}, None, 0
-        for counters in frames:
-            screen = next((k for k, p in enumerate(counters.passes) if p.target == "default"),
-                          None)
-            if screen is not None:
-                p = counters.passes[screen]
-                shape = (p.tiles_y, p.tiles_x)
-                indices.append(counters.frame)
-                for name, values in p.tiles.items():
-                    grids.setdefault(name, []).append(np.asarray(values).reshape(shape))
-                cycles = estimate.tile_cycles[estimate.batch.tile_pass == first_pass + screen]
-                grids.setdefault("raster_cycles", []).append(cycles.reshape(shape))
-            first_pass += len(counters.passes)
+        cfg = load_gpu_config(config.get("gpu"))
+        ecfg = load_energy_config(config.get("energy"))
+        estimates = screen_tiles(estimate_batch(batch_from_frames(frames), cfg, ecfg), cfg,
+                                 ecfg)
+        indices, grids, shape = [], {}, None
+        for counters, passes in zip(frames, estimates, strict=True):
+            if not passes:
+                continue
+            screen = counters.passes[passes[-1].pass_index]
+            shape = (screen.tiles_y, screen.tiles_x)
+            indices.append(counters.frame)
+            for name, values in screen.tiles.items():
+                grids.setdefault(name, []).append(np.asarray(values).reshape(shape))
+            grids.setdefault("raster_cycles", []).append(sum(p.cycles for p in passes))
+            grids.setdefault("energy_j", []).append(sum(p.energy_j for p in passes))
         if shape is None:
             raise KeyError(f"{workload}/{technique}: no frame drew to the screen")
         dims = ("frame", "tile_y", "tile_x")
@@ -296,6 +300,7 @@ class StudyResults:
                              attrs={"workload": workload, "technique": technique,
                                     "tile_y_origin": "bottom (GL window coordinates)"})
         dataset["raster_cycles"].attrs["units"] = "cycles"
+        dataset["energy_j"].attrs["units"] = "J"
         return dataset
 
 
