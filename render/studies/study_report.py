@@ -165,12 +165,37 @@ def _workload_plots(out: Path, workload: dict, techniques: list[str]) -> list[tu
     written = write_plots(folder, others, [runs[t]["total"] for t in others],
                           [base] * len(others), average=False,
                           plots=("time", "energy", "traffic", "shader"))
+    heat_maps = _tile_heat_maps(out, workload, [t for t in ("baseline", "re")
+                                                 if t in techniques])
     captions = {"time": "execution time (Frame Coherence Figs. 4.10, 5.6, 6.10)",
                 "energy": "GPU + memory energy (Figs. 4.11, 5.5, 6.9)",
                 "traffic": "main-memory traffic by source (Fig. 4.13)",
                 "shader": "shader activity (Fig. 6.12)"}
     return [(str(p.relative_to(out)), captions[p.stem] + ", normalized to the baseline")
-            for p in written]
+            for p in written] + heat_maps
+
+
+def _tile_heat_maps(out: Path, workload: dict, techniques: list[str]) -> list[tuple[str, str]]:
+    """The timing model's raster cycles per screen tile, mean over the frames, of some runs
+    (Frame Coherence §2.3: where a tile-based GPU spends its raster time)."""
+    from tilesim.timing.config import load_energy_config, load_gpu_config
+    from tilesim.timing.plots import plot_tile_heatmap
+    from tilesim.timing.report import estimate_workload
+    from tilesim.timing.tiles import mean_screen_cycles, screen_tiles
+
+    cfg, ecfg = load_gpu_config(None), load_energy_config(None)
+    made = []
+    for technique in techniques:
+        folder = out / workload["runs"][technique]["folder"]
+        estimate = estimate_workload(workload["name"], folder, cfg, ecfg, screen=False).estimate
+        cycles = mean_screen_cycles(screen_tiles(estimate, cfg, ecfg, energy=False))
+        if cycles is None:
+            continue
+        path = out / "img" / workload["name"] / "plots" / f"tiles-{technique}.png"
+        write_bytes(path, plot_tile_heatmap(f"{workload['name']}, {technique}", cycles))
+        made.append((str(path.relative_to(out)),
+                     f"{technique}: raster cycles per tile, mean over the frames"))
+    return made
 
 
 def _suite_plot(out: Path, results: dict) -> str | None:
