@@ -564,7 +564,7 @@ def test_cli_predictor_names_and_the_predictor_sweep(tmp_path, capsys):
         "under(0.5)"] * 2
     assert result["errors"]["exact"]["all"]["mean_abs_pct"] == 0.0
     assert result["smallest_margin_for_100pct"]["exact"] == 1.0
-    assert (tmp_path / "plots" / "MTS-2-hpf-pmd-vs-margin.png").stat().st_size > 0
+    assert (tmp_path / "plots" / "MTS-2-hpf-release-pmd-vs-margin.png").stat().st_size > 0
 
 
 @pytest.mark.mesa

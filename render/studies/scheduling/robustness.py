@@ -67,23 +67,35 @@ def sweep(apps: list[Application], config: SimConfig, *, policy: str = "hpf",
                      "hp_pmd": hp["pmd"], "hp_afr": hp["afr"],
                      "afr": {a["app"]: a["afr"] for a in s["apps"]}})
     return {"policy": policy, "distribution": distribution, "seed": seed, "rows": rows,
-            "smallest_margin_for_100pct": _needed(rows)}
+            "smallest_margin_for_100pct": _needed(rows), "100pct_up_to": _kept_up_to(rows)}
 
 
 def _needed(rows: list[dict]) -> dict:
-    """Per predictor, the smallest margin whose run kept HP's PMD at 100%, and only if every
-    larger margin tried kept it too (None when none did)."""
+    """Per predictor, the smallest margin whose run kept HP's PMD at 100% (None if none did)."""
     needed = {}
     for label in dict.fromkeys(r["predictor"] for r in rows):
-        mine = sorted((r["margin"], r["hp_pmd"] == 1.0) for r in rows
-                      if r["predictor"] == label)
-        ok = None
-        for margin, met in reversed(mine):
-            if not met:
-                break
-            ok = margin
-        needed[label] = ok
+        ok = [r["margin"] for r in rows if r["predictor"] == label and r["hp_pmd"] == 1.0]
+        needed[label] = min(ok) if ok else None
     return needed
+
+
+def _kept_up_to(rows: list[dict]) -> dict:
+    """Per predictor, the largest margin up to which every margin tried from the smallest
+    one at 100% kept HP's PMD at 100% (a margin is not free: the scheduling thread sleeps
+    for the predicted time of what it dispatched, 004 Table 5-9 line 40)."""
+    out = {}
+    for label, low in _needed(rows).items():
+        top = None
+        if low is not None:
+            for r in sorted((r for r in rows if r["predictor"] == label),
+                            key=lambda r: r["margin"]):
+                if r["margin"] < low:
+                    continue
+                if r["hp_pmd"] != 1.0:
+                    break
+                top = r["margin"]
+        out[label] = top
+    return out
 
 
 def prediction_errors(run: RunResult, margin: float = 1.0) -> dict:
@@ -148,7 +160,21 @@ def sweep_predictors(apps: list[Application], config: SimConfig,
                          "gpu_utilization": s["gpu_utilization"]})
     return {"policy": policy, "hp": apps[0].name if apps else None,
             "apps": [a.name for a in apps], "margins": margins, "rows": rows,
-            "errors": errors, "smallest_margin_for_100pct": _needed(rows)}
+            "errors": errors, "smallest_margin_for_100pct": _needed(rows),
+            "100pct_up_to": _kept_up_to(rows)}
+
+
+def _margin_cell(result: dict, label: str) -> str:
+    """'x1.5' (100% from x1.5 on), 'x1-x2' (from x1, lost above x2), 'x2 only', 'none
+    tried'."""
+    low = result["smallest_margin_for_100pct"][label]
+    if low is None:
+        return "none tried"
+    top = result.get("100pct_up_to", {}).get(label)
+    largest = max(r["margin"] for r in result["rows"] if r["predictor"] == label)
+    if top in (None, largest):
+        return f"x{low:g}"
+    return f"x{low:g} only" if top == low else f"x{low:g}-x{top:g}"
 
 
 def format_sweep(result: dict) -> str:
@@ -162,9 +188,8 @@ def format_sweep(result: dict) -> str:
         for m in margins:
             r = next(r for r in result["rows"] if r["predictor"] == label and r["margin"] == m)
             cells.append("   -   " if r["hp_pmd"] is None else f"{100 * r['hp_pmd']:6.1f}%")
-        need = result["smallest_margin_for_100pct"][label]
         lines.append(f"{label:<16}" + "".join(f"  {c}" for c in cells)
-                     + f"  {'none tried' if need is None else f'x{need:g}'}")
+                     + f"  {_margin_cell(result, label)}")
     return "\n".join(lines)
 
 
@@ -187,9 +212,8 @@ def format_predictor_sweep(result: dict) -> str:
             f"{e['frame_mean_abs_pct']:7.1f}%"
         cells = "".join("  " + ("      -" if rows[m]["hp_pmd"] is None
                                 else f"{100 * rows[m]['hp_pmd']:6.1f}%") for m in margins)
-        need = result["smallest_margin_for_100pct"][label]
         lines.append(f"{label:<22} {err:>8} {under:>6} {frame:>8}  {rows[first]['hp_afr']:5.1f}"
-                     + cells + f"  {'none tried' if need is None else f'x{need:g}'}")
+                     + cells + f"  {_margin_cell(result, label)}")
     apps = result["apps"]
     lines.append("")
     lines.append("mean |error| of blocks per application (% of the actual time):")
