@@ -256,6 +256,43 @@ def test_history_seq_follows_the_sequence_number():
     assert p.predict(frame1[1]).fragments == pytest.approx(300.0)
 
 
+def test_history_seq_when_a_whole_frame_is_predicted_before_it_runs():
+    # the scheduler's rendering thread lays out a frame's blocks before any ran: the
+    # sequence number is counted as groups are predicted, not as they are observed
+    program_frames = quad_stream(frames=1)
+    setup, draw = program_frames[0][:-2], program_frames[0][-2]
+    end = cmd("endFrame")
+    p = predictor("history-seq")
+    frame0 = [group(setup + [draw], 0), group([draw], 1), group([end], 2)]
+    for g in frame0:
+        p.predict(g)
+    for g, f in zip(frame0, (100.0, 300.0, None), strict=True):
+        p.observe(g, f)
+    frame1 = [group([draw], 3, frame=1), group([draw], 4, frame=1), group([end], 5, frame=1)]
+    assert [p.predict(g).fragments for g in frame1[:2]] == [pytest.approx(100.0),
+                                                            pytest.approx(300.0)]
+
+
+def test_parts_of_one_submission_pay_its_flush_and_resolve_once():
+    # the scheduler's command blocks of one frame are one submission: the first block that
+    # renders into a target pays its resolve, the first block the flush
+    frame = quad_stream()[0]
+    setup, draw = frame[:-2], frame[-2]
+    p = predictor("bbox")
+    charged: set = set()
+    first = p.predict(group(setup + [draw], 0), charged=charged)
+    second = p.predict(group([draw], 1), charged=charged)
+    swap = p.predict(group([cmd("endFrame")], 2), charged=charged)
+    assert first.parts["flush"] == pytest.approx(10e-6)
+    assert first.parts["resolve"] == pytest.approx(0.5e-9 * 5000)
+    assert second.parts["flush"] == second.parts["resolve"] == 0.0
+    assert second.parts["draw_fragment"] == pytest.approx(first.parts["draw_fragment"])
+    assert swap.parts["flush"] == 0.0 and swap.parts["swap"] > 0
+    assert charged == {"flush", ("default", 0)}
+    alone = p.predict(group([draw], 3))                 # no set: a submission of its own
+    assert alone.parts["resolve"] == pytest.approx(0.5e-9 * 5000) and alone.parts["flush"] > 0
+
+
 def test_runtime_calibration_of_c_f_from_measured_draw_groups():
     # 000 §5.5: c_f = (measured - the rest of the prediction) / profiled fragments, learned in
     # the first frames, used after them

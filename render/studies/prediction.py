@@ -244,7 +244,10 @@ class _ContextMonitor:
         self.frame_vertices = 0
         self.frame_fragments = 0.0
         self.frame_sequence: list[float] = []
-        self.draw_group_position = 0                  # draw-containing groups so far
+        # draw-containing groups predicted so far in the frame being predicted (000 §5.5's
+        # sequence number; counted when predicted, so a caller may predict a whole frame's
+        # groups before the first one ran, as the scheduler's rendering thread does)
+        self.draw_group_position = 0
         self.created: dict[int, dict] = {}             # program id -> createProgram args
 
 
@@ -295,14 +298,25 @@ class Predictor:
                 return "fbo", size[0], size[1], 4
         return "fbo", state.width, state.height, 4
 
-    def predict(self, group: CommandGroup, oracle_fragments: float | None = None) -> Prediction:
+    def predict(self, group: CommandGroup, oracle_fragments: float | None = None,
+                charged: set | None = None) -> Prediction:
         """The group's predicted time; updates the context's state with its commands.
-        ``oracle_fragments``: the fragments it will shade (the ``oracle`` estimator's N_f)."""
+        ``oracle_fragments``: the fragments it will shade (the ``oracle`` estimator's N_f).
+        ``charged``: for a group that is a part of a larger submission rather than flushed on
+        its own (the scheduler's command blocks are parts of one frame, 004 §5.3), the
+        per-submission terms already paid: ``"flush"`` and the render targets resolved, as
+        ``(kind, framebuffer)``. Those are not charged again, and the ones this group pays
+        are added to the set (the caller keeps one set per submission). None: the group is
+        a submission of its own (003's command group)."""
         monitor = self.monitors[group.context]
         state = monitor.state
         cal = self.calibration(monitor.context)
         issued = sum(c.op not in ("flush", "finish", FRAME_END) for c in group.commands)
-        parts = {"flush": cal.c_flush, "commands": cal.c_command * issued, "clear": 0.0,
+        flush = cal.c_flush
+        if charged is not None:
+            flush = 0.0 if "flush" in charged else flush
+            charged.add("flush")
+        parts = {"flush": flush, "commands": cal.c_command * issued, "clear": 0.0,
                  "resolve": 0.0, "draw_vertex": 0.0,
                  "draw_fragment": 0.0, "swap": 0.0, "texture_load": 0.0}
         draws: list[DrawInfo] = []
@@ -342,9 +356,17 @@ class Predictor:
                 if op == "createProgram":
                     monitor.created[command.args["id"]] = command.args
                 state.apply(command)
-        for (kind, _), pixels in rendered.items():
-            parts["resolve"] += cal.c_resolve.get(kind, 0.0) * pixels
+        for target, pixels in rendered.items():
+            if charged is not None:
+                if target in charged:
+                    continue
+                charged.add(target)
+            parts["resolve"] += cal.c_resolve.get(target[0], 0.0) * pixels
         fragments = self._fragments(monitor, group, draws, oracle_fragments)
+        if draws:
+            monitor.draw_group_position += 1
+        if group.commands and group.commands[-1].op == FRAME_END:
+            monitor.draw_group_position = 0
         vertices = sum(d.vertices for d in draws)
         for draw, cost, nf in zip(draws, costs, fragments, strict=True):
             parts["draw_vertex"] += cost.c_v * draw.vertices + cost.c_draw
@@ -421,7 +443,6 @@ class Predictor:
                 rest = prediction.seconds - prediction.parts["draw_fragment"]
                 self._runtime.setdefault(program, []).append((seconds - rest) / fragments)
         if draws:
-            monitor.draw_group_position += 1
             monitor.frame_vertices += sum(d.vertices for d in draws)
             monitor.frame_fragments += fragments or 0.0
             monitor.frame_sequence.append(float(fragments or 0.0))
@@ -433,7 +454,6 @@ class Predictor:
                     monitor.last_sequence = monitor.frame_sequence
             monitor.frame_vertices, monitor.frame_fragments = 0, 0.0
             monitor.frame_sequence = []
-            monitor.draw_group_position = 0
 
 
 def _texture_size(texture, target, level) -> tuple[int, int] | None:

@@ -10,7 +10,7 @@ Modules, bottom up:
 
 ``blocks``
     command blocks (what the scheduler sees: predicted and actual seconds), the split of a
-    recorded frame into blocks, predictors (oracle, injected error, history, safety margin).
+    recorded frame into blocks, predictors (exact, injected error, history, safety margin).
 ``policies``
     the scheduling thread's choice: none (driver FIFO), FRRS, HPF (three dispatch modes,
     with the deadline guard) and EDF.
@@ -20,10 +20,14 @@ Modules, bottom up:
 ``metrics``
     AFR, PMD and the PD-FFT histogram of finish times relative to deadlines.
 ``robustness``
-    the highest-priority application's PMD under injected prediction error x safety margins.
+    the highest-priority application's PMD under injected prediction error, or under any set
+    of predictors, x safety margins; the errors of the predictions a run made.
 ``scenarios``
     MTS-1 and MTS-2 from tilesim workloads rendered and timed (``scenarios.toml``; the block
-    costs kept in ``blocks.json``).
+    costs kept in ``blocks.json``: seconds and fragments shaded per block).
+``estimators``
+    the prediction issue's estimators (``tilesim predict --estimator``) and its history
+    baseline as the scheduler's predictors, over the blocks' recorded commands.
 ``command``
     ``tilesim schedule``.
 

@@ -10,9 +10,10 @@ interleaving blocks of several applications never splits what must run together.
 The scheduler needs two numbers per block: ``predicted_s`` (what it decides with) and
 ``actual_s`` (what the GPU takes). Predictions come from a :class:`Predictor`; the
 execution-time predictors of the prediction issue plug in through the same small interface
-(``predict(block) -> seconds``, ``observe(block)`` after the block ran). Here: the oracle,
-actual times with an injected error distribution, the history predictor (the same block of
-the last frame observed, 003 §VI-A's baseline) and a safety margin on any of them.
+(``predict(block) -> seconds``, ``observe(block)`` after the block ran; ``estimators.py``
+adapts them). Here: exact prediction, actual times with an injected error distribution, the
+history predictor (the same block of the last frame observed, 000 §5.5's "same sequence
+number" applied to times) and a safety margin on any of them.
 """
 
 from __future__ import annotations
@@ -70,15 +71,21 @@ def split_frame(ops: list[str]) -> list[tuple[int, int, str]]:
 @dataclass(frozen=True)
 class BlockSpec:
     """A command block as an application's frame holds it: its kind (the class of its last
-    command), how many commands it has and the GPU seconds it actually takes."""
+    command), how many commands it has, the GPU seconds it actually takes and, where known,
+    the fragments it shades (what a profiler reports after it ran, 000 §5.2: the
+    recent-history estimators learn from it, the ``oracle`` estimator predicts with it)."""
 
     kind: str
     commands: int
     actual_s: float
+    fragments: float | None = None
 
     def __post_init__(self):
         if not (self.actual_s >= 0 and math.isfinite(self.actual_s)):
             raise ValueError(f"block actual time must be finite and >= 0, got {self.actual_s}")
+        if self.fragments is not None and not (self.fragments >= 0
+                                               and math.isfinite(self.fragments)):
+            raise ValueError(f"block fragments must be finite and >= 0, got {self.fragments}")
         if self.commands < 1:
             raise ValueError(f"a block has at least one command, got {self.commands}")
 
@@ -115,10 +122,12 @@ class Predictor(Protocol):
     def observe(self, block: Block) -> None: ...
 
 
-class Oracle:
-    """Predictions equal to the actual times (perfect prediction)."""
+class Exact:
+    """Predictions equal to the actual times (perfect prediction). Not the prediction
+    issue's ``oracle`` estimator, which knows each draw's fragment count but still predicts
+    through its calibrated model (``estimators.py``)."""
 
-    name = "oracle"
+    name = "exact"
 
     def predict(self, block: Block) -> float:
         return block.actual_s
@@ -173,9 +182,10 @@ class InjectedError:
 
 
 class History:
-    """The history-based predictor (003 §VI-A's baseline; 000 §5.5 "same draw sequence
-    number"): a block is predicted to take what the block with the same index took in the
-    application's most recent frame that ran it. Before any such observation: the mean of
+    """A history-based predictor of block times (000 §5.5's "same sequence number" applied
+    to measured times; 003 §VI-A's baseline keys by content instead, ``history-baseline`` in
+    ``estimators.py``): a block is predicted to take what the block with the same index took
+    in the application's most recent frame that ran it. Before any such observation: the mean of
     the application's observed blocks; before any observation at all, ``cold_s``."""
 
     name = "history"

@@ -5,6 +5,9 @@ Semantics Driven Scheduling*, ch. 5-6).
     tilesim schedule MTS-2 --policy all --json     every policy, as JSON (PD-FFT included)
     tilesim schedule MTS-1 --policy all --plot DIR 004's figures: AFR and PMD bars, PD-FFTs
     tilesim schedule MTS-2 --sweep-error           HP's PMD vs prediction error and margin
+    tilesim schedule MTS-2 --predictor bbox        blocks predicted by issue 17's estimator
+    tilesim schedule MTS-2 --sweep-predictors      every estimator: its error, HP's PMD per
+                                                   margin, the margin that keeps 100%
 """
 
 from __future__ import annotations
@@ -15,14 +18,8 @@ import math
 from pathlib import Path
 
 from tilesim.errors import EXIT_OK, InputError
-from tilesim.render.studies.scheduling import metrics, robustness, scenarios
-from tilesim.render.studies.scheduling.blocks import (
-    DISTRIBUTIONS,
-    History,
-    InjectedError,
-    Margin,
-    Oracle,
-)
+from tilesim.render.studies.scheduling import estimators, metrics, robustness, scenarios
+from tilesim.render.studies.scheduling.blocks import DISTRIBUTIONS, InjectedError, Margin
 from tilesim.render.studies.scheduling.policies import GUARDS, POLICIES, check_policy
 from tilesim.render.studies.scheduling.simulation import simulate
 
@@ -62,8 +59,18 @@ def register(subparsers) -> None:
     p.add_argument("--deadlines", choices=("grid", "rebase"),
                    help="frame j due at (j+1) periods (004 eq. 1), or one period after its "
                         "release (default: config)")
-    p.add_argument("--predictor", choices=("oracle", "history"), default="oracle",
-                   help="predicted block times: exact, or the same block of the last frame")
+    p.add_argument("--predictor", metavar="NAME",
+                   help="predicted block times: exact (default), history (the same block of "
+                        "the last frame), or issue 17's estimators over the block's commands, "
+                        "named as in tilesim predict: bbox, history-ratio, history-seq, "
+                        "oracle (E+runtime with --runtime-calibration), history-baseline; "
+                        "with --sweep-predictors a comma-separated list (default: all)")
+    p.add_argument("--runtime-calibration", type=int, default=0, metavar="N",
+                   help="as tilesim predict: ESTIMATOR+runtime learns each program's c_f from "
+                        "its blocks' measured times in the first N frames (default 0: off)")
+    p.add_argument("--calibration", default="out/predict/calibration", metavar="DIR",
+                   help="where the estimators' calibrations are cached, shared with tilesim "
+                        "predict (default %(default)s; '' for none)")
     p.add_argument("--error", metavar="DIST:SCALE",
                    help=f"inject prediction error: DIST one of {', '.join(DISTRIBUTIONS)}, "
                         "e.g. normal:0.2 (predictions = actual x (1 + e))")
@@ -73,6 +80,13 @@ def register(subparsers) -> None:
     p.add_argument("--sweep-error", action="store_true",
                    help="HP's PMD under injected error of several spreads x safety margins "
                         "(and the history predictor), for --policy (default hpf)")
+    p.add_argument("--sweep-predictors", action="store_true",
+                   help="every predictor (exact, history, issue 17's estimators, the "
+                        "history baseline, and --error's distribution if given): its "
+                        "prediction error, HP's PMD and AFR under --policy (default hpf) at "
+                        "every margin of --margins and the smallest that keeps 100%%")
+    p.add_argument("--margins", metavar="LIST", default="1,1.1,1.25,1.5,2",
+                   help="the safety margins the sweeps try (default %(default)s)")
     p.add_argument("--config", metavar="FILE",
                    help="scenarios file (TOML, default: the bundled scenarios.toml)")
     p.add_argument("--blocks", metavar="FILE",
@@ -90,20 +104,67 @@ def _positive(value: float | None, option: str) -> None:
         raise InputError(f"must be a number >= 0, got {value}", source=option)
 
 
-def _predictor(args):
+def _injected(args) -> InjectedError:
+    dist, _, scale = args.error.partition(":")
+    try:
+        value = float(scale)
+    except ValueError:
+        raise InputError(f"expected DIST:SCALE (e.g. normal:0.2), got {args.error!r}",
+                         source="--error") from None
+    return InjectedError(dist, value, args.seed)
+
+
+class _Factories:
+    """Fresh predictors by name; the applications' commands and the calibrator are made
+    once, on the first use of an estimator that needs them."""
+
+    def __init__(self, args, scen, apps):
+        self.args, self.scen, self.apps = args, scen, apps
+        self._commands = None
+        self._calibrator = None
+
+    def check(self, name: str) -> str:
+        names = estimators.predictor_names(self.args.runtime_calibration)
+        if name not in names:
+            hint = (" (E+runtime needs --runtime-calibration N)"
+                    if name.endswith(estimators.RUNTIME) else "")
+            raise InputError(f"unknown predictor {name!r}{hint} (known: {', '.join(names)})",
+                             source="--predictor")
+        return name
+
+    def make(self, name: str):
+        if name in estimators.OWN:
+            return estimators.make_predictor(name)
+        if self._commands is None:
+            where = self.args.blocks or str(scenarios.BLOCKS_JSON)
+            self._commands = scenarios.app_commands(self.scen, self.apps, where)
+        if self._calibrator is None and name != estimators.BASELINE:
+            self._calibrator = estimators.model_calibrator(self.args.calibration or None)
+        cal = self._calibrator
+        return estimators.make_predictor(
+            name, self._commands, None if cal is None else cal.calibration,
+            None if cal is None else cal.program_cost, self.args.runtime_calibration)
+
+
+def _predictor(args, factories: _Factories):
     if args.error:
-        dist, _, scale = args.error.partition(":")
-        try:
-            value = float(scale)
-        except ValueError:
-            raise InputError(f"expected DIST:SCALE (e.g. normal:0.2), got {args.error!r}",
-                             source="--error") from None
-        base = InjectedError(dist, value, args.seed)
+        base = _injected(args)
     else:
-        base = History() if args.predictor == "history" else Oracle()
+        base = factories.make(factories.check(args.predictor or "exact"))
     if not (args.margin > 0 and math.isfinite(args.margin)):
         raise InputError(f"must be > 0, got {args.margin}", source="--margin")
     return base if args.margin == 1.0 else Margin(base, args.margin)
+
+
+def _margins(text: str) -> list[float]:
+    try:
+        values = [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise InputError(f"expected numbers separated by commas, got {text!r}",
+                         source="--margins") from None
+    if not values or not all(v > 0 and math.isfinite(v) for v in values):
+        raise InputError(f"margins must be numbers > 0, got {text!r}", source="--margins")
+    return sorted(set(values))
 
 
 def _schedule(args) -> int:
@@ -116,6 +177,15 @@ def _schedule(args) -> int:
                 else [check_policy(p) for p in args.policy.split(",")])
     _positive(args.duration, "--duration")
     _positive(args.decision_overhead, "--decision-overhead")
+    if args.runtime_calibration < 0:
+        raise InputError(f"must be >= 0, got {args.runtime_calibration}",
+                         source="--runtime-calibration")
+    if args.sweep_error and args.sweep_predictors:
+        raise InputError("one sweep at a time", source="--sweep-predictors")
+    margins = _margins(args.margins)
+    if args.predictor and "," in args.predictor and not args.sweep_predictors:
+        raise InputError("one predictor per run (a list only with --sweep-predictors)",
+                         source="--predictor")
     scen = scenarios.load_scenarios(args.config)
     if args.rebuild_blocks:
         from tilesim.atomic import write_json
@@ -129,20 +199,44 @@ def _schedule(args) -> int:
     config = scenarios.sim_config(scen, duration_s=args.duration,
                                   decision_s=args.decision_overhead, guard=args.guard,
                                   deadlines=args.deadlines)
+    factories = _Factories(args, scen, apps)
     if args.sweep_error:
         policy = policies[0] if len(policies) == 1 else "hpf"
         dist = args.error.partition(":")[0] if args.error else "normal"
         result = robustness.sweep(apps, config, policy=policy, distribution=dist,
-                                  seed=args.seed)
+                                  seed=args.seed, margins=margins)
         result["scenario"] = scenario
         print(json.dumps(result, indent=1) if args.json else robustness.format_sweep(result))
         return EXIT_OK
+    if args.sweep_predictors:
+        policy = policies[0] if len(policies) == 1 else "hpf"
+        names = ([factories.check(n.strip()) for n in args.predictor.split(",") if n.strip()]
+                 if args.predictor else
+                 list(estimators.predictor_names(args.runtime_calibration)))
+        makers = {name: (lambda name=name: factories.make(name)) for name in names}
+        if args.error:
+            injected = _injected(args)
+            makers[injected.name] = lambda: _injected(args)
+        result = robustness.sweep_predictors(apps, config, makers, policy=policy,
+                                             margins=margins)
+        result["scenario"] = scenario
+        result["config"] = {k: getattr(config, k) for k in (
+            "duration_s", "decision_s", "record_s_per_command", "dispatch_s_per_command",
+            "guard", "deadlines")}
+        if args.plot:
+            result["plots"] = [str(p) for p in write_margin_plot(result, Path(args.plot))]
+        print(json.dumps(result, indent=1) if args.json
+              else robustness.format_predictor_sweep(result))
+        return EXIT_OK
     runs = {}
+    name = None
     for policy in policies:
-        runs[policy] = metrics.summarize(simulate(apps, policy, _predictor(args), config))
+        predictor = _predictor(args, factories)
+        name = getattr(predictor, "name", "?")
+        runs[policy] = metrics.summarize(simulate(apps, policy, predictor, config))
     report = {"scenario": scenario, "config": {k: getattr(config, k) for k in (
         "duration_s", "decision_s", "record_s_per_command", "dispatch_s_per_command",
-        "guard", "deadlines")}, "predictor": getattr(_predictor(args), "name", "?"),
+        "guard", "deadlines")}, "predictor": name,
         "applications": [{"app": a.name, "priority": a.priority, "fps": a.fps,
                           "blocks_per_frame": len(a.frames[0]),
                           "frame_ms": [round(1e3 * sum(b.actual_s for b in f), 4)
@@ -228,3 +322,51 @@ def write_plots(report: dict, folder: Path) -> list[Path]:
                          f"({a['frames']} frames)")
             save(fig, f"{report['scenario']}-{policy}-{a['app']}-pdfft.png")
     return written
+
+
+def write_margin_plot(result: dict, folder: Path) -> list[Path]:
+    """The highest-priority application's PMD against the safety margin, a line per
+    predictor (the predictor sweep)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from tilesim.atomic import write_bytes
+
+    folder.mkdir(parents=True, exist_ok=True)
+    # the whole range above, the top 6% below (cold-start misses are a frame or two)
+    fig, (ax, zoom) = plt.subplots(2, 1, figsize=(8, 6), sharex=True,
+                                   gridspec_kw={"height_ratios": [3, 2]})
+    labels = list(dict.fromkeys(r["predictor"] for r in result["rows"]))
+    margins = result["margins"]
+    colors = plt.get_cmap("tab20").colors
+    markers = "osd^v<>xP*hH"
+    styles = ("-", "--", ":", "-.")
+    for k, label in enumerate(labels):
+        by_margin = {r["margin"]: r for r in result["rows"] if r["predictor"] == label}
+        # equally spaced margins (the grid is the experiment's, not a scale); lines that
+        # coincide are told apart by marker and line style
+        for axis in (ax, zoom):
+            axis.plot(range(len(margins)),
+                      [100 * (by_margin[m]["hp_pmd"] or 0.0) for m in margins],
+                      marker=markers[k % len(markers)], linestyle=styles[k % len(styles)],
+                      color=colors[(2 * k + k // 10) % 20], label=label, alpha=0.9,
+                      markersize=6 + (k % 3))
+    zoom.set_ylim(94, 100.5)
+    zoom.set_xticks(range(len(margins)), [f"x{m:g}" for m in margins])
+    zoom.set_xlabel("safety margin on predicted block times")
+    ax.set_ylabel(f"{result['hp']}: deadlines met (%)")
+    zoom.set_ylabel("(94-100%)")
+    ax.set_title(f"{result.get('scenario', '')} under {result['policy']}, guard "
+                 f"{result['config']['guard']}: {result['config']['duration_s']:g} s simulated")
+    for axis in (ax, zoom):
+        axis.grid(True, alpha=0.3)
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.3))
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
+    plt.close(fig)
+    name = (f"{result.get('scenario', 'scenario')}-{result['policy']}-"
+            f"{result['config']['guard']}-pmd-vs-margin.png")
+    return [write_bytes(folder / name, buf.getvalue())]
+

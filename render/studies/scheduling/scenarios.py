@@ -125,50 +125,67 @@ def time_blocks(frames, width: int, height: int, keep: list[int]) -> list[list[B
     results = list(render_frames(sequence, width, height))
     seconds = [e.seconds for e in estimate_frames([r.counters for r in results],
                                                   load_gpu_config(), load_energy_config())]
+    shaded = [float(r.counters.total("fragments_shaded")) for r in results]
     out = []
     for start, spans in layout:
         specs = []
         for k, (begin, stop, kind) in enumerate(spans):
             cost = max(0.0, seconds[start + 1 + k] - seconds[start + k])
-            specs.append(BlockSpec(kind, stop - begin, cost))
+            fragments = max(0.0, shaded[start + 1 + k] - shaded[start + k])
+            specs.append(BlockSpec(kind, stop - begin, cost, fragments))
         out.append(specs)
     return out
+
+
+def build_app(scen: Scenarios, name: str) -> list:
+    """The recorded frames of application ``name``: frame 0 (its set-up, then a first frame)
+    and the ``frames`` distinct frames the run cycles through (1 .. frames)."""
+    from tilesim.render.workloads import cluster
+
+    app = scen.apps[name]
+    n = int(app.get("frames", 1))
+    w, h = app["size"]
+    extra = {k: int(app[k]) for k in ("draws", "layers", "rounds") if k in app}
+    return cluster.build(app["kind"], w, h, n + 1, seed=int(app.get("seed", 0)), **extra)
 
 
 def build_blocks(scen: Scenarios, names: list[str] | None = None,
                  progress=None) -> dict[str, list[list[BlockSpec]]]:
     """Render and time the applications ``names`` (default: all) of ``scen``."""
-    from tilesim.render.workloads import cluster
-
     out = {}
     for name in names or list(scen.apps):
-        app = scen.apps[name]
-        n = int(app.get("frames", 1))
-        w, h = app["size"]
-        extra = {k: int(app[k]) for k in ("draws", "layers", "rounds") if k in app}
-        frames = cluster.build(app["kind"], w, h, n + 1, seed=int(app.get("seed", 0)),
-                               **extra)
+        frames = build_app(scen, name)
         if progress:
             progress(name)
-        out[name] = time_blocks(frames, w, h, list(range(1, n + 1)))
+        w, h = scen.apps[name]["size"]
+        out[name] = time_blocks(frames, w, h, list(range(1, len(frames))))
     return out
 
 
 def blocks_to_json(blocks: dict[str, list[list[BlockSpec]]], scen: Scenarios) -> dict:
     return {"about": "command blocks of the cluster applications, timed by rendering frame "
                      "prefixes on tilesim (tilesim.render.studies.scheduling.scenarios)",
+            "block": ["kind", "commands", "seconds", "fragments shaded"],
             "apps": {name: {"workload": scen.apps[name],
-                            "frames": [[[b.kind, b.commands, b.actual_s] for b in f]
-                                       for f in frames]}
+                            "frames": [[[b.kind, b.commands, b.actual_s]
+                                        + ([] if b.fragments is None else [b.fragments])
+                                        for b in f] for f in frames]}
                      for name, frames in blocks.items()}}
+
+
+def _spec(entry) -> BlockSpec:
+    """A block of a block-cost file: [kind, commands, seconds] or [..., fragments]."""
+    if len(entry) not in (3, 4):
+        raise ValueError(f"a block is [kind, commands, seconds(, fragments)], got {entry!r}")
+    fragments = None if len(entry) == 3 else float(entry[3])
+    return BlockSpec(str(entry[0]), int(entry[1]), float(entry[2]), fragments)
 
 
 def load_blocks(path: str | Path | None = None) -> dict[str, list[list[BlockSpec]]]:
     path = Path(path) if path is not None else BLOCKS_JSON
     try:
         data = json.loads(path.read_text())
-        return {name: [[BlockSpec(str(k), int(n), float(s)) for k, n, s in frame]
-                       for frame in body["frames"]]
+        return {name: [[_spec(b) for b in frame] for frame in body["frames"]]
                 for name, body in data["apps"].items()}
     except (KeyError, TypeError, ValueError) as exc:
         raise InputError(f"not a block-cost file ({exc})", source=str(path)) from None
@@ -187,3 +204,20 @@ def applications(scen: Scenarios, scenario: str,
                              "--rebuild-blocks)", source=str(BLOCKS_JSON))
         apps.append(Application(e["app"], e["priority"], float(e["fps"]), blocks[e["app"]]))
     return apps
+
+
+def app_commands(scen: Scenarios, apps: list[Application], where: str = "blocks.json"):
+    """The recorded commands of ``apps`` (built again, as their block costs were), each
+    checked against its block costs: what issue 17's estimators predict from
+    (:mod:`~tilesim.render.studies.scheduling.estimators`)."""
+    from tilesim.render.studies.scheduling.estimators import AppCommands, setup_commands
+
+    out = {}
+    for app in apps:
+        recorded = build_app(scen, app.name)
+        w, h = scen.apps[app.name]["size"]
+        commands = AppCommands(app.name, w, h, setup_commands(recorded[0]), recorded[1:])
+        commands.check([list(f) for f in app.frames], where)
+        out[app.name] = commands
+    return out
+

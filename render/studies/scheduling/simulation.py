@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 
 import simpy
 
-from tilesim.render.studies.scheduling.blocks import Block, BlockSpec, Oracle, Predictor
+from tilesim.render.studies.scheduling.blocks import Block, BlockSpec, Exact, Predictor
 from tilesim.render.studies.scheduling.policies import (
     GUARDS,
     SCHEDULED,
@@ -124,6 +124,7 @@ class RunResult:
     apps: list[Application]
     frames: list[FrameRecord] = field(default_factory=list)
     blocks: list[Block] = field(default_factory=list)   # in GPU order
+    predicted: list[Block] = field(default_factory=list)  # every block laid out, run or not
     decisions: int = 0
     gpu_busy_s: float = 0.0
 
@@ -141,7 +142,7 @@ class _RT:
 
 
 class Simulation:
-    """One run of ``apps`` under ``policy`` with ``predictor`` (default: the oracle)."""
+    """One run of ``apps`` under ``policy`` with ``predictor`` (default: exact predictions)."""
 
     def __init__(self, apps: Sequence[Application], policy: str,
                  predictor: Predictor | None = None, config: SimConfig | None = None):
@@ -150,7 +151,7 @@ class Simulation:
         if len(set(names)) != len(names):
             raise ValueError(f"application names must be unique: {names}")
         self.apps, self.policy = list(apps), policy
-        self.predictor = predictor or Oracle()
+        self.predictor = predictor or Exact()
         self.config = config or SimConfig()
         self.costs = Costs(self.config.decision_s, self.config.record_s_per_command,
                            self.config.dispatch_s_per_command)
@@ -175,6 +176,7 @@ class Simulation:
                   for k, s in enumerate(specs)]
         for b in blocks:
             b.predicted_s = float(self.predictor.predict(b))
+        self.result.predicted.extend(blocks)
         rt.upcoming = blocks
         rt.thread.next_frame_predicted_s = sum(b.predicted_s for b in blocks)
         rt.thread.next_frame_commands = sum(b.commands for b in blocks)
