@@ -253,3 +253,18 @@ def test_force_starts_the_units_over(study, tmp_path):
     results = json.loads((copy / "results.json").read_text())
     assert list(results["workloads"][0]["runs"]) == ["baseline", "re"]
     assert results["workloads"][0]["characterization"] is not None
+
+
+def test_another_frame_range_counts_the_characterization_again(study, tmp_path):
+    trace, out, _ = study
+    copy = tmp_path / "out"
+    shutil.copytree(out, copy)
+    argv = ["run", "--trace", f"{trace}@0:3", "--out", str(copy), "--workers", "1",
+            "--techniques", "re"]
+    assert main(argv) == 0
+    results = json.loads((copy / "results.json").read_text())
+    characterization = json.loads(
+        (copy / "runs" / "sphere" / "characterization.json").read_text())
+    assert characterization["frames"] == [0, 2]
+    assert results["workloads"][0]["frames"] == [0, 3]
+    assert len(results["workloads"][0]["runs"]["re"]["frames"]) == 3

@@ -231,6 +231,14 @@ def _overlay_index(unit: Unit, index: int) -> Path:
     return Path(unit.folder, "overlays", f"{index:06d}.json")
 
 
+def _characterized_frames(path: Path) -> list[int] | None:
+    """The [first, last] frames a kept characterization counted (None: none kept)."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8")).get("frames")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
 def run_unit(unit: Unit, _baseline=None) -> dict:
     """Render one unit (resuming), write its overlays and characterization, compare its
     frames with the baseline's; writes and returns its quality record. ``_baseline``: the
@@ -263,13 +271,11 @@ def run_unit(unit: Unit, _baseline=None) -> dict:
         path = Path(unit.folder).parent / "characterization.json"
         if observer is not None:
             with open_trace(unit.workload.trace) as trace:
-                report = characterization(observer, trace, wanted, unit.tile_size)
-        elif not path.exists():
-            report = characterize(unit.workload.trace, wanted, tile_size=unit.tile_size)
-        else:
-            report = None
-        if report is not None:
-            write_json(path, report)
+                write_json(path, characterization(observer, trace, wanted, unit.tile_size))
+        elif _characterized_frames(path) != [wanted.start, wanted.stop - 1]:
+            # Resumed, or another frame range than the kept characterization's: count again.
+            write_json(path, characterize(unit.workload.trace, wanted,
+                                          tile_size=unit.tile_size))
     tally = Tally(unit.technique)
     baseline = Job(unit.workload.trace, unit.workload.frames, unit.baseline_folder)
     for index in wanted:
