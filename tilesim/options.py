@@ -43,6 +43,19 @@ def window_size_argument(*, minimum: int = 1, maximum: int = MAX_WINDOW_SIDE):
     return parse
 
 
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1 (workers, frames, ...)."""
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def byte_size(text: str) -> int:
     """Bytes of a size written as ``8G``, ``512M``, ``1.5GiB`` or a plain number of bytes
     (ValueError when it is none of these)."""

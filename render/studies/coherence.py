@@ -25,7 +25,7 @@ from tilesim.atomic import check_output, write_bytes, write_json
 from tilesim.backend import backend_name, to_host, use_backend
 from tilesim.errors import EXIT_OK, InputError
 from tilesim.images import png_bytes
-from tilesim.options import frame_range
+from tilesim.options import frame_range, positive_int
 from tilesim.render.studies.cluster import dask_client, map_in_order
 from tilesim.render.studies.runner import render_trace
 from tilesim.render.techniques.bus import Techniques
@@ -343,7 +343,7 @@ def register(subparsers) -> None:
     p.add_argument("--save", metavar="DIR",
                    help="keep every run as `tilesim render` output in DIR/TECHNIQUE/TRACE "
                         "(for `tilesim estimate DIR/re --baseline DIR/baseline`)")
-    p.add_argument("--workers", type=int, default=None, metavar="N",
+    p.add_argument("--workers", type=positive_int, default=None, metavar="N",
                    help="traces in parallel on a local Dask cluster (default: 1 per trace, "
                         "at most the CPU count); with one trace, N > 1 renders its "
                         "techniques side by side after the baseline (default: one after "

@@ -69,7 +69,7 @@ import numpy as np
 
 from tilesim.atomic import check_output, write_bytes, write_json
 from tilesim.errors import EXIT_FAILED_CHECK, EXIT_OK, InputError
-from tilesim.options import frame_range, window_size
+from tilesim.options import frame_range, positive_int, window_size
 from tilesim.render.studies.cluster import dask_client, map_in_order
 from tilesim.render.studies.runner import render_trace
 from tilesim.render.techniques.dynamic_sampling_rate import (
@@ -1200,7 +1200,7 @@ def register(subparsers) -> None:
                    help="renders and tile tables (default out/dsr_cache)")
     p.add_argument("--out", "-o", default="dsr_parameters.toml", metavar="FILE",
                    help="parameters file to write (default dsr_parameters.toml)")
-    p.add_argument("--workers", type=int, default=os.cpu_count() or 1, metavar="N",
+    p.add_argument("--workers", type=positive_int, default=os.cpu_count() or 1, metavar="N",
                    help="local worker processes (default: one per CPU; 1: no Dask)")
     p.add_argument("--strategy", choices=("coordinate", "product"), default=defaults.strategy,
                    help="how the states of a step are combined (default coordinate)")
@@ -1260,9 +1260,8 @@ def _search_command(args: argparse.Namespace) -> int:
         if value is not None and not 0 < value <= 1:
             raise InputError(f"{option} {value}: expected a value in (0, 1]",
                              source="tilesim dsr-search")
-    if args.workers < 1 or args.sweeps < 1:
-        raise InputError("--workers and --sweeps must be at least 1",
-                         source="tilesim dsr-search")
+    if args.sweeps < 1:
+        raise InputError("--sweeps must be at least 1", source="tilesim dsr-search")
     grid = SearchGrid(
         _number_list(args.increase_thresholds, "--increase-thresholds"),
         _number_list(args.increase_diagonals, "--increase-diagonals", int),

@@ -30,6 +30,7 @@ from tilesim.atomic import check_output, write_bytes, write_json
 from tilesim.backend import backend_name, to_host, use_backend
 from tilesim.errors import EXIT_FAILED_CHECK, EXIT_OK, InputError
 from tilesim.images import image_metrics, png_bytes, read_png
+from tilesim.options import positive_int
 from tilesim.render.reference.replay_gl import reference_frames
 from tilesim.render.studies.cluster import dask_client, map_in_order
 from tilesim.render.studies.coherence import DEFAULT_TECHNIQUES, LOSSLESS
@@ -267,7 +268,7 @@ def register(subparsers) -> None:
     which.add_argument("--all-techniques", action="store_true",
                        help="baseline and every technique of `tilesim coherence` "
                             f"({', '.join(DEFAULT_TECHNIQUES)})")
-    c.add_argument("--workers", type=int, default=1, metavar="N",
+    c.add_argument("--workers", type=positive_int, default=1, metavar="N",
                    help="with techniques: render the (trace, technique) pairs on a local Dask "
                         "cluster of N processes (default 1: one after the other)")
     c.add_argument("--manifest", metavar="FILE",
@@ -306,8 +307,6 @@ def _check(args: argparse.Namespace) -> int:
 def _check_techniques(args: argparse.Namespace, goldens: list[Golden], folder: Path) -> int:
     names = (["baseline", *DEFAULT_TECHNIQUES] if args.all_techniques
              else technique_names(args.technique))   # unknown names: exit 2 before rendering
-    if args.workers < 1:
-        raise InputError(f"expected a positive number, got {args.workers}", source="--workers")
     rows = check_techniques(goldens, names, folder=folder, workers=args.workers, progress=True)
     failed = [r for r in rows if not r["passed"]]
     summary = {"checks": len(rows), "passed": len(rows) - len(failed), "failed": len(failed),

@@ -23,7 +23,7 @@ from tqdm import tqdm
 from tilesim.atomic import remove_temporaries
 from tilesim.backend import backend_name
 from tilesim.errors import EXIT_OK, InputError
-from tilesim.options import frame_range
+from tilesim.options import frame_range, positive_int
 from tilesim.render.pipeline.framebuffer import TRAVERSALS
 from tilesim.render.pipeline.rasterizer import FILL_RULES
 from tilesim.render.studies.batch import (
@@ -62,7 +62,7 @@ def register(subparsers) -> None:
                         "keys with 32 bits (default: baseline)")
     p.add_argument("--dsr-parameters", metavar="FILE",
                    help="DSR parameters from `tilesim dsr-search` (default: the shipped ones)")
-    p.add_argument("--workers", type=int, default=None, metavar="N",
+    p.add_argument("--workers", type=positive_int, default=None, metavar="N",
                    help="local worker processes for several traces (default: 2)")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="run on an existing Dask cluster (e.g. tcp://host:8786)")

@@ -35,6 +35,7 @@ from tilesim import __version__
 from tilesim.atomic import check_output, write_json
 from tilesim.errors import InputError
 from tilesim.images import read_png
+from tilesim.options import positive_int
 from tilesim.render.pipeline.counters import load_counters
 from tilesim.render.studies.batch import Job, file_sha256, prepare_jobs, run_job
 from tilesim.render.studies.characterize import Characterizer, characterization, characterize
@@ -437,7 +438,7 @@ def register(subparsers) -> None:
     p.add_argument("--all", action="store_true",
                    help="also the shader-core studies, execution-time prediction, scheduling "
                         "scenarios and the golden-image check of every technique")
-    p.add_argument("--workers", type=int, metavar="N",
+    p.add_argument("--workers", type=positive_int, metavar="N",
                    help="processes rendering side by side (default: the CPU count)")
     p.add_argument("--force", action="store_true",
                    help="start over: render again what an earlier run left in DIR")
