@@ -162,6 +162,7 @@ def test_a_folder_holding_another_render_is_refused(study, tmp_path, capsys):
     (["--trace", "no/such.tsim"], "no such trace"),
     (["--techniques", "re,bogus"], "bogus"),
     (["--frames", "0"], "at least 1"),
+    (["--techniques", " , "], "no technique given"),
 ])
 def test_bad_input_is_one_line_and_exit_2(argv, message, tmp_path, capsys):
     trace = sphere_trace(tmp_path / "s.tsim", 2, size=(32, 32))

@@ -455,6 +455,8 @@ def _settings(args) -> Settings:
         raise InputError(f"--frames must be at least 1, got {frames}", source="tilesim run")
     names = (DEFAULT_TECHNIQUES if args.techniques is None
              else [n.strip().lower() for n in args.techniques.split(",") if n.strip()])
+    if not names:
+        raise InputError("--techniques: no technique given", source="tilesim run")
     for name in names:
         Techniques.from_name(name)    # an unknown technique fails before any work
     techniques = ("baseline", *[n for n in dict.fromkeys(names) if n != "baseline"])
