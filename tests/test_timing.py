@@ -294,10 +294,55 @@ def test_static_energy_is_power_times_time():
     f = make_frame(tiles={"color_flush_bytes": [4000, 0]})
     est = estimate_frame(f, CFG, ECFG)
     assert est.seconds == pytest.approx(1000 / 400e6)
-    gpu_w = (5 + 4 * 5 + 10) * 1e-3 + (4 + 4 * 8 + 128 + 256) * 0.08e-3
+    # low-power leakage (energy_32nm.toml): 1 vertex + 4 fragment processors, the fixed
+    # function units, and 420 KB of caches (vertex 4, texture 4 x 8, tile 128, L2 256)
+    gpu_w = (0.003084 + 4 * 0.003084 + 0.006167 + (4 + 4 * 8 + 128 + 256) * 4.934e-5) * 1e-3
     assert sum(est.gpu_static.values()) == pytest.approx(gpu_w * est.seconds)
     assert est.memory["background"] + est.memory["refresh"] == pytest.approx(
         DRAM_BG_W * est.seconds)
+
+
+# McPAT/CACTI's 32 nm device tables (cacti/technology.cc, tech == 32), as energy_32nm.toml
+# states them: per um of transistor width, subthreshold I_off_n at 300 K and 350 K and gate
+# leakage I_g_on_n (A/um), for the high-performance (HP) and low-standby-power (LSTP) devices.
+MCPAT_32NM = {"hp": {"off_300": 1.52e-7, "off_350": 2.69e-7, "gate": 6.55e-8, "vdd": 0.9},
+              "lstp": {"off_300": 2.06e-11, "off_350": 1.69e-10, "gate": 3.73e-11, "vdd": 1.0}}
+# The high-performance estimates each leakage entry started from (mW, mW/processor, mW/KB).
+HP_LEAKAGE = {"gpu.static.vertex_processor": 5.0, "gpu.static.fragment_processor": 5.0,
+              "gpu.static.fixed_function": 10.0, "gpu.static.sram": 0.08,
+              "technique.static.dct_logic": 0.5}
+
+
+def test_leakage_is_the_low_power_process_derived_from_its_stated_inputs():
+    """Every leakage entry = its HP estimate x r, r = (I_off + I_gate)_LSTP / (I_off +
+    I_gate)_HP of McPAT's 32 nm devices at the GPU's 1 V: 350 K for the value, 300 K for the
+    range's low end, the HP estimate its high end; each source states the inputs it used."""
+    def ratio(temp):
+        hp, lstp = MCPAT_32NM["hp"], MCPAT_32NM["lstp"]
+        return (lstp[f"off_{temp}"] + lstp["gate"]) / (hp[f"off_{temp}"] + hp["gate"])
+
+    r350, r300 = ratio(350), ratio(300)
+    assert r350 == pytest.approx(6.167e-4, rel=1e-4) and r300 == pytest.approx(2.662e-4, rel=1e-4)
+    assert set(HP_LEAKAGE) == {k for k in ECFG.values if ".static." in k}
+    for key, hp in HP_LEAKAGE.items():
+        assert ECFG[key] == pytest.approx(hp * r350, rel=5e-4), key
+        low, high = ECFG.ranges[key]
+        assert low == pytest.approx(hp * r300, rel=5e-4) and high == hp, key
+        assert "6.167e-4" in ECFG.sources[key] and f"{hp:g} m" in ECFG.sources[key], key
+    # Table 3.1's 1 V at 32 nm is the LSTP device's supply, not the HP one's
+    assert CFG["tech.voltage"] == MCPAT_32NM["lstp"]["vdd"] != MCPAT_32NM["hp"]["vdd"]
+    # the inputs of the derivation are the file's: its header states each McPAT figure
+    header = ENERGY_32NM.read_text()
+    for device in MCPAT_32NM.values():
+        for value in (device["off_300"], device["off_350"], device["gate"]):
+            assert f"{value:.3g}".replace("e-0", "e-") in header, value
+    # static power is now a small share of the baseline GPU's: below 1% of a busy frame's energy
+    f = make_frame(tiles={"prims_binned": [1, 1], "fs_quad_alu": [4000, 4000],
+                          "tex_cache_accesses": [2000, 2000], "color_flush_bytes": [1024, 1024]})
+    est = run(f)
+    static = sum(float(v[0]) for v in est.gpu_static.values())
+    dynamic = sum(float(v[0]) for v in est.gpu_dynamic.values())
+    assert static < 0.01 * dynamic
 
 
 def test_dram_energy_split_like_micron():
@@ -565,16 +610,18 @@ def test_sensitivity_moves_one_parameter_across_its_documented_range():
     from tilesim.timing.sensitivity import sensitivity, sensitivity_table
 
     assert CFG.ranges["buffers.color.flush_overlap"] == (0.0, 1.0)
-    assert ECFG.ranges["gpu.static.sram"] == (0.008, 0.08)
+    assert ECFG.ranges["gpu.static.sram"] == (2.130e-5, 0.08)
     f = make_frame(tiles={"prims_binned": [1, 1], "color_flush_bytes": [4096, 4096],
                           "fs_quad_alu": [400, 400]})
     result = sensitivity(batch_from_frames([f]), CFG, ECFG)
     rows = {r["parameter"]: r for r in result["parameters"]}
     assert set(rows) == set(CFG.ranges) | set(ECFG.ranges)
     assert result["seconds"] == pytest.approx(float(run(f).seconds.sum()))
-    # leakage moves energy, never time; at the configured (high) end nothing moves
+    # leakage moves energy, never time: the low-power value sits inside its range (a cooler
+    # die below, the high-performance figure above)
     sram = rows["gpu.static.sram"]
-    assert sram["energy_low"] < 0 and sram["seconds_low"] == 0 and sram["energy_high"] == 0
+    assert sram["energy_low"] < 0 < sram["energy_high"]
+    assert sram["seconds_low"] == sram["seconds_high"] == 0
     # a flush-bound frame: serializing the flush adds time, overlapped (the value) nothing
     flush = rows["buffers.color.flush_overlap"]
     assert flush["seconds_low"] > 0 and flush["seconds_high"] == 0
