@@ -51,9 +51,10 @@ Cycles
 
 Energy (joules): GPU = sum of event counts x energy per event (``energy_32nm.toml``) per unit,
 plus static power x frame time (the technique structures leak only in frames that have them);
-main memory = LPDDR4 activations, read and write bursts, background and refresh x frame time
-(``tilesim.timing.memory_traffic``); screen = OLED power of the frame's pixels x refresh period,
-reported beside the others (``total`` is GPU + memory, as in the theses' figures).
+main memory = LPDDR4 row activations (open page: row misses per traffic source), read and
+write bursts, background and refresh x frame time (``tilesim.timing.memory_traffic``);
+screen = OLED power of the frame's pixels x refresh period, reported beside the others
+(``total`` is GPU + memory, as in the theses' figures).
 """
 
 from __future__ import annotations
@@ -68,6 +69,8 @@ from tilesim.timing import techniques
 from tilesim.timing.config import Config
 from tilesim.timing.counter_batch import Batch, batch_from_frames
 from tilesim.timing.memory_traffic import (
+    WRITE_SOURCES,
+    dram_activations,
     dram_dynamic_energy_per_byte,
     dram_energy,
     hierarchy_cycles,
@@ -550,14 +553,17 @@ def _estimate_chunk(batch: Batch, cfg: Config, ecfg: Config) -> BatchEstimate:
 
     traffic = traffic_bytes(batch, t, mem, cfg)
     reads, writes = _dram_read_write(batch, t, traffic)
-    memory = dram_energy(reads, writes, seconds, cfg, ecfg)
-    per_read, per_write = dram_dynamic_energy_per_byte(ecfg)
+    memory = dram_energy(traffic, reads, writes, seconds, cfg, ecfg)
     tech_write = batch.per_frame(t["evr_layer_bytes_written"])
-    write_sources = {"pb_writes", "color_flush", "depth_flush"}
-    by_source = {k: v * (per_write if k in write_sources else per_read)
-                 for k, v in traffic.items()}
+    by_source = {}
+    for k, v in traffic.items():
+        per_read, per_write = dram_dynamic_energy_per_byte(ecfg, k)
+        by_source[k] = v * (per_write if k in WRITE_SOURCES else per_read)
+    per_read, per_write = dram_dynamic_energy_per_byte(ecfg, "technique_tables")
     by_source["technique_tables"] = (tech_write * per_write
                                      + (traffic["technique_tables"] - tech_write) * per_read)
+    diagnostics = _diagnostics(batch, t)
+    diagnostics["dram_activations"] = dram_activations(traffic, ecfg)
 
     static = {k: w * seconds for k, w in gpu_static_power(cfg, ecfg).items()}
     for key, w in techniques.static_power(cfg, ecfg).items():
@@ -567,7 +573,7 @@ def _estimate_chunk(batch: Batch, cfg: Config, ecfg: Config) -> BatchEstimate:
         batch, geometry, raster, seconds, gstages,
         {k: batch.per_frame(v) for k, v in tstages.items()}, per_tile, tstages, traffic,
         gpu_dynamic_energy(batch, t, mem, cfg, ecfg), static, memory, by_source,
-        np.full(batch.frames, np.nan), technique_cycles, _diagnostics(batch, t))
+        np.full(batch.frames, np.nan), technique_cycles, diagnostics)
 
 
 def estimate_frames(frames: list[FrameCounters], cfg: Config, ecfg: Config,
