@@ -115,6 +115,39 @@ def test_signature_unit_stalls_geometry_only_beyond_the_other_stages(per_entry):
     assert re.technique_cycles[0] == pytest.approx(overhead + compares)
 
 
+@pytest.mark.parametrize("per_entry", [1, 0])
+def test_overlapped_tiles_queue_overflow_is_folded_in_series(per_entry):
+    """Frame Coherence §4.3: the pipeline stalls only when a primitive's tiles overflow the
+    Overlapped Tiles Queue. 3 tiles fold 100 entries each (2 Shift steps per fold literally);
+    150 entries overflowed. The overflow's folds (1 step each per entry, the mean 2 literally)
+    are in series, the rest overlapped and hidden by the other geometry stages: the geometry
+    phase grows by exactly the stall. Frame totals only (otq_stall = 0): no growth. The stall
+    never exceeds the Accumulate unit's work, and no overflow means no stall."""
+    cfg = CFG.replace(**{"techniques.signature.accumulate_per_entry": per_entry})
+    base = estimate_batch(batch_from_frames([frame()]), cfg, ECFG)
+    hidden = max(base.geometry_stages[k][0] for k in base.geometry_stages)
+    extra = {"re_subblocks_signed": [10] * 3, "re_shifts": [200] * 3,
+             "re_signature_accesses": [200] * 3}
+    steps = 300 if per_entry else 600
+    assert steps < hidden
+    for overflow, stall in (([150, 0, 0], 150 * (1 if per_entry else 2)), ([0, 0, 0], 0),
+                            ([1000, 0, 0], steps)):
+        counters = frame(extra={**extra, "re_otq_overflow_entries": overflow})
+        for on in (1, 0):
+            c = cfg.replace(**{"techniques.signature.otq_stall": on})
+            re = estimate_batch(batch_from_frames([counters]), c, ECFG)
+            assert re.geometry_stages["otq_stall"][0] == stall * on
+            assert re.geometry_stages["crc_accumulate"][0] == steps - stall * on
+            assert re.geometry_cycles[0] - base.geometry_cycles[0] == pytest.approx(stall * on)
+            assert re.technique_cycles[0] == pytest.approx(
+                stall * on + 3 * CFG["techniques.signature.compare_cycles"])
+    # a faster Accumulate unit shortens the stall in proportion
+    fast = cfg.replace(**{"techniques.signature.accumulate_rate": 4})
+    re = estimate_batch(batch_from_frames([frame(extra={
+        **extra, "re_otq_overflow_entries": [150, 0, 0]})]), fast, ECFG)
+    assert re.geometry_stages["otq_stall"][0] == 150 * (1 if per_entry else 2) / 4
+
+
 def test_accumulating_per_entry_keeps_the_signature_work_overlapped():
     # Frame Coherence §4.3: the signature work hides behind the geometry pipeline. A tile
     # folding 7 entries of 116 sub-blocks in all takes 7 steps, not 116.

@@ -22,7 +22,9 @@ Cycles
   x 64 + index bytes, 2 x 16))``; vertex shading (``tilesim.timing.shader``); primitive assembly
   ``prims_assembled / 1``; tiler ``sum(prims_binned) / 1``; Parameter Buffer writes ``mem(record
   + list + EVR layer bytes, 16)``; shared bus ``(vertex + index + PB write bytes) / bandwidth``;
-  technique stages (RE signature unit, EVR tables). ``geometry = max(stages) + fill``;
+  technique stages (RE signature unit, EVR tables). ``geometry = max(stages) + otq_stall +
+  fill``: ``otq_stall``, the Accumulate CRC unit's folds of the tiles of primitives that
+  overflow the Overlapped Tiles Queue, while the pipeline waits (``tilesim.timing.techniques``);
   ``fill = latency_max + 6`` (the 6 baseline stages) when the frame has geometry work, else 0.
 * Raster phase, per tile (one 16x16 tile at a time through one pipeline; its quads are shared
   by the 4 fragment processors, each with its own texture cache and unit, as in Teapot's
@@ -146,7 +148,7 @@ def geometry_stage_cycles(batch: Batch, t: dict[str, np.ndarray],
         "bus": (vertex_bytes + written) / cfg["memory.bandwidth"],
     }
     sums = _sums(batch, t, ("re_subblocks_signed", "re_shifts", "re_signature_accesses",
-                            "evr_lgt_accesses", "evr_fvp_reads"))
+                            "re_otq_overflow_entries", "evr_lgt_accesses", "evr_fvp_reads"))
     stages.update(techniques.geometry_stage_cycles(sums, cfg))
     return stages
 
@@ -160,9 +162,13 @@ def _phase(stages: dict[str, np.ndarray], names, fill: float, has_work=None) -> 
 
 
 def geometry_cycles(stages: dict[str, np.ndarray], cfg: Config) -> np.ndarray:
-    """``max(stages) + fill`` per frame: (F,)."""
-    return _phase(stages, GEOMETRY_STAGES,
-                  cfg["memory.latency_max"] + len(BASE_GEOMETRY_STAGES))
+    """``max(stages) + serial + fill`` per frame: (F,); serial: the Overlapped Tiles Queue
+    stall (``techniques.GEOMETRY_SERIAL``, absent = 0)."""
+    overlapped = _phase(stages, GEOMETRY_STAGES, 0.0)
+    serial = sum(stages.get(name, 0.0) for name in techniques.GEOMETRY_SERIAL)
+    total = overlapped + serial
+    return total + np.where(total > 0, cfg["memory.latency_max"] + len(BASE_GEOMETRY_STAGES),
+                            0.0)
 
 
 def _flush_overlaps(cfg: Config) -> bool:
