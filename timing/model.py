@@ -37,12 +37,15 @@ Cycles
   Layer Buffer, memoization LUT), all overlapped.
   ``tile = max(stages) + fill + end + technique serial`` with ``max(stages)`` and ``fill =
   latency_max + 8`` for a tile with primitives that is rendered (not skipped by RE; any other
-  tile has no pipeline work), ``end = max((color + depth flush bytes) / bandwidth, DSR DCT)``
-  after the tile because the 256-entry color buffer holds exactly one 16x16 tile and both read
-  it, less, with ``buffers.color.flush_overlap``, the start of the next tile in traversal order
-  (``tilesim.timing.traversal``) up to its first color write (``flush_hidden_cycles``; when the
-  buffer holds two tiles or more the flush joins the shared-bus stage and the DCT the stages
-  instead, i.e. they overlap the next tile whole), and RE's signature compare in series.
+  tile has no pipeline work), ``end = (color + depth flush bytes) / bandwidth + DSR DCT row
+  pass`` after the tile (the DCT starts after the flush, Frame Coherence §6.4.1; its column
+  pass overlaps the next tile, §6.4.2; ``techniques.dsr.dct_after_flush = 0``: the longer of
+  the flush and the row pass) because the 256-entry color buffer holds exactly one 16x16 tile
+  and both read it, less, with ``buffers.color.flush_overlap``, the start of the next tile in
+  traversal order (``tilesim.timing.traversal``) up to its first color write
+  (``flush_hidden_cycles``; when the buffer holds two tiles or more the flush joins the
+  shared-bus stage and the DCT the stages instead, i.e. they overlap the next tile whole),
+  and RE's signature compare in series.
 * ``frame = geometry + sum over passes and tiles of tile`` (phases in sequence): each tile's
   cycles include the part of its flush left exposed, so tiles' cycles add up to the frame's
   raster cycles.
@@ -249,8 +252,9 @@ def tile_cycles(t: dict[str, np.ndarray], stages: dict[str, np.ndarray], cfg: Co
 
     A tile that does not run the raster pipeline (no primitive binned, or skipped by RE) has no
     pipeline work: it costs its flush and RE's compare only. The end of a tile is the
-    color/depth flush of a one-tile color buffer; DSR's DCT reads the color buffer beside the
-    flush, so the next tile waits for the longer of the two. With
+    color/depth flush of a one-tile color buffer, then DSR's DCT reading the color buffer
+    (its row pass; Frame Coherence §6.4.1-§6.4.2; ``techniques.dsr.dct_after_flush = 0``: the
+    row pass beside the flush, the next tile waiting for the longer of the two). With
     ``buffers.color.flush_overlap`` the start of the next tile in traversal order (``order``)
     hides part of it (:func:`flush_hidden_cycles`); the part left is charged to the flushing
     tile, so the tiles' cycles add up to the pass's. With a color buffer of two tiles or more
@@ -267,9 +271,10 @@ def tile_cycles(t: dict[str, np.ndarray], stages: dict[str, np.ndarray], cfg: Co
         return _with_serial(t, work + np.where(rendered, fill, 0.0), cfg, with_techniques)
     work = np.where(rendered, work, 0.0)
     drain = (t["color_flush_bytes"] + t["depth_flush_bytes"]) / cfg["memory.bandwidth"]
-    if with_techniques:
+    if with_techniques:  # DSR's DCT on the color buffer: after the flush, or beside it
+        after = bool(cfg["techniques.dsr.dct_after_flush"])
         for name in techniques.END_OF_TILE_STAGES:
-            drain = np.maximum(drain, stages[name])
+            drain = drain + stages[name] if after else np.maximum(drain, stages[name])
     if cfg["buffers.color.flush_overlap"]:
         drain = np.maximum(drain - flush_hidden_cycles(work, rendered, drain, order, fill, cfg),
                            0.0)

@@ -34,9 +34,19 @@ Time (cycles)
 * EVR: Layer Generator Table and FVP Table lookups (one each per display-list entry, in parallel
   at ``table_rate``) are a geometry stage; the FVP update (23 cycles per tile) and Layer Buffer
   writes (at the blend rate) are raster stages, overlapped with the tile's other stages.
-* DSR: ``dct_cycles`` per 2D DCT on the finished tile's color buffer, beside its flush (both
-  read the one-tile color buffer, so the next tile waits for the longer: the 128-cycle DCT hides
-  behind a 1 KB flush at 4 B/cycle; Frame Coherence §6.5: no stall).
+* DSR: the 2D DCT of the finished tile (Frame Coherence §6.4.1: "the contents of the Color
+  Buffer are transferred to main memory and the DCT computation of the tile starts"), with the
+  Frequency Analysis Unit of §6.4.2: ``dct_units`` compute units each compute the 1D-DCTs of
+  ``tile_size / dct_units`` rows, one coefficient (16 MACs) per cycle, reading the rows from
+  the Color Buffer into the DCT Buffer; then the column pass works on the DCT Buffer alone.
+  The row pass, ``tile_size / dct_units x tile_size`` = 64 cycles, is the DCT's time on the
+  one-tile color buffer; the column pass (the other half of ``dct_cycles``) overlaps the next
+  tile (the unit's 128 cycles per tile stay below the period of any tile that flushes). With
+  ``dct_after_flush`` (the default) the row pass follows the tile's flush, and the next tile
+  waits for both, less what its start hides, as for the flush alone; 0: beside the flush, the
+  next tile waiting for the longer of the two (hidden behind a 1 KB flush at 4 B/cycle: Frame
+  Coherence §6.5's "no execution time penalty"; before issue 15 the whole 128-cycle DCT sat
+  beside the flush).
 * Memoization: LUT lookups at ``lookups_per_cycle``, a raster stage beside shading.
 
 Energy (joules): event counts x per-event energies of ``energy_32nm.toml`` (``technique.*``), by
@@ -105,6 +115,16 @@ RASTER_STAGES = ("evr_fvp_update", "evr_layer_buffer", "memo_lut")
 # Work on the finished tile's color buffer, beside its flush (see tilesim.timing.model.tile_cycles).
 END_OF_TILE_STAGES = ("dsr_dct",)
 
+
+def dct_color_buffer_cycles(cfg: Config) -> float:
+    """Cycles one DSR DCT holds the finished tile's color buffer: its row pass (Frame Coherence
+    §6.4.2: ``ceil(tile_size / dct_units)`` rows per compute unit, ``tile_size`` cycles each;
+    the column pass works on the DCT Buffer alone), after the tile's flush with
+    ``techniques.dsr.dct_after_flush``, else beside it (module notes)."""
+    tile = cfg["screen.tile_size"]
+    return float(np.ceil(tile / cfg["techniques.dsr.dct_units"]) * tile)
+
+
 KB = 1024.0
 
 
@@ -152,11 +172,12 @@ def geometry_stage_cycles(per_frame: dict[str, np.ndarray], cfg: Config) -> dict
 
 def raster_stage_cycles(t: dict[str, np.ndarray], cfg: Config) -> dict[str, np.ndarray]:
     """Technique stages of each tile: (N,) arrays. All overlap the tile's other stages but the
-    DCT, which runs on the finished tile beside its flush (``END_OF_TILE_STAGES``)."""
+    DCT's time on the finished tile's color buffer, after or beside its flush
+    (``END_OF_TILE_STAGES``, :func:`dct_color_buffer_cycles`)."""
     return {
         "evr_fvp_update": t["evr_fvp_updates"] * cfg["techniques.evr.fvp_update_cycles"],
         "evr_layer_buffer": t["evr_layer_buffer_writes"] / cfg["stages.blend.rate"],
-        "dsr_dct": t["dsr_dcts"] * cfg["techniques.dsr.dct_cycles"],
+        "dsr_dct": t["dsr_dcts"] * dct_color_buffer_cycles(cfg),
         "memo_lut": (t["memo_lookups"] + t["memo_table_writes"])
         / cfg["techniques.memo.lookups_per_cycle"],
     }
