@@ -125,6 +125,58 @@ def test_re_skips_tiles_with_equal_inputs_and_removes_their_raster_work(scene, b
     assert screen.tiles["re_signature_accesses"].sum() > 0
 
 
+def _screen_quads(gl, width, height, tiles):
+    """Quads inside the tiles (tx0, ty0, tx1, ty1) (inclusive), 3 pixels in from their edges,
+    in one draw: each of a quad's two triangles is binned (by its bounding box) into the
+    (tx1 - tx0 + 1) x (ty1 - ty0 + 1) tiles."""
+    ndc = lambda p, size: -1 + 2 * p / size  # noqa: E731
+    quads = [_quad(ndc(16 * x0 + 3, width), ndc(16 * y0 + 3, height),
+                   ndc(16 * x1 + 13, width), ndc(16 * y1 + 13, height), 0.5, (0.9, 0.2, 0.2, 1))
+             for x0, y0, x1, y1 in tiles]
+    _draw(gl, np.concatenate(quads))
+
+
+def test_re_counts_primitives_overflowing_the_overlapped_tiles_queue(mesa):
+    """Frame Coherence §4.2.1, §4.3: the binner queues a primitive's tiles in the 128-entry
+    Overlapped Tiles Queue; the renderer counts, per primitive folded into the signature,
+    max(0, tiles covered - 128). At 1196x768 (75 x 48 = 3600 tiles): a full-screen quad's two
+    triangles (each binned by its bounding box into every tile) overflow by 2 x 3472, a quad
+    over 16 x 16 tiles by 2 x 128, quads inside one tile not at all. In the timing model the
+    overflow is folded while the geometry pipeline waits: a frame whose other geometry work
+    hides the rest of the signature work takes exactly the overflow longer with RE (the frame
+    totals alone, otq_stall = 0, hid it all); a frame of small primitives takes no longer."""
+    from tilesim.render.techniques.rendering_elimination import ot_queue_entries
+    from tilesim.timing.config import load_energy_config, load_gpu_config
+    from tilesim.timing.counter_batch import batch_from_frames
+    from tilesim.timing.model import estimate_batch
+
+    width, height = 1196, 768
+    assert ot_queue_entries() == 128
+    small = [(tx, ty, tx, ty) for ty in range(0, 48, 3) for tx in range(0, 75, 3)]
+    gl = Recorder(width, height, name="otq")
+    program = gl.createProgram(VS, FS, attrib_locations={"pos": 0, "col": 1})
+    for big in (False, True):
+        gl.useProgram(program)
+        gl.clearColor(0.1, 0.1, 0.15, 1.0)
+        gl.clear("COLOR_BUFFER_BIT", "DEPTH_BUFFER_BIT")
+        if big:
+            _draw(gl, _quad(-1, -1, 1, 1, 0.8, (0.3, 0.5, 0.3, 1)))
+            _screen_quads(gl, width, height, [(20, 10, 35, 25)])
+        _screen_quads(gl, width, height, small)
+        gl.endFrame()
+    frames = gl.recorded_frames()
+    runs = {t: [r.counters for r in Renderer(width, height, techniques=Techniques.parse(t))
+                .render(frames)] for t in ("baseline", "re")}
+    overflow = [c.total("re_otq_overflow_entries") for c in runs["re"]]
+    assert overflow == [0, 2 * (3600 - 128) + 2 * (16 * 16 - 128)]
+    cfg, ecfg = load_gpu_config(), load_energy_config()
+    totals_only = cfg.replace(**{"techniques.signature.otq_stall": 0})
+    for c, stalled in ((cfg, [0, 7200]), (totals_only, [0, 0])):
+        base, re = (estimate_batch(batch_from_frames(runs[t]), c, ecfg) for t in runs)
+        assert list(re.geometry_stages["otq_stall"]) == stalled
+        assert list(re.geometry_cycles - base.geometry_cycles) == stalled
+
+
 def test_evr_reorders_occluded_primitives_and_cuts_overshading(scene, baseline):
     results = _render(scene, "evr")
     shaded, base = _tiles(results, "fragments_shaded"), _tiles(baseline, "fragments_shaded")

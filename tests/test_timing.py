@@ -42,7 +42,7 @@ LAT_MAX = 100.0
 LAT_AVG = 75.0
 L2 = 262144.0
 H_TEX = 1 - math.sqrt(8 / 256)     # L2 hit ratio of texture-cache misses (sqrt(2) rule)
-DRAM_BG_W = 2 * (34.1 + 5.73) * 1e-3  # background + refresh of two LPDDR4 channels
+DRAM_BG_W = 2 * (37.88 + 5.73) * 1e-3  # active standby + refresh of two LPDDR4 channels
 
 
 def make_frame(scalars=None, tiles=None, ntiles=2) -> FrameCounters:
@@ -69,7 +69,7 @@ def test_baseline_values_match_table_3_1():
     assert len(table) >= 45
     for k, s in {**CFG.sources, **ECFG.sources}.items():
         assert s.startswith(("Frame Coherence ", "model assumption", "estimate", "Shader Core",
-                             "Micron TN-41-01")), k
+                             "Micron TN-41-01", "Micron LPDDR4")), k
 
 
 def test_geometry_stage_formulas():
@@ -294,24 +294,146 @@ def test_static_energy_is_power_times_time():
     f = make_frame(tiles={"color_flush_bytes": [4000, 0]})
     est = estimate_frame(f, CFG, ECFG)
     assert est.seconds == pytest.approx(1000 / 400e6)
-    gpu_w = (5 + 4 * 5 + 10) * 1e-3 + (4 + 4 * 8 + 128 + 256) * 0.08e-3
+    # low-power leakage (energy_32nm.toml): 1 vertex + 4 fragment processors, the fixed
+    # function units, and 420 KB of caches (vertex 4, texture 4 x 8, tile 128, L2 256)
+    gpu_w = (0.003084 + 4 * 0.003084 + 0.006167 + (4 + 4 * 8 + 128 + 256) * 4.934e-5) * 1e-3
     assert sum(est.gpu_static.values()) == pytest.approx(gpu_w * est.seconds)
     assert est.memory["background"] + est.memory["refresh"] == pytest.approx(
         DRAM_BG_W * est.seconds)
 
 
+# McPAT/CACTI's 32 nm device tables (cacti/technology.cc, tech == 32), as energy_32nm.toml
+# states them: per um of transistor width, subthreshold I_off_n at 300 K and 350 K and gate
+# leakage I_g_on_n (A/um), for the high-performance (HP) and low-standby-power (LSTP) devices.
+MCPAT_32NM = {"hp": {"off_300": 1.52e-7, "off_350": 2.69e-7, "gate": 6.55e-8, "vdd": 0.9},
+              "lstp": {"off_300": 2.06e-11, "off_350": 1.69e-10, "gate": 3.73e-11, "vdd": 1.0}}
+# The high-performance estimates each leakage entry started from (mW, mW/processor, mW/KB).
+HP_LEAKAGE = {"gpu.static.vertex_processor": 5.0, "gpu.static.fragment_processor": 5.0,
+              "gpu.static.fixed_function": 10.0, "gpu.static.sram": 0.08,
+              "technique.static.dct_logic": 0.5}
+
+
+def test_leakage_is_the_low_power_process_derived_from_its_stated_inputs():
+    """Every leakage entry = its HP estimate x r, r = (I_off + I_gate)_LSTP / (I_off +
+    I_gate)_HP of McPAT's 32 nm devices at the GPU's 1 V: 350 K for the value, 300 K for the
+    range's low end, the HP estimate its high end; each source states the inputs it used."""
+    def ratio(temp):
+        hp, lstp = MCPAT_32NM["hp"], MCPAT_32NM["lstp"]
+        return (lstp[f"off_{temp}"] + lstp["gate"]) / (hp[f"off_{temp}"] + hp["gate"])
+
+    r350, r300 = ratio(350), ratio(300)
+    assert r350 == pytest.approx(6.167e-4, rel=1e-4) and r300 == pytest.approx(2.662e-4, rel=1e-4)
+    assert set(HP_LEAKAGE) == {k for k in ECFG.values if ".static." in k}
+    for key, hp in HP_LEAKAGE.items():
+        assert ECFG[key] == pytest.approx(hp * r350, rel=5e-4), key
+        low, high = ECFG.ranges[key]
+        assert low == pytest.approx(hp * r300, rel=5e-4) and high == hp, key
+        assert "6.167e-4" in ECFG.sources[key] and f"{hp:g} m" in ECFG.sources[key], key
+    # Table 3.1's 1 V at 32 nm is the LSTP device's supply, not the HP one's
+    assert CFG["tech.voltage"] == MCPAT_32NM["lstp"]["vdd"] != MCPAT_32NM["hp"]["vdd"]
+    # the inputs of the derivation are the file's: its header states each McPAT figure
+    header = ENERGY_32NM.read_text()
+    for device in MCPAT_32NM.values():
+        for value in (device["off_300"], device["off_350"], device["gate"]):
+            assert f"{value:.3g}".replace("e-0", "e-") in header, value
+    # static power is now a small share of the baseline GPU's: below 1% of a busy frame's energy
+    f = make_frame(tiles={"prims_binned": [1, 1], "fs_quad_alu": [4000, 4000],
+                          "tex_cache_accesses": [2000, 2000], "color_flush_bytes": [1024, 1024]})
+    est = run(f)
+    static = sum(float(v[0]) for v in est.gpu_static.values())
+    dynamic = sum(float(v[0]) for v in est.gpu_dynamic.values())
+    assert static < 0.01 * dynamic
+
+
 def test_dram_energy_split_like_micron():
-    """Closed page: one activate/precharge per 64-byte request; read and write bursts per
-    byte; the per-source attribution adds up to the dynamic DRAM energy."""
+    """Open page (the default): a sequential source activates one row per 2 KB it streams
+    through; closed page: one activate/precharge per 64-byte request. Read and write bursts
+    per byte either way; the per-source attribution adds up to the dynamic DRAM energy."""
     f = make_frame({"vertex_cache_misses": 10, "index_bytes": 640},
                    {"color_flush_bytes": [1280, 0]})
-    est = estimate_frame(f, CFG, ECFG)
     reads, writes = 10 * 64 + 640, 1280
-    assert est.memory["act_pre"] == pytest.approx((reads + writes) / 64 * 1204.7e-12)
-    assert est.memory["read"] == pytest.approx(reads * 67.76e-12)
-    assert est.memory["write"] == pytest.approx(writes * 40.26e-12)
-    dynamic = est.memory["act_pre"] + est.memory["read"] + est.memory["write"]
-    assert sum(est.memory_by_source.values()) == pytest.approx(dynamic)
+    closed = ECFG.replace(**{"memory.open_page": 0})
+    for ecfg, bytes_per_activation in ((ECFG, 2048), (closed, 64)):
+        est = estimate_frame(f, CFG, ecfg)
+        assert est.memory["act_pre"] == pytest.approx(
+            (reads + writes) / bytes_per_activation * 1204.7e-12)
+        assert est.diagnostics["dram_activations"] == pytest.approx(
+            (reads + writes) / bytes_per_activation)
+        assert est.memory["read"] == pytest.approx(reads * 67.76e-12)
+        assert est.memory["write"] == pytest.approx(writes * 40.26e-12)
+        dynamic = est.memory["act_pre"] + est.memory["read"] + est.memory["write"]
+        assert sum(est.memory_by_source.values()) == pytest.approx(dynamic)
+    # the background: active standby with rows left open, precharge standby without
+    idle = make_frame(tiles={"color_flush_bytes": [4000, 0]})
+    assert estimate_frame(idle, CFG, ECFG).memory["background"] == pytest.approx(
+        2 * 37.88e-3 * 1000 / 400e6)
+    assert estimate_frame(idle, CFG, closed).memory["background"] == pytest.approx(
+        2 * 34.1e-3 * 1000 / 400e6)
+
+
+def test_open_page_sequential_streams_activate_fewer_rows_than_texture_lines():
+    """The same DRAM bytes cost 16x fewer activations as a flush (one per 2 KB row) than as
+    scattered texture lines (half of them miss the open row: one per 128 B); closed page
+    charges both one per 64 B. Fewer activations per row (DRAMSim2's 4-request cap) or a
+    lower texture row-hit rate never lower the energy."""
+    lines = 4096
+    tex = make_frame(tiles={"tex_cache_misses": [lines, 0]})
+    tex_dram = lines * 64 * (1 - H_TEX)
+    flush = make_frame(tiles={"color_flush_bytes": [lines * 64, 0]})
+    closed = ECFG.replace(**{"memory.open_page": 0})
+    act = {}
+    for name, f, nbytes in (("tex", tex, tex_dram), ("flush", flush, lines * 64)):
+        for policy, ecfg in (("open", ECFG), ("closed", closed)):
+            est = estimate_frame(f, CFG, ecfg)
+            act[name, policy] = est.diagnostics["dram_activations"] / nbytes
+    assert act["flush", "open"] == pytest.approx(1 / 2048)
+    assert act["tex", "open"] == pytest.approx(0.5 / 64)
+    assert act["tex", "open"] == pytest.approx(16 * act["flush", "open"])
+    assert act["tex", "closed"] == pytest.approx(act["flush", "closed"]) == pytest.approx(1 / 64)
+    energy = lambda f, **kw: estimate_frame(f, CFG, ECFG.replace(**kw)).energy  # noqa: E731
+    for f in (tex, flush):
+        assert energy(f) <= energy(f, **{"memory.row_accesses_max": 4})
+        assert energy(f) <= energy(f, **{"memory.texture_row_hit": 0.0})
+        assert energy(f) < energy(f, **{"memory.open_page": 0})
+    assert energy(flush) < energy(flush, **{"memory.row_accesses_max": 4})
+    assert energy(tex) < energy(tex, **{"memory.texture_row_hit": 0.0})
+
+
+# The LPDDR4 part energy_32nm.toml states (Micron 6 Gb LPDDR4-3200 x16, DRAMPower's memspec):
+# supplies (V), currents (mA) per supply VDD1 / VDD2 / VDDQ, timings (clocks of tCK ns),
+# organization.
+LPDDR4 = {"vdd": (1.8, 1.1, 1.1), "idd0": (3.5, 45, 0.75), "idd2n": (2.0, 27, 0.75),
+          "idd3n": (2.25, 30, 0.75), "idd4r": (2.25, 275, 150), "idd4w": (2.25, 210, 55),
+          "idd5ab": (10, 90, 0.75), "tck": 0.625, "trc": 97, "tras": 68, "burst": 8,
+          "burst_bytes": 32, "trfcab": 448, "trefi": 6246, "columns": 1024, "width": 16}
+
+
+def test_dram_figures_rederived_from_the_lpddr4_part():
+    """Micron TN-41-01's method on the part's currents gives each [memory] entry (mA x ns x V
+    = pJ; mA x V = mW); the row is the part's 1024 columns of 16 bits."""
+    p = LPDDR4
+    rails = lambda f: sum(f(i) * v for i, v in enumerate(p["vdd"]))  # noqa: E731
+    ns = lambda clocks: clocks * p["tck"]  # noqa: E731
+    trc, tras, burst = ns(p["trc"]), ns(p["tras"]), ns(p["burst"])
+    act = rails(lambda i: p["idd0"][i] * trc - p["idd3n"][i] * tras
+                - p["idd2n"][i] * (trc - tras))
+    read = rails(lambda i: (p["idd4r"][i] - p["idd3n"][i]) * burst) / p["burst_bytes"]
+    write = rails(lambda i: (p["idd4w"][i] - p["idd3n"][i]) * burst) / p["burst_bytes"]
+    refresh = rails(lambda i: (p["idd5ab"][i] - p["idd3n"][i])) * p["trfcab"] / p["trefi"]
+    derived = {"act_pre": act, "read_per_byte": read, "write_per_byte": write,
+               "background": rails(lambda i: p["idd2n"][i]),
+               "background_open": rails(lambda i: p["idd3n"][i]), "refresh": refresh,
+               "row_size": p["columns"] * p["width"] / 8}
+    for key, value in derived.items():
+        assert ECFG[f"memory.{key}"] == pytest.approx(value, rel=2e-3), key
+    # the whole row by default; DRAMSim2's 4-request cap as the range's low end
+    assert ECFG["memory.row_accesses_max"] == derived["row_size"] / ECFG["memory.access_size"]
+    assert ECFG.ranges["memory.row_accesses_max"] == (4, 32)
+    header = ENERGY_32NM.read_text()
+    for name in ("idd0", "idd2n", "idd3n", "idd4r", "idd4w", "idd5ab"):
+        stated = " / ".join(f"{x:.1f}" if x == int(x) and x < 10 else f"{x:g}" for x in p[name])
+        assert f"{name.upper()} {stated}" in header, name
+    assert "1024 columns x 16 bits" in ECFG.sources["memory.row_size"]
 
 
 def test_traffic_is_sum_of_sources():
@@ -565,16 +687,18 @@ def test_sensitivity_moves_one_parameter_across_its_documented_range():
     from tilesim.timing.sensitivity import sensitivity, sensitivity_table
 
     assert CFG.ranges["buffers.color.flush_overlap"] == (0.0, 1.0)
-    assert ECFG.ranges["gpu.static.sram"] == (0.008, 0.08)
+    assert ECFG.ranges["gpu.static.sram"] == (2.130e-5, 0.08)
     f = make_frame(tiles={"prims_binned": [1, 1], "color_flush_bytes": [4096, 4096],
                           "fs_quad_alu": [400, 400]})
     result = sensitivity(batch_from_frames([f]), CFG, ECFG)
     rows = {r["parameter"]: r for r in result["parameters"]}
     assert set(rows) == set(CFG.ranges) | set(ECFG.ranges)
     assert result["seconds"] == pytest.approx(float(run(f).seconds.sum()))
-    # leakage moves energy, never time; at the configured (high) end nothing moves
+    # leakage moves energy, never time: the low-power value sits inside its range (a cooler
+    # die below, the high-performance figure above)
     sram = rows["gpu.static.sram"]
-    assert sram["energy_low"] < 0 and sram["seconds_low"] == 0 and sram["energy_high"] == 0
+    assert sram["energy_low"] < 0 < sram["energy_high"]
+    assert sram["seconds_low"] == sram["seconds_high"] == 0
     # a flush-bound frame: serializing the flush adds time, overlapped (the value) nothing
     flush = rows["buffers.color.flush_overlap"]
     assert flush["seconds_low"] > 0 and flush["seconds_high"] == 0

@@ -31,10 +31,20 @@ them is modelled here (every cache: 64-byte lines; ``C_tc`` = tile cache, ``C_L2
 Every ratio is monotone: more bytes anywhere never lower the DRAM bytes of any tile
 (``F <= W`` keeps ``c_l2 >= r_w``, so a first read never costs less than a re-read).
 
-Main memory energy follows DRAMSim2's use of Micron's power model (closed page): each 64-byte
-request activates and precharges a row (``act_pre``), each byte read or written costs the
-burst energy (``read_per_byte`` / ``write_per_byte``), and background + refresh power
-(per channel) run for the frame's time.
+Main memory energy follows DRAMSim2's use of Micron's power model (TN-41-01): each row
+activation costs an activate/precharge pair (``act_pre``), each byte read or written the burst
+energy (``read_per_byte`` / ``write_per_byte``), and background + refresh power (per channel)
+run for the frame's time. Activations are row misses (``memory.open_page``, DRAMSim2's open-page
+policy, Frame Coherence §3.1), estimated per traffic source from its locality
+(:func:`activations_per_byte`): every source but textures streams through consecutive
+addresses (vertex and index buffers, Parameter Buffer writes and per-tile reads, EVR layer ids,
+flushes of a render target stored tile by tile) and activates once per row it crosses,
+``bytes / min(row_size, row_accesses_max x 64)``; a texture line finds its row open with
+probability ``texture_row_hit``, so textures activate ``(1 - texture_row_hit)`` rows per
+64-byte line. Each source is assumed to keep its row open in its own bank (2 channels x 8
+banks, at most 4 streams at once). The background is active standby (IDD3N,
+``background_open``) while rows stay open. With ``open_page = 0``: closed page, one
+activation per 64-byte request of every source and precharge standby (IDD2N) background.
 """
 
 from __future__ import annotations
@@ -163,21 +173,53 @@ def tile_memory(batch, t: dict[str, np.ndarray], cfg: Config,
     }
 
 
-def dram_energy(read_bytes, write_bytes, seconds, cfg: Config,
+# Sources whose DRAM bytes are written (the others are read; technique_tables is both: the EVR
+# layer ids are written with the Parameter Buffer and read back by the tiles).
+WRITE_SOURCES = ("pb_writes", "color_flush", "depth_flush")
+
+
+def activations_per_byte(ecfg: Config) -> dict[str, float]:
+    """Row activations (activate/precharge pairs) per DRAM byte of each traffic source
+    (module notes): 1 / 64 for every source with a closed page (``memory.open_page = 0``);
+    open page: 1 / min(row_size, row_accesses_max x 64) for the sequential sources and
+    (1 - texture_row_hit) / 64 for textures, never below the sequential figure."""
+    request = ecfg["memory.access_size"]
+    if not ecfg["memory.open_page"]:
+        return dict.fromkeys(TRAFFIC_SOURCES, 1.0 / request)
+    run = min(ecfg["memory.row_size"], ecfg["memory.row_accesses_max"] * request)
+    per = dict.fromkeys(TRAFFIC_SOURCES, 1.0 / run)
+    per["textures"] = max((1.0 - ecfg["memory.texture_row_hit"]) / request, 1.0 / run)
+    return per
+
+
+def dram_activations(traffic: dict[str, np.ndarray], ecfg: Config) -> np.ndarray:
+    """Row activations of the DRAM bytes ``traffic`` (source -> array, any shape)."""
+    per = activations_per_byte(ecfg)
+    return sum(np.asarray(traffic[k], dtype=np.float64) * per[k] for k in TRAFFIC_SOURCES)
+
+
+def dram_background_power(cfg: Config, ecfg: Config) -> float:
+    """Background power (W) of every channel: active standby with an open page, precharge
+    standby with a closed one."""
+    key = "memory.background_open" if ecfg["memory.open_page"] else "memory.background"
+    return cfg["memory.channels"] * ecfg[key] * MW
+
+
+def dram_energy(traffic: dict[str, np.ndarray], read_bytes, write_bytes, seconds, cfg: Config,
                 ecfg: Config) -> dict[str, np.ndarray]:
-    """LPDDR4 energy (J) split as DRAMSim2/Micron: (F,) arrays per part."""
-    requests = (read_bytes + write_bytes) / ecfg["memory.access_size"]
-    channels = cfg["memory.channels"]
+    """LPDDR4 energy (J) split as DRAMSim2/Micron: (F,) arrays per part; ``traffic`` the DRAM
+    bytes by source (their row activations), ``read_bytes`` + ``write_bytes`` their sum."""
     return {
-        "act_pre": requests * ecfg["memory.act_pre"] * PJ,
+        "act_pre": dram_activations(traffic, ecfg) * ecfg["memory.act_pre"] * PJ,
         "read": read_bytes * ecfg["memory.read_per_byte"] * PJ,
         "write": write_bytes * ecfg["memory.write_per_byte"] * PJ,
-        "background": channels * ecfg["memory.background"] * MW * seconds,
-        "refresh": channels * ecfg["memory.refresh"] * MW * seconds,
+        "background": dram_background_power(cfg, ecfg) * seconds,
+        "refresh": cfg["memory.channels"] * ecfg["memory.refresh"] * MW * seconds,
     }
 
 
-def dram_dynamic_energy_per_byte(ecfg: Config) -> tuple[float, float]:
-    """(J per byte read, J per byte written) including the activation share of the request."""
-    act = ecfg["memory.act_pre"] / ecfg["memory.access_size"]
+def dram_dynamic_energy_per_byte(ecfg: Config, source: str) -> tuple[float, float]:
+    """(J per byte read, J per byte written) of ``source``'s DRAM traffic, including its
+    activations' share."""
+    act = activations_per_byte(ecfg)[source] * ecfg["memory.act_pre"]
     return ((act + ecfg["memory.read_per_byte"]) * PJ, (act + ecfg["memory.write_per_byte"]) * PJ)

@@ -22,7 +22,9 @@ Cycles
   x 64 + index bytes, 2 x 16))``; vertex shading (``tilesim.timing.shader``); primitive assembly
   ``prims_assembled / 1``; tiler ``sum(prims_binned) / 1``; Parameter Buffer writes ``mem(record
   + list + EVR layer bytes, 16)``; shared bus ``(vertex + index + PB write bytes) / bandwidth``;
-  technique stages (RE signature unit, EVR tables). ``geometry = max(stages) + fill``;
+  technique stages (RE signature unit, EVR tables). ``geometry = max(stages) + otq_stall +
+  fill``: ``otq_stall``, the Accumulate CRC unit's folds of the tiles of primitives that
+  overflow the Overlapped Tiles Queue, while the pipeline waits (``tilesim.timing.techniques``);
   ``fill = latency_max + 6`` (the 6 baseline stages) when the frame has geometry work, else 0.
 * Raster phase, per tile (one 16x16 tile at a time through one pipeline; its quads are shared
   by the 4 fragment processors, each with its own texture cache and unit, as in Teapot's
@@ -35,12 +37,15 @@ Cycles
   Layer Buffer, memoization LUT), all overlapped.
   ``tile = max(stages) + fill + end + technique serial`` with ``max(stages)`` and ``fill =
   latency_max + 8`` for a tile with primitives that is rendered (not skipped by RE; any other
-  tile has no pipeline work), ``end = max((color + depth flush bytes) / bandwidth, DSR DCT)``
-  after the tile because the 256-entry color buffer holds exactly one 16x16 tile and both read
-  it, less, with ``buffers.color.flush_overlap``, the start of the next tile in traversal order
-  (``tilesim.timing.traversal``) up to its first color write (``flush_hidden_cycles``; when the
-  buffer holds two tiles or more the flush joins the shared-bus stage and the DCT the stages
-  instead, i.e. they overlap the next tile whole), and RE's signature compare in series.
+  tile has no pipeline work), ``end = (color + depth flush bytes) / bandwidth + DSR DCT row
+  pass`` after the tile (the DCT starts after the flush, Frame Coherence §6.4.1; its column
+  pass overlaps the next tile, §6.4.2; ``techniques.dsr.dct_after_flush = 0``: the longer of
+  the flush and the row pass) because the 256-entry color buffer holds exactly one 16x16 tile
+  and both read it, less, with ``buffers.color.flush_overlap``, the start of the next tile in
+  traversal order (``tilesim.timing.traversal``) up to its first color write
+  (``flush_hidden_cycles``; when the buffer holds two tiles or more the flush joins the
+  shared-bus stage and the DCT the stages instead, i.e. they overlap the next tile whole),
+  and RE's signature compare in series.
 * ``frame = geometry + sum over passes and tiles of tile`` (phases in sequence): each tile's
   cycles include the part of its flush left exposed, so tiles' cycles add up to the frame's
   raster cycles.
@@ -51,9 +56,10 @@ Cycles
 
 Energy (joules): GPU = sum of event counts x energy per event (``energy_32nm.toml``) per unit,
 plus static power x frame time (the technique structures leak only in frames that have them);
-main memory = LPDDR4 activations, read and write bursts, background and refresh x frame time
-(``tilesim.timing.memory_traffic``); screen = OLED power of the frame's pixels x refresh period,
-reported beside the others (``total`` is GPU + memory, as in the theses' figures).
+main memory = LPDDR4 row activations (open page: row misses per traffic source), read and
+write bursts, background and refresh x frame time (``tilesim.timing.memory_traffic``);
+screen = OLED power of the frame's pixels x refresh period, reported beside the others
+(``total`` is GPU + memory, as in the theses' figures).
 """
 
 from __future__ import annotations
@@ -68,6 +74,8 @@ from tilesim.timing import techniques
 from tilesim.timing.config import Config
 from tilesim.timing.counter_batch import Batch, batch_from_frames
 from tilesim.timing.memory_traffic import (
+    WRITE_SOURCES,
+    dram_activations,
     dram_dynamic_energy_per_byte,
     dram_energy,
     hierarchy_cycles,
@@ -143,7 +151,7 @@ def geometry_stage_cycles(batch: Batch, t: dict[str, np.ndarray],
         "bus": (vertex_bytes + written) / cfg["memory.bandwidth"],
     }
     sums = _sums(batch, t, ("re_subblocks_signed", "re_shifts", "re_signature_accesses",
-                            "evr_lgt_accesses", "evr_fvp_reads"))
+                            "re_otq_overflow_entries", "evr_lgt_accesses", "evr_fvp_reads"))
     stages.update(techniques.geometry_stage_cycles(sums, cfg))
     return stages
 
@@ -157,9 +165,13 @@ def _phase(stages: dict[str, np.ndarray], names, fill: float, has_work=None) -> 
 
 
 def geometry_cycles(stages: dict[str, np.ndarray], cfg: Config) -> np.ndarray:
-    """``max(stages) + fill`` per frame: (F,)."""
-    return _phase(stages, GEOMETRY_STAGES,
-                  cfg["memory.latency_max"] + len(BASE_GEOMETRY_STAGES))
+    """``max(stages) + serial + fill`` per frame: (F,); serial: the Overlapped Tiles Queue
+    stall (``techniques.GEOMETRY_SERIAL``, absent = 0)."""
+    overlapped = _phase(stages, GEOMETRY_STAGES, 0.0)
+    serial = sum(stages.get(name, 0.0) for name in techniques.GEOMETRY_SERIAL)
+    total = overlapped + serial
+    return total + np.where(total > 0, cfg["memory.latency_max"] + len(BASE_GEOMETRY_STAGES),
+                            0.0)
 
 
 def _flush_overlaps(cfg: Config) -> bool:
@@ -240,8 +252,9 @@ def tile_cycles(t: dict[str, np.ndarray], stages: dict[str, np.ndarray], cfg: Co
 
     A tile that does not run the raster pipeline (no primitive binned, or skipped by RE) has no
     pipeline work: it costs its flush and RE's compare only. The end of a tile is the
-    color/depth flush of a one-tile color buffer; DSR's DCT reads the color buffer beside the
-    flush, so the next tile waits for the longer of the two. With
+    color/depth flush of a one-tile color buffer, then DSR's DCT reading the color buffer
+    (its row pass; Frame Coherence §6.4.1-§6.4.2; ``techniques.dsr.dct_after_flush = 0``: the
+    row pass beside the flush, the next tile waiting for the longer of the two). With
     ``buffers.color.flush_overlap`` the start of the next tile in traversal order (``order``)
     hides part of it (:func:`flush_hidden_cycles`); the part left is charged to the flushing
     tile, so the tiles' cycles add up to the pass's. With a color buffer of two tiles or more
@@ -258,9 +271,10 @@ def tile_cycles(t: dict[str, np.ndarray], stages: dict[str, np.ndarray], cfg: Co
         return _with_serial(t, work + np.where(rendered, fill, 0.0), cfg, with_techniques)
     work = np.where(rendered, work, 0.0)
     drain = (t["color_flush_bytes"] + t["depth_flush_bytes"]) / cfg["memory.bandwidth"]
-    if with_techniques:
+    if with_techniques:  # DSR's DCT on the color buffer: after the flush, or beside it
+        after = bool(cfg["techniques.dsr.dct_after_flush"])
         for name in techniques.END_OF_TILE_STAGES:
-            drain = np.maximum(drain, stages[name])
+            drain = drain + stages[name] if after else np.maximum(drain, stages[name])
     if cfg["buffers.color.flush_overlap"]:
         drain = np.maximum(drain - flush_hidden_cycles(work, rendered, drain, order, fill, cfg),
                            0.0)
@@ -550,14 +564,17 @@ def _estimate_chunk(batch: Batch, cfg: Config, ecfg: Config) -> BatchEstimate:
 
     traffic = traffic_bytes(batch, t, mem, cfg)
     reads, writes = _dram_read_write(batch, t, traffic)
-    memory = dram_energy(reads, writes, seconds, cfg, ecfg)
-    per_read, per_write = dram_dynamic_energy_per_byte(ecfg)
+    memory = dram_energy(traffic, reads, writes, seconds, cfg, ecfg)
     tech_write = batch.per_frame(t["evr_layer_bytes_written"])
-    write_sources = {"pb_writes", "color_flush", "depth_flush"}
-    by_source = {k: v * (per_write if k in write_sources else per_read)
-                 for k, v in traffic.items()}
+    by_source = {}
+    for k, v in traffic.items():
+        per_read, per_write = dram_dynamic_energy_per_byte(ecfg, k)
+        by_source[k] = v * (per_write if k in WRITE_SOURCES else per_read)
+    per_read, per_write = dram_dynamic_energy_per_byte(ecfg, "technique_tables")
     by_source["technique_tables"] = (tech_write * per_write
                                      + (traffic["technique_tables"] - tech_write) * per_read)
+    diagnostics = _diagnostics(batch, t)
+    diagnostics["dram_activations"] = dram_activations(traffic, ecfg)
 
     static = {k: w * seconds for k, w in gpu_static_power(cfg, ecfg).items()}
     for key, w in techniques.static_power(cfg, ecfg).items():
@@ -567,7 +584,7 @@ def _estimate_chunk(batch: Batch, cfg: Config, ecfg: Config) -> BatchEstimate:
         batch, geometry, raster, seconds, gstages,
         {k: batch.per_frame(v) for k, v in tstages.items()}, per_tile, tstages, traffic,
         gpu_dynamic_energy(batch, t, mem, cfg, ecfg), static, memory, by_source,
-        np.full(batch.frames, np.nan), technique_cycles, _diagnostics(batch, t))
+        np.full(batch.frames, np.nan), technique_cycles, diagnostics)
 
 
 def estimate_frames(frames: list[FrameCounters], cfg: Config, ecfg: Config,

@@ -1,12 +1,14 @@
 """How an estimate moves when each uncertain parameter moves across its documented range.
 
 Entries of the GPU and energy configuration files may carry ``range = [low, high]`` (leakage
-of a low-power vs a high-performance process, DRAM energy spread, the Signature Unit's
-Accumulate accounting, the flush-overlap and shader-core switches; each range's source is in
-the entry's ``source``). :func:`sensitivity` re-runs the model over the same counters with one
-parameter at a time at each end of its range, the others at their values, and reports the
-workload's total time and energy relative to the estimate at the configured values
-(one-at-a-time sensitivity, as a tornado chart shows it).
+of a low-power process at 300 K up to a high-performance one, DRAM energy spread, the DRAM
+row-buffer policy, rows' accesses per activation and texture row hits, the Signature Unit's
+Accumulate accounting and Overlapped Tiles Queue stall, the flush-overlap, DSR DCT-order and
+shader-core switches; each range's source is in the entry's ``source``).
+:func:`sensitivity` re-runs the model over the same counters with one parameter at a time at
+each end of its range, the others at their values, and reports the workload's total time and
+energy relative to the estimate at the configured values (one-at-a-time sensitivity, as a
+tornado chart shows it).
 """
 
 from __future__ import annotations

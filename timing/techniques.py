@@ -10,26 +10,43 @@ This module adds what the techniques' own structures cost:
 Time (cycles)
 * RE, geometry phase: the Compute CRC unit signs 1 sub-block per cycle and the Accumulate CRC unit
   does 1 step per cycle, beside the binner, decoupled from it by the 128-entry Overlapped Tiles
-  Queue. A step folds one display-list entry into its tile (``accumulate_per_entry``, the
-  default: a shift by the block's whole length; 0: Algorithm 3's one Shift step per sub-block
-  of zeros, ``re_shifts``). Both are stages of the geometry bottleneck
-  (``sum re_subblocks_signed / 1``, ``sum steps / 1``), so the geometry phase grows by
-  ``max(0, signature work - the other stages' time)``: the signature unit stalls the binner only
-  when it has more work than the rest of the geometry phase hides (Frame Coherence §4.3: +2%
-  geometry cycles; with one Shift step per folded sub-block, a workload whose primitives span many
-  tiles or whose constant blocks are long can be far above that). The burst that a single primitive
-  covering more than 128 tiles causes is invisible in per-tile counters. The renderer charges
-  each signed block once (to one of its tiles), so the frame's ``re_subblocks_signed`` is the
-  Compute CRC unit's work; ``re_shifts`` counts every fold into every tile.
+  Queue (Frame Coherence §4.1.2: the signature work overlapped with the geometry pipeline;
+  §4.2.1: the binner pushes a primitive's tiles into the queue, the SU pops them). A step folds
+  one display-list entry into its tile (``accumulate_per_entry``, the default: a shift by the
+  block's whole length; 0: Algorithm 3's one Shift step per sub-block of zeros,
+  ``re_shifts``). Both are stages of the geometry bottleneck (``sum re_subblocks_signed / 1``,
+  ``sum steps / 1``), so the geometry phase grows by ``max(0, signature work - the other
+  stages' time)``: the signature unit slows the binner only when it has more work than the
+  rest of the geometry phase hides. On top of that, a primitive covering more tiles than the
+  queue holds stalls the pipeline (§4.3: "only stalled when computing signatures for primitives
+  that cover a large amount of tiles, resulting in an overflow of the Overlapped Tiles Queue";
+  +2% geometry cycles on average): the binner queues 128 of its tiles and moves on only when
+  the rest are folded, so those ``re_otq_overflow_entries`` (the renderer's sum over primitives
+  of max(0, tiles covered - 128)) are folded in series, ``otq_stall = overflow x steps per
+  fold / accumulate_rate``, and leave the overlapped ``crc_accumulate`` stage
+  (``techniques.signature.otq_stall = 0``: frame totals only, the stage keeps them). The
+  renderer charges each signed block once (to one of its tiles), so the frame's
+  ``re_subblocks_signed`` is the Compute CRC unit's work; ``re_shifts`` counts every fold
+  into every tile.
 * RE, raster phase: ``compare_cycles`` per signed tile (``re_signature_accesses > 0``), serial,
   to read and compare its two signatures before the tile is scheduled or skipped.
 * TE: no cycles (Frame Coherence §4.2.3: energy only).
 * EVR: Layer Generator Table and FVP Table lookups (one each per display-list entry, in parallel
   at ``table_rate``) are a geometry stage; the FVP update (23 cycles per tile) and Layer Buffer
   writes (at the blend rate) are raster stages, overlapped with the tile's other stages.
-* DSR: ``dct_cycles`` per 2D DCT on the finished tile's color buffer, beside its flush (both
-  read the one-tile color buffer, so the next tile waits for the longer: the 128-cycle DCT hides
-  behind a 1 KB flush at 4 B/cycle; Frame Coherence §6.5: no stall).
+* DSR: the 2D DCT of the finished tile (Frame Coherence §6.4.1: "the contents of the Color
+  Buffer are transferred to main memory and the DCT computation of the tile starts"), with the
+  Frequency Analysis Unit of §6.4.2: ``dct_units`` compute units each compute the 1D-DCTs of
+  ``tile_size / dct_units`` rows, one coefficient (16 MACs) per cycle, reading the rows from
+  the Color Buffer into the DCT Buffer; then the column pass works on the DCT Buffer alone.
+  The row pass, ``tile_size / dct_units x tile_size`` = 64 cycles, is the DCT's time on the
+  one-tile color buffer; the column pass (the other half of ``dct_cycles``) overlaps the next
+  tile (the unit's 128 cycles per tile stay below the period of any tile that flushes). With
+  ``dct_after_flush`` (the default) the row pass follows the tile's flush, and the next tile
+  waits for both, less what its start hides, as for the flush alone; 0: beside the flush, the
+  next tile waiting for the longer of the two (hidden behind a 1 KB flush at 4 B/cycle: Frame
+  Coherence §6.5's "no execution time penalty"; before issue 15 the whole 128-cycle DCT sat
+  beside the flush).
 * Memoization: LUT lookups at ``lookups_per_cycle``, a raster stage beside shading.
 
 Energy (joules): event counts x per-event energies of ``energy_32nm.toml`` (``technique.*``), by
@@ -55,6 +72,7 @@ TECHNIQUES = ("te", "re", "evr", "dsr", "memo")
 TECHNIQUE_WORK_COUNTERS = (
     "te_subblocks_signed", "te_signature_accesses",
     "re_subblocks_signed", "re_shifts", "re_signature_accesses", "re_bitmap_accesses",
+    "re_otq_overflow_entries",
     "evr_lgt_accesses", "evr_fvp_reads", "evr_layer_bytes_written", "evr_layer_buffer_writes",
     "evr_fvp_updates",
     "dsr_dcts", "dsr_srt_accesses",
@@ -76,7 +94,7 @@ TECHNIQUE_PRESENCE = {
     "te": ("te_subblocks_signed", "te_signature_accesses", "te_flushes_skipped",
            "te_flush_bytes_saved"),
     "re": ("re_subblocks_signed", "re_shifts", "re_signature_accesses", "re_bitmap_accesses",
-           "re_tiles_skipped"),
+           "re_otq_overflow_entries", "re_tiles_skipped"),
     "evr": ("evr_lgt_accesses", "evr_fvp_reads", "evr_prims_occluded", "evr_layer_bytes_written",
             "evr_layer_buffer_writes", "evr_fvp_updates"),
     "dsr": ("dsr_dcts", "dsr_srt_accesses", "dsr_rate"),
@@ -90,9 +108,22 @@ TECHNIQUE_UNITS = ("crc_luts", "signature_buffer", "ot_queue", "constant_bitmap"
 TECHNIQUE_STATIC_UNITS = tuple(f"{t}_structures" for t in TECHNIQUES)
 
 GEOMETRY_STAGES = ("crc_compute", "crc_accumulate", "evr_tables")
+# Geometry-phase cycles in series with the overlapped stages (the binner waits on a full
+# Overlapped Tiles Queue, and every stage before it with it).
+GEOMETRY_SERIAL = ("otq_stall",)
 RASTER_STAGES = ("evr_fvp_update", "evr_layer_buffer", "memo_lut")
 # Work on the finished tile's color buffer, beside its flush (see tilesim.timing.model.tile_cycles).
 END_OF_TILE_STAGES = ("dsr_dct",)
+
+
+def dct_color_buffer_cycles(cfg: Config) -> float:
+    """Cycles one DSR DCT holds the finished tile's color buffer: its row pass (Frame Coherence
+    §6.4.2: ``ceil(tile_size / dct_units)`` rows per compute unit, ``tile_size`` cycles each;
+    the column pass works on the DCT Buffer alone), after the tile's flush with
+    ``techniques.dsr.dct_after_flush``, else beside it (module notes)."""
+    tile = cfg["screen.tile_size"]
+    return float(np.ceil(tile / cfg["techniques.dsr.dct_units"]) * tile)
+
 
 KB = 1024.0
 
@@ -106,12 +137,34 @@ def accumulate_steps(per_frame: dict[str, np.ndarray], cfg: Config) -> np.ndarra
     return per_frame["re_shifts"]
 
 
+def otq_stalled_steps(per_frame: dict[str, np.ndarray], cfg: Config) -> np.ndarray:
+    """Accumulate steps folded while the binner waits on a full Overlapped Tiles Queue: the
+    ``re_otq_overflow_entries`` (tiles of a primitive beyond the queue's entries) times the
+    steps of one fold (1 per entry with ``accumulate_per_entry``, else the frame's mean Shift
+    steps per fold), at most every step; 0 with ``otq_stall = 0``. (F,)."""
+    overflow = per_frame["re_otq_overflow_entries"]
+    if not cfg["techniques.signature.otq_stall"]:
+        return np.zeros_like(overflow)
+    steps = accumulate_steps(per_frame, cfg)
+    if cfg["techniques.signature.accumulate_per_entry"]:
+        per_fold = 1.0
+    else:
+        folds = per_frame["re_signature_accesses"] / 2.0
+        per_fold = np.divide(steps, folds, out=np.ones_like(steps), where=folds > 0)
+    return np.minimum(overflow * per_fold, steps)
+
+
 def geometry_stage_cycles(per_frame: dict[str, np.ndarray], cfg: Config) -> dict[str, np.ndarray]:
-    """Technique stages of the geometry phase; ``per_frame`` holds (F,) sums of tile counters."""
+    """Technique stages of the geometry phase; ``per_frame`` holds (F,) sums of tile counters.
+    ``crc_accumulate`` is the Accumulate CRC unit's work overlapped with the other stages;
+    ``otq_stall`` (``GEOMETRY_SERIAL``) its folds of the entries that overflow the Overlapped
+    Tiles Queue, while the binner and the stages before it wait (in series)."""
+    rate = cfg["techniques.signature.accumulate_rate"]
+    stalled = otq_stalled_steps(per_frame, cfg)
     return {
         "crc_compute": per_frame["re_subblocks_signed"] / cfg["techniques.signature.compute_rate"],
-        "crc_accumulate": accumulate_steps(per_frame, cfg)
-        / cfg["techniques.signature.accumulate_rate"],
+        "crc_accumulate": (accumulate_steps(per_frame, cfg) - stalled) / rate,
+        "otq_stall": stalled / rate,
         "evr_tables": np.maximum(per_frame["evr_lgt_accesses"], per_frame["evr_fvp_reads"])
         / cfg["techniques.evr.table_rate"],
     }
@@ -119,11 +172,12 @@ def geometry_stage_cycles(per_frame: dict[str, np.ndarray], cfg: Config) -> dict
 
 def raster_stage_cycles(t: dict[str, np.ndarray], cfg: Config) -> dict[str, np.ndarray]:
     """Technique stages of each tile: (N,) arrays. All overlap the tile's other stages but the
-    DCT, which runs on the finished tile beside its flush (``END_OF_TILE_STAGES``)."""
+    DCT's time on the finished tile's color buffer, after or beside its flush
+    (``END_OF_TILE_STAGES``, :func:`dct_color_buffer_cycles`)."""
     return {
         "evr_fvp_update": t["evr_fvp_updates"] * cfg["techniques.evr.fvp_update_cycles"],
         "evr_layer_buffer": t["evr_layer_buffer_writes"] / cfg["stages.blend.rate"],
-        "dsr_dct": t["dsr_dcts"] * cfg["techniques.dsr.dct_cycles"],
+        "dsr_dct": t["dsr_dcts"] * dct_color_buffer_cycles(cfg),
         "memo_lut": (t["memo_lookups"] + t["memo_table_writes"])
         / cfg["techniques.memo.lookups_per_cycle"],
     }

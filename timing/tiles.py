@@ -77,7 +77,9 @@ def tile_energy(est: BatchEstimate, cfg: Config, ecfg: Config) -> np.ndarray:
     """Energy (J) of every tile of the estimate's batch (see the module notes): (N,) float64,
     in the batch's tile order. ``cfg``, ``ecfg``: the configurations ``est`` was made with."""
     batch = est.batch
-    per_read, per_write = dram_dynamic_energy_per_byte(ecfg)
+    # J per DRAM byte read / written of each traffic source (its activations' share included)
+    per = {k: dram_dynamic_energy_per_byte(ecfg, k) for k in
+           ("pb_writes", "pb_reads", "textures", "color_flush", "depth_flush", "technique_tables")}
     # power that runs with time (W) per frame: leakage of the GPU and of the techniques present,
     # DRAM background and refresh (every such term of the model is power x frame time)
     timed = est.memory["background"] + est.memory["refresh"]
@@ -96,9 +98,12 @@ def tile_energy(est: BatchEstimate, cfg: Config, ecfg: Config) -> np.ndarray:
         energy = np.zeros(n)
         for value in units.values():
             energy += value
-        reads = mem["pb_dram"] + mem["tex_dram"] + mem["tech_read_dram"]
-        writes = written + t["color_flush_bytes"] + t["depth_flush_bytes"]
-        energy += reads * per_read + writes * per_write
+        energy += (mem["pb_dram"] * per["pb_reads"][0] + mem["tex_dram"] * per["textures"][0]
+                   + mem["tech_read_dram"] * per["technique_tables"][0]
+                   + t["pb_list_bytes_written"] * per["pb_writes"][1]
+                   + t["evr_layer_bytes_written"] * per["technique_tables"][1]
+                   + t["color_flush_bytes"] * per["color_flush"][1]
+                   + t["depth_flush_bytes"] * per["depth_flush"][1])
         frames = batch.tile_frame[start:start + n]
         energy += watts[frames] * est.tile_cycles[start:start + n] / cfg["tech.clock"]
         out[start:start + n] = energy

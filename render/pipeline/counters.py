@@ -82,6 +82,11 @@ TECHNIQUE_TILE_COUNTERS = {
     "re_shifts": "RE: Accumulate CRC unit shift steps (one per 64-bit sub-block folded)",
     "re_signature_accesses": "RE: Signature Buffer reads and writes",
     "re_bitmap_accesses": "RE: constant-bitmap reads and writes",
+    "re_otq_overflow_entries": "RE: Overlapped Tiles Queue entries beyond its capacity "
+                               "(entries): sum over the primitives folded into the signature "
+                               "of max(0, tiles covered - ot_queue_entries of "
+                               "timing/baseline_gpu.toml, 128), each charged to its first tile; "
+                               "clears (from the Command Processor, not the binner) excluded",
     "re_tiles_skipped": "RE: 1 where the tile was not rendered (signature equal to last frame)",
     "re_tiles_equal_color": "RE oracle: 1 where the tile's colors equal last frame's",
     "re_false_positives": "RE check: 1 where a skipped tile's colors would have changed",

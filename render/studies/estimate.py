@@ -61,7 +61,8 @@ def register(subparsers) -> None:
     p.add_argument("--sensitivity", action="store_true",
                    help="also report how each workload's time and energy move when each "
                         "uncertain parameter (entries with a range in the configuration "
-                        "files: leakage, DRAM energy, Accumulate CRC rate, flush overlap, "
+                        "files: leakage, DRAM energy and row-buffer policy, Accumulate CRC "
+                        "rate, Overlapped Tiles Queue stall, flush overlap, DSR's DCT order, "
                         "shader-core throughput) moves across its documented range")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--per-tile", action="store_true",

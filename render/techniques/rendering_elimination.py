@@ -25,14 +25,22 @@ otherwise last frame's contents are an input.
 
 from __future__ import annotations
 
+import functools
 import zlib
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
 
 import numpy as np
 
 from tilesim.backend import array_module
+from tilesim.errors import InputError
 from tilesim.render.gl.commands import PROGRAM_TEXTURE_CHANGES
 from tilesim.render.pipeline.counters import TILE_COUNTERS, PassCounters
 from tilesim.render.pipeline.framebuffer import RenderTarget
+from tilesim.render.pipeline.texture_sampler import GPU_CONFIG
 from tilesim.render.techniques.signature_unit import TileSignatures
 
 # Counters of the geometry phase (binning): a skipped tile still has them.
@@ -71,6 +79,23 @@ def draw_state_bytes(draw) -> bytes:
             + np.ascontiguousarray(draw.fs_constants).tobytes() + registers)
 
 
+@functools.lru_cache(maxsize=8)
+def ot_queue_entries(path: str = str(GPU_CONFIG)) -> int:
+    """Entries of the Overlapped Tiles Queue (Frame Coherence Table 4.1: 128): ``[techniques.
+    signature] ot_queue_entries`` of the GPU configuration file, the one source the timing
+    model reads too (a data file, not an import of tilesim.timing)."""
+    try:
+        with open(path, "rb") as handle:
+            value = tomllib.load(handle)["techniques"]["signature"]["ot_queue_entries"]["value"]
+    except (OSError, KeyError, TypeError, tomllib.TOMLDecodeError) as error:
+        raise InputError(f"no [techniques.signature] ot_queue_entries: {error}",
+                         source=path) from None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InputError(f"techniques.signature.ot_queue_entries: expected a positive integer, "
+                         f"got {value!r}", source=path)
+    return value
+
+
 def _as_rows(data: bytes) -> np.ndarray:
     return np.frombuffer(data, dtype=np.uint8)[None, :]
 
@@ -78,6 +103,7 @@ def _as_rows(data: bytes) -> np.ndarray:
 class RenderingElimination:
     def __init__(self, target: RenderTarget, kind: str = "crc32"):
         self.tiles = target.tile_count
+        self.otq_entries = ot_queue_entries()
         self.signatures = TileSignatures(self.tiles, kind=kind)
         self.xp = self.signatures.xp
         self.previous_image: np.ndarray | None = None
@@ -153,8 +179,14 @@ class RenderingElimination:
         records = vertices.reshape(rows.size, -1).view(xp.uint8)
         prim_crc, prim_blocks = self.signatures.sign_bytes(records)
         # A primitive is signed once, however many tiles it overlaps.
-        _, once = xp.unique(rows, return_index=True)
+        _, once, covered = xp.unique(rows, return_index=True, return_counts=True)
         self._signed(counters, tiles[once], prim_blocks[once])
+        # The binner queues the tiles each primitive folds into in the Overlapped Tiles Queue
+        # and moves on; a primitive covering more tiles than the queue holds keeps it waiting
+        # for the excess entries to be folded (§4.2.1, §4.3): counted per primitive, charged
+        # to its first tile.
+        counters.add("re_otq_overflow_entries", tiles[once],
+                     xp.maximum(covered - self.otq_entries, 0))
         c_crc, c_blocks = self.constants_crc
         # Per tile: the constants first (where not yet folded), then the primitives in order.
         all_tiles = xp.concatenate([first, tiles])
