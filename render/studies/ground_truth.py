@@ -31,6 +31,23 @@ c_v, plus the set-up and binning cost a vertex of tiny triangles clear of every 
 the per-draw cost, and half-screen triangles (1 and 8 a group) through a pass-through vertex
 program linked with the program's own fragment program for c_f. Results are cached as JSON per
 backend and size (programs by the hash of their GLSL) in the calibration folder.
+
+Two more parts, calibrated on first use of a size after the base (and added to a cache that
+lacks them, ``Calibration.sections``):
+
+- ``uploads``: glTexImage2D, glTexSubImage2D (RGBA, random texels) and glGenerateMipmap of
+  square textures of ``UPLOAD_SIDES`` texels, interleaved (every texImage2D changes the
+  size, as a stream of images of changing size does): what each group took beyond its
+  flush and the call's issue (the median at each size) over the bytes moved, fitted
+  piecewise linear as 000 Eq. 5.3 with an intercept (memory is faster while a buffer fits a
+  cache): ``c_upload_call`` at 0 bytes, ``c_upload`` a byte up to ``upload_n_s``,
+  ``c_upload2`` above.
+- ``loads``: 000 Eq. 5.3's render-target load: a group binds a framebuffer object with a
+  color texture of 1/8, 1/4, 1/2 and all of the context's size, clears one pixel of it
+  (scissored: a pass that does not clear its target, which a tile-based GPU loads) and binds
+  the window again. What it took beyond its predicted flush, issue, clear and resolve, over
+  the texture's bytes, fitted piecewise linear (c_load1 up to N_s bytes, c_load2 above; N_s
+  one of the sizes, or none where one line fits best).
 """
 
 from __future__ import annotations
@@ -53,6 +70,7 @@ from tilesim.render.gl.state import GLState, Program
 from tilesim.render.studies.command_groups import CommandGroup, Context, split_groups
 from tilesim.render.studies.prediction import (
     MASK_BITS,
+    UPLOAD_OPS,
     Calibration,
     ProgramCost,
     mask_key,
@@ -71,6 +89,9 @@ REPEATS = 3
 JITTER_LOOP = 1000
 SWAPS = 8
 UNLIMITED = 1 << 40
+UPLOAD_SIDES = (64, 256, 512, 1024)   # texels a side of the upload calibration's textures
+UPLOAD_REPEATS = 5
+LOAD_DIVISORS = (8, 4, 2, 1)     # the load calibration's targets: the context's size / these
 
 
 def group_frames(group: CommandGroup) -> list[Command]:
@@ -319,6 +340,42 @@ def passthrough_vertex_glsl(fragment_glsl: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def fit_piecewise(nbytes, seconds, intercept: bool = False
+                  ) -> tuple[float, float, float, float]:
+    """000 Eq. 5.3 fitted to (bytes, seconds) points: (a, c_1, c_2, N_s) of
+    ``a + c_1 * min(N, N_s) + c_2 * max(N - N_s, 0)``, with ``a = 0`` unless ``intercept``.
+    N_s is one of the points' sizes or infinity (one line), whichever leaves the smallest
+    squared error (one line where they tie); least squares below and at N_s, then c_2 from
+    there on. Negative constants are taken as 0 (nothing measurable)."""
+    n, t = np.asarray(nbytes, float), np.asarray(seconds, float)
+    order = np.argsort(n)
+    n, t = n[order], t[order]
+    fewest = 2 if intercept else 1         # points a line below N_s needs
+    best = None
+    for n_s in (float("inf"), *n[fewest - 1:-1]):
+        below, above = n <= n_s, n > n_s
+        if intercept:
+            c1, a = np.polyfit(n[below], t[below], 1)
+        else:
+            a, c1 = 0.0, float(np.dot(n[below], t[below]) / np.dot(n[below], n[below]))
+        fit = a + c1 * n
+        c2 = 0.0
+        if above.any():
+            x, y = n[above] - n_s, t[above] - a - c1 * n_s
+            c2 = float(np.dot(x, y) / np.dot(x, x))
+            fit = np.where(below, fit, a + c1 * n_s + c2 * (n - n_s))
+        error = float(np.sum((t - fit) ** 2))
+        if best is None or error < best[0] * (1 - 1e-9) - 1e-30:
+            best = (error, float(a), float(c1), c2, float(n_s))
+    _, a, c1, c2, n_s = best
+    return max(a, 0.0), max(c1, 0.0), max(c2, 0.0), n_s
+
+
+def fit_texture_load(nbytes, seconds) -> tuple[float, float, float]:
+    """000 Eq. 5.3 through the origin: (c_1, c_2, N_s) (:func:`fit_piecewise`)."""
+    return fit_piecewise(nbytes, seconds)[1:]
+
+
 class Calibrator:
     """Calibrates the prediction models on a backend, caching per backend, size and program."""
 
@@ -358,6 +415,12 @@ class Calibrator:
             cal = self._calibrate_base(context)
             self._save(cal)
         self._cache[key] = cal
+        for section, calibrate in (("uploads", self._calibrate_uploads),
+                                   ("loads", self._calibrate_loads)):
+            if section not in cal.sections:
+                calibrate(context, cal)
+                cal.sections.append(section)
+                self._save(cal)
         return cal
 
     def masks(self) -> list[list[str]]:
@@ -368,6 +431,28 @@ class Calibrator:
             out.append([b for i, b in enumerate(bits) if m >> i & 1])
         return [sorted(m, key=MASK_BITS.index) for m in out]
 
+    def _clear_groups(self, plan: _Plan) -> None:
+        for mask in self.masks():
+            for count in CLEAR_COUNTS:
+                for _ in range(REPEATS):
+                    plan.group(f"clear {mask_key(mask)} {count}",
+                               [_cmd("clear", mask=mask)] * count)
+
+    def _clear_constants(self, times: dict, cal: Calibration, kind: str, pixels: int) -> None:
+        """c_clear[kind:mask] from the clear groups' slope, c_resolve[kind] from their
+        intercept less the flush (the median over the masks)."""
+        resolves = []
+        for mask in self.masks():
+            # medians at 1 and 16 clears: robust to the odd group a loaded machine slows
+            lo, hi = (float(np.median(times[f"clear {mask_key(mask)} {c}"]))
+                      for c in CLEAR_COUNTS)
+            b = (hi - lo) / (CLEAR_COUNTS[1] - CLEAR_COUNTS[0])
+            a = lo - b * CLEAR_COUNTS[0]
+            b -= cal.c_command          # the clear's issue is charged as a command
+            cal.c_clear[f"{kind}:{mask_key(mask)}"] = max(b, 0.0) / pixels
+            resolves.append(max(a - cal.c_flush, 0.0) / pixels)
+        cal.c_resolve[kind] = float(np.median(resolves))
+
     def _calibrate_base(self, context: Context) -> Calibration:
         pixels = context.width * context.height
         plan = _Plan()
@@ -377,35 +462,117 @@ class Calibrator:
             for _ in range(REPEATS):
                 plan.group(f"cmd {count}", [_cmd("clearColor", red=0.0, green=0.0, blue=0.0,
                                                  alpha=1.0)] * count)
-        for mask in self.masks():
-            for count in CLEAR_COUNTS:
-                for _ in range(REPEATS):
-                    plan.group(f"clear {mask_key(mask)} {count}",
-                               [_cmd("clear", mask=mask)] * count)
+        self._clear_groups(plan)
         plan.end_frame("swap")
         for _ in range(SWAPS):
             plan.end_frame("swap")
         times = plan.run(self.backend, context)
-        cal = Calibration(self.backend.name, context.width, context.height)
+        cal = Calibration(self.backend.name, context.width, context.height,
+                          sections=["base"])
         cal.jitter = jitter_stats(times["flush"])
         cal.c_flush = float(np.mean(times["flush"]))
         cal.c_command = max(_slope(times, "cmd", COMMAND_COUNTS), 0.0)
-        resolves = []
-        for mask in self.masks():
-            # medians at 1 and 16 clears: robust to the odd group a loaded machine slows
-            lo, hi = (float(np.median(times[f"clear {mask_key(mask)} {c}"]))
-                      for c in CLEAR_COUNTS)
-            b = (hi - lo) / (CLEAR_COUNTS[1] - CLEAR_COUNTS[0])
-            a = lo - b * CLEAR_COUNTS[0]
-            b -= cal.c_command          # the clear's issue is charged as a command
-            cal.c_clear[f"default:{mask_key(mask)}"] = max(b, 0.0) / pixels
-            cal.c_clear[f"fbo:{mask_key(mask)}"] = max(b, 0.0) / pixels
-            resolves.append(max(a - cal.c_flush, 0.0) / pixels)
-        cal.c_resolve = {"default": float(np.median(resolves)),
-                         "fbo": float(np.median(resolves))}
+        self._clear_constants(times, cal, "default", pixels)
+        # framebuffer objects take the window's constants
+        for key, value in list(cal.c_clear.items()):
+            cal.c_clear["fbo:" + key.split(":", 1)[1]] = value
+        cal.c_resolve["fbo"] = cal.c_resolve["default"]
         swaps = times["swap"][1:]   # the first swap ends the frame of the loops above
         cal.c_swap = max(float(np.median(swaps)) - cal.c_flush, 0.0) / pixels
         return cal
+
+    def _framebuffer(self, ident: int, width: int, height: int, depth: bool = True
+                     ) -> list[Command]:
+        """Commands that make framebuffer object ``ident`` (its color texture and depth /
+        stencil renderbuffers take the same id) of ``width`` x ``height`` and bind it."""
+        commands = [_cmd("createTexture", id=ident),
+                    _cmd("bindTexture", target="TEXTURE_2D", id=ident),
+                    _cmd("texImage2D", target="TEXTURE_2D", level=0, internalformat="RGBA",
+                         width=width, height=height, format="RGBA", type="UNSIGNED_BYTE",
+                         data=None),
+                    _cmd("texParameter", target="TEXTURE_2D", pname="TEXTURE_MIN_FILTER",
+                         value="NEAREST"),
+                    _cmd("bindTexture", target="TEXTURE_2D", id=0),
+                    _cmd("createFramebuffer", id=ident),
+                    _cmd("bindFramebuffer", id=ident),
+                    _cmd("framebufferTexture2D", attachment="COLOR_ATTACHMENT0",
+                         textarget="TEXTURE_2D", texture=ident, level=0)]
+        formats = []
+        if depth and self.stencil_bits and self.depth_bits == 24:
+            formats = [("DEPTH24_STENCIL8", ("DEPTH_ATTACHMENT", "STENCIL_ATTACHMENT"))]
+        elif depth:
+            if self.depth_bits:
+                formats.append((f"DEPTH_COMPONENT{16 if self.depth_bits == 16 else 24}",
+                                ("DEPTH_ATTACHMENT",)))
+            if self.stencil_bits:
+                formats.append(("STENCIL_INDEX8", ("STENCIL_ATTACHMENT",)))
+        for k, (fmt, points) in enumerate(formats):
+            rb = ident * 10 + k
+            commands += [_cmd("createRenderbuffer", id=rb), _cmd("bindRenderbuffer", id=rb),
+                         _cmd("renderbufferStorage", internalformat=fmt, width=width,
+                              height=height)]
+            commands += [_cmd("framebufferRenderbuffer", attachment=p, renderbuffer=rb)
+                         for p in points]
+        return commands
+
+    def _calibrate_uploads(self, context: Context, cal: Calibration) -> None:
+        """Texture uploads and mipmap generation, linear in bytes (the module doc)."""
+        rng = np.random.default_rng(0)
+        images = {side: rng.integers(0, 256, (side, side, 4), dtype=np.uint8)
+                  for side in UPLOAD_SIDES}
+        plan = _Plan()
+        plan.group("setup", [_cmd("createTexture", id=1),
+                             _cmd("bindTexture", target="TEXTURE_2D", id=1)])
+        for _ in range(UPLOAD_REPEATS):
+            for side in UPLOAD_SIDES:
+                image = dict(target="TEXTURE_2D", level=0, width=side, height=side,
+                             format="RGBA", type="UNSIGNED_BYTE", data=images[side])
+                plan.group(f"texImage2D {side}", [_cmd("texImage2D", internalformat="RGBA",
+                                                       **image)])
+                plan.group(f"texSubImage2D {side}", [_cmd("texSubImage2D", xoffset=0,
+                                                          yoffset=0, **image)])
+                plan.group(f"generateMipmap {side}", [_cmd("generateMipmap",
+                                                           target="TEXTURE_2D")])
+        plan.end_frame("swap")
+        times = plan.run(self.backend, context)
+        nbytes = [4 * side * side for side in UPLOAD_SIDES]
+        for op in UPLOAD_OPS:
+            # beyond the group's flush and the call's issue (what the predictor charges
+            # anyway), the median at each size
+            rest = cal.c_flush + cal.c_command
+            residuals = [float(np.median(times[f"{op} {side}"])) - rest
+                         for side in UPLOAD_SIDES]
+            a, c1, c2, n_s = fit_piecewise(nbytes, residuals, intercept=True)
+            cal.c_upload_call[op], cal.c_upload[op], cal.c_upload2[op] = a, c1, c2
+            cal.upload_n_s[op] = n_s
+
+    def _calibrate_loads(self, context: Context, cal: Calibration) -> None:
+        """000 Eq. 5.3's render-target loads (the module doc)."""
+        sizes = [(max(1, context.width // d), max(1, context.height // d))
+                 for d in LOAD_DIVISORS]
+        plan = _Plan()
+        for k, (w, h) in enumerate(sizes):
+            plan.group("setup", self._framebuffer(k + 1, w, h, depth=False) +
+                       [_cmd("bindFramebuffer", id=0)])
+        one_pixel = [_cmd("enable", cap="SCISSOR_TEST"),
+                     _cmd("scissor", x=0, y=0, width=1, height=1),
+                     _cmd("clear", mask=["COLOR_BUFFER_BIT"]),
+                     _cmd("disable", cap="SCISSOR_TEST")]
+        for _ in range(REPEATS + 2):
+            for k in range(len(sizes)):
+                plan.group(f"load {k}", [_cmd("bindFramebuffer", id=k + 1), *one_pixel,
+                                         _cmd("bindFramebuffer", id=0)])
+        plan.end_frame("swap")
+        times = plan.run(self.backend, context)
+        nbytes, residuals = [], []
+        for k, (w, h) in enumerate(sizes):
+            # what the predictor charges such a group but for the load: its flush, six
+            # commands' issue, a one-pixel clear and the resolve of the target
+            rest = (cal.c_flush + 6 * cal.c_command + cal.c_clear.get("fbo:COLOR", 0.0) +
+                    cal.c_resolve.get("fbo", 0.0) * w * h)
+            nbytes.append(4.0 * w * h)
+            residuals.append(float(np.median(times[f"load {k}"])) - rest)
+        cal.c_load1, cal.c_load2, cal.n_s = fit_texture_load(nbytes, residuals)
 
     def program_cost(self, context: Context, program: Program, created: dict,
                      state: GLState | None = None, command: Command | None = None

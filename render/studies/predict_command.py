@@ -26,8 +26,18 @@ import numpy as np
 
 from tilesim.errors import InputError
 from tilesim.render.studies.command_groups import load_group_config, split_groups, trace_contexts
-from tilesim.render.studies.ground_truth import JITTER_LOOP, Calibrator, GLBackend, ModelBackend
-from tilesim.render.studies.prediction import ESTIMATORS, HistoryPredictor, Predictor
+from tilesim.render.studies.ground_truth import (
+    JITTER_LOOP,
+    Calibrator,
+    GLBackend,
+    ModelBackend,
+)
+from tilesim.render.studies.prediction import (
+    ESTIMATORS,
+    UPLOAD_OPS,
+    HistoryPredictor,
+    Predictor,
+)
 
 BASELINE = "history-baseline"
 
@@ -38,14 +48,16 @@ def register(subparsers) -> None:
         description="Cut TRACE into command groups as a driver flushes them, measure each on "
                     "the ground-truth backend (the tilesim timing model, or Mesa with a "
                     "glFinish before and after), and predict each before it runs with the "
-                    "models of 003/000 (FLUSH, CLEAR, DRAW = c_v N_v + c_f N_f, SWAP), "
-                    "calibrated on first use, and with the history-based baseline of 003 "
+                    "models of 003/000 (FLUSH, CLEAR per mask, DRAW = c_v N_v + c_f N_f, SWAP, "
+                    "texture uploads and render-target loads linear in bytes), calibrated on "
+                    "first use, and with the history-based baseline of 003 "
                     "§VI-A. Prints per group the measured and predicted times and an error "
                     "summary per estimator.")
     p.add_argument("trace", metavar="TRACE", help="a .tsim trace")
     p.add_argument("--workload", metavar="NAME",
                    help="first build this prediction workload into TRACE (es2gears, "
-                        "glmark2-build, glmark2-shading, clearspd, clearspd-alternating)")
+                        "glmark2-build, glmark2-shading, clearspd, clearspd-alternating, "
+                        "texture-stream)")
     p.add_argument("--frames", type=int, default=20, metavar="N",
                    help="with --workload: frames to build (default %(default)s)")
     p.add_argument("--seed", type=int, default=0, help="with --workload: the random seed")
@@ -156,6 +168,7 @@ def run_prediction(trace_path: str, backend: str = "model", estimators=ESTIMATOR
                "commands": g.stop - g.start, "bytes": g.bytes, "ends": g.ends,
                "draws": sum(op in ("drawArrays", "drawElements") for op in g.ops()),
                "clears": sum(op == "clear" for op in g.ops()),
+               "uploads": sum(op in UPLOAD_OPS for op in g.ops()),
                "measured": t, "fragments": f, "predicted": {}, "fragments_estimated": {}}
         for e, p in predictors.items():
             prediction = p.predict(g, f)
@@ -175,7 +188,10 @@ def run_prediction(trace_path: str, backend: str = "model", estimators=ESTIMATOR
     by_kind = {}
     for kind, test in (("clear", lambda r: r["clears"] and not r["draws"]),
                        ("draw", lambda r: r["draws"] > 0),
-                       ("flush", lambda r: not r["clears"] and not r["draws"])):
+                       ("upload", lambda r: r["uploads"] and not r["clears"] and
+                        not r["draws"]),
+                       ("flush", lambda r: not r["clears"] and not r["draws"] and
+                        not r["uploads"])):
         chosen = [r for r in kept if test(r)]
         by_kind[kind] = {k: error_summary([r["predicted"][k] for r in chosen],
                                           [r["measured"] for r in chosen])
