@@ -32,9 +32,13 @@ the per-draw cost, and half-screen triangles (1 and 8 a group) through a pass-th
 program linked with the program's own fragment program for c_f. Results are cached as JSON per
 backend and size (programs by the hash of their GLSL) in the calibration folder.
 
-Two more parts, calibrated on first use of a size after the base (and added to a cache that
+Three more parts, calibrated on first use of a size after the base (and added to a cache that
 lacks them, ``Calibration.sections``):
 
+- ``fbo``: the same clears (1 and 16 a group, every mask) into a framebuffer object of the
+  context's size (a color texture, and the depth / stencil renderbuffers the window has): the
+  CLEAR constants and the resolve of framebuffer objects, apart from the default
+  framebuffer's (000 §5.5: a GPU may fast-clear only the default framebuffer).
 - ``uploads``: glTexImage2D, glTexSubImage2D (RGBA, random texels) and glGenerateMipmap of
   square textures of ``UPLOAD_SIDES`` texels, interleaved (every texImage2D changes the
   size, as a stream of images of changing size does): what each group took beyond its
@@ -415,7 +419,8 @@ class Calibrator:
             cal = self._calibrate_base(context)
             self._save(cal)
         self._cache[key] = cal
-        for section, calibrate in (("uploads", self._calibrate_uploads),
+        for section, calibrate in (("fbo", self._calibrate_fbo),
+                                   ("uploads", self._calibrate_uploads),
                                    ("loads", self._calibrate_loads)):
             if section not in cal.sections:
                 calibrate(context, cal)
@@ -473,7 +478,7 @@ class Calibrator:
         cal.c_flush = float(np.mean(times["flush"]))
         cal.c_command = max(_slope(times, "cmd", COMMAND_COUNTS), 0.0)
         self._clear_constants(times, cal, "default", pixels)
-        # framebuffer objects take the window's constants
+        # until the fbo part is calibrated, framebuffer objects take the window's constants
         for key, value in list(cal.c_clear.items()):
             cal.c_clear["fbo:" + key.split(":", 1)[1]] = value
         cal.c_resolve["fbo"] = cal.c_resolve["default"]
@@ -514,6 +519,16 @@ class Calibrator:
             commands += [_cmd("framebufferRenderbuffer", attachment=p, renderbuffer=rb)
                          for p in points]
         return commands
+
+    def _calibrate_fbo(self, context: Context, cal: Calibration) -> None:
+        """The clears of the base calibration into a framebuffer object (the module doc)."""
+        plan = _Plan()
+        plan.group("setup", self._framebuffer(1, context.width, context.height))
+        self._clear_groups(plan)
+        plan.group("setup", [_cmd("bindFramebuffer", id=0)])
+        plan.end_frame("swap")
+        times = plan.run(self.backend, context)
+        self._clear_constants(times, cal, "fbo", context.width * context.height)
 
     def _calibrate_uploads(self, context: Context, cal: Calibration) -> None:
         """Texture uploads and mipmap generation, linear in bytes (the module doc)."""
