@@ -22,6 +22,7 @@ from tilesim.render.studies.command_groups import (
 )
 from tilesim.render.studies.ground_truth import (
     Calibrator,
+    GLBackend,
     ModelBackend,
     fit_piecewise,
     fit_texture_load,
@@ -300,6 +301,7 @@ def test_calibration_finds_known_constants_again(tmp_path):
     calibrator = Calibrator(KnownBackend(), tmp_path, jitter_loop=10)
     cal = calibrator.calibration(Context(0, 64, 32))
     assert cal.sections == ["base", "fbo", "uploads", "loads"]
+    assert cal.timer == KnownBackend.method
     for name in ("c_flush", "c_command", "c_swap", "c_load1", "c_load2", "n_s"):
         assert getattr(cal, name) == pytest.approx(getattr(KNOWN, name)), name
     for name in ("c_clear", "c_resolve", "c_upload", "c_upload_call"):
@@ -552,7 +554,9 @@ def test_gl_backend_measures_groups_on_mesa(tmp_path):
     frames, source = clearspd_alternating(frames=4, sizes=((64, 48), (128, 96)), clears=40)
     path = write_trace(tmp_path / "alt.tsim", frames, width=64, height=48, source=source)
     report = run_prediction(str(path), "gl", ("bbox",), warmup=0, jitter_loop=50)
-    assert report["backend"] == "gl-llvmpipe"
+    # Mesa's GLES2 contexts offer GL_EXT_disjoint_timer_query: the default timer is the query
+    assert report["timer"] == "query" and report["backend"] == "gl-llvmpipe-query"
+    assert "GL_TIME_ELAPSED" in report["method"]
     assert len(report["rows"]) == report["groups"] and all(
         r["measured"] > 0 for r in report["rows"])
     assert {c["width"] for c in report["contexts"]} == {64, 128}
@@ -572,10 +576,19 @@ def test_model_calibrations_are_kept_apart_per_configuration(tmp_path):
     assert ModelBackend(str(mine)).name == ModelBackend(str(mine)).name
 
 
+def test_gl_backend_timers():
+    with pytest.raises(InputError, match="--timer"):
+        GLBackend(timer="rdtsc")
+    finish = GLBackend(timer="finish")          # no child needed to name it
+    assert (finish.name, finish.timer) == ("gl-llvmpipe", "finish")
+    assert "glFinish" in finish.method
+
+
 @pytest.mark.slow
-def test_big_texture_uploads_on_mesa(tmp_path):
+def test_gl_finish_timer_and_big_texture_uploads_on_mesa(tmp_path):
     """The texture stream (1 or 4 MB a frame) on llvmpipe, timed by the wall clock
-    between two glFinish: its upload groups are predicted within the relative error of the
+    between two glFinish (llvmpipe copies textures on the calling thread, which its timer
+    query does not see): its upload groups are predicted within the relative error of the
     draw groups of the same run (or 50 %), where an uncalibrated prediction (a flush and
     three calls' issue) is about 1 % of them."""
     from conftest import require_mesa
@@ -586,8 +599,9 @@ def test_big_texture_uploads_on_mesa(tmp_path):
     frames = texture_stream(160, 120, frames=20, seed=3, sides=(512, 1024))
     path = write_trace(tmp_path / "stream.tsim", frames, width=160, height=120,
                        name="stream")
-    report = run_prediction(str(path), "gl", ("oracle",), warmup=3, jitter_loop=50)
-    assert report["backend"] == "gl-llvmpipe"
+    report = run_prediction(str(path), "gl", ("oracle",), warmup=3, jitter_loop=50,
+                            timer="finish")
+    assert report["timer"] == "finish" and report["backend"] == "gl-llvmpipe"
     cal = report["calibration"]["160x120"]
     assert cal["c_upload_call"]["texImage2D"] > 0 and cal["c_upload_call"]["generateMipmap"] > 0
     assert cal["c_upload2"]["generateMipmap"] > 0 or cal["c_upload"]["generateMipmap"] > 0

@@ -13,10 +13,16 @@ Backends (``measure(frames, contexts, frame_context, groups, path=None)`` -> sec
   process (``python -m tilesim.render.studies.ground_truth``) that replays the trace through
   :class:`tilesim.render.reference.replay_gl.GLReplayer` (one EGL context and window
   framebuffer per trace context, switched with ``eglMakeCurrent``) and measures every group as
-  003 §IV-F does with SERIALIZE and NOTIFY: ``glFinish`` before it, the wall clock, its
-  commands, ``glFinish`` after it (``endFrame`` is the swap: a read of the window, as the
-  replayer does). No timer queries: Mesa's GLES2 contexts do not expose
-  GL_EXT_disjoint_timer_query on the surfaceless platform.
+  003 §IV-F does with SERIALIZE and NOTIFY: ``glFinish`` before it, its commands, ``glFinish``
+  after it (``endFrame`` is the swap: a read of the window, as the replayer does). The time
+  (``timer``): GL_EXT_disjoint_timer_query's GL_TIME_ELAPSED_EXT around the commands where
+  the context offers it (Mesa's GLES2 contexts do, llvmpipe and softpipe), else the wall
+  clock between the two glFinish (``timer="auto"``, the default; ``"query"`` or ``"finish"``
+  choose). The two see different things on a software driver: the query times the driver's
+  pipeline (llvmpipe: its rasterizer threads; softpipe: the calls between begin and end), the
+  wall clock also the API calls, the replayer's ctypes calls and what the driver does on the
+  calling thread (llvmpipe's vertex processing, clears and texture copies). A backend's
+  calibrations are cached per timer (``name``).
 
 Calibration (:class:`Calibrator`, 003 §IV-C..E and §V, 000 §5.5): on first use of a
 render-buffer size, a loop of empty flushes (c_flush and the jitter report of 003 §VI-B), 1 and
@@ -56,6 +62,7 @@ lacks them, ``Calibration.sections``):
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -96,6 +103,13 @@ UNLIMITED = 1 << 40
 UPLOAD_SIDES = (64, 256, 512, 1024)   # texels a side of the upload calibration's textures
 UPLOAD_REPEATS = 5
 LOAD_DIVISORS = (8, 4, 2, 1)     # the load calibration's targets: the context's size / these
+TIMERS = ("auto", "query", "finish")
+TIMER_METHODS = {
+    "query": "GL_EXT_disjoint_timer_query (GL_TIME_ELAPSED_EXT) around each group, glFinish "
+             "before and after",
+    "finish": "wall clock between a glFinish before and after each group",
+}
+MODEL_METHOD = "tilesim timing model (cycles at the configured clock)"
 
 
 def group_frames(group: CommandGroup) -> list[Command]:
@@ -116,6 +130,7 @@ class ModelBackend:
         self.cfg = load_gpu_config(config)
         self.ecfg = load_energy_config(energy_config)
         self.depth_bits = depth_bits
+        self.timer, self.method = "model", MODEL_METHOD
         # calibrations are cached per backend name: the model's depends on its parameters
         self.name = "model"
         if config is not None or energy_config is not None:
@@ -147,33 +162,50 @@ class ModelBackend:
 
 
 class GLBackend:
-    """Mesa ``driver`` measured with a glFinish before and after every group."""
+    """Mesa ``driver`` measured with a glFinish before and after every group, timed by
+    ``timer`` (``TIMERS``; see the module doc)."""
 
     def __init__(self, driver: str = "llvmpipe", depth_bits: int = 24, stencil_bits: int = 0,
-                 timeout: float = 3600):
+                 timeout: float = 3600, timer: str = "auto"):
         from tilesim.mesa import DRIVERS
 
         if driver not in DRIVERS:
             raise InputError(f"unknown Mesa driver {driver!r} (known: {', '.join(DRIVERS)})")
-        self.driver, self.name = driver, f"gl-{driver}"
+        if timer not in TIMERS:
+            raise InputError(f"unknown timer {timer!r} (known: {', '.join(TIMERS)})",
+                             source="--timer")
+        self.driver = driver
         self.depth_bits, self.stencil_bits, self.timeout = depth_bits, stencil_bits, timeout
+        self.requested_timer = timer
+        self._timer = None if timer == "auto" else timer
+        self.disjoint = 0            # query results a disjoint event voided (wall clock used)
+        self.wall: list[float] = []  # the last measurement's wall clock times
 
-    def measure(self, frames, contexts, frame_context, groups, path=None,
-                source: str = "<trace>") -> list[float]:
+    @property
+    def timer(self) -> str:
+        """"query" or "finish": what ``measure`` times with (``auto`` asks a GL child once
+        whether the context offers GL_EXT_disjoint_timer_query)."""
+        if self._timer is None:
+            self._timer = self._run({"trace": None, "label": "<probe>", "contexts": [[16, 16]],
+                                     "frame_context": [], "groups": []}, "auto")["timer"]
+        return self._timer
+
+    @property
+    def name(self) -> str:
+        """The calibration cache's name: the driver, and the timer when it is a query."""
+        return f"gl-{self.driver}" + ("-query" if self.timer == "query" else "")
+
+    @property
+    def method(self) -> str:
+        return TIMER_METHODS[self.timer]
+
+    def _run(self, request: dict, timer: str) -> dict:
+        """Run the GL child on ``request``; its times.json."""
         from tilesim.mesa import child_environment
-        from tilesim.render.traces.trace_file import write_trace
 
+        request = {**request, "depth_bits": self.depth_bits, "stencil_bits": self.stencil_bits,
+                   "timer": timer}
         with tempfile.TemporaryDirectory(prefix="tilesim-predict-") as tmp:
-            if path is None:
-                c0 = contexts[0]
-                path = write_trace(Path(tmp, "frames.tsim"), frames, width=c0.width,
-                                   height=c0.height, depth_bits=self.depth_bits,
-                                   stencil_bits=self.stencil_bits, name="<frames>")
-            request = {"trace": str(Path(path).resolve()), "label": source,
-                       "contexts": [[c.width, c.height] for c in contexts],
-                       "frame_context": list(frame_context),
-                       "depth_bits": self.depth_bits, "stencil_bits": self.stencil_bits,
-                       "groups": [[g.frame, g.start, g.stop] for g in groups]}
             out = Path(tmp, "out")
             out.mkdir()
             (out / "request.json").write_text(json.dumps(request), encoding="utf-8")
@@ -192,33 +224,66 @@ class GLBackend:
 
                 raise MesaUnavailable(f"GL measurement on Mesa {self.driver} failed (exit "
                                       f"{proc.returncode}): {text.strip()[-500:]}")
-            return json.loads((out / "times.json").read_text(encoding="utf-8"))["seconds"]
+            return json.loads((out / "times.json").read_text(encoding="utf-8"))
+
+    def measure(self, frames, contexts, frame_context, groups, path=None,
+                source: str = "<trace>") -> list[float]:
+        from tilesim.render.traces.trace_file import write_trace
+
+        with tempfile.TemporaryDirectory(prefix="tilesim-predict-") as tmp:
+            if path is None:
+                c0 = contexts[0]
+                path = write_trace(Path(tmp, "frames.tsim"), frames, width=c0.width,
+                                   height=c0.height, depth_bits=self.depth_bits,
+                                   stencil_bits=self.stencil_bits, name="<frames>")
+            result = self._run({"trace": str(Path(path).resolve()), "label": source,
+                                "contexts": [[c.width, c.height] for c in contexts],
+                                "frame_context": list(frame_context),
+                                "groups": [[g.frame, g.start, g.stop] for g in groups]},
+                               self._timer or "auto")
+        self._timer = result["timer"]
+        self.disjoint += result["disjoint"]
+        self.wall = result["wall"]
+        return result["seconds"]
 
 
 def _child(request_path: str, out_dir: str) -> int:
-    """The GL child: replay the trace, time every group (glFinish, clock, commands, glFinish)."""
+    """The GL child: replay the trace and time every group (glFinish, the commands, glFinish;
+    a timer query around the commands where asked for and offered)."""
     from tilesim.mesa import GL, NoMesa
     from tilesim.render.reference.replay_gl import GLReplayer
     from tilesim.render.traces.trace_file import open_trace
 
     out = Path(out_dir)
     request = json.loads(Path(request_path).read_text(encoding="utf-8"))
+    mode = request.get("timer", "finish")
     seconds: list[float] = []
+    wall: list[float] = []
+    disjoint = 0
     try:
-        with open_trace(request["trace"]) as trace:
-            gls, replayers = [], []
-            for w, h in request["contexts"]:
-                try:
-                    gl = GL.create()
-                except NoMesa as exc:
-                    print(f"no GLES2 context: {exc}", file=sys.stderr)
-                    return 3
-                gls.append(gl)
-                replayers.append(GLReplayer(gl, w, h, depth_bits=request["depth_bits"],
-                                            stencil_bits=request["stencil_bits"],
-                                            name=request["label"]))
-            current = len(gls) - 1
-            frame_index, frame = -1, []
+        gls, replayers, timers = [], [], []
+        for w, h in request["contexts"]:
+            try:
+                gl = GL.create()
+            except NoMesa as exc:
+                print(f"no GLES2 context: {exc}", file=sys.stderr)
+                return 3
+            gls.append(gl)
+            replayers.append(GLReplayer(gl, w, h, depth_bits=request["depth_bits"],
+                                        stencil_bits=request["stencil_bits"],
+                                        name=request["label"]))
+            timers.append(None if mode == "finish" else gl.timer_query())
+        if mode == "query" and None in timers:
+            raise InputError("the Mesa GLES2 context offers no GL_EXT_disjoint_timer_query",
+                             source="--timer")
+        used = "query" if mode != "finish" and None not in timers else "finish"
+        if used == "finish":
+            timers = [None] * len(gls)
+        current = len(gls) - 1
+        frame_index, frame = -1, []
+        with contextlib.ExitStack() as stack:
+            trace = stack.enter_context(open_trace(request["trace"])) if request["groups"] \
+                else None
             for f, start, stop in request["groups"]:
                 if f != frame_index:
                     frame_index, frame = f, trace.frame(f)
@@ -226,22 +291,35 @@ def _child(request_path: str, out_dir: str) -> int:
                 if context != current:
                     gls[context].make_current()
                     current = context
-                gl, replayer = gls[current], replayers[current]
+                gl, replayer, timer = gls[current], replayers[current], timers[current]
                 gl.glFinish()
                 t0 = time.perf_counter()
+                if timer is not None:
+                    timer.begin()
                 for k in range(start, stop):
                     command = frame[k]
                     if command.op == FRAME_END:
                         replayer.read_window()
                     else:
                         replayer.execute(command, f"{request['label']}: frame {f}, command {k}")
+                if timer is not None:
+                    timer.end()
                 gl.glFinish()
-                seconds.append(time.perf_counter() - t0)
+                wall.append(time.perf_counter() - t0)
+                if timer is None:
+                    seconds.append(wall[-1])
+                elif timer.disjoint():      # the result is void: the wall clock stands in
+                    disjoint += 1
+                    seconds.append(wall[-1])
+                else:
+                    seconds.append(timer.seconds())
     except InputError as exc:
         (out / "error.json").write_text(json.dumps({"message": exc.bare_message,
                                                     "source": exc.source}), encoding="utf-8")
         return EXIT_INPUT
-    (out / "times.json").write_text(json.dumps({"seconds": seconds}), encoding="utf-8")
+    (out / "times.json").write_text(json.dumps({"seconds": seconds, "wall": wall,
+                                                "timer": used, "disjoint": disjoint}),
+                                    encoding="utf-8")
     return 0
 
 
@@ -473,6 +551,7 @@ class Calibrator:
             plan.end_frame("swap")
         times = plan.run(self.backend, context)
         cal = Calibration(self.backend.name, context.width, context.height,
+                          timer=getattr(self.backend, "method", ""),
                           sections=["base"])
         cal.jitter = jitter_stats(times["flush"])
         cal.c_flush = float(np.mean(times["flush"]))

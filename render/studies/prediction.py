@@ -99,6 +99,7 @@ class Calibration:
     upload_n_s: dict[str, float] = field(default_factory=dict)  # bytes (absent: infinite)
     c_upload_call: dict[str, float] = field(default_factory=dict)  # "texImage2D" -> s / call
     jitter: dict[str, float] = field(default_factory=dict)    # the flush loop's statistics
+    timer: str = ""                                           # how the backend measured
     # the parts calibrated ("base", "fbo", "uploads", "loads"): a cache written before a part
     # existed gets it on first use
     sections: list[str] = field(default_factory=list)
