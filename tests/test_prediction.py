@@ -201,9 +201,10 @@ def tex_image(width, height, data=True, fmt="RGBA", target="TEXTURE_2D"):
                data=image(width, height, channels) if data else None)
 
 
-UPLOADS = {"c_upload": {"texImage2D": 1e-9, "texSubImage2D": 2e-9, "generateMipmap": 3e-9},
+UPLOADS = {"c_upload": {"texImage2D": 1e-9, "texSubImage2D": 2e-9, "generateMipmap": 3e-9,
+                        "generateMipmap:new": 4e-9},
            "c_upload_call": {"texImage2D": 5e-6, "texSubImage2D": 1e-6,
-                             "generateMipmap": 7e-6}}
+                             "generateMipmap": 7e-6, "generateMipmap:new": 9e-6}}
 
 
 def test_texture_uploads_are_linear_in_their_bytes():
@@ -220,9 +221,15 @@ def test_texture_uploads_are_linear_in_their_bytes():
     # an allocation without data moves nothing: the call only
     empty = p.predict(group([tex_image(64, 64, data=False)]))
     assert empty.parts["upload"] == pytest.approx(5e-6)
-    # glGenerateMipmap reads level 0 of the bound texture (here the 64 x 64 RGBA just made)
-    mip = p.predict(group([tex_image(64, 64), cmd("generateMipmap", target="TEXTURE_2D")]))
-    assert mip.parts["upload"] == pytest.approx(5e-6 + 64 * 64 * 4e-9 + 7e-6 + 64 * 64 * 4 * 3e-9)
+    # glGenerateMipmap reads level 0 of the bound texture (here the 64 x 64 RGBA just made);
+    # the first one makes the levels, the next one refills them, a size change makes new ones
+    mipmap = cmd("generateMipmap", target="TEXTURE_2D")
+    mip = p.predict(group([tex_image(64, 64), mipmap]))
+    assert mip.parts["upload"] == pytest.approx(5e-6 + 64 * 64 * 4e-9 + 9e-6 + 64 * 64 * 16e-9)
+    assert p.predict(group([mipmap])).parts["upload"] == pytest.approx(7e-6 + 64 * 64 * 12e-9)
+    resized = p.predict(group([tex_image(32, 32), mipmap]))
+    assert resized.parts["upload"] == pytest.approx(5e-6 + 32 * 32 * 4e-9 + 9e-6 +
+                                                    32 * 32 * 16e-9)
     # a cube map's every face
     cube = [cmd("createTexture", id=2), cmd("bindTexture", target="TEXTURE_CUBE_MAP", id=2)]
     cube += [tex_image(8, 8, target=f"TEXTURE_CUBE_MAP_{s}_{a}") for s in ("POSITIVE",
@@ -308,7 +315,8 @@ def test_calibration_finds_known_constants_again(tmp_path):
         assert getattr(cal, name) == pytest.approx(getattr(KNOWN, name)), name
     # one line for the uploads, two above 1 MB for the mipmaps (000 Eq. 5.3's form)
     assert cal.upload_n_s == {"texImage2D": float("inf"), "texSubImage2D": float("inf"),
-                              "generateMipmap": 4 * 512 * 512}
+                              "generateMipmap": 4 * 512 * 512,
+                              "generateMipmap:new": float("inf")}
     assert cal.c_upload2["generateMipmap"] == pytest.approx(5e-9)
     # the cache holds every part; one written before the parts existed gets them on use
     cached = json.loads((tmp_path / "known-64x32.json").read_text())

@@ -45,9 +45,10 @@ lacks them, ``Calibration.sections``):
   context's size (a color texture, and the depth / stencil renderbuffers the window has): the
   CLEAR constants and the resolve of framebuffer objects, apart from the default
   framebuffer's (000 §5.5: a GPU may fast-clear only the default framebuffer).
-- ``uploads``: glTexImage2D, glTexSubImage2D (RGBA, random texels) and glGenerateMipmap of
-  square textures of ``UPLOAD_SIDES`` texels, interleaved (every texImage2D changes the
-  size, as a stream of images of changing size does): what each group took beyond its
+- ``uploads``: glTexImage2D, glTexSubImage2D (RGBA, random texels), glGenerateMipmap (new
+  levels), glTexSubImage2D and glGenerateMipmap again (the levels refilled) of square
+  textures of ``UPLOAD_SIDES`` texels, interleaved (every texImage2D changes the size, as a
+  stream of images of changing size does): what each group took beyond its
   flush and the call's issue (the median at each size) over the bytes moved, fitted
   piecewise linear as 000 Eq. 5.3 with an intercept (memory is faster while a buffer fits a
   cache): ``c_upload_call`` at 0 bytes, ``c_upload`` a byte up to ``upload_n_s``,
@@ -81,7 +82,7 @@ from tilesim.render.gl.state import GLState, Program
 from tilesim.render.studies.command_groups import CommandGroup, Context, split_groups
 from tilesim.render.studies.prediction import (
     MASK_BITS,
-    UPLOAD_OPS,
+    UPLOAD_KINDS,
     Calibration,
     ProgramCost,
     mask_key,
@@ -428,7 +429,8 @@ def fit_piecewise(nbytes, seconds, intercept: bool = False
     ``a + c_1 * min(N, N_s) + c_2 * max(N - N_s, 0)``, with ``a = 0`` unless ``intercept``.
     N_s is one of the points' sizes or infinity (one line), whichever leaves the smallest
     squared error (one line where they tie); least squares below and at N_s, then c_2 from
-    there on. Negative constants are taken as 0 (nothing measurable)."""
+    there on, none of the constants negative (a slope that comes out negative is 0: nothing
+    measurable grows with the bytes there)."""
     n, t = np.asarray(nbytes, float), np.asarray(seconds, float)
     order = np.argsort(n)
     n, t = n[order], t[order]
@@ -437,20 +439,23 @@ def fit_piecewise(nbytes, seconds, intercept: bool = False
     for n_s in (float("inf"), *n[fewest - 1:-1]):
         below, above = n <= n_s, n > n_s
         if intercept:
-            c1, a = np.polyfit(n[below], t[below], 1)
+            c1, a = (float(v) for v in np.polyfit(n[below], t[below], 1))
+            if c1 < 0:
+                c1, a = 0.0, float(t[below].mean())
+            a = max(a, 0.0)
         else:
-            a, c1 = 0.0, float(np.dot(n[below], t[below]) / np.dot(n[below], n[below]))
+            a, c1 = 0.0, max(float(np.dot(n[below], t[below]) / np.dot(n[below], n[below])),
+                             0.0)
         fit = a + c1 * n
         c2 = 0.0
         if above.any():
             x, y = n[above] - n_s, t[above] - a - c1 * n_s
-            c2 = float(np.dot(x, y) / np.dot(x, x))
+            c2 = max(float(np.dot(x, y) / np.dot(x, x)), 0.0)
             fit = np.where(below, fit, a + c1 * n_s + c2 * (n - n_s))
         error = float(np.sum((t - fit) ** 2))
         if best is None or error < best[0] * (1 - 1e-9) - 1e-30:
-            best = (error, float(a), float(c1), c2, float(n_s))
-    _, a, c1, c2, n_s = best
-    return max(a, 0.0), max(c1, 0.0), max(c2, 0.0), n_s
+            best = (error, a, c1, c2, float(n_s))
+    return best[1:]
 
 
 def fit_texture_load(nbytes, seconds) -> tuple[float, float, float]:
@@ -625,12 +630,15 @@ class Calibrator:
                                                        **image)])
                 plan.group(f"texSubImage2D {side}", [_cmd("texSubImage2D", xoffset=0,
                                                           yoffset=0, **image)])
-                plan.group(f"generateMipmap {side}", [_cmd("generateMipmap",
-                                                           target="TEXTURE_2D")])
+                mipmap = _cmd("generateMipmap", target="TEXTURE_2D")
+                plan.group(f"generateMipmap:new {side}", [mipmap])
+                plan.group(f"texSubImage2D {side}", [_cmd("texSubImage2D", xoffset=0,
+                                                          yoffset=0, **image)])
+                plan.group(f"generateMipmap {side}", [mipmap])
         plan.end_frame("swap")
         times = plan.run(self.backend, context)
         nbytes = [4 * side * side for side in UPLOAD_SIDES]
-        for op in UPLOAD_OPS:
+        for op in UPLOAD_KINDS:
             # beyond the group's flush and the call's issue (what the predictor charges
             # anyway), the median at each size
             rest = cal.c_flush + cal.c_command

@@ -26,8 +26,11 @@ recent-history estimators use. Models (seconds; constants from :class:`Calibrati
 - Texture upload (000 §5.5's buffer-size class, in Eq. 5.3's piecewise-linear form for the
   bytes moved): ``glTexImage2D`` / ``glTexSubImage2D`` with client data of ``N`` bytes and
   ``glGenerateMipmap`` of a texture whose level 0 holds ``N`` bytes (every face of a cube
-  map) cost ``c_upload_call[op] + c_upload[op] * N`` up to ``upload_n_s[op]`` bytes and
-  ``c_upload2[op]`` a byte above (the call's own issue is ``c_command``).
+  map) cost ``c_upload_call[k] + c_upload[k] * N`` up to ``upload_n_s[k]`` bytes and
+  ``c_upload2[k]`` a byte above (the call's own issue is ``c_command``). The kind ``k`` is the
+  call, and for glGenerateMipmap whether it makes new levels (``generateMipmap:new``: level 1
+  is missing or of another size, after the texture's first image or a size change: a driver
+  allocates the levels, and may move level 0, as well) or refills the levels it has.
 
 ``N_f`` estimators: ``bbox`` (003 §IV-E: the draw's vertices' 3D bounding box through the
 program's own vertex transform, the projected area clipped to the viewport times the coverage
@@ -61,6 +64,7 @@ COVERAGE = 0.5          # 003 §V: "we use a constant coverage factor of 0.5"
 MASK_BITS = ("COLOR_BUFFER_BIT", "DEPTH_BUFFER_BIT", "STENCIL_BUFFER_BIT")
 POSITION_NAMES = ("position", "pos", "vertex", "a_position", "in_position", "avertex")
 UPLOAD_OPS = ("texImage2D", "texSubImage2D", "generateMipmap")
+UPLOAD_KINDS = (*UPLOAD_OPS, "generateMipmap:new")     # the kinds of upload_kind
 
 
 def mask_key(mask) -> str:
@@ -127,7 +131,8 @@ class Calibration:
         return self.c_load1 * self.n_s + self.c_load2 * (nbytes - self.n_s)
 
     def upload(self, op: str, nbytes: float) -> float:
-        """Seconds of a texture upload ``op`` (``UPLOAD_OPS``) moving ``nbytes`` bytes."""
+        """Seconds of a texture upload of kind ``op`` (``UPLOAD_KINDS``) moving ``nbytes``
+        bytes."""
         n_s = self.upload_n_s.get(op, float("inf"))
         seconds = self.c_upload_call.get(op, 0.0) + self.c_upload.get(op, 0.0) * min(nbytes, n_s)
         if nbytes > n_s:
@@ -385,7 +390,8 @@ class Predictor:
                 if op in ("bindFramebuffer", "framebufferTexture2D"):
                     parts["texture_load"] += self._texture_load(state, command, cal)
                 elif op in UPLOAD_OPS:
-                    parts["upload"] += cal.upload(op, upload_bytes(state, command))
+                    parts["upload"] += cal.upload(upload_kind(state, command),
+                                                  upload_bytes(state, command))
                 if op == "createProgram":
                     monitor.created[command.args["id"]] = command.args
                 state.apply(command)
@@ -501,6 +507,24 @@ def upload_bytes(state: GLState, command) -> int:
             return 0
         return sum(face[0].nbytes for face in texture.faces if face.get(0) is not None)
     return 0
+
+
+def upload_kind(state: GLState, command) -> str:
+    """The upload's kind (``UPLOAD_KINDS``): its call, or ``generateMipmap:new`` for a
+    glGenerateMipmap whose texture has no level 1 of the size level 0 calls for.
+    ``state``: the context before the command."""
+    if command.op != "generateMipmap":
+        return command.op
+    a = command.args
+    texture = state.textures.get(state.bound_textures[a["target"]][state.active_unit])
+    base = None if texture is None or not texture.faces else texture.image(0, 0)
+    if base is None or base.width == base.height == 1:
+        return command.op
+    level1 = texture.image(0, 1)
+    wanted = (max(1, base.width >> 1), max(1, base.height >> 1))
+    if level1 is None or (level1.width, level1.height) != wanted:
+        return "generateMipmap:new"
+    return command.op
 
 
 def _texture_size(texture, target, level) -> tuple[int, int] | None:
