@@ -250,9 +250,12 @@ def text_report(report: dict) -> str:
     for size, cal in report["calibration"].items():
         j = cal["jitter"]
         if j:
+            central = j.get("std_central")
             lines.append(f"flush loop {size} ({j['samples']}x): peak {_us(j['peak']).strip()} "
-                         f"us, std {_us(j['std']).strip()} us, 95% in [{_us(j['p2_5']).strip()}"
-                         f", {_us(j['p97_5']).strip()}] us")
+                         f"us, std {_us(j['std']).strip()} us" +
+                         ("" if central is None else f" ({_us(central).strip()} us of the "
+                          "central 99%)") +
+                         f", 95% in [{_us(j['p2_5']).strip()}, {_us(j['p97_5']).strip()}] us")
     return "\n".join(lines)
 
 
