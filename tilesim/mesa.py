@@ -143,6 +143,18 @@ GL_FUNCTIONS = {
     "glGetProgramResourceiv": (None, [_U, _U, _U, _I, _UP, _I, _IP, _IP]),
     "glGetProgramResourceName": (None, [_U, _U, _U, _I, _IP, _S]),
 }
+# GL_EXT_disjoint_timer_query (GLES; Mesa's GLES2 contexts offer it on llvmpipe and softpipe):
+# the elapsed time of the commands between begin and end, as the driver's pipeline sees it.
+TIMER_QUERY_EXTENSION = "GL_EXT_disjoint_timer_query"
+GL_TIME_ELAPSED_EXT = 0x88BF
+GL_QUERY_RESULT_EXT = 0x8866
+GL_GPU_DISJOINT_EXT = 0x8FBB
+GL_EXTENSIONS = 0x1F03
+GL_TIMER_QUERY_FUNCTIONS = {
+    "glGenQueriesEXT": (None, [_I, _UP]), "glBeginQueryEXT": (None, [_U, _U]),
+    "glEndQueryEXT": (None, [_U]),
+    "glGetQueryObjectui64vEXT": (None, [_U, _U, ctypes.POINTER(ctypes.c_uint64)]),
+}
 # Desktop GL's occlusion queries (GL_SAMPLES_PASSED), for a desktop context.
 GL_QUERY_FUNCTIONS = {
     "glGenQueries": (None, [_I, _UP]), "glBeginQuery": (None, [_U, _U]),
@@ -279,6 +291,13 @@ class GL:
         self.glGetProgramInfoLog(program, size, None, buf)
         return buf.value.decode("utf-8", "replace")
 
+    def timer_query(self) -> TimerQuery | None:
+        """A GL_TIME_ELAPSED timer of this (GLES) context (GL_EXT_disjoint_timer_query), or
+        None where the context does not offer the extension."""
+        if TIMER_QUERY_EXTENSION not in self.string(GL_EXTENSIONS).split():
+            return None
+        return TimerQuery(self)
+
     def gen(self, function) -> int:
         name = ctypes.c_uint()
         function(1, ctypes.byref(name))
@@ -287,3 +306,31 @@ class GL:
     def delete(self, function, name: int) -> None:
         handle = ctypes.c_uint(name)
         function(1, ctypes.byref(handle))
+
+
+class TimerQuery:
+    """GL_EXT_disjoint_timer_query's GL_TIME_ELAPSED_EXT on the current context: ``begin()``,
+    the commands, ``end()``, then ``seconds()`` (waits for the result). ``disjoint()``: whether
+    the driver reported a disjoint event since the last call (the result is then invalid).
+    Get one from :meth:`GL.timer_query`."""
+
+    def __init__(self, gl: GL):
+        for name, (restype, argtypes) in GL_TIMER_QUERY_FUNCTIONS.items():
+            function = ctypes.CFUNCTYPE(restype, *argtypes)(proc_address(name))
+            setattr(self, name, function)
+        self.gl = gl
+        self.query = gl.gen(self.glGenQueriesEXT)
+
+    def begin(self) -> None:
+        self.glBeginQueryEXT(GL_TIME_ELAPSED_EXT, self.query)
+
+    def end(self) -> None:
+        self.glEndQueryEXT(GL_TIME_ELAPSED_EXT)
+
+    def seconds(self) -> float:
+        value = ctypes.c_uint64()
+        self.glGetQueryObjectui64vEXT(self.query, GL_QUERY_RESULT_EXT, ctypes.byref(value))
+        return value.value * 1e-9
+
+    def disjoint(self) -> bool:
+        return bool(self.gl.integer(GL_GPU_DISJOINT_EXT))

@@ -13,10 +13,16 @@ Backends (``measure(frames, contexts, frame_context, groups, path=None)`` -> sec
   process (``python -m tilesim.render.studies.ground_truth``) that replays the trace through
   :class:`tilesim.render.reference.replay_gl.GLReplayer` (one EGL context and window
   framebuffer per trace context, switched with ``eglMakeCurrent``) and measures every group as
-  003 §IV-F does with SERIALIZE and NOTIFY: ``glFinish`` before it, the wall clock, its
-  commands, ``glFinish`` after it (``endFrame`` is the swap: a read of the window, as the
-  replayer does). No timer queries: Mesa's GLES2 contexts do not expose
-  GL_EXT_disjoint_timer_query on the surfaceless platform.
+  003 §IV-F does with SERIALIZE and NOTIFY: ``glFinish`` before it, its commands, ``glFinish``
+  after it (``endFrame`` is the swap: a read of the window, as the replayer does). The time
+  (``timer``): GL_EXT_disjoint_timer_query's GL_TIME_ELAPSED_EXT around the commands where
+  the context offers it (Mesa's GLES2 contexts do, llvmpipe and softpipe), else the wall
+  clock between the two glFinish (``timer="auto"``, the default; ``"query"`` or ``"finish"``
+  choose). The two see different things on a software driver: the query times the driver's
+  pipeline (llvmpipe: its rasterizer threads; softpipe: the calls between begin and end), the
+  wall clock also the API calls, the replayer's ctypes calls and what the driver does on the
+  calling thread (llvmpipe's vertex processing, clears and texture copies). A backend's
+  calibrations are cached per timer (``name``).
 
 Calibration (:class:`Calibrator`, 003 §IV-C..E and §V, 000 §5.5): on first use of a
 render-buffer size, a loop of empty flushes (c_flush and the jitter report of 003 §VI-B), 1 and
@@ -31,10 +37,33 @@ c_v, plus the set-up and binning cost a vertex of tiny triangles clear of every 
 the per-draw cost, and half-screen triangles (1 and 8 a group) through a pass-through vertex
 program linked with the program's own fragment program for c_f. Results are cached as JSON per
 backend and size (programs by the hash of their GLSL) in the calibration folder.
+
+Three more parts, calibrated on first use of a size after the base (and added to a cache that
+lacks them, ``Calibration.sections``):
+
+- ``fbo``: the same clears (1 and 16 a group, every mask) into a framebuffer object of the
+  context's size (a color texture, and the depth / stencil renderbuffers the window has): the
+  CLEAR constants and the resolve of framebuffer objects, apart from the default
+  framebuffer's (000 §5.5: a GPU may fast-clear only the default framebuffer).
+- ``uploads``: glTexImage2D, glTexSubImage2D (RGBA, random texels), glGenerateMipmap (new
+  levels), glTexSubImage2D and glGenerateMipmap again (the levels refilled) of square
+  textures of ``UPLOAD_SIDES`` texels, interleaved (every texImage2D changes the size, as a
+  stream of images of changing size does): what each group took beyond its
+  flush and the call's issue (the median at each size) over the bytes moved, fitted
+  piecewise linear as 000 Eq. 5.3 with an intercept (memory is faster while a buffer fits a
+  cache): ``c_upload_call`` at 0 bytes, ``c_upload`` a byte up to ``upload_n_s``,
+  ``c_upload2`` above.
+- ``loads``: 000 Eq. 5.3's render-target load: a group binds a framebuffer object with a
+  color texture of 1/8, 1/4, 1/2 and all of the context's size, clears one pixel of it
+  (scissored: a pass that does not clear its target, which a tile-based GPU loads) and binds
+  the window again. What it took beyond its predicted flush, issue, clear and resolve, over
+  the texture's bytes, fitted piecewise linear (c_load1 up to N_s bytes, c_load2 above; N_s
+  one of the sizes, or none where one line fits best).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -53,6 +82,7 @@ from tilesim.render.gl.state import GLState, Program
 from tilesim.render.studies.command_groups import CommandGroup, Context, split_groups
 from tilesim.render.studies.prediction import (
     MASK_BITS,
+    UPLOAD_KINDS,
     Calibration,
     ProgramCost,
     mask_key,
@@ -71,6 +101,16 @@ REPEATS = 3
 JITTER_LOOP = 1000
 SWAPS = 8
 UNLIMITED = 1 << 40
+UPLOAD_SIDES = (64, 256, 512, 1024)   # texels a side of the upload calibration's textures
+UPLOAD_REPEATS = 5
+LOAD_DIVISORS = (8, 4, 2, 1)     # the load calibration's targets: the context's size / these
+TIMERS = ("auto", "query", "finish")
+TIMER_METHODS = {
+    "query": "GL_EXT_disjoint_timer_query (GL_TIME_ELAPSED_EXT) around each group, glFinish "
+             "before and after",
+    "finish": "wall clock between a glFinish before and after each group",
+}
+MODEL_METHOD = "tilesim timing model (cycles at the configured clock)"
 
 
 def group_frames(group: CommandGroup) -> list[Command]:
@@ -91,6 +131,7 @@ class ModelBackend:
         self.cfg = load_gpu_config(config)
         self.ecfg = load_energy_config(energy_config)
         self.depth_bits = depth_bits
+        self.timer, self.method = "model", MODEL_METHOD
         # calibrations are cached per backend name: the model's depends on its parameters
         self.name = "model"
         if config is not None or energy_config is not None:
@@ -122,33 +163,50 @@ class ModelBackend:
 
 
 class GLBackend:
-    """Mesa ``driver`` measured with a glFinish before and after every group."""
+    """Mesa ``driver`` measured with a glFinish before and after every group, timed by
+    ``timer`` (``TIMERS``; see the module doc)."""
 
     def __init__(self, driver: str = "llvmpipe", depth_bits: int = 24, stencil_bits: int = 0,
-                 timeout: float = 3600):
+                 timeout: float = 3600, timer: str = "auto"):
         from tilesim.mesa import DRIVERS
 
         if driver not in DRIVERS:
             raise InputError(f"unknown Mesa driver {driver!r} (known: {', '.join(DRIVERS)})")
-        self.driver, self.name = driver, f"gl-{driver}"
+        if timer not in TIMERS:
+            raise InputError(f"unknown timer {timer!r} (known: {', '.join(TIMERS)})",
+                             source="--timer")
+        self.driver = driver
         self.depth_bits, self.stencil_bits, self.timeout = depth_bits, stencil_bits, timeout
+        self.requested_timer = timer
+        self._timer = None if timer == "auto" else timer
+        self.disjoint = 0            # query results a disjoint event voided (wall clock used)
+        self.wall: list[float] = []  # the last measurement's wall clock times
 
-    def measure(self, frames, contexts, frame_context, groups, path=None,
-                source: str = "<trace>") -> list[float]:
+    @property
+    def timer(self) -> str:
+        """"query" or "finish": what ``measure`` times with (``auto`` asks a GL child once
+        whether the context offers GL_EXT_disjoint_timer_query)."""
+        if self._timer is None:
+            self._timer = self._run({"trace": None, "label": "<probe>", "contexts": [[16, 16]],
+                                     "frame_context": [], "groups": []}, "auto")["timer"]
+        return self._timer
+
+    @property
+    def name(self) -> str:
+        """The calibration cache's name: the driver, and the timer when it is a query."""
+        return f"gl-{self.driver}" + ("-query" if self.timer == "query" else "")
+
+    @property
+    def method(self) -> str:
+        return TIMER_METHODS[self.timer]
+
+    def _run(self, request: dict, timer: str) -> dict:
+        """Run the GL child on ``request``; its times.json."""
         from tilesim.mesa import child_environment
-        from tilesim.render.traces.trace_file import write_trace
 
+        request = {**request, "depth_bits": self.depth_bits, "stencil_bits": self.stencil_bits,
+                   "timer": timer}
         with tempfile.TemporaryDirectory(prefix="tilesim-predict-") as tmp:
-            if path is None:
-                c0 = contexts[0]
-                path = write_trace(Path(tmp, "frames.tsim"), frames, width=c0.width,
-                                   height=c0.height, depth_bits=self.depth_bits,
-                                   stencil_bits=self.stencil_bits, name="<frames>")
-            request = {"trace": str(Path(path).resolve()), "label": source,
-                       "contexts": [[c.width, c.height] for c in contexts],
-                       "frame_context": list(frame_context),
-                       "depth_bits": self.depth_bits, "stencil_bits": self.stencil_bits,
-                       "groups": [[g.frame, g.start, g.stop] for g in groups]}
             out = Path(tmp, "out")
             out.mkdir()
             (out / "request.json").write_text(json.dumps(request), encoding="utf-8")
@@ -167,33 +225,66 @@ class GLBackend:
 
                 raise MesaUnavailable(f"GL measurement on Mesa {self.driver} failed (exit "
                                       f"{proc.returncode}): {text.strip()[-500:]}")
-            return json.loads((out / "times.json").read_text(encoding="utf-8"))["seconds"]
+            return json.loads((out / "times.json").read_text(encoding="utf-8"))
+
+    def measure(self, frames, contexts, frame_context, groups, path=None,
+                source: str = "<trace>") -> list[float]:
+        from tilesim.render.traces.trace_file import write_trace
+
+        with tempfile.TemporaryDirectory(prefix="tilesim-predict-") as tmp:
+            if path is None:
+                c0 = contexts[0]
+                path = write_trace(Path(tmp, "frames.tsim"), frames, width=c0.width,
+                                   height=c0.height, depth_bits=self.depth_bits,
+                                   stencil_bits=self.stencil_bits, name="<frames>")
+            result = self._run({"trace": str(Path(path).resolve()), "label": source,
+                                "contexts": [[c.width, c.height] for c in contexts],
+                                "frame_context": list(frame_context),
+                                "groups": [[g.frame, g.start, g.stop] for g in groups]},
+                               self._timer or "auto")
+        self._timer = result["timer"]
+        self.disjoint += result["disjoint"]
+        self.wall = result["wall"]
+        return result["seconds"]
 
 
 def _child(request_path: str, out_dir: str) -> int:
-    """The GL child: replay the trace, time every group (glFinish, clock, commands, glFinish)."""
+    """The GL child: replay the trace and time every group (glFinish, the commands, glFinish;
+    a timer query around the commands where asked for and offered)."""
     from tilesim.mesa import GL, NoMesa
     from tilesim.render.reference.replay_gl import GLReplayer
     from tilesim.render.traces.trace_file import open_trace
 
     out = Path(out_dir)
     request = json.loads(Path(request_path).read_text(encoding="utf-8"))
+    mode = request.get("timer", "finish")
     seconds: list[float] = []
+    wall: list[float] = []
+    disjoint = 0
     try:
-        with open_trace(request["trace"]) as trace:
-            gls, replayers = [], []
-            for w, h in request["contexts"]:
-                try:
-                    gl = GL.create()
-                except NoMesa as exc:
-                    print(f"no GLES2 context: {exc}", file=sys.stderr)
-                    return 3
-                gls.append(gl)
-                replayers.append(GLReplayer(gl, w, h, depth_bits=request["depth_bits"],
-                                            stencil_bits=request["stencil_bits"],
-                                            name=request["label"]))
-            current = len(gls) - 1
-            frame_index, frame = -1, []
+        gls, replayers, timers = [], [], []
+        for w, h in request["contexts"]:
+            try:
+                gl = GL.create()
+            except NoMesa as exc:
+                print(f"no GLES2 context: {exc}", file=sys.stderr)
+                return 3
+            gls.append(gl)
+            replayers.append(GLReplayer(gl, w, h, depth_bits=request["depth_bits"],
+                                        stencil_bits=request["stencil_bits"],
+                                        name=request["label"]))
+            timers.append(None if mode == "finish" else gl.timer_query())
+        if mode == "query" and None in timers:
+            raise InputError("the Mesa GLES2 context offers no GL_EXT_disjoint_timer_query",
+                             source="--timer")
+        used = "query" if mode != "finish" and None not in timers else "finish"
+        if used == "finish":
+            timers = [None] * len(gls)
+        current = len(gls) - 1
+        frame_index, frame = -1, []
+        with contextlib.ExitStack() as stack:
+            trace = stack.enter_context(open_trace(request["trace"])) if request["groups"] \
+                else None
             for f, start, stop in request["groups"]:
                 if f != frame_index:
                     frame_index, frame = f, trace.frame(f)
@@ -201,22 +292,35 @@ def _child(request_path: str, out_dir: str) -> int:
                 if context != current:
                     gls[context].make_current()
                     current = context
-                gl, replayer = gls[current], replayers[current]
+                gl, replayer, timer = gls[current], replayers[current], timers[current]
                 gl.glFinish()
                 t0 = time.perf_counter()
+                if timer is not None:
+                    timer.begin()
                 for k in range(start, stop):
                     command = frame[k]
                     if command.op == FRAME_END:
                         replayer.read_window()
                     else:
                         replayer.execute(command, f"{request['label']}: frame {f}, command {k}")
+                if timer is not None:
+                    timer.end()
                 gl.glFinish()
-                seconds.append(time.perf_counter() - t0)
+                wall.append(time.perf_counter() - t0)
+                if timer is None:
+                    seconds.append(wall[-1])
+                elif timer.disjoint():      # the result is void: the wall clock stands in
+                    disjoint += 1
+                    seconds.append(wall[-1])
+                else:
+                    seconds.append(timer.seconds())
     except InputError as exc:
         (out / "error.json").write_text(json.dumps({"message": exc.bare_message,
                                                     "source": exc.source}), encoding="utf-8")
         return EXIT_INPUT
-    (out / "times.json").write_text(json.dumps({"seconds": seconds}), encoding="utf-8")
+    (out / "times.json").write_text(json.dumps({"seconds": seconds, "wall": wall,
+                                                "timer": used, "disjoint": disjoint}),
+                                    encoding="utf-8")
     return 0
 
 
@@ -268,16 +372,19 @@ def _slope(times: dict[str, list[float]], label: str, counts) -> float:
 
 def jitter_stats(seconds: list[float]) -> dict[str, float]:
     """003 §VI-B's report of a flush loop: the peak of the distribution (the mean of the fullest
-    bin, bins 1/50 of the range and at least 0.1 us wide), mean, standard deviation, and the
-    2.5-97.5% interval."""
+    bin, bins 1/50 of the central 99 % range and at least 0.1 us wide, so that the odd slow
+    flush does not widen them), mean, standard deviation (of all samples, and of the central
+    99 %: ``std_central``), and the 2.5-97.5% interval."""
     t = np.asarray(seconds, float)
     if t.size == 0:
         return {}
-    width = max(1e-7, (t.max() - t.min()) / 50)
+    lo, hi = np.percentile(t, [0.5, 99.5])
+    width = max(1e-7, (hi - lo) / 50)
     bins = np.floor((t - t.min()) / width).astype(np.int64)
     peak_bin = np.bincount(bins).argmax()
+    central = t[(t >= lo) & (t <= hi)]
     return {"samples": int(t.size), "peak": float(t[bins == peak_bin].mean()),
-            "mean": float(t.mean()), "std": float(t.std()),
+            "mean": float(t.mean()), "std": float(t.std()), "std_central": float(central.std()),
             "p2_5": float(np.percentile(t, 2.5)), "p97_5": float(np.percentile(t, 97.5)),
             "min": float(t.min()), "max": float(t.max())}
 
@@ -319,6 +426,46 @@ def passthrough_vertex_glsl(fragment_glsl: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def fit_piecewise(nbytes, seconds, intercept: bool = False
+                  ) -> tuple[float, float, float, float]:
+    """000 Eq. 5.3 fitted to (bytes, seconds) points: (a, c_1, c_2, N_s) of
+    ``a + c_1 * min(N, N_s) + c_2 * max(N - N_s, 0)``, with ``a = 0`` unless ``intercept``.
+    N_s is one of the points' sizes or infinity (one line), whichever leaves the smallest
+    squared error (one line where they tie); least squares below and at N_s, then c_2 from
+    there on, none of the constants negative (a slope that comes out negative is 0: nothing
+    measurable grows with the bytes there)."""
+    n, t = np.asarray(nbytes, float), np.asarray(seconds, float)
+    order = np.argsort(n)
+    n, t = n[order], t[order]
+    fewest = 2 if intercept else 1         # points a line below N_s needs
+    best = None
+    for n_s in (float("inf"), *n[fewest - 1:-1]):
+        below, above = n <= n_s, n > n_s
+        if intercept:
+            c1, a = (float(v) for v in np.polyfit(n[below], t[below], 1))
+            if c1 < 0:
+                c1, a = 0.0, float(t[below].mean())
+            a = max(a, 0.0)
+        else:
+            a, c1 = 0.0, max(float(np.dot(n[below], t[below]) / np.dot(n[below], n[below])),
+                             0.0)
+        fit = a + c1 * n
+        c2 = 0.0
+        if above.any():
+            x, y = n[above] - n_s, t[above] - a - c1 * n_s
+            c2 = max(float(np.dot(x, y) / np.dot(x, x)), 0.0)
+            fit = np.where(below, fit, a + c1 * n_s + c2 * (n - n_s))
+        error = float(np.sum((t - fit) ** 2))
+        if best is None or error < best[0] * (1 - 1e-9) - 1e-30:
+            best = (error, a, c1, c2, float(n_s))
+    return best[1:]
+
+
+def fit_texture_load(nbytes, seconds) -> tuple[float, float, float]:
+    """000 Eq. 5.3 through the origin: (c_1, c_2, N_s) (:func:`fit_piecewise`)."""
+    return fit_piecewise(nbytes, seconds)[1:]
+
+
 class Calibrator:
     """Calibrates the prediction models on a backend, caching per backend, size and program."""
 
@@ -358,6 +505,13 @@ class Calibrator:
             cal = self._calibrate_base(context)
             self._save(cal)
         self._cache[key] = cal
+        for section, calibrate in (("fbo", self._calibrate_fbo),
+                                   ("uploads", self._calibrate_uploads),
+                                   ("loads", self._calibrate_loads)):
+            if section not in cal.sections:
+                calibrate(context, cal)
+                cal.sections.append(section)
+                self._save(cal)
         return cal
 
     def masks(self) -> list[list[str]]:
@@ -368,6 +522,28 @@ class Calibrator:
             out.append([b for i, b in enumerate(bits) if m >> i & 1])
         return [sorted(m, key=MASK_BITS.index) for m in out]
 
+    def _clear_groups(self, plan: _Plan) -> None:
+        for mask in self.masks():
+            for count in CLEAR_COUNTS:
+                for _ in range(REPEATS):
+                    plan.group(f"clear {mask_key(mask)} {count}",
+                               [_cmd("clear", mask=mask)] * count)
+
+    def _clear_constants(self, times: dict, cal: Calibration, kind: str, pixels: int) -> None:
+        """c_clear[kind:mask] from the clear groups' slope, c_resolve[kind] from their
+        intercept less the flush (the median over the masks)."""
+        resolves = []
+        for mask in self.masks():
+            # medians at 1 and 16 clears: robust to the odd group a loaded machine slows
+            lo, hi = (float(np.median(times[f"clear {mask_key(mask)} {c}"]))
+                      for c in CLEAR_COUNTS)
+            b = (hi - lo) / (CLEAR_COUNTS[1] - CLEAR_COUNTS[0])
+            a = lo - b * CLEAR_COUNTS[0]
+            b -= cal.c_command          # the clear's issue is charged as a command
+            cal.c_clear[f"{kind}:{mask_key(mask)}"] = max(b, 0.0) / pixels
+            resolves.append(max(a - cal.c_flush, 0.0) / pixels)
+        cal.c_resolve[kind] = float(np.median(resolves))
+
     def _calibrate_base(self, context: Context) -> Calibration:
         pixels = context.width * context.height
         plan = _Plan()
@@ -377,35 +553,131 @@ class Calibrator:
             for _ in range(REPEATS):
                 plan.group(f"cmd {count}", [_cmd("clearColor", red=0.0, green=0.0, blue=0.0,
                                                  alpha=1.0)] * count)
-        for mask in self.masks():
-            for count in CLEAR_COUNTS:
-                for _ in range(REPEATS):
-                    plan.group(f"clear {mask_key(mask)} {count}",
-                               [_cmd("clear", mask=mask)] * count)
+        self._clear_groups(plan)
         plan.end_frame("swap")
         for _ in range(SWAPS):
             plan.end_frame("swap")
         times = plan.run(self.backend, context)
-        cal = Calibration(self.backend.name, context.width, context.height)
+        cal = Calibration(self.backend.name, context.width, context.height,
+                          timer=getattr(self.backend, "method", ""),
+                          sections=["base"])
         cal.jitter = jitter_stats(times["flush"])
         cal.c_flush = float(np.mean(times["flush"]))
         cal.c_command = max(_slope(times, "cmd", COMMAND_COUNTS), 0.0)
-        resolves = []
-        for mask in self.masks():
-            # medians at 1 and 16 clears: robust to the odd group a loaded machine slows
-            lo, hi = (float(np.median(times[f"clear {mask_key(mask)} {c}"]))
-                      for c in CLEAR_COUNTS)
-            b = (hi - lo) / (CLEAR_COUNTS[1] - CLEAR_COUNTS[0])
-            a = lo - b * CLEAR_COUNTS[0]
-            b -= cal.c_command          # the clear's issue is charged as a command
-            cal.c_clear[f"default:{mask_key(mask)}"] = max(b, 0.0) / pixels
-            cal.c_clear[f"fbo:{mask_key(mask)}"] = max(b, 0.0) / pixels
-            resolves.append(max(a - cal.c_flush, 0.0) / pixels)
-        cal.c_resolve = {"default": float(np.median(resolves)),
-                         "fbo": float(np.median(resolves))}
+        self._clear_constants(times, cal, "default", pixels)
+        # until the fbo part is calibrated, framebuffer objects take the window's constants
+        for key, value in list(cal.c_clear.items()):
+            cal.c_clear["fbo:" + key.split(":", 1)[1]] = value
+        cal.c_resolve["fbo"] = cal.c_resolve["default"]
         swaps = times["swap"][1:]   # the first swap ends the frame of the loops above
         cal.c_swap = max(float(np.median(swaps)) - cal.c_flush, 0.0) / pixels
         return cal
+
+    def _framebuffer(self, ident: int, width: int, height: int, depth: bool = True
+                     ) -> list[Command]:
+        """Commands that make framebuffer object ``ident`` (its color texture and depth /
+        stencil renderbuffers take the same id) of ``width`` x ``height`` and bind it."""
+        commands = [_cmd("createTexture", id=ident),
+                    _cmd("bindTexture", target="TEXTURE_2D", id=ident),
+                    _cmd("texImage2D", target="TEXTURE_2D", level=0, internalformat="RGBA",
+                         width=width, height=height, format="RGBA", type="UNSIGNED_BYTE",
+                         data=None),
+                    _cmd("texParameter", target="TEXTURE_2D", pname="TEXTURE_MIN_FILTER",
+                         value="NEAREST"),
+                    _cmd("bindTexture", target="TEXTURE_2D", id=0),
+                    _cmd("createFramebuffer", id=ident),
+                    _cmd("bindFramebuffer", id=ident),
+                    _cmd("framebufferTexture2D", attachment="COLOR_ATTACHMENT0",
+                         textarget="TEXTURE_2D", texture=ident, level=0)]
+        formats = []
+        if depth and self.stencil_bits and self.depth_bits == 24:
+            formats = [("DEPTH24_STENCIL8", ("DEPTH_ATTACHMENT", "STENCIL_ATTACHMENT"))]
+        elif depth:
+            if self.depth_bits:
+                formats.append((f"DEPTH_COMPONENT{16 if self.depth_bits == 16 else 24}",
+                                ("DEPTH_ATTACHMENT",)))
+            if self.stencil_bits:
+                formats.append(("STENCIL_INDEX8", ("STENCIL_ATTACHMENT",)))
+        for k, (fmt, points) in enumerate(formats):
+            rb = ident * 10 + k
+            commands += [_cmd("createRenderbuffer", id=rb), _cmd("bindRenderbuffer", id=rb),
+                         _cmd("renderbufferStorage", internalformat=fmt, width=width,
+                              height=height)]
+            commands += [_cmd("framebufferRenderbuffer", attachment=p, renderbuffer=rb)
+                         for p in points]
+        return commands
+
+    def _calibrate_fbo(self, context: Context, cal: Calibration) -> None:
+        """The clears of the base calibration into a framebuffer object (the module doc)."""
+        plan = _Plan()
+        plan.group("setup", self._framebuffer(1, context.width, context.height))
+        self._clear_groups(plan)
+        plan.group("setup", [_cmd("bindFramebuffer", id=0)])
+        plan.end_frame("swap")
+        times = plan.run(self.backend, context)
+        self._clear_constants(times, cal, "fbo", context.width * context.height)
+
+    def _calibrate_uploads(self, context: Context, cal: Calibration) -> None:
+        """Texture uploads and mipmap generation, linear in bytes (the module doc)."""
+        rng = np.random.default_rng(0)
+        images = {side: rng.integers(0, 256, (side, side, 4), dtype=np.uint8)
+                  for side in UPLOAD_SIDES}
+        plan = _Plan()
+        plan.group("setup", [_cmd("createTexture", id=1),
+                             _cmd("bindTexture", target="TEXTURE_2D", id=1)])
+        for _ in range(UPLOAD_REPEATS):
+            for side in UPLOAD_SIDES:
+                image = dict(target="TEXTURE_2D", level=0, width=side, height=side,
+                             format="RGBA", type="UNSIGNED_BYTE", data=images[side])
+                plan.group(f"texImage2D {side}", [_cmd("texImage2D", internalformat="RGBA",
+                                                       **image)])
+                plan.group(f"texSubImage2D {side}", [_cmd("texSubImage2D", xoffset=0,
+                                                          yoffset=0, **image)])
+                mipmap = _cmd("generateMipmap", target="TEXTURE_2D")
+                plan.group(f"generateMipmap:new {side}", [mipmap])
+                plan.group(f"texSubImage2D {side}", [_cmd("texSubImage2D", xoffset=0,
+                                                          yoffset=0, **image)])
+                plan.group(f"generateMipmap {side}", [mipmap])
+        plan.end_frame("swap")
+        times = plan.run(self.backend, context)
+        nbytes = [4 * side * side for side in UPLOAD_SIDES]
+        for op in UPLOAD_KINDS:
+            # beyond the group's flush and the call's issue (what the predictor charges
+            # anyway), the median at each size
+            rest = cal.c_flush + cal.c_command
+            residuals = [float(np.median(times[f"{op} {side}"])) - rest
+                         for side in UPLOAD_SIDES]
+            a, c1, c2, n_s = fit_piecewise(nbytes, residuals, intercept=True)
+            cal.c_upload_call[op], cal.c_upload[op], cal.c_upload2[op] = a, c1, c2
+            cal.upload_n_s[op] = n_s
+
+    def _calibrate_loads(self, context: Context, cal: Calibration) -> None:
+        """000 Eq. 5.3's render-target loads (the module doc)."""
+        sizes = [(max(1, context.width // d), max(1, context.height // d))
+                 for d in LOAD_DIVISORS]
+        plan = _Plan()
+        for k, (w, h) in enumerate(sizes):
+            plan.group("setup", self._framebuffer(k + 1, w, h, depth=False) +
+                       [_cmd("bindFramebuffer", id=0)])
+        one_pixel = [_cmd("enable", cap="SCISSOR_TEST"),
+                     _cmd("scissor", x=0, y=0, width=1, height=1),
+                     _cmd("clear", mask=["COLOR_BUFFER_BIT"]),
+                     _cmd("disable", cap="SCISSOR_TEST")]
+        for _ in range(REPEATS + 2):
+            for k in range(len(sizes)):
+                plan.group(f"load {k}", [_cmd("bindFramebuffer", id=k + 1), *one_pixel,
+                                         _cmd("bindFramebuffer", id=0)])
+        plan.end_frame("swap")
+        times = plan.run(self.backend, context)
+        nbytes, residuals = [], []
+        for k, (w, h) in enumerate(sizes):
+            # what the predictor charges such a group but for the load: its flush, six
+            # commands' issue, a one-pixel clear and the resolve of the target
+            rest = (cal.c_flush + 6 * cal.c_command + cal.c_clear.get("fbo:COLOR", 0.0) +
+                    cal.c_resolve.get("fbo", 0.0) * w * h)
+            nbytes.append(4.0 * w * h)
+            residuals.append(float(np.median(times[f"load {k}"])) - rest)
+        cal.c_load1, cal.c_load2, cal.n_s = fit_texture_load(nbytes, residuals)
 
     def program_cost(self, context: Context, program: Program, created: dict,
                      state: GLState | None = None, command: Command | None = None

@@ -4,12 +4,13 @@ The study of seeds 003 (Concepts for Execution Time Prediction of 3D GPU Renderi
 000 (Hua Ma's thesis, ch. 7): the trace is cut into command groups
 (:mod:`~tilesim.render.studies.command_groups`), every group is measured on the ground-truth
 backend (:mod:`~tilesim.render.studies.ground_truth`: the tilesim timing model, or Mesa
-measured with glFinish around each group), and replayed in order through a
-:class:`~tilesim.render.studies.prediction.Predictor` per estimator and the history-based
-baseline, each seeing a group before its measurement and learning it after. Printed: per
-group the measured and predicted times, and per predictor a summary of the errors (predicted
-- measured): mean and percentiles of the absolute error, the signed interval (003 reports
-errors as such intervals), the mean relative error (000), the share of groups
+measured with glFinish around each group and timed by GL_EXT_disjoint_timer_query where the
+context offers it, ``--timer``; the report's ``timer`` and ``method`` say which), and replayed
+in order through a :class:`~tilesim.render.studies.prediction.Predictor` per estimator and the
+history-based baseline, each seeing a group before its measurement and learning it after.
+Printed: per group the measured and predicted times, and per predictor a summary of the errors
+(predicted - measured): mean and percentiles of the absolute error, the signed interval (003
+reports errors as such intervals), the mean relative error (000), the share of groups
 underestimated; the fragment-count error of each estimator; the flush-loop jitter (003
 §VI-B). ``--plot DIR`` draws the error CDFs of 003 Figs. 7-12.
 
@@ -26,8 +27,19 @@ import numpy as np
 
 from tilesim.errors import InputError
 from tilesim.render.studies.command_groups import load_group_config, split_groups, trace_contexts
-from tilesim.render.studies.ground_truth import JITTER_LOOP, Calibrator, GLBackend, ModelBackend
-from tilesim.render.studies.prediction import ESTIMATORS, HistoryPredictor, Predictor
+from tilesim.render.studies.ground_truth import (
+    JITTER_LOOP,
+    TIMERS,
+    Calibrator,
+    GLBackend,
+    ModelBackend,
+)
+from tilesim.render.studies.prediction import (
+    ESTIMATORS,
+    UPLOAD_OPS,
+    HistoryPredictor,
+    Predictor,
+)
 
 BASELINE = "history-baseline"
 
@@ -37,15 +49,18 @@ def register(subparsers) -> None:
         "predict", help="predict the execution time of command groups (seeds 000, 003)",
         description="Cut TRACE into command groups as a driver flushes them, measure each on "
                     "the ground-truth backend (the tilesim timing model, or Mesa with a "
-                    "glFinish before and after), and predict each before it runs with the "
-                    "models of 003/000 (FLUSH, CLEAR, DRAW = c_v N_v + c_f N_f, SWAP), "
+                    "glFinish before and after, timed by a GL timer query where offered), and "
+                    "predict each before it runs with the models of 003/000 (FLUSH, CLEAR per "
+                    "mask and per default framebuffer / framebuffer object, DRAW = c_v N_v + "
+                    "c_f N_f, SWAP, texture uploads and render-target loads linear in bytes), "
                     "calibrated on first use, and with the history-based baseline of 003 "
                     "§VI-A. Prints per group the measured and predicted times and an error "
                     "summary per estimator.")
     p.add_argument("trace", metavar="TRACE", help="a .tsim trace")
     p.add_argument("--workload", metavar="NAME",
                    help="first build this prediction workload into TRACE (es2gears, "
-                        "glmark2-build, glmark2-shading, clearspd, clearspd-alternating)")
+                        "glmark2-build, glmark2-shading, clearspd, clearspd-alternating, "
+                        "texture-stream)")
     p.add_argument("--frames", type=int, default=20, metavar="N",
                    help="with --workload: frames to build (default %(default)s)")
     p.add_argument("--seed", type=int, default=0, help="with --workload: the random seed")
@@ -55,6 +70,11 @@ def register(subparsers) -> None:
     p.add_argument("--backend", dest="truth", default="model",
                    choices=["model", "gl", "gl-llvmpipe", "gl-softpipe"],
                    help="ground truth: the tilesim timing model, or Mesa (gl = llvmpipe)")
+    p.add_argument("--timer", choices=TIMERS, default="auto",
+                   help="how a Mesa backend times a group: GL_EXT_disjoint_timer_query's "
+                        "GL_TIME_ELAPSED around its commands (query), the wall clock between "
+                        "a glFinish before and after it (finish), or the query where the "
+                        "context offers it (auto, the default); the report names the one used")
     p.add_argument("--estimator", action="append", choices=ESTIMATORS + ("all",),
                    help="fragment-count estimator(s) (repeatable; default: all)")
     p.add_argument("--group-bytes", type=int, metavar="BYTES",
@@ -111,18 +131,20 @@ def fragment_summary(estimated, actual) -> dict:
             "total_rel_error": float((est.sum() - total) / total) if total else None}
 
 
-def make_backend(name: str, config: str | None, depth_bits: int, stencil_bits: int):
+def make_backend(name: str, config: str | None, depth_bits: int, stencil_bits: int,
+                 timer: str = "auto"):
     if name == "model":
         return ModelBackend(config, depth_bits=depth_bits)
     driver = "llvmpipe" if name == "gl" else name.split("-", 1)[1]
-    return GLBackend(driver, depth_bits=depth_bits, stencil_bits=stencil_bits)
+    return GLBackend(driver, depth_bits=depth_bits, stencil_bits=stencil_bits, timer=timer)
 
 
 def run_prediction(trace_path: str, backend: str = "model", estimators=ESTIMATORS,
                    group_bytes: int | None = None, group_config: str | None = None,
                    warmup: int = 3, calibration_dir: str | None = None,
                    jitter_loop: int = JITTER_LOOP, config: str | None = None,
-                   max_frames: int | None = None, runtime_frames: int = 0) -> dict:
+                   max_frames: int | None = None, runtime_frames: int = 0,
+                   timer: str = "auto") -> dict:
     """The whole study on one trace; returns the report (see the module doc)."""
     from tilesim.render.traces.trace_file import open_trace
 
@@ -134,7 +156,7 @@ def run_prediction(trace_path: str, backend: str = "model", estimators=ESTIMATOR
         name = trace.name
     cfg = load_group_config(group_config)
     groups = list(split_groups(frames, frame_context, cfg, group_bytes))
-    truth = make_backend(backend, config, depth_bits, stencil_bits)
+    truth = make_backend(backend, config, depth_bits, stencil_bits, timer)
     profiler = truth if isinstance(truth, ModelBackend) else ModelBackend(config,
                                                                           depth_bits=depth_bits)
     model_seconds, fragments = profiler.profile(contexts, groups, str(trace_path))
@@ -156,6 +178,7 @@ def run_prediction(trace_path: str, backend: str = "model", estimators=ESTIMATOR
                "commands": g.stop - g.start, "bytes": g.bytes, "ends": g.ends,
                "draws": sum(op in ("drawArrays", "drawElements") for op in g.ops()),
                "clears": sum(op == "clear" for op in g.ops()),
+               "uploads": sum(op in UPLOAD_OPS for op in g.ops()),
                "measured": t, "fragments": f, "predicted": {}, "fragments_estimated": {}}
         for e, p in predictors.items():
             prediction = p.predict(g, f)
@@ -175,7 +198,10 @@ def run_prediction(trace_path: str, backend: str = "model", estimators=ESTIMATOR
     by_kind = {}
     for kind, test in (("clear", lambda r: r["clears"] and not r["draws"]),
                        ("draw", lambda r: r["draws"] > 0),
-                       ("flush", lambda r: not r["clears"] and not r["draws"])):
+                       ("upload", lambda r: r["uploads"] and not r["clears"] and
+                        not r["draws"]),
+                       ("flush", lambda r: not r["clears"] and not r["draws"] and
+                        not r["uploads"])):
         chosen = [r for r in kept if test(r)]
         by_kind[kind] = {k: error_summary([r["predicted"][k] for r in chosen],
                                           [r["measured"] for r in chosen])
@@ -183,6 +209,8 @@ def run_prediction(trace_path: str, backend: str = "model", estimators=ESTIMATOR
     calibrations = {f"{c.width}x{c.height}": calibrator.calibration(c).to_dict()
                     for c in contexts}
     return {"trace": str(trace_path), "name": name, "backend": truth.name,
+            "timer": truth.timer, "method": truth.method,
+            "disjoint": getattr(truth, "disjoint", 0),
             "contexts": [c.__dict__ for c in contexts], "groups": len(groups),
             "frames": len(frames), "warmup_frames": warmup, "runtime_frames": runtime_frames,
             "history_misses": history.misses, "summary": summary, "by_kind": by_kind,
@@ -195,7 +223,8 @@ def _us(x) -> str:
 
 def text_report(report: dict) -> str:
     lines = [f"{report['name']} ({report['trace']}): {report['groups']} command groups in "
-             f"{report['frames']} frames, ground truth {report['backend']}"]
+             f"{report['frames']} frames, ground truth {report['backend']}",
+             f"measured with: {report['method']}"]
     keys = list(report["summary"])
     lines.append("group frame ctx draws clears   measured " +
                  " ".join(f"{k[:14]:>14}" for k in keys) + "   (us)")
@@ -221,9 +250,12 @@ def text_report(report: dict) -> str:
     for size, cal in report["calibration"].items():
         j = cal["jitter"]
         if j:
+            central = j.get("std_central")
             lines.append(f"flush loop {size} ({j['samples']}x): peak {_us(j['peak']).strip()} "
-                         f"us, std {_us(j['std']).strip()} us, 95% in [{_us(j['p2_5']).strip()}"
-                         f", {_us(j['p97_5']).strip()}] us")
+                         f"us, std {_us(j['std']).strip()} us" +
+                         ("" if central is None else f" ({_us(central).strip()} us of the "
+                          "central 99%)") +
+                         f", 95% in [{_us(j['p2_5']).strip()}, {_us(j['p97_5']).strip()}] us")
     return "\n".join(lines)
 
 
@@ -278,7 +310,7 @@ def _predict(args) -> int:
     report = run_prediction(trace, args.truth, estimators, args.group_bytes,
                             args.group_config, args.warmup, args.calibration or None,
                             args.jitter_loop, args.config, args.max_frames,
-                            args.runtime_calibration)
+                            args.runtime_calibration, args.timer)
     if args.plot:
         report["plots"] = [str(p) for p in write_plots(args.plot, report)]
     print(json.dumps(report, indent=1) if args.json else text_report(report))

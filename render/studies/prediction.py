@@ -23,6 +23,14 @@ recent-history estimators use. Models (seconds; constants from :class:`Calibrati
 - SWAP (000 Eq. 5.1): ``c_swap * pixels`` of the window.
 - Texture load (000 Eq. 5.3): binding a framebuffer object with a texture of ``N`` bytes costs
   ``c_load1 * N`` up to ``N_s`` bytes and ``c_load2`` a byte above.
+- Texture upload (000 §5.5's buffer-size class, in Eq. 5.3's piecewise-linear form for the
+  bytes moved): ``glTexImage2D`` / ``glTexSubImage2D`` with client data of ``N`` bytes and
+  ``glGenerateMipmap`` of a texture whose level 0 holds ``N`` bytes (every face of a cube
+  map) cost ``c_upload_call[k] + c_upload[k] * N`` up to ``upload_n_s[k]`` bytes and
+  ``c_upload2[k]`` a byte above (the call's own issue is ``c_command``). The kind ``k`` is the
+  call, and for glGenerateMipmap whether it makes new levels (``generateMipmap:new``: level 1
+  is missing or of another size, after the texture's first image or a size change: a driver
+  allocates the levels, and may move level 0, as well) or refills the levels it has.
 
 ``N_f`` estimators: ``bbox`` (003 §IV-E: the draw's vertices' 3D bounding box through the
 program's own vertex transform, the projected area clipped to the viewport times the coverage
@@ -46,6 +54,7 @@ import numpy as np
 
 from tilesim.render.gl.commands import CUBE_FACES, FRAME_END
 from tilesim.render.gl.state import GLState, Program
+from tilesim.render.gl.textures import bytes_per_texel
 from tilesim.render.gl.uniforms import constants as uniform_constants
 from tilesim.render.pipeline import vertex_fetch
 from tilesim.render.studies.command_groups import DRAWS, CommandGroup, Context
@@ -54,6 +63,8 @@ ESTIMATORS = ("bbox", "history-ratio", "history-seq", "oracle")
 COVERAGE = 0.5          # 003 §V: "we use a constant coverage factor of 0.5"
 MASK_BITS = ("COLOR_BUFFER_BIT", "DEPTH_BUFFER_BIT", "STENCIL_BUFFER_BIT")
 POSITION_NAMES = ("position", "pos", "vertex", "a_position", "in_position", "avertex")
+UPLOAD_OPS = ("texImage2D", "texSubImage2D", "generateMipmap")
+UPLOAD_KINDS = (*UPLOAD_OPS, "generateMipmap:new")     # the kinds of upload_kind
 
 
 def mask_key(mask) -> str:
@@ -87,13 +98,22 @@ class Calibration:
     c_load1: float = 0.0                                      # per byte, up to n_s bytes
     c_load2: float = 0.0
     n_s: float = float("inf")
+    c_upload: dict[str, float] = field(default_factory=dict)  # "texImage2D" -> s / byte
+    c_upload2: dict[str, float] = field(default_factory=dict)  # s / byte above upload_n_s
+    upload_n_s: dict[str, float] = field(default_factory=dict)  # bytes (absent: infinite)
+    c_upload_call: dict[str, float] = field(default_factory=dict)  # "texImage2D" -> s / call
     jitter: dict[str, float] = field(default_factory=dict)    # the flush loop's statistics
+    timer: str = ""                                           # how the backend measured
+    # the parts calibrated ("base", "fbo", "uploads", "loads"): a cache written before a part
+    # existed gets it on first use
+    sections: list[str] = field(default_factory=list)
     programs: dict[str, ProgramCost] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         out = dict(self.__dict__)
         out["programs"] = {k: v.__dict__ for k, v in self.programs.items()}
         out["n_s"] = None if self.n_s == float("inf") else self.n_s
+        out["upload_n_s"] = {k: v for k, v in self.upload_n_s.items() if v != float("inf")}
         return out
 
     @classmethod
@@ -101,7 +121,23 @@ class Calibration:
         data = dict(data)
         data["programs"] = {k: ProgramCost(**v) for k, v in data.get("programs", {}).items()}
         data["n_s"] = float("inf") if data.get("n_s") is None else data["n_s"]
+        data.setdefault("sections", ["base"])     # a cache of before the sections
         return cls(**data)
+
+    def texture_load(self, nbytes: float) -> float:
+        """000 Eq. 5.3: seconds to load a render target of ``nbytes`` bytes."""
+        if nbytes <= self.n_s:
+            return self.c_load1 * nbytes
+        return self.c_load1 * self.n_s + self.c_load2 * (nbytes - self.n_s)
+
+    def upload(self, op: str, nbytes: float) -> float:
+        """Seconds of a texture upload of kind ``op`` (``UPLOAD_KINDS``) moving ``nbytes``
+        bytes."""
+        n_s = self.upload_n_s.get(op, float("inf"))
+        seconds = self.c_upload_call.get(op, 0.0) + self.c_upload.get(op, 0.0) * min(nbytes, n_s)
+        if nbytes > n_s:
+            seconds += self.c_upload2.get(op, 0.0) * (nbytes - n_s)
+        return seconds
 
 
 def program_key(program: Program) -> str:
@@ -318,7 +354,7 @@ class Predictor:
             charged.add("flush")
         parts = {"flush": flush, "commands": cal.c_command * issued, "clear": 0.0,
                  "resolve": 0.0, "draw_vertex": 0.0,
-                 "draw_fragment": 0.0, "swap": 0.0, "texture_load": 0.0}
+                 "draw_fragment": 0.0, "swap": 0.0, "texture_load": 0.0, "upload": 0.0}
         draws: list[DrawInfo] = []
         costs: list[ProgramCost] = []
         rendered: dict[tuple[str, int], int] = {}     # targets rendered to -> pixels
@@ -353,6 +389,9 @@ class Predictor:
             else:
                 if op in ("bindFramebuffer", "framebufferTexture2D"):
                     parts["texture_load"] += self._texture_load(state, command, cal)
+                elif op in UPLOAD_OPS:
+                    parts["upload"] += cal.upload(upload_kind(state, command),
+                                                  upload_bytes(state, command))
                 if op == "createProgram":
                     monitor.created[command.args["id"]] = command.args
                 state.apply(command)
@@ -398,10 +437,7 @@ class Predictor:
                 size = _texture_size(state.textures.get(attached[1]), attached[2], attached[3])
         if size is None:
             return 0.0
-        n = 4.0 * size[0] * size[1]
-        if n <= cal.n_s:
-            return cal.c_load1 * n
-        return cal.c_load1 * cal.n_s + cal.c_load2 * (n - cal.n_s)
+        return cal.texture_load(4.0 * size[0] * size[1])
 
     def _fragments(self, monitor: _ContextMonitor, group: CommandGroup, draws: list[DrawInfo],
                    oracle: float | None) -> list[float]:
@@ -454,6 +490,41 @@ class Predictor:
                     monitor.last_sequence = monitor.frame_sequence
             monitor.frame_vertices, monitor.frame_fragments = 0, 0.0
             monitor.frame_sequence = []
+
+
+def upload_bytes(state: GLState, command) -> int:
+    """Bytes a texture upload moves: the client data of texImage2D / texSubImage2D (none for
+    a texImage2D without data, which only allocates), level 0 of the bound texture (all its
+    faces) for generateMipmap. ``state``: the context before the command."""
+    a = command.args
+    if command.op in ("texImage2D", "texSubImage2D"):
+        if a.get("data") is None:
+            return 0
+        return int(a["width"]) * int(a["height"]) * bytes_per_texel(a["format"], a["type"])
+    if command.op == "generateMipmap":
+        texture = state.textures.get(state.bound_textures[a["target"]][state.active_unit])
+        if texture is None:
+            return 0
+        return sum(face[0].nbytes for face in texture.faces if face.get(0) is not None)
+    return 0
+
+
+def upload_kind(state: GLState, command) -> str:
+    """The upload's kind (``UPLOAD_KINDS``): its call, or ``generateMipmap:new`` for a
+    glGenerateMipmap whose texture has no level 1 of the size level 0 calls for.
+    ``state``: the context before the command."""
+    if command.op != "generateMipmap":
+        return command.op
+    a = command.args
+    texture = state.textures.get(state.bound_textures[a["target"]][state.active_unit])
+    base = None if texture is None or not texture.faces else texture.image(0, 0)
+    if base is None or base.width == base.height == 1:
+        return command.op
+    level1 = texture.image(0, 1)
+    wanted = (max(1, base.width >> 1), max(1, base.height >> 1))
+    if level1 is None or (level1.width, level1.height) != wanted:
+        return "generateMipmap:new"
+    return command.op
 
 
 def _texture_size(texture, target, level) -> tuple[int, int] | None:

@@ -17,6 +17,13 @@ Time Prediction of 3D GPU Rendering, seed 003 §VI; Hua Ma's thesis, seed 000 §
   300 clears then glFinish, alternating between the contexts every frame. The trace's manifest
   ``source`` holds ``contexts`` and ``frame_context``
   (:mod:`tilesim.render.studies.command_groups`).
+- ``texture-stream``: a video-like stream of texture uploads (000 §5.5's buffer-size class):
+  every frame uploads a new image of random texels, a square of 64 to 1024 texels a side
+  chosen at random, with glTexImage2D when the size changes and glTexSubImage2D when it does
+  not, generates its mipmaps in frame 0 and then in half of the frames (at random), and
+  flushes (one command group of uploads); then a clear, one textured quad turning in front
+  of the camera (glmark2's texture program; in frame 0 also with the other filter) and the
+  swap.
 
 May import: ``render.traces``, ``render.gl``, ``tilesim.shaders`` and the ``tilesim`` base.
 """
@@ -214,10 +221,79 @@ def clearspd_alternating(frames: int = 20, sizes=ALTERNATING_SIZES, clears: int 
     return frame_list, source
 
 
+# --- texture-stream -----------------------------------------------------------------------------
+
+TEXTURE_STREAM_SIDES = (64, 128, 256, 512, 1024)
+
+
+def texture_stream(width: int = GLMARK2_SIZE[0], height: int = GLMARK2_SIZE[1],
+                   frames: int = 30, seed: int = 0, sides=TEXTURE_STREAM_SIDES
+                   ) -> list[list[Command]]:
+    """A texture-upload stream (see the module doc): per frame an upload group (texImage2D or
+    texSubImage2D of a random-size image, glGenerateMipmap half of the time, glFlush), then a
+    clear, a textured quad and the swap."""
+    rng = np.random.default_rng(seed)
+    gl = Recorder(width, height, name="texture-stream")
+    program = corpus_program("glmark2-texture-texture-filter-nearest-")
+    prog = gl.createProgram(program.vertex_glsl, program.fragment_glsl, compiled=program)
+    gl.useProgram(prog)
+    quad = np.array([[-1, -1, 0, 0, 0, 1, 0, 0], [1, -1, 0, 0, 0, 1, 1, 0],
+                     [-1, 1, 0, 0, 0, 1, 0, 1], [1, 1, 0, 0, 0, 1, 1, 1]], np.float32)
+    vbo = gl.createBuffer()
+    gl.bindBuffer("ARRAY_BUFFER", vbo)
+    gl.bufferData("ARRAY_BUFFER", quad)
+    for name, size, offset in (("position", 3, 0), ("normal", 3, 12), ("texcoord", 2, 24)):
+        location = gl.getAttribLocation(prog, name)
+        gl.vertexAttribPointer(location, size, "FLOAT", False, 32, offset)
+        gl.enableVertexAttribArray(location)
+    gl.uniform1i(gl.getUniformLocation(prog, "MaterialTexture0"), 0)
+    texture = gl.createTexture()
+    gl.bindTexture("TEXTURE_2D", texture)
+    gl.texParameteri("TEXTURE_2D", "TEXTURE_MAG_FILTER", "LINEAR")
+    gl.enable("DEPTH_TEST")
+    gl.clearColor(0.0, 0.0, 0.0, 1.0)
+    projection = perspective(60.0, width / height, 1.0, 1024.0)
+    mvp_loc = gl.getUniformLocation(prog, "ModelViewProjectionMatrix")
+    normal_loc = gl.getUniformLocation(prog, "NormalMatrix")
+    current = None
+    for f in range(frames):
+        side = int(rng.choice(sides))
+        image = rng.integers(0, 256, (side, side, 4), dtype=np.uint8)
+        mipmap = f == 0 or bool(rng.random() < 0.5)
+        if side != current:
+            gl.texImage2D("TEXTURE_2D", 0, "RGBA", side, side, 0, "RGBA", "UNSIGNED_BYTE",
+                          image)
+            current = side
+        else:
+            gl.texSubImage2D("TEXTURE_2D", 0, 0, 0, side, side, "RGBA", "UNSIGNED_BYTE",
+                             image)
+        gl.texParameteri("TEXTURE_2D", "TEXTURE_MIN_FILTER",
+                         "LINEAR_MIPMAP_LINEAR" if mipmap else "LINEAR")
+        if mipmap:
+            gl.generateMipmap("TEXTURE_2D")
+        gl.flush()
+        model_view = translate(0.0, 0.0, -2.5) @ rotate("y", 20.0 * np.sin(0.3 * f))
+        gl.uniformMatrix4fv(mvp_loc, False, (projection @ model_view).astype(np.float32).T
+                            .ravel())
+        gl.uniformMatrix4fv(normal_loc, False,
+                            np.linalg.inv(model_view).T.astype(np.float32).T.ravel())
+        gl.clear("COLOR_BUFFER_BIT", "DEPTH_BUFFER_BIT")
+        if f == 0:
+            # frame 0 draws with both filters: a driver compiles a draw's code for each, and
+            # the frames measured after it (000 §7.4 leaves the first three out, run-time
+            # calibration learns from frames 1 and 2) should not pay for that
+            gl.texParameteri("TEXTURE_2D", "TEXTURE_MIN_FILTER", "LINEAR")
+            gl.drawArrays("TRIANGLE_STRIP", 0, 4)
+            gl.texParameteri("TEXTURE_2D", "TEXTURE_MIN_FILTER", "LINEAR_MIPMAP_LINEAR")
+        gl.drawArrays("TRIANGLE_STRIP", 0, 4)
+        gl.endFrame()
+    return gl.recorded_frames()
+
+
 # --- registry --------------------------------------------------------------------------------
 
 PREDICTION_WORKLOADS = ("es2gears", "glmark2-build", "glmark2-shading", "clearspd",
-                        "clearspd-alternating")
+                        "clearspd-alternating", "texture-stream")
 
 
 def write_prediction_workload(name: str, path: str | os.PathLike, frames: int, seed: int = 0,
@@ -236,6 +312,9 @@ def write_prediction_workload(name: str, path: str | os.PathLike, frames: int, s
     elif name == "clearspd":
         width, height = size or (640, 480)
         commands = clearspd(width, height, frames, seed)
+    elif name == "texture-stream":
+        width, height = size or GLMARK2_SIZE
+        commands = texture_stream(width, height, frames, seed)
     elif name == "clearspd-alternating":
         sizes = ALTERNATING_SIZES if size is None else (size, ALTERNATING_SIZES[1])
         commands, contexts = clearspd_alternating(frames, sizes)
