@@ -13,6 +13,7 @@ averages beside the thesis's, and the sections ``tilesim run --all`` adds.
 from __future__ import annotations
 
 import html
+import io
 from pathlib import Path
 
 import numpy as np
@@ -103,8 +104,6 @@ def _thumbnail(rgba: np.ndarray) -> bytes:
     if picture.width > THUMBNAIL_WIDTH:
         height = max(1, round(picture.height * THUMBNAIL_WIDTH / picture.width))
         picture = picture.resize((THUMBNAIL_WIDTH, height), Image.Resampling.BILINEAR)
-    import io
-
     buffer = io.BytesIO()
     picture.save(buffer, format="PNG", optimize=False)
     return buffer.getvalue()
@@ -199,7 +198,6 @@ def _tile_heat_maps(out: Path, workload: dict, techniques: list[str]) -> list[tu
 
 
 def _suite_plot(out: Path, results: dict) -> str | None:
-    from tilesim.atomic import write_bytes as write
     from tilesim.timing.plots import plot_normalized_vs_thesis
 
     techniques = [t for t in results["summary"] if t != "baseline"]
@@ -208,7 +206,7 @@ def _suite_plot(out: Path, results: dict) -> str | None:
     summary, thesis = results["summary"], results["thesis"]
     measured = {k: [summary[t].get(k) for t in techniques] for k in ("time", "energy")}
     marks = {k: [thesis.get(t, {}).get(k) for t in techniques] for k in ("time", "energy")}
-    write(out / "img" / "suite.png", plot_normalized_vs_thesis(techniques, measured, marks))
+    write_bytes(out / "img" / "suite.png", plot_normalized_vs_thesis(techniques, measured, marks))
     return "img/suite.png"
 
 
