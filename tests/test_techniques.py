@@ -228,6 +228,38 @@ def test_xor_signature_collides_where_crc32_does_not(mesa):
     assert sum(_tiles(xor, "re_false_positives")) > 0
 
 
+def test_re_signs_the_draw_state_and_clears_the_thesis_constants_block_leaves_out(mesa):
+    # Frame Coherence §4.1.5 signs a drawcall's constants (uniform values); the same
+    # primitives and uniforms drawn with another blend function, or over another clear
+    # color, change the colors under an equal signature. tilesim's default block signs the
+    # draw state and clears (no false positive); re/uniforms, the thesis's block, skips those
+    # tiles wrongly, and its checking mode counts them.
+    gl = Recorder(W, H, name="state")
+    program = gl.createProgram(VS, FS, attrib_locations={"pos": 0, "col": 1})
+    for k in range(4):
+        gl.useProgram(program)
+        gl.clearColor(0.1, 0.1, 0.15 + 0.5 * (k >= 2), 1.0)      # new clear color on frame 2
+        gl.clear("COLOR_BUFFER_BIT")
+        gl.enable("BLEND")
+        gl.blendFunc("SRC_ALPHA", "ONE" if k % 2 else "ONE_MINUS_SRC_ALPHA")
+        _draw(gl, _quad(-0.5, -0.5, 0.5, 0.5, 0.0, (1, 0.5, 0, 0.5)))
+        gl.endFrame()
+    frames = gl.recorded_frames()
+    base = _render(frames)
+    state = _render(frames, "re")
+    thesis = list(Renderer(W, H, techniques=Techniques.from_name("re/uniforms")).render(frames))
+    assert sum(_tiles(state, "re_false_positives")) == 0
+    assert all(np.array_equal(a.image, b.image) for a, b in zip(state, base, strict=True))
+    # Every frame changes colors: the quad's tiles on each blend switch, every tile on frame 2.
+    wrong = _tiles(thesis, "re_false_positives")
+    assert wrong[0] == 0 and all(n > 0 for n in wrong[1:])
+    assert wrong[2] == (W // 16) * (H // 16)
+    assert not np.array_equal(thesis[2].image, base[2].image)
+    # The extra state is signed: more sub-blocks than the uniforms alone.
+    signed = [sum(_tiles(r, "re_subblocks_signed")) for r in (state, thesis)]
+    assert signed[0] > signed[1]
+
+
 def test_memoization_hits_repeated_fragment_inputs(scene, baseline):
     results = _render(scene, "memo")
     lookups, hits = _tiles(results, "memo_lookups"), _tiles(results, "memo_hits")
@@ -252,7 +284,9 @@ def test_technique_names_are_checked():
     assert Techniques.from_name("memo/32").memo_key_bits == 32
     assert Techniques.from_name("memo").memo_key_bits == 64
     assert Techniques.from_name("re+evr/xor").signature == "xor"
-    for bad in ("re/32", "memo/xor", "te/md5"):
+    assert Techniques.from_name("re+evr/uniforms").constants_block == "uniforms"
+    assert Techniques.from_name("re").constants_block == "state"
+    for bad in ("re/32", "memo/xor", "te/md5", "te/uniforms", "memo/state"):
         with pytest.raises(InputError):
             Techniques.from_name(bad)
 

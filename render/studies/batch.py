@@ -124,6 +124,8 @@ def technique_identity(job: Job) -> str:
     name = techniques.name
     if techniques.signature != "crc32":
         name += f"/{techniques.signature}"
+    if techniques.constants_block != "state":
+        name += f"/{techniques.constants_block}"
     if techniques.memo_key_bits != 64:
         name += f"/{techniques.memo_key_bits}"
     return name
