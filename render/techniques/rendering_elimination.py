@@ -73,21 +73,34 @@ def draw_state_bytes(draw) -> bytes:
     Unit: the uniform values of both stages, then the draw state the raster phase reads packed
     into 32-bit registers (program, bound textures and their versions, depth/blend/mask/
     scissor state, viewport and render rectangle). Everything besides its primitives that
-    decides the colors the draw writes is here, so equal blocks mean equal results."""
+    decides the colors the draw writes is here, so equal blocks mean equal results.
+
+    State of a disabled unit is left out (written as zeros): blend equations, functions and
+    color without blending, the depth function and mask without the depth test (the GL ES 2.0
+    specification, Depth Buffer Test: no test, no depth write), the cull mode without
+    culling, the polygon offset without offset fill. Programs leave such state behind from
+    earlier draws; signed, it made equal frames sign differently (match3's frame 1: every
+    tile rendered again)."""
     f = draw.fragment
     words = [draw.program.ident]
     for samp, texture in sorted(draw.texture_units.items()):
         words += [samp, -1 if texture is None else texture.name,
                   -1 if texture is None else texture.version]
-    flags = (f.depth_test | f.depth_mask << 1 | f.blend << 2 | f.scissor_test << 3
-             | f.cull_face << 4 | f.polygon_offset_fill << 5
+    depth_on = bool(f.depth_test)
+    flags = (f.depth_test | (f.depth_mask and depth_on) << 1 | f.blend << 2
+             | f.scissor_test << 3 | f.cull_face << 4 | f.polygon_offset_fill << 5
              | sum(int(m) << (6 + k) for k, m in enumerate(f.color_mask)))
-    words += [flags, _code(f.depth_func) << 16 | _code(f.front_face),
-              _code(f.cull_mode) << 16 | _code(f.blend_eq_rgb),
-              _code(f.blend_eq_alpha) << 16 | _code(f.blend_src_rgb),
-              _code(f.blend_dst_rgb) << 16 | _code(f.blend_src_alpha),
-              _code(f.blend_dst_alpha), *draw.viewport, *draw.rect]
-    floats = [*f.depth_range, *f.blend_color, *f.polygon_offset, f.line_width]
+    blend = [_code(f.blend_eq_rgb), _code(f.blend_eq_alpha), _code(f.blend_src_rgb),
+             _code(f.blend_dst_rgb), _code(f.blend_src_alpha), _code(f.blend_dst_alpha)] \
+        if f.blend else [0] * 6
+    depth_func = _code(f.depth_func) if depth_on else 0
+    cull_mode = _code(f.cull_mode) if f.cull_face else 0
+    words += [flags, depth_func << 16 | _code(f.front_face), cull_mode << 16 | blend[0],
+              blend[1] << 16 | blend[2], blend[3] << 16 | blend[4], blend[5],
+              *draw.viewport, *draw.rect]
+    blend_color = list(f.blend_color) if f.blend else [0.0] * 4
+    offset = list(f.polygon_offset) if f.polygon_offset_fill else [0.0, 0.0]
+    floats = [*f.depth_range, *blend_color, *offset, f.line_width]
     registers = (np.asarray(words, dtype=np.int64).astype(np.uint32).tobytes()
                  + np.asarray(floats, dtype=np.float32).tobytes())
     return uniform_bytes(draw) + registers
