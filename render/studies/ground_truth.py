@@ -18,11 +18,23 @@ Backends (``measure(frames, contexts, frame_context, groups, path=None)`` -> sec
   (``timer``): GL_EXT_disjoint_timer_query's GL_TIME_ELAPSED_EXT around the commands where
   the context offers it (Mesa's GLES2 contexts do, llvmpipe and softpipe), else the wall
   clock between the two glFinish (``timer="auto"``, the default; ``"query"`` or ``"finish"``
-  choose). The two see different things on a software driver: the query times the driver's
-  pipeline (llvmpipe: its rasterizer threads; softpipe: the calls between begin and end), the
-  wall clock also the API calls, the replayer's ctypes calls and what the driver does on the
-  calling thread (llvmpipe's vertex processing, clears and texture copies). A backend's
-  calibrations are cached per timer (``name``).
+  choose). The query's begin is flushed on its own (``anchor_query``), as 003 §IV-F's NOTIFY
+  is a command the GPU executes when the group starts: llvmpipe bins the begin into every
+  64x64 tile of the scene it lands in, and each rasterizer thread overwrites its start time
+  at every such tile (lp_rast.c, lp_rast_begin_query; the result is the latest end less the
+  earliest start over the threads, lp_query.c). A begin binned with the group's own draws
+  therefore starts the clock at some thread's last tile, and the query sees a scheduling-
+  dependent tail of the group (16 full-screen quads: 7 ms of the 68 ms wall clock, 1 quad
+  2.5 of 5.2 ms, on the loaded 2-core machine; issue 17's 6x over-prediction of draws). A
+  begin flushed alone runs in a scene of its own, whose tiles cost nothing, and later scenes
+  do not carry it: the query then spans from the group's first command reaching the
+  rasterizer to its last tile (16 quads: 64.1 ms, wall 64.6 ms). softpipe times the calls
+  between begin and end on the calling thread either way. What the two timers see then: the
+  query the group from its start to its last pixel, as the driver executes it (llvmpipe: the
+  calling thread's vertex processing, binning and texture copies as well, since the
+  rasterizer waits for them), the wall clock also the glFinish before and the replayer's
+  calls around the query. A backend's calibrations are cached per timer (``name``), and a
+  cache made by another method (``Calibration.timer``) is made again.
 
 Calibration (:class:`Calibrator`, 003 §IV-C..E and §V, 000 §5.5): on first use of a
 render-buffer size, a loop of empty flushes (c_flush and the jitter report of 003 §VI-B), 1 and
@@ -106,8 +118,10 @@ UPLOAD_REPEATS = 5
 LOAD_DIVISORS = (8, 4, 2, 1)     # the load calibration's targets: the context's size / these
 TIMERS = ("auto", "query", "finish")
 TIMER_METHODS = {
-    "query": "GL_EXT_disjoint_timer_query (GL_TIME_ELAPSED_EXT) around each group, glFinish "
-             "before and after",
+    "query": "GL_EXT_disjoint_timer_query (GL_TIME_ELAPSED_EXT) around each group, its begin "
+             "flushed on its own, glFinish before and after",
+    "query-unanchored": "GL_EXT_disjoint_timer_query (GL_TIME_ELAPSED_EXT) around each group, "
+                        "glFinish before and after",
     "finish": "wall clock between a glFinish before and after each group",
 }
 MODEL_METHOD = "tilesim timing model (cycles at the configured clock)"
@@ -167,7 +181,7 @@ class GLBackend:
     ``timer`` (``TIMERS``; see the module doc)."""
 
     def __init__(self, driver: str = "llvmpipe", depth_bits: int = 24, stencil_bits: int = 0,
-                 timeout: float = 3600, timer: str = "auto"):
+                 timeout: float = 3600, timer: str = "auto", anchor_query: bool = True):
         from tilesim.mesa import DRIVERS
 
         if driver not in DRIVERS:
@@ -179,6 +193,9 @@ class GLBackend:
         self.depth_bits, self.stencil_bits, self.timeout = depth_bits, stencil_bits, timeout
         self.requested_timer = timer
         self._timer = None if timer == "auto" else timer
+        # the query's begin flushed on its own (the module doc); False only to show what
+        # an unanchored query measures
+        self.anchor = anchor_query
         self.disjoint = 0            # query results a disjoint event voided (wall clock used)
         self.wall: list[float] = []  # the last measurement's wall clock times
 
@@ -194,10 +211,13 @@ class GLBackend:
     @property
     def name(self) -> str:
         """The calibration cache's name: the driver, and the timer when it is a query."""
-        return f"gl-{self.driver}" + ("-query" if self.timer == "query" else "")
+        query = "" if self.timer != "query" else "-query" if self.anchor else "-query-unanchored"
+        return f"gl-{self.driver}{query}"
 
     @property
     def method(self) -> str:
+        if self.timer == "query" and not self.anchor:
+            return TIMER_METHODS["query-unanchored"]
         return TIMER_METHODS[self.timer]
 
     def _run(self, request: dict, timer: str) -> dict:
@@ -205,7 +225,7 @@ class GLBackend:
         from tilesim.mesa import child_environment
 
         request = {**request, "depth_bits": self.depth_bits, "stencil_bits": self.stencil_bits,
-                   "timer": timer}
+                   "timer": timer, "anchor": self.anchor}
         with tempfile.TemporaryDirectory(prefix="tilesim-predict-") as tmp:
             out = Path(tmp, "out")
             out.mkdir()
@@ -258,6 +278,7 @@ def _child(request_path: str, out_dir: str) -> int:
     out = Path(out_dir)
     request = json.loads(Path(request_path).read_text(encoding="utf-8"))
     mode = request.get("timer", "finish")
+    anchor = request.get("anchor", True)
     seconds: list[float] = []
     wall: list[float] = []
     disjoint = 0
@@ -297,6 +318,8 @@ def _child(request_path: str, out_dir: str) -> int:
                 t0 = time.perf_counter()
                 if timer is not None:
                     timer.begin()
+                    if anchor:
+                        gl.glFlush()
                 for k in range(start, stop):
                     command = frame[k]
                     if command.op == FRAME_END:
@@ -495,13 +518,16 @@ class Calibrator:
         if key in self._cache:
             return self._cache[key]
         path = self._path(*key)
+        cal = None
         if path is not None and path.exists():
             try:
                 cal = Calibration.from_dict(json.loads(path.read_text(encoding="utf-8")))
             except (ValueError, TypeError, KeyError) as exc:
                 raise InputError(f"not a calibration file of tilesim predict: {exc}",
                                  source=str(path)) from None
-        else:
+            if cal.timer != getattr(self.backend, "method", cal.timer):
+                cal = None      # measured another way (an older timer query): made again
+        if cal is None:
             cal = self._calibrate_base(context)
             self._save(cal)
         self._cache[key] = cal
