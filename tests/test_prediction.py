@@ -202,9 +202,14 @@ def tex_image(width, height, data=True, fmt="RGBA", target="TEXTURE_2D"):
 
 
 UPLOADS = {"c_upload": {"texImage2D": 1e-9, "texSubImage2D": 2e-9, "generateMipmap": 3e-9,
-                        "generateMipmap:new": 4e-9},
+                        "generateMipmap:new": 4e-9, "texImage2D:same": 0.5e-9,
+                        "texImage2D:release": 0.25e-9, "bufferData": 1.5e-9,
+                        "bufferData:same": 0.75e-9, "bufferSubData": 0.6e-9,
+                        "bufferData:release": 0.125e-9},
            "c_upload_call": {"texImage2D": 5e-6, "texSubImage2D": 1e-6,
-                             "generateMipmap": 7e-6, "generateMipmap:new": 9e-6}}
+                             "generateMipmap": 7e-6, "generateMipmap:new": 9e-6,
+                             "texImage2D:same": 2e-6, "bufferData": 4e-6,
+                             "bufferData:same": 3e-6, "bufferSubData": 0.5e-6}}
 
 
 def test_texture_uploads_are_linear_in_their_bytes():
@@ -216,20 +221,25 @@ def test_texture_uploads_are_linear_in_their_bytes():
     sub = cmd("texSubImage2D", target="TEXTURE_2D", level=0, xoffset=0, yoffset=0, width=5,
               height=5, format="RGBA", type="UNSIGNED_BYTE", data=image(5, 5))
     assert p.predict(group([sub])).parts["upload"] == pytest.approx(1e-6 + 100 * 2e-9)
-    luminance = p.predict(group([tex_image(8, 4, fmt="LUMINANCE")]))     # 1 byte a texel
-    assert luminance.parts["upload"] == pytest.approx(5e-6 + 32e-9)
-    # an allocation without data moves nothing: the call only
+    # 1 byte a texel, into new storage: the old 20 x 10 RGBA's 800 bytes are freed
+    luminance = p.predict(group([tex_image(8, 4, fmt="LUMINANCE")]))
+    assert luminance.parts["upload"] == pytest.approx(5e-6 + 32e-9 + 800 * 0.25e-9)
+    # an allocation without data moves nothing: the call only (and the 32 bytes freed)
     empty = p.predict(group([tex_image(64, 64, data=False)]))
-    assert empty.parts["upload"] == pytest.approx(5e-6)
-    # glGenerateMipmap reads level 0 of the bound texture (here the 64 x 64 RGBA just made);
+    assert empty.parts["upload"] == pytest.approx(5e-6 + 32 * 0.25e-9)
+    # the same size and format again keeps the storage: texImage2D:same, nothing freed;
+    # glGenerateMipmap reads level 0 of the bound texture (the 64 x 64 RGBA);
     # the first one makes the levels, the next one refills them, a size change makes new ones
     mipmap = cmd("generateMipmap", target="TEXTURE_2D")
     mip = p.predict(group([tex_image(64, 64), mipmap]))
-    assert mip.parts["upload"] == pytest.approx(5e-6 + 64 * 64 * 4e-9 + 9e-6 + 64 * 64 * 16e-9)
+    assert mip.parts["upload"] == pytest.approx(2e-6 + 64 * 64 * 2e-9 + 9e-6 + 64 * 64 * 16e-9)
     assert p.predict(group([mipmap])).parts["upload"] == pytest.approx(7e-6 + 64 * 64 * 12e-9)
     resized = p.predict(group([tex_image(32, 32), mipmap]))
-    assert resized.parts["upload"] == pytest.approx(5e-6 + 32 * 32 * 4e-9 + 9e-6 +
-                                                    32 * 32 * 16e-9)
+    assert resized.parts["upload"] == pytest.approx(
+        5e-6 + 32 * 32 * 4e-9 + 64 * 64 * 4 * 0.25e-9 + 9e-6 + 32 * 32 * 16e-9)
+    # another format of the same size is new storage
+    assert p.predict(group([tex_image(32, 32, fmt="RGB")])).parts["upload"] == pytest.approx(
+        5e-6 + 32 * 32 * 3e-9 + 32 * 32 * 4 * 0.25e-9)
     # a cube map's every face
     cube = [cmd("createTexture", id=2), cmd("bindTexture", target="TEXTURE_CUBE_MAP", id=2)]
     cube += [tex_image(8, 8, target=f"TEXTURE_CUBE_MAP_{s}_{a}") for s in ("POSITIVE",
@@ -238,6 +248,40 @@ def test_texture_uploads_are_linear_in_their_bytes():
     state = p.monitors[0].state
     assert upload_bytes(state, cmd("generateMipmap", target="TEXTURE_CUBE_MAP")) == 6 * 256
     assert upload_bytes(state, cmd("bindTexture", target="TEXTURE_2D", id=1)) == 0
+
+
+def test_buffer_uploads_are_linear_in_their_bytes():
+    # glBufferData / glBufferSubData as the texture uploads: c_upload_call + c_upload * bytes,
+    # the same size again keeps the storage, another size frees the old one
+    p = predictor(cal=calibration(**UPLOADS))
+    vertices = np.arange(300, dtype=np.float32)                           # 1200 bytes
+    bind = [cmd("createBuffer", id=1), cmd("bindBuffer", target="ARRAY_BUFFER", id=1)]
+
+    def data(values, usage="STREAM_DRAW"):
+        return cmd("bufferData", target="ARRAY_BUFFER", data=values, size=values.nbytes,
+                   usage=usage)
+
+    first = p.predict(group(bind + [data(vertices)]))
+    assert first.parts["upload"] == pytest.approx(4e-6 + 1200 * 1.5e-9)
+    assert first.seconds == pytest.approx(10e-6 + 1200 * 1.5e-9 + 4e-6)   # + the flush
+    again = p.predict(group([data(vertices[::-1].copy())]))
+    assert again.parts["upload"] == pytest.approx(3e-6 + 1200 * 0.75e-9)
+    sub = cmd("bufferSubData", target="ARRAY_BUFFER", offset=400, data=vertices[:50])
+    assert p.predict(group([sub])).parts["upload"] == pytest.approx(0.5e-6 + 200 * 0.6e-9)
+    grown = p.predict(group([data(np.zeros(1000, np.float32))]))
+    assert grown.parts["upload"] == pytest.approx(4e-6 + 4000 * 1.5e-9 + 1200 * 0.125e-9)
+    # a size only allocates: the call, and the 4000 bytes freed
+    sized = cmd("bufferData", target="ARRAY_BUFFER", data=None, size=64, usage="STATIC_DRAW")
+    assert p.predict(group([sized])).parts["upload"] == pytest.approx(4e-6 + 4000 * 0.125e-9)
+    # an index buffer, and two uploads in one group add up
+    index = [cmd("createBuffer", id=2), cmd("bindBuffer", target="ELEMENT_ARRAY_BUFFER", id=2),
+             cmd("bufferData", target="ELEMENT_ARRAY_BUFFER", data=np.arange(6, dtype=np.uint16),
+                 size=12, usage="STATIC_DRAW")]
+    small = cmd("bufferSubData", target="ARRAY_BUFFER", offset=0, data=vertices[:10])
+    both = p.predict(group(index + [small]))
+    assert both.parts["upload"] == pytest.approx(4e-6 + 12 * 1.5e-9 + 0.5e-6 + 40 * 0.6e-9)
+    state = p.monitors[0].state
+    assert upload_bytes(state, sub) == 200 and upload_bytes(state, sized) == 0
 
 
 def framebuffer_commands(ident=1, width=40, height=30):
@@ -307,7 +351,7 @@ class KnownBackend:
 def test_calibration_finds_known_constants_again(tmp_path):
     calibrator = Calibrator(KnownBackend(), tmp_path, jitter_loop=10)
     cal = calibrator.calibration(Context(0, 64, 32))
-    assert cal.sections == ["base", "fbo", "uploads", "loads"]
+    assert cal.sections == ["base", "fbo", "textures", "buffers", "loads"]
     assert cal.timer == KnownBackend.method
     for name in ("c_flush", "c_command", "c_swap", "c_load1", "c_load2", "n_s"):
         assert getattr(cal, name) == pytest.approx(getattr(KNOWN, name)), name
@@ -316,7 +360,9 @@ def test_calibration_finds_known_constants_again(tmp_path):
     # one line for the uploads, two above 1 MB for the mipmaps (000 Eq. 5.3's form)
     assert cal.upload_n_s == {"texImage2D": float("inf"), "texSubImage2D": float("inf"),
                               "generateMipmap": 4 * 512 * 512,
-                              "generateMipmap:new": float("inf")}
+                              "generateMipmap:new": float("inf"),
+                              "texImage2D:same": float("inf"), "bufferData": float("inf"),
+                              "bufferData:same": float("inf"), "bufferSubData": float("inf")}
     assert cal.c_upload2["generateMipmap"] == pytest.approx(5e-9)
     # the cache holds every part; one written before the parts existed gets them on use
     cached = json.loads((tmp_path / "known-64x32.json").read_text())
@@ -326,7 +372,7 @@ def test_calibration_finds_known_constants_again(tmp_path):
     cached["c_clear"] = {k: v for k, v in cached["c_clear"].items() if k.startswith("default")}
     (tmp_path / "known-64x32.json").write_text(json.dumps(cached))
     again = Calibrator(KnownBackend(), tmp_path, jitter_loop=10).calibration(Context(0, 64, 32))
-    assert again.sections == ["base", "fbo", "uploads", "loads"]
+    assert again.sections == ["base", "fbo", "textures", "buffers", "loads"]
     assert again.c_clear == pytest.approx(KNOWN.c_clear)
     assert again.c_upload == pytest.approx(KNOWN.c_upload)
 

@@ -57,14 +57,18 @@ lacks them, ``Calibration.sections``):
   context's size (a color texture, and the depth / stencil renderbuffers the window has): the
   CLEAR constants and the resolve of framebuffer objects, apart from the default
   framebuffer's (000 §5.5: a GPU may fast-clear only the default framebuffer).
-- ``uploads``: glTexImage2D, glTexSubImage2D (RGBA, random texels), glGenerateMipmap (new
-  levels), glTexSubImage2D and glGenerateMipmap again (the levels refilled) of square
-  textures of ``UPLOAD_SIDES`` texels, interleaved (every texImage2D changes the size, as a
-  stream of images of changing size does): what each group took beyond its
-  flush and the call's issue (the median at each size) over the bytes moved, fitted
-  piecewise linear as 000 Eq. 5.3 with an intercept (memory is faster while a buffer fits a
-  cache): ``c_upload_call`` at 0 bytes, ``c_upload`` a byte up to ``upload_n_s``,
-  ``c_upload2`` above.
+- ``textures``: square RGBA textures of ``UPLOAD_SIDES`` texels (random texels), sizes
+  interleaved. On one texture: glTexImage2D into new storage (the texture held a 1x1 image),
+  again at the same size (``texImage2D:same``: the storage is kept), then 1x1 again (what
+  it took beyond a 1x1 upload, over the bytes freed, is ``texImage2D:release``). On another:
+  glTexSubImage2D, glGenerateMipmap (new levels), glTexSubImage2D and glGenerateMipmap again
+  (the levels refilled). What each group took beyond its flush and the call's issue (the
+  median at each size) over the bytes moved, fitted piecewise linear as 000 Eq. 5.3 with an
+  intercept (memory is faster while a buffer fits a cache): ``c_upload_call`` at 0 bytes,
+  ``c_upload`` a byte up to ``upload_n_s``, ``c_upload2`` above; the release one line.
+- ``buffers``: the same for a vertex buffer of ``BUFFER_UPLOAD_BYTES`` bytes: glBufferData
+  into new storage (after 4 bytes), the same size again (``bufferData:same``),
+  glBufferSubData of the whole buffer, and glBufferData of 4 bytes (``bufferData:release``).
 - ``loads``: 000 Eq. 5.3's render-target load: a group binds a framebuffer object with a
   color texture of 1/8, 1/4, 1/2 and all of the context's size, clears one pixel of it
   (scissored: a pass that does not clear its target, which a tile-based GPU loads) and binds
@@ -93,8 +97,9 @@ from tilesim.render.gl.commands import FRAME_END, Command, make_command
 from tilesim.render.gl.state import GLState, Program
 from tilesim.render.studies.command_groups import CommandGroup, Context, split_groups
 from tilesim.render.studies.prediction import (
+    BUFFER_UPLOAD_KINDS,
     MASK_BITS,
-    UPLOAD_KINDS,
+    TEXTURE_UPLOAD_KINDS,
     Calibration,
     ProgramCost,
     mask_key,
@@ -114,6 +119,7 @@ JITTER_LOOP = 1000
 SWAPS = 8
 UNLIMITED = 1 << 40
 UPLOAD_SIDES = (64, 256, 512, 1024)   # texels a side of the upload calibration's textures
+BUFFER_UPLOAD_BYTES = tuple(4 * side * side for side in UPLOAD_SIDES)   # the same bytes
 UPLOAD_REPEATS = 5
 LOAD_DIVISORS = (8, 4, 2, 1)     # the load calibration's targets: the context's size / these
 TIMERS = ("auto", "query", "finish")
@@ -532,7 +538,8 @@ class Calibrator:
             self._save(cal)
         self._cache[key] = cal
         for section, calibrate in (("fbo", self._calibrate_fbo),
-                                   ("uploads", self._calibrate_uploads),
+                                   ("textures", self._calibrate_uploads),
+                                   ("buffers", self._calibrate_buffers),
                                    ("loads", self._calibrate_loads)):
             if section not in cal.sections:
                 calibrate(context, cal)
@@ -644,38 +651,88 @@ class Calibrator:
         self._clear_constants(times, cal, "fbo", context.width * context.height)
 
     def _calibrate_uploads(self, context: Context, cal: Calibration) -> None:
-        """Texture uploads and mipmap generation, linear in bytes (the module doc)."""
+        """Texture uploads, re-specification and mipmap generation, linear in bytes (the
+        module doc)."""
         rng = np.random.default_rng(0)
         images = {side: rng.integers(0, 256, (side, side, 4), dtype=np.uint8)
-                  for side in UPLOAD_SIDES}
+                  for side in (1, *UPLOAD_SIDES)}
+
+        def image(side: int) -> dict:
+            return dict(target="TEXTURE_2D", level=0, width=side, height=side,
+                        format="RGBA", type="UNSIGNED_BYTE", data=images[side])
+
+        def tex_image(side: int) -> Command:
+            return _cmd("texImage2D", internalformat="RGBA", **image(side))
+
+        def bind(ident: int) -> Command:
+            return _cmd("bindTexture", target="TEXTURE_2D", id=ident)
+
         plan = _Plan()
-        plan.group("setup", [_cmd("createTexture", id=1),
-                             _cmd("bindTexture", target="TEXTURE_2D", id=1)])
+        plan.group("setup", [_cmd("createTexture", id=1), _cmd("createTexture", id=2),
+                             bind(2), tex_image(1)])
+        mipmap = _cmd("generateMipmap", target="TEXTURE_2D")
         for _ in range(UPLOAD_REPEATS):
             for side in UPLOAD_SIDES:
-                image = dict(target="TEXTURE_2D", level=0, width=side, height=side,
-                             format="RGBA", type="UNSIGNED_BYTE", data=images[side])
-                plan.group(f"texImage2D {side}", [_cmd("texImage2D", internalformat="RGBA",
-                                                       **image)])
-                plan.group(f"texSubImage2D {side}", [_cmd("texSubImage2D", xoffset=0,
-                                                          yoffset=0, **image)])
-                mipmap = _cmd("generateMipmap", target="TEXTURE_2D")
+                refill = _cmd("texSubImage2D", xoffset=0, yoffset=0, **image(side))
+                plan.group("setup", [bind(2)])
+                plan.group(f"texImage2D {side}", [tex_image(side)])
+                plan.group(f"texImage2D:same {side}", [tex_image(side)])
+                plan.group(f"texImage2D:release {side}", [tex_image(1)])
+                plan.group("setup", [bind(1), tex_image(side)])
+                plan.group(f"texSubImage2D {side}", [refill])
                 plan.group(f"generateMipmap:new {side}", [mipmap])
-                plan.group(f"texSubImage2D {side}", [_cmd("texSubImage2D", xoffset=0,
-                                                          yoffset=0, **image)])
+                plan.group(f"texSubImage2D {side}", [refill])
                 plan.group(f"generateMipmap {side}", [mipmap])
         plan.end_frame("swap")
-        times = plan.run(self.backend, context)
-        nbytes = [4 * side * side for side in UPLOAD_SIDES]
-        for op in UPLOAD_KINDS:
-            # beyond the group's flush and the call's issue (what the predictor charges
-            # anyway), the median at each size
-            rest = cal.c_flush + cal.c_command
-            residuals = [float(np.median(times[f"{op} {side}"])) - rest
-                         for side in UPLOAD_SIDES]
-            a, c1, c2, n_s = fit_piecewise(nbytes, residuals, intercept=True)
-            cal.c_upload_call[op], cal.c_upload[op], cal.c_upload2[op] = a, c1, c2
-            cal.upload_n_s[op] = n_s
+        self._fit_uploads(plan.run(self.backend, context), cal, TEXTURE_UPLOAD_KINDS,
+                          "texImage2D", UPLOAD_SIDES, [4 * s * s for s in UPLOAD_SIDES], 4)
+
+    def _calibrate_buffers(self, context: Context, cal: Calibration) -> None:
+        """Buffer uploads and re-specification, linear in bytes (the module doc)."""
+        rng = np.random.default_rng(1)
+        blobs = {n: rng.integers(0, 256, n, dtype=np.uint8) for n in (4, *BUFFER_UPLOAD_BYTES)}
+
+        def buffer_data(n: int) -> Command:
+            return _cmd("bufferData", target="ARRAY_BUFFER", data=blobs[n], size=n,
+                        usage="DYNAMIC_DRAW")
+
+        plan = _Plan()
+        plan.group("setup", [_cmd("createBuffer", id=1),
+                             _cmd("bindBuffer", target="ARRAY_BUFFER", id=1), buffer_data(4)])
+        for _ in range(UPLOAD_REPEATS):
+            for n in BUFFER_UPLOAD_BYTES:
+                plan.group(f"bufferData {n}", [buffer_data(n)])
+                plan.group(f"bufferData:same {n}", [buffer_data(n)])
+                plan.group(f"bufferSubData {n}", [_cmd("bufferSubData", target="ARRAY_BUFFER",
+                                                       offset=0, data=blobs[n])])
+                plan.group(f"bufferData:release {n}", [buffer_data(4)])
+        plan.end_frame("swap")
+        self._fit_uploads(plan.run(self.backend, context), cal, BUFFER_UPLOAD_KINDS,
+                          "bufferData", BUFFER_UPLOAD_BYTES, list(BUFFER_UPLOAD_BYTES), 4)
+
+    @staticmethod
+    def _fit_uploads(times: dict, cal: Calibration, kinds, respecify: str, labels,
+                     nbytes: list[int], small: int) -> None:
+        """The constants of ``kinds`` from the groups labelled ``"{kind} {label}"`` moving
+        ``nbytes``, and ``{respecify}:release`` from its groups that re-specify ``small``
+        bytes in place of ``nbytes``."""
+        rest = cal.c_flush + cal.c_command    # what the predictor charges a group anyway
+
+        def residuals(kind: str) -> list[float]:
+            return [float(np.median(times[f"{kind} {label}"])) - rest for label in labels]
+
+        # the bytes freed: the slope of what re-specifying to ``small`` bytes took (its
+        # intercept is the small upload itself)
+        release = f"{respecify}:release"
+        slope = float(np.polyfit(np.asarray(nbytes, float), residuals(release), 1)[0])
+        cal.c_upload[release] = max(slope, 0.0)
+        for kind in kinds:
+            measured = residuals(kind)
+            if kind == respecify:      # into new storage, freeing the ``small`` bytes before
+                measured = [m - cal.c_upload[release] * small for m in measured]
+            a, c1, c2, n_s = fit_piecewise(nbytes, measured, intercept=True)
+            cal.c_upload_call[kind], cal.c_upload[kind], cal.c_upload2[kind] = a, c1, c2
+            cal.upload_n_s[kind] = n_s
 
     def _calibrate_loads(self, context: Context, cal: Calibration) -> None:
         """000 Eq. 5.3's render-target loads (the module doc)."""
