@@ -48,6 +48,13 @@ def textured_quads(width: int, height: int) -> tuple[list, list[str]]:
                 gl.drawArrays("TRIANGLE_STRIP", 0, 4)
             gl.flush()
             labels.append(f"{count}")
+    # a copy on the calling thread only: 4 MB into a vertex buffer
+    blob = np.random.default_rng(1).integers(0, 256, 1 << 22, dtype=np.uint8)
+    gl.bindBuffer("ARRAY_BUFFER", gl.createBuffer())
+    for _ in range(REPEATS):
+        gl.bufferData("ARRAY_BUFFER", blob, "DYNAMIC_DRAW")
+        gl.flush()
+        labels.append("upload")
     gl.endFrame()
     labels.append("swap")
     return gl.recorded_frames(), labels
@@ -57,8 +64,10 @@ def textured_quads(width: int, height: int) -> tuple[list, list[str]]:
 def test_llvmpipe_query_times_the_whole_group(mesa):
     """llvmpipe re-starts a TIME_ELAPSED query's clock at every tile that carries its begin
     (lp_rast_begin_query), so a begin binned with the draws times a tail of the group (16
-    quads: about a tenth of the wall clock on the loaded 2-core machine). Flushed on its own,
-    the query grows with the work as the wall clock does and is most of it."""
+    quads: about a tenth of the wall clock on the loaded 2-core machine), and a begin the
+    rasterizer runs after the calling thread's copy misses the copy. Executed on its own
+    (a glFinish after it), the query grows with the work as the wall clock does and is
+    most of it, for draws and for an upload alike."""
     width, height = 640, 432          # 70 of llvmpipe's 64x64 tiles
     frames, labels = textured_quads(width, height)
     groups = list(split_groups(frames, None, limit=1 << 40))
@@ -68,13 +77,15 @@ def test_llvmpipe_query_times_the_whole_group(mesa):
     seconds = backend.measure(frames, [Context(0, width, height)], [0], groups)
     assert backend.timer == "query"
 
-    def median(values, count):
-        return float(np.median([v for v, label in zip(values, labels, strict=True)
-                                if label == str(count)]))
+    def median(values, label):
+        return float(np.median([v for v, mine in zip(values, labels, strict=True)
+                                if mine == str(label)]))
 
     few, many = (median(seconds, c) for c in QUADS)
     wall_many = median(backend.wall, QUADS[1])
     assert many >= 0.7 * wall_many, (many, wall_many)
+    upload, wall_upload = median(seconds, "upload"), median(backend.wall, "upload")
+    assert upload >= 0.7 * wall_upload, (upload, wall_upload)
     # 16 quads cost about 16 times one: at least 4 times, whatever the machine's load
     assert many >= 4 * few, (few, many)
     unanchored = GLBackend("llvmpipe", timer="query", anchor_query=False)
