@@ -38,6 +38,7 @@ from tilesim.render.studies.prediction import (
     mask_key,
     projected_area,
     upload_bytes,
+    upload_kind,
 )
 from tilesim.render.traces.trace_file import open_trace, write_trace
 from tilesim.render.workloads.prediction import (
@@ -46,6 +47,7 @@ from tilesim.render.workloads.prediction import (
     corpus_program,
     es2gears,
     texture_stream,
+    vertex_stream,
 )
 
 
@@ -674,3 +676,59 @@ def test_gl_finish_timer_and_big_texture_uploads_on_mesa(tmp_path):
     # medians: a loaded machine slows the odd group by tens of ms
     uploads, draws = (float(np.median(errors[k])) for k in ("upload", "draw"))
     assert uploads <= max(draws, 0.5), (uploads, draws)
+
+
+def test_vertex_stream_uploads_every_frame():
+    """The streaming-vertex workload re-uploads its whole vertex buffer every frame, in a group
+    of its own: glBufferData when the grid's size changes (the first frame too), else
+    glBufferData of the same size or glBufferSubData; the predictor tells the three apart."""
+    frames = vertex_stream(64, 48, frames=12, seed=0, cells=(4, 8))
+    p = predictor()
+    kinds, moved = [], []
+    for g in split_groups(frames):
+        state = p.monitors[0].state
+        for c in g.commands:
+            if c.op in ("bufferData", "bufferSubData"):
+                kinds.append(upload_kind(state, c))
+                moved.append(upload_bytes(state, c))
+                assert g.commands[-1].op == "flush"       # the upload group
+        p.predict(g)
+    assert kinds == ["bufferData", "bufferData:same", "bufferData", "bufferSubData",
+                     "bufferData", "bufferSubData", "bufferSubData", "bufferData:same",
+                     "bufferData", "bufferData", "bufferSubData", "bufferData"]
+    assert set(moved) == {6 * 4 * 4 * 24, 6 * 8 * 8 * 24}    # 2 triangles a cell, 24 B a vertex
+
+
+@pytest.mark.slow
+def test_buffer_uploads_of_a_vertex_stream_on_mesa(tmp_path):
+    """The vertex stream (590 KB or 2.4 MB a frame) on llvmpipe with the timer query: its
+    upload groups are predicted within the relative error of the draw groups of the same run
+    (or 50 %), where a prediction without the buffer-upload model (the group's flush and
+    commands) is off by more than that."""
+    from conftest import require_mesa
+
+    require_mesa()
+    from tilesim.render.studies.predict_command import run_prediction
+
+    frames = vertex_stream(160, 120, frames=16, seed=3, cells=(64, 128))
+    path = write_trace(tmp_path / "vertices.tsim", frames, width=160, height=120,
+                       name="vertices")
+    report = run_prediction(str(path), "gl", ("oracle",), warmup=3, jitter_loop=50)
+    assert report["timer"] == "query"
+    cal = report["calibration"]["160x120"]
+    assert "buffers" in cal["sections"]
+    assert cal["c_upload"]["bufferData"] > 0 and cal["c_upload"]["bufferSubData"] > 0
+    errors: dict[str, list[float]] = {"upload": [], "draw": [], "bare": []}
+    for row in report["rows"]:
+        if row["frame"] < 3:
+            continue
+        error = abs(row["predicted"]["oracle"] - row["measured"]) / row["measured"]
+        errors["upload" if row["uploads"] else "draw"].append(error)
+        if row["uploads"]:     # the upload group without its uploads: a flush and 2 commands
+            bare = cal["c_flush"] + 2 * cal["c_command"]
+            errors["bare"].append(abs(bare - row["measured"]) / row["measured"])
+    assert len(errors["upload"]) == len(errors["draw"]) == 13
+    # medians: a loaded machine slows the odd group by tens of ms
+    uploads, draws, bare = (float(np.median(errors[k])) for k in ("upload", "draw", "bare"))
+    assert uploads <= max(draws, 0.5), (uploads, draws)
+    assert bare > max(uploads, 0.5), (bare, uploads)
