@@ -32,8 +32,8 @@ recent-history estimators use. Models (seconds; constants from :class:`Calibrati
   is missing or of another size, after the texture's first image or a size change: a driver
   allocates the levels, and may move level 0, as well) or refills the levels it has.
   A glTexImage2D of the size and format its level already has is ``texImage2D:same``: the
-  driver keeps the storage (Mesa: 0.3-0.6 ms for 4 MB, against 2.7-10 ms into new storage,
-  whose pages the copy touches first; issue 17's notes).
+  driver keeps the storage (Mesa: 0.33-0.69 ms for 4 MB, against 4.6-10.7 ms into new
+  storage, whose pages the copy touches first; docs/results/2026-11-25-prediction §3).
 - Buffer upload (the same form): ``glBufferData`` / ``glBufferSubData`` with client data of
   ``N`` bytes (a vertex or index buffer filled or refilled, as a program that streams its
   vertices does every frame) cost ``c_upload_call[k] + c_upload[k] * N`` (and
@@ -79,8 +79,6 @@ BUFFER_UPLOAD_OPS = ("bufferData", "bufferSubData")
 BUFFER_UPLOAD_KINDS = (*BUFFER_UPLOAD_OPS, "bufferData:same")
 UPLOAD_OPS = (*TEXTURE_UPLOAD_OPS, *BUFFER_UPLOAD_OPS)
 UPLOAD_KINDS = (*TEXTURE_UPLOAD_KINDS, *BUFFER_UPLOAD_KINDS)     # the kinds of upload_kind
-RESPECIFY_OPS = ("texImage2D", "bufferData")    # the calls that may free the old storage
-RELEASE_KINDS = tuple(f"{op}:release" for op in RESPECIFY_OPS)
 
 
 def mask_key(mask) -> str:
@@ -537,16 +535,15 @@ def upload_seconds(cal: Calibration, state: GLState, command) -> float:
     return seconds
 
 
-def _image_target(state: GLState, command):
-    """(texture, face, level, old image or None) a texImage2D / texSubImage2D writes."""
+def _old_image(state: GLState, command):
+    """The image (``TextureImage``) a texImage2D replaces, or None."""
     a = command.args
-    target = a["target"]
-    binding = "TEXTURE_2D" if target == "TEXTURE_2D" else "TEXTURE_CUBE_MAP"
+    binding = "TEXTURE_2D" if a["target"] == "TEXTURE_2D" else "TEXTURE_CUBE_MAP"
     texture = state.textures.get(state.bound_textures[binding][state.active_unit])
-    face = CUBE_FACES.index(target) if target in CUBE_FACES else 0
     if texture is None or not getattr(texture, "faces", None):
-        return texture, face, a["level"], None
-    return texture, face, a["level"], texture.image(face, a["level"])
+        return None
+    face = CUBE_FACES.index(a["target"]) if a["target"] in CUBE_FACES else 0
+    return texture.image(face, a["level"])
 
 
 def _bound_buffer(state: GLState, target: str) -> np.ndarray | None:
@@ -558,7 +555,7 @@ def released_bytes(state: GLState, command) -> int:
     """Bytes of storage a texImage2D / bufferData frees: the old image or buffer when the
     size changes (0 when it keeps it, or had none). ``state``: the context before it."""
     if command.op == "texImage2D":
-        old = _image_target(state, command)[3]
+        old = _old_image(state, command)
         if old is None or upload_kind(state, command) == "texImage2D:same":
             return 0
         return int(old.nbytes)
@@ -578,7 +575,7 @@ def upload_kind(state: GLState, command) -> str:
     ``state``: the context before the command."""
     a = command.args
     if command.op == "texImage2D":
-        old = _image_target(state, command)[3]
+        old = _old_image(state, command)
         if old is not None and (old.width, old.height, old.format, old.type) == (
                 a["width"], a["height"], a["format"], a["type"]):
             return "texImage2D:same"
