@@ -206,8 +206,8 @@ class GLBackend:
         self.depth_bits, self.stencil_bits, self.timeout = depth_bits, stencil_bits, timeout
         self.requested_timer = timer
         self._timer = None if timer == "auto" else timer
-        # the query's begin flushed on its own (the module doc); False only to show what
-        # an unanchored query measures
+        # the query's begin executed on its own, a glFinish after it (the module doc);
+        # False only to show what an unanchored query measures
         self.anchor = anchor_query
         self.disjoint = 0            # query results a disjoint event voided (wall clock used)
         self.wall: list[float] = []  # the last measurement's wall clock times
