@@ -663,7 +663,12 @@ class Renderer:
         done = quad_stages.shade(fragments, alive, draw, scale,
                                  lambda tile: self._make_sampler(draw.texture_units, tile),
                                  counters)
+        # what the quads did, for a hook that replays them cycle by cycle (an observer only)
+        watched = (lambda shaded, late, written: hooks.quads(draw, quad_stages.quad_batch(
+            fragments, early, alive, shaded, late, written, bool(f.blend)))
+            ) if hooks.wants_quads else (lambda *_: None)
         if done is None:
+            watched(None, None, None)
             return
         shaded, _ = done
         if not early:
@@ -672,15 +677,18 @@ class Renderer:
             hooks.shaded(draw, shaded.inputs, shaded.system_values, shaded.color, shaded.tile,
                          shaded.alive)
         # A program without a color output (a depth-only pass) is still depth-tested here.
+        late = None
         if depth_on and not early:
-            idx = self.xp.nonzero(shaded.survivors)[0]
+            idx = late = self.xp.nonzero(shaded.survivors)[0]
             passed = quad_stages.depth_test("late", shaded.pixel[idx],
                                             fragments.depth[shaded.lanes][idx],
                                             shaded.tile[idx], depth_buffer, f, counters)
             shaded.survivors[idx[~passed]] = False
         if not target.has_color or shaded.color is None:
+            watched(shaded, late, None)
             return  # no color attachment, or no color written: color goes nowhere
         idx = quad_stages.blend(shaded, fragments, target, f, counters)
+        watched(shaded, late, idx if any(f.color_mask) else None)
         if any(f.color_mask):
             self._written[shaded.pixel[idx]] = True
         hooks.written(draw, shaded.pixel[idx], shaded.tile[idx], shaded.color[idx],
