@@ -274,11 +274,11 @@ def quad_batch(fragments: Fragments, early: bool, alive: np.ndarray, shaded: Sha
     q = n // 4
     per_quad = lambda lanes: lanes.reshape(-1, 4).sum(axis=1)  # noqa: E731
     covered = fragments.covered
-    zeros = xp.zeros(q, dtype=xp.int64)
+    zeros = lambda: xp.zeros(q, dtype=xp.int64)  # noqa: E731  (one array per field)
     out = QuadBatch(fragments.tile[::4], fragments.lanes.triangle, per_quad(covered),
-                    per_quad(covered) if early else zeros, per_quad(alive) if early else zeros,
-                    xp.zeros(q, dtype=bool), zeros, zeros.copy(), zeros.copy(), zeros.copy(),
-                    zeros.copy(), zeros.copy(), bool(blended))
+                    per_quad(covered) if early else zeros(),
+                    per_quad(alive) if early else zeros(), xp.zeros(q, dtype=bool), zeros(),
+                    zeros(), zeros(), zeros(), zeros(), zeros(), bool(blended))
     if shaded is None:
         return out
     quad_of_lane = xp.nonzero(shaded.lanes)[0]           # batch lane of each shaded lane
