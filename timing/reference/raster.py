@@ -29,6 +29,8 @@ in the order a quad meets them (Frame Coherence ch. 2-3, Figure 2.x's raster pip
 * Fragment processors: a warp (quad) needs ``instructions x CPI`` cycles of its processor's
   issue (CPI: the program's cycles per warp instruction at full occupancy, from the cycle-level
   shader core ``tilesim.timing.shader_core``), shared among the resident warps in slot order,
+  and its texels ``texels / stages.texture.texels_per_cycle`` cycles of the processor's
+  texture unit (Table 3.1: one texture cache and unit per processor), beside the issue,
   and cannot finish before ``instructions x CPI_1`` cycles after dispatch (CPI_1: one warp alone,
   its dependency chain) plus the time its texture misses take: at dispatch each miss goes to the
   L2 (``caches.l2.latency``) or, in the tile's DRAM share, to the shared bus (64-byte line)
@@ -130,8 +132,9 @@ class PassInput:
     after issue, DRAM ones after their bus transfer), ``entry_bus_bytes`` (0 unless DRAM).
     Per quad: ``entry`` the entry (global index) its primitive needs, ``raster_cost``
     attributes, ``early`` (1: early Z), ``survives`` (1: goes on to shading after early Z),
-    ``issue`` and ``latency`` cycles on a processor, ``l2_misses`` / ``dram_misses`` texture
-    lines, ``rop_lanes`` lanes for the ROP, ``late`` (1: depth-tested at the ROP)."""
+    ``issue``, ``texture`` (its texture unit) and ``latency`` cycles on a processor,
+    ``l2_misses`` / ``dram_misses`` texture lines, ``rop_lanes`` lanes for the ROP,
+    ``late`` (1: depth-tested at the ROP)."""
 
     quad_start: np.ndarray
     entry_start: np.ndarray
@@ -145,6 +148,7 @@ class PassInput:
     early: np.ndarray
     survives: np.ndarray
     issue: np.ndarray
+    texture: np.ndarray
     latency: np.ndarray
     l2_misses: np.ndarray
     dram_misses: np.ndarray
@@ -153,7 +157,8 @@ class PassInput:
 
     def horizon(self, params: RasterParameters) -> float:
         """A cycle count no pass can reach (the loop stops there: a bug, not a result)."""
-        serial = (self.issue.sum() + self.latency.sum() + self.raster_cost.sum()
+        serial = (self.issue.sum() + self.texture.sum() + self.latency.sum()
+                  + self.raster_cost.sum()
                   + (self.dram_misses.sum() + self.l2_misses.sum()) * (params.line
                   + params.memory_latency) + self.entry_latency.sum()
                   + self.entry_bus_bytes.sum() + self.flush_bytes.sum() + self.dct_cycles.sum()
@@ -168,7 +173,8 @@ def run_pass(data: PassInput, params: RasterParameters, compiled: bool = True) -
     vector = np.append(params.vector(), data.horizon(params))
     finish = loop(data.quad_start, data.entry_start, data.flush_bytes, data.dct_cycles,
                   data.serial_cycles, data.entry_latency, data.entry_bus_bytes, data.entry,
-                  data.raster_cost, data.early, data.survives, data.issue, data.latency,
+                  data.raster_cost, data.early, data.survives, data.issue, data.texture,
+                  data.latency,
                   data.l2_misses, data.dram_misses, data.rop_lanes, data.late, vector)
     if finish.size and finish.min() < 0:
         raise RuntimeError("the raster reference did not finish the pass (a deadlock in the "
@@ -184,7 +190,7 @@ def tile_cycles_of(finish: np.ndarray) -> np.ndarray:
 @jit
 def simulate_pass(quad_start, entry_start, flush_bytes, dct_cycles, serial_cycles,
                   entry_latency, entry_bus_bytes, entry, raster_cost, early, survives, issue,
-                  latency, l2_misses, dram_misses, rop_lanes, late, p):
+                  texture, latency, l2_misses, dram_misses, rop_lanes, late, p):
     tile_queue = int(p[0])
     raster_rate = p[1]
     z_rate = int(p[3])
@@ -242,6 +248,7 @@ def simulate_pass(quad_start, entry_start, flush_bytes, dct_cycles, serial_cycle
     # fragment processors' warp slots
     s_quad = np.full((processors, slots), -1, dtype=np.int64)
     s_issue = np.zeros((processors, slots))
+    s_texture = np.zeros((processors, slots))
     s_ready = np.zeros((processors, slots))
     rr = 0
     # ROP, color buffer and its flush
@@ -263,7 +270,8 @@ def simulate_pass(quad_start, entry_start, flush_bytes, dct_cycles, serial_cycle
                     for s in range(slots):
                         q = s_quad[pr, s]
                         if q < 0 or tile_of_quad[q] != t or s_issue[pr, s] > 0.0 \
-                                or s_ready[pr, s] > now or rop_lanes[q] > budget:
+                                or s_texture[pr, s] > 0.0 or s_ready[pr, s] > now \
+                                or rop_lanes[q] > budget:
                             continue
                         budget -= rop_lanes[q]
                         s_quad[pr, s] = -1
@@ -292,16 +300,21 @@ def simulate_pass(quad_start, entry_start, flush_bytes, dct_cycles, serial_cycle
                 rop_t = flush_tile + 1
                 flush_tile = -1
 
-        # -- fragment processors: issue, then take quads from the fragment queue ---------
+        # -- fragment processors: issue and texture unit, then take quads from the queue --
         for pr in range(processors):
             budget = 1.0
+            filtering = 1.0
             for s in range(slots):
-                if budget <= 0.0:
-                    break
-                if s_quad[pr, s] >= 0 and s_issue[pr, s] > 0.0:
+                if s_quad[pr, s] < 0:
+                    continue
+                if budget > 0.0 and s_issue[pr, s] > 0.0:
                     use = min(budget, s_issue[pr, s])
                     s_issue[pr, s] -= use
                     budget -= use
+                if filtering > 0.0 and s_texture[pr, s] > 0.0:
+                    use = min(filtering, s_texture[pr, s])
+                    s_texture[pr, s] -= use
+                    filtering -= use
         for k in range(processors):
             if fq_count == 0:
                 break
@@ -325,6 +338,7 @@ def simulate_pass(quad_start, entry_start, flush_bytes, dct_cycles, serial_cycle
                 back = max(back, bus_read_free + memory_latency)
             s_quad[pr, free] = q
             s_issue[pr, free] = issue[q]
+            s_texture[pr, free] = texture[q]
             s_ready[pr, free] = back + latency[q]
         rr = (rr + 1) % processors
 
