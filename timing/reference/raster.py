@@ -393,11 +393,11 @@ def simulate_pass(quad_start, entry_start, flush_bytes, dct_cycles, serial_cycle
             credit -= raster_cost[q]
             rq += 1
 
-        # -- tile fetcher: one entry per cycle into the tile queue -----------------------
-        if ft < tiles and (flush_overlap or rop_t >= ft):
+        # -- tile fetcher: RE's compare, then one entry per cycle into the tile queue -----
+        if ft < tiles and (flush_overlap or (rop_t >= ft and cb_free <= now)):
             if f_serial_left > 0.0:
                 f_serial_left -= 1.0
-            else:
+            elif fe < entry_start[ft + 1]:
                 # entries the rasterizer is not yet past occupy the tile queue
                 if rt >= tiles:
                     consumed = entries
@@ -405,7 +405,7 @@ def simulate_pass(quad_start, entry_start, flush_bytes, dct_cycles, serial_cycle
                     consumed = entry[rq]
                 else:
                     consumed = min(fe, entry_start[rt + 1])
-                if fe < entry_start[ft + 1] and fe - consumed < tile_queue:
+                if fe - consumed < tile_queue:
                     if entry_bus_bytes[fe] > 0.0:
                         start = max(now, bus_read_free)
                         bus_read_free = start + entry_bus_bytes[fe] / bandwidth
@@ -414,10 +414,13 @@ def simulate_pass(quad_start, entry_start, flush_bytes, dct_cycles, serial_cycle
                         entry_ready[fe] = now + entry_latency[fe]
                     tile_ready[ft] = max(tile_ready[ft], entry_ready[fe])
                     fe += 1
-                if fe >= entry_start[ft + 1]:
-                    fetched_tile[ft] = 1
-                    ft += 1
-                    if ft < tiles:
-                        f_serial_left = serial_cycles[ft]
+            # a tile whose compare is done and entries issued: the next one (no cycle)
+            while ft < tiles and f_serial_left <= 0.0 and fe >= entry_start[ft + 1]:
+                fetched_tile[ft] = 1
+                ft += 1
+                if ft < tiles:
+                    f_serial_left = serial_cycles[ft]
+                if not flush_overlap:
+                    break
         now += 1.0
     return finish
