@@ -290,9 +290,10 @@ def simulate_pass(quad_start, entry_start, flush_bytes, dct_cycles, serial_cycle
 
         # -- shared bus: reads first (bus_read_free), the flush in the cycles left -------
         if flush_tile >= 0:
+            flushed = flush_left <= 0.0           # before this cycle: the DCT may follow
             if flush_left > 0.0 and bus_read_free <= now:
                 flush_left -= bandwidth
-            if dct_left > 0.0 and (not dct_after or flush_left <= 0.0):
+            if dct_left > 0.0 and (not dct_after or flushed):
                 dct_left -= 1.0
             if flush_left <= 0.0 and dct_left <= 0.0:
                 finish[flush_tile] = now + 1.0
