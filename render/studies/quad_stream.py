@@ -21,10 +21,15 @@ import numpy as np
 
 from tilesim.backend import to_host
 from tilesim.render.pipeline.counters import FrameCounters
+from tilesim.render.pipeline.observer import RenderObserver
 from tilesim.render.techniques.bus import Techniques
-from tilesim.timing.reference.records import QUAD_FIELDS, QuadStream
+from tilesim.timing.reference.records import DRAW_FIELDS, QUAD_FIELDS, DrawStream, QuadStream
 
 # (the QuadBatch attribute, the QuadStream field) of every per-quad array recorded
+DRAW_COMMANDS = ("drawArrays", "drawElements")
+# frame counters a draw adds to, kept per draw (DRAW_FIELDS)
+DRAW_SCALARS = ("vertices_shaded", "vertex_cache_accesses", "vertex_cache_misses",
+                "index_bytes", "prims_assembled")
 RECORDED = ("covered", "early_tested", "early_passed", "shaded", "instructions",
             "tex_accesses", "tex_misses", "texels", "late_tested", "written")
 
@@ -35,6 +40,7 @@ class RecordedFrame:
 
     counters: FrameCounters
     streams: list[QuadStream] = field(default_factory=list)
+    draws: DrawStream | None = None
 
 
 class QuadRecorder(Techniques):
@@ -49,6 +55,8 @@ class QuadRecorder(Techniques):
         self._frame = 0
         self._passes: list[list[dict]] = []
         self._draw = -1
+        self._binned: dict[int, dict] = {}
+        self.scalars = DrawScalars(self.frames)
         return self
 
     def command(self, op: str) -> None:
@@ -59,6 +67,22 @@ class QuadRecorder(Techniques):
     def begin_pass(self, target, counters) -> None:
         super().begin_pass(target, counters)
         self._passes.append([])
+
+    def binned(self, draw):
+        """RE signs the draw here; its Signature Unit work is the pass counters' growth."""
+        if self._frame not in self.frames:
+            return super().binned(draw)
+        tiles = draw.counters.tiles
+        before = [float(to_host(tiles[n]).sum()) if n in tiles else 0.0
+                  for n in ("re_subblocks_signed", "re_signature_accesses")]
+        deferred = super().binned(draw)
+        after = [float(to_host(tiles[n]).sum()) if n in tiles else 0.0
+                 for n in ("re_subblocks_signed", "re_signature_accesses")]
+        self._binned[self._draw] = {
+            "entries": np.bincount(to_host(draw.bins.triangle), minlength=len(draw.tris)),
+            "record_bytes": int(draw.bins.record_bytes),
+            "re_subblocks": after[0] - before[0], "re_folds": (after[1] - before[1]) / 2}
+        return deferred
 
     def quads(self, draw, batch) -> None:
         if self._frame not in self.frames or not self._passes:
@@ -76,11 +100,64 @@ class QuadRecorder(Techniques):
         if self._frame in self.frames:
             streams = [_stream(batches, p.tiles_x * p.tiles_y)
                        for batches, p in zip(self._passes, result.counters.passes, strict=True)]
-            self.recorded[self._frame] = RecordedFrame(result.counters, streams)
+            self.recorded[self._frame] = RecordedFrame(
+                result.counters, streams,
+                _draws(self.scalars.draws.get(self._frame, []), self._binned))
         self._frame += 1
         self._passes = []
         self._draw = -1
+        self._binned = {}
         return rates
+
+
+class DrawScalars(RenderObserver):
+    """Each draw command's share of the frame counters (``DRAW_SCALARS``, the vertex
+    instructions and the vertex program) in the frames ``frames``."""
+
+    def __init__(self, frames):
+        self.frames = frames
+        self.draws: dict[int, list[dict]] = {}
+        self._before = None
+
+    def before_command(self, frame, index, command, state, counters) -> None:
+        if command.op in DRAW_COMMANDS and frame in self.frames:
+            self._before = (dict(counters.scalars), dict(counters.vs_programs))
+
+    def after_command(self, frame, index, command, state, counters) -> None:
+        if self._before is None:
+            return
+        scalars, programs = self._before
+        self._before = None
+        row = {n: int(counters.scalars[n] - scalars.get(n, 0)) for n in DRAW_SCALARS}
+        grown = {d: c - programs.get(d, 0) for d, c in counters.vs_programs.items()
+                 if c != programs.get(d, 0)}
+        row["vs_instructions"] = int(sum(grown.values()))
+        row["vs_program"] = next(iter(grown), None)
+        self.draws.setdefault(frame, []).append(row)
+
+
+def _draws(rows: list[dict], binned: dict[int, dict]) -> DrawStream:
+    """The frame's draws (``DrawScalars`` rows, in order) with what the binner did with each
+    (``binned`` by draw number; draws that bin nothing have no primitives)."""
+    programs = sorted({r["vs_program"] for r in rows if r["vs_program"] is not None})
+    index = {p: k for k, p in enumerate(programs)}
+    columns = {name: [] for name in DRAW_FIELDS}
+    entries = []
+    for k, row in enumerate(rows):
+        b = binned.get(k, {"entries": np.zeros(0, dtype=np.int64), "record_bytes": 0,
+                           "re_subblocks": 0, "re_folds": 0})
+        for name in DRAW_SCALARS:
+            columns[name].append(row[name])
+        columns["vs_instructions"].append(row["vs_instructions"])
+        columns["vs_program"].append(index.get(row["vs_program"], -1))
+        for name in ("record_bytes", "re_subblocks", "re_folds"):
+            columns[name].append(b[name])
+        entries.append(np.asarray(b["entries"], dtype=np.int64))
+    counts = [e.size for e in entries]
+    return DrawStream({n: np.asarray(v, dtype=d) for (n, d), v in
+                       zip(DRAW_FIELDS.items(), (columns[n] for n in DRAW_FIELDS), strict=True)},
+                      np.concatenate(entries) if entries else np.zeros(0, dtype=np.int64),
+                      np.concatenate([[0], np.cumsum(counts)]).astype(np.int64), programs)
 
 
 def _stream(batches: list[dict], tiles: int) -> QuadStream:
@@ -114,7 +191,7 @@ def record_frames(trace: str | os.PathLike, frames: Iterable[int], *, technique:
     wanted = sorted(set(int(f) for f in frames))
     recorder = QuadRecorder.from_name(technique, source=os.fspath(trace)).watch(wanted)
     for result in render_trace(trace, frames=wanted, size=size, technique=recorder,
-                               traversal=traversal):
+                               traversal=traversal, observer=recorder.scalars):
         if progress is not None:
             progress(result.index)
     return [recorder.recorded[f] for f in wanted if f in recorder.recorded]

@@ -19,9 +19,10 @@ from tilesim.render.pipeline.counters import FrameCounters
 from tilesim.timing.config import Config
 from tilesim.timing.counter_batch import batch_from_frames
 from tilesim.timing.model import estimate_batch, traversal_order
-from tilesim.timing.reference.inputs import batch_pass_inputs, parameters
+from tilesim.timing.reference.geometry import geometry_input, run_geometry
+from tilesim.timing.reference.inputs import batch_pass_inputs, parameters, program_cpis
 from tilesim.timing.reference.raster import run_pass, tile_cycles_of
-from tilesim.timing.reference.records import QuadStream
+from tilesim.timing.reference.records import DrawStream, QuadStream
 
 
 @dataclass
@@ -95,3 +96,32 @@ def compare(frames: list[tuple[FrameCounters, list[QuadStream]]], cfg: Config,
         frame_ids=batch.frame_ids.copy(), analytic_frame=est.raster_cycles.copy(),
         reference_frame=batch.per_frame(reference), seconds=seconds,
         tiles_simulated=int(batch.tile_frame.size))
+
+
+@dataclass
+class GeometryComparison:
+    """Geometry cycles per frame both ways, (F,) each; ``seconds`` the reference's time."""
+
+    frame_ids: np.ndarray
+    analytic: np.ndarray
+    reference: np.ndarray
+    seconds: float
+
+    @property
+    def error(self) -> np.ndarray:
+        return relative_error(self.analytic, self.reference)
+
+
+def compare_geometry(frames: list[tuple[FrameCounters, DrawStream]], cfg: Config,
+                     ecfg: Config, compiled: bool = True) -> GeometryComparison:
+    """The analytic geometry phase and the geometry reference on ``frames`` ([(counters, the
+    frame's draws)])."""
+    batch = batch_from_frames([c for c, _ in frames])
+    est = estimate_batch(batch, cfg, ecfg)
+    clock = time.perf_counter()
+    reference = []
+    for counters, draws in frames:
+        cpis = np.array([program_cpis(counters.programs[d])[0] for d in draws.programs])
+        reference.append(run_geometry(geometry_input(draws, cpis, cfg), cfg, compiled))
+    return GeometryComparison(batch.frame_ids.copy(), est.geometry_cycles.copy(),
+                              np.array(reference), time.perf_counter() - clock)

@@ -67,3 +67,33 @@ class QuadStream:
         keep_quad = np.repeat(np.asarray(keep, dtype=bool), self.quads_per_tile())
         quads = {k: v[keep_quad] for k, v in self.quads.items()}
         return QuadStream.from_quads(quads, self.tiles, self.programs)
+
+
+# Per draw of a frame (one row per draw command, in submission order), name -> dtype: the
+# frame counters' share of the draw (``FRAME_COUNTERS`` of render/pipeline/counters.py) and
+# what the binner and RE's Signature Unit did with it.
+DRAW_FIELDS = {
+    "vertices_shaded": np.int64,        # vertex shader invocations
+    "vertex_cache_accesses": np.int64,  # one per fetched vertex and attribute
+    "vertex_cache_misses": np.int64,    # 64-byte lines
+    "index_bytes": np.int64,
+    "vs_instructions": np.int64,        # vertex lane instructions (ALU + TEX + flow)
+    "vs_program": np.int64,             # index into DrawStream.programs, -1 without one
+    "prims_assembled": np.int64,
+    "record_bytes": np.int64,           # Parameter Buffer bytes of one primitive record
+    "re_subblocks": np.int64,           # sub-blocks the Compute CRC unit signed for the draw
+    "re_folds": np.int64,               # display-list entries folded (Signature Buffer / 2)
+}
+
+
+@dataclass
+class DrawStream:
+    """A frame's draws: ``draws`` name -> (D,) arrays (``DRAW_FIELDS``) and, per primitive
+    sent to binning (P rows, draw after draw), ``entries`` (P,) the display-list entries (tiles)
+    it was binned into; ``prim_start`` (D + 1,) each draw's primitives; ``programs`` the vertex
+    programs' digests."""
+
+    draws: dict[str, np.ndarray]
+    entries: np.ndarray
+    prim_start: np.ndarray
+    programs: list[str]
