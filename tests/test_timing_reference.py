@@ -224,3 +224,63 @@ def test_reference_timing_command(capsys):
     assert abs(report["frames"][0]["relative_error"]) < 0.15
     assert main(["reference-timing", str(RUNNER), "--frames", "1:999"]) == 2
     assert "--frames '1:999'" in capsys.readouterr().err
+
+
+# -- the geometry pipeline --------------------------------------------------------------------
+
+def binner_only(entries, sign, fold):
+    """Primitives straight into the tiler (no vertex work, nothing written to memory)."""
+    from tilesim.timing.reference.geometry import GeometryInput
+
+    n = len(entries)
+    empty = np.zeros(0)
+    return GeometryInput(fetch=empty, read_bytes=empty, shade=empty,
+                         needs=np.zeros(n, dtype=np.int64), binned=np.arange(n),
+                         entries=np.asarray(entries, dtype=np.int64), write_bytes=np.zeros(n),
+                         sign=np.asarray(sign, dtype=np.float64),
+                         fold=np.asarray(fold, dtype=np.float64))
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_an_overlapped_tiles_queue_overflow_stalls_the_binner(compiled):
+    """Primitive 0 covers 300 tiles, signed in 10 cycles, its folds 2 cycles each; primitive 1
+    covers 300 tiles and is not signed. Primitive assembly queues both in cycles 0-1; the tiler
+    takes primitive 0 in cycle 1 (signed at 11) and pushes one tile a cycle into the Overlapped
+    Tiles Queue; the Accumulate unit pops one every 2 cycles from cycle 12 (12, 14, ..., 610
+    for the 300). With 128 entries the queue is full after cycle 245's push (245 pushed, 117
+    popped); from then the tiler pushes only after a pop, in even cycles, its 300th in cycle
+    354; primitive 1's 300 entries follow in 355-654: the frame ends at 655. With a queue that
+    never fills, primitive 0's pushes end in cycle 300 and primitive 1's in 600, the folds at
+    610: the frame ends at 611. The overflow (300 - 128 = 172 entries) cost 44 cycles."""
+    from tilesim.timing.reference.geometry import run_geometry
+
+    data = binner_only([300, 300], [10, 0], [2, 0])
+    assert run_geometry(data, CFG, compiled) == 655
+    roomy = CFG.replace(**{"techniques.signature.ot_queue_entries": 1024})
+    assert run_geometry(data, roomy, compiled) == 611
+    # no signature work: the tiler alone, 600 entries from cycle 1
+    assert run_geometry(binner_only([300, 300], [0, 0], [0, 0]), CFG, compiled) == 601
+
+
+def test_the_recorded_draws_add_up_to_the_frame_counters(runner_frames):
+    """Per draw, the recorder keeps the frame counters' growth: summed over the draws they
+    give the frame's; the binned primitives and their entries give prims_rasterized and the
+    tiles' prims_binned."""
+    for recorded in runner_frames:
+        draws, scalars = recorded.draws, recorded.counters.scalars
+        for name in ("vertices_shaded", "vertex_cache_accesses", "vertex_cache_misses",
+                     "index_bytes", "prims_assembled"):
+            assert draws.draws[name].sum() == scalars[name], name
+        assert draws.draws["vs_instructions"].sum() == sum(
+            scalars[f"vs_{k}"] for k in ("alu", "tex", "flow"))
+        assert draws.prim_start[-1] == scalars["prims_rasterized"]
+        assert draws.entries.sum() == sum(p.tiles["prims_binned"].sum()
+                                          for p in recorded.counters.passes)
+
+
+def test_the_analytic_geometry_phase_is_within_the_bounds_of_the_reference(runner_frames):
+    from tilesim.timing.reference.compare import compare_geometry
+
+    result = compare_geometry([(r.counters, r.draws) for r in runner_frames], CFG, ECFG)
+    assert result.reference.size == 2 and np.all(result.reference > 0)
+    assert np.abs(result.error).max() < 0.05
