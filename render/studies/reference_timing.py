@@ -7,8 +7,10 @@ Renders the frames of TRACE with a recording hook (``quad_stream``: every tile's
 pipeline processed them), runs the cycle-level reference of the raster pipeline on every tile
 of every pass (``tilesim.timing.reference``) and the analytic model (``tilesim.timing.model``)
 on the same counters, and prints both raster cycles per frame and the analytic model's relative
-error, per frame and per tile (mean, mean absolute, p50 / p90 / max of the absolute error), the
-worst tiles, and the reference's speed in tiles per second. A study: it renders and times.
+error, per frame and per tile (mean, mean absolute, p50 / p90 / max of the absolute error),
+the same for the geometry phase (``tilesim.timing.reference.geometry`` on the frame's
+recorded draws), the worst tiles, and the reference's speed in tiles per second. A study:
+it renders and times.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ def reference_report(trace: str, frames: range, *, technique: str = "baseline",
     simulated."""
     from tilesim.render.studies.quad_stream import record_frames
     from tilesim.timing.config import load_energy_config, load_gpu_config
-    from tilesim.timing.reference.compare import compare, distribution
+    from tilesim.timing.reference.compare import compare, compare_geometry, distribution
 
     cfg = cfg if cfg is not None else load_gpu_config()
     ecfg = ecfg if ecfg is not None else load_energy_config()
@@ -41,6 +43,10 @@ def reference_report(trace: str, frames: range, *, technique: str = "baseline",
                              traversal=traversal, progress=progress)
     result = compare([(r.counters, r.streams) for r in recorded], cfg, ecfg,
                      progress=tile_progress)
+    geometry = compare_geometry([(r.counters, r.draws) for r in recorded], cfg, ecfg)
+    total_analytic = result.analytic_frame + geometry.analytic
+    total_reference = result.reference_frame + geometry.reference
+    total_error = (total_analytic - total_reference) / np.maximum(total_reference, 1.0)
     rendered = result.quads > 0
     tile_errors = result.tile_error()[rendered[result.reference > 0]]
     gap = np.abs(result.analytic - result.reference)
@@ -49,11 +55,17 @@ def reference_report(trace: str, frames: range, *, technique: str = "baseline",
         "trace": str(trace), "technique": technique, "size": list(size) if size else None,
         "config": cfg.path, "energy_config": ecfg.path,
         "frames": [{"frame": int(f), "analytic_raster_cycles": float(a),
-                    "reference_raster_cycles": float(r), "relative_error": float(e)}
-                   for f, a, r, e in zip(result.frame_ids, result.analytic_frame,
-                                         result.reference_frame, result.frame_error,
-                                         strict=True)],
+                    "reference_raster_cycles": float(r), "relative_error": float(e),
+                    "analytic_geometry_cycles": float(ga),
+                    "reference_geometry_cycles": float(gr),
+                    "geometry_relative_error": float(ge), "total_relative_error": float(te)}
+                   for f, a, r, e, ga, gr, ge, te in zip(
+                       result.frame_ids, result.analytic_frame, result.reference_frame,
+                       result.frame_error, geometry.analytic, geometry.reference,
+                       geometry.error, total_error, strict=True)],
         "frame_error": distribution(result.frame_error),
+        "geometry_error": distribution(geometry.error),
+        "total_error": distribution(total_error),
         "tile_error": distribution(tile_errors),
         "worst_tiles": [{"frame": int(result.frame[i]), "pass": int(result.pass_index[i]),
                          "tile": int(result.tile_in_pass[i]), "quads": int(result.quads[i]),
@@ -61,8 +73,12 @@ def reference_report(trace: str, frames: range, *, technique: str = "baseline",
                          "reference_cycles": float(result.reference[i])} for i in worst],
         "reference_speed": {"tiles": result.tiles_simulated, "seconds": result.seconds,
                             "tiles_per_second": (result.tiles_simulated / result.seconds
-                                                 if result.seconds > 0 else None)},
-        "notes": ["raster phase only: the geometry phase is the analytic model's in both",
+                                                 if result.seconds > 0 else None),
+                            "geometry_frames_per_second": (len(geometry.reference)
+                                                           / geometry.seconds
+                                                           if geometry.seconds > 0 else None)},
+        "notes": ["frame_error and relative_error: the raster phase; geometry_error: the "
+                  "geometry phase; total_error: both",
                   "tile error over the tiles with quads; a tile's reference cycles are "
                   "finish(t) - finish(t - 1) in traversal order, the analytic's its "
                   "bottleneck + fill + exposed flush, so single tiles differ in attribution "
@@ -71,14 +87,19 @@ def reference_report(trace: str, frames: range, *, technique: str = "baseline",
 
 
 def format_report(report: dict) -> str:
-    lines = [f"{report['trace']} ({report['technique']}): raster cycles, analytic model vs "
+    lines = [f"{report['trace']} ({report['technique']}): cycles, analytic model vs "
              "cycle-level reference",
-             f"{'frame':>6} {'analytic':>14} {'reference':>14} {'error':>8}"]
+             f"{'frame':>6} {'raster A':>12} {'raster R':>12} {'error':>8} "
+             f"{'geometry A':>11} {'geometry R':>11} {'error':>8} {'total':>8}"]
     for row in report["frames"]:
-        lines.append(f"{row['frame']:>6} {row['analytic_raster_cycles']:>14,.0f} "
-                     f"{row['reference_raster_cycles']:>14,.0f} "
-                     f"{100 * row['relative_error']:>7.2f}%")
-    for name in ("frame_error", "tile_error"):
+        lines.append(f"{row['frame']:>6} {row['analytic_raster_cycles']:>12,.0f} "
+                     f"{row['reference_raster_cycles']:>12,.0f} "
+                     f"{100 * row['relative_error']:>7.2f}% "
+                     f"{row['analytic_geometry_cycles']:>11,.0f} "
+                     f"{row['reference_geometry_cycles']:>11,.0f} "
+                     f"{100 * row['geometry_relative_error']:>7.2f}% "
+                     f"{100 * row['total_relative_error']:>7.2f}%")
+    for name in ("frame_error", "geometry_error", "total_error", "tile_error"):
         d = report[name]
         lines.append(f"{name.replace('_', ' ')} ({d['count']}): mean {100 * d['mean']:.2f}%, "
                      f"mean abs {100 * d['mean_abs']:.2f}%, p50 {100 * d['p50']:.2f}%, "
