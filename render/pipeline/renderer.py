@@ -636,6 +636,16 @@ class Renderer:
             in_rate = self.tile_rates[draw.bins.tile] == rate
             self._raster(draw, tris, scale, in_rate if entries is None else entries & in_rate)
 
+    def _quads_watcher(self, draw: DrawContext, fragments, early: bool, alive: np.ndarray):
+        """``watched(shaded, late, written)``: hands the hooks what the batch's quads did
+        (``quad_stages.quad_batch``) for a hook that replays them cycle by cycle; a no-op
+        unless a hook ``wants_quads``."""
+        hooks = self.techniques
+        if not hooks.wants_quads:
+            return lambda *_: None
+        return lambda shaded, late, written: hooks.quads(draw, quad_stages.quad_batch(
+            fragments, early, alive, shaded, late, written, bool(draw.fragment.blend)))
+
     def _raster(self, draw: DrawContext, tris, scale: int, entries: np.ndarray | None) -> None:
         """The quad stages (``quad_stages``) for ``tris`` of a draw, keeping the fragments of
         the display-list entries ``entries`` (None: all). ``scale`` > 1 rasterizes
@@ -663,10 +673,7 @@ class Renderer:
         done = quad_stages.shade(fragments, alive, draw, scale,
                                  lambda tile: self._make_sampler(draw.texture_units, tile),
                                  counters)
-        # what the quads did, for a hook that replays them cycle by cycle (an observer only)
-        watched = (lambda shaded, late, written: hooks.quads(draw, quad_stages.quad_batch(
-            fragments, early, alive, shaded, late, written, bool(f.blend)))
-            ) if hooks.wants_quads else (lambda *_: None)
+        watched = self._quads_watcher(draw, fragments, early, alive)
         if done is None:
             watched(None, None, None)
             return
