@@ -201,6 +201,12 @@ def test_the_analytic_model_stays_within_the_error_bounds_of_the_reference(runne
     frames = distribution(result.frame_error)
     assert frames["count"] == 2
     assert frames["mean_abs"] < 0.05 and frames["max"] < 0.15
+    # a sample: each pass's first 60 tiles in traversal order, the frames' sums over them
+    sample = compare([(r.counters, r.streams) for r in runner_frames], CFG, ECFG, tiles=60)
+    assert sample.sampled.sum() == 2 * 60 and sample.tiles_simulated == 2 * 61
+    assert sample.analytic_frame == pytest.approx(
+        [result.analytic[(result.frame == f) & sample.sampled].sum() for f in (1, 2)])
+    assert np.abs(sample.frame_error).max() < 0.15
     # the tiles add up to the frames both ways
     assert result.reference_frame.sum() == pytest.approx(result.reference.sum())
     assert result.analytic_frame.sum() == pytest.approx(result.analytic.sum())

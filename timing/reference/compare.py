@@ -43,6 +43,7 @@ class Comparison:
     reference_frame: np.ndarray
     seconds: float
     tiles_simulated: int
+    sampled: np.ndarray | None = None   # (N,) bool: the tiles compared (None: all)
 
     @property
     def frame_error(self) -> np.ndarray:
@@ -70,8 +71,12 @@ def distribution(errors: np.ndarray) -> dict[str, float]:
 
 
 def compare(frames: list[tuple[FrameCounters, list[QuadStream]]], cfg: Config,
-            ecfg: Config, compiled: bool = True, progress=None) -> Comparison:
-    """Both models on ``frames`` ([(counters, quad stream of each pass)])."""
+            ecfg: Config, compiled: bool = True, progress=None,
+            tiles: int | None = None) -> Comparison:
+    """Both models on ``frames`` ([(counters, quad stream of each pass)]). ``tiles``: compare
+    only each pass's first ``tiles`` tiles in traversal order (the reference runs one more,
+    whose start hides the last one's flush as in the whole pass); the frame figures are then
+    sums over the compared tiles."""
     batch = batch_from_frames([c for c, _ in frames])
     est = estimate_batch(batch, cfg, ecfg)
     order = traversal_order(batch, cfg)
@@ -80,22 +85,33 @@ def compare(frames: list[tuple[FrameCounters, list[QuadStream]]], cfg: Config,
     streams = [s for _, passes in frames for s in passes]
     quads = np.zeros(batch.tile_frame.size)
     clock = time.perf_counter()
-    for tiles, data in batch_pass_inputs(batch, streams, order, cfg):
-        reference[tiles] = tile_cycles_of(run_pass(data, params, compiled))
-        quads[tiles] = np.diff(data.quad_start)
+    sampled = np.zeros(batch.tile_frame.size, dtype=bool)
+    simulated = 0
+    for visit, data in batch_pass_inputs(batch, streams, order, cfg):
+        keep = visit.size if tiles is None else min(int(tiles), visit.size)
+        if keep < visit.size:
+            data = data.head(keep + 1)
+        cycles = tile_cycles_of(run_pass(data, params, compiled))[:keep]
+        reference[visit[:keep]] = cycles
+        quads[visit[:keep]] = np.diff(data.quad_start)[:keep]
+        sampled[visit[:keep]] = True
+        simulated += data.flush_bytes.size
         if progress is not None:
-            progress(tiles.size)
+            progress(data.flush_bytes.size)
     seconds = time.perf_counter() - clock
+    analytic = np.where(sampled, est.tile_cycles, 0.0)
     sizes = batch.pass_tiles.astype(np.int64)
     first_pass = np.searchsorted(batch.pass_frame, batch.tile_frame)
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
     return Comparison(
         frame=batch.frame_ids[batch.tile_frame], pass_index=batch.tile_pass - first_pass,
         tile_in_pass=np.arange(batch.tile_pass.size) - starts[batch.tile_pass],
-        analytic=est.tile_cycles.copy(), reference=reference, quads=quads,
-        frame_ids=batch.frame_ids.copy(), analytic_frame=est.raster_cycles.copy(),
+        analytic=analytic, reference=reference, quads=quads,
+        frame_ids=batch.frame_ids.copy(),
+        analytic_frame=(est.raster_cycles.copy() if tiles is None
+                        else batch.per_frame(analytic)),
         reference_frame=batch.per_frame(reference), seconds=seconds,
-        tiles_simulated=int(batch.tile_frame.size))
+        tiles_simulated=simulated, sampled=None if tiles is None else sampled)
 
 
 @dataclass

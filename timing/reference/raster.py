@@ -155,6 +155,24 @@ class PassInput:
     rop_lanes: np.ndarray
     late: np.ndarray
 
+    def head(self, tiles: int) -> PassInput:
+        """The pass's first ``tiles`` tiles (traversal order), their quads and entries."""
+        tiles = min(int(tiles), self.flush_bytes.size)
+        q, e = int(self.quad_start[tiles]), int(self.entry_start[tiles])
+        per_tile = ("flush_bytes", "dct_cycles", "serial_cycles")
+        per_entry = ("entry_latency", "entry_bus_bytes")
+        cut = {}
+        for name, value in vars(self).items():
+            if name in ("quad_start", "entry_start"):
+                cut[name] = value[:tiles + 1]
+            elif name in per_tile:
+                cut[name] = value[:tiles]
+            elif name in per_entry:
+                cut[name] = value[:e]
+            else:
+                cut[name] = value[:q]
+        return PassInput(**cut)
+
     def horizon(self, params: RasterParameters) -> float:
         """A cycle count no pass can reach (the loop stops there: a bug, not a result)."""
         serial = (self.issue.sum() + self.texture.sum() + self.latency.sum()
