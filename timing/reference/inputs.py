@@ -62,22 +62,31 @@ def spread(counts: np.ndarray, fraction: float | np.ndarray) -> np.ndarray:
     return np.diff(np.concatenate([[0.0], part])).astype(np.int64)
 
 
+def _new_primitive(stream: QuadStream) -> np.ndarray:
+    """(Q,) bool: the quad starts a run of its primitive within its tile."""
+    q = stream.quads
+    new = np.ones(q["tile"].size, dtype=bool)
+    new[1:] = (q["tile"][1:] != q["tile"][:-1]) | (q["primitive"][1:] != q["primitive"][:-1])
+    return new
+
+
+def _runs_per_tile(stream: QuadStream) -> np.ndarray:
+    """Primitives with quads in each tile (runs of one primitive's quads): (T,) int64."""
+    return np.bincount(stream.quads["tile"], weights=_new_primitive(stream),
+                       minlength=stream.tiles).astype(np.int64)
+
+
 def _entry_rank(stream: QuadStream, entries: np.ndarray) -> np.ndarray:
     """Each quad's display-list entry within its tile: its primitive's rank among the tile's
-    primitives with quads, spread evenly over the tile's ``entries`` (T,): (Q,) int64."""
-    q = stream.quads
-    n = q["tile"].size
-    if n == 0:
+    primitives with quads, spread evenly over the tile's ``entries`` (T,) (at least its
+    primitives with quads): (Q,) int64."""
+    tile = stream.quads["tile"]
+    if tile.size == 0:
         return np.zeros(0, dtype=np.int64)
-    new = np.ones(n, dtype=bool)
-    new[1:] = (q["tile"][1:] != q["tile"][:-1]) | (q["primitive"][1:] != q["primitive"][:-1])
-    run = np.cumsum(new) - 1                              # global run number
-    first_run = run[stream.offsets[:-1].clip(max=n - 1)]
-    tile = q["tile"]
-    rank = run - first_run[tile]
-    runs = np.bincount(tile, weights=new, minlength=stream.tiles)
-    slots = np.maximum(entries[tile], runs[tile])
-    return np.floor((rank + 1) * slots / np.maximum(runs[tile], 1)).astype(np.int64) - 1
+    run = np.cumsum(_new_primitive(stream)) - 1              # global run number
+    rank = run - run[stream.offsets[:-1].clip(max=tile.size - 1)][tile]
+    runs = np.maximum(_runs_per_tile(stream)[tile], 1)
+    return np.floor((rank + 1) * entries[tile] / runs).astype(np.int64) - 1
 
 
 def pass_input(stream: QuadStream, tiles: dict[str, np.ndarray], mem: dict[str, np.ndarray],
@@ -146,16 +155,6 @@ def pass_input(stream: QuadStream, tiles: dict[str, np.ndarray], mem: dict[str, 
         dram_misses=dram_misses,
         rop_lanes=np.maximum(q["written"], late_tested)[quad_index].astype(np.float64),
         late=(late_tested > 0).astype(np.int64))
-
-
-def _runs_per_tile(stream: QuadStream) -> np.ndarray:
-    q = stream.quads
-    n = q["tile"].size
-    if n == 0:
-        return np.zeros(stream.tiles, dtype=np.int64)
-    new = np.ones(n, dtype=bool)
-    new[1:] = (q["tile"][1:] != q["tile"][:-1]) | (q["primitive"][1:] != q["primitive"][:-1])
-    return np.bincount(q["tile"], weights=new, minlength=stream.tiles).astype(np.int64)
 
 
 def _gather(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:

@@ -76,7 +76,6 @@ class RasterParameters:
 
     tile_queue: int
     raster_rate: float          # attributes / cycle
-    attributes: float           # attributes / fragment
     z_rate: int                 # quads / cycle into early Z
     z_in_flight: int
     z_latency: int
@@ -87,7 +86,6 @@ class RasterParameters:
     bandwidth: float            # bytes / cycle
     l2_latency: float
     memory_latency: float       # mean DRAM latency
-    tile_cache_latency: float
     line: float                 # bytes of a texture line
     flush_overlap: bool
     dct_after_flush: bool
@@ -98,7 +96,6 @@ class RasterParameters:
         return cls(
             tile_queue=int(cfg["queues.tile.entries"]),
             raster_rate=float(cfg["stages.rasterizer.rate"]),
-            attributes=float(cfg["stages.rasterizer.attributes_per_fragment"]),
             z_rate=int(cfg["stages.early_z.max_rate"]),
             z_in_flight=int(cfg["stages.early_z.in_flight"]),
             z_latency=int(cfg["stages.early_z.test_latency"]),
@@ -109,7 +106,6 @@ class RasterParameters:
             bandwidth=float(cfg["memory.bandwidth"]),
             l2_latency=float(cfg["caches.l2.latency"]),
             memory_latency=0.5 * (cfg["memory.latency_min"] + cfg["memory.latency_max"]),
-            tile_cache_latency=float(cfg["caches.tile.latency"]),
             line=float(cfg["caches.texture.line_size"]),
             flush_overlap=bool(cfg["buffers.color.flush_overlap"]),
             dct_after_flush=bool(cfg["techniques.dsr.dct_after_flush"]),
@@ -209,22 +205,22 @@ def tile_cycles_of(finish: np.ndarray) -> np.ndarray:
 def simulate_pass(quad_start, entry_start, flush_bytes, dct_cycles, serial_cycles,
                   entry_latency, entry_bus_bytes, entry, raster_cost, early, survives, issue,
                   texture, latency, l2_misses, dram_misses, rop_lanes, late, p):
-    tile_queue = int(p[0])
+    tile_queue = int(p[0])       # the order of RasterParameters' fields
     raster_rate = p[1]
-    z_rate = int(p[3])
-    z_in_flight = int(p[4])
-    z_latency = p[5]
-    fq_size = int(p[6])
-    processors = int(p[7])
-    slots = int(p[8])
-    rop_rate = p[9]
-    bandwidth = p[10]
-    l2_latency = p[11]
-    memory_latency = p[12]
-    line = p[14]
-    flush_overlap = p[15] > 0.5
-    dct_after = p[16] > 0.5
-    horizon = p[17]
+    z_rate = int(p[2])
+    z_in_flight = int(p[3])
+    z_latency = p[4]
+    fq_size = int(p[5])
+    processors = int(p[6])
+    slots = int(p[7])
+    rop_rate = p[8]
+    bandwidth = p[9]
+    l2_latency = p[10]
+    memory_latency = p[11]
+    line = p[12]
+    flush_overlap = p[13] > 0.5
+    dct_after = p[14] > 0.5
+    horizon = p[15]
 
     tiles = quad_start.size - 1
     quads = entry.size
