@@ -69,7 +69,8 @@ def test_baseline_values_match_table_3_1():
     assert len(table) >= 45
     for k, s in {**CFG.sources, **ECFG.sources}.items():
         assert s.startswith(("Frame Coherence ", "model assumption", "estimate", "Shader Core",
-                             "Micron TN-41-01", "Micron LPDDR4")), k
+                             "Micron TN-41-01", "Micron LPDDR4",
+                             "fitted to the cycle-level reference")), k
 
 
 def test_geometry_stage_formulas():
@@ -186,24 +187,27 @@ def overlap_config(tmp_path, value=1):
 
 
 FILL = LAT_MAX + 8
-QUEUED = 64 / 4 + 32   # fragment queue quads + early-z in-flight quads
+# quads the next tile's start hides a flush for (fitted to the cycle-level reference)
+QUEUED = CFG["buffers.color.flush_hidden_quads"]
 
 
 def test_flush_bound_tiles_overlap_their_flush_with_the_next_tiles_start(tmp_path):
     """A flush-bound sequence: a 3x2 grid of tiles, each 100 cycles of shading then 4 KB of
     color and depth (1024 cycles at 4 B/cycle). Serialized, every flush follows its tile; with
     buffers.color.flush_overlap the next tile in scanline order (top row first, left to right)
-    fills and takes its first 48 queued quads meanwhile, hiding fill + 48 cycles of it; the
-    last tile of the pass (the bottom-right one, tile 2) hides behind nothing."""
+    fills and takes its first quads meanwhile (up to buffers.color.flush_hidden_quads, at
+    most its 100 cycles of work), hiding fill + min(flush_hidden_quads, 100) cycles of it; the
+    last tile of the pass (the bottom-right one, tile 2) hides behind nothing. No tile ends
+    before its own flush (the color buffer's time, ``color_buffer_cycles``)."""
     n = 6
     f = grid_frame(3, 2, {"prims_binned": [1] * n, "color_flush_bytes": [2048] * n,
                           "depth_flush_bytes": [2048] * n, "fs_quad_alu": [400] * n})
     off = run(f, overlap_config(tmp_path, 0)).tile_cycles
     assert off == pytest.approx([100 + FILL + 1024] * n)
     on = run(f, overlap_config(tmp_path, 1))
-    hidden = np.full(n, FILL + QUEUED)
+    hidden = np.full(n, FILL + min(QUEUED, 100))
     hidden[2] = 0
-    assert on.tile_cycles == pytest.approx(100 + FILL + 1024 - hidden)
+    assert on.tile_cycles == pytest.approx(np.maximum(100 + FILL + 1024 - hidden, 1024))
     assert on.raster_cycles[0] == pytest.approx(on.tile_cycles.sum())
     # a next tile with 10 cycles of work hides its fill and those 10 cycles only
     short = grid_frame(2, 1, {"prims_binned": [1, 1], "color_flush_bytes": [1024, 1024],
@@ -223,8 +227,9 @@ def test_flush_overlap_follows_the_next_tile_that_occupies_the_pipeline(tmp_path
              "color_flush_bytes": [1024, 0, 1024, 1024, 1024], "fs_quad_alu": [400, 0, 400, 0, 400]}
     est = run(grid_frame(5, 1, tiles), cfg)
     flush = 256
-    assert est.tile_cycles == pytest.approx([100 + FILL + flush - (FILL + QUEUED), 0,
-                                             100 + FILL + flush, flush - (FILL + QUEUED),
+    hidden = FILL + min(QUEUED, 100)      # E's and C's start: fill + their first quads
+    assert est.tile_cycles == pytest.approx([max(100 + FILL + flush - hidden, flush), 0,
+                                             100 + FILL + flush, flush - hidden,
                                              100 + FILL + flush])
     two = run(grid_frame(5, 1, tiles, passes=2), cfg)
     assert two.tile_cycles == pytest.approx(np.concatenate([est.tile_cycles] * 2))

@@ -28,6 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
         estimate,
         goldens,
         predict_command,
+        reference_timing,
         render_command,
         study,
         suite,
@@ -57,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     # The order of `tilesim --help`.
     for module in (study, shader_cli, render_command, characterize, conformance, goldens, capture,
                    apitrace_import, compare, suite, coherence, dsr_search, estimate,
-                   predict_command, core_cli, schedule_cli):
+                   reference_timing, predict_command, core_cli, schedule_cli):
         module.register(sub)
     return parser
 

@@ -45,7 +45,10 @@ Cycles
   traversal order (``tilesim.timing.traversal``) up to its first color write
   (``flush_hidden_cycles``; when the buffer holds two tiles or more the flush joins the
   shared-bus stage and the DCT the stages instead, i.e. they overlap the next tile whole),
-  and RE's signature compare in series.
+  and RE's signature compare in series. With the overlap a rendered tile takes at least the
+  color buffer's time, ``blend + end + flush_read_share x bus`` (``color_buffer_cycles``:
+  its writes, then its flush, slowed by the reads that go first on the bus). The two overlap
+  constants are fitted to the cycle-level reference (``tilesim.timing.reference``, issue 15).
 * ``frame = geometry + sum over passes and tiles of tile`` (phases in sequence): each tile's
   cycles include the part of its flush left exposed, so tiles' cycles add up to the frame's
   raster cycles.
@@ -229,9 +232,11 @@ def flush_hidden_cycles(work: np.ndarray, rendered: np.ndarray, drain: np.ndarra
     A one-tile color buffer is flushed while the next tile in traversal order (``order``, same
     pass) already fetches, rasterizes, depth-tests and shades; it only waits for the buffer at
     its first color write (Frame Coherence §4.3.1: the flush is "a relatively small portion of
-    the total time of the Raster Pipeline"). That start is the ``fill`` latency, then the quads
-    the fragment queue and early-z hold (fragment queue entries / lanes + early-z in-flight
-    quads, one quad per cycle), at most the next tile's bottleneck ``work``.
+    the total time of the Raster Pipeline"). That start is the ``fill`` latency, then
+    ``buffers.color.flush_hidden_quads`` quads at one a cycle (the quads the pipeline holds
+    before the color buffer: fragment queue, early Z and the processors' warp slots; fitted to
+    the cycle-level reference, ``tilesim.timing.reference``), at most the next tile's
+    bottleneck ``work``.
 
     The next tile is the first one after this tile that occupies the pipeline: a rendered tile
     (``rendered``) hides its start; a tile that only flushes (no primitives, e.g. the clear
@@ -239,8 +244,7 @@ def flush_hidden_cycles(work: np.ndarray, rendered: np.ndarray, drain: np.ndarra
     bus; tiles with neither (RE-skipped: no work, no flush) are passed over. The last such tile
     of a pass hides nothing. So skipping a tile never adds time: the tile before it is then
     hidden by a later tile's start (at most ``fill + work`` of the skipped tile, which is gone)."""
-    queued = (cfg["queues.fragment.entries"] / cfg["processors.shader.lanes"]
-              + cfg["stages.early_z.in_flight"])
+    queued = cfg["buffers.color.flush_hidden_quads"]
     start = np.where(rendered, fill + np.minimum(queued, work), 0.0)
     after = order.next_active(rendered | (drain > 0))
     return np.where(after >= 0, start[after], 0.0)
@@ -275,10 +279,25 @@ def tile_cycles(t: dict[str, np.ndarray], stages: dict[str, np.ndarray], cfg: Co
         after = bool(cfg["techniques.dsr.dct_after_flush"])
         for name in techniques.END_OF_TILE_STAGES:
             drain = drain + stages[name] if after else np.maximum(drain, stages[name])
+    total = work + np.where(rendered, fill, 0.0) + drain
     if cfg["buffers.color.flush_overlap"]:
-        drain = np.maximum(drain - flush_hidden_cycles(work, rendered, drain, order, fill, cfg),
-                           0.0)
-    return _with_serial(t, work + np.where(rendered, fill, 0.0) + drain, cfg, with_techniques)
+        exposed = np.maximum(
+            drain - flush_hidden_cycles(work, rendered, drain, order, fill, cfg), 0.0)
+        total = np.where(rendered, np.maximum(work + fill + exposed,
+                                              color_buffer_cycles(stages, drain, cfg)),
+                         exposed)
+    return _with_serial(t, total, cfg, with_techniques)
+
+
+def color_buffer_cycles(stages: dict[str, np.ndarray], drain: np.ndarray,
+                        cfg: Config) -> np.ndarray:
+    """The one-tile color buffer's time per rendered tile, a floor under its cycles when the
+    flush overlaps the next tile: (N,). The buffer takes the tile's writes (``blend``), then
+    its flush and DCT (``drain``); the flush is a posted write stream on the shared bus, so
+    the next tile's DRAM reads go first and ``buffers.color.flush_read_share`` of the bus
+    stage's read cycles fall inside it (fitted to the cycle-level reference,
+    ``tilesim.timing.reference``)."""
+    return stages["blend"] + drain + cfg["buffers.color.flush_read_share"] * stages["bus"]
 
 
 def _with_serial(t: dict[str, np.ndarray], total: np.ndarray, cfg: Config,

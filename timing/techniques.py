@@ -22,9 +22,11 @@ Time (cycles)
   that cover a large amount of tiles, resulting in an overflow of the Overlapped Tiles Queue";
   +2% geometry cycles on average): the binner queues 128 of its tiles and moves on only when
   the rest are folded, so those ``re_otq_overflow_entries`` (the renderer's sum over primitives
-  of max(0, tiles covered - 128)) are folded in series, ``otq_stall = overflow x steps per
-  fold / accumulate_rate``, and leave the overlapped ``crc_accumulate`` stage
-  (``techniques.signature.otq_stall = 0``: frame totals only, the stage keeps them). The
+  of max(0, tiles covered - 128)) are folded in series, ``otq_stall = overflow x
+  otq_stall_share x steps per fold / accumulate_rate`` (the share the pipeline does not hide,
+  fitted to the cycle-level geometry reference ``tilesim.timing.reference.geometry``), and
+  leave the overlapped ``crc_accumulate`` stage (``techniques.signature.otq_stall = 0``:
+  frame totals only, the stage keeps them). The
   renderer charges each signed block once (to one of its tiles), so the frame's
   ``re_subblocks_signed`` is the Compute CRC unit's work; ``re_shifts`` counts every fold
   into every tile.
@@ -139,10 +141,13 @@ def accumulate_steps(per_frame: dict[str, np.ndarray], cfg: Config) -> np.ndarra
 
 def otq_stalled_steps(per_frame: dict[str, np.ndarray], cfg: Config) -> np.ndarray:
     """Accumulate steps folded while the binner waits on a full Overlapped Tiles Queue: the
-    ``re_otq_overflow_entries`` (tiles of a primitive beyond the queue's entries) times the
-    steps of one fold (1 per entry with ``accumulate_per_entry``, else the frame's mean Shift
-    steps per fold), at most every step; 0 with ``otq_stall = 0``. (F,)."""
-    overflow = per_frame["re_otq_overflow_entries"]
+    ``re_otq_overflow_entries`` (tiles of a primitive beyond the queue's entries) times
+    ``otq_stall_share`` (the share the geometry pipeline does not hide: while the binner waits
+    the stages before it fill their queues and the bus drains the Parameter Buffer writes;
+    fitted to the cycle-level geometry reference) times the steps of one fold (1 per entry
+    with ``accumulate_per_entry``, else the frame's mean Shift steps per fold), at most every
+    step; 0 with ``otq_stall = 0``. (F,)."""
+    overflow = per_frame["re_otq_overflow_entries"] * cfg["techniques.signature.otq_stall_share"]
     if not cfg["techniques.signature.otq_stall"]:
         return np.zeros_like(overflow)
     steps = accumulate_steps(per_frame, cfg)

@@ -21,7 +21,8 @@ hook               returns (None: nothing to change)
 =================  =================================================================
 
 The other hooks (``command``, ``begin_pass``, ``cleared``, ``early_z``, ``late_shaded``,
-``shaded``, ``written``) only observe. This base class is the baseline: it decides nothing.
+``shaded``, ``written``, ``quads``) only observe. This base class is the baseline: it decides
+nothing.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ class PipelineHooks:
     name = "baseline"
     # Whether ``written`` needs the display-list entry of every fragment (EVR does).
     wants_entries = False
+    # Whether the pipeline builds ``quads``' per-quad record (a cycle-level study does).
+    wants_quads = False
 
     def attach(self, screen, traversal: str) -> np.ndarray | None:
         """Called once, with the default framebuffer's render target and the traversal order
@@ -76,6 +79,11 @@ class PipelineHooks:
     def written(self, draw, pixel, tile, color, entry, lanes) -> None:
         """Colors written to the color buffer: pixel indices, tiles, colors, display-list
         entries (None unless ``wants_entries``) and their positions among the shaded lanes."""
+
+    def quads(self, draw, batch) -> None:
+        """Called only when ``wants_quads``: a batch of ``draw``'s quads left the pipeline;
+        ``batch`` (``quad_stages.QuadBatch``) says per quad, in rasterizer order, what each
+        stage did to it."""
 
     def end_pass(self, target, counters) -> np.ndarray | None:
         """The pass into ``target`` ends, its tiles rendered. Returns a (tiles,) bool mask of

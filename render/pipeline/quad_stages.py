@@ -16,7 +16,7 @@ fragments in Python.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -82,6 +82,8 @@ class Shaded:
     tile: np.ndarray              # (m,) tile of each shaded lane
     alive: np.ndarray             # (m,) bool: a live fragment (not a helper, not depth-failed)
     survivors: np.ndarray         # (m,) bool: alive and not discarded
+    warp_instructions: np.ndarray | None = None   # (q,) instructions issued by each shaded quad
+    texture: dict = field(default_factory=dict)   # TEXTURE_COUNTERS name -> (m,) per lane
 
 
 def raster_fragments(draw, tris, scale: int, entries: np.ndarray | None, fill_rule: str,
@@ -200,22 +202,25 @@ def shade(fragments: Fragments, alive: np.ndarray, draw, scale: int, make_sample
     for k, name in enumerate(("alu", "tex", "flow")):
         counters.add(f"fs_{name}", tile, stats.lane_instructions[k])
         counters.add(f"fs_quad_{name}", tile[::4], stats.warp_instructions[k])
-    counters.add_program(program.digests[1], tile[::4], stats.warp_instructions[:3].sum(axis=0))
+    warp_instructions = stats.warp_instructions[:3].sum(axis=0)
+    counters.add_program(program.digests[1], tile[::4], warp_instructions)
     # Texture work of every lane that ran (helper lanes fetch texels too).
     counters.add("tex_samples", tile, stats.texture_samples)
     sampler_stats = getattr(sampler, "stats", None)
+    texture = {}
     if sampler_stats is not None:
         for name in TEXTURE_COUNTERS:
             values = getattr(sampler_stats, name, None)
             if values is not None:
-                counters.add(name, tile, xp.asarray(values))
+                texture[name] = xp.asarray(values)
+                counters.add(name, tile, texture[name])
     killed = xp.asarray(execution.killed) & sub_alive
     counters.add("fragments_discarded", tile[killed])
     color_register = next((r for r, s in program.fragment.program.output_semantics().items()
                            if s[0] == "COLOR"), None)
     color = None if color_register is None else execution.outputs[color_register].T
     shaded = Shaded(shaded_lanes, inputs, system_values, color, fragments.pixel[shaded_lanes],
-                    tile, sub_alive, sub_alive & ~killed)
+                    tile, sub_alive, sub_alive & ~killed, warp_instructions, texture)
     return shaded, execution
 
 
@@ -236,3 +241,56 @@ def blend(shaded: Shaded, fragments: Fragments, target, fragment_state,
     if any(f.color_mask):
         counters.add("color_writes", shaded.tile[idx])
     return idx
+
+
+@dataclass
+class QuadBatch:
+    """What each quad of a batch did, in the order the rasterizer emitted it (one row per
+    quad, (q,) arrays): the record a cycle-level model of the quad stages replays
+    (``PipelineHooks.quads``). Lane counts are of the quad's 4 lanes."""
+
+    tile: np.ndarray              # tile of the target
+    triangle: np.ndarray          # row of the draw's triangle (``draw.tris``)
+    covered: np.ndarray           # lanes covering their pixel
+    early_tested: np.ndarray      # lanes depth-tested before shading
+    early_passed: np.ndarray      # of those, lanes that passed
+    shaded: np.ndarray            # bool: the fragment program ran on the quad
+    instructions: np.ndarray      # warp instructions the quad issued (0 if not shaded)
+    tex_accesses: np.ndarray      # texture cache line accesses of its lanes
+    tex_misses: np.ndarray        # texture cache line misses of its lanes
+    texels: np.ndarray            # texels its lanes fetched
+    late_tested: np.ndarray       # lanes depth-tested after shading
+    written: np.ndarray           # lanes written to the color buffer
+    blended: bool                 # the batch's writes blend with the color buffer
+
+
+def quad_batch(fragments: Fragments, early: bool, alive: np.ndarray, shaded: Shaded | None,
+               late_tested: np.ndarray | None, written: np.ndarray | None,
+               blended: bool) -> QuadBatch:
+    """The :class:`QuadBatch` of a batch: ``alive`` (n,) lanes live after the early depth
+    test, ``late_tested`` and ``written`` indices into the shaded lanes (None: none)."""
+    xp = array_module(alive)
+    n = alive.size
+    q = n // 4
+    per_quad = lambda lanes: lanes.reshape(-1, 4).sum(axis=1)  # noqa: E731
+    covered = fragments.covered
+    zeros = lambda: xp.zeros(q, dtype=xp.int64)  # noqa: E731  (one array per field)
+    out = QuadBatch(fragments.tile[::4], fragments.lanes.triangle, per_quad(covered),
+                    per_quad(covered) if early else zeros(),
+                    per_quad(alive) if early else zeros(), xp.zeros(q, dtype=bool), zeros(),
+                    zeros(), zeros(), zeros(), zeros(), zeros(), bool(blended))
+    if shaded is None:
+        return out
+    quad_of_lane = xp.nonzero(shaded.lanes)[0]           # batch lane of each shaded lane
+    quads = quad_of_lane[::4] // 4
+    out.shaded[quads] = True
+    out.instructions[quads] = xp.asarray(shaded.warp_instructions, dtype=xp.int64)
+    for field_name, name in (("tex_accesses", "tex_cache_accesses"),
+                             ("tex_misses", "tex_cache_misses"), ("texels", "texels_fetched")):
+        values = shaded.texture.get(name)
+        if values is not None:
+            getattr(out, field_name)[quads] = per_quad(xp.asarray(values, dtype=xp.int64))
+    for field_name, idx in (("late_tested", late_tested), ("written", written)):
+        if idx is not None and idx.size:
+            getattr(out, field_name)[:] = xp.bincount(quad_of_lane[idx] // 4, minlength=q)
+    return out

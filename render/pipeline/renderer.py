@@ -636,6 +636,16 @@ class Renderer:
             in_rate = self.tile_rates[draw.bins.tile] == rate
             self._raster(draw, tris, scale, in_rate if entries is None else entries & in_rate)
 
+    def _quads_watcher(self, draw: DrawContext, fragments, early: bool, alive: np.ndarray):
+        """``watched(shaded, late, written)``: hands the hooks what the batch's quads did
+        (``quad_stages.quad_batch``) for a hook that replays them cycle by cycle; a no-op
+        unless a hook ``wants_quads``."""
+        hooks = self.techniques
+        if not hooks.wants_quads:
+            return lambda *_: None
+        return lambda shaded, late, written: hooks.quads(draw, quad_stages.quad_batch(
+            fragments, early, alive, shaded, late, written, bool(draw.fragment.blend)))
+
     def _raster(self, draw: DrawContext, tris, scale: int, entries: np.ndarray | None) -> None:
         """The quad stages (``quad_stages``) for ``tris`` of a draw, keeping the fragments of
         the display-list entries ``entries`` (None: all). ``scale`` > 1 rasterizes
@@ -663,7 +673,9 @@ class Renderer:
         done = quad_stages.shade(fragments, alive, draw, scale,
                                  lambda tile: self._make_sampler(draw.texture_units, tile),
                                  counters)
+        watched = self._quads_watcher(draw, fragments, early, alive)
         if done is None:
+            watched(None, None, None)
             return
         shaded, _ = done
         if not early:
@@ -672,15 +684,18 @@ class Renderer:
             hooks.shaded(draw, shaded.inputs, shaded.system_values, shaded.color, shaded.tile,
                          shaded.alive)
         # A program without a color output (a depth-only pass) is still depth-tested here.
+        late = None
         if depth_on and not early:
-            idx = self.xp.nonzero(shaded.survivors)[0]
+            idx = late = self.xp.nonzero(shaded.survivors)[0]
             passed = quad_stages.depth_test("late", shaded.pixel[idx],
                                             fragments.depth[shaded.lanes][idx],
                                             shaded.tile[idx], depth_buffer, f, counters)
             shaded.survivors[idx[~passed]] = False
         if not target.has_color or shaded.color is None:
+            watched(shaded, late, None)
             return  # no color attachment, or no color written: color goes nowhere
         idx = quad_stages.blend(shaded, fragments, target, f, counters)
+        watched(shaded, late, idx if any(f.color_mask) else None)
         if any(f.color_mask):
             self._written[shaded.pixel[idx]] = True
         hooks.written(draw, shaded.pixel[idx], shaded.tile[idx], shaded.color[idx],

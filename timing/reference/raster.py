@@ -1,0 +1,441 @@
+"""Cycle-level reference of the raster pipeline: the tiles of a render pass, cycle by cycle.
+
+The analytic model (``tilesim.timing.model``) charges each tile its bottleneck stage plus a fill
+latency plus the part of its end-of-tile flush the next tile does not hide. This module runs the
+same GPU (Frame Coherence Table 3.1, ``baseline_gpu.toml``) one cycle at a time over the quads
+each tile really produced (``records.QuadStream``, recorded from a render by
+``tilesim.render.studies.quad_stream``), so that those overlap terms can be checked. The stages,
+in the order a quad meets them (Frame Coherence ch. 2, the raster pipeline; ch. 3, Table 3.1):
+
+* Tile fetcher: reads the tile's display-list entries (``prims_binned``) one per cycle into the
+  tile queue (``queues.tile.entries`` in flight, an entry leaves when the rasterizer is past its
+  primitive). Each entry is served by the tile cache, the L2 or DRAM in the shares the analytic
+  memory model gives the tile (``tilesim.timing.memory_traffic.tile_memory``, spread evenly over
+  its entries); a DRAM entry occupies the shared bus for its bytes (``memory.bandwidth``) and
+  returns ``latency_avg`` cycles later. RE's signature compare (``compare_cycles``) precedes
+  the tile's fetch. With ``buffers.color.flush_overlap`` the fetcher moves on to the next tile
+  as soon as it has fetched this one's entries; without it the next tile waits for this tile's
+  flush (a literal one-tile color buffer).
+* Rasterizer: ``stages.rasterizer.rate`` attributes per cycle, a quad costing its covered
+  fragments x ``attributes_per_fragment``; a quad waits for its primitive's entry. Quads of an
+  early-Z program go to early Z, the others straight to the fragment queue.
+* Early Z: accepts ``max_rate`` quads per cycle, holds at most ``in_flight`` quads, each
+  ``test_latency`` cycles; leaves in order into the fragment queue (a quad whose lanes all
+  fail is dropped). The depth buffer holds one tile: a tile's quads enter only after every
+  earlier tile's depth work (early and late) is done.
+* Fragment queue: ``queues.fragment.entries / lanes`` quads; each cycle every fragment
+  processor (``processors.fragment.count``) with a free warp slot (``warps.max_warps`` of the
+  shader core) takes the head quad (one per processor per cycle).
+* Fragment processors: a warp (quad) needs ``instructions x CPI`` cycles of its processor's
+  issue (CPI: the program's cycles per warp instruction at full occupancy, from the cycle-level
+  shader core ``tilesim.timing.shader_core``), shared among the resident warps in slot order,
+  and its texels ``texels / stages.texture.texels_per_cycle`` cycles of the processor's
+  texture unit (Table 3.1: one texture cache and unit per processor), beside the issue,
+  and cannot finish before ``instructions x CPI_1`` cycles after dispatch (CPI_1: one warp alone,
+  its dependency chain) plus the time its texture misses take: at dispatch each miss goes to the
+  L2 (``caches.l2.latency``) or, in the tile's DRAM share, to the shared bus (64-byte line)
+  and ``latency_avg``. A finished warp keeps its slot until the ROP takes it.
+* ROP (late Z, blending, color buffer writes): ``stages.blend.rate`` fragments per cycle, a
+  quad costing its written (or late-tested) lanes, tiles strictly in order; the first write of a
+  tile waits until the previous tile's color buffer is flushed (one-tile color buffer, Table
+  3.1: 256 entries).
+* End of tile: when all its quads are done and it has been rasterized, its color and depth
+  bytes are flushed over the shared bus (reads first: the flush is a posted write stream), then
+  (``techniques.dsr.dct_after_flush``) or beside it DSR's DCT row pass holds the color buffer.
+
+The shared bus moves ``memory.bandwidth`` bytes per cycle: pending reads (Parameter Buffer
+entries, texture lines) in request order, the flush in the cycles no read wants.
+
+A tile's reference cycles are ``finish(t) - finish(t - 1)`` in traversal order (``finish``: the
+color buffer free again, or the tile's last quad done when it flushes nothing; the first tile
+from 0), so the tiles add up to the pass, as the analytic tiles do.
+
+Not modelled: triangle setup cost per primitive, per-pixel ordering at the ROP (quads are
+written in completion order within a tile), L2 bank conflicts and DRAM row effects on latency,
+EVR's and Fragment Memoization's raster structures, the shader core's instruction cache (the
+CPIs already hold it), DSR's superfragment resolve.
+
+The cycle loop is one function written in the subset Numba and Python both run (``jit``);
+``simulate_pass.py_func`` is the pure-Python loop giving the same cycles.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tilesim.timing.shader_core.jit import jit
+
+INF = 1e30
+
+
+@dataclass
+class RasterParameters:
+    """The GPU numbers the loop uses (from ``baseline_gpu.toml`` and the shader core)."""
+
+    tile_queue: int
+    raster_rate: float          # attributes / cycle
+    z_rate: int                 # quads / cycle into early Z
+    z_in_flight: int
+    z_latency: int
+    fragment_queue: int         # quads
+    processors: int
+    warp_slots: int
+    rop_rate: float             # fragments / cycle
+    bandwidth: float            # bytes / cycle
+    l2_latency: float
+    memory_latency: float       # mean DRAM latency
+    line: float                 # bytes of a texture line
+    flush_overlap: bool
+    dct_after_flush: bool
+
+    @classmethod
+    def from_config(cls, cfg, warp_slots: int) -> RasterParameters:
+        lanes = cfg["processors.shader.lanes"]
+        return cls(
+            tile_queue=int(cfg["queues.tile.entries"]),
+            raster_rate=float(cfg["stages.rasterizer.rate"]),
+            z_rate=int(cfg["stages.early_z.max_rate"]),
+            z_in_flight=int(cfg["stages.early_z.in_flight"]),
+            z_latency=int(cfg["stages.early_z.test_latency"]),
+            fragment_queue=int(cfg["queues.fragment.entries"] // lanes),
+            processors=int(cfg["processors.fragment.count"]),
+            warp_slots=int(warp_slots),
+            rop_rate=float(cfg["stages.blend.rate"]),
+            bandwidth=float(cfg["memory.bandwidth"]),
+            l2_latency=float(cfg["caches.l2.latency"]),
+            memory_latency=0.5 * (cfg["memory.latency_min"] + cfg["memory.latency_max"]),
+            line=float(cfg["caches.texture.line_size"]),
+            flush_overlap=bool(cfg["buffers.color.flush_overlap"]),
+            dct_after_flush=bool(cfg["techniques.dsr.dct_after_flush"]),
+        )
+
+    def vector(self) -> np.ndarray:
+        """The parameters as one float64 array, the loop's argument (order of the fields)."""
+        return np.array([float(getattr(self, f)) for f in self.__dataclass_fields__],
+                        dtype=np.float64)
+
+
+@dataclass
+class PassInput:
+    """One pass, tiles in traversal order (T tiles, Q quads, E display-list entries), as the
+    loop reads it: every array a plain int64 / float64 array.
+
+    Per tile: ``quad_start`` (T + 1,) the tile's quads, ``entry_start`` (T + 1,) its entries,
+    ``flush_bytes`` color + depth bytes flushed, ``dct_cycles`` DSR row pass on the color
+    buffer, ``serial_cycles`` RE compare before the tile. Per entry: ``entry_latency`` (cycles
+    after issue, DRAM ones after their bus transfer), ``entry_bus_bytes`` (0 unless DRAM).
+    Per quad: ``entry`` the entry (global index) its primitive needs, ``raster_cost``
+    attributes, ``early`` (1: early Z), ``survives`` (1: goes on to shading after early Z),
+    ``issue``, ``texture`` (its texture unit) and ``latency`` cycles on a processor,
+    ``l2_misses`` / ``dram_misses`` texture lines, ``rop_lanes`` lanes for the ROP,
+    ``late`` (1: depth-tested at the ROP)."""
+
+    quad_start: np.ndarray
+    entry_start: np.ndarray
+    flush_bytes: np.ndarray
+    dct_cycles: np.ndarray
+    serial_cycles: np.ndarray
+    entry_latency: np.ndarray
+    entry_bus_bytes: np.ndarray
+    entry: np.ndarray
+    raster_cost: np.ndarray
+    early: np.ndarray
+    survives: np.ndarray
+    issue: np.ndarray
+    texture: np.ndarray
+    latency: np.ndarray
+    l2_misses: np.ndarray
+    dram_misses: np.ndarray
+    rop_lanes: np.ndarray
+    late: np.ndarray
+
+    def head(self, tiles: int) -> PassInput:
+        """The pass's first ``tiles`` tiles (traversal order), their quads and entries."""
+        tiles = min(int(tiles), self.flush_bytes.size)
+        q, e = int(self.quad_start[tiles]), int(self.entry_start[tiles])
+        per_tile = ("flush_bytes", "dct_cycles", "serial_cycles")
+        per_entry = ("entry_latency", "entry_bus_bytes")
+        cut = {}
+        for name, value in vars(self).items():
+            if name in ("quad_start", "entry_start"):
+                cut[name] = value[:tiles + 1]
+            elif name in per_tile:
+                cut[name] = value[:tiles]
+            elif name in per_entry:
+                cut[name] = value[:e]
+            else:
+                cut[name] = value[:q]
+        return PassInput(**cut)
+
+    def horizon(self, params: RasterParameters) -> float:
+        """A cycle count no pass can reach (the loop stops there: a bug, not a result)."""
+        serial = (self.issue.sum() + self.texture.sum() + self.latency.sum()
+                  + self.raster_cost.sum()
+                  + (self.dram_misses.sum() + self.l2_misses.sum()) * (params.line
+                  + params.memory_latency) + self.entry_latency.sum()
+                  + self.entry_bus_bytes.sum() + self.flush_bytes.sum() + self.dct_cycles.sum()
+                  + self.serial_cycles.sum() + self.rop_lanes.sum()
+                  + (self.entry.size + self.entry_latency.size + self.flush_bytes.size) * 64)
+        return 4.0 * float(serial) + 1e4
+
+
+def run_pass(data: PassInput, params: RasterParameters, compiled: bool = True) -> np.ndarray:
+    """Finish cycle of every tile of the pass (traversal order): (T,) float64."""
+    loop = simulate_pass if compiled else getattr(simulate_pass, "py_func", simulate_pass)
+    vector = np.append(params.vector(), data.horizon(params))
+    finish = loop(data.quad_start, data.entry_start, data.flush_bytes, data.dct_cycles,
+                  data.serial_cycles, data.entry_latency, data.entry_bus_bytes, data.entry,
+                  data.raster_cost, data.early, data.survives, data.issue, data.texture,
+                  data.latency,
+                  data.l2_misses, data.dram_misses, data.rop_lanes, data.late, vector)
+    if finish.size and finish.min() < 0:
+        raise RuntimeError("the raster reference did not finish the pass (a deadlock in the "
+                           "cycle loop): please report it with the trace and frame")
+    return finish
+
+
+def tile_cycles_of(finish: np.ndarray) -> np.ndarray:
+    """Each tile's share of the pass: ``finish(t) - finish(t - 1)``, (T,)."""
+    return np.diff(np.concatenate([[0.0], finish]))
+
+
+@jit
+def simulate_pass(quad_start, entry_start, flush_bytes, dct_cycles, serial_cycles,
+                  entry_latency, entry_bus_bytes, entry, raster_cost, early, survives, issue,
+                  texture, latency, l2_misses, dram_misses, rop_lanes, late, p):
+    tile_queue = int(p[0])       # the order of RasterParameters' fields
+    raster_rate = p[1]
+    z_rate = int(p[2])
+    z_in_flight = int(p[3])
+    z_latency = p[4]
+    fq_size = int(p[5])
+    processors = int(p[6])
+    slots = int(p[7])
+    rop_rate = p[8]
+    bandwidth = p[9]
+    l2_latency = p[10]
+    memory_latency = p[11]
+    line = p[12]
+    flush_overlap = p[13] > 0.5
+    dct_after = p[14] > 0.5
+    horizon = p[15]
+
+    tiles = quad_start.size - 1
+    quads = entry.size
+    entries = entry_latency.size
+    finish = np.full(tiles, -1.0)
+    if tiles == 0:
+        return finish
+    # per tile: quads not yet done (dropped or written); quads still using the depth buffer
+    outstanding = np.zeros(tiles, dtype=np.int64)
+    z_pending = np.zeros(tiles, dtype=np.int64)
+    tile_of_quad = np.zeros(quads, dtype=np.int64)
+    for t in range(tiles):
+        outstanding[t] = quad_start[t + 1] - quad_start[t]
+        for q in range(quad_start[t], quad_start[t + 1]):
+            tile_of_quad[q] = t
+            z_pending[t] += early[q] + late[q]
+    entry_ready = np.full(max(entries, 1), INF)
+    tile_ready = np.zeros(tiles)           # when the tile's last fetched entry arrives
+
+    # tile fetcher
+    ft = 0
+    fe = entry_start[0]
+    f_serial_left = serial_cycles[0]
+    fetched_tile = np.zeros(tiles, dtype=np.int64)
+    # rasterizer
+    rq = 0
+    rt = 0
+    raster_done = np.zeros(tiles, dtype=np.int64)
+    # early Z (a ring of quads in flight)
+    z_quad = np.zeros(z_in_flight, dtype=np.int64)
+    z_time = np.zeros(z_in_flight)
+    z_head = 0
+    z_count = 0
+    z_ok = 0                               # the first tile whose depth work is not done
+    # fragment queue (a ring of quads)
+    fq = np.zeros(fq_size, dtype=np.int64)
+    fq_head = 0
+    fq_count = 0
+    # fragment processors' warp slots
+    s_quad = np.full((processors, slots), -1, dtype=np.int64)
+    s_issue = np.zeros((processors, slots))
+    s_texture = np.zeros((processors, slots))
+    s_ready = np.zeros((processors, slots))
+    rr = 0
+    # ROP, color buffer and its flush
+    rop_t = 0                              # tiles finish in order
+    cb_free = 0.0                          # the color buffer takes the next tile's writes
+    flush_tile = -1
+    flush_left = 0.0
+    dct_left = 0.0
+    bus_read_free = 0.0                    # the bus has served every read asked so far
+
+    now = 0.0
+    while rop_t < tiles and now < horizon:
+        # -- ROP: the current tile's finished warps, then the tile's end -----------------
+        budget = rop_rate
+        while rop_t < tiles and flush_tile < 0:
+            t = rop_t
+            if cb_free <= now:
+                for pr in range(processors):
+                    for s in range(slots):
+                        q = s_quad[pr, s]
+                        if q < 0 or tile_of_quad[q] != t or s_issue[pr, s] > 0.0 \
+                                or s_texture[pr, s] > 0.0 or s_ready[pr, s] > now \
+                                or rop_lanes[q] > budget:
+                            continue
+                        budget -= rop_lanes[q]
+                        s_quad[pr, s] = -1
+                        outstanding[t] -= 1
+                        z_pending[t] -= late[q]
+            if outstanding[t] > 0 or raster_done[t] == 0 or cb_free > now:
+                break
+            if flush_bytes[t] > 0.0 or dct_cycles[t] > 0.0:
+                flush_tile = t                 # its flush (and DCT) hold the color buffer
+                flush_left = flush_bytes[t]
+                dct_left = dct_cycles[t]
+                cb_free = INF
+            else:
+                finish[t] = now
+                rop_t += 1
+
+        # -- shared bus: reads first (bus_read_free), the flush in the cycles left -------
+        if flush_tile >= 0:
+            flushed = flush_left <= 0.0           # before this cycle: the DCT may follow
+            if flush_left > 0.0 and bus_read_free <= now:
+                flush_left -= bandwidth
+            if dct_left > 0.0 and (not dct_after or flushed):
+                dct_left -= 1.0
+            if flush_left <= 0.0 and dct_left <= 0.0:
+                finish[flush_tile] = now + 1.0
+                cb_free = now + 1.0
+                rop_t = flush_tile + 1
+                flush_tile = -1
+
+        # -- fragment processors: issue and texture unit, then take quads from the queue --
+        for pr in range(processors):
+            budget = 1.0
+            filtering = 1.0
+            for s in range(slots):
+                if s_quad[pr, s] < 0:
+                    continue
+                if budget > 0.0 and s_issue[pr, s] > 0.0:
+                    use = min(budget, s_issue[pr, s])
+                    s_issue[pr, s] -= use
+                    budget -= use
+                if filtering > 0.0 and s_texture[pr, s] > 0.0:
+                    use = min(filtering, s_texture[pr, s])
+                    s_texture[pr, s] -= use
+                    filtering -= use
+        for k in range(processors):
+            if fq_count == 0:
+                break
+            pr = (rr + k) % processors
+            free = -1
+            for s in range(slots):
+                if s_quad[pr, s] < 0:
+                    free = s
+                    break
+            if free < 0:
+                continue
+            q = fq[fq_head]
+            fq_head = (fq_head + 1) % fq_size
+            fq_count -= 1
+            back = now                         # the warp's last texture line returns
+            if l2_misses[q] > 0:
+                back = now + l2_latency
+            for _m in range(dram_misses[q]):
+                start = max(now, bus_read_free)
+                bus_read_free = start + line / bandwidth
+                back = max(back, bus_read_free + memory_latency)
+            s_quad[pr, free] = q
+            s_issue[pr, free] = issue[q]
+            s_texture[pr, free] = texture[q]
+            s_ready[pr, free] = back + latency[q]
+        rr = (rr + 1) % processors
+
+        # -- early Z: quads leave in order, into the fragment queue or dropped -----------
+        while z_count > 0:
+            q = z_quad[z_head]
+            if z_time[z_head] + z_latency > now:
+                break
+            t = tile_of_quad[q]
+            if survives[q] == 1:
+                if fq_count == fq_size:
+                    break
+                fq[(fq_head + fq_count) % fq_size] = q
+                fq_count += 1
+            else:
+                outstanding[t] -= 1
+            z_pending[t] -= 1
+            z_head = (z_head + 1) % z_in_flight
+            z_count -= 1
+
+        # -- rasterizer -------------------------------------------------------------------
+        credit = raster_rate
+        accepted = 0
+        while rt < tiles:
+            while z_ok < rt and z_pending[z_ok] == 0 and raster_done[z_ok] == 1:
+                z_ok += 1
+            if rq >= quad_start[rt + 1]:
+                # past the tile's quads: done once every entry of it has arrived
+                if fetched_tile[rt] == 1 and tile_ready[rt] <= now:
+                    raster_done[rt] = 1
+                    rt += 1
+                    continue
+                break
+            q = rq
+            if entry_ready[entry[q]] > now or raster_cost[q] > credit:
+                break
+            if early[q] == 1:
+                if accepted >= z_rate or z_count >= z_in_flight or z_ok < rt:
+                    break
+                slot = (z_head + z_count) % z_in_flight
+                z_quad[slot] = q
+                z_time[slot] = now
+                z_count += 1
+                accepted += 1
+            elif survives[q] == 1:
+                if fq_count == fq_size:
+                    break
+                fq[(fq_head + fq_count) % fq_size] = q
+                fq_count += 1
+            else:
+                outstanding[rt] -= 1
+            credit -= raster_cost[q]
+            rq += 1
+
+        # -- tile fetcher: RE's compare, then one entry per cycle into the tile queue -----
+        if ft < tiles and (flush_overlap or (rop_t >= ft and cb_free <= now)):
+            if f_serial_left > 0.0:
+                f_serial_left -= 1.0
+            elif fe < entry_start[ft + 1]:
+                # entries the rasterizer is not yet past occupy the tile queue
+                if rt >= tiles:
+                    consumed = entries
+                elif rq < quad_start[rt + 1]:
+                    consumed = entry[rq]
+                else:
+                    consumed = min(fe, entry_start[rt + 1])
+                if fe - consumed < tile_queue:
+                    if entry_bus_bytes[fe] > 0.0:
+                        start = max(now, bus_read_free)
+                        bus_read_free = start + entry_bus_bytes[fe] / bandwidth
+                        entry_ready[fe] = bus_read_free + entry_latency[fe]
+                    else:
+                        entry_ready[fe] = now + entry_latency[fe]
+                    tile_ready[ft] = max(tile_ready[ft], entry_ready[fe])
+                    fe += 1
+            # a tile whose compare is done and entries issued: the next one (no cycle)
+            while ft < tiles and f_serial_left <= 0.0 and fe >= entry_start[ft + 1]:
+                fetched_tile[ft] = 1
+                ft += 1
+                if ft < tiles:
+                    f_serial_left = serial_cycles[ft]
+                if not flush_overlap:
+                    break
+        now += 1.0
+    return finish
