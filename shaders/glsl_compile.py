@@ -48,6 +48,14 @@ Registers are written as in TGSI (``"IN[0]"``, ``"OUT[1]"``, ``"SAMP[2]"``), sem
     ``{"vertex": [...], "fragment": [...]}``: ``{name, register, semantic, components}`` (+
     ``interpolation`` for fragment inputs) for gl_Position, gl_PointSize, gl_FragCoord,
     gl_FrontFacing, gl_PointCoord, gl_FragColor / gl_FragData.
+``precision`` (optional: interfaces written before it have none, and run in float32)
+    ``{"version": 1, "rule": text, "vertex": stage, "fragment": stage}`` with stage
+    ``{"registers": {"IN[1]": "mmhh", "CONST[0][2]": "hhhh", "SAMP[0]": "l", ...},
+    "instructions": ["mm--", "----", ...]}``: the GLSL precision (``h`` highp, ``m`` mediump,
+    ``l`` lowp, ``-`` none) of each component of the registers the stage reads, from Mesa's NIR
+    ``decl_var`` qualifiers, and of each channel (xyzw) each TGSI instruction writes, one string
+    per instruction in program order (:mod:`tilesim.shaders.precision`). The interpreter's fp16
+    mediump mode computes the ``m`` and ``l`` channels in 16-bit floats.
 
 Every IN/OUT/SV/SAMP register declared in either TGSI text appears in exactly the entries above;
 :func:`compile_program` raises if one is left unexplained.
@@ -67,12 +75,15 @@ from pathlib import Path
 from tilesim.atomic import write_text
 from tilesim.errors import InputError, ToolMissing
 from tilesim.mesa import EXIT_NO_MESA, child_environment
-from tilesim.shaders import mesa_dump
+from tilesim.shaders import mesa_dump, precision
 from tilesim.shaders.mesa_dump import Dcl, MesaOutputError, NirVar, StageDump
 from tilesim.shaders.mesa_softpipe_child import MARKER_BEGIN, MARKER_END
+from tilesim.shaders.parser import parse
 
 INTERFACE_FORMAT = "tilesim-shader-interface"
 INTERFACE_VERSION = 1
+PRECISION_RULE = ("GLSL ES 1.00 section 4.5.2 per written channel, as Mesa's "
+                  "lower_precision.cpp applies it (tilesim.shaders.precision)")
 DEBIAN_PACKAGES = "libgl1-mesa-dri libegl1 libgles2"
 STAGES = ("vertex", "fragment")
 CHILD_SCRIPT = Path(__file__).resolve().parent / "mesa_softpipe_child.py"
@@ -386,7 +397,33 @@ def build_interface(source: ProgramSource, res: dict, stages: dict[str, StageDum
         if left:
             raise RuntimeError(f"the {stage} TGSI declares {', '.join(left)}, which no GLSL "
                                "variable explains")
+    interface["precision"] = _precision(interface, stages, source)
     return interface
+
+
+def _nir_precisions(nir_vars: list[NirVar]) -> dict[str, str | None]:
+    """GLSL name -> precision qualifier of every NIR variable; a varying Mesa packed with
+    others (``packed:a,b.xy``) gives its members the packed variable's precision."""
+    out: dict[str, str | None] = {}
+    for var in nir_vars:
+        if var.name.startswith("packed:"):
+            for member in var.name[len("packed:"):].split(","):
+                out.setdefault(re.split(r"[\[.]", member, maxsplit=1)[0], var.precision)
+        else:
+            out[var.name] = var.precision
+    return out
+
+
+def _precision(interface: dict, stages: dict[str, StageDump], source: ProgramSource) -> dict:
+    """The ``precision`` entry of interface.json (module docstring)."""
+    entry: dict = {"version": precision.PRECISION_FORMAT_VERSION, "rule": PRECISION_RULE}
+    for stage in STAGES:
+        registers = precision.register_precisions(
+            interface, stage, _nir_precisions(stages[stage].nir_vars))
+        program = parse(stages[stage].tgsi, source=source.origin(stage) + " (TGSI)")
+        entry[stage] = {"registers": dict(sorted(registers.items())),
+                        "instructions": precision.instruction_precisions(program, registers)}
+    return entry
 
 
 def _attributes(active: list[dict], nir_vars: list[NirVar], regs: _Registers) -> list[dict]:

@@ -427,6 +427,21 @@ for _name, _nsrc in (("IF", 1), ("UIF", 1), ("ELSE", 0), ("ENDIF", 0), ("BGNLOOP
 
 OPCODES: dict[str, OpInfo] = {info.name: info for info in _INFOS}
 
+
+def _half(a):
+    return a.astype(np.float16).astype(F32)
+
+
+def _rsq_fp16(a):
+    # llvmpipe's 16-bit inversesqrt is a square root and a reciprocal, each rounded to fp16
+    # (gallivm's lp_build_rsqrt without the fast-rsqrt path; measured against Mesa 22.3).
+    return _half(F32(1) / _half(_xp(a).sqrt(a)))
+
+
+# Opcodes whose 16-bit form (the interpreter's fp16 mediump mode) rounds an intermediate
+# result, where computing in float32 and rounding once would differ from llvmpipe.
+FP16_FORMS: dict[str, Callable] = {"RSQ": _rsq_fp16}
+
 # Every opcode name Mesa's TGSI knows (tgsi_info_opcodes.h); the parser accepts these, and the
 # interpreter reports the ones it does not implement (geometry, compute, 64-bit, atomics)
 # instead of skipping them.
