@@ -463,14 +463,17 @@ class _Run:
     def _round_rows(self, value, rows: list[bool]):
         """``value`` (k, N) or (k, 1) float32 with the rows flagged in ``rows`` (one flag per
         row, or one for all) rounded to fp16."""
-        if len(rows) != value.shape[0]:
-            rows = rows[:1] * value.shape[0]
+        return self._select_rows(rows, to_half(value), value) if any(rows) else value
+
+    def _select_rows(self, rows: list[bool], flagged, other):
+        """Rows of ``flagged`` where ``rows`` says so, of ``other`` elsewhere."""
+        if len(rows) != other.shape[0]:
+            rows = rows[:1] * other.shape[0]
         if all(rows):
-            return to_half(value)
+            return flagged
         if not any(rows):
-            return value
-        flags = self.xp.asarray(rows)[:, None]
-        return self.xp.where(flags, to_half(value), value)
+            return other
+        return self.xp.where(self.xp.asarray(rows)[:, None], flagged, other)
 
     # -- execution --------------------------------------------------------------------------
 
@@ -592,7 +595,11 @@ class _Run:
                 elif info.shape == COMPONENT:
                     channels = list(inst.dst[0].writemask)
                     args = [self.fetch(s, channels, info.src_type) for s in inst.src]
-                    self.store(inst, info.fn(*args), info.dst_type)
+                    value = info.fn(*args)
+                    if self.half_rows is not None and op in ops.FP16_FORMS:
+                        value = self._select_rows(self.half_rows,
+                                                  ops.FP16_FORMS[op](*args), value)
+                    self.store(inst, value, info.dst_type)
                 elif info.shape == REPLICATE:
                     args = [self.fetch(s, [0], info.src_type) for s in inst.src]
                     fn = info.fn
@@ -606,15 +613,12 @@ class _Run:
                     channels = list(range(info.dot_width))
                     a = self.fetch(inst.src[0], channels, "float")
                     b = self.fetch(inst.src[1], channels, "float")
-                    value = a[0] * b[0]
                     if self.half_rows is not None:
-                        # llvmpipe computes a 16-bit dot product as separate multiplies and
-                        # adds, x first, each rounded to fp16 (measured against Mesa 22.3).
-                        value = to_half(value)
+                        value = ops.dot_fp16(a, b)
+                    else:
+                        value = a[0] * b[0]
                         for c in channels[1:]:
-                            value = to_half(value + to_half(a[c] * b[c]))
-                    for c in channels[1:] if self.half_rows is None else ():
-                        value = value + a[c] * b[c]
+                            value = value + a[c] * b[c]
                     mask = inst.dst[0].writemask
                     self.store(inst, self.xp.broadcast_to(value, (len(mask), value.shape[-1])),
                                "float")

@@ -438,9 +438,27 @@ def _rsq_fp16(a):
     return _half(F32(1) / _half(_xp(a).sqrt(a)))
 
 
+def _mad_fp16(a, b, c):
+    # llvmpipe does not fuse 16-bit multiply-adds (its NIR keeps fmul and fadd apart: Mesa
+    # 22.3, MESA_GLSL=dump): the product is rounded to fp16 before the add.
+    return _half(_half(a * b) + c)
+
+
+def dot_fp16(a, b):
+    """A 16-bit dot product of (width, N) operands as llvmpipe computes it: NIR's
+    lower_alu_to_scalar turns fdot into multiplies and adds from the last component to the
+    first, each rounded to fp16 (``z*z' + y*y'``, then ``+ x*x'``)."""
+    width = a.shape[0]
+    value = _half(a[width - 1] * b[width - 1])
+    for c in range(width - 2, -1, -1):
+        value = _half(value + _half(a[c] * b[c]))
+    return value
+
+
 # Opcodes whose 16-bit form (the interpreter's fp16 mediump mode) rounds an intermediate
-# result, where computing in float32 and rounding once would differ from llvmpipe.
-FP16_FORMS: dict[str, Callable] = {"RSQ": _rsq_fp16}
+# result, where computing in float32 and rounding once would differ from llvmpipe. Measured
+# against Mesa 22.3 llvmpipe's NIR (MESA_GLSL=dump) and images (tests/test_differential_mesa).
+FP16_FORMS: dict[str, Callable] = {"RSQ": _rsq_fp16, "MAD": _mad_fp16}
 
 # Every opcode name Mesa's TGSI knows (tgsi_info_opcodes.h); the parser accepts these, and the
 # interpreter reports the ones it does not implement (geometry, compute, 64-bit, atomics)
