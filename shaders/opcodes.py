@@ -455,10 +455,26 @@ def dot_fp16(a, b):
     return value
 
 
+def _lrp_fp16(a, b, c):
+    # mix(c, b, a) in 16 bits is c * (1 - a) + b * a in llvmpipe (NIR's flrp lowering when
+    # multiply-adds are not fused), every operation rounded to fp16.
+    return _half(_half(b * a) + _half(c * _half(F32(1) - a)))
+
+
+def _pow_fp16(a, b):
+    # 16-bit pow is exp2(y * log2(x)) with each step rounded to fp16 in llvmpipe; at x <= 0
+    # the same results as _pow (0 at x == 0, NaN below).
+    xp = _xp(a, b)
+    positive = xp.where(a > 0, a, F32(1))
+    out = _half(xp.exp2(_half(_half(xp.log2(positive)) * b)))
+    return xp.where(a > 0, out, xp.where(a == 0, F32(0), F32(np.nan))).astype(F32)
+
+
 # Opcodes whose 16-bit form (the interpreter's fp16 mediump mode) rounds an intermediate
 # result, where computing in float32 and rounding once would differ from llvmpipe. Measured
 # against Mesa 22.3 llvmpipe's NIR (MESA_GLSL=dump) and images (tests/test_differential_mesa).
-FP16_FORMS: dict[str, Callable] = {"RSQ": _rsq_fp16, "MAD": _mad_fp16}
+FP16_FORMS: dict[str, Callable] = {"RSQ": _rsq_fp16, "MAD": _mad_fp16, "LRP": _lrp_fp16,
+                                   "POW": _pow_fp16}
 
 # Every opcode name Mesa's TGSI knows (tgsi_info_opcodes.h); the parser accepts these, and the
 # interpreter reports the ones it does not implement (geometry, compute, 64-bit, atomics)

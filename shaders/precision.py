@@ -74,8 +74,9 @@ def register_precisions(interface: dict, stage: str, nir_precision: dict[str, st
     "mmmm", "SAMP[0]": "l", ...}`` (one letter per component; ``-`` for booleans).
 
     ``nir_precision``: GLSL name -> "highp" / "mediump" / "lowp" / None, from the stage's NIR
-    ``decl_var`` lines. Mesa's internal state uniforms (``interface["state"]``) are highp:
-    Mesa applies them in 32-bit NIR after its precision lowering.
+    ``decl_var`` lines. Mesa's internal state uniforms (``interface["state"]``, e.g. the
+    y flip of gl_FragCoord and of dFdy) have no precision, like constants: llvmpipe's NIR
+    converts ``gl_FbWposYTransform`` to fp16 where a mediump derivative uses it.
     """
     def letter(name: str) -> str:
         base = name.split("@", 1)[0]
@@ -116,7 +117,7 @@ def register_precisions(interface: dict, stage: str, nir_precision: dict[str, st
     for state in interface["state"]:
         if state["stage"] == stage:
             for c in range(4):
-                put(f"CONST[{state['buffer']}][{state['slot']}]", c, HIGH)
+                put(f"CONST[{state['buffer']}][{state['slot']}]", c, NONE)
     for sampler in interface["samplers"]:
         place = sampler[stage]
         for register in (place or {}).get("samplers", []):
