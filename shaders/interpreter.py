@@ -38,7 +38,7 @@ from tilesim.errors import InputError
 from tilesim.shaders import opcodes as ops
 from tilesim.shaders.ir import Instruction, Program, SrcOperand
 from tilesim.shaders.opcodes import COMPONENT, DOT, F32, I32, OPCODES, REPLICATE, U32
-from tilesim.shaders.precision import lowered_channels
+from tilesim.shaders.precision import lowered_channels, lowered_products
 from tilesim.shaders.sampling import (
     BIAS,
     EXPLICIT,
@@ -181,6 +181,9 @@ class Interpreter:
         # Per instruction, the channels computed in fp16 (empty: float32).
         self.lowered: list[tuple[int, ...]] = (
             lowered_channels(precision) if mediump == "fp16" and precision is not None
+            else [()] * len(program.instructions))
+        self.lowered_products: list[tuple[int, ...]] = (
+            lowered_products(precision) if mediump == "fp16" and precision is not None
             else [()] * len(program.instructions))
         self.instruction_budget = (_limit(BUDGET_ENV, INSTRUCTION_BUDGET)
                                    if instruction_budget is None else instruction_budget)
@@ -599,6 +602,11 @@ class _Run:
                     if self.half_rows is not None and op in ops.FP16_FORMS:
                         value = self._select_rows(self.half_rows,
                                                   ops.FP16_FORMS[op](*args), value)
+                    products = self.interp.lowered_products[pc]
+                    if products:  # a mediump product inside a highp MAD
+                        a, b, c = args
+                        value = self._select_rows([ch in products for ch in channels],
+                                                  to_half(to_half(a) * to_half(b)) + c, value)
                     self.store(inst, value, info.dst_type)
                 elif info.shape == REPLICATE:
                     args = [self.fetch(s, [0], info.src_type) for s in inst.src]

@@ -138,6 +138,7 @@ class _Analysis:
         self.program = program
         self.registers = registers
         self.result: list[str] = ["----"] * len(program.instructions)
+        self.products: dict[int, str] = {}
         self.breaks: list[list[dict]] = []
         self.continues: list[list[dict]] = []
         self.returns: list[list[dict]] = []
@@ -204,6 +205,15 @@ class _Analysis:
         old = self.result[pc]
         self.result[pc] = "".join(_join(a, b) for a, b in zip(old, letters, strict=True))
 
+    def _record_product(self, pc: int, state: dict, inst: Instruction, letters: str) -> None:
+        """A MAD whose product is mediump while its sum is highp (``h + m * 7.1``: TGSI fused
+        a mediump multiply into a highp add): the product's precision, per channel."""
+        product = "".join(_join(self._read(state, inst.src[0], c), self._read(state, inst.src[1], c))
+                          if c in inst.dst[0].writemask else NONE for c in range(4))
+        if any(p in LOWERED and r not in LOWERED for p, r in zip(product, letters, strict=True)):
+            old = self.products.get(pc, "----")
+            self.products[pc] = "".join(_join(a, b) for a, b in zip(old, product, strict=True))
+
     # -- control flow -----------------------------------------------------------------------
 
     def block(self, pc: int, state: dict, stops: tuple[str, ...]) -> tuple[int, dict]:
@@ -242,6 +252,8 @@ class _Analysis:
             else:
                 letters = self._precisions(state, inst)
                 self._record(pc, letters)
+                if op == "MAD":
+                    self._record_product(pc, state, inst, letters)
                 if inst.dst:
                     self._write(state, inst, letters)
                 pc += 1
@@ -287,13 +299,24 @@ def merge(*states: dict) -> dict:
 
 def instruction_precisions(program: Program, registers: dict[str, str]) -> list[str]:
     """Per instruction, the precision of each channel it writes: 4 letters over xyzw
-    (``-`` for channels not written and for instructions that write nothing)."""
+    (``-`` for channels not written and for instructions that write nothing); a MAD whose
+    product is mediump or lowp in a channel where its sum is highp adds ``/`` and the
+    product's 4 letters (``"h---/m---"``): GLSL computed that product as an operation of its
+    own, which Mesa lowers."""
     analysis = _Analysis(program, registers)
     analysis.block(0, {}, ())
-    return analysis.result
+    return [letters + ("/" + analysis.products[pc] if pc in analysis.products else "")
+            for pc, letters in enumerate(analysis.result)]
 
 
 def lowered_channels(precisions: list[str]) -> list[tuple[int, ...]]:
     """Per instruction, the channels fp16 mode computes in 16-bit floats (mediump, lowp)."""
-    return [tuple(c for c, letter in enumerate(letters) if letter in LOWERED)
+    return [tuple(c for c, letter in enumerate(letters[:4]) if letter in LOWERED)
+            for letters in precisions]
+
+
+def lowered_products(precisions: list[str]) -> list[tuple[int, ...]]:
+    """Per instruction, the channels of a MAD whose product alone fp16 mode computes in 16-bit
+    floats (the ``/`` part of its precision string)."""
+    return [tuple(c for c, letter in enumerate(letters[5:9]) if letter in LOWERED)
             for letters in precisions]
