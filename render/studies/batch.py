@@ -74,6 +74,7 @@ IDENTITY_FIELDS = {
     "fill_rule": "fill rule",
     "backend": "backend",
     "tilesim_version": "tilesim version",
+    "mediump": "mediump arithmetic",
 }
 SUMMARY_INTERVAL_S = 1.0   # frames.json is rewritten at most this often while frames are written
 # Test hook: a worker stops (sleeps until killed, at most 10 minutes, then exits) after writing
@@ -93,6 +94,7 @@ class Job:
     technique: str = "baseline"
     dsr_parameters: str | None = None
     backend: str = "numpy"    # the array backend the worker renders on (numpy or cupy)
+    mediump: str = "fp32"     # how shaders compute mediump / lowp: "fp32" or "fp16"
 
     def frame_files(self, index: int) -> tuple[Path, Path]:
         name = f"{index:06d}"
@@ -146,7 +148,9 @@ def job_identity(job: Job) -> dict:
             "frames": list(job.frames),
             "technique": technique, "dsr_parameters_sha256": dsr_sha,
             "tile_size": job.tile_size, "traversal": job.traversal, "fill_rule": job.fill_rule,
-            "backend": job.backend, "tilesim_version": __version__}
+            "backend": job.backend, "tilesim_version": __version__,
+            # Only fp16 is written: folders rendered before the option existed are fp32.
+            **({} if job.mediump == "fp32" else {"mediump": job.mediump})}
 
 
 def _shown(field: str, identity: dict) -> str:
@@ -186,7 +190,7 @@ def check_folder(job: Job, identity: dict) -> None:
     if not isinstance(held, dict):
         raise InputError(f"{IDENTITY_FILE} is not a tilesim render identity (not a JSON "
                          "object)" + _RESTART, source=str(folder))
-    fields = [f for f in IDENTITY_FIELDS if held.get(f) != identity[f]]
+    fields = [f for f in IDENTITY_FIELDS if held.get(f) != identity.get(f)]
     if "technique" in fields and "dsr_parameters_sha256" in fields:
         fields.remove("dsr_parameters_sha256")      # follows from the technique
     differ = [f"{IDENTITY_FIELDS[f]} {_shown(f, held)} there, {_shown(f, identity)} asked"
@@ -352,6 +356,7 @@ def run_job(job: Job, on_frame=None, *, prepare: bool = True, force: bool = Fals
             for result in render_trace(job.trace, frames=missing, tile_size=job.tile_size,
                                        traversal=job.traversal, fill_rule=job.fill_rule,
                                        technique=techniques, source=job.trace,
+                                       mediump=job.mediump,
                                        observer=observer):
                 png, npz = job.frame_files(result.index)
                 # Counters first, PNG last: the PNG's existence marks the frame finished.
