@@ -208,7 +208,8 @@ class _Analysis:
     def _record_product(self, pc: int, state: dict, inst: Instruction, letters: str) -> None:
         """A MAD whose product is mediump while its sum is highp (``h + m * 7.1``: TGSI fused
         a mediump multiply into a highp add): the product's precision, per channel."""
-        product = "".join(_join(self._read(state, inst.src[0], c), self._read(state, inst.src[1], c))
+        a, b = inst.src[0], inst.src[1]
+        product = "".join(_join(self._read(state, a, c), self._read(state, b, c))
                           if c in inst.dst[0].writemask else NONE for c in range(4))
         if any(p in LOWERED and r not in LOWERED for p, r in zip(product, letters, strict=True)):
             old = self.products.get(pc, "----")
