@@ -232,6 +232,7 @@ def compile_many(sources: list[ProgramSource]) -> list[CompiledProgram]:
         where = f"Mesa output for {source.name}"
         try:
             stages = mesa_dump.split_stages(segments.get(str(index), ""), where=where)
+            declared = mesa_dump.glsl_ir_precisions(segments.get(str(index), ""), where=where)
             probes = [mesa_dump.split_stages(segments.get(f"{index}.probe{r}", ""),
                                              where=f"{where} (varying probe {r})")
                       for r in range(len(res["probes"]))]
@@ -240,7 +241,7 @@ def compile_many(sources: list[ProgramSource]) -> list[CompiledProgram]:
         try:
             interface = build_interface(source, res, stages, probes,
                                         {"renderer": result["renderer"],
-                                         "version": result["version"]})
+                                         "version": result["version"]}, declared)
         except RuntimeError as exc:
             raise RuntimeError(f"{source.name}: {exc}") from exc
         programs.append(CompiledProgram(
@@ -260,7 +261,10 @@ def _run_child(sources: list[ProgramSource]) -> tuple[dict, str]:
         # keeps the package's __init__ (numpy, the interpreter) out of the Mesa process.
         proc = subprocess.run(
             [sys.executable, "-I", str(CHILD_SCRIPT), str(req_path), str(res_path)],
-            env=child_environment("softpipe", SOFTPIPE_DEBUG="vs,fs"), capture_output=True,
+            # MESA_GLSL=dump adds the linked GLSL IR, whose declarations carry every
+            # variable's precision (the NIR packs varyings and keeps one precision per pack).
+            env=child_environment("softpipe", SOFTPIPE_DEBUG="vs,fs", MESA_GLSL="dump"),
+            capture_output=True,
             check=False)
         stderr = proc.stderr.decode("utf-8", "replace")
         if proc.returncode == EXIT_NO_MESA:
@@ -376,8 +380,11 @@ def _parse_nir_type(text: str) -> tuple[str, int | None]:
 
 
 def build_interface(source: ProgramSource, res: dict, stages: dict[str, StageDump],
-                    probes: list[dict[str, StageDump]], mesa: dict) -> dict:
-    """Assemble interface.json (see the module docstring) for one linked program."""
+                    probes: list[dict[str, StageDump]], mesa: dict,
+                    declared: dict[str, dict[str, str]] | None = None) -> dict:
+    """Assemble interface.json (see the module docstring) for one linked program.
+    ``declared``: per stage, the precision qualifier of each global variable from Mesa's
+    GLSL IR (:func:`mesa_dump.glsl_ir_precisions`); it takes precedence over the NIR's."""
     regs = {stage: _Registers(stage, stages[stage].tgsi) for stage in STAGES}
     nir = {stage: stages[stage].nir_vars for stage in STAGES}
     interface = {
@@ -397,7 +404,7 @@ def build_interface(source: ProgramSource, res: dict, stages: dict[str, StageDum
         if left:
             raise RuntimeError(f"the {stage} TGSI declares {', '.join(left)}, which no GLSL "
                                "variable explains")
-    interface["precision"] = _precision(interface, stages, source)
+    interface["precision"] = _precision(interface, stages, source, declared or {})
     return interface
 
 
@@ -414,12 +421,13 @@ def _nir_precisions(nir_vars: list[NirVar]) -> dict[str, str | None]:
     return out
 
 
-def _precision(interface: dict, stages: dict[str, StageDump], source: ProgramSource) -> dict:
+def _precision(interface: dict, stages: dict[str, StageDump], source: ProgramSource,
+               declared: dict[str, dict[str, str]]) -> dict:
     """The ``precision`` entry of interface.json (module docstring)."""
     entry: dict = {"version": precision.PRECISION_FORMAT_VERSION, "rule": PRECISION_RULE}
     for stage in STAGES:
-        registers = precision.register_precisions(
-            interface, stage, _nir_precisions(stages[stage].nir_vars))
+        qualifiers = {**_nir_precisions(stages[stage].nir_vars), **declared.get(stage, {})}
+        registers = precision.register_precisions(interface, stage, qualifiers)
         program = parse(stages[stage].tgsi, source=source.origin(stage) + " (TGSI)")
         entry[stage] = {"registers": dict(sorted(registers.items())),
                         "instructions": precision.instruction_precisions(program, registers)}
