@@ -37,7 +37,16 @@ from tilesim.backend import xp as active_xp
 from tilesim.errors import InputError
 from tilesim.shaders import opcodes as ops
 from tilesim.shaders.ir import Instruction, Program, SrcOperand
-from tilesim.shaders.opcodes import COMPONENT, DOT, F32, I32, OPCODES, REPLICATE, U32
+from tilesim.shaders.opcodes import (
+    COMPONENT,
+    DOT,
+    F32,
+    I32,
+    OPCODES,
+    REPLICATE,
+    U32,
+    to_half,
+)
 from tilesim.shaders.precision import lowered_channels, lowered_products
 from tilesim.shaders.sampling import (
     BIAS,
@@ -101,12 +110,6 @@ class Execution:
 
 
 MEDIUMP_MODES = ("fp32", "fp16")
-
-
-def to_half(value):
-    """float32 values rounded to the nearest fp16 (ties to even; overflow to +-inf; fp16
-    subnormals kept), returned as float32: one array round trip on NumPy or CuPy."""
-    return value.astype(np.float16).astype(F32)
 
 
 class UnsupportedOpcode(InputError):

@@ -428,20 +428,26 @@ for _name, _nsrc in (("IF", 1), ("UIF", 1), ("ELSE", 0), ("ENDIF", 0), ("BGNLOOP
 OPCODES: dict[str, OpInfo] = {info.name: info for info in _INFOS}
 
 
-def _half(a):
-    return a.astype(np.float16).astype(F32)
+def to_half(value):
+    """float32 values rounded to the nearest fp16 (ties to even; beyond +-65504 to +-inf; fp16
+    subnormals kept, as x86 F16C conversions give them), returned as float32: one array round
+    trip, the same on NumPy and CuPy."""
+    with np.errstate(over="ignore"):  # overflow to infinity is the intended result
+        return value.astype(np.float16).astype(F32)
+
+
 
 
 def _rsq_fp16(a):
     # llvmpipe's 16-bit inversesqrt is a square root and a reciprocal, each rounded to fp16
     # (gallivm's lp_build_rsqrt without the fast-rsqrt path; measured against Mesa 22.3).
-    return _half(F32(1) / _half(_xp(a).sqrt(a)))
+    return to_half(F32(1) / to_half(_xp(a).sqrt(a)))
 
 
 def _mad_fp16(a, b, c):
     # llvmpipe does not fuse 16-bit multiply-adds (its NIR keeps fmul and fadd apart: Mesa
     # 22.3, MESA_GLSL=dump): the product is rounded to fp16 before the add.
-    return _half(_half(a * b) + c)
+    return to_half(to_half(a * b) + c)
 
 
 def dot_fp16(a, b):
@@ -449,16 +455,16 @@ def dot_fp16(a, b):
     lower_alu_to_scalar turns fdot into multiplies and adds from the last component to the
     first, each rounded to fp16 (``z*z' + y*y'``, then ``+ x*x'``)."""
     width = a.shape[0]
-    value = _half(a[width - 1] * b[width - 1])
+    value = to_half(a[width - 1] * b[width - 1])
     for c in range(width - 2, -1, -1):
-        value = _half(value + _half(a[c] * b[c]))
+        value = to_half(value + to_half(a[c] * b[c]))
     return value
 
 
 def _lrp_fp16(a, b, c):
     # mix(c, b, a) in 16 bits is c * (1 - a) + b * a in llvmpipe (NIR's flrp lowering when
     # multiply-adds are not fused), every operation rounded to fp16.
-    return _half(_half(b * a) + _half(c * _half(F32(1) - a)))
+    return to_half(to_half(b * a) + to_half(c * to_half(F32(1) - a)))
 
 
 def _pow_fp16(a, b):
@@ -466,7 +472,7 @@ def _pow_fp16(a, b):
     # the same results as _pow (0 at x == 0, NaN below).
     xp = _xp(a, b)
     positive = xp.where(a > 0, a, F32(1))
-    out = _half(xp.exp2(_half(_half(xp.log2(positive)) * b)))
+    out = to_half(xp.exp2(to_half(to_half(xp.log2(positive)) * b)))
     return xp.where(a > 0, out, xp.where(a == 0, F32(0), F32(np.nan))).astype(F32)
 
 
