@@ -172,3 +172,21 @@ def test_bad_mode_and_mismatched_precision_are_refused():
         Interpreter(program, mediump="fp8")
     with pytest.raises(InputError, match="precision lists 1 instructions"):
         Interpreter(program, precision=["mmmm"], mediump="fp16")
+
+
+def test_gl_state_runs_programs_without_precision_in_float32_and_says_so():
+    from tilesim.render.gl.state import GLState
+
+    tgsi = program_text(["MOV OUT[0], IN[0]"], inputs=1)
+    state = GLState(8, 8, "test", mediump="fp16")
+    with pytest.warns(UserWarning, match="compiled before tilesim recorded GLSL precision"):
+        state._createProgram(1, "", "", tgsi, tgsi, {})
+    state._createProgram(2, "", "", tgsi, tgsi, {})   # counted, not warned again
+    assert state.programs_without_precision == 2
+    assert state.programs[1].fragment.lowered == [(), ()]
+    with_precision = {"precision": {"vertex": {"instructions": ["mmmm", "----"]},
+                                    "fragment": {"instructions": ["mmmm", "----"]}}}
+    state._createProgram(3, "", "", tgsi, tgsi, with_precision)
+    assert state.programs[3].fragment.lowered == [(0, 1, 2, 3), ()]
+    with pytest.raises(InputError, match="mediump must be one of"):
+        GLState(8, 8, "test", mediump="half")

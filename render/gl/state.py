@@ -7,6 +7,7 @@ nothing about how drawing is done; the stages read what they need from it.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -304,6 +305,11 @@ class GLState:
         # those run in float32 whatever the mode, and are counted).
         precision = interface.get("precision") if isinstance(interface, dict) else None
         if self.mediump == "fp16" and precision is None:
+            if not self.programs_without_precision:
+                warnings.warn(f"{where}: compiled before tilesim recorded GLSL precision, so its "
+                              "mediump runs in float32 in fp16 mode (import the capture again "
+                              "to compile it anew); later programs like it are only counted",
+                              stacklevel=2)
             self.programs_without_precision += 1
 
         def stage_precision(stage: str) -> list[str] | None:
