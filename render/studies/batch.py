@@ -34,7 +34,7 @@ import json
 import os
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tilesim import __version__
@@ -50,6 +50,7 @@ from tilesim.render.pipeline.counters import (
     TILE_COUNTERS,
     load_counters,
 )
+from tilesim.render.pipeline.renderer import configured_mediump
 from tilesim.render.studies.cluster import dask_client, map_in_order
 from tilesim.render.studies.runner import render_trace
 from tilesim.render.techniques.bus import Techniques
@@ -94,7 +95,8 @@ class Job:
     technique: str = "baseline"
     dsr_parameters: str | None = None
     backend: str = "numpy"    # the array backend the worker renders on (numpy or cupy)
-    mediump: str = "fp32"     # how shaders compute mediump / lowp: "fp32" or "fp16"
+    # how shaders compute mediump / lowp, "fp32" or "fp16" (default: the GPU configuration's)
+    mediump: str = field(default_factory=configured_mediump)
 
     def frame_files(self, index: int) -> tuple[Path, Path]:
         name = f"{index:06d}"
