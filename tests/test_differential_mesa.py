@@ -309,6 +309,18 @@ void main() {
 """,
 }
 
+# fp16 subnormals (below 2^-14) on the way: llvmpipe keeps them (x86 F16C conversions do not
+# flush), and so does the fp16 mode.
+MEDIUMP_PROGRAMS["mediump_subnormal"] = """\
+precision mediump float;
+varying vec2 v_uv;
+void main() {
+    float t = v_uv.x * v_uv.y * 0.00001;
+    float s = t * v_uv.x;
+    gl_FragColor = vec4(t + t, s * v_uv.y, s * 1000.0, t);
+}
+"""
+
 FINE_CASE = "extra_derivatives_as_fine"
 
 # Known disagreements: case -> why. Strict xfails: when the interpreter changes, they pass and
