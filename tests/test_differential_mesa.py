@@ -758,7 +758,12 @@ _HIGHP_COPY = (
     "`vec2 p = gl_FragCoord.xy` under `precision highp float`): Mesa decides precision by "
     "the variable before copy propagation, so llvmpipe multiplies the coordinates in float32 "
     "(traced: function-fragment-steps), but the TGSI reads the mediump input register "
-    "directly and the fp16 mode computes the product in fp16")
+    "directly and the fp16 mode computes the product in fp16. (Tried: taking the inputs "
+    "llvmpipe's NIR reads only in 32 bits as highp fixes the product, but the mediump "
+    "`float d = fract(...)` it is assigned to, which Mesa rounds to fp16, then stays highp "
+    "here, and more pixels differ: 10.9k instead of 2.6k channel values on "
+    "function-fragment-steps. Both directions need the GLSL variables the TGSI no longer "
+    "has.)")
 _HIGHP_INLINED = (
     "a highp function parameter or local (terrain's `permute(highp vec4 x)`, "
     "`highp vec3 lVector`) is inlined away in the TGSI: the fp16 mode computes it at the "
