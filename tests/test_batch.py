@@ -156,9 +156,11 @@ def test_interrupted_dsr_render_is_not_resumed_as_baseline(tmp_path, capsys):
     (["--mediump", "fp16"], "mediump arithmetic none there, 'fp16' asked"),
     (["other trace"], "trace content (SHA-256)"),
     (["same path, new content"], "trace content (SHA-256)"),
+    (["other renderer"], "renderer source (SHA-256)"),
 ])
 def test_a_resume_with_another_identity_is_refused_and_changes_nothing(tmp_path, capsys,
-                                                                       change, words):
+                                                                       monkeypatch, change,
+                                                                       words):
     trace = sphere_trace(tmp_path / "s.tsim", 3)
     out = tmp_path / "out"
     assert main(["render", str(trace), "--out", str(out), "--frames", "0:2",
@@ -169,6 +171,10 @@ def test_a_resume_with_another_identity_is_refused_and_changes_nothing(tmp_path,
         args[1] = str(sphere_trace(tmp_path / "t.tsim", 3, clear_step=0.05))
     elif change == ["same path, new content"]:
         sphere_trace(trace, 3, clear_step=0.05)
+    elif change == ["other renderer"]:
+        # renderer code changed since the folder was rendered (a counter added, a bug fixed)
+        from tilesim.render.studies import batch
+        monkeypatch.setattr(batch, "renderer_sha256", lambda: "0" * 64)
     args += change if change[0].startswith("--") else []
     args += [] if "--technique" in args else ["--technique", "re"]
     before = listing(out)

@@ -228,6 +228,61 @@ def test_xor_signature_collides_where_crc32_does_not(mesa):
     assert sum(_tiles(xor, "re_false_positives")) > 0
 
 
+def test_re_signs_the_draw_state_and_clears_the_thesis_constants_block_leaves_out(mesa):
+    # Frame Coherence §4.1.5 signs a drawcall's constants (uniform values); the same
+    # primitives and uniforms drawn with another blend function, or over another clear
+    # color, change the colors under an equal signature. tilesim's default block signs the
+    # draw state and clears (no false positive); re/uniforms, the thesis's block, skips those
+    # tiles wrongly, and its checking mode counts them.
+    gl = Recorder(W, H, name="state")
+    program = gl.createProgram(VS, FS, attrib_locations={"pos": 0, "col": 1})
+    for k in range(4):
+        gl.useProgram(program)
+        gl.clearColor(0.1, 0.1, 0.15 + 0.5 * (k >= 2), 1.0)      # new clear color on frame 2
+        gl.clear("COLOR_BUFFER_BIT")
+        gl.enable("BLEND")
+        gl.blendFunc("SRC_ALPHA", "ONE" if k % 2 else "ONE_MINUS_SRC_ALPHA")
+        _draw(gl, _quad(-0.5, -0.5, 0.5, 0.5, 0.0, (1, 0.5, 0, 0.5)))
+        gl.endFrame()
+    frames = gl.recorded_frames()
+    base = _render(frames)
+    state = _render(frames, "re")
+    thesis = list(Renderer(W, H, techniques=Techniques.from_name("re/uniforms")).render(frames))
+    assert sum(_tiles(state, "re_false_positives")) == 0
+    assert all(np.array_equal(a.image, b.image) for a, b in zip(state, base, strict=True))
+    # Every frame changes colors: the quad's tiles on each blend switch, every tile on frame 2.
+    wrong = _tiles(thesis, "re_false_positives")
+    assert wrong[0] == 0 and all(n > 0 for n in wrong[1:])
+    assert wrong[2] == (W // 16) * (H // 16)
+    assert not np.array_equal(thesis[2].image, base[2].image)
+    # The extra state is signed: more sub-blocks than the uniforms alone.
+    signed = [sum(_tiles(r, "re_subblocks_signed")) for r in (state, thesis)]
+    assert signed[0] > signed[1]
+
+
+def test_re_does_not_sign_the_state_of_disabled_units(mesa):
+    # Blend functions, depth function and cull mode left behind by other draws (or changed
+    # while their unit is off) do not change colors: equal frames still sign equal, so RE
+    # skips every tile from frame 1 on, with no false positive.
+    gl = Recorder(W, H, name="leftover")
+    program = gl.createProgram(VS, FS, attrib_locations={"pos": 0, "col": 1})
+    for k in range(3):
+        gl.useProgram(program)
+        gl.clear("COLOR_BUFFER_BIT")
+        gl.disable("BLEND")
+        gl.disable("DEPTH_TEST")
+        gl.disable("CULL_FACE")
+        gl.blendFunc("SRC_ALPHA", "ONE" if k % 2 else "ONE_MINUS_SRC_ALPHA")
+        gl.depthFunc("LESS" if k % 2 else "GREATER")
+        gl.cullFace("FRONT" if k % 2 else "BACK")
+        _draw(gl, _quad(-0.5, -0.5, 0.5, 0.5, 0.0, (1, 0.5, 0, 1)))
+        gl.endFrame()
+    results = _render(gl.recorded_frames(), "re")
+    tiles = (W // 16) * (H // 16)
+    assert _tiles(results, "re_tiles_skipped") == [0, tiles, tiles]
+    assert sum(_tiles(results, "re_false_positives")) == 0
+
+
 def test_memoization_hits_repeated_fragment_inputs(scene, baseline):
     results = _render(scene, "memo")
     lookups, hits = _tiles(results, "memo_lookups"), _tiles(results, "memo_hits")
@@ -252,7 +307,9 @@ def test_technique_names_are_checked():
     assert Techniques.from_name("memo/32").memo_key_bits == 32
     assert Techniques.from_name("memo").memo_key_bits == 64
     assert Techniques.from_name("re+evr/xor").signature == "xor"
-    for bad in ("re/32", "memo/xor", "te/md5"):
+    assert Techniques.from_name("re+evr/uniforms").constants_block == "uniforms"
+    assert Techniques.from_name("re").constants_block == "state"
+    for bad in ("re/32", "memo/xor", "te/md5", "te/uniforms", "memo/state"):
         with pytest.raises(InputError):
             Techniques.from_name(bad)
 
@@ -280,8 +337,11 @@ def test_coherence_command_reports_every_technique(scene, tmp_path, capsys):
         assert row["frames_bit_identical"] == row["frames"] == 5, name
         assert row["mssim_min"] == 1.0
     assert 0 < techniques["re"]["tiles_skipped"] <= techniques["re"]["tiles_equal_color_oracle"]
-    assert techniques["re+evr"]["fragments_shaded_vs_baseline"] < \
-        techniques["re"]["fragments_shaded_vs_baseline"]
+    # RE+EVR skips what RE skips once EVR has a frame of history (frame 1 renders the tiles
+    # whose frame-0 colors depended on entries EVR left out of the signature); the strict
+    # gain on occluded changes is test_evr_leaves_occluded_primitives_out_of_the_re_signature.
+    assert 0 < techniques["re+evr"]["tiles_skipped"] <= techniques["re"]["tiles_skipped"]
+    assert techniques["re+evr"]["fragments_shaded_vs_baseline"] < 1
     assert techniques["evr"]["oracle_vs_baseline"] <= \
         techniques["evr"]["fragments_shaded_vs_baseline"] < 1
     assert techniques["memo"]["memo_collisions"] == 0

@@ -11,7 +11,9 @@ file. Jobs run on a local Dask cluster of processes, or on an existing one
 
 A job's folder knows what it holds. ``render.json``, written (atomically) before any frame,
 is its identity: the trace's content hash, the technique and its variant (and the DSR
-parameters' hash), tile size, traversal, fill rule, array backend and tilesim version. A run
+parameters' hash), tile size, traversal, fill rule, array backend, tilesim version and the
+renderer's source (:func:`renderer_sha256`: a render made by other renderer code, say one that
+counts something more, is not silently reused). A run
 whose identity differs from the folder's is refused before anything is written or removed
 (:func:`prepare_jobs`), naming the fields that differ; ``force`` starts the folder over,
 removing only the files tilesim writes there. The frame range is not part of the identity:
@@ -29,6 +31,7 @@ recursively.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -75,8 +78,15 @@ IDENTITY_FIELDS = {
     "fill_rule": "fill rule",
     "backend": "backend",
     "tilesim_version": "tilesim version",
+    "renderer_sha256": "renderer source (SHA-256)",
     "mediump": "mediump arithmetic",
 }
+# What decides a render's frames and counters: the GL state machine, the pipeline, the
+# techniques (their shipped parameters included), trace reading, the shader interpreter, and
+# the GPU configuration the renderer reads (texture cache geometry, Overlapped Tiles Queue).
+RENDERER_SOURCES = ("render/gl", "render/pipeline", "render/techniques", "render/traces",
+                    "shaders")
+RENDERER_DATA = ("timing/baseline_gpu.toml",)
 SUMMARY_INTERVAL_S = 1.0   # frames.json is rewritten at most this often while frames are written
 # Test hook: a worker stops (sleeps until killed, at most 10 minutes, then exits) after writing
 # this many frames of its job, before it updates frames.json, so that a test can kill -9 a
@@ -121,6 +131,21 @@ def file_sha256(path: str | Path, chunk: int = 1 << 20) -> str:
     return digest.hexdigest()
 
 
+@functools.lru_cache(maxsize=1)
+def renderer_sha256() -> str:
+    """SHA-256 over the renderer's source files (``RENDERER_SOURCES``' *.py and *.toml, and
+    ``RENDERER_DATA``), each with its path relative to the package, in path order."""
+    root = Path(__file__).resolve().parents[2]
+    files = sorted(p for folder in RENDERER_SOURCES for pattern in ("*.py", "*.toml")
+                   for p in (root / folder).rglob(pattern))
+    files += [root / name for name in RENDERER_DATA]
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
 def technique_identity(job: Job) -> str:
     """The technique with its variant, spelled one way (``evr+re`` and ``re+evr/crc32`` are
     ``re+evr``)."""
@@ -128,6 +153,8 @@ def technique_identity(job: Job) -> str:
     name = techniques.name
     if techniques.signature != "crc32":
         name += f"/{techniques.signature}"
+    if techniques.constants_block != "state":
+        name += f"/{techniques.constants_block}"
     if techniques.memo_key_bits != 64:
         name += f"/{techniques.memo_key_bits}"
     return name
@@ -151,6 +178,7 @@ def job_identity(job: Job) -> dict:
             "technique": technique, "dsr_parameters_sha256": dsr_sha,
             "tile_size": job.tile_size, "traversal": job.traversal, "fill_rule": job.fill_rule,
             "backend": job.backend, "tilesim_version": __version__,
+            "renderer_sha256": renderer_sha256(),
             # Only fp16 is written: folders rendered before the option existed are fp32.
             **({} if job.mediump == "fp32" else {"mediump": job.mediump})}
 

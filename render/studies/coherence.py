@@ -335,7 +335,8 @@ def register(subparsers) -> None:
                    help="frames to compare (default: all); earlier frames are rendered too")
     p.add_argument("--techniques", default=",".join(DEFAULT_TECHNIQUES), metavar="LIST",
                    help="comma-separated techniques (default: %(default)s); re/xor signs "
-                        "with XOR, memo/32 uses 32-bit LUT keys")
+                        "with XOR, re/uniforms signs only the uniforms of each draw (the "
+                        "thesis's constants block, §4.1.5), memo/32 uses 32-bit LUT keys")
     p.add_argument("--dsr-parameters", metavar="FILE",
                    help="DSR parameters (TOML from `tilesim dsr-search`; default: shipped)")
     p.add_argument("--images", metavar="DIR", help="write per-frame overlays to DIR")

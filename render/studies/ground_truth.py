@@ -18,11 +18,27 @@ Backends (``measure(frames, contexts, frame_context, groups, path=None)`` -> sec
   (``timer``): GL_EXT_disjoint_timer_query's GL_TIME_ELAPSED_EXT around the commands where
   the context offers it (Mesa's GLES2 contexts do, llvmpipe and softpipe), else the wall
   clock between the two glFinish (``timer="auto"``, the default; ``"query"`` or ``"finish"``
-  choose). The two see different things on a software driver: the query times the driver's
-  pipeline (llvmpipe: its rasterizer threads; softpipe: the calls between begin and end), the
-  wall clock also the API calls, the replayer's ctypes calls and what the driver does on the
-  calling thread (llvmpipe's vertex processing, clears and texture copies). A backend's
-  calibrations are cached per timer (``name``).
+  choose). The query's begin is executed on its own (``anchor_query``: a glFinish after
+  it), as 003 §IV-F's NOTIFY is a command the GPU executes when the group starts: llvmpipe
+  bins the begin into every 64x64 tile of the scene it lands in, and each rasterizer thread
+  overwrites its start time at every such tile (lp_rast.c, lp_rast_begin_query; the result
+  is the latest end less the earliest start over the threads, lp_query.c). A begin binned
+  with the group's own draws therefore starts the clock at some thread's last tile, and
+  the query sees a scheduling-dependent tail of the group (16 full-screen quads: 2.7-7 ms of
+  the 38-68 ms wall clock on the loaded 2-core machine; issue 17's 6x over-prediction of
+  draws). Flushed alone, the begin runs in a scene of its own, and later scenes do not
+  carry it; finished alone, the rasterizer has also taken its time before the calling
+  thread goes on (with a flush only, a vertex-stream upload group of 2.4 MB, a copy on the
+  calling thread, was over before a rasterizer thread woke: 12-17 us timed; unanchored, a
+  4 MB glBufferData timed 49 us of its 3.7 ms wall clock). The query then spans from
+  the group's start to its last tile (16 quads: 35.6 ms, wall clock 35.7 ms; the 4 MB
+  glBufferData 3.67 of 3.71 ms). softpipe times the calls between begin and end on the
+  calling thread either way. What the two timers see then: the query the group from its
+  start to its last pixel as the driver executes it (llvmpipe: the calling thread's vertex
+  processing, binning and copies as well, since the rasterizer waits for them), the wall
+  clock also the glFinish before and the replayer's calls around the query (40-80 us more).
+  A backend's calibrations are cached per timer (``name``), and a
+  cache made by another method (``Calibration.timer``) is made again.
 
 Calibration (:class:`Calibrator`, 003 §IV-C..E and §V, 000 §5.5): on first use of a
 render-buffer size, a loop of empty flushes (c_flush and the jitter report of 003 §VI-B), 1 and
@@ -45,14 +61,18 @@ lacks them, ``Calibration.sections``):
   context's size (a color texture, and the depth / stencil renderbuffers the window has): the
   CLEAR constants and the resolve of framebuffer objects, apart from the default
   framebuffer's (000 §5.5: a GPU may fast-clear only the default framebuffer).
-- ``uploads``: glTexImage2D, glTexSubImage2D (RGBA, random texels), glGenerateMipmap (new
-  levels), glTexSubImage2D and glGenerateMipmap again (the levels refilled) of square
-  textures of ``UPLOAD_SIDES`` texels, interleaved (every texImage2D changes the size, as a
-  stream of images of changing size does): what each group took beyond its
-  flush and the call's issue (the median at each size) over the bytes moved, fitted
-  piecewise linear as 000 Eq. 5.3 with an intercept (memory is faster while a buffer fits a
-  cache): ``c_upload_call`` at 0 bytes, ``c_upload`` a byte up to ``upload_n_s``,
-  ``c_upload2`` above.
+- ``textures``: square RGBA textures of ``UPLOAD_SIDES`` texels (random texels), sizes
+  interleaved. On one texture: glTexImage2D into new storage (the texture held a 1x1 image),
+  again at the same size (``texImage2D:same``: the storage is kept), then 1x1 again (what
+  it took beyond a 1x1 upload, over the bytes freed, is ``texImage2D:release``). On another:
+  glTexSubImage2D, glGenerateMipmap (new levels), glTexSubImage2D and glGenerateMipmap again
+  (the levels refilled). What each group took beyond its flush and the call's issue (the
+  median at each size) over the bytes moved, fitted piecewise linear as 000 Eq. 5.3 with an
+  intercept (memory is faster while a buffer fits a cache): ``c_upload_call`` at 0 bytes,
+  ``c_upload`` a byte up to ``upload_n_s``, ``c_upload2`` above; the release one line.
+- ``buffers``: the same for a vertex buffer of ``BUFFER_UPLOAD_BYTES`` bytes: glBufferData
+  into new storage (after 4 bytes), the same size again (``bufferData:same``),
+  glBufferSubData of the whole buffer, and glBufferData of 4 bytes (``bufferData:release``).
 - ``loads``: 000 Eq. 5.3's render-target load: a group binds a framebuffer object with a
   color texture of 1/8, 1/4, 1/2 and all of the context's size, clears one pixel of it
   (scissored: a pass that does not clear its target, which a tile-based GPU loads) and binds
@@ -81,8 +101,9 @@ from tilesim.render.gl.commands import FRAME_END, Command, make_command
 from tilesim.render.gl.state import GLState, Program
 from tilesim.render.studies.command_groups import CommandGroup, Context, split_groups
 from tilesim.render.studies.prediction import (
+    BUFFER_UPLOAD_KINDS,
     MASK_BITS,
-    UPLOAD_KINDS,
+    TEXTURE_UPLOAD_KINDS,
     Calibration,
     ProgramCost,
     mask_key,
@@ -98,16 +119,22 @@ COMMAND_COUNTS = (1, 64)
 OWN_DRAWS = (1, 3)
 MIN_OWN_VERTICES = 3000
 REPEATS = 3
+# the clear groups' repeats: a loaded machine once slowed 2 of 3 groups of 16 clears at
+# 1920x1080 and made a clear cost 104 us where it costs about 0 (llvmpipe folds clears)
+CLEAR_REPEATS = 7
 JITTER_LOOP = 1000
 SWAPS = 8
 UNLIMITED = 1 << 40
 UPLOAD_SIDES = (64, 256, 512, 1024)   # texels a side of the upload calibration's textures
+BUFFER_UPLOAD_BYTES = tuple(4 * side * side for side in UPLOAD_SIDES)   # the same bytes
 UPLOAD_REPEATS = 5
 LOAD_DIVISORS = (8, 4, 2, 1)     # the load calibration's targets: the context's size / these
 TIMERS = ("auto", "query", "finish")
 TIMER_METHODS = {
-    "query": "GL_EXT_disjoint_timer_query (GL_TIME_ELAPSED_EXT) around each group, glFinish "
-             "before and after",
+    "query": "GL_EXT_disjoint_timer_query (GL_TIME_ELAPSED_EXT) around each group, its begin "
+             "finished on its own, glFinish before and after",
+    "query-unanchored": "GL_EXT_disjoint_timer_query (GL_TIME_ELAPSED_EXT) around each group, "
+                        "glFinish before and after",
     "finish": "wall clock between a glFinish before and after each group",
 }
 MODEL_METHOD = "tilesim timing model (cycles at the configured clock)"
@@ -167,7 +194,7 @@ class GLBackend:
     ``timer`` (``TIMERS``; see the module doc)."""
 
     def __init__(self, driver: str = "llvmpipe", depth_bits: int = 24, stencil_bits: int = 0,
-                 timeout: float = 3600, timer: str = "auto"):
+                 timeout: float = 3600, timer: str = "auto", anchor_query: bool = True):
         from tilesim.mesa import DRIVERS
 
         if driver not in DRIVERS:
@@ -179,6 +206,9 @@ class GLBackend:
         self.depth_bits, self.stencil_bits, self.timeout = depth_bits, stencil_bits, timeout
         self.requested_timer = timer
         self._timer = None if timer == "auto" else timer
+        # the query's begin executed on its own, a glFinish after it (the module doc);
+        # False only to show what an unanchored query measures
+        self.anchor = anchor_query
         self.disjoint = 0            # query results a disjoint event voided (wall clock used)
         self.wall: list[float] = []  # the last measurement's wall clock times
 
@@ -194,10 +224,13 @@ class GLBackend:
     @property
     def name(self) -> str:
         """The calibration cache's name: the driver, and the timer when it is a query."""
-        return f"gl-{self.driver}" + ("-query" if self.timer == "query" else "")
+        query = "" if self.timer != "query" else "-query" if self.anchor else "-query-unanchored"
+        return f"gl-{self.driver}{query}"
 
     @property
     def method(self) -> str:
+        if self.timer == "query" and not self.anchor:
+            return TIMER_METHODS["query-unanchored"]
         return TIMER_METHODS[self.timer]
 
     def _run(self, request: dict, timer: str) -> dict:
@@ -205,7 +238,7 @@ class GLBackend:
         from tilesim.mesa import child_environment
 
         request = {**request, "depth_bits": self.depth_bits, "stencil_bits": self.stencil_bits,
-                   "timer": timer}
+                   "timer": timer, "anchor": self.anchor}
         with tempfile.TemporaryDirectory(prefix="tilesim-predict-") as tmp:
             out = Path(tmp, "out")
             out.mkdir()
@@ -258,6 +291,7 @@ def _child(request_path: str, out_dir: str) -> int:
     out = Path(out_dir)
     request = json.loads(Path(request_path).read_text(encoding="utf-8"))
     mode = request.get("timer", "finish")
+    anchor = request.get("anchor", True)
     seconds: list[float] = []
     wall: list[float] = []
     disjoint = 0
@@ -297,6 +331,8 @@ def _child(request_path: str, out_dir: str) -> int:
                 t0 = time.perf_counter()
                 if timer is not None:
                     timer.begin()
+                    if anchor:         # the begin executed before the group (module doc)
+                        gl.glFinish()
                 for k in range(start, stop):
                     command = frame[k]
                     if command.op == FRAME_END:
@@ -495,18 +531,22 @@ class Calibrator:
         if key in self._cache:
             return self._cache[key]
         path = self._path(*key)
+        cal = None
         if path is not None and path.exists():
             try:
                 cal = Calibration.from_dict(json.loads(path.read_text(encoding="utf-8")))
             except (ValueError, TypeError, KeyError) as exc:
                 raise InputError(f"not a calibration file of tilesim predict: {exc}",
                                  source=str(path)) from None
-        else:
+            if cal.timer != getattr(self.backend, "method", cal.timer):
+                cal = None      # measured another way (an older timer query): made again
+        if cal is None:
             cal = self._calibrate_base(context)
             self._save(cal)
         self._cache[key] = cal
         for section, calibrate in (("fbo", self._calibrate_fbo),
-                                   ("uploads", self._calibrate_uploads),
+                                   ("textures", self._calibrate_uploads),
+                                   ("buffers", self._calibrate_buffers),
                                    ("loads", self._calibrate_loads)):
             if section not in cal.sections:
                 calibrate(context, cal)
@@ -525,7 +565,7 @@ class Calibrator:
     def _clear_groups(self, plan: _Plan) -> None:
         for mask in self.masks():
             for count in CLEAR_COUNTS:
-                for _ in range(REPEATS):
+                for _ in range(CLEAR_REPEATS):
                     plan.group(f"clear {mask_key(mask)} {count}",
                                [_cmd("clear", mask=mask)] * count)
 
@@ -618,38 +658,88 @@ class Calibrator:
         self._clear_constants(times, cal, "fbo", context.width * context.height)
 
     def _calibrate_uploads(self, context: Context, cal: Calibration) -> None:
-        """Texture uploads and mipmap generation, linear in bytes (the module doc)."""
+        """Texture uploads, re-specification and mipmap generation, linear in bytes (the
+        module doc)."""
         rng = np.random.default_rng(0)
         images = {side: rng.integers(0, 256, (side, side, 4), dtype=np.uint8)
-                  for side in UPLOAD_SIDES}
+                  for side in (1, *UPLOAD_SIDES)}
+
+        def image(side: int) -> dict:
+            return dict(target="TEXTURE_2D", level=0, width=side, height=side,
+                        format="RGBA", type="UNSIGNED_BYTE", data=images[side])
+
+        def tex_image(side: int) -> Command:
+            return _cmd("texImage2D", internalformat="RGBA", **image(side))
+
+        def bind(ident: int) -> Command:
+            return _cmd("bindTexture", target="TEXTURE_2D", id=ident)
+
         plan = _Plan()
-        plan.group("setup", [_cmd("createTexture", id=1),
-                             _cmd("bindTexture", target="TEXTURE_2D", id=1)])
+        plan.group("setup", [_cmd("createTexture", id=1), _cmd("createTexture", id=2),
+                             bind(2), tex_image(1)])
+        mipmap = _cmd("generateMipmap", target="TEXTURE_2D")
         for _ in range(UPLOAD_REPEATS):
             for side in UPLOAD_SIDES:
-                image = dict(target="TEXTURE_2D", level=0, width=side, height=side,
-                             format="RGBA", type="UNSIGNED_BYTE", data=images[side])
-                plan.group(f"texImage2D {side}", [_cmd("texImage2D", internalformat="RGBA",
-                                                       **image)])
-                plan.group(f"texSubImage2D {side}", [_cmd("texSubImage2D", xoffset=0,
-                                                          yoffset=0, **image)])
-                mipmap = _cmd("generateMipmap", target="TEXTURE_2D")
+                refill = _cmd("texSubImage2D", xoffset=0, yoffset=0, **image(side))
+                plan.group("setup", [bind(2)])
+                plan.group(f"texImage2D {side}", [tex_image(side)])
+                plan.group(f"texImage2D:same {side}", [tex_image(side)])
+                plan.group(f"texImage2D:release {side}", [tex_image(1)])
+                plan.group("setup", [bind(1), tex_image(side)])
+                plan.group(f"texSubImage2D {side}", [refill])
                 plan.group(f"generateMipmap:new {side}", [mipmap])
-                plan.group(f"texSubImage2D {side}", [_cmd("texSubImage2D", xoffset=0,
-                                                          yoffset=0, **image)])
+                plan.group(f"texSubImage2D {side}", [refill])
                 plan.group(f"generateMipmap {side}", [mipmap])
         plan.end_frame("swap")
-        times = plan.run(self.backend, context)
-        nbytes = [4 * side * side for side in UPLOAD_SIDES]
-        for op in UPLOAD_KINDS:
-            # beyond the group's flush and the call's issue (what the predictor charges
-            # anyway), the median at each size
-            rest = cal.c_flush + cal.c_command
-            residuals = [float(np.median(times[f"{op} {side}"])) - rest
-                         for side in UPLOAD_SIDES]
-            a, c1, c2, n_s = fit_piecewise(nbytes, residuals, intercept=True)
-            cal.c_upload_call[op], cal.c_upload[op], cal.c_upload2[op] = a, c1, c2
-            cal.upload_n_s[op] = n_s
+        self._fit_uploads(plan.run(self.backend, context), cal, TEXTURE_UPLOAD_KINDS,
+                          "texImage2D", UPLOAD_SIDES, [4 * s * s for s in UPLOAD_SIDES], 4)
+
+    def _calibrate_buffers(self, context: Context, cal: Calibration) -> None:
+        """Buffer uploads and re-specification, linear in bytes (the module doc)."""
+        rng = np.random.default_rng(1)
+        blobs = {n: rng.integers(0, 256, n, dtype=np.uint8) for n in (4, *BUFFER_UPLOAD_BYTES)}
+
+        def buffer_data(n: int) -> Command:
+            return _cmd("bufferData", target="ARRAY_BUFFER", data=blobs[n], size=n,
+                        usage="DYNAMIC_DRAW")
+
+        plan = _Plan()
+        plan.group("setup", [_cmd("createBuffer", id=1),
+                             _cmd("bindBuffer", target="ARRAY_BUFFER", id=1), buffer_data(4)])
+        for _ in range(UPLOAD_REPEATS):
+            for n in BUFFER_UPLOAD_BYTES:
+                plan.group(f"bufferData {n}", [buffer_data(n)])
+                plan.group(f"bufferData:same {n}", [buffer_data(n)])
+                plan.group(f"bufferSubData {n}", [_cmd("bufferSubData", target="ARRAY_BUFFER",
+                                                       offset=0, data=blobs[n])])
+                plan.group(f"bufferData:release {n}", [buffer_data(4)])
+        plan.end_frame("swap")
+        self._fit_uploads(plan.run(self.backend, context), cal, BUFFER_UPLOAD_KINDS,
+                          "bufferData", BUFFER_UPLOAD_BYTES, list(BUFFER_UPLOAD_BYTES), 4)
+
+    @staticmethod
+    def _fit_uploads(times: dict, cal: Calibration, kinds, respecify: str, labels,
+                     nbytes: list[int], small: int) -> None:
+        """The constants of ``kinds`` from the groups labelled ``"{kind} {label}"`` moving
+        ``nbytes``, and ``{respecify}:release`` from its groups that re-specify ``small``
+        bytes in place of ``nbytes``."""
+        rest = cal.c_flush + cal.c_command    # what the predictor charges a group anyway
+
+        def residuals(kind: str) -> list[float]:
+            return [float(np.median(times[f"{kind} {label}"])) - rest for label in labels]
+
+        # the bytes freed: the slope of what re-specifying to ``small`` bytes took (its
+        # intercept is the small upload itself)
+        release = f"{respecify}:release"
+        slope = float(np.polyfit(np.asarray(nbytes, float), residuals(release), 1)[0])
+        cal.c_upload[release] = max(slope, 0.0)
+        for kind in kinds:
+            measured = residuals(kind)
+            if kind == respecify:      # into new storage, freeing the ``small`` bytes before
+                measured = [m - cal.c_upload[release] * small for m in measured]
+            a, c1, c2, n_s = fit_piecewise(nbytes, measured, intercept=True)
+            cal.c_upload_call[kind], cal.c_upload[kind], cal.c_upload2[kind] = a, c1, c2
+            cal.upload_n_s[kind] = n_s
 
     def _calibrate_loads(self, context: Context, cal: Calibration) -> None:
         """000 Eq. 5.3's render-target loads (the module doc)."""

@@ -52,7 +52,8 @@ def register(subparsers) -> None:
                     "glFinish before and after, timed by a GL timer query where offered), and "
                     "predict each before it runs with the models of 003/000 (FLUSH, CLEAR per "
                     "mask and per default framebuffer / framebuffer object, DRAW = c_v N_v + "
-                    "c_f N_f, SWAP, texture uploads and render-target loads linear in bytes), "
+                    "c_f N_f, SWAP, texture and buffer uploads and render-target loads "
+                    "linear in bytes), "
                     "calibrated on first use, and with the history-based baseline of 003 "
                     "§VI-A. Prints per group the measured and predicted times and an error "
                     "summary per estimator.")
@@ -60,7 +61,7 @@ def register(subparsers) -> None:
     p.add_argument("--workload", metavar="NAME",
                    help="first build this prediction workload into TRACE (es2gears, "
                         "glmark2-build, glmark2-shading, clearspd, clearspd-alternating, "
-                        "texture-stream)")
+                        "texture-stream, vertex-stream)")
     p.add_argument("--frames", type=int, default=20, metavar="N",
                    help="with --workload: frames to build (default %(default)s)")
     p.add_argument("--seed", type=int, default=0, help="with --workload: the random seed")

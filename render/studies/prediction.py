@@ -31,6 +31,16 @@ recent-history estimators use. Models (seconds; constants from :class:`Calibrati
   call, and for glGenerateMipmap whether it makes new levels (``generateMipmap:new``: level 1
   is missing or of another size, after the texture's first image or a size change: a driver
   allocates the levels, and may move level 0, as well) or refills the levels it has.
+  A glTexImage2D of the size and format its level already has is ``texImage2D:same``: the
+  driver keeps the storage (Mesa: 0.33-0.69 ms for 4 MB, against 4.6-10.7 ms into new
+  storage, whose pages the copy touches first; docs/results/2026-11-25-prediction §3).
+- Buffer upload (the same form): ``glBufferData`` / ``glBufferSubData`` with client data of
+  ``N`` bytes (a vertex or index buffer filled or refilled, as a program that streams its
+  vertices does every frame) cost ``c_upload_call[k] + c_upload[k] * N`` (and
+  ``c_upload2[k]`` a byte above ``upload_n_s[k]``), ``k`` the call, ``bufferData:same`` for
+  a glBufferData of the size the buffer has.
+- Release: a glTexImage2D or glBufferData that changes the size frees the old storage,
+  ``c_upload["texImage2D:release"]`` (``bufferData:release``) a byte of it.
 
 ``N_f`` estimators: ``bbox`` (003 §IV-E: the draw's vertices' 3D bounding box through the
 program's own vertex transform, the projected area clipped to the viewport times the coverage
@@ -63,8 +73,12 @@ ESTIMATORS = ("bbox", "history-ratio", "history-seq", "oracle")
 COVERAGE = 0.5          # 003 §V: "we use a constant coverage factor of 0.5"
 MASK_BITS = ("COLOR_BUFFER_BIT", "DEPTH_BUFFER_BIT", "STENCIL_BUFFER_BIT")
 POSITION_NAMES = ("position", "pos", "vertex", "a_position", "in_position", "avertex")
-UPLOAD_OPS = ("texImage2D", "texSubImage2D", "generateMipmap")
-UPLOAD_KINDS = (*UPLOAD_OPS, "generateMipmap:new")     # the kinds of upload_kind
+TEXTURE_UPLOAD_OPS = ("texImage2D", "texSubImage2D", "generateMipmap")
+TEXTURE_UPLOAD_KINDS = (*TEXTURE_UPLOAD_OPS, "texImage2D:same", "generateMipmap:new")
+BUFFER_UPLOAD_OPS = ("bufferData", "bufferSubData")
+BUFFER_UPLOAD_KINDS = (*BUFFER_UPLOAD_OPS, "bufferData:same")
+UPLOAD_OPS = (*TEXTURE_UPLOAD_OPS, *BUFFER_UPLOAD_OPS)
+UPLOAD_KINDS = (*TEXTURE_UPLOAD_KINDS, *BUFFER_UPLOAD_KINDS)     # the kinds of upload_kind
 
 
 def mask_key(mask) -> str:
@@ -131,8 +145,8 @@ class Calibration:
         return self.c_load1 * self.n_s + self.c_load2 * (nbytes - self.n_s)
 
     def upload(self, op: str, nbytes: float) -> float:
-        """Seconds of a texture upload of kind ``op`` (``UPLOAD_KINDS``) moving ``nbytes``
-        bytes."""
+        """Seconds of a texture or buffer upload of kind ``op`` (``UPLOAD_KINDS``) moving
+        ``nbytes`` bytes (the old storage it frees apart: :func:`upload_seconds`)."""
         n_s = self.upload_n_s.get(op, float("inf"))
         seconds = self.c_upload_call.get(op, 0.0) + self.c_upload.get(op, 0.0) * min(nbytes, n_s)
         if nbytes > n_s:
@@ -390,8 +404,7 @@ class Predictor:
                 if op in ("bindFramebuffer", "framebufferTexture2D"):
                     parts["texture_load"] += self._texture_load(state, command, cal)
                 elif op in UPLOAD_OPS:
-                    parts["upload"] += cal.upload(upload_kind(state, command),
-                                                  upload_bytes(state, command))
+                    parts["upload"] += upload_seconds(cal, state, command)
                 if op == "createProgram":
                     monitor.created[command.args["id"]] = command.args
                 state.apply(command)
@@ -493,10 +506,13 @@ class Predictor:
 
 
 def upload_bytes(state: GLState, command) -> int:
-    """Bytes a texture upload moves: the client data of texImage2D / texSubImage2D (none for
-    a texImage2D without data, which only allocates), level 0 of the bound texture (all its
-    faces) for generateMipmap. ``state``: the context before the command."""
+    """Bytes an upload moves: the client data of texImage2D / texSubImage2D (none for a
+    texImage2D without data, which only allocates), level 0 of the bound texture (all its
+    faces) for generateMipmap, the client data of bufferData / bufferSubData (none for a
+    bufferData of a size only). ``state``: the context before the command."""
     a = command.args
+    if command.op in BUFFER_UPLOAD_OPS:
+        return 0 if a.get("data") is None else int(np.asarray(a["data"]).nbytes)
     if command.op in ("texImage2D", "texSubImage2D"):
         if a.get("data") is None:
             return 0
@@ -509,13 +525,68 @@ def upload_bytes(state: GLState, command) -> int:
     return 0
 
 
+def upload_seconds(cal: Calibration, state: GLState, command) -> float:
+    """Seconds of an upload command (``UPLOAD_OPS``): the bytes it moves, and the old
+    storage it frees. ``state``: the context before the command."""
+    seconds = cal.upload(upload_kind(state, command), upload_bytes(state, command))
+    released = released_bytes(state, command)
+    if released:
+        seconds += cal.c_upload.get(f"{command.op}:release", 0.0) * released
+    return seconds
+
+
+def _old_image(state: GLState, command):
+    """The image (``TextureImage``) a texImage2D replaces, or None."""
+    a = command.args
+    binding = "TEXTURE_2D" if a["target"] == "TEXTURE_2D" else "TEXTURE_CUBE_MAP"
+    texture = state.textures.get(state.bound_textures[binding][state.active_unit])
+    if texture is None or not getattr(texture, "faces", None):
+        return None
+    face = CUBE_FACES.index(a["target"]) if a["target"] in CUBE_FACES else 0
+    return texture.image(face, a["level"])
+
+
+def _bound_buffer(state: GLState, target: str) -> np.ndarray | None:
+    ident = state.array_buffer if target == "ARRAY_BUFFER" else state.element_buffer
+    return state.buffers.get(ident) if ident else None
+
+
+def released_bytes(state: GLState, command) -> int:
+    """Bytes of storage a texImage2D / bufferData frees: the old image or buffer when the
+    size changes (0 when it keeps it, or had none). ``state``: the context before it."""
+    if command.op == "texImage2D":
+        old = _old_image(state, command)
+        if old is None or upload_kind(state, command) == "texImage2D:same":
+            return 0
+        return int(old.nbytes)
+    if command.op == "bufferData":
+        old = _bound_buffer(state, command.args["target"])
+        if old is None or upload_kind(state, command) == "bufferData:same":
+            return 0
+        return int(old.size)
+    return 0
+
+
 def upload_kind(state: GLState, command) -> str:
-    """The upload's kind (``UPLOAD_KINDS``): its call, or ``generateMipmap:new`` for a
+    """The upload's kind (``UPLOAD_KINDS``): its call; ``texImage2D:same`` for a texImage2D
+    of the size, format and type its level has (the storage is kept), ``bufferData:same``
+    for a bufferData of the size its buffer has; ``generateMipmap:new`` for a
     glGenerateMipmap whose texture has no level 1 of the size level 0 calls for.
     ``state``: the context before the command."""
+    a = command.args
+    if command.op == "texImage2D":
+        old = _old_image(state, command)
+        if old is not None and (old.width, old.height, old.format, old.type) == (
+                a["width"], a["height"], a["format"], a["type"]):
+            return "texImage2D:same"
+        return command.op
+    if command.op == "bufferData":
+        old = _bound_buffer(state, a["target"])
+        if old is not None and old.size and old.size == a["size"]:
+            return "bufferData:same"
+        return command.op
     if command.op != "generateMipmap":
         return command.op
-    a = command.args
     texture = state.textures.get(state.bound_textures[a["target"]][state.active_unit])
     base = None if texture is None or not texture.faces else texture.image(0, 0)
     if base is None or base.width == base.height == 1:

@@ -60,8 +60,10 @@ def register(subparsers) -> None:
                    help=argparse.SUPPRESS)
     p.add_argument("--technique", default="baseline", metavar="NAME",
                    help="frame-coherence techniques: baseline, te, re, evr, re+evr (any of "
-                        "te/re/evr joined by +), dsr or memo; re/xor signs with XOR, memo/32 "
-                        "keys with 32 bits (default: baseline)")
+                        "te/re/evr joined by +), dsr or memo; re/xor signs with XOR, re/uniforms "
+                        "signs only the uniforms as each draw's constants block (Frame "
+                        "Coherence §4.1.5; may skip tiles wrongly), memo/32 keys with 32 bits "
+                        "(default: baseline)")
     p.add_argument("--mediump", choices=MEDIUMP_MODES, default=None,
                    help=MEDIUMP_HELP)
     p.add_argument("--dsr-parameters", metavar="FILE",

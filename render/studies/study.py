@@ -37,7 +37,13 @@ from tilesim.errors import InputError
 from tilesim.images import read_png
 from tilesim.options import positive_int
 from tilesim.render.pipeline.counters import load_counters
-from tilesim.render.studies.batch import Job, file_sha256, prepare_jobs, run_job
+from tilesim.render.studies.batch import (
+    Job,
+    file_sha256,
+    prepare_jobs,
+    renderer_sha256,
+    run_job,
+)
 from tilesim.render.studies.characterize import Characterizer, characterization, characterize
 from tilesim.render.studies.coherence import DEFAULT_TECHNIQUES, Tally, write_overlays
 from tilesim.render.traces.trace_file import open_trace
@@ -214,7 +220,7 @@ def unit_identity(unit: Unit) -> dict:
     return {"format": "tilesim study unit 1", "trace_sha256": file_sha256(unit.workload.trace),
             "frames": list(unit.workload.frames), "technique": unit.technique,
             "tile_size": unit.tile_size, "tilesim_version": __version__,
-            "dsr_parameters": unit.dsr_parameters}
+            "renderer_sha256": renderer_sha256(), "dsr_parameters": unit.dsr_parameters}
 
 
 def unit_done(unit: Unit) -> dict | None:

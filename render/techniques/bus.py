@@ -30,6 +30,9 @@ from tilesim.render.pipeline.hooks import PipelineHooks
 NAMES = ("te", "re", "evr", "dsr", "memo")
 ALONE = ("dsr", "memo")
 SIGNATURE_KINDS = ("crc32", "xor")
+# RE's constants block (Frame Coherence §4.1.5): "state" signs the uniforms and the draw state,
+# "uniforms" the drawcall's constants only, as the thesis describes (rendering_elimination).
+CONSTANTS_BLOCKS = ("state", "uniforms")
 MEMO_KEY_BITS = ("64", "32")
 
 
@@ -38,9 +41,10 @@ class Techniques(PipelineHooks):
     (:class:`~tilesim.render.pipeline.hooks.PipelineHooks`)."""
 
     def __init__(self, enabled: frozenset[str] = frozenset(), *, signature: str = "crc32",
-                 dsr_parameters=None, memo_key_bits: int = 64):
+                 dsr_parameters=None, memo_key_bits: int = 64, constants_block: str = "state"):
         self.enabled = frozenset(enabled)
         self.signature = signature
+        self.constants_block = constants_block
         self.memo_key_bits = memo_key_bits
         self.dsr_parameters = dsr_parameters
         self.te = self.re = self.evr = self.dsr = self.memo = None
@@ -54,23 +58,29 @@ class Techniques(PipelineHooks):
     def from_name(cls, name: str | None, *, source: str | None = None,
                   dsr_parameters=None) -> Techniques:
         """A technique set from a name with an optional variant after ``/``: ``re/xor`` signs
-        with XOR instead of CRC32; ``memo/32`` keys the LUT with the thesis's 32-bit signature
-        (``memo`` alone: 64-bit keys)."""
+        with XOR instead of CRC32; ``re/uniforms`` signs as each draw's constants block only its
+        uniform values, as Frame Coherence §4.1.5 describes (``re`` alone: the uniforms and the
+        draw state, see :mod:`~tilesim.render.techniques.rendering_elimination`); ``memo/32``
+        keys the LUT with the thesis's 32-bit signature (``memo`` alone: 64-bit keys)."""
         spec, _, variant = (name or "baseline").partition("/")
         if not variant:
             return cls.parse(spec, source=source, dsr_parameters=dsr_parameters)
         if variant in SIGNATURE_KINDS and "re" in spec.split("+"):
             return cls.parse(spec, source=source, signature=variant,
                              dsr_parameters=dsr_parameters)
+        if variant in CONSTANTS_BLOCKS and "re" in spec.split("+"):
+            return cls.parse(spec, source=source, constants_block=variant,
+                             dsr_parameters=dsr_parameters)
         if variant in MEMO_KEY_BITS and "memo" in spec.split("+"):
             return cls.parse(spec, source=source, dsr_parameters=dsr_parameters,
                              memo_key_bits=int(variant))
-        raise InputError(f"unknown variant {variant!r} of {spec!r}: RE takes /crc32 or /xor, "
-                         "memo /64 or /32", source=source)
+        raise InputError(f"unknown variant {variant!r} of {spec!r}: RE takes /crc32, /xor, "
+                         "/state or /uniforms, memo /64 or /32", source=source)
 
     @classmethod
     def parse(cls, spec: str | None, *, source: str | None = None, signature: str = "crc32",
-              dsr_parameters=None, memo_key_bits: int = 64) -> Techniques:
+              dsr_parameters=None, memo_key_bits: int = 64,
+              constants_block: str = "state") -> Techniques:
         """``baseline`` or switches joined by ``+`` (``te``, ``re``, ``evr``, ``re+evr``,
         ``dsr``, ``memo``)."""
         spec = (spec or "baseline").strip().lower()
@@ -86,8 +96,11 @@ class Techniques(PipelineHooks):
         if signature not in SIGNATURE_KINDS:
             raise InputError(f"unknown signature {signature!r}: expected one of "
                              f"{', '.join(SIGNATURE_KINDS)}", source=source)
+        if constants_block not in CONSTANTS_BLOCKS:
+            raise InputError(f"unknown RE constants block {constants_block!r}: expected one of "
+                             f"{', '.join(CONSTANTS_BLOCKS)}", source=source)
         return cls(frozenset(names), signature=signature, dsr_parameters=dsr_parameters,
-                   memo_key_bits=memo_key_bits)
+                   memo_key_bits=memo_key_bits, constants_block=constants_block)
 
     @property
     def name(self) -> str:
@@ -104,7 +117,8 @@ class Techniques(PipelineHooks):
         if "re" in self.enabled:
             from tilesim.render.techniques.rendering_elimination import RenderingElimination
 
-            self.re = RenderingElimination(target, kind=self.signature)
+            self.re = RenderingElimination(target, kind=self.signature,
+                                           constants_block=self.constants_block)
         if "evr" in self.enabled:
             from tilesim.render.techniques.early_visibility import EarlyVisibility
 

@@ -21,6 +21,21 @@ RE is off for a frame (``re_disabled``) when programs or textures change during 
 frame renders to more than one target (§4.1.5). A tile is only skippable when the frame starts
 it from a full color clear and clears its depth before any draw tests depth there, since
 otherwise last frame's contents are an input.
+
+The constants block. Frame Coherence §4.1.5 signs, per drawcall, "the set of constants
+associated to those primitives" (the scene constants: uniform values) and leaves out the
+shader program and the textures, which the driver sees change (RE is then off for the frame).
+It says nothing of the rest of the draw state or of clears, yet they decide colors too: with
+the same uniforms and primitives, a draw that blends differently, tests depth with another
+function, writes another color mask or lands in another viewport, or a clear to another color,
+gives other colors under an equal signature. tilesim therefore also signs (the default,
+``constants_block="state"``) the draw state the raster phase reads (:func:`draw_state_bytes`:
+96 bytes plus 12 per bound texture, 12 + 1.5 per texture 64-bit sub-blocks more per block) and
+every clear; a block is signed again whenever any of it changes, which restarts the constant
+bitmap (§4.2.1) and folds the new block into the tiles once more. ``constants_block=
+"uniforms"`` (the ``re/uniforms`` variant) signs what §4.1.5 describes, the uniform values only
+and no clears, so a user can measure what the extra state costs and what it prevents: the
+checking mode counts the tiles it would skip wrongly (``re_false_positives``).
 """
 
 from __future__ import annotations
@@ -58,25 +73,44 @@ def draw_state_bytes(draw) -> bytes:
     Unit: the uniform values of both stages, then the draw state the raster phase reads packed
     into 32-bit registers (program, bound textures and their versions, depth/blend/mask/
     scissor state, viewport and render rectangle). Everything besides its primitives that
-    decides the colors the draw writes is here, so equal blocks mean equal results."""
+    decides the colors the draw writes is here, so equal blocks mean equal results.
+
+    State of a disabled unit is left out (written as zeros): blend equations, functions and
+    color without blending, the depth function and mask without the depth test (the GL ES 2.0
+    specification, Depth Buffer Test: no test, no depth write), the cull mode without
+    culling, the polygon offset without offset fill. Programs leave such state behind from
+    earlier draws; signed, it made equal frames sign differently (match3's frame 1: every
+    tile rendered again)."""
     f = draw.fragment
     words = [draw.program.ident]
     for samp, texture in sorted(draw.texture_units.items()):
         words += [samp, -1 if texture is None else texture.name,
                   -1 if texture is None else texture.version]
-    flags = (f.depth_test | f.depth_mask << 1 | f.blend << 2 | f.scissor_test << 3
-             | f.cull_face << 4 | f.polygon_offset_fill << 5
+    depth_on = bool(f.depth_test)
+    flags = (f.depth_test | (f.depth_mask and depth_on) << 1 | f.blend << 2
+             | f.scissor_test << 3 | f.cull_face << 4 | f.polygon_offset_fill << 5
              | sum(int(m) << (6 + k) for k, m in enumerate(f.color_mask)))
-    words += [flags, _code(f.depth_func) << 16 | _code(f.front_face),
-              _code(f.cull_mode) << 16 | _code(f.blend_eq_rgb),
-              _code(f.blend_eq_alpha) << 16 | _code(f.blend_src_rgb),
-              _code(f.blend_dst_rgb) << 16 | _code(f.blend_src_alpha),
-              _code(f.blend_dst_alpha), *draw.viewport, *draw.rect]
-    floats = [*f.depth_range, *f.blend_color, *f.polygon_offset, f.line_width]
+    blend = [_code(f.blend_eq_rgb), _code(f.blend_eq_alpha), _code(f.blend_src_rgb),
+             _code(f.blend_dst_rgb), _code(f.blend_src_alpha), _code(f.blend_dst_alpha)] \
+        if f.blend else [0] * 6
+    depth_func = _code(f.depth_func) if depth_on else 0
+    cull_mode = _code(f.cull_mode) if f.cull_face else 0
+    words += [flags, depth_func << 16 | _code(f.front_face), cull_mode << 16 | blend[0],
+              blend[1] << 16 | blend[2], blend[3] << 16 | blend[4], blend[5],
+              *draw.viewport, *draw.rect]
+    blend_color = list(f.blend_color) if f.blend else [0.0] * 4
+    offset = list(f.polygon_offset) if f.polygon_offset_fill else [0.0, 0.0]
+    floats = [*f.depth_range, *blend_color, *offset, f.line_width]
     registers = (np.asarray(words, dtype=np.int64).astype(np.uint32).tobytes()
                  + np.asarray(floats, dtype=np.float32).tobytes())
+    return uniform_bytes(draw) + registers
+
+
+def uniform_bytes(draw) -> bytes:
+    """The constants block as Frame Coherence §4.1.5 describes it: the drawcall's constants,
+    the uniform values of both stages."""
     return (np.ascontiguousarray(draw.vs_constants).tobytes()
-            + np.ascontiguousarray(draw.fs_constants).tobytes() + registers)
+            + np.ascontiguousarray(draw.fs_constants).tobytes())
 
 
 @functools.lru_cache(maxsize=8)
@@ -101,8 +135,12 @@ def _as_rows(data: bytes) -> np.ndarray:
 
 
 class RenderingElimination:
-    def __init__(self, target: RenderTarget, kind: str = "crc32"):
+    def __init__(self, target: RenderTarget, kind: str = "crc32",
+                 constants_block: str = "state"):
         self.tiles = target.tile_count
+        # "state": uniforms, draw state and clears are signed; "uniforms": §4.1.5's block only.
+        self.block_of = draw_state_bytes if constants_block == "state" else uniform_bytes
+        self.signs_clears = constants_block == "state"
         self.otq_entries = ot_queue_entries()
         self.signatures = TileSignatures(self.tiles, kind=kind)
         self.xp = self.signatures.xp
@@ -161,7 +199,7 @@ class RenderingElimination:
             self.old_depth_read[touched] |= ~self.fresh_depth[touched]
         if tiles.size == 0:
             return
-        constants = draw_state_bytes(draw)
+        constants = self.block_of(draw)
         if constants != self.constants:
             # New constants: signed once; the bitmap restarts (§4.2.1).
             self.constants = constants
@@ -204,10 +242,12 @@ class RenderingElimination:
         t = target.tile_size
         ty, tx = xp.mgrid[y0 // t:(y1 - 1) // t + 1, x0 // t:(x1 - 1) // t + 1]
         tiles = (ty * target.tiles_x + tx).ravel()
-        block = repr(("clear", color, depth, color_mask, rect)).encode()
-        crc, blocks = self.signatures.sign_bytes(_as_rows(block))
-        self._signed(counters, tiles[:1], blocks)
-        self._fold(counters, tiles, xp.full(tiles.size, crc[0]), xp.full(tiles.size, blocks[0]))
+        if self.signs_clears:
+            block = repr(("clear", color, depth, color_mask, rect)).encode()
+            crc, blocks = self.signatures.sign_bytes(_as_rows(block))
+            self._signed(counters, tiles[:1], blocks)
+            self._fold(counters, tiles, xp.full(tiles.size, crc[0]),
+                       xp.full(tiles.size, blocks[0]))
         # Tiles wholly inside the rectangle, cleared in full before any draw touched them,
         # do not depend on last frame's contents.
         full_x = (tx * t >= x0) & (xp.minimum((tx + 1) * t, target.width) <= x1)

@@ -24,6 +24,13 @@ Time Prediction of 3D GPU Rendering, seed 003 §VI; Hua Ma's thesis, seed 000 §
   flushes (one command group of uploads); then a clear, one textured quad turning in front
   of the camera (glmark2's texture program; in frame 0 also with the other filter) and the
   swap.
+- ``vertex-stream``: a streaming-vertex program (000 §5.5's buffer-size class for vertex
+  data): a waving surface animated on the CPU every frame, as a cloth or water simulation
+  is, a grid of 16 to 128 cells a side (at random) drawn as two lit triangles a cell
+  (es2gears' program, 24 bytes a vertex, 37 KB to 2.4 MB a frame). Its vertex buffer is
+  re-uploaded every frame: glBufferData when the grid's size changes, else glBufferData of
+  the same size (orphaning, the usual streaming idiom) or glBufferSubData, at random; then
+  glFlush (the upload group, as in ``texture-stream``); then a clear, the draw and the swap.
 
 May import: ``render.traces``, ``render.gl``, ``tilesim.shaders`` and the ``tilesim`` base.
 """
@@ -290,10 +297,79 @@ def texture_stream(width: int = GLMARK2_SIZE[0], height: int = GLMARK2_SIZE[1],
     return gl.recorded_frames()
 
 
+# --- vertex-stream ------------------------------------------------------------------------------
+
+VERTEX_STREAM_CELLS = (16, 32, 64, 128)
+
+
+def wave_surface(cells: int, t: float) -> np.ndarray:
+    """(6 cells^2, 6) float32 [position, normal] rows of the surface
+    z = 0.12 sin(3x + t) cos(2y + 0.7t) over [-1, 1]^2, two triangles a cell."""
+    axis = np.linspace(-1.0, 1.0, cells + 1)
+    x, y = np.meshgrid(axis, axis, indexing="xy")
+    z = 0.12 * np.sin(3 * x + t) * np.cos(2 * y + 0.7 * t)
+    dzdx = 0.36 * np.cos(3 * x + t) * np.cos(2 * y + 0.7 * t)
+    dzdy = -0.24 * np.sin(3 * x + t) * np.sin(2 * y + 0.7 * t)
+    normal = np.stack([-dzdx, -dzdy, np.ones_like(z)], axis=-1)
+    normal /= np.linalg.norm(normal, axis=-1, keepdims=True)
+    grid = np.concatenate([np.stack([x, y, z], axis=-1), normal], axis=-1).reshape(-1, 6)
+    corner = (np.arange(cells)[None, :] + (cells + 1) * np.arange(cells)[:, None]).ravel()
+    row = cells + 1
+    # counter-clockwise seen from +z: (0, 1, row + 1) and (0, row + 1, row)
+    triangles = np.stack([corner, corner + 1, corner + row + 1,
+                          corner, corner + row + 1, corner + row], axis=1).ravel()
+    return grid[triangles].astype(np.float32)
+
+
+def vertex_stream(width: int = GLMARK2_SIZE[0], height: int = GLMARK2_SIZE[1],
+                  frames: int = 30, seed: int = 0, cells=VERTEX_STREAM_CELLS
+                  ) -> list[list[Command]]:
+    """A vertex-upload stream (see the module doc): per frame an upload group (bufferData
+    or bufferSubData of the animated surface, glFlush), then a clear, the draw and the
+    swap."""
+    rng = np.random.default_rng(seed)
+    gl = Recorder(width, height, name="vertex-stream")
+    program = corpus_program("es2gears-")
+    prog = gl.createProgram(program.vertex_glsl, program.fragment_glsl, compiled=program)
+    gl.useProgram(prog)
+    vbo = gl.createBuffer()
+    gl.bindBuffer("ARRAY_BUFFER", vbo)
+    gl.vertexAttribPointer(gl.getAttribLocation(prog, "position"), 3, "FLOAT", False, 24, 0)
+    gl.vertexAttribPointer(gl.getAttribLocation(prog, "normal"), 3, "FLOAT", False, 24, 12)
+    gl.enableVertexAttribArray(gl.getAttribLocation(prog, "position"))
+    gl.enableVertexAttribArray(gl.getAttribLocation(prog, "normal"))
+    gl.uniform4f(gl.getUniformLocation(prog, "LightSourcePosition"), 5.0, 5.0, 10.0, 1.0)
+    gl.uniform4f(gl.getUniformLocation(prog, "MaterialColor"), 0.2, 0.5, 0.8, 1.0)
+    gl.enable("DEPTH_TEST")
+    gl.clearColor(0.0, 0.0, 0.0, 1.0)
+    projection = perspective(60.0, width / height, 1.0, 1024.0)
+    mvp_loc = gl.getUniformLocation(prog, "ModelViewProjectionMatrix")
+    normal_loc = gl.getUniformLocation(prog, "NormalMatrix")
+    model_view = translate(0.0, 0.0, -2.6) @ rotate("x", -50.0)
+    gl.uniformMatrix4fv(mvp_loc, False, (projection @ model_view).astype(np.float32).T.ravel())
+    gl.uniformMatrix4fv(normal_loc, False,
+                        np.linalg.inv(model_view).T.astype(np.float32).T.ravel())
+    current = None
+    for f in range(frames):
+        side = int(rng.choice(cells))
+        vertices = wave_surface(side, 0.15 * f)
+        orphan = bool(rng.random() < 0.5)
+        if side != current or orphan:
+            gl.bufferData("ARRAY_BUFFER", vertices, "STREAM_DRAW")
+            current = side
+        else:
+            gl.bufferSubData("ARRAY_BUFFER", 0, vertices)
+        gl.flush()
+        gl.clear("COLOR_BUFFER_BIT", "DEPTH_BUFFER_BIT")
+        gl.drawArrays("TRIANGLES", 0, len(vertices))
+        gl.endFrame()
+    return gl.recorded_frames()
+
+
 # --- registry --------------------------------------------------------------------------------
 
 PREDICTION_WORKLOADS = ("es2gears", "glmark2-build", "glmark2-shading", "clearspd",
-                        "clearspd-alternating", "texture-stream")
+                        "clearspd-alternating", "texture-stream", "vertex-stream")
 
 
 def write_prediction_workload(name: str, path: str | os.PathLike, frames: int, seed: int = 0,
@@ -315,6 +391,9 @@ def write_prediction_workload(name: str, path: str | os.PathLike, frames: int, s
     elif name == "texture-stream":
         width, height = size or GLMARK2_SIZE
         commands = texture_stream(width, height, frames, seed)
+    elif name == "vertex-stream":
+        width, height = size or GLMARK2_SIZE
+        commands = vertex_stream(width, height, frames, seed)
     elif name == "clearspd-alternating":
         sizes = ALTERNATING_SIZES if size is None else (size, ALTERNATING_SIZES[1])
         commands, contexts = clearspd_alternating(frames, sizes)
