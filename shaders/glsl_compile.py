@@ -48,6 +48,14 @@ Registers are written as in TGSI (``"IN[0]"``, ``"OUT[1]"``, ``"SAMP[2]"``), sem
     ``{"vertex": [...], "fragment": [...]}``: ``{name, register, semantic, components}`` (+
     ``interpolation`` for fragment inputs) for gl_Position, gl_PointSize, gl_FragCoord,
     gl_FrontFacing, gl_PointCoord, gl_FragColor / gl_FragData.
+``precision`` (optional: interfaces written before it have none, and run in float32)
+    ``{"version": 1, "rule": text, "vertex": stage, "fragment": stage}`` with stage
+    ``{"registers": {"IN[1]": "mmhh", "CONST[0][2]": "hhhh", "SAMP[0]": "l", ...},
+    "instructions": ["mm--", "----", ...]}``: the GLSL precision (``h`` highp, ``m`` mediump,
+    ``l`` lowp, ``-`` none) of each component of the registers the stage reads, from Mesa's NIR
+    ``decl_var`` qualifiers, and of each channel (xyzw) each TGSI instruction writes, one string
+    per instruction in program order (:mod:`tilesim.shaders.precision`). The interpreter's fp16
+    mediump mode computes the ``m`` and ``l`` channels in 16-bit floats.
 
 Every IN/OUT/SV/SAMP register declared in either TGSI text appears in exactly the entries above;
 :func:`compile_program` raises if one is left unexplained.
@@ -67,12 +75,15 @@ from pathlib import Path
 from tilesim.atomic import write_text
 from tilesim.errors import InputError, ToolMissing
 from tilesim.mesa import EXIT_NO_MESA, child_environment
-from tilesim.shaders import mesa_dump
+from tilesim.shaders import mesa_dump, precision
 from tilesim.shaders.mesa_dump import Dcl, MesaOutputError, NirVar, StageDump
 from tilesim.shaders.mesa_softpipe_child import MARKER_BEGIN, MARKER_END
+from tilesim.shaders.parser import parse
 
 INTERFACE_FORMAT = "tilesim-shader-interface"
 INTERFACE_VERSION = 1
+PRECISION_RULE = ("GLSL ES 1.00 section 4.5.2 per written channel, as Mesa's "
+                  "lower_precision.cpp applies it (tilesim.shaders.precision)")
 DEBIAN_PACKAGES = "libgl1-mesa-dri libegl1 libgles2"
 STAGES = ("vertex", "fragment")
 CHILD_SCRIPT = Path(__file__).resolve().parent / "mesa_softpipe_child.py"
@@ -221,6 +232,7 @@ def compile_many(sources: list[ProgramSource]) -> list[CompiledProgram]:
         where = f"Mesa output for {source.name}"
         try:
             stages = mesa_dump.split_stages(segments.get(str(index), ""), where=where)
+            declared = mesa_dump.glsl_ir_precisions(segments.get(str(index), ""), where=where)
             probes = [mesa_dump.split_stages(segments.get(f"{index}.probe{r}", ""),
                                              where=f"{where} (varying probe {r})")
                       for r in range(len(res["probes"]))]
@@ -229,7 +241,7 @@ def compile_many(sources: list[ProgramSource]) -> list[CompiledProgram]:
         try:
             interface = build_interface(source, res, stages, probes,
                                         {"renderer": result["renderer"],
-                                         "version": result["version"]})
+                                         "version": result["version"]}, declared)
         except RuntimeError as exc:
             raise RuntimeError(f"{source.name}: {exc}") from exc
         programs.append(CompiledProgram(
@@ -249,7 +261,10 @@ def _run_child(sources: list[ProgramSource]) -> tuple[dict, str]:
         # keeps the package's __init__ (numpy, the interpreter) out of the Mesa process.
         proc = subprocess.run(
             [sys.executable, "-I", str(CHILD_SCRIPT), str(req_path), str(res_path)],
-            env=child_environment("softpipe", SOFTPIPE_DEBUG="vs,fs"), capture_output=True,
+            # MESA_GLSL=dump adds the linked GLSL IR, whose declarations carry every
+            # variable's precision (the NIR packs varyings and keeps one precision per pack).
+            env=child_environment("softpipe", SOFTPIPE_DEBUG="vs,fs", MESA_GLSL="dump"),
+            capture_output=True,
             check=False)
         stderr = proc.stderr.decode("utf-8", "replace")
         if proc.returncode == EXIT_NO_MESA:
@@ -365,8 +380,11 @@ def _parse_nir_type(text: str) -> tuple[str, int | None]:
 
 
 def build_interface(source: ProgramSource, res: dict, stages: dict[str, StageDump],
-                    probes: list[dict[str, StageDump]], mesa: dict) -> dict:
-    """Assemble interface.json (see the module docstring) for one linked program."""
+                    probes: list[dict[str, StageDump]], mesa: dict,
+                    declared: dict[str, dict[str, str]] | None = None) -> dict:
+    """Assemble interface.json (see the module docstring) for one linked program.
+    ``declared``: per stage, the precision qualifier of each global variable from Mesa's
+    GLSL IR (:func:`mesa_dump.glsl_ir_precisions`); it takes precedence over the NIR's."""
     regs = {stage: _Registers(stage, stages[stage].tgsi) for stage in STAGES}
     nir = {stage: stages[stage].nir_vars for stage in STAGES}
     interface = {
@@ -386,7 +404,34 @@ def build_interface(source: ProgramSource, res: dict, stages: dict[str, StageDum
         if left:
             raise RuntimeError(f"the {stage} TGSI declares {', '.join(left)}, which no GLSL "
                                "variable explains")
+    interface["precision"] = _precision(interface, stages, source, declared or {})
     return interface
+
+
+def _nir_precisions(nir_vars: list[NirVar]) -> dict[str, str | None]:
+    """GLSL name -> precision qualifier of every NIR variable; a varying Mesa packed with
+    others (``packed:a,b.xy``) gives its members the packed variable's precision."""
+    out: dict[str, str | None] = {}
+    for var in nir_vars:
+        if var.name.startswith("packed:"):
+            for member in var.name[len("packed:"):].split(","):
+                out.setdefault(re.split(r"[\[.]", member, maxsplit=1)[0], var.precision)
+        else:
+            out[var.name] = var.precision
+    return out
+
+
+def _precision(interface: dict, stages: dict[str, StageDump], source: ProgramSource,
+               declared: dict[str, dict[str, str]]) -> dict:
+    """The ``precision`` entry of interface.json (module docstring)."""
+    entry: dict = {"version": precision.PRECISION_FORMAT_VERSION, "rule": PRECISION_RULE}
+    for stage in STAGES:
+        qualifiers = {**_nir_precisions(stages[stage].nir_vars), **declared.get(stage, {})}
+        registers = precision.register_precisions(interface, stage, qualifiers)
+        program = parse(stages[stage].tgsi, source=source.origin(stage) + " (TGSI)")
+        entry[stage] = {"registers": dict(sorted(registers.items())),
+                        "instructions": precision.instruction_precisions(program, registers)}
+    return entry
 
 
 def _attributes(active: list[dict], nir_vars: list[NirVar], regs: _Registers) -> list[dict]:

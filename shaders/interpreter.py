@@ -9,6 +9,19 @@ lane is not computed. Registers hold raw 32-bit patterns (uint32 arrays of shape
 (registers, 4, N)); float and integer opcodes view them as they need.
 
 Works on NumPy or CuPy: the backend is taken from the input arrays.
+
+Precision (``mediump``): by default every float instruction computes in float32, as Mesa
+softpipe (whose TGSI this runs) does. In fp16 mode (``Interpreter(program, precision=...,
+mediump="fp16")``, the precision from ``interface.json``, :mod:`tilesim.shaders.precision`)
+the channels an instruction computes at mediump or lowp are computed as Mesa llvmpipe does
+after its ``lower_precision`` pass, and as mobile GPUs (Mali-class, the thesis's Table 3.1
+baseline) run mediump: each float source is converted to fp16 (a varying or uniform read
+in 32 bits is converted where a mediump operation reads it; constants are converted), the
+operation is computed in float32 and its result rounded to fp16 (round to nearest even,
+beyond +-65504 to +-inf, fp16 subnormals kept: x86 F16C conversions, which llvmpipe uses,
+do not flush them). A plain copy (MOV) converts nothing, as Mesa adds no conversion to a
+bare variable read; texture coordinates are not converted (the lookup's result takes the
+sampler's precision).
 """
 
 from __future__ import annotations
@@ -24,7 +37,17 @@ from tilesim.backend import xp as active_xp
 from tilesim.errors import InputError
 from tilesim.shaders import opcodes as ops
 from tilesim.shaders.ir import Instruction, Program, SrcOperand
-from tilesim.shaders.opcodes import COMPONENT, DOT, F32, I32, OPCODES, REPLICATE, U32
+from tilesim.shaders.opcodes import (
+    COMPONENT,
+    DOT,
+    F32,
+    I32,
+    OPCODES,
+    REPLICATE,
+    U32,
+    to_half,
+)
+from tilesim.shaders.precision import lowered_channels, lowered_products
 from tilesim.shaders.sampling import (
     BIAS,
     EXPLICIT,
@@ -86,6 +109,9 @@ class Execution:
     trace: tuple[Any, Any] | None = None
 
 
+MEDIUMP_MODES = ("fp32", "fp16")
+
+
 class UnsupportedOpcode(InputError):
     """The program uses a TGSI opcode the interpreter does not implement."""
 
@@ -140,10 +166,28 @@ class Interpreter:
     """A prepared program. ``run`` executes it over arrays of lanes; it may be called often."""
 
     def __init__(self, program: Program, *, instruction_budget: int | None = None,
-                 call_depth: int | None = None):
+                 call_depth: int | None = None, precision: list[str] | None = None,
+                 mediump: str = "fp32"):
         """``instruction_budget`` / ``call_depth``: the limits of one invocation (None: the
-        run's, ``TILESIM_INSTRUCTION_BUDGET`` / ``TILESIM_CALL_DEPTH``, else the defaults)."""
+        run's, ``TILESIM_INSTRUCTION_BUDGET`` / ``TILESIM_CALL_DEPTH``, else the defaults).
+        ``mediump``: "fp32" (every float in float32) or "fp16" (mediump and lowp channels in
+        16-bit floats, module docstring); ``precision``: per instruction, the precision
+        letters of its channels (``interface.json``'s ``precision``); None (an interface
+        written before precision was recorded): every instruction runs in float32."""
+        if mediump not in MEDIUMP_MODES:
+            raise ValueError(f"mediump must be one of {MEDIUMP_MODES}, got {mediump!r}")
+        if precision is not None and len(precision) != len(program.instructions):
+            raise InputError(f"precision lists {len(precision)} instructions, the program has "
+                             f"{len(program.instructions)}", source=program.source)
         self.program = program
+        self.mediump = mediump
+        # Per instruction, the channels computed in fp16 (empty: float32).
+        self.lowered: list[tuple[int, ...]] = (
+            lowered_channels(precision) if mediump == "fp16" and precision is not None
+            else [()] * len(program.instructions))
+        self.lowered_products: list[tuple[int, ...]] = (
+            lowered_products(precision) if mediump == "fp16" and precision is not None
+            else [()] * len(program.instructions))
         self.instruction_budget = (_limit(BUDGET_ENV, INSTRUCTION_BUDGET)
                                    if instruction_budget is None else instruction_budget)
         self.call_depth = (_limit(CALL_DEPTH_ENV, MAX_CALL_DEPTH) if call_depth is None
@@ -273,6 +317,9 @@ class _Run:
         self.dead_warps = None  # lanes of warps whose every lane was killed
         self.counter = DynamicCounter(xp, n)
         self.record_trace = record_trace
+        # fp16 mode, the instruction being executed: per source row / result row, whether it
+        # is rounded to fp16 (None: nothing is).
+        self.half_rows: list[bool] | None = None
         self.trace_pc: list[int] = []
         self.trace_masks: list[Any] = []
         self._update_exec()
@@ -350,6 +397,8 @@ class _Run:
                 v = self.xp.abs(v)
             if src.negate:
                 v = -v
+            if kind == "float" and self.half_rows is not None:
+                v = self._round_rows(v, self.half_rows)
             return v
         if kind == "int":
             v = bits.view(I32)
@@ -368,6 +417,11 @@ class _Run:
         xp = self.xp
         dst = inst.dst[0]
         channels = list(dst.writemask) if channels is None else channels
+        lowered = self.interp.lowered[inst.number] if inst.number < len(
+            self.interp.lowered) else ()
+        if lowered and kind == "float" and inst.opcode != "MOV":
+            value = self._round_rows(value.astype(F32, copy=False),
+                                     [c in lowered for c in channels])
         if inst.saturate and kind in ("float", "any"):
             value = value.view(F32) if value.dtype == U32 else value.astype(F32, copy=False)
             # NaN saturates to 0, as llvmpipe does.
@@ -397,6 +451,35 @@ class _Run:
                 target[c] = bits[i]
             else:
                 xp.copyto(target[c], xp.broadcast_to(bits[i], (self.n,)), where=self.exec)
+
+    def _half_rows(self, inst: Instruction, info) -> list[bool] | None:
+        """fp16 mode: which source rows of ``inst`` are rounded to fp16 (None: none). A
+        component-wise instruction reads one row per written channel, so its rows follow its
+        channels' precisions; the others compute every channel from the same rows, all of
+        one precision. MOV copies and texture coordinates are never rounded (module
+        docstring); results are rounded in ``store``."""
+        lowered = self.interp.lowered[inst.number] if inst.number < len(
+            self.interp.lowered) else ()
+        if not lowered or inst.opcode == "MOV" or info.category == ops.TEX:
+            return None
+        if info.shape == COMPONENT:
+            return [c in lowered for c in inst.dst[0].writemask]
+        return [True]
+
+    def _round_rows(self, value, rows: list[bool]):
+        """``value`` (k, N) or (k, 1) float32 with the rows flagged in ``rows`` (one flag per
+        row, or one for all) rounded to fp16."""
+        return self._select_rows(rows, to_half(value), value) if any(rows) else value
+
+    def _select_rows(self, rows: list[bool], flagged, other):
+        """Rows of ``flagged`` where ``rows`` says so, of ``other`` elsewhere."""
+        if len(rows) != other.shape[0]:
+            rows = rows[:1] * other.shape[0]
+        if all(rows):
+            return flagged
+        if not any(rows):
+            return other
+        return self.xp.where(self.xp.asarray(rows)[:, None], flagged, other)
 
     # -- execution --------------------------------------------------------------------------
 
@@ -430,6 +513,7 @@ class _Run:
                     self._count(pc, info, self.cond & self.loop & self.func)
                 elif self.exec_any:
                     self._count(pc, info)
+                self.half_rows = self._half_rows(inst, info)
                 if op in ("IF", "UIF"):
                     if self.exec_any:
                         x = self.fetch(inst.src[0], [0], "float" if op == "IF" else "uint")[0]
@@ -517,10 +601,22 @@ class _Run:
                 elif info.shape == COMPONENT:
                     channels = list(inst.dst[0].writemask)
                     args = [self.fetch(s, channels, info.src_type) for s in inst.src]
-                    self.store(inst, info.fn(*args), info.dst_type)
+                    value = info.fn(*args)
+                    if self.half_rows is not None and op in ops.FP16_FORMS:
+                        value = self._select_rows(self.half_rows,
+                                                  ops.FP16_FORMS[op](*args), value)
+                    products = self.interp.lowered_products[pc]
+                    if products:  # a mediump product inside a highp MAD
+                        a, b, c = args
+                        value = self._select_rows([ch in products for ch in channels],
+                                                  to_half(to_half(a) * to_half(b)) + c, value)
+                    self.store(inst, value, info.dst_type)
                 elif info.shape == REPLICATE:
                     args = [self.fetch(s, [0], info.src_type) for s in inst.src]
-                    value = info.fn(*args)
+                    fn = info.fn
+                    if self.half_rows is not None:
+                        fn = ops.FP16_FORMS.get(op, fn)
+                    value = fn(*args)
                     mask = inst.dst[0].writemask
                     self.store(inst, self.xp.broadcast_to(value, (len(mask), value.shape[1])),
                                info.dst_type)
@@ -528,9 +624,12 @@ class _Run:
                     channels = list(range(info.dot_width))
                     a = self.fetch(inst.src[0], channels, "float")
                     b = self.fetch(inst.src[1], channels, "float")
-                    value = a[0] * b[0]
-                    for c in channels[1:]:
-                        value = value + a[c] * b[c]
+                    if self.half_rows is not None:
+                        value = ops.dot_fp16(a, b)
+                    else:
+                        value = a[0] * b[0]
+                        for c in channels[1:]:
+                            value = value + a[c] * b[c]
                     mask = inst.dst[0].writemask
                     self.store(inst, self.xp.broadcast_to(value, (len(mask), value.shape[-1])),
                                "float")

@@ -115,8 +115,11 @@ def split_stages(text: str, *, where: str) -> dict[str, StageDump]:
             if nir_stage is None:
                 raise MesaOutputError(f"{where}: unexpected NIR stage {kind}")
             stages.setdefault(nir_stage, StageDump(nir_stage))
-            if stages[nir_stage].nir_vars or stages[nir_stage].tgsi:
+            if stages[nir_stage].tgsi:
                 raise MesaOutputError(f"{where}: Mesa printed the {nir_stage} shader twice")
+            # With MESA_GLSL=dump Mesa prints each stage's NIR once more before the driver
+            # does; the driver's print, the last before the TGSI, is the one kept.
+            stages[nir_stage].nir_vars = []
         elif line.startswith("decl_var ") and nir_stage is not None:
             stages[nir_stage].nir_vars.append(parse_decl_var(line))
         elif line in TGSI_HEADER:
@@ -137,6 +140,36 @@ def split_stages(text: str, *, where: str) -> dict[str, StageDump]:
             raise MesaOutputError(f"{where}: Mesa printed no TGSI for the {stage} shader "
                                   "(is SOFTPIPE_DEBUG=vs,fs honoured and the driver softpipe?)")
     return stages
+
+
+_IR_DECLARE_RE = re.compile(
+    r"^\(declare \((?P<qualifiers>[^)]*)\) (?P<type>\(array [^)]*\)|\w+) (?P<name>[\w@]+)\)$")
+
+
+def glsl_ir_precisions(text: str, *, where: str) -> dict[str, dict[str, str]]:
+    """Precision qualifiers of the global variables of a linked program, per stage, from the
+    GLSL IR Mesa prints with ``MESA_GLSL=dump``: ``{"vertex": {name: "highp", ...},
+    "fragment": {...}}``. Unlike the NIR, which may pack several varyings into one variable
+    (``packed:a,b``) and print only the first one's precision, the IR keeps every variable.
+
+    The linked IR is two top-level blocks, each opening with a line ``(``, in stage order
+    (vertex, fragment); a variable without a qualifier is left out.
+    """
+    blocks: list[dict[str, str]] = []
+    for line in text.split("\n"):
+        if line == "(":
+            blocks.append({})
+            continue
+        m = _IR_DECLARE_RE.match(line)
+        if m is None or not blocks:
+            continue
+        for qualifier in m["qualifiers"].split():
+            if qualifier in ("highp", "mediump", "lowp"):
+                blocks[-1][m["name"]] = qualifier
+    if len(blocks) != 2:
+        raise MesaOutputError(f"{where}: expected the GLSL IR of two linked stages "
+                              f"(MESA_GLSL=dump), found {len(blocks)} blocks")
+    return {"vertex": blocks[0], "fragment": blocks[1]}
 
 
 _DCL_RE = re.compile(

@@ -224,14 +224,20 @@ def highp_source(fragment_glsl: str) -> str:
     floats (normalize() of a mediump vec3 is off by ~7e-4), while softpipe, whose TGSI the
     interpreter runs, computes everything in float32 whatever the precision.
     """
-    text = _LOW_PRECISION_RE.sub("highp", fragment_glsl)
-    for line in _COMMENT_RE.sub(" ", text).split("\n"):
+    return es_source(_LOW_PRECISION_RE.sub("highp", fragment_glsl))
+
+
+def es_source(fragment_glsl: str) -> str:
+    """The program as written, with ``#version 100`` first unless it has a ``#version`` line
+    (a desktop context reads a text without one as GLSL 1.10): llvmpipe then computes its
+    ``mediump`` / ``lowp`` arithmetic in 16-bit floats, as the interpreter's fp16 mode does."""
+    for line in _COMMENT_RE.sub(" ", fragment_glsl).split("\n"):
         stripped = line.strip()
         if stripped:
             if stripped.startswith("#") and stripped[1:].lstrip().startswith("version"):
-                return text
+                return fragment_glsl
             break
-    return "#version 100\n" + text
+    return "#version 100\n" + fragment_glsl
 
 
 # ----------------------------------------------------------------------------------------------

@@ -427,6 +427,61 @@ for _name, _nsrc in (("IF", 1), ("UIF", 1), ("ELSE", 0), ("ENDIF", 0), ("BGNLOOP
 
 OPCODES: dict[str, OpInfo] = {info.name: info for info in _INFOS}
 
+
+def to_half(value):
+    """float32 values rounded to the nearest fp16 (ties to even; beyond +-65504 to +-inf; fp16
+    subnormals kept, as x86 F16C conversions give them), returned as float32: one array round
+    trip, the same on NumPy and CuPy."""
+    with np.errstate(over="ignore"):  # overflow to infinity is the intended result
+        return value.astype(np.float16).astype(F32)
+
+
+
+
+def _rsq_fp16(a):
+    # llvmpipe's 16-bit inversesqrt is a square root and a reciprocal, each rounded to fp16
+    # (gallivm's lp_build_rsqrt without the fast-rsqrt path; measured against Mesa 22.3).
+    return to_half(F32(1) / to_half(_xp(a).sqrt(a)))
+
+
+def _mad_fp16(a, b, c):
+    # llvmpipe does not fuse 16-bit multiply-adds (its NIR keeps fmul and fadd apart: Mesa
+    # 22.3, MESA_GLSL=dump): the product is rounded to fp16 before the add.
+    return to_half(to_half(a * b) + c)
+
+
+def dot_fp16(a, b):
+    """A 16-bit dot product of (width, N) operands as llvmpipe computes it: NIR's
+    lower_alu_to_scalar turns fdot into multiplies and adds from the last component to the
+    first, each rounded to fp16 (``z*z' + y*y'``, then ``+ x*x'``)."""
+    width = a.shape[0]
+    value = to_half(a[width - 1] * b[width - 1])
+    for c in range(width - 2, -1, -1):
+        value = to_half(value + to_half(a[c] * b[c]))
+    return value
+
+
+def _lrp_fp16(a, b, c):
+    # mix(c, b, a) in 16 bits is c * (1 - a) + b * a in llvmpipe (NIR's flrp lowering when
+    # multiply-adds are not fused), every operation rounded to fp16.
+    return to_half(to_half(b * a) + to_half(c * to_half(F32(1) - a)))
+
+
+def _pow_fp16(a, b):
+    # 16-bit pow is exp2(y * log2(x)) with each step rounded to fp16 in llvmpipe; at x <= 0
+    # the same results as _pow (0 at x == 0, NaN below).
+    xp = _xp(a, b)
+    positive = xp.where(a > 0, a, F32(1))
+    out = to_half(xp.exp2(to_half(to_half(xp.log2(positive)) * b)))
+    return xp.where(a > 0, out, xp.where(a == 0, F32(0), F32(np.nan))).astype(F32)
+
+
+# Opcodes whose 16-bit form (the interpreter's fp16 mediump mode) rounds an intermediate
+# result, where computing in float32 and rounding once would differ from llvmpipe. Measured
+# against Mesa 22.3 llvmpipe's NIR (MESA_GLSL=dump) and images (tests/test_differential_mesa).
+FP16_FORMS: dict[str, Callable] = {"RSQ": _rsq_fp16, "MAD": _mad_fp16, "LRP": _lrp_fp16,
+                                   "POW": _pow_fp16}
+
 # Every opcode name Mesa's TGSI knows (tgsi_info_opcodes.h); the parser accepts these, and the
 # interpreter reports the ones it does not implement (geometry, compute, 64-bit, atomics)
 # instead of skipping them.

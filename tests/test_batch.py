@@ -153,6 +153,7 @@ def test_interrupted_dsr_render_is_not_resumed_as_baseline(tmp_path, capsys):
     (["--tile-size", "8"], "tile size 16 there, 8 asked"),
     (["--traversal", "zorder"], "traversal 'scanline' there, 'zorder' asked"),
     (["--technique", "re/xor"], "technique 're' there, 're/xor' asked"),
+    (["--mediump", "fp16"], "mediump arithmetic none there, 'fp16' asked"),
     (["other trace"], "trace content (SHA-256)"),
     (["same path, new content"], "trace content (SHA-256)"),
     (["other renderer"], "renderer source (SHA-256)"),

@@ -65,6 +65,20 @@ def test_scene_matches_mesa(name, tmp_path):
     assert result.passed
 
 
+@pytest.mark.mesa
+@pytest.mark.slow
+def test_mediump_scene_fails_in_float32():
+    """The mediump scene tests what it claims: rendered in float32 (as softpipe computes),
+    tilesim misses llvmpipe's fp16 image by far (MSSIM 0.645 when written); in its own fp16
+    mode it passes (test_scene_matches_mesa)."""
+    _require_scene_inputs("mediump_precision")
+    assert SCENES["mediump_precision"].mediump == "fp16"
+    result = run_scene("mediump_precision", renderer_options={"mediump": "fp32"})
+    assert result.error is None, result.error
+    assert result.mssim < 0.9, result.failures()
+    assert not result.passed
+
+
 def _render_twice(name: str):
     from tilesim.render.pipeline.renderer import Renderer
 

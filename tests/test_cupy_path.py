@@ -114,6 +114,19 @@ def test_every_conformance_scene_renders_identically_on_the_cupy_path(name):
     assert counters == host_counters
 
 
+def test_fp16_mediump_renders_identically_on_the_cupy_path():
+    """The fp16 mode's roundings (sources, results, llvmpipe's 16-bit forms) on the device."""
+    frames, width, height = record_scene("mediump_precision")
+    host_images, host_counters = render_tilesim(frames, width, height, mediump="fp16")
+    with use_emulated_cupy():
+        images, counters = render_tilesim(frames, width, height, mediump="fp16")
+    for host, device in zip(host_images, images, strict=True):
+        np.testing.assert_array_equal(device, host)
+    assert counters == host_counters
+    fp32_images, _ = render_tilesim(frames, width, height, mediump="fp32")
+    assert not np.array_equal(fp32_images[0], host_images[0])
+
+
 # Scenes that exercise what each technique reacts to: several frames and render targets,
 # depth tests, blending, textures.
 TECHNIQUE_SCENES = ("overlap_order", "depth_funcs", "render_to_texture", "tex_min_filters")

@@ -50,7 +50,8 @@ def open_trace(path: str | os.PathLike) -> Trace:
 def render_frames(trace: str | os.PathLike | Trace, *, frames: Iterable[int] | str | None = None,
            technique: str = "baseline", tile_size: int = 16,
            size: tuple[int, int] | None = None,
-           dsr_parameters: str | os.PathLike | None = None) -> Iterator[FrameResult]:
+           dsr_parameters: str | os.PathLike | None = None,
+           mediump: str | None = None) -> Iterator[FrameResult]:
     """Render ``trace`` (a path or an open :class:`Trace`) and yield a
     :class:`FrameResult` per wanted frame, in order: ``index``, ``image`` ((H, W, 4) uint8
     RGBA) and ``counters`` (``FrameCounters``).
@@ -60,7 +61,9 @@ def render_frames(trace: str | os.PathLike | Trace, *, frames: Iterable[int] | s
     them. ``technique``: ``baseline``, ``te``, ``re``, ``evr``, ``re+evr``, ``dsr``, ``memo``
     (variants as ``re/xor``, ``memo/32``). ``tile_size`` in pixels; ``size`` (W, H) renders
     into a window of that size instead of the trace's; ``dsr_parameters``: a TOML file from
-    ``tilesim dsr-search`` (default: the shipped parameters)."""
+    ``tilesim dsr-search`` (default: the shipped parameters). ``mediump``: "fp32" or "fp16",
+    how shaders compute mediump and lowp, as ``tilesim render --mediump`` (default: the GPU
+    configuration's, float32)."""
     if isinstance(frames, str):
         if isinstance(trace, Trace):
             frames = frame_range(frames, trace.frame_count, option="frames",
@@ -70,7 +73,8 @@ def render_frames(trace: str | os.PathLike | Trace, *, frames: Iterable[int] | s
                 frames = frame_range(frames, handle.frame_count, option="frames",
                                      source=str(trace))
     yield from render_trace(trace, frames=frames, size=size, technique=technique,
-                            tile_size=tile_size, dsr_parameters=dsr_parameters)
+                            tile_size=tile_size, dsr_parameters=dsr_parameters,
+                            mediump=mediump)
 
 
 def estimate(frames: Iterable[FrameResult] | str | os.PathLike, *,

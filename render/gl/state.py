@@ -7,6 +7,7 @@ nothing about how drawing is done; the stages read what they need from it.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -16,7 +17,7 @@ import numpy as np
 from tilesim.errors import InputError
 from tilesim.memory_budget import check_memory
 from tilesim.render.gl.commands import Command
-from tilesim.shaders.interpreter import Interpreter
+from tilesim.shaders.interpreter import MEDIUMP_MODES, Interpreter
 from tilesim.shaders.ir import program_digest
 from tilesim.shaders.parser import parse
 
@@ -126,9 +127,18 @@ class GLState:
     MAX_TEXTURE_UNITS = 8
     MAX_VERTEX_ATTRIBS = 16
 
-    def __init__(self, width: int, height: int, source: str = "<trace>"):
+    def __init__(self, width: int, height: int, source: str = "<trace>", *,
+                 mediump: str = "fp32"):
+        """``mediump``: how fragment and vertex programs compute ``mediump`` / ``lowp``:
+        "fp32" (float32, as Mesa softpipe) or "fp16" (16-bit floats, as Mesa llvmpipe and
+        mobile GPUs; :mod:`tilesim.shaders.interpreter`)."""
+        if mediump not in MEDIUMP_MODES:
+            raise InputError(f"mediump must be one of {', '.join(MEDIUMP_MODES)}, got "
+                             f"{mediump!r}", source=source)
         self.width, self.height = width, height
         self.source = source
+        self.mediump = mediump
+        self.programs_without_precision = 0  # fp16 mode: programs run in float32 all the same
         self.buffers: dict[int, np.ndarray] = {}
         self.textures: dict[int, Any] = {}
         self.programs: dict[int, Program] = {}
@@ -291,8 +301,24 @@ class GLState:
     def _createProgram(self, id, vertex_glsl, fragment_glsl, vertex_tgsi, fragment_tgsi,
                        interface):
         where = f"{self.where}: program {id}"
-        vertex = Interpreter(parse(vertex_tgsi, source=f"{where} vertex TGSI"))
-        fragment = Interpreter(parse(fragment_tgsi, source=f"{where} fragment TGSI"))
+        # interface.json's precision (absent in programs compiled before tilesim recorded it:
+        # those run in float32 whatever the mode, and are counted).
+        precision = interface.get("precision") if isinstance(interface, dict) else None
+        if self.mediump == "fp16" and precision is None:
+            if not self.programs_without_precision:
+                warnings.warn(f"{where}: compiled before tilesim recorded GLSL precision, so its "
+                              "mediump runs in float32 in fp16 mode (import the capture again "
+                              "to compile it anew); later programs like it are only counted",
+                              stacklevel=2)
+            self.programs_without_precision += 1
+
+        def stage_precision(stage: str) -> list[str] | None:
+            return None if precision is None else precision[stage]["instructions"]
+
+        vertex = Interpreter(parse(vertex_tgsi, source=f"{where} vertex TGSI"),
+                             precision=stage_precision("vertex"), mediump=self.mediump)
+        fragment = Interpreter(parse(fragment_tgsi, source=f"{where} fragment TGSI"),
+                               precision=stage_precision("fragment"), mediump=self.mediump)
         self.programs[id] = Program(id, interface, vertex, fragment, vertex_glsl, fragment_glsl,
                                     vertex_tgsi=vertex_tgsi, fragment_tgsi=fragment_tgsi)
 

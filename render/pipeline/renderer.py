@@ -20,10 +20,16 @@ would do it tile by tile; tiles are flushed at the end of a render pass.
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
 
 from tilesim.backend import array_module, to_host
 from tilesim.backend import xp as active_xp
@@ -50,6 +56,7 @@ from tilesim.render.pipeline.counters import FrameCounters, PassCounters
 from tilesim.render.pipeline.framebuffer import RenderTarget
 from tilesim.render.pipeline.hooks import PipelineHooks
 from tilesim.render.pipeline.observer import RenderObserver
+from tilesim.render.pipeline.texture_sampler import GPU_CONFIG
 from tilesim.render.pipeline.triangle_setup import Triangles
 
 
@@ -110,6 +117,39 @@ ATTACHMENT_COMMANDS = frozenset({
     "renderbufferStorage", "deleteRenderbuffer"})
 
 
+# The --mediump help of the commands that render (tilesim render, tilesim conformance).
+MEDIUMP_HELP = (
+    "how shaders compute mediump and lowp arithmetic: fp32 (float32, as Mesa softpipe, whose "
+    "TGSI tilesim runs) or fp16 (16-bit floats, as Mali-class mobile GPUs and Mesa llvmpipe "
+    "do: pairs with `tilesim reference --driver llvmpipe`; programs compiled before tilesim "
+    "recorded precision run in float32); default: processors.shader.mediump_fp16 of the GPU "
+    "configuration (timing/baseline_gpu.toml: fp32)")
+
+
+def configured_mediump(path: str | None = None) -> str:
+    """How the GPU configuration (``processors.shader.mediump_fp16`` in ``baseline_gpu.toml``,
+    or the file at ``path``) runs ``mediump`` / ``lowp`` shader arithmetic: "fp16" (16-bit
+    floats, as Mali-class GPUs and Mesa llvmpipe do) or "fp32" (float32, as Mesa softpipe,
+    whose TGSI tilesim runs, does; the default)."""
+    return "fp16" if _gpu_flag(str(path or GPU_CONFIG), "processors", "shader",
+                               "mediump_fp16") else "fp32"
+
+
+@functools.lru_cache(maxsize=8)
+def _gpu_flag(path: str, *keys: str) -> bool:
+    try:
+        with open(path, "rb") as handle:
+            table = tomllib.load(handle)
+        for key in keys:
+            table = table[key]
+        value = table["value"]
+    except (OSError, KeyError, TypeError, tomllib.TOMLDecodeError) as error:
+        raise InputError(f"no {'.'.join(keys)} flag: {error}", source=path) from None
+    if value not in (0, 1):
+        raise InputError(f"{'.'.join(keys)}: a flag is 0 or 1, got {value!r}", source=path)
+    return bool(value)
+
+
 class Renderer:
     """Replays commands on the tile-based GPU model.
 
@@ -123,20 +163,22 @@ class Renderer:
     default framebuffer (0: 1x ... 4: 1/256x); DSR sets it each frame, and a caller may set it
     to render at fixed rates. ``observer`` (a
     :class:`~tilesim.render.pipeline.observer.RenderObserver`) watches frames, commands and
-    passes.
+    passes. ``mediump``: "fp32" or "fp16", how shaders compute ``mediump`` and ``lowp`` (see
+    :func:`configured_mediump`; None: the GPU configuration's choice).
     """
 
     def __init__(self, width: int, height: int, *, depth_bits: int = 24, tile_size: int = 16,
                  traversal: str = "scanline", fill_rule: str = "bottom_left",
                  source: str = "<trace>", techniques: PipelineHooks | None = None,
-                 observer: RenderObserver | None = None):
+                 observer: RenderObserver | None = None, mediump: str | None = None):
         if tile_size < 2 or tile_size % 2:
             raise InputError(f"tile size must be an even number >= 2, got {tile_size}")
         keep_freed_memory()
         check_memory(f"rendering a {width}x{height} framebuffer",
                      RENDER_BYTES_PER_PIXEL * width * height, source)
         self.xp = active_xp()   # the array backend the buffers and all per-draw arrays live on
-        self.state = GLState(width, height, source)
+        self.mediump = configured_mediump() if mediump is None else mediump
+        self.state = GLState(width, height, source, mediump=self.mediump)
         self.tile_size, self.traversal, self.fill_rule = tile_size, traversal, fill_rule
         self.source = source
         self.default_target = RenderTarget(width, height, depth_bits, name="default",

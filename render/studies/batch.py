@@ -37,7 +37,7 @@ import json
 import os
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tilesim import __version__
@@ -53,6 +53,7 @@ from tilesim.render.pipeline.counters import (
     TILE_COUNTERS,
     load_counters,
 )
+from tilesim.render.pipeline.renderer import configured_mediump
 from tilesim.render.studies.cluster import dask_client, map_in_order
 from tilesim.render.studies.runner import render_trace
 from tilesim.render.techniques.bus import Techniques
@@ -78,6 +79,7 @@ IDENTITY_FIELDS = {
     "backend": "backend",
     "tilesim_version": "tilesim version",
     "renderer_sha256": "renderer source (SHA-256)",
+    "mediump": "mediump arithmetic",
 }
 # What decides a render's frames and counters: the GL state machine, the pipeline, the
 # techniques (their shipped parameters included), trace reading, the shader interpreter, and
@@ -103,6 +105,8 @@ class Job:
     technique: str = "baseline"
     dsr_parameters: str | None = None
     backend: str = "numpy"    # the array backend the worker renders on (numpy or cupy)
+    # how shaders compute mediump / lowp, "fp32" or "fp16" (default: the GPU configuration's)
+    mediump: str = field(default_factory=configured_mediump)
 
     def frame_files(self, index: int) -> tuple[Path, Path]:
         name = f"{index:06d}"
@@ -174,7 +178,9 @@ def job_identity(job: Job) -> dict:
             "technique": technique, "dsr_parameters_sha256": dsr_sha,
             "tile_size": job.tile_size, "traversal": job.traversal, "fill_rule": job.fill_rule,
             "backend": job.backend, "tilesim_version": __version__,
-            "renderer_sha256": renderer_sha256()}
+            "renderer_sha256": renderer_sha256(),
+            # Only fp16 is written: folders rendered before the option existed are fp32.
+            **({} if job.mediump == "fp32" else {"mediump": job.mediump})}
 
 
 def _shown(field: str, identity: dict) -> str:
@@ -214,7 +220,7 @@ def check_folder(job: Job, identity: dict) -> None:
     if not isinstance(held, dict):
         raise InputError(f"{IDENTITY_FILE} is not a tilesim render identity (not a JSON "
                          "object)" + _RESTART, source=str(folder))
-    fields = [f for f in IDENTITY_FIELDS if held.get(f) != identity[f]]
+    fields = [f for f in IDENTITY_FIELDS if held.get(f) != identity.get(f)]
     if "technique" in fields and "dsr_parameters_sha256" in fields:
         fields.remove("dsr_parameters_sha256")      # follows from the technique
     differ = [f"{IDENTITY_FIELDS[f]} {_shown(f, held)} there, {_shown(f, identity)} asked"
@@ -380,6 +386,7 @@ def run_job(job: Job, on_frame=None, *, prepare: bool = True, force: bool = Fals
             for result in render_trace(job.trace, frames=missing, tile_size=job.tile_size,
                                        traversal=job.traversal, fill_rule=job.fill_rule,
                                        technique=techniques, source=job.trace,
+                                       mediump=job.mediump,
                                        observer=observer):
                 png, npz = job.frame_files(result.index)
                 # Counters first, PNG last: the PNG's existence marks the frame finished.

@@ -48,11 +48,13 @@ from tilesim.mesa import EXIT_NO_MESA, GL, NoMesa, child_environment
 from tilesim.options import window_size_argument
 from tilesim.render.gl.commands import Command, make_command
 from tilesim.render.pipeline.rasterizer import FILL_RULES
+from tilesim.render.pipeline.renderer import MEDIUMP_HELP
 from tilesim.render.reference import replay_gl
 from tilesim.render.reference.replay_gl import GL_RENDERER, GLReplayer, MesaUnavailable
 from tilesim.render.studies.runner import render_frames
 from tilesim.render.traces.trace_file import open_trace, write_trace
 from tilesim.render.workloads.conformance_scenes import SCENES, record_scene
+from tilesim.shaders.interpreter import MEDIUMP_MODES
 from tilesim.thresholds import (
     CONFORMANCE_COUNT_RTOL,
     CONFORMANCE_MIN_MSSIM,
@@ -271,6 +273,8 @@ def run_scene(name: str, size: tuple[int, int] | None = None, *,
     ``renderer_options``: keyword arguments of ``runner.render_frames`` (e.g. ``fill_rule``)."""
     frames, width, height = record_scene(name, size)
     result = SceneResult(name, width, height)
+    if SCENES[name].mediump is not None:
+        renderer_options = {"mediump": SCENES[name].mediump, **(renderer_options or {})}
     try:
         # Mesa's count runs in a child process while tilesim renders here.
         with SampleCount(frames, width, height) as count:
@@ -355,6 +359,9 @@ def register(subparsers) -> None:
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.add_argument("--list", action="store_true", help="list the scenes and exit")
     p.add_argument("--fill-rule", choices=FILL_RULES, default=None, help=argparse.SUPPRESS)
+    p.add_argument("--mediump", choices=MEDIUMP_MODES, default=None,
+                   help=MEDIUMP_HELP.replace("pairs with `tilesim reference --driver "
+                                             "llvmpipe`", "llvmpipe is the reference here"))
     p.set_defaults(func=_main)
 
 
@@ -381,6 +388,8 @@ def _main(args: argparse.Namespace) -> int:
               f"{'diff':>8}  result")
     progress = None if args.json else (lambda r: (print(_format_row(r)), sys.stdout.flush()))
     options = {"fill_rule": args.fill_rule} if args.fill_rule else {}
+    if args.mediump:
+        options["mediump"] = args.mediump
     results = run_conformance(args.scene, args.size, out=out, progress=progress,
                               renderer_options=options)
     elapsed = time.perf_counter() - start

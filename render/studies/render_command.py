@@ -26,6 +26,7 @@ from tilesim.errors import EXIT_OK, InputError
 from tilesim.options import frame_range, positive_int
 from tilesim.render.pipeline.framebuffer import TRAVERSALS
 from tilesim.render.pipeline.rasterizer import FILL_RULES
+from tilesim.render.pipeline.renderer import MEDIUMP_HELP, configured_mediump
 from tilesim.render.studies.batch import (
     Job,
     job_techniques,
@@ -35,6 +36,7 @@ from tilesim.render.studies.batch import (
     write_batch_summary,
 )
 from tilesim.render.traces.trace_file import open_trace
+from tilesim.shaders.interpreter import MEDIUMP_MODES
 
 
 def register(subparsers) -> None:
@@ -62,6 +64,8 @@ def register(subparsers) -> None:
                         "signs only the uniforms as each draw's constants block (Frame "
                         "Coherence §4.1.5; may skip tiles wrongly), memo/32 keys with 32 bits "
                         "(default: baseline)")
+    p.add_argument("--mediump", choices=MEDIUMP_MODES, default=None,
+                   help=MEDIUMP_HELP)
     p.add_argument("--dsr-parameters", metavar="FILE",
                    help="DSR parameters from `tilesim dsr-search` (default: the shipped ones)")
     p.add_argument("--workers", type=positive_int, default=None, metavar="N",
@@ -92,7 +96,7 @@ def _jobs(args: argparse.Namespace) -> list:
         out = Path(args.out) / name if len(args.traces) > 1 else Path(args.out)
         jobs.append(Job(str(path), (wanted.start, wanted.stop), str(out), args.tile_size,
                         args.traversal, args.fill_rule, args.technique, args.dsr_parameters,
-                        backend_name()))
+                        backend_name(), args.mediump or configured_mediump()))
     return jobs
 
 

@@ -40,19 +40,21 @@ def render_frames(frames: Iterable[list[Command]], width: int, height: int, *,
                   tile_size: int = 16, traversal: str = "scanline",
                   fill_rule: str = "bottom_left", tile_rates: int | np.ndarray | None = None,
                   observer: RenderObserver | None = None,
-                  source: str = "<trace>") -> Iterator[FrameResult]:
+                  source: str = "<trace>", mediump: str | None = None
+                  ) -> Iterator[FrameResult]:
     """Render recorded ``frames`` (lists of commands, each ending with ``endFrame``) in a
     ``width`` x ``height`` window; yield the results of the frame numbers in ``keep``
     (default: all; the others are rendered too, later frames may depend on them).
 
     ``technique``: a name or built hooks (see :func:`techniques_of`). ``tile_rates``: a
     sampling-rate index for every tile of the screen (an int: the same for all; DSR's rates,
-    0 = 1x .. 4 = 1/256x), to render at fixed rates."""
+    0 = 1x .. 4 = 1/256x), to render at fixed rates. ``mediump``: "fp32" or "fp16", how
+    shaders compute mediump and lowp (None: the GPU configuration's ``mediump_fp16``)."""
     renderer = Renderer(width, height, depth_bits=depth_bits, tile_size=tile_size,
                         traversal=traversal, fill_rule=fill_rule, source=source,
                         techniques=techniques_of(technique, source=source,
                                                  dsr_parameters=dsr_parameters),
-                        observer=observer)
+                        observer=observer, mediump=mediump)
     if tile_rates is not None:
         # The pipeline reads tile_rates at each draw (superfragments for rates above 0).
         tiles = renderer.default_target.tile_count

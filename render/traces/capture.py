@@ -239,7 +239,8 @@ def reference_frames(trace_path: str | os.PathLike, out_dir: str | os.PathLike, 
     ``driver`` defaults to softpipe: it computes every shader in 32-bit floats, as the TGSI
     tilesim runs (softpipe's own) does, while llvmpipe in a GLES2 context evaluates
     ``mediump`` in 16-bit floats, which changes what precision-sensitive programs draw
-    (glmark2's loop, conditionals and terrain noise, for example). ``frame_end`` picks the
+    (glmark2's loop, conditionals and terrain noise, for example); tilesim's fp16 mediump mode
+    (``tilesim render --mediump fp16``) is the one to compare with llvmpipe. ``frame_end`` picks the
     calls that end frames as ``tilesim import --frame-end`` does (auto, swap, readpixels,
     finish). ``warn``, when given, gets the capture's warnings, one line each, as the import
     gives them (apitrace's own, a cut stream, a capture that ends mid-frame), before Mesa
@@ -365,7 +366,8 @@ def register(subparsers) -> None:
     r.add_argument("--out", "-o", required=True, metavar="DIR", help="output folder")
     r.add_argument("--driver", choices=REFERENCE_DRIVERS, default="softpipe",
                    help="Mesa driver (default softpipe: 32-bit floats everywhere, like the "
-                        "TGSI tilesim runs; llvmpipe computes mediump in 16-bit floats)")
+                        "TGSI tilesim runs by default; llvmpipe computes mediump in 16-bit "
+                        "floats: compare it with `tilesim render --mediump fp16`)")
     r.add_argument("--frame-end", choices=FRAME_END_CHOICES,
                    default="auto",
                    help="the call that ends a frame, as for `tilesim import` (default auto: "

@@ -16,23 +16,26 @@ GLMARK2 = Path("/usr/share/glmark2")
 @dataclass(frozen=True)
 class Scene:
     """A conformance scene: ``build(gl)`` records its frames; ``size`` is the default
-    (width, height) in pixels; ``covers`` says what it exercises."""
+    (width, height) in pixels; ``covers`` says what it exercises; ``mediump``: how tilesim
+    computes mediump arithmetic for it unless the caller says ("fp16" for a scene about
+    precision, which llvmpipe computes in 16-bit floats; None: the renderer's default)."""
 
     name: str
     build: Callable[[Recorder], None]
     size: tuple[int, int]
     covers: str
+    mediump: str | None = None
 
 
 SCENES: dict[str, Scene] = {}
 
 
-def scene(name: str, size: tuple[int, int] = (128, 128)):
-    """Register the decorated ``scene_<name>(gl)`` as scene ``name`` of default ``size``; its
-    docstring's first line says what it covers."""
+def scene(name: str, size: tuple[int, int] = (128, 128), mediump: str | None = None):
+    """Register the decorated ``scene_<name>(gl)`` as scene ``name`` of default ``size`` (and
+    ``mediump`` mode, see :class:`Scene`); its docstring's first line says what it covers."""
     def register_scene(fn):
         doc = (fn.__doc__ or "").strip().splitlines()
-        SCENES[name] = Scene(name, fn, size, doc[0] if doc else name)
+        SCENES[name] = Scene(name, fn, size, doc[0] if doc else name, mediump)
         return fn
     return register_scene
 

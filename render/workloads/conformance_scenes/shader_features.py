@@ -10,10 +10,13 @@ from tilesim.render.gl.commands import Recorder
 from tilesim.render.workloads.conformance_scenes.helpers import (
     VS_MVP_PATTERN,
     VS_NDC,
+    _checker,
     _draw,
     _program,
     _quad,
+    _quad_uv,
     _set_matrix,
+    _texture,
 )
 from tilesim.render.workloads.conformance_scenes.registry import GLMARK2, scene
 from tilesim.render.workloads.transforms import perspective, rotate, translate
@@ -74,6 +77,68 @@ def scene_discard(gl: Recorder) -> None:
     _draw(gl, "TRIANGLES", _quad(-1, -1, 1, 1, 0.8), (0.3, 0.9, 0.3, 1.0),
           texcoords=[[0.02, 0.02], [0.98, 0.02], [0.98, 0.98], [0.02, 0.02], [0.98, 0.98],
                      [0.02, 0.98]])
+    gl.endFrame()
+
+
+VS_MEDIUMP = """
+attribute vec4 a_position;
+attribute vec2 a_texcoord;
+varying vec2 v_uv;
+varying vec2 v_big;
+void main() {
+    v_uv = a_texcoord;
+    v_big = a_texcoord * 4.0 + 98.0;
+    gl_Position = a_position;
+}
+"""
+
+# Every value below is computed at mediump, where fp16 (11-bit significand) is coarse:
+# fp16 numbers are 1/8 apart near 157, 1/16 apart between 64 and 128.
+FS_MEDIUMP = """
+precision mediump float;
+varying vec2 v_uv;
+varying vec2 v_big;
+uniform vec3 u_light;
+uniform float u_step;
+uniform sampler2D u_tex;
+void main() {
+    // Fine stripes: u * 157 reaches 157.
+    float stripes = fract(v_uv.x * 157.0);
+    // A 32-step accumulation up to about 79 (u_step keeps the compiler from folding it).
+    float sum = 0.0;
+    for (int i = 0; i < 32; i++)
+        sum += v_uv.y * 2.3 + u_step * float(i);
+    float bands = fract(sum);
+    // A checker from a varying near 100, cells 1/8 wide.
+    vec2 cell = floor(v_big * 8.0);
+    float checker = mod(cell.x + cell.y, 2.0);
+    // Lighting with mediump vectors: normalize, dot, pow.
+    vec3 n = normalize(vec3(v_uv * 2.0 - 1.0, 0.7));
+    float spec = pow(max(dot(n, normalize(u_light)), 0.0), 24.0);
+    // A texture lookup at mediump coordinates near 100.
+    vec4 texel = texture2D(u_tex, v_big * 0.75);
+    gl_FragColor = vec4(stripes, mix(bands, texel.g, 0.25),
+                        0.4 * checker + 0.4 * spec + 0.2 * texel.r, 1.0);
+}
+"""
+
+
+@scene("mediump_precision", mediump="fp16")
+def scene_mediump_precision(gl: Recorder) -> None:
+    """mediump arithmetic where precision matters (fine stripes of fract(u * 157), a 32-step
+    accumulation, a checker from a varying near 100, mediump lighting with pow, a texture
+    lookup at mediump coordinates): llvmpipe computes it in fp16, and so does tilesim's
+    fp16 mode; in float32 the stripes and bands come out smooth where fp16 steps."""
+    program = _program(gl, VS_MEDIUMP, FS_MEDIUMP)
+    gl.uniform3f(gl.getUniformLocation(program, "u_light"), 0.3, 0.5, 1.0)
+    gl.uniform1f(gl.getUniformLocation(program, "u_step"), 0.01)
+    gl.uniform1i(gl.getUniformLocation(program, "u_tex"), 0)
+    gl.activeTexture(0)
+    _texture(gl, _checker(16, 4, a=(250, 200, 90, 255), b=(30, 60, 140, 255)),
+             min_filter="LINEAR", mag_filter="LINEAR")
+    gl.clearColor(0.0, 0.0, 0.0, 1.0)
+    gl.clear("COLOR_BUFFER_BIT")
+    _draw(gl, "TRIANGLES", _quad(-1, -1, 1, 1), texcoords=_quad_uv())
     gl.endFrame()
 
 
