@@ -44,6 +44,8 @@ TGSI may have split or merged it across instructions; mediump integers (16-bit i
 
 from __future__ import annotations
 
+import re
+
 from tilesim.shaders.ir import Instruction, Program, SrcOperand
 from tilesim.shaders.opcodes import DOT, OPCODES, REPLICATE, TEX
 
@@ -321,3 +323,37 @@ def lowered_products(precisions: list[str]) -> list[tuple[int, ...]]:
     floats (the ``/`` part of its precision string)."""
     return [tuple(c for c, letter in enumerate(letters[5:9]) if letter in LOWERED)
             for letters in precisions]
+
+
+# ----------------------------------------------------------------------------------------------
+# What the TGSI cannot show
+
+
+_COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+_GLOBAL_QUALIFIERS = frozenset({"uniform", "varying", "attribute", "precision"})
+
+
+def untracked_highp_lines(glsl: str) -> list[int]:
+    """Lines of a GLSL ES 1.00 stage that declare a ``highp`` local variable, function
+    parameter or return type in a stage that also computes in ``mediump`` or ``lowp``.
+
+    Mesa decides such a value's precision by its GLSL variable (a ``highp`` parameter keeps
+    the mediump arguments of glmark2 terrain's noise in 32 bits, where fp16 would overflow),
+    but the compiler propagates copies and inlines functions before the TGSI tilesim runs, so
+    the dataflow here sees only the mediump operands and computes the value in fp16: the fp16
+    mode's result can then differ from llvmpipe's, by much. Global declarations (uniforms,
+    varyings, attributes) are tracked and not listed."""
+    text = _COMMENTS.sub(lambda m: "\n" * m.group().count("\n"), glsl)
+    # Object-like macros that stand for highp (glmark2's HIGHP_OR_DEFAULT under
+    # GL_FRAGMENT_PRECISION_HIGH) count as highp; preprocessor lines are not declarations.
+    spelled = {"highp"} | set(re.findall(r"^[ \t]*#[ \t]*define[ \t]+(\w+)[ \t]+highp[ \t]*$",
+                                         text, re.M))
+    text = re.sub(r"^[ \t]*#[^\n]*", "", text, flags=re.M)
+    if not re.search(r"\b(mediump|lowp)\b", text):
+        return []       # everything highp: the dataflow is exact
+    lines = []
+    for match in re.finditer(r"\b(" + "|".join(sorted(spelled)) + r")\b", text):
+        statement = re.split(r"[;{}]", text[:match.start()])[-1]
+        if _GLOBAL_QUALIFIERS.isdisjoint(re.findall(r"[A-Za-z_]\w*", statement)):
+            lines.append(text.count("\n", 0, match.start()) + 1)
+    return lines

@@ -190,3 +190,68 @@ def test_gl_state_runs_programs_without_precision_in_float32_and_says_so():
     assert state.programs[3].fragment.lowered == [(0, 1, 2, 3), ()]
     with pytest.raises(InputError, match="mediump must be one of"):
         GLState(8, 8, "test", mediump="half")
+
+
+def test_highp_locals_parameters_and_returns_are_listed_globals_are_not():
+    from tilesim.shaders.precision import untracked_highp_lines
+
+    # glmark2 terrain's noise: a highp parameter keeps mediump arguments in 32 bits.
+    noise = ("precision mediump float;\nuniform float time;\n"
+             "vec4 permute(highp vec4 x) { return mod(((x * 34.0) + 1.0) * x, 289.0); }\n"
+             "highp float f(void) { return 1.0; }\n"
+             "void main() {\n  highp vec3 v = vec3(time); // highp in a comment\n"
+             "  /* highp\n  */ gl_FragColor = permute(vec4(v, 1.0));\n}\n")
+    assert untracked_highp_lines(noise) == [3, 4, 6]
+    globals_only = ("precision highp float;\nuniform highp vec4 a;\nvarying highp vec2 v;\n"
+                    "attribute highp vec4 p;\nprecision mediump float;\n"
+                    "void main() { gl_FragColor = a; }\n")
+    assert untracked_highp_lines(globals_only) == []
+    # a stage computing everything in highp is tracked exactly
+    assert untracked_highp_lines("void main() { highp float x = 1.0; }") == []
+    # glmark2 spells it HIGHP_OR_DEFAULT, defined as highp where the stage has it
+    glmark2 = ("#ifdef GL_FRAGMENT_PRECISION_HIGH\n#define HIGHP_OR_DEFAULT highp\n#else\n"
+               "#define HIGHP_OR_DEFAULT\n#endif\nprecision mediump float;\n"
+               "vec4 permute(HIGHP_OR_DEFAULT vec4 x) { return x; }\n")
+    assert untracked_highp_lines(glmark2) == [7]
+
+
+def test_gl_state_warns_once_of_highp_locals_in_fp16_mode():
+    from tilesim.render.gl.state import GLState
+
+    tgsi = program_text(["MOV OUT[0], IN[0]"], inputs=1)
+    precise = {"precision": {"vertex": {"instructions": ["mmmm", "----"]},
+                             "fragment": {"instructions": ["mmmm", "----"]}}}
+    fragment = "precision mediump float;\nvoid main() {\n  highp float x = 1.0;\n}\n"
+    state = GLState(8, 8, "test", mediump="fp16")
+    with pytest.warns(UserWarning, match=r"program 1: declares highp locals.*fragment GLSL "
+                                         r"line 3\)"):
+        state._createProgram(1, "", fragment, tgsi, tgsi, precise)
+    state._createProgram(2, "", fragment, tgsi, tgsi, precise)   # counted, not warned again
+    assert state.programs_with_untracked_highp == 2
+    fp32 = GLState(8, 8, "test", mediump="fp32")
+    fp32._createProgram(1, "", fragment, tgsi, tgsi, precise)    # fp32: nothing to say
+    assert fp32.programs_with_untracked_highp == 0
+
+
+@pytest.mark.mesa
+def test_the_cli_shows_a_warning_as_one_line(tmp_path, capsys):
+    from conftest import require_mesa
+
+    require_mesa()
+    from tilesim.cli import main
+    from tilesim.render.gl.commands import Recorder
+    from tilesim.render.traces.trace_file import write_trace
+
+    gl = Recorder(32, 32, name="highp-local")
+    gl.createProgram("attribute vec4 pos; void main() { gl_Position = pos; }",
+                     "precision mediump float; uniform float t;\n"
+                     "void main() { highp float x = t * 300.0; gl_FragColor = vec4(fract(x)); }")
+    gl.endFrame()
+    trace = write_trace(tmp_path / "t.tsim", gl.recorded_frames(), width=32, height=32,
+                        name="t")
+    assert main(["render", str(trace), "--out", str(tmp_path / "out"),
+                 "--mediump", "fp16"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    warned = [line for line in err if "warning" in line.lower()]
+    assert len(warned) == 1 and warned[0].startswith("tilesim: warning: ")
+    assert "fragment GLSL line 2" in warned[0] and "UserWarning" not in warned[0]

@@ -9,6 +9,7 @@ import argparse
 import os
 import sys
 import traceback
+import warnings
 
 from tilesim import __version__
 from tilesim.backend import BackendUnavailable, set_backend
@@ -93,8 +94,11 @@ def main(argv: list[str] | None = None) -> int:
         if value is not None:
             os.environ[env] = str(value)
     try:
-        set_backend(args.backend)
-        return int(args.func(args) or 0)
+        with warnings.catch_warnings():
+            if not args.debug:
+                warnings.showwarning = _show_warning
+            set_backend(args.backend)
+            return int(args.func(args) or 0)
     except (TilesimError, BackendUnavailable) as exc:
         return _fail(args, str(exc), getattr(exc, "exit_code", EXIT_BAD_INPUT))
     except MemoryError:
@@ -107,6 +111,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("tilesim: interrupted", file=sys.stderr)
         return 130
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """A warning as one line on stderr, like errors (where in tilesim's source it was raised
+    is for --debug, which keeps Python's format)."""
+    print(f"tilesim: warning: {message}", file=sys.stderr if file is None else file)
 
 
 def _fail(args: argparse.Namespace, message: str, code: int) -> int:

@@ -20,6 +20,7 @@ from tilesim.render.gl.commands import Command
 from tilesim.shaders.interpreter import MEDIUMP_MODES, Interpreter
 from tilesim.shaders.ir import program_digest
 from tilesim.shaders.parser import parse
+from tilesim.shaders.precision import untracked_highp_lines
 
 # Memory a texel costs: its stored components (up to four uint16) and their float32 RGBA
 # expansion (tilesim.render.gl.textures.TextureImage); mipmaps add at most a third more.
@@ -139,6 +140,7 @@ class GLState:
         self.source = source
         self.mediump = mediump
         self.programs_without_precision = 0  # fp16 mode: programs run in float32 all the same
+        self.programs_with_untracked_highp = 0  # fp16 mode: may differ from llvmpipe
         self.buffers: dict[int, np.ndarray] = {}
         self.textures: dict[int, Any] = {}
         self.programs: dict[int, Program] = {}
@@ -311,6 +313,22 @@ class GLState:
                               "to compile it anew); later programs like it are only counted",
                               stacklevel=2)
             self.programs_without_precision += 1
+        elif self.mediump == "fp16":
+            untracked = {stage: untracked_highp_lines(glsl) for stage, glsl in
+                         (("vertex", vertex_glsl), ("fragment", fragment_glsl))
+                         if isinstance(glsl, str)}
+            shown = "; ".join(f"{stage} GLSL line{'s' * (len(n) > 1)} "
+                              f"{', '.join(map(str, n[:5]))}" for stage, n in untracked.items()
+                              if n)
+            if shown:
+                if not self.programs_with_untracked_highp:
+                    warnings.warn(f"{where}: declares highp locals, parameters or return types "
+                                  f"({shown}) that tilesim's fp16 mode cannot follow through "
+                                  "the TGSI: it computes them from their mediump operands in "
+                                  "fp16, where llvmpipe keeps 32 bits, so its images can "
+                                  "differ from llvmpipe's; later programs like it are only "
+                                  "counted", stacklevel=2)
+                self.programs_with_untracked_highp += 1
 
         def stage_precision(stage: str) -> list[str] | None:
             return None if precision is None else precision[stage]["instructions"]
