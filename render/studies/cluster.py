@@ -16,6 +16,7 @@ Dask is imported when a cluster starts (an optional heavy dependency at import t
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
@@ -36,8 +37,11 @@ def dask_client(workers: int, scheduler: str | None = None, *,
             client.close()
         return
     limit = {} if memory_limit is None else {"memory_limit": memory_limit}
+    # silence_logs: Dask's own warnings (a worker "still alive after 4.0 seconds, killing" as
+    # a loaded machine closes the cluster) are not the user's business; errors still show.
     cluster = LocalCluster(n_workers=max(1, int(workers)), threads_per_worker=1,
-                           processes=True, dashboard_address=":0", **limit)
+                           processes=True, dashboard_address=":0",
+                           silence_logs=logging.ERROR, **limit)
     try:
         client = Client(cluster)
         try:
