@@ -72,6 +72,12 @@ def measure_app(frames, width: int, height: int, backend, repeats: int = REPEATS
                                        list(replay[f][start:stop]), 0, frame_position=k))
     seconds = backend.measure(replay, [Context(0, width, height)], [0] * len(replay), groups,
                               source=label)
+    return block_medians(seconds, spans, repeats)
+
+
+def block_medians(seconds, spans: list[list], repeats: int) -> list[list[float]]:
+    """Per block of each distinct frame (``spans``), the median over ``repeats`` of the
+    measured ``seconds`` (one per group of :func:`measure_app`, the set-up's first)."""
     per_repeat = np.asarray(seconds[1:], dtype=np.float64).reshape(repeats, -1)
     median = np.median(per_repeat, axis=0)
     out, k = [], 0
@@ -132,6 +138,11 @@ def measured_blocks(scen, names: list[str], model_blocks: dict, source: str,
                                "measured on Mesa (tilesim.render.studies.scheduling.actual)",
                       "app": name, "driver": driver, "timer": backend.timer,
                       "method": backend.method, "repeats": repeats, "seconds": seconds}
+            if backend.timer == "query":
+                # what the wall clock between the two glFinish saw at the same time: a
+                # software driver's query may not see all of its work (the note compares)
+                spans = [split_frame([c.op for c in f]) for f in frames[1:]]
+                cached["wall_seconds"] = block_medians(backend.wall, spans, repeats)
             if path is not None:
                 write_json(path, cached)
             cached["cached"] = False
