@@ -5,11 +5,11 @@ Scheduling*) §6.2: a speedometer, a tachometer, a menu and a spam application.
 written with the recording API to have their structure, each in its own window (the
 application's part of the cluster display):
 
-``gauge`` (speedometer, tachometer)
-    a shaded dial (a lit, bevelled disc with a tick ring: the "3D" look of a cluster
-    instrument, drawn as a textured quad), the scale's numbers (one text batch), a digital
-    readout (re-uploaded every frame), the needle (a rotated, shaded quad, re-uploaded every
-    frame) and the hub cap: five draws and the swap per frame.
+``speedometer``, ``tachometer``
+    3D gauges (:mod:`tilesim.render.workloads.gauges`): a lit, depth-tested dial and bezel in
+    perspective, raised tick marks, a needle turned every frame by a simulated drive signal,
+    the scale's numbers and a digital readout from the glyph atlas; seven draws (the
+    tachometer eight: its red zone) and the swap per frame.
 ``menu``
     a 2D list: the background, the rows (one batch of rectangles), the highlight bar that
     moves down the list, the labels (one text batch) and a scroll indicator.
@@ -28,144 +28,21 @@ from __future__ import annotations
 
 import numpy as np
 
+from tilesim.render.workloads import gauges
 from tilesim.render.workloads.common import (
     SPRITE_STRIDE,
     Sprites,
     check_request,
-    coverage,
     glyph_atlas,
-    grid_coords,
     quad_batch,
     rgba_image,
     rng_for,
-    shaded_sprite,
     text_quads,
     upload_texture,
     value_noise,
 )
 
 KINDS = ("speedometer", "tachometer", "menu", "spam")
-DIAL = 256        # dial texture side (texels)
-
-
-def _dial(size: int, color) -> np.ndarray:
-    """A lit bevelled disc with a tick ring over 270 degrees."""
-    y, x = grid_coords(size)
-    r = np.hypot(x, y)
-    disc = coverage((r - 0.97) * size / 2)
-    bevel = np.clip((r - 0.86) / 0.11, 0, 1)
-    light = 0.55 - 0.35 * y - 0.1 * x
-    face = np.asarray(color)[None, None] * (0.35 + 0.3 * (1 - r))[..., None]
-    rim = (0.5 + 0.5 * light)[..., None] * np.array([0.8, 0.8, 0.85])[None, None]
-    rgb = face * (1 - bevel[..., None]) + rim * bevel[..., None]
-    angle = np.arctan2(x, -y)  # 0 up, clockwise
-    in_arc = np.abs(angle) <= np.radians(135)
-    ticks = (np.abs(np.mod(np.degrees(angle) + 135, 27) - 13.5) > 12.3) & (r > 0.72) & (
-        r < 0.84) & in_arc
-    minor = (np.abs(np.mod(np.degrees(angle) + 135, 6.75) - 3.375) > 3.0) & (r > 0.78) & (
-        r < 0.84) & in_arc
-    rgb = np.where((ticks | minor)[..., None], 0.95, rgb)
-    return rgba_image(np.clip(rgb, 0, 1), disc)
-
-
-def _needle(size: int) -> np.ndarray:
-    """A tapered red needle along the texture's height (pivot at the bottom centre)."""
-    y, x = grid_coords(size)  # -1..1
-    t = (y + 1) / 2            # 0 top .. 1 bottom
-    half = 0.08 + 0.25 * t
-    alpha = coverage((np.abs(x) - half) * size / 2)
-    shade = 0.6 + 0.4 * (1 - np.abs(x) / np.maximum(half, 1e-3))
-    rgb = np.stack([0.95 * shade, 0.15 * shade, 0.1 * shade], axis=2)
-    return rgba_image(np.clip(rgb, 0, 1), alpha)
-
-
-class _Stream:
-    """A vertex buffer re-uploaded every frame (bufferSubData) and drawn as quads."""
-
-    def __init__(self, gl, capacity: int):
-        self.gl, self.capacity = gl, capacity
-        self.buffer = gl.createBuffer()
-        gl.bindBuffer("ARRAY_BUFFER", self.buffer)
-        gl.bufferData("ARRAY_BUFFER", capacity * 4 * SPRITE_STRIDE, "DYNAMIC_DRAW")
-
-    def draw(self, sprites: Sprites, data: np.ndarray) -> None:
-        quads = data.size // (4 * SPRITE_STRIDE)
-        if quads > self.capacity:
-            raise ValueError(f"{quads} quads exceed the stream's {self.capacity}")
-        sprites._bound = None
-        sprites.bind(self.buffer)
-        self.gl.bufferSubData("ARRAY_BUFFER", 0, data)
-        sprites.draw_batch(self.buffer, quads)
-
-
-def _rotated(center, size, angle, uv=(0.0, 0.0, 1.0, 1.0)) -> np.ndarray:
-    from tilesim.render.workloads.spinning_sprites import rotated_quads
-
-    return rotated_quads(np.asarray([center]), np.asarray([size]), np.asarray([angle]),
-                         np.asarray([False]), np.asarray([uv]))
-
-
-def _gauge(gl, width: int, height: int, frames: int, seed: int, kind: str) -> None:
-    speed = kind == "speedometer"
-    top, unit = (260, "SPEED") if speed else (8000, "RPM")
-    color = (0.15, 0.3, 0.6) if speed else (0.5, 0.15, 0.12)
-    sprites = Sprites(gl, width, height)
-    font, uv = glyph_atlas()
-    tex_dial = upload_texture(gl, _dial(DIAL, color))
-    tex_needle = upload_texture(gl, _needle(128))
-    tex_font = upload_texture(gl, font)
-    tex_cap = upload_texture(gl, shaded_sprite("circle", 64, (0.3, 0.3, 0.35)))
-    side = min(width, height)
-    cx, cy, radius = width / 2, height / 2, side * 0.46
-    # The scale: 11 numbers on the 270-degree arc (static, one batch).
-    rects, uvs, colors = [], [], []
-    glyph = side * 0.055
-    for k in range(11):
-        a = np.radians(-135 + 27 * k)
-        label = str(int(round(top * k / 10 / (1 if speed else 1000))))
-        x = cx + 0.6 * radius * np.sin(a) - len(label) * glyph * 0.35
-        y = cy - 0.6 * radius * np.cos(a) - glyph / 2
-        r, u, c = text_quads(label, x, y, glyph, uv)
-        rects.append(r)
-        uvs.append(u)
-        colors.append(c)
-    scale = quad_batch(np.concatenate(rects), np.concatenate(uvs), np.concatenate(colors))
-    scale_buffer = gl.createBuffer()
-    gl.bindBuffer("ARRAY_BUFFER", scale_buffer)
-    gl.bufferData("ARRAY_BUFFER", scale, "STATIC_DRAW")
-    scale_quads = scale.size // (4 * SPRITE_STRIDE)
-    readout = _Stream(gl, 16)
-    needle = _Stream(gl, 1)
-    rng = rng_for(seed, 0 if speed else 1)
-    phase = rng.random() * 2 * np.pi
-    gl.clearColor(0.02, 0.02, 0.03, 1.0)
-    for f in range(frames):
-        value = 0.5 + 0.45 * np.sin(phase + f * 0.07)  # 0..1 of the scale
-        gl.clear("COLOR_BUFFER_BIT")
-        gl.disable("DEPTH_TEST")
-        sprites.use()
-        sprites._bound = None
-        gl.disable("BLEND")
-        gl.bindTexture("TEXTURE_2D", tex_dial)
-        sprites.draw_one((cx - radius, cy - radius, 2 * radius, 2 * radius))
-        gl.enable("BLEND")
-        gl.blendFunc("SRC_ALPHA", "ONE_MINUS_SRC_ALPHA")
-        gl.bindTexture("TEXTURE_2D", tex_font)
-        sprites.draw_batch(scale_buffer, scale_quads)
-        shown = f"{int(round(value * top)):d}"
-        r, u, c = text_quads(f"{shown} {unit}", cx - glyph * 2.6, cy + radius * 0.25,
-                             glyph * 1.2, uv)
-        readout.draw(sprites, quad_batch(r, u, c))
-        gl.bindTexture("TEXTURE_2D", tex_needle)
-        angle = np.radians(-135 + 270 * value)
-        length = radius * 0.85
-        center = (cx + np.sin(angle) * length / 2, cy - np.cos(angle) * length / 2)
-        needle.draw(sprites, _rotated(center, (radius * 0.12, length), angle))
-        gl.bindTexture("TEXTURE_2D", tex_cap)
-        sprites._bound = None
-        sprites.draw_one((cx - radius * 0.12, cy - radius * 0.12, radius * 0.24,
-                          radius * 0.24))
-        gl.endFrame()
 
 
 MENU_ITEMS = ("RADIO", "MEDIA", "NAVI", "CONTACTS", "CLIMATE", "SEAT", "DRIVE", "ECO MODE",
@@ -289,7 +166,7 @@ def build(kind: str, width: int, height: int, frames: int = 4, seed: int = 0, *,
     check_request(kind, width, height, frames)
     gl = Recorder(width, height, name=kind)
     if kind in ("speedometer", "tachometer"):
-        _gauge(gl, width, height, frames, seed, kind)
+        gauges.record(gl, width, height, frames, seed, kind)
     elif kind == "menu":
         _menu(gl, width, height, frames, seed)
     else:

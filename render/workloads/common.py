@@ -567,6 +567,33 @@ def sphere(radius: float, rings: int, segments: int) -> Mesh:
     return Mesh(vertices, idx)
 
 
+def lathe(radii, heights, segments: int) -> Mesh:
+    """A surface of revolution about +y: the profile (radius, height) points, ordered away
+    from the axis, swept through 360 degrees in ``segments`` steps. Normals are smooth (the
+    mean of the two profile segments at a point), each segment's turned a quarter towards
+    +y, so a profile walking outward faces +y (a disc), up a wall faces the axis, down a
+    wall faces away. uvs are the planar projection onto the x-z plane over the largest
+    radius ((0.5, 0.5) on the axis), as a dial face is textured. CCW seen from the normal."""
+    r = np.asarray(radii, dtype=np.float64)
+    y = np.asarray(heights, dtype=np.float64)
+    dr, dy = np.diff(r), np.diff(y)
+    seg = np.stack([-dy, dr], axis=1) / np.hypot(dr, dy)[:, None]
+    prof = np.concatenate([seg[:1], seg[:-1] + seg[1:], seg[-1:]])
+    prof /= np.linalg.norm(prof, axis=1, keepdims=True)
+    a = np.linspace(0, 2 * np.pi, segments + 1)[None, :]
+    c, s = np.cos(a), np.sin(a)
+    rr, yy = r[:, None] + 0 * a, y[:, None] + 0 * a
+    nr, ny = prof[:, :1] + 0 * a, prof[:, 1:] + 0 * a
+    rmax = max(float(r.max()), 1e-9)
+    vertices = np.stack([rr * c, yy, rr * s, nr * c, ny, nr * s, 0.5 + 0.5 * rr * c / rmax,
+                         0.5 + 0.5 * rr * s / rmax], axis=-1).reshape(-1, 8)
+    i = np.arange(len(r) - 1)[:, None] * (segments + 1) + np.arange(segments)[None, :]
+    b, c_, d = i + 1, i + segments + 1, i + segments + 2
+    # (P[i,j], P[i,j+1], P[i+1,j]) turns counter-clockwise seen from +y on a disc
+    idx = np.stack([i, b, c_, b, d, c_], axis=-1).ravel()
+    return Mesh(vertices, idx)
+
+
 def setup_mesh_arrays(gl, offset: int = 0) -> None:
     """vertexAttribPointer for a bound mesh VBO: 0 position, 1 normal, 2 uv."""
     gl.vertexAttribPointer(0, 3, "FLOAT", False, MESH_STRIDE, offset)

@@ -25,6 +25,10 @@ Modules, bottom up:
 ``scenarios``
     MTS-1 and MTS-2 from tilesim workloads rendered and timed (``scenarios.toml``; the block
     costs kept in ``blocks.json``: seconds and fragments shaded per block).
+``actual``
+    the blocks' actual times measured on Mesa llvmpipe / softpipe instead of the timing
+    model (``tilesim schedule --actual gl-DRIVER``, through the prediction issue's
+    ``GLBackend``), cached per application, driver and timer.
 ``estimators``
     the prediction issue's estimators (``tilesim predict --estimator``) and its history
     baseline as the scheduler's predictors, over the blocks' recorded commands.

@@ -18,7 +18,7 @@ import math
 from pathlib import Path
 
 from tilesim.errors import EXIT_OK, InputError
-from tilesim.render.studies.scheduling import estimators, metrics, robustness, scenarios
+from tilesim.render.studies.scheduling import actual, estimators, metrics, robustness, scenarios
 from tilesim.render.studies.scheduling.blocks import DISTRIBUTIONS, InjectedError, Margin
 from tilesim.render.studies.scheduling.policies import GUARDS, POLICIES, check_policy
 from tilesim.render.studies.scheduling.simulation import simulate
@@ -94,9 +94,35 @@ def register(subparsers) -> None:
     p.add_argument("--rebuild-blocks", metavar="OUT",
                    help="render and time every application's blocks (minutes), write them to "
                         "OUT and use them")
+    p.add_argument("--actual", default="model", choices=actual.SOURCES,
+                   help="where the blocks' actual GPU times come from: the tilesim timing "
+                        "model (the block costs), or Mesa llvmpipe / softpipe measured block by "
+                        "block (cached in --actual-cache); issue 17's estimators are then "
+                        "calibrated on the same driver (default %(default)s)")
+    p.add_argument("--timer", default="auto", choices=("auto", "query", "finish"),
+                   help="with --actual gl-*: as tilesim predict, GL_EXT_disjoint_timer_query "
+                        "or the wall clock between two glFinish (default %(default)s: the "
+                        "query where offered)")
+    p.add_argument("--actual-cache", default="out/schedule/actual", metavar="DIR",
+                   help="where measured block times are cached (default %(default)s; '' for "
+                        "none)")
+    p.add_argument("--actual-repeats", type=int, default=actual.REPEATS, metavar="N",
+                   help="replays of each distinct frame; a block's time is their median "
+                        "(default %(default)s)")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.add_argument("--plot", metavar="DIR", help="write 004's figures as PNGs into DIR")
     p.set_defaults(func=_schedule)
+
+
+def _bar(total: int, desc: str):
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit="app", disable=None)
+
+
+def _step(bar, name: str) -> None:
+    bar.set_postfix_str(name)
+    bar.update(1)
 
 
 def _positive(value: float | None, option: str) -> None:
@@ -139,7 +165,9 @@ class _Factories:
             where = self.args.blocks or str(scenarios.BLOCKS_JSON)
             self._commands = scenarios.app_commands(self.scen, self.apps, where)
         if self._calibrator is None and name != estimators.BASELINE:
-            self._calibrator = estimators.model_calibrator(self.args.calibration or None)
+            self._calibrator = estimators.calibrator(
+                self.args.calibration or None, actual.driver_of(self.args.actual),
+                self.args.timer)
         cal = self._calibrator
         return estimators.make_predictor(
             name, self._commands, None if cal is None else cal.calibration,
@@ -186,15 +214,26 @@ def _schedule(args) -> int:
     if args.predictor and "," in args.predictor and not args.sweep_predictors:
         raise InputError("one predictor per run (a list only with --sweep-predictors)",
                          source="--predictor")
+    if args.actual_repeats < 1:
+        raise InputError(f"must be >= 1, got {args.actual_repeats}", source="--actual-repeats")
     scen = scenarios.load_scenarios(args.config)
     if args.rebuild_blocks:
         from tilesim.atomic import write_json
 
-        built = scenarios.build_blocks(scen)
+        with _bar(len(scen.apps), "render and time blocks") as bar:
+            built = scenarios.build_blocks(scen, progress=lambda name: _step(bar, name))
         write_json(args.rebuild_blocks, scenarios.blocks_to_json(built, scen))
         blocks = built
     else:
         blocks = scenarios.load_blocks(args.blocks)
+    measured = {}
+    if args.actual != "model":
+        names = [e["app"] for e in scen.scenarios.get(scenario, []) if e["app"] in blocks]
+        with _bar(len(names), f"measure blocks on {args.actual}") as bar:
+            timed, measured = actual.measured_blocks(
+                scen, names, blocks, args.actual, args.timer, args.actual_cache or None,
+                args.actual_repeats, progress=lambda name: _step(bar, name))
+        blocks = {**blocks, **timed}
     apps = scenarios.applications(scen, scenario, blocks)
     config = scenarios.sim_config(scen, duration_s=args.duration,
                                   decision_s=args.decision_overhead, guard=args.guard,
@@ -223,6 +262,7 @@ def _schedule(args) -> int:
         result["config"] = {k: getattr(config, k) for k in (
             "duration_s", "decision_s", "record_s_per_command", "dispatch_s_per_command",
             "guard", "deadlines")}
+        result["actual"] = {"source": args.actual, "apps": measured}
         if args.plot:
             result["plots"] = [str(p) for p in write_margin_plot(result, Path(args.plot))]
         print(json.dumps(result, indent=1) if args.json
@@ -237,6 +277,7 @@ def _schedule(args) -> int:
     report = {"scenario": scenario, "config": {k: getattr(config, k) for k in (
         "duration_s", "decision_s", "record_s_per_command", "dispatch_s_per_command",
         "guard", "deadlines")}, "predictor": name,
+        "actual": {"source": args.actual, "apps": measured},
         "applications": [{"app": a.name, "priority": a.priority, "fps": a.fps,
                           "blocks_per_frame": len(a.frames[0]),
                           "frame_ms": [round(1e3 * sum(b.actual_s for b in f), 4)
@@ -251,13 +292,24 @@ def _schedule(args) -> int:
     return EXIT_OK
 
 
+def _actual_text(about: dict) -> str:
+    """Where the blocks' actual times came from, in words."""
+    if about.get("source", "model") == "model":
+        return "model"
+    timers = sorted({a["timer"] for a in about["apps"].values()})
+    repeats = sorted({a["repeats"] for a in about["apps"].values()})
+    return (f"{about['source']} ({'/'.join(timers)} timer, median of "
+            f"{'/'.join(map(str, repeats))})")
+
+
 def format_table(report: dict) -> str:
     apps = [a["app"] for a in report["applications"]]
     lines = [f"{report['scenario']}: " + ", ".join(
         f"{a['app']} (priority {a['priority']}, {a['fps']:g} FPS, "
         f"{a['blocks_per_frame']} blocks, {min(a['frame_ms']):.2f} ms/frame)"
         for a in report["applications"]),
-        f"predictor {report['predictor']}, decision overhead "
+        f"predictor {report['predictor']}, actual times "
+        f"{_actual_text(report.get('actual', {}))}, decision overhead "
         f"{1e3 * report['config']['decision_s']:g} ms, guard {report['config']['guard']}, "
         f"deadlines {report['config']['deadlines']}, "
         f"{report['config']['duration_s']:g} s simulated",

@@ -218,9 +218,11 @@ def make_predictor(name: str, apps: dict[str, AppCommands] | None = None,
     return EstimatorPredictor(name, apps, calibration, program_cost, runtime_frames)
 
 
-def model_calibrator(folder: str | None):
-    """``tilesim predict``'s calibrator on the tilesim timing model (the backend the block
-    costs come from), caching in ``folder`` (None: no cache)."""
-    from tilesim.render.studies.ground_truth import Calibrator, ModelBackend
+def calibrator(folder: str | None, driver: str | None = None, timer: str = "auto"):
+    """``tilesim predict``'s calibrator on the backend the blocks' actual times come from:
+    the tilesim timing model (``driver`` None) or Mesa ``driver`` timed by ``timer``
+    (``tilesim schedule --actual gl-DRIVER``), caching in ``folder`` (None: no cache)."""
+    from tilesim.render.studies.ground_truth import Calibrator, GLBackend, ModelBackend
 
-    return Calibrator(ModelBackend(), folder)
+    backend = ModelBackend() if driver is None else GLBackend(driver, timer=timer)
+    return Calibrator(backend, folder)
