@@ -326,6 +326,59 @@ def _read_json(path: Path) -> dict:
 
 # -- running --------------------------------------------------------------------------------
 
+class _FrameWriter:
+    """Writes a job's finished frames as they come (counters first, the PNG last: its
+    existence marks the frame finished) and keeps ``frames.json`` up to date."""
+
+    def __init__(self, job: Job, entries: dict[int, dict], on_frame=None, before_write=None):
+        self.job, self.entries = job, entries
+        self.on_frame, self.before_write = on_frame, before_write
+        self.missing = set(job.missing())
+        self.written: list[dict] = []
+        self.hang_after = int(os.environ.get(HANG_ENV) or 0)
+        self.last_write = time.monotonic()
+
+    def write(self, result, techniques) -> None:
+        """Write ``result`` if the job misses it (``techniques``: the hooks that rendered it,
+        their state as the frame left them, for ``before_write``)."""
+        if result.index not in self.missing:
+            return
+        png, npz = self.job.frame_files(result.index)
+        result.counters.save(npz)
+        if self.before_write is not None:
+            self.before_write(result, techniques)
+        write_bytes(png, png_bytes(result.image))
+        entry = _entry(result.counters.summary())
+        self.written.append(entry)
+        self.entries[result.index] = entry
+        if self.on_frame is not None:
+            self.on_frame(result.index)
+        if self.hang_after and len(self.written) >= self.hang_after:
+            time.sleep(600)        # test hook: wait here to be killed (bounded)
+            os._exit(70)
+        if time.monotonic() - self.last_write >= SUMMARY_INTERVAL_S:
+            _write_frames(self.job, self.entries)
+            self.last_write = time.monotonic()
+
+    def close(self) -> None:
+        _write_frames(self.job, self.entries)
+
+    def summary(self, started: float) -> dict:
+        job = self.job
+        return {"trace": job.trace, "backend": job.backend, "frames": list(job.frames),
+                "written": len(self.written),
+                "skipped": (job.frames[1] - job.frames[0]) - len(self.written),
+                "seconds": round(time.perf_counter() - started, 3), "counters": self.written}
+
+
+def _writer(job: Job, on_frame=None, before_write=None) -> _FrameWriter:
+    """The job's writer, after bringing frames.json up to date with the files."""
+    entries, changed = frame_entries(job)
+    if changed:
+        _write_frames(job, entries)
+    return _FrameWriter(job, entries, on_frame, before_write)
+
+
 def run_job(job: Job, on_frame=None, *, prepare: bool = True, force: bool = False,
             observer=None, before_write=None) -> dict:
     """Render one job's missing frames; returns a summary (runs in a worker process).
@@ -339,42 +392,77 @@ def run_job(job: Job, on_frame=None, *, prepare: bool = True, force: bool = Fals
     started = time.perf_counter()
     if prepare:
         prepare_jobs([job], force=force)
-    entries, changed = frame_entries(job)
-    if changed:
-        _write_frames(job, entries)
-    hang_after = int(os.environ.get(HANG_ENV) or 0)
-    missing = set(job.missing())
-    written: list[dict] = []
-    if missing:
-        last_write = time.monotonic()
+    writer = _writer(job, on_frame, before_write)
+    if writer.missing:
         techniques = job_techniques(job)
         with use_backend(job.backend):
-            for result in render_trace(job.trace, frames=missing, tile_size=job.tile_size,
+            for result in render_trace(job.trace, frames=writer.missing,
+                                       tile_size=job.tile_size, traversal=job.traversal,
+                                       fill_rule=job.fill_rule, technique=techniques,
+                                       source=job.trace, observer=observer):
+                writer.write(result, techniques)
+        writer.close()
+    return writer.summary(started)
+
+
+def shares_render(job: Job) -> bool:
+    """Whether a job's frames can come out of a side-by-side render with the baseline
+    (:mod:`tilesim.render.techniques.side_by_side`): the baseline, TE, RE or memoization."""
+    from tilesim.render.techniques.side_by_side import shareable
+
+    return job.technique == "baseline" or shareable(job_techniques(job))
+
+
+def run_side_by_side(jobs: list[Job], *, observer=None, before_writes=None) -> list[dict]:
+    """Render jobs of one trace and pipeline options whose techniques share the baseline's
+    render (:func:`shares_render`; at most one baseline) with one functional render, and
+    write each job's missing frames as :func:`run_job` writes them; returns their summaries
+    in order. ``observer`` watches the render (the baseline's); ``before_writes``: per job,
+    None or ``before_write(result, techniques)`` as :func:`run_job` takes it. A technique
+    whose colors leave the baseline's (an RE false positive) has its remaining frames
+    rendered on their own afterwards. Folders must have been prepared
+    (:func:`prepare_jobs`)."""
+    from tilesim.render.techniques.side_by_side import SideBySide
+
+    started = time.perf_counter()
+    before_writes = before_writes or [None] * len(jobs)
+    options = {(j.trace, j.tile_size, j.traversal, j.fill_rule, j.backend) for j in jobs}
+    baselines = [j for j in jobs if j.technique == "baseline"]
+    if len(options) != 1 or len(baselines) > 1 or not all(shares_render(j) for j in jobs):
+        raise ValueError("run_side_by_side: jobs of one trace and options, at most one "
+                         "baseline, every other technique shareable")
+    writers = [_writer(j, before_write=b) for j, b in zip(jobs, before_writes, strict=True)]
+    members = {str(k): job_techniques(j) for k, j in enumerate(jobs) if j.technique != "baseline"}
+    stop = max((max(w.missing) + 1 for w in writers if w.missing), default=0)
+    if stop:
+        job = jobs[0]
+        hooks = SideBySide(members)
+
+        def write_members() -> None:
+            for key, member in members.items():
+                for result in hooks.take(key):
+                    writers[int(key)].write(result, member)
+
+        with use_backend(job.backend):
+            for result in render_trace(job.trace, frames=range(stop), tile_size=job.tile_size,
                                        traversal=job.traversal, fill_rule=job.fill_rule,
-                                       technique=techniques, source=job.trace,
-                                       observer=observer):
-                png, npz = job.frame_files(result.index)
-                # Counters first, PNG last: the PNG's existence marks the frame finished.
-                result.counters.save(npz)
-                if before_write is not None:
-                    before_write(result, techniques)
-                write_bytes(png, png_bytes(result.image))
-                entry = _entry(result.counters.summary())
-                written.append(entry)
-                entries[result.index] = entry
-                if on_frame is not None:
-                    on_frame(result.index)
-                if hang_after and len(written) >= hang_after:
-                    time.sleep(600)        # test hook: wait here to be killed (bounded)
-                    os._exit(70)
-                if time.monotonic() - last_write >= SUMMARY_INTERVAL_S:
-                    _write_frames(job, entries)
-                    last_write = time.monotonic()
-        _write_frames(job, entries)
-    return {"trace": job.trace, "backend": job.backend, "frames": list(job.frames),
-            "written": len(written),
-            "skipped": (job.frames[1] - job.frames[0]) - len(written),
-            "seconds": round(time.perf_counter() - started, 3), "counters": written}
+                                       technique=hooks, source=job.trace, observer=observer):
+                for writer, j in zip(writers, jobs, strict=True):
+                    if j.technique == "baseline":
+                        writer.write(result, hooks)
+                write_members()
+        write_members()
+        for writer in writers:
+            writer.close()
+    summaries = [w.summary(started) for w in writers]
+    for key in hooks.diverged if stop else ():       # the rest of its frames, on its own
+        alone = run_job(jobs[int(key)], prepare=False, before_write=before_writes[int(key)])
+        summary = summaries[int(key)]
+        summary["written"] += alone["written"]
+        summary["skipped"] -= alone["written"]
+        summary["counters"] += alone["counters"]
+        summary["seconds"] = round(time.perf_counter() - started, 3)
+    return summaries
 
 
 def _run_prepared_job(job: Job) -> dict:
