@@ -697,6 +697,24 @@ def compute_crc(subblocks, lengths, sign_luts, shift_luts) -> np.ndarray:
     return out
 
 
+
+# -- Fragment memoization's keys -------------------------------------------------------------------
+
+@_jit
+def _crc32_words(words, running, lo, hi):  # pragma: no cover - compiled
+    for w in range(words.shape[0]):
+        for j in range(words.shape[1]):
+            c = running[j] ^ words[w, j]
+            running[j] = lo[c & np.uint32(0xFFFF)] ^ hi[c >> np.uint32(16)]
+
+
+def crc32_words(words, running, lo, hi) -> None:
+    """``fragment_memoization.crc32_words``'s loop in place: fold each row of ``words``
+    ((W, m) uint32) into ``running`` ((m,) uint32, the complemented registers) with the two
+    16-bit slicing tables ``lo`` and ``hi``; one pass per lane instead of two temporaries of
+    every lane per word."""
+    _crc32_words(words, running, lo, hi)
+
 # -- Early Visibility Resolution's oracle ----------------------------------------------------------
 
 @_jit
