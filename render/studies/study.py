@@ -349,6 +349,21 @@ def finish_unit(unit: Unit, rendered: dict, _baseline=None) -> dict:
     return record
 
 
+def estimate_unit(unit: Unit):
+    """The timing model's estimate of a unit's frames (timing.report.estimate_workload), as
+    the study's results take it."""
+    from tilesim.timing.config import load_energy_config, load_gpu_config
+    from tilesim.timing.report import estimate_workload
+
+    return estimate_workload(unit.workload.name, Path(unit.folder), load_gpu_config(None),
+                             load_energy_config(None))
+
+
+def _finish_and_estimate(unit: Unit, rendered: dict, _baseline=None) -> tuple[dict, object]:
+    """A worker's last step of a unit: its comparison and its estimate."""
+    return finish_unit(unit, rendered, _baseline), estimate_unit(unit)
+
+
 def run_unit(unit: Unit) -> dict:
     """Render one unit on its own and compare it (resuming); returns its quality record."""
     return finish_unit(unit, render_units([unit]))
@@ -388,10 +403,12 @@ def plan_units(settings: Settings, out: Path) -> list[Unit]:
     return units
 
 
-def run_units(units: list[Unit], *, workers: int, progress: bool = True) -> dict[str, dict]:
+def run_units(units: list[Unit], *, workers: int, progress: bool = True,
+              estimates: dict | None = None) -> dict[str, dict]:
     """Run the units not yet finished (in parallel when ``workers`` > 1): their renders
     (:func:`plan_renders`), then each unit's comparison once its render and its baseline's
-    are done; returns every unit's quality record by key."""
+    are done; returns every unit's quality record by key. With ``workers`` > 1 the workers
+    also estimate the units they compare, into ``estimates`` (by key) when given."""
     from tqdm import tqdm
 
     records = {u.key: r for u in units if (r := unit_done(u)) is not None}
@@ -422,11 +439,13 @@ def run_units(units: list[Unit], *, workers: int, progress: bool = True) -> dict
                 futures = {}
                 for unit in todo:
                     baseline = rendered.get(f"{unit.workload.name}/baseline")
-                    futures[client.submit(finish_unit, unit, rendered[unit.key], baseline,
-                                          pure=False)] = unit
+                    futures[client.submit(_finish_and_estimate, unit, rendered[unit.key],
+                                          baseline, pure=False)] = unit
                 for future in as_completed(futures):
                     unit = futures[future]
-                    records[unit.key] = future.result()
+                    records[unit.key], estimate = future.result()
+                    if estimates is not None:
+                        estimates[unit.key] = estimate
                     bar.set_postfix_str(unit.key, refresh=False)
                     bar.update(1)
     finally:
@@ -469,9 +488,11 @@ def run_study(settings: Settings, out: str | Path, *, workers: int = 1, force: b
         units = prepare(settings, out, force=force)
         write_json(out / STUDY_FILE, {"settings": settings_record(settings)})
         render_started = time.perf_counter()
-        records = run_units(units, workers=workers, progress=progress)
+        estimates: dict = {}
+        records = run_units(units, workers=workers, progress=progress, estimates=estimates)
         seconds = {"render_and_compare": time.perf_counter() - render_started}
-        results = assemble_results(settings, units, records, out, progress=progress)
+        results = assemble_results(settings, units, records, out, progress=progress,
+                                   estimates=estimates)
         if extra_sections:
             for name, make in extra_sections.items():
                 section_started = time.perf_counter()
