@@ -42,7 +42,7 @@ from tilesim.atomic import check_output, remove_temporaries, write_bytes, write_
 from tilesim.backend import use_backend
 from tilesim.errors import InputError
 from tilesim.folder_lock import lock_folder
-from tilesim.images import png_bytes
+from tilesim.images import FRAME_PNG_LEVEL, png_bytes
 from tilesim.render.pipeline.counters import (
     FRAME_COUNTERS,
     TECHNIQUE_FRAME_COUNTERS,
@@ -347,7 +347,7 @@ class _FrameWriter:
         result.counters.save(npz)
         if self.before_write is not None:
             self.before_write(result, techniques)
-        write_bytes(png, png_bytes(result.image))
+        write_bytes(png, png_bytes(result.image, FRAME_PNG_LEVEL))
         entry = _entry(result.counters.summary())
         self.written.append(entry)
         self.entries[result.index] = entry
