@@ -231,3 +231,11 @@ def test_the_compiled_memoization_keys_match_the_vectorized_ones(quad, bits):
     words = rng.integers(0, 1 << 32, (7, 50), dtype=np.uint32)
     assert crc32_words(words, 99).tolist() == [zlib.crc32(words[:, j].tobytes(), 99)
                                                for j in range(50)]
+
+
+def test_the_compiled_stable_order_is_the_stable_argsort():
+    rng = np.random.default_rng(3)
+    for n, bins in ((0, 5), (1, 1), (5000, 7), (20000, 3588)):
+        keys = rng.integers(0, bins, n).astype(np.int64)
+        np.testing.assert_array_equal(compiled.stable_order(keys, bins),
+                                      np.argsort(keys, kind="stable"))

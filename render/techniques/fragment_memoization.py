@@ -431,7 +431,9 @@ class FragmentMemoizer:
         tile = xp.concatenate([log.tile[idx] for log, idx in zip(logs, lanes, strict=True)])
         keys = xp.concatenate([log.keys[idx] for log, idx in zip(logs, lanes, strict=True)])
         true = xp.concatenate([log.colors[idx] for log, idx in zip(logs, lanes, strict=True)])
-        order = xp.argsort(xp.take(rank, tile), kind="stable")
+        tile_rank = xp.take(rank, tile)
+        order = (compiled.stable_order(tile_rank, self.tiles) if compiled.usable(tile_rank)
+                 else xp.argsort(tile_rank, kind="stable"))
         hit_sorted, color_sorted = self.lut.lookup_insert(xp.take(keys, order),
                                                           xp.take(true, order, axis=0))
         hit, stored = xp.empty_like(hit_sorted), xp.empty_like(color_sorted)
