@@ -72,8 +72,9 @@ def time_study(trace: str, frames: int, workers: int | None) -> dict:
         run = subprocess.run(argv, capture_output=True, text=True, timeout=7200)
         wall = time.perf_counter() - start
         cpu = _children_cpu_s() - cpu_before
-        if run.returncode not in (0, 1):
-            raise RuntimeError(f"tilesim run failed:\n{run.stderr[-2000:]}")
+        if run.returncode not in (0, 1) or not Path(tmp, "study", "results.json").is_file():
+            raise RuntimeError(f"tilesim run failed (exit {run.returncode}):\n"
+                               f"{run.stderr[-2000:]}")
         results = json.loads(Path(tmp, "study", "results.json").read_text())
     return {"wall_s": round(wall, 1), "cpu_s": round(cpu, 1),
             "load_average": [round(load_before, 2), round(os.getloadavg()[0], 2)],
