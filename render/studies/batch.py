@@ -330,9 +330,11 @@ class _FrameWriter:
     """Writes a job's finished frames as they come (counters first, the PNG last: its
     existence marks the frame finished) and keeps ``frames.json`` up to date."""
 
-    def __init__(self, job: Job, entries: dict[int, dict], on_frame=None, before_write=None):
+    def __init__(self, job: Job, entries: dict[int, dict], on_frame=None, before_write=None,
+                 encode=None):
         self.job, self.entries = job, entries
         self.on_frame, self.before_write = on_frame, before_write
+        self.encode = encode or (lambda image: png_bytes(image, FRAME_PNG_LEVEL))
         self.missing = set(job.missing())
         self.written: list[dict] = []
         self.hang_after = int(os.environ.get(HANG_ENV) or 0)
@@ -347,7 +349,7 @@ class _FrameWriter:
         result.counters.save(npz)
         if self.before_write is not None:
             self.before_write(result, techniques)
-        write_bytes(png, png_bytes(result.image, FRAME_PNG_LEVEL))
+        write_bytes(png, self.encode(result.image))
         entry = _entry(result.counters.summary())
         self.written.append(entry)
         self.entries[result.index] = entry
@@ -371,12 +373,32 @@ class _FrameWriter:
                 "seconds": round(time.perf_counter() - started, 3), "counters": self.written}
 
 
-def _writer(job: Job, on_frame=None, before_write=None) -> _FrameWriter:
+def _writer(job: Job, on_frame=None, before_write=None, encode=None) -> _FrameWriter:
     """The job's writer, after bringing frames.json up to date with the files."""
     entries, changed = frame_entries(job)
     if changed:
         _write_frames(job, entries)
-    return _FrameWriter(job, entries, on_frame, before_write)
+    return _FrameWriter(job, entries, on_frame, before_write, encode)
+
+
+class _SharedEncoding:
+    """PNG encoding of frames that several jobs write: the runs of one side-by-side render
+    hand on the baseline's image object itself wherever their frame equals it, so an image
+    is encoded once (the last few kept, by identity; memoization releases a frame a frame
+    late)."""
+
+    KEPT = 4
+
+    def __init__(self):
+        self._recent: list[tuple[object, bytes]] = []
+
+    def __call__(self, image) -> bytes:
+        for held, data in self._recent:
+            if held is image:
+                return data
+        data = png_bytes(image, FRAME_PNG_LEVEL)
+        self._recent = [*self._recent[1 - self.KEPT:], (image, data)]
+        return data
 
 
 def run_job(job: Job, on_frame=None, *, prepare: bool = True, force: bool = False,
@@ -431,7 +453,9 @@ def run_side_by_side(jobs: list[Job], *, observer=None, before_writes=None) -> l
     if len(options) != 1 or len(baselines) > 1 or not all(shares_render(j) for j in jobs):
         raise ValueError("run_side_by_side: jobs of one trace and options, at most one "
                          "baseline, every other technique shareable")
-    writers = [_writer(j, before_write=b) for j, b in zip(jobs, before_writes, strict=True)]
+    encode = _SharedEncoding()
+    writers = [_writer(j, before_write=b, encode=encode)
+               for j, b in zip(jobs, before_writes, strict=True)]
     members = {str(k): job_techniques(j) for k, j in enumerate(jobs) if j.technique != "baseline"}
     stop = max((max(w.missing) + 1 for w in writers if w.missing), default=0)
     if stop:
