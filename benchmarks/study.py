@@ -2,7 +2,9 @@
 
 1. A study: `tilesim run` on one bundled workload, baseline and every technique over its first
    ``--frames`` frames (100 by default, 1196x768), then the estimates and the report, in a
-   child process as a user runs it. The peer, measured in the same run: Mesa softpipe
+   child process as a user runs it: its wall time, the CPU seconds of the process and its
+   workers, and the load average (1 minute) before and after (other jobs on the machine
+   stretch the wall time, less the CPU time). The peer, measured in the same run: Mesa softpipe
    replaying the same frames (tilesim.render.reference.replay_gl, every command followed by
    glFinish), once; the ratio says how many softpipe replays the whole study costs (a study
    renders the frames 9 times and compares, estimates and reports them).
@@ -22,6 +24,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -49,19 +53,32 @@ print(json.dumps({"seconds": times, "peak_bytes": peak}))
 """
 
 
+def _children_cpu_s() -> float:
+    """User + system CPU seconds of this process's finished children (the study's process and
+    its Dask workers): on a machine other jobs load, a steadier figure than the wall time."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def time_study(trace: str, frames: int, workers: int | None) -> dict:
     with tempfile.TemporaryDirectory(prefix="tilesim-study-bench-") as tmp:
         argv = [sys.executable, "-m", "tilesim.cli", "run", "--trace", f"{trace}@0:{frames}",
                 "--out", str(Path(tmp, "study"))]
         if workers:
             argv += ["--workers", str(workers)]
+        load_before = os.getloadavg()[0]
+        cpu_before = _children_cpu_s()
         start = time.perf_counter()
         run = subprocess.run(argv, capture_output=True, text=True, timeout=7200)
         wall = time.perf_counter() - start
-        if run.returncode not in (0, 1):
-            raise RuntimeError(f"tilesim run failed:\n{run.stderr[-2000:]}")
+        cpu = _children_cpu_s() - cpu_before
+        if run.returncode not in (0, 1) or not Path(tmp, "study", "results.json").is_file():
+            raise RuntimeError(f"tilesim run failed (exit {run.returncode}):\n"
+                               f"{run.stderr[-2000:]}")
         results = json.loads(Path(tmp, "study", "results.json").read_text())
-    return {"wall_s": round(wall, 1), "steps_s": results["seconds"],
+    return {"wall_s": round(wall, 1), "cpu_s": round(cpu, 1),
+            "load_average": [round(load_before, 2), round(os.getloadavg()[0], 2)],
+            "steps_s": results["seconds"],
             "runs": len(results["settings"]["techniques"]), "frames": frames,
             "checks_failed": results["checks"]["failed"]}
 
@@ -125,7 +142,8 @@ def main() -> int:
     if "study" in report:
         s = report["study"]
         print(f"study of {Path(args.trace).name}: {s['frames']} frames x {s['runs']} runs in "
-              f"{s['wall_s']:.0f} s ({s['steps_s']})")
+              f"{s['wall_s']:.0f} s, {s['cpu_s']:.0f} CPU s ({s['steps_s']}; load average "
+              f"{s['load_average'][0]} before, {s['load_average'][1]} after)")
         if "softpipe_replay_s" in report:
             print(f"softpipe replays the {s['frames']} frames in {report['softpipe_replay_s']} "
                   f"s: the study costs {report['study_over_softpipe_replay']}x one replay")

@@ -212,3 +212,30 @@ def test_the_compiled_signature_unit_matches_the_vectorized_one():
         expected_full = compute_crc(subblocks)
     np.testing.assert_array_equal(compute_crc(subblocks, lengths), expected)
     np.testing.assert_array_equal(compute_crc(subblocks), expected_full)
+
+
+@pytest.mark.parametrize("quad", [False, True])
+@pytest.mark.parametrize("bits", [32, 64])
+def test_the_compiled_memoization_keys_match_the_vectorized_ones(quad, bits):
+    import zlib
+
+    from tilesim.render.techniques.fragment_memoization import crc32_words, fragment_keys
+
+    rng = np.random.default_rng(5)
+    inputs = rng.standard_normal((3, 4, 4000)).astype(np.float32)
+    inputs[0, 0, :8] = [0.0, -0.0, np.nan, -np.nan, np.inf, -np.inf, 1e-45, -1e-45]
+    with compiled.disabled():
+        expected = fragment_keys(inputs, 0xDEADBEEF, quad, bits)
+    np.testing.assert_array_equal(fragment_keys(inputs, 0xDEADBEEF, quad, bits), expected)
+    # And both are zlib's CRC-32 of each message, continuing from the running value.
+    words = rng.integers(0, 1 << 32, (7, 50), dtype=np.uint32)
+    assert crc32_words(words, 99).tolist() == [zlib.crc32(words[:, j].tobytes(), 99)
+                                               for j in range(50)]
+
+
+def test_the_compiled_stable_order_is_the_stable_argsort():
+    rng = np.random.default_rng(3)
+    for n, bins in ((0, 5), (1, 1), (5000, 7), (20000, 3588)):
+        keys = rng.integers(0, bins, n).astype(np.int64)
+        np.testing.assert_array_equal(compiled.stable_order(keys, bins),
+                                      np.argsort(keys, kind="stable"))

@@ -269,3 +269,19 @@ def test_another_frame_range_counts_the_characterization_again(study, tmp_path):
     assert characterization["frames"] == [0, 2]
     assert results["workloads"][0]["frames"] == [0, 3]
     assert len(results["workloads"][0]["runs"]["re"]["frames"]) == 3
+
+
+def test_the_runs_that_only_watch_the_pipeline_share_their_workloads_baseline_render(tmp_path):
+    from tilesim.render.studies.study import Settings, Workload, plan_renders, plan_units
+
+    workloads = [Workload("a", "a.tsim", (0, 4)), Workload("b", "b.tsim", (0, 4))]
+    units = plan_units(Settings(workloads, tuple(TECHNIQUES)), tmp_path)
+    renders = plan_renders(units)
+    shared = ["baseline", "te", "re", "re/xor", "memo", "memo/32"]
+    # The two shared renders first (the longest), then EVR, RE+EVR and DSR of each workload.
+    assert [[u.key for u in group] for group in renders[:2]] == [
+        [f"{w}/{t}" for t in shared] for w in ("a", "b")]
+    assert sorted(u.key for group in renders[2:] for u in group) == sorted(
+        f"{w}/{t}" for w in ("a", "b") for t in ("evr", "re+evr", "dsr"))
+    assert all(len(group) == 1 for group in renders[2:])
+    assert sorted(u.key for group in renders for u in group) == sorted(u.key for u in units)

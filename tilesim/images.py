@@ -119,12 +119,21 @@ def compare_images(images: dict[int, np.ndarray] | list[np.ndarray],
 
 
 
-def png_bytes(image) -> bytes:
-    """An (H, W, 4) uint8 RGBA frame encoded as PNG."""
+# zlib level of the PNGs a render writes for every frame (batch render folders, coherence's
+# baseline frames): level 1 encodes a 1196x768 frame about 5x faster than Pillow's default 6,
+# in files about 20% larger (measured on the runner's frames: 0.058 s against 0.285 s, 868 kB
+# against 724 kB); the pixels are the same. A 100-frame study of 9 runs writes 900 frames:
+# about 250 CPU s of encoding at the default level, about 50 at level 1.
+FRAME_PNG_LEVEL = 1
+
+
+def png_bytes(image, level: int = 6) -> bytes:
+    """An (H, W, 4) uint8 RGBA frame encoded as PNG at zlib compression ``level`` (0-9;
+    Pillow's default 6; :data:`FRAME_PNG_LEVEL` for frames written by the thousand)."""
     from PIL import Image
 
     buffer = io.BytesIO()
-    Image.fromarray(image, mode="RGBA").save(buffer, format="PNG")
+    Image.fromarray(image, mode="RGBA").save(buffer, format="PNG", compress_level=level)
     return buffer.getvalue()
 
 

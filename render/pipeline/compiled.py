@@ -697,6 +697,45 @@ def compute_crc(subblocks, lengths, sign_luts, shift_luts) -> np.ndarray:
     return out
 
 
+
+# -- Fragment memoization's keys -------------------------------------------------------------------
+
+@_jit
+def _crc32_words(words, running, lo, hi):  # pragma: no cover - compiled
+    for w in range(words.shape[0]):
+        for j in range(words.shape[1]):
+            c = running[j] ^ words[w, j]
+            running[j] = lo[c & np.uint32(0xFFFF)] ^ hi[c >> np.uint32(16)]
+
+
+def crc32_words(words, running, lo, hi) -> None:
+    """``fragment_memoization.crc32_words``'s loop in place: fold each row of ``words``
+    ((W, m) uint32) into ``running`` ((m,) uint32, the complemented registers) with the two
+    16-bit slicing tables ``lo`` and ``hi``; one pass per lane instead of two temporaries of
+    every lane per word."""
+    _crc32_words(words, running, lo, hi)
+
+
+@_jit
+def _stable_order(keys, bins, order):  # pragma: no cover - compiled
+    start = np.zeros(bins + 1, dtype=np.int64)
+    for i in range(keys.shape[0]):
+        start[keys[i] + 1] += 1
+    for b in range(bins):
+        start[b + 1] += start[b]
+    for i in range(keys.shape[0]):
+        k = keys[i]
+        order[start[k]] = i
+        start[k] += 1
+
+
+def stable_order(keys, bins: int) -> np.ndarray:
+    """``argsort(keys, kind="stable")`` of (n,) integer ``keys`` in [0, bins), by counting
+    (one pass to count, one to place: O(n + bins) where the merge sort is O(n log n))."""
+    order = np.empty(keys.shape[0], dtype=np.int64)
+    _stable_order(keys, bins, order)
+    return order
+
 # -- Early Visibility Resolution's oracle ----------------------------------------------------------
 
 @_jit

@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from tilesim.backend import array_module
+
 
 class PipelineHooks:
     """No technique: every hook observes nothing and decides nothing."""
@@ -94,6 +96,29 @@ class PipelineHooks:
     def flushed(self, target) -> np.ndarray | int:
         """Per tile, 1 where the color buffer is written to memory at the pass's end."""
         return 1
+
+    def finish_pass(self, target, counters, written, depth_flushed: bool) -> None:
+        """Not a technique's hook: the pipeline's end of a pass under these hooks' decisions.
+        The techniques decide (``end_pass``), then the pass's last counts follow: the color
+        flush of every tile (``flushed``), the depth flush where a depth texture keeps the
+        depth buffer (``depth_flushed``), and the pixels written (``written``: (pixels,)
+        bool, row 0 at the bottom; eliminated tiles count none). A hooks set that runs
+        several technique sets on one render (techniques.side_by_side) finishes each set's
+        pass through this same method."""
+        xp = array_module(target.color)
+        skipped = self.end_pass(target, counters)
+        if skipped is not None and skipped.any():
+            # Eliminated tiles show last frame's colors: nothing was written there.
+            written = written & ~skipped[target.pixel_tiles()].ravel()
+        # A tile-based GPU flushes every tile's color buffer at the end of the pass (and the
+        # depth buffer where a depth texture keeps it).
+        if target.has_color:
+            counters.add_per_tile("color_flush_bytes", xp.asarray(target.tile_pixels()) * 4
+                                  * self.flushed(target))
+        counters.add_per_tile("pixels_written", target.count_per_tile(written))
+        if depth_flushed:
+            counters.add_per_tile("depth_flush_bytes",
+                                  target.tile_pixels() * (2 if target.depth_bits <= 16 else 4))
 
     def end_frame(self, result, screen) -> np.ndarray | None:
         """Frame ``result`` is complete, ``screen`` holding its colors. Returns the sampling

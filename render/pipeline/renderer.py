@@ -376,7 +376,6 @@ class Renderer:
         return self._pass
 
     def _end_pass(self) -> None:
-        xp = self.xp
         if self._pass is None:
             return
         self._flush_deferred()
@@ -384,17 +383,9 @@ class Renderer:
         self._resolve_superfragments(target)
         # Techniques see the finished tiles before they are flushed: RE puts back the tiles
         # it skipped, TE decides which flushes to drop, EVR and DSR analyse the tiles.
-        skipped = self.techniques.end_pass(target, counters)
-        if skipped is not None and skipped.any():
-            # Eliminated tiles show last frame's colors: nothing was written there.
-            self._written[skipped[target.pixel_tiles()].ravel()] = False
-        # A tile-based GPU flushes every tile's color buffer at the end of the pass (and the
-        # depth buffer where a depth texture keeps it).
-        if target.has_color:
-            counters.add_per_tile("color_flush_bytes",
-                                  xp.asarray(target.tile_pixels()) * 4
-                                  * self.techniques.flushed(target))
-        counters.add_per_tile("pixels_written", target.count_per_tile(self._written))
+        depth_flushed = (target.depth_texture is not None
+                         and self.state.textures.get(target.depth_texture[0]) is not None)
+        self.techniques.finish_pass(target, counters, self._written, depth_flushed)
         if target.texture is not None:
             ident, image_target, level = target.texture
             texture = self.state.textures.get(ident)
@@ -409,8 +400,6 @@ class Renderer:
                 texture.store_depth(image_target, level, to_host(target.depth),
                                     target.depth_bits)
                 target.synced["depth"] = texture.version
-                counters.add_per_tile("depth_flush_bytes",
-                                      target.tile_pixels() * (2 if target.depth_bits <= 16 else 4))
         self.counters.passes.append(counters.to_host())
         self.observer.end_pass(self.frame_index, self.counters.passes[-1])
         self._pass = self._pass_target = self._written = None

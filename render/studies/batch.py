@@ -45,7 +45,7 @@ from tilesim.atomic import check_output, remove_temporaries, write_bytes, write_
 from tilesim.backend import use_backend
 from tilesim.errors import InputError
 from tilesim.folder_lock import lock_folder
-from tilesim.images import png_bytes
+from tilesim.images import FRAME_PNG_LEVEL, png_bytes
 from tilesim.render.pipeline.counters import (
     FRAME_COUNTERS,
     TECHNIQUE_FRAME_COUNTERS,
@@ -360,6 +360,81 @@ def _read_json(path: Path) -> dict:
 
 # -- running --------------------------------------------------------------------------------
 
+class _FrameWriter:
+    """Writes a job's finished frames as they come (counters first, the PNG last: its
+    existence marks the frame finished) and keeps ``frames.json`` up to date."""
+
+    def __init__(self, job: Job, entries: dict[int, dict], on_frame=None, before_write=None,
+                 encode=None):
+        self.job, self.entries = job, entries
+        self.on_frame, self.before_write = on_frame, before_write
+        self.encode = encode or (lambda image: png_bytes(image, FRAME_PNG_LEVEL))
+        self.missing = set(job.missing())
+        self.written: list[dict] = []
+        self.hang_after = int(os.environ.get(HANG_ENV) or 0)
+        self.last_write = time.monotonic()
+
+    def write(self, result, techniques) -> None:
+        """Write ``result`` if the job misses it (``techniques``: the hooks that rendered it,
+        their state as the frame left them, for ``before_write``)."""
+        if result.index not in self.missing:
+            return
+        png, npz = self.job.frame_files(result.index)
+        result.counters.save(npz)
+        if self.before_write is not None:
+            self.before_write(result, techniques)
+        write_bytes(png, self.encode(result.image))
+        entry = _entry(result.counters.summary())
+        self.written.append(entry)
+        self.entries[result.index] = entry
+        if self.on_frame is not None:
+            self.on_frame(result.index)
+        if self.hang_after and len(self.written) >= self.hang_after:
+            time.sleep(600)        # test hook: wait here to be killed (bounded)
+            os._exit(70)
+        if time.monotonic() - self.last_write >= SUMMARY_INTERVAL_S:
+            _write_frames(self.job, self.entries)
+            self.last_write = time.monotonic()
+
+    def close(self) -> None:
+        _write_frames(self.job, self.entries)
+
+    def summary(self, started: float) -> dict:
+        job = self.job
+        return {"trace": job.trace, "backend": job.backend, "frames": list(job.frames),
+                "written": len(self.written),
+                "skipped": (job.frames[1] - job.frames[0]) - len(self.written),
+                "seconds": round(time.perf_counter() - started, 3), "counters": self.written}
+
+
+def _writer(job: Job, on_frame=None, before_write=None, encode=None) -> _FrameWriter:
+    """The job's writer, after bringing frames.json up to date with the files."""
+    entries, changed = frame_entries(job)
+    if changed:
+        _write_frames(job, entries)
+    return _FrameWriter(job, entries, on_frame, before_write, encode)
+
+
+class _SharedEncoding:
+    """PNG encoding of frames that several jobs write: the runs of one side-by-side render
+    hand on the baseline's image object itself wherever their frame equals it, so an image
+    is encoded once (the last few kept, by identity; memoization releases a frame a frame
+    late)."""
+
+    KEPT = 4
+
+    def __init__(self):
+        self._recent: list[tuple[object, bytes]] = []
+
+    def __call__(self, image) -> bytes:
+        for held, data in self._recent:
+            if held is image:
+                return data
+        data = png_bytes(image, FRAME_PNG_LEVEL)
+        self._recent = [*self._recent[1 - self.KEPT:], (image, data)]
+        return data
+
+
 def run_job(job: Job, on_frame=None, *, prepare: bool = True, force: bool = False,
             observer=None, before_write=None) -> dict:
     """Render one job's missing frames; returns a summary (runs in a worker process).
@@ -373,43 +448,82 @@ def run_job(job: Job, on_frame=None, *, prepare: bool = True, force: bool = Fals
     started = time.perf_counter()
     if prepare:
         prepare_jobs([job], force=force)
-    entries, changed = frame_entries(job)
-    if changed:
-        _write_frames(job, entries)
-    hang_after = int(os.environ.get(HANG_ENV) or 0)
-    missing = set(job.missing())
-    written: list[dict] = []
-    if missing:
-        last_write = time.monotonic()
+    writer = _writer(job, on_frame, before_write)
+    if writer.missing:
         techniques = job_techniques(job)
         with use_backend(job.backend):
-            for result in render_trace(job.trace, frames=missing, tile_size=job.tile_size,
-                                       traversal=job.traversal, fill_rule=job.fill_rule,
-                                       technique=techniques, source=job.trace,
-                                       mediump=job.mediump,
+            for result in render_trace(job.trace, frames=writer.missing,
+                                       tile_size=job.tile_size, traversal=job.traversal,
+                                       fill_rule=job.fill_rule, technique=techniques,
+                                       source=job.trace, mediump=job.mediump,
                                        observer=observer):
-                png, npz = job.frame_files(result.index)
-                # Counters first, PNG last: the PNG's existence marks the frame finished.
-                result.counters.save(npz)
-                if before_write is not None:
-                    before_write(result, techniques)
-                write_bytes(png, png_bytes(result.image))
-                entry = _entry(result.counters.summary())
-                written.append(entry)
-                entries[result.index] = entry
-                if on_frame is not None:
-                    on_frame(result.index)
-                if hang_after and len(written) >= hang_after:
-                    time.sleep(600)        # test hook: wait here to be killed (bounded)
-                    os._exit(70)
-                if time.monotonic() - last_write >= SUMMARY_INTERVAL_S:
-                    _write_frames(job, entries)
-                    last_write = time.monotonic()
-        _write_frames(job, entries)
-    return {"trace": job.trace, "backend": job.backend, "frames": list(job.frames),
-            "written": len(written),
-            "skipped": (job.frames[1] - job.frames[0]) - len(written),
-            "seconds": round(time.perf_counter() - started, 3), "counters": written}
+                writer.write(result, techniques)
+        writer.close()
+    return writer.summary(started)
+
+
+def shares_render(job: Job) -> bool:
+    """Whether a job's frames can come out of a side-by-side render with the baseline
+    (:mod:`tilesim.render.techniques.side_by_side`): the baseline, TE, RE or memoization."""
+    from tilesim.render.techniques.side_by_side import shareable
+
+    return job.technique == "baseline" or shareable(job_techniques(job))
+
+
+def run_side_by_side(jobs: list[Job], *, observer=None, before_writes=None) -> list[dict]:
+    """Render jobs of one trace and pipeline options whose techniques share the baseline's
+    render (:func:`shares_render`; at most one baseline) with one functional render, and
+    write each job's missing frames as :func:`run_job` writes them; returns their summaries
+    in order. ``observer`` watches the render (the baseline's); ``before_writes``: per job,
+    None or ``before_write(result, techniques)`` as :func:`run_job` takes it. A technique
+    whose colors leave the baseline's (an RE false positive) has its remaining frames
+    rendered on their own afterwards. Folders must have been prepared
+    (:func:`prepare_jobs`)."""
+    from tilesim.render.techniques.side_by_side import SideBySide
+
+    started = time.perf_counter()
+    before_writes = before_writes or [None] * len(jobs)
+    options = {(j.trace, j.tile_size, j.traversal, j.fill_rule, j.backend, j.mediump)
+               for j in jobs}
+    baselines = [j for j in jobs if j.technique == "baseline"]
+    if len(options) != 1 or len(baselines) > 1 or not all(shares_render(j) for j in jobs):
+        raise ValueError("run_side_by_side: jobs of one trace and options, at most one "
+                         "baseline, every other technique shareable")
+    encode = _SharedEncoding()
+    writers = [_writer(j, before_write=b, encode=encode)
+               for j, b in zip(jobs, before_writes, strict=True)]
+    members = {str(k): job_techniques(j) for k, j in enumerate(jobs) if j.technique != "baseline"}
+    stop = max((max(w.missing) + 1 for w in writers if w.missing), default=0)
+    if stop:
+        job = jobs[0]
+        hooks = SideBySide(members)
+
+        def write_members() -> None:
+            for key, member in members.items():
+                for result in hooks.take(key):
+                    writers[int(key)].write(result, member)
+
+        with use_backend(job.backend):
+            for result in render_trace(job.trace, frames=range(stop), tile_size=job.tile_size,
+                                       traversal=job.traversal, fill_rule=job.fill_rule,
+                                       technique=hooks, source=job.trace,
+                                       mediump=job.mediump, observer=observer):
+                for writer, j in zip(writers, jobs, strict=True):
+                    if j.technique == "baseline":
+                        writer.write(result, hooks)
+                write_members()
+        write_members()
+        for writer in writers:
+            writer.close()
+    summaries = [w.summary(started) for w in writers]
+    for key in hooks.diverged if stop else ():       # the rest of its frames, on its own
+        alone = run_job(jobs[int(key)], prepare=False, before_write=before_writes[int(key)])
+        summary = summaries[int(key)]
+        summary["written"] += alone["written"]
+        summary["skipped"] -= alone["written"]
+        summary["counters"] += alone["counters"]
+        summary["seconds"] = round(time.perf_counter() - started, 3)
+    return summaries
 
 
 def _run_prepared_job(job: Job) -> dict:

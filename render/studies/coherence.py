@@ -24,7 +24,7 @@ import numpy as np
 from tilesim.atomic import check_output, write_bytes, write_json
 from tilesim.backend import backend_name, to_host, use_backend
 from tilesim.errors import EXIT_OK, InputError
-from tilesim.images import png_bytes
+from tilesim.images import FRAME_PNG_LEVEL, png_bytes
 from tilesim.options import frame_range, positive_int
 from tilesim.render.studies.cluster import dask_client, map_in_order
 from tilesim.render.studies.runner import render_trace
@@ -159,7 +159,7 @@ def _save(save: Path | None, name: str, trace_path: str, index: int, image, coun
 
     folder = save / name.replace("/", "-") / Path(trace_path).stem
     counters.save(folder / "counters" / f"{index:06d}.npz")
-    write_bytes(folder / "frames" / f"{index:06d}.png", png_bytes(image))
+    write_bytes(folder / "frames" / f"{index:06d}.png", png_bytes(image, FRAME_PNG_LEVEL))
 
 
 def compare_trace(trace_path: str, names: list[str], frames: range, *, dsr_parameters=None,

@@ -13,8 +13,12 @@ characterizes the workloads (Frame Coherence Tables 3.3, 3.4) and writes a repor
     OUT/runs/W/characterization.json
     OUT/captures/           glmark2-es2 and es2gears captured and imported, when installed
 
-The work is split into units, one per workload and technique, run in parallel on Dask
-(baselines first: a technique's comparison waits for its baseline). A unit's render resumes
+The work is split into units, one per workload and technique. The techniques that only watch
+the pipeline (TE, RE, memoization: render/techniques/side_by_side.py) are rendered with their
+workload's baseline in one functional render, which gives each of them the frames and counters
+a render of its own gives; EVR and DSR change the render and are rendered on their own. The
+renders run in parallel on Dask, the longest first, and each unit's comparison with the
+baseline runs when both renders are done. A unit's render resumes
 frame by frame (:mod:`tilesim.render.studies.batch`); its quality.json, written last, marks
 it finished, so an interrupted run picks up where it stopped and never mixes settings (a
 unit folder refuses a render of other settings, as `tilesim render` does; ``--force``
@@ -43,6 +47,8 @@ from tilesim.render.studies.batch import (
     prepare_jobs,
     renderer_sha256,
     run_job,
+    run_side_by_side,
+    shares_render,
 )
 from tilesim.render.studies.characterize import Characterizer, characterization, characterize
 from tilesim.render.studies.coherence import DEFAULT_TECHNIQUES, Tally, write_overlays
@@ -246,11 +252,21 @@ def _characterized_frames(path: Path) -> list[int] | None:
         return None
 
 
-def run_unit(unit: Unit, _baseline=None) -> dict:
-    """Render one unit (resuming), write its overlays and characterization, compare its
-    frames with the baseline's; writes and returns its quality record. ``_baseline``: the
-    baseline unit's record when it ran in this study (a Dask dependency), unused."""
-    started = time.perf_counter()
+@dataclass
+class _UnitRender:
+    """What rendering a unit needs in the worker: its job, the baseline's characterizer
+    (when it renders from scratch) and the callback writing the shown frames' overlays."""
+
+    unit: Unit
+    observer: Characterizer | None
+    before_write: object
+
+    @property
+    def job(self) -> Job:
+        return self.unit.job
+
+
+def _start_unit(unit: Unit) -> _UnitRender:
     job = unit.job
     wanted = range(*unit.workload.frames)
     is_baseline = unit.technique == "baseline"
@@ -272,30 +288,102 @@ def run_unit(unit: Unit, _baseline=None) -> dict:
         kinds = sorted(p.parent.name for p in folder.glob(f"*/{result.index:06d}.png"))
         write_json(_overlay_index(unit, result.index), {"frame": result.index, "kinds": kinds})
 
-    run_job(job, prepare=False, observer=observer, before_write=before_write)
-    rendered = time.perf_counter() - started
-    if is_baseline:
-        path = Path(unit.folder).parent / "characterization.json"
-        if observer is not None:
-            with open_trace(unit.workload.trace) as trace:
-                write_json(path, characterization(observer, trace, wanted, unit.tile_size))
-        elif _characterized_frames(path) != [wanted.start, wanted.stop - 1]:
-            # Resumed, or another frame range than the kept characterization's: count again.
-            write_json(path, characterize(unit.workload.trace, wanted,
-                                          tile_size=unit.tile_size))
+    return _UnitRender(unit, observer, before_write)
+
+
+def _characterize(unit: Unit, observer: Characterizer | None) -> None:
+    """The baseline unit's characterization.json: from the render's observer, or counted
+    again when the render resumed or the kept one is of other frames."""
+    wanted = range(*unit.workload.frames)
+    path = Path(unit.folder).parent / "characterization.json"
+    if observer is not None:
+        with open_trace(unit.workload.trace) as trace:
+            write_json(path, characterization(observer, trace, wanted, unit.tile_size))
+    elif _characterized_frames(path) != [wanted.start, wanted.stop - 1]:
+        write_json(path, characterize(unit.workload.trace, wanted, tile_size=unit.tile_size))
+
+
+def render_units(units: list[Unit]) -> dict[str, dict]:
+    """Render units of one workload (resuming): one unit on its own, or the baseline and the
+    techniques that share its render (TE, RE, memoization: batch.shares_render) with one
+    functional render; writes their overlays and the baseline's characterization. Returns,
+    per unit key, the render's wall time and the units it was rendered with."""
+    started = time.perf_counter()
+    renders = [_start_unit(u) for u in units]
+    if len(renders) == 1:
+        r = renders[0]
+        run_job(r.job, prepare=False, observer=r.observer, before_write=r.before_write)
+    else:
+        observers = [r.observer for r in renders if r.observer is not None]
+        run_side_by_side([r.job for r in renders], observer=observers[0] if observers else None,
+                         before_writes=[r.before_write for r in renders])
+    rendered = round(time.perf_counter() - started, 3)
+    for r in renders:
+        if r.unit.technique == "baseline":
+            _characterize(r.unit, r.observer)
+    together = [u.key for u in units]
+    return {u.key: {"render": rendered, "rendered_with": together} for u in units}
+
+
+def finish_unit(unit: Unit, rendered: dict, _baseline=None) -> dict:
+    """Compare a rendered unit's frames with the baseline's and write its quality record
+    (quality.json, the unit's finished mark); returns it. ``rendered``: what
+    :func:`render_units` returned for it; ``_baseline``: the baseline's render when it ran in
+    this study (a Dask dependency: its frames must exist), unused."""
+    started = time.perf_counter()
+    job = unit.job
+    is_baseline = unit.technique == "baseline"
     tally = Tally(unit.technique)
     baseline = Job(unit.workload.trace, unit.workload.frames, unit.baseline_folder)
-    for index in wanted:
+    for index in range(*unit.workload.frames):
         png, npz = job.frame_files(index)
         image = read_png(png, "RGBA")
         reference = image if is_baseline else read_png(baseline.frame_files(index)[0], "RGBA")
         tally.add(image, load_counters(npz), reference)
+    own = rendered[unit.key]
     record = {"identity": unit_identity(unit), "workload": unit.workload.name,
               "technique": unit.technique, "tally": tally.to_dict(),
-              "seconds": {"render": round(rendered, 3),
-                          "total": round(time.perf_counter() - started, 3)}}
+              "seconds": {"render": own["render"],
+                          "total": round(own["render"] + time.perf_counter() - started, 3)},
+              "rendered_with": own["rendered_with"]}
     write_json(Path(unit.folder, QUALITY_FILE), record)
     return record
+
+
+def estimate_unit(unit: Unit):
+    """The timing model's estimate of a unit's frames (timing.report.estimate_workload), as
+    the study's results take it."""
+    from tilesim.timing.config import load_energy_config, load_gpu_config
+    from tilesim.timing.report import estimate_workload
+
+    return estimate_workload(unit.workload.name, Path(unit.folder), load_gpu_config(None),
+                             load_energy_config(None))
+
+
+def _finish_and_estimate(unit: Unit, rendered: dict, _baseline=None) -> tuple[dict, object]:
+    """A worker's last step of a unit: its comparison and its estimate."""
+    return finish_unit(unit, rendered, _baseline), estimate_unit(unit)
+
+
+def run_unit(unit: Unit) -> dict:
+    """Render one unit on its own and compare it (resuming); returns its quality record."""
+    return finish_unit(unit, render_units([unit]))
+
+
+def plan_renders(units: list[Unit]) -> list[list[Unit]]:
+    """The renders of ``units``: per workload, its baseline and the techniques sharing the
+    baseline's render as one, every other unit alone; the renders with the most units first
+    (the longest: a worker that starts them last would keep the study waiting), otherwise in
+    the order given."""
+    groups: dict[str, list[Unit]] = {}
+    alone: list[list[Unit]] = []
+    for unit in units:
+        if shares_render(unit.job):
+            groups.setdefault(unit.workload.name, []).append(unit)
+        else:
+            alone.append([unit])
+    renders = list(groups.values()) + alone
+    return sorted(renders, key=len, reverse=True)
 
 
 # -- the study ----------------------------------------------------------------------------------
@@ -316,37 +404,49 @@ def plan_units(settings: Settings, out: Path) -> list[Unit]:
     return units
 
 
-def run_units(units: list[Unit], *, workers: int, progress: bool = True) -> dict[str, dict]:
-    """Run the units not yet finished (in parallel when ``workers`` > 1); returns every
-    unit's quality record by key."""
+def run_units(units: list[Unit], *, workers: int, progress: bool = True,
+              estimates: dict | None = None) -> dict[str, dict]:
+    """Run the units not yet finished (in parallel when ``workers`` > 1): their renders
+    (:func:`plan_renders`), then each unit's comparison once its render and its baseline's
+    are done; returns every unit's quality record by key. With ``workers`` > 1 the workers
+    also estimate the units they compare, into ``estimates`` (by key) when given."""
     from tqdm import tqdm
 
     records = {u.key: r for u in units if (r := unit_done(u)) is not None}
     todo = [u for u in units if u.key not in records]
+    renders = plan_renders(todo)
     bar = tqdm(total=len(units), initial=len(records), desc="study", unit="run",
                disable=None if progress else True)
     try:
-        if workers <= 1 or len(todo) <= 1:
-            for unit in todo:
-                bar.set_postfix_str(unit.key, refresh=True)
-                records[unit.key] = run_unit(unit)
-                bar.update(1)
+        if workers <= 1 or len(renders) <= 1:
+            for group in renders:
+                bar.set_postfix_str(", ".join(u.key for u in group), refresh=True)
+                rendered = render_units(group)
+                for unit in group:
+                    records[unit.key] = finish_unit(unit, rendered)
+                    bar.update(1)
         else:
             from dask.distributed import as_completed
 
             from tilesim.render.studies.cluster import dask_client
 
             with dask_client(workers) as client:
-                futures, baselines = {}, {}
-                for unit in todo:      # baselines first: Dask runs earlier submissions first
-                    depends = baselines.get(unit.workload.name)
-                    future = client.submit(run_unit, unit, depends, pure=False)
-                    if unit.technique == "baseline":
-                        baselines[unit.workload.name] = future
-                    futures[future] = unit
+                # Dask starts earlier submissions first: the renders, longest first, then the
+                # comparisons, each waiting for its render and its baseline's.
+                rendered = {}
+                for group in renders:
+                    future = client.submit(render_units, group, pure=False)
+                    rendered.update({u.key: future for u in group})
+                futures = {}
+                for unit in todo:
+                    baseline = rendered.get(f"{unit.workload.name}/baseline")
+                    futures[client.submit(_finish_and_estimate, unit, rendered[unit.key],
+                                          baseline, pure=False)] = unit
                 for future in as_completed(futures):
                     unit = futures[future]
-                    records[unit.key] = future.result()
+                    records[unit.key], estimate = future.result()
+                    if estimates is not None:
+                        estimates[unit.key] = estimate
                     bar.set_postfix_str(unit.key, refresh=False)
                     bar.update(1)
     finally:
@@ -389,9 +489,11 @@ def run_study(settings: Settings, out: str | Path, *, workers: int = 1, force: b
         units = prepare(settings, out, force=force)
         write_json(out / STUDY_FILE, {"settings": settings_record(settings)})
         render_started = time.perf_counter()
-        records = run_units(units, workers=workers, progress=progress)
+        estimates: dict = {}
+        records = run_units(units, workers=workers, progress=progress, estimates=estimates)
         seconds = {"render_and_compare": time.perf_counter() - render_started}
-        results = assemble_results(settings, units, records, out, progress=progress)
+        results = assemble_results(settings, units, records, out, progress=progress,
+                                   estimates=estimates)
         if extra_sections:
             for name, make in extra_sections.items():
                 section_started = time.perf_counter()

@@ -101,9 +101,11 @@ def _overlays(folder: Path) -> dict[str, list[str]]:
 
 
 def assemble_results(settings, units, records: dict[str, dict], out: Path, *,
-                     progress: bool = True) -> dict:
-    """results.json's contents from the finished units: estimates from their counters,
-    quality from their records, characterizations, the averages and the checks."""
+                     progress: bool = True, estimates: dict | None = None) -> dict:
+    """results.json's contents from the finished units: estimates from their counters
+    (``estimates``: those already made, by unit key, e.g. by the workers that compared the
+    units; the others are made here), quality from their records, characterizations, the
+    averages and the checks."""
     from tqdm import tqdm
 
     from tilesim.timing.config import load_energy_config, load_gpu_config
@@ -111,6 +113,13 @@ def assemble_results(settings, units, records: dict[str, dict], out: Path, *,
 
     cfg, ecfg = load_gpu_config(None), load_energy_config(None)
     by_key = {u.key: u for u in units}
+    estimates = estimates or {}
+
+    def estimate(unit):
+        made = estimates.get(unit.key)
+        return made if made is not None else estimate_workload(unit.workload.name,
+                                                               Path(unit.folder), cfg, ecfg)
+
     workloads, per_technique, failed = [], {}, []
     bar = tqdm(total=len(units), desc="estimate", unit="run", disable=None if progress else True)
     for w in settings.workloads:
@@ -118,15 +127,14 @@ def assemble_results(settings, units, records: dict[str, dict], out: Path, *,
             width, height = trace.width, trace.height
         base_unit = by_key[f"{w.name}/baseline"]
         base_tally = Tally.from_dict(records[base_unit.key]["tally"])
-        base_est = estimate_workload(w.name, Path(base_unit.folder), cfg, ecfg)
+        base_est = estimate(base_unit)
         base_total = totals(base_est.estimate)
         runs = {}
         for technique in settings.techniques:
             unit = by_key[f"{w.name}/{technique}"]
             record = records[unit.key]
             tally = Tally.from_dict(record["tally"])
-            est = (base_est if technique == "baseline"
-                   else estimate_workload(w.name, Path(unit.folder), cfg, ecfg))
+            est = base_est if technique == "baseline" else estimate(unit)
             total = base_total if technique == "baseline" else totals(est.estimate)
             quality = tally.report(base_tally)
             runs[technique] = {

@@ -56,6 +56,7 @@ import numpy as np
 
 from tilesim.backend import array_module, to_host
 from tilesim.backend import xp as active_xp
+from tilesim.render.pipeline import compiled
 from tilesim.render.pipeline.set_associative import SetAssociativeLRU
 
 __all__ = ["COUNTERS", "KEY_DTYPE", "FragmentMemoizer", "MemoFrame", "MemoLUT", "check_keys",
@@ -131,6 +132,9 @@ def crc32_words(words, crc=0, poly: int = CRC32_POLY):
     lo, hi = _tables(xp, poly)
     words = xp.asarray(words, dtype=_U32)
     c = xp.broadcast_to(xp.asarray(crc, dtype=_U32), words.shape[1:]) ^ _ONES
+    if compiled.usable(words, c) and words.ndim == 2:
+        compiled.crc32_words(words, c, lo, hi)
+        return c ^ _ONES
     for word in words:
         c = c ^ word
         c = xp.take(lo, c & _U32(0xFFFF)) ^ xp.take(hi, c >> _U32(16))
@@ -427,7 +431,9 @@ class FragmentMemoizer:
         tile = xp.concatenate([log.tile[idx] for log, idx in zip(logs, lanes, strict=True)])
         keys = xp.concatenate([log.keys[idx] for log, idx in zip(logs, lanes, strict=True)])
         true = xp.concatenate([log.colors[idx] for log, idx in zip(logs, lanes, strict=True)])
-        order = xp.argsort(xp.take(rank, tile), kind="stable")
+        tile_rank = xp.take(rank, tile)
+        order = (compiled.stable_order(tile_rank, self.tiles) if compiled.usable(tile_rank)
+                 else xp.argsort(tile_rank, kind="stable"))
         hit_sorted, color_sorted = self.lut.lookup_insert(xp.take(keys, order),
                                                           xp.take(true, order, axis=0))
         hit, stored = xp.empty_like(hit_sorted), xp.empty_like(color_sorted)

@@ -1,0 +1,169 @@
+"""Techniques side by side with the baseline on one render (render/techniques/side_by_side.py):
+every member's frames and per-tile counters equal those of a render of that technique alone,
+on recorded traces and the bundled workloads; a member whose colors leave the baseline's is
+dropped and rendered on its own; a batch of jobs written that way holds the files each job's
+own render writes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from trace_helpers import sphere_trace
+
+from tilesim.render.studies import batch
+from tilesim.render.studies.batch import Job, prepare_jobs, run_job, run_side_by_side
+from tilesim.render.studies.runner import render_trace
+from tilesim.render.techniques import side_by_side
+from tilesim.render.techniques.bus import Techniques
+from tilesim.render.techniques.side_by_side import SideBySide, shareable
+
+TRACES = Path(__file__).resolve().parent.parent / "traces"
+MEMBERS = ("te", "re", "re/xor", "te+re", "memo", "memo/32")
+
+
+def _record(result):
+    """A frame as comparable values: index, image, scalars, and every pass's target, tile
+    counters (in their order) and per-program work."""
+    return (result.index, result.image, dict(result.counters.scalars),
+            [(p.target, list(p.tiles), {k: np.asarray(v) for k, v in p.tiles.items()},
+              {k: np.asarray(v) for k, v in p.fs_programs.items()})
+             for p in result.counters.passes])
+
+
+def _assert_same(expected, actual, label):
+    assert [r[0] for r in actual] == [r[0] for r in expected], label
+    for (index, image, scalars, passes), (_, image2, scalars2, passes2) in zip(
+            expected, actual, strict=True):
+        where = f"{label}, frame {index}"
+        np.testing.assert_array_equal(image2, image, where)
+        assert scalars2 == scalars, where
+        assert [p[:2] for p in passes2] == [p[:2] for p in passes], where
+        for (target, _, tiles, programs), (_, _, tiles2, programs2) in zip(
+                passes, passes2, strict=True):
+            for name in tiles:
+                np.testing.assert_array_equal(tiles2[name], tiles[name],
+                                              f"{where}, {target} {name}")
+            assert programs2.keys() == programs.keys(), where
+            for digest in programs:
+                np.testing.assert_array_equal(programs2[digest], programs[digest], where)
+
+
+def _side_by_side(trace, frames, names, **options):
+    hooks = SideBySide({name: Techniques.from_name(name) for name in names})
+    base, members = [], {name: [] for name in names}
+    for result in render_trace(trace, frames=range(frames), technique=hooks, **options):
+        base.append(_record(result))
+        for name in names:
+            members[name] += [_record(r) for r in hooks.take(name)]
+    for name in names:
+        members[name] += [_record(r) for r in hooks.take(name)]
+    return hooks, base, members
+
+
+def _check_members_equal_their_own_renders(trace, frames, names=MEMBERS, **options):
+    hooks, base, members = _side_by_side(trace, frames, names, **options)
+    assert hooks.diverged == {}
+    alone = [_record(r) for r in render_trace(trace, frames=range(frames), **options)]
+    _assert_same(alone, base, "baseline")
+    for name in names:
+        alone = [_record(r) for r in render_trace(trace, frames=range(frames),
+                                                  technique=name, **options)]
+        _assert_same(alone, members[name], name)
+    return members
+
+
+def test_members_give_what_their_own_renders_give(tmp_path):
+    # A turning sphere on a static background: RE skips most tiles, TE most flushes, and
+    # memoization hits; 5 frames leave memoization a trailing frame of its own.
+    trace = sphere_trace(tmp_path / "sphere.tsim", 5, size=(96, 64), clear_step=0.0)
+    members = _check_members_equal_their_own_renders(trace, 5)
+    skipped = sum(int(p[2]["re_tiles_skipped"].sum()) for r in members["re"] for p in r[3]
+                  if "re_tiles_skipped" in p[2])
+    hits = sum(int(p[2]["memo_hits"].sum()) for r in members["memo"] for p in r[3]
+               if "memo_hits" in p[2])
+    assert skipped > 0 and hits > 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("workload", ["runner", "render_to_texture", "match3", "sidescroller"])
+def test_members_give_what_their_own_renders_give_on_the_bundled_workloads(workload):
+    # render_to_texture renders off-screen passes each frame (RE off, the passes shared).
+    _check_members_equal_their_own_renders(TRACES / f"{workload}-1196x768.tsim", 4,
+                                           size=(299, 192))
+
+
+def test_only_techniques_that_leave_the_render_alone_are_members():
+    assert all(shareable(Techniques.from_name(n)) for n in MEMBERS)
+    for name in ("baseline", "evr", "re+evr", "dsr"):
+        assert not shareable(Techniques.from_name(name))
+        with pytest.raises(ValueError, match="changes the render"):
+            SideBySide({name: Techniques.from_name(name)})
+
+
+class _Repaints(Techniques):
+    """TE that, from frame 2 on, changes a pixel of the screen when the pass ends (as an RE
+    false positive puts back colors that differ from the ones rendered)."""
+
+    frames = 0
+
+    def end_pass(self, target, counters):
+        if self.frames >= 2:
+            target.color[0, 0, 0] ^= 0xFF
+        return super().end_pass(target, counters)
+
+    def end_frame(self, result, screen):
+        self.frames += 1
+        return super().end_frame(result, screen)
+
+
+def test_a_member_whose_colors_leave_the_baselines_is_dropped(tmp_path):
+    trace = sphere_trace(tmp_path / "sphere.tsim", 4, size=(64, 48))
+    hooks = SideBySide({"te": Techniques.from_name("te"), "odd": _Repaints(frozenset({"te"}))})
+    base, kept, odd = [], [], []
+    for result in render_trace(trace, technique=hooks):
+        base.append(_record(result))
+        kept += [_record(r) for r in hooks.take("te")]
+        odd += [_record(r) for r in hooks.take("odd")]
+    assert hooks.diverged == {"odd": 2}
+    assert [r[0] for r in odd] == [0, 1]
+    _assert_same([_record(r) for r in render_trace(trace)], base, "baseline")
+    _assert_same([_record(r) for r in render_trace(trace, technique="te")], kept, "te")
+
+
+def _folder_files(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes()
+            for pattern in ("frames/*.png", "counters/*.npz")
+            for p in sorted(folder.glob(pattern))}
+
+
+@pytest.mark.parametrize("diverge", [False, True])
+def test_a_batch_side_by_side_writes_the_files_of_each_jobs_own_render(tmp_path, monkeypatch,
+                                                                       diverge):
+    trace = str(sphere_trace(tmp_path / "sphere.tsim", 4, size=(64, 48), clear_step=0.0))
+    names = ("baseline", "re", "memo/32")
+    own = [Job(trace, (0, 4), str(tmp_path / "own" / n.replace("/", "-")), technique=n)
+           for n in names]
+    for job in own:
+        run_job(job)
+    if diverge:
+        # The RE job's render is taken as leaving the baseline's at frame 1: the rest of its
+        # frames come from a render of its own.
+        class Diverging(SideBySide):
+            def end_frame(self, result, screen):
+                out = super().end_frame(result, screen)
+                if result.index == 0:
+                    self.diverged["1"] = 1
+                return out
+
+        monkeypatch.setattr(side_by_side, "SideBySide", Diverging)
+    shared = [Job(trace, (0, 4), str(tmp_path / "shared" / n.replace("/", "-")), technique=n)
+              for n in names]
+    prepare_jobs(shared)
+    summaries = run_side_by_side(shared)
+    assert [s["written"] for s in summaries] == [4, 4, 4]
+    for a, b in zip(own, shared, strict=True):
+        assert _folder_files(Path(b.out)) == _folder_files(Path(a.out)), b.technique
+    assert batch.shares_render(shared[1]) and not batch.shares_render(
+        Job(trace, (0, 4), "x", technique="re+evr"))
