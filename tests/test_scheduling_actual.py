@@ -132,6 +132,16 @@ def test_cli_actual_gl_llvmpipe_on_a_tiny_scenario(tmp_path, capsys, mesa, monke
     assert [a["frame_ms"] for a in again["applications"]] == [
         a["frame_ms"] for a in measured["applications"]]
 
+    # a file measured another way (llvmpipe's query before its begin was anchored) is stale:
+    # the run measures again
+    stale = next(cache.iterdir())
+    record = json.loads(stale.read_text())
+    stale.write_text(json.dumps({**record, "method": "an older method"}))
+    with pytest.raises(AssertionError, match="measured again"):
+        main(gl)
+    capsys.readouterr()
+    stale.write_text(json.dumps(record))
+
     # a damaged cache file is a one-line input error naming it
     victim = next(cache.iterdir())
     victim.write_text("{not json")

@@ -104,7 +104,7 @@ def measured_blocks(scen, names: list[str], model_blocks: dict, source: str,
     times from ``source`` (``SOURCES``), cached in ``cache``; ``about`` says, per
     application, the driver, the timer used, the repeats and whether the cache answered."""
     from tilesim.atomic import write_json
-    from tilesim.render.studies.ground_truth import GLBackend
+    from tilesim.render.studies.ground_truth import TIMER_METHODS, GLBackend
     from tilesim.render.studies.scheduling.estimators import AppCommands, setup_commands
     from tilesim.render.studies.scheduling.scenarios import build_app
 
@@ -129,6 +129,8 @@ def measured_blocks(scen, names: list[str], model_blocks: dict, source: str,
             except (ValueError, KeyError, TypeError) as exc:
                 raise InputError(f"not a measured block-time file ({exc})",
                                  source=str(path)) from None
+            if cached.get("method") != TIMER_METHODS.get(cached.get("timer")):
+                cached = None   # measured another way (llvmpipe's query before its anchor)
         if cached is None:
             if progress:
                 progress(name)
