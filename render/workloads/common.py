@@ -602,3 +602,22 @@ def setup_mesh_arrays(gl, offset: int = 0) -> None:
 
 
 MESH_ATTRIBS = {"a_position": 0, "a_normal": 1, "a_uv": 2}
+# The vertex program of per-pixel lit meshes (MESH_ATTRIBS): eye-space position and normal
+# and the texture coordinates for the fragment program (runner, the gauges).
+PIXEL_LIT_VS = """\
+attribute vec3 a_position;
+attribute vec3 a_normal;
+attribute vec2 a_uv;
+uniform mat4 u_mvp;
+uniform mat4 u_model_view;
+uniform mat3 u_normal_matrix;
+varying vec3 v_position;
+varying vec3 v_normal;
+varying vec2 v_uv;
+void main() {
+    v_position = (u_model_view * vec4(a_position, 1.0)).xyz;
+    v_normal = u_normal_matrix * a_normal;
+    v_uv = a_uv;
+    gl_Position = u_mvp * vec4(a_position, 1.0);
+}
+"""

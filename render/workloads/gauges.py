@@ -36,6 +36,7 @@ import numpy as np
 
 from tilesim.render.workloads.common import (
     MESH_ATTRIBS,
+    PIXEL_LIT_VS,
     SPRITE_STRIDE,
     Mesh,
     Sprites,
@@ -76,23 +77,6 @@ GEAR_RATIOS = (13.0, 8.0, 5.6, 4.3, 3.5, 2.9)
 UPSHIFT_KMH = (0.0, 25.0, 45.0, 70.0, 95.0, 125.0)
 IDLE_RPM = 800.0
 
-GAUGE_VS = """\
-attribute vec3 a_position;
-attribute vec3 a_normal;
-attribute vec2 a_uv;
-uniform mat4 u_mvp;
-uniform mat4 u_model_view;
-uniform mat3 u_normal_matrix;
-varying vec3 v_position;
-varying vec3 v_normal;
-varying vec2 v_uv;
-void main() {
-    v_position = (u_model_view * vec4(a_position, 1.0)).xyz;
-    v_normal = u_normal_matrix * a_normal;
-    v_uv = a_uv;
-    gl_Position = u_mvp * vec4(a_position, 1.0);
-}
-"""
 # Per-fragment Blinn-Phong (the runner's pixel-lit program without its fog): the bezel's
 # highlight moves across it as the view changes, which per-vertex lighting would smear.
 GAUGE_FS = """\
@@ -272,7 +256,7 @@ def record(gl, width: int, height: int, frames: int, seed: int, kind: str) -> No
     """Record ``frames`` frames of gauge ``kind`` (``speedometer`` or ``tachometer``) into
     ``gl`` (a :class:`~tilesim.render.gl.commands.Recorder` of width x height)."""
     style = STYLES[kind]
-    program = gl.createProgram(GAUGE_VS, GAUGE_FS, attrib_locations=MESH_ATTRIBS)
+    program = gl.createProgram(PIXEL_LIT_VS, GAUGE_FS, attrib_locations=MESH_ATTRIBS)
     loc = {name: gl.getUniformLocation(program, name) for name in UNIFORMS}
     mesh, part = gauge_meshes(style)
     vbo = gl.createBuffer()

@@ -21,6 +21,7 @@ import numpy as np
 from tilesim.render.workloads.common import (
     MAX_FRAMES,
     MESH_ATTRIBS,
+    PIXEL_LIT_VS,
     DynamicBatch,
     Mesh,
     Sprites,
@@ -104,23 +105,6 @@ varying float v_fog;
 void main() {
     vec3 c = texture2D(u_tex, v_uv).rgb * v_diffuse + v_specular;
     gl_FragColor = vec4(mix(c, u_fog_color, v_fog), 1.0);
-}
-"""
-PIXEL_LIT_VS = """\
-attribute vec3 a_position;
-attribute vec3 a_normal;
-attribute vec2 a_uv;
-uniform mat4 u_mvp;
-uniform mat4 u_model_view;
-uniform mat3 u_normal_matrix;
-varying vec3 v_position;
-varying vec3 v_normal;
-varying vec2 v_uv;
-void main() {
-    v_position = (u_model_view * vec4(a_position, 1.0)).xyz;
-    v_normal = u_normal_matrix * a_normal;
-    v_uv = a_uv;
-    gl_Position = u_mvp * vec4(a_position, 1.0);
 }
 """
 PIXEL_LIT_FS = """\
