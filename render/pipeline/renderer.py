@@ -20,16 +20,10 @@ would do it tile by tile; tiles are flushed at the end of a render pass.
 from __future__ import annotations
 
 import copy
-import functools
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
-
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib
 
 from tilesim.backend import array_module, to_host
 from tilesim.backend import xp as active_xp
@@ -54,9 +48,9 @@ from tilesim.render.pipeline.binning import Bins
 from tilesim.render.pipeline.clipping import ClippedTriangles
 from tilesim.render.pipeline.counters import FrameCounters, PassCounters
 from tilesim.render.pipeline.framebuffer import RenderTarget
+from tilesim.render.pipeline.gpu_config import GPU_CONFIG, gpu_config_values
 from tilesim.render.pipeline.hooks import PipelineHooks
 from tilesim.render.pipeline.observer import RenderObserver
-from tilesim.render.pipeline.texture_sampler import GPU_CONFIG
 from tilesim.render.pipeline.triangle_setup import Triangles
 
 
@@ -135,16 +129,8 @@ def configured_mediump(path: str | None = None) -> str:
                                "mediump_fp16") else "fp32"
 
 
-@functools.lru_cache(maxsize=8)
 def _gpu_flag(path: str, *keys: str) -> bool:
-    try:
-        with open(path, "rb") as handle:
-            table = tomllib.load(handle)
-        for key in keys:
-            table = table[key]
-        value = table["value"]
-    except (OSError, KeyError, TypeError, tomllib.TOMLDecodeError) as error:
-        raise InputError(f"no {'.'.join(keys)} flag: {error}", source=path) from None
+    value = gpu_config_values(path, ".".join(keys[:-1]), keys[-1:])[keys[-1]]
     if value not in (0, 1):
         raise InputError(f"{'.'.join(keys)}: a flag is 0 or 1, got {value!r}", source=path)
     return bool(value)

@@ -81,17 +81,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib
-
 import numpy as np
 
 from tilesim.backend import array_module, to_host
 from tilesim.errors import InputError
 from tilesim.render.gl.textures import MAX_LEVELS, TEXTURE_CUBE_MAP, Texture
 from tilesim.render.pipeline import compiled
+from tilesim.render.pipeline.gpu_config import GPU_CONFIG, gpu_config_values
 from tilesim.render.pipeline.set_associative import SetAssociativeLRU
 from tilesim.shaders.sampling import BIAS, EXPLICIT, GRADIENT, IMPLICIT, LEVEL_ZERO, TextureRequest
 
@@ -138,11 +134,6 @@ class SamplerOptions:
         """The ES 2.0 formulas without llvmpipe's approximations (cube maps not seamless)."""
         return cls(fast_log2=False, unorm8_fixed_point=False, cube_clamp_to_edge=False,
                    cube_seamless=False)
-
-
-# The GPU configuration file: the texture caches' geometry has one source, read by the
-# timing model and by this cache model alike (a data file, not an import of tilesim.timing).
-GPU_CONFIG = Path(__file__).resolve().parents[2] / "timing" / "baseline_gpu.toml"
 
 
 @dataclass(frozen=True)
@@ -194,13 +185,7 @@ class TextureCacheConfig:
 
 @functools.lru_cache(maxsize=8)
 def _gpu_texture_cache(path: str) -> TextureCacheConfig:
-    try:
-        with open(path, "rb") as handle:
-            table = tomllib.load(handle)["caches"]["texture"]
-        values = {key: table[key]["value"] for key in ("count", "size", "ways", "line_size")}
-    except (OSError, KeyError, TypeError, tomllib.TOMLDecodeError) as error:
-        raise InputError(f"no [caches.texture] count, size, ways, line_size: {error}",
-                         source=path) from None
+    values = gpu_config_values(path, "caches.texture", ("count", "size", "ways", "line_size"))
     try:
         return TextureCacheConfig(caches=int(values["count"]), size_bytes=int(values["size"]),
                                   ways=int(values["ways"]), line_bytes=int(values["line_size"]))

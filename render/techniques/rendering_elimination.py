@@ -43,11 +43,6 @@ from __future__ import annotations
 import functools
 import zlib
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib
-
 import numpy as np
 
 from tilesim.backend import array_module
@@ -55,7 +50,7 @@ from tilesim.errors import InputError
 from tilesim.render.gl.commands import PROGRAM_TEXTURE_CHANGES
 from tilesim.render.pipeline.counters import TILE_COUNTERS, PassCounters
 from tilesim.render.pipeline.framebuffer import RenderTarget
-from tilesim.render.pipeline.texture_sampler import GPU_CONFIG
+from tilesim.render.pipeline.gpu_config import GPU_CONFIG, gpu_config_values
 from tilesim.render.techniques.signature_unit import TileSignatures
 
 # Counters of the geometry phase (binning): a skipped tile still has them.
@@ -118,12 +113,8 @@ def ot_queue_entries(path: str = str(GPU_CONFIG)) -> int:
     """Entries of the Overlapped Tiles Queue (Frame Coherence Table 4.1: 128): ``[techniques.
     signature] ot_queue_entries`` of the GPU configuration file, the one source the timing
     model reads too (a data file, not an import of tilesim.timing)."""
-    try:
-        with open(path, "rb") as handle:
-            value = tomllib.load(handle)["techniques"]["signature"]["ot_queue_entries"]["value"]
-    except (OSError, KeyError, TypeError, tomllib.TOMLDecodeError) as error:
-        raise InputError(f"no [techniques.signature] ot_queue_entries: {error}",
-                         source=path) from None
+    value = gpu_config_values(path, "techniques.signature", ("ot_queue_entries",))[
+        "ot_queue_entries"]
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise InputError(f"techniques.signature.ot_queue_entries: expected a positive integer, "
                          f"got {value!r}", source=path)

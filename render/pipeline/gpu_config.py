@@ -1,0 +1,36 @@
+"""The GPU configuration file as the renderer reads it.
+
+A few entries of ``timing/baseline_gpu.toml`` decide what the renderer counts (the texture
+caches' geometry, the Overlapped Tiles Queue) or computes (mediump in fp16). The timing model
+reads the same file, so each number has one source; the renderer reads the data file, not
+``tilesim.timing``, which sits above it.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+
+from tilesim.errors import InputError
+
+GPU_CONFIG = Path(__file__).resolve().parents[2] / "timing" / "baseline_gpu.toml"
+
+
+@functools.lru_cache(maxsize=16)
+def gpu_config_values(path: str, table: str, keys: tuple[str, ...]) -> dict:
+    """``{key: value}`` of the entries ``keys`` of the dotted ``table`` (``"caches.texture"``)
+    of the GPU configuration file at ``path``; a missing file, table or entry is an InputError
+    naming the file."""
+    try:
+        with open(path, "rb") as handle:
+            node = tomllib.load(handle)
+        for part in table.split("."):
+            node = node[part]
+        return {key: node[key]["value"] for key in keys}
+    except (OSError, KeyError, TypeError, tomllib.TOMLDecodeError) as error:
+        raise InputError(f"no [{table}] {', '.join(keys)}: {error}", source=path) from None
