@@ -125,15 +125,12 @@ def configured_mediump(path: str | None = None) -> str:
     or the file at ``path``) runs ``mediump`` / ``lowp`` shader arithmetic: "fp16" (16-bit
     floats, as Mali-class GPUs and Mesa llvmpipe do) or "fp32" (float32, as Mesa softpipe,
     whose TGSI tilesim runs, does; the default)."""
-    return "fp16" if _gpu_flag(str(path or GPU_CONFIG), "processors", "shader",
-                               "mediump_fp16") else "fp32"
-
-
-def _gpu_flag(path: str, *keys: str) -> bool:
-    value = gpu_config_values(path, ".".join(keys[:-1]), keys[-1:])[keys[-1]]
-    if value not in (0, 1):
-        raise InputError(f"{'.'.join(keys)}: a flag is 0 or 1, got {value!r}", source=path)
-    return bool(value)
+    path = str(path or GPU_CONFIG)
+    flag = gpu_config_values(path, "processors.shader", ("mediump_fp16",))["mediump_fp16"]
+    if flag not in (0, 1):
+        raise InputError(f"processors.shader.mediump_fp16: a flag is 0 or 1, got {flag!r}",
+                         source=path)
+    return "fp16" if flag else "fp32"
 
 
 class Renderer:
