@@ -67,6 +67,27 @@ def test_png_histograms_match_the_pixels(tmp_path):
     assert np.array_equal(hists[3], histogram(grey))
 
 
+
+def test_png_histograms_decode_each_content_once(tmp_path, monkeypatch):
+    """A study's lossless frames are byte-identical to the baseline's: decoded once per
+    process. The cache is keyed by content, so a file rewritten with other pixels is read
+    again, never served the old histogram."""
+    import shutil
+
+    from PIL import Image
+
+    rng = np.random.default_rng(5)
+    first, second = (rng.integers(0, 256, (8, 6, 4), dtype=np.uint8) for _ in range(2))
+    Image.fromarray(first, mode="RGBA").save(tmp_path / "a.png")
+    shutil.copy(tmp_path / "a.png", tmp_path / "copy.png")
+    opened = []
+    real_open = Image.open
+    monkeypatch.setattr(Image, "open", lambda fp, *a, **k: opened.append(fp) or real_open(fp))
+    hists = png_histograms([tmp_path / "a.png", tmp_path / "copy.png"], workers=1)
+    assert len(opened) == 1 and np.array_equal(hists[1], histogram(first))
+    Image.fromarray(second, mode="RGBA").save(tmp_path / "a.png")
+    assert np.array_equal(png_histograms([tmp_path / "a.png"])[0], histogram(second))
+
 def counters(frame_no, ntiles=4, scale=1, technique=None):
     f = FrameCounters(frame_no)
     f.scalars.update(vertex_cache_accesses=100 * scale, vertex_cache_misses=10 * scale,

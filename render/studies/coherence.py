@@ -54,16 +54,17 @@ class Tally:
     scalars: dict[str, int] = field(default_factory=dict)
     rate_histogram: np.ndarray = field(default_factory=lambda: np.zeros(5, dtype=np.int64))
 
-    def add(self, image: np.ndarray, counters, reference: np.ndarray) -> None:
-
+    def add(self, image: np.ndarray | None, counters, reference: np.ndarray | None) -> None:
+        """Count one frame: its ``image`` against the baseline's ``reference`` (both None when
+        the caller knows them equal, e.g. byte-identical PNG files) and its counters."""
         self.frames += 1
+        same = image is None and reference is None or np.array_equal(image, reference)
         # Memoization's frames show the LUT's colors on hits, so a key collision shows in the
         # image and its MSSIM; a frame with one is never counted identical, even where a
         # later write covered the wrong color.
         collided = int(counters.scalars.get("memo_collisions", 0)) > 0
-        self.identical += int(np.array_equal(image, reference) and not collided)
-        self.mssim.append(1.0 if np.array_equal(image, reference)
-                          else frame_mssim(image, reference))
+        self.identical += int(same and not collided)
+        self.mssim.append(1.0 if same else frame_mssim(image, reference))
         screen = _screen(counters)
         if screen is not None:
             self.tiles += screen.tiles_x * screen.tiles_y
