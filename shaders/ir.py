@@ -161,12 +161,21 @@ class Program:
     immediates: list[Immediate] = field(default_factory=list)
     instructions: list[Instruction] = field(default_factory=list)
     source: str = "<tgsi>"
+    _register_counts: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def declared(self, file: str) -> list[Declaration]:
         return [d for d in self.declarations if d.file == file]
 
     def register_count(self, file: str) -> int:
-        """One past the highest index declared (or used) in ``file``."""
+        """One past the highest index declared (or used) in ``file``. Kept per file: every draw
+        asks (the parser only appends, so the lists' lengths tell a stale answer)."""
+        key = (file, len(self.declarations), len(self.immediates), len(self.instructions))
+        known = self._register_counts.get(key)
+        if known is None:
+            known = self._register_counts[key] = self._count_registers(file)
+        return known
+
+    def _count_registers(self, file: str) -> int:
         count = 0
         for d in self.declarations:
             if d.file == file:
