@@ -214,6 +214,24 @@ def test_the_compiled_signature_unit_matches_the_vectorized_one():
     np.testing.assert_array_equal(compute_crc(subblocks), expected_full)
 
 
+
+def test_the_compiled_signature_fold_matches_the_vectorized_one():
+    """Entries folded one by one in submission order (repeated tiles, empty and long blocks)
+    give the linearity-based vectorized fold's signatures."""
+    from tilesim.render.techniques.signature_unit import fold_crc32
+
+    rng = np.random.default_rng(12)
+    signatures = rng.integers(0, 1 << 32, 40, dtype=np.uint64).astype(np.uint32)
+    tiles = rng.integers(0, 40, 2000)
+    crc = rng.integers(0, 1 << 32, 2000, dtype=np.uint64).astype(np.uint32)
+    lengths = rng.integers(0, 70, 2000)
+    lengths[::97] = 1 << 40           # advances far past one period of the CRC's shift map
+    with compiled.disabled():
+        expected = fold_crc32(signatures, tiles, crc, lengths)
+    folded = fold_crc32(signatures, tiles, crc, lengths)
+    np.testing.assert_array_equal(folded, expected)
+    assert folded is not signatures and not np.array_equal(folded, signatures)
+
 @pytest.mark.parametrize("quad", [False, True])
 @pytest.mark.parametrize("bits", [32, 64])
 def test_the_compiled_memoization_keys_match_the_vectorized_ones(quad, bits):

@@ -698,6 +698,36 @@ def compute_crc(subblocks, lengths, sign_luts, shift_luts) -> np.ndarray:
 
 
 
+@_jit
+def _fold_crc32(signatures, tile_ids, block_crc, block_subblocks, ladder):  # pragma: no cover
+    for i in range(tile_ids.shape[0]):
+        t = tile_ids[i]
+        crc = signatures[t]
+        amount = block_subblocks[i]
+        rung = 0
+        while amount > 0:
+            if amount & 1:
+                crc = (ladder[rung, 0, np.int64(crc & np.uint32(0xFF))]
+                       ^ ladder[rung, 1, np.int64((crc >> np.uint32(8)) & np.uint32(0xFF))]
+                       ^ ladder[rung, 2, np.int64((crc >> np.uint32(16)) & np.uint32(0xFF))]
+                       ^ ladder[rung, 3, np.int64(crc >> np.uint32(24))])
+            amount >>= 1
+            rung += 1
+        signatures[t] = crc ^ block_crc[i]
+
+
+def fold_crc32(signatures, tile_ids, block_crc, block_subblocks, ladder) -> np.ndarray:
+    """``signature_unit.fold_crc32`` entry by entry, as the Signature Unit folds them: each
+    tile's CRC advanced over the entry's sub-blocks (``ladder``: the byte tables advancing by
+    2**j zero sub-blocks) then XORed with the entry's CRC. Returns new (tiles,) uint32
+    signatures."""
+    out = signatures.astype(np.uint32, copy=True)
+    _fold_crc32(out, tile_ids.astype(np.int64, copy=False),
+                block_crc.astype(np.uint32, copy=False),
+                block_subblocks.astype(np.int64, copy=False), ladder)
+    return out
+
+
 # -- Fragment memoization's keys -------------------------------------------------------------------
 
 @_jit

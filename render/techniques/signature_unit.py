@@ -350,6 +350,9 @@ def fold_crc32(
     Returns the new (tiles,) uint32 signatures.
     """
     xp = array_module(tile_ids)
+    if compiled.usable(signatures, tile_ids, block_crc, block_subblocks):
+        return compiled.fold_crc32(signatures, tile_ids, block_crc, block_subblocks,
+                                   SUBBLOCK_ADVANCE_LADDER)
     tiles = signatures.shape[0]
     order = xp.argsort(tile_ids, kind="stable")  # keeps submission order within a tile
     sorted_tiles, sorted_lengths = tile_ids[order], block_subblocks[order]
