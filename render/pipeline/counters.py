@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import io
 import json
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -257,13 +258,22 @@ class FrameCounters:
             arrays[f"program.{digest}"] = np.asarray(text)
         for digest, count in self.vs_programs.items():
             arrays[f"vs_program.{digest}"] = np.asarray(count, dtype=np.int64)
-        buffer = io.BytesIO()
-        np.savez_compressed(buffer, **arrays)
-        return buffer.getvalue()
+        return _npz_bytes(arrays)
 
     def save(self, path: str | Path) -> Path:
         return write_bytes(path, self.to_npz_bytes())
 
+
+def _npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
+    """``np.savez_compressed``'s format (any ``np.load`` reads it) at zlib level 1: a study
+    writes a counters file per frame and run, and level 6 spent four times the CPU of the
+    rest of the save for files 15% smaller."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
+        for name, values in arrays.items():
+            with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
+                np.lib.format.write_array(member, np.asanyarray(values), allow_pickle=False)
+    return buffer.getvalue()
 
 def load_counters(path: str | Path) -> FrameCounters:
     with np.load(path, allow_pickle=False) as npz:
