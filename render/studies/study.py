@@ -506,7 +506,7 @@ def run_study(settings: Settings, out: str | Path, *, workers: int = 1, force: b
                 write_json(out / "results.json", results)    # a later section may fail
         report_started = time.perf_counter()
         results["seconds"] = {k: round(v, 2) for k, v in seconds.items()}
-        write_report(out, results, progress=progress)
+        write_report(out, results, progress=progress, estimates=estimates)
         seconds["report"] = time.perf_counter() - report_started
         seconds["total"] = time.perf_counter() - started
         results["seconds"] = {k: round(v, 2) for k, v in seconds.items()}

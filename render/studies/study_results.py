@@ -104,8 +104,8 @@ def assemble_results(settings, units, records: dict[str, dict], out: Path, *,
                      progress: bool = True, estimates: dict | None = None) -> dict:
     """results.json's contents from the finished units: estimates from their counters
     (``estimates``: those already made, by unit key, e.g. by the workers that compared the
-    units; the others are made here), quality from their records, characterizations, the
-    averages and the checks."""
+    units; the others are made here and added to it), quality from their records,
+    characterizations, the averages and the checks."""
     from tqdm import tqdm
 
     from tilesim.timing.config import load_energy_config, load_gpu_config
@@ -113,12 +113,14 @@ def assemble_results(settings, units, records: dict[str, dict], out: Path, *,
 
     cfg, ecfg = load_gpu_config(None), load_energy_config(None)
     by_key = {u.key: u for u in units}
-    estimates = estimates or {}
+    estimates = {} if estimates is None else estimates
 
     def estimate(unit):
         made = estimates.get(unit.key)
-        return made if made is not None else estimate_workload(unit.workload.name,
-                                                               Path(unit.folder), cfg, ecfg)
+        if made is None:
+            made = estimates[unit.key] = estimate_workload(unit.workload.name,
+                                                           Path(unit.folder), cfg, ecfg)
+        return made
 
     workloads, per_technique, failed = [], {}, []
     bar = tqdm(total=len(units), desc="estimate", unit="run", disable=None if progress else True)
