@@ -643,12 +643,16 @@ class Renderer:
             self._raster(draw, draw.tris, 1, entries)
             return
         for rate in self._rates_used:
+            in_rate = self.tile_rates[draw.bins.tile] == rate
+            if entries is not None:
+                in_rate &= entries
+            if not in_rate.any():
+                continue        # none of the draw's tiles is at this rate
             scale = 1 << rate
             # Superfragments: rasterize in a space shrunk N times, where each pixel center
             # is the center of an N x N block (DSR, Frame Coherence §6.4.1).
             tris = draw.tris if scale == 1 else draw.tris.shrunk(scale)
-            in_rate = self.tile_rates[draw.bins.tile] == rate
-            self._raster(draw, tris, scale, in_rate if entries is None else entries & in_rate)
+            self._raster(draw, tris, scale, in_rate)
 
     def _quads_watcher(self, draw: DrawContext, fragments, early: bool, alive: np.ndarray):
         """``watched(shaded, late, written)``: hands the hooks what the batch's quads did
