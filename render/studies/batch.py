@@ -487,16 +487,16 @@ def run_side_by_side(jobs: list[Job], *, observer=None, before_writes=None) -> l
     :func:`run_job` takes it. A technique whose render leaves the host's (an RE false
     positive; RE+EVR holding back other entries than EVR) has its remaining frames rendered
     on their own afterwards. Folders must have been prepared (:func:`prepare_jobs`)."""
-    from tilesim.render.techniques.side_by_side import SideBySide, host_of
+    from tilesim.render.techniques import side_by_side
 
     started = time.perf_counter()
     before_writes = before_writes or [None] * len(jobs)
     options = {(j.trace, j.tile_size, j.traversal, j.fill_rule, j.backend, j.mediump)
                for j in jobs}
-    hosts = {render_host(j) for j in jobs}
     techniques = [job_techniques(j) for j in jobs]
-    is_host = [render_host(j) == t.name for j, t in zip(jobs, techniques, strict=True)]
-    if len(options) != 1 or len(hosts) != 1 or None in hosts or sum(is_host) > 1:
+    hosts = [side_by_side.render_host(t) for t in techniques]
+    is_host = [h == t.name for h, t in zip(hosts, techniques, strict=True)]
+    if len(options) != 1 or len(set(hosts)) != 1 or None in hosts or sum(is_host) > 1:
         raise ValueError("run_side_by_side: jobs of one trace and options whose frames come "
                          "from one host's render (render_host), at most one of the host")
     encode = _SharedEncoding()
@@ -506,8 +506,7 @@ def run_side_by_side(jobs: list[Job], *, observer=None, before_writes=None) -> l
     stop = max((max(w.missing) + 1 for w in writers if w.missing), default=0)
     if stop:
         job = jobs[0]
-        host = host_of(techniques[0])
-        hooks = SideBySide(members, host)
+        hooks = side_by_side.SideBySide(members, side_by_side.host_of(techniques[0]))
 
         def write_members() -> None:
             for key, member in members.items():
