@@ -1,8 +1,9 @@
-"""Techniques side by side with the baseline on one render (render/techniques/side_by_side.py):
-every member's frames and per-tile counters equal those of a render of that technique alone,
-on recorded traces and the bundled workloads; a member whose colors leave the baseline's is
-dropped and rendered on its own; a batch of jobs written that way holds the files each job's
-own render writes."""
+"""Techniques side by side with a host (the baseline, or EVR) on one render
+(render/techniques/side_by_side.py): every member's frames and per-tile counters equal those
+of a render of that technique alone, on recorded traces and the bundled workloads; a member
+whose colors leave the host's, or that would hold back other entries than EVR, is dropped and
+rendered on its own; a batch of jobs written that way holds the files each job's own render
+writes."""
 
 from __future__ import annotations
 
@@ -50,8 +51,9 @@ def _assert_same(expected, actual, label):
                 np.testing.assert_array_equal(programs2[digest], programs[digest], where)
 
 
-def _side_by_side(trace, frames, names, **options):
-    hooks = SideBySide({name: Techniques.from_name(name) for name in names})
+def _side_by_side(trace, frames, names, host=None, **options):
+    hooks = SideBySide({name: Techniques.from_name(name) for name in names},
+                       None if host is None else Techniques.from_name(host))
     base, members = [], {name: [] for name in names}
     for result in render_trace(trace, frames=range(frames), technique=hooks, **options):
         base.append(_record(result))
@@ -62,11 +64,13 @@ def _side_by_side(trace, frames, names, **options):
     return hooks, base, members
 
 
-def _check_members_equal_their_own_renders(trace, frames, names=MEMBERS, **options):
-    hooks, base, members = _side_by_side(trace, frames, names, **options)
+def _check_members_equal_their_own_renders(trace, frames, names=MEMBERS, host=None,
+                                           **options):
+    hooks, base, members = _side_by_side(trace, frames, names, host, **options)
     assert hooks.diverged == {}
-    alone = [_record(r) for r in render_trace(trace, frames=range(frames), **options)]
-    _assert_same(alone, base, "baseline")
+    alone = [_record(r) for r in render_trace(trace, frames=range(frames), technique=host,
+                                              **options)]
+    _assert_same(alone, base, host or "baseline")
     for name in names:
         alone = [_record(r) for r in render_trace(trace, frames=range(frames),
                                                   technique=name, **options)]
@@ -94,12 +98,40 @@ def test_members_give_what_their_own_renders_give_on_the_bundled_workloads(workl
                                            size=(299, 192))
 
 
+EVR_MEMBERS = ("re+evr", "te+re+evr", "re+evr/xor")
+
+
+def test_members_beside_evr_give_what_their_own_renders_give(tmp_path):
+    # RE+EVR: EVR's render watched by RE, whose skips EVR's state takes in.
+    trace = sphere_trace(tmp_path / "sphere.tsim", 5, size=(96, 64), clear_step=0.0)
+    members = _check_members_equal_their_own_renders(trace, 5, EVR_MEMBERS, host="evr")
+    skipped = sum(int(p[2]["re_tiles_skipped"].sum()) for r in members["re+evr"]
+                  for p in r[3] if "re_tiles_skipped" in p[2])
+    assert skipped > 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("workload", ["runner", "render_to_texture", "match3", "sidescroller"])
+def test_re_evr_beside_evr_gives_its_own_render_on_the_bundled_workloads(workload):
+    # At the workloads' own size (1196x768), where RE skips thousands of tiles in runner and
+    # match3 and EVR holds entries back.
+    _check_members_equal_their_own_renders(TRACES / f"{workload}-1196x768.tsim", 4,
+                                           ("re+evr",), host="evr")
+
+
 def test_only_techniques_that_leave_the_render_alone_are_members():
     assert all(shareable(Techniques.from_name(n)) for n in MEMBERS)
-    for name in ("baseline", "evr", "re+evr", "dsr"):
-        assert not shareable(Techniques.from_name(name))
+    evr = Techniques.from_name("evr")
+    assert all(shareable(Techniques.from_name(n), evr) for n in EVR_MEMBERS)
+    assert [side_by_side.render_host(Techniques.from_name(n)) for n in
+            ("baseline", "re/xor", "memo/32", "evr", "re+evr", "te+evr", "dsr")] == [
+        "baseline", "baseline", "baseline", "evr", "evr", "evr", None]
+    for name, host in (("baseline", None), ("evr", None), ("re+evr", None), ("dsr", None),
+                       ("evr", "evr"), ("re", "evr"), ("te+re", "evr"), ("re+evr", "dsr")):
+        host = host and Techniques.from_name(host)
+        assert not shareable(Techniques.from_name(name), host)
         with pytest.raises(ValueError, match="changes the render"):
-            SideBySide({name: Techniques.from_name(name)})
+            SideBySide({name: Techniques.from_name(name)}, host)
 
 
 class _Repaints(Techniques):
@@ -132,23 +164,59 @@ def test_a_member_whose_colors_leave_the_baselines_is_dropped(tmp_path):
     _assert_same([_record(r) for r in render_trace(trace, technique="te")], kept, "te")
 
 
+class _HoldsBackOthers(Techniques):
+    """RE+EVR that, from frame 2 on, holds back one more display-list entry than EVR would
+    (as RE's skips, fed to EVR, may change what it predicts)."""
+
+    frames = 0
+
+    def binned(self, draw):
+        deferred = super().binned(draw)
+        if self.frames >= 2 and deferred is not None and deferred.size:
+            deferred = deferred.copy()
+            deferred[0] = ~deferred[0]
+        return deferred
+
+    def end_frame(self, result, screen):
+        self.frames += 1
+        return super().end_frame(result, screen)
+
+
+def test_a_member_that_would_hold_back_other_entries_than_its_host_is_dropped(tmp_path):
+    trace = sphere_trace(tmp_path / "sphere.tsim", 4, size=(64, 48), clear_step=0.0)
+    hooks = SideBySide({"re+evr": Techniques.from_name("re+evr"),
+                        "odd": _HoldsBackOthers(frozenset({"re", "evr"}))},
+                       Techniques.from_name("evr"))
+    base, kept, odd = [], [], []
+    for result in render_trace(trace, technique=hooks):
+        base.append(_record(result))
+        kept += [_record(r) for r in hooks.take("re+evr")]
+        odd += [_record(r) for r in hooks.take("odd")]
+    assert hooks.diverged == {"odd": 2}
+    assert [r[0] for r in odd] == [0, 1]
+    alone = [_record(r) for r in render_trace(trace, technique="re+evr")]
+    _assert_same([_record(r) for r in render_trace(trace, technique="evr")], base, "evr")
+    _assert_same(alone, kept, "re+evr")
+    _assert_same(alone[:2], odd, "odd")
+
+
 def _folder_files(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes()
             for pattern in ("frames/*.png", "counters/*.npz")
             for p in sorted(folder.glob(pattern))}
 
 
+@pytest.mark.parametrize("names", [("baseline", "re", "memo/32"), ("evr", "re+evr")])
 @pytest.mark.parametrize("diverge", [False, True])
 def test_a_batch_side_by_side_writes_the_files_of_each_jobs_own_render(tmp_path, monkeypatch,
-                                                                       diverge):
+                                                                       diverge, names):
     trace = str(sphere_trace(tmp_path / "sphere.tsim", 4, size=(64, 48), clear_step=0.0))
-    names = ("baseline", "re", "memo/32")
     own = [Job(trace, (0, 4), str(tmp_path / "own" / n.replace("/", "-")), technique=n)
            for n in names]
     for job in own:
         run_job(job)
     if diverge:
-        # The RE job's render is taken as leaving the baseline's at frame 1: the rest of its
+        # The RE job's render is taken as leaving the host's at frame 1: the rest of its
         # frames come from a render of its own.
         class Diverging(SideBySide):
             def end_frame(self, result, screen):
@@ -162,8 +230,14 @@ def test_a_batch_side_by_side_writes_the_files_of_each_jobs_own_render(tmp_path,
               for n in names]
     prepare_jobs(shared)
     summaries = run_side_by_side(shared)
-    assert [s["written"] for s in summaries] == [4, 4, 4]
+    assert [s["written"] for s in summaries] == [4] * len(names)
     for a, b in zip(own, shared, strict=True):
         assert _folder_files(Path(b.out)) == _folder_files(Path(a.out)), b.technique
     assert batch.shares_render(shared[1]) and not batch.shares_render(
-        Job(trace, (0, 4), "x", technique="re+evr"))
+        Job(trace, (0, 4), "x", technique="dsr"))
+
+
+def test_a_batch_side_by_side_takes_jobs_of_one_host():
+    with pytest.raises(ValueError, match="one host"):
+        run_side_by_side([Job("t.tsim", (0, 1), "a", technique="re"),
+                          Job("t.tsim", (0, 1), "b", technique="re+evr")])

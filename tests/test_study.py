@@ -278,10 +278,10 @@ def test_the_runs_that_only_watch_the_pipeline_share_their_workloads_baseline_re
     units = plan_units(Settings(workloads, tuple(TECHNIQUES)), tmp_path)
     renders = plan_renders(units)
     shared = ["baseline", "te", "re", "re/xor", "memo", "memo/32"]
-    # The two shared renders first (the longest), then EVR, RE+EVR and DSR of each workload.
-    assert [[u.key for u in group] for group in renders[:2]] == [
-        [f"{w}/{t}" for t in shared] for w in ("a", "b")]
-    assert sorted(u.key for group in renders[2:] for u in group) == sorted(
-        f"{w}/{t}" for w in ("a", "b") for t in ("evr", "re+evr", "dsr"))
-    assert all(len(group) == 1 for group in renders[2:])
+    # The two shared renders first (the longest), then each workload's EVR with RE+EVR (RE
+    # watching EVR's render), then DSR alone.
+    assert [[u.key for u in group] for group in renders[:4]] == [
+        [f"{w}/{t}" for t in shared] for w in ("a", "b")] + [
+        [f"{w}/evr", f"{w}/re+evr"] for w in ("a", "b")]
+    assert [[u.key for u in group] for group in renders[4:]] == [["a/dsr"], ["b/dsr"]]
     assert sorted(u.key for group in renders for u in group) == sorted(u.key for u in units)

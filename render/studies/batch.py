@@ -462,41 +462,51 @@ def run_job(job: Job, on_frame=None, *, prepare: bool = True, force: bool = Fals
     return writer.summary(started)
 
 
-def shares_render(job: Job) -> bool:
-    """Whether a job's frames can come out of a side-by-side render with the baseline
-    (:mod:`tilesim.render.techniques.side_by_side`): the baseline, TE, RE or memoization."""
-    from tilesim.render.techniques.side_by_side import shareable
+def render_host(job: Job) -> str | None:
+    """The technique whose functional render gives a job's frames
+    (:func:`tilesim.render.techniques.side_by_side.render_host`): ``baseline`` for the
+    baseline, TE, RE and memoization, ``evr`` for EVR and RE+EVR; None for a job rendered on
+    its own (DSR)."""
+    from tilesim.render.techniques import side_by_side
 
-    return job.technique == "baseline" or shareable(job_techniques(job))
+    return side_by_side.render_host(job_techniques(job))
+
+
+def shares_render(job: Job) -> bool:
+    """Whether a job's frames can come out of a side-by-side render
+    (:mod:`tilesim.render.techniques.side_by_side`) with the jobs of its :func:`render_host`."""
+    return render_host(job) is not None
 
 
 def run_side_by_side(jobs: list[Job], *, observer=None, before_writes=None) -> list[dict]:
-    """Render jobs of one trace and pipeline options whose techniques share the baseline's
-    render (:func:`shares_render`; at most one baseline) with one functional render, and
-    write each job's missing frames as :func:`run_job` writes them; returns their summaries
-    in order. ``observer`` watches the render (the baseline's); ``before_writes``: per job,
-    None or ``before_write(result, techniques)`` as :func:`run_job` takes it. A technique
-    whose colors leave the baseline's (an RE false positive) has its remaining frames
-    rendered on their own afterwards. Folders must have been prepared
-    (:func:`prepare_jobs`)."""
-    from tilesim.render.techniques.side_by_side import SideBySide
+    """Render jobs of one trace and pipeline options whose frames come from one host's render
+    (:func:`render_host`: the baseline, or EVR; at most one job of the host itself) with one
+    functional render, and write each job's missing frames as :func:`run_job` writes them;
+    returns their summaries in order. ``observer`` watches the render (the host's);
+    ``before_writes``: per job, None or ``before_write(result, techniques)`` as
+    :func:`run_job` takes it. A technique whose render leaves the host's (an RE false
+    positive; RE+EVR holding back other entries than EVR) has its remaining frames rendered
+    on their own afterwards. Folders must have been prepared (:func:`prepare_jobs`)."""
+    from tilesim.render.techniques import side_by_side
 
     started = time.perf_counter()
     before_writes = before_writes or [None] * len(jobs)
     options = {(j.trace, j.tile_size, j.traversal, j.fill_rule, j.backend, j.mediump)
                for j in jobs}
-    baselines = [j for j in jobs if j.technique == "baseline"]
-    if len(options) != 1 or len(baselines) > 1 or not all(shares_render(j) for j in jobs):
-        raise ValueError("run_side_by_side: jobs of one trace and options, at most one "
-                         "baseline, every other technique shareable")
+    techniques = [job_techniques(j) for j in jobs]
+    hosts = [side_by_side.render_host(t) for t in techniques]
+    is_host = [h == t.name for h, t in zip(hosts, techniques, strict=True)]
+    if len(options) != 1 or len(set(hosts)) != 1 or None in hosts or sum(is_host) > 1:
+        raise ValueError("run_side_by_side: jobs of one trace and options whose frames come "
+                         "from one host's render (render_host), at most one of the host")
     encode = _SharedEncoding()
     writers = [_writer(j, before_write=b, encode=encode)
                for j, b in zip(jobs, before_writes, strict=True)]
-    members = {str(k): job_techniques(j) for k, j in enumerate(jobs) if j.technique != "baseline"}
+    members = {str(k): t for k, t in enumerate(techniques) if not is_host[k]}
     stop = max((max(w.missing) + 1 for w in writers if w.missing), default=0)
     if stop:
         job = jobs[0]
-        hooks = SideBySide(members)
+        hooks = side_by_side.SideBySide(members, side_by_side.host_of(techniques[0]))
 
         def write_members() -> None:
             for key, member in members.items():
@@ -508,9 +518,9 @@ def run_side_by_side(jobs: list[Job], *, observer=None, before_writes=None) -> l
                                        traversal=job.traversal, fill_rule=job.fill_rule,
                                        technique=hooks, source=job.trace,
                                        mediump=job.mediump, observer=observer):
-                for writer, j in zip(writers, jobs, strict=True):
-                    if j.technique == "baseline":
-                        writer.write(result, hooks)
+                for writer, own in zip(writers, is_host, strict=True):
+                    if own:
+                        writer.write(result, hooks.host)
                 write_members()
         write_members()
         for writer in writers:

@@ -16,9 +16,10 @@ characterizes the workloads (Frame Coherence Tables 3.3, 3.4) and writes a repor
 The work is split into units, one per workload and technique. The techniques that only watch
 the pipeline (TE, RE, memoization: render/techniques/side_by_side.py) are rendered with their
 workload's baseline in one functional render, which gives each of them the frames and counters
-a render of its own gives; EVR and DSR change the render and are rendered on their own. The
-renders run in parallel on Dask, the longest first, and each unit's comparison with the
-baseline runs when both renders are done. A unit's render resumes
+a render of its own gives; RE+EVR likewise watches EVR's render and is rendered with its
+workload's EVR; DSR changes the render and is rendered on its own. The renders run in
+parallel on Dask, the longest first, and each unit's comparison with the baseline runs when
+both renders are done. A unit's render resumes
 frame by frame (:mod:`tilesim.render.studies.batch`); its quality.json, written last, marks
 it finished, so an interrupted run picks up where it stopped and never mixes settings (a
 unit folder refuses a render of other settings, as `tilesim render` does; ``--force``
@@ -45,10 +46,10 @@ from tilesim.render.studies.batch import (
     Job,
     file_sha256,
     prepare_jobs,
+    render_host,
     renderer_sha256,
     run_job,
     run_side_by_side,
-    shares_render,
 )
 from tilesim.render.studies.characterize import Characterizer, characterization, characterize
 from tilesim.render.studies.coherence import DEFAULT_TECHNIQUES, Tally, write_overlays
@@ -304,10 +305,11 @@ def _characterize(unit: Unit, observer: Characterizer | None) -> None:
 
 
 def render_units(units: list[Unit]) -> dict[str, dict]:
-    """Render units of one workload (resuming): one unit on its own, or the baseline and the
-    techniques that share its render (TE, RE, memoization: batch.shares_render) with one
-    functional render; writes their overlays and the baseline's characterization. Returns,
-    per unit key, the render's wall time and the units it was rendered with."""
+    """Render units of one workload (resuming): one unit on its own, or units whose frames
+    come from one host's render (the baseline with TE, RE and memoization; EVR with RE+EVR:
+    batch.render_host) with one functional render; writes their overlays and the baseline's
+    characterization. Returns, per unit key, the render's wall time and the units it was
+    rendered with."""
     started = time.perf_counter()
     renders = [_start_unit(u) for u in units]
     if len(renders) == 1:
@@ -375,15 +377,17 @@ def run_unit(unit: Unit) -> dict:
 
 
 def plan_renders(units: list[Unit]) -> list[list[Unit]]:
-    """The renders of ``units``: per workload, its baseline and the techniques sharing the
-    baseline's render as one, every other unit alone; the renders with the most units first
-    (the longest: a worker that starts them last would keep the study waiting), otherwise in
-    the order given."""
-    groups: dict[str, list[Unit]] = {}
+    """The renders of ``units``: per workload, the units whose frames come from one host's
+    render (batch.render_host: the baseline with TE, RE and memoization; EVR with RE+EVR) as
+    one, every other unit alone; the renders with the most units first (the longest: a
+    worker that starts them last would keep the study waiting), otherwise in the order
+    given."""
+    groups: dict[tuple[str, str], list[Unit]] = {}
     alone: list[list[Unit]] = []
     for unit in units:
-        if shares_render(unit.job):
-            groups.setdefault(unit.workload.name, []).append(unit)
+        host = render_host(unit.job)
+        if host is not None:
+            groups.setdefault((unit.workload.name, host), []).append(unit)
         else:
             alone.append([unit])
     renders = list(groups.values()) + alone
