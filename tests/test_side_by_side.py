@@ -233,8 +233,8 @@ def test_a_batch_side_by_side_writes_the_files_of_each_jobs_own_render(tmp_path,
     assert [s["written"] for s in summaries] == [4] * len(names)
     for a, b in zip(own, shared, strict=True):
         assert _folder_files(Path(b.out)) == _folder_files(Path(a.out)), b.technique
-    assert batch.shares_render(shared[1]) and not batch.shares_render(
-        Job(trace, (0, 4), "x", technique="dsr"))
+    assert batch.render_host(shared[1]) == names[0]
+    assert batch.render_host(Job(trace, (0, 4), "x", technique="dsr")) is None
 
 
 def test_a_batch_side_by_side_takes_jobs_of_one_host():

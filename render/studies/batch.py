@@ -472,12 +472,6 @@ def render_host(job: Job) -> str | None:
     return side_by_side.render_host(job_techniques(job))
 
 
-def shares_render(job: Job) -> bool:
-    """Whether a job's frames can come out of a side-by-side render
-    (:mod:`tilesim.render.techniques.side_by_side`) with the jobs of its :func:`render_host`."""
-    return render_host(job) is not None
-
-
 def run_side_by_side(jobs: list[Job], *, observer=None, before_writes=None) -> list[dict]:
     """Render jobs of one trace and pipeline options whose frames come from one host's render
     (:func:`render_host`: the baseline, or EVR; at most one job of the host itself) with one
