@@ -282,3 +282,77 @@ def test_clean_up_removes_only_tilesims_temporaries_in_its_own_folders(tmp_path)
     assert main(["render", str(trace), "--out", str(out)]) == 0
     assert [p for p in ours if p.exists()] == []
     assert [p for p in theirs if not p.exists()] == []
+
+
+# -- one trace's frames in parallel --------------------------------------------------------------
+
+
+def test_one_trace_split_across_workers_writes_the_files_of_a_serial_render(tmp_path, capsys,
+                                                                            monkeypatch):
+    """A trace whose frames each clear the window renders in parallel parts (each replaying
+    the frames before it for their GL state only): the same bytes as one process rendering
+    every frame, frames.json included; a resume renders from a fresh start, not frame 0."""
+    from tilesim.render.studies import batch
+
+    trace = str(sphere_trace(tmp_path / "s.tsim", 12, size=(96, 64)))
+    assert main(["render", trace, "--out", str(tmp_path / "serial"), "--workers", "1"]) == 0
+    split = batch.frame_segments(batch.Job(trace, (0, 12), str(tmp_path / "x")), 3)
+    assert [j.frames for j in split] == [(0, 4), (4, 8), (8, 12)]
+    assert main(["render", trace, "--out", str(tmp_path / "parallel"), "--workers", "3"]) == 0
+    assert outputs(tmp_path / "parallel") == outputs(tmp_path / "serial")
+    capsys.readouterr()
+
+    for index in (7, 9):
+        for path in (tmp_path / "parallel").glob(f"*/{index:06d}.*"):
+            path.unlink()
+    starts = []
+    original = batch.render_trace
+    monkeypatch.setattr(batch, "render_trace", lambda *a, **k: starts.append(
+        k["replay_from"]) or original(*a, **k))
+    assert main(["render", trace, "--out", str(tmp_path / "parallel"), "--workers", "1"]) == 0
+    assert starts == [7]
+    assert outputs(tmp_path / "parallel") == outputs(tmp_path / "serial")
+
+
+def test_frames_are_cut_only_where_nothing_earlier_shows_through(tmp_path):
+    """A frame that keeps the depth buffer while depth-testing, clears under a scissor or a
+    color mask, or comes after a frame that drew into a texture is no place to start: a render
+    starting there would not be the full render's."""
+    from tilesim.render.pipeline.renderer import FramesDepend
+    from tilesim.render.studies.runner import fresh_starts, render_trace
+    from tilesim.render.traces.trace_file import open_trace
+
+    def setup(gl, f):
+        if f == 3:
+            gl.enable("SCISSOR_TEST")
+            gl.scissor(0, 0, 8, 8)
+        if f == 4:
+            gl.disable("SCISSOR_TEST")
+            gl.colorMask(True, False, True, True)
+        if f == 5:
+            gl.colorMask(True, True, True, True)
+
+    trace = sphere_trace(tmp_path / "s.tsim", 8, size=(64, 48), before_clear=setup,
+                         clear_mask=lambda f: ("COLOR_BUFFER_BIT",) if f == 6 else
+                         ("COLOR_BUFFER_BIT", "DEPTH_BUFFER_BIT"))
+    with open_trace(trace) as t:
+        assert fresh_starts(t, 8) == [0, 1, 2, 5, 7]
+    # Without a depth test anywhere, a color clear is enough.
+    flat = sphere_trace(tmp_path / "flat.tsim", 4, size=(64, 48),
+                        before_clear=lambda gl, f: gl.disable("DEPTH_TEST"),
+                        clear_mask=lambda f: ("COLOR_BUFFER_BIT",))
+    with open_trace(flat) as t:
+        assert fresh_starts(t, 4) == [0, 1, 2, 3]
+    with pytest.raises(FramesDepend):
+        next(render_trace(trace, frames=[3], replay_from=3))
+    with pytest.raises(ValueError, match="may not skip"):
+        next(render_trace(trace, frames=[2], replay_from=2, technique="re"))
+
+
+def test_a_frame_after_render_to_texture_is_no_place_to_start():
+    from tilesim.render.studies.runner import fresh_starts
+    from tilesim.render.traces.trace_file import open_trace
+
+    traces = Path(__file__).resolve().parent.parent / "traces"
+    with open_trace(traces / "render_to_texture-1196x768.tsim") as t:
+        assert fresh_starts(t, 4) == [0]

@@ -12,9 +12,12 @@ from tilesim.render.workloads.bunny import build_program
 
 
 def sphere_trace(path: Path, frames: int, size=(160, 120), *, segments=(60, 30),
-                 scale=(0.5, 0.6), clear_step: float = 0.02) -> Path:
+                 scale=(0.5, 0.6), clear_step: float = 0.02, before_clear=None,
+                 clear_mask=None) -> Path:
     """A lit sphere turning over ``frames`` frames with glmark2's build program; the clear
-    color changes by ``clear_step`` per frame (0: a static background)."""
+    color changes by ``clear_step`` per frame (0: a static background). ``before_clear(gl,
+    f)`` records more commands before frame f's clear; ``clear_mask(f)``: the buffers it
+    clears (default color and depth)."""
     nu, nv = segments
     u, v = np.meshgrid(np.linspace(0, 2 * np.pi, nu + 1), np.linspace(0, np.pi, nv + 1))
     p = np.stack([np.cos(u) * np.sin(v), np.cos(v), np.sin(u) * np.sin(v)], -1).reshape(-1, 3)
@@ -42,7 +45,10 @@ def sphere_trace(path: Path, frames: int, size=(160, 120), *, segments=(60, 30),
         for name in ("ModelViewProjectionMatrix", "NormalMatrix"):
             gl.uniformMatrix4fv(gl.getUniformLocation(prog, name), False, m.T.ravel())
         gl.clearColor(0.1, 0.1, 0.2 + clear_step * f, 1.0)
-        gl.clear("COLOR_BUFFER_BIT", "DEPTH_BUFFER_BIT")
+        if before_clear is not None:
+            before_clear(gl, f)
+        gl.clear(*(("COLOR_BUFFER_BIT", "DEPTH_BUFFER_BIT") if clear_mask is None
+                   else clear_mask(f)))
         gl.drawElements("TRIANGLES", idx.size, "UNSIGNED_SHORT", 0)
         gl.endFrame()
     write_trace(path, gl.recorded_frames(), width=size[0], height=size[1], name=path.stem)

@@ -40,6 +40,9 @@ class PipelineHooks:
     wants_entries = False
     # Whether the pipeline builds ``quads``' per-quad record (a cycle-level study does).
     wants_quads = False
+    # Whether a frame's decisions depend on the frames before (a render that skips frames,
+    # ``Renderer.render``'s ``replay_from``, is then not theirs).
+    spans_frames = False
 
     def attach(self, screen, traversal: str) -> np.ndarray | None:
         """Called once, with the default framebuffer's render target and the traversal order

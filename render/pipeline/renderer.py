@@ -110,6 +110,26 @@ ATTACHMENT_COMMANDS = frozenset({
     "framebufferTexture2D", "framebufferRenderbuffer", "deleteFramebuffer",
     "renderbufferStorage", "deleteRenderbuffer"})
 
+# Commands that read or write pixels (or copy them into textures). A frame replayed for its GL
+# state only (``Renderer.render``'s ``replay_from``) skips them.
+PIXEL_COMMANDS = frozenset({"drawArrays", "drawElements", "clear", "readPixels",
+                            "copyTexImage2D", "copyTexSubImage2D"})
+
+
+@dataclass
+class ReplayedFrame:
+    """What a frame replayed for its GL state (``Renderer.replay_state``) does to the
+    window's buffers."""
+
+    clears_color: bool   # its first pixel command clears the whole color buffer
+    clears_depth: bool   # ... and the whole depth buffer (or the window has none)
+    tests_depth: bool    # one of its draws depth-tests (reads the depth buffer)
+
+
+class FramesDepend(Exception):
+    """Frames cannot be skipped: one renders into a texture or copies pixels into one (a later
+    frame may sample them), or the first frame wanted does not start by clearing the whole
+    window (it builds on the pixels of the frames before)."""
 
 # The --mediump help of the commands that render (tilesim render, tilesim conformance).
 MEDIUMP_HELP = (
@@ -193,19 +213,37 @@ class Renderer:
     # -- driving ----------------------------------------------------------------------------
 
     def render(self, frames: Iterable[list[Command]], *, first: int = 0,
-               keep: Iterable[int] | None = None) -> Iterator[FrameResult]:
+               keep: Iterable[int] | None = None,
+               replay_from: int | None = None) -> Iterator[FrameResult]:
         """Replay frames; yield results for frame numbers in ``keep`` (default: all).
 
-        Frames not kept are still rendered: later frames may sample what they drew.
+        Frames not kept are still rendered: later frames may sample what they drew. With
+        ``replay_from`` (one of ``runner.fresh_starts``), the frames before it only set the GL
+        state (textures, buffers, programs, ...: :meth:`replay_state`) and are neither drawn
+        nor observed; only for the baseline (techniques keep state from frame to frame).
+        :class:`FramesDepend` is raised, before any result, when a frame before it draws into
+        a texture or it does not start by clearing the window's colors.
         """
+        if replay_from is not None and self.techniques.spans_frames:
+            raise ValueError(f"{self.techniques.name} compares frames with the ones before: "
+                             "its render may not skip frames")
         wanted = None if keep is None else set(keep)
         observer = self.observer
         for number, commands in enumerate(frames, start=first):
             self.frame_index = number
+            if replay_from is not None and number < replay_from:
+                self.replay_state(number, commands)
+                continue
+            verify = number == replay_from
             observer.begin_frame(number)
             for position, command in enumerate(commands):
                 self.state.where = f"{self.source}: frame {number}, command {position} " \
                                    f"({command.op})"
+                if verify and command.op in PIXEL_COMMANDS:
+                    verify = False
+                    if not self._clears_the_window(command)[0]:
+                        raise FramesDepend(f"frame {number} does not start by clearing the "
+                                           "window's colors")
                 observer.before_command(number, position, command, self.state, self.counters)
                 result = self.execute(command)
                 observer.after_command(number, position, command, self.state, self.counters)
@@ -220,6 +258,41 @@ class Renderer:
             observer.end_frame(done)
             if wanted is None or done.index in wanted:
                 yield done
+
+    def replay_state(self, number: int, commands: list[Command]) -> ReplayedFrame:
+        """A frame's commands for the GL state alone: no pixel is drawn, cleared, read or
+        copied, no counter kept (the state-change count restarts at its end, as a frame's
+        does). Returns what the frame does to the window's buffers (whether a render may
+        start at it: ``runner.fresh_starts``); FramesDepend if the frame renders into a
+        texture or copies pixels into one."""
+        first, tests_depth = None, False
+        for position, command in enumerate(commands):
+            op = command.op
+            self.state.where = f"{self.source}: frame {number}, command {position} ({op})"
+            if op in PIXEL_COMMANDS:
+                if first is None:
+                    first = self._clears_the_window(command)
+                if self.state.framebuffer != 0 or op.startswith("copyTex"):
+                    raise FramesDepend(f"frame {number} renders into a texture ({op})")
+                tests_depth |= op.startswith("draw") and self.state.fragment.depth_test
+            elif op == "endFrame":
+                self.state.state_changes = 0
+                self.counters = FrameCounters(number + 1)
+            else:
+                self.state.apply(command)
+        return ReplayedFrame(*(first or (False, False)), tests_depth)
+
+    def _clears_the_window(self, command: Command) -> tuple[bool, bool]:
+        """Whether ``command`` clears every pixel of the window's color buffer, and of its
+        depth buffer: what the frames before drew there is then gone."""
+        if command.op != "clear" or self.state.framebuffer != 0:
+            return False, False
+        f, target, mask = self.state.fragment, self.default_target, command.args["mask"]
+        whole = not f.scissor_test
+        color = whole and "COLOR_BUFFER_BIT" in mask and all(f.color_mask[:3]) and (
+            f.color_mask[3] or not target.has_alpha)
+        depth = target.depth is None or (whole and "DEPTH_BUFFER_BIT" in mask and f.depth_mask)
+        return color, depth
 
     def execute(self, command: Command) -> FrameResult | None:
         op = command.op

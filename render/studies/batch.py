@@ -37,7 +37,7 @@ import json
 import os
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tilesim import __version__
@@ -55,9 +55,10 @@ from tilesim.render.pipeline.counters import (
 )
 from tilesim.render.pipeline.renderer import configured_mediump
 from tilesim.render.studies.cluster import dask_client, map_in_order
-from tilesim.render.studies.runner import render_trace
+from tilesim.render.studies.runner import fresh_starts, render_trace
 from tilesim.render.techniques.bus import Techniques
 from tilesim.render.techniques.dynamic_sampling_rate import DEFAULT_PARAMETERS
+from tilesim.render.traces.trace_file import open_trace
 
 IDENTITY_FILE = "render.json"
 FRAMES_FILE = "frames.json"
@@ -452,14 +453,65 @@ def run_job(job: Job, on_frame=None, *, prepare: bool = True, force: bool = Fals
     if writer.missing:
         techniques = job_techniques(job)
         with use_backend(job.backend):
+            replay_from = (None if observer is not None
+                           else _replay_start(job, techniques, min(writer.missing)))
             for result in render_trace(job.trace, frames=writer.missing,
                                        tile_size=job.tile_size, traversal=job.traversal,
                                        fill_rule=job.fill_rule, technique=techniques,
                                        source=job.trace, mediump=job.mediump,
-                                       observer=observer):
+                                       observer=observer, replay_from=replay_from):
                 writer.write(result, techniques)
         writer.close()
     return writer.summary(started)
+
+
+def _replay_start(job: Job, techniques, first_missing: int) -> int | None:
+    """Where a render of the job's frames from ``first_missing`` on may start, the frames
+    before replayed for their GL state only: the latest fresh start (``runner.fresh_starts``)
+    at or before it; None: frame 0 (or a technique that compares frames with the ones
+    before)."""
+    if first_missing == 0 or techniques.spans_frames:
+        return None
+    with open_trace(job.trace) as trace:
+        return max(fresh_starts(trace, first_missing + 1, mediump=job.mediump)) or None
+
+
+def frame_segments(job: Job, parts: int) -> list[Job]:
+    """``job`` as up to ``parts`` jobs of consecutive frames that render in parallel: each
+    starts at a fresh start (``runner.fresh_starts``: the frames before it are replayed for
+    their GL state only), the cuts as near equal shares of the frames as fresh starts allow.
+    [job] when its frames cannot be split (a technique compares frames with the ones before;
+    no frame starts afresh)."""
+    first, stop = job.frames
+    if parts < 2 or stop - first < 2 or job_techniques(job).spans_frames:
+        return [job]
+    with open_trace(job.trace) as trace:
+        starts = [s for s in fresh_starts(trace, stop, mediump=job.mediump) if first < s < stop]
+    if not starts:
+        return [job]
+    share = (stop - first) / parts
+    cuts = sorted({min(starts, key=lambda s: abs(s - (first + k * share)))
+                   for k in range(1, parts)})
+    bounds = [first, *cuts, stop]
+    return [replace(job, frames=(a, b)) for a, b in zip(bounds, bounds[1:], strict=False)]
+
+
+def run_segments(job: Job, segments: list[Job], *, workers: int | None = None,
+                 scheduler: str | None = None, progress: bool = True) -> dict:
+    """Render ``job``'s :func:`frame_segments` in parallel (one folder, prepared by the
+    caller) and return the job's summary as :func:`run_job` gives it; frames.json ends up
+    listing every frame (each segment's writer kept its own list)."""
+    started = time.perf_counter()
+    summaries = run_batch(segments, workers=workers, scheduler=scheduler, progress=progress,
+                          prepare=False)
+    entries, changed = frame_entries(job)
+    if changed:
+        _write_frames(job, entries)
+    return {"trace": job.trace, "backend": job.backend, "frames": list(job.frames),
+            "written": sum(s["written"] for s in summaries),
+            "skipped": sum(s["skipped"] for s in summaries),
+            "seconds": round(time.perf_counter() - started, 3),
+            "counters": [entry for s in summaries for entry in s["counters"]]}
 
 
 def render_host(job: Job) -> str | None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from pathlib import Path
 
@@ -29,14 +30,20 @@ from tilesim.render.pipeline.rasterizer import FILL_RULES
 from tilesim.render.pipeline.renderer import MEDIUMP_HELP, configured_mediump
 from tilesim.render.studies.batch import (
     Job,
+    frame_segments,
     job_techniques,
     prepare_jobs,
     run_batch,
     run_job,
+    run_segments,
     write_batch_summary,
 )
 from tilesim.render.traces.trace_file import open_trace
 from tilesim.shaders.interpreter import MEDIUMP_MODES
+
+# The fewest frames worth a worker of their own when one trace is split (process start-up
+# and the GL-state replay of the frames before the part cost about a frame's render).
+MIN_SEGMENT_FRAMES = 4
 
 
 def register(subparsers) -> None:
@@ -69,7 +76,9 @@ def register(subparsers) -> None:
     p.add_argument("--dsr-parameters", metavar="FILE",
                    help="DSR parameters from `tilesim dsr-search` (default: the shipped ones)")
     p.add_argument("--workers", type=positive_int, default=None, metavar="N",
-                   help="local worker processes for several traces (default: 2)")
+                   help="local worker processes for several traces, or for the parts of one "
+                        "trace's frames (cut where a frame clears the whole window and no "
+                        "earlier frame draws into a texture; the baseline only) (default: 2)")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="run on an existing Dask cluster (e.g. tcp://host:8786)")
     p.add_argument("--force", action="store_true",
@@ -110,7 +119,14 @@ def _render(args: argparse.Namespace) -> int:
     prepare_jobs(jobs, force=args.force)
     remove_temporaries(args.out, "summary.json")   # DIR's own, when it holds several traces
     if len(jobs) == 1 and not args.scheduler:
-        summaries = [_run_with_progress(jobs[0])]
+        job = jobs[0]
+        # One trace's frames split where a frame starts afresh, the parts rendered in
+        # parallel; a part of fewer than MIN_SEGMENT_FRAMES frames would not repay its worker.
+        workers = args.workers or min(2, os.cpu_count() or 1)
+        parts = min(workers, len(job.missing()) // MIN_SEGMENT_FRAMES)
+        segments = frame_segments(job, parts)
+        summaries = ([_run_with_progress(job)] if len(segments) == 1 else
+                     [run_segments(job, segments, workers=parts)])
     else:
         summaries = run_batch(jobs, workers=args.workers, scheduler=args.scheduler,
                               prepare=False)

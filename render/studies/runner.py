@@ -20,7 +20,12 @@ import numpy as np
 from tilesim.render.gl.commands import Command
 from tilesim.render.pipeline.hooks import PipelineHooks
 from tilesim.render.pipeline.observer import RenderObserver
-from tilesim.render.pipeline.renderer import FrameResult, Renderer
+from tilesim.render.pipeline.renderer import (
+    FrameResult,
+    FramesDepend,
+    Renderer,
+    ReplayedFrame,
+)
 from tilesim.render.techniques.bus import Techniques
 from tilesim.render.traces.trace_file import Trace, open_trace
 
@@ -40,8 +45,8 @@ def render_frames(frames: Iterable[list[Command]], width: int, height: int, *,
                   tile_size: int = 16, traversal: str = "scanline",
                   fill_rule: str = "bottom_left", tile_rates: int | np.ndarray | None = None,
                   observer: RenderObserver | None = None,
-                  source: str = "<trace>", mediump: str | None = None
-                  ) -> Iterator[FrameResult]:
+                  source: str = "<trace>", mediump: str | None = None,
+                  replay_from: int | None = None) -> Iterator[FrameResult]:
     """Render recorded ``frames`` (lists of commands, each ending with ``endFrame``) in a
     ``width`` x ``height`` window; yield the results of the frame numbers in ``keep``
     (default: all; the others are rendered too, later frames may depend on them).
@@ -49,7 +54,10 @@ def render_frames(frames: Iterable[list[Command]], width: int, height: int, *,
     ``technique``: a name or built hooks (see :func:`techniques_of`). ``tile_rates``: a
     sampling-rate index for every tile of the screen (an int: the same for all; DSR's rates,
     0 = 1x .. 4 = 1/256x), to render at fixed rates. ``mediump``: "fp32" or "fp16", how
-    shaders compute mediump and lowp (None: the GPU configuration's ``mediump_fp16``)."""
+    shaders compute mediump and lowp (None: the GPU configuration's ``mediump_fp16``).
+    ``replay_from``: the frames before it set the GL state only, undrawn (the baseline, when
+    that frame clears the whole window and none before draws into a texture; otherwise
+    ``FramesDepend``: ``Renderer.render``)."""
     renderer = Renderer(width, height, depth_bits=depth_bits, tile_size=tile_size,
                         traversal=traversal, fill_rule=fill_rule, source=source,
                         techniques=techniques_of(technique, source=source,
@@ -60,7 +68,7 @@ def render_frames(frames: Iterable[list[Command]], width: int, height: int, *,
         tiles = renderer.default_target.tile_count
         renderer.tile_rates = (np.full(tiles, tile_rates, dtype=np.int8)
                                if np.ndim(tile_rates) == 0 else tile_rates)
-    yield from renderer.render(frames, keep=keep)
+    yield from renderer.render(frames, keep=keep, replay_from=replay_from)
 
 
 def render_trace(trace: str | os.PathLike | Trace, *, frames: Iterable[int] | None = None,
@@ -86,3 +94,22 @@ def _render_open(trace: Trace, frames, size, options) -> Iterator[FrameResult]:
     options.setdefault("source", str(trace.path))
     yield from render_frames(trace.frames(0, stop), width, height, keep=wanted,
                              depth_bits=trace.depth_bits, **options)
+
+
+def fresh_starts(trace: Trace, stop: int, *, mediump: str | None = None) -> list[int]:
+    """The frames before ``stop`` a baseline render may start at, replaying the frames before
+    them for the GL state only (``Renderer.render``'s ``replay_from``): frame 0, and each
+    frame that starts by clearing the window's colors (and its depth, unless no frame before
+    ``stop`` depth-tests), up to the first frame that draws into a texture (a later frame may
+    sample it). Costs a replay of the GL state of those frames."""
+    renderer = Renderer(trace.width, trace.height, depth_bits=trace.depth_bits,
+                        source=str(trace.path), mediump=mediump)
+    frames: list[ReplayedFrame] = []
+    try:
+        for number, commands in enumerate(trace.frames(0, stop)):
+            frames.append(renderer.replay_state(number, commands))
+    except FramesDepend:
+        pass
+    depth_read = any(f.tests_depth for f in frames)
+    return [0] * (stop > 0) + [n for n, f in enumerate(frames) if n > 0 and f.clears_color
+                               and (f.clears_depth or not depth_read)]

@@ -49,6 +49,7 @@ class Techniques(PipelineHooks):
         self.dsr_parameters = dsr_parameters
         self.te = self.re = self.evr = self.dsr = self.memo = None
         self.wants_entries = "evr" in self.enabled
+        self.spans_frames = bool(self.enabled)   # every technique compares with past frames
         self.screen = None             # the default framebuffer's render target
         self.rates = None              # DSR: the sampling rate of every screen tile
         self._held: list = []          # frames memoization has not completed yet

@@ -129,6 +129,8 @@ class SideBySide(PipelineHooks):
     The renderer's frames are the host's; each member's frames, in the order and at the
     moments a render of that set alone releases them, are collected for :meth:`take`."""
 
+    spans_frames = True          # its members compare frames with the ones before
+
     def __init__(self, members: dict[str, Techniques], host: Techniques | None = None):
         for name, techniques in members.items():
             if not shareable(techniques, host):
