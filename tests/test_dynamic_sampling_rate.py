@@ -499,7 +499,8 @@ def test_renders_at_each_rate_replicate_superfragments_over_aligned_blocks(tmp_p
         assert np.all(tiles.max(axis=(2, 4)) == tiles.min(axis=(2, 4)))
 
 
-def test_cli_search_writes_parameters_and_resumes_from_its_cache(tmp_path, capsys):
+def test_cli_search_writes_parameters_and_resumes_from_its_cache(tmp_path, capsys,
+                                                                  monkeypatch):
     train = sphere_trace(tmp_path / "train.tsim", 4)
     held_out = sphere_trace(tmp_path / "held.tsim", 3, size=(64, 48))
     out, cache = tmp_path / "dsr.toml", tmp_path / "cache"
@@ -523,6 +524,10 @@ def test_cli_search_writes_parameters_and_resumes_from_its_cache(tmp_path, capsy
     assert run_cli([*argv, "--json"]) == 0
     assert [p.stat().st_mtime_ns for p in renders] == stamps
     assert DSRParameters.load(out) == params
+    # Another renderer (its sources changed) does not take these renders for its own.
+    monkeypatch.setattr(dsr_search, "renderer_sha256", lambda: "f" * 64)
+    assert run_cli([*argv, "--json"]) == 0
+    assert len(sorted(cache.glob("*/rate*.npz"))) == 20
 
 
 @pytest.mark.slow

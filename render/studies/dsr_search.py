@@ -70,6 +70,7 @@ import numpy as np
 from tilesim.atomic import check_output, write_bytes, write_json
 from tilesim.errors import EXIT_FAILED_CHECK, EXIT_OK, InputError
 from tilesim.options import frame_range, positive_int, window_size
+from tilesim.render.studies.batch import renderer_sha256
 from tilesim.render.studies.cluster import dask_client, map_in_order
 from tilesim.render.studies.runner import render_trace
 from tilesim.render.techniques.dynamic_sampling_rate import (
@@ -831,12 +832,15 @@ class TraceSpec:
         return Path(self.path).stem
 
     def folder(self, cache: Path) -> Path:
+        """The cache folder of the trace's renders: by the trace's content, its frames and
+        window, and the renderer's sources (a changed renderer renders again)."""
         (a, b), (w, h) = self.frames, self.size
-        return cache / f"{self.name}-{self.digest[:12]}-f{a}-{b}-{w}x{h}"
+        return cache / (f"{self.name}-{self.digest[:12]}-r{renderer_sha256()[:12]}"
+                        f"-f{a}-{b}-{w}x{h}")
 
     def as_dict(self) -> dict:
         return {"trace": self.path, "sha256": self.digest, "frames": list(self.frames),
-                "size": list(self.size)}
+                "size": list(self.size), "renderer_sha256": renderer_sha256()}
 
 
 def trace_spec(text: str, frames: str, size: tuple[int, int] | None) -> TraceSpec:
