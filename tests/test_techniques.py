@@ -486,6 +486,23 @@ def test_coherence_renders_techniques_side_by_side_with_the_same_report(scene, t
     assert (tmp_path / "runs" / "re+evr" / "scene" / "counters" / "000004.npz").exists()
 
 
+def test_coherence_renders_watching_techniques_beside_their_host_with_the_same_report(
+        scene, tmp_path, monkeypatch):
+    """TE, RE and memoization ride on the baseline's render, RE+EVR on EVR's: the report is
+    the one of a render per technique."""
+    from tilesim.render.studies import coherence
+    from tilesim.render.traces.trace_file import write_trace
+
+    trace = tmp_path / "scene.tsim"
+    write_trace(trace, scene, width=W, height=H, name="scene")
+    names = ["te", "re", "re/xor", "evr", "re+evr", "dsr", "memo", "memo/32"]
+    assert coherence.render_groups(names) == [
+        ["baseline", "te", "re", "re/xor", "memo", "memo/32"], ["evr", "re+evr"], ["dsr"]]
+    grouped = coherence.compare_trace(str(trace), names, range(0, 5))
+    monkeypatch.setattr(coherence, "render_groups",
+                        lambda names, dsr_parameters=None: [["baseline"], *([n] for n in names)])
+    assert coherence.compare_trace(str(trace), names, range(0, 5)) == grouped
+
 @pytest.mark.slow
 @pytest.mark.parametrize("trace", ["runner-1196x768", "sidescroller-1196x768"])
 def test_lossless_techniques_on_bundled_workloads(trace):

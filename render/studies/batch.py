@@ -55,7 +55,7 @@ from tilesim.render.pipeline.counters import (
 )
 from tilesim.render.pipeline.renderer import configured_mediump
 from tilesim.render.studies.cluster import dask_client, map_in_order
-from tilesim.render.studies.runner import fresh_starts, render_trace
+from tilesim.render.studies.runner import fresh_starts, render_side_by_side, render_trace
 from tilesim.render.techniques.bus import Techniques
 from tilesim.render.techniques.dynamic_sampling_rate import DEFAULT_PARAMETERS
 from tilesim.render.traces.trace_file import open_trace
@@ -527,59 +527,33 @@ def render_host(job: Job) -> str | None:
 def run_side_by_side(jobs: list[Job], *, observer=None, before_writes=None) -> list[dict]:
     """Render jobs of one trace and pipeline options whose frames come from one host's render
     (:func:`render_host`: the baseline, or EVR; at most one job of the host itself) with one
-    functional render, and write each job's missing frames as :func:`run_job` writes them;
-    returns their summaries in order. ``observer`` watches the render (the host's);
-    ``before_writes``: per job, None or ``before_write(result, techniques)`` as
-    :func:`run_job` takes it. A technique whose render leaves the host's (an RE false
-    positive; RE+EVR holding back other entries than EVR) has its remaining frames rendered
-    on their own afterwards. Folders must have been prepared (:func:`prepare_jobs`)."""
-    from tilesim.render.techniques import side_by_side
-
+    functional render (``runner.render_side_by_side``), and write each job's missing frames
+    as :func:`run_job` writes them; returns their summaries in order. ``observer`` watches
+    the render (the host's); ``before_writes``: per job, None or ``before_write(result,
+    techniques)`` as :func:`run_job` takes it. Folders must have been prepared
+    (:func:`prepare_jobs`)."""
     started = time.perf_counter()
     before_writes = before_writes or [None] * len(jobs)
     options = {(j.trace, j.tile_size, j.traversal, j.fill_rule, j.backend, j.mediump)
                for j in jobs}
-    techniques = [job_techniques(j) for j in jobs]
-    hosts = [side_by_side.render_host(t) for t in techniques]
-    is_host = [h == t.name for h, t in zip(hosts, techniques, strict=True)]
-    if len(options) != 1 or len(set(hosts)) != 1 or None in hosts or sum(is_host) > 1:
-        raise ValueError("run_side_by_side: jobs of one trace and options whose frames come "
-                         "from one host's render (render_host), at most one of the host")
+    if len(options) != 1:
+        raise ValueError("run_side_by_side: jobs of one trace and pipeline options")
     encode = _SharedEncoding()
     writers = [_writer(j, before_write=b, encode=encode)
                for j, b in zip(jobs, before_writes, strict=True)]
-    members = {str(k): t for k, t in enumerate(techniques) if not is_host[k]}
-    stop = max((max(w.missing) + 1 for w in writers if w.missing), default=0)
-    if stop:
+    missing = sorted(set().union(*(w.missing for w in writers)))
+    if missing:
         job = jobs[0]
-        hooks = side_by_side.SideBySide(members, side_by_side.host_of(techniques[0]))
-
-        def write_members() -> None:
-            for key, member in members.items():
-                for result in hooks.take(key):
-                    writers[int(key)].write(result, member)
-
         with use_backend(job.backend):
-            for result in render_trace(job.trace, frames=range(stop), tile_size=job.tile_size,
-                                       traversal=job.traversal, fill_rule=job.fill_rule,
-                                       technique=hooks, source=job.trace,
-                                       mediump=job.mediump, observer=observer):
-                for writer, own in zip(writers, is_host, strict=True):
-                    if own:
-                        writer.write(result, hooks.host)
-                write_members()
-        write_members()
+            for key, result, hooks in render_side_by_side(
+                    job.trace, {str(k): job_techniques(j) for k, j in enumerate(jobs)},
+                    missing, observer=observer, tile_size=job.tile_size,
+                    traversal=job.traversal, fill_rule=job.fill_rule, source=job.trace,
+                    mediump=job.mediump):
+                writers[int(key)].write(result, hooks)
         for writer in writers:
             writer.close()
-    summaries = [w.summary(started) for w in writers]
-    for key in hooks.diverged if stop else ():       # the rest of its frames, on its own
-        alone = run_job(jobs[int(key)], prepare=False, before_write=before_writes[int(key)])
-        summary = summaries[int(key)]
-        summary["written"] += alone["written"]
-        summary["skipped"] -= alone["written"]
-        summary["counters"] += alone["counters"]
-        summary["seconds"] = round(time.perf_counter() - started, 3)
-    return summaries
+    return [w.summary(started) for w in writers]
 
 
 def _run_prepared_job(job: Job) -> dict:

@@ -1,8 +1,10 @@
 """``tilesim coherence TRACE``: every frame-coherence technique against the baseline.
 
-The trace is rendered once per technique (``tilesim.render.techniques.bus``) and once at baseline;
-per technique the report gives what it skipped and what it cost next to the oracle, the fragments
-shaded and overshading, the average sample rate, the per-frame MSSIM against the baseline frame
+The baseline is rendered with the techniques that only watch its render beside it (TE, RE,
+memoization), EVR with RE+EVR beside it, DSR alone (``render_groups``; every technique's frames
+and counters as a render of its own gives them, ``side_by_side``). Per technique the report
+gives what it skipped and what it cost next to the oracle, the fragments shaded and
+overshading, the average sample rate, the per-frame MSSIM against the baseline frame
 (luminance, Wang et al. 2004 settings) and how many frames are bit-identical to it.
 ``re/xor`` is the thesis's ablation (§4.3): RE with an XOR-based signature instead of CRC32,
 whose collisions show up as false positives; ``memo/32`` keys memoization's LUT with the thesis's
@@ -27,7 +29,7 @@ from tilesim.errors import EXIT_OK, InputError
 from tilesim.images import FRAME_PNG_LEVEL, png_bytes
 from tilesim.options import frame_range, positive_int
 from tilesim.render.studies.cluster import dask_client, map_in_order
-from tilesim.render.studies.runner import render_trace
+from tilesim.render.studies.runner import render_side_by_side, render_trace
 from tilesim.render.techniques.bus import Techniques
 from tilesim.render.techniques.dynamic_sampling_rate import frame_mssim
 from tilesim.render.traces.trace_file import open_trace
@@ -137,16 +139,6 @@ class Tally:
 RATE_LABELS = ("1x", "1/4x", "1/16x", "1/64x", "1/256x")
 
 
-def render_frames(trace_path: str, name: str, frames: range, dsr_parameters=None):
-    """Yield (frame index, image, counters, techniques) of a technique's render of the trace
-    (every frame up to ``frames.stop`` is rendered, those in ``frames`` yielded); the
-    techniques are the hooks the render ran with, their state as the frame left it."""
-    techniques = Techniques.from_name(name, source=trace_path, dsr_parameters=dsr_parameters)
-    for result in render_trace(trace_path, frames=frames, technique=techniques,
-                               source=trace_path):
-        yield result.index, result.image, result.counters, techniques
-
-
 def _screen(counters):
     """The default framebuffer's pass of a frame (None when it drew nothing there)."""
     return next((p for p in counters.passes if p.target == "default"), None)
@@ -163,70 +155,93 @@ def _save(save: Path | None, name: str, trace_path: str, index: int, image, coun
     write_bytes(folder / "frames" / f"{index:06d}.png", png_bytes(image, FRAME_PNG_LEVEL))
 
 
+def render_groups(names: list[str], dsr_parameters=None) -> list[list[str]]:
+    """The renders of a comparison: the baseline with the techniques that only watch its
+    render (TE, RE, memoization), EVR with RE+EVR and the like, each other technique alone
+    (``side_by_side.render_host``); the baseline's group first, then in ``names`` order."""
+    from tilesim.render.techniques.side_by_side import render_host
+
+    groups: dict[str, list[str]] = {"baseline": ["baseline"]}
+    for name in names:
+        host = render_host(Techniques.from_name(name, dsr_parameters=dsr_parameters))
+        groups.setdefault(host or name, []).append(name)
+    return list(groups.values())
+
+
 def compare_trace(trace_path: str, names: list[str], frames: range, *, dsr_parameters=None,
                   images: Path | None = None, save: Path | None = None, progress=None,
                   workers: int = 1) -> dict:
     """Baseline and every technique over one trace: the report of each technique.
 
-    The baseline is rendered once, first; every technique is compared with its frames.
-    ``workers`` > 1 renders the techniques side by side on a local Dask cluster of that many
-    processes, which read the baseline frames from a temporary folder."""
+    The baseline is rendered first, with the techniques that only watch its render beside it
+    (:func:`render_groups`; each one's frames and counters bit-identical to a render of its
+    own, ``side_by_side``), and its frames are the reference of every comparison. The other
+    groups follow, side by side on a local Dask cluster of ``workers`` processes when more
+    than one (they read the baseline frames from a temporary folder)."""
     reference: dict[int, np.ndarray] = {}
-    baseline = Tally("baseline")
-    for index, image, counters, _ in render_frames(trace_path, "baseline", frames):
-        reference[index] = image
-        baseline.add(image, counters, image)
-        _save(save, "baseline", trace_path, index, image, counters)
-        if progress is not None:
-            progress.update(1)
-    if workers > 1 and len(names) > 1:
+    first, *rest = render_groups(names, dsr_parameters)
+    tallies = _group(trace_path, first, frames, dsr_parameters, reference, images, save,
+                     progress)
+    baseline = tallies.pop("baseline")
+    if workers > 1 and len(rest) > 1:
         with tempfile.TemporaryDirectory(prefix="tilesim-coherence-") as folder:
             for index, image in reference.items():
                 np.save(Path(folder, f"{index:06d}.npy"), image, allow_pickle=False)
             reference.clear()
-            jobs = [(trace_path, name, (frames.start, frames.stop), dsr_parameters, folder,
-                     images, save, backend_name()) for name in names]
-            with dask_client(min(workers, len(names))) as client:
-                done = map_in_order(client, _technique_job, jobs, desc="techniques",
-                                    unit="technique", leave=False)
+            jobs = [(trace_path, group, (frames.start, frames.stop), dsr_parameters, folder,
+                     images, save, backend_name()) for group in rest]
+            with dask_client(min(workers, len(rest))) as client:
+                done = map_in_order(client, _group_job, jobs, desc="techniques",
+                                    unit="render", leave=False)
         if progress is not None:
-            progress.update(len(names) * len(frames))
-        tallies = dict(zip(names, done, strict=True))
+            progress.update(sum(len(g) for g in rest) * len(frames))
+        for made in done:
+            tallies.update(made)
     else:
-        tallies = {name: _technique(trace_path, name, frames, dsr_parameters,
-                                    reference.__getitem__, images, save, progress)
-                   for name in names}
+        for group in rest:
+            tallies.update(_group(trace_path, group, frames, dsr_parameters, reference,
+                                  images, save, progress))
     return {"trace": trace_path, "frames": [frames.start, frames.stop],
             "baseline": baseline.report(baseline),
-            "techniques": {name: t.report(baseline) for name, t in tallies.items()}}
+            "techniques": {name: tallies[name].report(baseline) for name in names}}
 
 
-def _technique(trace_path: str, name: str, frames: range, dsr_parameters, reference,
-               images: Path | None, save: Path | None, progress=None) -> Tally:
-    """One technique's render of the trace, compared frame by frame with
-    ``reference(index)`` (the baseline frame)."""
-    tally = Tally(name)
-    for index, image, counters, techniques in render_frames(trace_path, name, frames,
-                                                            dsr_parameters):
-        tally.add(image, counters, reference(index))
+def _group(trace_path: str, names: list[str], frames: range, dsr_parameters, reference,
+           images: Path | None, save: Path | None, progress=None) -> dict[str, Tally]:
+    """One render of the techniques ``names`` (a :func:`render_groups` group; the baseline's
+    group fills ``reference``, the others read it), each frame compared with the baseline
+    frame of its index; returns their tallies."""
+    tallies = {name: Tally(name) for name in names}
+    hooks = {name: Techniques.from_name(name, source=trace_path,
+                                        dsr_parameters=dsr_parameters) for name in names}
+    renders = (render_side_by_side(trace_path, hooks, frames, source=trace_path)
+               if len(names) > 1 else
+               ((names[0], result, hooks[names[0]]) for result in render_trace(
+                   trace_path, frames=frames, technique=hooks[names[0]], source=trace_path)))
+    for name, result, techniques in renders:
+        index, image, counters = result.index, result.image, result.counters
+        if name == "baseline":
+            reference[index] = image
+        tallies[name].add(image, counters, reference[index])
         _save(save, name, trace_path, index, image, counters)
-        if images is not None:
+        if images is not None and name != "baseline":
             write_overlays(images, name, index, image, counters, techniques)
         if progress is not None:
             progress.update(1)
-    return tally
+    return tallies
 
 
-def _technique_job(trace_path: str, name: str, frames: tuple[int, int], dsr_parameters,
-                   folder: str, images, save, backend: str = "numpy") -> Tally:
-    """``_technique`` in a worker process, on the parent's array backend, the baseline frames
+def _group_job(trace_path: str, names: list[str], frames: tuple[int, int], dsr_parameters,
+               folder: str, images, save, backend: str = "numpy") -> dict[str, Tally]:
+    """``_group`` in a worker process, on the parent's array backend, the baseline frames
     read from ``folder``."""
-    def reference(index: int) -> np.ndarray:
-        return np.load(Path(folder, f"{index:06d}.npy"), allow_pickle=False)
+    class Reference(dict):
+        def __missing__(self, index: int) -> np.ndarray:
+            return np.load(Path(folder, f"{index:06d}.npy"), allow_pickle=False)
 
     with use_backend(backend):
-        return _technique(trace_path, name, range(*frames), dsr_parameters, reference,
-                          images, save)
+        return _group(trace_path, names, range(*frames), dsr_parameters, Reference(), images,
+                      save)
 
 
 AVERAGED = ("frames_bit_identical", "mssim_min", "fragments_shaded_vs_baseline", "overshading",

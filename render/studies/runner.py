@@ -96,6 +96,57 @@ def _render_open(trace: Trace, frames, size, options) -> Iterator[FrameResult]:
                              depth_bits=trace.depth_bits, **options)
 
 
+def render_side_by_side(trace: str | os.PathLike, techniques: dict[str, PipelineHooks],
+                        frames: Iterable[int], *, observer: RenderObserver | None = None,
+                        **options) -> Iterator[tuple[str, FrameResult, PipelineHooks]]:
+    """Several technique sets (name -> hooks, fresh) whose frames come from one functional
+    render (``side_by_side.render_host``: one host, the baseline or EVR, and members that
+    only watch it), rendered once: yields (name, result, the set's hooks as the frame left
+    them) for each set's frames in ``frames``, each set's in frame order. A member whose
+    render leaves the host's (an RE false positive; RE+EVR holding back other entries than
+    EVR) has its remaining frames rendered on its own afterwards, by a copy of its hooks made
+    before the render. ``observer`` watches the shared render; ``options`` as
+    :func:`render_frames`."""
+    import copy
+
+    from tilesim.render.techniques import side_by_side
+
+    hosts = {side_by_side.render_host(t) for t in techniques.values()}
+    host_names = [n for n, t in techniques.items() if side_by_side.render_host(t) == t.name]
+    if len(hosts) != 1 or None in hosts or len(host_names) > 1:
+        raise ValueError("render_side_by_side: sets whose frames come from one host's render "
+                         "(side_by_side.render_host), at most one of them the host itself")
+    wanted = frames if isinstance(frames, range) else sorted(set(frames))
+    if len(wanted) == 0:
+        return
+    members = {n: t for n, t in techniques.items() if n not in host_names}
+    spares = {n: copy.deepcopy(t) for n, t in members.items()}
+    hooks = side_by_side.SideBySide(members, side_by_side.host_of(next(iter(
+        techniques.values()))))
+    done: dict[str, set[int]] = {n: set() for n in members}
+    keep = set(wanted)
+
+    def released():
+        for name, member in members.items():
+            for result in hooks.take(name):
+                if result.index in keep:
+                    done[name].add(result.index)
+                    yield name, result, member
+
+    stop = wanted.stop if isinstance(wanted, range) else wanted[-1] + 1
+    for result in render_trace(trace, frames=range(stop), technique=hooks, observer=observer,
+                               **options):
+        if host_names and result.index in keep:
+            yield host_names[0], result, hooks.host
+        yield from released()
+    yield from released()
+    for name in hooks.diverged:
+        rest = sorted(keep - done[name])
+        if rest:
+            own = spares[name]
+            for result in render_trace(trace, frames=rest, technique=own, **options):
+                yield name, result, own
+
 def fresh_starts(trace: Trace, stop: int, *, mediump: str | None = None) -> list[int]:
     """The frames before ``stop`` a baseline render may start at, replaying the frames before
     them for the GL state only (``Renderer.render``'s ``replay_from``): frame 0, and each
