@@ -322,6 +322,7 @@ class _Packed:
                 address += -(-size // line_bytes) * line_bytes
         self.texels = xp.asarray(np.concatenate(chunks).astype(np.float32))
         self._texels8 = None
+        self._texels_spread = None
         self.offsets = xp.asarray(offsets)
         self.widths = xp.asarray(widths)
         self.heights = xp.asarray(heights)
@@ -340,6 +341,16 @@ class _Packed:
                       else im.rgba8().reshape(-1, 4).astype(np.int32) for im in self._images]
             self._texels8 = self.xp.asarray(np.concatenate(chunks))
         return self._texels8
+
+    @property
+    def texels_spread(self):
+        """(T,) int64: the 8-bit texels with r, g, b, a in 16-bit fields (bits 0, 16, 32, 48),
+        as the compiled sampler's fixed-point filter lerps them (host arrays only)."""
+        if self._texels_spread is None:
+            channels = np.asarray(self.texels8).astype(np.int64)
+            self._texels_spread = (channels[:, 0] | (channels[:, 1] << 16)
+                                   | (channels[:, 2] << 32) | (channels[:, 3] << 48))
+        return self._texels_spread
 
 
 # ------------------------------------------------------------------------------------------
@@ -956,6 +967,8 @@ class _Sampling:
         """Filter every lane: lanes are grouped by image filter (linear or nearest); lanes
         whose mip filter blends two levels also sample their second level."""
         xp, n = self.xp, self.n
+        if self._compiled_filter(s, t, face, lod):
+            return self._filter_compiled(s, t, face, lod)
         linear = xp.where(lod.minified, self.min_linear, self.mag_linear)
         level0 = xp.where(lod.minified, lod.level0, 0).astype(np.int32)
         two = weight = None
@@ -1000,6 +1013,32 @@ class _Sampling:
                 out[:, lanes] = color.T
         if self.stats is not None:
             self._count(linear, two, footprints)
+        return out
+
+    def _compiled_filter(self, s, t, face, lod) -> bool:
+        """Whether :meth:`_filter_compiled` serves these lanes: NumPy arrays with the kernels
+        on, no seamless cube-map LINEAR taps, no recorded accesses."""
+        sampler = self.sampler
+        return (compiled.usable(s, t, face, lod.minified, lod.level0, lod.level1, lod.weight,
+                                self.packed.texels, self.active, sampler._lane_tile)
+                and not (self.seamless and (self.min_linear or self.mag_linear))
+                and not sampler.record_accesses)
+
+    def _filter_compiled(self, s, t, face, lod):
+        """:meth:`_filter` and :meth:`_count` in one compiled pass over the lanes (the same
+        colors, counters and cache accesses in the same order)."""
+        sampler, stats = self.sampler, self.stats
+        out = np.empty((4, self.n), dtype=np.float32)
+        lru_state = None
+        if stats is not None:
+            lru = sampler._lru_table()
+            lru.ensure_state(np)
+            lru.state = lru_state = np.ascontiguousarray(lru.state)
+        compiled.sample_lanes(out, s, t, face, lod, self.packed, fixed=self.fixed,
+                              min_linear=self.min_linear, mag_linear=self.mag_linear,
+                              wrap_s=self.wrap_s, wrap_t=self.wrap_t, stats=stats,
+                              active=self.active, lane_tile=sampler._lane_tile,
+                              cache=sampler.cache, lru_state=lru_state)
         return out
 
     def _sample_level(self, s, t, fl, linear: bool):
