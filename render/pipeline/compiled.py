@@ -1026,3 +1026,87 @@ def sample_lanes(out, s, t, face, lod, packed, *, fixed: bool, min_linear: bool,
         has_tile, *geometry, *counters)
     if not ok:
         raise IndexError("texture taps outside the texture's texels")
+
+
+# -- texture coordinates and the implicit level of detail, one pass -----------------------------
+
+_COORD_RANGE = np.float32(1 << 24)
+_LOD_LIMIT = np.float32(1000)
+MIP_CODES = {"none": 0, "nearest": 1, "linear": 2}
+
+
+@_jit
+def _sanitize(v):  # pragma: no cover - compiled
+    """texture_sampler._sanitize of one float32: NaN -> 0, clamped to +-2^24."""
+    if v != v:
+        return _F0
+    return min(max(v, -_COORD_RANGE), _COORD_RANGE)
+
+
+@_jit
+def _implicit_lod(coords_s, coords_t, need_lod, width, height, mip, last, switchover, s, t,
+                  minified, level0, level1, weight):  # pragma: no cover - compiled
+    for i in range(coords_s.shape[0]):
+        s[i] = _sanitize(np.float32(coords_s[i]))
+        t[i] = _sanitize(np.float32(coords_t[i]))
+    if not need_lod:    # one image filter: every lane "minified" from level 0
+        minified[:] = True
+        level0[:] = 0
+        return
+    bits = np.empty(1, dtype=np.int32)
+    value = bits.view(np.float32)       # float32 <-> bits, as the NumPy code's .view
+    for q in range(s.shape[0] // 4):
+        i = 4 * q
+        # _rho2_quads: from the top-left lane's right and lower neighbours.
+        dsdx, dsdy = (s[i + 1] - s[i]) * width, (s[i + 2] - s[i]) * width
+        dtdx, dtdy = (t[i + 1] - t[i]) * height, (t[i + 2] - t[i]) * height
+        a = dsdx * dsdx + dtdx * dtdx
+        b = dsdy * dsdy + dtdy * dtdy
+        rho2 = _F0 if a != a or b != b else max(a, b)
+        value[0] = rho2
+        exponent = (bits[0] >> 23) & 0xFF
+        # _lod with llvmpipe's fast log2.
+        if mip != 2:
+            # ipart = round(log2(rho)) exactly; minified when lambda > c.
+            mini = rho2 > (np.float32(2) if switchover > _F0 else np.float32(1))
+            lev0 = min(max((exponent - 127 + 1) >> 1, 0), last) if mip == 1 else 0
+            lev1, frac = 0, _F0
+        else:
+            bits[0] = (bits[0] & 0x007FFFFF) | 0x3F800000      # the mantissa in [1, 2)
+            lod = (np.float32(exponent - 128) + value[0]) * _HALF
+            lod = min(max(lod, -_LOD_LIMIT), _LOD_LIMIT)        # never NaN: rho2 is finite
+            mini = lod > switchover
+            floor = np.floor(lod)
+            frac = lod - floor
+            ipart = np.int64(floor)
+            lev0 = min(max(ipart, 0), last)
+            lev1 = min(max(ipart + 1, 0), last)
+            if ipart < 0 or ipart >= last:
+                frac = _F0
+        for k in range(4):
+            minified[i + k] = mini
+            level0[i + k] = lev0
+            level1[i + k] = lev1
+            weight[i + k] = frac
+
+
+def implicit_lod(coords_s, coords_t, need_lod: bool, width: int, height: int, mip: str,
+                 last: int, switchover):
+    """Sanitized s, t and the level of detail of 2D lanes, as ``_Sampling._run`` computes them
+    (``_sanitize``, then, with ``need_lod``, ``_rho2_quads`` and ``_lod`` for an implicit LOD
+    with llvmpipe's fast log2, per quad: lanes 4q..4q+3, n a multiple of 4):
+    (s, t, minified, level0, level1, weight), level1 and weight None unless ``mip`` is
+    "linear"."""
+    n = coords_s.shape[0]
+    s = np.empty(n, dtype=np.float32)
+    t = np.empty(n, dtype=np.float32)
+    minified = np.empty(n, dtype=bool)
+    level0 = np.empty(n, dtype=np.int32)
+    level1 = np.empty(n, dtype=np.int32)
+    weight = np.empty(n, dtype=np.float32)
+    _implicit_lod(coords_s, coords_t, need_lod, np.float32(width), np.float32(height),
+                  MIP_CODES[mip], last, np.float32(switchover), s, t, minified, level0, level1,
+                  weight)
+    if mip != "linear" or not need_lod:
+        level1 = weight = None
+    return s, t, minified, level0, level1, weight

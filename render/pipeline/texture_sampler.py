@@ -815,6 +815,14 @@ class _Sampling:
 
     def _run(self):
         xp, req = self.xp, self.request
+        if self._compiled_lod():
+            packed = self.packed
+            s, t, minified, level0, level1, weight = compiled.implicit_lod(
+                req.coords[0], req.coords[1], self.need_lod, packed.base_width,
+                packed.base_height, self.mip, packed.levels - 1 if self.mip != "none" else 0,
+                self.switchover)
+            lod = _Lod(minified=minified, level0=level0, level1=level1, weight=weight)
+            return self._filter(s, t, np.zeros(self.n, dtype=np.int32), lod)
         coords = _sanitize(xp, req.coords[:3])
         s, t = coords[0], coords[1]
         face = xp.zeros(self.n, dtype=np.int32)
@@ -828,6 +836,14 @@ class _Sampling:
                                     self.packed.base_width, self.packed.base_height)
         lod = self._lod(rho2)
         return self._filter(s, t, face, lod)
+
+    def _compiled_lod(self) -> bool:
+        """Whether compiled.implicit_lod gives these lanes' coordinates and LOD: NumPy arrays
+        with the kernels on, a 2D texture, and no LOD or an implicit one in llvmpipe's fast
+        log2 over whole quads (what most fragment programs' TEX asks)."""
+        return (compiled.usable(self.request.coords) and not self.cube
+                and (not self.need_lod or (self.mode == IMPLICIT and self.options.fast_log2
+                                           and self.n % 4 == 0)))
 
     def _rho2_quads(self, s, t):
         """Per-quad rho^2 from the top-left lane's neighbours, broadcast to the lanes."""
