@@ -364,3 +364,22 @@ def test_the_compiled_sampler_matches_in_chunks_without_counters(monkeypatch):
     monkeypatch.setattr(texture_sampler, "SAMPLE_CHUNK_LANES", 96)
     _assert_same_sampling(*_sample_both([tex], [request(s, t), request(t, s)]))
     _assert_same_sampling(*_sample_both([tex], [request(s, t)], counters=False))
+
+
+@pytest.mark.parametrize("geometry", [dict(ways=1), dict(ways=4), dict(block=8, line_bytes=32),
+                                      dict(caches=3, size_bytes=3 * 2 * 64)])  # 3 sets
+def test_the_compiled_cache_model_matches_for_every_geometry(geometry):
+    """Other cache geometries: 1 or 4 ways, other blocks and lines, caches and sets not powers
+    of two (the kernel's modulo and set index without masks)."""
+    from test_texture_sampler import request, rgba8_texture
+
+    from tilesim.render.pipeline.texture_sampler import TextureCacheConfig
+
+    rng = np.random.default_rng(5)
+    tex = rgba8_texture(rng.integers(0, 256, (40, 24, 4), dtype=np.uint8),
+                        min_filter="LINEAR_MIPMAP_LINEAR", mag_filter="LINEAR", mipmaps=True,
+                        npot=True)
+    s, t = _sweep_lanes(300, rng)
+    lane_tile = rng.integers(0, 7, s.size)
+    _assert_same_sampling(*_sample_both([tex], [request(s, t), request(t, s)], lane_tile,
+                                        cache=TextureCacheConfig(**geometry)))

@@ -934,12 +934,15 @@ def _sample_lanes(s, t, face, minified, level0, level1, weight, has_two, levels,
             if lane_counted:
                 # _fill_lines then _texture_cache: each distinct line among the level's taps
                 # (00, 01, 10, 11) is one access to the exact LRU.
+                # The texel offset in the block-linear level is a column part plus a row part.
                 blocks = np.int64(blocks_w[image])
+                column0 = ((x0 >> shift) << (2 * shift)) + (x0 & mask)
+                column1 = ((x1 >> shift) << (2 * shift)) + (x1 & mask)
+                row_part0 = (((y0 >> shift) * blocks) << (2 * shift)) + ((y0 & mask) << shift)
+                row_part1 = (((y1 >> shift) * blocks) << (2 * shift)) + ((y1 & mask) << shift)
                 for j in range(4 if linear else 1):
-                    x = x1 if j & 1 else x0
-                    y = y1 if j & 2 else y0
-                    offset = ((((y >> shift) * blocks + (x >> shift)) << (2 * shift))
-                              + ((y & mask) << shift) + (x & mask))
+                    offset = ((row_part1 if j & 2 else row_part0)
+                              + (column1 if j & 1 else column0))
                     line = ((offset * bpp) >> line_shift) + line_bases[image]
                     lines[j] = line
                     repeat = False
@@ -952,10 +955,12 @@ def _sample_lanes(s, t, face, minified, level0, level1, weight, has_two, levels,
                         g, tag = cache_base + (line & (sets - 1)), line >> set_shift
                     else:
                         g, tag = cache_base + line % sets, line // sets
+                    if state[g, ways - 1] == tag:
+                        continue        # a hit on the most recent way leaves the set as it is
                     w = 0
-                    while w < ways and state[g, w] != tag:
+                    while w < ways - 1 and state[g, w] != tag:
                         w += 1
-                    if w == ways:
+                    if state[g, w] != tag:
                         misses[i] += 1
                         w = 0           # a miss evicts the least recently used way
                     for v in range(w, ways - 1):
