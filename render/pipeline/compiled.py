@@ -1,6 +1,7 @@
 """Compiled CPU kernels (Numba) for the stages that are sequential per pixel or per quad:
 rasterization, plane interpolation, the depth test and the color write in submission order,
-and the per-tile counters.
+the per-tile counters, and texture sampling (coordinates and implicit LOD, then each lane's
+taps, filter, counters and texture-cache accesses in one pass).
 
 Each kernel is a drop-in replacement for the vectorized NumPy code of its stage and gives
 bit-identical results: integer arithmetic where the NumPy code is exact, and float64 /

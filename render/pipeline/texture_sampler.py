@@ -59,6 +59,12 @@ every lane of the vector as the weighted sum w00 c00 + w01 c01 + w10 c10 + w11 c
 only for corner lanes; the others take the two lerps), which differs in the last bits of
 float32 only.
 
+On NumPy arrays with Numba, compiled kernels (render/pipeline/compiled.py: ``implicit_lod``
+and ``sample_lanes``) do the same arithmetic in the same order, one pass per lane from the
+coordinates to the color, counters and cache accesses, except for seamless cube-map LINEAR
+taps and recorded accesses; tests/test_compiled_path.py checks them bit for bit against the
+NumPy code, which CuPy arrays and machines without Numba run.
+
 Using it from the renderer: keep one sampler per frame (the caches persist in it), call
 :meth:`TextureSampler.begin` with the lanes' tile indices before each interpreter run, point
 ``units`` at the textures bound for the draw's SAMP registers, and read :attr:`stats`
