@@ -94,7 +94,7 @@ def test_fixed_sampling_rates_render_identically_on_the_compiled_path(rate):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("workload", ["runner", "match3", "sidescroller"])
+@pytest.mark.parametrize("workload", ["runner", "match3", "sidescroller", "render_to_texture"])
 def test_bundled_workloads_render_identically_on_the_compiled_path(workload):
     from tilesim.render.traces.trace_file import read_frames
 
