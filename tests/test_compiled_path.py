@@ -10,6 +10,8 @@ both sides take the NumPy path.
 
 from __future__ import annotations
 
+import contextlib
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -92,7 +94,7 @@ def test_fixed_sampling_rates_render_identically_on_the_compiled_path(rate):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("workload", ["runner", "match3", "sidescroller"])
+@pytest.mark.parametrize("workload", ["runner", "match3", "sidescroller", "render_to_texture"])
 def test_bundled_workloads_render_identically_on_the_compiled_path(workload):
     from tilesim.render.traces.trace_file import read_frames
 
@@ -257,3 +259,145 @@ def test_the_compiled_stable_order_is_the_stable_argsort():
         keys = rng.integers(0, bins, n).astype(np.int64)
         np.testing.assert_array_equal(compiled.stable_order(keys, bins),
                                       np.argsort(keys, kind="stable"))
+
+
+# -- texture sampling: the fused per-lane kernel against the NumPy sampler -----------------------
+
+WRAPS = ("REPEAT", "CLAMP_TO_EDGE", "MIRRORED_REPEAT")
+MIN_FILTERS = ("NEAREST", "LINEAR", "NEAREST_MIPMAP_NEAREST", "LINEAR_MIPMAP_NEAREST",
+               "NEAREST_MIPMAP_LINEAR", "LINEAR_MIPMAP_LINEAR")
+# Coordinates that sample like no texel in range: NaN, infinities, beyond 2^24, exact integers
+# and halves, negative zero.
+HOSTILE = np.array([np.nan, np.inf, -np.inf, 1e30, -1e30, 3e7, -3e7, 0.0, -0.0, 1.0, -1.0,
+                    0.5, -2.5, 7.0, 1 - 2 ** -24, 2 ** -30], dtype=np.float32)
+
+
+def _sweep_lanes(quads: int, rng):
+    """Quads whose texel footprint sweeps from magnification past the smallest level, centred
+    on random (also negative) coordinates, with hostile values in some lanes."""
+    scale = np.geomspace(1 / 64, 64, quads).astype(np.float32)          # texels per pixel
+    dx = np.tile([0, 1, 0, 1], quads).astype(np.float32)
+    dy = np.tile([0, 0, 1, 1], quads).astype(np.float32)
+    step = np.repeat(scale / 64, 4)
+    s = (np.repeat(rng.uniform(-3, 3, quads), 4) + dx * step).astype(np.float32)
+    t = (np.repeat(rng.uniform(-3, 3, quads), 4) + dy * step * 0.7).astype(np.float32)
+    for v in (s, t):
+        picks = rng.choice(v.size, 64, replace=False)
+        v[picks] = rng.choice(HOSTILE, 64)
+    return s, t
+
+
+def _sample_both(textures, requests, lane_tile=None, **sampler_options):
+    """Sample ``requests`` (one after another: the cache carries over) on the NumPy path and
+    on the compiled one; (colors, stats, cache state) of each."""
+    from tilesim.render.pipeline.texture_sampler import TextureSampler, TextureStats
+
+    results = []
+    for numpy_path in (True, False):
+        sampler = TextureSampler(dict(enumerate(textures)), **sampler_options)
+        sampler.begin(lane_tile)
+        with compiled.disabled() if numpy_path else contextlib.nullcontext(), \
+                np.errstate(all="ignore"):
+            colors = [sampler.sample(r) for r in requests]
+        if sampler.stats is None:       # counters off
+            results.append((colors, {}, None))
+            continue
+        stats = {name: getattr(sampler.stats, name).copy() for name in TextureStats.FIELDS}
+        results.append((colors, stats, sampler._cache_lru.state.copy()))
+    return results
+
+
+def _assert_same_sampling(expected, actual):
+    for k, (a, b) in enumerate(zip(expected[0], actual[0], strict=True)):
+        np.testing.assert_array_equal(b.view(np.uint32), a.view(np.uint32), f"request {k}")
+    for name, value in expected[1].items():
+        np.testing.assert_array_equal(actual[1][name], value, name)
+    if expected[2] is not None:
+        np.testing.assert_array_equal(actual[2], expected[2], "cache contents")
+
+
+@pytest.mark.parametrize("options", ["default", "exact"])   # 8.8 fixed point / float filters
+@pytest.mark.parametrize("mag_filter", ["NEAREST", "LINEAR"])
+@pytest.mark.parametrize("min_filter", MIN_FILTERS)
+@pytest.mark.parametrize("size", [(64, 32), (48, 20)])      # POT, NPOT
+def test_the_compiled_texture_sampler_matches_the_numpy_one(size, min_filter, mag_filter,
+                                                             options):
+    """Every filter on both axes' wrap modes, implicit / biased / explicit LOD (clamped at both
+    ends of the mip chain), hostile coordinates; colors to the bit, every counter, and the
+    cache model's contents after two instructions."""
+    from test_texture_sampler import request, rgba8_texture
+
+    from tilesim.render.pipeline.texture_sampler import SamplerOptions
+
+    rng = np.random.default_rng(zlib.crc32(repr((size, min_filter, mag_filter,
+                                                            options)).encode()))
+    w, h = size
+    pixels = rng.integers(0, 256, (h, w, 4), dtype=np.uint8)
+    options = SamplerOptions() if options == "default" else SamplerOptions.exact()
+    s, t = _sweep_lanes(256, rng)
+    lane_tile = rng.integers(0, 9, s.size)
+    for wrap_s, wrap_t in zip(WRAPS, WRAPS[1:] + WRAPS[:1], strict=True):
+        tex = rgba8_texture(pixels, min_filter=min_filter, mag_filter=mag_filter,
+                            wrap=(wrap_s, wrap_t), mipmaps=True, npot=True)
+        lod = rng.uniform(-3, 12, s.size).astype(np.float32)
+        lod[::37] = np.nan
+        requests = [request(s, t), request(s, t, mode="bias", lod=lod),
+                    request(s[::-1], t, mode="explicit", lod=lod)]
+        requests[1].active = rng.random(s.size) < 0.9
+        _assert_same_sampling(*_sample_both([tex], requests, lane_tile, options=options))
+
+
+@pytest.mark.parametrize("options", ["default", "exact", "flat"])
+@pytest.mark.parametrize("filters", [("NEAREST_MIPMAP_NEAREST", "NEAREST"),
+                                     ("LINEAR_MIPMAP_LINEAR", "LINEAR")])
+def test_the_compiled_sampler_matches_on_cube_maps(filters, options):
+    """Cube maps: NEAREST everywhere, LINEAR on faces (not seamless), and seamless LINEAR
+    (which keeps the NumPy path) in one frame's cache."""
+    from test_texture_sampler import cube_texture, request
+
+    from tilesim.render.pipeline.texture_sampler import SamplerOptions
+
+    rng = np.random.default_rng(len(options))
+    options = {"default": SamplerOptions(), "exact": SamplerOptions.exact(),
+               "flat": SamplerOptions.llvmpipe(cube_seamless=False)}[options]
+    tex = cube_texture(8, rng.integers(0, 256, (6, 8, 8, 4), dtype=np.uint8),
+                       TEXTURE_MIN_FILTER=filters[0], TEXTURE_MAG_FILTER=filters[1])
+    tex.generate_mipmap()
+    s, t = _sweep_lanes(128, rng)
+    r = rng.uniform(-1, 1, s.size).astype(np.float32)
+    requests = [request(s, t, r=r, target="CUBE"), request(t, r, r=s, target="CUBE")]
+    _assert_same_sampling(*_sample_both([tex], requests, None, options=options))
+
+
+def test_the_compiled_sampler_matches_in_chunks_without_counters(monkeypatch):
+    """Requests over several chunks, counters off, and no tile map (quads pick the caches)."""
+    from test_texture_sampler import request, rgba8_texture
+
+    from tilesim.render.pipeline import texture_sampler
+
+    rng = np.random.default_rng(3)
+    tex = rgba8_texture(rng.integers(0, 256, (32, 32, 4), dtype=np.uint8),
+                        min_filter="LINEAR_MIPMAP_LINEAR", mag_filter="LINEAR", mipmaps=True)
+    s, t = _sweep_lanes(200, rng)
+    monkeypatch.setattr(texture_sampler, "SAMPLE_CHUNK_LANES", 96)
+    _assert_same_sampling(*_sample_both([tex], [request(s, t), request(t, s)]))
+    _assert_same_sampling(*_sample_both([tex], [request(s, t)], counters=False))
+
+
+@pytest.mark.parametrize("geometry", [dict(ways=1), dict(ways=4), dict(block=8, line_bytes=32),
+                                      dict(caches=3, size_bytes=3 * 2 * 64)])  # 3 sets
+def test_the_compiled_cache_model_matches_for_every_geometry(geometry):
+    """Other cache geometries: 1 or 4 ways, other blocks and lines, caches and sets not powers
+    of two (the kernel's modulo and set index without masks)."""
+    from test_texture_sampler import request, rgba8_texture
+
+    from tilesim.render.pipeline.texture_sampler import TextureCacheConfig
+
+    rng = np.random.default_rng(5)
+    tex = rgba8_texture(rng.integers(0, 256, (40, 24, 4), dtype=np.uint8),
+                        min_filter="LINEAR_MIPMAP_LINEAR", mag_filter="LINEAR", mipmaps=True,
+                        npot=True)
+    s, t = _sweep_lanes(300, rng)
+    lane_tile = rng.integers(0, 7, s.size)
+    _assert_same_sampling(*_sample_both([tex], [request(s, t), request(t, s)], lane_tile,
+                                        cache=TextureCacheConfig(**geometry)))

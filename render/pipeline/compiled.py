@@ -1,6 +1,7 @@
 """Compiled CPU kernels (Numba) for the stages that are sequential per pixel or per quad:
 rasterization, plane interpolation, the depth test and the color write in submission order,
-and the per-tile counters.
+the per-tile counters, and texture sampling (coordinates and implicit LOD, then each lane's
+taps, filter, counters and texture-cache accesses in one pass).
 
 Each kernel is a drop-in replacement for the vectorized NumPy code of its stage and gives
 bit-identical results: integer arithmetic where the NumPy code is exact, and float64 /
@@ -782,3 +783,366 @@ def first_visible(pixel, depth, final, visible, tile_of_pixel, shaded) -> None:
     marked in ``visible``, and count each once in ``shaded`` at its tile (the oracle's
     ``unique`` of such pixels, then ``bincount`` of their tiles)."""
     _first_visible(pixel, depth, final, visible, tile_of_pixel, shaded)
+
+
+# -- texture sampling: every lane's filter, counters and cache accesses in one pass ---------------
+# The per-lane arithmetic of ``texture_sampler._Sampling`` (wrap, taps, fetch, filter, level
+# blend) in float32 / int steps in the same order, so colors are bit-identical; the cache
+# accesses go through the LRU lane by lane, level 0 taps then level 1 taps, as
+# ``_count_cache`` orders them (it builds a table of lines first; here they never leave
+# registers).
+
+WRAP_CODES = {"REPEAT": 0, "CLAMP_TO_EDGE": 1, "MIRRORED_REPEAT": 2}
+_F0, _HALF, _F256 = np.float32(0), np.float32(0.5), np.float32(256)
+_COORD_LIMIT = np.float32(1 << 30)
+_BELOW_ONE = np.float32(0.99999994)
+_INV255 = np.float32(1.0 / 255.0)
+
+
+@_jit
+def _clip_coord(v):  # pragma: no cover - compiled
+    """np.clip(v, -2^30, 2^30) of a finite float32 (before float -> int conversions)."""
+    if v < -_COORD_LIMIT:
+        return -_COORD_LIMIT
+    if v > _COORD_LIMIT:
+        return _COORD_LIMIT
+    return v
+
+
+@_jit
+def _mirror(s):  # pragma: no cover - compiled
+    half = s * _HALF
+    frac = half - np.rint(half)
+    return abs(frac + frac)
+
+
+@_jit
+def _wrap_nearest(s, size, size_f, wrap, pot):  # pragma: no cover - compiled
+    """_Sampling._wrap_nearest for one coordinate."""
+    if wrap == 0:
+        if pot:
+            return np.int64(np.floor(_clip_coord(s * size_f))) & (size - 1)
+        frac = min(s - np.floor(s), _BELOW_ONE)
+        return np.int64(_clip_coord(frac * size_f))        # truncation
+    if wrap == 1:
+        return min(max(np.int64(_clip_coord(s * size_f)), 0), size - 1)
+    return min(np.int64(_clip_coord(_mirror(s) * size_f)), size - 1)
+
+
+@_jit
+def _wrap_linear(s, size, size_f, wrap, pot):  # pragma: no cover - compiled
+    """_Sampling._wrap_linear for one coordinate: (i0, i1, float32 weight)."""
+    if wrap == 0:
+        if pot:
+            u = s * size_f - _HALF
+            i0 = np.int64(np.floor(_clip_coord(u))) & (size - 1)
+            return i0, (i0 + 1) & (size - 1), u - np.floor(u)
+        u = (s - np.floor(s)) * size_f - _HALF
+        i0 = size - 1 if u < _F0 else np.int64(np.floor(_clip_coord(u)))
+        return i0, (i0 + 1 if i0 != size - 1 else 0), u - np.floor(u)
+    if wrap == 1:
+        u = max(min(s * size_f, size_f) - _HALF, _F0)
+        i0 = np.int64(np.floor(_clip_coord(u)))
+        return i0, min(i0 + 1, size - 1), u - np.floor(u)
+    u = _mirror(s) * size_f - _HALF
+    i0 = np.int64(np.floor(_clip_coord(u)))
+    return max(i0, 0), min(i0 + 1, size - 1), u - np.floor(u)
+
+
+@_jit
+def _wrap_linear_fixed(s, size, size_f, wrap, pot):  # pragma: no cover - compiled
+    """_Sampling._wrap_linear_fixed (REPEAT or CLAMP_TO_EDGE): (i0, i1, 8-bit weight)."""
+    if wrap == 0 and not pot:
+        scaled = np.int64(np.rint(_clip_coord((s - np.floor(s)) * size_f * _F256))) - 128
+        i0 = min(size - 1 if (scaled >> 8) < 0 else scaled >> 8, size - 1)
+        return i0, (i0 + 1 if i0 != size - 1 else 0), scaled & 255
+    scaled = np.int64(np.rint(_clip_coord(s * (size_f * _F256)))) - 128
+    i0, weight = scaled >> 8, scaled & 255
+    if wrap == 0:
+        i0 = i0 & (size - 1)
+        return i0, (i0 + 1 if i0 != size - 1 else 0), weight
+    inside = i0 >= 0 and i0 < size - 1
+    i0 = min(max(i0, 0), size - 1)
+    return i0, (i0 + 1 if inside else i0), weight
+
+
+@_jit
+def _taps(s, t, linear, fixed, width, height, width_f, height_f, wrap_s, wrap_t,
+          pot):  # pragma: no cover - compiled
+    """The taps of one level (``_sample_level``'s wrap): columns x0, x1, rows y0, y1 (x1 = x0,
+    y1 = y0 for NEAREST) and the weights, 8-bit (fixed) or float32."""
+    if not linear:
+        x = _wrap_nearest(s, width, width_f, wrap_s, pot)
+        y = _wrap_nearest(t, height, height_f, wrap_t, pot)
+        return x, x, y, y, 0, 0, _F0, _F0
+    if fixed:
+        x0, x1, wsi = _wrap_linear_fixed(s, width, width_f, wrap_s, pot)
+        y0, y1, wti = _wrap_linear_fixed(t, height, height_f, wrap_t, pot)
+        return x0, x1, y0, y1, wsi, wti, _F0, _F0
+    x0, x1, wsf = _wrap_linear(s, width, width_f, wrap_s, pot)
+    y0, y1, wtf = _wrap_linear(t, height, height_f, wrap_t, pot)
+    return x0, x1, y0, y1, 0, 0, wsf, wtf
+
+
+# 8-bit channels r, g, b, a in the 16-bit fields of one int64 ("spread" texels): one
+# multiply-add lerps all four, a (256 - w) + b w + 128 < 2^16 per field (a + ((w (b - a) + 128)
+# >> 8) == (a (256 - w) + b w + 128) >> 8 exactly); the top field may wrap the sign, which
+# the mask after the shift drops.
+_FIELDS = np.int64(0x00FF00FF00FF00FF)
+_ROUND = np.int64(0x0080008000800080)
+
+
+@_jit
+def _lerp_spread(a, b, w):  # pragma: no cover - compiled
+    """llvmpipe's 8-bit lerp of four spread channels at once (see ``_lerp_fixed``)."""
+    return ((a * (256 - w) + b * w + _ROUND) >> 8) & _FIELDS
+
+
+@_jit
+def _sample_lanes(s, t, face, minified, level0, level1, weight, has_two, levels, min_linear,
+                  mag_linear, fixed, spread, texels, offsets, widths, heights, widths_f,
+                  heights_f, wrap_s, wrap_t, pot, out, counting, active, lane_tile, has_tile,
+                  caches, sets, set_shift, state, blocks_w, line_bases, bpp, shift, mask,
+                  line_shift, samples, texel_counts, nearest, nearest_mip_linear, bilinear,
+                  trilinear, accesses, misses):  # pragma: no cover - compiled
+    # One loop body, no helper taking arrays: a call that passes arrays costs reference
+    # counting, more than the per-lane work.
+    count = spread.shape[0] if fixed else texels.shape[0]
+    ways = state.shape[1]
+    lines = np.empty(4, dtype=np.int64)
+    color_f = np.empty((2, 4), dtype=np.float32)
+    # Python's modulo by a power of two is a mask (negative numbers included).
+    cache_mask = caches - 1 if caches & (caches - 1) == 0 else -1
+    for i in range(s.shape[0]):
+        mini = minified[i]
+        linear = min_linear if mini else mag_linear
+        two = False
+        weight_i = 0
+        weight_f = _F0
+        if has_two and mini:
+            weight_f = weight[i]
+            if fixed:
+                weight_i = np.int64(np.int32(weight_f * _F256))
+                two = weight_i > 0
+            else:
+                two = weight_f > _F0
+        lane_counted = counting and active[i]
+        cache_base = 0
+        if lane_counted:
+            tile = lane_tile[i] if has_tile else i >> 2
+            cache_base = (tile & cache_mask if cache_mask >= 0 else tile % caches) * sets
+        color = color1 = np.int64(0)
+        for slot in range(2 if two else 1):
+            image = np.int64(face[i]) * levels + (
+                np.int64(level1[i]) if slot else (np.int64(level0[i]) if mini else 0))
+            width = np.int64(widths[image])
+            x0, x1, y0, y1, wsi, wti, wsf, wtf = _taps(
+                s[i], t[i], linear, fixed, width, np.int64(heights[image]), widths_f[image],
+                heights_f[image], wrap_s, wrap_t, pot)
+            row0 = offsets[image] + y0 * width
+            row1 = offsets[image] + y1 * width
+            r00, r01, r10, r11 = row0 + x0, row0 + x1, row1 + x0, row1 + x1
+            if min(r00, r01, r10, r11) < 0 or max(r00, r01, r10, r11) >= count:
+                return False
+            if fixed:
+                c = spread[r00]
+                if linear:
+                    c = _lerp_spread(_lerp_spread(c, spread[r01], wsi),
+                                     _lerp_spread(spread[r10], spread[r11], wsi), wti)
+                if slot:
+                    color1 = c
+                else:
+                    color = c
+            else:
+                for ch in range(4):
+                    a = texels[r00, ch]
+                    if linear:
+                        top = (texels[r01, ch] - a) * wsf + a
+                        a = texels[r10, ch]
+                        bottom = (texels[r11, ch] - a) * wsf + a
+                        a = (bottom - top) * wtf + top
+                    color_f[slot, ch] = a
+            if lane_counted:
+                # _fill_lines then _texture_cache: each distinct line among the level's taps
+                # (00, 01, 10, 11) is one access to the exact LRU.
+                # The texel offset in the block-linear level is a column part plus a row part.
+                blocks = np.int64(blocks_w[image])
+                column0 = ((x0 >> shift) << (2 * shift)) + (x0 & mask)
+                column1 = ((x1 >> shift) << (2 * shift)) + (x1 & mask)
+                row_part0 = (((y0 >> shift) * blocks) << (2 * shift)) + ((y0 & mask) << shift)
+                row_part1 = (((y1 >> shift) * blocks) << (2 * shift)) + ((y1 & mask) << shift)
+                for j in range(4 if linear else 1):
+                    offset = ((row_part1 if j & 2 else row_part0)
+                              + (column1 if j & 1 else column0))
+                    line = ((offset * bpp) >> line_shift) + line_bases[image]
+                    lines[j] = line
+                    repeat = False
+                    for other in range(j):
+                        repeat = repeat or lines[other] == line
+                    if repeat:
+                        continue
+                    accesses[i] += 1
+                    if set_shift >= 0:      # a power of two (lines are non-negative)
+                        g, tag = cache_base + (line & (sets - 1)), line >> set_shift
+                    else:
+                        g, tag = cache_base + line % sets, line // sets
+                    if state[g, ways - 1] == tag:
+                        continue        # a hit on the most recent way leaves the set as it is
+                    w = 0
+                    while w < ways - 1 and state[g, w] != tag:
+                        w += 1
+                    if state[g, w] != tag:
+                        misses[i] += 1
+                        w = 0           # a miss evicts the least recently used way
+                    for v in range(w, ways - 1):
+                        state[g, v] = state[g, v + 1]
+                    state[g, ways - 1] = tag
+        if two:
+            if fixed:
+                color = _lerp_spread(color, color1, weight_i)
+            else:
+                for ch in range(4):
+                    color_f[0, ch] = (color_f[1, ch] - color_f[0, ch]) * weight_f + color_f[0, ch]
+        for ch in range(4):
+            # Fixed point: n / 255 as llvmpipe converts, n * float32(1 / 255).
+            out[ch, i] = (np.float32((color >> (16 * ch)) & 255) * _INV255 if fixed
+                          else color_f[0, ch])
+        if lane_counted:
+            samples[i] += 1
+            texel_counts[i] += (4 if linear else 1) * (2 if two else 1)
+            if linear:
+                if two:
+                    trilinear[i] += 1
+                else:
+                    bilinear[i] += 1
+            elif two:
+                nearest_mip_linear[i] += 1
+            else:
+                nearest[i] += 1
+    return True
+
+
+def sample_lanes(out, s, t, face, lod, packed, *, fixed: bool, min_linear: bool,
+                 mag_linear: bool, wrap_s: str, wrap_t: str, stats=None, active=None,
+                 lane_tile=None, cache=None, lru_state=None) -> None:
+    """Sample every lane (not seamless cube-map LINEAR taps) into ``out`` (4, n) float32, as
+    ``_Sampling._filter`` does: ``s``, ``t`` sanitized float32 coordinates, ``face`` (n,),
+    ``lod`` the sampler's ``_Lod``, ``packed`` its ``_Packed`` texture; with ``stats`` (a
+    TextureStats), also its counters of the ``active`` lanes and their texture-cache accesses
+    (``cache`` the TextureCacheConfig, ``lru_state`` its (caches * sets, ways) LRU table,
+    updated; ``lane_tile`` (n,) picks each lane's cache, else its quad)."""
+    has_two = lod.weight is not None
+    floats0 = np.zeros(1, dtype=np.float32)
+    ints0 = np.zeros(1, dtype=np.int64)
+    counting = stats is not None
+    if counting:
+        sets = cache.sets
+        set_shift = sets.bit_length() - 1 if sets & (sets - 1) == 0 else -1
+        geometry = (cache.caches, sets, set_shift, lru_state, packed.blocks_w,
+                    packed.line_bases, packed.bpp, cache.block.bit_length() - 1,
+                    cache.block - 1, cache.line_bytes.bit_length() - 1)
+        counters = tuple(getattr(stats, name) for name in (
+            "samples", "texels", "nearest", "nearest_mip_linear", "bilinear", "trilinear",
+            "cache_accesses", "cache_misses"))
+        active = np.ascontiguousarray(active, dtype=bool)
+    else:
+        geometry = (1, 1, 0, np.zeros((1, 1), dtype=np.int64), packed.blocks_w,
+                    packed.line_bases, 1, 0, 0, 0)
+        counters = (ints0,) * 8
+        active = np.zeros(1, dtype=bool)
+    has_tile = counting and lane_tile is not None
+    tiles = np.asarray(lane_tile).astype(np.int64, copy=False) if has_tile else ints0
+    ok = _sample_lanes(
+        s, t, face, lod.minified, lod.level0,
+        lod.level1 if has_two else np.zeros(1, dtype=np.int32),
+        lod.weight if has_two else floats0, has_two, packed.levels, min_linear, mag_linear,
+        fixed, packed.texels_spread if fixed else ints0, packed.texels,
+        packed.offsets, packed.widths, packed.heights, packed.widths_f, packed.heights_f,
+        WRAP_CODES[wrap_s], WRAP_CODES[wrap_t], packed.pot, out, counting, active, tiles,
+        has_tile, *geometry, *counters)
+    if not ok:
+        raise IndexError("texture taps outside the texture's texels")
+
+
+# -- texture coordinates and the implicit level of detail, one pass -----------------------------
+
+_COORD_RANGE = np.float32(1 << 24)
+_LOD_LIMIT = np.float32(1000)
+MIP_CODES = {"none": 0, "nearest": 1, "linear": 2}
+
+
+@_jit
+def _sanitize(v):  # pragma: no cover - compiled
+    """texture_sampler._sanitize of one float32: NaN -> 0, clamped to +-2^24."""
+    if v != v:
+        return _F0
+    return min(max(v, -_COORD_RANGE), _COORD_RANGE)
+
+
+@_jit
+def _implicit_lod(coords_s, coords_t, need_lod, width, height, mip, last, switchover, s, t,
+                  minified, level0, level1, weight):  # pragma: no cover - compiled
+    for i in range(coords_s.shape[0]):
+        s[i] = _sanitize(np.float32(coords_s[i]))
+        t[i] = _sanitize(np.float32(coords_t[i]))
+    if not need_lod:    # one image filter: every lane "minified" from level 0
+        minified[:] = True
+        level0[:] = 0
+        return
+    bits = np.empty(1, dtype=np.int32)
+    value = bits.view(np.float32)       # float32 <-> bits, as the NumPy code's .view
+    for q in range(s.shape[0] // 4):
+        i = 4 * q
+        # _rho2_quads: from the top-left lane's right and lower neighbours.
+        dsdx, dsdy = (s[i + 1] - s[i]) * width, (s[i + 2] - s[i]) * width
+        dtdx, dtdy = (t[i + 1] - t[i]) * height, (t[i + 2] - t[i]) * height
+        a = dsdx * dsdx + dtdx * dtdx
+        b = dsdy * dsdy + dtdy * dtdy
+        rho2 = _F0 if a != a or b != b else max(a, b)
+        value[0] = rho2
+        exponent = (bits[0] >> 23) & 0xFF
+        # _lod with llvmpipe's fast log2.
+        if mip != 2:
+            # ipart = round(log2(rho)) exactly; minified when lambda > c.
+            mini = rho2 > (np.float32(2) if switchover > _F0 else np.float32(1))
+            lev0 = min(max((exponent - 127 + 1) >> 1, 0), last) if mip == 1 else 0
+            lev1, frac = 0, _F0
+        else:
+            bits[0] = (bits[0] & 0x007FFFFF) | 0x3F800000      # the mantissa in [1, 2)
+            lod = (np.float32(exponent - 128) + value[0]) * _HALF
+            lod = min(max(lod, -_LOD_LIMIT), _LOD_LIMIT)        # never NaN: rho2 is finite
+            mini = lod > switchover
+            floor = np.floor(lod)
+            frac = lod - floor
+            ipart = np.int64(floor)
+            lev0 = min(max(ipart, 0), last)
+            lev1 = min(max(ipart + 1, 0), last)
+            if ipart < 0 or ipart >= last:
+                frac = _F0
+        for k in range(4):
+            minified[i + k] = mini
+            level0[i + k] = lev0
+            level1[i + k] = lev1
+            weight[i + k] = frac
+
+
+def implicit_lod(coords_s, coords_t, need_lod: bool, width: int, height: int, mip: str,
+                 last: int, switchover):
+    """Sanitized s, t and the level of detail of 2D lanes, as ``_Sampling._run`` computes them
+    (``_sanitize``, then, with ``need_lod``, ``_rho2_quads`` and ``_lod`` for an implicit LOD
+    with llvmpipe's fast log2, per quad: lanes 4q..4q+3, n a multiple of 4):
+    (s, t, minified, level0, level1, weight), level1 and weight None unless ``mip`` is
+    "linear"."""
+    n = coords_s.shape[0]
+    s = np.empty(n, dtype=np.float32)
+    t = np.empty(n, dtype=np.float32)
+    minified = np.empty(n, dtype=bool)
+    level0 = np.empty(n, dtype=np.int32)
+    level1 = np.empty(n, dtype=np.int32)
+    weight = np.empty(n, dtype=np.float32)
+    _implicit_lod(coords_s, coords_t, need_lod, np.float32(width), np.float32(height),
+                  MIP_CODES[mip], last, np.float32(switchover), s, t, minified, level0, level1,
+                  weight)
+    if mip != "linear" or not need_lod:
+        level1 = weight = None
+    return s, t, minified, level0, level1, weight

@@ -59,6 +59,12 @@ every lane of the vector as the weighted sum w00 c00 + w01 c01 + w10 c10 + w11 c
 only for corner lanes; the others take the two lerps), which differs in the last bits of
 float32 only.
 
+On NumPy arrays with Numba, compiled kernels (render/pipeline/compiled.py: ``implicit_lod``
+and ``sample_lanes``) do the same arithmetic in the same order, one pass per lane from the
+coordinates to the color, counters and cache accesses, except for seamless cube-map LINEAR
+taps and recorded accesses; tests/test_compiled_path.py checks them bit for bit against the
+NumPy code, which CuPy arrays and machines without Numba run.
+
 Using it from the renderer: keep one sampler per frame (the caches persist in it), call
 :meth:`TextureSampler.begin` with the lanes' tile indices before each interpreter run, point
 ``units`` at the textures bound for the draw's SAMP registers, and read :attr:`stats`
@@ -322,6 +328,7 @@ class _Packed:
                 address += -(-size // line_bytes) * line_bytes
         self.texels = xp.asarray(np.concatenate(chunks).astype(np.float32))
         self._texels8 = None
+        self._texels_spread = None
         self.offsets = xp.asarray(offsets)
         self.widths = xp.asarray(widths)
         self.heights = xp.asarray(heights)
@@ -340,6 +347,16 @@ class _Packed:
                       else im.rgba8().reshape(-1, 4).astype(np.int32) for im in self._images]
             self._texels8 = self.xp.asarray(np.concatenate(chunks))
         return self._texels8
+
+    @property
+    def texels_spread(self):
+        """(T,) int64: the 8-bit texels with r, g, b, a in 16-bit fields (bits 0, 16, 32, 48),
+        as the compiled sampler's fixed-point filter lerps them (host arrays only)."""
+        if self._texels_spread is None:
+            channels = np.asarray(self.texels8).astype(np.int64)
+            self._texels_spread = (channels[:, 0] | (channels[:, 1] << 16)
+                                   | (channels[:, 2] << 32) | (channels[:, 3] << 48))
+        return self._texels_spread
 
 
 # ------------------------------------------------------------------------------------------
@@ -804,6 +821,14 @@ class _Sampling:
 
     def _run(self):
         xp, req = self.xp, self.request
+        if self._compiled_lod():
+            packed = self.packed
+            s, t, minified, level0, level1, weight = compiled.implicit_lod(
+                req.coords[0], req.coords[1], self.need_lod, packed.base_width,
+                packed.base_height, self.mip, packed.levels - 1 if self.mip != "none" else 0,
+                self.switchover)
+            lod = _Lod(minified=minified, level0=level0, level1=level1, weight=weight)
+            return self._filter(s, t, np.zeros(self.n, dtype=np.int32), lod)
         coords = _sanitize(xp, req.coords[:3])
         s, t = coords[0], coords[1]
         face = xp.zeros(self.n, dtype=np.int32)
@@ -817,6 +842,14 @@ class _Sampling:
                                     self.packed.base_width, self.packed.base_height)
         lod = self._lod(rho2)
         return self._filter(s, t, face, lod)
+
+    def _compiled_lod(self) -> bool:
+        """Whether compiled.implicit_lod gives these lanes' coordinates and LOD: NumPy arrays
+        with the kernels on, a 2D texture, and no LOD or an implicit one in llvmpipe's fast
+        log2 over whole quads (what most fragment programs' TEX asks)."""
+        return (compiled.usable(self.request.coords) and not self.cube
+                and (not self.need_lod or (self.mode == IMPLICIT and self.options.fast_log2
+                                           and self.n % 4 == 0)))
 
     def _rho2_quads(self, s, t):
         """Per-quad rho^2 from the top-left lane's neighbours, broadcast to the lanes."""
@@ -956,6 +989,8 @@ class _Sampling:
         """Filter every lane: lanes are grouped by image filter (linear or nearest); lanes
         whose mip filter blends two levels also sample their second level."""
         xp, n = self.xp, self.n
+        if self._compiled_filter(s, t, face, lod):
+            return self._filter_compiled(s, t, face, lod)
         linear = xp.where(lod.minified, self.min_linear, self.mag_linear)
         level0 = xp.where(lod.minified, lod.level0, 0).astype(np.int32)
         two = weight = None
@@ -1000,6 +1035,32 @@ class _Sampling:
                 out[:, lanes] = color.T
         if self.stats is not None:
             self._count(linear, two, footprints)
+        return out
+
+    def _compiled_filter(self, s, t, face, lod) -> bool:
+        """Whether :meth:`_filter_compiled` serves these lanes: NumPy arrays with the kernels
+        on, no seamless cube-map LINEAR taps, no recorded accesses."""
+        sampler = self.sampler
+        return (compiled.usable(s, t, face, lod.minified, lod.level0, lod.level1, lod.weight,
+                                self.packed.texels, self.active, sampler._lane_tile)
+                and not (self.seamless and (self.min_linear or self.mag_linear))
+                and not sampler.record_accesses)
+
+    def _filter_compiled(self, s, t, face, lod):
+        """:meth:`_filter` and :meth:`_count` in one compiled pass over the lanes (the same
+        colors, counters and cache accesses in the same order)."""
+        sampler, stats = self.sampler, self.stats
+        out = np.empty((4, self.n), dtype=np.float32)
+        lru_state = None
+        if stats is not None:
+            lru = sampler._lru_table()
+            lru.ensure_state(np)
+            lru.state = lru_state = np.ascontiguousarray(lru.state)
+        compiled.sample_lanes(out, s, t, face, lod, self.packed, fixed=self.fixed,
+                              min_linear=self.min_linear, mag_linear=self.mag_linear,
+                              wrap_s=self.wrap_s, wrap_t=self.wrap_t, stats=stats,
+                              active=self.active, lane_tile=sampler._lane_tile,
+                              cache=sampler.cache, lru_state=lru_state)
         return out
 
     def _sample_level(self, s, t, fl, linear: bool):
