@@ -274,9 +274,9 @@ def test_sprite_frames_paired_with_an_empty_frame_keep_64_bit_keys(monkeypatch):
     seen = []
     lookup = fragment_memoization.MemoLUT.lookup_insert
 
-    def spy(self, keys, colors):
+    def spy(self, keys, colors, **options):
         seen.append(keys.dtype)
-        return lookup(self, keys, colors)
+        return lookup(self, keys, colors, **options)
 
     monkeypatch.setattr(fragment_memoization.MemoLUT, "lookup_insert", spy)
     results = _render(sprites_scene(frames=2), "memo")

@@ -95,9 +95,9 @@ CRC32_POLY = 0xEDB88320     # zlib's CRC-32 (reflected)
 CRC32C_POLY = 0x82F63B78    # Castagnoli's CRC-32C (reflected): the second half of 64-bit keys
 
 
-def _crc_tables(poly: int = CRC32_POLY) -> tuple[np.ndarray, np.ndarray]:
-    """Slicing-by-4 tables folded into two 16-bit-indexed ones (256 KB each): one word costs
-    two gathers, ``c = lo[c & 0xFFFF] ^ hi[c >> 16]`` after ``c ^= word``."""
+def _crc_byte_tables(poly: int = CRC32_POLY) -> np.ndarray:
+    """Slicing-by-4 tables (4, 256) uint32: after ``c ^= word``, ``c = t[3][byte 0 of c] ^
+    t[2][byte 1] ^ t[1][byte 2] ^ t[0][byte 3]`` (the compiled keys' tables)."""
     t0 = np.arange(256, dtype=_U32)
     for _ in range(8):
         t0 = (t0 >> _U32(1)) ^ (_U32(poly) * (t0 & _U32(1)))
@@ -105,6 +105,13 @@ def _crc_tables(poly: int = CRC32_POLY) -> tuple[np.ndarray, np.ndarray]:
     for _ in range(3):
         prev = t[-1]
         t.append((prev >> _U32(8)) ^ t0[prev & _U32(0xFF)])
+    return np.stack(t)
+
+
+def _crc_tables(poly: int = CRC32_POLY) -> tuple[np.ndarray, np.ndarray]:
+    """Slicing-by-4 tables folded into two 16-bit-indexed ones (256 KB each): one word costs
+    two gathers, ``c = lo[c & 0xFFFF] ^ hi[c >> 16]`` after ``c ^= word``."""
+    t = _crc_byte_tables(poly)
     low_byte, high_byte = np.arange(1 << 16) & 0xFF, np.arange(1 << 16) >> 8
     lo = t[3][low_byte] ^ t[2][high_byte]      # bytes 0 and 1 of the register
     hi = t[1][low_byte] ^ t[0][high_byte]      # bytes 2 and 3
@@ -113,6 +120,8 @@ def _crc_tables(poly: int = CRC32_POLY) -> tuple[np.ndarray, np.ndarray]:
 
 _TABLES = {("numpy", CRC32_POLY): _crc_tables(CRC32_POLY),
            ("numpy", CRC32C_POLY): _crc_tables(CRC32C_POLY)}
+# The compiled keys' byte tables: the CRC-32's (a key's low half), then the CRC-32C's.
+_BYTE_TABLES = np.stack([_crc_byte_tables(CRC32_POLY), _crc_byte_tables(CRC32C_POLY)])
 
 
 def _tables(xp, poly: int = CRC32_POLY):
@@ -176,6 +185,11 @@ def fragment_keys(inputs, context_crc: int = 0, quad_inputs: bool = False, bits:
     """
     if bits not in (32, 64):
         raise ValueError(f"fragment_keys: bits must be 32 or 64, got {bits}")
+    if compiled.usable(inputs):
+        # Both halves in one pass over the lanes' words (the same CRCs, bit for bit).
+        words, quad_inputs = _key_words(inputs, quad_inputs)
+        return compiled.fragment_keys(words, quad_inputs, context_crc,
+                                      _BYTE_TABLES[:bits // 32])
     low = _keys(inputs, context_crc, quad_inputs, CRC32_POLY).astype(KEY_DTYPE)
     if bits == 32:
         return low
@@ -183,22 +197,31 @@ def fragment_keys(inputs, context_crc: int = 0, quad_inputs: bool = False, bits:
     return (high << KEY_DTYPE(32)) | low
 
 
-def _keys(inputs, context_crc: int, quad_inputs: bool, poly: int):
+def _key_words(inputs, quad_inputs: bool):
+    """The lanes' messages as (W, n) uint32 words (the inputs' float32 bit patterns: -0.0 !=
+    0.0, NaNs kept), checked; and quad_inputs, which needs whole quads."""
     xp = array_module(inputs)
     values = xp.ascontiguousarray(xp.asarray(inputs, dtype=np.float32))
     if values.ndim != 3 or values.shape[1] != 4:
         raise ValueError(f"fragment_keys: inputs must be (n_inputs, 4, n), got {values.shape}")
     n = values.shape[2]
-    words = values.view(_U32).reshape(-1, n)         # bit patterns: -0.0 != 0.0, NaNs kept
+    if quad_inputs and n % 4:
+        raise ValueError(f"fragment_keys: quad_inputs needs whole quads, got {n} lanes")
+    return values.view(_U32).reshape(values.shape[0] * 4, n), quad_inputs
+
+
+def _keys(inputs, context_crc: int, quad_inputs: bool, poly: int):
+    xp = array_module(inputs)
+    words, quad_inputs = _key_words(inputs, quad_inputs)
+    n = words.shape[1]
     context = _U32(context_crc & 0xFFFFFFFF)
     if not quad_inputs:
         return crc32_words(words, context, poly)
-    if n % 4:
-        raise ValueError(f"fragment_keys: quad_inputs needs whole quads, got {n} lanes")
     # The quad's message is shared by its 4 lanes: hash it once per quad, then append the
     # lane's position, so quad keys cost about as much as lane keys.
+    rows = words.shape[0]
     quad_words = xp.ascontiguousarray(
-        words.reshape(words.shape[0], n // 4, 4).transpose(2, 0, 1).reshape(-1, n // 4))
+        words.reshape(rows, n // 4, 4).transpose(2, 0, 1).reshape(4 * rows, n // 4))
     quad_crc = crc32_words(quad_words, context, poly)
     position = (xp.arange(n, dtype=_U32) & _U32(3))[None, :]
     return crc32_words(position, xp.repeat(quad_crc, 4), poly)
@@ -234,6 +257,8 @@ def rows_differ(a, b):
     a, b = xp.asarray(a), xp.asarray(b)
     if a.dtype != b.dtype or a.shape != b.shape:
         raise ValueError(f"rows_differ: {a.dtype}{a.shape} vs {b.dtype}{b.shape}")
+    if compiled.usable(a, b):
+        return compiled.rows_differ(_row_bits(a), _row_bits(b))
     if a.dtype.kind == "f":
         bits = np.dtype(f"u{a.dtype.itemsize}")
         a, b = xp.ascontiguousarray(a).view(bits), xp.ascontiguousarray(b).view(bits)
@@ -242,6 +267,18 @@ def rows_differ(a, b):
         return differ
     # Rows of an explicit width: -1 cannot be inferred when there are no rows.
     return differ.reshape(differ.shape[0], int(np.prod(differ.shape[1:]))).any(axis=1)
+
+
+def _row_bits(rows):
+    """(n, w) view of each row's bits of ``rows`` ((n, ...) of any dtype; a copy only when
+    not C-contiguous) as w unsigned words, the widest that divide a row: float32 RGBA is 2
+    uint64, so the compiled loops compare and move colors in 2 steps, not 16."""
+    xp = array_module(rows)
+    rows = xp.ascontiguousarray(rows)
+    row = rows.reshape(rows.shape[0], int(np.prod(rows.shape[1:])))
+    size = row.shape[1] * row.dtype.itemsize
+    unit = next(u for u in (8, 4, 2, 1) if size % u == 0)
+    return row.view(np.dtype(f"u{unit}"))
 
 
 # ------------------------------------------------------------------------------------------
@@ -277,13 +314,14 @@ class MemoLUT:
         self.table.reset()
         self.colors = None
 
-    def lookup_insert(self, keys, colors):
+    def lookup_insert(self, keys, colors, order=None):
         """Look up fragments (n,) in the given order, inserting each miss.
 
         keys: (n,) uint64 (:data:`KEY_DTYPE`; TypeError otherwise); colors: each fragment's
-        true color, (n, ...) rows of any dtype. Returns (hit (n,) bool, colors (n, ...) in the
-        layout given: on a hit the stored color of the matching entry (on a collision not the
-        true one), else the true color).
+        true color, (n, ...) rows of any dtype; order: the fragments that look up, in the
+        order they do (indices; None: all, 0..n-1). Returns (hit (n,) bool, colors (n, ...)
+        in the layout given: on a hit the stored color of the matching entry (on a collision
+        not the true one), else the true color; a fragment not in ``order`` misses).
         """
         keys = check_keys(keys, "MemoLUT.lookup_insert")
         xp = array_module(keys, colors)
@@ -294,9 +332,6 @@ class MemoLUT:
         if self.index_bits == 0 and n and bool((keys >> KEY_DTYPE(63)).any()):
             raise ValueError("MemoLUT: a one-set LUT takes keys below 2^63 (the whole key "
                              "is its tag, a non-negative int64)")
-        # The tag is the key without its index bits: below 2^63, so exact as int64.
-        tags = (keys >> KEY_DTYPE(self.index_bits)).astype(np.int64)
-        sets = (keys & KEY_DTYPE(self.sets - 1)).astype(np.int64)
         entries = self.entries
         if (self.colors is None or array_module(self.colors) is not xp
                 or self.colors.shape[1:] != colors.shape[1:]
@@ -306,6 +341,18 @@ class MemoLUT:
             self.colors = xp.zeros((entries, *colors.shape[1:]), dtype=colors.dtype)
         if n == 0:
             return xp.zeros(0, dtype=bool), colors.copy()
+        if compiled.usable(keys, colors, order):
+            return self._lookup_compiled(keys, colors, order)
+        if order is not None:
+            # The accesses in their order, the answers back in the fragments' places.
+            hit_ordered, stored_ordered = self.lookup_insert(
+                xp.take(keys, order), xp.take(colors, order, axis=0))
+            hit, stored = xp.zeros(n, dtype=bool), colors.copy()
+            hit[order], stored[order] = hit_ordered, stored_ordered
+            return hit, stored
+        # The tag is the key without its index bits: below 2^63, so exact as int64.
+        tags = (keys >> KEY_DTYPE(self.index_bits)).astype(np.int64)
+        sets = (keys & KEY_DTYPE(self.sets - 1)).astype(np.int64)
         # Payload: entries' colors are 0..entries-1, this batch's are entries + position.
         ids = xp.arange(entries, entries + n, dtype=np.int64)
         hit, used = self.table.access_with_payload(sets, tags, ids)
@@ -315,6 +362,24 @@ class MemoLUT:
         resident = self.table.payload.reshape(-1)
         self.colors = xp.take(pool, resident, axis=0)
         self.table.payload = xp.arange(entries, dtype=np.int64).reshape(self.sets, self.ways)
+        return hit, stored
+
+    def _lookup_compiled(self, keys, colors, order):
+        """:meth:`lookup_insert` in one compiled pass: the entries' colors move with their
+        tags in :attr:`colors` (entry (set, way) at row set * ways + way, as the vectorized
+        path renumbers them), so nothing is gathered or scattered."""
+        n = keys.shape[0]
+        order = np.arange(n, dtype=np.int64) if order is None else np.asarray(order, np.int64)
+        self.table.ensure_state(np)
+        self.table.state = np.ascontiguousarray(self.table.state)
+        self.colors = np.ascontiguousarray(self.colors)
+        stored = np.array(colors, copy=True, order="C")
+        entry_bits = _row_bits(self.colors)
+        entry_bits = entry_bits.reshape(self.sets, self.ways, entry_bits.shape[1])
+        hit = compiled.memo_lookup(order, keys, self.index_bits, self.table.state,
+                                   entry_bits, _row_bits(stored))
+        self.table.payload = np.arange(self.entries, dtype=np.int64).reshape(self.sets,
+                                                                              self.ways)
         return hit, stored
 
 
@@ -425,36 +490,48 @@ class FragmentMemoizer:
         if xp.__name__ not in self._ranks:
             self._ranks[xp.__name__] = xp.asarray(self._tile_rank)
         rank = self._ranks[xp.__name__]
-        lanes = [xp.flatnonzero(log.shaded) for log in logs]
-        # Frames concatenated in frame order, fragments in submission order; a stable sort by
-        # the tile's traversal rank then gives, tile by tile, frame 2k's then frame 2k+1's.
-        tile = xp.concatenate([log.tile[idx] for log, idx in zip(logs, lanes, strict=True)])
-        keys = xp.concatenate([log.keys[idx] for log, idx in zip(logs, lanes, strict=True)])
-        true = xp.concatenate([log.colors[idx] for log, idx in zip(logs, lanes, strict=True)])
-        tile_rank = xp.take(rank, tile)
-        order = (compiled.stable_order(tile_rank, self.tiles) if compiled.usable(tile_rank)
-                 else xp.argsort(tile_rank, kind="stable"))
-        hit_sorted, color_sorted = self.lut.lookup_insert(xp.take(keys, order),
-                                                          xp.take(true, order, axis=0))
-        hit, stored = xp.empty_like(hit_sorted), xp.empty_like(color_sorted)
-        hit[order], stored[order] = hit_sorted, color_sorted
+        # Frames concatenated in frame order, fragments in submission order; the shaded ones
+        # stably sorted by their tile's traversal rank give, tile by tile, frame 2k's then
+        # frame 2k+1's: the order they look the LUT up in.
+        tile, keys, shaded, true = (
+            xp.concatenate(parts) if len(logs) > 1 else parts[0]
+            for parts in zip(*((log.tile, log.keys, log.shaded, log.colors) for log in logs),
+                             strict=True))
+        order = _lookup_order(tile, shaded, rank)
+        hit, stored = self.lut.lookup_insert(keys, true, order=order)
         wrong = hit & rows_differ(stored, true)
         results, begin = [], 0
-        for log, idx in zip(logs, lanes, strict=True):
-            end = begin + idx.shape[0]
-            f_tile, f_hit = tile[begin:end], hit[begin:end]
-            lookups = xp.bincount(f_tile, minlength=self.tiles)
-            hits = xp.bincount(f_tile[f_hit], minlength=self.tiles)
-            frame_hit = xp.zeros(log.shaded.shape[0], dtype=bool)
-            frame_hit[idx] = f_hit
-            colors = log.colors.copy()
-            colors[idx] = stored[begin:end]
+        for log in logs:
+            end = begin + log.shaded.shape[0]
+            f_tile = tile[begin:end]
+            lookups = _per_tile(f_tile, shaded[begin:end], self.tiles)
+            hits = _per_tile(f_tile, hit[begin:end], self.tiles)
             results.append(MemoFrame(
                 frame_index=log.frame_index, memo_lookups=lookups, memo_hits=hits,
                 memo_table_writes=lookups - hits,
-                memo_collisions=int(wrong[begin:end].sum()), hit=frame_hit, colors=colors))
+                memo_collisions=int(wrong[begin:end].sum()), hit=hit[begin:end],
+                colors=stored[begin:end]))
             begin = end
         return results
+
+
+def _lookup_order(tile, shaded, rank):
+    """The lanes with ``shaded`` set, stably sorted by their tile's traversal ``rank``."""
+    if compiled.usable(tile, shaded, rank):
+        return compiled.memo_order(tile, shaded, rank)
+    xp = array_module(tile)
+    lanes = xp.flatnonzero(shaded)
+    return xp.take(lanes, xp.argsort(xp.take(rank, xp.take(tile, lanes)), kind="stable"))
+
+
+def _per_tile(tile, selected, tiles: int):
+    """(tiles,) int64: how many of the lanes with ``selected`` set lie in each tile."""
+    xp = array_module(tile)
+    if compiled.usable(tile, selected):
+        counts = np.zeros(tiles, dtype=np.int64)
+        compiled.add_counts(counts, tile, selected)
+        return counts
+    return xp.bincount(tile[selected], minlength=tiles)
 
 
 # ------------------------------------------------------------------------------------------
