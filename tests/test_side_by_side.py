@@ -167,3 +167,26 @@ def test_a_batch_side_by_side_writes_the_files_of_each_jobs_own_render(tmp_path,
         assert _folder_files(Path(b.out)) == _folder_files(Path(a.out)), b.technique
     assert batch.shares_render(shared[1]) and not batch.shares_render(
         Job(trace, (0, 4), "x", technique="re+evr"))
+
+
+def test_memoizing_members_hash_each_batch_once(tmp_path, monkeypatch):
+    """memo/32's keys are the low half of memo's: side by side, a batch is hashed once for
+    both (as often as for memo alone), and each member still gives its own render's frames."""
+    from tilesim.render.techniques import fragment_memoization
+
+    calls = []
+    keys = fragment_memoization.fragment_keys
+
+    def counted(*args, **options):
+        calls.append(options.get("bits"))
+        return keys(*args, **options)
+
+    monkeypatch.setattr(fragment_memoization, "fragment_keys", counted)
+    trace = sphere_trace(tmp_path / "sphere.tsim", 3, size=(96, 64), clear_step=0.0)
+    names = ("memo/32", "te", "memo")
+    _side_by_side(trace, 3, ("memo",))
+    alone = len(calls)
+    calls.clear()
+    _side_by_side(trace, 3, names)
+    assert alone and calls == [64] * alone
+    _check_members_equal_their_own_renders(trace, 3, names=names)

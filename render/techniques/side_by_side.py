@@ -31,7 +31,7 @@ import dataclasses
 from tilesim.backend import array_module
 from tilesim.render.pipeline.counters import FrameCounters, PassCounters
 from tilesim.render.pipeline.hooks import PipelineHooks
-from tilesim.render.techniques.bus import Techniques
+from tilesim.render.techniques.bus import MemoKeys, Techniques
 
 # The switches whose hooks only watch the pipeline (see the module's docstring).
 SHAREABLE = frozenset({"te", "re", "memo"})
@@ -132,8 +132,11 @@ class SideBySide(PipelineHooks):
             member.cleared(target, self._own[name], rect, color, depth, color_mask)
 
     def shaded(self, draw, inputs, system_values, color, tile, alive) -> None:
+        # The memoizing members hash the batch once, at the widest key any of them uses.
+        widths = [m.memo_key_bits for _, m in self._active() if "memo" in m.enabled]
+        keys = MemoKeys(draw, inputs, system_values, max(widths)) if widths else None
         for _, member in self._active():
-            member.shaded(draw, inputs, system_values, color, tile, alive)
+            member.shaded(draw, inputs, system_values, color, tile, alive, keys=keys)
 
     def written(self, draw, pixel, tile, color, entry, lanes) -> None:
         for _, member in self._active():
