@@ -392,7 +392,8 @@ class MemoFrame:
     """What memoization did in one frame. Per tile (tiles,) int64: memo_lookups, memo_hits
     (shader executions saved), memo_table_writes; memo_collisions: hits whose stored color
     differs from the true color. Per fragment (n,): hit, and colors, the memoized colors (the
-    stored color on a hit, the true one elsewhere), in the layout of the colors given."""
+    stored color on a hit, the true one elsewhere), in the layout of the colors given; wrong,
+    the hits whose stored color differs (None: not known)."""
 
     frame_index: int
     memo_lookups: np.ndarray
@@ -401,6 +402,7 @@ class MemoFrame:
     memo_collisions: int
     hit: np.ndarray
     colors: np.ndarray
+    wrong: np.ndarray | None = None
 
     def counters(self) -> dict:
         """The counters under their pipeline names."""
@@ -510,7 +512,7 @@ class FragmentMemoizer:
                 frame_index=log.frame_index, memo_lookups=lookups, memo_hits=hits,
                 memo_table_writes=lookups - hits,
                 memo_collisions=int(wrong[begin:end].sum()), hit=hit[begin:end],
-                colors=stored[begin:end]))
+                colors=stored[begin:end], wrong=wrong[begin:end]))
             begin = end
         return results
 
@@ -642,28 +644,54 @@ class ScreenMemo:
         if outcome.memo_collisions == 0 and not began_otherwise:
             return None
         start = previous[1] if began_otherwise else frame.start
-        image = self._redraw(start, frame.events, outcome.colors)
+        image = self._redraw(start, frame, outcome)
         self.frames_redrawn += 1
         if np.array_equal(image, frame.end):
             return None
         self._shown = (outcome.frame_index, image)
         return frame.end, image
 
-    def _redraw(self, start: np.ndarray, events: list, colors) -> np.ndarray:
+    def _redraw(self, start: np.ndarray, frame: _ScreenFrame, outcome: MemoFrame) -> np.ndarray:
+        """The frame drawn from ``start`` with the memoized colors. A pixel's color depends
+        only on where it began, the clears and the colors written to it, so only the pixels
+        that began otherwise or took a wrong color are drawn again (their writes in
+        submission order); the others are the frame's own (a few collisions touch a few
+        pixels, where drawing all again costs a frame's color writes)."""
         from tilesim.render.pipeline.output_merger import rank_groups, write_colors
 
+        colors = outcome.colors
         xp = array_module(colors)
-        height, width = self._size
+        writes = [event for event in frame.events if event[0] == "write"]
+        affected = self._affected(xp, start, frame, outcome, writes)
         buffer = xp.asarray(np.array(start[::-1], order="C"))      # a copy, row 0 at the bottom
         flat = buffer.reshape(-1, 4)
-        for event in events:
+        for event in frame.events:
             if event[0] == "clear":
                 _, (x0, y0, x1, y1), rgba8, mask = event
                 for c in range(4):
                     if mask[c]:
                         buffer[y0:y1, x0:x1, c] = int(rgba8[c])
-            else:
-                _, pixel, lanes, state, has_alpha = event
-                write_colors(pixel, xp.take(colors, lanes, axis=0), flat, state, has_alpha,
-                             rank_groups(pixel))
-        return to_host(buffer[::-1]).copy()
+                continue
+            _, pixel, lanes, state, has_alpha = event
+            keep = xp.flatnonzero(xp.take(affected, pixel))
+            if keep.shape[0]:
+                pixel = xp.take(pixel, keep)
+                write_colors(pixel, xp.take(colors, xp.take(lanes, keep), axis=0), flat, state,
+                             has_alpha, lambda pixel=pixel: rank_groups(pixel))
+        end = xp.asarray(np.array(frame.end[::-1], order="C"))
+        image = xp.where(affected.reshape(end.shape[:2])[..., None], buffer, end)
+        return to_host(image[::-1]).copy()
+
+    def _affected(self, xp, start, frame: _ScreenFrame, outcome: MemoFrame, writes: list):
+        """(H * W,) bool, row 0 at the bottom: pixels a wrong color was written to, or whose
+        start is not the frame's (all where the wrong hits are not known)."""
+        height, width = self._size
+        if outcome.wrong is None:
+            return xp.ones(height * width, dtype=bool)
+        affected = xp.zeros(height * width, dtype=bool)
+        for _, pixel, lanes, _, _ in writes:
+            affected[pixel[xp.take(outcome.wrong, lanes)]] = True
+        if start is not frame.start:
+            began = (np.asarray(start) != frame.start).any(axis=2)[::-1].reshape(-1)
+            affected |= xp.asarray(began)
+        return affected
