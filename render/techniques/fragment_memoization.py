@@ -476,8 +476,9 @@ class FragmentMemoizer:
         n = keys.shape[0]
         shaded = (xp.ones(n, dtype=bool) if shaded_mask is None
                   else xp.asarray(shaded_mask, dtype=bool))
-        self._pending.append(_FrameLog(frame_index, xp.asarray(tile).astype(np.int64),
-                                       xp.asarray(keys), xp.asarray(colors), shaded))
+        tile = xp.asarray(tile).astype(np.int64, copy=False)
+        self._pending.append(_FrameLog(frame_index, tile, xp.asarray(keys), xp.asarray(colors),
+                                       shaded))
         if len(self._pending) == self.frames_in_parallel:
             done += self.finish()
         return done
@@ -496,7 +497,7 @@ class FragmentMemoizer:
         # stably sorted by their tile's traversal rank give, tile by tile, frame 2k's then
         # frame 2k+1's: the order they look the LUT up in.
         tile, keys, shaded, true = (
-            xp.concatenate(parts) if len(logs) > 1 else parts[0]
+            _joined(parts) if len(logs) > 1 else parts[0]
             for parts in zip(*((log.tile, log.keys, log.shaded, log.colors) for log in logs),
                              strict=True))
         order = _lookup_order(tile, shaded, rank)
@@ -515,6 +516,15 @@ class FragmentMemoizer:
                 colors=stored[begin:end], wrong=wrong[begin:end]))
             begin = end
         return results
+
+
+def _joined(parts):
+    """``concatenate(parts)``, C-ordered: the LUT reads a fragment's color as one row, and
+    the shader's colors come column-major (a concatenation of those would be too)."""
+    xp = array_module(*parts)
+    out = xp.empty((sum(p.shape[0] for p in parts), *parts[0].shape[1:]),
+                   dtype=xp.result_type(*parts))
+    return xp.concatenate(parts, out=out)
 
 
 def _lookup_order(tile, shaded, rank):
@@ -612,8 +622,7 @@ class ScreenMemo:
         """Close frame ``index`` (``screen``: the default framebuffer as rendered, (H, W, 4)
         uint8 on the host, row 0 at the top); returns the frames completed."""
         if self._chunks:
-            xp = array_module(*(c[1] for c in self._chunks))
-            tile, keys, colors, alive = (xp.concatenate(parts)
+            tile, keys, colors, alive = (_joined(parts)
                                          for parts in zip(*self._chunks, strict=True))
         else:
             # A frame that shaded nothing on screen: empty arrays of the dtypes of a full one
