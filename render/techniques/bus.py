@@ -52,6 +52,7 @@ class Techniques(PipelineHooks):
         self.screen = None             # the default framebuffer's render target
         self.rates = None              # DSR: the sampling rate of every screen tile
         self._held: list = []          # frames memoization has not completed yet
+        self.memo_shared = None        # SharedWork with other memoizers of the render
         self._memo_done: set[int] = set()
 
     @classmethod
@@ -141,7 +142,7 @@ class Techniques(PipelineHooks):
             from tilesim.render.techniques.fragment_memoization import ScreenMemo
 
             self.memo = ScreenMemo(target, traversal=target.traversal(traversal),
-                                   key_bits=self.memo_key_bits)
+                                   key_bits=self.memo_key_bits, shared=self.memo_shared)
         return self.rates
 
     def _on_screen(self, target) -> bool:

@@ -59,9 +59,9 @@ from tilesim.backend import xp as active_xp
 from tilesim.render.pipeline import compiled
 from tilesim.render.pipeline.set_associative import SetAssociativeLRU
 
-__all__ = ["COUNTERS", "KEY_DTYPE", "FragmentMemoizer", "MemoFrame", "MemoLUT", "check_keys",
-           "context_signature", "crc32_words", "fragment_keys", "pack_rgba8", "rows_differ",
-           "unpack_rgba8"]
+__all__ = ["COUNTERS", "KEY_DTYPE", "FragmentMemoizer", "MemoFrame", "MemoLUT", "SharedWork",
+           "check_keys", "context_signature", "crc32_words", "fragment_keys", "pack_rgba8",
+           "rows_differ", "unpack_rgba8"]
 
 COUNTERS = ("memo_lookups", "memo_hits", "memo_table_writes")   # per tile; collisions per frame
 
@@ -411,6 +411,40 @@ class MemoFrame:
                 "memo_collisions": self.memo_collisions}
 
 
+class SharedWork:
+    """Results memoizers of one render may share, by the identity of their inputs: side by
+    side, ``memo`` and ``memo/32`` log the same fragments (only their keys differ), so the
+    joins of a frame's and a pair's logs and the pair's lookup order are made once. Each kind
+    of result keeps its last inputs (referenced, so their identities stay theirs) and
+    value."""
+
+    def __init__(self):
+        self._last: dict[str, tuple] = {}
+
+    def get(self, kind: str, inputs: tuple, make):
+        """``make()``, or its value for the same ``inputs`` (the same objects) last time."""
+        last = self._last.get(kind)
+        if last is not None and len(last[0]) == len(inputs) and all(
+                a is b for a, b in zip(last[0], inputs, strict=True)):
+            return last[1]
+        value = make()
+        self._last[kind] = (inputs, value)
+        return value
+
+    def same(self, kind: str, array: np.ndarray) -> np.ndarray:
+        """``array``, or the equal host array of this kind given before (results keyed on
+        it are then shared)."""
+        last = self._last.get(kind)
+        if last is not None and np.array_equal(last[1], array):
+            return last[1]
+        self._last[kind] = ((), array)
+        return array
+
+
+def _share(shared: SharedWork | None, kind: str, inputs: tuple, make):
+    return make() if shared is None else shared.get(kind, inputs, make)
+
+
 @dataclass
 class _FrameLog:
     frame_index: int
@@ -436,6 +470,7 @@ class FragmentMemoizer:
     sets: int = 2048
     ways: int = 4
     frames_in_parallel: int = 2
+    shared: SharedWork | None = None
     lut: MemoLUT = field(init=False)
     _pending: list = field(init=False, default_factory=list)
 
@@ -448,8 +483,10 @@ class FragmentMemoizer:
         order = np.arange(self.tiles) if self.traversal is None else to_host(self.traversal)
         if sorted(order.tolist()) != list(range(self.tiles)):
             raise ValueError("FragmentMemoizer: traversal must be a permutation of the tiles")
-        self._tile_rank = np.empty(self.tiles, dtype=np.int64)
-        self._tile_rank[order] = np.arange(self.tiles)
+        rank = np.empty(self.tiles, dtype=np.int64)
+        rank[order] = np.arange(self.tiles)
+        # Memoizers of one traversal use one rank table, so they can share lookup orders.
+        self._tile_rank = rank if self.shared is None else self.shared.same("rank", rank)
         self._ranks = {np.__name__: self._tile_rank}
 
     def reset(self) -> None:
@@ -491,16 +528,22 @@ class FragmentMemoizer:
             return []
         xp = array_module(*(a for log in logs for a in (log.tile, log.keys, log.colors)))
         if xp.__name__ not in self._ranks:
-            self._ranks[xp.__name__] = xp.asarray(self._tile_rank)
+            self._ranks[xp.__name__] = _share(self.shared, f"rank {xp.__name__}",
+                                              (self._tile_rank,),
+                                              lambda: xp.asarray(self._tile_rank))
         rank = self._ranks[xp.__name__]
         # Frames concatenated in frame order, fragments in submission order; the shaded ones
         # stably sorted by their tile's traversal rank give, tile by tile, frame 2k's then
         # frame 2k+1's: the order they look the LUT up in.
         tile, keys, shaded, true = (
-            _joined(parts) if len(logs) > 1 else parts[0]
-            for parts in zip(*((log.tile, log.keys, log.shaded, log.colors) for log in logs),
-                             strict=True))
-        order = _lookup_order(tile, shaded, rank)
+            _share(self.shared, f"pair {name}", parts, lambda parts=parts: _joined(parts))
+            if len(logs) > 1 else parts[0]
+            for name, parts in zip(
+                ("tile", "keys", "shaded", "colors"),
+                zip(*((log.tile, log.keys, log.shaded, log.colors) for log in logs),
+                    strict=True), strict=True))
+        order = _share(self.shared, "order", (tile, shaded, rank),
+                       lambda: _lookup_order(tile, shaded, rank))
         hit, stored = self.lut.lookup_insert(keys, true, order=order)
         wrong = hit & rows_differ(stored, true)
         results, begin = [], 0
@@ -574,10 +617,12 @@ class ScreenMemo:
     the frame rendered, so nothing is drawn again.
     """
 
-    def __init__(self, target, traversal=None, key_bits: int = 64):
+    def __init__(self, target, traversal=None, key_bits: int = 64,
+                 shared: SharedWork | None = None):
         self.key_bits = key_bits
         self.xp = active_xp()       # the render's array backend
-        self.memoizer = FragmentMemoizer(target.tile_count, traversal=traversal)
+        self.shared = shared        # work shared with other memoizers of the render
+        self.memoizer = FragmentMemoizer(target.tile_count, traversal=traversal, shared=shared)
         self.frames_redrawn = 0
         self._size = (target.height, target.width)
         self._start = target.image()
@@ -622,8 +667,10 @@ class ScreenMemo:
         """Close frame ``index`` (``screen``: the default framebuffer as rendered, (H, W, 4)
         uint8 on the host, row 0 at the top); returns the frames completed."""
         if self._chunks:
-            tile, keys, colors, alive = (_joined(parts)
-                                         for parts in zip(*self._chunks, strict=True))
+            tile, keys, colors, alive = (
+                _share(self.shared, f"frame {name}", parts, lambda parts=parts: _joined(parts))
+                for name, parts in zip(("tile", "keys", "colors", "alive"),
+                                       zip(*self._chunks, strict=True), strict=True))
         else:
             # A frame that shaded nothing on screen: empty arrays of the dtypes of a full one
             # (an int64 key placeholder once turned its pair's uint64 keys into float64).

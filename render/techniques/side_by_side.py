@@ -32,6 +32,7 @@ from tilesim.backend import array_module
 from tilesim.render.pipeline.counters import FrameCounters, PassCounters
 from tilesim.render.pipeline.hooks import PipelineHooks
 from tilesim.render.techniques.bus import MemoKeys, Techniques
+from tilesim.render.techniques.fragment_memoization import SharedWork
 
 # The switches whose hooks only watch the pipeline (see the module's docstring).
 SHAREABLE = frozenset({"te", "re", "memo"})
@@ -89,6 +90,11 @@ class SideBySide(PipelineHooks):
                 raise ValueError(f"{name}: {techniques.name} changes the render and cannot run "
                                  "side by side with the baseline")
         self.members = dict(members)
+        # The memoizing members log the same fragments: they join and order them once.
+        shared = SharedWork()
+        for member in self.members.values():
+            if "memo" in member.enabled:
+                member.memo_shared = shared
         self.diverged: dict[str, int] = {}
         self._own: dict[str, PassCounters] = {}       # per member: this pass's additions
         self._passes: dict[str, list] = {name: [] for name in members}
