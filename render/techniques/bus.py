@@ -335,6 +335,9 @@ class MemoKeys:
 def _memo_inputs(inputs: np.ndarray, system_values: dict) -> np.ndarray:
     """Everything a fragment program reads per lane: its IN registers and system values."""
     xp = array_module(inputs)
+    inputs = xp.asarray(inputs, dtype=xp.float32)
+    if not system_values:
+        return inputs           # the usual case: nothing to append, so no copy
     extra = [xp.asarray(v, dtype=xp.float32).reshape(1, 4, -1) for _, v in
              sorted(system_values.items())]
-    return xp.concatenate([xp.asarray(inputs, dtype=xp.float32), *extra], axis=0)
+    return xp.concatenate([inputs, *extra], axis=0)
