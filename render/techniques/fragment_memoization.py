@@ -59,9 +59,9 @@ from tilesim.backend import xp as active_xp
 from tilesim.render.pipeline import compiled
 from tilesim.render.pipeline.set_associative import SetAssociativeLRU
 
-__all__ = ["COUNTERS", "KEY_DTYPE", "FragmentMemoizer", "MemoFrame", "MemoLUT", "SharedWork",
-           "check_keys", "context_signature", "crc32_words", "fragment_keys", "pack_rgba8",
-           "rows_differ", "unpack_rgba8"]
+__all__ = ["COUNTERS", "KEY_DTYPE", "Chunks", "FragmentMemoizer", "MemoFrame", "MemoLUT",
+           "SharedWork", "check_keys", "context_signature", "crc32_words", "fragment_keys",
+           "pack_rgba8", "rows_differ", "unpack_rgba8"]
 
 COUNTERS = ("memo_lookups", "memo_hits", "memo_table_writes")   # per tile; collisions per frame
 
@@ -447,11 +447,14 @@ def _share(shared: SharedWork | None, kind: str, inputs: tuple, make):
 
 @dataclass
 class _FrameLog:
+    """One frame's fragments, as lists of chunks (joined with the rest of its group)."""
+
     frame_index: int
-    tile: object
-    keys: object
-    colors: object
-    shaded: object
+    lanes: int
+    tile: list
+    keys: list
+    colors: list
+    shaded: list
 
 
 @dataclass
@@ -499,23 +502,25 @@ class FragmentMemoizer:
         fragment, keys (n,) uint64 (:func:`fragment_keys`; TypeError for another dtype),
         colors (n, ...) the true colors (shader outputs (n, 4) float32, RGBA8 (n, 4) uint8 or
         (n,) packed: rows of any dtype), shaded_mask (n,) bool: fragments that would run the
-        fragment program (only those look the LUT up; None: all). Returns the results of the
-        frames of every group this completes (frames 2k and 2k+1 together with 2 in
-        parallel)."""
+        fragment program (only those look the LUT up; None: all). Each may also be
+        :class:`Chunks`, the frame's arrays in order (joined once, with the rest of the
+        group). Returns the results of the frames of every group this completes (frames 2k
+        and 2k+1 together with 2 in parallel)."""
         group = frame_index // self.frames_in_parallel
         done = []
         if self._pending and self._pending[0].frame_index // self.frames_in_parallel != group:
             done = self.finish()       # the previous group is incomplete: run it as it is
         if any(log.frame_index == frame_index for log in self._pending):
             raise ValueError(f"FragmentMemoizer: frame {frame_index} added twice")
-        keys = check_keys(keys, f"FragmentMemoizer.add_frame (frame {frame_index})")
-        xp = array_module(tile, keys, colors, shaded_mask)
-        n = keys.shape[0]
-        shaded = (xp.ones(n, dtype=bool) if shaded_mask is None
-                  else xp.asarray(shaded_mask, dtype=bool))
-        tile = xp.asarray(tile).astype(np.int64, copy=False)
-        self._pending.append(_FrameLog(frame_index, tile, xp.asarray(keys), xp.asarray(colors),
-                                       shaded))
+        keys = [check_keys(k, f"FragmentMemoizer.add_frame (frame {frame_index})")
+                for k in _chunks(keys)]
+        xp = array_module(*keys, *_chunks(tile), *_chunks(colors))
+        n = sum(k.shape[0] for k in keys)
+        shaded = ([xp.ones(n, dtype=bool)] if shaded_mask is None
+                  else [xp.asarray(s, dtype=bool) for s in _chunks(shaded_mask)])
+        tile = [xp.asarray(t).astype(np.int64, copy=False) for t in _chunks(tile)]
+        colors = [xp.asarray(c) for c in _chunks(colors)]
+        self._pending.append(_FrameLog(frame_index, n, tile, keys, colors, shaded))
         if len(self._pending) == self.frames_in_parallel:
             done += self.finish()
         return done
@@ -526,7 +531,7 @@ class FragmentMemoizer:
         self._pending = []
         if not logs:
             return []
-        xp = array_module(*(a for log in logs for a in (log.tile, log.keys, log.colors)))
+        xp = array_module(*(a for log in logs for a in (*log.tile, *log.keys, *log.colors)))
         if xp.__name__ not in self._ranks:
             self._ranks[xp.__name__] = _share(self.shared, f"rank {xp.__name__}",
                                               (self._tile_rank,),
@@ -536,19 +541,15 @@ class FragmentMemoizer:
         # stably sorted by their tile's traversal rank give, tile by tile, frame 2k's then
         # frame 2k+1's: the order they look the LUT up in.
         tile, keys, shaded, true = (
-            _share(self.shared, f"pair {name}", parts, lambda parts=parts: _joined(parts))
-            if len(logs) > 1 else parts[0]
-            for name, parts in zip(
-                ("tile", "keys", "shaded", "colors"),
-                zip(*((log.tile, log.keys, log.shaded, log.colors) for log in logs),
-                    strict=True), strict=True))
+            self._joined(name, [part for log in logs for part in getattr(log, name)])
+            for name in ("tile", "keys", "shaded", "colors"))
         order = _share(self.shared, "order", (tile, shaded, rank),
                        lambda: _lookup_order(tile, shaded, rank))
         hit, stored = self.lut.lookup_insert(keys, true, order=order)
         wrong = hit & rows_differ(stored, true)
         results, begin = [], 0
         for log in logs:
-            end = begin + log.shaded.shape[0]
+            end = begin + log.lanes
             f_tile = tile[begin:end]
             lookups = _per_tile(f_tile, shaded[begin:end], self.tiles)
             hits = _per_tile(f_tile, hit[begin:end], self.tiles)
@@ -559,6 +560,22 @@ class FragmentMemoizer:
                 colors=stored[begin:end], wrong=wrong[begin:end]))
             begin = end
         return results
+
+    def _joined(self, name: str, parts: list):
+        """The group's chunks of one field, joined (once for memoizers sharing work)."""
+        if len(parts) == 1:
+            return parts[0]
+        return _share(self.shared, f"group {name}", tuple(parts), lambda: _joined(parts))
+
+
+class Chunks(list):
+    """A field of a frame's log as its chunks (arrays), in order: what
+    :meth:`FragmentMemoizer.add_frame` joins once with the rest of the group."""
+
+
+def _chunks(arrays) -> list:
+    """:class:`Chunks` as a list, or one array-like as a list of one chunk."""
+    return list(arrays) if isinstance(arrays, Chunks) else [arrays]
 
 
 def _joined(parts):
@@ -667,10 +684,9 @@ class ScreenMemo:
         """Close frame ``index`` (``screen``: the default framebuffer as rendered, (H, W, 4)
         uint8 on the host, row 0 at the top); returns the frames completed."""
         if self._chunks:
-            tile, keys, colors, alive = (
-                _share(self.shared, f"frame {name}", parts, lambda parts=parts: _joined(parts))
-                for name, parts in zip(("tile", "keys", "colors", "alive"),
-                                       zip(*self._chunks, strict=True), strict=True))
+            # Chunks as they are: the memoizer joins them once, with the other frame's.
+            tile, keys, colors, alive = (Chunks(parts) for parts in zip(*self._chunks,
+                                                                        strict=True))
         else:
             # A frame that shaded nothing on screen: empty arrays of the dtypes of a full one
             # (an int64 key placeholder once turned its pair's uint64 keys into float64).
