@@ -346,3 +346,16 @@ def test_the_compiled_memoization_order_is_the_stable_sort_of_shaded_lanes():
     np.testing.assert_array_equal(_lookup_order(tile, shaded, rank), expected)
     lanes = np.flatnonzero(shaded)
     np.testing.assert_array_equal(expected, lanes[np.argsort(rank[tile[lanes]], kind="stable")])
+
+
+def test_the_compiled_rows_differ_reads_only_the_rows_selected():
+    from tilesim.render.techniques.fragment_memoization import rows_differ
+
+    rng = np.random.default_rng(2)
+    a = rng.integers(0, 3, (500, 4)).astype(np.uint8)
+    b = rng.integers(0, 3, (500, 4)).astype(np.uint8)
+    where = rng.random(500) < 0.3
+    with compiled.disabled():
+        expected = rows_differ(a, b, where=where)
+    np.testing.assert_array_equal(expected, where & (a != b).any(axis=1))
+    np.testing.assert_array_equal(rows_differ(a, b, where=where), expected)

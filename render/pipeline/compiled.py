@@ -850,20 +850,22 @@ def memo_lookup(order, keys, index_bits: int, state, stored, rows) -> np.ndarray
 
 
 @_jit
-def _rows_differ(a, b, out):  # pragma: no cover - compiled
+def _rows_differ(a, b, where, out):  # pragma: no cover - compiled
     for i in range(a.shape[0]):
         differ = False
-        for k in range(a.shape[1]):
-            if a[i, k] != b[i, k]:
-                differ = True
-                break
+        if where[i]:
+            for k in range(a.shape[1]):
+                if a[i, k] != b[i, k]:
+                    differ = True
+                    break
         out[i] = differ
 
 
-def rows_differ(a, b) -> np.ndarray:
-    """(n,) bool: whether rows of the (n, w) unsigned arrays ``a`` and ``b`` differ."""
+def rows_differ(a, b, where=None) -> np.ndarray:
+    """(n,) bool: whether rows of the (n, w) unsigned arrays ``a`` and ``b`` differ, among
+    the rows ``where`` ((n,) bool; None: all) selects (False elsewhere, not read)."""
     out = np.empty(a.shape[0], dtype=bool)
-    _rows_differ(a, b, out)
+    _rows_differ(a, b, np.ones(a.shape[0], dtype=bool) if where is None else where, out)
     return out
 
 

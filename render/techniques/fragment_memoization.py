@@ -250,15 +250,19 @@ def unpack_rgba8(packed):
     return ((xp.asarray(packed, dtype=_U32)[:, None] >> shifts) & _U32(0xFF)).astype(np.uint8)
 
 
-def rows_differ(a, b):
+def rows_differ(a, b, where=None):
     """(n,) bool: whether row i of ``a`` and ``b`` ((n, ...) of one dtype) differ in any bit
-    (floats compared by bit pattern: -0.0 differs from 0.0, a NaN equals itself)."""
+    (floats compared by bit pattern: -0.0 differs from 0.0, a NaN equals itself); with
+    ``where`` ((n,) bool), only among the rows it selects (False elsewhere)."""
     xp = array_module(a, b)
     a, b = xp.asarray(a), xp.asarray(b)
     if a.dtype != b.dtype or a.shape != b.shape:
         raise ValueError(f"rows_differ: {a.dtype}{a.shape} vs {b.dtype}{b.shape}")
-    if compiled.usable(a, b):
-        return compiled.rows_differ(_row_bits(a), _row_bits(b))
+    if compiled.usable(a, b, where):
+        # Rows where does not select are not read (the hits are a few of the fragments).
+        return compiled.rows_differ(_row_bits(a), _row_bits(b), where)
+    if where is not None:
+        return where & rows_differ(a, b)
     if a.dtype.kind == "f":
         bits = np.dtype(f"u{a.dtype.itemsize}")
         a, b = xp.ascontiguousarray(a).view(bits), xp.ascontiguousarray(b).view(bits)
@@ -546,7 +550,7 @@ class FragmentMemoizer:
         order = _share(self.shared, "order", (tile, shaded, rank),
                        lambda: _lookup_order(tile, shaded, rank))
         hit, stored = self.lut.lookup_insert(keys, true, order=order)
-        wrong = hit & rows_differ(stored, true)
+        wrong = rows_differ(stored, true, where=hit)
         results, begin = [], 0
         for log in logs:
             end = begin + log.lanes
@@ -614,7 +618,8 @@ def _per_tile(tile, selected, tiles: int):
 class _ScreenFrame:
     start: np.ndarray     # (H, W, 4) uint8, row 0 at the top: the buffer the frame began on
     end: np.ndarray       # the buffer it ended with, as rendered (true colors)
-    events: list          # ("clear", rect, rgba8, mask) / ("write", pixel, lanes, state, alpha)
+    events: list          # ("clear", rect, rgba8, mask) / ("write", pixel, lanes, state,
+    #                       alpha, the batch's first lane in the frame, its end)
 
 
 class ScreenMemo:
@@ -678,7 +683,10 @@ class ScreenMemo:
         0 at the bottom), lanes (m,) their positions in that batch, in submission order;
         state the draw's FragmentState (blending, color mask)."""
         if pixel.shape[0]:
-            self._events.append(("write", pixel, lanes + self._chunk_begin, state, has_alpha))
+            # The batch is the frame's lanes chunk_begin..lanes (its positions are added only
+            # where a redraw reads them).
+            self._events.append(("write", pixel, lanes, state, has_alpha, self._chunk_begin,
+                                 self._lanes))
 
     def end_frame(self, index: int, screen: np.ndarray) -> list[MemoFrame]:
         """Close frame ``index`` (``screen``: the default framebuffer as rendered, (H, W, 4)
@@ -744,12 +752,12 @@ class ScreenMemo:
                     if mask[c]:
                         buffer[y0:y1, x0:x1, c] = int(rgba8[c])
                 continue
-            _, pixel, lanes, state, has_alpha = event
+            _, pixel, lanes, state, has_alpha, first, _ = event
             keep = xp.flatnonzero(xp.take(affected, pixel))
             if keep.shape[0]:
                 pixel = xp.take(pixel, keep)
-                write_colors(pixel, xp.take(colors, xp.take(lanes, keep), axis=0), flat, state,
-                             has_alpha, lambda pixel=pixel: rank_groups(pixel))
+                write_colors(pixel, xp.take(colors, xp.take(lanes, keep) + first, axis=0), flat,
+                             state, has_alpha, lambda pixel=pixel: rank_groups(pixel))
         end = xp.asarray(np.array(frame.end[::-1], order="C"))
         image = xp.where(affected.reshape(end.shape[:2])[..., None], buffer, end)
         return to_host(image[::-1]).copy()
@@ -761,8 +769,12 @@ class ScreenMemo:
         if outcome.wrong is None:
             return xp.ones(height * width, dtype=bool)
         affected = xp.zeros(height * width, dtype=bool)
-        for _, pixel, lanes, _, _ in writes:
-            affected[pixel[xp.take(outcome.wrong, lanes)]] = True
+        # Wrong hits are few: only the batches that hold one are looked at.
+        wrong = to_host(xp.flatnonzero(outcome.wrong))
+        for _, pixel, lanes, _, _, first, end in writes:
+            k = np.searchsorted(wrong, first)
+            if k < wrong.shape[0] and wrong[k] < end:
+                affected[pixel[xp.take(outcome.wrong[first:end], lanes)]] = True
         if start is not frame.start:
             began = (np.asarray(start) != frame.start).any(axis=2)[::-1].reshape(-1)
             affected |= xp.asarray(began)
