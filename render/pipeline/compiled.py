@@ -745,28 +745,46 @@ def _crc_byte_step(c, table):  # pragma: no cover - compiled
 
 
 @_jit
-def _fragment_keys(words, quad, register, tables, halves, out):  # pragma: no cover
+def _store_keys(out, first, group, quad, low, high, tables, halves):  # pragma: no cover
+    """The keys of the ``group`` lanes from ``first`` whose message CRCs are low / high: with
+    ``quad``, each continued over the lane's position in the quad."""
     ones = np.uint32(0xFFFFFFFF)
+    for position in range(group):
+        lane_low, lane_high = low, high
+        if quad:
+            lane_low = _crc_byte_step(low ^ np.uint32(position), tables[0])
+            if halves == 2:
+                lane_high = _crc_byte_step(high ^ np.uint32(position), tables[1])
+        key = np.uint64(lane_low ^ ones)
+        if halves == 2:
+            key |= np.uint64(lane_high ^ ones) << np.uint64(32)
+        out[first + position] = key
+
+
+@_jit
+def _fragment_keys(words, quad, register, tables, halves, out):  # pragma: no cover
     rows, n = words.shape
     group = 4 if quad else 1
-    for first in range(0, n, group):
-        low, high = register[0], register[1]
-        for lane in range(first, first + group):
+    # Two messages at a time: each CRC is a chain of dependent table reads, and two
+    # independent chains overlap (a last odd message pairs with itself).
+    first = 0
+    while first < n:
+        second = first + group if first + group < n else first
+        a_low, a_high = register[0], register[1]
+        b_low, b_high = register[0], register[1]
+        for offset in range(group):
             for r in range(rows):
-                word = words[r, lane]
-                low = _crc_byte_step(low ^ word, tables[0])
+                a_word = words[r, first + offset]
+                b_word = words[r, second + offset]
+                a_low = _crc_byte_step(a_low ^ a_word, tables[0])
+                b_low = _crc_byte_step(b_low ^ b_word, tables[0])
                 if halves == 2:
-                    high = _crc_byte_step(high ^ word, tables[1])
-        for position in range(group):
-            lane_low, lane_high = low, high
-            if quad:
-                lane_low = _crc_byte_step(low ^ np.uint32(position), tables[0])
-                if halves == 2:
-                    lane_high = _crc_byte_step(high ^ np.uint32(position), tables[1])
-            key = np.uint64(lane_low ^ ones)
-            if halves == 2:
-                key |= np.uint64(lane_high ^ ones) << np.uint64(32)
-            out[first + position] = key
+                    a_high = _crc_byte_step(a_high ^ a_word, tables[1])
+                    b_high = _crc_byte_step(b_high ^ b_word, tables[1])
+        _store_keys(out, first, group, quad, a_low, a_high, tables, halves)
+        if second != first:
+            _store_keys(out, second, group, quad, b_low, b_high, tables, halves)
+        first = second + group
 
 
 def fragment_keys(words, quad: bool, context: int, tables) -> np.ndarray:
