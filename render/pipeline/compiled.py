@@ -765,6 +765,7 @@ def _store_keys(out, first, group, quad, low, high, tables, halves):  # pragma: 
 def _fragment_keys(words, quad, register, tables, halves, out):  # pragma: no cover
     rows, n = words.shape
     group = 4 if quad else 1
+    low_table, high_table = tables[0], tables[halves - 1]
     # Two messages at a time: each CRC is a chain of dependent table reads, and two
     # independent chains overlap (a last odd message pairs with itself).
     first = 0
@@ -776,11 +777,11 @@ def _fragment_keys(words, quad, register, tables, halves, out):  # pragma: no co
             for r in range(rows):
                 a_word = words[r, first + offset]
                 b_word = words[r, second + offset]
-                a_low = _crc_byte_step(a_low ^ a_word, tables[0])
-                b_low = _crc_byte_step(b_low ^ b_word, tables[0])
+                a_low = _crc_byte_step(a_low ^ a_word, low_table)
+                b_low = _crc_byte_step(b_low ^ b_word, low_table)
                 if halves == 2:
-                    a_high = _crc_byte_step(a_high ^ a_word, tables[1])
-                    b_high = _crc_byte_step(b_high ^ b_word, tables[1])
+                    a_high = _crc_byte_step(a_high ^ a_word, high_table)
+                    b_high = _crc_byte_step(b_high ^ b_word, high_table)
         _store_keys(out, first, group, quad, a_low, a_high, tables, halves)
         if second != first:
             _store_keys(out, second, group, quad, b_low, b_high, tables, halves)
