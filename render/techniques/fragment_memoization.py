@@ -418,9 +418,9 @@ class MemoFrame:
 class SharedWork:
     """Results memoizers of one render may share, by the identity of their inputs: side by
     side, ``memo`` and ``memo/32`` log the same fragments (only their keys differ), so the
-    joins of a frame's and a pair's logs and the pair's lookup order are made once. Each kind
-    of result keeps its last inputs (referenced, so their identities stay theirs) and
-    value."""
+    joins of a pair's logs, its lookup order and the traversal's rank table are made once.
+    Each kind of result keeps its last inputs (referenced, so their identities stay theirs)
+    and value."""
 
     def __init__(self):
         self._last: dict[str, tuple] = {}
