@@ -401,3 +401,123 @@ def test_the_compiled_cache_model_matches_for_every_geometry(geometry):
     lane_tile = rng.integers(0, 7, s.size)
     _assert_same_sampling(*_sample_both([tex], [request(s, t), request(t, s)], lane_tile,
                                         cache=TextureCacheConfig(**geometry)))
+
+
+def test_the_compiled_memoization_keys_take_empty_and_lane_batches():
+    from tilesim.render.techniques.fragment_memoization import fragment_keys
+
+    rng = np.random.default_rng(8)
+    for shape in ((2, 4, 0), (1, 4, 7), (4, 4, 12)):
+        inputs = rng.standard_normal(shape).astype(np.float32)
+        for quad in (False, True) if shape[2] % 4 == 0 else (False,):
+            for bits in (32, 64):
+                with compiled.disabled():
+                    expected = fragment_keys(inputs, 12345, quad, bits)
+                keys = fragment_keys(inputs, 12345, quad, bits)
+                assert keys.dtype == expected.dtype == np.uint64
+                np.testing.assert_array_equal(keys, expected, f"{shape} {quad} {bits}")
+
+
+@pytest.mark.parametrize("layout", ["float32", "rgba8", "packed"])
+def test_the_compiled_memoization_lut_matches_the_vectorized_one(layout):
+    """Batches in a given order (some fragments left out) against a small LUT: the same hits,
+    colors, tags and entry colors after every batch; collisions happen (few tags)."""
+    from tilesim.render.techniques.fragment_memoization import MemoLUT
+
+    rng = np.random.default_rng(21)
+    n = 3000
+    make_colors = {"float32": lambda: rng.standard_normal((n, 4)).astype(np.float32),
+                   "rgba8": lambda: rng.integers(0, 256, (n, 4)).astype(np.uint8),
+                   "packed": lambda: rng.integers(0, 1 << 32, n).astype(np.uint32)}[layout]
+    luts = [MemoLUT(sets=8, ways=4), MemoLUT(sets=8, ways=4)]
+    for batch in range(4):
+        keys = rng.integers(0, 8 * 6, n).astype(np.uint64)
+        colors = make_colors()
+        order = rng.permutation(n)[: n - 100] if batch % 2 else None
+        with compiled.disabled():
+            expected = luts[0].lookup_insert(keys, colors, order=order)
+        hit, stored = luts[1].lookup_insert(keys, colors, order=order)
+        assert 0 < hit.sum() < n - 100
+        np.testing.assert_array_equal(hit, expected[0], f"batch {batch}")
+        assert stored.dtype == expected[1].dtype
+        np.testing.assert_array_equal(stored.view(np.uint8), expected[1].view(np.uint8))
+        np.testing.assert_array_equal(luts[1].table.state, luts[0].table.state)
+        np.testing.assert_array_equal(luts[1].table.payload, luts[0].table.payload)
+        np.testing.assert_array_equal(luts[1].colors.view(np.uint8),
+                                      luts[0].colors.view(np.uint8))
+
+
+def test_the_compiled_memoizer_matches_the_vectorized_one():
+    """Frames in pairs (and a trailing one), unshaded fragments among them: the same counters,
+    hits, collisions and colors on both paths."""
+    from tilesim.render.techniques.fragment_memoization import FragmentMemoizer, rows_differ
+
+    rng = np.random.default_rng(4)
+    tiles = 30
+    traversal = rng.permutation(tiles)
+    memoizers = [FragmentMemoizer(tiles, traversal=traversal, sets=4, ways=2)
+                 for _ in range(2)]
+    outcomes = [[], []]
+    for frame in range(5):
+        n = 4000 if frame != 2 else 0
+        tile = rng.integers(0, tiles, n)
+        keys = rng.integers(0, 40, n).astype(np.uint64)
+        colors = rng.standard_normal((n, 4)).astype(np.float32)
+        colors[:10] = -0.0
+        shaded = rng.random(n) < 0.8
+        with compiled.disabled():
+            outcomes[0] += memoizers[0].add_frame(frame, tile, keys, colors, shaded)
+        outcomes[1] += memoizers[1].add_frame(frame, tile, keys, colors, shaded)
+    with compiled.disabled():
+        outcomes[0] += memoizers[0].finish()
+    outcomes[1] += memoizers[1].finish()
+    assert [f.frame_index for f in outcomes[1]] == [f.frame_index for f in outcomes[0]] == \
+        list(range(5))
+    assert sum(f.memo_collisions for f in outcomes[1]) > 0
+    for a, b in zip(outcomes[0], outcomes[1], strict=True):
+        assert b.memo_collisions == a.memo_collisions
+        for name in ("memo_lookups", "memo_hits", "memo_table_writes", "hit"):
+            np.testing.assert_array_equal(getattr(b, name), getattr(a, name), name)
+            assert getattr(b, name).dtype == getattr(a, name).dtype, name
+        assert not rows_differ(b.colors, a.colors).any()
+
+
+def test_the_compiled_rows_differ_compares_bits():
+    from tilesim.render.techniques.fragment_memoization import rows_differ
+
+    a = np.array([[0.0, 1.0], [np.nan, 2.0], [-0.0, 3.0], [4.0, 5.0]], dtype=np.float32)
+    b = np.array([[0.0, 1.0], [np.nan, 2.0], [0.0, 3.0], [4.0, 6.0]], dtype=np.float32)
+    with compiled.disabled():
+        expected = rows_differ(a, b)
+    assert expected.tolist() == [False, False, True, True]
+    np.testing.assert_array_equal(rows_differ(a, b), expected)
+    np.testing.assert_array_equal(rows_differ(a[:0], b[:0]), expected[:0])
+    packed = np.array([1, 2, 3], dtype=np.uint32)
+    np.testing.assert_array_equal(rows_differ(packed, packed[::-1]), [True, False, True])
+
+
+def test_the_compiled_memoization_order_is_the_stable_sort_of_shaded_lanes():
+    from tilesim.render.techniques.fragment_memoization import _lookup_order
+
+    rng = np.random.default_rng(9)
+    rank = rng.permutation(50)
+    tile = rng.integers(0, 50, 6000)
+    shaded = rng.random(6000) < 0.7
+    with compiled.disabled():
+        expected = _lookup_order(tile, shaded, rank)
+    np.testing.assert_array_equal(_lookup_order(tile, shaded, rank), expected)
+    lanes = np.flatnonzero(shaded)
+    np.testing.assert_array_equal(expected, lanes[np.argsort(rank[tile[lanes]], kind="stable")])
+
+
+def test_the_compiled_rows_differ_reads_only_the_rows_selected():
+    from tilesim.render.techniques.fragment_memoization import rows_differ
+
+    rng = np.random.default_rng(2)
+    a = rng.integers(0, 3, (500, 4)).astype(np.uint8)
+    b = rng.integers(0, 3, (500, 4)).astype(np.uint8)
+    where = rng.random(500) < 0.3
+    with compiled.disabled():
+        expected = rows_differ(a, b, where=where)
+    np.testing.assert_array_equal(expected, where & (a != b).any(axis=1))
+    np.testing.assert_array_equal(rows_differ(a, b, where=where), expected)

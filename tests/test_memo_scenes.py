@@ -274,9 +274,9 @@ def test_sprite_frames_paired_with_an_empty_frame_keep_64_bit_keys(monkeypatch):
     seen = []
     lookup = fragment_memoization.MemoLUT.lookup_insert
 
-    def spy(self, keys, colors):
+    def spy(self, keys, colors, **options):
         seen.append(keys.dtype)
-        return lookup(self, keys, colors)
+        return lookup(self, keys, colors, **options)
 
     monkeypatch.setattr(fragment_memoization.MemoLUT, "lookup_insert", spy)
     results = _render(sprites_scene(frames=2), "memo")
@@ -381,3 +381,36 @@ def test_frames_that_only_clear():
     assert [r.counters.scalars["memo_collisions"] for r in results] == [0, 0, 0]
     for memo, base in zip(results, baseline, strict=True):
         np.testing.assert_array_equal(memo.image, base.image)
+
+
+@pytest.mark.parametrize("make_scene", [sprites_scene, triangles_scene])
+def test_a_few_wrong_colors_redraw_only_their_pixels_as_a_full_redraw_would(monkeypatch,
+                                                                         make_scene):
+    """Some lanes forced onto one key (a few collisions, blended sprites among them): the
+    frames shown, which draw again only the pixels a wrong color was written to, are those
+    of drawing every pixel again (the wrong hits not known)."""
+    require_mesa()
+    import dataclasses
+
+    from tilesim.render.techniques import fragment_memoization
+
+    keys = fragment_memoization.fragment_keys
+
+    def some_collide(inputs, context_crc=0, quad_inputs=False, bits=32):
+        out = keys(inputs, context_crc, quad_inputs, bits).copy()
+        out[::61] = 7
+        return out
+
+    monkeypatch.setattr(fragment_memoization, "fragment_keys", some_collide)
+    frames = make_scene(frames=4)
+    partial = _render(frames, "memo")
+    show = fragment_memoization.ScreenMemo.show
+    monkeypatch.setattr(fragment_memoization.ScreenMemo, "show",
+                        lambda self, outcome: show(self, dataclasses.replace(outcome, wrong=None)))
+    full = _render(frames, "memo")
+    assert sum(r.counters.scalars["memo_collisions"] for r in partial) > 0
+    baseline = _render(frames)
+    assert any(not np.array_equal(r.image, b.image) for r, b in zip(partial, baseline,
+                                                                     strict=True))
+    for a, b in zip(full, partial, strict=True):
+        np.testing.assert_array_equal(b.image, a.image)

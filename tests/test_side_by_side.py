@@ -241,3 +241,34 @@ def test_a_batch_side_by_side_takes_jobs_of_one_host():
     with pytest.raises(ValueError, match="one host"):
         run_side_by_side([Job("t.tsim", (0, 1), "a", technique="re"),
                           Job("t.tsim", (0, 1), "b", technique="re+evr")])
+
+
+def test_memoizing_members_hash_and_order_each_batch_once(tmp_path, monkeypatch):
+    """memo/32's keys are the low half of memo's: side by side, a batch is hashed once for
+    both (as often as for memo alone), a pair's lookup order is made once, and each member
+    still gives its own render's frames."""
+    from tilesim.render.techniques import fragment_memoization
+
+    calls, orders = [], []
+    keys, lookup_order = fragment_memoization.fragment_keys, fragment_memoization._lookup_order
+
+    def counted(*args, **options):
+        calls.append(options.get("bits"))
+        return keys(*args, **options)
+
+    def counted_order(*args):
+        orders.append(1)
+        return lookup_order(*args)
+
+    monkeypatch.setattr(fragment_memoization, "fragment_keys", counted)
+    monkeypatch.setattr(fragment_memoization, "_lookup_order", counted_order)
+    trace = sphere_trace(tmp_path / "sphere.tsim", 4, size=(96, 64), clear_step=0.0)
+    names = ("memo/32", "te", "memo")
+    _side_by_side(trace, 4, ("memo",))
+    alone, alone_orders = len(calls), len(orders)
+    calls.clear()
+    orders.clear()
+    _side_by_side(trace, 4, names)
+    assert alone and calls == [64] * alone
+    assert alone_orders == len(orders) == 2
+    _check_members_equal_their_own_renders(trace, 4, names=names)

@@ -767,6 +767,158 @@ def stable_order(keys, bins: int) -> np.ndarray:
     _stable_order(keys, bins, order)
     return order
 
+@_jit
+def _crc_byte_step(c, table):  # pragma: no cover - compiled
+    # Slicing-by-4 on 1 KB byte tables: they stay in L1, where a sequential per-key loop
+    # over the 256 KB 16-bit tables waits on the cache.
+    return (table[3, c & np.uint32(0xFF)] ^ table[2, (c >> np.uint32(8)) & np.uint32(0xFF)]
+            ^ table[1, (c >> np.uint32(16)) & np.uint32(0xFF)] ^ table[0, c >> np.uint32(24)])
+
+
+@_jit
+def _store_keys(out, first, group, quad, low, high, tables, halves):  # pragma: no cover
+    """The keys of the ``group`` lanes from ``first`` whose message CRCs are low / high: with
+    ``quad``, each continued over the lane's position in the quad."""
+    ones = np.uint32(0xFFFFFFFF)
+    for position in range(group):
+        lane_low, lane_high = low, high
+        if quad:
+            lane_low = _crc_byte_step(low ^ np.uint32(position), tables[0])
+            if halves == 2:
+                lane_high = _crc_byte_step(high ^ np.uint32(position), tables[1])
+        key = np.uint64(lane_low ^ ones)
+        if halves == 2:
+            key |= np.uint64(lane_high ^ ones) << np.uint64(32)
+        out[first + position] = key
+
+
+@_jit
+def _fragment_keys(words, quad, register, tables, halves, out):  # pragma: no cover
+    rows, n = words.shape
+    group = 4 if quad else 1
+    low_table, high_table = tables[0], tables[halves - 1]
+    # Two messages at a time: each CRC is a chain of dependent table reads, and two
+    # independent chains overlap (a last odd message pairs with itself).
+    first = 0
+    while first < n:
+        second = first + group if first + group < n else first
+        a_low, a_high = register[0], register[1]
+        b_low, b_high = register[0], register[1]
+        for offset in range(group):
+            for r in range(rows):
+                a_word = words[r, first + offset]
+                b_word = words[r, second + offset]
+                a_low = _crc_byte_step(a_low ^ a_word, low_table)
+                b_low = _crc_byte_step(b_low ^ b_word, low_table)
+                if halves == 2:
+                    a_high = _crc_byte_step(a_high ^ a_word, high_table)
+                    b_high = _crc_byte_step(b_high ^ b_word, high_table)
+        _store_keys(out, first, group, quad, a_low, a_high, tables, halves)
+        if second != first:
+            _store_keys(out, second, group, quad, b_low, b_high, tables, halves)
+        first = second + group
+
+
+def fragment_keys(words, quad: bool, context: int, tables) -> np.ndarray:
+    """``fragment_memoization.fragment_keys``'s hash in one pass over the lanes: ``words``
+    (W, n) uint32, the lanes' input words (lane-major messages; with ``quad`` the 4 lanes of
+    each quad hashed as one message, then the lane's position); ``tables`` (halves, 4, 256)
+    uint32 byte tables, the CRC-32's (the key's low half) and, for 64-bit keys, the
+    CRC-32C's (the high half), each continuing from ``context``. Returns (n,) uint64."""
+    halves = tables.shape[0]
+    register = np.full(2, (context & 0xFFFFFFFF) ^ 0xFFFFFFFF, dtype=np.uint32)
+    out = np.empty(words.shape[1], dtype=np.uint64)
+    _fragment_keys(words, quad, register, tables, halves, out)
+    return out
+
+
+# -- Fragment memoization's LUT ---------------------------------------------------------------
+
+@_jit
+def _memo_order(tile, shaded, rank, bins, order):  # pragma: no cover - compiled
+    start = np.zeros(bins + 1, dtype=np.int64)
+    for i in range(tile.shape[0]):
+        if shaded[i]:
+            start[rank[tile[i]] + 1] += 1
+    for b in range(bins):
+        start[b + 1] += start[b]
+    for i in range(tile.shape[0]):
+        if shaded[i]:
+            k = rank[tile[i]]
+            order[start[k]] = i
+            start[k] += 1
+
+
+def memo_order(tile, shaded, rank) -> np.ndarray:
+    """The shaded lanes (``shaded`` (n,) bool) stably sorted by their tile's ``rank``
+    (``argsort(rank[tile[lanes]], kind="stable")`` of ``lanes = flatnonzero(shaded)``, as
+    lane indices), by counting."""
+    order = np.empty(int(np.count_nonzero(shaded)), dtype=np.int64)
+    _memo_order(tile, shaded, rank, rank.shape[0], order)
+    return order
+
+
+@_jit
+def _memo_lookup(order, keys, index_bits, state, stored, hit, rows):  # pragma: no cover
+    ways = state.shape[1]
+    width = rows.shape[1]
+    set_mask = np.uint64(state.shape[0] - 1)
+    for i in order:
+        key = keys[i]
+        g = np.int64(key & set_mask)
+        t = np.int64(key >> np.uint64(index_bits))
+        j = 0
+        while j < ways and state[g, j] != t:
+            j += 1
+        found = j < ways
+        hit[i] = found
+        # Element loops, not slices: slice assignment in this loop costs twice the time.
+        if found:
+            for k in range(width):          # a hit returns (and keeps) the stored color
+                rows[i, k] = stored[g, j, k]
+        else:
+            j = 0                           # a miss evicts the least recently used way
+        for w in range(j, ways - 1):
+            state[g, w] = state[g, w + 1]
+            for k in range(width):
+                stored[g, w, k] = stored[g, w + 1, k]
+        state[g, ways - 1] = t
+        for k in range(width):
+            stored[g, ways - 1, k] = rows[i, k]
+
+
+def memo_lookup(order, keys, index_bits: int, state, stored, rows) -> np.ndarray:
+    """``MemoLUT.lookup_insert``'s LUT, one fragment after the other in ``order``: key
+    ``keys[i]`` (uint64; set = its low ``index_bits`` bits, tag = the rest) against
+    ``state`` (sets, ways) int64 tags, oldest first, and ``stored`` (sets, ways, w) their
+    colors' bits as w unsigned words, both updated in place. ``rows`` (n, w) of the same
+    dtype: the fragments' colors, replaced in place by the stored color on a hit. Returns
+    hit (n,) bool (False for lanes not in ``order``)."""
+    hit = np.zeros(keys.shape[0], dtype=bool)
+    _memo_lookup(order, keys, index_bits, state, stored, hit, rows)
+    return hit
+
+
+@_jit
+def _rows_differ(a, b, where, out):  # pragma: no cover - compiled
+    for i in range(a.shape[0]):
+        differ = False
+        if where[i]:
+            for k in range(a.shape[1]):
+                if a[i, k] != b[i, k]:
+                    differ = True
+                    break
+        out[i] = differ
+
+
+def rows_differ(a, b, where=None) -> np.ndarray:
+    """(n,) bool: whether rows of the (n, w) unsigned arrays ``a`` and ``b`` differ, among
+    the rows ``where`` ((n,) bool; None: all) selects (False elsewhere, not read)."""
+    out = np.empty(a.shape[0], dtype=bool)
+    _rows_differ(a, b, np.ones(a.shape[0], dtype=bool) if where is None else where, out)
+    return out
+
+
 # -- Early Visibility Resolution's oracle ----------------------------------------------------------
 
 @_jit

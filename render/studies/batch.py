@@ -55,7 +55,12 @@ from tilesim.render.pipeline.counters import (
 )
 from tilesim.render.pipeline.renderer import configured_mediump
 from tilesim.render.studies.cluster import dask_client, map_in_order
-from tilesim.render.studies.runner import fresh_starts, render_side_by_side, render_trace
+from tilesim.render.studies.runner import (
+    fresh_starts,
+    render_side_by_side,
+    render_trace,
+    side_by_side_host,
+)
 from tilesim.render.techniques.bus import Techniques
 from tilesim.render.techniques.dynamic_sampling_rate import DEFAULT_PARAMETERS
 from tilesim.render.traces.trace_file import open_trace
@@ -538,6 +543,8 @@ def run_side_by_side(jobs: list[Job], *, observer=None, before_writes=None) -> l
                for j in jobs}
     if len(options) != 1:
         raise ValueError("run_side_by_side: jobs of one trace and pipeline options")
+    techniques = {str(k): job_techniques(j) for k, j in enumerate(jobs)}
+    side_by_side_host(techniques)      # refused before any folder is touched
     encode = _SharedEncoding()
     writers = [_writer(j, before_write=b, encode=encode)
                for j, b in zip(jobs, before_writes, strict=True)]
@@ -546,8 +553,7 @@ def run_side_by_side(jobs: list[Job], *, observer=None, before_writes=None) -> l
         job = jobs[0]
         with use_backend(job.backend):
             for key, result, hooks in render_side_by_side(
-                    job.trace, {str(k): job_techniques(j) for k, j in enumerate(jobs)},
-                    missing, observer=observer, tile_size=job.tile_size,
+                    job.trace, techniques, missing, observer=observer, tile_size=job.tile_size,
                     traversal=job.traversal, fill_rule=job.fill_rule, source=job.trace,
                     mediump=job.mediump):
                 writers[int(key)].write(result, hooks)

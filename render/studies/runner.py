@@ -96,6 +96,19 @@ def _render_open(trace: Trace, frames, size, options) -> Iterator[FrameResult]:
                              depth_bits=trace.depth_bits, **options)
 
 
+def side_by_side_host(techniques: dict[str, PipelineHooks]) -> list[str]:
+    """The names of the sets among ``techniques`` that are their render's host (none, or
+    one); ValueError unless all their frames come from one host's render
+    (``side_by_side.render_host``)."""
+    from tilesim.render.techniques import side_by_side
+
+    hosts = {side_by_side.render_host(t) for t in techniques.values()}
+    host_names = [n for n, t in techniques.items() if side_by_side.render_host(t) == t.name]
+    if len(hosts) != 1 or None in hosts or len(host_names) > 1:
+        raise ValueError("side by side: sets whose frames come from one host's render "
+                         "(side_by_side.render_host), at most one of them the host itself")
+    return host_names
+
 def render_side_by_side(trace: str | os.PathLike, techniques: dict[str, PipelineHooks],
                         frames: Iterable[int], *, observer: RenderObserver | None = None,
                         **options) -> Iterator[tuple[str, FrameResult, PipelineHooks]]:
@@ -111,11 +124,7 @@ def render_side_by_side(trace: str | os.PathLike, techniques: dict[str, Pipeline
 
     from tilesim.render.techniques import side_by_side
 
-    hosts = {side_by_side.render_host(t) for t in techniques.values()}
-    host_names = [n for n, t in techniques.items() if side_by_side.render_host(t) == t.name]
-    if len(hosts) != 1 or None in hosts or len(host_names) > 1:
-        raise ValueError("render_side_by_side: sets whose frames come from one host's render "
-                         "(side_by_side.render_host), at most one of them the host itself")
+    host_names = side_by_side_host(techniques)
     wanted = frames if isinstance(frames, range) else sorted(set(frames))
     if len(wanted) == 0:
         return

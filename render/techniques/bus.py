@@ -53,6 +53,7 @@ class Techniques(PipelineHooks):
         self.screen = None             # the default framebuffer's render target
         self.rates = None              # DSR: the sampling rate of every screen tile
         self._held: list = []          # frames memoization has not completed yet
+        self.memo_shared = None        # SharedWork with other memoizers of the render
         self._memo_done: set[int] = set()
 
     @classmethod
@@ -142,7 +143,7 @@ class Techniques(PipelineHooks):
             from tilesim.render.techniques.fragment_memoization import ScreenMemo
 
             self.memo = ScreenMemo(target, traversal=target.traversal(traversal),
-                                   key_bits=self.memo_key_bits)
+                                   key_bits=self.memo_key_bits, shared=self.memo_shared)
         return self.rates
 
     def _on_screen(self, target) -> bool:
@@ -194,19 +195,15 @@ class Techniques(PipelineHooks):
         if self.evr is not None and self._on_screen(draw.target):
             self.evr.late_shaded += xp.bincount(tile, minlength=self.evr.tiles)
 
-    def shaded(self, draw, inputs, system_values, color, tile, alive) -> None:
+    def shaded(self, draw, inputs, system_values, color, tile, alive,
+               keys: MemoKeys | None = None) -> None:
+        """``keys``: the batch's memoization keys when several technique sets share them
+        (side by side); None: made here."""
         if self.memo is None or not self._on_screen(draw.target):
             return
-        import zlib
-
-        from tilesim.render.techniques.fragment_memoization import fragment_keys
-        from tilesim.render.techniques.rendering_elimination import draw_state_bytes
-
-        context = zlib.crc32(draw_state_bytes(draw))
-        quad = draw.program.fragment_uses_derivatives
-        keys = fragment_keys(_memo_inputs(inputs, system_values), context, quad,
-                             bits=self.memo_key_bits)
-        self.memo.shaded(keys, color, tile, alive)
+        if keys is None:
+            keys = MemoKeys(draw, inputs, system_values, self.memo_key_bits)
+        self.memo.shaded(keys.of(self.memo_key_bits), color, tile, alive)
 
     def written(self, draw, pixel, tile, color, entry, lanes) -> None:
         """Color writes of the last shaded batch: ``lanes`` their positions in it."""
@@ -306,9 +303,42 @@ class Techniques(PipelineHooks):
         return ready
 
 
+class MemoKeys:
+    """The memoization keys of one shaded batch, computed on first use and once for every
+    technique set that asks (side by side, ``memo`` and ``memo/32`` hash the same inputs):
+    ``bits`` the widest asked for; a 32-bit key is the low half of the 64-bit one
+    (``fragment_keys``)."""
+
+    def __init__(self, draw, inputs, system_values: dict, bits: int):
+        self._batch = (draw, inputs, system_values)
+        self.bits = bits
+        self._keys = None
+
+    def of(self, bits: int):
+        """(n,) uint64 keys of ``bits`` (at most :attr:`bits`)."""
+        if bits > self.bits:
+            raise ValueError(f"MemoKeys: {bits}-bit keys asked of {self.bits}-bit ones")
+        if self._keys is None:
+            import zlib
+
+            from tilesim.render.techniques import fragment_memoization
+            from tilesim.render.techniques.rendering_elimination import draw_state_bytes
+
+            draw, inputs, system_values = self._batch
+            self._keys = fragment_memoization.fragment_keys(
+                _memo_inputs(inputs, system_values), zlib.crc32(draw_state_bytes(draw)),
+                draw.program.fragment_uses_derivatives, bits=self.bits)
+        if bits == self.bits:
+            return self._keys
+        return self._keys & self._keys.dtype.type((1 << bits) - 1)
+
+
 def _memo_inputs(inputs: np.ndarray, system_values: dict) -> np.ndarray:
     """Everything a fragment program reads per lane: its IN registers and system values."""
     xp = array_module(inputs)
+    inputs = xp.asarray(inputs, dtype=xp.float32)
+    if not system_values:
+        return inputs           # the usual case: nothing to append, so no copy
     extra = [xp.asarray(v, dtype=xp.float32).reshape(1, 4, -1) for _, v in
              sorted(system_values.items())]
-    return xp.concatenate([xp.asarray(inputs, dtype=xp.float32), *extra], axis=0)
+    return xp.concatenate([inputs, *extra], axis=0)

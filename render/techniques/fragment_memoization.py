@@ -59,9 +59,9 @@ from tilesim.backend import xp as active_xp
 from tilesim.render.pipeline import compiled
 from tilesim.render.pipeline.set_associative import SetAssociativeLRU
 
-__all__ = ["COUNTERS", "KEY_DTYPE", "FragmentMemoizer", "MemoFrame", "MemoLUT", "check_keys",
-           "context_signature", "crc32_words", "fragment_keys", "pack_rgba8", "rows_differ",
-           "unpack_rgba8"]
+__all__ = ["COUNTERS", "KEY_DTYPE", "Chunks", "FragmentMemoizer", "MemoFrame", "MemoLUT",
+           "SharedWork", "check_keys", "context_signature", "crc32_words", "fragment_keys",
+           "pack_rgba8", "rows_differ", "unpack_rgba8"]
 
 COUNTERS = ("memo_lookups", "memo_hits", "memo_table_writes")   # per tile; collisions per frame
 
@@ -95,9 +95,9 @@ CRC32_POLY = 0xEDB88320     # zlib's CRC-32 (reflected)
 CRC32C_POLY = 0x82F63B78    # Castagnoli's CRC-32C (reflected): the second half of 64-bit keys
 
 
-def _crc_tables(poly: int = CRC32_POLY) -> tuple[np.ndarray, np.ndarray]:
-    """Slicing-by-4 tables folded into two 16-bit-indexed ones (256 KB each): one word costs
-    two gathers, ``c = lo[c & 0xFFFF] ^ hi[c >> 16]`` after ``c ^= word``."""
+def _crc_byte_tables(poly: int = CRC32_POLY) -> np.ndarray:
+    """Slicing-by-4 tables (4, 256) uint32: after ``c ^= word``, ``c = t[3][byte 0 of c] ^
+    t[2][byte 1] ^ t[1][byte 2] ^ t[0][byte 3]`` (the compiled keys' tables)."""
     t0 = np.arange(256, dtype=_U32)
     for _ in range(8):
         t0 = (t0 >> _U32(1)) ^ (_U32(poly) * (t0 & _U32(1)))
@@ -105,6 +105,13 @@ def _crc_tables(poly: int = CRC32_POLY) -> tuple[np.ndarray, np.ndarray]:
     for _ in range(3):
         prev = t[-1]
         t.append((prev >> _U32(8)) ^ t0[prev & _U32(0xFF)])
+    return np.stack(t)
+
+
+def _crc_tables(poly: int = CRC32_POLY) -> tuple[np.ndarray, np.ndarray]:
+    """Slicing-by-4 tables folded into two 16-bit-indexed ones (256 KB each): one word costs
+    two gathers, ``c = lo[c & 0xFFFF] ^ hi[c >> 16]`` after ``c ^= word``."""
+    t = _crc_byte_tables(poly)
     low_byte, high_byte = np.arange(1 << 16) & 0xFF, np.arange(1 << 16) >> 8
     lo = t[3][low_byte] ^ t[2][high_byte]      # bytes 0 and 1 of the register
     hi = t[1][low_byte] ^ t[0][high_byte]      # bytes 2 and 3
@@ -113,6 +120,8 @@ def _crc_tables(poly: int = CRC32_POLY) -> tuple[np.ndarray, np.ndarray]:
 
 _TABLES = {("numpy", CRC32_POLY): _crc_tables(CRC32_POLY),
            ("numpy", CRC32C_POLY): _crc_tables(CRC32C_POLY)}
+# The compiled keys' byte tables: the CRC-32's (a key's low half), then the CRC-32C's.
+_BYTE_TABLES = np.stack([_crc_byte_tables(CRC32_POLY), _crc_byte_tables(CRC32C_POLY)])
 
 
 def _tables(xp, poly: int = CRC32_POLY):
@@ -176,6 +185,11 @@ def fragment_keys(inputs, context_crc: int = 0, quad_inputs: bool = False, bits:
     """
     if bits not in (32, 64):
         raise ValueError(f"fragment_keys: bits must be 32 or 64, got {bits}")
+    if compiled.usable(inputs):
+        # Both halves in one pass over the lanes' words (the same CRCs, bit for bit).
+        words, quad_inputs = _key_words(inputs, quad_inputs)
+        return compiled.fragment_keys(words, quad_inputs, context_crc,
+                                      _BYTE_TABLES[:bits // 32])
     low = _keys(inputs, context_crc, quad_inputs, CRC32_POLY).astype(KEY_DTYPE)
     if bits == 32:
         return low
@@ -183,22 +197,31 @@ def fragment_keys(inputs, context_crc: int = 0, quad_inputs: bool = False, bits:
     return (high << KEY_DTYPE(32)) | low
 
 
-def _keys(inputs, context_crc: int, quad_inputs: bool, poly: int):
+def _key_words(inputs, quad_inputs: bool):
+    """The lanes' messages as (W, n) uint32 words (the inputs' float32 bit patterns: -0.0 !=
+    0.0, NaNs kept), checked; and quad_inputs, which needs whole quads."""
     xp = array_module(inputs)
     values = xp.ascontiguousarray(xp.asarray(inputs, dtype=np.float32))
     if values.ndim != 3 or values.shape[1] != 4:
         raise ValueError(f"fragment_keys: inputs must be (n_inputs, 4, n), got {values.shape}")
     n = values.shape[2]
-    words = values.view(_U32).reshape(-1, n)         # bit patterns: -0.0 != 0.0, NaNs kept
+    if quad_inputs and n % 4:
+        raise ValueError(f"fragment_keys: quad_inputs needs whole quads, got {n} lanes")
+    return values.view(_U32).reshape(values.shape[0] * 4, n), quad_inputs
+
+
+def _keys(inputs, context_crc: int, quad_inputs: bool, poly: int):
+    xp = array_module(inputs)
+    words, quad_inputs = _key_words(inputs, quad_inputs)
+    n = words.shape[1]
     context = _U32(context_crc & 0xFFFFFFFF)
     if not quad_inputs:
         return crc32_words(words, context, poly)
-    if n % 4:
-        raise ValueError(f"fragment_keys: quad_inputs needs whole quads, got {n} lanes")
     # The quad's message is shared by its 4 lanes: hash it once per quad, then append the
     # lane's position, so quad keys cost about as much as lane keys.
+    rows = words.shape[0]
     quad_words = xp.ascontiguousarray(
-        words.reshape(words.shape[0], n // 4, 4).transpose(2, 0, 1).reshape(-1, n // 4))
+        words.reshape(rows, n // 4, 4).transpose(2, 0, 1).reshape(4 * rows, n // 4))
     quad_crc = crc32_words(quad_words, context, poly)
     position = (xp.arange(n, dtype=_U32) & _U32(3))[None, :]
     return crc32_words(position, xp.repeat(quad_crc, 4), poly)
@@ -227,13 +250,19 @@ def unpack_rgba8(packed):
     return ((xp.asarray(packed, dtype=_U32)[:, None] >> shifts) & _U32(0xFF)).astype(np.uint8)
 
 
-def rows_differ(a, b):
+def rows_differ(a, b, where=None):
     """(n,) bool: whether row i of ``a`` and ``b`` ((n, ...) of one dtype) differ in any bit
-    (floats compared by bit pattern: -0.0 differs from 0.0, a NaN equals itself)."""
+    (floats compared by bit pattern: -0.0 differs from 0.0, a NaN equals itself); with
+    ``where`` ((n,) bool), only among the rows it selects (False elsewhere)."""
     xp = array_module(a, b)
     a, b = xp.asarray(a), xp.asarray(b)
     if a.dtype != b.dtype or a.shape != b.shape:
         raise ValueError(f"rows_differ: {a.dtype}{a.shape} vs {b.dtype}{b.shape}")
+    if compiled.usable(a, b, where):
+        # Rows where does not select are not read (the hits are a few of the fragments).
+        return compiled.rows_differ(_row_bits(a), _row_bits(b), where)
+    if where is not None:
+        return where & rows_differ(a, b)
     if a.dtype.kind == "f":
         bits = np.dtype(f"u{a.dtype.itemsize}")
         a, b = xp.ascontiguousarray(a).view(bits), xp.ascontiguousarray(b).view(bits)
@@ -242,6 +271,18 @@ def rows_differ(a, b):
         return differ
     # Rows of an explicit width: -1 cannot be inferred when there are no rows.
     return differ.reshape(differ.shape[0], int(np.prod(differ.shape[1:]))).any(axis=1)
+
+
+def _row_bits(rows):
+    """(n, w) view of each row's bits of ``rows`` ((n, ...) of any dtype; a copy only when
+    not C-contiguous) as w unsigned words, the widest that divide a row: float32 RGBA is 2
+    uint64, so the compiled loops compare and move colors in 2 steps, not 16."""
+    xp = array_module(rows)
+    rows = xp.ascontiguousarray(rows)
+    row = rows.reshape(rows.shape[0], int(np.prod(rows.shape[1:])))
+    size = row.shape[1] * row.dtype.itemsize
+    unit = next(u for u in (8, 4, 2, 1) if size % u == 0)
+    return row.view(np.dtype(f"u{unit}"))
 
 
 # ------------------------------------------------------------------------------------------
@@ -277,13 +318,14 @@ class MemoLUT:
         self.table.reset()
         self.colors = None
 
-    def lookup_insert(self, keys, colors):
+    def lookup_insert(self, keys, colors, order=None):
         """Look up fragments (n,) in the given order, inserting each miss.
 
         keys: (n,) uint64 (:data:`KEY_DTYPE`; TypeError otherwise); colors: each fragment's
-        true color, (n, ...) rows of any dtype. Returns (hit (n,) bool, colors (n, ...) in the
-        layout given: on a hit the stored color of the matching entry (on a collision not the
-        true one), else the true color).
+        true color, (n, ...) rows of any dtype; order: the fragments that look up, in the
+        order they do (indices; None: all, 0..n-1). Returns (hit (n,) bool, colors (n, ...)
+        in the layout given: on a hit the stored color of the matching entry (on a collision
+        not the true one), else the true color; a fragment not in ``order`` misses).
         """
         keys = check_keys(keys, "MemoLUT.lookup_insert")
         xp = array_module(keys, colors)
@@ -294,9 +336,6 @@ class MemoLUT:
         if self.index_bits == 0 and n and bool((keys >> KEY_DTYPE(63)).any()):
             raise ValueError("MemoLUT: a one-set LUT takes keys below 2^63 (the whole key "
                              "is its tag, a non-negative int64)")
-        # The tag is the key without its index bits: below 2^63, so exact as int64.
-        tags = (keys >> KEY_DTYPE(self.index_bits)).astype(np.int64)
-        sets = (keys & KEY_DTYPE(self.sets - 1)).astype(np.int64)
         entries = self.entries
         if (self.colors is None or array_module(self.colors) is not xp
                 or self.colors.shape[1:] != colors.shape[1:]
@@ -306,6 +345,18 @@ class MemoLUT:
             self.colors = xp.zeros((entries, *colors.shape[1:]), dtype=colors.dtype)
         if n == 0:
             return xp.zeros(0, dtype=bool), colors.copy()
+        if compiled.usable(keys, colors, order):
+            return self._lookup_compiled(keys, colors, order)
+        if order is not None:
+            # The accesses in their order, the answers back in the fragments' places.
+            hit_ordered, stored_ordered = self.lookup_insert(
+                xp.take(keys, order), xp.take(colors, order, axis=0))
+            hit, stored = xp.zeros(n, dtype=bool), colors.copy()
+            hit[order], stored[order] = hit_ordered, stored_ordered
+            return hit, stored
+        # The tag is the key without its index bits: below 2^63, so exact as int64.
+        tags = (keys >> KEY_DTYPE(self.index_bits)).astype(np.int64)
+        sets = (keys & KEY_DTYPE(self.sets - 1)).astype(np.int64)
         # Payload: entries' colors are 0..entries-1, this batch's are entries + position.
         ids = xp.arange(entries, entries + n, dtype=np.int64)
         hit, used = self.table.access_with_payload(sets, tags, ids)
@@ -315,6 +366,24 @@ class MemoLUT:
         resident = self.table.payload.reshape(-1)
         self.colors = xp.take(pool, resident, axis=0)
         self.table.payload = xp.arange(entries, dtype=np.int64).reshape(self.sets, self.ways)
+        return hit, stored
+
+    def _lookup_compiled(self, keys, colors, order):
+        """:meth:`lookup_insert` in one compiled pass: the entries' colors move with their
+        tags in :attr:`colors` (entry (set, way) at row set * ways + way, as the vectorized
+        path renumbers them), so nothing is gathered or scattered."""
+        n = keys.shape[0]
+        order = np.arange(n, dtype=np.int64) if order is None else np.asarray(order, np.int64)
+        self.table.ensure_state(np)
+        self.table.state = np.ascontiguousarray(self.table.state)
+        self.colors = np.ascontiguousarray(self.colors)
+        stored = np.array(colors, copy=True, order="C")
+        entry_bits = _row_bits(self.colors)
+        entry_bits = entry_bits.reshape(self.sets, self.ways, entry_bits.shape[1])
+        hit = compiled.memo_lookup(order, keys, self.index_bits, self.table.state,
+                                   entry_bits, _row_bits(stored))
+        self.table.payload = np.arange(self.entries, dtype=np.int64).reshape(self.sets,
+                                                                              self.ways)
         return hit, stored
 
 
@@ -327,7 +396,8 @@ class MemoFrame:
     """What memoization did in one frame. Per tile (tiles,) int64: memo_lookups, memo_hits
     (shader executions saved), memo_table_writes; memo_collisions: hits whose stored color
     differs from the true color. Per fragment (n,): hit, and colors, the memoized colors (the
-    stored color on a hit, the true one elsewhere), in the layout of the colors given."""
+    stored color on a hit, the true one elsewhere), in the layout of the colors given; wrong,
+    the hits whose stored color differs (None: not known)."""
 
     frame_index: int
     memo_lookups: np.ndarray
@@ -336,6 +406,7 @@ class MemoFrame:
     memo_collisions: int
     hit: np.ndarray
     colors: np.ndarray
+    wrong: np.ndarray | None = None
 
     def counters(self) -> dict:
         """The counters under their pipeline names."""
@@ -344,13 +415,50 @@ class MemoFrame:
                 "memo_collisions": self.memo_collisions}
 
 
+class SharedWork:
+    """Results memoizers of one render may share, by the identity of their inputs: side by
+    side, ``memo`` and ``memo/32`` log the same fragments (only their keys differ), so the
+    joins of a pair's logs, its lookup order and the traversal's rank table are made once.
+    Each kind of result keeps its last inputs (referenced, so their identities stay theirs)
+    and value."""
+
+    def __init__(self):
+        self._last: dict[str, tuple] = {}
+
+    def get(self, kind: str, inputs: tuple, make):
+        """``make()``, or its value for the same ``inputs`` (the same objects) last time."""
+        last = self._last.get(kind)
+        if last is not None and len(last[0]) == len(inputs) and all(
+                a is b for a, b in zip(last[0], inputs, strict=True)):
+            return last[1]
+        value = make()
+        self._last[kind] = (inputs, value)
+        return value
+
+    def same(self, kind: str, array: np.ndarray) -> np.ndarray:
+        """``array``, or the equal host array of this kind given before (results keyed on
+        it are then shared)."""
+        last = self._last.get(kind)
+        if last is not None and np.array_equal(last[1], array):
+            return last[1]
+        self._last[kind] = ((), array)
+        return array
+
+
+def _share(shared: SharedWork | None, kind: str, inputs: tuple, make):
+    return make() if shared is None else shared.get(kind, inputs, make)
+
+
 @dataclass
 class _FrameLog:
+    """One frame's fragments, as lists of chunks (joined with the rest of its group)."""
+
     frame_index: int
-    tile: object
-    keys: object
-    colors: object
-    shaded: object
+    lanes: int
+    tile: list
+    keys: list
+    colors: list
+    shaded: list
 
 
 @dataclass
@@ -369,6 +477,7 @@ class FragmentMemoizer:
     sets: int = 2048
     ways: int = 4
     frames_in_parallel: int = 2
+    shared: SharedWork | None = None
     lut: MemoLUT = field(init=False)
     _pending: list = field(init=False, default_factory=list)
 
@@ -381,8 +490,10 @@ class FragmentMemoizer:
         order = np.arange(self.tiles) if self.traversal is None else to_host(self.traversal)
         if sorted(order.tolist()) != list(range(self.tiles)):
             raise ValueError("FragmentMemoizer: traversal must be a permutation of the tiles")
-        self._tile_rank = np.empty(self.tiles, dtype=np.int64)
-        self._tile_rank[order] = np.arange(self.tiles)
+        rank = np.empty(self.tiles, dtype=np.int64)
+        rank[order] = np.arange(self.tiles)
+        # Memoizers of one traversal use one rank table, so they can share lookup orders.
+        self._tile_rank = rank if self.shared is None else self.shared.same("rank", rank)
         self._ranks = {np.__name__: self._tile_rank}
 
     def reset(self) -> None:
@@ -395,22 +506,25 @@ class FragmentMemoizer:
         fragment, keys (n,) uint64 (:func:`fragment_keys`; TypeError for another dtype),
         colors (n, ...) the true colors (shader outputs (n, 4) float32, RGBA8 (n, 4) uint8 or
         (n,) packed: rows of any dtype), shaded_mask (n,) bool: fragments that would run the
-        fragment program (only those look the LUT up; None: all). Returns the results of the
-        frames of every group this completes (frames 2k and 2k+1 together with 2 in
-        parallel)."""
+        fragment program (only those look the LUT up; None: all). Each may also be
+        :class:`Chunks`, the frame's arrays in order (joined once, with the rest of the
+        group). Returns the results of the frames of every group this completes (frames 2k
+        and 2k+1 together with 2 in parallel)."""
         group = frame_index // self.frames_in_parallel
         done = []
         if self._pending and self._pending[0].frame_index // self.frames_in_parallel != group:
             done = self.finish()       # the previous group is incomplete: run it as it is
         if any(log.frame_index == frame_index for log in self._pending):
             raise ValueError(f"FragmentMemoizer: frame {frame_index} added twice")
-        keys = check_keys(keys, f"FragmentMemoizer.add_frame (frame {frame_index})")
-        xp = array_module(tile, keys, colors, shaded_mask)
-        n = keys.shape[0]
-        shaded = (xp.ones(n, dtype=bool) if shaded_mask is None
-                  else xp.asarray(shaded_mask, dtype=bool))
-        self._pending.append(_FrameLog(frame_index, xp.asarray(tile).astype(np.int64),
-                                       xp.asarray(keys), xp.asarray(colors), shaded))
+        keys = [check_keys(k, f"FragmentMemoizer.add_frame (frame {frame_index})")
+                for k in _chunks(keys)]
+        xp = array_module(*keys, *_chunks(tile), *_chunks(colors))
+        n = sum(k.shape[0] for k in keys)
+        shaded = ([xp.ones(n, dtype=bool)] if shaded_mask is None
+                  else [xp.asarray(s, dtype=bool) for s in _chunks(shaded_mask)])
+        tile = [xp.asarray(t).astype(np.int64, copy=False) for t in _chunks(tile)]
+        colors = [xp.asarray(c) for c in _chunks(colors)]
+        self._pending.append(_FrameLog(frame_index, n, tile, keys, colors, shaded))
         if len(self._pending) == self.frames_in_parallel:
             done += self.finish()
         return done
@@ -421,40 +535,79 @@ class FragmentMemoizer:
         self._pending = []
         if not logs:
             return []
-        xp = array_module(*(a for log in logs for a in (log.tile, log.keys, log.colors)))
+        xp = array_module(*(a for log in logs for a in (*log.tile, *log.keys, *log.colors)))
         if xp.__name__ not in self._ranks:
-            self._ranks[xp.__name__] = xp.asarray(self._tile_rank)
+            self._ranks[xp.__name__] = _share(self.shared, f"rank {xp.__name__}",
+                                              (self._tile_rank,),
+                                              lambda: xp.asarray(self._tile_rank))
         rank = self._ranks[xp.__name__]
-        lanes = [xp.flatnonzero(log.shaded) for log in logs]
-        # Frames concatenated in frame order, fragments in submission order; a stable sort by
-        # the tile's traversal rank then gives, tile by tile, frame 2k's then frame 2k+1's.
-        tile = xp.concatenate([log.tile[idx] for log, idx in zip(logs, lanes, strict=True)])
-        keys = xp.concatenate([log.keys[idx] for log, idx in zip(logs, lanes, strict=True)])
-        true = xp.concatenate([log.colors[idx] for log, idx in zip(logs, lanes, strict=True)])
-        tile_rank = xp.take(rank, tile)
-        order = (compiled.stable_order(tile_rank, self.tiles) if compiled.usable(tile_rank)
-                 else xp.argsort(tile_rank, kind="stable"))
-        hit_sorted, color_sorted = self.lut.lookup_insert(xp.take(keys, order),
-                                                          xp.take(true, order, axis=0))
-        hit, stored = xp.empty_like(hit_sorted), xp.empty_like(color_sorted)
-        hit[order], stored[order] = hit_sorted, color_sorted
-        wrong = hit & rows_differ(stored, true)
+        # Frames concatenated in frame order, fragments in submission order; the shaded ones
+        # stably sorted by their tile's traversal rank give, tile by tile, frame 2k's then
+        # frame 2k+1's: the order they look the LUT up in.
+        tile, keys, shaded, true = (
+            self._joined(name, [part for log in logs for part in getattr(log, name)])
+            for name in ("tile", "keys", "shaded", "colors"))
+        order = _share(self.shared, "order", (tile, shaded, rank),
+                       lambda: _lookup_order(tile, shaded, rank))
+        hit, stored = self.lut.lookup_insert(keys, true, order=order)
+        wrong = rows_differ(stored, true, where=hit)
         results, begin = [], 0
-        for log, idx in zip(logs, lanes, strict=True):
-            end = begin + idx.shape[0]
-            f_tile, f_hit = tile[begin:end], hit[begin:end]
-            lookups = xp.bincount(f_tile, minlength=self.tiles)
-            hits = xp.bincount(f_tile[f_hit], minlength=self.tiles)
-            frame_hit = xp.zeros(log.shaded.shape[0], dtype=bool)
-            frame_hit[idx] = f_hit
-            colors = log.colors.copy()
-            colors[idx] = stored[begin:end]
+        for log in logs:
+            end = begin + log.lanes
+            f_tile = tile[begin:end]
+            lookups = _per_tile(f_tile, shaded[begin:end], self.tiles)
+            hits = _per_tile(f_tile, hit[begin:end], self.tiles)
             results.append(MemoFrame(
                 frame_index=log.frame_index, memo_lookups=lookups, memo_hits=hits,
                 memo_table_writes=lookups - hits,
-                memo_collisions=int(wrong[begin:end].sum()), hit=frame_hit, colors=colors))
+                memo_collisions=int(wrong[begin:end].sum()), hit=hit[begin:end],
+                colors=stored[begin:end], wrong=wrong[begin:end]))
             begin = end
         return results
+
+    def _joined(self, name: str, parts: list):
+        """The group's chunks of one field, joined (once for memoizers sharing work)."""
+        if len(parts) == 1:
+            return parts[0]
+        return _share(self.shared, f"group {name}", tuple(parts), lambda: _joined(parts))
+
+
+class Chunks(list):
+    """A field of a frame's log as its chunks (arrays), in order: what
+    :meth:`FragmentMemoizer.add_frame` joins once with the rest of the group."""
+
+
+def _chunks(arrays) -> list:
+    """:class:`Chunks` as a list, or one array-like as a list of one chunk."""
+    return list(arrays) if isinstance(arrays, Chunks) else [arrays]
+
+
+def _joined(parts):
+    """``concatenate(parts)``, C-ordered: the LUT reads a fragment's color as one row, and
+    the shader's colors come column-major (a concatenation of those would be too)."""
+    xp = array_module(*parts)
+    out = xp.empty((sum(p.shape[0] for p in parts), *parts[0].shape[1:]),
+                   dtype=xp.result_type(*parts))
+    return xp.concatenate(parts, out=out)
+
+
+def _lookup_order(tile, shaded, rank):
+    """The lanes with ``shaded`` set, stably sorted by their tile's traversal ``rank``."""
+    if compiled.usable(tile, shaded, rank):
+        return compiled.memo_order(tile, shaded, rank)
+    xp = array_module(tile)
+    lanes = xp.flatnonzero(shaded)
+    return xp.take(lanes, xp.argsort(xp.take(rank, xp.take(tile, lanes)), kind="stable"))
+
+
+def _per_tile(tile, selected, tiles: int):
+    """(tiles,) int64: how many of the lanes with ``selected`` set lie in each tile."""
+    xp = array_module(tile)
+    if compiled.usable(tile, selected):
+        counts = np.zeros(tiles, dtype=np.int64)
+        compiled.add_counts(counts, tile, selected)
+        return counts
+    return xp.bincount(tile[selected], minlength=tiles)
 
 
 # ------------------------------------------------------------------------------------------
@@ -465,7 +618,8 @@ class FragmentMemoizer:
 class _ScreenFrame:
     start: np.ndarray     # (H, W, 4) uint8, row 0 at the top: the buffer the frame began on
     end: np.ndarray       # the buffer it ended with, as rendered (true colors)
-    events: list          # ("clear", rect, rgba8, mask) / ("write", pixel, lanes, state, alpha)
+    events: list          # ("clear", rect, rgba8, mask) / ("write", pixel, lanes, state,
+    #                       alpha, the batch's first lane in the frame, its end)
 
 
 class ScreenMemo:
@@ -485,10 +639,12 @@ class ScreenMemo:
     the frame rendered, so nothing is drawn again.
     """
 
-    def __init__(self, target, traversal=None, key_bits: int = 64):
+    def __init__(self, target, traversal=None, key_bits: int = 64,
+                 shared: SharedWork | None = None):
         self.key_bits = key_bits
         self.xp = active_xp()       # the render's array backend
-        self.memoizer = FragmentMemoizer(target.tile_count, traversal=traversal)
+        self.shared = shared        # work shared with other memoizers of the render
+        self.memoizer = FragmentMemoizer(target.tile_count, traversal=traversal, shared=shared)
         self.frames_redrawn = 0
         self._size = (target.height, target.width)
         self._start = target.image()
@@ -527,15 +683,18 @@ class ScreenMemo:
         0 at the bottom), lanes (m,) their positions in that batch, in submission order;
         state the draw's FragmentState (blending, color mask)."""
         if pixel.shape[0]:
-            self._events.append(("write", pixel, lanes + self._chunk_begin, state, has_alpha))
+            # The batch is the frame's lanes chunk_begin..lanes (its positions are added only
+            # where a redraw reads them).
+            self._events.append(("write", pixel, lanes, state, has_alpha, self._chunk_begin,
+                                 self._lanes))
 
     def end_frame(self, index: int, screen: np.ndarray) -> list[MemoFrame]:
         """Close frame ``index`` (``screen``: the default framebuffer as rendered, (H, W, 4)
         uint8 on the host, row 0 at the top); returns the frames completed."""
         if self._chunks:
-            xp = array_module(*(c[1] for c in self._chunks))
-            tile, keys, colors, alive = (xp.concatenate(parts)
-                                         for parts in zip(*self._chunks, strict=True))
+            # Chunks as they are: the memoizer joins them once, with the other frame's.
+            tile, keys, colors, alive = (Chunks(parts) for parts in zip(*self._chunks,
+                                                                        strict=True))
         else:
             # A frame that shaded nothing on screen: empty arrays of the dtypes of a full one
             # (an int64 key placeholder once turned its pair's uint64 keys into float64).
@@ -565,28 +724,58 @@ class ScreenMemo:
         if outcome.memo_collisions == 0 and not began_otherwise:
             return None
         start = previous[1] if began_otherwise else frame.start
-        image = self._redraw(start, frame.events, outcome.colors)
+        image = self._redraw(start, frame, outcome)
         self.frames_redrawn += 1
         if np.array_equal(image, frame.end):
             return None
         self._shown = (outcome.frame_index, image)
         return frame.end, image
 
-    def _redraw(self, start: np.ndarray, events: list, colors) -> np.ndarray:
+    def _redraw(self, start: np.ndarray, frame: _ScreenFrame, outcome: MemoFrame) -> np.ndarray:
+        """The frame drawn from ``start`` with the memoized colors. A pixel's color depends
+        only on where it began, the clears and the colors written to it, so only the pixels
+        that began otherwise or took a wrong color are drawn again (their writes in
+        submission order); the others are the frame's own (a few collisions touch a few
+        pixels, where drawing all again costs a frame's color writes)."""
         from tilesim.render.pipeline.output_merger import rank_groups, write_colors
 
+        colors = outcome.colors
         xp = array_module(colors)
-        height, width = self._size
+        writes = [event for event in frame.events if event[0] == "write"]
+        affected = self._affected(xp, start, frame, outcome, writes)
         buffer = xp.asarray(np.array(start[::-1], order="C"))      # a copy, row 0 at the bottom
         flat = buffer.reshape(-1, 4)
-        for event in events:
+        for event in frame.events:
             if event[0] == "clear":
                 _, (x0, y0, x1, y1), rgba8, mask = event
                 for c in range(4):
                     if mask[c]:
                         buffer[y0:y1, x0:x1, c] = int(rgba8[c])
-            else:
-                _, pixel, lanes, state, has_alpha = event
-                write_colors(pixel, xp.take(colors, lanes, axis=0), flat, state, has_alpha,
-                             rank_groups(pixel))
-        return to_host(buffer[::-1]).copy()
+                continue
+            _, pixel, lanes, state, has_alpha, first, _ = event
+            keep = xp.flatnonzero(xp.take(affected, pixel))
+            if keep.shape[0]:
+                pixel = xp.take(pixel, keep)
+                write_colors(pixel, xp.take(colors, xp.take(lanes, keep) + first, axis=0), flat,
+                             state, has_alpha, lambda pixel=pixel: rank_groups(pixel))
+        end = xp.asarray(np.array(frame.end[::-1], order="C"))
+        image = xp.where(affected.reshape(end.shape[:2])[..., None], buffer, end)
+        return to_host(image[::-1]).copy()
+
+    def _affected(self, xp, start, frame: _ScreenFrame, outcome: MemoFrame, writes: list):
+        """(H * W,) bool, row 0 at the bottom: pixels a wrong color was written to, or whose
+        start is not the frame's (all where the wrong hits are not known)."""
+        height, width = self._size
+        if outcome.wrong is None:
+            return xp.ones(height * width, dtype=bool)
+        affected = xp.zeros(height * width, dtype=bool)
+        # Wrong hits are few: only the batches that hold one are looked at.
+        wrong = to_host(xp.flatnonzero(outcome.wrong))
+        for _, pixel, lanes, _, _, first, end in writes:
+            k = np.searchsorted(wrong, first)
+            if k < wrong.shape[0] and wrong[k] < end:
+                affected[pixel[xp.take(outcome.wrong[first:end], lanes)]] = True
+        if start is not frame.start:
+            began = (np.asarray(start) != frame.start).any(axis=2)[::-1].reshape(-1)
+            affected |= xp.asarray(began)
+        return affected

@@ -39,7 +39,8 @@ import dataclasses
 from tilesim.backend import array_module
 from tilesim.render.pipeline.counters import TILE_COUNTERS, FrameCounters, PassCounters
 from tilesim.render.pipeline.hooks import PipelineHooks
-from tilesim.render.techniques.bus import Techniques
+from tilesim.render.techniques.bus import MemoKeys, Techniques
+from tilesim.render.techniques.fragment_memoization import SharedWork
 
 # The switches whose hooks only watch the pipeline (see the module's docstring).
 SHAREABLE = frozenset({"te", "re", "memo"})
@@ -142,6 +143,11 @@ class SideBySide(PipelineHooks):
         self.members = dict(members)
         self.wants_entries = self.host.wants_entries or any(
             m.wants_entries for m in members.values())
+        # The memoizing members log the same fragments: they join and order them once.
+        shared = SharedWork()
+        for member in self.members.values():
+            if "memo" in member.enabled:
+                member.memo_shared = shared
         self.diverged: dict[str, int] = {}
         self._own: dict[str, PassCounters] = {}       # per member: this pass's additions
         self._passes: dict[str, list] = {name: [] for name in members}
@@ -232,8 +238,12 @@ class SideBySide(PipelineHooks):
 
     def shaded(self, draw, inputs, system_values, color, tile, alive) -> None:
         self.host.shaded(draw, inputs, system_values, color, tile, alive)
+        # The memoizing members hash the batch once, at the widest key any of them uses.
+        widths = [m.memo_key_bits for _, m in self._active() if "memo" in m.enabled]
+        keys = MemoKeys(draw, inputs, system_values, max(widths)) if widths else None
         for name, member in self._active():
-            member.shaded(self._copy(name, draw), inputs, system_values, color, tile, alive)
+            member.shaded(self._copy(name, draw), inputs, system_values, color, tile, alive,
+                          keys=keys)
 
     def written(self, draw, pixel, tile, color, entry, lanes) -> None:
         self.host.written(draw, pixel, tile, color, entry, lanes)
