@@ -185,10 +185,10 @@ class _Source:
     kind: str
     negate: bool
     absolute: bool
+    key: tuple[str, int, str] = ("", 0, "")   # ``_Run._typed``'s: file, buffer, dtype
 
-    @property
-    def key(self) -> tuple[str, int, str]:
-        return (self.file, self.buffer, self.dtype)
+    def __post_init__(self):
+        object.__setattr__(self, "key", (self.file, self.buffer, self.dtype))
 
 
 @dataclass(frozen=True)
@@ -249,12 +249,19 @@ def _saturated(xp, value):
     return xp.where(value > 0, xp.minimum(value, F32(1)), F32(0)).astype(F32)
 
 
+# The dtypes (characters) each result kind is stored as it is; others are converted.
+_STORED_AS = {"float": (_F32_CHAR, _U32_CHAR), "any": (_F32_CHAR, _U32_CHAR),
+              "int": (_I32_CHAR, _U32_CHAR), "uint": (_I32_CHAR, _U32_CHAR)}
+
+
 def _register_typed(value, kind: str):
     """``value`` as the dtype its bits are stored in: float32 for float results (uint32 bits
     pass as they are), int32 / uint32 for integer ones."""
+    if value.dtype.char in _STORED_AS[kind]:
+        return value
     if kind in ("float", "any"):
-        return value if value.dtype == U32 else value.astype(F32, copy=False)
-    return value if value.dtype in (I32, U32) else value.astype(np.int64).astype(U32)
+        return value.astype(F32)
+    return value.astype(np.int64).astype(U32)
 
 
 class Interpreter:
@@ -428,9 +435,7 @@ def interpret(program: Program, inputs=None, constants=None, **kwargs) -> Execut
 
 def _as_bits(xp, a):
     a = xp.asarray(a)
-    if a.dtype == np.float32:
-        return a.view(U32)
-    if a.dtype in (np.uint32, np.int32):
+    if a.dtype.char in (_F32_CHAR, _U32_CHAR, _I32_CHAR):
         return a.view(U32)
     if a.dtype.kind == "f":
         return a.astype(F32).view(U32)
@@ -510,7 +515,7 @@ class _Run:
         self.half_rows: list[bool] | None = None
         self.trace_pc: list[int] = []
         self.trace_masks: list[Any] = []
-        self._update_exec()
+        self.exec, self.exec_any, self.exec_all = ones, n > 0, True  # _update_exec's, at start
 
     # -- masks ------------------------------------------------------------------------------
 
