@@ -186,9 +186,13 @@ class _Source:
     negate: bool
     absolute: bool
     key: tuple[str, int, str] = ("", 0, "")   # ``_Run._typed``'s: file, buffer, dtype
+    view: bool = False                         # rows is a slice
+    modified: bool = False                     # negate or absolute
 
     def __post_init__(self):
         object.__setattr__(self, "key", (self.file, self.buffer, self.dtype))
+        object.__setattr__(self, "view", isinstance(self.rows, slice))
+        object.__setattr__(self, "modified", self.negate or self.absolute)
 
 
 @dataclass(frozen=True)
@@ -210,6 +214,7 @@ class _Plan:
     dst_channels: tuple[int, ...] = ()
     dst_rows: slice | None = None      # the written channels as a slice, when contiguous
     saturate: bool = False
+    stored_as: tuple[str, ...] = ()    # result dtypes stored as they are (``_STORED_AS``)
     handler: Callable[[Any, Any], None] | None = None   # the _Run method of a non-flow op
 
 
@@ -383,7 +388,8 @@ class Interpreter:
         return {"sources": tuple(sources), "dst_file": dst.file, "dst_index": dst.index,
                 "dst_channels": written,
                 "dst_rows": slice(written[0], written[-1] + 1) if contiguous else None,
-                "saturate": inst.saturate and info.dst_type in ("float", "any")}
+                "saturate": inst.saturate and info.dst_type in ("float", "any"),
+                "stored_as": _STORED_AS[info.dst_type]}
 
     def _fast_source(self, src: SrcOperand, channels: tuple[int, ...], kind: str,
                      broadcast: bool, dst, written: tuple[int, ...]) -> _Source | None:
@@ -598,14 +604,16 @@ class _Run:
 
     def _read(self, src: _Source):
         """A fast-path source: its rows typed as its kind, modifiers applied."""
-        table = self._typed(src.key)
+        table = self._typed_views.get(src.key)
+        if table is None:
+            table = self._typed(src.key)
         if src.index >= table.shape[0]:  # a constant beyond its buffer reads 0
             return self.xp.zeros((src.width, 1), dtype=src.dtype)
-        if isinstance(src.rows, slice):
+        if src.view:
             v = table[src.index, src.rows]
         else:
             v = table[src.index].take(src.rows, axis=0)
-        if src.negate or src.absolute:
+        if src.modified:
             v = _modified(self.xp, v, src.kind, src.negate, src.absolute)
         return v
 
@@ -614,7 +622,8 @@ class _Run:
         to its register under the exec mask."""
         if plan.saturate:
             value = _saturated(self.xp, value)
-        value = _register_typed(value, plan.info.dst_type)
+        if value.dtype.char not in plan.stored_as:
+            value = _register_typed(value, plan.info.dst_type)
         target = self._typed((plan.dst_file, 0, value.dtype.char))[plan.dst_index]
         if plan.dst_rows is not None:
             if self.exec_all:
@@ -633,10 +642,11 @@ class _Run:
         self._write(plan, plan.info.fn(*[self._read(s) for s in plan.sources]))
 
     def _fast_dot(self, plan: _Plan) -> None:
-        a, b = (self._read(s) for s in plan.sources)
-        value = a[0] * b[0]
+        # The products at once (each as a[c] * b[c] alone), summed in order: same rounding.
+        products = self._read(plan.sources[0]) * self._read(plan.sources[1])
+        value = products[0]
         for c in range(1, plan.info.dot_width):
-            value = value + a[c] * b[c]
+            value = value + products[c]
         self._write(plan, value[None])
 
     def fetch(self, src: SrcOperand, channels: list[int], kind: str):
