@@ -1041,7 +1041,11 @@ class _Run:
             if request.lod is None:
                 request.lod = xp.zeros(self.n, dtype=F32)
         result = self.sampler.sample(request)
-        self.store(inst, result[list(inst.dst[0].writemask)].astype(F32), "float")
+        # Copied into the register by store: the written rows need no copy of their own.
+        written = inst.dst[0].writemask
+        if tuple(written) != (0, 1, 2, 3):
+            result = result.take(list(written), axis=0)
+        self.store(inst, result.astype(F32, copy=False), "float")
 
 
 def _handler(plan: _Plan) -> Callable[[_Run, _Plan], None]:
