@@ -26,9 +26,10 @@ sampler's precision).
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -171,31 +172,26 @@ _REGISTER_FILES = ("TEMP", "OUT", "IN", "ADDR", "SV")
 _F32_CHAR, _I32_CHAR, _U32_CHAR = (np.dtype(t).char for t in (F32, I32, U32))
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # built once per instruction: no frozen __init__ cost
 class _Source:
     """A source operand of a fast-path instruction, decoded once: where its bits are, which
-    rows to take (a slice reads a view, a list is copied with ``take``) and how to type them."""
+    rows to take (a slice reads a view, a tuple is copied with ``take``) and how to type them."""
 
     file: str
     buffer: int          # CONST buffer (0 elsewhere)
     index: int
-    rows: slice | list[int]
+    rows: slice | tuple[int, ...]
     width: int           # rows read
     dtype: str           # dtype character the bits are read as
     kind: str
     negate: bool
     absolute: bool
-    key: tuple[str, int, str] = ("", 0, "")   # ``_Run._typed``'s: file, buffer, dtype
-    view: bool = False                         # rows is a slice
-    modified: bool = False                     # negate or absolute
-
-    def __post_init__(self):
-        object.__setattr__(self, "key", (self.file, self.buffer, self.dtype))
-        object.__setattr__(self, "view", isinstance(self.rows, slice))
-        object.__setattr__(self, "modified", self.negate or self.absolute)
+    key: tuple[str, int, str]   # ``_Run._typed``'s: file, buffer, dtype
+    view: bool                  # rows is a slice
+    modified: bool              # negate or absolute
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # built once per instruction: no frozen __init__ cost
 class _Plan:
     """One instruction decoded once per Interpreter. ``sources`` is set for the fast path
     (a float32 COMPONENT / REPLICATE / DOT instruction on directly addressed registers);
@@ -218,15 +214,17 @@ class _Plan:
     handler: Callable[[Any, Any], None] | None = None   # the _Run method of a non-flow op
 
 
-def _row_index(channels: tuple[int, ...], broadcast: bool) -> slice | list[int]:
-    """A slice picking ``channels`` of a register (a view), or the channels as a list. With
-    ``broadcast`` one channel replicated (``.xxxx``) is a single row, which broadcasts."""
+@functools.cache  # a handful of swizzles recur in every program
+def _row_index(channels: tuple[int, ...], broadcast: bool) -> slice | tuple[int, ...]:
+    """A slice picking ``channels`` of a register (a view), or the channels themselves (for
+    ``take``). With ``broadcast`` one channel replicated (``.xxxx``) is a single row, which
+    broadcasts."""
     first = channels[0]
     if broadcast and all(c == first for c in channels):
         return slice(first, first + 1)
     if channels == tuple(range(first, first + len(channels))):
         return slice(first, first + len(channels))
-    return list(channels)
+    return channels
 
 
 def _read_dtype(kind: str, src: SrcOperand) -> str:
@@ -322,6 +320,10 @@ class Interpreter:
         for im in program.immediates:
             imm[im.index, : len(im.bits)] = im.bits
         self._immediates_host = imm
+        # Registers a run allocates per file (the shapes of ``_Run.files``).
+        self.register_counts = {"TEMP": self.num_temps, "OUT": self.num_outputs,
+                                "ADDR": self.num_addrs, "IN": max(self.num_inputs, 1),
+                                "SV": max(self.num_system_values, 1)}
         self.plans = [self._decode(pc, inst) for pc, inst in enumerate(program.instructions)]
 
     # -- decoding ---------------------------------------------------------------------------
@@ -329,13 +331,15 @@ class Interpreter:
     def _decode(self, pc: int, inst: Instruction) -> _Plan:
         """What the run loop needs of ``inst``, worked out once rather than on every run."""
         info = OPCODES[inst.opcode]
-        plan = _Plan(inst=inst, info=info, flow=inst.opcode in _FLOW_OPS,
+        flow = inst.opcode in _FLOW_OPS
+        fast = None if flow else self._fast_operands(pc, inst, info)
+        return _Plan(inst=inst, info=info, flow=flow,
                      category_index=_CATEGORY_INDEX[info.category],
                      samples=info.category == ops.TEX and info.name != "TXQ",
                      half_rows=self._half_rows(inst, info),
-                     products=self.lowered_products[pc])
-        plan = replace(plan, **(self._fast_operands(pc, inst, info) or {}))
-        return plan if plan.flow else replace(plan, handler=_handler(plan))
+                     products=self.lowered_products[pc],
+                     handler=None if flow else _handler(inst.opcode, info, fast is not None),
+                     **(fast or {}))
 
     def _lowered_at(self, inst: Instruction) -> tuple[int, ...]:
         return self.lowered[inst.number] if inst.number < len(self.lowered) else ()
@@ -353,11 +357,6 @@ class Interpreter:
             return [c in lowered for c in inst.dst[0].writemask]
         return [True]
 
-    def _register_count(self, file: str) -> int:
-        """Registers a run allocates in ``file`` (the shape of ``_Run.files[file]``)."""
-        return {"TEMP": self.num_temps, "OUT": self.num_outputs, "ADDR": self.num_addrs,
-                "IN": max(self.num_inputs, 1), "SV": max(self.num_system_values, 1)}[file]
-
     def _fast_operands(self, pc: int, inst: Instruction, info) -> dict | None:
         """The fast path's decoded operands (``_Plan`` fields) of a float32 COMPONENT,
         REPLICATE or DOT instruction on directly addressed registers; None for the rest."""
@@ -368,7 +367,7 @@ class Interpreter:
         dst = inst.dst[0].register
         written = tuple(inst.dst[0].writemask)
         if (not written or dst.indirect is not None or dst.file not in _REGISTER_FILES
-                or dst.index >= self._register_count(dst.file)):
+                or dst.index >= self.register_counts[dst.file]):
             return None
         if info.shape == COMPONENT:
             reads = [(src, tuple(src.swizzle[c] for c in written), info.src_type)
@@ -397,7 +396,7 @@ class Interpreter:
         if reg.indirect is not None or reg.dimension_indirect is not None:
             return None
         if reg.file in _REGISTER_FILES:
-            if reg.index >= self._register_count(reg.file):
+            if reg.index >= self.register_counts[reg.file]:
                 return None
         elif reg.file == "IMM":
             if reg.index >= len(self._immediates_host):
@@ -405,17 +404,21 @@ class Interpreter:
         elif reg.file != "CONST":
             return None
         rows = _row_index(channels, broadcast)
-        # The store writes channel by channel: a view of the register it writes is safe only
-        # where each written channel gets its own value or all get one channel's
-        # (MOV TEMP[0].yz, TEMP[0].xyyy would copy the new y into z).
+        # The store may write channel by channel: a view of the register it writes is safe
+        # only where each written channel gets its own value or all get one channel's
+        # (MOV TEMP[0].yw, TEMP[0].xxyy would copy the new y into w).
         if (isinstance(rows, slice) and (reg.file, reg.index) == (dst.file, dst.index)
                 and rows.stop - rows.start > 1
                 and tuple(range(rows.start, rows.stop)) != written):
-            rows = list(channels)
-        width = rows.stop - rows.start if isinstance(rows, slice) else len(rows)
-        return _Source(file=reg.file, buffer=(reg.dimension or 0) if reg.file == "CONST" else 0,
-                       index=reg.index, rows=rows, width=width, dtype=_read_dtype(kind, src),
-                       kind=kind, negate=src.negate, absolute=src.absolute)
+            rows = channels
+        view = isinstance(rows, slice)
+        buffer = (reg.dimension or 0) if reg.file == "CONST" else 0
+        dtype = _read_dtype(kind, src)
+        return _Source(file=reg.file, buffer=buffer, index=reg.index, rows=rows,
+                       width=rows.stop - rows.start if view else len(rows), dtype=dtype,
+                       kind=kind, negate=src.negate, absolute=src.absolute,
+                       key=(reg.file, buffer, dtype), view=view,
+                       modified=src.negate or src.absolute)
 
     # -- public -----------------------------------------------------------------------------
 
@@ -671,9 +674,7 @@ class _Run:
             value = self._round_rows(value.astype(F32, copy=False),
                                      [c in lowered for c in channels])
         if inst.saturate and kind in ("float", "any"):
-            value = value.view(F32) if value.dtype == U32 else value.astype(F32, copy=False)
-            # NaN saturates to 0, as llvmpipe does.
-            value = xp.where(value > 0, xp.minimum(value, F32(1)), F32(0)).astype(F32)
+            value = _saturated(xp, value)
         if kind in ("float", "any") and value.dtype != U32:
             bits = value.astype(F32, copy=False).view(U32)
         else:
@@ -1048,14 +1049,16 @@ class _Run:
         self.store(inst, result.astype(F32, copy=False), "float")
 
 
-def _handler(plan: _Plan) -> Callable[[_Run, _Plan], None]:
-    """The ``_Run`` method that executes a (non-flow) instruction."""
-    info = plan.info
-    if plan.sources is not None:
+def _handler(opcode: str, info: ops.OpInfo, fast: bool) -> Callable[[_Run, _Plan], None]:
+    """The ``_Run`` method that executes a (non-flow) instruction; ``fast``: on the fast path."""
+    if fast:
         return _Run._fast_dot if info.shape == DOT else _Run._fast_component
-    if plan.inst.opcode in ("KILL", "KILL_IF"):
+    if opcode in ("KILL", "KILL_IF"):
         return _Run._kill
     if info.category == ops.TEX:
         return _Run._texture
-    return {COMPONENT: _Run._component, REPLICATE: _Run._replicate,
-            DOT: _Run._dot}.get(info.shape, _Run._special)
+    if info.shape == COMPONENT:
+        return _Run._component
+    if info.shape == REPLICATE:
+        return _Run._replicate
+    return _Run._dot if info.shape == DOT else _Run._special

@@ -54,8 +54,7 @@ def _general_only(interp: Interpreter) -> Interpreter:
     plans = []
     for plan in interp.plans:
         if not plan.flow:
-            plan = replace(plan, sources=None)
-            plan = replace(plan, handler=_handler(plan))
+            plan = replace(plan, sources=None, handler=_handler(plan.inst.opcode, plan.info, False))
         plans.append(plan)
     interp.plans = plans
     return interp
