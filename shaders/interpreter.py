@@ -442,6 +442,17 @@ def interpret(program: Program, inputs=None, constants=None, **kwargs) -> Execut
     return Interpreter(program).run(inputs, constants, **kwargs)
 
 
+def _rows_of(block, channels: list[int]):
+    """``channels`` of a (4, ...) register block: a view for all four or for one channel
+    (neither changes under a store into the same register, which copies row by row), else a
+    copy."""
+    if channels == [0, 1, 2, 3]:
+        return block
+    if len(channels) == 1:
+        return block[channels[0]:channels[0] + 1]
+    return block.take(channels, axis=0)
+
+
 def _as_bits(xp, a):
     a = xp.asarray(a)
     if a.dtype.char in (_F32_CHAR, _U32_CHAR, _I32_CHAR):
@@ -555,7 +566,7 @@ class _Run:
                 ok = (addr >= 0) & (addr < table.shape[0])
                 rows = table[xp.where(ok, addr, 0)]  # (N, 4)
                 return xp.where(ok[None, :], rows.T[channels], U32(0))
-            return self.immediates[reg.index][channels][:, None]
+            return _rows_of(self.immediates[reg.index], channels)[:, None]
         if file == "CONST":
             if reg.dimension_indirect is not None:
                 raise UnsupportedOpcode("indirect constant-buffer selection is not supported",
@@ -570,7 +581,7 @@ class _Run:
                 return xp.where(ok[None, :], rows.T[channels], U32(0))
             if reg.index >= table.shape[0]:
                 return xp.zeros((len(channels), 1), dtype=U32)
-            return table[reg.index][channels][:, None]
+            return _rows_of(table[reg.index], channels)[:, None]
         array = self.files.get(file)
         if array is None:
             raise UnsupportedOpcode(f"register file {file} cannot be read here",
@@ -584,9 +595,7 @@ class _Run:
             return xp.where(ok[None, :], values, U32(0))
         if reg.index >= array.shape[0]:
             return xp.zeros((len(channels), 1), dtype=U32)
-        if channels == [0, 1, 2, 3]:
-            return array[reg.index]
-        return array[reg.index][channels]
+        return _rows_of(array[reg.index], channels)
 
     def _typed(self, key: tuple[str, int, str]):
         """The register file or constant table ``key`` names, viewed as its dtype; made once
