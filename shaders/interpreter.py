@@ -194,8 +194,8 @@ class _Source:
 @dataclass(slots=True)  # built once per instruction: no frozen __init__ cost
 class _Plan:
     """One instruction decoded once per Interpreter. ``sources`` is set for the fast path
-    (a float32 COMPONENT / REPLICATE / DOT instruction on directly addressed registers);
-    None sends the instruction to the general path (``fetch`` / ``store``)."""
+    (a COMPONENT / REPLICATE / DOT instruction with no fp16 rounding, on directly addressed
+    registers); None sends the instruction to the general path (``fetch`` / ``store``)."""
 
     inst: Instruction
     info: ops.OpInfo
@@ -268,7 +268,8 @@ def _register_typed(value, kind: str):
 
 
 class Interpreter:
-    """A prepared program. ``run`` executes it over arrays of lanes; it may be called often."""
+    """A prepared program. ``run`` executes it over arrays of lanes; it may be called often:
+    what every run needs of an instruction is decoded once, here (``plans``)."""
 
     def __init__(self, program: Program, *, instruction_budget: int | None = None,
                  call_depth: int | None = None, precision: list[str] | None = None,
@@ -358,8 +359,9 @@ class Interpreter:
         return [True]
 
     def _fast_operands(self, pc: int, inst: Instruction, info) -> dict | None:
-        """The fast path's decoded operands (``_Plan`` fields) of a float32 COMPONENT,
-        REPLICATE or DOT instruction on directly addressed registers; None for the rest."""
+        """The fast path's decoded operands (``_Plan`` fields) of a COMPONENT, REPLICATE or
+        DOT instruction with no fp16 rounding, on directly addressed registers; None for the
+        rest."""
         if info.shape not in (COMPONENT, REPLICATE, DOT) or len(inst.dst) != 1:
             return None
         if self._lowered_at(inst) or self.lowered_products[pc]:  # fp16: the general path
