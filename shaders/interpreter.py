@@ -26,7 +26,9 @@ sampler's precision).
 
 from __future__ import annotations
 
+import functools
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -162,8 +164,112 @@ def _control_structure(program: Program) -> dict[int, dict[str, int]]:
     return links
 
 
+# Flow control: executed by the interpreter loop itself, whatever the exec mask.
+_FLOW_OPS = frozenset({"IF", "UIF", "ELSE", "ENDIF", "BGNLOOP", "BRK", "CONT", "ENDLOOP",
+                       "CAL", "RET", "ENDSUB", "BGNSUB", "NOP"})
+# The files an operand names by index, and the dtype (its character) each kind reads as.
+_REGISTER_FILES = ("TEMP", "OUT", "IN", "ADDR", "SV")
+_F32_CHAR, _I32_CHAR, _U32_CHAR = (np.dtype(t).char for t in (F32, I32, U32))
+
+
+@dataclass(slots=True)  # built once per instruction: no frozen __init__ cost
+class _Source:
+    """A source operand of a fast-path instruction, decoded once: where its bits are, which
+    rows to take (a slice reads a view, a tuple is copied with ``take``) and how to type them."""
+
+    file: str
+    buffer: int          # CONST buffer (0 elsewhere)
+    index: int
+    rows: slice | tuple[int, ...]
+    width: int           # rows read
+    dtype: str           # dtype character the bits are read as
+    kind: str
+    negate: bool
+    absolute: bool
+    key: tuple[str, int, str]   # ``_Run._typed``'s: file, buffer, dtype
+    view: bool                  # rows is a slice
+    modified: bool              # negate or absolute
+
+
+@dataclass(slots=True)  # built once per instruction: no frozen __init__ cost
+class _Plan:
+    """One instruction decoded once per Interpreter. ``sources`` is set for the fast path
+    (a COMPONENT / REPLICATE / DOT instruction with no fp16 rounding, on directly addressed
+    registers); None sends the instruction to the general path (``fetch`` / ``store``)."""
+
+    inst: Instruction
+    info: ops.OpInfo
+    flow: bool
+    category_index: int
+    samples: bool                      # a texture instruction that samples (not TXQ)
+    half_rows: list[bool] | None       # fp16 mode: source rows rounded (``_half_rows``)
+    products: tuple[int, ...]          # fp16 mode: channels of a mediump product in a MAD
+    sources: tuple[_Source, ...] | None = None
+    dst_file: str = ""
+    dst_index: int = 0
+    dst_channels: tuple[int, ...] = ()
+    dst_rows: slice | None = None      # the written channels as a slice, when contiguous
+    saturate: bool = False
+    stored_as: tuple[str, ...] = ()    # result dtypes stored as they are (``_STORED_AS``)
+    handler: Callable[[Any, Any], None] | None = None   # the _Run method of a non-flow op
+
+
+@functools.cache  # a handful of swizzles recur in every program
+def _row_index(channels: tuple[int, ...], broadcast: bool) -> slice | tuple[int, ...]:
+    """A slice picking ``channels`` of a register (a view), or the channels themselves (for
+    ``take``). With ``broadcast`` one channel replicated (``.xxxx``) is a single row, which
+    broadcasts."""
+    first = channels[0]
+    if broadcast and all(c == first for c in channels):
+        return slice(first, first + 1)
+    if channels == tuple(range(first, first + len(channels))):
+        return slice(first, first + len(channels))
+    return channels
+
+
+def _read_dtype(kind: str, src: SrcOperand) -> str:
+    if kind == "float" or (kind == "any" and (src.negate or src.absolute)):
+        return _F32_CHAR
+    return _I32_CHAR if kind == "int" else _U32_CHAR
+
+
+def _modified(xp, v, kind: str, negate: bool, absolute: bool):
+    """Source modifiers, applied as the source's kind reads them (``v`` already typed)."""
+    if kind == "int":
+        if absolute:
+            v = ops._iabs(v)
+        return ops._ineg(v) if negate else v
+    if kind == "uint":
+        return (U32(0) - v).astype(U32) if negate else v
+    if absolute:
+        v = xp.abs(v)
+    return -v if negate else v
+
+
+def _saturated(xp, value):
+    """Clamped to [0, 1]; NaN saturates to 0, as llvmpipe does."""
+    value = value.view(F32) if value.dtype == U32 else value.astype(F32, copy=False)
+    return xp.where(value > 0, xp.minimum(value, F32(1)), F32(0)).astype(F32)
+
+
+# The dtypes (characters) each result kind is stored as it is; others are converted.
+_STORED_AS = {"float": (_F32_CHAR, _U32_CHAR), "any": (_F32_CHAR, _U32_CHAR),
+              "int": (_I32_CHAR, _U32_CHAR), "uint": (_I32_CHAR, _U32_CHAR)}
+
+
+def _register_typed(value, kind: str):
+    """``value`` as the dtype its bits are stored in: float32 for float results (uint32 bits
+    pass as they are), int32 / uint32 for integer ones."""
+    if value.dtype.char in _STORED_AS[kind]:
+        return value
+    if kind in ("float", "any"):
+        return value.astype(F32)
+    return value.astype(np.int64).astype(U32)
+
+
 class Interpreter:
-    """A prepared program. ``run`` executes it over arrays of lanes; it may be called often."""
+    """A prepared program. ``run`` executes it over arrays of lanes; it may be called often:
+    what every run needs of an instruction is decoded once, here (``plans``)."""
 
     def __init__(self, program: Program, *, instruction_budget: int | None = None,
                  call_depth: int | None = None, precision: list[str] | None = None,
@@ -215,6 +321,106 @@ class Interpreter:
         for im in program.immediates:
             imm[im.index, : len(im.bits)] = im.bits
         self._immediates_host = imm
+        # Registers a run allocates per file (the shapes of ``_Run.files``).
+        self.register_counts = {"TEMP": self.num_temps, "OUT": self.num_outputs,
+                                "ADDR": self.num_addrs, "IN": max(self.num_inputs, 1),
+                                "SV": max(self.num_system_values, 1)}
+        self.plans = [self._decode(pc, inst) for pc, inst in enumerate(program.instructions)]
+
+    # -- decoding ---------------------------------------------------------------------------
+
+    def _decode(self, pc: int, inst: Instruction) -> _Plan:
+        """What the run loop needs of ``inst``, worked out once rather than on every run."""
+        info = OPCODES[inst.opcode]
+        flow = inst.opcode in _FLOW_OPS
+        fast = None if flow else self._fast_operands(pc, inst, info)
+        return _Plan(inst=inst, info=info, flow=flow,
+                     category_index=_CATEGORY_INDEX[info.category],
+                     samples=info.category == ops.TEX and info.name != "TXQ",
+                     half_rows=self._half_rows(inst, info),
+                     products=self.lowered_products[pc],
+                     handler=None if flow else _handler(inst.opcode, info, fast is not None),
+                     **(fast or {}))
+
+    def _lowered_at(self, inst: Instruction) -> tuple[int, ...]:
+        return self.lowered[inst.number] if inst.number < len(self.lowered) else ()
+
+    def _half_rows(self, inst: Instruction, info) -> list[bool] | None:
+        """fp16 mode: which source rows of ``inst`` are rounded to fp16 (None: none). A
+        component-wise instruction reads one row per written channel, so its rows follow its
+        channels' precisions; the others compute every channel from the same rows, all of
+        one precision. MOV copies and texture coordinates are never rounded (module
+        docstring); results are rounded in ``store``."""
+        lowered = self._lowered_at(inst)
+        if not lowered or inst.opcode == "MOV" or info.category == ops.TEX:
+            return None
+        if info.shape == COMPONENT:
+            return [c in lowered for c in inst.dst[0].writemask]
+        return [True]
+
+    def _fast_operands(self, pc: int, inst: Instruction, info) -> dict | None:
+        """The fast path's decoded operands (``_Plan`` fields) of a COMPONENT, REPLICATE or
+        DOT instruction with no fp16 rounding, on directly addressed registers; None for the
+        rest."""
+        if info.shape not in (COMPONENT, REPLICATE, DOT) or len(inst.dst) != 1:
+            return None
+        if self._lowered_at(inst) or self.lowered_products[pc]:  # fp16: the general path
+            return None
+        dst = inst.dst[0].register
+        written = tuple(inst.dst[0].writemask)
+        if (not written or dst.indirect is not None or dst.file not in _REGISTER_FILES
+                or dst.index >= self.register_counts[dst.file]):
+            return None
+        if info.shape == COMPONENT:
+            reads = [(src, tuple(src.swizzle[c] for c in written), info.src_type)
+                     for src in inst.src]
+        elif info.shape == REPLICATE:
+            reads = [(src, (src.swizzle[0],), info.src_type) for src in inst.src]
+        else:  # a dot product indexes its rows: no single broadcast row
+            reads = [(src, tuple(src.swizzle[: info.dot_width]), "float")
+                     for src in inst.src[:2]]
+        sources = []
+        for src, channels, kind in reads:
+            source = self._fast_source(src, channels, kind, info.shape != DOT, dst, written)
+            if source is None:
+                return None
+            sources.append(source)
+        contiguous = written == tuple(range(written[0], written[0] + len(written)))
+        return {"sources": tuple(sources), "dst_file": dst.file, "dst_index": dst.index,
+                "dst_channels": written,
+                "dst_rows": slice(written[0], written[-1] + 1) if contiguous else None,
+                "saturate": inst.saturate and info.dst_type in ("float", "any"),
+                "stored_as": _STORED_AS[info.dst_type]}
+
+    def _fast_source(self, src: SrcOperand, channels: tuple[int, ...], kind: str,
+                     broadcast: bool, dst, written: tuple[int, ...]) -> _Source | None:
+        reg = src.register
+        if reg.indirect is not None or reg.dimension_indirect is not None:
+            return None
+        if reg.file in _REGISTER_FILES:
+            if reg.index >= self.register_counts[reg.file]:
+                return None
+        elif reg.file == "IMM":
+            if reg.index >= len(self._immediates_host):
+                return None
+        elif reg.file != "CONST":
+            return None
+        rows = _row_index(channels, broadcast)
+        # The store may write channel by channel: a view of the register it writes is safe
+        # only where each written channel gets its own value or all get one channel's
+        # (MOV TEMP[0].yw, TEMP[0].xxyy would copy the new y into w).
+        if (isinstance(rows, slice) and (reg.file, reg.index) == (dst.file, dst.index)
+                and rows.stop - rows.start > 1
+                and tuple(range(rows.start, rows.stop)) != written):
+            rows = channels
+        view = isinstance(rows, slice)
+        buffer = (reg.dimension or 0) if reg.file == "CONST" else 0
+        dtype = _read_dtype(kind, src)
+        return _Source(file=reg.file, buffer=buffer, index=reg.index, rows=rows,
+                       width=rows.stop - rows.start if view else len(rows), dtype=dtype,
+                       kind=kind, negate=src.negate, absolute=src.absolute,
+                       key=(reg.file, buffer, dtype), view=view,
+                       modified=src.negate or src.absolute)
 
     # -- public -----------------------------------------------------------------------------
 
@@ -238,11 +444,20 @@ def interpret(program: Program, inputs=None, constants=None, **kwargs) -> Execut
     return Interpreter(program).run(inputs, constants, **kwargs)
 
 
+def _rows_of(block, channels: list[int]):
+    """``channels`` of a (4, ...) register block: a view for all four or for one channel
+    (neither changes under a store into the same register, which copies row by row), else a
+    copy."""
+    if channels == [0, 1, 2, 3]:
+        return block
+    if len(channels) == 1:
+        return block[channels[0]:channels[0] + 1]
+    return block.take(channels, axis=0)
+
+
 def _as_bits(xp, a):
     a = xp.asarray(a)
-    if a.dtype == np.float32:
-        return a.view(U32)
-    if a.dtype in (np.uint32, np.int32):
+    if a.dtype.char in (_F32_CHAR, _U32_CHAR, _I32_CHAR):
         return a.view(U32)
     if a.dtype.kind == "f":
         return a.astype(F32).view(U32)
@@ -273,7 +488,6 @@ class _Run:
             lanes = int(xp.asarray(sample_array).shape[-1])
         self.n = lanes
         n = lanes
-        self.lane_index = xp.arange(n)
 
         # Register files.
         num_in = max(interp.num_inputs, 1)
@@ -306,6 +520,7 @@ class _Run:
         self.constants = {int(k): _as_bits(xp, v).reshape(-1, 4) for k, v in constants.items()}
         self.files = {"TEMP": self.temps, "OUT": self.outputs, "IN": self.inputs,
                       "ADDR": self.addrs, "SV": self.system}
+        self._typed_views: dict[tuple[str, int, str], Any] = {}  # ``_typed``
 
         self.sampler = sampler
         ones = xp.ones(n, dtype=bool)
@@ -322,7 +537,7 @@ class _Run:
         self.half_rows: list[bool] | None = None
         self.trace_pc: list[int] = []
         self.trace_masks: list[Any] = []
-        self._update_exec()
+        self.exec, self.exec_any, self.exec_all = ones, n > 0, True  # _update_exec's, at start
 
     # -- masks ------------------------------------------------------------------------------
 
@@ -331,7 +546,7 @@ class _Run:
         if self.dead_warps is not None:
             mask = mask & ~self.dead_warps
         self.exec = mask
-        count = int(mask.sum())
+        count = int(self.xp.count_nonzero(mask))
         self.exec_any = count > 0
         self.exec_all = count == self.n
 
@@ -353,7 +568,7 @@ class _Run:
                 ok = (addr >= 0) & (addr < table.shape[0])
                 rows = table[xp.where(ok, addr, 0)]  # (N, 4)
                 return xp.where(ok[None, :], rows.T[channels], U32(0))
-            return self.immediates[reg.index][channels][:, None]
+            return _rows_of(self.immediates[reg.index], channels)[:, None]
         if file == "CONST":
             if reg.dimension_indirect is not None:
                 raise UnsupportedOpcode("indirect constant-buffer selection is not supported",
@@ -368,7 +583,7 @@ class _Run:
                 return xp.where(ok[None, :], rows.T[channels], U32(0))
             if reg.index >= table.shape[0]:
                 return xp.zeros((len(channels), 1), dtype=U32)
-            return table[reg.index][channels][:, None]
+            return _rows_of(table[reg.index], channels)[:, None]
         array = self.files.get(file)
         if array is None:
             raise UnsupportedOpcode(f"register file {file} cannot be read here",
@@ -378,38 +593,85 @@ class _Run:
             ok = (addr >= 0) & (addr < array.shape[0])
             idx = xp.where(ok, addr, 0)
             ch = xp.asarray(channels)[:, None]
-            values = array[idx[None, :], ch, self.lane_index[None, :]]
+            values = array[idx[None, :], ch, xp.arange(self.n)[None, :]]
             return xp.where(ok[None, :], values, U32(0))
         if reg.index >= array.shape[0]:
             return xp.zeros((len(channels), 1), dtype=U32)
-        if channels == [0, 1, 2, 3]:
-            return array[reg.index]
-        return array[reg.index][channels]
+        return _rows_of(array[reg.index], channels)
+
+    def _typed(self, key: tuple[str, int, str]):
+        """The register file or constant table ``key`` names, viewed as its dtype; made once
+        per run. Registers are (R, 4, N), constants and immediates (S, 4, 1): one value for
+        every lane."""
+        view = self._typed_views.get(key)
+        if view is None:
+            file, buffer, dtype = key
+            if file == "CONST":
+                table = self.constants.get(buffer)
+                table = (self.xp.zeros((1, 4), dtype=U32) if table is None else table)[:, :, None]
+            elif file == "IMM":
+                table = self.immediates[:, :, None]
+            else:
+                table = self.files[file]
+            view = self._typed_views[key] = table.view(dtype)
+        return view
+
+    def _read(self, src: _Source):
+        """A fast-path source: its rows typed as its kind, modifiers applied."""
+        table = self._typed_views.get(src.key)
+        if table is None:
+            table = self._typed(src.key)
+        if src.index >= table.shape[0]:  # a constant beyond its buffer reads 0
+            return self.xp.zeros((src.width, 1), dtype=src.dtype)
+        if src.view:
+            v = table[src.index, src.rows]
+        else:
+            v = table[src.index].take(src.rows, axis=0)
+        if src.modified:
+            v = _modified(self.xp, v, src.kind, src.negate, src.absolute)
+        return v
+
+    def _write(self, plan: _Plan, value) -> None:
+        """Store a fast-path result (one row per written channel, or one row for them all)
+        to its register under the exec mask."""
+        if plan.saturate:
+            value = _saturated(self.xp, value)
+        if value.dtype.char not in plan.stored_as:
+            value = _register_typed(value, plan.info.dst_type)
+        target = self._typed((plan.dst_file, 0, value.dtype.char))[plan.dst_index]
+        if plan.dst_rows is not None:
+            if self.exec_all:
+                target[plan.dst_rows] = value
+            else:
+                self.xp.copyto(target[plan.dst_rows], value, where=self.exec)
+            return
+        for i, c in enumerate(plan.dst_channels):
+            row = value[i] if value.shape[0] > 1 else value[0]
+            if self.exec_all:
+                target[c] = row
+            else:
+                self.xp.copyto(target[c], row, where=self.exec)
+
+    def _fast_component(self, plan: _Plan) -> None:
+        self._write(plan, plan.info.fn(*[self._read(s) for s in plan.sources]))
+
+    def _fast_dot(self, plan: _Plan) -> None:
+        # The products at once (each as a[c] * b[c] alone), summed in order: same rounding.
+        products = self._read(plan.sources[0]) * self._read(plan.sources[1])
+        value = products[0]
+        for c in range(1, plan.info.dot_width):
+            value = value + products[c]
+        self._write(plan, value[None])
 
     def fetch(self, src: SrcOperand, channels: list[int], kind: str):
         """Source channels (after swizzle) typed as ``kind`` with its modifiers applied."""
         bits = self._read_bits(src, [src.swizzle[c] for c in channels])
         if kind == "any" and not (src.negate or src.absolute):
             return bits
-        if kind in ("float", "any"):
-            v = bits.view(F32)
-            if src.absolute:
-                v = self.xp.abs(v)
-            if src.negate:
-                v = -v
-            if kind == "float" and self.half_rows is not None:
-                v = self._round_rows(v, self.half_rows)
-            return v
-        if kind == "int":
-            v = bits.view(I32)
-            if src.absolute:
-                v = ops._iabs(v)
-            if src.negate:
-                v = ops._ineg(v)
-            return v
-        v = bits
-        if src.negate:
-            v = (U32(0) - v).astype(U32)
+        dtype = F32 if kind in ("float", "any") else I32 if kind == "int" else U32
+        v = _modified(self.xp, bits.view(dtype), kind, src.negate, src.absolute)
+        if kind == "float" and self.half_rows is not None:
+            v = self._round_rows(v, self.half_rows)
         return v
 
     def store(self, inst: Instruction, value, kind: str, channels: list[int] | None = None):
@@ -423,9 +685,7 @@ class _Run:
             value = self._round_rows(value.astype(F32, copy=False),
                                      [c in lowered for c in channels])
         if inst.saturate and kind in ("float", "any"):
-            value = value.view(F32) if value.dtype == U32 else value.astype(F32, copy=False)
-            # NaN saturates to 0, as llvmpipe does.
-            value = xp.where(value > 0, xp.minimum(value, F32(1)), F32(0)).astype(F32)
+            value = _saturated(xp, value)
         if kind in ("float", "any") and value.dtype != U32:
             bits = value.astype(F32, copy=False).view(U32)
         else:
@@ -452,20 +712,6 @@ class _Run:
             else:
                 xp.copyto(target[c], xp.broadcast_to(bits[i], (self.n,)), where=self.exec)
 
-    def _half_rows(self, inst: Instruction, info) -> list[bool] | None:
-        """fp16 mode: which source rows of ``inst`` are rounded to fp16 (None: none). A
-        component-wise instruction reads one row per written channel, so its rows follow its
-        channels' precisions; the others compute every channel from the same rows, all of
-        one precision. MOV copies and texture coordinates are never rounded (module
-        docstring); results are rounded in ``store``."""
-        lowered = self.interp.lowered[inst.number] if inst.number < len(
-            self.interp.lowered) else ()
-        if not lowered or inst.opcode == "MOV" or info.category == ops.TEX:
-            return None
-        if info.shape == COMPONENT:
-            return [c in lowered for c in inst.dst[0].writemask]
-        return [True]
-
     def _round_rows(self, value, rows: list[bool]):
         """``value`` (k, N) or (k, 1) float32 with the rows flagged in ``rows`` (one flag per
         row, or one for all) rounded to fp16."""
@@ -485,6 +731,7 @@ class _Run:
 
     def execute(self) -> Execution:
         instructions = self.program.instructions
+        plans = self.interp.plans
         links = self.interp.links
         cond_stack: list[Any] = []
         loop_stack: list[tuple[Any, Any, int]] = []
@@ -493,10 +740,10 @@ class _Run:
         budget = self.interp.instruction_budget
         issued = 0
         with np.errstate(all="ignore"):
-            while pc < len(instructions):
-                inst = instructions[pc]
+            while pc < len(plans):
+                plan = plans[pc]
+                inst = plan.inst
                 op = inst.opcode
-                info = OPCODES[op]
                 if op == "END":
                     break
                 issued += 1
@@ -505,15 +752,22 @@ class _Run:
                         f"shader executed more than {budget} instructions in one invocation "
                         "(the instruction budget; raise it with tilesim --instruction-budget N)",
                         source=self.program.source, line=inst.line)
+                self.half_rows = plan.half_rows
+                if not plan.flow:
+                    # Computed only where some lane executes it.
+                    if self.exec_any:
+                        self._count(pc, plan)
+                        plan.handler(self, plan)
+                    pc += 1
+                    continue
                 if op in ("ELSE", "ENDIF"):
                     # Issued by every warp that entered the IF, whichever branch it took.
-                    self._count(pc, info, cond_stack[-1] & self.loop & self.cont & self.func)
+                    self._count(pc, plan, cond_stack[-1] & self.loop & self.cont & self.func)
                 elif op == "ENDLOOP":
                     # Issued by every lane still in the loop, CONT or not.
-                    self._count(pc, info, self.cond & self.loop & self.func)
+                    self._count(pc, plan, self.cond & self.loop & self.func)
                 elif self.exec_any:
-                    self._count(pc, info)
-                self.half_rows = self._half_rows(inst, info)
+                    self._count(pc, plan)
                 if op in ("IF", "UIF"):
                     if self.exec_any:
                         x = self.fetch(inst.src[0], [0], "float" if op == "IF" else "uint")[0]
@@ -592,49 +846,6 @@ class _Run:
                     continue
                 elif op in ("BGNSUB", "NOP"):
                     pass
-                elif not self.exec_any:
-                    pass
-                elif op in ("KILL", "KILL_IF"):
-                    self._kill(inst)
-                elif info.category == ops.TEX:
-                    self._texture(inst)
-                elif info.shape == COMPONENT:
-                    channels = list(inst.dst[0].writemask)
-                    args = [self.fetch(s, channels, info.src_type) for s in inst.src]
-                    value = info.fn(*args)
-                    if self.half_rows is not None and op in ops.FP16_FORMS:
-                        value = self._select_rows(self.half_rows,
-                                                  ops.FP16_FORMS[op](*args), value)
-                    products = self.interp.lowered_products[pc]
-                    if products:  # a mediump product inside a highp MAD
-                        a, b, c = args
-                        value = self._select_rows([ch in products for ch in channels],
-                                                  to_half(to_half(a) * to_half(b)) + c, value)
-                    self.store(inst, value, info.dst_type)
-                elif info.shape == REPLICATE:
-                    args = [self.fetch(s, [0], info.src_type) for s in inst.src]
-                    fn = info.fn
-                    if self.half_rows is not None:
-                        fn = ops.FP16_FORMS.get(op, fn)
-                    value = fn(*args)
-                    mask = inst.dst[0].writemask
-                    self.store(inst, self.xp.broadcast_to(value, (len(mask), value.shape[1])),
-                               info.dst_type)
-                elif info.shape == DOT:
-                    channels = list(range(info.dot_width))
-                    a = self.fetch(inst.src[0], channels, "float")
-                    b = self.fetch(inst.src[1], channels, "float")
-                    if self.half_rows is not None:
-                        value = ops.dot_fp16(a, b)
-                    else:
-                        value = a[0] * b[0]
-                        for c in channels[1:]:
-                            value = value + a[c] * b[c]
-                    mask = inst.dst[0].writemask
-                    self.store(inst, self.xp.broadcast_to(value, (len(mask), value.shape[-1])),
-                               "float")
-                else:
-                    self._special(inst)
                 pc += 1
         trace = None
         if self.record_trace:
@@ -653,26 +864,66 @@ class _Run:
         self._update_exec()
         return pc
 
-    def _count(self, pc: int, info, mask=None) -> None:
+    def _count(self, pc: int, plan: _Plan, mask=None) -> None:
         if mask is None:
             mask, full = self.exec, self.exec_all
         else:
             if self.dead_warps is not None:
                 mask = mask & ~self.dead_warps
-            count = int(mask.sum())
+            count = int(self.xp.count_nonzero(mask))
             if count == 0:
                 return
             full = count == self.n
-        tex = info.category == ops.TEX and info.name != "TXQ"
-        self.counter.step(_CATEGORY_INDEX[info.category], mask, full, tex)
+        self.counter.step(plan.category_index, mask, full, plan.samples)
         if self.record_trace:
             self.trace_pc.append(pc)
             self.trace_masks.append(self.counter.warp_lanes(mask).astype(np.uint8))
 
+    # -- general path: instructions the fast path does not take ---------------------------
+
+    def _component(self, plan: _Plan) -> None:
+        inst, info, op = plan.inst, plan.info, plan.inst.opcode
+        channels = list(inst.dst[0].writemask)
+        args = [self.fetch(s, channels, info.src_type) for s in inst.src]
+        value = info.fn(*args)
+        if self.half_rows is not None and op in ops.FP16_FORMS:
+            value = self._select_rows(self.half_rows, ops.FP16_FORMS[op](*args), value)
+        products = plan.products
+        if products:  # a mediump product inside a highp MAD
+            a, b, c = args
+            value = self._select_rows([ch in products for ch in channels],
+                                      to_half(to_half(a) * to_half(b)) + c, value)
+        self.store(inst, value, info.dst_type)
+
+    def _replicate(self, plan: _Plan) -> None:
+        inst, info = plan.inst, plan.info
+        args = [self.fetch(s, [0], info.src_type) for s in inst.src]
+        fn = info.fn
+        if self.half_rows is not None:
+            fn = ops.FP16_FORMS.get(inst.opcode, fn)
+        value = fn(*args)
+        mask = inst.dst[0].writemask
+        self.store(inst, self.xp.broadcast_to(value, (len(mask), value.shape[1])),
+                   info.dst_type)
+
+    def _dot(self, plan: _Plan) -> None:
+        inst = plan.inst
+        channels = list(range(plan.info.dot_width))
+        a = self.fetch(inst.src[0], channels, "float")
+        b = self.fetch(inst.src[1], channels, "float")
+        if self.half_rows is not None:
+            value = ops.dot_fp16(a, b)
+        else:
+            value = a[0] * b[0]
+            for c in channels[1:]:
+                value = value + a[c] * b[c]
+        mask = inst.dst[0].writemask
+        self.store(inst, self.xp.broadcast_to(value, (len(mask), value.shape[-1])), "float")
+
     # -- special opcodes --------------------------------------------------------------------
 
-    def _kill(self, inst: Instruction) -> None:
-        xp = self.xp
+    def _kill(self, plan: _Plan) -> None:
+        xp, inst = self.xp, plan.inst
         if inst.opcode == "KILL":
             hit = self.exec
         else:
@@ -711,8 +962,8 @@ class _Run:
             d = xp.stack([left, right, left, right], axis=2)
         return d.reshape(value.shape[0], -1)
 
-    def _special(self, inst: Instruction) -> None:
-        xp = self.xp
+    def _special(self, plan: _Plan) -> None:
+        xp, inst = self.xp, plan.inst
         op = inst.opcode
         mask = list(inst.dst[0].writemask)
         if op.startswith(("DDX", "DDY")):
@@ -746,8 +997,8 @@ class _Run:
         value = xp.stack([xp.broadcast_to(full[c], (width,)) for c in mask]).astype(F32)
         self.store(inst, value, "float")
 
-    def _texture(self, inst: Instruction) -> None:
-        xp = self.xp
+    def _texture(self, plan: _Plan) -> None:
+        xp, inst = self.xp, plan.inst
         op = inst.opcode
         sampler_operand = inst.src[-1]
         if sampler_operand.register.file not in ("SAMP", "SVIEW"):
@@ -802,4 +1053,23 @@ class _Run:
             if request.lod is None:
                 request.lod = xp.zeros(self.n, dtype=F32)
         result = self.sampler.sample(request)
-        self.store(inst, result[list(inst.dst[0].writemask)].astype(F32), "float")
+        # Copied into the register by store: the written rows need no copy of their own.
+        written = inst.dst[0].writemask
+        if tuple(written) != (0, 1, 2, 3):
+            result = result.take(list(written), axis=0)
+        self.store(inst, result.astype(F32, copy=False), "float")
+
+
+def _handler(opcode: str, info: ops.OpInfo, fast: bool) -> Callable[[_Run, _Plan], None]:
+    """The ``_Run`` method that executes a (non-flow) instruction; ``fast``: on the fast path."""
+    if fast:
+        return _Run._fast_dot if info.shape == DOT else _Run._fast_component
+    if opcode in ("KILL", "KILL_IF"):
+        return _Run._kill
+    if info.category == ops.TEX:
+        return _Run._texture
+    if info.shape == COMPONENT:
+        return _Run._component
+    if info.shape == REPLICATE:
+        return _Run._replicate
+    return _Run._dot if info.shape == DOT else _Run._special

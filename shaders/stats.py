@@ -103,7 +103,7 @@ class DynamicCounter:
     """Accumulates DynamicStats while the interpreter runs.
 
     Steps where every lane is active (the common case) cost one integer add; only divergent
-    steps touch the per-lane arrays.
+    steps touch the per-lane arrays, made at the first of them.
     """
 
     def __init__(self, xp, lanes: int):
@@ -112,10 +112,8 @@ class DynamicCounter:
         self.warps = -(-lanes // WARP_SIZE)
         self.uniform_steps = [0, 0, 0]
         self.uniform_tex_samples = 0
-        self.lane_counts = xp.zeros((3, lanes), dtype=np.int32)
-        self.warp_counts = xp.zeros((3, self.warps), dtype=np.int32)
-        self.warp_active = xp.zeros(self.warps, dtype=np.int64)
-        self.tex_samples = xp.zeros(lanes, dtype=np.int32)
+        # Per lane / warp counts of the divergent steps (None until there is one).
+        self.lane_counts = self.warp_counts = self.warp_active = self.tex_samples = None
         # Lanes beyond N (padding to a whole warp) are never active.
         self.pad = self.warps * WARP_SIZE - lanes
 
@@ -131,6 +129,8 @@ class DynamicCounter:
             if tex:
                 self.uniform_tex_samples += 1
             return
+        if self.lane_counts is None:
+            self._start_divergent()
         self.lane_counts[category_index] += mask
         per_warp = self.warp_lanes(mask)
         self.warp_counts[category_index] += per_warp > 0
@@ -138,13 +138,34 @@ class DynamicCounter:
         if tex:
             self.tex_samples += mask
 
+    def _start_divergent(self) -> None:
+        xp = self.xp
+        self.lane_counts = xp.zeros((3, self.lanes), dtype=np.int32)
+        self.warp_counts = xp.zeros((3, self.warps), dtype=np.int32)
+        self.warp_active = xp.zeros(self.warps, dtype=np.int64)
+        self.tex_samples = xp.zeros(self.lanes, dtype=np.int32)
+
+    def _full_warp_lanes(self):
+        """(W,) int64 lanes of each warp: WARP_SIZE, fewer in a padded last warp."""
+        lanes = self.xp.full(self.warps, WARP_SIZE, dtype=np.int64)
+        if self.pad:
+            lanes[-1] = WARP_SIZE - self.pad
+        return lanes
+
     def result(self) -> DynamicStats:
         xp = self.xp
         uniform = xp.asarray(self.uniform_steps, dtype=np.int32)[:, None]
-        full_warp = self.warp_lanes(xp.ones(self.lanes, dtype=bool)).astype(np.int64)
+        full_warp_active = self._full_warp_lanes() * sum(self.uniform_steps)
+        if self.lane_counts is None:  # every step had every lane active
+            return DynamicStats(
+                lane_instructions=xp.repeat(uniform, self.lanes, axis=1),
+                warp_instructions=xp.repeat(uniform, self.warps, axis=1),
+                warp_active_lanes=full_warp_active,
+                texture_samples=xp.full(self.lanes, self.uniform_tex_samples, dtype=np.int32),
+            )
         return DynamicStats(
             lane_instructions=self.lane_counts + uniform,
             warp_instructions=self.warp_counts + uniform,
-            warp_active_lanes=self.warp_active + full_warp * int(sum(self.uniform_steps)),
+            warp_active_lanes=self.warp_active + full_warp_active,
             texture_samples=self.tex_samples + np.int32(self.uniform_tex_samples),
         )
