@@ -162,9 +162,11 @@ def render_groups(names: list[str], dsr_parameters=None) -> list[list[str]]:
     from tilesim.render.techniques.side_by_side import render_host
 
     groups: dict[str, list[str]] = {"baseline": ["baseline"]}
-    for name in names:
+    for name in dict.fromkeys(names):
         host = render_host(Techniques.from_name(name, dsr_parameters=dsr_parameters))
-        groups.setdefault(host or name, []).append(name)
+        group = groups.setdefault(host or name, [])
+        if name not in group:
+            group.append(name)
     return list(groups.values())
 
 
@@ -182,7 +184,7 @@ def compare_trace(trace_path: str, names: list[str], frames: range, *, dsr_param
     first, *rest = render_groups(names, dsr_parameters)
     tallies = _group(trace_path, first, frames, dsr_parameters, reference, images, save,
                      progress)
-    baseline = tallies.pop("baseline")
+    baseline = tallies["baseline"]
     if workers > 1 and len(rest) > 1:
         with tempfile.TemporaryDirectory(prefix="tilesim-coherence-") as folder:
             for index, image in reference.items():
