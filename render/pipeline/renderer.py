@@ -131,6 +131,7 @@ class FramesDepend(Exception):
     frame may sample them), or the first frame wanted does not start by clearing the whole
     window (it builds on the pixels of the frames before)."""
 
+
 # The --mediump help of the commands that render (tilesim render, tilesim conformance).
 MEDIUMP_HELP = (
     "how shaders compute mediump and lowp arithmetic: fp32 (float32, as Mesa softpipe, whose "
