@@ -12,6 +12,7 @@ pass end); the runner opens the trace, builds the renderer and replays.
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Iterable, Iterator
 
@@ -26,6 +27,7 @@ from tilesim.render.pipeline.renderer import (
     Renderer,
     ReplayedFrame,
 )
+from tilesim.render.techniques import side_by_side
 from tilesim.render.techniques.bus import Techniques
 from tilesim.render.traces.trace_file import Trace, open_trace
 
@@ -100,14 +102,13 @@ def side_by_side_host(techniques: dict[str, PipelineHooks]) -> list[str]:
     """The names of the sets among ``techniques`` that are their render's host (none, or
     one); ValueError unless all their frames come from one host's render
     (``side_by_side.render_host``)."""
-    from tilesim.render.techniques import side_by_side
-
-    hosts = {side_by_side.render_host(t) for t in techniques.values()}
-    host_names = [n for n, t in techniques.items() if side_by_side.render_host(t) == t.name]
-    if len(hosts) != 1 or None in hosts or len(host_names) > 1:
+    hosts = {name: side_by_side.render_host(t) for name, t in techniques.items()}
+    host_names = [n for n, t in techniques.items() if hosts[n] == t.name]
+    if len(set(hosts.values())) != 1 or None in hosts.values() or len(host_names) > 1:
         raise ValueError("side by side: sets whose frames come from one host's render "
                          "(side_by_side.render_host), at most one of them the host itself")
     return host_names
+
 
 def render_side_by_side(trace: str | os.PathLike, techniques: dict[str, PipelineHooks],
                         frames: Iterable[int], *, observer: RenderObserver | None = None,
@@ -120,10 +121,6 @@ def render_side_by_side(trace: str | os.PathLike, techniques: dict[str, Pipeline
     EVR) has its remaining frames rendered on its own afterwards, by a copy of its hooks made
     before the render. ``observer`` watches the shared render; ``options`` as
     :func:`render_frames`."""
-    import copy
-
-    from tilesim.render.techniques import side_by_side
-
     host_names = side_by_side_host(techniques)
     wanted = frames if isinstance(frames, range) else sorted(set(frames))
     if len(wanted) == 0:
@@ -155,6 +152,7 @@ def render_side_by_side(trace: str | os.PathLike, techniques: dict[str, Pipeline
             own = spares[name]
             for result in render_trace(trace, frames=rest, technique=own, **options):
                 yield name, result, own
+
 
 def fresh_starts(trace: Trace, stop: int, *, mediump: str | None = None) -> list[int]:
     """The frames before ``stop`` a baseline render may start at, replaying the frames before
