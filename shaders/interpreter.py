@@ -327,6 +327,11 @@ class Interpreter:
                                 "SV": max(self.num_system_values, 1)}
         self.plans = [self._decode(pc, inst) for pc, inst in enumerate(program.instructions)]
 
+    def __deepcopy__(self, memo) -> Interpreter:
+        # Prepared once and never changed after (a run keeps its registers elsewhere): copies
+        # of a renderer (Renderer.snapshot) share it.
+        return self
+
     # -- decoding ---------------------------------------------------------------------------
 
     def _decode(self, pc: int, inst: Instruction) -> _Plan:

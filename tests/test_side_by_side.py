@@ -15,7 +15,7 @@ from trace_helpers import sphere_trace
 
 from tilesim.render.studies import batch
 from tilesim.render.studies.batch import Job, prepare_jobs, run_job, run_side_by_side
-from tilesim.render.studies.runner import render_trace
+from tilesim.render.studies.runner import render_side_by_side, render_trace
 from tilesim.render.techniques import side_by_side
 from tilesim.render.techniques.bus import Techniques
 from tilesim.render.techniques.side_by_side import SideBySide, shareable
@@ -162,6 +162,47 @@ def test_a_member_whose_colors_leave_the_baselines_is_dropped(tmp_path):
     assert [r[0] for r in odd] == [0, 1]
     _assert_same([_record(r) for r in render_trace(trace)], base, "baseline")
     _assert_same([_record(r) for r in render_trace(trace, technique="te")], kept, "te")
+
+
+class _RepaintsRE(Techniques):
+    """RE that, from frame 2 on, changes a pixel of the screen when the pass ends (an RE
+    false positive's colors); records the frames each copy of it finishes."""
+
+    finished: list = []
+    frames = 0
+
+    def end_pass(self, target, counters):
+        skipped = super().end_pass(target, counters)
+        if self.frames >= 2:
+            target.color[0, 0, 0] ^= 0xFF
+        return skipped
+
+    def end_frame(self, result, screen):
+        self.frames += 1
+        type(self).finished.append((id(self), result.index))
+        return super().end_frame(result, screen)
+
+
+def test_a_diverging_member_goes_on_from_the_start_of_the_frame_it_left_in(tmp_path):
+    """The member leaves the baseline's render in frame 2 of 5: its frames 0-1 come from the
+    shared render, 2-4 from a copy of the renderer and of itself made at frame 2's start,
+    equal to a render of its own (frames 0 and 1 are not rendered again)."""
+    trace = sphere_trace(tmp_path / "sphere.tsim", 5, size=(64, 48), clear_step=0.0)
+    _RepaintsRE.finished = []
+    alone = [_record(r) for r in render_trace(trace, technique=_RepaintsRE(frozenset({"re"})))]
+    _RepaintsRE.finished = []
+    techniques = {"baseline": Techniques(frozenset()), "re": Techniques.from_name("re"),
+                  "odd": _RepaintsRE(frozenset({"re"}))}
+    out = {name: [] for name in techniques}
+    for name, result, _ in render_side_by_side(trace, techniques, range(5)):
+        out[name].append(_record(result))
+    _assert_same(alone, out["odd"], "odd")
+    _assert_same([_record(r) for r in render_trace(trace, technique="re")], out["re"], "re")
+    _assert_same([_record(r) for r in render_trace(trace)], out["baseline"], "baseline")
+    copies = {}
+    for ident, index in _RepaintsRE.finished:
+        copies.setdefault(ident, []).append(index)
+    assert sorted(copies.values()) == [[0, 1], [2, 3, 4]]
 
 
 class _HoldsBackOthers(Techniques):

@@ -132,6 +132,33 @@ class FramesDepend(Exception):
     window (it builds on the pixels of the frames before)."""
 
 
+@dataclass
+class Snapshot:
+    """A renderer between two frames and technique sets attached to its window, copied
+    together (:meth:`Renderer.snapshot`): a set keeps seeing the copy's window as its own."""
+
+    renderer: Renderer                       # without techniques or observer
+    techniques: dict[str, PipelineHooks]
+
+    def resume(self, name: str) -> Renderer:
+        """A renderer that goes on from the snapshot's next frame with technique set
+        ``name`` alone, independent of the snapshot (which may resume again)."""
+        renderer, techniques = _copy_renderer(self.renderer, self.techniques[name])
+        renderer.techniques = techniques
+        return renderer
+
+
+def _copy_renderer(renderer: Renderer, techniques):
+    """Deep copies of ``renderer`` (without its techniques and observer) and ``techniques``,
+    made together so that what they share stays shared. Array modules are not copied; neither
+    are prepared shaders (``Interpreter.__deepcopy__``)."""
+    kept = {id(renderer.techniques): None, id(renderer.observer): None,
+            id(np): np, id(renderer.xp): renderer.xp}
+    copied, techniques = copy.deepcopy((renderer, techniques), kept)
+    copied.techniques, copied.observer = PipelineHooks(), RenderObserver()
+    return copied, techniques
+
+
 # The --mediump help of the commands that render (tilesim render, tilesim conformance).
 MEDIUMP_HELP = (
     "how shaders compute mediump and lowp arithmetic: fp32 (float32, as Mesa softpipe, whose "
@@ -259,6 +286,15 @@ class Renderer:
             observer.end_frame(done)
             if wanted is None or done.index in wanted:
                 yield done
+
+    def snapshot(self, techniques: dict[str, PipelineHooks]) -> Snapshot:
+        """This renderer between two frames, copied with ``techniques`` (name -> technique
+        sets attached to its window, with the state they have now), for a render of one of
+        them to go on from the next frame on its own (:meth:`Snapshot.resume`)."""
+        if self._pass is not None or self._deferred:
+            raise RuntimeError("a renderer is copied between frames only")
+        renderer, copied = _copy_renderer(self, techniques)
+        return Snapshot(renderer, copied)
 
     def replay_state(self, number: int, commands: list[Command]) -> ReplayedFrame:
         """A frame's commands for the GL state alone: no pixel is drawn, cleared, read or

@@ -12,7 +12,6 @@ pass end); the runner opens the trace, builds the renderer and replays.
 
 from __future__ import annotations
 
-import copy
 import os
 from collections.abc import Iterable, Iterator
 
@@ -26,6 +25,7 @@ from tilesim.render.pipeline.renderer import (
     FramesDepend,
     Renderer,
     ReplayedFrame,
+    Snapshot,
 )
 from tilesim.render.techniques import side_by_side
 from tilesim.render.techniques.bus import Techniques
@@ -42,24 +42,29 @@ def techniques_of(technique: str | PipelineHooks | None, *, source: str | None =
 
 
 def render_frames(frames: Iterable[list[Command]], width: int, height: int, *,
-                  keep: Iterable[int] | None = None, depth_bits: int = 24,
-                  technique: str | PipelineHooks | None = None, dsr_parameters=None,
-                  tile_size: int = 16, traversal: str = "scanline",
-                  fill_rule: str = "bottom_left", tile_rates: int | np.ndarray | None = None,
-                  observer: RenderObserver | None = None,
-                  source: str = "<trace>", mediump: str | None = None,
-                  replay_from: int | None = None) -> Iterator[FrameResult]:
+                  keep: Iterable[int] | None = None, replay_from: int | None = None,
+                  **options) -> Iterator[FrameResult]:
     """Render recorded ``frames`` (lists of commands, each ending with ``endFrame``) in a
     ``width`` x ``height`` window; yield the results of the frame numbers in ``keep``
     (default: all; the others are rendered too, later frames may depend on them).
-
-    ``technique``: a name or built hooks (see :func:`techniques_of`). ``tile_rates``: a
-    sampling-rate index for every tile of the screen (an int: the same for all; DSR's rates,
-    0 = 1x .. 4 = 1/256x), to render at fixed rates. ``mediump``: "fp32" or "fp16", how
-    shaders compute mediump and lowp (None: the GPU configuration's ``mediump_fp16``).
     ``replay_from``: the frames before it set the GL state only, undrawn (the baseline, when
     that frame clears the whole window and none before draws into a texture; otherwise
-    ``FramesDepend``: ``Renderer.render``)."""
+    ``FramesDepend``: ``Renderer.render``). ``options``: the renderer's (:func:`renderer_for`)."""
+    renderer = renderer_for(width, height, **options)
+    yield from renderer.render(frames, keep=keep, replay_from=replay_from)
+
+
+def renderer_for(width: int, height: int, *, depth_bits: int = 24,
+                 technique: str | PipelineHooks | None = None, dsr_parameters=None,
+                 tile_size: int = 16, traversal: str = "scanline",
+                 fill_rule: str = "bottom_left", tile_rates: int | np.ndarray | None = None,
+                 observer: RenderObserver | None = None, source: str = "<trace>",
+                 mediump: str | None = None) -> Renderer:
+    """A renderer of a ``width`` x ``height`` window. ``technique``: a name or built hooks
+    (see :func:`techniques_of`). ``tile_rates``: a sampling-rate index for every tile of the
+    screen (an int: the same for all; DSR's rates, 0 = 1x .. 4 = 1/256x), to render at fixed
+    rates. ``mediump``: "fp32" or "fp16", how shaders compute mediump and lowp (None: the GPU
+    configuration's ``mediump_fp16``)."""
     renderer = Renderer(width, height, depth_bits=depth_bits, tile_size=tile_size,
                         traversal=traversal, fill_rule=fill_rule, source=source,
                         techniques=techniques_of(technique, source=source,
@@ -70,7 +75,7 @@ def render_frames(frames: Iterable[list[Command]], width: int, height: int, *,
         tiles = renderer.default_target.tile_count
         renderer.tile_rates = (np.full(tiles, tile_rates, dtype=np.int8)
                                if np.ndim(tile_rates) == 0 else tile_rates)
-    yield from renderer.render(frames, keep=keep, replay_from=replay_from)
+    return renderer
 
 
 def render_trace(trace: str | os.PathLike | Trace, *, frames: Iterable[int] | None = None,
@@ -118,19 +123,20 @@ def render_side_by_side(trace: str | os.PathLike, techniques: dict[str, Pipeline
     only watch it), rendered once: yields (name, result, the set's hooks as the frame left
     them) for each set's frames in ``frames``, each set's in frame order. A member whose
     render leaves the host's (an RE false positive; RE+EVR holding back other entries than
-    EVR) has its remaining frames rendered on its own afterwards, by a copy of its hooks made
-    before the render. ``observer`` watches the shared render; ``options`` as
-    :func:`render_frames`."""
+    EVR: ``side_by_side.may_diverge``) goes on from the start of the frame it left in, on a
+    copy of the renderer and of itself made then (``Renderer.snapshot``), after the shared
+    render. ``observer`` watches the shared render; ``options`` as :func:`render_frames`."""
     host_names = side_by_side_host(techniques)
     wanted = frames if isinstance(frames, range) else sorted(set(frames))
     if len(wanted) == 0:
         return
     members = {n: t for n, t in techniques.items() if n not in host_names}
-    spares = {n: copy.deepcopy(t) for n, t in members.items()}
     hooks = side_by_side.SideBySide(members, side_by_side.host_of(next(iter(
         techniques.values()))))
+    watched = [n for n, m in members.items() if side_by_side.may_diverge(m)]
     done: dict[str, set[int]] = {n: set() for n in members}
     keep = set(wanted)
+    stop = wanted.stop if isinstance(wanted, range) else wanted[-1] + 1
 
     def released():
         for name, member in members.items():
@@ -139,19 +145,59 @@ def render_side_by_side(trace: str | os.PathLike, techniques: dict[str, Pipeline
                     done[name].add(result.index)
                     yield name, result, member
 
-    stop = wanted.stop if isinstance(wanted, range) else wanted[-1] + 1
-    for result in render_trace(trace, frames=range(stop), technique=hooks, observer=observer,
-                               **options):
-        if host_names and result.index in keep:
-            yield host_names[0], result, hooks.host
+    with open_trace(trace) as handle:
+        options.setdefault("source", str(handle.path))
+        renderer = renderer_for(handle.width, handle.height, depth_bits=handle.depth_bits,
+                                technique=hooks, observer=observer, **options)
+        frames_of = _Divergences(renderer, hooks, watched)
+        for result in renderer.render(frames_of.snapshots(handle.frames(0, stop)), keep=keep):
+            if host_names:
+                yield host_names[0], result, hooks.host
+            yield from released()
         yield from released()
-    yield from released()
-    for name in hooks.diverged:
-        rest = sorted(keep - done[name])
-        if rest:
-            own = spares[name]
-            for result in render_trace(trace, frames=rest, technique=own, **options):
-                yield name, result, own
+        for name, (first, snapshot) in frames_of.forks.items():
+            rest = sorted(keep - done[name])
+            if rest:
+                own = snapshot.resume(name)
+                for result in own.render(handle.frames(first, stop), first=first, keep=rest):
+                    yield name, result, own.techniques
+
+
+class _Divergences:
+    """The members of a side-by-side render that may leave the host's (``watched``) with a
+    copy of the renderer and of themselves at the start of every frame; for each member that
+    left, the copy of the start of the frame it left in (``forks``: name -> (frame,
+    snapshot)). A render copies only the last two frames' starts: a member leaves in the
+    frame under way, or at its end (its state is then the next frame's start)."""
+
+    def __init__(self, renderer: Renderer, hooks: side_by_side.SideBySide,
+                 watched: list[str]):
+        self.renderer, self.hooks, self.watched = renderer, hooks, watched
+        self.forks: dict[str, tuple[int, Snapshot]] = {}
+        self._snapshots: dict[int, Snapshot] = {}
+
+    def snapshots(self, frames: Iterable[list[Command]]) -> Iterator[list[Command]]:
+        """``frames`` (from frame 0), a snapshot taken before each is handed to the render."""
+        for number, commands in enumerate(frames):
+            diverged = self.hooks.diverged
+            live = {n: self.hooks.members[n] for n in self.watched
+                    if diverged.get(n, number) >= number}
+            if live:
+                self._snapshots[number] = self.renderer.snapshot(live)
+            self._fork()
+            self._snapshots.pop(number - 1, None)
+            yield commands
+        self._fork()
+
+    def _fork(self) -> None:
+        for name, frame in self.hooks.diverged.items():
+            if name in self.forks:
+                continue
+            snapshot = self._snapshots.get(frame)
+            if snapshot is None or name not in snapshot.techniques:
+                raise RuntimeError(f"side by side: {name} left the host's render in frame "
+                                   f"{frame}, which only a set side_by_side.may_diverge does")
+            self.forks[name] = (frame, snapshot)
 
 
 def fresh_starts(trace: Trace, stop: int, *, mediump: str | None = None) -> list[int]:

@@ -19,7 +19,8 @@ DSR renders tiles at other sampling rates and never runs beside a member (:func:
 
 A member's own render can leave the host's in two ways, and the member is then dropped at once
 (``diverged``: its name -> the frame; its frames from that one on must be rendered by a render
-of its own):
+of its own, ``runner.render_side_by_side`` goes on from a copy made at that frame's start;
+both ways need RE: :func:`may_diverge`):
 
 * its colors leave the host's at the end of a pass: an RE false positive puts back colors
   that differ from the ones rendered, and later frames may build on them (a frame that does
@@ -60,6 +61,13 @@ def shareable(techniques: PipelineHooks, host: PipelineHooks | None = None) -> b
         return False
     added = techniques.enabled - hosted
     return hosted <= techniques.enabled and bool(added) and added <= SHAREABLE
+
+
+def may_diverge(member: Techniques) -> bool:
+    """Whether a member's render may leave its host's (module docstring): both ways need RE
+    (its skipped tiles' colors; its skips fed to EVR). TE and memoization never change what
+    the pipeline keeps (memoization changes only the image it outputs)."""
+    return "re" in member.enabled
 
 
 def host_of(techniques: Techniques) -> Techniques | None:
