@@ -172,6 +172,18 @@ class PassCounters:
         if tile.size:
             self._accumulate(self._array(name, tile), tile, weights)
 
+    def add_per_entry(self, tile: np.ndarray, amounts: dict[str, int]) -> None:
+        """Add ``amounts[name]`` (an int) to counter ``name`` for each entry of ``tile``: the
+        entries counted once for all the names (what :meth:`add` with constant weights
+        gives)."""
+        if not tile.size:
+            return
+        xp = array_module(tile)
+        entries = xp.zeros(self.tiles_x * self.tiles_y, dtype=np.int64)
+        self._accumulate(entries, tile, None)
+        for name, amount in amounts.items():
+            self._array(name, tile)[...] += entries * amount
+
     def add_program(self, digest: str, tile: np.ndarray, weights) -> None:
         """Add the fragment quad instructions ``weights`` of program ``digest`` per tile
         (summed as :meth:`add` sums them)."""

@@ -634,7 +634,6 @@ class Renderer:
         frame.vs_programs[vertex] = frame.vs_programs.get(vertex, 0) + int(vertex_instructions)
 
     def _draw(self, command: Command) -> None:
-        xp = self.xp
         state, scalars = self.state, self.counters.scalars
         program = state.current_program()
         target = self._target()
@@ -710,12 +709,9 @@ class Renderer:
         bins = binning.bin_triangles(tris, rect, target.tile_size, target.tiles_x,
                                      varying_components)
         scalars["pb_record_bytes_written"] += len(tris) * bins.record_bytes
-        counters.add("prims_binned", bins.tile)
-        counters.add("pb_list_bytes_written", bins.tile,
-                     xp.full(bins.tile.size, binning.LIST_ENTRY_BYTES, dtype=xp.float64))
-        counters.add("pb_bytes_read", bins.tile,
-                     xp.full(bins.tile.size, binning.LIST_ENTRY_BYTES + bins.record_bytes,
-                             dtype=xp.float64))
+        counters.add_per_entry(bins.tile, {
+            "prims_binned": 1, "pb_list_bytes_written": binning.LIST_ENTRY_BYTES,
+            "pb_bytes_read": binning.LIST_ENTRY_BYTES + bins.record_bytes})
 
         draw = DrawContext(
             program=program, fragment=copy.copy(f), target=target, counters=counters,
