@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -285,3 +286,33 @@ def test_the_runs_that_only_watch_the_pipeline_share_their_workloads_baseline_re
         [f"{w}/evr", f"{w}/re+evr"] for w in ("a", "b")]
     assert [[u.key for u in group] for group in renders[4:]] == [["a/dsr"], ["b/dsr"]]
     assert sorted(u.key for group in renders for u in group) == sorted(u.key for u in units)
+
+
+def test_two_workers_compare_each_run_in_parts_and_record_what_one_worker_records(
+        study, tmp_path):
+    """With two workers every run's frames are compared in two parts, one per worker; the
+    joined tallies equal those of one worker comparing all the frames."""
+    from tilesim.render.studies.coherence import Tally
+    from tilesim.render.studies.study import (
+        Settings,
+        compare_frames,
+        comparison_parts,
+        given_workloads,
+        plan_units,
+    )
+
+    trace, out, code = study
+    assert code == 0
+    assert main(["run", "--trace", str(trace), "--out", str(tmp_path / "two"),
+                 "--workers", "2"]) == 0
+    units = plan_units(Settings(given_workloads([str(trace)], None), tuple(TECHNIQUES)), out)
+    for unit in units:
+        one = json.loads((Path(unit.folder) / "quality.json").read_text())["tally"]
+        two_folder = tmp_path / "two" / Path(unit.folder).relative_to(out)
+        two = json.loads((two_folder / "quality.json").read_text())["tally"]
+        assert two == one, unit.key
+        parts = comparison_parts(unit, 3)
+        assert [list(p) for p in parts] == [[0], [1], [2, 3]]
+        joined = Tally.joined([Tally.from_dict(compare_frames(unit, p)["tally"])
+                               for p in parts])
+        assert joined.to_dict() == one, unit.key

@@ -86,6 +86,21 @@ class Tally:
                 "scalars": self.scalars, "rate_histogram": self.rate_histogram.tolist()}
 
     @classmethod
+    def joined(cls, parts: list[Tally]) -> Tally:
+        """One tally of consecutive runs of frames tallied apart (``parts`` in frame order)."""
+        out = cls(parts[0].name)
+        for part in parts:
+            out.frames += part.frames
+            out.identical += part.identical
+            out.mssim += part.mssim
+            out.tiles += part.tiles
+            for mine, theirs in ((out.totals, part.totals), (out.scalars, part.scalars)):
+                for name, value in theirs.items():
+                    mine[name] = mine.get(name, 0) + value
+            out.rate_histogram = out.rate_histogram + part.rate_histogram
+        return out
+
+    @classmethod
     def from_dict(cls, data: dict) -> Tally:
         return cls(data["name"], data["frames"], data["identical"], list(data["mssim"]),
                    data["tiles"], dict(data["totals"]), dict(data["scalars"]),

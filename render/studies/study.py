@@ -327,17 +327,17 @@ def render_units(units: list[Unit]) -> dict[str, dict]:
     return {u.key: {"render": rendered, "rendered_with": together} for u in units}
 
 
-def finish_unit(unit: Unit, rendered: dict, _baseline=None) -> dict:
-    """Compare a rendered unit's frames with the baseline's and write its quality record
-    (quality.json, the unit's finished mark); returns it. ``rendered``: what
-    :func:`render_units` returned for it; ``_baseline``: the baseline's render when it ran in
-    this study (a Dask dependency: its frames must exist), unused."""
+def compare_frames(unit: Unit, frames: range, _rendered=None, _baseline=None) -> dict:
+    """The comparison of a rendered unit's ``frames`` with the baseline's frames: {"tally":
+    ``Tally.to_dict``, "seconds": its wall time}. ``_rendered``, ``_baseline``: the unit's
+    and the baseline's renders when they ran in this study (Dask dependencies: their frames
+    must exist), unused."""
     started = time.perf_counter()
     job = unit.job
     is_baseline = unit.technique == "baseline"
     tally = Tally(unit.technique)
     baseline = Job(unit.workload.trace, unit.workload.frames, unit.baseline_folder)
-    for index in range(*unit.workload.frames):
+    for index in frames:
         png, npz = job.frame_files(index)
         reference_png = png if is_baseline else baseline.frame_files(index)[0]
         # Frames are encoded by one encoder at one level, so equal pixels give byte-identical
@@ -346,11 +346,34 @@ def finish_unit(unit: Unit, rendered: dict, _baseline=None) -> dict:
             tally.add(None, load_counters(npz), None)
         else:
             tally.add(read_png(png, "RGBA"), load_counters(npz), read_png(reference_png, "RGBA"))
+    return {"tally": tally.to_dict(), "seconds": time.perf_counter() - started}
+
+
+def comparison_parts(unit: Unit, parts: int) -> list[range]:
+    """A unit's frames as ``parts`` consecutive runs (fewer for fewer frames), compared side by
+    side (:func:`compare_frames`)."""
+    first, stop = unit.workload.frames
+    parts = max(1, min(parts, stop - first))
+    bounds = [first + (stop - first) * k // parts for k in range(parts + 1)]
+    return [range(a, b) for a, b in zip(bounds, bounds[1:], strict=False)]
+
+
+def finish_unit(unit: Unit, rendered: dict, compared: list[dict] | None = None) -> dict:
+    """Compare a rendered unit's frames with the baseline's (or join ``compared``, its
+    :func:`comparison_parts` compared already, in frame order) and write its quality record
+    (quality.json, the unit's finished mark); returns it. ``rendered``: what
+    :func:`render_units` returned for it."""
+    started = time.perf_counter()
+    if compared is None:
+        compared = [compare_frames(unit, range(*unit.workload.frames))]
+    tally = Tally.joined([Tally.from_dict(part["tally"]) for part in compared])
     own = rendered[unit.key]
+    comparing = sum(part["seconds"] for part in compared)
     record = {"identity": unit_identity(unit), "workload": unit.workload.name,
               "technique": unit.technique, "tally": tally.to_dict(),
               "seconds": {"render": own["render"],
-                          "total": round(own["render"] + time.perf_counter() - started, 3)},
+                          "total": round(own["render"] + comparing
+                                         + time.perf_counter() - started, 3)},
               "rendered_with": own["rendered_with"]}
     write_json(Path(unit.folder, QUALITY_FILE), record)
     return record
@@ -366,9 +389,9 @@ def estimate_unit(unit: Unit):
                              load_energy_config(None))
 
 
-def _finish_and_estimate(unit: Unit, rendered: dict, _baseline=None) -> tuple[dict, object]:
-    """A worker's last step of a unit: its comparison and its estimate."""
-    return finish_unit(unit, rendered, _baseline), estimate_unit(unit)
+def _finish_and_estimate(unit: Unit, rendered: dict, compared: list[dict]) -> tuple[dict, object]:
+    """A worker's last step of a unit: its quality record and its estimate."""
+    return finish_unit(unit, rendered, compared), estimate_unit(unit)
 
 
 def run_unit(unit: Unit) -> dict:
@@ -445,11 +468,17 @@ def run_units(units: list[Unit], *, workers: int, progress: bool = True,
                 for group in renders:
                     future = client.submit(render_units, group, pure=False)
                     rendered.update({u.key: future for u in group})
+                # Each unit's frames are compared in as many parts as there are workers:
+                # the last render's comparison (DSR's MSSIM of every frame) would otherwise
+                # keep one worker busy while the others wait for the report.
                 futures = {}
                 for unit in todo:
                     baseline = rendered.get(f"{unit.workload.name}/baseline")
+                    parts = [client.submit(compare_frames, unit, frames, rendered[unit.key],
+                                           baseline, pure=False)
+                             for frames in comparison_parts(unit, workers)]
                     futures[client.submit(_finish_and_estimate, unit, rendered[unit.key],
-                                          baseline, pure=False)] = unit
+                                          parts, pure=False)] = unit
                 for future in as_completed(futures):
                     unit = futures[future]
                     records[unit.key], estimate = future.result()
