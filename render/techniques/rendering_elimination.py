@@ -173,8 +173,9 @@ class RenderingElimination:
     def _signed(counters: PassCounters, tile: np.ndarray, subblocks: np.ndarray) -> None:
         """Charge the Compute CRC unit's work (each block is signed once) to a tile."""
         xp = array_module(tile)
+        # Whole sub-block counts: summed as integers (what float64 weights sum to, faster).
         counters.add("re_subblocks_signed", xp.asarray(tile).ravel(),
-                     xp.asarray(subblocks, dtype=xp.float64).ravel())
+                     xp.asarray(subblocks, dtype=xp.int64).ravel())
 
     def binned(self, draw, counters: PassCounters, included: np.ndarray | None) -> None:
         """Fold a draw's constants and primitives into the tiles of its display-list entries
