@@ -531,17 +531,25 @@ class Renderer:
         xp = self.xp
         if target is not self.default_target or not any(self._rates_used):
             return
-        ys, xs = xp.mgrid[0:target.height, 0:target.width]
-        scale = xp.left_shift(1, self.tile_rates.astype(xp.int64))[target.pixel_tiles()]
+        # Only the pixels of tiles below 1x change (most tiles of a frame stay at 1x).
+        tiles = xp.nonzero(self.tile_rates > 0)[0]
+        t = target.tile_size
+        offsets = xp.arange(t)
+        ys = (tiles // target.tiles_x * t)[:, None, None] + offsets[None, :, None]
+        xs = (tiles % target.tiles_x * t)[:, None, None] + offsets[None, None, :]
+        inside = (ys < target.height) & (xs < target.width)      # edge tiles are partial
+        scale = xp.left_shift(1, self.tile_rates[tiles].astype(xp.int64))[:, None, None]
+        ys, xs, scale = xp.broadcast_arrays(ys, xs, scale)
+        ys, xs, scale = ys[inside], xs[inside], scale[inside]
+        pixel = ys * target.width + xs
         source = (ys // scale * scale) * target.width + (xs // scale * scale)
-        source = source.ravel()
         flat = target.color.reshape(-1, 4)
-        flat[:] = flat[source]
+        flat[pixel] = flat[source]
         if target.depth is not None:
             depth = target.depth.reshape(-1)
-            depth[:] = depth[source]
+            depth[pixel] = depth[source]
         if self._written is not None and self._pass_target is target:
-            self._written[:] = self._written[source]
+            self._written[pixel] = self._written[source]
 
     def _copy_tex(self, command: Command) -> None:
         """glCopyTexImage2D / glCopyTexSubImage2D from the bound framebuffer's color buffer
