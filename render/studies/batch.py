@@ -31,8 +31,6 @@ recursively.
 
 from __future__ import annotations
 
-import collections
-import concurrent.futures
 import functools
 import hashlib
 import json
@@ -368,53 +366,15 @@ def _read_json(path: Path) -> dict:
 
 # -- running --------------------------------------------------------------------------------
 
-class _BackgroundWrites:
-    """Frame files written by one thread, in the order they were handed over, while the
-    render goes on: PNG encoding, zlib and fsync let go of the GIL, so a render's writing
-    runs beside its drawing (on a core another worker leaves idle, or shared with it). At
-    most :attr:`PENDING` frames wait; an error writing one is raised at the next hand-over
-    or at :meth:`drain`."""
-
-    PENDING = 4
-
-    def __init__(self):
-        self._pool = None
-        self._pending = collections.deque()
-
-    def submit(self, write, *args) -> None:
-        if self._pool is None:
-            self._pool = concurrent.futures.ThreadPoolExecutor(
-                1, thread_name_prefix="tilesim-frame-writes")
-        while len(self._pending) >= self.PENDING:
-            self._pending.popleft().result()
-        self._pending.append(self._pool.submit(write, *args))
-
-    def drain(self) -> None:
-        """Wait for every frame handed over to be written."""
-        while self._pending:
-            self._pending.popleft().result()
-
-    def close(self) -> None:
-        """Write what was handed over (also when the render failed), then stop the thread."""
-        try:
-            self.drain()
-        finally:
-            if self._pool is not None:
-                self._pool.shutdown(wait=True, cancel_futures=True)
-                self._pool = None
-
-
 class _FrameWriter:
     """Writes a job's finished frames as they come (counters first, the PNG last: its
-    existence marks the frame finished; in the background: :class:`_BackgroundWrites`,
-    shared by the writers of one render) and keeps ``frames.json`` up to date."""
+    existence marks the frame finished) and keeps ``frames.json`` up to date."""
 
     def __init__(self, job: Job, entries: dict[int, dict], on_frame=None, before_write=None,
-                 encode=None, writes: _BackgroundWrites | None = None):
+                 encode=None):
         self.job, self.entries = job, entries
         self.on_frame, self.before_write = on_frame, before_write
         self.encode = encode or (lambda image: png_bytes(image, FRAME_PNG_LEVEL))
-        self.writes = writes or _BackgroundWrites()
         self.missing = set(job.missing())
         self.written: list[dict] = []
         self.hang_after = int(os.environ.get(HANG_ENV) or 0)
@@ -422,16 +382,13 @@ class _FrameWriter:
 
     def write(self, result, techniques) -> None:
         """Write ``result`` if the job misses it (``techniques``: the hooks that rendered it,
-        their state as the frame left them, for ``before_write``, called now)."""
+        their state as the frame left them, for ``before_write``)."""
         if result.index not in self.missing:
             return
-        if self.before_write is not None:
-            self.before_write(result, techniques)
-        self.writes.submit(self._write_files, result)
-
-    def _write_files(self, result) -> None:
         png, npz = self.job.frame_files(result.index)
         result.counters.save(npz)
+        if self.before_write is not None:
+            self.before_write(result, techniques)
         write_bytes(png, self.encode(result.image))
         entry = _entry(result.counters.summary())
         self.written.append(entry)
@@ -446,11 +403,7 @@ class _FrameWriter:
             self.last_write = time.monotonic()
 
     def close(self) -> None:
-        """Write the frames handed over, then frames.json."""
-        try:
-            self.writes.close()
-        finally:
-            _write_frames(self.job, self.entries)
+        _write_frames(self.job, self.entries)
 
     def summary(self, started: float) -> dict:
         job = self.job
@@ -460,13 +413,12 @@ class _FrameWriter:
                 "seconds": round(time.perf_counter() - started, 3), "counters": self.written}
 
 
-def _writer(job: Job, on_frame=None, before_write=None, encode=None,
-            writes: _BackgroundWrites | None = None) -> _FrameWriter:
+def _writer(job: Job, on_frame=None, before_write=None, encode=None) -> _FrameWriter:
     """The job's writer, after bringing frames.json up to date with the files."""
     entries, changed = frame_entries(job)
     if changed:
         _write_frames(job, entries)
-    return _FrameWriter(job, entries, on_frame, before_write, encode, writes)
+    return _FrameWriter(job, entries, on_frame, before_write, encode)
 
 
 class _SharedEncoding:
@@ -505,18 +457,16 @@ def run_job(job: Job, on_frame=None, *, prepare: bool = True, force: bool = Fals
     writer = _writer(job, on_frame, before_write)
     if writer.missing:
         techniques = job_techniques(job)
-        try:
-            with use_backend(job.backend):
-                replay_from = (None if observer is not None
-                               else _replay_start(job, techniques, min(writer.missing)))
-                for result in render_trace(job.trace, frames=writer.missing,
-                                           tile_size=job.tile_size, traversal=job.traversal,
-                                           fill_rule=job.fill_rule, technique=techniques,
-                                           source=job.trace, mediump=job.mediump,
-                                           observer=observer, replay_from=replay_from):
-                    writer.write(result, techniques)
-        finally:
-            writer.close()      # the frames finished before an error are kept
+        with use_backend(job.backend):
+            replay_from = (None if observer is not None
+                           else _replay_start(job, techniques, min(writer.missing)))
+            for result in render_trace(job.trace, frames=writer.missing,
+                                       tile_size=job.tile_size, traversal=job.traversal,
+                                       fill_rule=job.fill_rule, technique=techniques,
+                                       source=job.trace, mediump=job.mediump,
+                                       observer=observer, replay_from=replay_from):
+                writer.write(result, techniques)
+        writer.close()
     return writer.summary(started)
 
 
@@ -595,22 +545,20 @@ def run_side_by_side(jobs: list[Job], *, observer=None, before_writes=None) -> l
         raise ValueError("run_side_by_side: jobs of one trace and pipeline options")
     techniques = {str(k): job_techniques(j) for k, j in enumerate(jobs)}
     side_by_side_host(techniques)      # refused before any folder is touched
-    encode, writes = _SharedEncoding(), _BackgroundWrites()   # one thread encodes in order
-    writers = [_writer(j, before_write=b, encode=encode, writes=writes)
+    encode = _SharedEncoding()
+    writers = [_writer(j, before_write=b, encode=encode)
                for j, b in zip(jobs, before_writes, strict=True)]
     missing = sorted(set().union(*(w.missing for w in writers)))
     if missing:
         job = jobs[0]
-        try:
-            with use_backend(job.backend):
-                for key, result, hooks in render_side_by_side(
-                        job.trace, techniques, missing, observer=observer,
-                        tile_size=job.tile_size, traversal=job.traversal,
-                        fill_rule=job.fill_rule, source=job.trace, mediump=job.mediump):
-                    writers[int(key)].write(result, hooks)
-        finally:
-            for writer in writers:
-                writer.close()
+        with use_backend(job.backend):
+            for key, result, hooks in render_side_by_side(
+                    job.trace, techniques, missing, observer=observer, tile_size=job.tile_size,
+                    traversal=job.traversal, fill_rule=job.fill_rule, source=job.trace,
+                    mediump=job.mediump):
+                writers[int(key)].write(result, hooks)
+        for writer in writers:
+            writer.close()
     return [w.summary(started) for w in writers]
 
 
