@@ -205,6 +205,23 @@ def test_a_diverging_member_goes_on_from_the_start_of_the_frame_it_left_in(tmp_p
     assert sorted(copies.values()) == [[0, 1], [2, 3, 4]]
 
 
+def test_a_member_marked_as_leaving_after_the_last_frame_has_nothing_left_to_render(
+        tmp_path, monkeypatch):
+    trace = sphere_trace(tmp_path / "sphere.tsim", 3, size=(64, 48))
+
+    class LeavesAtTheEnd(SideBySide):
+        def end_frame(self, result, screen):
+            out = super().end_frame(result, screen)
+            if result.index == 2:
+                self.diverged["re"] = 3
+            return out
+
+    monkeypatch.setattr(side_by_side, "SideBySide", LeavesAtTheEnd)
+    techniques = {"baseline": Techniques(frozenset()), "re": Techniques.from_name("re")}
+    out = [(name, r.index) for name, r, _ in render_side_by_side(trace, techniques, range(3))]
+    assert sorted(out) == [(n, i) for n in ("baseline", "re") for i in range(3)]
+
+
 class _HoldsBackOthers(Techniques):
     """RE+EVR that, from frame 2 on, holds back one more display-list entry than EVR would
     (as RE's skips, fed to EVR, may change what it predicts)."""

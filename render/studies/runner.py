@@ -178,6 +178,7 @@ class _Divergences:
 
     def snapshots(self, frames: Iterable[list[Command]]) -> Iterator[list[Command]]:
         """``frames`` (from frame 0), a snapshot taken before each is handed to the render."""
+        rendered = 0
         for number, commands in enumerate(frames):
             diverged = self.hooks.diverged
             live = {n: self.hooks.members[n] for n in self.watched
@@ -187,11 +188,14 @@ class _Divergences:
             self._fork()
             self._snapshots.pop(number - 1, None)
             yield commands
-        self._fork()
+            rendered = number + 1
+        self._fork(rendered)
 
-    def _fork(self) -> None:
+    def _fork(self, rendered: int | None = None) -> None:
+        """Keep the snapshot of each member that left since the last call; ``rendered`` (at
+        the end): the frames rendered, a member that left after the last has none left."""
         for name, frame in self.hooks.diverged.items():
-            if name in self.forks:
+            if name in self.forks or (rendered is not None and frame >= rendered):
                 continue
             snapshot = self._snapshots.get(frame)
             if snapshot is None or name not in snapshot.techniques:
