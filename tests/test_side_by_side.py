@@ -205,18 +205,25 @@ def test_a_diverging_member_goes_on_from_the_start_of_the_frame_it_left_in(tmp_p
     assert sorted(copies.values()) == [[0, 1], [2, 3, 4]]
 
 
+def _leaving(name: str, after: int):
+    """SideBySide marking member ``name`` as leaving the host's render at the end of frame
+    ``after``: its frames from ``after + 1`` on come from a render of its own."""
+
+    class Leaving(SideBySide):
+        def end_frame(self, result, screen):
+            out = super().end_frame(result, screen)
+            if result.index == after:
+                self.diverged[name] = after + 1
+            return out
+
+    return Leaving
+
+
 def test_a_member_marked_as_leaving_after_the_last_frame_has_nothing_left_to_render(
         tmp_path, monkeypatch):
     trace = sphere_trace(tmp_path / "sphere.tsim", 3, size=(64, 48))
 
-    class LeavesAtTheEnd(SideBySide):
-        def end_frame(self, result, screen):
-            out = super().end_frame(result, screen)
-            if result.index == 2:
-                self.diverged["re"] = 3
-            return out
-
-    monkeypatch.setattr(side_by_side, "SideBySide", LeavesAtTheEnd)
+    monkeypatch.setattr(side_by_side, "SideBySide", _leaving("re", after=2))
     techniques = {"baseline": Techniques(frozenset()), "re": Techniques.from_name("re")}
     out = [(name, r.index) for name, r, _ in render_side_by_side(trace, techniques, range(3))]
     assert sorted(out) == [(n, i) for n in ("baseline", "re") for i in range(3)]
@@ -276,14 +283,7 @@ def test_a_batch_side_by_side_writes_the_files_of_each_jobs_own_render(tmp_path,
     if diverge:
         # The RE job's render is taken as leaving the host's at frame 1: the rest of its
         # frames come from a render of its own.
-        class Diverging(SideBySide):
-            def end_frame(self, result, screen):
-                out = super().end_frame(result, screen)
-                if result.index == 0:
-                    self.diverged["1"] = 1
-                return out
-
-        monkeypatch.setattr(side_by_side, "SideBySide", Diverging)
+        monkeypatch.setattr(side_by_side, "SideBySide", _leaving("1", after=0))
     shared = [Job(trace, (0, 4), str(tmp_path / "shared" / n.replace("/", "-")), technique=n)
               for n in names]
     prepare_jobs(shared)
