@@ -137,7 +137,7 @@ class Snapshot:
     """A renderer between two frames and technique sets attached to its window, copied
     together (:meth:`Renderer.snapshot`): a set keeps seeing the copy's window as its own."""
 
-    renderer: Renderer                       # without techniques or observer
+    renderer: Renderer       # its techniques and observer: do-nothing ones (PipelineHooks())
     techniques: dict[str, PipelineHooks]
 
     def resume(self, name: str) -> Renderer:
