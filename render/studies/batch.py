@@ -45,7 +45,7 @@ from tilesim.atomic import check_output, remove_temporaries, write_bytes, write_
 from tilesim.backend import use_backend
 from tilesim.errors import InputError
 from tilesim.folder_lock import lock_folder
-from tilesim.images import FRAME_PNG_LEVEL, png_bytes
+from tilesim.images import frame_png_bytes
 from tilesim.render.pipeline.counters import (
     FRAME_COUNTERS,
     TECHNIQUE_FRAME_COUNTERS,
@@ -374,7 +374,7 @@ class _FrameWriter:
                  encode=None):
         self.job, self.entries = job, entries
         self.on_frame, self.before_write = on_frame, before_write
-        self.encode = encode or (lambda image: png_bytes(image, FRAME_PNG_LEVEL))
+        self.encode = encode or frame_png_bytes
         self.missing = set(job.missing())
         self.written: list[dict] = []
         self.hang_after = int(os.environ.get(HANG_ENV) or 0)
@@ -436,7 +436,7 @@ class _SharedEncoding:
         for held, data in self._recent:
             if held is image:
                 return data
-        data = png_bytes(image, FRAME_PNG_LEVEL)
+        data = frame_png_bytes(image)
         self._recent = [*self._recent[1 - self.KEPT:], (image, data)]
         return data
 

@@ -26,7 +26,7 @@ import numpy as np
 from tilesim.atomic import check_output, write_bytes, write_json
 from tilesim.backend import backend_name, to_host, use_backend
 from tilesim.errors import EXIT_OK, InputError
-from tilesim.images import FRAME_PNG_LEVEL, png_bytes
+from tilesim.images import frame_png_bytes, png_bytes
 from tilesim.options import frame_range, positive_int
 from tilesim.render.studies.cluster import dask_client, map_in_order
 from tilesim.render.studies.runner import render_side_by_side, render_trace
@@ -167,7 +167,7 @@ def _save(save: Path | None, name: str, trace_path: str, index: int, image, coun
 
     folder = save / name.replace("/", "-") / Path(trace_path).stem
     counters.save(folder / "counters" / f"{index:06d}.npz")
-    write_bytes(folder / "frames" / f"{index:06d}.png", png_bytes(image, FRAME_PNG_LEVEL))
+    write_bytes(folder / "frames" / f"{index:06d}.png", frame_png_bytes(image))
 
 
 def render_groups(names: list[str], dsr_parameters=None) -> list[list[str]]:
