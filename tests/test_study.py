@@ -289,9 +289,11 @@ def test_the_runs_that_only_watch_the_pipeline_share_their_workloads_baseline_re
 
 
 def test_two_workers_compare_each_run_in_parts_and_record_what_one_worker_records(
-        study, tmp_path):
-    """With two workers every run's frames are compared in two parts, one per worker; the
-    joined tallies equal those of one worker comparing all the frames."""
+        study, tmp_path, monkeypatch):
+    """With two workers every run's frames are compared in parts (a frame at a time as the
+    render writes them, the rest in a part per worker); the joined tallies equal those of
+    one worker comparing all the frames."""
+    from tilesim.render.studies import study as study_module
     from tilesim.render.studies.coherence import Tally
     from tilesim.render.studies.study import (
         Settings,
@@ -303,6 +305,7 @@ def test_two_workers_compare_each_run_in_parts_and_record_what_one_worker_record
 
     trace, out, code = study
     assert code == 0
+    monkeypatch.setattr(study_module, "STREAM_FRAMES", 1)
     assert main(["run", "--trace", str(trace), "--out", str(tmp_path / "two"),
                  "--workers", "2"]) == 0
     units = plan_units(Settings(given_workloads([str(trace)], None), tuple(TECHNIQUES)), out)
@@ -316,3 +319,37 @@ def test_two_workers_compare_each_run_in_parts_and_record_what_one_worker_record
         joined = Tally.joined([Tally.from_dict(compare_frames(unit, p)["tally"])
                                for p in parts])
         assert joined.to_dict() == one, unit.key
+
+
+def test_a_run_is_compared_in_runs_of_frames_it_and_its_baseline_finished(study, tmp_path,
+                                                                            monkeypatch):
+    """While renders run, the frames a run and its baseline have both finished are handed on
+    in runs of STREAM_FRAMES consecutive frames, each frame once, a run only when whole."""
+    import shutil
+
+    from tilesim.render.studies import study as study_module
+    from tilesim.render.studies.batch import Job
+    from tilesim.render.studies.study import Settings, given_workloads, plan_units
+
+    trace, out, code = study
+    assert code == 0
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    unit = next(u for u in plan_units(Settings(given_workloads([str(trace)], None),
+                                               tuple(TECHNIQUES)), copy)
+                if u.technique == "re")
+    baseline = Job(unit.workload.trace, unit.workload.frames, unit.baseline_folder)
+    monkeypatch.setattr(study_module, "STREAM_FRAMES", 2)
+    unit.job.frame_files(2)[0].unlink()            # re: frames 0, 1, 3 finished
+    baseline.frame_files(1)[1].unlink()            # baseline: frames 0, 2, 3 finished
+    comparison = study_module._Comparison(unit, baseline)
+    assert comparison.written() == []              # frame 1 lacks its baseline's counters
+    shutil.copy(out / Path(baseline.frame_files(1)[1]).relative_to(copy),
+                baseline.frame_files(1)[1])
+    assert comparison.written() == [range(0, 2)]
+    assert comparison.written() == []              # frame 2 not finished yet
+    shutil.copy(out / Path(unit.job.frame_files(2)[0]).relative_to(copy),
+                unit.job.frame_files(2)[0])
+    assert comparison.written() == [range(2, 4)]
+    assert comparison.next == 4
+    assert study_module.comparison_parts(unit, 2, comparison.next) == []

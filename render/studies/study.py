@@ -267,16 +267,20 @@ class _UnitRender:
         return self.unit.job
 
 
+def _forget_shown_without_overlays(unit: Unit) -> None:
+    """A shown frame rendered without its overlays (an earlier run stopped in between, or the
+    folder came from `tilesim render`) is rendered again: the overlays need the technique's
+    state as that frame left it. Done before the render starts, so a frame on disk is final."""
+    job = unit.job
+    for index in unit.shown:
+        if job.finished(index) and not _overlay_index(unit, index).exists():
+            job.frame_files(index)[0].unlink()
+
+
 def _start_unit(unit: Unit) -> _UnitRender:
     job = unit.job
     wanted = range(*unit.workload.frames)
     is_baseline = unit.technique == "baseline"
-    # A shown frame rendered without its overlays (an earlier run stopped in between, or the
-    # folder came from `tilesim render`) is rendered again: the overlays need the technique's
-    # state as that frame left it.
-    for index in unit.shown:
-        if job.finished(index) and not _overlay_index(unit, index).exists():
-            job.frame_files(index)[0].unlink()
     fresh = job.missing() == list(wanted)
     observer = Characterizer(wanted, None) if is_baseline and fresh else None
 
@@ -349,10 +353,13 @@ def compare_frames(unit: Unit, frames: range, _rendered=None, _baseline=None) ->
     return {"tally": tally.to_dict(), "seconds": time.perf_counter() - started}
 
 
-def comparison_parts(unit: Unit, parts: int) -> list[range]:
-    """A unit's frames as ``parts`` consecutive runs (fewer for fewer frames), compared side by
-    side (:func:`compare_frames`)."""
-    first, stop = unit.workload.frames
+def comparison_parts(unit: Unit, parts: int, first: int | None = None) -> list[range]:
+    """A unit's frames (from ``first``, else all) as ``parts`` consecutive runs (fewer for
+    fewer frames), compared side by side (:func:`compare_frames`)."""
+    start, stop = unit.workload.frames
+    first = start if first is None else first
+    if first >= stop:
+        return []
     parts = max(1, min(parts, stop - first))
     bounds = [first + (stop - first) * k // parts for k in range(parts + 1)]
     return [range(a, b) for a, b in zip(bounds, bounds[1:], strict=False)]
@@ -387,11 +394,6 @@ def estimate_unit(unit: Unit):
 
     return estimate_workload(unit.workload.name, Path(unit.folder), load_gpu_config(None),
                              load_energy_config(None))
-
-
-def _finish_and_estimate(unit: Unit, rendered: dict, compared: list[dict]) -> tuple[dict, object]:
-    """A worker's last step of a unit: its quality record and its estimate."""
-    return finish_unit(unit, rendered, compared), estimate_unit(unit)
 
 
 def run_unit(unit: Unit) -> dict:
@@ -445,6 +447,8 @@ def run_units(units: list[Unit], *, workers: int, progress: bool = True,
 
     records = {u.key: r for u in units if (r := unit_done(u)) is not None}
     todo = [u for u in units if u.key not in records]
+    for unit in todo:
+        _forget_shown_without_overlays(unit)
     renders = plan_renders(todo)
     bar = tqdm(total=len(units), initial=len(records), desc="study", unit="run",
                disable=None if progress else True)
@@ -457,38 +461,92 @@ def run_units(units: list[Unit], *, workers: int, progress: bool = True,
                     records[unit.key] = finish_unit(unit, rendered)
                     bar.update(1)
         else:
-            from dask.distributed import as_completed
-
-            from tilesim.render.studies.cluster import dask_client
-
-            with dask_client(workers) as client:
-                # Dask starts earlier submissions first: the renders, longest first, then the
-                # comparisons, each waiting for its render and its baseline's.
-                rendered = {}
-                for group in renders:
-                    future = client.submit(render_units, group, pure=False)
-                    rendered.update({u.key: future for u in group})
-                # Each unit's frames are compared in as many parts as there are workers:
-                # the last render's comparison (DSR's MSSIM of every frame) would otherwise
-                # keep one worker busy while the others wait for the report.
-                futures = {}
-                for unit in todo:
-                    baseline = rendered.get(f"{unit.workload.name}/baseline")
-                    parts = [client.submit(compare_frames, unit, frames, rendered[unit.key],
-                                           baseline, pure=False)
-                             for frames in comparison_parts(unit, workers)]
-                    futures[client.submit(_finish_and_estimate, unit, rendered[unit.key],
-                                          parts, pure=False)] = unit
-                for future in as_completed(futures):
-                    unit = futures[future]
-                    records[unit.key], estimate = future.result()
-                    if estimates is not None:
-                        estimates[unit.key] = estimate
-                    bar.set_postfix_str(unit.key, refresh=False)
-                    bar.update(1)
+            _run_units_on_dask(todo, renders, workers, records, estimates, bar)
     finally:
         bar.close()
     return records
+
+
+# A render's frames are compared as they are written, in runs of this many frames, by
+# whichever worker is free: the last render's comparison (DSR's MSSIM, ~0.35 s a frame) would
+# otherwise start when it ends, with the study waiting on it.
+STREAM_FRAMES = 5
+POLL_S = 0.5
+
+
+class _Comparison:
+    """A unit's comparison parts on Dask: runs of frames submitted while its render writes
+    them, then the rest once the render is done."""
+
+    def __init__(self, unit: Unit, baseline_job: Job):
+        self.unit, self.baseline_job = unit, baseline_job
+        self.next = unit.workload.frames[0]
+        self.parts: list = []
+
+    def written(self) -> list[range]:
+        """The next runs of STREAM_FRAMES frames the unit and its baseline have finished."""
+        runs = []
+        stop = self.unit.workload.frames[1]
+        while self.next + STREAM_FRAMES <= stop and all(
+                self.unit.job.finished(i) and self.baseline_job.finished(i)
+                for i in range(self.next, self.next + STREAM_FRAMES)):
+            runs.append(range(self.next, self.next + STREAM_FRAMES))
+            self.next += STREAM_FRAMES
+        return runs
+
+
+def _run_units_on_dask(todo: list[Unit], renders: list[list[Unit]], workers: int,
+                       records: dict, estimates: dict | None, bar) -> None:
+    """run_units on a local Dask cluster of ``workers``: the renders, longest first; each
+    unit's frames compared in runs as they are written and the rest in a part per worker
+    when its render and its baseline's are done; then its quality record and, beside it, its
+    estimate (into ``estimates``)."""
+    from dask.distributed import wait
+
+    from tilesim.render.studies.cluster import dask_client
+
+    with dask_client(workers) as client:
+        # Dask starts earlier submissions first: the renders, then the comparisons.
+        rendered = {}
+        for group in renders:
+            future = client.submit(render_units, group, pure=False)
+            rendered.update({u.key: future for u in group})
+        comparisons = {u.key: _Comparison(u, Job(u.workload.trace, u.workload.frames,
+                                                 u.baseline_folder)) for u in todo}
+        finishing, estimating = {}, {}
+        while comparisons or finishing or estimating:
+            for key, comparison in list(comparisons.items()):
+                unit = comparison.unit
+                render = rendered[key]
+                baseline = rendered.get(f"{unit.workload.name}/baseline")
+                for future in (render, baseline):
+                    if future is not None and future.status == "error":
+                        future.result()         # raises the render's error
+                if render.done() and (baseline is None or baseline.done()):
+                    rest = comparison_parts(unit, workers, comparison.next)
+                    comparison.parts += [client.submit(compare_frames, unit, frames, render,
+                                                       baseline, pure=False)
+                                         for frames in rest]
+                    if estimates is not None:
+                        estimating[client.submit(estimate_unit, unit, pure=False)] = unit
+                    finishing[client.submit(finish_unit, unit, render, comparison.parts,
+                                            pure=False)] = unit
+                    del comparisons[key]
+                else:
+                    # Frames on disk are final: the writer writes a frame once, its PNG last.
+                    comparison.parts += [client.submit(compare_frames, unit, frames,
+                                                       pure=False)
+                                         for frames in comparison.written()]
+            done, _ = wait([*finishing, *estimating], timeout=POLL_S,
+                           return_when="FIRST_COMPLETED")
+            for future in done:
+                if future in estimating:
+                    estimates[estimating.pop(future).key] = future.result()
+                    continue
+                unit = finishing.pop(future)
+                records[unit.key] = future.result()
+                bar.set_postfix_str(unit.key, refresh=False)
+                bar.update(1)
 
 
 def settings_record(settings: Settings) -> dict:
