@@ -501,8 +501,6 @@ def _run_units_on_dask(todo: list[Unit], renders: list[list[Unit]], workers: int
     unit's frames compared in runs as they are written and the rest in a part per worker
     when its render and its baseline's are done; then its quality record and, beside it, its
     estimate (into ``estimates``)."""
-    from dask.distributed import wait
-
     from tilesim.render.studies.cluster import dask_client
 
     with dask_client(workers) as client:
@@ -537,8 +535,9 @@ def _run_units_on_dask(todo: list[Unit], renders: list[list[Unit]], workers: int
                     comparison.parts += [client.submit(compare_frames, unit, frames,
                                                        pure=False)
                                          for frames in comparison.written()]
-            done, _ = wait([*finishing, *estimating], timeout=POLL_S,
-                           return_when="FIRST_COMPLETED")
+            done = [future for future in (*finishing, *estimating) if future.done()]
+            if not done:
+                time.sleep(POLL_S)
             for future in done:
                 if future in estimating:
                     estimates[estimating.pop(future).key] = future.result()
