@@ -199,18 +199,20 @@ class RenderingElimination:
                                        self.signatures.sign_bytes(_as_rows(constants)))
             self.bitmap[:] = False
             self._signed(counters, tiles[:1], self.constants_crc[1])
-        first = xp.unique(tiles)
+        first = touched if included is None else xp.unique(tiles)
         first = first[~self.bitmap[first]]
         counters.add("re_bitmap_accesses", tiles)
         counters.add("re_bitmap_accesses", first)     # the write setting the bit
         self.bitmap[first] = True
-        # Primitive records: the three clipped vertices (position and varyings) as float32.
-        vertices = draw.clipped.vertices[draw.tris.vertex[rows]].astype(xp.float32)
-        records = vertices.reshape(rows.size, -1).view(xp.uint8)
-        prim_crc, prim_blocks = self.signatures.sign_bytes(records)
-        # A primitive is signed once, however many tiles it overlaps.
-        _, once, covered = xp.unique(rows, return_index=True, return_counts=True)
-        self._signed(counters, tiles[once], prim_blocks[once])
+        # A primitive is signed once, however many tiles it overlaps. Its record: the three
+        # clipped vertices (position and varyings) as float32.
+        primitives, once, entry_primitive, covered = xp.unique(
+            rows, return_index=True, return_inverse=True, return_counts=True)
+        vertices = draw.clipped.vertices[draw.tris.vertex[primitives]].astype(xp.float32)
+        records = vertices.reshape(primitives.size, -1).view(xp.uint8)
+        signed_crc, signed_blocks = self.signatures.sign_bytes(records)
+        self._signed(counters, tiles[once], signed_blocks)
+        prim_crc, prim_blocks = signed_crc[entry_primitive], signed_blocks[entry_primitive]
         # The binner queues the tiles each primitive folds into in the Overlapped Tiles Queue
         # and moves on; a primitive covering more tiles than the queue holds keeps it waiting
         # for the excess entries to be folded (§4.2.1, §4.3): counted per primitive, charged
