@@ -420,6 +420,33 @@ def _count_weighted(tile, weights, sums):  # pragma: no cover - compiled
     return True
 
 
+@_jit
+def _count_columns(tile, weights, out):  # pragma: no cover - compiled
+    size = out.shape[0]
+    for t in tile:
+        if t < 0 or t >= size:
+            return False
+    for i in range(tile.shape[0]):
+        t = tile[i]
+        for j in range(weights.shape[0]):
+            out[t, j] += weights[j, i]
+    return True
+
+
+def count_columns(tile: np.ndarray, columns: list, size: int) -> np.ndarray:
+    """(size, k) int64: column j = ``bincount(tile, columns[j], size)`` for k integer or bool
+    weight arrays over the entries of ``tile`` (None: 1 each), in one pass over them (a
+    stage's counters of the same lanes: 2x faster than one pass per counter at 20,000
+    lanes)."""
+    weights = np.empty((len(columns), tile.shape[0]), dtype=np.int64)
+    for j, column in enumerate(columns):
+        weights[j] = 1 if column is None else column
+    out = np.zeros((size, len(columns)), dtype=np.int64)
+    if not _count_columns(tile, weights, out):
+        raise ValueError(f"tile numbers outside 0..{size - 1}")
+    return out
+
+
 def add_counts(out: np.ndarray, tile: np.ndarray, weights=None) -> None:
     """``out += bincount(tile, weights).astype(int64)`` (the same sums, in the same order;
     integer weights are summed as integers, which float64 sums exactly below 2**53)."""

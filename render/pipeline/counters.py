@@ -172,6 +172,22 @@ class PassCounters:
         if tile.size:
             self._accumulate(self._array(name, tile), tile, weights)
 
+    def add_each(self, tile: np.ndarray, weights: dict[str, object]) -> None:
+        """:meth:`add` of every counter in ``weights`` (name -> integer or bool weights per
+        entry of ``tile``, or None: 1 each): the entries read once for all the names."""
+        if not tile.size:
+            return
+        arrays = [self._array(name, tile) for name in weights]
+        columns = list(weights.values())
+        if compiled.usable(tile, *arrays, *columns) and all(
+                w is None or w.dtype.kind in "iub" for w in columns):
+            sums = compiled.count_columns(tile, columns, self.tiles_x * self.tiles_y)
+            for array, column in zip(arrays, sums.T, strict=True):
+                array += column
+            return
+        for array, column in zip(arrays, columns, strict=True):
+            self._accumulate(array, tile, column)
+
     def add_per_entry(self, tile: np.ndarray, amounts: dict[str, int]) -> None:
         """Add ``amounts[name]`` (an int) to counter ``name`` for each entry of ``tile``: the
         entries counted once for all the names (what :meth:`add` with constant weights

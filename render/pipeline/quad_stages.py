@@ -24,6 +24,7 @@ from tilesim.backend import array_module
 from tilesim.render.pipeline import compiled, fragment_shading, output_merger, rasterizer
 from tilesim.render.pipeline.counters import PassCounters
 from tilesim.render.pipeline.fragment_shading import FragmentLanes
+from tilesim.shaders.opcodes import CATEGORIES
 
 # Texture-unit statistics the sampler keeps per lane, added to the counters of that name.
 TEXTURE_COUNTERS = ("texels_fetched", "texels_nearest", "texels_bilinear", "texels_trilinear",
@@ -196,16 +197,8 @@ def shade(fragments: Fragments, alive: np.ndarray, draw, scale: int, make_sample
     execution = program.fragment.run(inputs, draw.fs_constants, sampler=sampler,
                                      system_values=system_values)
     sub_alive = alive[shaded_lanes]
-    counters.add("fragments_shaded", tile[sub_alive])
-    counters.add("quads_shaded", tile[::4])
+    killed = xp.asarray(execution.killed) & sub_alive
     stats = execution.stats
-    for k, name in enumerate(("alu", "tex", "flow")):
-        counters.add(f"fs_{name}", tile, stats.lane_instructions[k])
-        counters.add(f"fs_quad_{name}", tile[::4], stats.warp_instructions[k])
-    warp_instructions = stats.warp_instructions[:3].sum(axis=0)
-    counters.add_program(program.digests[1], tile[::4], warp_instructions)
-    # Texture work of every lane that ran (helper lanes fetch texels too).
-    counters.add("tex_samples", tile, stats.texture_samples)
     sampler_stats = getattr(sampler, "stats", None)
     texture = {}
     if sampler_stats is not None:
@@ -213,9 +206,16 @@ def shade(fragments: Fragments, alive: np.ndarray, draw, scale: int, make_sample
             values = getattr(sampler_stats, name, None)
             if values is not None:
                 texture[name] = xp.asarray(values)
-                counters.add(name, tile, texture[name])
-    killed = xp.asarray(execution.killed) & sub_alive
-    counters.add("fragments_discarded", tile[killed])
+    # Per lane (helper lanes run the program and fetch texels too), then per quad.
+    counters.add_each(tile, {
+        "fragments_shaded": sub_alive, "fragments_discarded": killed,
+        **{f"fs_{name}": stats.lane_instructions[k] for k, name in enumerate(CATEGORIES)},
+        "tex_samples": stats.texture_samples, **texture})
+    counters.add_each(tile[::4], {
+        "quads_shaded": None,
+        **{f"fs_quad_{name}": stats.warp_instructions[k] for k, name in enumerate(CATEGORIES)}})
+    warp_instructions = stats.warp_instructions[:3].sum(axis=0)
+    counters.add_program(program.digests[1], tile[::4], warp_instructions)
     color_register = next((r for r, s in program.fragment.program.output_semantics().items()
                            if s[0] == "COLOR"), None)
     color = None if color_register is None else execution.outputs[color_register].T
