@@ -175,7 +175,7 @@ class PassCounters:
     def add_each(self, tile: np.ndarray, weights: dict[str, object]) -> None:
         """:meth:`add` of every counter in ``weights`` (name -> integer or bool weights per
         entry of ``tile``, or None: 1 each): the entries read once for all the names."""
-        if not tile.size:
+        if not tile.size or not weights:
             return
         arrays = [self._array(name, tile) for name in weights]
         columns = list(weights.values())

@@ -167,11 +167,10 @@ def depth_test(stage: str, pixel, depth, tile, buffer, fragment_state, counters:
     f = fragment_state
     passed = output_merger.depth_test(pixel, depth, buffer, f.depth_func, f.depth_mask,
                                       groups)
-    counters.add(f"{stage}_z_tested", tile)
-    counters.add("depth_reads", tile)
-    counters.add(f"{stage}_z_killed", tile[~passed])
+    counted = {f"{stage}_z_tested": None, "depth_reads": None, f"{stage}_z_killed": ~passed}
     if f.depth_mask:
-        counters.add("depth_writes", tile[passed])
+        counted["depth_writes"] = passed
+    counters.add_each(tile, counted)
     return passed
 
 
@@ -236,10 +235,12 @@ def blend(shaded: Shaded, fragments: Fragments, target, fragment_state,
     blended = output_merger.write_colors(
         shaded.pixel, shaded.color, flat, f, target.has_alpha,
         lambda: fragments.ranked(shaded.lanes, shaded.survivors), keep=shaded.survivors)
+    counted = {}
     if blended:
-        counters.add("blend_ops", shaded.tile[idx])
+        counted["blend_ops"] = None
     if any(f.color_mask):
-        counters.add("color_writes", shaded.tile[idx])
+        counted["color_writes"] = None
+    counters.add_each(shaded.tile[idx], counted)
     return idx
 
 
