@@ -124,8 +124,8 @@ class EarlyVisibility:
             occluded = self.fvp_is_layer[tiles] & (layer < self.fvp[tiles])
         draw.excluded = occluded
         deferred = occluded & reorderable(draw)
-        counters.add_each(tiles, {"evr_prims_occluded": occluded,
-                                  "evr_prims_reordered": deferred})
+        counters.add("evr_prims_occluded", tiles[occluded])
+        counters.add("evr_prims_reordered", tiles[deferred])
         return occluded, deferred
 
     def written(self, draw, counters: PassCounters, pixel, tile, color, entry) -> None:
