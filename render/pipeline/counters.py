@@ -174,7 +174,10 @@ class PassCounters:
 
     def add_each(self, tile: np.ndarray, weights: dict[str, object]) -> None:
         """:meth:`add` of every counter in ``weights`` (name -> integer or bool weights per
-        entry of ``tile``, or None: 1 each): the entries read once for all the names."""
+        entry of ``tile``, or None: 1 each): the entries read once for all the names. As with
+        :meth:`add` of a non-empty ``tile``, each counter exists afterwards, a bool weight
+        that selects nothing included (where absent and present differ, add the selected
+        entries with :meth:`add`)."""
         if not tile.size or not weights:
             return
         arrays = [self._array(name, tile) for name in weights]
