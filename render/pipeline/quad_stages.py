@@ -116,10 +116,14 @@ def raster_fragments(draw, tris, scale: int, entries: np.ndarray | None, fill_ru
     pixel, tile = _pixel_tile(lanes, scale, target)
     entry = None
     if entries is not None or with_entries:
-        # The display-list entry (triangle, tile) of every lane.
-        row = xp.repeat(lanes.triangle if source_row is None else source_row[lanes.triangle],
-                        4)
-        entry, found = draw.entry_of(row, tile)
+        # The display-list entry (triangle, tile) of every lane, looked up once per quad
+        # where a quad's lanes share a tile (always, for even tile sizes at 1x).
+        row = lanes.triangle if source_row is None else source_row[lanes.triangle]
+        quad_tile = tile[::4]
+        if bool((tile.reshape(-1, 4) == quad_tile[:, None]).all()):
+            entry, found = (xp.repeat(a, 4) for a in draw.entry_of(row, quad_tile))
+        else:
+            entry, found = draw.entry_of(xp.repeat(row, 4), tile)
         if entries is not None:
             covered &= found & entries[entry]
             live = covered.reshape(-1, 4).any(axis=1)
