@@ -250,6 +250,19 @@ def test_counters_added_in_one_pass_equal_one_pass_each_on_both_paths():
             np.array([0, 12]), {"fs_alu": np.array([1, 1])})
 
 
+def test_the_compiled_maximum_at_is_numpys():
+    rng = np.random.default_rng(14)
+    table = rng.integers(0, 50, 300)
+    index = rng.integers(0, 300, 20000)
+    values = rng.integers(0, 100, 20000)
+    expected = table.copy()
+    np.maximum.at(expected, index, values)
+    compiled.maximum_at(table, index, values)
+    np.testing.assert_array_equal(table, expected)
+    with pytest.raises(IndexError, match="outside"):
+        compiled.maximum_at(table, np.array([300]), np.array([1]))
+
+
 def test_the_compiled_signature_fold_matches_the_vectorized_one():
     """Entries folded one by one in submission order (repeated tiles, empty and long blocks)
     give the linearity-based vectorized fold's signatures."""

@@ -463,6 +463,25 @@ def add_counts(out: np.ndarray, tile: np.ndarray, weights=None) -> None:
         raise ValueError(f"tile numbers outside 0..{out.size - 1}")
 
 
+@_jit
+def _maximum_at(buffer, index, values):  # pragma: no cover - compiled
+    size = buffer.shape[0]
+    for p in index:
+        if p < 0 or p >= size:
+            return False
+    for i in range(index.shape[0]):
+        if values[i] > buffer[index[i]]:
+            buffer[index[i]] = values[i]
+    return True
+
+
+def maximum_at(buffer: np.ndarray, index: np.ndarray, values: np.ndarray) -> None:
+    """``np.maximum.at(buffer, index, values)`` of a flat int64 ``buffer`` and int64
+    ``values`` (a maximum does not depend on the order it is taken in)."""
+    if not _maximum_at(buffer, index, values):
+        raise IndexError(f"indices outside 0..{buffer.shape[0] - 1}")
+
+
 # -- set-associative LRU tables and the texture caches ----------------------------------------
 
 @_jit

@@ -65,6 +65,14 @@ def opaque(draw, color: np.ndarray) -> np.ndarray:
     return color[:, 3] >= 1.0
 
 
+def _maximum_at(table: np.ndarray, index: np.ndarray, values: np.ndarray) -> None:
+    """table[index] = max(table[index], values), repeated indices included."""
+    if compiled.usable(table, index, values) and table.dtype == values.dtype == np.int64:
+        compiled.maximum_at(table, index, values)
+    else:
+        array_module(table).maximum.at(table, index, values)
+
+
 class EarlyVisibility:
     def __init__(self, target: RenderTarget):
         self.xp = xp = active_xp()   # the EVR tables live beside the pipeline's arrays
@@ -133,7 +141,6 @@ class EarlyVisibility:
         whether entries predicted occluded showed: one that wrote depth, or whose color is
         still in a pixel (no opaque predicted-visible fragment covered it since), taints the
         tile for RE (a misprediction the signature, which leaves them out, cannot see)."""
-        xp = self.xp
         layers = draw.layers
         if layers is None or entry is None or pixel.size == 0:
             return
@@ -150,10 +157,10 @@ class EarlyVisibility:
                 self.excluded_color[pixel[covers]] = False
                 self.excluded_color[pixel[excluded]] = True
         # Layers only grow within a tile, so the last write is the largest.
-        xp.maximum.at(self.layer_buffer, pixel[hide], layer[hide])
+        _maximum_at(self.layer_buffer, pixel[hide], layer[hide])
         counters.add("evr_layer_buffer_writes", tile[hide])
         if writes_depth(draw):
-            xp.maximum.at(self.zr, tile, layer)
+            _maximum_at(self.zr, tile, layer)
 
     def cleared(self, target: RenderTarget, rect) -> None:
         x0, y0, x1, y1 = rect
