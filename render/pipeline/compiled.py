@@ -303,39 +303,41 @@ def _minimum(a, b):  # pragma: no cover - compiled
 
 
 @_jit
-def _factor(code, channel, s, d, const):  # pragma: no cover - compiled
-    """output_merger._factor for one channel (3: alpha) of one fragment."""
-    alpha = channel == 3
+def _factor(code, value_s, alpha_s, value_d, alpha_d, value_c, alpha_c,
+            alpha):  # pragma: no cover - compiled
+    """output_merger._factor for one channel of one fragment: the source's, destination's
+    and constant color's values of the channel and their alphas (scalars, so that LLVM
+    inlines the call; ``alpha``: the channel is alpha)."""
     if code == 0:
         return 0.0
     if code == 1:
         return 1.0
     if code == 2:
-        return s[3] if alpha else s[channel]
+        return value_s
     if code == 3:
-        return 1 - (s[3] if alpha else s[channel])
+        return 1 - value_s
     if code == 4:
-        return d[3] if alpha else d[channel]
+        return value_d
     if code == 5:
-        return 1 - (d[3] if alpha else d[channel])
+        return 1 - value_d
     if code == 6:
-        return s[3]
+        return alpha_s
     if code == 7:
-        return 1 - s[3]
+        return 1 - alpha_s
     if code == 8:
-        return d[3]
+        return alpha_d
     if code == 9:
-        return 1 - d[3]
+        return 1 - alpha_d
     if code == 10:
-        return const[channel] * 1.0
+        return value_c * 1.0
     if code == 11:
-        return 1 - const[channel] * 1.0
+        return 1 - value_c * 1.0
     if code == 12:
-        return const[3] * 1.0
+        return alpha_c * 1.0
     if code == 13:
-        return (1 - const[3]) * 1.0
+        return (1 - alpha_c) * 1.0
     # SRC_ALPHA_SATURATE
-    return 1.0 if alpha else _minimum(s[3], 1 - d[3])
+    return 1.0 if alpha else _minimum(alpha_s, 1 - alpha_d)
 
 
 @_jit
@@ -358,8 +360,11 @@ def _write_colors(pixel, color, order, buffer, mask, has_alpha, blend, factors, 
             d[3] = 1.0
         for ch in range(4):
             rgb = 0 if ch < 3 else 1
-            sf = s[ch] * _factor(factors[2 * rgb], ch, s, d, const)
-            df = d[ch] * _factor(factors[2 * rgb + 1], ch, s, d, const)
+            alpha = ch == 3
+            sf = s[ch] * _factor(factors[2 * rgb], s[ch], s[3], d[ch], d[3], const[ch],
+                                 const[3], alpha)
+            df = d[ch] * _factor(factors[2 * rgb + 1], s[ch], s[3], d[ch], d[3], const[ch],
+                                 const[3], alpha)
             eq = equations[rgb]
             if eq == 0:
                 value = sf + df
