@@ -521,12 +521,14 @@ def _run_units_on_dask(todo: list[Unit], renders: list[list[Unit]], workers: int
                     if future is not None and future.status == "error":
                         future.result()         # raises the render's error
                 if render.done() and (baseline is None or baseline.done()):
+                    # The estimate first (the longest task left of the unit: the last
+                    # render's rest of frames is a few seconds of comparing).
+                    if estimates is not None:
+                        estimating[client.submit(estimate_unit, unit, pure=False)] = unit
                     rest = comparison_parts(unit, workers, comparison.next)
                     comparison.parts += [client.submit(compare_frames, unit, frames, render,
                                                        baseline, pure=False)
                                          for frames in rest]
-                    if estimates is not None:
-                        estimating[client.submit(estimate_unit, unit, pure=False)] = unit
                     finishing[client.submit(finish_unit, unit, render, comparison.parts,
                                             pure=False)] = unit
                     del comparisons[key]
