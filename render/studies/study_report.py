@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import html
 import io
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -240,7 +241,12 @@ def _workload_section(out: Path, workload: dict, techniques: list[str],
     name = workload["name"]
     runs = workload["runs"]
     shown = workload["frames"][1] - 1
-    images = _workload_images(out, workload, techniques)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        # The thumbnails and heat maps (PNG decoding, resizing and encoding, mostly outside
+        # the GIL) in a thread while matplotlib draws the plots.
+        making_images = pool.submit(_workload_images, out, workload, techniques)
+        plots = _workload_plots(out, workload, techniques, estimates)
+        images = making_images.result()
     parts = [f'<section id="w-{_e(name)}"><h2>{_e(name)}</h2>',
              f'<p class="note">{_e(workload["trace"])} ({_e(workload["origin"])}), '
              f'{workload["width"]}x{workload["height"]}, frames {workload["frames"][0]}.. '
@@ -279,7 +285,6 @@ def _workload_section(out: Path, workload: dict, techniques: list[str],
         frame_rows.append(row)
     parts.append("<h3>MSSIM per frame against the baseline</h3>")
     parts.append(_table(["frame", *techniques[1:]], frame_rows, table_id=f"mssim-{name}"))
-    plots = _workload_plots(out, workload, techniques, estimates)
     if plots:
         parts.append("<h3>Time, energy, traffic and shader activity</h3>"
                      "<div class='gallery'>")
