@@ -8,6 +8,7 @@ driver). Mesa-internal state uniforms (gl_FbWposYTransform) are filled as st/mes
 
 from __future__ import annotations
 
+import functools
 import re
 
 import numpy as np
@@ -17,6 +18,14 @@ from tilesim.shaders.glsl_compile import TYPE_SHAPES
 
 XYZW = "xyzw"
 _ELEMENT = re.compile(r"^(.*)\[(\d+)\]$")
+
+
+@functools.lru_cache(maxsize=4096)
+def _uniform_element(key: str) -> tuple[str, int]:
+    """(uniform name, first element) an upload's name refers to: ``lights[2]`` -> ("lights",
+    2), ``lights`` -> ("lights", 0) (every draw reads every upload: parsed once)."""
+    m = _ELEMENT.match(key)
+    return (m.group(1), int(m.group(2))) if m else (key, 0)
 
 
 def flat_values(program: Program, name: str, array_size: int | None, element_size: int,
@@ -29,8 +38,7 @@ def flat_values(program: Program, name: str, array_size: int | None, element_siz
     total = (array_size or 1) * element_size
     out = np.zeros(total, dtype=dtype)
     for key, (_, values) in program.uniforms.items():
-        m = _ELEMENT.match(key)
-        base, start = (m.group(1), int(m.group(2))) if m else (key, 0)
+        base, start = _uniform_element(key)
         if base != name:
             continue
         begin = start * element_size
