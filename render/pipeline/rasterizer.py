@@ -60,8 +60,10 @@ def edge_setup(tris: Triangles, fill_rule: str = "bottom_left"):
     subpixel units, and the tie bias (0: a center on the edge is covered, 1: it is not)."""
     xp = array_module(tris.x)
     x, y = tris.x, tris.y
-    dx = xp.roll(x, -1, axis=1) - x
-    dy = xp.roll(y, -1, axis=1) - y
+    # v_i+1 - v_i for i = 0, 1, 2 (what np.roll(x, -1, axis=1) - x gives, without its
+    # per-call overhead: a draw rasterizes once per batch).
+    dx = xp.concatenate([x[:, 1:], x[:, :1]], axis=1) - x
+    dy = xp.concatenate([y[:, 1:], y[:, :1]], axis=1) - y
     if fill_rule == "top_left":
         # Counter-clockwise, y up: left edges go down, top edges go right-to-left.
         include = (dy < 0) | ((dy == 0) & (dx < 0))
