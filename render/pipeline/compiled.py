@@ -73,6 +73,14 @@ def _jit(function):
     return numba.njit(cache=True, nogil=True)(function)
 
 
+def _jit_inline(function):
+    """:func:`_jit` for a scalar helper of a hot loop that LLVM would leave a call (too
+    large to inline, or taking an array): Numba inlines it into the caller's IR."""
+    if numba is None:
+        return function
+    return numba.njit(cache=True, nogil=True, inline="always")(function)
+
+
 # -- rasterization -----------------------------------------------------------------------------
 
 @_jit
@@ -1069,7 +1077,7 @@ def _wrap_linear_fixed(s, size, size_f, wrap, pot):  # pragma: no cover - compil
     return i0, (i0 + 1 if inside else i0), weight
 
 
-@_jit
+@_jit_inline
 def _taps(s, t, linear, fixed, width, height, width_f, height_f, wrap_s, wrap_t,
           pot):  # pragma: no cover - compiled
     """The taps of one level (``_sample_level``'s wrap): columns x0, x1, rows y0, y1 (x1 = x0,
@@ -1101,128 +1109,188 @@ def _lerp_spread(a, b, w):  # pragma: no cover - compiled
     return ((a * (256 - w) + b * w + _ROUND) >> 8) & _FIELDS
 
 
-@_jit
+@_jit_inline
+def _cache_access(state, g, tag):  # pragma: no cover - compiled
+    """One access of ``tag`` to set ``g`` of the exact LRU (ways oldest first, as
+    ``_lru_one``); returns 1 on a miss, else 0."""
+    ways = state.shape[1]
+    if ways == 2:
+        # The common two ways without branches: a hit on the most recent way leaves the set
+        # as it is; any other access (a hit on the oldest or a miss) shifts it by one.
+        s0, s1 = state[g, 0], state[g, 1]
+        state[g, 0] = s0 if s1 == tag else s1
+        state[g, 1] = tag
+        return np.int64(s0 != tag and s1 != tag)
+    if state[g, ways - 1] == tag:
+        return np.int64(0)      # a hit on the most recent way leaves the set as it is
+    w = 0
+    while w < ways - 1 and state[g, w] != tag:
+        w += 1
+    missed = state[g, w] != tag
+    if missed:
+        w = 0                   # a miss evicts the least recently used way
+    for v in range(w, ways - 1):
+        state[g, v] = state[g, v + 1]
+    state[g, ways - 1] = tag
+    return np.int64(missed)
+
+
+def _lanes_kernel(fixed, min_linear, mag_linear, has_two, counting):
+    """The lane loop of :func:`sample_lanes` for one combination of the per-call flags: Numba
+    compiles each closure with the flags as constants (and caches each on disk, keyed by
+    them), so the loop has no branches on them; the per-lane arithmetic is the helpers'."""
+
+    @_jit
+    def kernel(s, t, face, minified, level0, level1, weight, levels, spread, texels, offsets,
+               widths, heights, widths_f, heights_f, wrap_s, wrap_t, pot, out, active,
+               lane_tile, has_tile, caches, sets, set_shift, state, blocks_w, line_bases,
+               bpp, shift, mask, line_shift, samples, texel_counts, nearest,
+               nearest_mip_linear, bilinear, trilinear, accesses,
+               misses):  # pragma: no cover - compiled
+        # One loop body, no helper taking arrays but the cache access: a call that passes
+        # arrays costs reference counting, more than the per-lane work.
+        count = spread.shape[0] if fixed else texels.shape[0]
+        color_f = np.empty((2, 4), dtype=np.float32)
+        # Python's modulo by a power of two is a mask (negative numbers included).
+        cache_mask = caches - 1 if caches & (caches - 1) == 0 else -1
+        for i in range(s.shape[0]):
+            mini = minified[i]
+            linear = min_linear if mini else mag_linear
+            two = False
+            weight_i = 0
+            weight_f = _F0
+            if has_two and mini:
+                weight_f = weight[i]
+                if fixed:
+                    weight_i = np.int64(np.int32(weight_f * _F256))
+                    two = weight_i > 0
+                else:
+                    two = weight_f > _F0
+            lane_counted = counting and active[i]
+            cache_base = 0
+            if lane_counted:
+                tile = lane_tile[i] if has_tile else i >> 2
+                cache_base = (tile & cache_mask if cache_mask >= 0 else tile % caches) * sets
+            lane_accesses = lane_misses = np.int64(0)
+            color = color1 = np.int64(0)
+            for slot in range(2 if two else 1):
+                image = np.int64(face[i]) * levels + (
+                    np.int64(level1[i]) if slot else (np.int64(level0[i]) if mini else 0))
+                width = np.int64(widths[image])
+                x0, x1, y0, y1, wsi, wti, wsf, wtf = _taps(
+                    s[i], t[i], linear, fixed, width, np.int64(heights[image]),
+                    widths_f[image], heights_f[image], wrap_s, wrap_t, pot)
+                row0 = offsets[image] + y0 * width
+                row1 = offsets[image] + y1 * width
+                r00, r01, r10, r11 = row0 + x0, row0 + x1, row1 + x0, row1 + x1
+                if min(r00, r01, r10, r11) < 0 or max(r00, r01, r10, r11) >= count:
+                    if lane_counted:        # the accesses made so far, as they were counted
+                        accesses[i] += lane_accesses
+                        misses[i] += lane_misses
+                    return False
+                if fixed:
+                    c = spread[r00]
+                    if linear:
+                        c = _lerp_spread(_lerp_spread(c, spread[r01], wsi),
+                                         _lerp_spread(spread[r10], spread[r11], wsi), wti)
+                    if slot:
+                        color1 = c
+                    else:
+                        color = c
+                else:
+                    for ch in range(4):
+                        a = texels[r00, ch]
+                        if linear:
+                            top = (texels[r01, ch] - a) * wsf + a
+                            a = texels[r10, ch]
+                            bottom = (texels[r11, ch] - a) * wsf + a
+                            a = (bottom - top) * wtf + top
+                        color_f[slot, ch] = a
+                if lane_counted:
+                    # _fill_lines then _texture_cache: each distinct line among the level's
+                    # taps (00, 01, 10, 11) is one access to the exact LRU. The texel offset
+                    # in the block-linear level is a column part plus a row part.
+                    blocks = np.int64(blocks_w[image])
+                    first = line_bases[image]
+                    column0 = ((x0 >> shift) << (2 * shift)) + (x0 & mask)
+                    row_part0 = (((y0 >> shift) * blocks) << (2 * shift)) + ((y0 & mask) << shift)
+                    line00 = (((row_part0 + column0) * bpp) >> line_shift) + first
+                    line01 = line10 = line11 = line00
+                    if linear:
+                        column1 = ((x1 >> shift) << (2 * shift)) + (x1 & mask)
+                        row_part1 = ((((y1 >> shift) * blocks) << (2 * shift))
+                                     + ((y1 & mask) << shift))
+                        line01 = (((row_part0 + column1) * bpp) >> line_shift) + first
+                        line10 = (((row_part1 + column0) * bpp) >> line_shift) + first
+                        line11 = (((row_part1 + column1) * bpp) >> line_shift) + first
+                    for j in range(4 if linear else 1):
+                        if j == 0:
+                            line = line00
+                        elif j == 1:
+                            if line01 == line00:
+                                continue
+                            line = line01
+                        elif j == 2:
+                            if line10 == line00 or line10 == line01:
+                                continue
+                            line = line10
+                        else:
+                            if line11 == line00 or line11 == line01 or line11 == line10:
+                                continue
+                            line = line11
+                        lane_accesses += 1
+                        if set_shift >= 0:      # a power of two (lines are non-negative)
+                            g, tag = cache_base + (line & (sets - 1)), line >> set_shift
+                        else:
+                            g, tag = cache_base + line % sets, line // sets
+                        lane_misses += _cache_access(state, g, tag)
+            if two:
+                if fixed:
+                    color = _lerp_spread(color, color1, weight_i)
+                else:
+                    for ch in range(4):
+                        color_f[0, ch] = ((color_f[1, ch] - color_f[0, ch]) * weight_f
+                                          + color_f[0, ch])
+            for ch in range(4):
+                # Fixed point: n / 255 as llvmpipe converts, n * float32(1 / 255).
+                out[ch, i] = (np.float32((color >> (16 * ch)) & 255) * _INV255 if fixed
+                              else color_f[0, ch])
+            if lane_counted:
+                samples[i] += 1
+                texel_counts[i] += (4 if linear else 1) * (2 if two else 1)
+                if linear:
+                    if two:
+                        trilinear[i] += 1
+                    else:
+                        bilinear[i] += 1
+                elif two:
+                    nearest_mip_linear[i] += 1
+                else:
+                    nearest[i] += 1
+                accesses[i] += lane_accesses
+                misses[i] += lane_misses
+        return True
+
+    return kernel
+
+
+_lane_kernels = {}
+
+
 def _sample_lanes(s, t, face, minified, level0, level1, weight, has_two, levels, min_linear,
                   mag_linear, fixed, spread, texels, offsets, widths, heights, widths_f,
                   heights_f, wrap_s, wrap_t, pot, out, counting, active, lane_tile, has_tile,
                   caches, sets, set_shift, state, blocks_w, line_bases, bpp, shift, mask,
-                  line_shift, samples, texel_counts, nearest, nearest_mip_linear, bilinear,
-                  trilinear, accesses, misses):  # pragma: no cover - compiled
-    # One loop body, no helper taking arrays: a call that passes arrays costs reference
-    # counting, more than the per-lane work.
-    count = spread.shape[0] if fixed else texels.shape[0]
-    ways = state.shape[1]
-    lines = np.empty(4, dtype=np.int64)
-    color_f = np.empty((2, 4), dtype=np.float32)
-    # Python's modulo by a power of two is a mask (negative numbers included).
-    cache_mask = caches - 1 if caches & (caches - 1) == 0 else -1
-    for i in range(s.shape[0]):
-        mini = minified[i]
-        linear = min_linear if mini else mag_linear
-        two = False
-        weight_i = 0
-        weight_f = _F0
-        if has_two and mini:
-            weight_f = weight[i]
-            if fixed:
-                weight_i = np.int64(np.int32(weight_f * _F256))
-                two = weight_i > 0
-            else:
-                two = weight_f > _F0
-        lane_counted = counting and active[i]
-        cache_base = 0
-        if lane_counted:
-            tile = lane_tile[i] if has_tile else i >> 2
-            cache_base = (tile & cache_mask if cache_mask >= 0 else tile % caches) * sets
-        color = color1 = np.int64(0)
-        for slot in range(2 if two else 1):
-            image = np.int64(face[i]) * levels + (
-                np.int64(level1[i]) if slot else (np.int64(level0[i]) if mini else 0))
-            width = np.int64(widths[image])
-            x0, x1, y0, y1, wsi, wti, wsf, wtf = _taps(
-                s[i], t[i], linear, fixed, width, np.int64(heights[image]), widths_f[image],
-                heights_f[image], wrap_s, wrap_t, pot)
-            row0 = offsets[image] + y0 * width
-            row1 = offsets[image] + y1 * width
-            r00, r01, r10, r11 = row0 + x0, row0 + x1, row1 + x0, row1 + x1
-            if min(r00, r01, r10, r11) < 0 or max(r00, r01, r10, r11) >= count:
-                return False
-            if fixed:
-                c = spread[r00]
-                if linear:
-                    c = _lerp_spread(_lerp_spread(c, spread[r01], wsi),
-                                     _lerp_spread(spread[r10], spread[r11], wsi), wti)
-                if slot:
-                    color1 = c
-                else:
-                    color = c
-            else:
-                for ch in range(4):
-                    a = texels[r00, ch]
-                    if linear:
-                        top = (texels[r01, ch] - a) * wsf + a
-                        a = texels[r10, ch]
-                        bottom = (texels[r11, ch] - a) * wsf + a
-                        a = (bottom - top) * wtf + top
-                    color_f[slot, ch] = a
-            if lane_counted:
-                # _fill_lines then _texture_cache: each distinct line among the level's taps
-                # (00, 01, 10, 11) is one access to the exact LRU.
-                # The texel offset in the block-linear level is a column part plus a row part.
-                blocks = np.int64(blocks_w[image])
-                column0 = ((x0 >> shift) << (2 * shift)) + (x0 & mask)
-                column1 = ((x1 >> shift) << (2 * shift)) + (x1 & mask)
-                row_part0 = (((y0 >> shift) * blocks) << (2 * shift)) + ((y0 & mask) << shift)
-                row_part1 = (((y1 >> shift) * blocks) << (2 * shift)) + ((y1 & mask) << shift)
-                for j in range(4 if linear else 1):
-                    offset = ((row_part1 if j & 2 else row_part0)
-                              + (column1 if j & 1 else column0))
-                    line = ((offset * bpp) >> line_shift) + line_bases[image]
-                    lines[j] = line
-                    repeat = False
-                    for other in range(j):
-                        repeat = repeat or lines[other] == line
-                    if repeat:
-                        continue
-                    accesses[i] += 1
-                    if set_shift >= 0:      # a power of two (lines are non-negative)
-                        g, tag = cache_base + (line & (sets - 1)), line >> set_shift
-                    else:
-                        g, tag = cache_base + line % sets, line // sets
-                    if state[g, ways - 1] == tag:
-                        continue        # a hit on the most recent way leaves the set as it is
-                    w = 0
-                    while w < ways - 1 and state[g, w] != tag:
-                        w += 1
-                    if state[g, w] != tag:
-                        misses[i] += 1
-                        w = 0           # a miss evicts the least recently used way
-                    for v in range(w, ways - 1):
-                        state[g, v] = state[g, v + 1]
-                    state[g, ways - 1] = tag
-        if two:
-            if fixed:
-                color = _lerp_spread(color, color1, weight_i)
-            else:
-                for ch in range(4):
-                    color_f[0, ch] = (color_f[1, ch] - color_f[0, ch]) * weight_f + color_f[0, ch]
-        for ch in range(4):
-            # Fixed point: n / 255 as llvmpipe converts, n * float32(1 / 255).
-            out[ch, i] = (np.float32((color >> (16 * ch)) & 255) * _INV255 if fixed
-                          else color_f[0, ch])
-        if lane_counted:
-            samples[i] += 1
-            texel_counts[i] += (4 if linear else 1) * (2 if two else 1)
-            if linear:
-                if two:
-                    trilinear[i] += 1
-                else:
-                    bilinear[i] += 1
-            elif two:
-                nearest_mip_linear[i] += 1
-            else:
-                nearest[i] += 1
-    return True
+                  line_shift, *counters):
+    """The compiled lane loop for these flags (compiled on first use)."""
+    key = (bool(fixed), bool(min_linear), bool(mag_linear), bool(has_two), bool(counting))
+    kernel = _lane_kernels.get(key)
+    if kernel is None:
+        kernel = _lane_kernels[key] = _lanes_kernel(*key)
+    return kernel(s, t, face, minified, level0, level1, weight, levels, spread, texels,
+                  offsets, widths, heights, widths_f, heights_f, wrap_s, wrap_t, pot, out,
+                  active, lane_tile, has_tile, caches, sets, set_shift, state, blocks_w,
+                  line_bases, bpp, shift, mask, line_shift, *counters)
 
 
 def sample_lanes(out, s, t, face, lod, packed, *, fixed: bool, min_linear: bool,
