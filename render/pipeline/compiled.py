@@ -400,12 +400,19 @@ def write_colors(pixel, color, order, buffer, mask, has_alpha: bool, state) -> N
 
 # -- per-tile counters -----------------------------------------------------------------------
 
+@_jit_inline
+def _all_within(index, size):  # pragma: no cover - compiled
+    """Every entry of ``index`` in 0..size-1: the check a kernel makes before it writes."""
+    for k in index:
+        if k < 0 or k >= size:
+            return False
+    return True
+
+
 @_jit
 def _count(tile, out):  # pragma: no cover - compiled
-    size = out.shape[0]
-    for t in tile:
-        if t < 0 or t >= size:
-            return False
+    if not _all_within(tile, out.shape[0]):
+        return False
     for t in tile:
         out[t] += 1
     return True
@@ -413,10 +420,8 @@ def _count(tile, out):  # pragma: no cover - compiled
 
 @_jit
 def _count_integers(tile, weights, out):  # pragma: no cover - compiled
-    size = out.shape[0]
-    for t in tile:
-        if t < 0 or t >= size:
-            return False
+    if not _all_within(tile, out.shape[0]):
+        return False
     for i in range(tile.shape[0]):
         out[tile[i]] += np.int64(weights[i])
     return True
@@ -424,10 +429,8 @@ def _count_integers(tile, weights, out):  # pragma: no cover - compiled
 
 @_jit
 def _count_weighted(tile, weights, sums):  # pragma: no cover - compiled
-    size = sums.shape[0]
-    for t in tile:
-        if t < 0 or t >= size:
-            return False
+    if not _all_within(tile, sums.shape[0]):
+        return False
     for i in range(tile.shape[0]):
         sums[tile[i]] += weights[i]
     return True
@@ -435,10 +438,8 @@ def _count_weighted(tile, weights, sums):  # pragma: no cover - compiled
 
 @_jit
 def _count_columns(tile, weights, out):  # pragma: no cover - compiled
-    size = out.shape[0]
-    for t in tile:
-        if t < 0 or t >= size:
-            return False
+    if not _all_within(tile, out.shape[0]):
+        return False
     for i in range(tile.shape[0]):
         t = tile[i]
         for j in range(weights.shape[0]):
@@ -478,10 +479,8 @@ def add_counts(out: np.ndarray, tile: np.ndarray, weights=None) -> None:
 
 @_jit
 def _maximum_at(buffer, index, values):  # pragma: no cover - compiled
-    size = buffer.shape[0]
-    for p in index:
-        if p < 0 or p >= size:
-            return False
+    if not _all_within(index, buffer.shape[0]):
+        return False
     for i in range(index.shape[0]):
         if values[i] > buffer[index[i]]:
             buffer[index[i]] = values[i]
