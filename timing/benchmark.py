@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tilesim.images import png_bytes
 from tilesim.options import window_size_argument
 from tilesim.render.pipeline.counters import TILE_COUNTERS, FrameCounters, PassCounters
 from tilesim.shaders.ir import program_digest
@@ -64,11 +65,9 @@ def write_counters(folder: Path, frames: int, width: int, height: int, screen: b
         f.passes.append(p)
         f.save(folder / "counters" / f"{i:06d}.npz")
         if screen:
-            from PIL import Image
-
             (folder / "frames").mkdir(parents=True, exist_ok=True)
             image = np.full((height, width, 4), 100 + i % 50, dtype=np.uint8)
-            Image.fromarray(image, mode="RGBA").save(folder / "frames" / f"{i:06d}.png")
+            (folder / "frames" / f"{i:06d}.png").write_bytes(png_bytes(image))
 
 
 def best_of(fn, repeats: int = 3) -> float:

@@ -13,14 +13,13 @@ averages beside the thesis's, and the sections ``tilesim run --all`` adds.
 from __future__ import annotations
 
 import html
-import io
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
 from tilesim.atomic import write_bytes, write_text
-from tilesim.images import read_png
+from tilesim.images import png_bytes, read_png
 from tilesim.render.studies.characterize import EXTRA, GEOMETRY, RASTER
 
 THUMBNAIL_WIDTH = 480
@@ -105,9 +104,7 @@ def _thumbnail(rgba: np.ndarray) -> bytes:
     if picture.width > THUMBNAIL_WIDTH:
         height = max(1, round(picture.height * THUMBNAIL_WIDTH / picture.width))
         picture = picture.resize((THUMBNAIL_WIDTH, height), Image.Resampling.BILINEAR)
-    buffer = io.BytesIO()
-    picture.save(buffer, format="PNG", optimize=False)
-    return buffer.getvalue()
+    return png_bytes(np.asarray(picture))
 
 
 def _heat_map(image: np.ndarray, reference: np.ndarray) -> np.ndarray:
