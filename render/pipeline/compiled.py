@@ -496,10 +496,19 @@ def maximum_at(buffer: np.ndarray, index: np.ndarray, values: np.ndarray) -> Non
 
 # -- set-associative LRU tables and the texture caches ----------------------------------------
 
-@_jit
+@_jit_inline
 def _lru_one(state, g, t):  # pragma: no cover - compiled
     """One access of tag ``t`` to set ``g`` (ways oldest first); returns whether it hit."""
     ways = state.shape[1]
+    if ways == 2:
+        # The common two ways without branches: a hit on the most recent way leaves the set
+        # as it is; any other access (a hit on the oldest or a miss) shifts it by one.
+        s0, s1 = state[g, 0], state[g, 1]
+        state[g, 0] = s0 if s1 == t else s1
+        state[g, 1] = t
+        return s0 == t or s1 == t
+    if state[g, ways - 1] == t:
+        return True             # a hit on the most recent way leaves the set as it is
     j = 0
     while j < ways and state[g, j] != t:
         j += 1
@@ -1108,32 +1117,6 @@ def _lerp_spread(a, b, w):  # pragma: no cover - compiled
     return ((a * (256 - w) + b * w + _ROUND) >> 8) & _FIELDS
 
 
-@_jit_inline
-def _cache_access(state, g, tag):  # pragma: no cover - compiled
-    """One access of ``tag`` to set ``g`` of the exact LRU (ways oldest first, as
-    ``_lru_one``); returns 1 on a miss, else 0."""
-    ways = state.shape[1]
-    if ways == 2:
-        # The common two ways without branches: a hit on the most recent way leaves the set
-        # as it is; any other access (a hit on the oldest or a miss) shifts it by one.
-        s0, s1 = state[g, 0], state[g, 1]
-        state[g, 0] = s0 if s1 == tag else s1
-        state[g, 1] = tag
-        return np.int64(s0 != tag and s1 != tag)
-    if state[g, ways - 1] == tag:
-        return np.int64(0)      # a hit on the most recent way leaves the set as it is
-    w = 0
-    while w < ways - 1 and state[g, w] != tag:
-        w += 1
-    missed = state[g, w] != tag
-    if missed:
-        w = 0                   # a miss evicts the least recently used way
-    for v in range(w, ways - 1):
-        state[g, v] = state[g, v + 1]
-    state[g, ways - 1] = tag
-    return np.int64(missed)
-
-
 def _lanes_kernel(fixed, min_linear, mag_linear, has_two, counting):
     """The lane loop of :func:`sample_lanes` for one combination of the per-call flags: Numba
     compiles each closure with the flags as constants (and caches each on disk, keyed by
@@ -1243,7 +1226,7 @@ def _lanes_kernel(fixed, min_linear, mag_linear, has_two, counting):
                             g, tag = cache_base + (line & (sets - 1)), line >> set_shift
                         else:
                             g, tag = cache_base + line % sets, line // sets
-                        lane_misses += _cache_access(state, g, tag)
+                        lane_misses += not _lru_one(state, g, tag)
             if two:
                 if fixed:
                     color = _lerp_spread(color, color1, weight_i)
