@@ -218,15 +218,16 @@ def test_the_compiled_signature_unit_matches_the_vectorized_one():
 
 def test_counters_added_in_one_pass_equal_one_pass_each_on_both_paths():
     """PassCounters.add_each (one compiled pass for several counters of the same entries)
-    adds what add adds per counter: integer, bool and no weights; tile numbers out of range
-    are refused."""
+    adds what add adds per counter: integer, bool, constant (Python and NumPy integers) and
+    no weights; tile numbers out of range are refused."""
     from tilesim.render.pipeline.counters import PassCounters
 
     rng = np.random.default_rng(13)
     tile = rng.integers(0, 12, 5000)
     weights = {"fs_alu": rng.integers(0, 40, 5000).astype(np.int32),
                "fragments_shaded": rng.random(5000) < 0.3, "quads_shaded": None,
-               "tex_cache_misses": rng.integers(0, 9, 5000)}
+               "tex_cache_misses": rng.integers(0, 9, 5000), "prims_binned": 3,
+               "pb_bytes_read": np.int64(70)}
 
     def counted(add_each: bool, jit: bool) -> dict:
         counters = PassCounters("default", 64, 48, 16, 4, 3, np.arange(12))
@@ -236,7 +237,8 @@ def test_counters_added_in_one_pass_equal_one_pass_each_on_both_paths():
                     counters.add_each(tile, weights)
                 else:
                     for name, w in weights.items():
-                        counters.add(name, tile, w)
+                        counters.add(name, tile, np.full(tile.size, w)
+                                     if isinstance(w, (int, np.integer)) else w)
         return {name: counters.tiles[name].copy() for name in weights}
 
     expected = counted(False, False)
@@ -245,6 +247,7 @@ def test_counters_added_in_one_pass_equal_one_pass_each_on_both_paths():
         for name in weights:
             np.testing.assert_array_equal(got[name], expected[name], err_msg=name)
     assert expected["quads_shaded"].sum() == 2 * tile.size
+    assert expected["prims_binned"].sum() == 6 * tile.size
     with pytest.raises(ValueError, match="outside"):
         PassCounters("default", 64, 48, 16, 4, 3, np.arange(12)).add_each(
             np.array([0, 12]), {"fs_alu": np.array([1, 1])})

@@ -437,28 +437,31 @@ def _count_weighted(tile, weights, sums):  # pragma: no cover - compiled
 
 
 @_jit
-def _count_columns(tile, weights, out):  # pragma: no cover - compiled
-    if not _all_within(tile, out.shape[0]):
+def _count_into(tile, weights, outs):  # pragma: no cover - compiled
+    if not _all_within(tile, outs[0].shape[0]):
         return False
     for i in range(tile.shape[0]):
         t = tile[i]
-        for j in range(weights.shape[0]):
-            out[t, j] += weights[j, i]
+        for j in range(len(outs)):
+            outs[j][t] += weights[j, i]
     return True
 
 
-def count_columns(tile: np.ndarray, columns: list, size: int) -> np.ndarray:
-    """(size, k) int64: column j = ``bincount(tile, columns[j], size)`` for k integer or bool
-    weight arrays over the entries of ``tile`` (None: 1 each), in one pass over them (a
-    stage's counters of the same lanes: 2x faster than one pass per counter at 20,000
-    lanes)."""
+def count_into(counters: list, tile: np.ndarray, columns: list) -> bool:
+    """``counters[j] += bincount(tile, columns[j])`` for k integer or bool weight arrays over
+    the entries of ``tile`` (None: 1 each) and k int64 counter arrays of one size, in one
+    pass over the entries (a stage's counters of the same lanes: no (tiles, k) temporary
+    to add back column by column); False, with nothing added, unless every counter is a
+    contiguous int64 vector (the kernel's one signature per k)."""
+    if not all(type(a) is np.ndarray and a.dtype == np.int64 and a.ndim == 1
+               and a.flags.c_contiguous and a.shape == counters[0].shape for a in counters):
+        return False
     weights = np.empty((len(columns), tile.shape[0]), dtype=np.int64)
     for j, column in enumerate(columns):
         weights[j] = 1 if column is None else column
-    out = np.zeros((size, len(columns)), dtype=np.int64)
-    if not _count_columns(tile, weights, out):
-        raise ValueError(f"tile numbers outside 0..{size - 1}")
-    return out
+    if not _count_into(tile, weights, tuple(counters)):
+        raise ValueError(f"tile numbers outside 0..{counters[0].shape[0] - 1}")
+    return True
 
 
 def add_counts(out: np.ndarray, tile: np.ndarray, weights=None) -> None:

@@ -174,34 +174,29 @@ class PassCounters:
 
     def add_each(self, tile: np.ndarray, weights: dict[str, object]) -> None:
         """:meth:`add` of every counter in ``weights`` (name -> integer or bool weights per
-        entry of ``tile``, or None: 1 each): the entries read once for all the names. As with
-        :meth:`add` of a non-empty ``tile``, each counter exists afterwards, a bool weight
-        that selects nothing included (where absent and present differ, add the selected
-        entries with :meth:`add`)."""
+        entry of ``tile``, an int: that much per entry, or None: 1 per entry): the entries
+        read once for all the names. As with :meth:`add` of a non-empty ``tile``, each
+        counter exists afterwards, a bool weight that selects nothing included (where absent
+        and present differ, add the selected entries with :meth:`add`)."""
         if not tile.size or not weights:
             return
         arrays = [self._array(name, tile) for name in weights]
         columns = list(weights.values())
-        if compiled.usable(tile, *arrays, *columns) and all(
-                w is None or w.dtype.kind in "iub" for w in columns):
-            sums = compiled.count_columns(tile, columns, self.tiles_x * self.tiles_y)
-            for array, column in zip(arrays, sums.T, strict=True):
-                array += column
+        given = [w for w in columns if w is not None and not isinstance(w, (int, np.integer))]
+        if compiled.usable(tile, *arrays, *given) and all(
+                w.dtype.kind in "iub" for w in given) and \
+                compiled.count_into(arrays, tile, columns):
             return
+        entries = None
         for array, column in zip(arrays, columns, strict=True):
-            self._accumulate(array, tile, column)
-
-    def add_per_entry(self, tile: np.ndarray, amounts: dict[str, int]) -> None:
-        """Add ``amounts[name]`` (an int) to counter ``name`` for each entry of ``tile``: the
-        entries counted once for all the names (what :meth:`add` with constant weights
-        gives)."""
-        if not tile.size:
-            return
-        xp = array_module(tile)
-        entries = xp.zeros(self.tiles_x * self.tiles_y, dtype=np.int64)
-        self._accumulate(entries, tile, None)
-        for name, amount in amounts.items():
-            self._array(name, tile)[...] += entries * amount
+            if column is None or isinstance(column, (int, np.integer)):
+                if entries is None:
+                    entries = array_module(tile).zeros(self.tiles_x * self.tiles_y,
+                                                       dtype=np.int64)
+                    self._accumulate(entries, tile, None)
+                array += entries if column is None else entries * column
+            else:
+                self._accumulate(array, tile, column)
 
     def add_program(self, digest: str, tile: np.ndarray, weights) -> None:
         """Add the fragment quad instructions ``weights`` of program ``digest`` per tile

@@ -717,7 +717,7 @@ class Renderer:
         bins = binning.bin_triangles(tris, rect, target.tile_size, target.tiles_x,
                                      varying_components)
         scalars["pb_record_bytes_written"] += len(tris) * bins.record_bytes
-        counters.add_per_entry(bins.tile, {
+        counters.add_each(bins.tile, {
             "prims_binned": 1, "pb_list_bytes_written": binning.LIST_ENTRY_BYTES,
             "pb_bytes_read": binning.LIST_ENTRY_BYTES + bins.record_bytes})
 

@@ -122,8 +122,8 @@ class EarlyVisibility:
         self.lgt_nwoz[touched] = not woz
         layer = self.lgt_layer[tiles]
         draw.layers = layer
-        counters.add_per_entry(tiles, {"evr_lgt_accesses": 1, "evr_fvp_reads": 1,
-                                       "evr_layer_bytes_written": LAYER_ID_BYTES})
+        counters.add_each(tiles, {"evr_lgt_accesses": 1, "evr_fvp_reads": 1,
+                                  "evr_layer_bytes_written": LAYER_ID_BYTES})
         if woz:
             z_near = draw.tris.z.min(axis=1)[bins.triangle]
             z_near = xp.floor(xp.clip(z_near, 0.0, 1.0) * draw.target.depth_max + 0.5)
