@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from tilesim.backend import array_module
+from tilesim.backend import array_module, quad_all
 from tilesim.backend import xp as active_xp
 from tilesim.errors import InputError
 from tilesim.shaders import opcodes as ops
@@ -938,7 +938,7 @@ class _Run:
         # A warp whose every lane is killed stops, as GPUs do; lanes of a partly killed quad
         # go on as helpers so that derivatives stay defined for the others.
         if self.n % 4 == 0:
-            whole = self.killed.reshape(-1, 4).all(axis=1)
+            whole = quad_all(self.killed)
             self.dead_warps = xp.repeat(whole, 4)
             self._update_exec()
 

@@ -53,3 +53,24 @@ def test_cupy_runs_the_corpus_like_numpy():
         np.testing.assert_allclose(to_host(gpu.outputs), cpu.outputs, rtol=2e-6, atol=1e-6,
                                    equal_nan=True, err_msg=str(path))
         assert (to_host(gpu.stats.lane_instructions) == cpu.stats.lane_instructions).all()
+
+
+def test_quad_any_and_all_read_each_quads_four_lanes():
+    """quad_any / quad_all (a quad's four bools read as one word) equal the reduction over
+    each quad's lanes, on contiguous masks and on views that are not, on both backends."""
+    from tests.cupy_emulation import use_emulated_cupy
+
+    rng = np.random.default_rng(5)
+    mask = rng.random(4 * 999) < 0.6
+    mask[:16] = [True] * 4 + [False] * 4 + [True, False, False, False] + [False] * 3 + [True]
+    strided = (rng.random(8 * 999) < 0.6)[::2]
+    for lanes in (mask, strided):
+        quads = lanes.reshape(-1, 4)
+        np.testing.assert_array_equal(backend.quad_any(lanes), quads.any(axis=1))
+        np.testing.assert_array_equal(backend.quad_all(lanes), quads.all(axis=1))
+    with use_emulated_cupy() as xp:
+        device = xp.asarray(mask)
+        np.testing.assert_array_equal(to_host(backend.quad_any(device)),
+                                      mask.reshape(-1, 4).any(axis=1))
+        np.testing.assert_array_equal(to_host(backend.quad_all(device)),
+                                      mask.reshape(-1, 4).all(axis=1))

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from tilesim.render.gl.commands import BLEND_EQUATIONS, BLEND_FACTORS
 from tilesim.render.gl.state import FragmentState
 from tilesim.render.pipeline import (
+    binning,
     clipping,
     output_merger,
     primitive_assembly,
@@ -145,6 +146,21 @@ SPEC_DEPTH_FUNCS = {
 
 def spec_depth_passes(func: str, z: int, stored: int) -> bool:
     return SPEC_DEPTH_FUNCS[func][0 if z < stored else 1 if z == stored else 2]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.floats(-1.2, 1.2), st.floats(-1.2, 1.2)), min_size=3, max_size=30))
+def test_display_lists_are_sorted_by_tile_and_name_their_tiles(points):
+    """Binning's lists: sorted by tile, each tile's entries in submission order; the tiles
+    touched (``Bins.touched``, ``distinct_tiles`` of any in-order pick) are np.unique's."""
+    n = len(points) // 3 * 3
+    tris = setup_tris(points[:n], np.arange(n).reshape(-1, 3), viewport=(0, 0, 64, 48))
+    bins = binning.bin_triangles(tris, (0, 0, 64, 48), 16, 4, 0)
+    order = np.lexsort((bins.triangle, bins.tile))
+    np.testing.assert_array_equal(order, np.arange(bins.tile.size))
+    np.testing.assert_array_equal(bins.touched, np.unique(bins.tile))
+    picked = bins.tile[::2]
+    np.testing.assert_array_equal(binning.distinct_tiles(picked), np.unique(picked))
 
 
 def test_every_depth_function_is_implemented():

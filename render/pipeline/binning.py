@@ -12,6 +12,7 @@ A tile reads its list entries and, for each, the whole primitive record.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,6 +31,23 @@ class Bins:
     tile: np.ndarray
     triangle: np.ndarray
     record_bytes: int
+
+    @functools.cached_property
+    def touched(self) -> np.ndarray:
+        """The tiles with an entry, ascending (asked for by several techniques per draw)."""
+        return distinct_tiles(self.tile)
+
+
+def distinct_tiles(tile: np.ndarray) -> np.ndarray:
+    """``np.unique`` of tile numbers sorted ascending (display lists, or entries picked from
+    them in order): the first of each run, without unique's sort."""
+    xp = array_module(tile)
+    if tile.size == 0:
+        return tile
+    first = xp.empty(tile.shape, dtype=bool)
+    first[0] = True
+    xp.not_equal(tile[1:], tile[:-1], out=first[1:])
+    return tile[first]
 
 
 def pixel_bounds(tris: Triangles, rect: tuple[int, int, int, int]) -> tuple[np.ndarray, ...]:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tilesim.backend import array_module
+from tilesim.backend import array_module, quad_any
 from tilesim.render.pipeline import compiled, fragment_shading, output_merger, rasterizer
 from tilesim.render.pipeline.counters import PassCounters
 from tilesim.render.pipeline.fragment_shading import FragmentLanes
@@ -126,7 +126,7 @@ def raster_fragments(draw, tris, scale: int, entries: np.ndarray | None, fill_ru
             entry, found = draw.entry_of(xp.repeat(row, 4), tile)
         if entries is not None:
             covered &= found & entries[entry]
-            live = covered.reshape(-1, 4).any(axis=1)
+            live = quad_any(covered)
             if not live.any():
                 return None
             if not live.all():
@@ -187,7 +187,7 @@ def shade(fragments: Fragments, alive: np.ndarray, draw, scale: int, make_sample
     fragment."""
     xp = array_module(alive)
     program, target = draw.program, draw.target
-    quad_live = alive.reshape(-1, 4).any(axis=1)
+    quad_live = quad_any(alive)
     shaded_lanes = xp.repeat(quad_live, 4)
     if not quad_live.any():
         return None

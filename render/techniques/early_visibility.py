@@ -106,7 +106,7 @@ class EarlyVisibility:
         if writes_depth(draw):
             return None
         mask = self.xp.zeros(self.tiles, dtype=bool)
-        mask[self.xp.unique(draw.bins.tile)] = True
+        mask[draw.bins.touched] = True
         return mask
 
     def binned(self, draw, counters: PassCounters):
@@ -116,7 +116,7 @@ class EarlyVisibility:
         bins = draw.bins
         tiles = bins.tile
         woz = writes_depth(draw)
-        touched = xp.unique(tiles)
+        touched = bins.touched
         raise_layer = xp.ones(touched.size, dtype=bool) if not woz else self.lgt_nwoz[touched]
         self.lgt_layer[touched] += raise_layer
         self.lgt_nwoz[touched] = not woz

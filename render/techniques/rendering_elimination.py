@@ -48,6 +48,7 @@ import numpy as np
 from tilesim.backend import array_module
 from tilesim.errors import InputError
 from tilesim.render.gl.commands import PROGRAM_TEXTURE_CHANGES
+from tilesim.render.pipeline.binning import distinct_tiles
 from tilesim.render.pipeline.counters import TILE_COUNTERS, PassCounters
 from tilesim.render.pipeline.framebuffer import RenderTarget
 from tilesim.render.pipeline.gpu_config import GPU_CONFIG, gpu_config_values
@@ -185,7 +186,7 @@ class RenderingElimination:
         tiles, rows = bins.tile, bins.triangle
         if included is not None:
             tiles, rows = tiles[included], rows[included]
-        touched = xp.unique(bins.tile)
+        touched = bins.touched
         self.touched[touched] = True
         if draw.fragment.depth_test and draw.target.depth is not None:
             self.old_depth_read[touched] |= ~self.fresh_depth[touched]
@@ -199,7 +200,7 @@ class RenderingElimination:
                                        self.signatures.sign_bytes(_as_rows(constants)))
             self.bitmap[:] = False
             self._signed(counters, tiles[:1], self.constants_crc[1])
-        first = touched if included is None else xp.unique(tiles)
+        first = touched if included is None else distinct_tiles(tiles)
         first = first[~self.bitmap[first]]
         counters.add("re_bitmap_accesses", tiles)
         counters.add("re_bitmap_accesses", first)     # the write setting the bit
