@@ -459,3 +459,22 @@ def test_spec_blending_formulas_agree_with_mesa():
         assert np.abs(mesa - spec).max() <= 2, (state, src[n], dst[n], mesa, spec)
     print(f"{len(states)} blend states, {len(cells)} pixels: largest difference from llvmpipe "
           f"{worst}/255")
+
+
+@pytest.mark.parametrize("channels", [4, 3])
+def test_tiles_equal_compares_every_pixel_of_each_tile(channels):
+    """RenderTarget.tiles_equal: a tile differs where any channel of any of its pixels does,
+    partial edge tiles included; equal to comparing the tiles' blocks."""
+    from tilesim.render.pipeline.framebuffer import RenderTarget
+
+    target = RenderTarget(70, 37, tile_size=16)
+    rng = np.random.default_rng(8)
+    a = rng.integers(0, 256, (37, 70, channels), dtype=np.uint8)
+    b = a.copy()
+    for y, x, c in [(0, 0, 0), (36, 69, channels - 1), (20, 40, 1), (21, 41, 2)]:
+        b[y, x, c] ^= 1
+    blocks = (target.tile_blocks(a).reshape(target.tile_count, -1)
+              == target.tile_blocks(b).reshape(target.tile_count, -1)).all(axis=1)
+    got = target.tiles_equal(a, b)
+    np.testing.assert_array_equal(got, blocks)
+    assert (~got).sum() == 3 and target.tiles_equal(a, a.copy()).all()

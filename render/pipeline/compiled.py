@@ -863,7 +863,7 @@ def stable_order(keys, bins: int) -> np.ndarray:
     _stable_order(keys, bins, order)
     return order
 
-@_jit
+@_jit_inline
 def _crc_byte_step(c, table):  # pragma: no cover - compiled
     # Slicing-by-4 on 1 KB byte tables: they stay in L1, where a sequential per-key loop
     # over the 256 KB 16-bit tables waits on the cache.
@@ -871,7 +871,7 @@ def _crc_byte_step(c, table):  # pragma: no cover - compiled
             ^ table[1, (c >> np.uint32(16)) & np.uint32(0xFF)] ^ table[0, c >> np.uint32(24)])
 
 
-@_jit
+@_jit_inline
 def _store_keys(out, first, group, quad, low, high, tables, halves):  # pragma: no cover
     """The keys of the ``group`` lanes from ``first`` whose message CRCs are low / high: with
     ``quad``, each continued over the lane's position in the quad."""

