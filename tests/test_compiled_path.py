@@ -261,8 +261,14 @@ def test_the_compiled_maximum_at_is_numpys():
     values = rng.integers(0, 100, 20000)
     expected = table.copy()
     np.maximum.at(expected, index, values)
+    selected = table.copy()
     compiled.maximum_at(table, index, values)
     np.testing.assert_array_equal(table, expected)
+    where = rng.random(20000) < 0.3
+    expected = selected.copy()
+    np.maximum.at(expected, index[where], values[where])
+    compiled.maximum_at(selected, index, values, where)
+    np.testing.assert_array_equal(selected, expected)
     with pytest.raises(IndexError, match="outside"):
         compiled.maximum_at(table, np.array([300]), np.array([1]))
 

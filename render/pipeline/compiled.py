@@ -507,19 +507,23 @@ def add_counts(out: np.ndarray, tile: np.ndarray, weights=None) -> None:
 
 
 @_jit
-def _maximum_at(buffer, index, values):  # pragma: no cover - compiled
+def _maximum_at(buffer, index, values, where):  # pragma: no cover - compiled
     if not _all_within(index, buffer.shape[0]):
         return False
     for i in range(index.shape[0]):
+        if where is not None and not where[i]:
+            continue
         if values[i] > buffer[index[i]]:
             buffer[index[i]] = values[i]
     return True
 
 
-def maximum_at(buffer: np.ndarray, index: np.ndarray, values: np.ndarray) -> None:
+def maximum_at(buffer: np.ndarray, index: np.ndarray, values: np.ndarray,
+               where: np.ndarray | None = None) -> None:
     """``np.maximum.at(buffer, index, values)`` of a flat int64 ``buffer`` and int64
-    ``values`` (a maximum does not depend on the order it is taken in)."""
-    if not _maximum_at(buffer, index, values):
+    ``values`` (a maximum does not depend on the order it is taken in), of the entries
+    ``where`` selects ((n,) bool; None: all) without gathering them first."""
+    if not _maximum_at(buffer, index, values, where):
         raise IndexError(f"indices outside 0..{buffer.shape[0] - 1}")
 
 

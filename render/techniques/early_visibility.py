@@ -65,12 +65,16 @@ def opaque(draw, color: np.ndarray) -> np.ndarray:
     return color[:, 3] >= 1.0
 
 
-def _maximum_at(table: np.ndarray, index: np.ndarray, values: np.ndarray) -> None:
-    """table[index] = max(table[index], values), repeated indices included."""
-    if compiled.usable(table, index, values) and table.dtype == values.dtype == np.int64:
-        compiled.maximum_at(table, index, values)
-    else:
+def _maximum_at(table: np.ndarray, index: np.ndarray, values: np.ndarray,
+                where: np.ndarray | None = None) -> None:
+    """table[index] = max(table[index], values), repeated indices included, for the entries
+    ``where`` selects (None: all)."""
+    if compiled.usable(table, index, values, where) and table.dtype == values.dtype == np.int64:
+        compiled.maximum_at(table, index, values, where)
+    elif where is None:
         array_module(table).maximum.at(table, index, values)
+    else:
+        array_module(table).maximum.at(table, index[where], values[where])
 
 
 class EarlyVisibility:
@@ -157,8 +161,9 @@ class EarlyVisibility:
                 self.excluded_color[pixel[covers]] = False
                 self.excluded_color[pixel[excluded]] = True
         # Layers only grow within a tile, so the last write is the largest.
-        _maximum_at(self.layer_buffer, pixel[hide], layer[hide])
-        counters.add("evr_layer_buffer_writes", tile[hide])
+        if hide.any():
+            _maximum_at(self.layer_buffer, pixel, layer, hide)
+            counters.add("evr_layer_buffer_writes", tile, hide)
         if writes_depth(draw):
             _maximum_at(self.zr, tile, layer)
 
