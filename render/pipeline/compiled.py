@@ -437,55 +437,32 @@ def _count_weighted(tile, weights, sums):  # pragma: no cover - compiled
 
 
 @_jit
-def _count_into(tile, weights, outs):  # pragma: no cover - compiled
-    if not _all_within(tile, outs[0].shape[0]):
+def _count_constant(tile, amount, out):  # pragma: no cover - compiled
+    if not _all_within(tile, out.shape[0]):
         return False
-    for j in range(len(outs)):      # a counter at a time: one weight stream, one table
-        out, weight = outs[j], weights[j]
-        for i in range(tile.shape[0]):
-            out[tile[i]] += weight[i]
-    return True
-
-
-@_jit
-def _count_constants_into(tile, amounts, outs):  # pragma: no cover - compiled
-    if not _all_within(tile, outs[0].shape[0]):
-        return False
-    for j in range(len(outs)):
-        out, amount = outs[j], amounts[j]
-        for i in range(tile.shape[0]):
-            out[tile[i]] += amount
+    for t in tile:
+        out[t] += amount
     return True
 
 
 def count_into(counters: list, tile: np.ndarray, columns: list) -> bool:
     """``counters[j] += bincount(tile, columns[j])`` for k integer or bool weight arrays
     over the entries of ``tile`` (an int: that much each; None: 1 each) and k int64 counter
-    arrays of one size, the weights read where they are (no int64 copy of them all: at a
-    frame's 1.4 M shaded lanes x 12 counters that copy cost twice the counting); False,
-    with nothing added, unless every counter is a contiguous int64 vector."""
+    arrays of one size: a compiled pass per counter over the weights where they are (an
+    int64 copy of them all, for one pass, cost twice the counting: a frame's 1.4 M shaded
+    lanes x 12 counters); False, with nothing added, unless every counter is a contiguous
+    int64 vector."""
     size = counters[0].shape
     if not all(type(a) is np.ndarray and a.dtype == np.int64 and a.ndim == 1
                and a.flags.c_contiguous and a.shape == size for a in counters):
         return False
-    # One kernel call per weight type (the kernel's tuple of weights is of one type).
-    by_type: dict[np.dtype, tuple[list, list]] = {}
-    amounts, constant = [], []
+    # The first pass checks the tile numbers before anything is added.
     for out, column in zip(counters, columns, strict=True):
         if column is None or isinstance(column, (int, np.integer)):
-            amounts.append(1 if column is None else int(column))
-            constant.append(out)
+            ok = _count_constant(tile, 1 if column is None else int(column), out)
         else:
-            weights, outs = by_type.setdefault(column.dtype, ([], []))
-            weights.append(np.ascontiguousarray(column))
-            outs.append(out)
-    calls = [(_count_into, tuple(w), tuple(o)) for w, o in by_type.values()]
-    if constant:
-        calls.append((_count_constants_into, np.array(amounts, dtype=np.int64),
-                      tuple(constant)))
-    for kernel, weights, outs in calls:
-        # The first call checks the tile numbers before anything is added.
-        if not kernel(tile, weights, outs):
+            ok = _count_integers(tile, column, out)
+        if not ok:
             raise ValueError(f"tile numbers outside 0..{size[0] - 1}")
     return True
 
