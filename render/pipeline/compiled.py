@@ -410,15 +410,6 @@ def _all_within(index, size):  # pragma: no cover - compiled
 
 
 @_jit
-def _count(tile, out):  # pragma: no cover - compiled
-    if not _all_within(tile, out.shape[0]):
-        return False
-    for t in tile:
-        out[t] += 1
-    return True
-
-
-@_jit
 def _count_integers(tile, weights, out):  # pragma: no cover - compiled
     if not _all_within(tile, out.shape[0]):
         return False
@@ -445,33 +436,12 @@ def _count_constant(tile, amount, out):  # pragma: no cover - compiled
     return True
 
 
-def count_into(counters: list, tile: np.ndarray, columns: list) -> bool:
-    """``counters[j] += bincount(tile, columns[j])`` for k integer or bool weight arrays
-    over the entries of ``tile`` (an int: that much each; None: 1 each) and k int64 counter
-    arrays of one size: a compiled pass per counter over the weights where they are (an
-    int64 copy of them all, for one pass, cost twice the counting: a frame's 1.4 M shaded
-    lanes x 12 counters); False, with nothing added, unless every counter is a contiguous
-    int64 vector."""
-    size = counters[0].shape
-    if not all(type(a) is np.ndarray and a.dtype == np.int64 and a.ndim == 1
-               and a.flags.c_contiguous and a.shape == size for a in counters):
-        return False
-    # The first pass checks the tile numbers before anything is added.
-    for out, column in zip(counters, columns, strict=True):
-        if column is None or isinstance(column, (int, np.integer)):
-            ok = _count_constant(tile, 1 if column is None else int(column), out)
-        else:
-            ok = _count_integers(tile, column, out)
-        if not ok:
-            raise ValueError(f"tile numbers outside 0..{size[0] - 1}")
-    return True
-
-
 def add_counts(out: np.ndarray, tile: np.ndarray, weights=None) -> None:
     """``out += bincount(tile, weights).astype(int64)`` (the same sums, in the same order;
-    integer weights are summed as integers, which float64 sums exactly below 2**53)."""
-    if weights is None:
-        ok = _count(tile, out)
+    integer weights are summed as integers, which float64 sums exactly below 2**53);
+    ``weights`` an int: that much per entry (None: 1)."""
+    if weights is None or isinstance(weights, (int, np.integer)):
+        ok = _count_constant(tile, 1 if weights is None else int(weights), out)
     elif weights.dtype.kind in "iub":
         ok = _count_integers(tile, weights, out)
     else:

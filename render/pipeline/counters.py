@@ -174,29 +174,13 @@ class PassCounters:
 
     def add_each(self, tile: np.ndarray, weights: dict[str, object]) -> None:
         """:meth:`add` of every counter in ``weights`` (name -> integer or bool weights per
-        entry of ``tile``, an int: that much per entry, or None: 1 per entry): the entries
-        read once for all the names. As with :meth:`add` of a non-empty ``tile``, each
-        counter exists afterwards, a bool weight that selects nothing included (where absent
-        and present differ, add the selected entries with :meth:`add`)."""
-        if not tile.size or not weights:
-            return
-        arrays = [self._array(name, tile) for name in weights]
-        columns = list(weights.values())
-        given = [w for w in columns if w is not None and not isinstance(w, (int, np.integer))]
-        if compiled.usable(tile, *arrays, *given) and all(
-                w.dtype.kind in "iub" for w in given) and \
-                compiled.count_into(arrays, tile, columns):
-            return
-        entries = None
-        for array, column in zip(arrays, columns, strict=True):
-            if column is None or isinstance(column, (int, np.integer)):
-                if entries is None:
-                    entries = array_module(tile).zeros(self.tiles_x * self.tiles_y,
-                                                       dtype=np.int64)
-                    self._accumulate(entries, tile, None)
-                array += entries if column is None else entries * column
-            else:
-                self._accumulate(array, tile, column)
+        entry of ``tile``, an int: that much per entry, or None: 1 per entry). As with
+        :meth:`add` of a non-empty ``tile``, each counter exists afterwards, a bool weight
+        that selects nothing included (where absent and present differ, add the selected
+        entries with :meth:`add`)."""
+        if tile.size:
+            for name, column in weights.items():
+                self._accumulate(self._array(name, tile), tile, column)
 
     def add_program(self, digest: str, tile: np.ndarray, weights) -> None:
         """Add the fragment quad instructions ``weights`` of program ``digest`` per tile
@@ -210,14 +194,22 @@ class PassCounters:
             self._accumulate(array, tile, weights)
 
     def _accumulate(self, array, tile: np.ndarray, weights) -> None:
-        """``array`` (on ``tile``'s backend) += 1 or ``weights`` per entry of ``tile``."""
-        if compiled.usable(array, tile, weights):
+        """``array`` (on ``tile``'s backend) += ``weights`` per entry of ``tile`` (an array,
+        an int: that much each, None: 1 each). Compiled: a pass over the weights where
+        they are, a counter at a time (a stage's dozen counters in one pass needed an int64
+        copy of them all, which cost twice the counting)."""
+        constant = weights is None or isinstance(weights, (int, np.integer))
+        if compiled.usable(array, tile, None if constant else weights):
             compiled.add_counts(array, tile, weights)
             return
         xp = array_module(tile)
-        if weights is not None:
-            weights = xp.asarray(weights).astype(xp.float64)
-        counts = xp.bincount(tile, weights=weights, minlength=self.tiles_x * self.tiles_y)
+        size = self.tiles_x * self.tiles_y
+        if constant:
+            counts = xp.bincount(tile, minlength=size)
+            array += counts if weights is None else counts * int(weights)
+            return
+        counts = xp.bincount(tile, weights=xp.asarray(weights).astype(xp.float64),
+                             minlength=size)
         array += counts.astype(np.int64)
 
     def add_per_tile(self, name: str, values) -> None:
