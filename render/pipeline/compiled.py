@@ -966,6 +966,40 @@ def rows_differ(a, b, where=None) -> np.ndarray:
     return out
 
 
+# -- Dynamic Sampling Rate's upsampling -----------------------------------------------------------
+
+@_jit
+def _resolve_superfragments(color, depth, written, tiles, rates, tile_size, tiles_x, width,
+                            height):  # pragma: no cover - compiled
+    for k in range(tiles.shape[0]):
+        tile = tiles[k]
+        scale = np.int64(1) << np.int64(rates[tile])
+        y0, x0 = (tile // tiles_x) * tile_size, (tile % tiles_x) * tile_size
+        for y in range(y0, min(y0 + tile_size, height)):
+            source_row = (y // scale * scale) * width
+            for x in range(x0, min(x0 + tile_size, width)):
+                p, s = y * width + x, source_row + x // scale * scale
+                if p == s:
+                    continue
+                for c in range(color.shape[1]):
+                    color[p, c] = color[s, c]
+                if depth is not None:
+                    depth[p] = depth[s]
+                if written is not None:
+                    written[p] = written[s]
+
+
+def resolve_superfragments(color, depth, written, tiles, rates, tile_size: int, tiles_x: int,
+                           width: int, height: int) -> None:
+    """``Renderer._resolve_superfragments`` in place, tile by tile: every pixel of the
+    ``tiles`` takes the (n, 4) ``color``, (n,) ``depth`` and ``written`` (None: absent) of its
+    block's bottom-left pixel, blocks of 2**rates[tile] pixels; the caller makes sure blocks
+    lie inside their tile (tile_size a multiple of every block), so a source pixel is never
+    written."""
+    _resolve_superfragments(color, depth, written, tiles, rates, tile_size, tiles_x, width,
+                            height)
+
+
 # -- Early Visibility Resolution's oracle ----------------------------------------------------------
 
 @_jit

@@ -36,6 +36,7 @@ from tilesim.render.gl.textures import requantize
 from tilesim.render.pipeline import (
     binning,
     clipping,
+    compiled,
     output_merger,
     point_line_setup,
     primitive_assembly,
@@ -534,6 +535,14 @@ class Renderer:
         # Only the pixels of tiles below 1x change (most tiles of a frame stay at 1x).
         tiles = xp.nonzero(self.tile_rates > 0)[0]
         t = target.tile_size
+        written = self._written if self._pass_target is target else None
+        if compiled.usable(tiles, target.color, target.depth, written) and \
+                t % (1 << max(self._rates_used)) == 0:
+            compiled.resolve_superfragments(
+                target.color.reshape(-1, 4),
+                None if target.depth is None else target.depth.reshape(-1), written, tiles,
+                self.tile_rates, t, target.tiles_x, target.width, target.height)
+            return
         offsets = xp.arange(t)
         ys = (tiles // target.tiles_x * t)[:, None, None] + offsets[None, :, None]
         xs = (tiles % target.tiles_x * t)[:, None, None] + offsets[None, None, :]
