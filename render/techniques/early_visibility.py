@@ -196,8 +196,7 @@ class EarlyVisibility:
         self.fvp[rendered] = fvp[rendered]
         self.fvp_is_layer[rendered] = fvp_is_layer[rendered]
         counters.add_per_tile("evr_fvp_updates", xp.ones(t, dtype=xp.int64))
-        shown = target.tile_blocks(self.excluded_color.reshape(target.height, target.width))
-        tainted = self.excluded_depth | shown.reshape(t, -1).any(axis=1)
+        tainted = self.excluded_depth | (target.count_per_tile(self.excluded_color) > 0)
         self.tainted[rendered] = tainted[rendered]
         counters.add_per_tile("oracle_fragments_shaded", self.late_shaded + self._oracle(target))
 
