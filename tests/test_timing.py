@@ -723,3 +723,26 @@ def test_config_ranges_are_checked(tmp_path, repl, message):
                           r'^(core_throughput = \{ value = 1, .*, range = )\[0, 1\] \}$', repl)
     with pytest.raises(InputError, match=re.escape(message)):
         load_gpu_config(path)
+
+
+def test_bound_shares_add_up_to_the_frame_and_name_the_bottleneck():
+    """bound_cycles split every frame's cycles by what bounds them (model.bound_cycles): they
+    add up to the frame's cycles; a tile whose shading dominates is shading-bound, a tile that
+    only flushes is flush-bound, the geometry phase is its own share."""
+    from tilesim.timing.model import bound_report
+
+    f = make_frame({"vertex_cache_accesses": 10, "vs_alu": 400, "prims_assembled": 5},
+                   tiles={"prims_binned": [1, 0], "fs_quad_alu": [40000, 0],
+                          "color_flush_bytes": [1024, 4096]})
+    est = run(f)
+    cycles = {k: float(v[0]) for k, v in est.bound_cycles.items()}
+    assert sum(cycles.values()) == pytest.approx(est.geometry_cycles[0] + est.raster_cycles[0])
+    assert cycles["geometry"] == pytest.approx(est.geometry_cycles[0])
+    assert cycles["shading"] == pytest.approx(est.raster_stages["fragment_shading"][0])
+    assert cycles["flush"] >= 4096 / 4
+    report = bound_report(cycles)
+    assert sum(report["bound_shares"].values()) == pytest.approx(1.0)
+    assert sum(report["raster_bound_shares"].values()) == pytest.approx(1.0)
+    assert "geometry" not in report["raster_bound_shares"]
+    assert report["regime"]["fragment_bound"] and report["regime"]["largest"] == "shading"
+    assert est.frame(0).to_dict()["bound_shares"] == pytest.approx(report["bound_shares"])

@@ -526,3 +526,24 @@ def test_seed_overhead_figures_as_checks():
                  for extra in (None, {"dsr_dcts": 1, "dsr_srt_accesses": 2}))
     assert dsr.cycles - base.cycles == pytest.approx(64 * n)
     assert dsr.technique_cycles == pytest.approx(64 * n)
+
+
+def test_transaction_elimination_skipped_flush_hides_the_next_tiles_fill():
+    """Behind a rendered tile whose flush TE skipped, the next tile's fetch and shading start
+    under that tile's work (the color buffer holds nothing back): its fill is not charged
+    again; the pass's first tile and any tile after a flush pay it whole."""
+    from tilesim.timing.model import effective_tiles, tile_cycle_parts, traversal_order
+
+    fill = CFG["memory.latency_max"] + 8
+    skipped = run(frame(extra={"color_flush_bytes": [0, 0, 0]}))
+    flushed = run(frame())
+    # a tile's work (its bottleneck) is longer than the fill: the fill is hidden whole
+    assert skipped.raster_cycles[0] < flushed.raster_cycles[0]
+    for est, charged in ((skipped, [fill, 0, 0]), (flushed, [fill] * 3)):
+        b = est.batch
+        parts = tile_cycle_parts(effective_tiles(b), est.tile_stages, CFG,
+                                 traversal_order(b, CFG))
+        assert parts["fill"] == pytest.approx(charged)
+        assert sum(parts.values()) == pytest.approx(est.tile_cycles)
+    work = skipped.tile_cycles[1]
+    assert skipped.tile_cycles[0] == pytest.approx(work + fill)

@@ -261,9 +261,27 @@ def tile_cycles(t: dict[str, np.ndarray], stages: dict[str, np.ndarray], cfg: Co
     row pass beside the flush, the next tile waiting for the longer of the two). With
     ``buffers.color.flush_overlap`` the start of the next tile in traversal order (``order``)
     hides part of it (:func:`flush_hidden_cycles`); the part left is charged to the flushing
-    tile, so the tiles' cycles add up to the pass's. With a color buffer of two tiles or more
-    both overlap the next tile: they join the stages. ``with_techniques=False`` gives the
-    baseline pipeline's cycles for the same counters (the technique-overhead figure)."""
+    tile, so the tiles' cycles add up to the pass's. A rendered tile's fill is charged only
+    where the pipeline empties before it (:func:`fill_cycles`): behind a tile whose flush is
+    skipped (Transaction Elimination) the next tile's start overlaps that tile's work. With a
+    color buffer of two tiles or more both overlap the next tile: they join the stages.
+    ``with_techniques=False`` gives the baseline pipeline's cycles for the same counters (the
+    technique-overhead figure); :func:`tile_cycle_parts` gives the parts."""
+    return sum(tile_cycle_parts(t, stages, cfg, order, with_techniques).values())
+
+
+# The parts of a tile's cycles (tile_cycle_parts): they add up to tile_cycles.
+TILE_PARTS = ("work", "fill", "flush", "dct", "color_buffer", "serial")
+
+
+def tile_cycle_parts(t: dict[str, np.ndarray], stages: dict[str, np.ndarray], cfg: Config,
+                     order: Traversal, with_techniques: bool = True) -> dict[str, np.ndarray]:
+    """The parts of :func:`tile_cycles` of every tile, (N,) each, adding up to it: ``work`` the
+    bottleneck stage's cycles (rendered tiles), ``fill`` the pipeline fill charged
+    (:func:`fill_cycles`), ``flush`` and ``dct`` the end-of-tile drain left exposed (the
+    color/depth flush, DSR's DCT row pass: the exposed drain split in proportion to their
+    cycles), ``color_buffer`` the color buffer's floor over the rest (with
+    ``buffers.color.flush_overlap``: :func:`color_buffer_cycles`), ``serial`` RE's compare."""
     fill = cfg["memory.latency_max"] + len(BASE_RASTER_STAGES)
     overlap = _flush_overlaps(cfg)
     names = BASE_RASTER_STAGES
@@ -271,22 +289,63 @@ def tile_cycles(t: dict[str, np.ndarray], stages: dict[str, np.ndarray], cfg: Co
         names = (*names, *techniques.RASTER_STAGES, *techniques.END_OF_TILE_STAGES * overlap)
     rendered = tile_rendered(t)
     work = _phase(stages, names, 0.0, rendered)        # the bottleneck stage
+    zero = np.zeros_like(work)
+    serial = (techniques.raster_serial_cycles(t, cfg) + zero) if with_techniques else zero
+    flush = (t["color_flush_bytes"] + t["depth_flush_bytes"]) / cfg["memory.bandwidth"]
     if overlap:  # the flush is in the bus stage, also of a tile that only flushes
-        return _with_serial(t, work + np.where(rendered, fill, 0.0), cfg, with_techniques)
+        charged = fill_cycles(work, rendered, np.zeros_like(work), order, fill, cfg)
+        return {"work": work, "fill": charged, "flush": zero, "dct": zero,
+                "color_buffer": zero, "serial": serial}
     work = np.where(rendered, work, 0.0)
-    drain = (t["color_flush_bytes"] + t["depth_flush_bytes"]) / cfg["memory.bandwidth"]
+    dct = zero
+    drain = flush
     if with_techniques:  # DSR's DCT on the color buffer: after the flush, or beside it
         after = bool(cfg["techniques.dsr.dct_after_flush"])
         for name in techniques.END_OF_TILE_STAGES:
-            drain = drain + stages[name] if after else np.maximum(drain, stages[name])
-    total = work + np.where(rendered, fill, 0.0) + drain
+            dct = dct + stages[name]
+        drain = flush + dct if after else np.maximum(flush, dct)
+    charged = fill_cycles(work, rendered, drain, order, fill, cfg)
+    exposed = drain
+    floor = zero
     if cfg["buffers.color.flush_overlap"]:
         exposed = np.maximum(
             drain - flush_hidden_cycles(work, rendered, drain, order, fill, cfg), 0.0)
-        total = np.where(rendered, np.maximum(work + fill + exposed,
-                                              color_buffer_cycles(stages, drain, cfg)),
-                         exposed)
-    return _with_serial(t, total, cfg, with_techniques)
+        floor = np.where(rendered, np.maximum(
+            color_buffer_cycles(stages, drain, cfg) - (work + charged + exposed), 0.0), 0.0)
+    flush_share = np.divide(flush, flush + dct, out=np.ones_like(flush), where=flush + dct > 0)
+    return {"work": work, "fill": charged, "flush": exposed * flush_share,
+            "dct": exposed * (1.0 - flush_share), "color_buffer": floor, "serial": serial}
+
+
+def fill_cycles(work: np.ndarray, rendered: np.ndarray, drain: np.ndarray, order: Traversal,
+                fill: float, cfg: Config) -> np.ndarray:
+    """The pipeline fill (``fill``: the memory latency plus the raster stages) charged to each
+    rendered tile: (N,).
+
+    The tile fetcher moves to the next tile as soon as it has fetched a tile's entries (Frame
+    Coherence ch. 2: the raster pipeline's stages are decoupled by queues), so a tile's fetch,
+    rasterization and shading start under the work of the tile before it. What stops them is
+    the one-tile color buffer: the next tile's first color write waits for this tile's flush.
+    So a rendered tile pays its whole fill when it is the first of its pass, or when the tile
+    before it in traversal order (``order``) ends with a drain (its flush or DCT, ``drain`` >
+    0; the fill then hides that drain instead, :func:`flush_hidden_cycles`), or does not run
+    the pipeline; after a rendered tile that drains nothing (Transaction Elimination skipped
+    its flush) it pays ``max(0, fill - work of that tile)``. Without
+    ``buffers.color.flush_overlap`` (the fetcher waits for the color buffer) and with a color
+    buffer of two tiles or more (no drain holds the next tile: ``drain`` is 0 for every tile)
+    the same rule reads: the fill is charged in full without the overlap; with two tiles or
+    more it overlaps the previous rendered tile's work."""
+    full = np.where(rendered, fill, 0.0)
+    if not cfg["buffers.color.flush_overlap"]:
+        return full
+    after = order.next_active(rendered | (drain > 0))
+    prev_hides = rendered & (drain <= 0) & (after >= 0)
+    hidden = np.zeros_like(full)
+    src = np.flatnonzero(prev_hides)
+    dst = after[src]
+    keep = rendered[dst]
+    hidden[dst[keep]] = np.minimum(fill, work[src[keep]])
+    return full - hidden
 
 
 def color_buffer_cycles(stages: dict[str, np.ndarray], drain: np.ndarray,
@@ -300,11 +359,85 @@ def color_buffer_cycles(stages: dict[str, np.ndarray], drain: np.ndarray,
     return stages["blend"] + drain + cfg["buffers.color.flush_read_share"] * stages["bus"]
 
 
-def _with_serial(t: dict[str, np.ndarray], total: np.ndarray, cfg: Config,
-                 with_techniques: bool) -> np.ndarray:
-    if with_techniques:
-        total = total + techniques.raster_serial_cycles(t, cfg)
-    return total
+# What bounds a frame (bound_cycles): each raster stage's category when it is a tile's bottleneck.
+BOUND_CATEGORIES = ("bus", "flush", "shading", "texturing", "geometry", "fill", "other")
+STAGE_BOUND = {"bus": "bus", "fragment_shading": "shading", "texture_filter": "texturing",
+               "texture_memory": "texturing"}
+PART_BOUND = {"fill": "fill", "flush": "flush", "dct": "other", "color_buffer": "flush",
+              "serial": "other"}
+
+
+def bound_cycles(batch: Batch, stages: dict[str, np.ndarray], parts: dict[str, np.ndarray],
+                 geometry: np.ndarray, cfg: Config) -> dict[str, np.ndarray]:
+    """The cycles of every frame attributed to what bounds them, by ``BOUND_CATEGORIES``:
+    (F,) arrays adding up to the frame's cycles (geometry + raster).
+
+    Tile-based rendering runs the geometry phase, then the raster phase (Frame Coherence
+    §2.1), so ``geometry`` is the geometry phase's cycles. Each tile's raster cycles
+    (:func:`tile_cycle_parts`) go to: its bottleneck stage's category for the ``work`` part
+    (``bus``: the shared DRAM bus stage, every DRAM byte of the tile's reads, and its flush
+    with a color buffer of two tiles or more; ``shading``: fragment shading; ``texturing``:
+    texture filtering and texture memory; ``other``: tile fetch, rasterizer, early Z,
+    blending and the techniques' stages), ``flush`` for the end-of-tile flush left exposed and
+    the color buffer's floor (its writes, flush and the reads inside it), ``fill`` for the
+    pipeline fill (the memory latency and the stages a tile's first quad crosses while the
+    pipeline is empty), ``other`` for DSR's DCT on the color buffer and RE's compare. A share is these cycles
+    over the frame's cycles; the raster shares over the raster cycles leave geometry out
+    (:func:`bound_shares`)."""
+    names = [n for n in RASTER_STAGES if n in stages
+             and (n not in techniques.END_OF_TILE_STAGES or _flush_overlaps(cfg))]
+    matrix = np.stack([np.asarray(stages[n], dtype=np.float64) for n in names])
+    top = np.argmax(matrix, axis=0)
+    out = {c: np.zeros(batch.frames) for c in BOUND_CATEGORIES}
+    out["geometry"] = np.asarray(geometry, dtype=np.float64).copy()
+    for i, name in enumerate(names):
+        cat = STAGE_BOUND.get(name, "other")
+        out[cat] += batch.per_frame(np.where(top == i, parts["work"], 0.0))
+    for part, cat in PART_BOUND.items():
+        out[cat] += batch.per_frame(parts[part])
+    return out
+
+
+def bound_shares(cycles: dict[str, np.ndarray | float], raster: bool = False) -> dict:
+    """Shares of ``bound_cycles`` (arrays or sums): of the frame's cycles, or with ``raster``
+    of the raster cycles (geometry left out); 0 where there are no cycles."""
+    keys = [k for k in BOUND_CATEGORIES if not (raster and k == "geometry")]
+    total = sum(np.asarray(cycles[k], dtype=np.float64) for k in keys)
+    return {k: np.divide(np.asarray(cycles[k], dtype=np.float64), total,
+                         out=np.zeros_like(total), where=total > 0) for k in keys}
+
+
+def regime(shares: dict[str, float]) -> dict:
+    """Whether the frame time is bound like the thesis's games: fragment-bound, shading plus
+    texturing the largest share (Frame Coherence §3.2, Tables 3.3-3.4: the games' ~4
+    fragment-shader instructions and ~4.4 texels per fragment at an overshading of ~3.5 put
+    their time in the fragment stages; DSR's raster speed-up of §6.5 needs it). ``shares``:
+    :func:`bound_shares` of the frame (floats)."""
+    fragment = float(shares["shading"] + shares["texturing"])
+    others = {k: float(v) for k, v in shares.items() if k not in ("shading", "texturing")}
+    largest = max(shares, key=lambda k: shares[k])
+    return {"fragment_bound": bool(fragment > max(others.values(), default=0.0)),
+            "fragment_share": fragment, "largest": largest}
+
+
+def bound_report(cycles: dict[str, float]) -> dict:
+    """The report's figures of what bounds a frame or a workload from its summed
+    ``bound_cycles``: ``bound_cycles``, ``bound_shares`` (of the frame's cycles),
+    ``raster_bound_shares`` (of the raster cycles) and ``regime`` (:func:`regime`)."""
+    if not cycles:
+        return {}
+    shares = {k: float(v) for k, v in bound_shares(cycles).items()}
+    return {"bound_cycles": {k: float(v) for k, v in cycles.items()},
+            "bound_shares": shares,
+            "raster_bound_shares": {k: float(v)
+                                    for k, v in bound_shares(cycles, raster=True).items()},
+            "regime": regime(shares)}
+
+
+def bound_line(shares: dict[str, float]) -> str:
+    """``bound by: bus 62%, shading 20%, ...``: the shares largest first (zeros left out)."""
+    ranked = sorted(((v, k) for k, v in shares.items() if v > 0), reverse=True)
+    return "bound by: " + (", ".join(f"{k} {v:.0%}" for v, k in ranked) or "nothing")
 
 
 def traffic_bytes(batch: Batch, t: dict[str, np.ndarray], mem: dict[str, np.ndarray],
@@ -447,6 +580,7 @@ class FrameEstimate:
     technique_cycles: float = 0.0
     techniques_present: list[str] = field(default_factory=list)
     diagnostics: dict[str, float | None] = field(default_factory=dict)
+    bound_cycles: dict[str, float] = field(default_factory=dict)
 
     @property
     def cycles(self) -> float:
@@ -497,6 +631,7 @@ class FrameEstimate:
                          "memory_parts": self.memory,
                          "memory_dynamic_by_source": self.memory_by_source},
             "traffic_bytes": {**self.traffic, "total": self.traffic_total},
+            **bound_report(self.bound_cycles),
             # NaN (e.g. no DSR tiles to average) becomes null: the report stays valid JSON
             "diagnostics": {k: None if v is None or math.isnan(v) else v
                             for k, v in self.diagnostics.items()},
@@ -523,6 +658,7 @@ class BatchEstimate:
     screen: np.ndarray                         # (F,) J, NaN where the frame's PNG is missing
     technique_cycles: np.ndarray
     diagnostics: dict[str, np.ndarray]
+    bound_cycles: dict[str, np.ndarray]       # (F,) by BOUND_CATEGORIES (bound_cycles)
 
     def frame(self, i: int) -> FrameEstimate:
         pick = lambda d: {k: float(v[i]) for k, v in d.items()}  # noqa: E731
@@ -534,7 +670,7 @@ class BatchEstimate:
             pick(self.gpu_static), pick(self.memory), pick(self.memory_by_source),
             None if np.isnan(screen) else screen, float(self.technique_cycles[i]),
             [k for k in techniques.TECHNIQUES if self.batch.present[k][i]],
-            pick(self.diagnostics))
+            pick(self.diagnostics), pick(self.bound_cycles))
 
     def frames(self) -> list[FrameEstimate]:
         return [self.frame(i) for i in range(self.batch.frames)]
@@ -562,7 +698,8 @@ def estimate_batch(batch: Batch, cfg: Config, ecfg: Config,
         batch, arr("geometry_cycles"), arr("raster_cycles"), arr("seconds"),
         cat("geometry_stages"), cat("raster_stages"), arr("tile_cycles"), cat("tile_stages"),
         cat("traffic"), cat("gpu_dynamic"), cat("gpu_static"), cat("memory"),
-        cat("memory_by_source"), screen, arr("technique_cycles"), cat("diagnostics"))
+        cat("memory_by_source"), screen, arr("technique_cycles"), cat("diagnostics"),
+        cat("bound_cycles"))
 
 
 def _estimate_chunk(batch: Batch, cfg: Config, ecfg: Config) -> BatchEstimate:
@@ -575,7 +712,8 @@ def _estimate_chunk(batch: Batch, cfg: Config, ecfg: Config) -> BatchEstimate:
     geometry_base = _phase(gstages, BASE_GEOMETRY_STAGES,
                            cfg["memory.latency_max"] + len(BASE_GEOMETRY_STAGES))
     tstages = tile_stage_cycles(batch, t, mem, cfg)
-    per_tile = tile_cycles(t, tstages, cfg, order)
+    parts = tile_cycle_parts(t, tstages, cfg, order)
+    per_tile = sum(parts.values())
     per_tile_base = tile_cycles(t, tstages, cfg, order, with_techniques=False)
     raster = batch.per_frame(per_tile)
     technique_cycles = (geometry - geometry_base) + raster - batch.per_frame(per_tile_base)
@@ -603,7 +741,8 @@ def _estimate_chunk(batch: Batch, cfg: Config, ecfg: Config) -> BatchEstimate:
         batch, geometry, raster, seconds, gstages,
         {k: batch.per_frame(v) for k, v in tstages.items()}, per_tile, tstages, traffic,
         gpu_dynamic_energy(batch, t, mem, cfg, ecfg), static, memory, by_source,
-        np.full(batch.frames, np.nan), technique_cycles, diagnostics)
+        np.full(batch.frames, np.nan), technique_cycles, diagnostics,
+        bound_cycles(batch, tstages, parts, geometry, cfg))
 
 
 def estimate_frames(frames: list[FrameCounters], cfg: Config, ecfg: Config,

@@ -17,7 +17,13 @@ from tilesim.timing import techniques
 from tilesim.timing.config import Config
 from tilesim.timing.counter_batch import load_batch
 from tilesim.timing.memory_traffic import TRAFFIC_SOURCES
-from tilesim.timing.model import BatchEstimate, FrameEstimate, estimate_batch
+from tilesim.timing.model import (
+    BatchEstimate,
+    FrameEstimate,
+    bound_line,
+    bound_report,
+    estimate_batch,
+)
 from tilesim.timing.screen import png_histograms
 
 # Metrics compared with the baseline (normalized = run / baseline).
@@ -119,6 +125,7 @@ def totals(est: BatchEstimate) -> dict:
                      "gpu_dynamic": gpu_dyn, "gpu_static": gpu_static, "memory_parts": memory,
                      "memory_dynamic_by_source": by_source},
         "traffic_bytes": {**traffic, "total": sum(traffic.values())},
+        **bound_report(_sum(est.bound_cycles)),
         "diagnostics": diag,
     }
 
@@ -181,6 +188,10 @@ def text_report(workload: str, frames: list[dict], total: dict, clock: float) ->
                      f"{e['gpu'] * 1e3:>8.3f} {e['memory'] * 1e3:>8.3f} "
                      f"{_fmt(e['screen'], 1e3):>9} {x['traffic_bytes']['total'] / 1e6:>10.3f}")
     e, t = total["energy_j"], total["traffic_bytes"]
+    if "bound_shares" in total:
+        fragment = total["regime"]["fragment_bound"]
+        lines.append(f"{bound_line(total['bound_shares'])} "
+                     f"({'' if fragment else 'not '}fragment-bound like the thesis's games)")
     if total["techniques"]:
         lines.append(f"techniques: {', '.join(total['techniques'])}; overhead "
                      f"{total['cycles']['technique_overhead']:.0f} cycles, "

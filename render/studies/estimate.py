@@ -149,7 +149,8 @@ def _estimate(args) -> int:
                 for frame, passes in zip(frames, tile_maps[i], strict=True):
                     frame["tiles"] = [p.to_dict() for p in passes]
             entry = {"name": w.name, "dir": str(w.directory), "frames": frames,
-                     "total": run_totals[i]}
+                     "total": run_totals[i], "bound_shares": run_totals[i]["bound_shares"],
+                     "regime": run_totals[i]["regime"]}
             if bases:
                 entry["baseline"] = {"name": bases[i].name, "dir": str(bases[i].directory),
                                      "total": base_totals[i]}
