@@ -57,6 +57,11 @@ def test_a_study_checks_every_technique_and_writes_results_and_report(study):
     assert results["summary"]["baseline"]["time"] == pytest.approx(1.0)
     assert "re_skipped" in re_run["overlays"]["3"]
     assert results["seconds"]["total"] > 0
+    # what bounds the workload: shares of its baseline's frame time, and the regime
+    assert sum(workload["bound_shares"].values()) == pytest.approx(1.0)
+    assert set(workload["regime"]) == {"fragment_bound", "fragment_share", "largest"}
+    assert workload["runs"]["re"]["total"]["bound_shares"]
+    assert 'id="regime"' in (out / "index.html").read_text()
 
 
 def test_the_report_is_offline_and_every_image_it_shows_exists(study):

@@ -688,6 +688,25 @@ def _settings(args) -> Settings:
     return Settings(workloads, techniques, quick=args.quick, skipped=skipped)
 
 
+def regime_lines(workloads: list[dict]) -> str:
+    """What bounds each workload's baseline, one line each (``bound_shares`` and ``regime`` of
+    results.json; ``tilesim.timing.model.bound_cycles``), and how many are fragment-bound like
+    the thesis's games."""
+    from tilesim.timing.model import bound_line
+
+    shown = [w for w in workloads if w.get("bound_shares")]
+    if not shown:
+        return ""
+    lines = ["what bounds each baseline (share of frame time):"]
+    for w in shown:
+        fragment = w["regime"]["fragment_bound"]
+        lines.append(f"  {w['name']:<28} {bound_line(w['bound_shares'])}"
+                     f"{'  [fragment-bound]' if fragment else ''}")
+    regime = sum(bool(w["regime"]["fragment_bound"]) for w in shown)
+    lines.append(f"  fragment-bound like the thesis's games: {regime}/{len(shown)} workloads")
+    return "\n".join(lines)
+
+
 def _run(args) -> int:
     from tilesim.errors import EXIT_FAILED_CHECK, EXIT_OK
 
@@ -715,6 +734,7 @@ def _run(args) -> int:
             print(f"  {name:<8} time x{t:.3f}  energy x{e:.3f}  min MSSIM "
                   f"{row['mssim_min']:.4f}  identical {row['frames_bit_identical']}/"
                   f"{row['frames']}" if t is not None and e is not None else f"  {name}")
+        print(regime_lines(results["workloads"]))
     if failed:
         print("quality check failed: " + ", ".join(failed), file=sys.stderr)
         return EXIT_FAILED_CHECK

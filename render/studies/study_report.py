@@ -314,23 +314,47 @@ def _summary_section(out: Path, results: dict) -> str:
              f"Checks: {_e(results['checks']['rule'])}.</p>",
              _table(columns, rows, table_id="summary", row_attrs=attrs)]
     summary, thesis = results["summary"], results["thesis"]
+    bound = [w for w in results["workloads"] if w.get("bound_shares")]
+    in_regime = (f"{sum(bool(w['regime']['fragment_bound']) for w in bound)}/{len(bound)}"
+                 if bound else "n/a")
     avg_rows = []
     for technique, row in summary.items():
         t = thesis.get(technique, {})
         avg_rows.append([technique, _fmt(row.get("time")), _fmt(t.get("time")),
                          _fmt(row.get("energy")), _fmt(t.get("energy")),
                          _fmt(row.get("traffic")), _fmt(row.get("mssim_min"), ".4f"),
-                         t.get("source", "")])
+                         in_regime, t.get("source", "")])
     parts.append("<h3>Averages over workloads, beside the thesis</h3>")
     parts.append(_table(["technique", "time", "time (thesis)", "energy", "energy (thesis)",
-                         "traffic", "min MSSIM", "thesis source"], avg_rows,
-                        table_id="averages"))
+                         "traffic", "min MSSIM", "fragment-bound workloads",
+                         "thesis source"], avg_rows, table_id="averages"))
+    if bound:
+        parts.append(_regime_table(bound))
     plot = _suite_plot(out, results)
     if plot:
         parts.append(_figure(plot, "normalized time and energy, mean over workloads, with "
                                    "Frame Coherence's averages", kind="plot"))
     parts.append("</section>")
     return "\n".join(parts)
+
+
+def _regime_table(workloads: list[dict]) -> str:
+    """What bounds each workload's baseline (share of its frame time,
+    ``tilesim.timing.model.bound_cycles``) and whether it is fragment-bound like the thesis's
+    games (shading + texturing the largest share), the regime the thesis's figures hold in."""
+    from tilesim.timing.model import BOUND_CATEGORIES
+
+    rows = [[w["name"], *(_fmt(w["bound_shares"].get(k), ".0%") for k in BOUND_CATEGORIES),
+             "yes" if w["regime"]["fragment_bound"] else "no"] for w in workloads]
+    return ("<h3>What bounds each workload (baseline, share of frame time)</h3>"
+            "<p class='note'>Each tile's cycles go to its bottleneck stage (bus: DRAM reads on "
+            "the shared bus; shading; texturing: filtering and texture memory; other: fetch, "
+            "rasterizer, early Z, blending, technique stages), its exposed flush and color "
+            "buffer floor (flush), its pipeline fill (fill); geometry is the geometry phase. "
+            "The thesis's games are fragment-bound (Frame Coherence Tables 3.3-3.4); a "
+            "comparison with its figures holds where this workload is too.</p>"
+            + _table(["workload", *BOUND_CATEGORIES, "fragment-bound"], rows,
+                     table_id="regime"))
 
 
 def _extra_section(key: str, section: dict) -> str:

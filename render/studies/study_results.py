@@ -158,7 +158,10 @@ def assemble_results(settings, units, records: dict[str, dict], out: Path, *,
             characterization = json.loads(path.read_text(encoding="utf-8"))["columns"]
         workloads.append({"name": w.name, "trace": w.trace, "origin": w.origin,
                           "width": width, "height": height, "frames": list(w.frames),
-                          "characterization": characterization, "runs": runs})
+                          "characterization": characterization, "runs": runs,
+                          # what bounds the baseline (tilesim.timing.model.bound_cycles)
+                          "bound_shares": base_total.get("bound_shares"),
+                          "regime": base_total.get("regime")})
     bar.close()
     qualities = quality_average([{"techniques": {t: r["quality"] for t, r in w["runs"].items()}}
                                  for w in workloads])
