@@ -40,10 +40,10 @@ GLMARK2_SCENES = ("texture", "effect2d", "desktop", "shading", "build", "bump", 
 
 def write_synthetic(out_dir: Path, width: int, height: int, frames: int) -> list[Path]:
     from tilesim.render.traces.trace_file import write_trace
-    from tilesim.render.workloads import WORKLOADS, spinning_sprites, write_workload
+    from tilesim.render.workloads import GAME_LIKE, spinning_sprites, write_workload
 
     written = []
-    for name in WORKLOADS:
+    for name in GAME_LIKE:
         written.append(write_workload(name, out_dir / f"{name}.tsim", width, height, frames))
     commands = spinning_sprites.build(width, height, frames, appear=1)
     source = {"generator": "tilesim.render.workloads.spinning_sprites", "appear": 1,

@@ -26,21 +26,34 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from tilesim.render.workloads import match3, render_to_texture, runner, sidescroller
+from tilesim.render.workloads import match3, render_to_texture, runner, sidescroller, thesis_games
 
+# The four hand-written games (each a genre of Frame Coherence Table 3.2, played by a seeded
+# player), then one program per row of the thesis's suite (thesis_games.toml, ``like_<game>``).
+GAME_LIKE = ("match3", "sidescroller", "runner", "render_to_texture")
+_ROWS, _PROFILES, THESIS_SUITE = thesis_games.load_table()
 WORKLOADS: dict[str, Callable] = {
     "match3": match3.build,
     "sidescroller": sidescroller.build,
     "runner": runner.build,
     "render_to_texture": render_to_texture.build,
+    **{_ROWS[key].name: thesis_games.builder(key) for key in THESIS_SUITE},
 }
 CATEGORIES: dict[str, str] = {
     "match3": match3.CATEGORY,
     "sidescroller": sidescroller.CATEGORY,
     "runner": runner.CATEGORY,
     "render_to_texture": render_to_texture.CATEGORY,
+    **{_ROWS[key].name: f"{_ROWS[key].genre}, {_ROWS[key].type} (Frame Coherence Tables 3.2-3.4: "
+       f"{_ROWS[key].benchmark})" for key in THESIS_SUITE},
 }
 SIZES = ((1196, 768), (1920, 1080))  # Frame Coherence Table 3.1 screen (ch. 4-5) and ch. 6
+# The sizes each workload is built at: the hand-written ones at both, a thesis row at its
+# chapter set's screen (the size its characterization was measured at).
+NATIVE_SIZES: dict[str, tuple[tuple[int, int], ...]] = {
+    **{name: SIZES for name in GAME_LIKE},
+    **{_ROWS[key].name: (_ROWS[key].size,) for key in THESIS_SUITE},
+}
 DEFAULT_FRAMES = 100
 
 
@@ -58,7 +71,7 @@ def write_workload(name: str, path: str | os.PathLike, width: int, height: int,
     if name not in WORKLOADS:
         raise KeyError(f"unknown workload {name!r} (known: {', '.join(WORKLOADS)})")
     commands = WORKLOADS[name](width, height, frames, seed)
-    source = {"generator": f"tilesim.render.workloads.{name}", "category": CATEGORIES[name],
+    source = {"generator": WORKLOADS[name].__module__, "category": CATEGORIES[name],
               "seed": int(seed), "frames": int(frames), "width": int(width),
               "height": int(height), "made_by": "scripts/make_workloads.py"}
     return write_trace(path, commands, width=width, height=height, name=name, source=source)

@@ -48,7 +48,8 @@ from __future__ import annotations
 import math
 import tomllib
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -107,7 +108,7 @@ class Row:
         return f"like_{self.key}"
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_table(path: str = str(DATA)) -> tuple[dict[str, Row], dict[str, Profile], tuple]:
     """(rows by key, profiles by name, the suite's row keys) of thesis_games.toml."""
     with open(path, "rb") as f:
@@ -227,9 +228,9 @@ def program_mix(instructions: float, alu_tex: float,
     top = int(math.ceil(2 * a)) + 2
     # The closest mean, preferring programs of similar length (1% of relative error per
     # instruction of difference) over a 7-and-1 pair that is only marginally closer.
-    best = min(((abs((1 - w) * a1 + w * a2 - a) / a + 0.01 * abs(a1 - a2), a1, a2)
-                for a1 in range(lo1, max(lo1, top) + 1)
-                for a2 in range(lo2, max(lo2, top) + 1)))
+    best = min((abs((1 - w) * a1 + w * a2 - a) / a + 0.01 * abs(a1 - a2), a1, a2)
+               for a1 in range(lo1, max(lo1, top) + 1)
+               for a2 in range(lo2, max(lo2, top) + 1))
     _, a1, a2 = best
     return [(t1, a1, 1.0 - w), (t1 + 1, a2, w)]
 
@@ -239,7 +240,7 @@ def filter_mix(texels: float) -> list[tuple[str, float]]:
     levels = sorted(FILTER_TEXELS.items(), key=lambda kv: kv[1])
     if texels <= levels[0][1]:
         return [(levels[0][0], 1.0)]
-    for (lo_name, lo), (hi_name, hi) in zip(levels, levels[1:]):
+    for (lo_name, lo), (hi_name, hi) in pairwise(levels):
         if texels <= hi:
             share = (texels - lo) / (hi - lo)
             return [(n, s) for n, s in ((lo_name, 1 - share), (hi_name, share)) if s > 1e-9]
@@ -373,11 +374,11 @@ def plan(row: Row, profile: Profile, width: int, height: int, seed: int = 0,
     draws: list[DrawPlan] = []
     widths = _split(width, [c[2] for c in cells], minimum=1)
     x0 = 0
-    for (p, f, _share), w, count in zip(cells, widths, per_draw):
+    for (p, f, _share), w, count in zip(cells, widths, per_draw[:len(cells)], strict=True):
         draws.append(DrawPlan(p, f, "band", _band_rects(x0, w, height, count)))
         x0 += w
     owners = _split(sprite_draws, [c[2] for c in cells], minimum=1)
-    sprite_cells = [c for c, k in zip(cells, owners) for _ in range(k)]
+    sprite_cells = [c for c, k in zip(cells, owners, strict=True) for _ in range(k)]
     # Interleave the cells' sprite draws so that each role (world, moving, HUD) mixes them.
     order = np.argsort([(i % max(owners)) * len(cells) + cells.index(c)
                         for i, c in enumerate(sprite_cells)], kind="stable")
@@ -491,7 +492,7 @@ def build_row(row: Row, width: int, height: int, frames: int = 100, seed: int = 
         buffers.append((vbo, ibo, count))
     identity = np.tile(np.array([1.0, 1.0, 1.0, 1.0], np.float32), 4)
     zeros = np.zeros(16, np.float32)
-    for program, loc, (tex, _alu, _s) in zip(programs, locations, p.programs):
+    for program, loc, (tex, _alu, _s) in zip(programs, locations, p.programs, strict=True):
         gl.useProgram(program)
         gl.uniformMatrix4fv(loc["u_proj"], False, gl_matrix(pixels_ortho(width, height)))
         gl.uniform4fv(loc["u_v"], np.concatenate([identity, zeros]))
@@ -513,12 +514,12 @@ def build_row(row: Row, width: int, height: int, frames: int = 100, seed: int = 
     phases = motion_rng.random((len(p.draws), 2)) * 2 * np.pi
     speeds = 0.15 + 0.25 * motion_rng.random(len(p.draws))
     for f in range(frames):
-        gl.clear("COLOR_BUFFER_BIT" + (" | DEPTH_BUFFER_BIT" if depth else ""))
+        gl.clear("COLOR_BUFFER_BIT", *(["DEPTH_BUFFER_BIT"] if depth else []))
         drawn = int(math.floor(p.draws_per_frame * (f + 1)) - math.floor(p.draws_per_frame * f))
         pan = _pan_offset(profile, f)
         bound_program = None
         blending = False
-        for i, (d, (vbo, ibo, count)) in enumerate(zip(p.draws, buffers)):
+        for i, (d, (vbo, ibo, count)) in enumerate(zip(p.draws, buffers, strict=True)):
             if d.role == "effect" and drawn < len(p.draws):
                 continue
             tex = p.programs[d.program][0]
