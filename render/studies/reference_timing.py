@@ -35,7 +35,12 @@ def reference_report(trace: str, frames: range, *, technique: str = "baseline",
     ``tile_progress(tiles)`` after each pass simulated."""
     from tilesim.render.studies.quad_stream import record_frames
     from tilesim.timing.config import load_energy_config, load_gpu_config
-    from tilesim.timing.reference.compare import compare, compare_geometry, distribution
+    from tilesim.timing.reference.compare import (
+        compare,
+        compare_geometry,
+        distribution,
+        energy_comparison,
+    )
 
     cfg = cfg if cfg is not None else load_gpu_config()
     ecfg = ecfg if ecfg is not None else load_energy_config()
@@ -45,6 +50,8 @@ def reference_report(trace: str, frames: range, *, technique: str = "baseline",
     result = compare([(r.counters, r.streams) for r in recorded], cfg, ecfg,
                      progress=tile_progress, tiles=tiles)
     geometry = compare_geometry([(r.counters, r.draws) for r in recorded], cfg, ecfg)
+    dram = energy_comparison(result, geometry, cfg, ecfg) if tiles is None else None
+    lookups = result.lookups.tolist() if result.lookups is not None else [0, 0, 0, 0]
     total_analytic = result.analytic_frame + geometry.analytic
     total_reference = result.reference_frame + geometry.reference
     total_error = (total_analytic - total_reference) / np.maximum(total_reference, 1.0)
@@ -72,6 +79,9 @@ def reference_report(trace: str, frames: range, *, technique: str = "baseline",
         "geometry_error": distribution(geometry.error),
         "total_error": None if tiles is not None else distribution(total_error),
         "tile_error": distribution(tile_errors),
+        "dram_energy": dram,
+        "reference_caches": {"tile_cache_lookups": lookups[0], "tile_cache_hits": lookups[1],
+                             "l2_lookups": lookups[2], "l2_hits": lookups[3]},
         "worst_tiles": [{"frame": int(result.frame[i]), "pass": int(result.pass_index[i]),
                          "tile": int(result.tile_in_pass[i]), "quads": int(result.quads[i]),
                          "analytic_cycles": float(result.analytic[i]),
@@ -87,7 +97,14 @@ def reference_report(trace: str, frames: range, *, technique: str = "baseline",
                   "tile error over the tiles with quads; a tile's reference cycles are "
                   "finish(t) - finish(t - 1) in traversal order, the analytic's its "
                   "bottleneck + fill + exposed flush, so single tiles differ in attribution "
-                  "where frames agree"],
+                  "where frames agree",
+                  "dram_energy: the frame's main-memory energy (J), the reference's DRAM "
+                  "commands and states (DRAMPower's split: activate/precharge, read and write "
+                  "bursts, refresh, active/precharge standby and power-down) against the "
+                  "analytic memory energy; absent with --tiles",
+                  "reference_caches: the reference's own tile cache and L2 lookups (addresses "
+                  "derived from the recorded primitive, draw and tile ids, "
+                  "timing/reference/inputs.py)"],
     }
 
 
@@ -112,6 +129,14 @@ def format_report(report: dict) -> str:
         lines.append(f"{name.replace('_', ' ')} ({d['count']}): mean {100 * d['mean']:.2f}%, "
                      f"mean abs {100 * d['mean_abs']:.2f}%, p50 {100 * d['p50']:.2f}%, "
                      f"p90 {100 * d['p90']:.2f}%, max {100 * d['max']:.2f}%")
+    if report.get("dram_energy"):
+        for row in report["dram_energy"]["frames"]:
+            lines.append(f"frame {row['frame']} DRAM energy: analytic "
+                         f"{1e6 * row['analytic_dram_energy']:.1f} uJ, reference "
+                         f"{1e6 * row['reference_dram_energy']:.1f} uJ "
+                         f"({100 * row['relative_error']:+.1f}%), activations "
+                         f"{row['activations']['analytic']:.0f} vs "
+                         f"{row['activations']['reference']:.0f}")
     lines.append("worst tiles (frame/pass/tile: quads, analytic, reference cycles):")
     for w in report["worst_tiles"]:
         lines.append(f"  {w['frame']}/{w['pass']}/{w['tile']}: {w['quads']}, "

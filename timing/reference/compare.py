@@ -6,6 +6,12 @@ the raster cycles of every tile both ways. The frame's figure is its raster phas
 over its passes of the tiles' cycles (the analytic model's per-tile cycles add up to its frame
 raster cycles exactly, ``tilesim.timing.tiles``; the reference's tile cycles add up to its
 passes' finish cycles). The relative error is ``(analytic - reference) / reference``.
+
+This module is where the two meet, so it alone of ``tilesim.timing.reference`` imports the
+analytic model (``pyproject.toml``'s contract ignores its imports and no other's): the reference
+itself (``inputs``, ``raster``, ``geometry``, ``caches``, ``dram``) is run from the counter
+records and the configuration only. DRAM energy is compared too: the reference's per-command and
+per-state counts (``dram.energy``) against the analytic ``memory`` energy of the same frames.
 """
 
 from __future__ import annotations
@@ -18,9 +24,10 @@ import numpy as np
 from tilesim.render.pipeline.counters import FrameCounters
 from tilesim.timing.config import Config
 from tilesim.timing.counter_batch import batch_from_frames
-from tilesim.timing.model import estimate_batch, traversal_order
+from tilesim.timing.model import estimate_batch
+from tilesim.timing.reference.dram import DramState, add_counts, energy
 from tilesim.timing.reference.geometry import geometry_input, run_geometry
-from tilesim.timing.reference.inputs import batch_pass_inputs, parameters, program_cpis
+from tilesim.timing.reference.inputs import frame_pass_inputs, parameters, program_cpis
 from tilesim.timing.reference.raster import run_pass, tile_cycles_of
 from tilesim.timing.reference.records import DrawStream, QuadStream
 
@@ -44,6 +51,10 @@ class Comparison:
     seconds: float
     tiles_simulated: int
     sampled: np.ndarray | None = None   # (N,) bool: the tiles compared (None: all)
+    dram: list[dict[str, float]] | None = None      # (F,) the raster phase's DRAM counts
+    lookups: np.ndarray | None = None  # tile cache lookups, hits, L2 lookups, hits (all frames)
+    analytic_memory: dict[str, np.ndarray] | None = None   # (F,) the analytic DRAM energy (J)
+    analytic_activations: np.ndarray | None = None         # (F,)
 
     @property
     def frame_error(self) -> np.ndarray:
@@ -79,25 +90,36 @@ def compare(frames: list[tuple[FrameCounters, list[QuadStream]]], cfg: Config,
     sums over the compared tiles."""
     batch = batch_from_frames([c for c, _ in frames])
     est = estimate_batch(batch, cfg, ecfg)
-    order = traversal_order(batch, cfg)
     params = parameters(cfg)
     reference = np.zeros(batch.tile_frame.size)
-    streams = [s for _, passes in frames for s in passes]
     quads = np.zeros(batch.tile_frame.size)
     clock = time.perf_counter()
     sampled = np.zeros(batch.tile_frame.size, dtype=bool)
     simulated = 0
-    for visit, data in batch_pass_inputs(batch, streams, order, cfg):
-        keep = visit.size if tiles is None else min(int(tiles), visit.size)
-        if keep < visit.size:
-            data = data.head(keep + 1)
-        cycles = tile_cycles_of(run_pass(data, params, compiled))[:keep]
-        reference[visit[:keep]] = cycles
-        quads[visit[:keep]] = np.diff(data.quad_start)[:keep]
-        sampled[visit[:keep]] = True
-        simulated += data.flush_bytes.size
-        if progress is not None:
-            progress(data.flush_bytes.size)
+    pass_start = np.concatenate([[0], np.cumsum(batch.pass_tiles)]).astype(np.int64)
+    next_pass = 0
+    dram_frames = []
+    lookups = np.zeros(4, dtype=np.int64)
+    for counters, passes in frames:
+        counts: dict[str, float] = {}
+        for local, data in frame_pass_inputs(counters, passes, cfg):
+            visit = pass_start[next_pass] + local
+            next_pass += 1
+            keep = visit.size if tiles is None else min(int(tiles), visit.size)
+            if keep < visit.size:
+                data = data.head(keep + 1)
+            elif data.lookups is not None:
+                lookups += data.lookups
+            dram = DramState(params.dram)
+            cycles = tile_cycles_of(run_pass(data, params, compiled, dram))[:keep]
+            counts = add_counts(counts, dram.counts())
+            reference[visit[:keep]] = cycles
+            quads[visit[:keep]] = np.diff(data.quad_start)[:keep]
+            sampled[visit[:keep]] = True
+            simulated += data.tiles
+            if progress is not None:
+                progress(data.tiles)
+        dram_frames.append(counts)
     seconds = time.perf_counter() - clock
     analytic = np.where(sampled, est.tile_cycles, 0.0)
     sizes = batch.pass_tiles.astype(np.int64)
@@ -111,7 +133,12 @@ def compare(frames: list[tuple[FrameCounters, list[QuadStream]]], cfg: Config,
         analytic_frame=(est.raster_cycles.copy() if tiles is None
                         else batch.per_frame(analytic)),
         reference_frame=batch.per_frame(reference), seconds=seconds,
-        tiles_simulated=simulated, sampled=None if tiles is None else sampled)
+        tiles_simulated=simulated, sampled=None if tiles is None else sampled,
+        dram=dram_frames, lookups=lookups,
+        analytic_memory={k: np.asarray(v, dtype=np.float64).copy()
+                         for k, v in est.memory.items()},
+        analytic_activations=np.asarray(est.diagnostics.get(
+            "dram_activations", np.zeros(batch.frame_ids.size)), dtype=np.float64))
 
 
 @dataclass
@@ -122,6 +149,7 @@ class GeometryComparison:
     analytic: np.ndarray
     reference: np.ndarray
     seconds: float
+    dram: list[dict[str, float]] | None = None      # (F,) the geometry phase's DRAM counts
 
     @property
     def error(self) -> np.ndarray:
@@ -135,9 +163,39 @@ def compare_geometry(frames: list[tuple[FrameCounters, DrawStream]], cfg: Config
     batch = batch_from_frames([c for c, _ in frames])
     est = estimate_batch(batch, cfg, ecfg)
     clock = time.perf_counter()
-    reference = []
+    reference, counts = [], []
     for counters, draws in frames:
         cpis = np.array([program_cpis(counters.programs[d])[0] for d in draws.programs])
-        reference.append(run_geometry(geometry_input(draws, cpis, cfg), cfg, compiled))
+        dram = DramState(parameters(cfg).dram)
+        reference.append(run_geometry(geometry_input(draws, cpis, cfg), cfg, compiled, dram))
+        counts.append(dram.counts())
     return GeometryComparison(batch.frame_ids.copy(), est.geometry_cycles.copy(),
-                              np.array(reference), time.perf_counter() - clock)
+                              np.array(reference), time.perf_counter() - clock, counts)
+
+
+def energy_comparison(raster: Comparison, geometry: GeometryComparison, cfg: Config,
+                      ecfg: Config) -> dict:
+    """The frames' DRAM energy both ways (J, per part) and the reference's counts: the
+    reference's commands and states (raster passes and geometry phase) against the analytic
+    ``memory`` split (``act_pre``, ``read``, ``write``, ``background``, ``refresh``)."""
+    frames = []
+    for i, f in enumerate(raster.frame_ids):
+        counts = add_counts(raster.dram[i], geometry.dram[i])
+        ref = energy(counts, cfg, ecfg)
+        ref_parts = {"act_pre": ref["act_pre"], "read": ref["read"], "write": ref["write"],
+                     "refresh": ref["refresh"],
+                     "background": sum(ref[k] for k in ("active_standby", "precharge_standby",
+                                                        "active_powerdown",
+                                                        "precharge_powerdown"))}
+        ana = {k: float(v[i]) for k, v in raster.analytic_memory.items()}
+        ref_total, ana_total = sum(ref_parts.values()), sum(ana.values())
+        frames.append({
+            "frame": int(f), "reference_counts": counts, "reference_energy": ref,
+            "reference_dram_energy": ref_total, "analytic_dram_energy": ana_total,
+            "relative_error": (ana_total - ref_total) / ref_total if ref_total > 0 else 0.0,
+            "parts": {k: {"analytic": ana.get(k, 0.0), "reference": ref_parts[k]}
+                      for k in ref_parts},
+            "activations": {"analytic": float(raster.analytic_activations[i]),
+                            "reference": counts.get("activates", 0.0)}})
+    return {"frames": frames,
+            "error": distribution(np.array([f["relative_error"] for f in frames]))}

@@ -11,22 +11,25 @@ without draining between them:
 * Vertex fetch: one vertex per ``attributes / caches.vertex.banks`` cycles of the vertex cache
   (a draw's accesses spread over its vertices), at most ``queues.vertex.count x entries``
   vertices fetched and not yet shaded; the draw's cache misses (64-byte lines) and index bytes,
-  spread evenly over its vertices, are reads on the shared bus, back ``latency_avg`` later.
+  spread evenly over its vertices, are reads of the reference's DRAM (``dram``: the lines of
+  one sequential vertex stream, laid out by the reference, ``inputs.VERTICES``), the vertex ready
+  when its last line is back.
 * Vertex shading: the vertex processor shades vertices in order, ``instructions / lanes x
   CPI`` cycles each (warps of 4 vertices; CPI of the draw's program on the shader core).
 * Primitive assembly: one primitive per cycle once its last vertex (its share of the draw's
   vertices) is shaded; primitives that survive clipping and culling (the ones binned, spread
   evenly among the assembled) go into the triangle queue (``queues.triangle.entries``).
 * Tiler: one display-list entry per cycle; when a primitive's entries are out, its record and
-  entries (4 bytes each) are posted to the Parameter Buffer: writes on the shared bus, the
-  tiler stalling while more than a triangle queue's bytes (entries x entry size) wait.
+  entries (4 bytes each) are posted to the Parameter Buffer: DRAM writes (one sequential
+  stream, ``inputs.PB_WRITES``) in arrival order with the reads, the tiler stalling while more
+  than a triangle queue's bytes (entries x entry size) wait to cross the bus.
 * RE (frames with signature work): the Compute CRC unit signs each primitive's sub-blocks at
   ``compute_rate`` as the tiler takes it; the tiler pushes the primitive's tile identifiers into
   the Overlapped Tiles Queue (``ot_queue_entries``) and stalls while it is full; the Accumulate
   CRC unit pops a primitive's entries, one fold per cycle at ``accumulate_rate``, once the
   primitive is signed (a draw's constant folds spread over its entries).
-* Shared bus: ``memory.bandwidth`` bytes per cycle, reads in request order first, the posted
-  writes in the cycles left.
+* Memory: every read and write goes through the reference's DRAM in the order asked
+  (``dram.dram_access``: banks, rows, refresh, one data bus per channel).
 
 The frame's geometry cycles are the cycle the last write has left and the last fold is done.
 Not modelled: the vertex cache's reuse order (misses spread evenly), clipping's extra
@@ -40,7 +43,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from tilesim.timing.config import Config
-from tilesim.timing.memory_traffic import latency_avg
+from tilesim.timing.reference.dram import DramState, DramTiming, dram_access
+from tilesim.timing.reference.inputs import PB_WRITES, VERTICES, region
 from tilesim.timing.reference.records import DrawStream
 from tilesim.timing.shader_core.jit import jit
 
@@ -48,10 +52,12 @@ from tilesim.timing.shader_core.jit import jit
 @dataclass
 class GeometryInput:
     """One frame's geometry work as the loop reads it. Per vertex (V,): ``fetch`` cycles on the
-    vertex cache, ``read_bytes`` on the bus, ``shade`` cycles on the vertex processor. Per
+    vertex cache, ``read_bytes`` from memory (``read_lines`` the new 64-byte lines of the
+    stream they reach), ``shade`` cycles on the vertex processor. Per
     assembled primitive (A,): ``needs`` the vertex it waits for, ``binned`` its row among the
     binned primitives or -1. Per binned primitive (P,): ``entries``, ``write_bytes`` (record +
-    list), ``sign`` Compute CRC cycles, ``fold`` Accumulate cycles per entry."""
+    list; ``write_lines`` the new lines of the write stream), ``sign`` Compute CRC cycles,
+    ``fold`` Accumulate cycles per entry."""
 
     fetch: np.ndarray
     read_bytes: np.ndarray
@@ -62,6 +68,22 @@ class GeometryInput:
     write_bytes: np.ndarray
     sign: np.ndarray
     fold: np.ndarray
+    read_lines: np.ndarray | None = None
+    write_lines: np.ndarray | None = None
+
+    def __post_init__(self):
+        if self.read_lines is None:
+            self.read_lines = stream_lines(self.read_bytes)
+        if self.write_lines is None:
+            self.write_lines = stream_lines(self.write_bytes)
+
+
+def stream_lines(nbytes: np.ndarray, line: int = 64) -> np.ndarray:
+    """The new ``line``-byte lines each request of one sequential stream of ``nbytes`` (n,)
+    reaches: (n,) int64, summing to the stream's lines."""
+    end = np.ceil(np.cumsum(np.asarray(nbytes, dtype=np.float64)) - 1e-9)
+    lines = np.ceil(end / line - 1e-9).astype(np.int64)
+    return np.diff(np.concatenate([[0], lines])).astype(np.int64)
 
 
 def spread_index(count_from: np.ndarray, count_to: np.ndarray) -> np.ndarray:
@@ -121,21 +143,28 @@ def geometry_parameters(cfg: Config) -> np.ndarray:
         cfg["queues.triangle.entries"],
         cfg["queues.triangle.entries"] * cfg["queues.triangle.entry_size"],
         cfg["techniques.signature.ot_queue_entries"],
-        cfg["memory.bandwidth"], latency_avg(cfg), cfg["stages.tiler.rate"],
-        cfg["stages.primitive_assembly.rate"]], dtype=np.float64)
+        cfg["memory.bandwidth"], cfg["caches.l2.line_size"], float(region(VERTICES)),
+        float(region(PB_WRITES))], dtype=np.float64)
 
 
-def run_geometry(data: GeometryInput, cfg: Config, compiled: bool = True) -> float:
-    """The frame's geometry cycles."""
+def run_geometry(data: GeometryInput, cfg: Config, compiled: bool = True,
+                 dram: DramState | None = None) -> float:
+    """The frame's geometry cycles; ``dram`` the DRAM's state (its counts for the energy,
+    closed at the phase's end), a fresh one if None."""
     loop = simulate_geometry if compiled else getattr(simulate_geometry, "py_func",
                                                       simulate_geometry)
-    horizon = 4.0 * float(data.fetch.sum() + data.shade.sum() + data.read_bytes.sum()
-                          + data.write_bytes.sum() + data.entries.sum()
+    timing = DramTiming.from_config(cfg)
+    dram = dram if dram is not None else DramState(timing)
+    requests = float(data.read_lines.sum() + data.write_lines.sum())
+    horizon = 4.0 * float(data.fetch.sum() + data.shade.sum() + requests * 512.0
+                          + data.entries.sum()
                           + data.sign.sum() + (data.fold * data.entries).sum()
                           + data.needs.size + data.fetch.size * 128) + 1e4
-    cycles = loop(data.fetch, data.read_bytes, data.shade, data.needs, data.binned,
-                  data.entries, data.write_bytes, data.sign, data.fold,
-                  np.append(geometry_parameters(cfg), horizon))
+    cycles = loop(data.fetch, data.read_lines.astype(np.int64), data.shade, data.needs,
+                  data.binned, data.entries, data.write_bytes, data.write_lines.astype(np.int64),
+                  data.sign, data.fold, np.append(geometry_parameters(cfg), horizon),
+                  timing.vector(), *dram.arrays())
+    dram.close(max(float(cycles), 0.0))
     if cycles < 0:
         raise RuntimeError("the geometry reference did not finish the frame (a deadlock in "
                            "the cycle loop): please report it with the trace and frame")
@@ -143,14 +172,16 @@ def run_geometry(data: GeometryInput, cfg: Config, compiled: bool = True) -> flo
 
 
 @jit
-def simulate_geometry(fetch, read_bytes, shade, needs, binned, entries, write_bytes, sign,
-                      fold, p):
+def simulate_geometry(fetch, read_lines, shade, needs, binned, entries, write_bytes,
+                      write_lines, sign, fold, p, dp, channel, bank_row, bank_time, stats):
     vertex_queue = int(p[0])
     tq_size = int(p[1])
     write_limit = p[2]
     otq_size = int(p[3])
     bandwidth = p[4]
-    memory_latency = p[5]
+    line = p[5]
+    read_base = p[6]
+    write_base = p[7]
     horizon = p[8]
     nv = fetch.size
     na = needs.size
@@ -175,14 +206,14 @@ def simulate_geometry(fetch, read_bytes, shade, needs, binned, entries, write_by
     otq_head = 0
     otq_count = 0
     fold_left = 0.0
-    bus_read_free = 0.0
-    write_backlog = 0.0
+    read_next = 0             # the vertex stream's next line
+    write_next = 0            # the Parameter Buffer write stream's next line
+    write_end = 0.0           # the last posted write has crossed the bus
     binned_done = 0
     now = 0.0
     while now < horizon:
-        # -- shared bus: reads first, posted writes in the cycles left -----------------
-        if write_backlog > 0.0 and bus_read_free <= now:
-            write_backlog = max(0.0, write_backlog - bandwidth)
+        # bytes posted and not yet written: the write stream's backlog
+        write_backlog = max(0.0, write_end - now) * bandwidth
         # -- Accumulate CRC unit: folds the head entry once its primitive is signed ------
         if otq_count > 0 and signed_at[otq_prim[otq_head]] <= now:
             if fold_left <= 0.0:
@@ -211,7 +242,11 @@ def simulate_geometry(fetch, read_bytes, shade, needs, binned, entries, write_by
                         otq_count += 1
                     cur_left -= 1
             if cur_left == 0 and write_backlog <= write_limit:
-                write_backlog += write_bytes[cur]
+                for _w in range(write_lines[cur]):
+                    write_end = max(write_end, dram_access(
+                        now, write_base + write_next * line, True, channel, bank_row,
+                        bank_time, stats, dp))
+                    write_next += 1
                 cur = -1
                 binned_done += 1
         # -- primitive assembly: one per cycle once its vertices are shaded --------------
@@ -230,15 +265,15 @@ def simulate_geometry(fetch, read_bytes, shade, needs, binned, entries, write_by
         # -- vertex fetch: the vertex cache, misses and indices on the bus ---------------
         if vf < nv and cache_free <= now and vf - vs < vertex_queue:
             ready = now + fetch[vf]
-            if read_bytes[vf] > 0.0:
-                start = max(now, bus_read_free)
-                bus_read_free = start + read_bytes[vf] / bandwidth
-                ready = max(ready, bus_read_free + memory_latency)
+            for _r in range(read_lines[vf]):
+                ready = max(ready, dram_access(now, read_base + read_next * line, False,
+                                               channel, bank_row, bank_time, stats, dp))
+                read_next += 1
             cache_free = now + fetch[vf]
             fetched[vf] = ready
             vf += 1
         now += 1.0
         if pa >= na and binned_done >= nb and cur < 0 and otq_count == 0 \
-                and write_backlog <= 0.0 and vs >= nv and (nv == 0 or shaded[nv - 1] <= now):
+                and write_end <= now and vs >= nv and (nv == 0 or shaded[nv - 1] <= now):
             return now
     return -1.0

@@ -9,13 +9,13 @@ in the order a quad meets them (Frame Coherence ch. 2, the raster pipeline; ch. 
 
 * Tile fetcher: reads the tile's display-list entries (``prims_binned``) one per cycle into the
   tile queue (``queues.tile.entries`` in flight, an entry leaves when the rasterizer is past its
-  primitive). Each entry is served by the tile cache, the L2 or DRAM in the shares the analytic
-  memory model gives the tile (``tilesim.timing.memory_traffic.tile_memory``, spread evenly over
-  its entries); a DRAM entry occupies the shared bus for its bytes (``memory.bandwidth``) and
-  returns ``latency_avg`` cycles later. RE's signature compare (``compare_cycles``) precedes
-  the tile's fetch. With ``buffers.color.flush_overlap`` the fetcher moves on to the next tile
-  as soon as it has fetched this one's entries; without it the next tile waits for this tile's
-  flush (a literal one-tile color buffer).
+  primitive). Each entry reads its list entry and its primitive's record through the tile cache
+  and the L2 (the reference's own lookups, ``caches`` / ``inputs``); the lines both miss are
+  requests to the reference's DRAM (``dram``: banks, rows, refresh, one data bus per channel in
+  arrival order), the entry ready when the last is back. RE's signature compare
+  (``compare_cycles``) precedes the tile's fetch. With ``buffers.color.flush_overlap`` the
+  fetcher moves on to the next tile as soon as it has fetched this one's entries; without it
+  the next tile waits for this tile's flush (a literal one-tile color buffer).
 * Rasterizer: ``stages.rasterizer.rate`` attributes per cycle, a quad costing its covered
   fragments x ``attributes_per_fragment``; a quad waits for its primitive's entry. Quads of an
   early-Z program go to early Z, the others straight to the fragment queue.
@@ -32,26 +32,32 @@ in the order a quad meets them (Frame Coherence ch. 2, the raster pipeline; ch. 
   and its texels ``texels / stages.texture.texels_per_cycle`` cycles of the processor's
   texture unit (Table 3.1: one texture cache and unit per processor), beside the issue,
   and cannot finish before ``instructions x CPI_1`` cycles after dispatch (CPI_1: one warp alone,
-  its dependency chain) plus the time its texture misses take: at dispatch each miss goes to the
-  L2 (``caches.l2.latency``) or, in the tile's DRAM share, to the shared bus (64-byte line)
-  and ``latency_avg``. A finished warp keeps its slot until the ROP takes it.
+  its dependency chain) plus the time its texture misses take: at dispatch each miss is looked
+  up in the L2 (``caches.l2.latency``; which lines hit is decided by the reference's L2,
+  ``inputs``), the L2's misses are DRAM reads (``dram``). A finished warp keeps its slot until
+  the ROP takes it.
 * ROP (late Z, blending, color buffer writes): ``stages.blend.rate`` fragments per cycle, a
   quad costing its written (or late-tested) lanes, tiles strictly in order; the first write of a
   tile waits until the previous tile's color buffer is flushed (one-tile color buffer, Table
   3.1: 256 entries).
 * End of tile: when all its quads are done and it has been rasterized, its color and depth
-  bytes are flushed over the shared bus (reads first: the flush is a posted write stream), then
-  (``techniques.dsr.dct_after_flush``) or beside it DSR's DCT row pass holds the color buffer.
+  lines are written to DRAM (requests in arrival order with every other: a flush queued before
+  the next tile's texture misses delays them), then (``techniques.dsr.dct_after_flush``) or
+  beside it DSR's DCT row pass holds the color buffer; the buffer is free when the last line is
+  written.
 
-The shared bus moves ``memory.bandwidth`` bytes per cycle: pending reads (Parameter Buffer
-entries, texture lines) in request order, the flush in the cycles no read wants.
+Memory: every DRAM request (Parameter Buffer reads, texture misses, color and depth writes)
+goes through ``dram.dram_access`` when the pipeline asks for it; the channels' data buses serve
+them in that order (``DramState`` keeps the banks' rows, refresh and power-down and counts the
+commands and states for the energy).
 
 A tile's reference cycles are ``finish(t) - finish(t - 1)`` in traversal order (``finish``: the
 color buffer free again, or the tile's last quad done when it flushes nothing; the first tile
 from 0), so the tiles add up to the pass, as the analytic tiles do.
 
 Not modelled: triangle setup cost per primitive, per-pixel ordering at the ROP (quads are
-written in completion order within a tile), L2 bank conflicts and DRAM row effects on latency,
+written in completion order within a tile), L2 bank conflicts, the L2's lookups in cycle order
+(``inputs`` looks the lines up in the tiles' order before the loop),
 EVR's and Fragment Memoization's raster structures, the shader core's instruction cache (the
 CPIs already hold it), DSR's superfragment resolve.
 
@@ -65,6 +71,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tilesim.timing.reference.dram import DramState, DramTiming, dram_access
 from tilesim.timing.shader_core.jit import jit
 
 INF = 1e30
@@ -83,12 +90,13 @@ class RasterParameters:
     processors: int
     warp_slots: int
     rop_rate: float             # fragments / cycle
-    bandwidth: float            # bytes / cycle
+    bandwidth: float            # bytes / cycle (the horizon's bound only)
     l2_latency: float
-    memory_latency: float       # mean DRAM latency
-    line: float                 # bytes of a texture line
+    memory_latency: float       # an unloaded DRAM row conflict (the horizon's bound only)
+    line: float                 # bytes of a line
     flush_overlap: bool
     dct_after_flush: bool
+    dram: DramTiming | None = None     # the DRAM's timing (not in ``vector``)
 
     @classmethod
     def from_config(cls, cfg, warp_slots: int) -> RasterParameters:
@@ -105,16 +113,19 @@ class RasterParameters:
             rop_rate=float(cfg["stages.blend.rate"]),
             bandwidth=float(cfg["memory.bandwidth"]),
             l2_latency=float(cfg["caches.l2.latency"]),
-            memory_latency=0.5 * (cfg["memory.latency_min"] + cfg["memory.latency_max"]),
-            line=float(cfg["caches.texture.line_size"]),
+            memory_latency=float(cfg["memory.dram.controller_latency"] + cfg["memory.dram.trp"]
+                                 + cfg["memory.dram.trcd"] + cfg["memory.dram.tcl"]
+                                 + cfg["memory.dram.trfc"]),
+            line=float(cfg["caches.l2.line_size"]),
             flush_overlap=bool(cfg["buffers.color.flush_overlap"]),
             dct_after_flush=bool(cfg["techniques.dsr.dct_after_flush"]),
+            dram=DramTiming.from_config(cfg),
         )
 
     def vector(self) -> np.ndarray:
         """The parameters as one float64 array, the loop's argument (order of the fields)."""
-        return np.array([float(getattr(self, f)) for f in self.__dataclass_fields__],
-                        dtype=np.float64)
+        return np.array([float(getattr(self, f)) for f in self.__dataclass_fields__
+                         if f != "dram"], dtype=np.float64)
 
 
 @dataclass
@@ -123,22 +134,29 @@ class PassInput:
     loop reads it: every array a plain int64 / float64 array.
 
     Per tile: ``quad_start`` (T + 1,) the tile's quads, ``entry_start`` (T + 1,) its entries,
-    ``flush_bytes`` color + depth bytes flushed, ``dct_cycles`` DSR row pass on the color
-    buffer, ``serial_cycles`` RE compare before the tile. Per entry: ``entry_latency`` (cycles
-    after issue, DRAM ones after their bus transfer), ``entry_bus_bytes`` (0 unless DRAM).
+    ``color_address`` / ``depth_address`` the first byte of its color / depth slot and
+    ``color_lines`` / ``depth_lines`` the lines flushed there, ``dct_cycles`` DSR row pass on
+    the color buffer, ``serial_cycles`` RE compare before the tile. Per entry:
+    ``entry_latency`` (cycles after issue on chip: tile cache, and the L2 where it missed),
+    ``entry_dram_start`` (E + 1,) its DRAM reads in ``entry_dram_address`` (byte addresses).
     Per quad: ``entry`` the entry (global index) its primitive needs, ``raster_cost``
     attributes, ``early`` (1: early Z), ``survives`` (1: goes on to shading after early Z),
     ``issue``, ``texture`` (its texture unit) and ``latency`` cycles on a processor,
-    ``l2_misses`` / ``dram_misses`` texture lines, ``rop_lanes`` lanes for the ROP,
-    ``late`` (1: depth-tested at the ROP)."""
+    ``l2_misses`` texture-cache misses the L2 serves, ``tex_dram_start`` (Q + 1,) its DRAM
+    reads in ``tex_dram_address``, ``rop_lanes`` lanes for the ROP, ``late`` (1: depth-tested
+    at the ROP). ``lookups``: (tile cache lookups, hits, L2 lookups, hits) of the pass."""
 
     quad_start: np.ndarray
     entry_start: np.ndarray
-    flush_bytes: np.ndarray
+    color_address: np.ndarray
+    color_lines: np.ndarray
+    depth_address: np.ndarray
+    depth_lines: np.ndarray
     dct_cycles: np.ndarray
     serial_cycles: np.ndarray
     entry_latency: np.ndarray
-    entry_bus_bytes: np.ndarray
+    entry_dram_start: np.ndarray
+    entry_dram_address: np.ndarray
     entry: np.ndarray
     raster_cost: np.ndarray
     early: np.ndarray
@@ -147,23 +165,46 @@ class PassInput:
     texture: np.ndarray
     latency: np.ndarray
     l2_misses: np.ndarray
-    dram_misses: np.ndarray
+    tex_dram_start: np.ndarray
+    tex_dram_address: np.ndarray
     rop_lanes: np.ndarray
     late: np.ndarray
+    lookups: np.ndarray | None = None
+
+    PER_TILE = ("color_address", "color_lines", "depth_address", "depth_lines", "dct_cycles",
+                "serial_cycles")
+
+    @property
+    def tiles(self) -> int:
+        return self.quad_start.size - 1
+
+    @property
+    def flush_bytes(self) -> np.ndarray:
+        """Color + depth lines of each tile, in lines x 64 bytes: (T,)."""
+        return (self.color_lines + self.depth_lines) * 64.0
 
     def head(self, tiles: int) -> PassInput:
         """The pass's first ``tiles`` tiles (traversal order), their quads and entries."""
-        tiles = min(int(tiles), self.flush_bytes.size)
+        tiles = min(int(tiles), self.tiles)
         q, e = int(self.quad_start[tiles]), int(self.entry_start[tiles])
-        per_tile = ("flush_bytes", "dct_cycles", "serial_cycles")
-        per_entry = ("entry_latency", "entry_bus_bytes")
+        qd, ed = int(self.tex_dram_start[q]), int(self.entry_dram_start[e])
         cut = {}
         for name, value in vars(self).items():
             if name in ("quad_start", "entry_start"):
                 cut[name] = value[:tiles + 1]
-            elif name in per_tile:
+            elif name == "entry_dram_start":
+                cut[name] = value[:e + 1]
+            elif name == "tex_dram_start":
+                cut[name] = value[:q + 1]
+            elif name == "entry_dram_address":
+                cut[name] = value[:ed]
+            elif name == "tex_dram_address":
+                cut[name] = value[:qd]
+            elif name == "lookups":
+                cut[name] = None
+            elif name in self.PER_TILE:
                 cut[name] = value[:tiles]
-            elif name in per_entry:
+            elif name == "entry_latency":
                 cut[name] = value[:e]
             else:
                 cut[name] = value[:q]
@@ -171,25 +212,35 @@ class PassInput:
 
     def horizon(self, params: RasterParameters) -> float:
         """A cycle count no pass can reach (the loop stops there: a bug, not a result)."""
+        requests = (self.entry_dram_address.size + self.tex_dram_address.size
+                    + self.color_lines.sum() + self.depth_lines.sum())
         serial = (self.issue.sum() + self.texture.sum() + self.latency.sum()
-                  + self.raster_cost.sum()
-                  + (self.dram_misses.sum() + self.l2_misses.sum()) * (params.line
-                  + params.memory_latency) + self.entry_latency.sum()
-                  + self.entry_bus_bytes.sum() + self.flush_bytes.sum() + self.dct_cycles.sum()
+                  + self.raster_cost.sum() + self.l2_misses.sum() * params.l2_latency
+                  + requests * (params.line + params.memory_latency)
+                  + self.entry_latency.sum() + self.dct_cycles.sum()
                   + self.serial_cycles.sum() + self.rop_lanes.sum()
-                  + (self.entry.size + self.entry_latency.size + self.flush_bytes.size) * 64)
+                  + (self.entry.size + self.entry_latency.size + self.tiles) * 64)
         return 4.0 * float(serial) + 1e4
 
 
-def run_pass(data: PassInput, params: RasterParameters, compiled: bool = True) -> np.ndarray:
-    """Finish cycle of every tile of the pass (traversal order): (T,) float64."""
+def run_pass(data: PassInput, params: RasterParameters, compiled: bool = True,
+             dram: DramState | None = None) -> np.ndarray:
+    """Finish cycle of every tile of the pass (traversal order): (T,) float64. ``dram``: the
+    DRAM's state, its counts for the energy (closed at the pass's end); a fresh one if None."""
     loop = simulate_pass if compiled else getattr(simulate_pass, "py_func", simulate_pass)
     vector = np.append(params.vector(), data.horizon(params))
-    finish = loop(data.quad_start, data.entry_start, data.flush_bytes, data.dct_cycles,
-                  data.serial_cycles, data.entry_latency, data.entry_bus_bytes, data.entry,
-                  data.raster_cost, data.early, data.survives, data.issue, data.texture,
-                  data.latency,
-                  data.l2_misses, data.dram_misses, data.rop_lanes, data.late, vector)
+    dram = dram if dram is not None else DramState(params.dram)
+    f64 = lambda a: np.ascontiguousarray(a, dtype=np.float64)  # noqa: E731
+    i64 = lambda a: np.ascontiguousarray(a, dtype=np.int64)  # noqa: E731
+    finish = loop(i64(data.quad_start), i64(data.entry_start), f64(data.color_address),
+                  i64(data.color_lines), f64(data.depth_address), i64(data.depth_lines),
+                  f64(data.dct_cycles), f64(data.serial_cycles), f64(data.entry_latency),
+                  i64(data.entry_dram_start), f64(data.entry_dram_address), i64(data.entry),
+                  f64(data.raster_cost), i64(data.early), i64(data.survives), f64(data.issue),
+                  f64(data.texture), f64(data.latency), i64(data.l2_misses),
+                  i64(data.tex_dram_start), f64(data.tex_dram_address), f64(data.rop_lanes),
+                  i64(data.late), vector, params.dram.vector(), *dram.arrays())
+    dram.close(float(finish.max(initial=0.0)))
     if finish.size and finish.min() < 0:
         raise RuntimeError("the raster reference did not finish the pass (a deadlock in the "
                            "cycle loop): please report it with the trace and frame")
@@ -202,9 +253,11 @@ def tile_cycles_of(finish: np.ndarray) -> np.ndarray:
 
 
 @jit
-def simulate_pass(quad_start, entry_start, flush_bytes, dct_cycles, serial_cycles,
-                  entry_latency, entry_bus_bytes, entry, raster_cost, early, survives, issue,
-                  texture, latency, l2_misses, dram_misses, rop_lanes, late, p):
+def simulate_pass(quad_start, entry_start, color_address, color_lines, depth_address,
+                  depth_lines, dct_cycles, serial_cycles, entry_latency, entry_dram_start,
+                  entry_dram_address, entry, raster_cost, early, survives, issue, texture,
+                  latency, l2_misses, tex_dram_start, tex_dram_address, rop_lanes, late, p,
+                  dp, channel, bank_row, bank_time, stats):
     tile_queue = int(p[0])       # the order of RasterParameters' fields
     raster_rate = p[1]
     z_rate = int(p[2])
@@ -214,9 +267,7 @@ def simulate_pass(quad_start, entry_start, flush_bytes, dct_cycles, serial_cycle
     processors = int(p[6])
     slots = int(p[7])
     rop_rate = p[8]
-    bandwidth = p[9]
     l2_latency = p[10]
-    memory_latency = p[11]
     line = p[12]
     flush_overlap = p[13] > 0.5
     dct_after = p[14] > 0.5
@@ -269,9 +320,8 @@ def simulate_pass(quad_start, entry_start, flush_bytes, dct_cycles, serial_cycle
     rop_t = 0                              # tiles finish in order
     cb_free = 0.0                          # the color buffer takes the next tile's writes
     flush_tile = -1
-    flush_left = 0.0
+    flush_done = 0.0                       # the tile's last flushed line is written
     dct_left = 0.0
-    bus_read_free = 0.0                    # the bus has served every read asked so far
 
     now = 0.0
     while rop_t < tiles and now < horizon:
@@ -293,23 +343,29 @@ def simulate_pass(quad_start, entry_start, flush_bytes, dct_cycles, serial_cycle
                         z_pending[t] -= late[q]
             if outstanding[t] > 0 or raster_done[t] == 0 or cb_free > now:
                 break
-            if flush_bytes[t] > 0.0 or dct_cycles[t] > 0.0:
+            if color_lines[t] > 0 or depth_lines[t] > 0 or dct_cycles[t] > 0.0:
                 flush_tile = t                 # its flush (and DCT) hold the color buffer
-                flush_left = flush_bytes[t]
+                flush_done = now
+                for i in range(color_lines[t]):
+                    flush_done = max(flush_done, dram_access(
+                        now, color_address[t] + i * line, True, channel, bank_row, bank_time,
+                        stats, dp))
+                for i in range(depth_lines[t]):
+                    flush_done = max(flush_done, dram_access(
+                        now, depth_address[t] + i * line, True, channel, bank_row, bank_time,
+                        stats, dp))
                 dct_left = dct_cycles[t]
                 cb_free = INF
             else:
                 finish[t] = now
                 rop_t += 1
 
-        # -- shared bus: reads first (bus_read_free), the flush in the cycles left -------
+        # -- the flush's writes in DRAM, the DCT beside or after them -------------------
         if flush_tile >= 0:
-            flushed = flush_left <= 0.0           # before this cycle: the DCT may follow
-            if flush_left > 0.0 and bus_read_free <= now:
-                flush_left -= bandwidth
+            flushed = flush_done <= now           # before this cycle: the DCT may follow
             if dct_left > 0.0 and (not dct_after or flushed):
                 dct_left -= 1.0
-            if flush_left <= 0.0 and dct_left <= 0.0:
+            if flush_done <= now + 1.0 and dct_left <= 0.0:
                 finish[flush_tile] = now + 1.0
                 cb_free = now + 1.0
                 rop_t = flush_tile + 1
@@ -345,12 +401,11 @@ def simulate_pass(quad_start, entry_start, flush_bytes, dct_cycles, serial_cycle
             fq_head = (fq_head + 1) % fq_size
             fq_count -= 1
             back = now                         # the warp's last texture line returns
-            if l2_misses[q] > 0:
+            if l2_misses[q] > 0 or tex_dram_start[q + 1] > tex_dram_start[q]:
                 back = now + l2_latency
-            for _m in range(dram_misses[q]):
-                start = max(now, bus_read_free)
-                bus_read_free = start + line / bandwidth
-                back = max(back, bus_read_free + memory_latency)
+            for m in range(tex_dram_start[q], tex_dram_start[q + 1]):
+                back = max(back, dram_access(now + l2_latency, tex_dram_address[m], False,
+                                             channel, bank_row, bank_time, stats, dp))
             s_quad[pr, free] = q
             s_issue[pr, free] = issue[q]
             s_texture[pr, free] = texture[q]
@@ -421,12 +476,12 @@ def simulate_pass(quad_start, entry_start, flush_bytes, dct_cycles, serial_cycle
                 else:
                     consumed = min(fe, entry_start[rt + 1])
                 if fe - consumed < tile_queue:
-                    if entry_bus_bytes[fe] > 0.0:
-                        start = max(now, bus_read_free)
-                        bus_read_free = start + entry_bus_bytes[fe] / bandwidth
-                        entry_ready[fe] = bus_read_free + entry_latency[fe]
-                    else:
-                        entry_ready[fe] = now + entry_latency[fe]
+                    ready = now + entry_latency[fe]
+                    for m in range(entry_dram_start[fe], entry_dram_start[fe + 1]):
+                        ready = max(ready, dram_access(now + entry_latency[fe],
+                                                       entry_dram_address[m], False, channel,
+                                                       bank_row, bank_time, stats, dp))
+                    entry_ready[fe] = ready
                     tile_ready[ft] = max(tile_ready[ft], entry_ready[fe])
                     fe += 1
             # a tile whose compare is done and entries issued: the next one (no cycle)
