@@ -89,6 +89,25 @@ def test_a_back_arrow_breaks_the_contracts(tmp_path, lower, higher):
     assert higher in result.stdout
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("module, analytic", [
+    ("inputs.py", "from tilesim.timing.memory_traffic import tile_memory"),
+    ("raster.py", "from tilesim.timing.model import tile_rendered"),
+])
+def test_the_reference_cannot_read_the_analytic_memory_split(tmp_path, module, analytic):
+    """Issue 30 (DESIGN.md section 8, the reference must be able to disagree): an added import
+    of the analytic model's memory split or tile decisions into the cycle-level reference
+    breaks its contract, while compare.py, where the two meet, may import the model."""
+    tree = installed_tree(tmp_path)
+    target = tree / "tilesim" / "timing" / "reference" / module
+    target.write_text(target.read_text() + f"\n{analytic}  # the analytic model's answer\n")
+    result = lint_imports(tree)
+    assert result.returncode != 0
+    assert "tilesim.timing.reference imports nothing of the analytic model" in result.stdout
+    assert analytic.split()[1] in result.stdout
+    assert "BROKEN" in result.stdout
+
+
 if __name__ == "__main__":  # python tests/test_layers.py: lint-imports on the installed layout
     import tempfile
 
