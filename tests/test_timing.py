@@ -67,10 +67,50 @@ def test_baseline_values_match_table_3_1():
     assert CFG["processors.fragment.count"] == 4 and CFG["stages.rasterizer.rate"] == 16
     table = [k for k, s in CFG.sources.items() if s.startswith("Frame Coherence Table 3.1")]
     assert len(table) >= 45
-    for k, s in {**CFG.sources, **ECFG.sources}.items():
-        assert s.startswith(("Frame Coherence ", "model assumption", "estimate", "Shader Core",
-                             "Micron TN-41-01", "Micron LPDDR4", "GLSL ES 1.00 ",
-                             "fitted to the cycle-level reference")), k
+    assert not uncited_sources({**CFG.sources, **ECFG.sources})
+
+
+# The documents a configuration entry may cite (a title, a table or a section of one); an
+# "estimate" or a "model assumption" names the document it rests on too.
+CITED_DOCUMENTS = (
+    "Frame Coherence", "Shader Core", "Horowitz", "McPAT", "CACTI", "Micron", "TN-41-01",
+    "DRAMPower", "DRAMSim2", "JEDEC", "GLSL ES", "OpenGL ES", "Dong", "Hartstein", "Arnau",
+    "docs/notes/", "timing/reference",
+)
+SOURCE_KINDS = ("Frame Coherence", "Shader Core", "Micron", "DRAMPower", "GLSL ES",
+                "model assumption", "estimate", "fitted to the cycle-level reference",
+                "derived from")
+
+
+# A table or section of the thesis, cited by number (DESIGN.md calls Frame Coherence "001").
+CITED_PART = re.compile(r"\b(Table|Tables|Figure|section|Algorithm) \d|§\d|\b001 (section|§)")
+
+
+def uncited_sources(sources: dict[str, str]) -> list[str]:
+    """The keys whose source does not cite a document: empty, not opening with what it is (a
+    document, 'estimate', 'model assumption', 'fitted to ...', 'derived from ...'), or naming
+    none of ``CITED_DOCUMENTS`` nor a numbered table or section (``CITED_PART``)."""
+    return [k for k, s in sources.items()
+            if not s.strip() or not s.startswith(SOURCE_KINDS)
+            or not (any(doc in s for doc in CITED_DOCUMENTS) or CITED_PART.search(s))]
+
+
+def test_every_configuration_entry_cites_a_document(tmp_path):
+    """Every entry of baseline_gpu.toml and energy_32nm.toml says where its number comes from
+    with a document; one that does not fails, whether its source is empty (the loader refuses
+    it) or an estimate that rests on nothing named."""
+    for conf in (CFG, ECFG):
+        assert set(conf.sources) == set(conf.values)
+        assert not uncited_sources(conf.sources), conf.path
+    assert uncited_sources({"a": "estimate: about right", "b": "", "c": "a guess (Horowitz)",
+                            "d": "model assumption: one per cycle (Frame Coherence Table 3.1)"}
+                           ) == ["a", "b", "c"]
+    text = ENERGY_32NM.read_text()
+    bad = tmp_path / "energy.toml"
+    bad.write_text(re.sub(r'(panel = \{ value = 50.0, unit = "mW", source = )"[^"]*"', r'\1""',
+                          text))
+    with pytest.raises(InputError, match="screen.panel.source"):
+        load_energy_config(bad)
 
 
 def test_geometry_stage_formulas():
@@ -746,3 +786,42 @@ def test_bound_shares_add_up_to_the_frame_and_name_the_bottleneck():
     assert "geometry" not in report["raster_bound_shares"]
     assert report["regime"]["fragment_bound"] and report["regime"]["largest"] == "shading"
     assert est.frame(0).to_dict()["bound_shares"] == pytest.approx(report["bound_shares"])
+
+
+def test_dram_idle_time_goes_to_power_down_and_self_refresh_as_drampower_counts_it():
+    """A channel's idle gaps are spent in standby for power_down_idle, in power-down (IDD3P
+    with an open page) up to self_refresh_idle, then in self-refresh (IDD6, no refresh
+    charged); each exit at standby power. The currents are the DRAMPower memspec's."""
+    from tilesim.timing.memory_traffic import dram_low_power_cycles
+
+    # 4 gaps of 100 cycles (250 ns): 250 - 7.5 (entry) - 7.5 (tXP) = 235 ns in power-down
+    pd, sr = dram_low_power_cycles(np.array([400.0]), np.array([4.0]), CFG, ECFG)
+    assert pd == pytest.approx(4 * 235 * 0.4) and sr == 0
+    # one gap of 2000 ns: power-down until 1000 ns less entry and tXP, then self-refresh
+    # after the 1000 ns threshold and its 286.25 ns exit
+    pd, sr = dram_low_power_cycles(np.array([800.0]), np.array([1.0]), CFG, ECFG)
+    assert pd == pytest.approx((1000 - 15) * 0.4) and sr == pytest.approx((1000 - 286.25) * 0.4)
+    off = ECFG.replace(**{"memory.power_down": 0})
+    assert dram_low_power_cycles(np.array([800.0]), np.array([1.0]), CFG, off)[0] == 0
+    # the DRAMPower memspec MICRON_6Gb_LPDDR4-3200_32bit_A: V x IDD3P, IDD2P, IDD6 (mW)
+    rails = (1.8, 1.1, 1.1)
+    for key, idd in (("power_down_active", (1.2, 9.0, 0.75)),
+                     ("power_down_precharge", (1.2, 3.0, 0.75)),
+                     ("self_refresh_power", (0.3, 0.5, 0.1))):
+        assert ECFG[f"memory.{key}"] == pytest.approx(sum(v * i for v, i in zip(rails, idd,
+                                                                                strict=True)))
+    # a frame of shading without DRAM traffic: one tile, one 25 us gap: 985 ns in
+    # power-down, then self-refresh; the geometry phase (the tiler's cycle and the fill) one
+    # gap in power-down; off, all standby
+    f = make_frame(tiles={"prims_binned": [1, 0], "fs_quad_alu": [40000, 0]})
+    est, standby = run(f), run(f, ecfg=off)
+    seconds = est.seconds[0]
+    assert standby.memory["background"][0] == pytest.approx(2 * 37.88e-3 * seconds)
+    pd_s = est.diagnostics["dram_power_down_seconds"][0]
+    sr_s = est.diagnostics["dram_self_refresh_seconds"][0]
+    geometry = est.geometry_cycles[0] / 400e6
+    assert pd_s == pytest.approx(985e-9 + geometry - 15e-9)
+    assert sr_s == pytest.approx(seconds - geometry - 1000e-9 - 286.25e-9)
+    assert est.memory["background"][0] == pytest.approx(
+        2e-3 * (37.88 * (seconds - pd_s - sr_s) + 12.885 * pd_s + 1.2 * sr_s))
+    assert est.memory["refresh"][0] == pytest.approx(2 * 5.73e-3 * (seconds - sr_s))

@@ -197,8 +197,10 @@ def test_memoization_hits_remove_the_hit_fragments_shader_work():
     assert memo.tile_stages["texture_filter"] == pytest.approx(2080 / 16 * keep)
     assert memo.gpu_dynamic["fragment_processors"][0] == pytest.approx(
         base.gpu_dynamic["fragment_processors"][0] * keep.mean())
+    # every lookup hashes (6.4 pJ) and reads its set's 4 tags (18.4 pJ); each hit reads a
+    # color (4.5 pJ), each miss's insert writes a tag and a color (9.0 pJ)
     assert memo.gpu_dynamic["memo_lut"][0] == pytest.approx(
-        (780 * 142.4 + 455 * 25.5) * PJ)
+        (780 * (6.4 + 18.4) + 325 * 4.5 + 455 * 9.0) * PJ)
     assert memo.traffic["textures"][0] == pytest.approx(30 * 64 * (1 - H_TEX) * keep.sum())
     assert memo.diagnostics["fragments_shaded_effective"][0] == pytest.approx(260 * keep.sum())
     assert memo.diagnostics["fragments_shaded"][0] == 780
@@ -300,14 +302,17 @@ def test_structure_energies_follow_the_sram_rule_and_the_seed_sizes():
         "technique.fvp_table.access": _sram(3588 * 25 / 8, 25),
         "technique.layer_buffer.write": _sram(256 * 12 / 8, 12),
         "technique.srt.access": _sram(8100 * 3 / 8, 3),
-        "technique.memo.write": _sram(2048 * 4 * 8, 64),
+        # the LUT way-banked: per way a 2048 x 32-bit tag bank and a color bank (8 KB each)
+        "technique.memo.write": 2 * _sram(2048 * 4, 32),
+        "technique.memo.hit_read": _sram(2048 * 4, 32),
     }
     for key, value in expected.items():
         assert ECFG[key] == pytest.approx(value, rel=0.02), key
     lut = _sram(1024, 32)  # one 1 KB CRC LUT
     assert 12 * lut <= ECFG["technique.crc.compute_subblock"] <= 12 * lut + 1
     assert 4 * lut <= ECFG["technique.crc.accumulate_shift"] <= 4 * lut + 1
-    assert ECFG["technique.memo.lookup"] >= _sram(2048 * 4 * 8, 160)
+    # a lookup reads the set's 4 tags (one per way's bank) and compares them (0.4 pJ)
+    assert ECFG["technique.memo.lookup"] == pytest.approx(4 * _sram(2048 * 4, 32) + 0.4)
     for key in expected:
         assert "SRAM rule" in ECFG.sources[key], key
     # static power follows the sizes: RE's structures are 16 KB of LUTs + 28 KB of signatures
@@ -368,9 +373,16 @@ def _baseline_static_watts():
     return mw * 1e-3
 
 
-def _dram_background_watts():
-    # open page: active standby
-    return CFG["memory.channels"] * (ECFG["memory.background_open"] + ECFG["memory.refresh"]) * 1e-3
+def _dram_timed_joules(est):
+    """DRAM background + refresh of a frame (open page): active standby outside the seconds
+    the estimate spends in power-down (IDD3P) and self-refresh (IDD6), refresh outside
+    self-refresh (memory_traffic.dram_energy)."""
+    s = est.seconds
+    pd = est.diagnostics["dram_power_down_seconds"]
+    sr = est.diagnostics["dram_self_refresh_seconds"]
+    return CFG["memory.channels"] * 1e-3 * (
+        ECFG["memory.background_open"] * (s - pd - sr) + ECFG["memory.power_down_active"] * pd
+        + ECFG["memory.self_refresh_power"] * sr + ECFG["memory.refresh"] * (s - sr))
 
 
 def test_seed_overhead_figures_as_checks():
@@ -451,7 +463,8 @@ def test_seed_overhead_figures_as_checks():
     leakage = _leak(re_bytes) * re.cycles / clock
     assert re.technique_gpu_energy == pytest.approx(dynamic + leakage, rel=1e-12)
     # nothing else changes but the time everything else leaks and the DRAM idles
-    longer = extra_cycles / clock * (_baseline_static_watts() + _dram_background_watts())
+    longer = (extra_cycles / clock * _baseline_static_watts()
+              + _dram_timed_joules(re) - _dram_timed_joules(base))
     assert re.energy - base.energy == pytest.approx(dynamic + leakage + longer, rel=1e-9)
     re_energy, re_time = overhead(base, re)
     assert re_energy == pytest.approx((dynamic + leakage) / base.energy, rel=1e-12)

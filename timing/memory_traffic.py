@@ -205,16 +205,55 @@ def dram_background_power(cfg: Config, ecfg: Config) -> float:
     return cfg["memory.channels"] * ecfg[key] * MW
 
 
+def dram_low_power_cycles(idle_cycles, gaps, cfg: Config,
+                          ecfg: Config) -> tuple[np.ndarray, np.ndarray]:
+    """Cycles each channel spends in power-down and in self-refresh, as DRAMPower counts the
+    states (Chandrasekar et al.; the controller decides when to enter them), of ``idle_cycles``
+    of bus idle time spread evenly over ``gaps`` idle gaps (arrays of one shape, returned in
+    it). A gap of ``g`` ns is spent in standby for ``memory.power_down_idle`` (the controller's
+    wait before entry), then in power-down up to ``self_refresh_idle``, then in self-refresh;
+    each exit (``power_down_exit`` = tXP, ``self_refresh_exit`` = tXSR) is spent at standby
+    power before the next request: power-down ``max(0, min(g, T_sr) - T_pd - tXP)``,
+    self-refresh ``max(0, g - T_sr - tXSR)`` per gap. Even gaps are the fewest cycles in the
+    low-power states a given idle time and gap count allows (the per-gap figure is convex), so
+    this errs towards standby. Zeros with ``memory.power_down = 0`` (standby all the time)."""
+    idle = np.maximum(np.asarray(idle_cycles, dtype=np.float64), 0.0)
+    if not ecfg["memory.power_down"]:
+        return np.zeros_like(idle), np.zeros_like(idle)
+    gaps = np.maximum(np.asarray(gaps, dtype=np.float64), 1.0)
+    ns = 1e9 / cfg["tech.clock"]                                     # ns per GPU cycle
+    gap = idle / gaps * ns
+    t_sr = ecfg["memory.self_refresh_idle"]
+    pd = np.maximum(np.minimum(gap, t_sr) - ecfg["memory.power_down_idle"]
+                    - ecfg["memory.power_down_exit"], 0.0)
+    sr = np.maximum(gap - t_sr - ecfg["memory.self_refresh_exit"], 0.0)
+    return pd * gaps / ns, sr * gaps / ns
+
+
 def dram_energy(traffic: dict[str, np.ndarray], read_bytes, write_bytes, seconds, cfg: Config,
-                ecfg: Config) -> dict[str, np.ndarray]:
+                ecfg: Config, low_power: tuple[np.ndarray, np.ndarray] | None = None
+                ) -> dict[str, np.ndarray]:
     """LPDDR4 energy (J) split as DRAMSim2/Micron: (F,) arrays per part; ``traffic`` the DRAM
-    bytes by source (their row activations), ``read_bytes`` + ``write_bytes`` their sum."""
+    bytes by source (their row activations), ``read_bytes`` + ``write_bytes`` their sum.
+    ``low_power``: seconds of each frame every channel spends in power-down and in
+    self-refresh (:func:`dram_low_power_cycles`; None: none): the background is standby
+    power over the rest of the frame plus power-down power (IDD3P with an open page, IDD2P
+    with a closed one) and self-refresh power (IDD6) over those; refresh runs outside
+    self-refresh."""
+    seconds = np.asarray(seconds, dtype=np.float64)
+    pd, sr = ((np.zeros_like(seconds), np.zeros_like(seconds)) if low_power is None
+              else low_power)
+    channels = cfg["memory.channels"]
+    down = ("memory.power_down_active" if ecfg["memory.open_page"]
+            else "memory.power_down_precharge")
+    background = (dram_background_power(cfg, ecfg) * (seconds - pd - sr)
+                  + channels * MW * (ecfg[down] * pd + ecfg["memory.self_refresh_power"] * sr))
     return {
         "act_pre": dram_activations(traffic, ecfg) * ecfg["memory.act_pre"] * PJ,
         "read": read_bytes * ecfg["memory.read_per_byte"] * PJ,
         "write": write_bytes * ecfg["memory.write_per_byte"] * PJ,
-        "background": dram_background_power(cfg, ecfg) * seconds,
-        "refresh": cfg["memory.channels"] * ecfg["memory.refresh"] * MW * seconds,
+        "background": background,
+        "refresh": channels * ecfg["memory.refresh"] * MW * (seconds - sr),
     }
 
 

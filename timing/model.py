@@ -81,6 +81,7 @@ from tilesim.timing.memory_traffic import (
     dram_activations,
     dram_dynamic_energy_per_byte,
     dram_energy,
+    dram_low_power_cycles,
     hierarchy_cycles,
     memory_cycles,
     pb_written_bytes,
@@ -381,9 +382,9 @@ def bound_cycles(batch: Batch, stages: dict[str, np.ndarray], parts: dict[str, n
     blending and the techniques' stages), ``flush`` for the end-of-tile flush left exposed and
     the color buffer's floor (its writes, flush and the reads inside it), ``fill`` for the
     pipeline fill (the memory latency and the stages a tile's first quad crosses while the
-    pipeline is empty), ``other`` for DSR's DCT on the color buffer and RE's compare. A share is these cycles
-    over the frame's cycles; the raster shares over the raster cycles leave geometry out
-    (:func:`bound_shares`)."""
+    pipeline is empty), ``other`` for DSR's DCT on the color buffer and RE's compare. A share
+    is these cycles over the frame's cycles; the raster shares over the raster cycles leave
+    geometry out (:func:`bound_shares`)."""
     names = [n for n in RASTER_STAGES if n in stages
              and (n not in techniques.END_OF_TILE_STAGES or _flush_overlaps(cfg))]
     matrix = np.stack([np.asarray(stages[n], dtype=np.float64) for n in names])
@@ -509,6 +510,7 @@ def dynamic_energy_terms(pf, s, written, t: dict[str, np.ndarray], mem: dict[str
         "blend": pf(t["blend_ops"]) * e("gpu.blend.op"),
     }
     work = {n: pf(t[n]) for n in techniques.TECHNIQUE_WORK_COUNTERS}
+    work["memo_hits"] = pf(np.minimum(t["memo_hits"], t["memo_lookups"]))
     units.update(techniques.dynamic_energy(work, ecfg, cfg))
     return units
 
@@ -721,7 +723,8 @@ def _estimate_chunk(batch: Batch, cfg: Config, ecfg: Config) -> BatchEstimate:
 
     traffic = traffic_bytes(batch, t, mem, cfg)
     reads, writes = _dram_read_write(batch, t, traffic)
-    memory = dram_energy(traffic, reads, writes, seconds, cfg, ecfg)
+    low_power = dram_idle_seconds(batch, gstages, geometry, tstages, per_tile, mem, cfg, ecfg)
+    memory = dram_energy(traffic, reads, writes, seconds, cfg, ecfg, low_power)
     tech_write = batch.per_frame(t["evr_layer_bytes_written"])
     by_source = {}
     for k, v in traffic.items():
@@ -732,6 +735,7 @@ def _estimate_chunk(batch: Batch, cfg: Config, ecfg: Config) -> BatchEstimate:
                                      + (traffic["technique_tables"] - tech_write) * per_read)
     diagnostics = _diagnostics(batch, t)
     diagnostics["dram_activations"] = dram_activations(traffic, ecfg)
+    diagnostics["dram_power_down_seconds"], diagnostics["dram_self_refresh_seconds"] = low_power
 
     static = {k: w * seconds for k, w in gpu_static_power(cfg, ecfg).items()}
     for key, w in techniques.static_power(cfg, ecfg).items():
@@ -743,6 +747,32 @@ def _estimate_chunk(batch: Batch, cfg: Config, ecfg: Config) -> BatchEstimate:
         gpu_dynamic_energy(batch, t, mem, cfg, ecfg), static, memory, by_source,
         np.full(batch.frames, np.nan), technique_cycles, diagnostics,
         bound_cycles(batch, tstages, parts, geometry, cfg))
+
+
+def dram_idle_seconds(batch: Batch, gstages: dict[str, np.ndarray], geometry: np.ndarray,
+                      tstages: dict[str, np.ndarray], per_tile: np.ndarray,
+                      mem: dict[str, np.ndarray], cfg: Config,
+                      ecfg: Config) -> tuple[np.ndarray, np.ndarray]:
+    """Seconds of every frame each DRAM channel spends in power-down and in self-refresh:
+    (F,), (F,) (``tilesim.timing.memory_traffic.dram_low_power_cycles``).
+
+    The bus is idle for a phase's cycles less its DRAM bytes / ``memory.bandwidth`` (the two
+    channels interleave every stream, so both are busy together). The geometry phase's
+    requests (vertex lines, indices, Parameter Buffer writes) are spread over it: one gap per
+    64-byte request. A tile's Parameter Buffer reads come at its start and its flush at its
+    end, back to back with the next tile's reads: one burst; its texture lines reaching DRAM
+    are spread over its shading: one gap each, plus one."""
+    line = ecfg["memory.access_size"]
+    bandwidth = cfg["memory.bandwidth"]
+    geometry_idle = geometry - gstages["bus"]
+    geometry_gaps = 1.0 + gstages["bus"] * bandwidth / line
+    flush = batch.tiles["color_flush_bytes"] + batch.tiles["depth_flush_bytes"]
+    tile_bus = (mem["pb_dram"] + mem["tech_read_dram"] + mem["tex_dram"] + flush) / bandwidth
+    tile_gaps = 1.0 + mem["tex_dram"] / cfg["caches.texture.line_size"]
+    g_pd, g_sr = dram_low_power_cycles(geometry_idle, geometry_gaps, cfg, ecfg)
+    t_pd, t_sr = dram_low_power_cycles(per_tile - tile_bus, tile_gaps, cfg, ecfg)
+    clock = cfg["tech.clock"]
+    return ((g_pd + batch.per_frame(t_pd)) / clock, (g_sr + batch.per_frame(t_sr)) / clock)
 
 
 def estimate_frames(frames: list[FrameCounters], cfg: Config, ecfg: Config,

@@ -195,8 +195,9 @@ def raster_serial_cycles(t: dict[str, np.ndarray], cfg: Config) -> np.ndarray:
 
 def dynamic_energy(per_frame: dict[str, np.ndarray], ecfg: Config,
                    cfg: Config) -> dict[str, np.ndarray]:
-    """Dynamic energy (J) of each technique unit per frame from (F,) counter sums (``cfg``:
-    the GPU's, for how the Accumulate CRC unit steps)."""
+    """Dynamic energy (J) of each technique unit per frame from (F,) counter sums of
+    ``TECHNIQUE_WORK_COUNTERS`` and ``memo_hits`` (at most the lookups) (``cfg``: the GPU's,
+    for how the Accumulate CRC unit steps)."""
     pj = 1e-12
     e = lambda k: ecfg[k] * pj  # noqa: E731
     sig_accesses = per_frame["re_signature_accesses"] + per_frame["te_signature_accesses"]
@@ -215,7 +216,11 @@ def dynamic_energy(per_frame: dict[str, np.ndarray], ecfg: Config,
         "layer_buffer": per_frame["evr_layer_buffer_writes"] * e("technique.layer_buffer.write"),
         "dct_unit": per_frame["dsr_dcts"] * e("technique.dct.tile"),
         "sampling_rate_table": per_frame["dsr_srt_accesses"] * e("technique.srt.access"),
-        "memo_lut": per_frame["memo_lookups"] * e("technique.memo.lookup")
+        # every lookup hashes the fragment's inputs and reads its set's tags; a hit reads
+        # one color, a miss writes one entry
+        "memo_lut": per_frame["memo_lookups"] * (e("technique.memo.hash")
+                                                 + e("technique.memo.lookup"))
+        + per_frame["memo_hits"] * e("technique.memo.hit_read")
         + per_frame["memo_table_writes"] * e("technique.memo.write"),
     }
 
