@@ -51,7 +51,7 @@ def reference_report(trace: str, frames: range, *, technique: str = "baseline",
                      progress=tile_progress, tiles=tiles)
     geometry = compare_geometry([(r.counters, r.draws) for r in recorded], cfg, ecfg)
     dram = energy_comparison(result, geometry, cfg, ecfg) if tiles is None else None
-    lookups = result.lookups.tolist() if result.lookups is not None else [0, 0, 0, 0]
+    lookups = result.lookups.tolist() if result.lookups is not None else [0] * 6
     total_analytic = result.analytic_frame + geometry.analytic
     total_reference = result.reference_frame + geometry.reference
     total_error = (total_analytic - total_reference) / np.maximum(total_reference, 1.0)
@@ -81,7 +81,9 @@ def reference_report(trace: str, frames: range, *, technique: str = "baseline",
         "tile_error": distribution(tile_errors),
         "dram_energy": dram,
         "reference_caches": {"tile_cache_lookups": lookups[0], "tile_cache_hits": lookups[1],
-                             "l2_lookups": lookups[2], "l2_hits": lookups[3]},
+                             "l2_lookups": lookups[2], "l2_hits": lookups[3],
+                             "dram_parameter_buffer_lines": lookups[4],
+                             "dram_texture_lines": lookups[5]},
         "worst_tiles": [{"frame": int(result.frame[i]), "pass": int(result.pass_index[i]),
                          "tile": int(result.tile_in_pass[i]), "quads": int(result.quads[i]),
                          "analytic_cycles": float(result.analytic[i]),

@@ -52,7 +52,7 @@ class Comparison:
     tiles_simulated: int
     sampled: np.ndarray | None = None   # (N,) bool: the tiles compared (None: all)
     dram: list[dict[str, float]] | None = None      # (F,) the raster phase's DRAM counts
-    lookups: np.ndarray | None = None  # tile cache lookups, hits, L2 lookups, hits (all frames)
+    lookups: np.ndarray | None = None  # (6,) all frames: raster.PassInput.lookups summed
     analytic_memory: dict[str, np.ndarray] | None = None   # (F,) the analytic DRAM energy (J)
     analytic_activations: np.ndarray | None = None         # (F,)
 
@@ -99,7 +99,7 @@ def compare(frames: list[tuple[FrameCounters, list[QuadStream]]], cfg: Config,
     pass_start = np.concatenate([[0], np.cumsum(batch.pass_tiles)]).astype(np.int64)
     next_pass = 0
     dram_frames = []
-    lookups = np.zeros(4, dtype=np.int64)
+    lookups = np.zeros(6, dtype=np.int64)
     for counters, passes in frames:
         counts: dict[str, float] = {}
         for local, data in frame_pass_inputs(counters, passes, cfg):

@@ -315,7 +315,8 @@ def pass_input(stream: QuadStream, tiles: dict[str, np.ndarray], order: np.ndarr
         rop_lanes=np.maximum(q["written"], late_tested)[quad_index].astype(np.float64),
         late=(late_tested > 0).astype(np.int64),
         lookups=np.array([pb_lines.size, int(tile_hit.sum()), l2_lines.size,
-                          int(l2_hit.sum())], dtype=np.int64))
+                          int(l2_hit.sum()), int(pb_dram.sum()), int(tex_dram.sum())],
+                         dtype=np.int64))
 
 
 def frame_pass_inputs(counters, streams: list[QuadStream],

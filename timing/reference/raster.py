@@ -144,7 +144,8 @@ class PassInput:
     ``issue``, ``texture`` (its texture unit) and ``latency`` cycles on a processor,
     ``l2_misses`` texture-cache misses the L2 serves, ``tex_dram_start`` (Q + 1,) its DRAM
     reads in ``tex_dram_address``, ``rop_lanes`` lanes for the ROP, ``late`` (1: depth-tested
-    at the ROP). ``lookups``: (tile cache lookups, hits, L2 lookups, hits) of the pass."""
+    at the ROP). ``lookups``: (tile cache lookups, hits, L2 lookups, hits, Parameter Buffer
+    lines read from DRAM, texture lines read from DRAM) of the pass."""
 
     quad_start: np.ndarray
     entry_start: np.ndarray
