@@ -77,7 +77,7 @@ CITED_DOCUMENTS = (
     "DRAMPower", "DRAMSim2", "JEDEC", "GLSL ES", "OpenGL ES", "Dong", "Hartstein", "Arnau",
     "docs/notes/", "timing/reference",
 )
-SOURCE_KINDS = ("Frame Coherence", "Shader Core", "Micron", "DRAMPower", "GLSL ES",
+SOURCE_KINDS = ("Frame Coherence", "Shader Core", "Micron", "DRAMPower", "GLSL ES", "CACTI",
                 "model assumption", "estimate", "fitted to the cycle-level reference",
                 "derived from")
 
@@ -341,7 +341,7 @@ def test_static_energy_is_power_times_time():
     assert est.seconds == pytest.approx(1000 / 400e6)
     # low-power leakage (energy_32nm.toml): 1 vertex + 4 fragment processors, the fixed
     # function units, and 420 KB of caches (vertex 4, texture 4 x 8, tile 128, L2 256)
-    gpu_w = (0.003084 + 4 * 0.003084 + 0.006167 + (4 + 4 * 8 + 128 + 256) * 4.934e-5) * 1e-3
+    gpu_w = (0.003084 + 4 * 0.003084 + 0.006167 + (4 + 4 * 8 + 128 + 256) * 2.499e-4) * 1e-3
     assert sum(est.gpu_static.values()) == pytest.approx(gpu_w * est.seconds)
     assert est.memory["background"] + est.memory["refresh"] == pytest.approx(
         DRAM_BG_W * est.seconds)
@@ -354,8 +354,9 @@ MCPAT_32NM = {"hp": {"off_300": 1.52e-7, "off_350": 2.69e-7, "gate": 6.55e-8, "v
               "lstp": {"off_300": 2.06e-11, "off_350": 1.69e-10, "gate": 3.73e-11, "vdd": 1.0}}
 # The high-performance estimates each leakage entry started from (mW, mW/processor, mW/KB).
 HP_LEAKAGE = {"gpu.static.vertex_processor": 5.0, "gpu.static.fragment_processor": 5.0,
-              "gpu.static.fixed_function": 10.0, "gpu.static.sram": 0.08,
-              "technique.static.dct_logic": 0.5}
+              "gpu.static.fixed_function": 10.0, "technique.static.dct_logic": 0.5}
+# CACTI's 6T SRAM cell (cacti/technology.cc): access, pull-up and pull-down widths in F.
+CACTI_CELL_WIDTH_F = (1.31, 1.23, 2.08)
 
 
 def test_leakage_is_the_low_power_process_derived_from_its_stated_inputs():
@@ -368,7 +369,13 @@ def test_leakage_is_the_low_power_process_derived_from_its_stated_inputs():
 
     r350, r300 = ratio(350), ratio(300)
     assert r350 == pytest.approx(6.167e-4, rel=1e-4) and r300 == pytest.approx(2.662e-4, rel=1e-4)
-    assert set(HP_LEAKAGE) == {k for k in ECFG.values if ".static." in k}
+    assert set(HP_LEAKAGE) | {"gpu.static.sram"} == {k for k in ECFG.values if ".static." in k}
+    # SRAM: CACTI's cell, one of each leaking transistor per bit, x 8192 bits per KB (mW/KB)
+    width_um = sum(CACTI_CELL_WIDTH_F) * 0.032
+    per_kb = lambda d, t: (MCPAT_32NM[d][f"off_{t}"] + MCPAT_32NM[d]["gate"]) * width_um * 8192e3  # noqa: E731
+    assert ECFG["gpu.static.sram"] == pytest.approx(per_kb("lstp", 350), rel=5e-4)
+    assert ECFG.ranges["gpu.static.sram"] == pytest.approx((per_kb("lstp", 300),
+                                                            per_kb("hp", 350)), rel=5e-4)
     for key, hp in HP_LEAKAGE.items():
         assert ECFG[key] == pytest.approx(hp * r350, rel=5e-4), key
         low, high = ECFG.ranges[key]
@@ -732,7 +739,7 @@ def test_sensitivity_moves_one_parameter_across_its_documented_range():
     from tilesim.timing.sensitivity import sensitivity, sensitivity_table
 
     assert CFG.ranges["buffers.color.flush_overlap"] == (0.0, 1.0)
-    assert ECFG.ranges["gpu.static.sram"] == (2.130e-5, 0.08)
+    assert ECFG.ranges["gpu.static.sram"] == (7.012e-5, 0.4051)
     f = make_frame(tiles={"prims_binned": [1, 1], "color_flush_bytes": [4096, 4096],
                           "fs_quad_alu": [400, 400]})
     result = sensitivity(batch_from_frames([f]), CFG, ECFG)

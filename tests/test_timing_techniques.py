@@ -392,7 +392,7 @@ def test_seed_overhead_figures_as_checks():
     baseline_gpu.toml and energy_32nm.toml, asserted exactly, and then held to the theses:
     * RE (1196x768, 3600 tiles): its GPU energy is 0.79% of the baseline's (0.79% dynamic: the
       Compute CRC work is counted once per tile a block folds into, an upper bound; 0.001%
-      leakage of 45 KB of SRAM at the low-power gpu.static.sram, 4.9e-5 mW/KB), and
+      leakage of 45 KB of SRAM at the low-power gpu.static.sram, 2.5e-4 mW/KB), and
       the frame's energy grows by 1.7% with the baseline's leakage and the DRAM background over
       the 2.3% longer frame (the signature unit's 116 sub-blocks per tile exceed the 105-cycle
       bus bottleneck of the geometry phase; 2 compare cycles per tile). Frame Coherence §4.3: < 5%
