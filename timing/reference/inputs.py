@@ -18,12 +18,15 @@ memory request goes and which lines the caches hold.
   primitive id order; an entry without quads has no id: it re-reads the record of a primitive
   of the tile visited before or after it, ``_bounding_box_entries``); color and depth tile by
   tile (a tile's ``color_flush_bytes`` / ``depth_flush_bytes`` from its slot of
-  ``tile_size^2 x 4`` bytes); textures as a footprint per (draw, tile) of ``tile_size^2 x 4 /
-  line`` lines (one 4-byte texel per pixel, the energy configuration's ``texture_row_hit``
-  estimate), the draw's k-th texture-cache miss in the tile reading line ``k mod footprint``
-  (the quad's recorded ``tex_misses``; repeated lines are the four processors' private texture
-  caches missing the same lines, or the texels of further mip levels and samples; neighbouring
-  tiles share no texture line, so the L2's texture hits are a lower bound). Those are
+  ``tile_size^2 x 4`` bytes); textures as a grid of 64-byte lines laid over the screen per
+  draw, one line a 4x4-texel block (the renderer's block-tiled RGBA8 textures at one texel per
+  pixel), so a tile covers ``tile_size / 4`` blocks a side and, with bilinear filtering's
+  one-texel margin, its footprint is that plus one: 5 x 5 lines for 16-pixel tiles, the last
+  row and column shared with the tiles to its right and above. The draw's k-th texture-cache
+  miss in the tile (the quad's recorded ``tex_misses``, in order) reads the footprint's line
+  ``k mod 25`` row by row; further misses re-read the footprint (the four processors' private
+  texture caches missing the same lines, further mip levels and samples). A texture magnified
+  more than 1:1 would share more lines between tiles than this, a minified one fewer. Those are
   derivations, not recorded addresses: a renderer recording texture line addresses would
   replace them.
 * Caches: the entries' lines are looked up in the tile cache, its misses and the texture misses
@@ -52,6 +55,7 @@ from tilesim.timing.traversal import traversal
 SINGLE_WARP_SAMPLE = 64      # warps the core runs one at a time to time a program's latency
 LIST_ENTRY_BYTES = 4         # a display-list entry (render/pipeline/binning.LIST_ENTRY_BYTES)
 TEXEL_BYTES = 4              # RGBA8, the renderer's texture format
+TEXTURE_BLOCK = 4            # texels a side of a 64-byte line (render/pipeline/texture_sampler)
 
 # ADDRESS MAP: byte address = region << REGION_SHIFT | pass << PASS_SHIFT | offset
 REGION_SHIFT = 40
@@ -184,11 +188,14 @@ def visiting_order(tiles_x: int, tiles: int, cfg: Config) -> np.ndarray:
 
 
 def pass_input(stream: QuadStream, tiles: dict[str, np.ndarray], order: np.ndarray,
-               texts: dict[str, str], cfg: Config, pass_index: int = 0) -> PassInput:
+               texts: dict[str, str], cfg: Config, pass_index: int = 0,
+               tiles_x: int | None = None) -> PassInput:
     """The reference's input for one pass: ``tiles`` its (T,) counter records, ``order`` (T,)
     its tiles in traversal order (local indices), ``texts`` the programs' TGSI by digest,
-    ``pass_index`` its place in the frame (its memory regions)."""
+    ``pass_index`` its place in the frame (its memory regions), ``tiles_x`` tiles a row (None:
+    one row)."""
     n = stream.tiles
+    tiles_x = n if tiles_x is None else int(tiles_x)
     prims = _counter(tiles, "prims_binned", n).astype(np.int64)
     rendered = tile_rendered({"prims_binned": prims,
                               "re_tiles_skipped": _counter(tiles, "re_tiles_skipped", n)})
@@ -241,7 +248,8 @@ def pass_input(stream: QuadStream, tiles: dict[str, np.ndarray], order: np.ndarr
 
     # -- texture misses: the draw's footprint lines in the tile -------------------------------
     misses = q["tex_misses"][quad_index].astype(np.int64)
-    footprint = max(1, int(cfg["screen.tile_size"] ** 2 * TEXEL_BYTES // line))
+    side = max(1, int(cfg["screen.tile_size"]) // TEXTURE_BLOCK) + 1   # blocks + the margin
+    footprint = side * side
     draw = q["primitive"][quad_index] >> 32
     group = np.ones(quad_index.size, dtype=bool)
     group[1:] = (tile_of_quad[1:] != tile_of_quad[:-1]) | (draw[1:] != draw[:-1])
@@ -251,8 +259,13 @@ def pass_input(stream: QuadStream, tiles: dict[str, np.ndarray], order: np.ndarr
     j0 = cum - cum[group_first] if group.size else cum
     tex_owner = np.repeat(np.arange(quad_index.size), misses)
     j = _ranges(j0, misses) % footprint
+    owner_tile = tile_of_quad[tex_owner]
+    row = (side - 1) * tiles_x + 1                      # blocks in a row of the screen
+    block_x = (owner_tile % tiles_x) * (side - 1) + j % side
+    block_y = (owner_tile // tiles_x) * (side - 1) + j // side
+    screen_blocks = row * ((side - 1) * (n // max(tiles_x, 1) + 1) + 1)
     tex_lines = (region(TEXTURES, pass_index) // line
-                 + (draw[tex_owner] * n + tile_of_quad[tex_owner]) * footprint + j)
+                 + draw[tex_owner] * screen_blocks + block_y * row + block_x)
 
     # -- the L2, in request order: tile by tile, the entries' tile-cache misses, then quads ---
     pb_tile = position[entry_tile[pb_owner]] if pb_owner.size else np.zeros(0, np.int64)
@@ -328,7 +341,8 @@ def frame_pass_inputs(counters, streams: list[QuadStream],
     for p, (pc, stream) in enumerate(zip(counters.passes, streams, strict=True)):
         n = int(pc.tiles_x * pc.tiles_y)
         visit = visiting_order(int(pc.tiles_x), n, cfg)
-        out.append((visit, pass_input(stream, pc.tiles, visit, counters.programs, cfg, p)))
+        out.append((visit, pass_input(stream, pc.tiles, visit, counters.programs, cfg, p,
+                                      int(pc.tiles_x))))
     return out
 
 
