@@ -361,9 +361,11 @@ def color_buffer_cycles(stages: dict[str, np.ndarray], drain: np.ndarray,
 
 
 # What bounds a frame (bound_cycles): each raster stage's category when it is a tile's bottleneck.
-BOUND_CATEGORIES = ("bus", "flush", "shading", "texturing", "geometry", "fill", "other")
+BOUND_CATEGORIES = ("bus", "flush", "shading", "texturing", "raster_fixed", "geometry", "fill",
+                    "other")
 STAGE_BOUND = {"bus": "bus", "fragment_shading": "shading", "texture_filter": "texturing",
-               "texture_memory": "texturing"}
+               "texture_memory": "texturing", "rasterizer": "raster_fixed",
+               "early_z": "raster_fixed", "blend": "raster_fixed"}
 PART_BOUND = {"fill": "fill", "flush": "flush", "dct": "other", "color_buffer": "flush",
               "serial": "other"}
 
@@ -378,8 +380,9 @@ def bound_cycles(batch: Batch, stages: dict[str, np.ndarray], parts: dict[str, n
     (:func:`tile_cycle_parts`) go to: its bottleneck stage's category for the ``work`` part
     (``bus``: the shared DRAM bus stage, every DRAM byte of the tile's reads, and its flush
     with a color buffer of two tiles or more; ``shading``: fragment shading; ``texturing``:
-    texture filtering and texture memory; ``other``: tile fetch, rasterizer, early Z,
-    blending and the techniques' stages), ``flush`` for the end-of-tile flush left exposed and
+    texture filtering and texture memory; ``raster_fixed``: the per-fragment fixed-function
+    stages, rasterizer, early Z and blending; ``other``: tile fetch and the techniques'
+    stages), ``flush`` for the end-of-tile flush left exposed and
     the color buffer's floor (its writes, flush and the reads inside it), ``fill`` for the
     pipeline fill (the memory latency and the stages a tile's first quad crosses while the
     pipeline is empty), ``other`` for DSR's DCT on the color buffer and RE's compare. A share
@@ -436,8 +439,9 @@ def bound_report(cycles: dict[str, float]) -> dict:
 
 
 def bound_line(shares: dict[str, float]) -> str:
-    """``bound by: bus 62%, shading 20%, ...``: the shares largest first (zeros left out)."""
-    ranked = sorted(((v, k) for k, v in shares.items() if v > 0), reverse=True)
+    """``bound by: bus 62%, shading 20%, ...``: the shares largest first (those under 0.5%
+    left out)."""
+    ranked = sorted(((v, k) for k, v in shares.items() if v >= 0.005), reverse=True)
     return "bound by: " + (", ".join(f"{k} {v:.0%}" for v, k in ranked) or "nothing")
 
 

@@ -348,8 +348,9 @@ def _regime_table(workloads: list[dict]) -> str:
              "yes" if w["regime"]["fragment_bound"] else "no"] for w in workloads]
     return ("<h3>What bounds each workload (baseline, share of frame time)</h3>"
             "<p class='note'>Each tile's cycles go to its bottleneck stage (bus: DRAM reads on "
-            "the shared bus; shading; texturing: filtering and texture memory; other: fetch, "
-            "rasterizer, early Z, blending, technique stages), its exposed flush and color "
+            "the shared bus; shading; texturing: filtering and texture memory; raster_fixed: "
+            "rasterizer, early Z, blending; other: tile fetch, technique stages), its exposed "
+            "flush and color "
             "buffer floor (flush), its pipeline fill (fill); geometry is the geometry phase. "
             "The thesis's games are fragment-bound (Frame Coherence Tables 3.3-3.4); a "
             "comparison with its figures holds where this workload is too.</p>"
