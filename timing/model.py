@@ -412,11 +412,11 @@ def bound_shares(cycles: dict[str, np.ndarray | float], raster: bool = False) ->
 
 
 def regime(shares: dict[str, float]) -> dict:
-    """Whether the frame time is bound like the thesis's games: fragment-bound, shading plus
-    texturing the largest share (Frame Coherence §3.2, Tables 3.3-3.4: the games' ~4
-    fragment-shader instructions and ~4.4 texels per fragment at an overshading of ~3.5 put
-    their time in the fragment stages; DSR's raster speed-up of §6.5 needs it). ``shares``:
-    :func:`bound_shares` of the frame (floats)."""
+    """Whether the frame time is bound as the thesis's games are read to be: fragment-bound,
+    shading plus texturing larger than every other share (Frame Coherence §3.2, Tables
+    3.3-3.4 characterize the games' fragment work: ~4 fragment-shader instructions and ~4.4
+    texels per fragment at an overshading of ~3.5; DSR's raster speed-up of §6.5 scales with
+    the fragments shaded). ``shares``: :func:`bound_shares` of the frame (floats)."""
     fragment = float(shares["shading"] + shares["texturing"])
     others = {k: float(v) for k, v in shares.items() if k not in ("shading", "texturing")}
     largest = max(shares, key=lambda k: shares[k])
