@@ -206,6 +206,10 @@ def test_memoization_hits_remove_the_hit_fragments_shader_work():
     assert memo.diagnostics["fragments_shaded"][0] == 780
     lut = memo.tile_stages["memo_lut"]
     assert lut == pytest.approx((np.array(lookups) + [195, 260, 0]) / 4)
+    # the LUT's 64 KB leak while memoization is on (gpu.static.sram per KB), not otherwise
+    assert memo.gpu_static["memo_structures"][0] == pytest.approx(
+        _leak(2048 * 4 * 8) * memo.seconds[0])
+    assert base.gpu_static["memo_structures"][0] == 0
 
 
 def test_early_visibility_resolution_tables_and_layer_traffic():
