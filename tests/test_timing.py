@@ -642,8 +642,14 @@ def test_estimate_command(tmp_path, capsys):
     assert report["total"]["cycles"]["total"] == pytest.approx(
         2 * report["frames"][0]["cycles"]["total"])
     assert report["total"]["energy_j"]["screen"] is None  # no frames/*.png
+    # what bounds it: per frame, per workload total, and beside the workload's name
+    shares = report["workloads"][0]["bound_shares"]
+    assert shares == report["total"]["bound_shares"] and sum(shares.values()) == pytest.approx(1)
+    assert "fragment_bound" in report["workloads"][0]["regime"]
+    assert all(sum(x["bound_shares"].values()) == pytest.approx(1) for x in report["frames"])
     assert main(["estimate", str(out)]) == 0
-    assert "total" in capsys.readouterr().out
+    text = capsys.readouterr().out
+    assert "total" in text and "bound by: " in text and "fragment-bound" in text
     assert main(["estimate", str(out), "--sensitivity", "--json"]) == 0
     swing = json.loads(capsys.readouterr().out)["workloads"][0]["sensitivity"]
     assert {r["parameter"] for r in swing["parameters"]} >= {"gpu.static.sram"}
