@@ -358,3 +358,20 @@ def test_a_run_is_compared_in_runs_of_frames_it_and_its_baseline_finished(study,
     assert comparison.written() == [range(2, 4)]
     assert comparison.next == 4
     assert study_module.comparison_parts(unit, 2, comparison.next) == []
+
+
+def test_the_terminal_summary_says_what_bounds_each_workload():
+    from tilesim.render.studies.study import regime_lines
+
+    workloads = [
+        {"name": "a", "bound_shares": {"bus": 0.6, "shading": 0.3, "geometry": 0.1},
+         "regime": {"fragment_bound": False}},
+        {"name": "b", "bound_shares": {"shading": 0.5, "texturing": 0.3, "bus": 0.2},
+         "regime": {"fragment_bound": True}},
+        {"name": "old", "bound_shares": None, "regime": None}]
+    lines = regime_lines(workloads).splitlines()
+    assert lines[1].split() == ["a", "bound", "by:", "bus", "60%,", "shading", "30%,",
+                                "geometry", "10%"]
+    assert lines[2].endswith("[fragment-bound]") and "old" not in lines[3]
+    assert lines[3].endswith("1/2 workloads")
+    assert regime_lines([]) == ""

@@ -765,7 +765,9 @@ def dram_idle_seconds(batch: Batch, gstages: dict[str, np.ndarray], geometry: np
     requests (vertex lines, indices, Parameter Buffer writes) are spread over it: one gap per
     64-byte request. A tile's Parameter Buffer reads come at its start and its flush at its
     end, back to back with the next tile's reads: one burst; its texture lines reaching DRAM
-    are spread over its shading: one gap each, plus one."""
+    are spread over its shading: one gap each, plus one. A flush the next tile's start hides
+    counts as bus time of the flushing tile (its idle clamped at 0), so a frame's idle time is
+    at most the model's frame cycles less its bus cycles."""
     line = ecfg["memory.access_size"]
     bandwidth = cfg["memory.bandwidth"]
     geometry_idle = geometry - gstages["bus"]
