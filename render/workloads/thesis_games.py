@@ -31,9 +31,10 @@ tuning:
   take the row's attributes and are padded to its vertex-shader instructions.
 - **Draw calls.** ``ceil(D)`` draws are planned; frame ``f`` draws ``floor(D (f+1)) -
   floor(D f)`` of them, the last (a short-lived effect) only where that count is ``ceil(D)``.
-- **Motion.** The genre's profile (``[profiles.*]``): the share of sprite draws that move
-  every frame, the HUD that never moves, and pans of the world layers (every world tile
-  changes) in phases. This is an interpretation of Table 3.2's genres against the
+- **Motion.** The genre's profile (``[profiles.*]``): the share of the screen whose sprites
+  move every frame (each draw's sprites grouped in a region, as a game object's parts), the
+  HUD that never moves, and pans of the world layers (every world tile changes) in phases.
+  This is an interpretation of Table 3.2's genres against the
   coherence the thesis reports (§4.1 Figure 4.1, §4.4 Figure 4.12), stated in the TOML.
 
 What it does not reproduce: the games' look, their render-to-texture passes, and Table 3.3's
@@ -68,7 +69,11 @@ TEXELS_PER_PIXEL = {"nearest": 0.25, "bilinear": 0.5, "trilinear": 1.5}
 TEXTURE_SIZE = {"nearest": 64, "bilinear": 128, "trilinear": 256}
 MOTION_PIXELS = 6.0     # amplitude of a moving sprite's per-frame wobble
 PAN_PIXELS = 7.0        # world scroll per frame during a pan
+GROUP_SPREAD = 2.0      # a draw's sprites lie in a region this many times their area
+MOVING_DRAWS = 0.1      # share of the sprite draws that move (their groups: moving_area)
+EFFECT_AREA = 0.005     # screen share of the short-lived effect draw
 MAX_TEX = 8
+TWO_PROGRAM_ERROR = 0.02   # ALU mean error that two programs may leave before a third joins
 ROW_NUMBERS = ("draw_calls_per_frame", "vertices_per_draw", "attributes_per_vertex",
                "vs_instructions", "primitives_per_draw", "primitives_per_tile",
                "fragments_per_primitive", "fs_instructions_per_fragment", "alu_tex_ratio",
@@ -80,7 +85,7 @@ class Profile:
     """A genre's motion (``[profiles.*]`` of thesis_games.toml)."""
 
     projection: str
-    moving_share: float
+    moving_area: float
     pan_period: int
     pan_frames: int
     hud_share: float
@@ -113,7 +118,7 @@ def load_table(path: str = str(DATA)) -> tuple[dict[str, Row], dict[str, Profile
     """(rows by key, profiles by name, the suite's row keys) of thesis_games.toml."""
     with open(path, "rb") as f:
         data = tomllib.load(f)
-    profiles = {k: Profile(str(v["projection"]), float(v["moving_share"]),
+    profiles = {k: Profile(str(v["projection"]), float(v["moving_area"]),
                            int(v["pan_period"]), int(v["pan_frames"]), float(v["hud_share"]))
                 for k, v in data["profiles"].items()}
     rows = {}
@@ -211,9 +216,9 @@ def vertex_program(extras: int, instructions: int, depth: bool) -> str:
 
 def program_mix(instructions: float, alu_tex: float,
                 alu_floor=min_alu) -> list[tuple[int, int, float]]:
-    """[(texture instructions, ALU instructions, share of fragments)] of at most two programs
-    whose fragment-weighted means give ``t = I / (1 + R)`` texture instructions exactly and
-    ALU instructions as close to ``a = I - t`` as integer programs allow."""
+    """[(texture instructions, ALU instructions, share of fragments)] of two programs (three
+    where two miss ``a`` by more than TWO_PROGRAM_ERROR) whose fragment-weighted means give
+    ``t = I / (1 + R)`` texture instructions exactly and ``a = I - t`` ALU instructions."""
     t = instructions / (1.0 + alu_tex)
     a = instructions - t
     t1 = int(math.floor(t))
@@ -226,13 +231,24 @@ def program_mix(instructions: float, alu_tex: float,
         return [(t1, lo, 1.0 - share)] + ([(t1, lo + 1, share)] if share > 1e-9 else [])
     lo1, lo2 = alu_floor(t1), alu_floor(t1 + 1)
     top = int(math.ceil(2 * a)) + 2
-    # The closest mean, preferring programs of similar length (1% of relative error per
-    # instruction of difference) over a 7-and-1 pair that is only marginally closer.
-    best = min((abs((1 - w) * a1 + w * a2 - a) / a + 0.01 * abs(a1 - a2), a1, a2)
-               for a1 in range(lo1, max(lo1, top) + 1)
-               for a2 in range(lo2, max(lo2, top) + 1))
-    _, a1, a2 = best
-    return [(t1, a1, 1.0 - w), (t1 + 1, a2, w)]
+    # Two programs: the closest mean, preferring programs of similar length (1% of relative
+    # error per instruction of difference) over a 7-and-1 pair that is only marginally closer.
+    _cost, a1, a2 = min((abs((1 - w) * a1 + w * a2 - a) / a + 0.01 * abs(a1 - a2), a1, a2)
+                       for a1 in range(lo1, max(lo1, top) + 1)
+                       for a2 in range(lo2, max(lo2, top) + 1))
+    if abs((1 - w) * a1 + w * a2 - a) <= TWO_PROGRAM_ERROR * a:
+        return [(t1, a1, 1.0 - w), (t1 + 1, a2, w)]
+    # Otherwise three: the t1 + 1 side split between two ALU counts, which meets a exactly
+    # (a share w of fragments near 0 or 1 leaves one program's count to carry the mean).
+    options = [(abs(alu1 - exact), alu1, exact)
+               for alu1 in range(lo1, max(lo1, top) + 1)
+               if (exact := (a - (1 - w) * alu1) / w) >= lo2]
+    if not options:      # a below what any pair of programs executes: the fewest
+        return [(t1, a1, 1.0 - w), (t1 + 1, a2, w)]
+    _, a1, exact = min(options)
+    a2, g = int(math.floor(exact)), exact - math.floor(exact)
+    mix = [(t1, a1, 1.0 - w), (t1 + 1, a2, w * (1 - g)), (t1 + 1, a2 + 1, w * g)]
+    return [m for m in mix if m[2] > 1e-9]
 
 
 def filter_mix(texels: float) -> list[tuple[str, float]]:
@@ -319,7 +335,8 @@ def _band_rects(x0: int, width: int, height: int, n: int) -> np.ndarray:
 
 
 def _sprite_rects(rng, area: float, n: int, width: int, height: int) -> np.ndarray:
-    """n rectangles of ``area`` pixels in all, inside the screen with room to move."""
+    """n rectangles of ``area`` pixels in all, grouped in a region of about twice their area
+    (a game object's parts; the whole screen at most), inside the screen with room to move."""
     each = area / n
     aspect = np.exp(rng.uniform(-0.4, 0.4, n))
     w = np.sqrt(each * aspect)
@@ -328,8 +345,13 @@ def _sprite_rects(rng, area: float, n: int, width: int, height: int) -> np.ndarr
     if (w > limit_w).any() or (h > limit_h).any():
         raise ValueError(f"a sprite of {each:.0f} pixels does not fit a {width}x{height} "
                          "screen: too few vertices per draw for its area")
-    x = MOTION_PIXELS + 1 + rng.random(n) * (limit_w - w)
-    y = MOTION_PIXELS + 1 + rng.random(n) * (limit_h - h)
+    scale = math.sqrt(min(GROUP_SPREAD * area / (limit_w * limit_h), 1.0))
+    region_w = min(max(scale * limit_w, w.max()), limit_w)
+    region_h = min(max(scale * limit_h, h.max()), limit_h)
+    rx = MOTION_PIXELS + 1 + rng.random() * (limit_w - region_w)
+    ry = MOTION_PIXELS + 1 + rng.random() * (limit_h - region_h)
+    x = rx + rng.random(n) * (region_w - w)
+    y = ry + rng.random(n) * (region_h - h)
     return np.column_stack([x, y, w, h])
 
 
@@ -383,17 +405,37 @@ def plan(row: Row, profile: Profile, width: int, height: int, seed: int = 0,
     order = np.argsort([(i % max(owners)) * len(cells) + cells.index(c)
                         for i, c in enumerate(sprite_cells)], kind="stable")
     sprite_cells = [sprite_cells[i] for i in order]
+    # Roles: the last draw short-lived where D is fractional, the HUD before it, and the
+    # first MOVING_DRAWS of the sprite draws moving (only where their program and filter
+    # keep a static draw to carry the rest of their fragments).
+    roles = ["world"] * sprite_draws
     hud = int(round(profile.hud_share * sprite_draws))
-    moving = int(round(profile.moving_share * (sprite_draws - hud)))
-    effect = n["draw_calls_per_frame"] < total_draws   # the last draw is short-lived
-    for i, (p, f, share) in enumerate(sprite_cells):
-        cell_draws = owners[cells.index((p, f, share))]
-        area = share * (overshading - 1.0) * screen / cell_draws
-        count = per_draw[len(cells) + i]
-        role = ("effect" if effect and i == sprite_draws - 1 else
-                "hud" if i >= sprite_draws - hud else
-                "moving" if i < moving else "world")
-        draws.append(DrawPlan(p, f, role, _sprite_rects(rng, area, count, width, height)))
+    for i in range(sprite_draws - hud, sprite_draws):
+        roles[i] = "hud"
+    if n["draw_calls_per_frame"] < total_draws:
+        roles[-1] = "effect"
+    moving_target = max(1, int(round(MOVING_DRAWS * sprite_draws)))
+    for i in range(sprite_draws):
+        static = [j for j in range(sprite_draws) if sprite_cells[j] == sprite_cells[i]
+                  and roles[j] in ("world", "hud")]
+        if roles.count("moving") < moving_target and roles[i] == "world" and len(static) > 1:
+            roles[i] = "moving"
+    # Areas: moving groups cover the profile's moving_area; the short-lived effect
+    # EFFECT_AREA; the static draws of each program and filter the rest of its fragments.
+    small = {"moving": profile.moving_area * screen / GROUP_SPREAD / max(roles.count("moving"), 1),
+             "effect": EFFECT_AREA * screen}
+    areas = [small.get(r, 0.0) for r in roles]
+    for c in cells:
+        mine = [i for i in range(sprite_draws) if sprite_cells[i] == c]
+        static = [i for i in mine if roles[i] in ("world", "hud")]
+        rest = c[2] * (overshading - 1.0) * screen - sum(areas[i] for i in mine)
+        if rest < 0 or not static:
+            raise ValueError(f"{row.benchmark}: too little overshading for its moving sprites")
+        for i in static:
+            areas[i] = rest / len(static)
+    for i, (p, f, _share) in enumerate(sprite_cells):
+        rects = _sprite_rects(rng, areas[i], per_draw[len(cells) + i], width, height)
+        draws.append(DrawPlan(p, f, roles[i], rects))
     for i, d in enumerate(draws):   # back to front: later draws nearer
         d.depth = 0.9 - 1.8 * (i + 1) / (len(draws) + 1)
     return Plan(row, profile, width, height, programs, filters, patch, draws,
@@ -537,7 +579,7 @@ def build_row(row: Row, width: int, height: int, frames: int = 100, seed: int = 
                     gl.blendFunc("SRC_ALPHA", "ONE_MINUS_SRC_ALPHA")
                 blending = want_blend
             dx = dy = 0.0
-            if d.role == "moving" or (d.role == "effect" and profile.moving_share > 0):
+            if d.role in ("moving", "effect"):
                 angle = phases[i, 0] + speeds[i] * f
                 dx, dy = MOTION_PIXELS * math.sin(angle), MOTION_PIXELS * math.cos(angle)
             scroll = 0.0 if d.role == "hud" else pan
@@ -562,12 +604,13 @@ def build_row(row: Row, width: int, height: int, frames: int = 100, seed: int = 
 
 
 def _pan_offset(profile: Profile, frame: int) -> float:
-    """The world's scroll (pixels) at ``frame``: it moves PAN_PIXELS a frame during the first
+    """The world's scroll (pixels) at ``frame``: it moves PAN_PIXELS a frame during the last
     ``pan_frames`` of every ``pan_period`` frames, and holds still otherwise."""
     if profile.pan_period <= 0 or profile.pan_frames <= 0:
         return 0.0
     cycles, into = divmod(frame, profile.pan_period)
-    return PAN_PIXELS * (cycles * profile.pan_frames + min(into, profile.pan_frames))
+    still = profile.pan_period - profile.pan_frames
+    return PAN_PIXELS * (cycles * profile.pan_frames + max(into - still, 0))
 
 
 def _upload(gl, image: np.ndarray, filter_name: str) -> int:
