@@ -139,6 +139,23 @@ def test_empty_and_flush_only_tiles():
     assert run_pass(data, params()).tolist() == [277.0, 277.0]
 
 
+def test_a_pass_whose_tiles_re_skips_costs_the_compares_only():
+    """RE skips every tile of a pass (no entries, no quads, nothing flushed): the reference's
+    inputs hold no memory request and each tile costs its 2-cycle signature compare (the
+    fetcher passes tile t at 2 t + 1, the rasterizer a cycle later, the ROP ends it then)."""
+    from tilesim.timing.reference.inputs import pass_input, parameters
+    from tilesim.timing.reference.records import QUAD_FIELDS, QuadStream
+
+    n = 6
+    stream = QuadStream.from_quads({k: np.zeros(0, d) for k, d in QUAD_FIELDS.items()}, n, [])
+    tiles = {"prims_binned": np.full(n, 3), "re_tiles_skipped": np.ones(n),
+             "pb_bytes_read": np.full(n, 300.0), "color_flush_bytes": np.zeros(n),
+             "re_signature_accesses": np.ones(n)}
+    data = pass_input(stream, tiles, np.arange(n), {}, CFG, 0, 3)
+    assert data.entry_start[-1] == 0 and data.entry_dram_address.size == 0
+    assert run_pass(data, parameters(CFG)).tolist() == [3.0, 5.0, 7.0, 9.0, 11.0, 13.0]
+
+
 # -- real frames ------------------------------------------------------------------------------
 
 RUNNER = Path(__file__).resolve().parent.parent / "traces" / "runner-1196x768.tsim"

@@ -239,7 +239,7 @@ def pass_input(stream: QuadStream, tiles: dict[str, np.ndarray], order: np.ndarr
     lines_per_entry = 1 + (last - first + 1)
     pb_owner = np.repeat(np.arange(E), lines_per_entry)
     pb_lines = np.empty(int(lines_per_entry.sum()), dtype=np.int64)
-    at = np.concatenate([[0], np.cumsum(lines_per_entry)[:-1]]).astype(np.int64)
+    at = (np.cumsum(lines_per_entry) - lines_per_entry).astype(np.int64)
     pb_lines[at] = list_line
     rec_slot = np.ones(pb_lines.size, dtype=bool)
     rec_slot[at] = False
