@@ -143,7 +143,7 @@ def test_a_pass_whose_tiles_re_skips_costs_the_compares_only():
     """RE skips every tile of a pass (no entries, no quads, nothing flushed): the reference's
     inputs hold no memory request and each tile costs its 2-cycle signature compare (the
     fetcher passes tile t at 2 t + 1, the rasterizer a cycle later, the ROP ends it then)."""
-    from tilesim.timing.reference.inputs import pass_input, parameters
+    from tilesim.timing.reference.inputs import parameters, pass_input
     from tilesim.timing.reference.records import QUAD_FIELDS, QuadStream
 
     n = 6
