@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 from conftest import _unavailable, require_tools
 
+from tilesim.render.studies.study import QUICK_WORKLOADS
+
 CHROMIUM = "/usr/bin/chromium"
 
 
@@ -30,7 +32,7 @@ def test_the_quick_study_report_loads_cleanly_in_chromium(tmp_path):
     assert run.returncode == 0, run.stderr[-2000:]
     results = json.loads((out / "results.json").read_text())
     expected = [(w["name"], t) for w in results["workloads"] for t in w["runs"]]
-    assert len(expected) == 3 * 9
+    assert len(expected) == len(QUICK_WORKLOADS) * 9
 
     artifacts = Path(os.environ.get("TILESIM_ARTIFACTS", "out/ci-artifacts"))
     artifacts.mkdir(parents=True, exist_ok=True)
@@ -55,7 +57,7 @@ def test_the_quick_study_report_loads_cleanly_in_chromium(tmp_path):
         finally:
             browser.close()
     assert problems == []
-    assert len(images) > 3 * 9 * 2
+    assert len(images) > len(QUICK_WORKLOADS) * 9 * 2
     assert [i["src"] for i in images if not i["ok"]] == []
     assert sorted(map(tuple, rows)) == sorted(expected)
     # Plots are among the images that loaded.
