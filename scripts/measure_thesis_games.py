@@ -9,11 +9,13 @@ texture instruction and overshading. tests/test_thesis_games.py holds the stored
 within BAND of the rows and re-measures a frame of each workload.
 
     python scripts/measure_thesis_games.py [--frames 8] [--traces traces]
+    python scripts/measure_thesis_games.py --from-study OUT/study   # a study's own
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -60,18 +62,28 @@ def main(argv: list[str] | None = None) -> int:
                         help="frames characterized from the first (default %(default)s)")
     parser.add_argument("--traces", default=str(ROOT / "traces"),
                         help="folder of the like_*.tsim traces (default: traces/)")
+    parser.add_argument("--from-study", metavar="DIR",
+                        help="take the characterizations a `tilesim run` of the traces made "
+                             "(DIR/runs/NAME/characterization.json) instead of rendering")
     args = parser.parse_args(argv)
     rows, _profiles, suite = thesis_games.load_table()
     if args.frames < 1:
         parser.error("--frames must be at least 1")
-    report = {"command": f"python scripts/measure_thesis_games.py --frames {args.frames}",
+    command = ("python scripts/measure_thesis_games.py "
+               + (f"--from-study {args.from_study}" if args.from_study
+                  else f"--frames {args.frames}"))
+    report = {"command": command,
               "band": BAND, "workloads": {}}
     outside = []
     for key in suite:
         row = rows[key]
         path = Path(args.traces) / trace_name(row.name, *row.size)
         print(f"{row.name} ...", end="", flush=True)
-        measured = characterize(str(path), range(args.frames))
+        if args.from_study:
+            made = Path(args.from_study) / "runs" / path.stem / "characterization.json"
+            measured = json.loads(made.read_text(encoding="utf-8"))
+        else:
+            measured = characterize(str(path), range(args.frames))
         cols = compare(row, measured["columns"])
         report["workloads"][row.name] = {"row": key, "benchmark": row.benchmark,
                                          "size": list(row.size),
