@@ -143,3 +143,29 @@ def test_built_program_lands_in_its_band(key, tmp_path, mesa):
     for column in BANDED:
         target = row.numbers[column]
         assert abs(columns[column] / target - 1) <= BAND, (key, column, columns[column], target)
+
+
+def test_thesis_comparison_averages_each_technique_on_its_evaluated_set():
+    """RE is averaged on the chapters 4-5 rows, DSR on the chapter 6 rows (Frame Coherence
+    §4.3, §6.5); other workloads are left out; a study without like_* has none."""
+    from tilesim.render.studies.thesis_comparison import compare
+
+    def run(time, energy, **quality):
+        return {"normalized": {"time": time, "energy": energy}, "quality": quality}
+
+    workloads = [
+        {"name": "like_candy_crush-1196x768", "bound_shares": {"bus": 0.6},
+         "runs": {"re": run(0.4, 0.5, tiles_skipped=0.8), "dsr": run(0.9, 0.95)}},
+        {"name": "like_temple_run-1196x768",
+         "runs": {"re": run(0.8, 0.7, tiles_skipped=0.2), "dsr": run(0.7, 0.8)}},
+        {"name": "like_sonic_dash-1920x1080",
+         "runs": {"re": run(1.0, 1.0), "dsr": run(0.6, 0.65)}},
+        {"name": "bunny", "runs": {"re": run(0.1, 0.1), "dsr": run(0.1, 0.1)}},
+    ]
+    c = compare(workloads)
+    assert [w["name"] for w in c["workloads"]] == [w["name"] for w in workloads[:3]]
+    assert c["groups"]["evaluated set"]["re"]["time"] == pytest.approx(0.6)    # 4-5 only
+    assert c["groups"]["evaluated set"]["dsr"]["time"] == pytest.approx(0.6)   # 6 only
+    assert c["groups"]["3D"]["dsr"]["n"] == 2 and c["groups"]["2D"]["re"]["n"] == 1
+    assert c["groups"]["all"]["re"]["tiles_skipped"] == pytest.approx(0.5)
+    assert compare([workloads[3]]) is None

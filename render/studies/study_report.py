@@ -328,6 +328,8 @@ def _summary_section(out: Path, results: dict) -> str:
     parts.append(_table(["technique", "time", "time (thesis)", "energy", "energy (thesis)",
                          "traffic", "min MSSIM", "fragment-bound workloads",
                          "thesis source"], avg_rows, table_id="averages"))
+    if results.get("thesis_comparison"):
+        parts.append(_thesis_comparison_table(results["thesis_comparison"]))
     if bound:
         parts.append(_regime_table(bound))
     plot = _suite_plot(out, results)
@@ -336,6 +338,35 @@ def _summary_section(out: Path, results: dict) -> str:
                                    "Frame Coherence's averages", kind="plot"))
     parts.append("</section>")
     return "\n".join(parts)
+
+
+def _thesis_comparison_table(comparison: dict) -> str:
+    """The averages over the thesis-regime workloads (``like_*``) beside the thesis's, on the
+    benchmark set each technique was evaluated on, and by set and 2D/3D
+    (render/studies/thesis_comparison.py)."""
+    groups = comparison["groups"]
+    evaluated = groups["evaluated set"]
+    rows = []
+    for technique, on in comparison["evaluated_on"].items():
+        g, t = evaluated[technique], comparison["thesis"].get(technique, {})
+        if not g["n"]:
+            continue
+        rows.append([technique, f"chapter{'s' if '-' in on else ''} {on}", g["n"],
+                     _fmt(g["time"]), _fmt(t.get("time")), _fmt(g["energy"]),
+                     _fmt(t.get("energy")), _fmt(g["tiles_skipped"], ".1%")])
+    others = [k for k in groups if k != "evaluated set"]
+    split = [[technique, *(f"{_fmt(groups[k][technique]['time'])} / "
+                           f"{_fmt(groups[k][technique]['energy'])}" for k in others)]
+             for technique in comparison["evaluated_on"] if groups["all"][technique]["n"]]
+    return ("<h3>The thesis-regime workloads beside the thesis</h3>"
+            "<p class='note'>Programs built from the rows of Frame Coherence Tables 3.3-3.4 "
+            "(render/workloads/thesis_games.py), averaged on the benchmark set the thesis "
+            "evaluates each technique on (chapters 4-5 at 1196x768; DSR chapter 6 at "
+            "1920x1080). Read a difference against what bounds each workload (the table "
+            "below).</p>"
+            + _table(["technique", "set", "workloads", "time", "time (thesis)", "energy",
+                      "energy (thesis)", "tiles skipped"], rows, table_id="thesis")
+            + _table(["technique (time / energy)", *others], split, table_id="thesis-split"))
 
 
 def _regime_table(workloads: list[dict]) -> str:

@@ -27,6 +27,9 @@ workload, frames and model)::
     summary        {technique: the mean over workloads of normalized figures (time,
                     energy, ...) and of quality figures (min for mssim_min, sum for counts)}
     thesis         {technique: {time, energy, source}}: Frame Coherence's averages
+    thesis_comparison  the averages over the thesis-regime workloads (like_*) by the set
+                   each technique was evaluated on, 2D/3D, with each workload's bound
+                   (render/studies/thesis_comparison.py), or null without such workloads
     checks         {failed: ["workload: technique", ...], rule}
     sections       {name: ...}: `--all`'s studies (core, prediction, scheduling, goldens)
     seconds        {render_and_compare, report, ..., total}
@@ -55,24 +58,10 @@ from tilesim import __version__
 from tilesim.errors import InputError
 from tilesim.render.studies.coherence import LOSSLESS, Tally
 from tilesim.render.studies.coherence import average as quality_average
+from tilesim.render.studies.thesis_comparison import THESIS, compare
 from tilesim.thresholds import DSR_MIN_MSSIM
 
 FORMAT = "tilesim study 1"
-# Frame Coherence's averages over its commercial Android benchmarks (time and energy of the
-# GPU + main memory, normalized to the baseline GPU).
-THESIS = {
-    "te": {"time": None, "energy": 0.91,
-           "source": "Frame Coherence §4.3.1: TE reduces energy 9%; its time gain is small"},
-    "re": {"time": 0.67, "energy": 0.63,
-           "source": "Frame Coherence §4.3 (Figs. 4.10, 4.11): -33% time, -37% energy"},
-    "re+evr": {"time": 0.61, "energy": 0.57,
-               "source": "Frame Coherence §5.4 (Figs. 5.5, 5.6): -39% time, -43% energy"},
-    "dsr": {"time": 0.64, "energy": 0.60,
-            "source": "Frame Coherence §6.5, §6.6: -36% time (an average speedup of 1.68x), "
-                      "-40% energy"},
-}
-
-
 def _frame_rows(estimates, tally: Tally, wanted: range) -> list[dict]:
     by_frame = {e.frame: e for e in estimates}
     rows = []
@@ -175,6 +164,7 @@ def assemble_results(settings, units, records: dict[str, dict], out: Path, *,
             "settings": settings_record(settings),
             "config": {"gpu": cfg.path, "energy": ecfg.path},
             "workloads": workloads, "summary": summary, "thesis": THESIS,
+            "thesis_comparison": compare(workloads),
             "checks": {"failed": failed,
                        "rule": "lossless techniques (" + ", ".join(LOSSLESS) + ") "
                                "bit-identical to the baseline on every frame; DSR's every "
