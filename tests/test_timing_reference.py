@@ -156,6 +156,46 @@ def test_a_pass_whose_tiles_re_skips_costs_the_compares_only():
     assert run_pass(data, parameters(CFG)).tolist() == [3.0, 5.0, 7.0, 9.0, 11.0, 13.0]
 
 
+@pytest.mark.parametrize("compiled", [True, False])
+def test_dram_rows_refresh_and_power_down(compiled):
+    """The reference's DRAM on three reads asked at cycle 0 and one at 1500 (channel 0, bank
+    0). Read 1: at the DRAM at 5.5 (half the 11-cycle round trip), the bank closed: activate,
+    row ready at 13.5, data after tCL at 20.5, on the 2 B/cycle bus until 52.5, back at 58.
+    Read 2, the next line: a row hit, its data waits for the bus: 52.5-84.5, back at 90.
+    Read 3, another row of bank 0: precharge at max(13.5, 5.5 + tRAS 17) = 22.5 (the bank's
+    last column command, its activate plus tRAS), activate at 30.5, row ready at 38.5, data
+    at 45.5, bus 84.5-116.5, back at 122. Read 4 asked at 1500: channel 0, idle since 116.5,
+    has been in (active) power-down, exit tXP 3 -> 1508.5, inside the refresh window (the
+    last tRFC 112 of tREFI 1561): it waits for 1561, the refresh has
+    closed the row: activate, back at 1613.5. Closed at 1700, the two channels' 3400 cycles
+    split into standby and power-down; one refresh per channel."""
+    from tilesim.timing.reference.dram import DramState, DramTiming, dram_sequence, energy
+
+    timing = DramTiming.from_config(CFG)
+    dram = DramState(timing)
+    loop = dram_sequence if compiled else getattr(dram_sequence, "py_func", dram_sequence)
+
+    def ask(now, addresses):
+        done = np.zeros(len(addresses))
+        loop(float(now), np.array(addresses, dtype=np.float64),
+             np.zeros(len(addresses), dtype=np.int64), *dram.arrays(), timing.vector(), done)
+        return done.tolist()
+
+    other_row = 2 * 8 * 2048       # 256-byte blocks alternate channels; 8 banks of 2 KB rows
+    assert ask(0, [0, 64, other_row]) == [58.0, 90.0, 122.0]
+    assert ask(1500, [0]) == [1613.5]
+    dram.close(1700.0)
+    counts = dram.counts()
+    assert (counts["activates"], counts["row_hits"], counts["reads"]) == (3, 1, 4)
+    assert counts["refreshes"] == 2
+    assert counts["active_powerdown"] == 1505.5 - (116.5 + 16)
+    assert sum(counts[k] for k in ("active_standby", "precharge_standby", "active_powerdown",
+                                   "precharge_powerdown")) == 2 * 1700
+    joules = energy(counts, CFG, ECFG)
+    assert joules["act_pre"] == pytest.approx(3 * ECFG["memory.act_pre"] * 1e-12)
+    assert joules["refresh"] == pytest.approx(2 * ECFG["memory.refresh"] * 1e-3 * 1561 / 400e6)
+
+
 # -- real frames ------------------------------------------------------------------------------
 
 RUNNER = Path(__file__).resolve().parent.parent / "traces" / "runner-1196x768.tsim"
