@@ -19,6 +19,10 @@ energy, analytic and reference, and the analytic ratio's error.
   and raster reference cycles.
 * Ratios are sums over the frames: technique / baseline. Error = analytic ratio - reference
   ratio.
+* Memoization: the quad stream does not mark memoization hits, so the reference shades every
+  quad; its memo rows measure that gap, not the analytic model (the analytic model removes the
+  hits' shader work). The reference leaves EVR's and DSR's raster structures out likewise
+  (``timing/reference/raster.py``).
 
 Timings and errors are a measurement, never a test. Usage::
 
