@@ -89,6 +89,7 @@ class Profile:
     pan_period: int
     pan_frames: int
     hud_share: float
+    ticking_share: float
 
 
 @dataclass(frozen=True)
@@ -119,7 +120,8 @@ def load_table(path: str = str(DATA)) -> tuple[dict[str, Row], dict[str, Profile
     with open(path, "rb") as f:
         data = tomllib.load(f)
     profiles = {k: Profile(str(v["projection"]), float(v["moving_area"]),
-                           int(v["pan_period"]), int(v["pan_frames"]), float(v["hud_share"]))
+                           int(v["pan_period"]), int(v["pan_frames"]), float(v["hud_share"]),
+                           float(v["ticking_share"]))
                 for k, v in data["profiles"].items()}
     rows = {}
     for key, v in data["rows"].items():
@@ -149,8 +151,9 @@ def _fragment_glsl(tex: int, pad: int) -> str:
 
 
 def _vertex_glsl(extras: int, pad: int, depth: bool) -> str:
-    """Pixel-space quads offset per draw (``u_draw``: xy position, zw texture offset), with
-    ``extras`` further vec4 attributes read and ``pad`` identity multiply-adds."""
+    """Pixel-space quads offset per draw (``u_draw``: xy position, z texture offset, w the
+    draw's tick, read but weighed by zero: a per-frame constant that leaves the image as it
+    was), with ``extras`` further vec4 attributes read and ``pad`` identity multiply-adds."""
     lines = ["attribute vec2 a_pos;", "attribute vec2 a_uv;"]
     lines += [f"attribute vec4 a_extra{i};" for i in range(extras)]
     lines += ["uniform mat4 u_proj;", "uniform vec4 u_draw;", "uniform vec4 u_v[8];",
@@ -161,7 +164,8 @@ def _vertex_glsl(extras: int, pad: int, depth: bool) -> str:
     lines += ["vec4 clip = u_proj * p;"]
     if depth:
         lines += ["clip.z = u_depth;"]
-    lines += ["gl_Position = clip;", "v_uv = a_uv + u_draw.zw;", "}"]
+    lines += ["gl_Position = clip;", "v_uv = a_uv + vec2(u_draw.z, u_draw.w * u_v[7].w);",
+              "}"]
     return "\n".join(lines)
 
 
@@ -554,6 +558,8 @@ def build_row(row: Row, width: int, height: int, frames: int = 100, seed: int = 
         gl.depthFunc("LEQUAL")
     motion_rng = rng_for(seed, 3)
     phases = motion_rng.random((len(p.draws), 2)) * 2 * np.pi
+    ticking = [d.role in ("world", "hud") and tick < profile.ticking_share
+               for d, tick in zip(p.draws, motion_rng.random(len(p.draws)), strict=True)]
     speeds = 0.15 + 0.25 * motion_rng.random(len(p.draws))
     for f in range(frames):
         gl.clear("COLOR_BUFFER_BIT", *(["DEPTH_BUFFER_BIT"] if depth else []))
@@ -585,7 +591,8 @@ def build_row(row: Row, width: int, height: int, frames: int = 100, seed: int = 
             scroll = 0.0 if d.role == "hud" else pan
             size = TEXTURE_SIZE.get(d.filter or "bilinear")
             tpp = TEXELS_PER_PIXEL.get(d.filter or "bilinear")
-            gl.uniform4f(loc["u_draw"], dx, dy, scroll * tpp / size, 0.0)
+            tick = float(f) if ticking[i] else 0.0
+            gl.uniform4f(loc["u_draw"], dx, dy, scroll * tpp / size, tick)
             if depth:
                 gl.uniform1f(loc["u_depth"], d.depth)
             gl.bindBuffer("ARRAY_BUFFER", vbo)
@@ -604,13 +611,13 @@ def build_row(row: Row, width: int, height: int, frames: int = 100, seed: int = 
 
 
 def _pan_offset(profile: Profile, frame: int) -> float:
-    """The world's scroll (pixels) at ``frame``: it moves PAN_PIXELS a frame during the last
-    ``pan_frames`` of every ``pan_period`` frames, and holds still otherwise."""
+    """The world's scroll (pixels) at ``frame``: it moves PAN_PIXELS a frame during frames 1 to
+    ``pan_frames`` of every ``pan_period`` frames, and holds still otherwise (so any window of
+    a few frames from the start sees the genre's share of panning frames)."""
     if profile.pan_period <= 0 or profile.pan_frames <= 0:
         return 0.0
     cycles, into = divmod(frame, profile.pan_period)
-    still = profile.pan_period - profile.pan_frames
-    return PAN_PIXELS * (cycles * profile.pan_frames + max(into - still, 0))
+    return PAN_PIXELS * (cycles * profile.pan_frames + min(into, profile.pan_frames))
 
 
 def _upload(gl, image: np.ndarray, filter_name: str) -> int:
