@@ -69,7 +69,11 @@ def compare(workloads_of_study: list[dict]) -> dict | None:
                 continue
             n, q = run["normalized"], run.get("quality", {})
             entry["techniques"][t] = {"time": n.get("time"), "energy": n.get("energy"),
+                                      "fragments_shaded": n.get("fragments_shaded"),
+                                      "traffic": n.get("traffic"),
                                       "tiles_skipped": q.get("tiles_skipped"),
+                                      "tiles_equal_color_oracle":
+                                          q.get("tiles_equal_color_oracle"),
                                       "average_sample_rate": q.get("average_sample_rate")}
         workloads.append(entry)
     groups = {"evaluated set": lambda e, t: e["chapters"] == EVALUATED_ON[t],
@@ -112,16 +116,20 @@ def markdown(report: dict) -> str:
         cells = [f"{_f(g[t]['time'], '.2f')} / {_f(g[t]['energy'], '.2f')}"
                  for k, g in report["groups"].items() if k != "evaluated set"]
         lines.append(f"| {t} (time / energy) | " + " | ".join(cells) + " |")
-    lines += ["", "| workload | set | type | bound (baseline) | RE skipped | RE time | "
-              "DSR time | DSR rate |", "|---|---|---|---|---|---|---|---|"]
+    lines += ["", "| workload | set | type | bound (baseline) | RE skipped (oracle) | RE time | "
+              "DSR time | DSR rate | DSR fragments | DSR traffic |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
     for e in report["workloads"]:
         shares = e.get("bound_shares") or {}
         top = ", ".join(f"{k} {v:.0%}" for k, v in sorted(shares.items(), key=lambda kv: -kv[1])
                         [:3] if v)
         re_, dsr = e["techniques"].get("re", {}), e["techniques"].get("dsr", {})
         lines.append(f"| {e['name']} | {e['chapters']} | {e['type']} | {top or '-'} | "
-                     f"{_f(re_.get('tiles_skipped'), '.0%')} | {_f(re_.get('time'))} | "
-                     f"{_f(dsr.get('time'))} | {_f(dsr.get('average_sample_rate'), '.2f')} |")
+                     f"{_f(re_.get('tiles_skipped'), '.0%')} "
+                     f"({_f(re_.get('tiles_equal_color_oracle'), '.0%')}) | "
+                     f"{_f(re_.get('time'))} | {_f(dsr.get('time'))} | "
+                     f"{_f(dsr.get('average_sample_rate'), '.2f')} | "
+                     f"{_f(dsr.get('fragments_shaded'))} | {_f(dsr.get('traffic'))} |")
     return "\n".join(lines) + "\n"
 
 
