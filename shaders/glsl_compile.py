@@ -58,7 +58,7 @@ Registers are written as in TGSI (``"IN[0]"``, ``"OUT[1]"``, ``"SAMP[2]"``), sem
     mediump mode computes the ``m`` and ``l`` channels in 16-bit floats.
 
 Every IN/OUT/SV/SAMP register declared in either TGSI text appears in exactly the entries above;
-:func:`compile_program` raises if one is left unexplained.
+:func:`compile_program` raises an InputError naming the program if one is left unexplained.
 """
 
 from __future__ import annotations
@@ -73,11 +73,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tilesim.atomic import write_text
-from tilesim.errors import InputError, ToolMissing
+from tilesim.errors import InputError, TilesimError, ToolMissing
 from tilesim.mesa import EXIT_NO_MESA, child_environment
 from tilesim.shaders import mesa_dump, precision
 from tilesim.shaders.mesa_dump import Dcl, MesaOutputError, NirVar, StageDump
-from tilesim.shaders.mesa_softpipe_child import MARKER_BEGIN, MARKER_END
+from tilesim.shaders.mesa_softpipe_child import MARKER_BEGIN, MARKER_END, MARKER_PROGRAM
 from tilesim.shaders.parser import parse
 
 INTERFACE_FORMAT = "tilesim-shader-interface"
@@ -121,6 +121,26 @@ BUILTIN_VARS = {
     ("fragment", "shader_out"): {"gl_FragColor", "gl_FragData"},
 }
 
+# Built-ins a GLES2 program can reach through an extension Mesa compiles, or as GLSL ES 1.00
+# built-in uniform state, that the renderer does not implement: name -> where it comes from.
+# Each makes the import fail with one line naming the program (build_interface); a built-in in
+# neither table gets the same error without the source.
+UNSUPPORTED_BUILTINS = {
+    "gl_FragDepthEXT": "EXT_frag_depth",
+    "gl_SecondaryFragColorEXT": "EXT_blend_func_extended",
+    "gl_SecondaryFragDataEXT": "EXT_blend_func_extended",
+    "gl_FragData": "EXT_draw_buffers: more than one color output",
+    "gl_LastFragData": "EXT_shader_framebuffer_fetch",
+    "gl_LastFragColorARM": "ARM_shader_framebuffer_fetch",
+    "gl_LastFragDepthARM": "ARM_shader_framebuffer_fetch_depth_stencil",
+    "gl_DepthRange": "GLSL ES 1.00 section 7.5, built-in uniform state",
+}
+# GLSL ES versions a GLES2 context compiles (OpenGL ES 2.0 spec section 2.10; GLSL ES 1.00
+# section 3.4): Mesa's context is GLES 3.1 and would accept "#version 300 es" / "310 es" too.
+GLSL_ES_VERSIONS = {100}
+_VERSION_RE = re.compile(r"^[ \t]*#[ \t]*version[ \t]+(?P<number>\d+)(?P<profile>[ \t]+\w+)?",
+                         re.M)
+
 
 @dataclass
 class CompiledProgram:
@@ -163,7 +183,8 @@ class ProgramSource:
     """One program to compile: GLSL sources, a name for messages, optional attribute bindings.
 
     ``vertex_origin`` / ``fragment_origin`` name the sources in errors (a file path, or
-    ``<name>.vert``).
+    ``<name>.vert``); ``program_origin`` names the program in errors that concern the link as
+    a whole (the trace and the glLinkProgram call, for an import), else the two sources do.
     """
 
     vertex: str
@@ -172,18 +193,31 @@ class ProgramSource:
     attrib_bindings: dict[str, int] | None = None
     vertex_origin: str | None = None
     fragment_origin: str | None = None
+    program_origin: str | None = None
 
     def origin(self, stage: str) -> str:
         given = self.vertex_origin if stage == "vertex" else self.fragment_origin
         return given or f"{self.name}.{'vert' if stage == 'vertex' else 'frag'}"
+
+    def program(self) -> str:
+        return self.program_origin or f"{self.origin('vertex')} + {self.origin('fragment')}"
+
+
+class InterfaceError(Exception):
+    """Mesa's output for one program does not give a register interface tilesim can run: an
+    unsupported built-in, or Mesa's NIR and TGSI disagreeing (the message says which).
+    :func:`compile_many` turns it into an :class:`~tilesim.errors.InputError` naming the
+    program."""
 
 
 def compile_program(vertex_source: str, fragment_source: str, *, name: str = "program",
                     attrib_bindings: dict[str, int] | None = None) -> CompiledProgram:
     """Compile and link one GLSL ES 1.00 program with Mesa softpipe.
 
-    Raises InputError (naming the stage, with Mesa's info log) when it does not compile or link,
-    ToolMissing when Mesa/EGL is not installed.
+    Raises InputError (naming the stage, with Mesa's info log) when it does not compile or link;
+    an InputError of one line naming the program when Mesa compiles it but tilesim cannot run
+    it (GLSL ES 3.x, a built-in of UNSUPPORTED_BUILTINS, Mesa's NIR and TGSI disagreeing, Mesa
+    dying on it); ToolMissing when Mesa/EGL is not installed.
     """
     source = ProgramSource(vertex_source, fragment_source, name=name,
                            attrib_bindings=attrib_bindings)
@@ -216,6 +250,8 @@ def compile_many(sources: list[ProgramSource]) -> list[CompiledProgram]:
     """Compile several programs in one Mesa process (context creation costs ~0.3 s)."""
     if not sources:
         return []
+    for source in sources:
+        _check_version(source)
     result, stderr = _run_child(sources)
     segments = _split_segments(stderr)
     programs = []
@@ -226,24 +262,22 @@ def compile_many(sources: list[ProgramSource]) -> list[CompiledProgram]:
                              source=source.origin(stage), line=_first_log_line(res["log"]))
         if res["status"] == "link_error":
             raise InputError(f"program failed to link:\n{res['log'].rstrip()}",
-                             source=f"{source.origin('vertex')} + {source.origin('fragment')}")
+                             source=source.program())
         if res["status"] != "ok":
-            raise RuntimeError(f"{source.name}: varying probe failed: {res['log']}")
-        where = f"Mesa output for {source.name}"
+            raise InputError("tilesim cannot tell where Mesa's linker put this program's "
+                             f"varyings: {_one_line(res['log'])}", source=source.program())
+        where = "Mesa's output"
         try:
             stages = mesa_dump.split_stages(segments.get(str(index), ""), where=where)
             declared = mesa_dump.glsl_ir_precisions(segments.get(str(index), ""), where=where)
             probes = [mesa_dump.split_stages(segments.get(f"{index}.probe{r}", ""),
                                              where=f"{where} (varying probe {r})")
                       for r in range(len(res["probes"]))]
-        except MesaOutputError as exc:
-            raise RuntimeError(str(exc)) from None
-        try:
             interface = build_interface(source, res, stages, probes,
                                         {"renderer": result["renderer"],
                                          "version": result["version"]}, declared)
-        except RuntimeError as exc:
-            raise RuntimeError(f"{source.name}: {exc}") from exc
+        except (MesaOutputError, InterfaceError) as exc:
+            raise InputError(_one_line(str(exc)), source=source.program()) from None
         programs.append(CompiledProgram(
             name=source.name, vertex_glsl=source.vertex, fragment_glsl=source.fragment,
             vertex_tgsi=stages["vertex"].tgsi, fragment_tgsi=stages["fragment"].tgsi,
@@ -272,8 +306,7 @@ def _run_child(sources: list[ProgramSource]) -> tuple[dict, str]:
                 f"Mesa EGL/GLES2 is not usable ({_last_line(stderr)}); install the Debian "
                 f"packages {DEBIAN_PACKAGES}")
         if proc.returncode != 0 or not res_path.exists():
-            raise RuntimeError(f"Mesa compiler process failed (exit {proc.returncode}):\n"
-                               + stderr[-4000:])
+            raise _child_failure(sources, proc.returncode, stderr)
         result = json.loads(res_path.read_text(encoding="utf-8"))
     if result["renderer"] != "softpipe":
         raise ToolMissing(f"Mesa gave renderer {result['renderer']!r}, not softpipe; install "
@@ -288,9 +321,42 @@ def mesa_available() -> tuple[bool, str]:
                         "void main() { gl_FragColor = vec4(1.0); }", name="probe")
     except ToolMissing as exc:
         return False, str(exc)
-    except (RuntimeError, OSError) as exc:
+    except (TilesimError, RuntimeError, OSError) as exc:
         return False, f"Mesa softpipe compile failed: {exc}"
     return True, ""
+
+
+def _check_version(source: ProgramSource) -> None:
+    """InputError unless each stage is GLSL ES 1.00 (GLSL_ES_VERSIONS): a GLES2 program's
+    shaders cannot be GLSL ES 3.x, which Mesa's GLES 3.1 context would otherwise compile."""
+    for stage in STAGES:
+        text = source.vertex if stage == "vertex" else source.fragment
+        m = _VERSION_RE.search(text)
+        if m is None or int(m["number"]) in GLSL_ES_VERSIONS:
+            continue
+        given = f"#version {m['number']}{m['profile'] or ''}"
+        raise InputError(f"{stage} shader is {given}: an OpenGL ES 2.0 context compiles "
+                         "GLSL ES 1.00 (#version 100) only, and so does tilesim",
+                         source=source.origin(stage), line=text.count("\n", 0, m.start()) + 1)
+
+
+def _child_failure(sources: list[ProgramSource], code: int, stderr: str) -> TilesimError:
+    """The error for a Mesa compiler process that died: it names the program Mesa was
+    compiling (the child's last ``MARKER_PROGRAM`` line) and Mesa's last words."""
+    started = re.findall(rf"^{MARKER_PROGRAM} (\d+)$", stderr, re.M)
+    said = [line for line in stderr.split("\n") if line.strip() and not line.startswith("@@")]
+    last = _one_line(said[-1]) if said else "no message"
+    how = f"exit status {code}" if code >= 0 else f"signal {-code}"
+    if not started or int(started[-1]) >= len(sources):
+        return TilesimError(f"Mesa's compiler process failed ({how}) before it compiled a "
+                            f"program: {last}")
+    return InputError(f"Mesa's compiler process died ({how}) compiling this program: {last}",
+                      source=sources[int(started[-1])].program())
+
+
+def _one_line(text: str) -> str:
+    """A message from Mesa or the child as one line (errors are one line, DESIGN.md 11)."""
+    return " ".join(text.split())
 
 
 def _last_line(text: str) -> str:
@@ -359,9 +425,29 @@ class _Registers:
                 and (d.file if d.file != "SVIEW" else "SAMP", d.index) not in self.used]
 
 
-def _mismatch(message: str) -> RuntimeError:
-    return RuntimeError(f"Mesa's NIR and TGSI disagree ({message}); the interface cannot be "
-                        "trusted")
+def _mismatch(message: str) -> InterfaceError:
+    return InterfaceError(f"Mesa's NIR and TGSI disagree ({message}); tilesim cannot tell "
+                          "which register holds which GLSL variable")
+
+
+def _gl_type(enum: int, what: str) -> tuple[str, int, int, str]:
+    """GL_TYPES[enum], or an InterfaceError naming ``what`` when GLSL ES 1.00 has no such
+    type."""
+    if enum not in GL_TYPES:
+        raise InterfaceError(f"{what} has GL type 0x{enum:04X}, which is not a GLSL ES 1.00 "
+                             "type tilesim runs")
+    return GL_TYPES[enum]
+
+
+def _unsupported_builtin(who: str, mode: str, name: str) -> InterfaceError:
+    """A built-in variable the renderer does not implement (UNSUPPORTED_BUILTINS) that ``who``
+    (the program or one shader) uses; ``name`` as GL or NIR prints it (``gl_FragData@1``: part
+    of a split array, ``gl_DepthRange.near``: a member)."""
+    base = re.split(r"[@\[.]", name, maxsplit=1)[0]
+    verb = "writes" if mode == "shader_out" else "reads"
+    origin = UNSUPPORTED_BUILTINS.get(base)
+    what = f"{base} ({origin})" if origin else f"the built-in {base}"
+    return InterfaceError(f"{who} {verb} {what}, which tilesim does not implement")
 
 
 def _semantic(dcl: Dcl) -> str:
@@ -402,8 +488,8 @@ def build_interface(source: ProgramSource, res: dict, stages: dict[str, StageDum
     for stage in STAGES:
         left = regs[stage].unexplained()
         if left:
-            raise RuntimeError(f"the {stage} TGSI declares {', '.join(left)}, which no GLSL "
-                               "variable explains")
+            raise _mismatch(f"the {stage} TGSI declares {', '.join(left)}, which no GLSL "
+                            "variable explains")
     interface["precision"] = _precision(interface, stages, source, declared or {})
     return interface
 
@@ -438,7 +524,7 @@ def _attributes(active: list[dict], nir_vars: list[NirVar], regs: _Registers) ->
     inputs = {v.name: v for v in nir_vars if v.mode == "shader_in"}
     out = []
     for attr in sorted(active, key=lambda a: (a["location"], a["name"])):
-        glsl_type, cols, rows, _ = GL_TYPES[attr["type"]]
+        glsl_type, cols, rows, _ = _gl_type(attr["type"], f"attribute {attr['name']}")
         var = inputs.pop(attr["name"], None)
         registers = None
         if var is not None:
@@ -484,7 +570,7 @@ def _varyings(res: dict, nir: dict[str, list[NirVar]], regs: dict[str, _Register
             continue
         is_array = item["name"].endswith("]")
         name = item["name"].rsplit("[", 1)[0] if is_array else item["name"]
-        entry = {"name": name, "type": GL_TYPES[item["type"]][0],
+        entry = {"name": name, "type": _gl_type(item["type"], f"varying {name}")[0],
                  "array_size": item["size"] if is_array else None}
         if declared.setdefault(name, entry) != entry:
             raise _mismatch(f"varying {name} has different types in the two stages")
@@ -565,12 +651,16 @@ def _uniforms(source: ProgramSource, active: list[dict], nir: dict[str, list[Nir
     uniforms, samplers = [], []
     for uni in sorted(active, key=lambda u: (u["location"], u["name"])):
         gl_name = uni["name"]
+        base = re.split(r"[\[.]", gl_name, maxsplit=1)[0]
+        stages = [stage for stage in STAGES if base in per_stage[stage]] or ["vertex"]
+        if base.startswith("gl_"):
+            raise _unsupported_builtin("the program", "uniform", base)
         if "." in gl_name:
             raise InputError(f"uniform {gl_name} is a struct member; struct uniforms are not "
-                             "supported by tilesim", source=source.origin("vertex"))
+                             "supported by tilesim", source=source.origin(stages[0]))
         if uni["type"] not in GL_TYPES:
             raise InputError(f"uniform {gl_name} has GL type 0x{uni['type']:04X}, which is not "
-                             "a GLSL ES 1.00 type", source=source.origin("vertex"))
+                             "a GLSL ES 1.00 type", source=source.origin(stages[0]))
         glsl_type, cols, rows, storage = GL_TYPES[uni["type"]]
         is_array = gl_name.endswith("]")
         name = gl_name.rsplit("[", 1)[0] if is_array else gl_name
@@ -631,7 +721,7 @@ def _builtins(stage: str, nir_vars: list[NirVar], regs: _Registers) -> list[dict
         if not var.name.startswith("gl_") or var.mode == "uniform":
             continue
         if var.name not in BUILTIN_VARS.get((stage, var.mode), set()):
-            raise _mismatch(f"unexpected built-in {var.mode} {var.name} in the {stage} NIR")
+            raise _unsupported_builtin(f"the {stage} shader", var.mode, var.name)
         file = {"shader_in": "IN", "shader_out": "OUT", "system_value": "SV"}[var.mode]
         dcl = regs.get(file, var.driver_location, var.name)
         item = {"name": var.name, "register": dcl.register, "semantic": _semantic(dcl),

@@ -45,6 +45,9 @@ from tilesim.mesa import EXIT_NO_MESA, GL, NoMesa
 # Markers written to fd 2 around each link. The parent matches them exactly.
 MARKER_BEGIN = "@@tilesim-link-begin"
 MARKER_END = "@@tilesim-link-end"
+# Written when the child starts on program N (``@@tilesim-program N``), so that the parent can
+# name the program Mesa was compiling if the process dies there.
+MARKER_PROGRAM = "@@tilesim-program"
 
 # GLES enums used below.
 GL_VERTEX_SHADER = 0x8B31
@@ -97,6 +100,9 @@ def probe_rounds(vertex_source: str, outputs: list[dict], attributes: int = 16) 
     """
     writes = []  # (lvalue, [(varying name, flattened component)])
     for out in sorted(outputs, key=lambda o: o["name"]):
+        if out["type"] not in VARYING_SHAPES:
+            raise RuntimeError(f"varying {out['name']} has GL type 0x{out['type']:04X}, which "
+                               "is not a GLSL ES 1.00 varying type (float, vec2-4, mat2-4)")
         cols, rows = VARYING_SHAPES[out["type"]]
         is_array = out["name"].endswith("]")
         base = out["name"].rsplit("[", 1)[0] if is_array else out["name"]
@@ -240,6 +246,7 @@ class Gles2:
         """Compile and link one program; Mesa prints its NIR and TGSI between the markers."""
         gl = self.gl
         shaders = []
+        _marker(f"{MARKER_PROGRAM} {index}")
         try:
             for stage, kind in (("vertex", GL_VERTEX_SHADER), ("fragment", GL_FRAGMENT_SHADER)):
                 shader, ok = self.gl.compile_shader(kind, program[stage])

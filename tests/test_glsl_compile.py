@@ -215,6 +215,110 @@ def test_link_error_and_struct_uniform(mesa):
                         "void main() { gl_FragColor = vec4(1.0); }")
 
 
+PLAIN_VS = "attribute vec4 p;\nvoid main() { gl_Position = p; }\n"
+LINK = "capture.pkl: program 3 (glLinkProgram call 17)"
+# (fragment shader, what the one-line error must say): built-ins of extensions Mesa's GLES2
+# context compiles but the renderer does not implement, and GLSL ES 1.00 built-in state.
+UNSUPPORTED = {
+    "EXT_frag_depth": (
+        "#extension GL_EXT_frag_depth : require\nprecision mediump float;\n"
+        "void main() { gl_FragColor = vec4(1.0); gl_FragDepthEXT = 0.25; }\n",
+        "fragment shader writes gl_FragDepthEXT (EXT_frag_depth)"),
+    "EXT_blend_func_extended color": (
+        "#extension GL_EXT_blend_func_extended : require\nprecision mediump float;\n"
+        "void main() { gl_FragColor = vec4(1.0); gl_SecondaryFragColorEXT = vec4(0.5); }\n",
+        "fragment shader writes gl_SecondaryFragColorEXT (EXT_blend_func_extended)"),
+    "EXT_blend_func_extended data": (
+        "#extension GL_EXT_blend_func_extended : require\nprecision mediump float;\n"
+        "void main() { gl_FragData[0] = vec4(1.0); gl_SecondaryFragDataEXT[0] = vec4(0.5); }\n",
+        "fragment shader writes gl_SecondaryFragDataEXT (EXT_blend_func_extended)"),
+    "EXT_draw_buffers": (
+        "#extension GL_EXT_draw_buffers : require\nprecision mediump float;\n"
+        "void main() { gl_FragData[0] = vec4(1.0); gl_FragData[1] = vec4(0.5); }\n",
+        "fragment shader writes gl_FragData (EXT_draw_buffers"),
+    "gl_DepthRange": (
+        "precision mediump float;\n"
+        "void main() { gl_FragColor = vec4(gl_DepthRange.near, gl_DepthRange.diff, 0.0, 1.0); }\n",
+        "program reads gl_DepthRange (GLSL ES 1.00 section 7.5"),
+}
+
+
+@pytest.mark.mesa
+@pytest.mark.parametrize("case", sorted(UNSUPPORTED))
+def test_unsupported_builtins_are_one_line_errors_naming_the_program(mesa, case):
+    """Issue 31 item 5: what Mesa compiles but the interface cannot map is an InputError of one
+    line that names the program (for an import: the capture and the glLinkProgram call)."""
+    fragment, expected = UNSUPPORTED[case]
+    source = glsl_compile.ProgramSource(PLAIN_VS, fragment, name=LINK, program_origin=LINK)
+    with pytest.raises(InputError) as info:
+        glsl_compile.compile_many([source])
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith(f"{LINK}: the ") and expected in message
+    assert message.endswith("which tilesim does not implement")
+
+
+@pytest.mark.parametrize("stage", ["vertex", "fragment"])
+@pytest.mark.parametrize("version", ["300 es", "310 es"])
+def test_glsl_es_3_shaders_are_refused_before_mesa(monkeypatch, stage, version):
+    """A GLES2 context compiles GLSL ES 1.00 only; Mesa's GLES 3.1 context would take 3.x."""
+    monkeypatch.setattr(glsl_compile, "_run_child", None)  # Mesa is never asked
+    shaders = {"vertex": PLAIN_VS, "fragment": "void main() { gl_FragColor = vec4(1.0); }\n"}
+    shaders[stage] = f"// comment\n#version {version}\n" + shaders[stage]
+    source = glsl_compile.ProgramSource(shaders["vertex"], shaders["fragment"], name=LINK,
+                                        vertex_origin=f"{LINK}, vertex shader",
+                                        fragment_origin=f"{LINK}, fragment shader")
+    with pytest.raises(InputError) as info:
+        glsl_compile.compile_many([source])
+    assert str(info.value) == (
+        f"{LINK}, {stage} shader:2: {stage} shader is #version {version}: an OpenGL ES 2.0 "
+        "context compiles GLSL ES 1.00 (#version 100) only, and so does tilesim")
+
+
+def test_mesa_dying_names_the_program_it_was_compiling(monkeypatch, tmp_path):
+    fake = tmp_path / "child.py"
+    fake.write_text(
+        "import os, sys\n"
+        f"for n in (0, 1):\n    os.write(2, b'\\n{glsl_compile.MARKER_PROGRAM} %d\\n' % n)\n"
+        "os.write(2, b'nir_to_tgsi.c:123: ntt_emit: Assertion `0\\' failed.\\n')\n"
+        "os.abort()\n")
+    monkeypatch.setattr(glsl_compile, "CHILD_SCRIPT", fake)
+    sources = [glsl_compile.ProgramSource(PLAIN_VS, "void main() {}", name=f"p{n}",
+                                          program_origin=f"capture.pkl: program {n}")
+               for n in range(3)]
+    with pytest.raises(InputError) as info:
+        glsl_compile.compile_many(sources)
+    assert str(info.value) == (
+        "capture.pkl: program 1: Mesa's compiler process died (signal 6) compiling this "
+        "program: nir_to_tgsi.c:123: ntt_emit: Assertion `0' failed.")
+
+
+def test_varying_probe_failure_is_an_input_error(monkeypatch):
+    result = {"renderer": "softpipe", "version": "OpenGL ES 3.1 Mesa",
+              "programs": [{"status": "probe_error", "stage": None,
+                            "log": "probe failed to link:\nerror: too many varyings"}]}
+    monkeypatch.setattr(glsl_compile, "_run_child", lambda sources: (result, ""))
+    source = glsl_compile.ProgramSource(PLAIN_VS, "void main() {}", program_origin=LINK)
+    with pytest.raises(InputError) as info:
+        glsl_compile.compile_many([source])
+    assert str(info.value) == (
+        f"{LINK}: tilesim cannot tell where Mesa's linker put this program's varyings: probe "
+        "failed to link: error: too many varyings")
+
+
+def test_unreadable_mesa_output_is_an_input_error(monkeypatch):
+    """Mesa's print of a link that tilesim cannot read (no TGSI here) is the program's error,
+    not a traceback."""
+    result = {"renderer": "softpipe", "version": "OpenGL ES 3.1 Mesa",
+              "programs": [{"status": "ok", "stage": None, "log": "", "probes": []}]}
+    monkeypatch.setattr(glsl_compile, "_run_child", lambda sources: (result, ""))
+    source = glsl_compile.ProgramSource(PLAIN_VS, "void main() {}", program_origin=LINK)
+    with pytest.raises(InputError) as info:
+        glsl_compile.compile_many([source])
+    assert str(info.value).startswith(f"{LINK}: Mesa's output: Mesa printed no TGSI for the "
+                                      "vertex shader")
+
+
 @pytest.mark.mesa
 def test_write_files(mesa, tmp_path):
     program = compile_program(VERTEX, FRAGMENT)

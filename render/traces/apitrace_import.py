@@ -461,7 +461,8 @@ def compile_links(links: dict[int, LinkedProgram], source: str,
         sources.append(ProgramSource(key[0], key[1], name=label,
                                      attrib_bindings=dict(key[2]),
                                      vertex_origin=f"{label}, vertex shader",
-                                     fragment_origin=f"{label}, fragment shader"))
+                                     fragment_origin=f"{label}, fragment shader",
+                                     program_origin=label))
     compiled = compiler(sources) if sources else []
     out: dict[int, object] = {}
     for numbers, program in zip(distinct.values(), compiled, strict=True):
