@@ -11,7 +11,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from tilesim.images import frame_png_bytes, png_bytes
+from tilesim.images import (
+    SSIM_OPTIONS,
+    SSIM_WINDOW,
+    compare_images,
+    frame_png_bytes,
+    image_metrics,
+    png_bytes,
+)
+from tilesim.thresholds import PROBE_TOLERANCE
 
 MODES = {1: "L", 3: "RGB", 4: "RGBA"}
 
@@ -40,3 +48,56 @@ def test_a_non_contiguous_view_is_written_as_its_pixels():
 def test_other_images_are_refused(image):
     with pytest.raises(ValueError, match="not an 8-bit"):
         png_bytes(image)
+
+
+# -- small observations (issue 31, item 3) ------------------------------------------------------
+
+
+def test_ssim_window_is_the_gaussian_window_scikit_image_uses():
+    from skimage.metrics import structural_similarity
+
+    a = np.random.default_rng(0).integers(0, 256, (SSIM_WINDOW, SSIM_WINDOW, 3), np.uint8)
+    structural_similarity(a, a ^ 1, channel_axis=-1, **SSIM_OPTIONS)
+    with pytest.raises(ValueError, match="win_size exceeds image extent"):
+        structural_similarity(a[1:], a[1:] ^ 1, channel_axis=-1, **SSIM_OPTIONS)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (2, 5), (7, 7), (10, 40)])
+def test_a_frame_below_the_ssim_window_compares_as_a_probe(shape):
+    """No MSSIM (it was an error, and 7..10-pixel frames a ValueError traceback): the largest
+    difference and the share of pixels over the tolerance, as piglit's probes judge pixels."""
+    reference = np.random.default_rng(1).integers(3, 253, (*shape, 4), np.uint8)
+    same = image_metrics(reference.copy(), reference)
+    assert (same.mssim, same.method, same.max_diff, same.over_tolerance) == (None, "probe", 0, 0)
+    assert same.passes(0.99) and same.as_json()["method"] == "probe"
+    image = reference.copy()
+    image[0, 0, 1] += PROBE_TOLERANCE            # within piglit's 3/256 of a channel
+    image[-1, -1, 3] = 0                        # alpha is not compared
+    near = image_metrics(image, reference)
+    assert (near.max_diff, near.over_tolerance, near.passes(0.99)) == (PROBE_TOLERANCE, 0, True)
+    image[-1, -1, 2] -= PROBE_TOLERANCE + 1      # one pixel over it
+    off = image_metrics(image, reference)
+    assert off.max_diff == PROBE_TOLERANCE + 1 and not off.passes(None)
+    assert off.over_tolerance == pytest.approx(1 / (shape[0] * shape[1]))
+    one_off = reference.copy()
+    one_off[0, 0, 0] += 1
+    assert image_metrics(reference.copy(), reference, tolerance=0).passes(None)
+    assert not image_metrics(one_off, reference, tolerance=0).passes(None)   # exact
+
+
+def test_a_1x1_frame_compares_exactly_and_summaries_keep_mssim_to_frames_that_have_it():
+    rng = np.random.default_rng(2)
+    big = rng.integers(0, 256, (16, 16, 3), np.uint8)
+    pixel = np.array([[[10, 200, 30]]], np.uint8)
+    off = pixel.copy()
+    off[0, 0, 2] += 3
+    comparison = compare_images({0: big, 1: pixel, 2: off}, {0: big, 1: pixel, 2: pixel})
+    assert [f.method for f in comparison.frames] == ["mssim", "probe", "probe"]
+    assert comparison.frames[1].max_diff == 0 and comparison.frames[2].max_diff == 3
+    summary = comparison.summary()
+    assert (summary["min_mssim"], summary["worst_frame"]) == (1.0, 0)
+    assert (summary["probe_frames"], summary["probes_over_tolerance"]) == ([1, 2], [2])
+    assert not comparison.passed(0.99)  # frame 2 is off by 3, over the tolerance 2
+    probes_only = compare_images([pixel, off], [pixel, pixel]).summary()
+    assert probes_only["min_mssim"] is None and probes_only["worst_frame"] == 1
+    assert compare_images([pixel], [pixel]).passed(0.99)

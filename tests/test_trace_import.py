@@ -519,6 +519,76 @@ def test_compare_refuses_different_sizes(tmp_path):
         compare.compare_folders(tmp_path / "a", tmp_path / "b")
 
 
+def test_compare_judges_frames_below_the_ssim_window_as_probes(tmp_path):
+    """Issue 31 item 3: 1x1 and 3x2 frames (a test program's glReadPixels probes) compare by
+    their largest difference and the pixels over a tolerance, instead of an error."""
+    pixel = np.array([[[10, 200, 30]]], np.uint8)
+    _png(tmp_path / "a" / "frame_000000.png", pixel)
+    _png(tmp_path / "b" / "frame_000000.png", pixel)
+    strip = np.full((2, 3, 3), 90, np.uint8)
+    _png(tmp_path / "a" / "frame_000001.png", strip)
+    strip[1, 2, 0] += 2
+    _png(tmp_path / "b" / "frame_000001.png", strip)
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "tilesim.cli", "compare",
+                               str(tmp_path / "a"), str(tmp_path / "b"), *args],
+                              capture_output=True, text=True, cwd=ROOT)
+
+    done = cli("--min-mssim", "0.99", "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["passed"] and report["tolerance"] == 2
+    assert [(f["method"], f["mssim"], f["max_diff"], f["over_tolerance"])
+            for f in report["frames"]] == [("probe", None, 0, 0.0), ("probe", None, 2, 0.0)]
+    assert report["summary"]["min_mssim"] is None
+    exact = cli("--tolerance", "0")
+    assert exact.returncode == 1, exact.stderr
+    assert "     1     probe     " in exact.stdout and "16.67% of pixels over 0" in exact.stdout
+    assert "2 frame(s) below the 11x11 SSIM window compared as probes within 0/255: 1 with " \
+           "pixels over it (1)" in exact.stdout
+    assert "FAILED: probes within 0/255 required" in exact.stdout
+    assert cli().returncode == 0  # no check asked for: a report only
+    bad = cli("--tolerance", "300")
+    assert bad.returncode == 2 and "expected a value in 0..255" in bad.stderr
+
+
+@pytest.mark.mesa
+@pytest.mark.slow
+def test_a_1x1_glreadpixels_capture_compares_exactly_with_mesa(tmp_path):
+    """A real program whose frames are a 1x1 glReadPixels (as piglit's probes read) imports,
+    renders and compares with Mesa's reference and with what the program read."""
+    require_tools("apitrace")
+    require_mesa()
+    trace = tmp_path / "probe.trace"
+    proc = subprocess.run(["apitrace", "trace", "--api", "egl", "-o", str(trace),
+                           sys.executable, str(OFFSCREEN_PROGRAM), "--mode", "fbo", "--frames",
+                           "2", "--rect", "80,60,1,1", "--out", str(tmp_path / "read")],
+                          capture_output=True, timeout=120, env=program_environment(),
+                          check=False)
+    assert proc.returncode == 0 and trace.exists(), proc.stderr.decode(errors="replace")
+
+    def tilesim(*args):
+        return subprocess.run([sys.executable, "-m", "tilesim.cli", *args], capture_output=True,
+                              text=True, cwd=ROOT, check=False)
+
+    for command in (["import", str(trace), "-o", str(tmp_path / "x.tsim")],
+                    ["render", str(tmp_path / "x.tsim"), "--out", str(tmp_path / "render")],
+                    ["reference", str(trace), "--out", str(tmp_path / "ref"), "--driver",
+                     "llvmpipe"]):
+        done = tilesim(*command)
+        assert done.returncode == 0, (command, done.stderr)
+    # Mesa's replay of the capture is exactly what the program read (both llvmpipe); tilesim's
+    # pixel of the interpolated triangle is within piglit's probe tolerance of it.
+    for a, b, tolerance, largest in (("ref", "read", "0", 0), ("render", "ref", "2", 2)):
+        done = tilesim("compare", str(tmp_path / a), str(tmp_path / b), "--tolerance",
+                       tolerance, "--json")
+        assert done.returncode == 0, done.stdout + done.stderr
+        frames = json.loads(done.stdout)["frames"]
+        assert [f["method"] for f in frames] == ["probe"] * 2, frames
+        assert all(f["max_diff"] <= largest and f["over_tolerance"] == 0 for f in frames)
+
+
 # --- real captures -------------------------------------------------------------------------
 
 

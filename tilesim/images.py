@@ -1,11 +1,19 @@
 """Frames as images: PNG files in and out, and the quality of a frame against a reference
-(MSSIM, PSNR, largest channel difference).
+(MSSIM, PSNR, largest channel difference, share of pixels over a tolerance).
 
 One definition for every study and technique: MSSIM as the thesis computes it
 (``skimage.metrics.structural_similarity`` with ``gaussian_weights=True, sigma=1.5,
 use_sample_covariance=False, data_range=255``, Wang et al. 2004), on RGB with alpha dropped
 (apitrace's reference images have none), 8 bits per channel. PSNR of identical images is
 infinite (``null`` in JSON).
+
+Small observations. The Gaussian window is :data:`SSIM_WINDOW` (11) pixels wide, so a frame
+narrower or lower than that (a test program's glReadPixels of a few pixels, piglit's 1x1
+probes) has no MSSIM. Such a frame is compared the way piglit's probes compare pixels
+(``piglit_probe_pixel_rgb``): every channel of every pixel must be within a tolerance of the
+reference, by default :data:`tilesim.thresholds.PROBE_TOLERANCE` (piglit's ``3 / 2**bits`` of
+an 8-bit channel admits differences up to 2/255); its metrics give the largest difference and
+the share of pixels over the tolerance, and ``mssim`` is None. Tolerance 0 compares exactly.
 """
 
 from __future__ import annotations
@@ -19,24 +27,45 @@ from pathlib import Path
 import numpy as np
 
 from tilesim.errors import InputError
+from tilesim.thresholds import PROBE_TOLERANCE
 
 SSIM_OPTIONS = {"gaussian_weights": True, "sigma": 1.5, "use_sample_covariance": False,
                 "data_range": 255}
+# The side of scikit-image's Gaussian SSIM window, in pixels: 2 * int(truncate * sigma + 0.5)
+# + 1 with its truncate of 3.5 and sigma 1.5. A frame smaller on either side has no MSSIM.
+SSIM_WINDOW = 2 * int(3.5 * SSIM_OPTIONS["sigma"] + 0.5) + 1
 
 
 @dataclass(frozen=True)
 class FrameMetrics:
-    """Quality of one frame against its reference: ``mssim`` (0..1, 1 = identical), ``psnr``
-    (dB, ``inf`` when identical), ``max_diff`` (largest channel difference, 0..255)."""
+    """Quality of one frame against its reference: ``mssim`` (0..1, 1 = identical; None for a
+    frame smaller than :data:`SSIM_WINDOW`, compared as a probe), ``psnr`` (dB, ``inf`` when
+    identical), ``max_diff`` (largest channel difference, 0..255), ``over_tolerance`` (share
+    of pixels, 0..1, with a channel differing by more than ``tolerance``, in 1/255)."""
 
     frame: int
-    mssim: float
+    mssim: float | None
     psnr: float
     max_diff: int
+    over_tolerance: float = 0.0
+    tolerance: int = PROBE_TOLERANCE
+
+    @property
+    def method(self) -> str:
+        """``"mssim"``, or ``"probe"`` for a frame below the SSIM window."""
+        return "probe" if self.mssim is None else "mssim"
+
+    def passes(self, min_mssim: float | None) -> bool:
+        """Whether the frame meets ``min_mssim`` (None: any MSSIM); a probe frame passes when
+        no pixel is over the tolerance, as a piglit probe does."""
+        if self.mssim is None:
+            return self.over_tolerance == 0.0
+        return min_mssim is None or self.mssim >= min_mssim
 
     def as_json(self) -> dict:
-        return {"frame": self.frame, "mssim": self.mssim,
-                "psnr": None if math.isinf(self.psnr) else self.psnr, "max_diff": self.max_diff}
+        return {"frame": self.frame, "method": self.method, "mssim": self.mssim,
+                "psnr": None if math.isinf(self.psnr) else self.psnr, "max_diff": self.max_diff,
+                "over_tolerance": self.over_tolerance, "tolerance": self.tolerance}
 
 
 def as_rgb(image, where: str = "<image>") -> np.ndarray:
@@ -52,24 +81,29 @@ def as_rgb(image, where: str = "<image>") -> np.ndarray:
     return np.ascontiguousarray(array[:, :, :3])
 
 
-def image_metrics(image, reference, frame: int = 0, where: str = "<image>") -> FrameMetrics:
-    """MSSIM, PSNR and max channel difference of ``image`` against ``reference`` (RGB[A] uint8
-    arrays of the same height and width)."""
+def image_metrics(image, reference, frame: int = 0, where: str = "<image>", *,
+                  tolerance: int = PROBE_TOLERANCE) -> FrameMetrics:
+    """MSSIM, PSNR, max channel difference and share of pixels over ``tolerance`` (0..255) of
+    ``image`` against ``reference`` (RGB[A] uint8 arrays of the same height and width, alpha
+    dropped); a frame below the SSIM window gets ``mssim`` None (module docstring)."""
     from skimage.metrics import peak_signal_noise_ratio, structural_similarity
 
     a, b = as_rgb(image, where), as_rgb(reference, where)
     if a.shape != b.shape:
         raise InputError(f"frame {frame}: sizes differ ({a.shape[1]}x{a.shape[0]} against "
                          f"{b.shape[1]}x{b.shape[0]})", source=where)
-    if min(a.shape[:2]) < 7:
-        raise InputError(f"frame {frame}: images smaller than 7x7 pixels have no MSSIM",
-                         source=where)
-    max_diff = int(np.abs(a.astype(np.int16) - b.astype(np.int16)).max())
+    if a.size == 0:
+        raise InputError(f"frame {frame}: the images have no pixels", source=where)
+    diff = np.abs(a.astype(np.int16) - b.astype(np.int16)).max(axis=2)
+    max_diff = int(diff.max())
+    probe = min(a.shape[:2]) < SSIM_WINDOW
     if max_diff == 0:
-        return FrameMetrics(frame, 1.0, math.inf, 0)
-    mssim = float(structural_similarity(a, b, channel_axis=-1, **SSIM_OPTIONS))
+        return FrameMetrics(frame, None if probe else 1.0, math.inf, 0, 0.0, tolerance)
+    over = float(np.count_nonzero(diff > tolerance) / diff.size)
+    mssim = None if probe else float(structural_similarity(a, b, channel_axis=-1,
+                                                           **SSIM_OPTIONS))
     psnr = float(peak_signal_noise_ratio(b, a, data_range=255))
-    return FrameMetrics(frame, mssim, psnr, max_diff)
+    return FrameMetrics(frame, mssim, psnr, max_diff, over, tolerance)
 
 
 def read_png(path: Path, mode: str = "RGB") -> np.ndarray:
@@ -93,28 +127,44 @@ class Comparison:
     only_b: list[int]
 
     def summary(self) -> dict:
-        mssim = [f.mssim for f in self.frames]
+        """Min and mean of each metric; MSSIM's over the frames that have one (None when none
+        has), the worst frame the lowest MSSIM, else the probe frame most over tolerance;
+        ``probe_frames`` the frames compared as probes, ``probes_over_tolerance`` those with
+        a pixel over it."""
+        scored = [f for f in self.frames if f.mssim is not None]
+        probes = [f for f in self.frames if f.mssim is None]
         psnr = [f.psnr for f in self.frames]
         finite = [p for p in psnr if not math.isinf(p)]
-        worst = min(self.frames, key=lambda f: f.mssim)
-        return {"frames": len(self.frames), "min_mssim": min(mssim),
-                "mean_mssim": float(np.mean(mssim)), "worst_frame": worst.frame,
+        worst = (min(scored, key=lambda f: f.mssim) if scored else
+                 max(probes, key=lambda f: (f.over_tolerance, f.max_diff)))
+        return {"frames": len(self.frames),
+                "min_mssim": min(f.mssim for f in scored) if scored else None,
+                "mean_mssim": float(np.mean([f.mssim for f in scored])) if scored else None,
+                "worst_frame": worst.frame,
                 "min_psnr": min(finite) if finite else None,
                 "mean_psnr": float(np.mean(finite)) if len(finite) == len(psnr) else None,
                 "max_diff": max(f.max_diff for f in self.frames),
+                "probe_frames": [f.frame for f in probes],
+                "probes_over_tolerance": [f.frame for f in probes if f.over_tolerance > 0],
                 "only_in_a": self.only_a, "only_in_b": self.only_b}
+
+    def passed(self, min_mssim: float | None) -> bool:
+        """Every frame meets ``min_mssim``, probe frames their tolerance
+        (:meth:`FrameMetrics.passes`)."""
+        return all(f.passes(min_mssim) for f in self.frames)
 
 
 def compare_images(images: dict[int, np.ndarray] | list[np.ndarray],
                    references: dict[int, np.ndarray] | list[np.ndarray],
-                   where: str = "<images>") -> Comparison:
-    """Metrics of every frame number present on both sides (lists count from 0)."""
+                   where: str = "<images>", *, tolerance: int = PROBE_TOLERANCE) -> Comparison:
+    """Metrics of every frame number present on both sides (lists count from 0); frames below
+    the SSIM window are compared as probes within ``tolerance``."""
     a = dict(enumerate(images)) if isinstance(images, list) else dict(images)
     b = dict(enumerate(references)) if isinstance(references, list) else dict(references)
     common = sorted(set(a) & set(b))
     if not common:
         raise InputError("no frame number is present on both sides", source=where)
-    metrics = [image_metrics(a[n], b[n], n, where) for n in common]
+    metrics = [image_metrics(a[n], b[n], n, where, tolerance=tolerance) for n in common]
     return Comparison(metrics, sorted(set(a) - set(b)), sorted(set(b) - set(a)))
 
 

@@ -69,7 +69,7 @@ class SceneFrame:
     """How one frame of a scene agrees with Mesa's."""
 
     frame: int
-    mssim: float
+    mssim: float | None    # None: the frame is smaller than the SSIM window (tilesim.images)
     within: float          # share of pixels within CONFORMANCE_TOLERANCE on every channel
     max_difference: int    # largest channel difference, in 1/255
 
@@ -88,7 +88,9 @@ class SceneResult:
 
     @property
     def mssim(self) -> float:
-        return min((f.mssim for f in self.frames), default=float("nan"))
+        """The lowest MSSIM of the frames; NaN when no frame has one (none, or every frame
+        below the SSIM window: those are judged by ``within`` alone)."""
+        return min((f.mssim for f in self.frames if f.mssim is not None), default=float("nan"))
 
     @property
     def within(self) -> float:
@@ -107,7 +109,8 @@ class SceneResult:
         if self.error:
             return [self.error]
         out = []
-        if not self.mssim >= CONFORMANCE_MIN_MSSIM:
+        scored = any(f.mssim is not None for f in self.frames) or not self.frames
+        if scored and not self.mssim >= CONFORMANCE_MIN_MSSIM:
             out.append(f"MSSIM {self.mssim:.5f} < {CONFORMANCE_MIN_MSSIM}")
         if not self.within >= CONFORMANCE_MIN_WITHIN:
             out.append(f"{100 * self.within:.3f}% of pixels within "
@@ -142,7 +145,7 @@ def compare_frame(frame: int, tilesim: np.ndarray, mesa: np.ndarray) -> SceneFra
         raise InputError(f"image sizes differ: tilesim {tilesim.shape}, Mesa {mesa.shape}")
     mssim = image_metrics(tilesim, mesa, frame, where="conformance").mssim
     within, max_difference = within_tolerance(tilesim, mesa, CONFORMANCE_TOLERANCE)
-    return SceneFrame(frame, float(mssim), within, max_difference)
+    return SceneFrame(frame, None if mssim is None else float(mssim), within, max_difference)
 
 
 def render_tilesim(frames: list[list[Command]], width: int, height: int, *,
