@@ -310,6 +310,44 @@ def test_skipped_calls_are_counted(tmp_path):
     assert skip_kind("glDrawArrays") is None
 
 
+def test_queried_limits_go_into_the_trace_and_the_renderer(tmp_path):
+    """Issue 31 item 2: a program that queried 192 combined texture units (Mesa llvmpipe) and
+    resets unit 100 imports; the trace carries what it queried, the renderer applies it."""
+    from tilesim.render.pipeline.renderer import Renderer
+
+    calls = Calls()
+    start(calls)
+    calls.add("glGetIntegerv", pname=0x8B4D, params=[192])
+    calls.add("glGetFloatv", pname=0x846E, params=[1.0, 255.0])
+    calls.add("glActiveTexture", texture=0x84C0 + 100)
+    calls.add("glBindTexture", target=0x0DE1, texture=0)
+    calls.add("glActiveTexture", texture=0x84C0)
+    calls.add("glClear", mask=0x4000)
+    swap(calls)
+    summary, frames, out = do_import(tmp_path, calls)
+    assert ("activeTexture", 100) in [(c.op, c.args.get("unit")) for c in frames[0]]
+    with open_trace(out) as trace:
+        assert trace.limits == {"texture_units": 192, "point_size_max": 255.0}
+        renderer = Renderer(trace.width, trace.height, limits=trace.limits)
+        assert renderer.state.MAX_TEXTURE_UNITS == 192
+        list(renderer.render(trace.frames()))
+    assert "limits: texture_units 192 (queried at call 7), point_size_max 255 (queried at " \
+           "call 8)" in summary.describe()
+
+    calls = Calls()
+    start(calls)
+    number = calls.add("glActiveTexture", texture=0x84C0 + 40)
+    swap(calls)
+    with pytest.raises(InputError, match=rf"call {number}: glActiveTexture: texture unit 0x84E8 "
+                                         r"is not GL_TEXTURE0..GL_TEXTURE31 \(the units"):
+        do_import(tmp_path, calls)
+    summary, _, out = do_import(tmp_path, Calls(calls.records[:-2] + calls.records[-1:]))
+    assert "limits: texture_units 32 (the GPU configuration's), point_size_max 255 (the GPU " \
+           "configuration's)" in summary.describe()
+    with open_trace(out) as trace:
+        assert trace.limits == {}
+
+
 def test_unsupported_call_is_an_error_naming_it_and_its_number(tmp_path):
     calls = Calls()
     start(calls)

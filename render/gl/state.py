@@ -125,14 +125,17 @@ class FragmentState:
 class GLState:
     """Everything a GLES2 context holds, for one trace being replayed."""
 
-    MAX_TEXTURE_UNITS = 8
     MAX_VERTEX_ATTRIBS = 16
 
     def __init__(self, width: int, height: int, source: str = "<trace>", *,
-                 mediump: str = "fp32"):
+                 mediump: str = "fp32", texture_units: int = 32):
         """``mediump``: how fragment and vertex programs compute ``mediump`` / ``lowp``:
         "fp32" (float32, as Mesa softpipe) or "fp16" (16-bit floats, as Mesa llvmpipe and
-        mobile GPUs; :mod:`tilesim.shaders.interpreter`)."""
+        mobile GPUs; :mod:`tilesim.shaders.interpreter`). ``texture_units``: how many units
+        glActiveTexture may select, GL_MAX_COMBINED_TEXTURE_IMAGE_UNITS (OpenGL ES 2.0 spec
+        section 3.7; the renderer passes the trace's or the GPU configuration's,
+        :func:`tilesim.render.pipeline.gpu_config.gl_limits`)."""
+        self.MAX_TEXTURE_UNITS = texture_units
         if mediump not in MEDIUMP_MODES:
             raise InputError(f"mediump must be one of {', '.join(MEDIUMP_MODES)}, got "
                              f"{mediump!r}", source=source)

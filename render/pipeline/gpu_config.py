@@ -34,3 +34,21 @@ def gpu_config_values(path: str, table: str, keys: tuple[str, ...]) -> dict:
         return {key: node[key]["value"] for key in keys}
     except (OSError, KeyError, TypeError, tomllib.TOMLDecodeError) as error:
         raise InputError(f"no [{table}] {', '.join(keys)}: {error}", source=path) from None
+
+
+# The GL state never has fewer texture units than the importer accepts (``glActiveTexture``
+# of GL_TEXTURE0 + 0..31) and Mesa's GLES2 contexts offer per stage (32).
+MIN_TEXTURE_UNITS = 32
+
+
+def gl_limits(limits: dict | None = None, path: str | None = None) -> dict:
+    """The GLES2 limits a renderer applies: ``{"texture_units": int, "point_size_max":
+    float}``. ``limits`` (a trace's, what its program queried: :mod:`tilesim.render.traces`)
+    wins over the ``[limits]`` table of the GPU configuration at ``path`` (default
+    :data:`GPU_CONFIG`); texture units are at least :data:`MIN_TEXTURE_UNITS`."""
+    values = gpu_config_values(str(path or GPU_CONFIG), "limits",
+                               ("texture_units", "point_size_max"))
+    given = limits or {}
+    units = int(given.get("texture_units") or values["texture_units"])
+    size = float(given.get("point_size_max") or values["point_size_max"])
+    return {"texture_units": max(units, MIN_TEXTURE_UNITS), "point_size_max": max(size, 1.0)}

@@ -19,7 +19,6 @@ import numpy as np
 from tilesim.backend import array_module
 from tilesim.render.pipeline.clipping import W_EPSILON
 
-MAX_POINT_SIZE = 64.0
 POINT_COORD = ("PCOORD", 0)
 
 
@@ -69,14 +68,16 @@ def lines_to_triangles(rows: np.ndarray, segments: np.ndarray, viewport, width: 
 
 
 def points_to_triangles(rows: np.ndarray, indices: np.ndarray, viewport,
-                        point_size: np.ndarray | None):
-    """(vertex rows with 4 more columns for gl_PointCoord, (2P, 3) triangles)."""
+                        point_size: np.ndarray | None, max_size: float):
+    """(vertex rows with 4 more columns for gl_PointCoord, (2P, 3) triangles). gl_PointSize
+    is clamped to 1..``max_size`` pixels, the aliased point size range (OpenGL ES 2.0 spec
+    section 3.3)."""
     xp = array_module(rows)
     p = rows[indices]
     inside = (p[:, 2] >= -p[:, 3]) & (p[:, 2] <= p[:, 3]) & (p[:, 3] > W_EPSILON)
     p = p[inside]
     size = xp.ones(len(p)) if point_size is None else point_size[indices][inside]
-    size = xp.clip(size, 1.0, MAX_POINT_SIZE)
+    size = xp.clip(size, 1.0, max_size)
     _, _, vw, vh = viewport
     half_ndc = xp.stack([size / max(vw, 1), size / max(vh, 1)], axis=1)
     corners = []

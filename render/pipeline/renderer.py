@@ -49,7 +49,7 @@ from tilesim.render.pipeline.binning import Bins
 from tilesim.render.pipeline.clipping import ClippedTriangles
 from tilesim.render.pipeline.counters import FrameCounters, PassCounters
 from tilesim.render.pipeline.framebuffer import RenderTarget
-from tilesim.render.pipeline.gpu_config import GPU_CONFIG, gpu_config_values
+from tilesim.render.pipeline.gpu_config import GPU_CONFIG, gl_limits, gpu_config_values
 from tilesim.render.pipeline.hooks import PipelineHooks
 from tilesim.render.pipeline.observer import RenderObserver
 from tilesim.render.pipeline.triangle_setup import Triangles
@@ -196,13 +196,17 @@ class Renderer:
     to render at fixed rates. ``observer`` (a
     :class:`~tilesim.render.pipeline.observer.RenderObserver`) watches frames, commands and
     passes. ``mediump``: "fp32" or "fp16", how shaders compute ``mediump`` and ``lowp`` (see
-    :func:`configured_mediump`; None: the GPU configuration's choice).
+    :func:`configured_mediump`; None: the GPU configuration's choice). ``limits``: the GLES2
+    limits the trace's program queried (``{"texture_units", "point_size_max"}``, either may be
+    missing), else the GPU configuration's (:func:`gpu_config.gl_limits`); ``self.limits`` the
+    ones applied.
     """
 
     def __init__(self, width: int, height: int, *, depth_bits: int = 24, tile_size: int = 16,
                  traversal: str = "scanline", fill_rule: str = "bottom_left",
                  source: str = "<trace>", techniques: PipelineHooks | None = None,
-                 observer: RenderObserver | None = None, mediump: str | None = None):
+                 observer: RenderObserver | None = None, mediump: str | None = None,
+                 limits: dict | None = None):
         if tile_size < 2 or tile_size % 2:
             raise InputError(f"tile size must be an even number >= 2, got {tile_size}")
         keep_freed_memory()
@@ -210,7 +214,9 @@ class Renderer:
                      RENDER_BYTES_PER_PIXEL * width * height, source)
         self.xp = active_xp()   # the array backend the buffers and all per-draw arrays live on
         self.mediump = configured_mediump() if mediump is None else mediump
-        self.state = GLState(width, height, source, mediump=self.mediump)
+        self.limits = gl_limits(limits)
+        self.state = GLState(width, height, source, mediump=self.mediump,
+                             texture_units=self.limits["texture_units"])
         self.tile_size, self.traversal, self.fill_rule = tile_size, traversal, fill_rule
         self.source = source
         self.default_target = RenderTarget(width, height, depth_bits, name="default",
@@ -698,7 +704,7 @@ class Renderer:
         else:
             vertex_rows, rows = point_line_setup.points_to_triangles(
                 shaded.rows, fetched.elements[prims[:, 0]], state.viewport,
-                shaded.point_size)
+                shaded.point_size, self.limits["point_size_max"])
             columns[point_line_setup.POINT_COORD] = vertex_rows.shape[1] - 4
         clipped = clipping.clip_triangles(vertex_rows, rows)
         scalars["prims_clip_rejected"] += clipped.rejected

@@ -174,9 +174,12 @@ def tilesim_fragment_count(counters: list[dict]) -> int:
 # formats included in the compatibility profile), inside one GL_SAMPLES_PASSED query. Two changes to
 # the frames make that replay count what tilesim's counter counts: the depth test is never enabled,
 # and the GLSL gets a "#version 100" line (a desktop context reads a source without one as GLSL
-# 1.10; with it, as GLSL ES 1.00 through ARB_ES2_compatibility).
+# 1.10; with it, as GLSL ES 1.00 through ARB_ES2_compatibility). A desktop context also takes a
+# point's size from gl_PointSize only with GL_PROGRAM_POINT_SIZE enabled (OpenGL 4.1
+# compatibility profile section 3.4; GLES2 always does, section 3.3), which the count enables.
 
 GL_SAMPLES_PASSED = 0x8914
+GL_PROGRAM_POINT_SIZE = 0x8642
 GL_QUERY_RESULT = 0x8866
 
 
@@ -257,6 +260,7 @@ def _count_child(trace_path: str, out_path: str) -> int:
     with open_trace(trace_path) as trace:
         replayer = GLReplayer(gl, trace.width, trace.height, depth_bits=trace.depth_bits,
                               name=str(trace_path))
+        gl.glEnable(GL_PROGRAM_POINT_SIZE)
         query = gl.gen(gl.glGenQueries)
         gl.glBeginQuery(GL_SAMPLES_PASSED, query)
         for _ in replayer.run(trace.frames(), None, wanted=set()):

@@ -59,17 +59,18 @@ def renderer_for(width: int, height: int, *, depth_bits: int = 24,
                  tile_size: int = 16, traversal: str = "scanline",
                  fill_rule: str = "bottom_left", tile_rates: int | np.ndarray | None = None,
                  observer: RenderObserver | None = None, source: str = "<trace>",
-                 mediump: str | None = None) -> Renderer:
+                 mediump: str | None = None, limits: dict | None = None) -> Renderer:
     """A renderer of a ``width`` x ``height`` window. ``technique``: a name or built hooks
     (see :func:`techniques_of`). ``tile_rates``: a sampling-rate index for every tile of the
     screen (an int: the same for all; DSR's rates, 0 = 1x .. 4 = 1/256x), to render at fixed
     rates. ``mediump``: "fp32" or "fp16", how shaders compute mediump and lowp (None: the GPU
-    configuration's ``mediump_fp16``)."""
+    configuration's ``mediump_fp16``). ``limits``: the trace's GLES2 limits (``Trace.limits``;
+    None: the GPU configuration's)."""
     renderer = Renderer(width, height, depth_bits=depth_bits, tile_size=tile_size,
                         traversal=traversal, fill_rule=fill_rule, source=source,
                         techniques=techniques_of(technique, source=source,
                                                  dsr_parameters=dsr_parameters),
-                        observer=observer, mediump=mediump)
+                        observer=observer, mediump=mediump, limits=limits)
     if tile_rates is not None:
         # The pipeline reads tile_rates at each draw (superfragments for rates above 0).
         tiles = renderer.default_target.tile_count
@@ -99,6 +100,7 @@ def _render_open(trace: Trace, frames, size, options) -> Iterator[FrameResult]:
     stop = wanted.stop if isinstance(wanted, range) else wanted[-1] + 1
     width, height = size or (trace.width, trace.height)
     options.setdefault("source", str(trace.path))
+    options.setdefault("limits", trace.limits)
     yield from render_frames(trace.frames(0, stop), width, height, keep=wanted,
                              depth_bits=trace.depth_bits, **options)
 
@@ -147,6 +149,7 @@ def render_side_by_side(trace: str | os.PathLike, techniques: dict[str, Pipeline
 
     with open_trace(trace) as handle:
         options.setdefault("source", str(handle.path))
+        options.setdefault("limits", handle.limits)
         renderer = renderer_for(handle.width, handle.height, depth_bits=handle.depth_bits,
                                 technique=hooks, observer=observer, **options)
         frames_of = _Divergences(renderer, hooks, watched)
@@ -211,7 +214,7 @@ def fresh_starts(trace: Trace, stop: int, *, mediump: str | None = None) -> list
     ``stop`` depth-tests), up to the first frame that draws into a texture (a later frame may
     sample it). Costs a replay of the GL state of those frames."""
     renderer = Renderer(trace.width, trace.height, depth_bits=trace.depth_bits,
-                        source=str(trace.path), mediump=mediump)
+                        source=str(trace.path), mediump=mediump, limits=trace.limits)
     frames: list[ReplayedFrame] = []
     try:
         for number, commands in enumerate(trace.frames(0, stop)):

@@ -159,6 +159,14 @@ EGL_NONE = 0x3038
 CALL_FLAG_FAKE = 1
 MAX_TEXTURE_UNITS = 32
 MAX_VERTEX_ATTRIBS = 32
+# Limits a program queries whose answers change what replays (glGetIntegerv / glGetFloatv):
+# pname -> the trace manifest's limits entry (render/traces/TRACE_FORMAT.md) and which
+# component of the answer it is.
+GL_MAX_COMBINED_TEXTURE_IMAGE_UNITS = 0x8B4D
+GL_ALIASED_POINT_SIZE_RANGE = 0x846E
+QUERIED_LIMITS = {GL_MAX_COMBINED_TEXTURE_IMAGE_UNITS: ("texture_units", 0),
+                  GL_ALIASED_POINT_SIZE_RANGE: ("point_size_max", 1)}
+LIMIT_GETTERS = ("glGetIntegerv", "glGetFloatv")
 
 CLEAR_BITS = ((0x4000, "COLOR_BUFFER_BIT"), (0x100, "DEPTH_BUFFER_BIT"),
               (0x400, "STENCIL_BUFFER_BIT"))
@@ -251,6 +259,14 @@ class ScanResult:
     trailing_calls: int = 0
     trailing_draws: int = 0
     warnings: list[str] = field(default_factory=list)  # see capture_warnings
+    # GLES2 limits the program queried (QUERIED_LIMITS): entry -> (value, the call that told)
+    limits: dict[str, tuple[float, int]] = field(default_factory=dict)
+
+    @property
+    def texture_units(self) -> int:
+        """How many units glActiveTexture may select: what the program queried, at least the
+        MAX_TEXTURE_UNITS the importer always accepts."""
+        return max(MAX_TEXTURE_UNITS, int(self.limits.get("texture_units", (0, 0))[0]))
 
     @property
     def depth_bits(self) -> int:
@@ -350,6 +366,8 @@ def scan_calls(calls: Iterable[Call], source: str, frame_limit: int | None = Non
             if value is not None:
                 queried[(args.handle("surface"), args.int("attribute", 0))] = (value,
                                                                               call.number)
+        elif name in LIMIT_GETTERS:
+            _scan_limit(args, result.limits, call.number)
         elif name == "glViewport" and call.flags & CALL_FLAG_FAKE and viewport_size is None \
                 and draw is not None and draw == main_surface:
             viewport_size = (args.int("width", 0, limits=GLINT),
@@ -388,6 +406,19 @@ def scan_calls(calls: Iterable[Call], source: str, frame_limit: int | None = Non
             elif EGL_STENCIL_SIZE in asked:
                 result.egl_stencil_size = 8 if asked[EGL_STENCIL_SIZE] > 0 else 0
     return result
+
+
+def _scan_limit(args: CallArgs, limits: dict, number: int) -> None:
+    """Keep the answer of a glGetIntegerv / glGetFloatv of a QUERIED_LIMITS pname (apitrace
+    records the output array as ``params``); other queries and unrecorded answers are left."""
+    entry = QUERIED_LIMITS.get(args.int("pname", 0, limits=GLUINT))
+    values = args.get("params", None)
+    if entry is None or not isinstance(values, (list, tuple)):
+        return
+    key, component = entry
+    if component < len(values) and isinstance(values[component], (int, float)) \
+            and not isinstance(values[component], bool) and 1 <= values[component] <= 65536:
+        limits[key] = (values[component], number)
 
 
 def capture_warnings(scan: ScanResult, notes: StreamNotes) -> list[str]:
@@ -928,9 +959,12 @@ class Translator:
 
     def _glActiveTexture(self, call):
         unit = self._int("texture", limits=GLUINT) - GL_TEXTURE0
-        if not 0 <= unit < MAX_TEXTURE_UNITS:
+        units = self.scan.texture_units
+        if not 0 <= unit < units:
             raise self._error(f"texture unit 0x{unit + GL_TEXTURE0:04X} is not "
-                              "GL_TEXTURE0..GL_TEXTURE31")
+                              f"GL_TEXTURE0..GL_TEXTURE{units - 1} (the units the program may "
+                              "use: GL_MAX_COMBINED_TEXTURE_IMAGE_UNITS as it queried it, at "
+                              f"least {MAX_TEXTURE_UNITS})")
         self._units.add(unit)
         self._emit("activeTexture", unit=unit)
 
@@ -1455,6 +1489,9 @@ class ImportSummary:
     seconds: float
     dropped_calls: int = 0
     warnings: list[str] = field(default_factory=list)
+    # the GLES2 limits the program queried, as the trace carries them, and the call of each
+    limits: dict = field(default_factory=dict)
+    limit_calls: dict = field(default_factory=dict)
 
     def source(self, trace: str) -> dict:
         return {"tool": "apitrace", "file": trace, "frame_end": self.frame_end,
@@ -1469,6 +1506,10 @@ class ImportSummary:
                  f"{self.calls} calls read, {sum(self.translated.values())} translated, "
                  f"{self.programs} distinct program(s), frames end at {self.frame_end} "
                  f"({self.seconds:.1f} s)"]
+        lines.append("limits: " + ", ".join(
+            f"{key} {value:g} (queried at call {self.limit_calls[key]})"
+            if key in self.limit_calls else f"{key} {value:g} (the GPU configuration's)"
+            for key, value in self.limits.items()))
         if self.dropped_calls:
             lines.append(f"not imported: {self.dropped_calls} call(s) after the last frame "
                          f"end")
@@ -1494,6 +1535,7 @@ def import_calls(open_calls: CallSource, out_path: str | os.PathLike, *, source:
     found in the capture; ``frame_end`` is where frames end (FRAME_END_CHOICES, see the
     module docstring); ``compiler`` replaces Mesa's (tests); ``notes``: where the call source
     leaves its warnings (see :func:`read_calls`), passed on in the summary."""
+    from tilesim.render.pipeline.gpu_config import gl_limits
     from tilesim.render.traces.trace_file import MAX_SIZE, TraceWriter
 
     started = time.perf_counter()
@@ -1526,9 +1568,11 @@ def import_calls(open_calls: CallSource, out_path: str | os.PathLike, *, source:
     programs = compile_links(scan.links, source, compiler)
     translator = Translator(scan, programs, source=source, width=scan.width,
                             height=scan.height)
+    queried = {key: value for key, (value, _) in scan.limits.items()}
     writer = TraceWriter(out_path, width=scan.width, height=scan.height,
                          depth_bits=scan.depth_bits, stencil_bits=scan.stencil_bits,
-                         name=name, source={"tool": "apitrace", "file": source})
+                         name=name, source={"tool": "apitrace", "file": source},
+                         limits=queried)
     calls = 0
     stream = open_calls()
     try:
@@ -1550,7 +1594,9 @@ def import_calls(open_calls: CallSource, out_path: str | os.PathLike, *, source:
             calls=calls, translated=dict(sorted(translator.translated.items())),
             skipped=dict(sorted(translator.skipped.items())),
             folded=dict(sorted(translator.folded.items())), seconds=0.0,
-            dropped_calls=scan.trailing_calls, warnings=capture_warnings(scan, notes))
+            dropped_calls=scan.trailing_calls, warnings=capture_warnings(scan, notes),
+            limits=gl_limits(queried),
+            limit_calls={key: call for key, (_, call) in scan.limits.items()})
         header = summary.source(source)
         header["egl_config"] = {"depth_size": scan.egl_depth_size,
                                 "stencil_size": scan.egl_stencil_size}

@@ -208,6 +208,31 @@ def _check_header(width, height, depth_bits, stencil_bits, name, source, where: 
                          source=where)
 
 
+# The GLES2 limits a trace may carry (what its program queried): name -> (type, low, high).
+LIMITS = {"texture_units": (int, 1, 4096), "point_size_max": (float, 1.0, 65536.0)}
+
+
+def check_limits(limits, where: str) -> dict:
+    """``limits`` as a manifest holds it (an object of :data:`LIMITS` entries, each optional),
+    checked; InputError naming ``where`` otherwise."""
+    if not isinstance(limits, dict):
+        raise InputError(f"limits must be a JSON object, got {limits!r:.40}", source=where)
+    out = {}
+    for key, value in limits.items():
+        if key not in LIMITS:
+            raise InputError(f"limits: unknown entry {key!r:.40} (known: {', '.join(LIMITS)})",
+                             source=where)
+        kind, low, high = LIMITS[key]
+        number = (_is_int(value) if kind is int else
+                  isinstance(value, (int, float)) and not isinstance(value, bool)
+                  and np.isfinite(value))
+        if not number or not low <= value <= high:
+            raise InputError(f"limits: {key} must be {'an integer' if kind is int else 'a number'}"
+                             f" in {low:g}..{high:g}, got {value!r:.40}", source=where)
+        out[key] = kind(value)
+    return out
+
+
 class TraceWriter:
     """Writes a trace frame by frame; the file appears under its name only at :meth:`close`.
 
@@ -220,7 +245,8 @@ class TraceWriter:
 
     def __init__(self, path: str | os.PathLike, *, width: int, height: int,
                  depth_bits: int = 24, stencil_bits: int = 0, name: str | None = None,
-                 source: dict | None = None, compresslevel: int = 6):
+                 source: dict | None = None, compresslevel: int = 6,
+                 limits: dict | None = None):
         self.path = Path(path)
         self.name = self.path.stem if name is None else name
         source = {} if source is None else source
@@ -232,6 +258,8 @@ class TraceWriter:
         self._header = {"width": int(width), "height": int(height),
                         "depth_bits": int(depth_bits), "stencil_bits": int(stencil_bits),
                         "name": self.name, "source": json.loads(source_text)}
+        if limits:
+            self._header["limits"] = check_limits(limits, str(path))
         self._level = compresslevel
         self._frame_commands: list[int] = []
         self._blobs: set[str] = set()
@@ -350,13 +378,16 @@ class TraceWriter:
 
 def write_trace(path: str | os.PathLike, frames: Iterable[Iterable[Command]], *, width: int,
                 height: int, depth_bits: int = 24, stencil_bits: int = 0,
-                name: str | None = None, source: dict | None = None) -> Path:
+                name: str | None = None, source: dict | None = None,
+                limits: dict | None = None) -> Path:
     """Write ``frames`` (lists of commands, each ending with ``endFrame``) atomically to
     ``path`` (conventionally ``*.tsim``). ``width`` x ``height`` pixels and ``depth_bits`` /
     ``stencil_bits`` describe the window-system framebuffer; ``name`` defaults to the file stem;
-    ``source`` is free-form provenance (plain JSON data). Returns ``path``."""
+    ``source`` is free-form provenance (plain JSON data); ``limits`` the GLES2 limits the
+    program queried (:data:`LIMITS`). Returns ``path``."""
     with TraceWriter(path, width=width, height=height, depth_bits=depth_bits,
-                     stencil_bits=stencil_bits, name=name, source=source) as writer:
+                     stencil_bits=stencil_bits, name=name, source=source,
+                     limits=limits) as writer:
         for frame in frames:
             writer.add_frame(frame)
     return writer.path
@@ -387,7 +418,8 @@ class Trace:
 
     Attributes: ``path``, ``width``, ``height`` (pixels), ``depth_bits``, ``stencil_bits``,
     ``frame_count``, ``frame_commands`` (commands per frame), ``name``, ``source``
-    (provenance dict), ``created_by``, ``version``. Use as a context manager or call
+    (provenance dict), ``created_by``, ``version``, ``limits`` (the GLES2 limits its
+    program queried, :data:`LIMITS`; empty when none). Use as a context manager or call
     :meth:`close`.
     """
 
@@ -513,6 +545,7 @@ class Trace:
         self.name = manifest["name"]
         self.source = source
         self.created_by = created_by
+        self.limits = check_limits(manifest.get("limits", {}), where)
 
     def __len__(self) -> int:
         return self.frame_count

@@ -17,6 +17,7 @@ frames of commands. They cover the OpenGL ES 2.0 pipeline feature by feature, a 
     depth_textures   a shadow map, copies from the framebuffer into textures
     multipass        render-to-texture with mipmaps of rendered textures, post-processing,
                      re-attached textures
+    limits           texture units beyond the eighth, 255-pixel points
 
 May import: ``render.gl``, ``render.traces``, ``tilesim.shaders`` and the ``tilesim`` base.
 """
@@ -34,6 +35,7 @@ from tilesim.render.workloads.conformance_scenes import shader_features  # noqa:
 from tilesim.render.workloads.conformance_scenes import textures  # noqa: F401
 from tilesim.render.workloads.conformance_scenes import depth_textures  # noqa: F401
 from tilesim.render.workloads.conformance_scenes import multipass  # noqa: F401
+from tilesim.render.workloads.conformance_scenes import limits  # noqa: F401
 # isort: on
 from tilesim.render.workloads.conformance_scenes.registry import (
     GLMARK2,
