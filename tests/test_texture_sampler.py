@@ -176,6 +176,29 @@ def test_unpack_alignment_pads_rows():
         unpack_pixels("texImage2D", "RGB", "UNSIGNED_BYTE", 3, 2, data, 3)
 
 
+@pytest.mark.parametrize("fmt, alignment", [("RGBA", 4), ("RGB", 1), ("RGB", 8),
+                                             ("LUMINANCE", 2)])
+def test_unpack_subimage_reads_a_rectangle_of_a_larger_client_image(fmt, alignment):
+    """EXT_unpack_subimage: rows of UNPACK_ROW_LENGTH pixels padded to the alignment, the
+    image UNPACK_SKIP_ROWS rows and UNPACK_SKIP_PIXELS pixels in; the data may be the whole
+    client image."""
+    channels = {"RGBA": 4, "RGB": 3, "LUMINANCE": 1}[fmt]
+    client = np.random.default_rng(3).integers(0, 256, (9, 11, channels), np.uint8)
+    stride = -(-11 * channels // alignment) * alignment
+    memory = np.zeros((9, stride), np.uint8)
+    memory[:, :11 * channels] = client.reshape(9, -1)
+    stored = unpack_pixels("texSubImage2D", fmt, "UNSIGNED_BYTE", 4, 3, memory.reshape(-1),
+                           alignment, subimage=(11, 5, 6))
+    np.testing.assert_array_equal(stored, client[5:8, 6:10])
+    needed = 7 * stride + 6 * channels + 4 * channels   # up to the last texel read
+    unpack_pixels("texSubImage2D", fmt, "UNSIGNED_BYTE", 4, 3, memory.reshape(-1)[:needed],
+                  alignment, subimage=(11, 5, 6))
+    with pytest.raises(InputError, match=f"UNPACK_ROW_LENGTH 11, SKIP_ROWS 5, SKIP_PIXELS 6 "
+                                         f"needs {needed} bytes"):
+        unpack_pixels("texSubImage2D", fmt, "UNSIGNED_BYTE", 4, 3,
+                      memory.reshape(-1)[:needed - 1], alignment, subimage=(11, 5, 6))
+
+
 def test_row_zero_is_t_zero():
     pixels = np.zeros((2, 1, 4), np.uint8)
     pixels[0, 0] = [255, 0, 0, 255]   # first row of the data: t = 0

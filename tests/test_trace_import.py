@@ -348,6 +348,28 @@ def test_queried_limits_go_into_the_trace_and_the_renderer(tmp_path):
         assert trace.limits == {}
 
 
+def test_unpack_subimage_state_is_translated_and_reset_for_a_new_context(tmp_path):
+    """EXT_unpack_subimage's glPixelStorei pnames become pixelStorei commands; a second
+    context starts from their initial value, 0 (the alignments' is 4)."""
+    calls = Calls()
+    start(calls)
+    for pname, value in ((0x0CF2, 37), (0x0CF3, 2), (0x0CF4, 5), (0x0CF5, 1)):
+        calls.add("glPixelStorei", pname=pname, param=value)
+    calls.add("glClear", mask=0x4000)
+    swap(calls)
+    calls.add("eglMakeCurrent", ret=1, dpy=Pointer(0x4000), draw=SURFACE, read=SURFACE,
+              ctx=Pointer(0x5001))
+    calls.add("glClear", mask=0x4000)
+    swap(calls)
+    _, frames, _ = do_import(tmp_path, calls)
+    stores = [[(c.args["pname"], c.args["value"]) for c in frame if c.op == "pixelStorei"]
+              for frame in frames]
+    assert stores[0] == [("UNPACK_ROW_LENGTH", 37), ("UNPACK_SKIP_ROWS", 2),
+                         ("UNPACK_SKIP_PIXELS", 5), ("UNPACK_ALIGNMENT", 1)]
+    assert sorted(stores[1]) == [("UNPACK_ALIGNMENT", 4), ("UNPACK_ROW_LENGTH", 0),
+                                 ("UNPACK_SKIP_PIXELS", 0), ("UNPACK_SKIP_ROWS", 0)]
+
+
 def test_unsupported_call_is_an_error_naming_it_and_its_number(tmp_path):
     calls = Calls()
     start(calls)

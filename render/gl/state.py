@@ -16,7 +16,7 @@ import numpy as np
 
 from tilesim.errors import InputError
 from tilesim.memory_budget import check_memory
-from tilesim.render.gl.commands import Command
+from tilesim.render.gl.commands import UNPACK_SUBIMAGE, Command
 from tilesim.shaders.interpreter import MEDIUMP_MODES, Interpreter
 from tilesim.shaders.ir import program_digest
 from tilesim.shaders.parser import parse
@@ -163,6 +163,8 @@ class GLState:
         self.clear_color = (0.0, 0.0, 0.0, 0.0)
         self.clear_depth = 1.0
         self.unpack_alignment = 4
+        # EXT_unpack_subimage: UNPACK_ROW_LENGTH, UNPACK_SKIP_ROWS, UNPACK_SKIP_PIXELS
+        self.unpack_subimage = (0, 0, 0)
         self.state_changes = 0
         self.where = source
 
@@ -270,6 +272,13 @@ class GLState:
         self.bound_textures[target][self.active_unit] = id
 
     def _pixelStorei(self, pname, value):
+        if pname in UNPACK_SUBIMAGE:
+            if value < 0:
+                raise self.error(f"pixelStorei: {pname} must not be negative, got {value}")
+            unpack = list(self.unpack_subimage)
+            unpack[UNPACK_SUBIMAGE.index(pname)] = value
+            self.unpack_subimage = tuple(unpack)
+            return
         if value not in (1, 2, 4, 8):
             raise self.error(f"pixelStorei: alignment must be 1, 2, 4 or 8, got {value}")
         if pname == "UNPACK_ALIGNMENT":
@@ -288,13 +297,13 @@ class GLState:
                          * (held + width * height), self.where)
         texture.tex_image_2d(
             target, level, internalformat, width, height, format, type, data,
-            self.unpack_alignment)
+            self.unpack_alignment, subimage=self.unpack_subimage)
 
     def _texSubImage2D(self, target, level, xoffset, yoffset, width, height, format, type,
                        data):
         self.texture_for_image(target).tex_sub_image_2d(
             target, level, xoffset, yoffset, width, height, format, type, data,
-            self.unpack_alignment)
+            self.unpack_alignment, subimage=self.unpack_subimage)
 
     def _texParameter(self, target, pname, value):
         self.bound_texture(target).set_parameter(pname, value)

@@ -15,7 +15,9 @@ defaults. Each image keeps
 
 Rows follow GL's convention: ``texels[t][s]``, row 0 is the first row of the client data,
 t = 0 (the bottom of the image in GL's picture). Client data are unpacked with
-UNPACK_ALIGNMENT row padding; 16-bit packed texels are read little-endian (client memory of
+UNPACK_ALIGNMENT row padding and, as EXT_unpack_subimage adds to OpenGL ES 2.0,
+UNPACK_ROW_LENGTH / UNPACK_SKIP_ROWS / UNPACK_SKIP_PIXELS (a sub-rectangle of a larger client
+image: :func:`unpack_layout`); 16-bit packed texels are read little-endian (client memory of
 the machines traces come from).
 
 Completeness (ES 2.0 §3.7.10, §3.8.2): :meth:`Texture.incomplete_reason` says why a texture
@@ -64,6 +66,7 @@ __all__ = [
     "TextureImage",
     "lerp_u8",
     "requantize",
+    "unpack_layout",
     "unpack_pixels",
 ]
 
@@ -143,33 +146,57 @@ def _check_format(call: str, fmt: str, type_: str, where: str | None,
                          f"not {fmt}", source=where)
 
 
+def unpack_layout(width: int, height: int, bytes_per_pixel: int, alignment: int = 4,
+                  subimage: tuple[int, int, int] = (0, 0, 0)) -> tuple[int, int, int]:
+    """(offset of the first texel, row stride, bytes GL reads), in bytes, of a ``width`` x
+    ``height`` image in client memory: rows of UNPACK_ROW_LENGTH pixels (0: ``width``) padded
+    to ``alignment``, the image starting UNPACK_SKIP_ROWS rows and UNPACK_SKIP_PIXELS pixels
+    in (``subimage`` = (row length, skip rows, skip pixels); OpenGL ES 2.0 spec section 3.6.2
+    with EXT_unpack_subimage, the rules of OpenGL 2.0 section 3.6.4). The last row needs no
+    padding."""
+    row_length, skip_rows, skip_pixels = subimage
+    stride = -(-(row_length or width) * bytes_per_pixel // alignment) * alignment
+    offset = skip_rows * stride + skip_pixels * bytes_per_pixel
+    read = offset + stride * (height - 1) + width * bytes_per_pixel if width and height else 0
+    return offset, stride, read
+
+
 def unpack_pixels(call: str, fmt: str, type_: str, width: int, height: int, data,
-                  alignment: int = 4, where: str | None = None) -> np.ndarray:
+                  alignment: int = 4, where: str | None = None,
+                  subimage: tuple[int, int, int] = (0, 0, 0)) -> np.ndarray:
     """Client pixel data as stored components: (height, width, C) uint16 (depth: (height,
     width, 1) uint32 of ``DEPTH_BITS[type_]`` bits).
 
-    ``data``: bytes (any array is read as its raw bytes). Rows are ``alignment``-padded;
-    the data must hold at least the bytes GL reads (the last row needs no padding) and at
-    most ``height`` padded rows. Raises InputError naming ``call`` otherwise.
+    ``data``: bytes (any array is read as its raw bytes), laid out as :func:`unpack_layout`
+    says for ``alignment`` and ``subimage`` (UNPACK_ROW_LENGTH, UNPACK_SKIP_ROWS,
+    UNPACK_SKIP_PIXELS). The data must hold at least the bytes GL reads and, without a
+    ``subimage`` (whose data may be the whole client image the rectangle is cut from), at most
+    the last row's padding more. Raises InputError naming ``call`` otherwise.
     """
     _check_format(call, fmt, type_, where, depth=True)
     if alignment not in _ALIGNMENTS:
         raise InputError(f"{call}: UNPACK_ALIGNMENT must be 1, 2, 4 or 8, got {alignment}",
                          source=where)
+    if min(subimage) < 0:
+        raise InputError(f"{call}: UNPACK_ROW_LENGTH, UNPACK_SKIP_ROWS and UNPACK_SKIP_PIXELS "
+                         f"must not be negative, got {subimage}", source=where)
     bpp = bytes_per_texel(fmt, type_)
     row = width * bpp
-    stride = -(-row // alignment) * alignment
-    needed = stride * (height - 1) + row if width and height else 0
+    offset, stride, needed = unpack_layout(width, height, bpp, alignment, subimage)
     raw = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
-    if raw.size < needed or raw.size > max(needed, stride * height):
+    most = None if subimage != (0, 0, 0) else max(needed, stride * height)
+    if raw.size < needed or (most is not None and raw.size > most):
+        layout = "" if subimage == (0, 0, 0) else (
+            f", UNPACK_ROW_LENGTH {subimage[0]}, SKIP_ROWS {subimage[1]}, SKIP_PIXELS "
+            f"{subimage[2]}")
         raise InputError(f"{call}: {width}x{height} {fmt}/{type_} with UNPACK_ALIGNMENT "
-                         f"{alignment} needs {needed} bytes of data (rows of {row} bytes, "
-                         f"{stride} apart), got {raw.size}", source=where)
+                         f"{alignment}{layout} needs {needed} bytes of data (rows of {row} "
+                         f"bytes, {stride} apart), got {raw.size}", source=where)
     if needed == 0:
         return _zeros(fmt, width, height)
-    padded = np.zeros(stride * height, np.uint8)
-    padded[:raw.size] = raw
-    rows = padded.reshape(height, stride)[:, :row]
+    padded = np.zeros(offset + stride * height, np.uint8)
+    padded[:min(raw.size, padded.size)] = raw[:padded.size]
+    rows = padded[offset:].reshape(height, stride)[:, :row]
     if fmt in DEPTH_TEXTURE_FORMATS:  # little-endian; 32-bit values truncated to 24 bits
         values = np.ascontiguousarray(rows).view("<u2" if bpp == 2 else "<u4")
         if bpp == 4:
@@ -364,11 +391,13 @@ class Texture:
 
     def tex_image_2d(self, target: str, level: int, internalformat: str, width: int,
                      height: int, format: str, type: str, data=None,
-                     unpack_alignment: int = 4, *, call: str = "texImage2D") -> None:
+                     unpack_alignment: int = 4, *, call: str = "texImage2D",
+                     subimage: tuple[int, int, int] = (0, 0, 0)) -> None:
         """glTexImage2D: define the image of one face and level (``data`` None: zeros).
 
         DEPTH_COMPONENT with UNSIGNED_SHORT / UNSIGNED_INT makes a depth texture
-        (GL_OES_depth_texture). ``call`` names the GL command in errors.
+        (GL_OES_depth_texture). ``call`` names the GL command in errors; ``subimage`` the
+        unpack state of EXT_unpack_subimage (:func:`unpack_layout`).
         """
         face = self._face(call, target)
         self._check_level(call, level)
@@ -388,7 +417,7 @@ class Texture:
             stored = _zeros(format, width, height)
         else:
             stored = unpack_pixels(call, format, type, width, height, data, unpack_alignment,
-                                   self.where)
+                                   self.where, subimage)
         self.faces[face][level] = TextureImage(width, height, format, type, stored)
         self.version += 1
 
@@ -404,8 +433,10 @@ class Texture:
 
     def tex_sub_image_2d(self, target: str, level: int, xoffset: int, yoffset: int,
                          width: int, height: int, format: str, type: str, data,
-                         unpack_alignment: int = 4) -> None:
-        """glTexSubImage2D: replace a rectangle of an existing image."""
+                         unpack_alignment: int = 4, *,
+                         subimage: tuple[int, int, int] = (0, 0, 0)) -> None:
+        """glTexSubImage2D: replace a rectangle of an existing image (``subimage``: as
+        :meth:`tex_image_2d`)."""
         call = "texSubImage2D"
         face, image = self._existing_image(call, target, level)
         if format != image.format:
@@ -419,7 +450,7 @@ class Texture:
         if data is None:
             raise InputError(f"{call}: data is required", source=self.where)
         stored = unpack_pixels(call, format, type, width, height, data, unpack_alignment,
-                               self.where)
+                               self.where, subimage)
         if type != image.type:  # convert to the image's component sizes
             stored = np.stack([requantize(stored[..., i], b_in, b_out)
                                for i, (b_in, b_out) in enumerate(

@@ -64,7 +64,15 @@ import numpy as np
 
 from tilesim.errors import InputError, ToolMissing
 from tilesim.mesa import DRIVERS, EXIT_NO_MESA, GL, NoMesa, child_environment
-from tilesim.render.gl.commands import FRAME_END, GL_ENUM_NAMES, SCHEMA, Command, Recorder
+from tilesim.render.gl.commands import (
+    FRAME_END,
+    GL_ENUM_NAMES,
+    SCHEMA,
+    UNPACK_SUBIMAGE,
+    Command,
+    Recorder,
+)
+from tilesim.render.gl.textures import unpack_layout
 from tilesim.render.traces.trace_file import Trace, open_trace, write_trace
 
 EXIT_INPUT = 2
@@ -114,17 +122,18 @@ UNIFORM_COMPONENTS = {"1f": 1, "2f": 2, "3f": 3, "4f": 4, "1i": 1, "2i": 2, "3i"
 _INT_RANGE = (-(1 << 31), 1 << 32)  # GLint .. GLuint
 
 
-def texel_bytes(width: int, height: int, fmt: str, type_: str, alignment: int) -> int:
-    """Bytes GL reads for a ``width`` x ``height`` image with UNPACK_ALIGNMENT ``alignment``."""
+def texel_bytes(width: int, height: int, fmt: str, type_: str, alignment: int,
+                subimage: tuple[int, int, int] = (0, 0, 0)) -> int:
+    """Bytes GL reads for a ``width`` x ``height`` image with UNPACK_ALIGNMENT ``alignment``
+    and EXT_unpack_subimage's (UNPACK_ROW_LENGTH, UNPACK_SKIP_ROWS, UNPACK_SKIP_PIXELS)
+    ``subimage`` (:func:`tilesim.render.gl.textures.unpack_layout`)."""
     if width <= 0 or height <= 0:
         return 0
     if type_ == "UNSIGNED_INT":  # GL_OES_depth_texture: DEPTH_COMPONENT, 32 bits a texel
         pixel = 4
     else:
         pixel = FORMAT_CHANNELS[fmt] if type_ == "UNSIGNED_BYTE" else 2
-    row = width * pixel
-    stride = -(-row // alignment) * alignment
-    return (height - 1) * stride + row
+    return unpack_layout(width, height, pixel, alignment, subimage)[2]
 
 
 # --- observers (timing hooks) ----------------------------------------------------------------
@@ -221,6 +230,7 @@ class GLReplayer:
         self._programs: dict[int, _Program] = {}
         self._program: _Program | None = None
         self._unpack_alignment = 4
+        self._unpack_subimage = (0, 0, 0)  # EXT_unpack_subimage's three values
         self._pack_alignment = 4
         # (GL texture name, image target, level) -> (width, height): what a texture attached
         # to a framebuffer holds, for readPixels' bounds (GLES2 cannot query a texture's size)
@@ -489,6 +499,15 @@ class GLReplayer:
                               self._gl_name("texture", a["id"], where, "bindTexture"))
 
     def _pixelStorei(self, a, where):
+        if a["pname"] in UNPACK_SUBIMAGE:
+            if a["value"] < 0:
+                raise InputError(f"pixelStorei: {a['pname']} must not be negative, got "
+                                 f"{a['value']}", source=where)
+            self.gl.glPixelStorei(GL_ENUMS[a["pname"]], a["value"])
+            unpack = list(self._unpack_subimage)
+            unpack[UNPACK_SUBIMAGE.index(a["pname"])] = a["value"]
+            self._unpack_subimage = tuple(unpack)
+            return
         if a["value"] not in (1, 2, 4, 8):
             raise InputError(f"pixelStorei: {a['pname']} must be 1, 2, 4 or 8, got "
                              f"{a['value']}", source=where)
@@ -504,7 +523,7 @@ class GLReplayer:
             return None
         raw = self._bytes(a["data"])
         need = texel_bytes(a["width"], a["height"], a["format"], a["type"],
-                           self._unpack_alignment)
+                           self._unpack_alignment, self._unpack_subimage)
         if raw.size < need:
             raise InputError(f"{op}: a {a['width']}x{a['height']} {a['format']} "
                              f"{a['type']} image with UNPACK_ALIGNMENT {self._unpack_alignment} "

@@ -123,6 +123,7 @@ from tilesim.render.gl.commands import (
     TEXTURE_FORMATS,
     TEXTURE_PARAMETERS,
     TEXTURE_TARGETS,
+    UNPACK_SUBIMAGE,
     WINDINGS,
     WRAPS,
     Command,
@@ -731,7 +732,8 @@ class Translator:
             elif key[0] == "hint":
                 self._emit("hint", target=key[1], mode="DONT_CARE")
             else:
-                self._emit("pixelStorei", pname=key[1], value=4)
+                self._emit("pixelStorei", pname=key[1],
+                           value=0 if key[1] in UNPACK_SUBIMAGE else 4)
         for op, args in _DEFAULT_STATE.items():
             if (op,) in dirty:
                 if op in ("viewport", "scissor"):

@@ -306,3 +306,46 @@ def scene_render_to_texture(gl: Recorder) -> None:
                 proj @ translate(0, -0.3, -4.0) @ rotate("x", -65))
     _draw(gl, "TRIANGLES", _quad(-2, -2, 2, 2), texcoords=_quad_uv(0, 0, 4, 4))
     gl.endFrame()
+
+
+@scene("unpack_subimage", size=(128, 96))
+def scene_unpack_subimage(gl: Recorder) -> None:
+    """EXT_unpack_subimage: texImage2D and texSubImage2D of sub-rectangles of a larger client
+    image (UNPACK_ROW_LENGTH, UNPACK_SKIP_ROWS, UNPACK_SKIP_PIXELS) in RGBA and in RGB with
+    UNPACK_ALIGNMENT 1 and 8, then the state reset to 0."""
+    program = _program(gl, VS_TEX, FS_TEX)
+    gl.uniform1i(gl.getUniformLocation(program, "u_tex"), 0)
+    client = _ramp_texels(37, 29)                       # (29, 37, 4) RGBA, every texel distinct
+    gl.clearColor(0.0, 0.0, 0.0, 1.0)
+    gl.clear("COLOR_BUFFER_BIT")
+    cases = (("RGBA", 4, (37, 3, 5), (37, 8, 11), (16, 12)),
+             ("RGB", 1, (37, 7, 2), (37, 1, 20), (13, 11)),
+             ("RGB", 8, (33, 2, 9), (35, 14, 1), (15, 10)))
+    for k, (fmt, alignment, whole, part, (w, h)) in enumerate(cases):
+        pixels = client[..., :len(fmt)]
+        row_length = max(whole[0], part[0])
+        stride = -(-row_length * len(fmt) // alignment) * alignment
+        memory = np.zeros((29, stride), np.uint8)
+        memory[:, :37 * len(fmt)] = pixels.reshape(29, -1)
+        gl.pixelStorei("UNPACK_ALIGNMENT", alignment)
+        texture = gl.createTexture()
+        gl.bindTexture("TEXTURE_2D", texture)
+        for name, value in zip(("UNPACK_ROW_LENGTH", "UNPACK_SKIP_ROWS", "UNPACK_SKIP_PIXELS"),
+                               whole, strict=True):
+            gl.pixelStorei(name, value)
+        gl.texImage2D("TEXTURE_2D", 0, fmt, w, h, 0, fmt, "UNSIGNED_BYTE", memory.reshape(-1))
+        for name, value in zip(("UNPACK_ROW_LENGTH", "UNPACK_SKIP_ROWS", "UNPACK_SKIP_PIXELS"),
+                               part, strict=True):
+            gl.pixelStorei(name, value)
+        gl.texSubImage2D("TEXTURE_2D", 0, 3, 2, 6, 5, fmt, "UNSIGNED_BYTE", memory.reshape(-1))
+        for name in ("UNPACK_ROW_LENGTH", "UNPACK_SKIP_ROWS", "UNPACK_SKIP_PIXELS"):
+            gl.pixelStorei(name, 0)
+        for pname in ("TEXTURE_MIN_FILTER", "TEXTURE_MAG_FILTER"):
+            gl.texParameteri("TEXTURE_2D", pname, "NEAREST")
+        for pname in ("TEXTURE_WRAP_S", "TEXTURE_WRAP_T"):
+            gl.texParameteri("TEXTURE_2D", pname, "CLAMP_TO_EDGE")
+        x0 = -1.0 + k * 2 / 3
+        _draw(gl, "TRIANGLES", _quad(x0 + 0.02, -0.9, x0 + 2 / 3 - 0.02, 0.9),
+              texcoords=_quad_uv())
+    gl.pixelStorei("UNPACK_ALIGNMENT", 4)
+    gl.endFrame()
