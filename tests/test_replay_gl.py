@@ -340,7 +340,7 @@ def test_client_arrays_strides_and_constant_attribute():
 
 @pytest.mark.mesa
 def test_texture_formats_types_and_unpack_alignment():
-    gl = Recorder(16, 4)
+    gl = Recorder(18, 4)
     prog = program(gl, VS_TEX, FS_TEX, ("pos", "uv"))
     gl.uniform1i(Uniform(prog, "tex"), 0)
     cases = [
@@ -350,6 +350,7 @@ def test_texture_formats_types_and_unpack_alignment():
         ("RGB", "UNSIGNED_SHORT_5_6_5", np.array([0xF800], np.uint16), (255, 0, 0, 255)),
         ("RGBA", "UNSIGNED_SHORT_4_4_4_4", np.array([0x0F0F], np.uint16), (0, 255, 0, 255)),
         ("RGBA", "UNSIGNED_SHORT_5_5_5_1", np.array([0x003F], np.uint16), (0, 0, 255, 255)),
+        ("BGRA_EXT", "UNSIGNED_BYTE", np.array([10, 20, 30, 255], np.uint8), (30, 20, 10, 255)),
     ]
     gl.pixelStorei("UNPACK_ALIGNMENT", 1)
     for k, (fmt, type_, texels, _) in enumerate(cases):
@@ -360,16 +361,16 @@ def test_texture_formats_types_and_unpack_alignment():
     gl.pixelStorei("UNPACK_ALIGNMENT", 4)
     rgb = np.array([10, 20, 30, 40, 50, 60, 0, 0, 70, 80, 90, 100, 110, 120, 0, 0], np.uint8)
     texture(gl, 2, 2, rgb, "RGB")
-    gl.viewport(12, 0, 4, 4)
+    gl.viewport(14, 0, 4, 4)
     textured_quad(gl)
     gl.endFrame()
     (image,) = reference_frames(gl)
     for k, (*_, expected) in enumerate(cases):
         assert (image[:, 2 * k:2 * k + 2] == expected).all(), cases[k][:2]
-    assert (image[2:, 12:14] == [10, 20, 30, 255]).all()     # texel (0, 0): bottom-left
-    assert (image[2:, 14:16] == [40, 50, 60, 255]).all()
-    assert (image[:2, 12:14] == [70, 80, 90, 255]).all()     # row 1 starts after the padding
-    assert (image[:2, 14:16] == [100, 110, 120, 255]).all()
+    assert (image[2:, 14:16] == [10, 20, 30, 255]).all()     # texel (0, 0): bottom-left
+    assert (image[2:, 16:18] == [40, 50, 60, 255]).all()
+    assert (image[:2, 14:16] == [70, 80, 90, 255]).all()     # row 1 starts after the padding
+    assert (image[:2, 16:18] == [100, 110, 120, 255]).all()
 
 
 @pytest.mark.mesa

@@ -199,6 +199,28 @@ def test_unpack_subimage_reads_a_rectangle_of_a_larger_client_image(fmt, alignme
                       memory.reshape(-1)[:needed - 1], alignment, subimage=(11, 5, 6))
 
 
+def test_bgra_texels_sample_as_rgba():
+    """EXT_texture_format_BGRA8888: the client's B, G, R, A bytes are stored in that order
+    and sample as (R, G, B, A); texSubImage2D takes BGRA too, and RGBA into it is refused."""
+    tex = Texture("TEXTURE_2D")
+    data = np.array([[10, 20, 30, 40], [50, 60, 70, 80]], np.uint8)
+    tex.tex_image_2d("TEXTURE_2D", 0, "BGRA_EXT", 2, 1, "BGRA_EXT", "UNSIGNED_BYTE", data)
+    image = tex.image(0, 0)
+    assert image.bytes_per_texel == 4
+    np.testing.assert_array_equal(image.stored.reshape(-1), data.reshape(-1))
+    np.testing.assert_allclose(image.texels[0] * 255, [[30, 20, 10, 40], [70, 60, 50, 80]],
+                               atol=1e-4)
+    tex.tex_sub_image_2d("TEXTURE_2D", 0, 1, 0, 1, 1, "BGRA_EXT", "UNSIGNED_BYTE",
+                         np.array([1, 2, 3, 4], np.uint8))
+    np.testing.assert_allclose(tex.image(0, 0).texels[0, 1] * 255, [3, 2, 1, 4], atol=1e-4)
+    with pytest.raises(InputError, match="format RGBA differs from the image's BGRA_EXT"):
+        tex.tex_sub_image_2d("TEXTURE_2D", 0, 0, 0, 1, 1, "RGBA", "UNSIGNED_BYTE",
+                             np.zeros(4, np.uint8))
+    with pytest.raises(InputError, match="UNSIGNED_SHORT_4_4_4_4 goes with format RGBA"):
+        tex.tex_image_2d("TEXTURE_2D", 0, "BGRA_EXT", 1, 1, "BGRA_EXT",
+                         "UNSIGNED_SHORT_4_4_4_4", np.zeros(2, np.uint8))
+
+
 def test_row_zero_is_t_zero():
     pixels = np.zeros((2, 1, 4), np.uint8)
     pixels[0, 0] = [255, 0, 0, 255]   # first row of the data: t = 0

@@ -370,6 +370,24 @@ def test_unpack_subimage_state_is_translated_and_reset_for_a_new_context(tmp_pat
                                  ("UNPACK_SKIP_PIXELS", 0), ("UNPACK_SKIP_ROWS", 0)]
 
 
+def test_bgra_textures_import(tmp_path):
+    """EXT_texture_format_BGRA8888: GL_BGRA_EXT (0x80E1) as internal format and format."""
+    calls = Calls()
+    start(calls)
+    calls.add("glBindTexture", target=0x0DE1, texture=5)
+    calls.add("glTexImage2D", target=0x0DE1, level=0, internalformat=0x80E1, width=1,
+              height=1, border=0, format=0x80E1, type=0x1401, pixels=b"\x01\x02\x03\x04")
+    calls.add("glTexSubImage2D", target=0x0DE1, level=0, xoffset=0, yoffset=0, width=1,
+              height=1, format=0x80E1, type=0x1401, pixels=b"\x05\x06\x07\x08")
+    calls.add("glClear", mask=0x4000)
+    swap(calls)
+    _, frames, _ = do_import(tmp_path, calls)
+    uploads = [(c.op, c.args.get("internalformat"), c.args["format"]) for c in frames[0]
+               if c.op.startswith("tex")]
+    assert uploads == [("texImage2D", "BGRA_EXT", "BGRA_EXT"),
+                       ("texSubImage2D", None, "BGRA_EXT")]
+
+
 def test_unsupported_call_is_an_error_naming_it_and_its_number(tmp_path):
     calls = Calls()
     start(calls)

@@ -82,14 +82,17 @@ FACE_OF_TARGET = {TEXTURE_2D: 0, **{face: i for i, face in enumerate(CUBE_FACES)
 
 # Components stored by each format, and how they become RGBA: index into the stored
 # components, or -1 for 0 and -2 for 1.
+# BGRA_EXT (EXT_texture_format_BGRA8888) stores the client's B, G, R, A bytes in that order.
 _COMPONENTS = {"RGBA": 4, "RGB": 3, "LUMINANCE_ALPHA": 2, "LUMINANCE": 1, "ALPHA": 1,
-               "DEPTH_COMPONENT": 1}
+               "DEPTH_COMPONENT": 1, "BGRA_EXT": 4}
 _TO_RGBA = {"RGBA": (0, 1, 2, 3), "RGB": (0, 1, 2, -2), "LUMINANCE_ALPHA": (0, 0, 0, 1),
             "LUMINANCE": (0, 0, 0, -2), "ALPHA": (-1, -1, -1, 0),
-            "DEPTH_COMPONENT": (0, 0, 0, -2)}
+            "DEPTH_COMPONENT": (0, 0, 0, -2), "BGRA_EXT": (2, 1, 0, 3)}
 # The RGBA components each color format stores (rendering into it, copying to it).
 _FROM_RGBA = {"RGBA": (0, 1, 2, 3), "RGB": (0, 1, 2), "LUMINANCE_ALPHA": (0, 3),
-              "LUMINANCE": (0,), "ALPHA": (3,)}
+              "LUMINANCE": (0,), "ALPHA": (3,), "BGRA_EXT": (2, 1, 0, 3)}
+# Formats that store alpha.
+_ALPHA_FORMATS = ("RGBA", "ALPHA", "LUMINANCE_ALPHA", "BGRA_EXT")
 # Depth textures (GL_OES_depth_texture): bits of the depth value Mesa llvmpipe stores per
 # client type (UNSIGNED_SHORT: Z16_UNORM; UNSIGNED_INT: 24 bits, the client's 32-bit values
 # truncated, u >> 8; softpipe would keep 32 bits), and client bytes per texel.
@@ -521,7 +524,7 @@ class Texture:
         if fmt in DEPTH_TEXTURE_FORMATS:
             raise InputError(f"{call}: texture {self.name} is a depth texture; only color "
                              "can be copied from the framebuffer", source=self.where)
-        if fmt in ("RGBA", "ALPHA", "LUMINANCE_ALPHA") and not framebuffer_alpha:
+        if fmt in _ALPHA_FORMATS and not framebuffer_alpha:
             raise InputError(f"{call}: format {fmt} needs alpha, which the framebuffer's "
                              "color buffer does not have (ES 2.0 table 3.9)", source=self.where)
 
@@ -612,7 +615,7 @@ class Texture:
     def format_has_alpha(self) -> bool:
         """Whether the format of level 0 stores alpha (RGBA, ALPHA, LUMINANCE_ALPHA)."""
         image = next((im for face in self.faces for im in face.values()), None)
-        return image is None or image.format in ("RGBA", "ALPHA", "LUMINANCE_ALPHA")
+        return image is None or image.format in _ALPHA_FORMATS
 
     def level_rgba(self, target: str, level: int) -> np.ndarray | None:
         """A copy of the image's (H, W, 4) float32 texels, or None when it has none."""

@@ -116,6 +116,7 @@ ATTRIB_TYPE_BYTES = {"BYTE": 1, "UNSIGNED_BYTE": 1, "SHORT": 2, "UNSIGNED_SHORT"
 INDEX_DTYPES = {"UNSIGNED_BYTE": np.dtype(np.uint8), "UNSIGNED_SHORT": np.dtype("<u2"),
                 "UNSIGNED_INT": np.dtype("<u4")}
 FORMAT_CHANNELS = {"RGBA": 4, "RGB": 3, "LUMINANCE_ALPHA": 2, "LUMINANCE": 1, "ALPHA": 1,
+                   "BGRA_EXT": 4,
                    "DEPTH_COMPONENT": 1}
 UNIFORM_COMPONENTS = {"1f": 1, "2f": 2, "3f": 3, "4f": 4, "1i": 1, "2i": 2, "3i": 3, "4i": 4,
                       "Matrix2f": 4, "Matrix3f": 9, "Matrix4f": 16}

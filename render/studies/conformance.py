@@ -184,13 +184,17 @@ GL_QUERY_RESULT = 0x8866
 
 
 def counting_frames(frames: list[list[Command]]) -> list[list[Command]]:
-    """The frames as the sample count replays them: depth test off, ``#version 100`` GLSL."""
+    """The frames as the sample count replays them: depth test off, ``#version 100`` GLSL,
+    GL_BGRA_EXT textures (EXT_texture_format_BGRA8888) with the internal format RGBA."""
     out = []
     for frame in frames:
         changed = []
         for command in frame:
             if command.op == "enable" and command.args["cap"] == "DEPTH_TEST":
                 command = make_command("disable", {"cap": "DEPTH_TEST"})
+            elif command.op == "texImage2D" and command.args["internalformat"] == "BGRA_EXT":
+                # desktop GL takes GL_BGRA as a format only, its internal format is RGBA
+                command = Command("texImage2D", {**command.args, "internalformat": "RGBA"})
             elif command.op == "createProgram":
                 args = dict(command.args)
                 for key in ("vertex_glsl", "fragment_glsl"):

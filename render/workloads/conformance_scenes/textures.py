@@ -349,3 +349,50 @@ def scene_unpack_subimage(gl: Recorder) -> None:
               texcoords=_quad_uv())
     gl.pixelStorei("UNPACK_ALIGNMENT", 4)
     gl.endFrame()
+
+
+@scene("bgra_textures", size=(160, 96))
+def scene_bgra_textures(gl: Recorder) -> None:
+    """EXT_texture_format_BGRA8888: GL_BGRA_EXT textures (B, G, R, A bytes) uploaded whole,
+    by sub-rectangles of a larger BGRA client image (EXT_unpack_subimage, as compositors
+    upload damage), sampled NEAREST beside RGBA, and LINEAR with glGenerateMipmap."""
+    program = _program(gl, VS_TEX, FS_TEX)
+    gl.uniform1i(gl.getUniformLocation(program, "u_tex"), 0)
+    rgba = _ramp_texels(16, 16)
+    bgra = np.ascontiguousarray(rgba[..., [2, 1, 0, 3]])
+    bgra[5:11, 3:9, 3] = 128                              # some translucent texels
+    gl.clearColor(0.0, 0.0, 0.0, 1.0)
+    gl.clear("COLOR_BUFFER_BIT")
+    gl.enable("BLEND")
+    gl.blendFunc("SRC_ALPHA", "ONE_MINUS_SRC_ALPHA")
+    panels = []
+    for fmt, image in (("RGBA", rgba), ("BGRA_EXT", bgra)):
+        panels.append(_texture(gl, image, fmt=fmt, min_filter="NEAREST", mag_filter="NEAREST",
+                               wrap=("CLAMP_TO_EDGE", "CLAMP_TO_EDGE")))
+    # A 16x16 BGRA texture assembled from two rectangles of a 40x30 BGRA client image.
+    client = np.ascontiguousarray(_ramp_texels(40, 30)[..., [2, 1, 0, 3]])
+    texture = _texture(gl, None, fmt="BGRA_EXT", size=(16, 16), min_filter="NEAREST",
+                       mag_filter="NEAREST", wrap=("CLAMP_TO_EDGE", "CLAMP_TO_EDGE"))
+    gl.pixelStorei("UNPACK_ROW_LENGTH", 40)
+    for (x, y, w, h), (skip_pixels, skip_rows) in (((0, 0, 16, 9), (20, 4)),
+                                                    ((2, 9, 11, 7), (3, 21))):
+        gl.pixelStorei("UNPACK_SKIP_PIXELS", skip_pixels)
+        gl.pixelStorei("UNPACK_SKIP_ROWS", skip_rows)
+        gl.texSubImage2D("TEXTURE_2D", 0, x, y, w, h, "BGRA_EXT", "UNSIGNED_BYTE",
+                         client.reshape(-1))
+    for name in ("UNPACK_ROW_LENGTH", "UNPACK_SKIP_PIXELS", "UNPACK_SKIP_ROWS"):
+        gl.pixelStorei(name, 0)
+    panels.append(texture)
+    panels.append(_texture(gl, bgra, fmt="BGRA_EXT", min_filter="LINEAR_MIPMAP_LINEAR",
+                           mag_filter="LINEAR", mipmap=True))
+    for k, texture in enumerate(panels):
+        gl.bindTexture("TEXTURE_2D", texture)
+        x0 = -1.0 + k * 0.5
+        scale = 0.3 if k == 3 else 1.0                    # the mipmapped one, minified
+        # Off the pixel grid, so that no row or column of pixel centers falls on a texel
+        # boundary (where NEAREST is decided by the last bit of rounding).
+        _draw(gl, "TRIANGLES", _quad(x0 + 0.031, -0.45 * scale - 0.213,
+                                     x0 + 0.031 + 0.437 * scale, 0.443 * scale - 0.213),
+              texcoords=_quad_uv())
+    gl.disable("BLEND")
+    gl.endFrame()
