@@ -719,6 +719,13 @@ def test_fragment_shading_charges_each_program_the_cores_cycles_per_instruction(
     path = _write_variant(tmp_path, BASELINE_GPU, r'^(core_throughput = \{ value = )1', r'\g<1>0')
     off = run(_program_frame({"alu": 4000}, texts), load_gpu_config(path))
     assert off.tile_stages["fragment_shading"][0] == pytest.approx(4000 / 4)
+    # Frame Coherence §2.2's reading: a processor's vector unit runs one thread a cycle, so a
+    # warp instruction of 4 threads takes at least 4 cycles, whatever the core measured
+    vec4 = CFG.replace(**{"processors.shader.threads_per_cycle": 1})
+    slow = run(_program_frame({"alu": 4000}, texts), vec4).tile_stages["fragment_shading"]
+    assert slow[0] == pytest.approx(4000 * max(cpi["alu"], 4.0) / 4)
+    # the default (Shader Core's two warps of 4 threads a cycle) leaves the core's figure
+    assert CFG["processors.shader.threads_per_cycle"] == 8
 
 
 def test_vertex_shading_charges_the_vertex_programs(tmp_path, monkeypatch):
@@ -733,6 +740,9 @@ def test_vertex_shading_charges_the_vertex_programs(tmp_path, monkeypatch):
     f = make_frame({"vs_alu": 4000})
     f.programs, f.vs_programs = {"v": vertex}, {"v": 4000}
     assert run(f).geometry_stages["vertex_shading"][0] == pytest.approx(1000 * cpi)
+    vec4 = CFG.replace(**{"processors.shader.threads_per_cycle": 1})
+    assert run(f, vec4).geometry_stages["vertex_shading"][0] == pytest.approx(
+        1000 * max(cpi, 4.0))
 
 
 def test_flag_values_are_checked(tmp_path):

@@ -17,6 +17,11 @@ figure is the instruction-weighted mean of the programs it ran:
   texture locality is worse.
 * ``cycles = max(issue, latency)``.
 
+Either way a warp instruction takes at least ``lanes / processors.shader.threads_per_cycle``
+cycles of its processor (:func:`warp_instruction_floor`): 1 with Shader Core's units that take a
+whole warp per cycle, 4 with Frame Coherence §2.2's 4-wide vector unit running one thread's
+[x,y,z,w] per cycle.
+
 With ``core_throughput = 0`` (and for counters that do not name their programs) the
 documented simple model of before: issue ``processors.shader.issue_rate`` warp instructions
 per cycle, and a texture instruction exposes cache + filter latency and its misses, hidden by
@@ -32,6 +37,12 @@ import numpy as np
 
 from tilesim.timing.config import Config
 from tilesim.timing.memory_traffic import latency_avg, texture_l2_hit_ratio
+
+
+def warp_instruction_floor(cfg: Config) -> float:
+    """The fewest cycles a processor spends on one warp instruction: its ``lanes`` threads at
+    ``threads_per_cycle`` a cycle (baseline_gpu.toml states the two readings)."""
+    return cfg["processors.shader.lanes"] / cfg["processors.shader.threads_per_cycle"]
 
 
 def shader_cycles(warp_instructions, exposed_latency, processors: float,
@@ -94,6 +105,7 @@ def fragment_shader_cycles(batch, t: dict[str, np.ndarray], cfg: Config) -> np.n
         warps = cfg["queues.fragment.entries"] / lanes / processors
         hit_latency = cfg["caches.texture.latency"] + cfg["stages.texture.filter_latency"]
         exposed = t["fs_quad_tex"] * hit_latency + t["tex_cache_misses"] * miss_penalty
+    cpi = np.maximum(cpi, warp_instruction_floor(cfg))
     return shader_cycles(instructions, exposed, processors, warps, cpi)
 
 
@@ -109,4 +121,5 @@ def vertex_shader_cycles(batch, cfg: Config) -> np.ndarray:
             batch.frames)
     else:
         cpi = issue_cpi
+    cpi = np.maximum(cpi, warp_instruction_floor(cfg))
     return shader_cycles(warps, 0.0, cfg["processors.vertex.count"], 1.0, cpi)
