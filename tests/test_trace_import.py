@@ -388,6 +388,40 @@ def test_bgra_textures_import(tmp_path):
                        ("texSubImage2D", None, "BGRA_EXT")]
 
 
+def test_vertex_array_objects_import_with_their_own_element_buffers(tmp_path):
+    """OES_vertex_array_object: glGenVertexArraysOES / glBindVertexArrayOES /
+    glDeleteVertexArraysOES become commands; each object keeps its ELEMENT_ARRAY_BUFFER, so
+    a glDrawElements with an offset reads the bound object's, and the default object's
+    client indices still need their recorded blob."""
+    calls = Calls()
+    start(calls)
+    program(calls)
+    calls.add("glUseProgram", program=3)
+    calls.add("glGenVertexArraysOES", n=2, arrays=[7, 8])
+    calls.add("glGenBuffers", n=2, buffers=[1, 2])
+    calls.add("glBindVertexArrayOES", array=7)
+    calls.add("glBindBuffer", target=0x8892, buffer=1)
+    calls.add("glVertexAttribPointer", index=0, size=2, type=0x1406, normalized=0, stride=0,
+              pointer=0)
+    calls.add("glEnableVertexAttribArray", index=0)
+    calls.add("glBindBuffer", target=0x8893, buffer=2)
+    calls.add("glBindVertexArrayOES", array=0)
+    calls.add("glBindVertexArray", array=7)       # the GLES 3 name of the same call
+    calls.add("glDrawElements", mode=0x0004, count=3, type=0x1403, indices=0)
+    calls.add("glDeleteVertexArraysOES", n=2, arrays=[7, 8])
+    number = calls.add("glDrawElements", mode=0x0004, count=3, type=0x1403, indices=0)
+    swap(calls)
+    with pytest.raises(InputError, match=rf"call {number}: glDrawElements: indices point to "
+                                         "client memory"):
+        do_import(tmp_path, calls)
+    calls.records = calls.records[:number] + calls.records[number + 1:]
+    _, frames, _ = do_import(tmp_path, calls)
+    vao = [(c.op, c.args["id"]) for c in frames[0] if "VertexArray" in c.op]
+    assert vao == [("createVertexArray", 1), ("createVertexArray", 2), ("bindVertexArray", 1),
+                   ("bindVertexArray", 0), ("bindVertexArray", 1), ("deleteVertexArray", 1),
+                   ("deleteVertexArray", 2)]
+
+
 def test_unsupported_call_is_an_error_naming_it_and_its_number(tmp_path):
     calls = Calls()
     start(calls)

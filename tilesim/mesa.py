@@ -125,6 +125,10 @@ GL_FUNCTIONS = {
     **{f"glUniformMatrix{n}fv": (None, [_I, _I, _B, _P]) for n in "234"},
     "glVertexAttribPointer": (None, [_U, _I, _U, _B, _I, _P]),
     "glEnableVertexAttribArray": (None, [_U]), "glDisableVertexAttribArray": (None, [_U]),
+    # OES_vertex_array_object's entry points under their GLES 3 / OpenGL 3 names (Mesa's
+    # contexts are GLES 3.x and desktop GL with them)
+    "glGenVertexArrays": (None, [_I, _UP]), "glDeleteVertexArrays": (None, [_I, _UP]),
+    "glBindVertexArray": (None, [_U]),
     "glVertexAttrib4fv": (None, [_U, _P]),
     "glDrawArrays": (None, [_U, _I, _I]), "glDrawElements": (None, [_U, _I, _U, _P]),
     "glGenFramebuffers": (None, [_I, _UP]), "glDeleteFramebuffers": (None, [_I, _UP]),

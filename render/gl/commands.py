@@ -128,6 +128,11 @@ SCHEMA: dict[str, dict[str, Any]] = {
     "enableVertexAttribArray": {"index": "int"},
     "disableVertexAttribArray": {"index": "int"},
     "vertexAttrib": {"index": "int", "values": "floats"},
+    # OES_vertex_array_object: a vertex array object holds the attribute arrays' state and
+    # the ELEMENT_ARRAY_BUFFER binding; 0 is the default one.
+    "createVertexArray": {"id": "int"},
+    "deleteVertexArray": {"id": "int"},
+    "bindVertexArray": {"id": "int"},
     # draws
     "drawArrays": {"mode": _e(*PRIMITIVE_MODES), "first": "int", "count": "int"},
     "drawElements": {"mode": _e(*PRIMITIVE_MODES), "count": "int", "type": _e(*INDEX_TYPES),
@@ -370,7 +375,7 @@ class Recorder:
         self.width, self.height, self.depth_bits, self.name = width, height, depth_bits, name
         self.frames: list[list[Command]] = [[]]
         self._next_id = {"buffer": 1, "texture": 1, "program": 1, "framebuffer": 1,
-                         "renderbuffer": 1}
+                         "renderbuffer": 1, "vertex_array": 1}
         self._programs: dict[int, dict] = {}
 
     def __getattr__(self, name: str):
@@ -573,6 +578,18 @@ class Recorder:
         self._uniform(function, loc, v)
 
     # -- vertex attributes ------------------------------------------------------------------
+
+    def createVertexArray(self) -> int:
+        """glGenVertexArraysOES (OES_vertex_array_object) of one name."""
+        ident = self._new("vertex_array")
+        self._emit("createVertexArray", id=ident)
+        return ident
+
+    def bindVertexArray(self, ident: int | None) -> None:
+        self._emit("bindVertexArray", id=ident or 0)
+
+    def deleteVertexArray(self, ident: int) -> None:
+        self._emit("deleteVertexArray", id=ident)
 
     def vertexAttribPointer(self, index, size, type_, normalized, stride, offset_or_array=0):
         """``offset_or_array``: byte offset into the bound ARRAY_BUFFER, or a client array."""

@@ -43,6 +43,16 @@ class AttribArray:
 
 
 @dataclass
+class VertexArray:
+    """A vertex array object (OES_vertex_array_object): the attribute arrays' state and the
+    ELEMENT_ARRAY_BUFFER binding. The current attribute values (glVertexAttrib) are the
+    context's, not the object's: :meth:`GLState._bindVertexArray` carries them over."""
+
+    attribs: list[AttribArray]
+    element_buffer: int = 0
+
+
+@dataclass
 class Program:
     """A linked program: both stages parsed and prepared, its interface and uniform values."""
 
@@ -150,14 +160,14 @@ class GLState:
         self.framebuffers: dict[int, Framebuffer] = {}
         self.renderbuffers: dict[int, Renderbuffer] = {}
         self.array_buffer = 0
-        self.element_buffer = 0
         self.active_unit = 0
         self.bound_textures = {"TEXTURE_2D": [0] * self.MAX_TEXTURE_UNITS,
                                "TEXTURE_CUBE_MAP": [0] * self.MAX_TEXTURE_UNITS}
         self.program = 0
         self.framebuffer = 0
         self.renderbuffer = 0
-        self.attribs = [AttribArray() for _ in range(self.MAX_VERTEX_ATTRIBS)]
+        self.vertex_arrays = {0: self._new_vertex_array()}
+        self.vertex_array = 0
         self.fragment = FragmentState(scissor=(0, 0, width, height))
         self.viewport = (0, 0, width, height)
         self.clear_color = (0.0, 0.0, 0.0, 0.0)
@@ -169,6 +179,23 @@ class GLState:
         self.where = source
 
     # -- helpers ----------------------------------------------------------------------------
+
+    def _new_vertex_array(self) -> VertexArray:
+        return VertexArray([AttribArray() for _ in range(self.MAX_VERTEX_ATTRIBS)])
+
+    @property
+    def attribs(self) -> list[AttribArray]:
+        """The attribute arrays of the bound vertex array object."""
+        return self.vertex_arrays[self.vertex_array].attribs
+
+    @property
+    def element_buffer(self) -> int:
+        """ELEMENT_ARRAY_BUFFER, part of the bound vertex array object's state."""
+        return self.vertex_arrays[self.vertex_array].element_buffer
+
+    @element_buffer.setter
+    def element_buffer(self, ident: int) -> None:
+        self.vertex_arrays[self.vertex_array].element_buffer = ident
 
     def error(self, message: str) -> InputError:
         return InputError(message, source=self.where)
@@ -219,7 +246,7 @@ class GLState:
         self.buffers.pop(id, None)
         if self.array_buffer == id:
             self.array_buffer = 0
-        if self.element_buffer == id:
+        if self.element_buffer == id:   # only the bound vertex array object's (GL ES 2.0)
             self.element_buffer = 0
 
     def _bindBuffer(self, target, id):
@@ -391,6 +418,27 @@ class GLState:
 
     def _disableVertexAttribArray(self, index):
         self._attrib(index).enabled = False
+
+    def _createVertexArray(self, id):
+        if id == 0 or id in self.vertex_arrays:
+            raise self.error(f"createVertexArray: vertex array {id} exists already")
+        self.vertex_arrays[id] = self._new_vertex_array()
+
+    def _bindVertexArray(self, id):
+        if id not in self.vertex_arrays:
+            raise self.error(f"bindVertexArray: vertex array {id} does not exist "
+                             "(OES_vertex_array_object names come from glGenVertexArraysOES)")
+        currents = [a.current for a in self.attribs]
+        self.vertex_array = id
+        for attrib, current in zip(self.attribs, currents, strict=True):
+            attrib.current = current
+
+    def _deleteVertexArray(self, id):
+        if id == 0:
+            return
+        if id == self.vertex_array:     # deleting the bound object binds the default one
+            self._bindVertexArray(0)
+        self.vertex_arrays.pop(id, None)
 
     def _vertexAttrib(self, index, values):
         v = (list(values) + [0.0, 0.0, 0.0, 1.0][len(values):])[:4]

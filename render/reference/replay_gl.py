@@ -201,6 +201,15 @@ class _Attrib:
 
 
 @dataclass
+class _VertexArray:
+    """Client-side state of a vertex array object (OES_vertex_array_object; 0 the default):
+    its attribute arrays and ELEMENT_ARRAY_BUFFER binding (a trace id)."""
+
+    attribs: list[_Attrib]
+    element_buffer: int = 0
+
+
+@dataclass
 class _Program:
     gl_name: int
     locations: list[int]                     # attribute locations the linked program reads
@@ -222,10 +231,10 @@ class GLReplayer:
         self.warnings: list[str] = []
         self._handlers = {op: getattr(self, f"_{op}", None) for op in SCHEMA}
         self._names: dict[str, dict[int, int]] = {
-            k: {} for k in ("buffer", "texture", "program", "framebuffer", "renderbuffer")}
+            k: {} for k in ("buffer", "texture", "program", "framebuffer", "renderbuffer",
+                            "vertex_array")}
         self._buffers: dict[int, np.ndarray] = {}   # trace id -> shadow copy of its contents
         self._array_buffer = 0
-        self._element_buffer = 0
         self._framebuffer = 0
         self._renderbuffer = 0
         self._programs: dict[int, _Program] = {}
@@ -237,7 +246,9 @@ class GLReplayer:
         # to a framebuffer holds, for readPixels' bounds (GLES2 cannot query a texture's size)
         self._image_sizes: dict[tuple[int, int, int], tuple[int, int]] = {}
         self._observed: np.ndarray | None = None  # what this frame's readPixels read
-        self._attribs = [_Attrib() for _ in range(gl.integer(GL_MAX_VERTEX_ATTRIBS))]
+        self._attrib_count = gl.integer(GL_MAX_VERTEX_ATTRIBS)
+        self._vertex_arrays = {0: self._new_vertex_array()}
+        self._vertex_array = 0
         self._units = gl.integer(GL_MAX_COMBINED_TEXTURE_IMAGE_UNITS)
         self._default_fbo = self._make_window_framebuffer(depth_bits, stencil_bits)
         self._check_gl("setting up the window framebuffer")
@@ -294,6 +305,39 @@ class GLReplayer:
             if self.strict:
                 raise InputError(message, source=where)
             self.warnings.append(f"{where}: {message}")
+
+    def _new_vertex_array(self) -> _VertexArray:
+        return _VertexArray([_Attrib() for _ in range(self._attrib_count)])
+
+    @property
+    def _attribs(self) -> list[_Attrib]:
+        return self._vertex_arrays[self._vertex_array].attribs
+
+    @property
+    def _element_buffer(self) -> int:
+        return self._vertex_arrays[self._vertex_array].element_buffer
+
+    @_element_buffer.setter
+    def _element_buffer(self, ident: int) -> None:
+        self._vertex_arrays[self._vertex_array].element_buffer = ident
+
+    def _createVertexArray(self, a, where):
+        self._names["vertex_array"][a["id"]] = self.gl.gen(self.gl.glGenVertexArrays)
+        self._vertex_arrays[a["id"]] = self._new_vertex_array()
+
+    def _bindVertexArray(self, a, where):
+        self.gl.glBindVertexArray(self._gl_name("vertex_array", a["id"], where,
+                                                "bindVertexArray"))
+        self._vertex_array = a["id"]
+
+    def _deleteVertexArray(self, a, where):
+        name = self._names["vertex_array"].pop(a["id"], None)
+        if name is None:
+            return
+        self.gl.delete(self.gl.glDeleteVertexArrays, name)
+        self._vertex_arrays.pop(a["id"], None)
+        if self._vertex_array == a["id"]:   # GL binds the default one
+            self._vertex_array = 0
 
     def _gl_name(self, kind: str, ident: int, where: str, op: str) -> int:
         if ident == 0:

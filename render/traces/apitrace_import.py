@@ -522,7 +522,8 @@ class _Group:
     """Objects of one EGL share group: application names -> trace ids, and what is known."""
 
     names: dict[str, dict[int, int]] = field(default_factory=lambda: {
-        k: {} for k in ("buffer", "texture", "framebuffer", "renderbuffer", "program")})
+        k: {} for k in ("buffer", "texture", "framebuffer", "renderbuffer", "program",
+                        "vertex_array")})
     linked: dict[int, int] = field(default_factory=dict)       # app program -> link call
     uniform_names: dict[int, dict[int, str]] = field(default_factory=dict)
     buffer_sizes: dict[int, int] = field(default_factory=dict)  # trace id -> bytes
@@ -547,7 +548,7 @@ class Translator:
         self.skipped: Counter[str] = Counter()
         self.folded: Counter[str] = Counter()
         self._next_id = {k: 1 for k in ("buffer", "texture", "framebuffer", "renderbuffer",
-                                        "program")}
+                                        "program", "vertex_array")}
         self._groups: dict[int, _Group] = {}
         self._share_root: dict[int, int] = {}
         self._destroyed: set[int] = set()
@@ -569,6 +570,10 @@ class Translator:
         self._pending_delete: set[int] = set()  # app programs deleted while in use
         self._attrib_state: dict[int, str] = {}  # index -> 'buffer' | 'client' | 'unknown'
         self._attrib_enabled: set[int] = set()
+        # OES_vertex_array_object: the bound object (trace id, 0 the default) and what the
+        # others hold of the three above (element buffer, attribute states, enabled set)
+        self._vertex_array = 0
+        self._vertex_arrays: dict[int, tuple[int, dict[int, str], set[int]]] = {}
         self._dirty: set[tuple] = set()
         self._units: set[int] = set()
 
@@ -704,6 +709,8 @@ class Translator:
     def _reset_state(self) -> None:
         """Commands that return every state the stream changed to GL's initial values."""
         dirty = self._dirty
+        if self._vertex_array:   # the rest resets the default vertex array object's state
+            self._emit("bindVertexArray", id=0)
         if ("texture",) in dirty:
             for unit in sorted(self._units | {0}):
                 self._emit("activeTexture", unit=unit)
@@ -747,7 +754,8 @@ class Translator:
         if group is None:
             return
         ops = {"buffer": "deleteBuffer", "texture": "deleteTexture",
-               "framebuffer": "deleteFramebuffer", "renderbuffer": "deleteRenderbuffer"}
+               "framebuffer": "deleteFramebuffer", "renderbuffer": "deleteRenderbuffer",
+               "vertex_array": "deleteVertexArray"}
         for kind, op in ops.items():
             for ident in sorted(group.names[kind].values()):
                 self._emit(op, id=ident)
@@ -821,7 +829,8 @@ class Translator:
         if kind != "program":
             self._emit({"buffer": "createBuffer", "texture": "createTexture",
                         "framebuffer": "createFramebuffer",
-                        "renderbuffer": "createRenderbuffer"}[kind], id=ident)
+                        "renderbuffer": "createRenderbuffer",
+                        "vertex_array": "createVertexArray"}[kind], id=ident)
         return ident
 
     def _object(self, kind: str, app: int) -> int:
@@ -866,6 +875,37 @@ class Translator:
 
     def _glGenRenderbuffers(self, call):
         self._generate("renderbuffer", "renderbuffers")
+
+    # OES_vertex_array_object, and the same entry points of GLES 3 under their core names
+    def _glGenVertexArraysOES(self, call):
+        self._generate("vertex_array", "arrays")
+
+    def _glDeleteVertexArraysOES(self, call):
+        bound = self._vertex_array
+        self._delete("vertex_array", "arrays", "deleteVertexArray")
+        if bound and bound not in self._group.names["vertex_array"].values():
+            self._switch_vertex_array(0)   # GL binds the default object, as the renderer does
+        live = set(self._group.names["vertex_array"].values()) | {0}
+        for ident in set(self._vertex_arrays) - live:
+            self._vertex_arrays.pop(ident)
+
+    def _glBindVertexArrayOES(self, call):
+        ident = self._object("vertex_array", self._name("array"))
+        self._emit("bindVertexArray", id=ident)
+        self._switch_vertex_array(ident)
+
+    _glGenVertexArrays = _glGenVertexArraysOES
+    _glDeleteVertexArrays = _glDeleteVertexArraysOES
+    _glBindVertexArray = _glBindVertexArrayOES
+
+    def _switch_vertex_array(self, ident: int) -> None:
+        """Keep what the bound object holds (ELEMENT_ARRAY_BUFFER, the attribute arrays'
+        kinds and enables) and take up those of object ``ident`` (a new one: none)."""
+        self._vertex_arrays[self._vertex_array] = (self._element_buffer, self._attrib_state,
+                                                   self._attrib_enabled)
+        self._element_buffer, self._attrib_state, self._attrib_enabled = \
+            self._vertex_arrays.pop(ident, (0, {}, set()))
+        self._vertex_array = ident
 
     def _glDeleteBuffers(self, call):
         self._delete("buffer", "buffers", "deleteBuffer")

@@ -186,3 +186,54 @@ def scene_client_arrays(gl: Recorder) -> None:
         _attrib(gl, "a_texcoord", tex, size=3, type_="SHORT", normalized=True)
         gl.drawArrays("TRIANGLES", 0, 3 * n)
     gl.endFrame()
+
+
+@scene("vertex_array_objects")
+def scene_vertex_array_objects(gl: Recorder) -> None:
+    """OES_vertex_array_object: two vertex array objects, each with its own interleaved
+    buffer, attribute layout and element buffer, drawn in turn with the default object's
+    client arrays between; a constant attribute (glVertexAttrib, context state) read while
+    an object is bound; an object deleted while bound falls back to the default one."""
+    _program(gl, VS_NDC, FS_COLOR)
+    gl.clearColor(0.0, 0.0, 0.0, 1.0)
+    gl.clear("COLOR_BUFFER_BIT")
+    rng = np.random.default_rng(31)
+    objects = []
+    for k, (x0, y0) in enumerate(((-0.95, -0.95), (0.05, -0.95))):
+        vao = gl.createVertexArray()
+        gl.bindVertexArray(vao)
+        grid = np.stack(np.meshgrid(np.linspace(0, 0.9, 7), np.linspace(0, 0.9, 7)), -1)
+        xy = grid.reshape(-1, 2) + (x0, y0)
+        vertices = np.zeros((len(xy), 6), np.float32)      # x, y, r, g, b, a
+        vertices[:, :2] = xy + rng.uniform(-0.03, 0.03, xy.shape)
+        vertices[:, 2:5] = rng.uniform(0.2, 1.0, (len(xy), 3))
+        vertices[:, 5] = 1.0
+        gl.bindBuffer("ARRAY_BUFFER", gl.createBuffer())
+        gl.bufferData("ARRAY_BUFFER", vertices)
+        gl.vertexAttribPointer(0, 2, "FLOAT", False, 24, 0)
+        gl.enableVertexAttribArray(0)
+        if k == 0:       # the second object reads a_color from the constant value
+            gl.vertexAttribPointer(1, 4, "FLOAT", False, 24, 8)
+            gl.enableVertexAttribArray(1)
+        j, i = np.mgrid[0:6, 0:6]
+        a = (j * 7 + i).ravel()
+        quads = np.stack([a, a + 1, a + 8, a, a + 8, a + 7], 1)[(i + j).ravel() % 2 == k]
+        gl.bindBuffer("ELEMENT_ARRAY_BUFFER", gl.createBuffer())
+        gl.bufferData("ELEMENT_ARRAY_BUFFER", quads.astype(np.uint16).ravel())
+        objects.append((vao, quads.size))
+    gl.bindVertexArray(0)
+    gl.bindBuffer("ARRAY_BUFFER", 0)
+    gl.bindBuffer("ELEMENT_ARRAY_BUFFER", 0)
+    gl.vertexAttrib4f(1, 0.9, 0.6, 0.1, 1.0)
+    for vao, count in objects:
+        gl.bindVertexArray(vao)
+        gl.drawElements("TRIANGLES", count, "UNSIGNED_SHORT", 0)
+        # the default object between the two: client arrays, its own state untouched
+        gl.bindVertexArray(0)
+        _draw(gl, "TRIANGLES", np.array([[-0.9, 0.1], [-0.1, 0.1], [-0.5, 0.9]], np.float32),
+              (0.2, 0.4, 1.0, 1.0))
+    gl.bindVertexArray(objects[0][0])
+    gl.deleteVertexArray(objects[0][0])
+    _draw(gl, "TRIANGLES", np.array([[0.1, 0.1], [0.9, 0.1], [0.5, 0.9]], np.float32),
+          (1.0, 0.3, 0.5, 1.0))
+    gl.endFrame()
