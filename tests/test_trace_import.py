@@ -794,6 +794,52 @@ def test_a_program_mesa_compiles_but_tilesim_cannot_run_is_one_line_naming_the_l
     assert not (tmp_path / "out.tsim").exists()
 
 
+@pytest.mark.mesa
+@pytest.mark.slow
+@pytest.mark.parametrize("scene", ["bgra_textures", "unpack_subimage", "texture_units_high",
+                                   "vertex_array_objects", "point_size_255"])
+def test_captured_extension_programs_import_render_and_match_mesa(tmp_path, scene):
+    """Issue 31: a real GLES2 program, Mesa's replay of a conformance scene (GL_BGRA_EXT
+    sub-rectangle uploads, EXT_unpack_subimage, texture units 8..31 after querying 192,
+    OES_vertex_array_object, 255-pixel points), captured with apitrace: the capture imports
+    (keeping the limits it queried), renders and matches Mesa's reference of it."""
+    require_tools("apitrace")
+    require_mesa()
+    from tilesim.mesa import child_environment
+    from tilesim.render.traces.trace_file import write_trace
+    from tilesim.render.workloads.conformance_scenes import record_scene
+
+    frames, width, height = record_scene(scene)
+    write_trace(tmp_path / "scene.tsim", frames, width=width, height=height)
+    child = tmp_path / "child"
+    child.mkdir()
+    (child / "request.json").write_text(json.dumps({
+        "trace": str(tmp_path / "scene.tsim"), "label": scene, "driver": "llvmpipe",
+        "time_commands": False, "strict": True, "frames": None}))
+    trace = tmp_path / "capture.trace"
+    proc = subprocess.run(["apitrace", "trace", "--api", "egl", "-o", str(trace),
+                           sys.executable, "-m", "tilesim.render.reference.replay_gl",
+                           str(child / "request.json"), str(child)],
+                          env=child_environment("llvmpipe", MESA_GLES_VERSION_OVERRIDE="2.0"),
+                          capture_output=True, timeout=300, check=False)
+    assert proc.returncode == 0 and trace.exists(), proc.stderr.decode(errors="replace")
+
+    def tilesim(*args):
+        return subprocess.run([sys.executable, "-m", "tilesim.cli", *args], capture_output=True,
+                              text=True, cwd=ROOT, check=False)
+
+    done = tilesim("import", str(trace), "-o", str(tmp_path / "x.tsim"))
+    assert done.returncode == 0, done.stderr
+    assert "limits: texture_units 192 (queried at call" in done.stdout
+    for command in (["render", str(tmp_path / "x.tsim"), "--out", str(tmp_path / "render")],
+                    ["reference", str(trace), "--out", str(tmp_path / "ref"), "--driver",
+                     "llvmpipe"]):
+        done = tilesim(*command)
+        assert done.returncode == 0, (command, done.stderr)
+    summary = compare.compare_folders(tmp_path / "render", tmp_path / "ref").summary()
+    assert summary["frames"] == len(frames) and summary["min_mssim"] >= 0.995, summary
+
+
 # --- programs that never swap: frames at glReadPixels ----------------------------------------
 
 
