@@ -24,7 +24,8 @@ class MesaOutputError(Exception):
 
 @dataclass(frozen=True)
 class NirVar:
-    """One ``decl_var`` line: ``decl_var MODE INTERP_MODE_X [quals] TYPE NAME (LOC, DRV, BIND)``.
+    """One ``decl_var`` line: ``decl_var [quals] MODE INTERP_MODE_X [quals] TYPE NAME (LOC, DRV,
+    BIND)``.
 
     ``slot`` is the symbolic location (e.g. ``VARYING_SLOT_VAR0``) for inputs/outputs, else None;
     ``components`` the component letters printed after it (``xy``); ``location`` the numeric
@@ -91,10 +92,17 @@ def parse_decl_var(line: str) -> NirVar:
         location = int(first)
     else:
         slot, _, components = first.partition(".")
-    interp = tokens[2].removeprefix("INTERP_MODE_")
-    return NirVar(mode=tokens[1], interp=interp, qualifiers=tuple(tokens[3:-2]),
-                  type=tokens[-2], name=tokens[-1], slot=slot, components=components,
-                  location=location, driver_location=int(fields[1]), binding=int(fields[2]))
+    # nir_print writes qualifiers such as "invariant", "centroid" or "sample" before the mode;
+    # the mode is the token before the INTERP_MODE_ one.
+    at = next((i for i in range(1, len(tokens) - 3)
+               if tokens[i + 1].startswith("INTERP_MODE_")), None)
+    if at is None:
+        raise MesaOutputError(f"unreadable NIR declaration (no interpolation mode): {line!r}")
+    interp = tokens[at + 1].removeprefix("INTERP_MODE_")
+    return NirVar(mode=tokens[at], interp=interp,
+                  qualifiers=tuple(tokens[1:at] + tokens[at + 2:-2]), type=tokens[-2],
+                  name=tokens[-1], slot=slot, components=components, location=location,
+                  driver_location=int(fields[1]), binding=int(fields[2]))
 
 
 def split_stages(text: str, *, where: str) -> dict[str, StageDump]:

@@ -258,6 +258,19 @@ def test_unsupported_builtins_are_one_line_errors_naming_the_program(mesa, case)
     assert message.endswith("which tilesim does not implement")
 
 
+@pytest.mark.mesa
+def test_invariant_outputs_compile(mesa):
+    """GLSL ES 1.00 section 4.6.1: ``invariant gl_Position`` and invariant varyings (Mesa's
+    NIR prints the qualifier before the variable's mode)."""
+    program = compile_program(
+        "invariant gl_Position;\nattribute vec4 p;\ninvariant varying vec3 c;\n"
+        "void main() { c = p.xyz; gl_Position = p; }\n",
+        "precision mediump float;\ninvariant varying vec3 c;\n"
+        "void main() { gl_FragColor = vec4(c, 1.0); }\n")
+    assert [b["name"] for b in program.interface["builtins"]["vertex"]] == ["gl_Position"]
+    assert program.interface["varyings"][0]["fragment"][0]["register"] == "IN[0]"
+
+
 @pytest.mark.parametrize("stage", ["vertex", "fragment"])
 @pytest.mark.parametrize("version", ["300 es", "310 es"])
 def test_glsl_es_3_shaders_are_refused_before_mesa(monkeypatch, stage, version):
@@ -479,6 +492,13 @@ def test_mesa_dump_parsing():
     uni = mesa_dump.parse_decl_var("decl_var uniform INTERP_MODE_NONE highp vec3[2] light "
                                    "(2, 5, 0)")
     assert (uni.type, uni.location, uni.driver_location) == ("vec3[2]", 2, 5)
+    # GLSL's invariant qualifier: nir_print writes it before the mode
+    inv = mesa_dump.parse_decl_var("decl_var invariant shader_out INTERP_MODE_NONE highp vec4 "
+                                   "gl_Position (VARYING_SLOT_POS.xyzw, 0, 0)")
+    assert (inv.mode, inv.interp, inv.qualifiers, inv.precision) == (
+        "shader_out", "NONE", ("invariant", "highp"), "highp")
+    with pytest.raises(mesa_dump.MesaOutputError, match="no interpolation mode"):
+        mesa_dump.parse_decl_var("decl_var shader_out highp vec4 x (VARYING_SLOT_POS, 0, 0)")
     dcls = mesa_dump.parse_dcls("FRAG\nDCL IN[0..1], GENERIC[3..4], PERSPECTIVE\n"
                                 "DCL CONST[0][0..2]\nDCL SVIEW[0], 2D, FLOAT\n  0: END\n")
     assert [(d.register, d.semantic, d.semantic_index) for d in dcls[:2]] == [
