@@ -115,3 +115,25 @@ if __name__ == "__main__":  # python tests/test_layers.py: lint-imports on the i
         done = lint_imports(installed_tree(Path(tmp)))
         print(done.stdout, done.stderr)
         sys.exit(done.returncode)
+
+
+def test_numba_kernels_are_cached_per_source():
+    """Numba keys a cached kernel by its own file only; tilesim keys the whole cache by a digest
+    of every source file (tilesim.kernel_cache), so a changed helper inlined from another file
+    cannot bring back old machine code."""
+    import hashlib
+    import importlib.util
+    from pathlib import Path
+
+    numba = pytest.importorskip("numba")
+    import tilesim.render.pipeline.compiled  # noqa: F401  (its kernels configure the cache)
+    from tilesim.kernel_cache import PACKAGES, source_digest
+
+    digest = hashlib.sha256()
+    for name in PACKAGES:
+        base = Path(importlib.util.find_spec(name).submodule_search_locations[0])
+        for path in sorted(base.rglob("*.py")):
+            digest.update(f"{name}/{path.relative_to(base).as_posix()}\0".encode())
+            digest.update(path.read_bytes())
+    assert source_digest() == digest.hexdigest()[:16]
+    assert Path(numba.config.CACHE_DIR).name == f"numba-{source_digest()}"

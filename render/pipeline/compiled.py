@@ -21,6 +21,8 @@ import warnings
 
 import numpy as np
 
+from tilesim.kernel_cache import configure_numba
+
 try:  # pragma: no cover - depends on the environment
     import numba
 except ImportError:  # pragma: no cover
@@ -68,8 +70,11 @@ def disabled():
 
 
 def _jit(function):
+    """Compiled and cached on disk, in a cache of this source (tilesim.kernel_cache: a kernel
+    whose inlined helpers changed must not load its old code)."""
     if numba is None:
         return function
+    configure_numba(numba)
     return numba.njit(cache=True, nogil=True)(function)
 
 
@@ -78,6 +83,7 @@ def _jit_inline(function):
     large to inline, or taking an array): Numba inlines it into the caller's IR."""
     if numba is None:
         return function
+    configure_numba(numba)
     return numba.njit(cache=True, nogil=True, inline="always")(function)
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 
+from tilesim.kernel_cache import configure_numba
+
 try:  # pragma: no cover - depends on the environment
     import numba
 except ImportError:  # pragma: no cover
@@ -21,5 +23,6 @@ def jit(function=None, *, inline: bool = False):
     def wrap(f):
         if not ENABLED:
             return f
+        configure_numba(numba)   # a cache of this source (tilesim.kernel_cache)
         return numba.njit(cache=True, nogil=True, inline="always" if inline else "never")(f)
     return wrap if function is None else wrap(function)

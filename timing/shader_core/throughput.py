@@ -13,11 +13,11 @@ answer is kept in a JSON file (``TILESIM_CACHE`` or ``~/.cache/tilesim``,
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 from tilesim.atomic import write_text
 from tilesim.errors import InputError
+from tilesim.kernel_cache import cache_root
 from tilesim.shaders.ir import program_digest
 from tilesim.shaders.parser import parse
 from tilesim.shaders.synthetic_inputs import load_interface
@@ -30,9 +30,7 @@ CACHE_NAME = "shader_core_throughput.json"
 
 
 def cache_file() -> Path:
-    root = os.environ.get("TILESIM_CACHE")
-    base = Path(root) if root else Path.home() / ".cache" / "tilesim"
-    return base / CACHE_NAME
+    return cache_root() / CACHE_NAME
 
 
 def _key(text: str, cfg: CoreConfig, warps: int, in_flight: int) -> str:

@@ -1,0 +1,54 @@
+"""Where tilesim's caches live, and Numba's compiled kernels keyed by the source that made them.
+
+Numba's ``cache=True`` keys a compiled function by its own file's modification time and size.
+A kernel that inlines helpers from other files (the pipeline's ``compiled`` kernels, the
+cycle-level loops of ``timing``) keeps its old machine code when only a helper's file changes:
+after an edit or an upgrade of an editable install, a run would load code that no longer
+matches the source and give wrong numbers without a word. :func:`configure_numba` points
+Numba's cache at a folder named by a digest of every Python file of tilesim's packages, so any
+change of the source starts a fresh cache.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.util
+import os
+from pathlib import Path
+
+# The installed package folders whose code the kernels are compiled from (tilesim.render and
+# the others are mapped onto the repository's top-level folders; located, not imported).
+PACKAGES = ("tilesim", "tilesim.render", "tilesim.shaders", "tilesim.timing")
+
+
+def cache_root() -> Path:
+    """``TILESIM_CACHE`` or ``~/.cache/tilesim``: the folder of every cache tilesim keeps."""
+    root = os.environ.get("TILESIM_CACHE")
+    return Path(root) if root else Path.home() / ".cache" / "tilesim"
+
+
+@functools.cache
+def source_digest() -> str:
+    """sha256 (16 hex digits) over the relative path and bytes of every ``.py`` file of
+    PACKAGES, in a fixed order."""
+    digest = hashlib.sha256()
+    for name in PACKAGES:
+        spec = importlib.util.find_spec(name)
+        for folder in (spec.submodule_search_locations or []) if spec else []:
+            base = Path(folder)
+            for path in sorted(base.rglob("*.py")):
+                digest.update(f"{name}/{path.relative_to(base).as_posix()}\0".encode())
+                digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+@functools.cache
+def configure_numba(numba) -> Path:
+    """Point ``numba``'s cache (before any ``njit(cache=True)``) at a folder of this source:
+    ``NUMBA_CACHE_DIR`` when the user set one, else :func:`cache_root`, then
+    ``numba-<source digest>``. Returns the folder."""
+    base = os.environ.get("NUMBA_CACHE_DIR")
+    folder = (Path(base) if base else cache_root()) / f"numba-{source_digest()}"
+    numba.config.CACHE_DIR = str(folder)
+    return folder
