@@ -113,7 +113,13 @@ STATE_UNIFORMS = {
         "STATE_FB_WPOS_Y_TRANSFORM: [1, 0, -1, H] when drawing into a framebuffer object, "
         "[-1, H, 1, 0] when drawing into the window-system framebuffer (H = framebuffer height "
         "in pixels); the TGSI computes gl_FragCoord.y from it"),
+    "state.depth.range": (
+        "STATE_DEPTH_RANGE: [n, f, f - n, 1] of glDepthRangef(n, f), the built-in uniform "
+        "gl_DepthRange {near, far, diff} (GLSL ES 1.00 section 7.5)"),
 }
+# Built-in uniforms GL lists among a program's active uniforms (location -1) whose values reach
+# the TGSI as one of STATE_UNIFORMS.
+STATE_BUILTIN_UNIFORMS = ("gl_DepthRange",)
 
 BUILTIN_VARS = {
     ("vertex", "shader_out"): {"gl_Position", "gl_PointSize"},
@@ -133,7 +139,6 @@ UNSUPPORTED_BUILTINS = {
     "gl_LastFragData": "EXT_shader_framebuffer_fetch",
     "gl_LastFragColorARM": "ARM_shader_framebuffer_fetch",
     "gl_LastFragDepthARM": "ARM_shader_framebuffer_fetch_depth_stencil",
-    "gl_DepthRange": "GLSL ES 1.00 section 7.5, built-in uniform state",
 }
 # GLSL ES versions a GLES2 context compiles (OpenGL ES 2.0 spec section 2.10; GLSL ES 1.00
 # section 3.4): Mesa's context is GLES 3.1 and would accept "#version 300 es" / "310 es" too.
@@ -653,6 +658,8 @@ def _uniforms(source: ProgramSource, active: list[dict], nir: dict[str, list[Nir
         gl_name = uni["name"]
         base = re.split(r"[\[.]", gl_name, maxsplit=1)[0]
         stages = [stage for stage in STAGES if base in per_stage[stage]] or ["vertex"]
+        if base in STATE_BUILTIN_UNIFORMS:
+            continue    # the stages read it as a state uniform (the loop below)
         if base.startswith("gl_"):
             raise _unsupported_builtin("the program", "uniform", base)
         if "." in gl_name:

@@ -218,7 +218,7 @@ def test_link_error_and_struct_uniform(mesa):
 PLAIN_VS = "attribute vec4 p;\nvoid main() { gl_Position = p; }\n"
 LINK = "capture.pkl: program 3 (glLinkProgram call 17)"
 # (fragment shader, what the one-line error must say): built-ins of extensions Mesa's GLES2
-# context compiles but the renderer does not implement, and GLSL ES 1.00 built-in state.
+# context compiles but the renderer does not implement.
 UNSUPPORTED = {
     "EXT_frag_depth": (
         "#extension GL_EXT_frag_depth : require\nprecision mediump float;\n"
@@ -236,10 +236,6 @@ UNSUPPORTED = {
         "#extension GL_EXT_draw_buffers : require\nprecision mediump float;\n"
         "void main() { gl_FragData[0] = vec4(1.0); gl_FragData[1] = vec4(0.5); }\n",
         "fragment shader writes gl_FragData (EXT_draw_buffers"),
-    "gl_DepthRange": (
-        "precision mediump float;\n"
-        "void main() { gl_FragColor = vec4(gl_DepthRange.near, gl_DepthRange.diff, 0.0, 1.0); }\n",
-        "program reads gl_DepthRange (GLSL ES 1.00 section 7.5"),
 }
 
 
@@ -256,6 +252,20 @@ def test_unsupported_builtins_are_one_line_errors_naming_the_program(mesa, case)
     assert "\n" not in message
     assert message.startswith(f"{LINK}: the ") and expected in message
     assert message.endswith("which tilesim does not implement")
+
+
+@pytest.mark.mesa
+def test_gl_depth_range_is_a_state_uniform(mesa):
+    """GLSL ES 1.00 section 7.5: gl_DepthRange reaches each stage that reads it as Mesa's
+    STATE_DEPTH_RANGE, a state entry the renderer fills from glDepthRangef."""
+    program = compile_program(
+        "attribute vec4 p;\nvarying float d;\n"
+        "void main() { d = gl_DepthRange.far; gl_Position = p; }\n",
+        "precision mediump float;\nvarying float d;\n"
+        "void main() { gl_FragColor = vec4(d, gl_DepthRange.near, gl_DepthRange.diff, 1.0); }\n")
+    state = {(s["name"], s["stage"]) for s in program.interface["state"]}
+    assert state >= {("state.depth.range", "vertex"), ("state.depth.range", "fragment")}
+    assert not [u for u in program.interface["uniforms"] if u["name"].startswith("gl_")]
 
 
 @pytest.mark.mesa

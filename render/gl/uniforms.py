@@ -47,8 +47,10 @@ def flat_values(program: Program, name: str, array_size: int | None, element_siz
     return out
 
 
-def constants(program: Program, stage: str, *, height: int) -> np.ndarray:
-    """CONST[0] of ``stage`` ('vertex' or 'fragment') as (slots, 4) uint32 bits."""
+def constants(program: Program, stage: str, *, height: int,
+              depth_range: tuple[float, float] = (0.0, 1.0)) -> np.ndarray:
+    """CONST[0] of ``stage`` ('vertex' or 'fragment') as (slots, 4) uint32 bits; ``height``
+    (pixels) and ``depth_range`` (glDepthRangef's near, far) fill Mesa's state uniforms."""
     interp = program.vertex if stage == "vertex" else program.fragment
     slots = max([d.last + 1 for d in interp.program.declared("CONST") if (d.dimension or 0) == 0],
                 default=1)
@@ -81,6 +83,11 @@ def constants(program: Program, stage: str, *, height: int) -> np.ndarray:
             # back into GL's window y for the default framebuffer too.
             value = [1.0, 0.0, -1.0, float(height)]
             table[state["slot"]] = np.asarray(value, dtype=np.float32).view(np.uint32)
+        elif state.get("stage") == stage and state["name"] == "state.depth.range":
+            # gl_DepthRange (GLSL ES 1.00 section 7.5) as Mesa's STATE_DEPTH_RANGE holds it
+            near, far = depth_range
+            value = np.asarray([near, far, far - near, 1.0], dtype=np.float32)
+            table[state["slot"]] = value.view(np.uint32)
     return table
 
 

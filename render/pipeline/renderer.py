@@ -684,7 +684,8 @@ class Renderer:
         scalars["attribute_bytes"] += fetched.attribute_bytes
         scalars["vertex_cache_accesses"] += fetched.cache_accesses
         scalars["vertex_cache_misses"] += fetched.cache_misses
-        vs_constants = uniforms.constants(program, "vertex", height=target.height)
+        vs_constants = uniforms.constants(program, "vertex", height=target.height,
+                                          depth_range=state.fragment.depth_range)
         shaded = vertex_shading.shade(program, fetched.inputs, vs_constants,
                                       self._sampler(program, "vertex"), where)
         vs_totals = shaded.stats.totals()["lane_instructions"]
@@ -740,7 +741,8 @@ class Renderer:
             program=program, fragment=copy.copy(f), target=target, counters=counters,
             clipped=clipped, columns=columns, viewport=tuple(state.viewport), tris=tris,
             bins=bins, rect=rect, vs_constants=vs_constants,
-            fs_constants=uniforms.constants(program, "fragment", height=target.height),
+            fs_constants=uniforms.constants(program, "fragment", height=target.height,
+                                            depth_range=state.fragment.depth_range),
             texture_units=self._texture_units(program, "fragment"))
         # The techniques see the display lists as the binner writes them (signatures,
         # layers, visibility prediction); EVR may hold entries back for a second list.

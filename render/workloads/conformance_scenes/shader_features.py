@@ -214,3 +214,39 @@ def scene_bunny(gl: Recorder) -> None:
     gl.clear("COLOR_BUFFER_BIT", "DEPTH_BUFFER_BIT")
     gl.drawElements("TRIANGLES", mesh.indices.size, "UNSIGNED_INT", 0)
     gl.endFrame()
+
+
+VS_DEPTH_RANGE = """
+attribute vec4 a_position;
+varying vec3 v_range;
+void main() {
+    v_range = vec3(gl_DepthRange.near, gl_DepthRange.far, gl_DepthRange.diff);
+    gl_Position = a_position;
+}
+"""
+
+FS_DEPTH_RANGE = """
+precision highp float;
+varying vec3 v_range;
+void main() {
+    // gl_FragCoord.z lies in [near, far]: its place there, and the range itself
+    float t = (gl_FragCoord.z - gl_DepthRange.near) / gl_DepthRange.diff;
+    gl_FragColor = vec4(t, v_range.x + v_range.y * 0.5, gl_DepthRange.far, 1.0);
+}
+"""
+
+
+@scene("depth_range_uniform")
+def scene_depth_range_uniform(gl: Recorder) -> None:
+    """The built-in uniform gl_DepthRange (GLSL ES 1.00 section 7.5) in both stages, under
+    three glDepthRangef settings, one horizontal band each; a sloped triangle per band."""
+    _program(gl, VS_DEPTH_RANGE, FS_DEPTH_RANGE)
+    gl.clearColor(0.0, 0.0, 0.0, 1.0)
+    gl.clear("COLOR_BUFFER_BIT")
+    for k, (near, far) in enumerate(((0.0, 1.0), (0.2, 0.7), (0.9, 0.3))):
+        gl.depthRangef(near, far)
+        y0 = -0.95 + k * 0.65
+        _draw(gl, "TRIANGLES", np.array([[-0.95, y0, -0.9], [0.95, y0, 0.9],
+                                         [-0.95, y0 + 0.58, 0.3]], np.float32))
+    gl.depthRangef(0.0, 1.0)
+    gl.endFrame()
