@@ -169,3 +169,20 @@ def test_thesis_comparison_averages_each_technique_on_its_evaluated_set():
     assert c["groups"]["3D"]["dsr"]["n"] == 2 and c["groups"]["2D"]["re"]["n"] == 1
     assert c["groups"]["all"]["re"]["tiles_skipped"] == pytest.approx(0.5)
     assert compare([workloads[3]]) is None
+
+
+@pytest.mark.slow
+def test_same_seed_same_bytes_and_frames_do_not_depend_on_the_count(tmp_path, mesa):
+    """The first frames of a row's program are the same bytes however many frames are built,
+    another seed gives another program (as the hand-written workloads, test_workloads)."""
+    from tilesim.render.traces.trace_file import write_trace
+
+    name, (width, height) = ROWS["candy_crush"].name, ROWS["candy_crush"].size
+
+    def trace_bytes(frames, label):
+        return write_trace(tmp_path / f"{label}.tsim", frames, width=width, height=height,
+                           name=name).read_bytes()
+
+    three = trace_bytes(WORKLOADS[name](width, height, 3, 0), "a")
+    assert trace_bytes(WORKLOADS[name](width, height, 5, 0)[:3], "b") == three
+    assert trace_bytes(WORKLOADS[name](width, height, 3, 1), "c") != three

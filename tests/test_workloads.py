@@ -13,7 +13,15 @@ import numpy as np
 import pytest
 from conftest import require_mesa
 
-from tilesim.render.workloads import CATEGORIES, SIZES, WORKLOADS, trace_name, write_workload
+from tilesim.render.workloads import (
+    CATEGORIES,
+    GAME_LIKE,
+    SIZES,
+    THESIS_SUITE,
+    WORKLOADS,
+    trace_name,
+    write_workload,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 WIDTH, HEIGHT = 320, 205          # small, the 1196x768 aspect
@@ -37,14 +45,16 @@ def trace_bytes(tmp_path: Path, frames, label: str) -> bytes:
 
 
 def test_registry_names_categories_and_sizes():
-    assert set(WORKLOADS) == {"match3", "sidescroller", "runner", "render_to_texture"}
+    assert GAME_LIKE == ("match3", "sidescroller", "runner", "render_to_texture")
+    # the hand-written four, then a program per row of the thesis's suite (test_thesis_games)
+    assert set(WORKLOADS) == set(GAME_LIKE) | {f"like_{key}" for key in THESIS_SUITE}
     assert set(CATEGORIES) == set(WORKLOADS)
     assert all("Table 3.2" in text for text in CATEGORIES.values())
     assert SIZES == ((1196, 768), (1920, 1080))
     assert trace_name("runner", 1196, 768) == "runner-1196x768.tsim"
 
 
-@pytest.mark.parametrize("name", sorted(WORKLOADS))
+@pytest.mark.parametrize("name", GAME_LIKE)
 def test_same_seed_same_trace_bytes_and_frames_do_not_depend_on_the_count(name, tmp_path):
     three = built(name, BUILT)[:3]
     again = WORKLOADS[name](WIDTH, HEIGHT, 3, 0)  # a separate, shorter build
@@ -54,7 +64,7 @@ def test_same_seed_same_trace_bytes_and_frames_do_not_depend_on_the_count(name, 
     assert trace_bytes(tmp_path, other, "c") != trace_bytes(tmp_path, three, "a")
 
 
-@pytest.mark.parametrize("name", sorted(WORKLOADS))
+@pytest.mark.parametrize("name", GAME_LIKE)
 def test_static_data_is_uploaded_once(name):
     """Programs, textures and buffer storage are made in frame 0 only; later frames upload
     only small dynamic data (bufferSubData)."""
@@ -70,7 +80,7 @@ def test_static_data_is_uploaded_once(name):
     assert min(draws) >= 8 and min(uniforms) >= min(draws)
 
 
-@pytest.mark.parametrize("name", sorted(WORKLOADS))
+@pytest.mark.parametrize("name", GAME_LIKE)
 def test_tilesim_renders_a_few_frames(name):
     from tilesim.render.pipeline.renderer import Renderer
 
@@ -92,7 +102,7 @@ def test_tilesim_renders_a_few_frames(name):
 
 
 @pytest.mark.mesa
-@pytest.mark.parametrize("name", sorted(WORKLOADS))
+@pytest.mark.parametrize("name", GAME_LIKE)
 def test_matches_mesa_llvmpipe(name):
     from skimage.metrics import structural_similarity
 

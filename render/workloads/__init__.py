@@ -44,8 +44,8 @@ CATEGORIES: dict[str, str] = {
     "sidescroller": sidescroller.CATEGORY,
     "runner": runner.CATEGORY,
     "render_to_texture": render_to_texture.CATEGORY,
-    **{_ROWS[key].name: f"{_ROWS[key].genre}, {_ROWS[key].type} (Frame Coherence Tables 3.2-3.4: "
-       f"{_ROWS[key].benchmark})" for key in THESIS_SUITE},
+    **{_ROWS[key].name: f"{_ROWS[key].genre}, {_ROWS[key].type} (Frame Coherence Table 3.2: "
+       f"{_ROWS[key].benchmark}, its row of Tables 3.3-3.4)" for key in THESIS_SUITE},
 }
 SIZES = ((1196, 768), (1920, 1080))  # Frame Coherence Table 3.1 screen (ch. 4-5) and ch. 6
 # The sizes each workload is built at: the hand-written ones at both, a thesis row at its
