@@ -127,10 +127,10 @@ BUILTIN_VARS = {
     ("fragment", "shader_out"): {"gl_FragColor", "gl_FragData"},
 }
 
-# Built-ins a GLES2 program can reach through an extension Mesa compiles, or as GLSL ES 1.00
-# built-in uniform state, that the renderer does not implement: name -> where it comes from.
-# Each makes the import fail with one line naming the program (build_interface); a built-in in
-# neither table gets the same error without the source.
+# Built-ins a GLES2 program can reach through an extension Mesa compiles that the renderer does
+# not implement: name -> where it comes from. Each makes the import fail with one line naming
+# the program (build_interface); a built-in in neither this table nor BUILTIN_VARS gets the
+# same error without the source.
 UNSUPPORTED_BUILTINS = {
     "gl_FragDepthEXT": "EXT_frag_depth",
     "gl_SecondaryFragColorEXT": "EXT_blend_func_extended",
