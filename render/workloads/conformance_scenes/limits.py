@@ -82,8 +82,8 @@ def scene_texture_units_high(gl: Recorder) -> None:
 
 @scene("point_size_255", size=(320, 320))
 def scene_point_size_255(gl: Recorder) -> None:
-    """gl_PointSize 255, the top of Mesa's aliased point size range (64 was tilesim's clamp),
-    and 300, clamped to it; shaded by gl_PointCoord.x, one frame each."""
+    """gl_PointSize 255, the top of Mesa's aliased point size range, and 300, clamped to it;
+    shaded by gl_PointCoord.x, one frame each."""
     program = _program(gl, VS_POINT, FS_POINT)
     size = gl.getUniformLocation(program, "u_size")
     for requested, (x, y), hue in ((255.0, (-0.1, 0.05), 0.6), (300.0, (0.1, -0.05), 0.1)):
