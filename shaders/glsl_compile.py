@@ -124,7 +124,8 @@ STATE_BUILTIN_UNIFORMS = ("gl_DepthRange",)
 BUILTIN_VARS = {
     ("vertex", "shader_out"): {"gl_Position", "gl_PointSize"},
     ("fragment", "shader_in"): {"gl_FragCoord", "gl_FrontFacing", "gl_PointCoord"},
-    ("fragment", "shader_out"): {"gl_FragColor", "gl_FragData"},
+    # gl_FragDepthEXT: EXT_frag_depth, the z of TGSI's POSITION output
+    ("fragment", "shader_out"): {"gl_FragColor", "gl_FragData", "gl_FragDepthEXT"},
 }
 
 # Built-ins a GLES2 program can reach through an extension Mesa compiles that the renderer does
@@ -132,7 +133,6 @@ BUILTIN_VARS = {
 # the program (build_interface); a built-in in neither this table nor BUILTIN_VARS gets the
 # same error without the source.
 UNSUPPORTED_BUILTINS = {
-    "gl_FragDepthEXT": "EXT_frag_depth",
     "gl_SecondaryFragColorEXT": "EXT_blend_func_extended",
     "gl_SecondaryFragDataEXT": "EXT_blend_func_extended",
     "gl_FragData": "EXT_draw_buffers: more than one color output",
@@ -731,8 +731,9 @@ def _builtins(stage: str, nir_vars: list[NirVar], regs: _Registers) -> list[dict
             raise _unsupported_builtin(f"the {stage} shader", var.mode, var.name)
         file = {"shader_in": "IN", "shader_out": "OUT", "system_value": "SV"}[var.mode]
         dcl = regs.get(file, var.driver_location, var.name)
+        components = "z" if var.slot == "FRAG_RESULT_DEPTH" else var.components or dcl.mask
         item = {"name": var.name, "register": dcl.register, "semantic": _semantic(dcl),
-                "components": var.components or dcl.mask}
+                "components": components}
         if stage == "fragment" and var.mode == "shader_in":
             item["interpolation"] = dcl.extra[0] if dcl.extra else None
         out.append(item)

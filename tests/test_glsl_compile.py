@@ -220,10 +220,6 @@ LINK = "capture.pkl: program 3 (glLinkProgram call 17)"
 # (fragment shader, what the one-line error must say): built-ins of extensions Mesa's GLES2
 # context compiles but the renderer does not implement.
 UNSUPPORTED = {
-    "EXT_frag_depth": (
-        "#extension GL_EXT_frag_depth : require\nprecision mediump float;\n"
-        "void main() { gl_FragColor = vec4(1.0); gl_FragDepthEXT = 0.25; }\n",
-        "fragment shader writes gl_FragDepthEXT (EXT_frag_depth)"),
     "EXT_blend_func_extended color": (
         "#extension GL_EXT_blend_func_extended : require\nprecision mediump float;\n"
         "void main() { gl_FragColor = vec4(1.0); gl_SecondaryFragColorEXT = vec4(0.5); }\n",
@@ -266,6 +262,19 @@ def test_gl_depth_range_is_a_state_uniform(mesa):
     state = {(s["name"], s["stage"]) for s in program.interface["state"]}
     assert state >= {("state.depth.range", "vertex"), ("state.depth.range", "fragment")}
     assert not [u for u in program.interface["uniforms"] if u["name"].startswith("gl_")]
+
+
+@pytest.mark.mesa
+def test_frag_depth_ext_is_the_position_output(mesa):
+    """EXT_frag_depth: gl_FragDepthEXT is the z of the fragment program's POSITION output,
+    which the renderer's late depth test reads."""
+    program = compile_program(
+        PLAIN_VS, "#extension GL_EXT_frag_depth : require\nprecision mediump float;\n"
+                  "void main() { gl_FragColor = vec4(1.0); gl_FragDepthEXT = 0.25; }\n")
+    depth = next(b for b in program.interface["builtins"]["fragment"]
+                 if b["name"] == "gl_FragDepthEXT")
+    assert (depth["semantic"], depth["components"]) == ("POSITION", "z")
+    assert f"MOV {depth['register']}.z" in program.fragment_tgsi
 
 
 @pytest.mark.mesa

@@ -85,6 +85,9 @@ class Shaded:
     survivors: np.ndarray         # (m,) bool: alive and not discarded
     warp_instructions: np.ndarray | None = None   # (q,) instructions issued by each shaded quad
     texture: dict = field(default_factory=dict)   # TEXTURE_COUNTERS name -> (m,) per lane
+    # (m,) float: the depth the program wrote (gl_FragDepthEXT, EXT_frag_depth: the z of its
+    # POSITION output), None when it writes none and the interpolated depth stands
+    depth: np.ndarray | None = None
 
 
 def raster_fragments(draw, tris, scale: int, entries: np.ndarray | None, fill_rule: str,
@@ -133,10 +136,7 @@ def raster_fragments(draw, tris, scale: int, entries: np.ndarray | None, fill_ru
                 lanes = lanes.select(live)
                 keep = xp.repeat(live, 4)
                 covered, pixel, tile, entry = covered[keep], pixel[keep], tile[keep], entry[keep]
-    if compiled.usable(lanes.z):
-        depth = compiled.quantize_depth(lanes.z, target.depth_max)
-    else:
-        depth = xp.floor(xp.clip(lanes.z, 0.0, 1.0) * target.depth_max + 0.5).astype(xp.int64)
+    depth = quantize_depth(lanes.z, target.depth_max)
     covered_index = xp.nonzero(covered)[0]
     return Fragments(tris, lanes, covered, pixel, tile, depth, entry, covered_index)
 
@@ -158,6 +158,15 @@ def _pixel_tile(lanes: FragmentLanes, scale: int, target):
 def count_rasterized(fragments: Fragments, counters: PassCounters) -> None:
     counters.add("quads_rasterized", fragments.tile[::4])
     counters.add("fragments_rasterized", fragments.tile[fragments.covered])
+
+
+def quantize_depth(z: np.ndarray, depth_max: int) -> np.ndarray:
+    """(n,) window depths in [0, 1] (clamped) as depth buffer values, int64: round to the
+    nearest of ``depth_max`` + 1 steps."""
+    if compiled.usable(z):
+        return compiled.quantize_depth(z, depth_max)
+    xp = array_module(z)
+    return xp.floor(xp.clip(z, 0.0, 1.0) * depth_max + 0.5).astype(xp.int64)
 
 
 def depth_test(stage: str, pixel, depth, tile, buffer, fragment_state, counters: PassCounters,
@@ -222,8 +231,11 @@ def shade(fragments: Fragments, alive: np.ndarray, draw, scale: int, make_sample
     color_register = next((r for r, s in program.fragment.program.output_semantics().items()
                            if s[0] == "COLOR"), None)
     color = None if color_register is None else execution.outputs[color_register].T
+    depth_register = next((r for r, s in program.fragment.program.output_semantics().items()
+                           if s[0] == "POSITION"), None)
+    depth = None if depth_register is None else execution.outputs[depth_register][2]
     shaded = Shaded(shaded_lanes, inputs, system_values, color, fragments.pixel[shaded_lanes],
-                    tile, sub_alive, sub_alive & ~killed, warp_instructions, texture)
+                    tile, sub_alive, sub_alive & ~killed, warp_instructions, texture, depth)
     return shaded, execution
 
 

@@ -836,8 +836,10 @@ class Renderer:
         late = None
         if depth_on and not early:
             idx = late = self.xp.nonzero(shaded.survivors)[0]
-            passed = quad_stages.depth_test("late", shaded.pixel[idx],
-                                            fragments.depth[shaded.lanes][idx],
+            depth = (fragments.depth[shaded.lanes][idx] if shaded.depth is None else
+                     quad_stages.quantize_depth(self.xp.asarray(shaded.depth[idx], dtype=float),
+                                                target.depth_max))
+            passed = quad_stages.depth_test("late", shaded.pixel[idx], depth,
                                             shaded.tile[idx], depth_buffer, f, counters)
             shaded.survivors[idx[~passed]] = False
         if not target.has_color or shaded.color is None:

@@ -8,6 +8,7 @@ import numpy as np
 from tilesim.errors import InputError
 from tilesim.render.gl.commands import Recorder
 from tilesim.render.workloads.conformance_scenes.helpers import (
+    FS_COLOR,
     VS_MVP_PATTERN,
     VS_NDC,
     _checker,
@@ -249,4 +250,39 @@ def scene_depth_range_uniform(gl: Recorder) -> None:
         _draw(gl, "TRIANGLES", np.array([[-0.95, y0, -0.9], [0.95, y0, 0.9],
                                          [-0.95, y0 + 0.58, 0.3]], np.float32))
     gl.depthRangef(0.0, 1.0)
+    gl.endFrame()
+
+
+FS_FRAG_DEPTH = """
+#extension GL_EXT_frag_depth : require
+precision highp float;
+varying vec4 v_color;
+uniform float u_phase;
+void main() {
+    // a depth that is not the plane's: ridges across the quad
+    vec2 p = gl_FragCoord.xy / 128.0;
+    gl_FragDepthEXT = 0.5 + 0.35 * sin(12.0 * p.x + u_phase) * cos(7.0 * p.y);
+    gl_FragColor = v_color;
+}
+"""
+
+
+@scene("frag_depth")
+def scene_frag_depth(gl: Recorder) -> None:
+    """EXT_frag_depth: two overlapping quads whose fragment shader writes gl_FragDepthEXT
+    (ridges out of phase), depth test LESS: which one is in front follows the written depth,
+    not the quads' own; then a quad at z 0 with the interpolated depth against them."""
+    program = _program(gl, VS_NDC, FS_FRAG_DEPTH)
+    phase = gl.getUniformLocation(program, "u_phase")
+    gl.clearColor(0.0, 0.0, 0.0, 1.0)
+    gl.clear("COLOR_BUFFER_BIT", "DEPTH_BUFFER_BIT")
+    gl.enable("DEPTH_TEST")
+    gl.depthFunc("LESS")
+    for value, quad, color in ((0.0, _quad(-0.9, -0.9, 0.6, 0.6, 0.9), (1.0, 0.4, 0.2, 1.0)),
+                               (2.0, _quad(-0.6, -0.6, 0.9, 0.9, -0.9), (0.2, 0.6, 1.0, 1.0))):
+        gl.uniform1f(phase, value)
+        _draw(gl, "TRIANGLES", quad, color)
+    _program(gl, VS_NDC, FS_COLOR)
+    _draw(gl, "TRIANGLES", _quad(-0.3, -0.95, 0.3, 0.95, 0.0), (0.3, 1.0, 0.3, 1.0))
+    gl.disable("DEPTH_TEST")
     gl.endFrame()
