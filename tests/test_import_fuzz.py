@@ -256,10 +256,10 @@ def mutate(records: list, rnd: random.Random, targets: list[int]) -> tuple[bytes
         record = records[index]
         kind = rnd.choice(["value"] * 6 + ["drop", "key", "pair", "field", "fields",
                                            "record", "args", "name", "cut"])
-        if not isinstance(record, list) or len(record) != 5 or \
-                not isinstance(record[2], list):
+        call = isinstance(record, list) and len(record) == 5 and isinstance(record[2], list)
+        if not call:   # a record an earlier mutation of this case already replaced or cut
             kind = "cut" if kind == "cut" else "record"
-        args = record[2] if kind != "record" else None
+        args = record[2] if call else None
         pairs = [k for k, a in enumerate(args or ()) if isinstance(a, tuple) and len(a) == 2]
         if kind in ("value", "drop", "key", "pair") and not pairs:
             kind = "field"
