@@ -141,12 +141,16 @@ def load_table(path: str = str(DATA)) -> tuple[dict[str, Row], dict[str, Profile
 
 def _fragment_glsl(tex: int, pad: int) -> str:
     """A straight-line fragment program: ``tex`` texture instructions summed, then ``pad``
-    multiply-adds by uniforms (identity values: the image is the textures')."""
+    multiply-adds by uniforms (the first scales the sum by 1 / tex, the others are identities:
+    the image is the textures' mean)."""
     lines = ["precision mediump float;", "varying vec2 v_uv;", "uniform vec4 u_k[24];"]
     lines += [f"uniform sampler2D u_tex{i};" for i in range(tex)]
     body = ["vec4 c = texture2D(u_tex0, v_uv);" if tex else "vec4 c = u_k[0] * v_uv.xyxy;"]
     body += [f"c += texture2D(u_tex{i}, v_uv + u_k[{i}].xy);" for i in range(1, tex)]
-    body += [f"c = c * u_k[{8 + j % 8}] + u_k[{16 + j % 8}];" for j in range(pad)]
+    # u_k[8] scales the textures' sum back into range once; the other multiply-adds are
+    # identities (u_k[9..15] = 1, u_k[16..23] = 0)
+    body += [f"c = c * u_k[{8 if j == 0 else 9 + (j - 1) % 7}] + u_k[{16 + j % 8}];"
+             for j in range(pad)]
     return "\n".join(lines + ["void main() {", *body, "gl_FragColor = c;", "}"])
 
 
@@ -502,7 +506,7 @@ def build_row(row: Row, width: int, height: int, frames: int = 100, seed: int = 
     """The frames (lists of commands) of ``row``'s program at width x height."""
     from tilesim.render.gl.commands import Recorder
 
-    rows, profiles, _ = load_table()
+    _rows, profiles, _suite = load_table()
     check_request(row.name, width, height, frames)
     profile = profiles[row.profile]
     p = plan(row, profile, width, height, seed)
@@ -546,7 +550,7 @@ def build_row(row: Row, width: int, height: int, frames: int = 100, seed: int = 
         k[0], k[1:8] = (0.6, 0.5, 0.7, 1.0), 0.01
         k[8:16], k[16:24] = 1.0, 0.0
         if tex:
-            k[8:16] = 1.0 / tex     # the textures' sum back in range
+            k[8] = 1.0 / tex        # the textures' sum back in range, once
         gl.uniform4fv(loc["u_k"], k.ravel())
         for i in range(tex):
             gl.uniform1i(loc[f"u_tex{i}"], i)
