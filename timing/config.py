@@ -132,6 +132,14 @@ def _range(bounds, value: float, unit: str, name: str, where: str) -> tuple[floa
     return low, high
 
 
+def warp_instruction_floor(cfg: Config) -> float:
+    """The fewest cycles a shader processor spends on one warp instruction: its
+    ``processors.shader.lanes`` threads at ``processors.shader.threads_per_cycle`` a cycle
+    (baseline_gpu.toml states the two readings). A derived figure of the configuration, read by
+    the analytic model and the cycle-level reference alike."""
+    return cfg["processors.shader.lanes"] / cfg["processors.shader.threads_per_cycle"]
+
+
 def load_gpu_config(path: str | Path | None = None) -> Config:
     """The GPU parameters (``baseline_gpu.toml`` when ``path`` is None), validated."""
     schema = None if path is None else _parse(BASELINE_GPU)

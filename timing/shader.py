@@ -18,9 +18,9 @@ figure is the instruction-weighted mean of the programs it ran:
 * ``cycles = max(issue, latency)``.
 
 Either way a warp instruction takes at least ``lanes / processors.shader.threads_per_cycle``
-cycles of its processor (:func:`warp_instruction_floor`): 1 with Shader Core's units that take a
-whole warp per cycle, 4 with Frame Coherence §2.2's 4-wide vector unit running one thread's
-[x,y,z,w] per cycle.
+cycles of its processor (``timing.config.warp_instruction_floor``): 0.5 with Shader Core's two
+4-thread warp instructions a cycle (the core's own figure is never below it), 4 with Frame
+Coherence §2.2's 4-wide vector unit running one thread's [x,y,z,w] per cycle.
 
 With ``core_throughput = 0`` (and for counters that do not name their programs) the
 documented simple model of before: issue ``processors.shader.issue_rate`` warp instructions
@@ -35,14 +35,8 @@ import functools
 
 import numpy as np
 
-from tilesim.timing.config import Config
+from tilesim.timing.config import Config, warp_instruction_floor
 from tilesim.timing.memory_traffic import latency_avg, texture_l2_hit_ratio
-
-
-def warp_instruction_floor(cfg: Config) -> float:
-    """The fewest cycles a processor spends on one warp instruction: its ``lanes`` threads at
-    ``threads_per_cycle`` a cycle (baseline_gpu.toml states the two readings)."""
-    return cfg["processors.shader.lanes"] / cfg["processors.shader.threads_per_cycle"]
 
 
 def shader_cycles(warp_instructions, exposed_latency, processors: float,

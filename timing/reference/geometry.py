@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tilesim.timing.config import Config
+from tilesim.timing.config import Config, warp_instruction_floor
 from tilesim.timing.reference.dram import DramState, DramTiming, dram_access
 from tilesim.timing.reference.inputs import PB_WRITES, VERTICES, region
 from tilesim.timing.reference.records import DrawStream
@@ -110,8 +110,7 @@ def geometry_input(stream: DrawStream, cpis: np.ndarray, cfg: Config) -> Geometr
     cpi = np.where(d["vs_program"] >= 0, cpis[np.maximum(d["vs_program"], 0)]
                    if cpis.size else 1.0, 1.0)
     lanes = cfg["processors.shader.lanes"]
-    # a warp instruction takes at least lanes / threads_per_cycle cycles of its processor
-    cpi = np.maximum(cpi, lanes / cfg["processors.shader.threads_per_cycle"])
+    cpi = np.maximum(cpi, warp_instruction_floor(cfg))
     reads = d["vertex_cache_misses"] * cfg["caches.vertex.line_size"] + d["index_bytes"]
     binned_count = np.diff(stream.prim_start)
     # clipping splits and points or lines (two triangles each) bin more than were assembled

@@ -46,7 +46,7 @@ import functools
 
 import numpy as np
 
-from tilesim.timing.config import Config
+from tilesim.timing.config import Config, warp_instruction_floor
 from tilesim.timing.reference.caches import Cache
 from tilesim.timing.reference.raster import PassInput, RasterParameters
 from tilesim.timing.reference.records import QuadStream
@@ -298,10 +298,7 @@ def pass_input(stream: QuadStream, tiles: dict[str, np.ndarray], order: np.ndarr
 
     # quads
     cpis = np.array([program_cpis(texts[d]) for d in stream.programs]).reshape(-1, 2)
-    # a warp instruction takes at least lanes / threads_per_cycle cycles of its processor
-    # (baseline_gpu.toml processors.shader.threads_per_cycle)
-    cpis = np.maximum(cpis, cfg["processors.shader.lanes"]
-                      / cfg["processors.shader.threads_per_cycle"])
+    cpis = np.maximum(cpis, warp_instruction_floor(cfg))
     program = q["program"][quad_index]
     instructions = q["instructions"][quad_index].astype(np.float64)
     shaded = q["shaded"][quad_index]
