@@ -54,16 +54,16 @@ from tilesim.render.studies.batch import (
 from tilesim.render.studies.characterize import Characterizer, characterization, characterize
 from tilesim.render.studies.coherence import DEFAULT_TECHNIQUES, Tally, write_overlays
 from tilesim.render.traces.trace_file import open_trace
-from tilesim.render.workloads import NATIVE_SIZES, trace_name
+from tilesim.render.workloads import GAME_LIKE, NATIVE_SIZES, trace_name
 
 # The bundled workloads (traces/, made by scripts/make_bunny_trace.py and make_workloads.py):
 # glmark2's bunny, four game-like programs at the resolution of Frame Coherence Table 3.1, and
 # the thesis-regime suite: a program per game of Frame Coherence Tables 3.3 and 3.4
 # (render/workloads/thesis_games.py), each at its chapter set's screen.
-THESIS_SUITE = tuple(trace_name(name, w, h)[:-len(".tsim")] for name, sizes in
-                     NATIVE_SIZES.items() if name.startswith("like_") for w, h in sizes)
+THESIS_TRACES = tuple(Path(trace_name(name, w, h)).stem for name, sizes in NATIVE_SIZES.items()
+                      if name not in GAME_LIKE for w, h in sizes)
 BUNDLED = ("bunny", "match3-1196x768", "sidescroller-1196x768", "runner-1196x768",
-           "render_to_texture-1196x768", *THESIS_SUITE)
+           "render_to_texture-1196x768", *THESIS_TRACES)
 # Real programs captured when apitrace, Xvfb and the programs are installed: one scene per
 # kind of work glmark2 has (textures with mipmaps, per-pixel lighting, 2D filtering) and
 # es2gears. Captured at the thesis's resolution (es2gears draws its fixed 300x300 window).

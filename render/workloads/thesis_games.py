@@ -55,7 +55,14 @@ from pathlib import Path
 
 import numpy as np
 
-from tilesim.render.workloads.common import check_request, pixels_ortho, rng_for, to_u8, value_noise
+from tilesim.render.workloads.common import (
+    check_request,
+    pixels_ortho,
+    rng_for,
+    to_u8,
+    upload_texture,
+    value_noise,
+)
 from tilesim.render.workloads.transforms import gl_matrix
 
 DATA = Path(__file__).with_name("thesis_games.toml")
@@ -376,7 +383,6 @@ class Plan:
     patch: Patch
     draws: list[DrawPlan]
     attributes: int
-    draws_per_frame: float
 
 
 def plan(row: Row, profile: Profile, width: int, height: int, seed: int = 0,
@@ -447,8 +453,7 @@ def plan(row: Row, profile: Profile, width: int, height: int, seed: int = 0,
     for i, d in enumerate(draws):   # back to front: later draws nearer
         d.depth = 0.9 - 1.8 * (i + 1) / (len(draws) + 1)
     return Plan(row, profile, width, height, programs, filters, patch, draws,
-                attributes=int(min(max(round(n["attributes_per_vertex"]), 2), 6)),
-                draws_per_frame=n["draw_calls_per_frame"])
+                attributes=int(min(max(round(n["attributes_per_vertex"]), 2), 6)))
 
 
 # --- geometry and textures -----------------------------------------------------------------
@@ -565,9 +570,10 @@ def build_row(row: Row, width: int, height: int, frames: int = 100, seed: int = 
     ticking = [d.role in ("world", "hud") and tick < profile.ticking_share
                for d, tick in zip(p.draws, motion_rng.random(len(p.draws)), strict=True)]
     speeds = 0.15 + 0.25 * motion_rng.random(len(p.draws))
+    per_frame = row.numbers["draw_calls_per_frame"]
     for f in range(frames):
         gl.clear("COLOR_BUFFER_BIT", *(["DEPTH_BUFFER_BIT"] if depth else []))
-        drawn = int(math.floor(p.draws_per_frame * (f + 1)) - math.floor(p.draws_per_frame * f))
+        drawn = int(math.floor(per_frame * (f + 1)) - math.floor(per_frame * f))
         pan = _pan_offset(profile, f)
         bound_program = None
         blending = False
@@ -625,8 +631,6 @@ def _pan_offset(profile: Profile, frame: int) -> float:
 
 
 def _upload(gl, image: np.ndarray, filter_name: str) -> int:
-    from tilesim.render.workloads.common import upload_texture
-
     nearest = filter_name == "nearest"
     mip = filter_name == "trilinear"
     return upload_texture(gl, image, min_filter="NEAREST" if nearest else
