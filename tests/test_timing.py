@@ -29,6 +29,7 @@ from tilesim.timing.model import (
     estimate_frame,
     geometry_cycles,
     geometry_stage_cycles,
+    gpu_static_power,
 )
 from tilesim.timing.techniques import (
     TECHNIQUE_SAVINGS_COUNTERS,
@@ -43,6 +44,9 @@ LAT_AVG = 75.0
 L2 = 262144.0
 H_TEX = 1 - math.sqrt(8 / 256)     # L2 hit ratio of texture-cache misses (sqrt(2) rule)
 DRAM_BG_W = 2 * (37.88 + 5.73) * 1e-3  # active standby + refresh of two LPDDR4 channels
+# cycles per warp instruction at least: 4 lanes at 1 thread a cycle (Frame Coherence §2.2's
+# 4-wide vector unit runs one thread's [x,y,z,w] a cycle); 0.5 under Shader Core's reading
+FLOOR = 4.0
 
 
 def make_frame(scalars=None, tiles=None, ntiles=2) -> FrameCounters:
@@ -123,14 +127,16 @@ def test_geometry_stage_formulas():
     s = {k: float(v[0]) for k, v in geometry_stage_cycles(b, effective_tiles(b), CFG).items()}
     # vertex fetch: (3 lines x 64 + 64) B / 4 B/cycle = 64 > 4 lines x 75 / 32 in flight
     assert s["vertex_fetch"] == pytest.approx(64.0)
-    assert s["vertex_shading"] == pytest.approx(800 / (1 * 4 * 1))
+    # 800 thread instructions = 200 warp instructions of 4 lanes, at FLOOR cycles, 1 processor
+    assert s["vertex_shading"] == pytest.approx(800 / 4 * FLOOR / 1)
     assert s["primitive_assembly"] == 50
     assert s["tiler"] == 50
     assert s["pb_write"] == pytest.approx(1280 / 4)
     assert s["bus"] == pytest.approx((256 + 1280) / 4)
     assert s["crc_compute"] == s["crc_accumulate"] == s["evr_tables"] == 0
     total = geometry_cycles(geometry_stage_cycles(b, effective_tiles(b), CFG), CFG)[0]
-    assert total == pytest.approx(384 + LAT_MAX + 6)
+    # the bottleneck is vertex shading (800 > the bus's 384), then the fill
+    assert total == pytest.approx(800 + LAT_MAX + 6)
 
 
 def test_pb_read_hierarchy_fractions():
@@ -181,7 +187,8 @@ def test_raster_stage_formulas():
     assert s["tile_fetch"] == pytest.approx(120 / 4)
     assert s["rasterizer"] == pytest.approx(256 * 4 / 16)   # 64
     assert s["early_z"] == pytest.approx(64)                # 64 quads at 1 quad/cycle
-    assert s["fragment_shading"] == pytest.approx(720 / 4)  # issue-bound: 180
+    # issue-bound: 720 warp instructions x FLOOR cycles / 4 processors = 720
+    assert s["fragment_shading"] == pytest.approx(720 * FLOOR / 4)
     assert s["texture_filter"] == pytest.approx(1024 / 16)  # 64
     tex_dram = 640 * (1 - H_TEX)
     assert s["texture_memory"] == pytest.approx(tex_dram / 4)
@@ -189,7 +196,7 @@ def test_raster_stage_formulas():
     assert s["bus"] == pytest.approx((120 + tex_dram) / 4)
     flush = 1024 / 4
     # bottleneck (fragment shading) + fill (first miss + 8 stages) + serialized color flush
-    assert est.tile_cycles[0] == pytest.approx(180 + LAT_MAX + 8 + flush)
+    assert est.tile_cycles[0] == pytest.approx(720 + LAT_MAX + 8 + flush)
     assert est.tile_cycles[1] == pytest.approx(flush)      # empty tile: flush only
     assert est.raster_cycles[0] == pytest.approx(est.tile_cycles.sum())
     assert est.seconds[0] == pytest.approx((est.geometry_cycles[0] + est.raster_cycles[0]) / 4e8)
@@ -240,8 +247,9 @@ def test_flush_bound_tiles_overlap_their_flush_with_the_next_tiles_start(tmp_pat
     last tile of the pass (the bottom-right one, tile 2) hides behind nothing. No tile ends
     before its own flush (the color buffer's time, ``color_buffer_cycles``)."""
     n = 6
+    # 100 warp instructions x FLOOR cycles / 4 processors = 100 cycles of shading a tile
     f = grid_frame(3, 2, {"prims_binned": [1] * n, "color_flush_bytes": [2048] * n,
-                          "depth_flush_bytes": [2048] * n, "fs_quad_alu": [400] * n})
+                          "depth_flush_bytes": [2048] * n, "fs_quad_alu": [100] * n})
     off = run(f, overlap_config(tmp_path, 0)).tile_cycles
     assert off == pytest.approx([100 + FILL + 1024] * n)
     on = run(f, overlap_config(tmp_path, 1))
@@ -251,7 +259,7 @@ def test_flush_bound_tiles_overlap_their_flush_with_the_next_tiles_start(tmp_pat
     assert on.raster_cycles[0] == pytest.approx(on.tile_cycles.sum())
     # a next tile with 10 cycles of work hides its fill and those 10 cycles only
     short = grid_frame(2, 1, {"prims_binned": [1, 1], "color_flush_bytes": [1024, 1024],
-                              "fs_quad_alu": [40, 40]})
+                              "fs_quad_alu": [10, 10]})
     assert run(short, overlap_config(tmp_path, 1)).tile_cycles == pytest.approx(
         [10 + FILL + 256 - (FILL + 10), 10 + FILL + 256])
 
@@ -264,7 +272,7 @@ def test_flush_overlap_follows_the_next_tile_that_occupies_the_pipeline(tmp_path
     hide the first pass's last flush."""
     cfg = overlap_config(tmp_path, 1)
     tiles = {"prims_binned": [1, 3, 1, 0, 1], "re_tiles_skipped": [0, 1, 0, 0, 0],
-             "color_flush_bytes": [1024, 0, 1024, 1024, 1024], "fs_quad_alu": [400, 0, 400, 0, 400]}
+             "color_flush_bytes": [1024, 0, 1024, 1024, 1024], "fs_quad_alu": [100, 0, 100, 0, 100]}
     est = run(grid_frame(5, 1, tiles), cfg)
     flush = 256
     hidden = FILL + min(QUEUED, 100)      # E's and C's start: fill + their first quads
@@ -317,7 +325,7 @@ def test_double_buffered_color_buffer_overlaps_flush():
     cfg = load_gpu_config()
     cfg.values["buffers.color.entries"] = 512
     f = make_frame(tiles={"prims_binned": [1, 0], "color_flush_bytes": [1024, 1024],
-                          "fs_quad_alu": [4000, 0]})
+                          "fs_quad_alu": [1000, 0]})     # 1000 x FLOOR / 4 = 1000 cycles
     cycles = run(f, cfg).tile_cycles
     assert cycles[0] == pytest.approx(1000 + LAT_MAX + 8)
     assert cycles[1] == pytest.approx(256)
@@ -389,12 +397,24 @@ def test_leakage_is_the_low_power_process_derived_from_its_stated_inputs():
         for value in (device["off_300"], device["off_350"], device["gate"]):
             assert f"{value:.3g}".replace("e-0", "e-") in header, value
     # static power is now a small share of the baseline GPU's: below 1% of a busy frame's energy
+    # where a processor completes 8 threads a cycle (Shader Core's reading); at Frame Coherence
+    # §2.2's one thread a cycle the same work takes longer and leaks for longer, in proportion
     f = make_frame(tiles={"prims_binned": [1, 1], "fs_quad_alu": [4000, 4000],
                           "tex_cache_accesses": [2000, 2000], "color_flush_bytes": [1024, 1024]})
-    est = run(f)
-    static = sum(float(v[0]) for v in est.gpu_static.values())
-    dynamic = sum(float(v[0]) for v in est.gpu_dynamic.values())
+    fast = run(f, CFG.replace(**{"processors.shader.threads_per_cycle": 8}))
+    slow = run(f)
+
+    def static_dynamic(est):
+        return (sum(float(v[0]) for v in est.gpu_static.values()),
+                sum(float(v[0]) for v in est.gpu_dynamic.values()))
+
+    static, dynamic = static_dynamic(fast)
     assert static < 0.01 * dynamic
+    slow_static, slow_dynamic = static_dynamic(slow)
+    assert slow.seconds[0] > fast.seconds[0]
+    assert slow_static == pytest.approx(static * slow.seconds[0] / fast.seconds[0])
+    assert slow_static == pytest.approx(sum(gpu_static_power(CFG, ECFG).values())
+                                        * slow.seconds[0])
 
 
 def test_dram_energy_split_like_micron():
@@ -709,23 +729,30 @@ def test_fragment_shading_charges_each_program_the_cores_cycles_per_instruction(
     # the dependent transcendental chain cannot issue every cycle; independent ALU work can
     assert cpi["chain"] > cpi["alu"] >= 1 / core["issue.width"]
     texts = {"alu": ALU_PROGRAM, "chain": CHAIN_PROGRAM}
-    one = run(_program_frame({"alu": 4000}, texts)).tile_stages["fragment_shading"]
+    # Shader Core's reading (8 threads a cycle): the core's own figure, never below its floor
+    core8 = CFG.replace(**{"processors.shader.threads_per_cycle": 8})
+    one = run(_program_frame({"alu": 4000}, texts), core8).tile_stages["fragment_shading"]
     assert one[0] == pytest.approx(4000 * cpi["alu"] / 4) and one[1] == 0
     # a tile running both is charged the instruction-weighted mean
-    both = run(_program_frame({"alu": 3000, "chain": 1000}, texts)).tile_stages
+    both = run(_program_frame({"alu": 3000, "chain": 1000}, texts), core8).tile_stages
     mean = (3000 * cpi["alu"] + 1000 * cpi["chain"]) / 4000
     assert both["fragment_shading"][0] == pytest.approx(4000 * mean / 4)
     # the switch off: the issue-rate model, one instruction per cycle per processor
     path = _write_variant(tmp_path, BASELINE_GPU, r'^(core_throughput = \{ value = )1', r'\g<1>0')
-    off = run(_program_frame({"alu": 4000}, texts), load_gpu_config(path))
-    assert off.tile_stages["fragment_shading"][0] == pytest.approx(4000 / 4)
-    # Frame Coherence §2.2's reading: a processor's vector unit runs one thread a cycle, so a
-    # warp instruction of 4 threads takes at least 4 cycles, whatever the core measured
-    vec4 = CFG.replace(**{"processors.shader.threads_per_cycle": 1})
-    slow = run(_program_frame({"alu": 4000}, texts), vec4).tile_stages["fragment_shading"]
-    assert slow[0] == pytest.approx(4000 * max(cpi["alu"], 4.0) / 4)
-    # the default (Shader Core's two warps of 4 threads a cycle) leaves the core's figure
-    assert CFG["processors.shader.threads_per_cycle"] == 8
+    off = load_gpu_config(path)
+    at_issue_rate = run(_program_frame({"alu": 4000}, texts),
+                        off.replace(**{"processors.shader.threads_per_cycle": 8}))
+    assert at_issue_rate.tile_stages["fragment_shading"][0] == pytest.approx(4000 / 4)
+    # ... and never below the floor of the processor's vector unit
+    at_floor = run(_program_frame({"alu": 4000}, texts), off)
+    assert at_floor.tile_stages["fragment_shading"][0] == pytest.approx(4000 * FLOOR / 4)
+    # the default, Frame Coherence §2.2's reading: a processor's vector unit runs one thread a
+    # cycle, so a warp instruction of 4 threads takes at least FLOOR cycles, whatever the core
+    # measured
+    assert CFG["processors.shader.threads_per_cycle"] == 1
+    slow = run(_program_frame({"alu": 4000}, texts)).tile_stages["fragment_shading"]
+    assert cpi["chain"] < FLOOR
+    assert slow[0] == pytest.approx(4000 * max(cpi["alu"], FLOOR) / 4)
 
 
 def test_vertex_shading_charges_the_vertex_programs(tmp_path, monkeypatch):
@@ -739,10 +766,9 @@ def test_vertex_shading_charges_the_vertex_programs(tmp_path, monkeypatch):
     cpi = text_throughput(vertex, load_core_config())["cycles_per_instruction"]
     f = make_frame({"vs_alu": 4000})
     f.programs, f.vs_programs = {"v": vertex}, {"v": 4000}
-    assert run(f).geometry_stages["vertex_shading"][0] == pytest.approx(1000 * cpi)
-    vec4 = CFG.replace(**{"processors.shader.threads_per_cycle": 1})
-    assert run(f, vec4).geometry_stages["vertex_shading"][0] == pytest.approx(
-        1000 * max(cpi, 4.0))
+    core8 = CFG.replace(**{"processors.shader.threads_per_cycle": 8})
+    assert run(f, core8).geometry_stages["vertex_shading"][0] == pytest.approx(1000 * cpi)
+    assert run(f).geometry_stages["vertex_shading"][0] == pytest.approx(1000 * max(cpi, FLOOR))
 
 
 def test_flag_values_are_checked(tmp_path):

@@ -11,7 +11,7 @@ import pytest
 
 from tilesim.render.pipeline.counters import FrameCounters, PassCounters
 from tilesim.timing import techniques
-from tilesim.timing.config import load_energy_config, load_gpu_config
+from tilesim.timing.config import load_energy_config, load_gpu_config, warp_instruction_floor
 from tilesim.timing.counter_batch import batch_from_frames
 from tilesim.timing.model import BASELINE_UNITS, estimate_batch, estimate_frame
 
@@ -192,8 +192,10 @@ def test_memoization_hits_remove_the_hit_fragments_shader_work():
                             "memo_table_writes": [195, 260, 0]}))
     base = run(frame())
     keep = np.array([0.75, 1.0, 0.0])
-    # fragment shading is issue-bound here: (700 ALU + 140 TEX quad instructions) / 4
-    assert memo.tile_stages["fragment_shading"] == pytest.approx(840 / 4 * keep)
+    # fragment shading is issue-bound here: (700 ALU + 140 TEX quad instructions) x 4 cycles a
+    # warp instruction (Frame Coherence §2.2's vector unit) / 4 processors
+    assert warp_instruction_floor(CFG) == 4
+    assert memo.tile_stages["fragment_shading"] == pytest.approx(840 * 4 / 4 * keep)
     assert memo.tile_stages["texture_filter"] == pytest.approx(2080 / 16 * keep)
     assert memo.gpu_dynamic["fragment_processors"][0] == pytest.approx(
         base.gpu_dynamic["fragment_processors"][0] * keep.mean())
@@ -360,12 +362,16 @@ def _leak(structure_bytes):
 
 def _representative_geometry_cycles(n, extra_pb_bytes_per_tile=0):
     """Geometry phase of ``representative_frame``, from its counters by the model's formula:
-    of the stages (per tile: vertex fetch 12 accesses / 1 bank or 204 B / 4 B/cycle = 51,
-    vertex shading 2 x 90 / 4 lanes = 45, PB writes (216 + extra) / 4, tiler 6) the shared bus
-    is the bottleneck, carrying vertices (3 x 64 B), indices (12 B), PB records (192 B), lists
-    (24 B) and EVR layer ids (extra) at memory.bandwidth; plus the fill latency_max + 6."""
+    the slowest of the stages (per tile: vertex fetch 12 accesses / 1 bank or 204 B / 4 B/cycle
+    = 51, vertex shading 2 x 90 / 4 lanes = 45 warp instructions at the floor of
+    warp_instruction_floor cycles each on 1 vertex processor, PB writes (216 + extra) / 4,
+    tiler 6, the shared bus carrying vertices (3 x 64 B), indices (12 B), PB records (192 B),
+    lists (24 B) and EVR layer ids (extra) at memory.bandwidth); plus the fill latency_max + 6.
+    Under Frame Coherence §2.2's processors (the default, 4 cycles a warp instruction) vertex
+    shading binds (180 a tile), under Shader Core's (0.5) the bus (105 a tile)."""
+    shading = n * 45 * warp_instruction_floor(CFG) / CFG["processors.vertex.count"]
     bus = n * (192 + 12 + 192 + 24 + extra_pb_bytes_per_tile) / CFG["memory.bandwidth"]
-    return bus + CFG["memory.latency_max"] + 6
+    return max(shading, bus) + CFG["memory.latency_max"] + 6
 
 
 def _baseline_static_watts():
@@ -394,22 +400,23 @@ def test_seed_overhead_figures_as_checks():
     skipped (the techniques' worst case), each technique's overhead is computed here from the
     model's formulas (timing/model.py, timing/techniques.py) and the numbers of
     baseline_gpu.toml and energy_32nm.toml, asserted exactly, and then held to the theses:
-    * RE (1196x768, 3600 tiles): its GPU energy is 0.79% of the baseline's (0.79% dynamic: the
-      Compute CRC work is counted once per tile a block folds into, an upper bound; 0.001%
-      leakage of 45 KB of SRAM at the low-power gpu.static.sram, 2.5e-4 mW/KB), and
-      the frame's energy grows by 1.7% with the baseline's leakage and the DRAM background over
-      the 2.3% longer frame (the signature unit's 116 sub-blocks per tile exceed the 105-cycle
-      bus bottleneck of the geometry phase; 2 compare cycles per tile). Frame Coherence §4.3: < 5%
-      energy in benchmarks RE cannot exploit, slowdowns up to 5% (~0.7% for its LUTs on average,
-      §5.4).
-    * EVR: its structures add 0.20% energy (Frame Coherence §5.4: 0.5% on average; same leakage),
-    the layer
-      ids 0.34% more as DRAM traffic (written with the Parameter Buffer: one activation per
-      2 KB row, open page), and the frame is 0.53% longer (12 more PB bytes per tile
-      on the bus).
-    * DSR (1920x1080): SRT + DCT unit 1.52% energy (Frame Coherence §6.5: < 2%); with the DCT
-      after the flush (§6.4.1, dct_after_flush = 1) the frame is 11.2% longer (64 cycles of row pass
-      per tile on the color buffer), against §6.5's "no execution time penalty", which the
+    The baseline GPU's processors are Frame Coherence §2.2's (4 cycles a warp instruction), so
+    the geometry phase is bound by vertex shading (180 cycles a tile), not the bus (105).
+    * RE (1196x768, 3600 tiles): its GPU energy is 0.62% of the baseline's (0.60% dynamic: the
+      Compute CRC work is counted once per tile a block folds into, an upper bound; 0.01%
+      leakage of 45 KB of SRAM at the low-power gpu.static.sram, 2.5e-4 mW/KB), and the
+      frame's energy grows by 0.66% with the baseline's leakage and the DRAM background over
+      the 0.12% longer frame (the signature unit's 116 sub-blocks per tile hide behind the
+      geometry phase's 180 cycles of vertex shading; 2 compare cycles per tile remain). Frame
+      Coherence §4.3: < 5% energy in benchmarks RE cannot exploit, slowdowns up to 5% (~0.7%
+      for its LUTs on average, §5.4).
+    * EVR: its structures add 0.16% energy (Frame Coherence §5.4: 0.5% on average; same
+      leakage), the layer ids 0.26% more as DRAM traffic (written with the Parameter Buffer:
+      one activation per 2 KB row, open page), and the frame is no longer (12 more PB bytes per
+      tile on the bus, 108 cycles, still below vertex shading).
+    * DSR (1920x1080): SRT + DCT unit 1.16% energy (Frame Coherence §6.5: < 2%); with the DCT
+      after the flush (§6.4.1, dct_after_flush = 1) the frame is 4.0% longer (64 cycles of row
+      pass per tile on the color buffer), against §6.5's "no execution time penalty", which the
       other reading (the DCT beside the flush) keeps.
     Shares of a baseline frame whose tile flushes overlap the next tile's start
     (buffers.color.flush_overlap = 1, the default): a shorter frame than serialized flushes
@@ -440,17 +447,16 @@ def test_seed_overhead_figures_as_checks():
         "re_bitmap_accesses": 1})
     sig = "techniques.signature."
     geometry = _representative_geometry_cycles(n)
-    assert base.geometry_cycles == pytest.approx(geometry)              # 105 n + 106
-    # the Compute CRC unit (one sub-block per cycle) becomes the geometry bottleneck; the
-    # Accumulate CRC unit folds the 7 entries of a tile in 7 steps (one per display-list
-    # entry); every tile compares its signatures before it is scheduled
+    assert base.geometry_cycles == pytest.approx(geometry)              # 180 n + 106
+    # the Compute CRC unit (one sub-block per cycle, 116 a tile) and the Accumulate CRC unit
+    # (the 7 entries of a tile in 7 steps, one per display-list entry) hide behind vertex
+    # shading (180 a tile); every tile compares its signatures before it is scheduled
     crc = n * shifts / CFG[sig + "compute_rate"]
     assert n * 7 / CFG[sig + "accumulate_rate"] < crc
-    assert crc > geometry - CFG["memory.latency_max"] - 6
-    extra_cycles = (crc + CFG["memory.latency_max"] + 6 - geometry) + n * CFG[
-        sig + "compare_cycles"]
-    assert extra_cycles == 13 * n
-    assert re.geometry_cycles == pytest.approx(crc + CFG["memory.latency_max"] + 6)
+    assert crc < geometry - CFG["memory.latency_max"] - 6
+    extra_cycles = n * CFG[sig + "compare_cycles"]
+    assert extra_cycles == 2 * n
+    assert re.geometry_cycles == pytest.approx(geometry)
     assert re.raster_cycles == pytest.approx(base.raster_cycles + 2 * n)
     assert re.cycles - base.cycles == pytest.approx(extra_cycles)
     assert re.technique_cycles == pytest.approx(extra_cycles)
@@ -473,23 +479,25 @@ def test_seed_overhead_figures_as_checks():
     re_energy, re_time = overhead(base, re)
     assert re_energy == pytest.approx((dynamic + leakage) / base.energy, rel=1e-12)
     assert re_time == pytest.approx(extra_cycles / base.cycles, rel=1e-12)
-    assert dynamic / base.energy == pytest.approx(0.0079, abs=0.0005)
-    assert leakage / base.energy == pytest.approx(0.0000, abs=0.0005)
-    assert re_energy == pytest.approx(0.0079, abs=0.0005)
-    assert re.energy / base.energy - 1 == pytest.approx(0.0170, abs=0.0005)
-    assert re_time == pytest.approx(0.0228, abs=0.0005)
+    assert dynamic / base.energy == pytest.approx(0.0060, abs=0.0005)
+    assert leakage / base.energy == pytest.approx(0.0001, abs=0.0005)
+    assert re_energy == pytest.approx(0.0062, abs=0.0005)
+    assert re.energy / base.energy - 1 == pytest.approx(0.0066, abs=0.0005)
+    assert re_time == pytest.approx(0.0012, abs=0.0005)
     assert re_energy < 0.05 and re_time < 0.05                           # Frame Coherence §4.3
 
     # --- Early Visibility Resolution
     base, evr = estimates(1196, 768, {
         "evr_lgt_accesses": 6, "evr_fvp_reads": 6, "evr_layer_bytes_written": 12,
         "evr_layer_buffer_writes": 256, "evr_fvp_updates": 1})
-    # 12 more Parameter Buffer bytes per tile on the bus: 3 cycles per tile; the tables (6 + 6
-    # lookups per tile in parallel) hide behind the bus, the FVP update (23 cycles) and Layer
-    # Buffer (256 writes / 4 per cycle) behind each tile's bottleneck
+    # 12 more Parameter Buffer bytes per tile on the bus: 3 cycles per tile, a bus of 108 still
+    # below vertex shading's 180; the tables (6 + 6 lookups per tile in parallel) hide behind
+    # the geometry phase, the FVP update (23 cycles) and Layer Buffer (256 writes / 4 per
+    # cycle) behind each tile's bottleneck
     assert evr.geometry_cycles == pytest.approx(_representative_geometry_cycles(n, 12))
+    assert _representative_geometry_cycles(n, 12) == _representative_geometry_cycles(n)
     assert evr.raster_cycles == pytest.approx(base.raster_cycles)
-    assert evr.cycles - base.cycles == pytest.approx(3 * n)
+    assert evr.cycles == base.cycles
     dynamic = n * (6 * e("technique.lgt.access") + 6 * e("technique.fvp_table.access")
                    + 1 * e("technique.fvp_update.tile")
                    + 256 * e("technique.layer_buffer.write"))
@@ -510,10 +518,9 @@ def test_seed_overhead_figures_as_checks():
     assert evr.technique_memory_energy == pytest.approx(layer_ids, rel=1e-12)
     evr_energy, evr_time = overhead(base, evr)
     assert evr_energy == pytest.approx((dynamic + leakage) / base.energy, rel=1e-12)
-    assert evr_time == pytest.approx(3 * n / base.cycles, rel=1e-12)
-    assert evr_energy == pytest.approx(0.0020, abs=0.0005)
-    assert layer_ids / base.energy == pytest.approx(0.0034, abs=0.0005)
-    assert evr_time == pytest.approx(0.0053, abs=0.0005)
+    assert evr_time == 0
+    assert evr_energy == pytest.approx(0.0016, abs=0.0005)
+    assert layer_ids / base.energy == pytest.approx(0.0026, abs=0.0005)
     assert evr_energy < 0.01                                             # Frame Coherence §5.4
 
     # --- Dynamic Sampling Rate

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from tilesim.render.pipeline.counters import FrameCounters, PassCounters
 from tilesim.render.pipeline.framebuffer import RenderTarget
-from tilesim.timing.config import load_energy_config, load_gpu_config
+from tilesim.timing.config import load_energy_config, load_gpu_config, warp_instruction_floor
 from tilesim.timing.counter_batch import batch_from_frames
 from tilesim.timing.memory_traffic import tile_memory, vertical_reuse_distances
 from tilesim.timing.model import effective_tiles, estimate_batch, traversal_order
@@ -88,8 +88,10 @@ def test_z_order_decides_which_tile_hides_which_flush():
     last one (tile 3, the bottom-right) nothing; no tile ends before its own flush (tile 14's
     own cycles are its flush). In scanline order tile 14's predecessor is its left neighbour
     (tile 13); in Z order tile 9, the last of the first 2x2 block (12, 13, 8, 9)."""
-    work = np.full(16, 600)
-    work[14] = 40
+    # warp instructions x 4 cycles each (Frame Coherence §2.2's vector unit) / 4 processors
+    work = np.full(16, 150)
+    work[14] = 10
+    assert warp_instruction_floor(CFG) == 4
     b = grid(4, 4, {"prims_binned": 1, "fs_quad_alu": work, "color_flush_bytes": 1024})
     queued = CFG["buffers.color.flush_hidden_quads"]
     assert queued < 150
@@ -98,7 +100,7 @@ def test_z_order_decides_which_tile_hides_which_flush():
         hidden = np.full(16, FILL + queued)
         hidden[before] = FILL + 10
         hidden[3] = 0
-        assert cycles == pytest.approx(np.maximum(work / 4 + FILL + 256 - hidden, 256))
+        assert cycles == pytest.approx(np.maximum(work * 4 / 4 + FILL + 256 - hidden, 256))
 
 
 def test_z_order_shortens_the_parameter_buffer_reuse_distance():
