@@ -275,6 +275,35 @@ def test_the_reference_decides_its_own_memory(runner_frames):
     assert data.entry_start[-1] >= tiles["prims_binned"].sum()
 
 
+@pytest.mark.slow
+def test_memoized_quads_run_no_program_in_the_reference():
+    """With memoization, the recorder marks the quads whose looked-up lanes all hit (the
+    outcome arrives when the frame's pair is done): they are among the frame's hits (4 lanes a
+    quad at most, at least one), and the reference gives them no issue, latency or texture work, so the
+    marked frame takes fewer cycles than the same stream with the marks cleared."""
+    from tilesim.render.studies.quad_stream import record_frames
+    from tilesim.timing.reference.compare import compare
+    from tilesim.timing.reference.inputs import frame_pass_inputs
+    from tilesim.timing.reference.records import QuadStream
+
+    recorded = record_frames(Path(RUNNER).with_name("match3-1196x768.tsim"), [1], size=(64, 64),
+                             technique="memo")[0]
+    stream, = recorded.streams
+    tiles = recorded.counters.passes[0].tiles
+    marked = stream.quads["memo_hit"]
+    assert marked.sum() > 0 and not np.any(marked & ~stream.quads["shaded"])
+    assert np.all(np.bincount(stream.quads["tile"], weights=marked, minlength=stream.tiles)
+                  <= np.ravel(tiles["memo_hits"]))
+    (_, data), = frame_pass_inputs(recorded.counters, [stream], CFG)
+    cleared = QuadStream({**stream.quads, "memo_hit": np.zeros_like(marked)}, stream.offsets,
+                         stream.programs)
+    (_, unmarked), = frame_pass_inputs(recorded.counters, [cleared], CFG)
+    assert data.issue.sum() < unmarked.issue.sum() and data.texture.sum() < unmarked.texture.sum()
+    with_marks = compare([(recorded.counters, [stream])], CFG, ECFG).reference_frame.sum()
+    without = compare([(recorded.counters, [cleared])], CFG, ECFG).reference_frame.sum()
+    assert with_marks < without
+
+
 def test_the_reference_frames_add_up_and_sample(runner_frames):
     """The tiles add up to the frames both ways, and a sample of each pass's first 60 tiles in
     traversal order sums the same tiles."""

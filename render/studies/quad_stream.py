@@ -9,6 +9,12 @@ accesses and misses, late-Z lanes, lanes written, blending). Batches are kept pe
 in the order the pipeline processed them; a tile's stream is its quads in that order, which is
 the primitives' submission order within the tile (the pipeline's order rule, DESIGN.md §4).
 It records; it never changes the render.
+
+With fragment memoization on, a shaded quad of the default framebuffer is marked ``memo_hit``
+when every lane of it that looked the LUT up hit: the quad's 4 lanes run in lock-step (and
+texture LOD takes derivatives across them), so a quad runs unless none of its lanes needs to.
+Memoization decides a frame's hits when its pair of frames is done (``FragmentMemoizer``), so
+the marks are set when the outcome arrives, from each quad's place in the frame's lookups.
 """
 
 from __future__ import annotations
@@ -56,6 +62,9 @@ class QuadRecorder(Techniques):
         self._passes: list[list[dict]] = []
         self._draw = -1
         self._binned: dict[int, dict] = {}
+        self._memo_chunk: tuple[int, int] | None = None
+        self._memo_hits: dict[int, np.ndarray] = {}     # frame -> per lookup lane, hit
+        self._memo_lanes: dict[int, list] = {}          # frame -> per pass, the quads' lookups
         self.scalars = DrawScalars(self.frames)
         return self
 
@@ -84,10 +93,29 @@ class QuadRecorder(Techniques):
             "re_subblocks": after[0] - before[0], "re_folds": (after[1] - before[1]) / 2}
         return deferred
 
+    def shaded(self, draw, inputs, system_values, color, tile, alive, keys=None) -> None:
+        super().shaded(draw, inputs, system_values, color, tile, alive, keys)
+        if self.memo is not None and self._on_screen(draw.target):
+            # the lookups of the batch quads() gets: its first lane in the frame's lookups
+            # and, per shaded quad, its lanes that look up (live ones)
+            self._memo_chunk = (self.memo.last_chunk[0],
+                                to_host(alive).reshape(-1, 4).sum(axis=1))
+
     def quads(self, draw, batch) -> None:
+        chunk, self._memo_chunk = self._memo_chunk, None
         if self._frame not in self.frames or not self._passes:
             return
         rows = {name: to_host(getattr(batch, name)) for name in RECORDED}
+        # each shaded quad's first lane among the frame's memoization lookups (4 lanes a
+        # quad, in the batch's order), -1 where the quad made none
+        rows["memo_lane"] = np.full(rows["shaded"].size, -1, dtype=np.int64)
+        rows["memo_lookups"] = np.zeros(rows["shaded"].size, dtype=np.int64)
+        if chunk is not None:
+            shaded = np.flatnonzero(rows["shaded"])
+            first, lookups = chunk
+            assert lookups.size == shaded.size, "memoization looks up whole quads"
+            rows["memo_lane"][shaded] = first + 4 * np.arange(shaded.size)
+            rows["memo_lookups"][shaded] = lookups
         rows["tile"] = to_host(batch.tile)
         # primitives of different draws are different: (draw number, triangle row)
         rows["primitive"] = (np.int64(self._draw) << 32) | to_host(batch.triangle)
@@ -101,13 +129,35 @@ class QuadRecorder(Techniques):
             streams = [_stream(batches, p.tiles_x * p.tiles_y)
                        for batches, p in zip(self._passes, result.counters.passes, strict=True)]
             self.recorded[self._frame] = RecordedFrame(
-                result.counters, streams,
+                result.counters, [s for s, _ in streams],
                 _draws(self.scalars.draws.get(self._frame, []), self._binned))
+            if self.memo is not None:
+                self._memo_lanes[self._frame] = [lanes for _, lanes in streams]
+                self._mark_memo_hits()
         self._frame += 1
         self._passes = []
         self._draw = -1
         self._binned = {}
         return rates
+
+    def _apply_memo(self, done) -> None:
+        for outcome in done:
+            if outcome.frame_index in self.frames:
+                self._memo_hits[outcome.frame_index] = to_host(outcome.hit).astype(bool)
+        super()._apply_memo(done)
+        self._mark_memo_hits()
+
+    def _mark_memo_hits(self) -> None:
+        """Mark the quads of recorded frames whose memoization outcome has arrived."""
+        for frame in [f for f in self._memo_hits if f in self._memo_lanes]:
+            hit = self._memo_hits.pop(frame)
+            for stream, (lane, lookups) in zip(self.recorded[frame].streams,
+                                               self._memo_lanes.pop(frame), strict=True):
+                looked = lane >= 0
+                # a lane that made no lookup (uncovered, or failed early Z) never hits; a
+                # quad is skipped when its lanes hit and none that looked up missed
+                hits = hit[lane[looked][:, None] + np.arange(4)].sum(axis=1)
+                stream.quads["memo_hit"][looked] = (hits > 0) & (hits == lookups[looked])
 
 
 class DrawScalars(RenderObserver):
@@ -160,25 +210,29 @@ def _draws(rows: list[dict], binned: dict[int, dict]) -> DrawStream:
                       np.concatenate([[0], np.cumsum(counts)]).astype(np.int64), programs)
 
 
-def _stream(batches: list[dict], tiles: int) -> QuadStream:
+def _stream(batches: list[dict], tiles: int) -> tuple[QuadStream, tuple]:
     """One pass's batches as a :class:`QuadStream`: quads grouped by tile (stable: each tile's
-    quads keep the pipeline's order)."""
+    quads keep the pipeline's order); and, in the stream's order, each quad's first lane among
+    the frame's memoization lookups (-1: none) and its lanes that looked up."""
     programs = sorted({b["program"] for b in batches})
     if not batches:
         empty = {name: np.zeros(0, dtype=dtype) for name, dtype in QUAD_FIELDS.items()}
-        return QuadStream.from_quads(empty, tiles, programs)
+        none = np.zeros(0, dtype=np.int64)
+        return QuadStream.from_quads(empty, tiles, programs), (none, none)
     columns = {}
-    for name in (*RECORDED, "tile", "primitive"):
+    for name in (*RECORDED, "tile", "primitive", "memo_lane", "memo_lookups"):
         columns[name] = np.concatenate([b[name] for b in batches])
     index = {p: k for k, p in enumerate(programs)}
     columns["program"] = np.concatenate(
         [np.full(b["tile"].size, index[b["program"]], dtype=np.int64) for b in batches])
     columns["blended"] = np.concatenate(
         [np.full(b["tile"].size, b["blended"], dtype=bool) for b in batches])
+    columns["memo_hit"] = np.zeros(columns["tile"].size, dtype=bool)   # set when decided
     order = np.argsort(columns["tile"], kind="stable")
     quads = {name: np.asarray(columns[name][order], dtype=dtype)
              for name, dtype in QUAD_FIELDS.items()}
-    return QuadStream.from_quads(quads, tiles, programs)
+    return (QuadStream.from_quads(quads, tiles, programs),
+            (columns["memo_lane"][order], columns["memo_lookups"][order]))
 
 
 def record_frames(trace: str | os.PathLike, frames: Iterable[int], *, technique: str = "baseline",

@@ -668,6 +668,12 @@ class ScreenMemo:
         self._lanes += keys.shape[0]
         self._chunks.append((tile, keys, color, alive))
 
+    @property
+    def last_chunk(self) -> tuple[int, int]:
+        """The frame's lanes ``[begin, end)`` of the last :meth:`shaded` batch: where its lanes
+        sit in the frame's :attr:`MemoFrame.hit` (a recorder maps quads to their lookups)."""
+        return self._chunk_begin, self._lanes
+
     def cleared(self, rect, color, color_mask) -> None:
         """A clear of the default framebuffer: rect (x0, y0, x1, y1), color RGBA (floats) or
         None, color_mask the channels written."""

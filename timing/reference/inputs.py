@@ -247,7 +247,9 @@ def pass_input(stream: QuadStream, tiles: dict[str, np.ndarray], order: np.ndarr
     tile_hit = Cache.from_config(cfg, "tile").lookup(pb_lines)
 
     # -- texture misses: the draw's footprint lines in the tile -------------------------------
-    misses = q["tex_misses"][quad_index].astype(np.int64)
+    # a quad whose lanes fragment memoization all answered runs no program: no texture work
+    memo_hit = q["memo_hit"][quad_index]
+    misses = np.where(memo_hit, 0, q["tex_misses"][quad_index]).astype(np.int64)
     side = max(1, int(cfg["screen.tile_size"]) // TEXTURE_BLOCK) + 1   # blocks + the margin
     footprint = side * side
     draw = q["primitive"][quad_index] >> 32
@@ -302,6 +304,7 @@ def pass_input(stream: QuadStream, tiles: dict[str, np.ndarray], order: np.ndarr
     program = q["program"][quad_index]
     instructions = q["instructions"][quad_index].astype(np.float64)
     shaded = q["shaded"][quad_index]
+    runs = shaded & ~memo_hit
     late_tested = q["late_tested"][quad_index]
     compare = cfg["techniques.signature.compare_cycles"]
     return PassInput(
@@ -320,9 +323,10 @@ def pass_input(stream: QuadStream, tiles: dict[str, np.ndarray], order: np.ndarr
         raster_cost=q["covered"][quad_index] * cfg["stages.rasterizer.attributes_per_fragment"],
         early=(q["early_tested"][quad_index] > 0).astype(np.int64),
         survives=shaded.astype(np.int64),
-        issue=np.where(shaded, instructions * cpis[program, 0] if cpis.size else 0.0, 0.0),
-        texture=q["texels"][quad_index] / cfg["stages.texture.texels_per_cycle"],
-        latency=np.where(shaded, instructions * cpis[program, 1] if cpis.size else 0.0, 0.0),
+        issue=np.where(runs, instructions * cpis[program, 0] if cpis.size else 0.0, 0.0),
+        texture=np.where(memo_hit, 0.0, q["texels"][quad_index]
+                         / cfg["stages.texture.texels_per_cycle"]),
+        latency=np.where(runs, instructions * cpis[program, 1] if cpis.size else 0.0, 0.0),
         l2_misses=quad_l2,
         tex_dram_start=np.concatenate([[0], np.cumsum(quad_dram)]).astype(np.int64),
         tex_dram_address=(tex_lines[tex_dram] * line).astype(np.float64),

@@ -58,8 +58,10 @@ from 0), so the tiles add up to the pass, as the analytic tiles do.
 Not modelled: triangle setup cost per primitive, per-pixel ordering at the ROP (quads are
 written in completion order within a tile), L2 bank conflicts, the L2's lookups in cycle order
 (``inputs`` looks the lines up in the tiles' order before the loop),
-EVR's and Fragment Memoization's raster structures, the shader core's instruction cache (the
-CPIs already hold it), DSR's superfragment resolve.
+EVR's and Fragment Memoization's raster structures (a quad whose lanes the memoization LUT all
+answered, ``memo_hit``, runs no program and fetches no texel; the LUT's own lookups are not
+timed), the shader core's instruction cache (the CPIs already hold it), DSR's superfragment
+resolve.
 
 The cycle loop is one function written in the subset Numba and Python both run (``jit``);
 ``simulate_pass.py_func`` is the pure-Python loop giving the same cycles.

@@ -28,6 +28,8 @@ QUAD_FIELDS = {
     "late_tested": np.int64,     # lanes depth-tested after shading
     "written": np.int64,         # lanes written to the color buffer
     "blended": np.bool_,         # the writes blend with the color buffer
+    "memo_hit": np.bool_,        # fragment memoization: every lane that looked the LUT up hit,
+    #                              so the program does not run for the quad (colors from the LUT)
 }
 
 
@@ -51,6 +53,7 @@ class QuadStream:
             raise ValueError("quads must be grouped by tile in increasing tile order")
         counts = np.bincount(tile, minlength=tiles)
         offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        quads = {"memo_hit": np.zeros(tile.size, dtype=bool), **quads}   # memoization off
         return cls({k: np.asarray(quads[k], dtype=d) for k, d in QUAD_FIELDS.items()},
                    offsets, list(programs))
 
