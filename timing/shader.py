@@ -18,9 +18,10 @@ figure is the instruction-weighted mean of the programs it ran:
 * ``cycles = max(issue, latency)``.
 
 Either way a warp instruction takes at least ``lanes / processors.shader.threads_per_cycle``
-cycles of its processor (``timing.config.warp_instruction_floor``): 0.5 with Shader Core's two
-4-thread warp instructions a cycle (the core's own figure is never below it), 4 with Frame
-Coherence §2.2's 4-wide vector unit running one thread's [x,y,z,w] per cycle.
+cycles of its processor (``timing.config.warp_instruction_floor``): 4 by default, Frame
+Coherence §2.2's 4-wide vector unit running one thread's [x,y,z,w] per cycle (the GPU the
+thesis's technique results come from); 0.5 with Shader Core's two 4-thread warp instructions a
+cycle (``threads_per_cycle = 8``; the core's own figure is never below it).
 
 With ``core_throughput = 0`` (and for counters that do not name their programs) the
 documented simple model of before: issue ``processors.shader.issue_rate`` warp instructions
