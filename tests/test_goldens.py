@@ -91,6 +91,63 @@ def test_a_golden_below_the_ssim_window_is_accepted_as_a_probe(tmp_path, monkeyp
     assert row["passed"], row
 
 
+def test_goldens_commands_work_on_a_trace_and_manifest_anywhere(tmp_path, capsys,
+                                                                monkeypatch):
+    """Issue 33: add, update --manifest (--no-mesa: no Mesa needed) and check on a trace and a
+    manifest outside the repository, run from a third folder; a check that fails writes
+    obtained and difference images."""
+    from trace_helpers import sphere_trace
+
+    sphere_trace(tmp_path / "traces" / "ball.tsim", 2, size=(32, 24))
+    manifest = tmp_path / "project" / "goldens" / "manifest.json"
+    monkeypatch.chdir(tmp_path / "traces")
+    assert main(["goldens", "add", "--manifest", str(manifest), "ball.tsim:0,1"]) == 0
+    assert f"2 goldens registered in {manifest}" in capsys.readouterr().out
+    data = json.loads(manifest.read_text())
+    assert data["root"] == "." and [g["trace"] for g in data["goldens"]] == [
+        "../../traces/ball.tsim"] * 2
+    assert main(["goldens", "update", "--manifest", str(manifest), "--no-mesa"]) == 0
+    out = capsys.readouterr().out
+    assert "new ball-0000 (not compared with Mesa)" in out and "new ball-0001" in out
+    made = goldens.open_manifest(manifest).goldens
+    assert all(g.made_with["reference"] is None and not g.accepted() for g in made)
+    assert main(["goldens", "check", "--manifest", str(manifest)]) == 0
+    assert capsys.readouterr().out == "2 of 2 goldens identical\n"
+    png = manifest.parent / "ball-0001.png"
+    image = read_png(png, "RGBA").copy()
+    image[3, 4, 3] = 7      # only alpha
+    png.write_bytes(png_bytes(image))
+    assert main(["goldens", "check", "--manifest", str(manifest), "--results", "out"]) == 1
+    captured = capsys.readouterr()
+    assert f"FAILED ball-0001: 1 pixels differ from {png}" in captured.err
+    diff = read_png(tmp_path / "traces" / "out" / "baseline" / "ball-0001.diff.png")
+    assert np.array_equal(diff[3, 4], [255, 0, 255]) and diff.any(axis=2).sum() == 1
+    # update remakes a PNG changed by hand even though the manifest's digest still matches
+    assert main(["goldens", "update", "--manifest", str(manifest), "--no-mesa"]) == 0
+    assert "changed ball-0001 (1 pixels differ; not compared with Mesa)" in capsys.readouterr().out
+    assert main(["goldens", "check", "--manifest", str(manifest)]) == 0
+
+
+def test_zero_goldens_is_an_error_not_a_pass(tmp_path, capsys, monkeypatch):
+    """A check of nothing (an installed tilesim has no goldens of its own) must not pass."""
+    empty = tmp_path / "manifest.json"
+    goldens.save_manifest([], empty)
+    for argv in (["check"], ["check", "--technique", "re"], ["update", "--no-mesa"]):
+        assert main(["goldens", *argv, "--manifest", str(empty)]) == 2
+        captured = capsys.readouterr()
+        assert captured.out == "" and captured.err == (
+            f"tilesim: error: {empty}: the manifest lists no goldens (add some with 'tilesim "
+            "goldens add')\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(goldens, "MANIFEST", tmp_path / "installed" / "manifest.json")
+    assert main(["goldens", "check"]) == 2
+    assert capsys.readouterr().err == (
+        "tilesim: error: goldens/manifest.json: no golden manifest here, nor in a tilesim "
+        "source checkout (give --manifest FILE)\n")
+    assert main(["goldens", "check", "--manifest", "nowhere.json"]) == 2
+    assert capsys.readouterr().err == "tilesim: error: nowhere.json: no such golden manifest\n"
+
+
 @pytest.mark.parametrize("spec, message", [
     ("traces/bunny.tsim:abc", "frame 'abc' is not a number"),
     ("traces/bunny.tsim:99", "the trace has frames 0..2"),
@@ -145,17 +202,25 @@ def test_a_changed_golden_fails_a_lossless_technique_with_exit_1(tmp_path, capsy
     image = read_png(goldens.GOLDENS / entries[0].png, "RGBA").copy()
     image[10, 20, 0] ^= 1   # one channel of one pixel, off by one
     (tmp_path / entries[0].png).write_bytes(png_bytes(image))
-    goldens.save_manifest(entries, tmp_path / "manifest.json")
+    goldens.save_manifest(entries, tmp_path / "manifest.json", root=ROOT)
     code = main(["goldens", "check", "--manifest", str(tmp_path / "manifest.json"),
-                 "--technique", "te", "--json"])
+                 "--technique", "te", "--json", "--results", str(tmp_path / "out")])
     captured = capsys.readouterr()
     assert code == 1, captured.err
     report = json.loads(captured.out)
     [row] = report["rows"]
     assert (row["technique"], row["golden"], row["passed"]) == ("te", entries[0].name, False)
     assert not row["bit_identical"] and row["max_diff"] == 1 and row["mssim"] > 0.999
-    assert report["summary"]["failed"] == 1
+    assert report["summary"]["failed"] == 1 and row["pixels"] == 1
     assert f"te {entries[0].name}" in captured.err
+    # the obtained frame, the golden and their difference, with a summary
+    assert row["images"] == {kind: f"te/{entries[0].name}.{kind}.png"
+                             for kind in ("obtained", "expected", "diff")}
+    diff = read_png(tmp_path / "out" / row["images"]["diff"])
+    assert diff.any(axis=2).sum() == 1 and np.array_equal(diff[10, 20], [255, 0, 0])
+    assert np.array_equal(read_png(tmp_path / "out" / row["images"]["expected"], "RGBA"), image)
+    assert f"obtained and difference images: {tmp_path / 'out' / 'index.html'}" in captured.err
+    assert "1 of 1 checks failed" in (tmp_path / "out" / "index.html").read_text()
 
 
 @pytest.mark.parametrize("argv, message", [

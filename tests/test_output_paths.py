@@ -62,18 +62,15 @@ def test_goldens_update_and_add_check_the_manifest_and_pngs_before_rendering(
     monkeypatch.setattr(goldens, "render_frames", no_work)
     manifest = tmp_path / "manifest.json"
     manifest.mkdir()   # a folder where the manifest goes
-    monkeypatch.setattr(goldens, "MANIFEST", manifest)
-    monkeypatch.setattr(goldens, "GOLDENS", tmp_path)
-    monkeypatch.setattr(goldens, "load_manifest", lambda: [
-        goldens.Golden("s-0000", "s.tsim", 0, "s-0000.png")])
-    assert main(["goldens", "update"]) == 2
+    assert main(["goldens", "update", "--manifest", str(manifest)]) == 2
     one_error_line(capsys, f"{manifest}: exists and is not a file (give a file to write)")
-    assert main(["goldens", "add", f"{trace}:0"]) == 2
+    assert main(["goldens", "add", "--manifest", str(manifest), f"{trace}:0"]) == 2
     one_error_line(capsys, f"{manifest}: exists and is not a file (give a file to write)")
     # a golden's PNG that cannot be written
-    monkeypatch.setattr(goldens, "MANIFEST", tmp_path / "ok.json")
+    ok = tmp_path / "ok.json"
+    goldens.save_manifest([goldens.Golden("s-0000", "s.tsim", 0, "s-0000.png")], ok)
     (tmp_path / "s-0000.png").mkdir()
-    assert main(["goldens", "update"]) == 2
+    assert main(["goldens", "update", "--manifest", str(ok)]) == 2
     one_error_line(capsys, f"{tmp_path / 's-0000.png'}: exists and is not a file (give a file "
                            "to write)")
 

@@ -1,18 +1,24 @@
-"""Golden frames: tilesim's own frames, accepted against Mesa when made, re-checked by tests.
+"""Golden frames: frames of .tsim traces kept as PNGs, re-checked by tests.
 
-``goldens/manifest.json`` lists, for each golden, the trace and frame it comes from, how it
-was made (tilesim version, tile size), its PNG and that PNG's SHA-256, and its MSSIM against
-Mesa llvmpipe's frame of the same trace when it was accepted (for a frame smaller than the SSIM
-window, which has none, its largest channel difference from Mesa's instead, accepted within the
-probe tolerance: :mod:`tilesim.images`). Tests re-render every golden
-and require bit equality with the PNG. ``tilesim goldens update`` remakes them on purpose:
-it renders each golden with tilesim and with Mesa, refuses one whose MSSIM falls below the
-acceptance threshold, writes the PNGs atomically, and prints what changed.
+A manifest (``manifest.json``, anywhere on disk: :class:`Manifest`) lists, for each golden,
+the trace and frame it comes from (relative to the manifest's ``root``, by default its own
+folder), how it was made (tilesim version, tile size), its PNG (beside the manifest) and
+that PNG's SHA-256, and its MSSIM against Mesa llvmpipe's frame of the same trace when it was
+accepted (for a frame smaller than the SSIM window, which has none, its largest channel
+difference from Mesa's instead, accepted within the probe tolerance: :mod:`tilesim.images`).
+tilesim's own goldens are ``goldens/manifest.json`` (root: the repository).
 
-``tilesim goldens check --technique T`` (or ``--all-techniques``) re-renders each golden's
-trace with a frame-coherence technique instead (:func:`check_techniques`): a lossless one
-must give the golden bit for bit, a quality-affecting one (DSR, memoization with 32-bit keys,
-RE with an XOR signature) must stay at or above DSR's MSSIM floor against it.
+``tilesim goldens check`` re-renders every golden and requires bit equality with the PNG;
+with ``--technique T`` (or ``--all-techniques``) it renders each golden's trace with a
+frame-coherence technique instead (:func:`check_techniques`): a lossless one must give the
+golden bit for bit, a quality-affecting one (DSR, memoization with 32-bit keys, RE with an
+XOR signature) must stay at or above DSR's MSSIM floor against it. A failed check can write
+the obtained frame, the golden and their difference with an HTML summary (``--results``).
+``tilesim goldens update`` remakes them on purpose: it renders each golden with tilesim and
+with Mesa, refuses one whose MSSIM falls below the acceptance threshold, writes the PNGs
+atomically, and prints what changed (``--no-mesa``: regression goldens, no acceptance).
+``tilesim goldens add`` registers frames of a trace. The pytest plugin
+(:mod:`tilesim.pytest_plugin`) does the same in a project's own test suite.
 """
 
 from __future__ import annotations
@@ -20,15 +26,18 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
+import re
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
+from html import escape
 from pathlib import Path
 
 import numpy as np
 
 from tilesim import __version__
-from tilesim.atomic import check_output, write_bytes, write_json
+from tilesim.atomic import check_output, write_bytes, write_json, write_text
 from tilesim.backend import backend_name, to_host, use_backend
 from tilesim.errors import EXIT_FAILED_CHECK, EXIT_OK, InputError
 from tilesim.images import SSIM_WINDOW, image_metrics, png_bytes, read_png
@@ -45,14 +54,17 @@ from tilesim.thresholds import DSR_MIN_MSSIM, GOLDEN_ACCEPT_MSSIM, PROBE_TOLERAN
 ROOT = Path(__file__).resolve().parents[2]
 GOLDENS = ROOT / "goldens"
 MANIFEST = GOLDENS / "manifest.json"
+# What a project keeps its goldens in when no manifest is named: goldens/manifest.json under the
+# current folder (tilesim's own source checkout keeps its goldens there too).
+DEFAULT_MANIFEST = Path("goldens") / "manifest.json"
 
 
 @dataclass
 class Golden:
     name: str
-    trace: str        # path relative to the repository root
+    trace: str        # path relative to the manifest's root (or absolute)
     frame: int
-    png: str          # path relative to goldens/
+    png: str          # path relative to the manifest's folder
     sha256: str = ""
     mssim_vs_mesa: float | None = None
     made_with: dict | None = None
@@ -73,25 +85,109 @@ class Golden:
         return self.max_diff_vs_mesa is not None and self.max_diff_vs_mesa <= PROBE_TOLERANCE
 
 
-def load_manifest(path: Path = MANIFEST) -> list[Golden]:
-    if not path.exists():
-        return []
+@dataclass
+class Manifest:
+    """A golden manifest anywhere on disk: ``path`` (the JSON file; the PNGs lie beside it),
+    ``root`` (the folder the goldens' relative trace paths start from: the manifest's
+    ``"root"`` entry, relative to its folder, default the folder itself) and ``goldens``."""
+
+    path: Path
+    root: Path
+    goldens: list[Golden]
+
+    @property
+    def folder(self) -> Path:
+        return self.path.parent
+
+    def save(self) -> None:
+        save_manifest(self.goldens, self.path, root=self.root)
+
+    def register(self, trace: str | os.PathLike, frames: Iterable[int], *,
+                 name: str | None = None) -> list[Golden]:
+        """The goldens of ``frames`` of ``trace`` (a path from the current folder), added to
+        the manifest (in memory; :meth:`save` writes it) where it has none yet, named
+        ``<name or the trace's stem>-<frame:04d>``. InputError: the trace cannot be opened,
+        a frame is not in it, or the name is taken by another trace's golden."""
+        path = Path(trace).resolve()
+        with open_trace(path) as opened:
+            count = opened.frame_count
+        stored = os.path.relpath(path, self.root.resolve())
+        by_name = {g.name: g for g in self.goldens}
+        out = []
+        for frame in frames:
+            if not 0 <= frame < count:
+                raise InputError(f"frame {frame} is not in the trace: the trace has frames "
+                                 f"0..{count - 1}", source=str(trace))
+            key = f"{name or path.stem}-{frame:04d}"
+            golden = by_name.get(key)
+            if golden is None:
+                golden = by_name[key] = Golden(key, stored, frame, f"{key}.png")
+                self.goldens.append(golden)
+            elif _lexical(self.root / golden.trace).resolve() != path or golden.frame != frame:
+                raise InputError(f"golden {key} already comes from {golden.trace} frame "
+                                 f"{golden.frame} (give another name)", source=str(self.path))
+            out.append(golden)
+        return out
+
+
+def open_manifest(path: str | os.PathLike | None = None, *, create: bool = False,
+                  root: str | os.PathLike | None = None) -> Manifest:
+    """The manifest at ``path`` (default :func:`default_manifest`). InputError when it is
+    missing (unless ``create``: an empty one, not written until saved, whose traces start at
+    ``root``, default its folder) or malformed."""
+    path = default_manifest(create=create) if path is None else Path(path)
+    if not path.is_file():
+        if create and not path.exists():
+            return Manifest(path, _lexical(path.parent if root is None else Path(root)), [])
+        raise InputError("no such golden manifest", source=str(path))
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        return [Golden(**entry) for entry in data["goldens"]]
+        goldens = [Golden(**entry) for entry in data["goldens"]]
+        root = _lexical(path.parent / data.get("root", "."))
     except (ValueError, KeyError, TypeError) as exc:
         raise InputError(f"malformed golden manifest: {exc}", source=str(path)) from None
+    return Manifest(path, root, goldens)
 
 
-def save_manifest(goldens: list[Golden], path: Path = MANIFEST) -> None:
+def _lexical(path: str | os.PathLike) -> Path:
+    """``path`` with ``..`` taken out by its text (a folder in it need not exist yet)."""
+    return Path(os.path.normpath(path))
+
+
+def default_manifest(*, create: bool = False) -> Path:
+    """``goldens/manifest.json`` under the current folder, else tilesim's own when it runs
+    from a source checkout; with ``create``, the first when neither exists. InputError
+    otherwise (an installed tilesim has no goldens of its own)."""
+    for path in (DEFAULT_MANIFEST, MANIFEST):
+        if path.is_file():
+            return path
+    if create:
+        return DEFAULT_MANIFEST
+    raise InputError("no golden manifest here, nor in a tilesim source checkout (give "
+                     "--manifest FILE)", source=str(DEFAULT_MANIFEST))
+
+
+def load_manifest(path: Path = MANIFEST) -> list[Golden]:
+    """The goldens of the manifest at ``path``; none when there is no file there."""
+    return open_manifest(path).goldens if path.exists() else []
+
+
+def save_manifest(goldens: list[Golden], path: Path = MANIFEST, *,
+                  root: str | os.PathLike | None = None) -> None:
+    """Write a manifest; ``root`` (default: its folder, or the repository for tilesim's own
+    manifest) is stored relative to the manifest's folder."""
+    path = Path(path)
+    if root is None:
+        root = ROOT if path == MANIFEST else path.parent
+    relative = os.path.relpath(Path(root).resolve(), path.parent.resolve())
     write_json(path, {"format": "tilesim-goldens", "version": 1,
-                      "accept_mssim": GOLDEN_ACCEPT_MSSIM,
+                      "accept_mssim": GOLDEN_ACCEPT_MSSIM, "root": Path(relative).as_posix(),
                       "goldens": [g.to_dict() for g in goldens]})
 
 
 def render_frames(trace_path: Path, frames: set[int]) -> dict[int, np.ndarray]:
     """tilesim's images of ``frames`` of a trace (rendered from its first frame)."""
-    return {r.index: r.image for r in
+    return {r.index: to_host(r.image) for r in
             render_trace(trace_path, frames=frames, source=str(trace_path))}
 
 
@@ -110,21 +206,15 @@ def _by_trace(goldens: list[Golden]) -> dict[str, list[Golden]]:
     return by_trace
 
 
-def check(goldens: list[Golden], folder: Path | None = None) -> list[tuple[Golden, int]]:
-    """Re-render every golden; returns (golden, differing pixels) for those not identical.
-    ``folder``: where the PNGs are (default ``goldens/``)."""
-    folder = GOLDENS if folder is None else folder
-    failures = []
-    for trace, items in _by_trace(goldens).items():
-        images = render_frames(ROOT / trace, {g.frame for g in items})
-        for g in items:
-            expected = read_png(folder / g.png, "RGBA")   # compared on every channel
-            got = images[g.frame]
-            if got.shape != expected.shape:
-                failures.append((g, got.shape[0] * got.shape[1]))
-            elif not np.array_equal(got, expected):
-                failures.append((g, int((got != expected).any(axis=2).sum())))
-    return failures
+def check(goldens: list[Golden], folder: Path | None = None, *, root: Path | None = None,
+          results: Path | None = None) -> list[tuple[Golden, int]]:
+    """Re-render every golden at baseline; returns (golden, differing pixels) for those not
+    identical. ``folder``: where the PNGs are (default ``goldens/``); ``root``: where
+    relative trace paths start (default the repository); ``results``: as
+    :func:`check_techniques`."""
+    rows = check_techniques(goldens, ["baseline"], folder=folder, root=root, results=results)
+    by_name = {g.name: g for g in goldens}
+    return [(by_name[r["golden"]], r["pixels"]) for r in rows if not r["passed"]]
 
 
 def technique_names(names: Iterable[str]) -> list[str]:
@@ -150,7 +240,8 @@ def is_lossless(name: str) -> bool:
 
 
 def check_techniques(goldens: list[Golden], techniques: Iterable[str], *,
-                     folder: Path | None = None, workers: int = 1,
+                     folder: Path | None = None, root: Path | None = None,
+                     results: Path | None = None, workers: int = 1,
                      progress: bool = False) -> list[dict]:
     """Every golden re-rendered with every technique, one row per (technique, golden).
 
@@ -159,56 +250,72 @@ def check_techniques(goldens: list[Golden], techniques: Iterable[str], *,
     passes when the frame equals the golden bit for bit on RGBA, any other when its MSSIM
     (luminance, ``frame_mssim``: the measure DSR's floor is fitted with) is at least
     ``DSR_MIN_MSSIM``. Row keys: technique, golden, trace, frame, criterion, bit_identical,
-    mssim, max_diff (largest channel difference, 0..255), passed; mssim and max_diff are None
-    when the sizes differ. Rows in the order of ``techniques``, then of ``goldens``.
+    mssim, max_diff (largest channel difference, 0..255), pixels (pixels with a channel
+    differing; all of them when the sizes differ), passed; mssim and max_diff are None when
+    the sizes differ. Rows in the order of ``techniques``, then of ``goldens``.
 
-    ``folder``: where the PNGs are (default ``goldens/``). ``workers`` > 1 renders the
-    (trace, technique) pairs side by side on a local Dask cluster of that many processes.
-    ``progress``: a progress bar on stderr where it is a terminal."""
+    ``folder``: where the PNGs are (default ``goldens/``); ``root``: where relative trace paths
+    start (default the repository). ``results``: a folder where each failed check writes the
+    obtained frame, the golden and their difference (:func:`write_failure`; the row gets
+    their paths under ``images``) and, when any failed, ``index.html`` summing up every row
+    (:func:`write_summary`). ``workers`` > 1 renders the (trace, technique) pairs side by
+    side on a local Dask cluster of that many processes. ``progress``: a progress bar on
+    stderr where it is a terminal."""
     from tqdm import tqdm
 
     names = technique_names(techniques)
     folder = GOLDENS if folder is None else Path(folder)
-    jobs = [(trace, name, items, str(folder), backend_name())
+    root = ROOT if root is None else Path(root)
+    out = None if results is None else str(results)
+    jobs = [(str(_lexical(root / trace)), trace, name, items, str(folder), out, backend_name())
             for name in names for trace, items in _by_trace(goldens).items()]
     if workers > 1 and len(jobs) > 1:
         with dask_client(min(workers, len(jobs))) as client:
             done = map_in_order(client, _technique_job, jobs, desc="goldens",
                                 unit="render", progress=progress, leave=False)
     else:
-        total = sum(max(g.frame for g in items) + 1 for _, _, items, _, _ in jobs)
+        total = sum(max(g.frame for g in job[3]) + 1 for job in jobs)
         with tqdm(total=total, desc="goldens", unit="frame", leave=False,
                   disable=None if progress else True) as bar:
-            done = [_technique_rows(*job[:4], progress=bar) for job in jobs]
+            done = [_technique_rows(*job[:6], progress=bar) for job in jobs]
     by_key = {(row["technique"], row["golden"]): row for rows in done for row in rows}
-    return [by_key[name, g.name] for name in names for g in goldens]
+    rows = [by_key[name, g.name] for name in names for g in goldens]
+    if results is not None and not all(r["passed"] for r in rows):
+        write_summary(rows, Path(results))
+    return rows
 
 
-def _technique_rows(trace: str, name: str, items: list[Golden], folder: str,
-                    progress=None) -> list[dict]:
-    """One technique's render of ``trace`` up to its last golden frame, checked against each
-    golden of ``items``."""
+def _technique_rows(path: str, trace: str, name: str, items: list[Golden], folder: str,
+                    results: str | None = None, progress=None) -> list[dict]:
+    """One technique's render of the trace at ``path`` (``trace`` as the manifest gives it)
+    up to its last golden frame, checked against each golden of ``items``."""
     hooks = Techniques.from_name(name, source=trace)
     lossless = is_lossless(name)
     wanted = {g.frame for g in items}
     images: dict[int, np.ndarray] = {}
     # Every frame is yielded (not only the wanted ones) so the bar moves frame by frame.
-    for result in render_trace(ROOT / trace, frames=range(max(wanted) + 1),
+    for result in render_trace(path, frames=range(max(wanted) + 1),
                                technique=None if hooks.name == "baseline" else hooks,
                                source=trace):
         if result.index in wanted:
             images[result.index] = to_host(result.image)
         if progress is not None:
             progress.update(1)
-    return [_row(name, g, images[g.frame], read_png(Path(folder) / g.png, "RGBA"), lossless)
-            for g in items]
+    rows = []
+    for g in items:
+        expected = read_png(Path(folder) / g.png, "RGBA")
+        row = _row(name, g, images[g.frame], expected, lossless)
+        if results is not None and not row["passed"]:
+            row["images"] = write_failure(Path(results), row, images[g.frame], expected)
+        rows.append(row)
+    return rows
 
 
-def _technique_job(trace: str, name: str, items: list[Golden], folder: str,
-                   backend: str = "numpy") -> list[dict]:
+def _technique_job(path: str, trace: str, name: str, items: list[Golden], folder: str,
+                   results: str | None = None, backend: str = "numpy") -> list[dict]:
     """``_technique_rows`` in a worker process, on the parent's array backend."""
     with use_backend(backend):
-        return _technique_rows(trace, name, items, folder)
+        return _technique_rows(path, trace, name, items, folder, results)
 
 
 def _row(name: str, g: Golden, got: np.ndarray, expected: np.ndarray, lossless: bool) -> dict:
@@ -222,66 +329,158 @@ def _row(name: str, g: Golden, got: np.ndarray, expected: np.ndarray, lossless: 
            "criterion": criterion}
     if got.shape != expected.shape:
         return {**row, "bit_identical": False, "mssim": None, "max_diff": None,
-                "passed": False}
+                "pixels": got.shape[0] * got.shape[1], "passed": False}
     identical = bool(np.array_equal(got, expected))
     max_diff = int(np.abs(got.astype(np.int16) - expected.astype(np.int16)).max())
+    pixels = int((got != expected).any(axis=2).sum())
     if probe:
         return {**row, "bit_identical": identical, "mssim": None, "max_diff": max_diff,
+                "pixels": pixels,
                 "passed": identical if lossless else max_diff <= PROBE_TOLERANCE}
     mssim = frame_mssim(got, expected)
     return {**row, "bit_identical": identical, "mssim": round(mssim, 6), "max_diff": max_diff,
-            "passed": identical if lossless else mssim >= DSR_MIN_MSSIM}
+            "pixels": pixels, "passed": identical if lossless else mssim >= DSR_MIN_MSSIM}
 
 
-def update(goldens: list[Golden], *, out=sys.stdout) -> tuple[list[Golden], list[str]]:
-    """Remake every golden (tilesim + Mesa acceptance); returns the new list and refusals."""
+def _safe(name: str) -> str:
+    """A technique or golden name as a file name (``re+evr/xor`` -> ``re+evr_xor``)."""
+    return re.sub(r"[^A-Za-z0-9._+-]", "_", name)
 
+
+def difference_image(got: np.ndarray, expected: np.ndarray) -> np.ndarray:
+    """(H, W, 3) uint8: black where the frames agree; elsewhere each RGB channel's absolute
+    difference scaled so the largest is 255 (a 1/255 difference shows as brightly as a large
+    one), and pure magenta where only alpha differs."""
+    diff = np.abs(got.astype(np.int16) - expected.astype(np.int16))
+    rgb = diff[:, :, :3]
+    largest = max(int(rgb.max()), 1)
+    out = np.rint(rgb * (255.0 / largest)).astype(np.uint8)
+    alpha_only = (diff[:, :, 3] > 0) & (rgb.max(axis=2) == 0)
+    out[alpha_only] = (255, 0, 255)
+    return out
+
+
+def write_failure(results: Path, row: dict, got: np.ndarray, expected: np.ndarray) -> dict:
+    """The obtained frame, the golden and (same size) their :func:`difference_image` of a
+    failed check, written atomically as ``results/<technique>/<golden>.{obtained,expected,
+    diff}.png``; returns their paths relative to ``results``."""
+    base = f"{_safe(row['technique'])}/{_safe(row['golden'])}"
+    images = {"obtained": got, "expected": expected}
+    if got.shape == expected.shape:
+        images["diff"] = difference_image(got, expected)
+    paths = {}
+    for kind, image in images.items():
+        paths[kind] = f"{base}.{kind}.png"
+        write_bytes(results / paths[kind], png_bytes(image))
+    return paths
+
+
+def write_summary(rows: list[dict], results: Path) -> Path:
+    """``results/index.html``: one table row per check (technique, golden, frame, criterion,
+    MSSIM, largest difference, differing pixels, result) with the images of failed checks
+    beside it; self-contained (relative links, no scripts). Returns its path."""
+    failed = sum(not r["passed"] for r in rows)
+    lines = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+             f"<title>tilesim goldens: {failed} of {len(rows)} checks failed</title>",
+             "<style>body{font-family:sans-serif;margin:1em}table{border-collapse:collapse}"
+             "td,th{border:1px solid #ccc;padding:4px;vertical-align:top}"
+             ".FAIL{color:#b00;font-weight:bold}img{max-width:320px;image-rendering:pixelated}"
+             "</style></head><body>",
+             f"<h1>tilesim goldens: {failed} of {len(rows)} checks failed</h1>",
+             "<p>Lossless techniques must reproduce the golden bit for bit; the others must "
+             f"keep MSSIM &ge; {DSR_MIN_MSSIM} against it. The difference image is black where "
+             "the frames agree and scaled so the largest difference is full brightness.</p>",
+             "<table><tr><th>technique</th><th>golden</th><th>frame</th><th>check</th>"
+             "<th>MSSIM</th><th>max diff</th><th>pixels</th><th>result</th><th>expected</th>"
+             "<th>obtained</th><th>difference</th></tr>"]
+    for r in rows:
+        cells = [r["technique"], r["golden"], str(r["frame"]), r["criterion"],
+                 "-" if r["mssim"] is None else f"{r['mssim']:.6f}",
+                 "-" if r["max_diff"] is None else str(r["max_diff"]), str(r["pixels"])]
+        result = "pass" if r["passed"] else "FAIL"
+        html = "".join(f"<td>{escape(c)}</td>" for c in cells)
+        html += f'<td class="{result}">{result}</td>'
+        for kind in ("expected", "obtained", "diff"):
+            path = r.get("images", {}).get(kind)
+            html += (f'<td><a href="{escape(path)}"><img src="{escape(path)}" '
+                     f'alt="{kind}"></a></td>' if path else "<td></td>")
+        lines.append(f"<tr>{html}</tr>")
+    lines.append("</table></body></html>")
+    return write_text(results / "index.html", "\n".join(lines) + "\n")
+
+
+def update(goldens: list[Golden], *, folder: Path | None = None, root: Path | None = None,
+           mesa: bool = True, out=None) -> tuple[list[Golden], list[str]]:
+    """Remake every golden; returns the new list and refusals. With ``mesa`` (the default)
+    each is accepted against Mesa llvmpipe first (MSSIM >= GOLDEN_ACCEPT_MSSIM, or within the
+    probe tolerance); without, it is what tilesim renders now (a regression golden, nothing
+    recorded against Mesa). ``folder`` and ``root`` as :func:`check`; what changed is printed
+    to ``out`` (default stdout)."""
+    out = sys.stdout if out is None else out
+    folder = GOLDENS if folder is None else Path(folder)
+    root = ROOT if root is None else Path(root)
     refused: list[str] = []
     for trace, items in _by_trace(goldens).items():
         frames = {g.frame for g in items}
-        ours = render_frames(ROOT / trace, frames)
-        theirs = mesa_frames(ROOT / trace, frames)
+        trace_path = _lexical(root / trace)
+        ours = render_frames(trace_path, frames)
+        theirs = mesa_frames(trace_path, frames) if mesa else None
         for g in items:
-            metrics = image_metrics(ours[g.frame], theirs[g.frame], g.frame, g.name)
-            against = (f"MSSIM vs Mesa {metrics.mssim:.5f}" if metrics.mssim is not None else
-                       f"max difference from Mesa {metrics.max_diff}/255")
-            if not metrics.passes(GOLDEN_ACCEPT_MSSIM):
-                why = (f"MSSIM {metrics.mssim:.4f} against Mesa is below {GOLDEN_ACCEPT_MSSIM}"
-                       if metrics.mssim is not None else
-                       f"a frame below the {SSIM_WINDOW}x{SSIM_WINDOW} SSIM window differs "
-                       f"from Mesa's by up to {metrics.max_diff}/255, over the probe "
-                       f"tolerance {PROBE_TOLERANCE}")
-                refused.append(f"{g.name}: {why}; the golden was left as it was")
-                continue
+            against = "not compared with Mesa"
+            if theirs is not None:
+                metrics = image_metrics(ours[g.frame], theirs[g.frame], g.frame, g.name)
+                against = (f"MSSIM vs Mesa {metrics.mssim:.5f}" if metrics.mssim is not None
+                           else f"max difference from Mesa {metrics.max_diff}/255")
+                if not metrics.passes(GOLDEN_ACCEPT_MSSIM):
+                    why = (f"MSSIM {metrics.mssim:.4f} against Mesa is below "
+                           f"{GOLDEN_ACCEPT_MSSIM}" if metrics.mssim is not None else
+                           f"a frame below the {SSIM_WINDOW}x{SSIM_WINDOW} SSIM window differs "
+                           f"from Mesa's by up to {metrics.max_diff}/255, over the probe "
+                           f"tolerance {PROBE_TOLERANCE}")
+                    refused.append(f"{g.name}: {why}; the golden was left as it was")
+                    continue
             data = png_bytes(ours[g.frame])
             digest = hashlib.sha256(data).hexdigest()
-            path = GOLDENS / g.png
-            if path.exists() and g.sha256 == digest:
+            path = folder / g.png
+            # The file's own bytes, not the digest recorded: a PNG changed by hand is remade.
+            if path.is_file() and hashlib.sha256(path.read_bytes()).hexdigest() == digest:
                 print(f"unchanged {g.name}", file=out)
             else:
-                changed = "new" if not path.exists() else "changed"
-                if changed == "changed":
+                if path.exists():
                     old = read_png(path, "RGBA")
-                    pixels = (int((old != ours[g.frame]).any(axis=2).sum())
-                              if old.shape == ours[g.frame].shape else -1)
-                    changed += f" ({pixels} pixels differ)"
-                print(f"{changed} {g.name} ({against})", file=out)
+                    pixels = (f"{int((old != ours[g.frame]).any(axis=2).sum())} pixels differ"
+                              if old.shape == ours[g.frame].shape else "size differs")
+                    print(f"changed {g.name} ({pixels}; {against})", file=out)
+                else:
+                    print(f"new {g.name} ({against})", file=out)
                 write_bytes(path, data)
             g.sha256 = digest
-            g.mssim_vs_mesa = None if metrics.mssim is None else round(metrics.mssim, 6)
-            g.max_diff_vs_mesa = metrics.max_diff if metrics.mssim is None else None
+            if theirs is None:
+                g.mssim_vs_mesa = g.max_diff_vs_mesa = None
+            else:
+                g.mssim_vs_mesa = None if metrics.mssim is None else round(metrics.mssim, 6)
+                g.max_diff_vs_mesa = metrics.max_diff if metrics.mssim is None else None
             g.made_with = {"tilesim": __version__, "tile_size": 16,
-                           "reference": "Mesa llvmpipe via tilesim.render.reference.replay_gl"}
+                           "reference": "Mesa llvmpipe via tilesim.render.reference.replay_gl"
+                           if mesa else None}
     return goldens, refused
 
 
+MANIFEST_HELP = ("the golden manifest (PNGs beside it; relative trace paths start at its "
+                 "\"root\", default its folder); default goldens/manifest.json here, else "
+                 "tilesim's own in a source checkout")
+
+
 def register(subparsers) -> None:
-    p = subparsers.add_parser("goldens", help="check or remake the golden frames",
-                              description="Golden frames of the bundled traces: 'check' "
+    p = subparsers.add_parser("goldens", help="check or remake golden frames",
+                              description="Golden frames of .tsim traces, listed in a manifest "
+                                          "anywhere on disk (tilesim's own by default): 'check' "
                                           "re-renders them (bit-exact; with --technique, "
                                           "with frame-coherence techniques), 'update' remakes "
                                           "them on purpose after accepting each against "
-                                          "Mesa (needs Mesa), 'add' registers new ones.")
+                                          "Mesa (or, with --no-mesa, as tilesim renders them "
+                                          "now), 'add' registers new ones. A manifest that "
+                                          "lists no goldens is an error (exit 2).")
     sub = p.add_subparsers(dest="goldens_command", metavar="COMMAND", required=True)
     c = sub.add_parser("check", help="re-render every golden and compare bit for bit",
                        description="Re-render every golden at baseline and compare it bit for "
@@ -301,29 +500,51 @@ def register(subparsers) -> None:
     c.add_argument("--workers", type=positive_int, default=1, metavar="N",
                    help="with techniques: render the (trace, technique) pairs on a local Dask "
                         "cluster of N processes (default 1: one after the other)")
-    c.add_argument("--manifest", metavar="FILE",
-                   help="the goldens of FILE (PNGs beside it; traces relative to the "
-                        "repository) instead of goldens/manifest.json")
+    c.add_argument("--manifest", metavar="FILE", help=MANIFEST_HELP)
+    c.add_argument("--results", metavar="DIR",
+                   help="write each failed check's obtained, expected and difference images "
+                        "and an index.html summary to DIR")
     c.add_argument("--json", action="store_true", help="print the result as JSON")
     c.set_defaults(func=_check)
-    u = sub.add_parser("update", help="remake every golden (tilesim, accepted against Mesa)")
+    u = sub.add_parser("update", help="remake every golden (tilesim, accepted against Mesa)",
+                       description="Render every golden of the manifest again and write its "
+                                   "PNG, after accepting it against Mesa llvmpipe (MSSIM >= "
+                                   f"{GOLDEN_ACCEPT_MSSIM}; needs Mesa); exit 1 when one is "
+                                   "refused (its PNG is left as it was).")
+    u.add_argument("--manifest", metavar="FILE", help=MANIFEST_HELP)
+    u.add_argument("--no-mesa", action="store_true",
+                   help="no acceptance against Mesa: the goldens are what tilesim renders now "
+                        "(regression goldens)")
     u.set_defaults(func=_update)
-    a = sub.add_parser("add", help="register goldens: TRACE:FRAME[,FRAME...] (then update)")
+    a = sub.add_parser("add", help="register goldens: TRACE:FRAME[,FRAME...] (then update)",
+                       description="Register frames of traces (anywhere on disk) as goldens "
+                                   "of the manifest, creating it when it does not exist; "
+                                   "'tilesim goldens update' then makes their PNGs.")
     a.add_argument("specs", nargs="+", metavar="TRACE:FRAMES")
+    a.add_argument("--manifest", metavar="FILE", help=MANIFEST_HELP)
     a.set_defaults(func=_add)
 
 
+def _open(args: argparse.Namespace, *, write: bool = False) -> Manifest:
+    """The command's manifest, with at least one golden (InputError otherwise: a check of
+    nothing must not pass); ``write``: checked as an output first."""
+    path = default_manifest() if args.manifest is None else Path(args.manifest)
+    if write:
+        check_output(path, folder=False)
+    manifest = open_manifest(path)
+    if not manifest.goldens:
+        raise InputError("the manifest lists no goldens (add some with 'tilesim goldens add')",
+                         source=str(manifest.path))
+    return manifest
+
+
 def _check(args: argparse.Namespace) -> int:
-    if args.manifest is None:
-        goldens, folder = load_manifest(), GOLDENS
-    else:
-        path = Path(args.manifest)
-        if not path.is_file():
-            raise InputError("no such golden manifest", source=str(path))
-        goldens, folder = load_manifest(path), path.parent
+    manifest = _open(args)
+    goldens, folder = manifest.goldens, manifest.folder
+    results = None if args.results is None else check_output(args.results, folder=True)
     if args.technique or args.all_techniques:
-        return _check_techniques(args, goldens, folder)
-    failures = check(goldens, folder)
+        return _check_techniques(args, manifest, results)
+    failures = check(goldens, folder, root=manifest.root, results=results)
     if args.json:
         print(json.dumps({"goldens": len(goldens),
                           "failed": [{"name": g.name, "pixels": n} for g, n in failures]}))
@@ -331,13 +552,23 @@ def _check(args: argparse.Namespace) -> int:
         for g, n in failures:
             print(f"FAILED {g.name}: {n} pixels differ from {folder / g.png}", file=sys.stderr)
         print(f"{len(goldens) - len(failures)} of {len(goldens)} goldens identical")
+    if failures:
+        _point_to_results(results)
     return EXIT_FAILED_CHECK if failures else EXIT_OK
 
 
-def _check_techniques(args: argparse.Namespace, goldens: list[Golden], folder: Path) -> int:
+def _point_to_results(results: Path | None) -> None:
+    print(f"obtained and difference images: {results / 'index.html'}" if results is not None
+          else "(--results DIR writes the obtained and difference images)", file=sys.stderr)
+
+
+def _check_techniques(args: argparse.Namespace, manifest: Manifest,
+                      results: Path | None) -> int:
+    goldens = manifest.goldens
     names = (["baseline", *DEFAULT_TECHNIQUES] if args.all_techniques
              else technique_names(args.technique))   # unknown names: exit 2 before rendering
-    rows = check_techniques(goldens, names, folder=folder, workers=args.workers, progress=True)
+    rows = check_techniques(goldens, names, folder=manifest.folder, root=manifest.root,
+                            results=results, workers=args.workers, progress=True)
     failed = [r for r in rows if not r["passed"]]
     summary = {"checks": len(rows), "passed": len(rows) - len(failed), "failed": len(failed),
                "techniques": names, "goldens": len(goldens), "mssim_floor": DSR_MIN_MSSIM}
@@ -350,6 +581,7 @@ def _check_techniques(args: argparse.Namespace, goldens: list[Golden], folder: P
     if failed:
         print("goldens check failed: " + ", ".join(f"{r['technique']} {r['golden']}"
                                                    for r in failed), file=sys.stderr)
+        _point_to_results(results)
         return EXIT_FAILED_CHECK
     return EXIT_OK
 
@@ -370,43 +602,33 @@ def _print_rows(rows: list[dict]) -> None:
 
 
 def _update(args: argparse.Namespace) -> int:
-    goldens = load_manifest()
-    for path in (MANIFEST, *(GOLDENS / g.png for g in goldens)):
+    manifest = _open(args, write=True)
+    for path in (manifest.folder / g.png for g in manifest.goldens):
         check_output(path, folder=False)   # before any rendering
-    goldens, refused = update(goldens)
-    save_manifest(goldens)
+    _, refused = update(manifest.goldens, folder=manifest.folder, root=manifest.root,
+                        mesa=not args.no_mesa)
+    manifest.save()
     for line in refused:
         print(f"REFUSED {line}", file=sys.stderr)
     return EXIT_FAILED_CHECK if refused else EXIT_OK
 
 
 def _add(args: argparse.Namespace) -> int:
-    goldens = load_manifest()
-    check_output(MANIFEST, folder=False)
-    names = {g.name for g in goldens}
+    path = default_manifest(create=True) if args.manifest is None else Path(args.manifest)
+    check_output(path, folder=False)
+    manifest = open_manifest(path, create=True)
     for spec in args.specs:
         trace, _, frames = spec.rpartition(":")
         if not trace or not frames:
             raise InputError(f"expected TRACE:FRAME[,FRAME...], got {spec!r}")
-        path = Path(trace).resolve()
-        try:
-            relative = path.relative_to(ROOT)
-        except ValueError:
-            raise InputError(f"{trace}: goldens must come from traces inside the "
-                             "repository") from None
-        with open_trace(path) as opened:
-            count = opened.frame_count
+        numbers = []
         for text in frames.split(","):
             try:
-                frame = int(text)
+                numbers.append(int(text))
             except ValueError:
                 raise InputError(f"frame {text!r} is not a number", source=spec) from None
-            if not 0 <= frame < count:
-                raise InputError(f"the trace has frames 0..{count - 1}", source=spec)
-            name = f"{path.stem}-{frame:04d}"
-            if name not in names:
-                goldens.append(Golden(name, str(relative), frame, f"{name}.png"))
-                names.add(name)
-    save_manifest(goldens)
-    print(f"{len(goldens)} goldens registered; run 'tilesim goldens update' to make them")
+        manifest.register(trace, numbers)
+    manifest.save()
+    print(f"{len(manifest.goldens)} goldens registered in {manifest.path}; run 'tilesim "
+          f"goldens update' to make them")
     return EXIT_OK
