@@ -15,12 +15,17 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
-def wheel_names(tmp_path_factory) -> list[str]:
+def wheel(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
                     "-q", "-w", str(out), str(ROOT)], check=True, capture_output=True,
                    timeout=600)
     (wheel,) = out.glob("tilesim-*.whl")
+    return wheel
+
+
+@pytest.fixture(scope="module")
+def wheel_names(wheel) -> list[str]:
     with zipfile.ZipFile(wheel) as archive:
         return archive.namelist()
 
@@ -46,3 +51,16 @@ def test_the_wheel_carries_the_data_files_the_code_reads(wheel_names):
         for init in (ROOT / folder).rglob("__init__.py"):
             relative = init.relative_to(ROOT).as_posix()
             assert f"tilesim/{relative}" in wheel_names, relative
+
+
+@pytest.mark.slow
+def test_the_wheel_carries_the_license_and_the_pytest_plugin(wheel):
+    """Issue 33: the MIT license text, and the golden-frame plugin's pytest11 entry point."""
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        [license_file] = [n for n in names if ".dist-info/" in n and n.endswith("LICENSE")]
+        assert archive.read(license_file).decode().startswith("MIT License\n\nCopyright (c)")
+        [entry_points] = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
+        text = archive.read(entry_points).decode()
+    assert "[pytest11]\ntilesim.pytest_plugin = tilesim.pytest_plugin\n" in text
+    assert "tilesim/pytest_plugin.py" in names
