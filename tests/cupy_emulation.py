@@ -32,7 +32,7 @@ from tilesim import backend
 
 try:  # the real namespace, to refuse names CuPy does not have
     import cupy as _cupy
-except ImportError:  # pragma: no cover - cupy is a test dependency
+except ImportError:  # CuPy is the gpu extra, not a test dependency
     _cupy = None
 
 transfers = {"to_device": 0, "to_host": 0}

@@ -45,7 +45,7 @@ def _refusals(cp):
 @pytest.mark.parametrize("case", list(_refusals(np)))
 def test_the_emulation_refuses_what_cupy_refuses(case):
     if case == "name CuPy lacks" and cupy_emulation.cupy_namespace() is None:
-        pytest.skip("the cupy package (test extra) is not installed")
+        pytest.skip("the cupy package (the gpu extra) is not installed")
     with use_emulated_cupy() as cp:
         with pytest.raises((HostDeviceMixError, TypeError, AttributeError,
                             NotImplementedError)):
