@@ -111,3 +111,17 @@ def test_estimate_is_tilesim_estimate(trace, tmp_path, capsys):
     assert e.seconds > 0 and e.energy > 0 and e.screen_energy > 0 and e.cycles > 0
     assert tilesim.estimate(tilesim.render_frames(trace), screen=False)[0].screen_energy is None
     assert tilesim.estimate([]) == []
+
+
+def test_a_frame_result_prints_in_one_short_line(trace):
+    """print(FrameResult) names the frame, the image's shape and a few counters: no pixels,
+    no counter arrays (issue 33: it dumped the image and every counter)."""
+    [result] = tilesim.render_frames(trace, frames=[1])
+    counters = result.counters
+    assert repr(counters) == (
+        f"FrameCounters(frame=1, passes={len(counters.passes)}, "
+        f"draw_calls={counters.total('draw_calls')}, "
+        f"fragments_shaded={counters.total('fragments_shaded')})")
+    assert counters.total("fragments_shaded") > 0
+    assert repr(result) == f"FrameResult(index=1, image=48x64x4 numpy uint8, counters={counters!r})"
+    assert str(result) == repr(result) and "\n" not in str(result)

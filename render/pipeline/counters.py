@@ -243,6 +243,12 @@ class FrameCounters:
     programs: dict[str, str] = field(default_factory=dict)       # digest -> TGSI text
     vs_programs: dict[str, int] = field(default_factory=dict)    # digest -> lane instructions
 
+    def __repr__(self) -> str:
+        """One line: the frame, its passes and a few totals (``summary()`` has them all)."""
+        return (f"FrameCounters(frame={self.frame}, passes={len(self.passes)}, "
+                f"draw_calls={self.total('draw_calls')}, "
+                f"fragments_shaded={self.total('fragments_shaded')})")
+
     def total(self, name: str) -> int:
         if name in self.scalars:
             return int(self.scalars[name])

@@ -62,6 +62,14 @@ class FrameResult:
                                # the (h, w, 4) rectangle it read)
     counters: FrameCounters
 
+    def __repr__(self) -> str:
+        """One line: the frame, the image's shape and type, the counters' own short form
+        (not the pixels, not every counter)."""
+        image = self.image
+        kind = f"{type(image).__module__.split('.')[0]} {image.dtype}"
+        shape = "x".join(str(n) for n in image.shape)
+        return f"FrameResult(index={self.index}, image={shape} {kind}, counters={self.counters!r})"
+
 
 @dataclass
 class DrawContext:
