@@ -154,3 +154,24 @@ def test_the_plugin_is_a_pytest11_entry_point():
 
     for hook in ("pytest_addoption", "pytest_configure", "pytest_runtest_call"):
         assert callable(getattr(plugin, hook))
+
+
+@pytest.mark.mesa
+def test_the_documented_recorder_example_makes_a_trace(tmp_path, monkeypatch):
+    """docs/goldens-in-your-project.md's recorder snippet runs as written (GLSL compiled
+    through Mesa) and makes the 2-frame trace its layout uses."""
+    import re
+
+    from conftest import require_mesa
+
+    from tilesim.render.traces.trace_file import open_trace
+
+    require_mesa()
+    text = (ROOT / "docs" / "goldens-in-your-project.md").read_text(encoding="utf-8")
+    [snippet] = [code for code in re.findall(r"```python\n(.*?)```", text, re.S)
+                 if "Recorder(" in code]
+    (tmp_path / "traces").mkdir()
+    monkeypatch.chdir(tmp_path)
+    exec(compile(snippet, "goldens-in-your-project.md", "exec"), {})
+    with open_trace(tmp_path / "traces" / "spin.tsim") as trace:
+        assert (trace.width, trace.height, trace.frame_count) == (64, 64, 2)
