@@ -32,6 +32,19 @@ def test_spin_with_dsr(tilesim_golden):
     assert row["criterion"].startswith("MSSIM >=") and row["passed"]
 '''
 
+BAD_INPUT_TEST = '''
+import pytest
+
+
+@pytest.mark.tilesim_golden("traces/spin.tsim", frames=[2])
+def test_a_frame_the_trace_lacks():
+    pass
+
+
+def test_a_missing_trace(tilesim_golden):
+    tilesim_golden.check("traces/none.tsim")
+'''
+
 
 def write_user_trace(path: Path) -> Path:
     """A 64x64 trace of two frames, recorded with the recorder API: a triangle with the
@@ -82,15 +95,23 @@ def test_goldens_in_a_user_project(tmp_path):
         '[tool.pytest.ini_options]\naddopts = "--strict-markers"\n')
     write_user_trace(project / "traces" / "spin.tsim")
     (project / "tests" / "test_frames.py").write_text(textwrap.dedent(USER_TEST))
+    (project / "tests" / "test_bad_input.py").write_text(textwrap.dedent(BAD_INPUT_TEST))
     goldens = project / "tests" / "goldens"
     results = project / "tilesim-golden-results"
 
-    # No goldens yet: the tests fail and say how to make them.
+    # No goldens yet: the tests fail and say how to make them; bad input fails in one line.
     done = run_pytest(project)
     assert done.returncode == 1, done.stdout + done.stderr
+    assert "4 failed" in done.stdout
     assert "no golden spin-0000, spin-0001 in" in done.stdout
     assert "--tilesim-golden-generate" in done.stdout
+    traces = project / "traces"
+    assert (f"{traces / 'spin.tsim'}: frame 2 is not in the trace: the trace has frames 0..1"
+            in done.stdout)
+    assert f"{traces / 'none.tsim'}: no such trace file" in done.stdout
+    assert "Traceback" not in done.stdout and "During handling" not in done.stdout
     assert not goldens.exists()
+    (project / "tests" / "test_bad_input.py").unlink()
 
     done = run_pytest(project, "--tilesim-golden-generate")
     assert done.returncode == 0, done.stdout + done.stderr
@@ -175,3 +196,33 @@ def test_the_documented_recorder_example_makes_a_trace(tmp_path, monkeypatch):
     exec(compile(snippet, "goldens-in-your-project.md", "exec"), {})
     with open_trace(tmp_path / "traces" / "spin.tsim") as trace:
         assert (trace.width, trace.height, trace.frame_count) == (64, 64, 2)
+
+
+class _Config:
+    """What GoldenChecker reads of pytest's Config."""
+
+    def __init__(self, rootpath: Path, ini: str = "", results: str | None = None):
+        self.rootpath, self._ini, self._results = rootpath, ini, results
+
+    def getini(self, name: str) -> str:
+        assert name == "tilesim_golden_dir"
+        return self._ini
+
+    def getoption(self, name: str):
+        assert name == "--tilesim-golden-results"
+        return self._results
+
+
+def test_where_the_plugin_keeps_goldens_and_results(tmp_path):
+    from tilesim.pytest_plugin import GoldenChecker
+
+    test_file = tmp_path / "tests" / "render" / "test_x.py"
+    nodeid = "tests/render/test_x.py::test_a[big-1]"
+    checker = GoldenChecker(_Config(tmp_path), test_file, nodeid)
+    assert checker.manifest_path == tmp_path / "tests" / "render" / "goldens" / "manifest.json"
+    assert checker.results == (tmp_path / "tilesim-golden-results"
+                               / "tests_render_test_x.py_test_a_big-1")
+    checker = GoldenChecker(_Config(tmp_path, "golden-frames", str(tmp_path / "out")),
+                            test_file, nodeid)
+    assert checker.manifest_path == tmp_path / "golden-frames" / "manifest.json"
+    assert checker.results == tmp_path / "out" / "tests_render_test_x.py_test_a_big-1"

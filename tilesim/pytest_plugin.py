@@ -118,7 +118,11 @@ class GoldenChecker:
             rows = goldens.check_techniques(entries, names, folder=manifest.folder,
                                             root=manifest.root, results=self.results)
         except TilesimError as exc:
-            pytest.fail(str(exc), pytrace=False)
+            error = str(exc)   # failed outside the handler: one line, no chained traceback
+        else:
+            error = None
+        if error is not None:
+            pytest.fail(error, pytrace=False)
         failed = [r for r in rows if not r["passed"]]
         if failed:
             summary = self.results / "index.html"
