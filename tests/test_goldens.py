@@ -215,9 +215,14 @@ def test_a_changed_golden_fails_a_lossless_technique_with_exit_1(tmp_path, capsy
     assert f"te {entries[0].name}" in captured.err
     # the obtained frame, the golden and their difference, with a summary
     assert row["images"] == {kind: f"te/{entries[0].name}.{kind}.png"
-                             for kind in ("obtained", "expected", "diff")}
+                             for kind in ("obtained", "expected", "diff", "zoom")}
     diff = read_png(tmp_path / "out" / row["images"]["diff"])
     assert diff.any(axis=2).sum() == 1 and np.array_equal(diff[10, 20], [255, 0, 0])
+    # the pixel's 17x17 neighbourhood in expected, obtained and difference, 11 times enlarged
+    zoom = read_png(tmp_path / "out" / row["images"]["zoom"])
+    assert zoom.shape == (187, 3 * 187 + 2 * 4, 3)
+    diff_crop = zoom[:, 2 * (187 + 4):]
+    assert np.array_equal(np.argwhere(diff_crop.any(axis=2))[[0, -1]], [[88, 88], [98, 98]])
     assert np.array_equal(read_png(tmp_path / "out" / row["images"]["expected"], "RGBA"), image)
     assert f"obtained and difference images: {tmp_path / 'out' / 'index.html'}" in captured.err
     assert "1 of 1 checks failed" in (tmp_path / "out" / "index.html").read_text()

@@ -148,7 +148,7 @@ def _clear(results: Path) -> None:
     if not results.is_dir():
         return
     for path in results.glob("*/*.png"):
-        if path.name.endswith((".obtained.png", ".expected.png", ".diff.png")):
+        if path.name.endswith((".obtained.png", ".expected.png", ".diff.png", ".zoom.png")):
             path.unlink()
     (results / "index.html").unlink(missing_ok=True)
 

@@ -360,14 +360,54 @@ def difference_image(got: np.ndarray, expected: np.ndarray) -> np.ndarray:
     return out
 
 
+def difference_box(got: np.ndarray, expected: np.ndarray) -> list[int] | None:
+    """[x0, y0, x1, y1] (inclusive pixel columns and rows, row 0 at the top) of the pixels
+    with a channel differing; None when the sizes differ or nothing does."""
+    if got.shape != expected.shape:
+        return None
+    rows, columns = np.nonzero((got != expected).any(axis=2))
+    if rows.size == 0:
+        return None
+    return [int(columns.min()), int(rows.min()), int(columns.max()), int(rows.max())]
+
+
+ZOOM_PIXELS = 192   # the side the zoomed crop of small differences is enlarged to, about
+
+
+def zoom_image(images: list[np.ndarray], box: list[int], pad: int = 8) -> np.ndarray | None:
+    """The region ``box`` (padded by ``pad`` pixels) of each of ``images`` (same size, 3 or 4
+    channels; alpha dropped), enlarged by a whole factor (nearest neighbour) to about
+    :data:`ZOOM_PIXELS`, side by side with grey gaps: small differences made visible. None
+    when the region is not small (over a quarter of the frame on a side)."""
+    height, width = images[0].shape[:2]
+    x0, y0 = max(box[0] - pad, 0), max(box[1] - pad, 0)
+    x1, y1 = min(box[2] + pad, width - 1), min(box[3] + pad, height - 1)
+    if (x1 - x0 + 1) * 4 > width or (y1 - y0 + 1) * 4 > height:
+        return None
+    factor = max(1, ZOOM_PIXELS // max(x1 - x0 + 1, y1 - y0 + 1))
+    crops = [np.repeat(np.repeat(image[y0:y1 + 1, x0:x1 + 1, :3], factor, axis=0),
+                       factor, axis=1) for image in images]
+    gap = np.full((crops[0].shape[0], 4, 3), 128, np.uint8)
+    parts = [crops[0]]
+    for crop in crops[1:]:
+        parts += [gap, crop]
+    return np.concatenate(parts, axis=1)
+
+
 def write_failure(results: Path, row: dict, got: np.ndarray, expected: np.ndarray) -> dict:
     """The obtained frame, the golden and (same size) their :func:`difference_image` of a
     failed check, written atomically as ``results/<technique>/<golden>.{obtained,expected,
-    diff}.png``; returns their paths relative to ``results``."""
+    diff}.png``, and where the differences are few, ``.zoom.png`` (:func:`zoom_image` of the
+    three); returns their paths relative to ``results``."""
     base = f"{_safe(row['technique'])}/{_safe(row['golden'])}"
     images = {"obtained": got, "expected": expected}
+    box = difference_box(got, expected)
     if got.shape == expected.shape:
         images["diff"] = difference_image(got, expected)
+        zoom = None if box is None else zoom_image(
+            [images["expected"], got, images["diff"]], box)
+        if zoom is not None:
+            images["zoom"] = zoom
     paths = {}
     for kind, image in images.items():
         paths[kind] = f"{base}.{kind}.png"
@@ -376,36 +416,59 @@ def write_failure(results: Path, row: dict, got: np.ndarray, expected: np.ndarra
 
 
 def write_summary(rows: list[dict], results: Path) -> Path:
-    """``results/index.html``: one table row per check (technique, golden, frame, criterion,
-    MSSIM, largest difference, differing pixels, result) with the images of failed checks
-    beside it; self-contained (relative links, no scripts). Returns its path."""
-    failed = sum(not r["passed"] for r in rows)
+    """``results/index.html``: a table with one row per check (technique, golden, frame,
+    criterion, MSSIM, largest difference, differing pixels, result), then the images of each
+    failed check (expected, obtained, difference; the zoom of small differences);
+    self-contained (relative links, no scripts). Returns its path."""
+    failed = [r for r in rows if not r["passed"]]
+    title = f"tilesim goldens: {len(failed)} of {len(rows)} checks failed"
     lines = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-             f"<title>tilesim goldens: {failed} of {len(rows)} checks failed</title>",
-             "<style>body{font-family:sans-serif;margin:1em}table{border-collapse:collapse}"
-             "td,th{border:1px solid #ccc;padding:4px;vertical-align:top}"
-             ".FAIL{color:#b00;font-weight:bold}img{max-width:320px;image-rendering:pixelated}"
-             "</style></head><body>",
-             f"<h1>tilesim goldens: {failed} of {len(rows)} checks failed</h1>",
+             '<meta name="viewport" content="width=device-width, initial-scale=1">',
+             f"<title>{title}</title>",
+             "<style>body{font-family:sans-serif;margin:1em;max-width:100%}"
+             "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px}"
+             ".FAIL{color:#b00;font-weight:bold}.images{display:flex;flex-wrap:wrap;gap:8px}"
+             "figure{margin:0;flex:1 1 300px;min-width:0}figure img{width:100%;"
+             "image-rendering:pixelated;border:1px solid #ccc}.zoom img{width:auto;"
+             "max-width:100%}</style></head><body>",
+             f"<h1>{title}</h1>",
              "<p>Lossless techniques must reproduce the golden bit for bit; the others must "
              f"keep MSSIM &ge; {DSR_MIN_MSSIM} against it. The difference image is black where "
-             "the frames agree and scaled so the largest difference is full brightness.</p>",
+             "the frames agree and scaled so the largest difference is full brightness "
+             "(magenta: only alpha differs).</p>",
              "<table><tr><th>technique</th><th>golden</th><th>frame</th><th>check</th>"
-             "<th>MSSIM</th><th>max diff</th><th>pixels</th><th>result</th><th>expected</th>"
-             "<th>obtained</th><th>difference</th></tr>"]
+             "<th>MSSIM</th><th>max diff</th><th>pixels</th><th>result</th></tr>"]
     for r in rows:
         cells = [r["technique"], r["golden"], str(r["frame"]), r["criterion"],
                  "-" if r["mssim"] is None else f"{r['mssim']:.6f}",
                  "-" if r["max_diff"] is None else str(r["max_diff"]), str(r["pixels"])]
         result = "pass" if r["passed"] else "FAIL"
         html = "".join(f"<td>{escape(c)}</td>" for c in cells)
-        html += f'<td class="{result}">{result}</td>'
-        for kind in ("expected", "obtained", "diff"):
-            path = r.get("images", {}).get(kind)
-            html += (f'<td><a href="{escape(path)}"><img src="{escape(path)}" '
-                     f'alt="{kind}"></a></td>' if path else "<td></td>")
-        lines.append(f"<tr>{html}</tr>")
-    lines.append("</table></body></html>")
+        if "images" in r:   # the technique links to the check's images below
+            anchor = f"{_safe(r['technique'])}-{_safe(r['golden'])}"
+            html = html.replace("<td>", f'<td><a href="#{anchor}">', 1).replace(
+                "</td>", "</a></td>", 1)
+        lines.append(f'<tr>{html}<td class="{result}">{result}</td></tr>')
+    lines.append("</table>")
+    for r in failed:
+        images = r.get("images", {})
+        anchor = f"{_safe(r['technique'])}-{_safe(r['golden'])}"
+        lines.append(f'<h2 id="{anchor}">{escape(r["technique"])} {escape(r["golden"])} '
+                     f"(frame {r['frame']}): {escape(r['criterion'])} failed</h2>")
+        lines.append('<div class="images">')
+        for kind, caption in (("expected", "expected (the golden)"),
+                              ("obtained", "obtained (rendered now)"), ("diff", "difference")):
+            if kind in images:
+                path = escape(images[kind])
+                lines.append(f'<figure><a href="{path}"><img src="{path}" alt="{kind}"></a>'
+                             f"<figcaption>{caption}</figcaption></figure>")
+        lines.append("</div>")
+        if "zoom" in images:
+            path = escape(images["zoom"])
+            lines.append(f'<figure class="zoom"><img src="{path}" alt="zoom"><figcaption>'
+                         "where they differ, enlarged: expected, obtained, difference"
+                         "</figcaption></figure>")
+    lines.append("</body></html>")
     return write_text(results / "index.html", "\n".join(lines) + "\n")
 
 
