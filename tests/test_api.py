@@ -109,6 +109,11 @@ def test_estimate_is_tilesim_estimate(trace, tmp_path, capsys):
         assert json.loads(json.dumps([e.to_dict() for e in estimates])) == expected
     e = from_frames[0]
     assert e.seconds > 0 and e.energy > 0 and e.screen_energy > 0 and e.cycles > 0
+    # print(estimate): one line, not every stage, unit and source (issue 33)
+    assert repr(e) == (
+        f"FrameEstimate(frame=0, seconds={e.seconds:.4g}, cycles={e.cycles:.0f}, "
+        f"energy={e.energy:.4g} J (GPU {e.gpu_energy:.4g}, memory {e.memory_energy:.4g}), "
+        f"screen_energy={e.screen_energy:.4g} J, traffic={e.traffic_total:.0f} bytes)")
     assert tilesim.estimate(tilesim.render_frames(trace), screen=False)[0].screen_energy is None
     assert tilesim.estimate([]) == []
 

@@ -588,6 +588,16 @@ class FrameEstimate:
     diagnostics: dict[str, float | None] = field(default_factory=dict)
     bound_cycles: dict[str, float] = field(default_factory=dict)
 
+    def __repr__(self) -> str:
+        """One line: time, cycles, energy by part and traffic (``to_dict()`` has every
+        stage, unit and source)."""
+        screen = ("" if self.screen_energy is None
+                  else f", screen_energy={self.screen_energy:.4g} J")
+        return (f"FrameEstimate(frame={self.frame}, seconds={self.seconds:.4g}, "
+                f"cycles={self.cycles:.0f}, energy={self.energy:.4g} J (GPU "
+                f"{self.gpu_energy:.4g}, memory {self.memory_energy:.4g}){screen}, "
+                f"traffic={self.traffic_total:.0f} bytes)")
+
     @property
     def cycles(self) -> float:
         return self.geometry_cycles + self.raster_cycles
