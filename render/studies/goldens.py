@@ -583,7 +583,9 @@ def register(subparsers) -> None:
                        description="Register frames of traces (anywhere on disk) as goldens "
                                    "of the manifest, creating it when it does not exist; "
                                    "'tilesim goldens update' then makes their PNGs.")
-    a.add_argument("specs", nargs="+", metavar="TRACE:FRAMES")
+    a.add_argument("specs", nargs="+", metavar="TRACE:FRAMES",
+                   help="a .tsim trace and frame numbers, e.g. traces/spin.tsim:0,5 (golden "
+                        "names: the trace's stem and the frame, spin-0005)")
     a.add_argument("--manifest", metavar="FILE", help=MANIFEST_HELP)
     a.set_defaults(func=_add)
 
