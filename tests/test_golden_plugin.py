@@ -115,6 +115,8 @@ def test_goldens_in_a_user_project(tmp_path):
 
     done = run_pytest(project, "--tilesim-golden-generate")
     assert done.returncode == 0, done.stdout + done.stderr
+    assert ("wrote tests/test_frames.py::test_spin_frames: new spin-0000 (not compared with "
+            "Mesa)") in done.stdout
     manifest = json.loads((goldens / "manifest.json").read_text())
     assert manifest["root"] == "../.."
     assert [(g["name"], g["trace"], g["frame"]) for g in manifest["goldens"]] == [
@@ -154,6 +156,8 @@ def test_goldens_in_a_user_project(tmp_path):
 
     done = run_pytest(project, "--tilesim-golden-generate")
     assert done.returncode == 0, done.stdout + done.stderr
+    assert "changed spin-0001 (6 pixels differ; not compared with Mesa)" in done.stdout
+    assert "spin-0000" not in done.stdout   # unchanged: not rewritten, not listed
     assert np.array_equal(read_png(goldens / "spin-0001.png", "RGBA"), frames[1])
     done = run_pytest(project)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -43,7 +43,8 @@ import pytest
 GENERATE = "--tilesim-golden-generate"
 RESULTS = "--tilesim-golden-results"
 MARKER = "tilesim_golden"
-_REPORTS = pytest.StashKey[list]()
+_REPORTS = pytest.StashKey[list]()   # (test, its results' index.html) of failed checks
+_WRITTEN = pytest.StashKey[list]()   # what --tilesim-golden-generate wrote, one line each
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -66,6 +67,7 @@ def pytest_configure(config: pytest.Config) -> None:
                    "check frames of a .tsim trace against golden PNGs after the test's body "
                    "(tilesim's plugin)")
     config.stash[_REPORTS] = []
+    config.stash[_WRITTEN] = []
 
 
 class GoldenChecker:
@@ -109,6 +111,9 @@ class GoldenChecker:
                 goldens.update(entries, folder=manifest.folder, root=manifest.root,
                                mesa=False, out=log)
                 manifest.save()
+                self.config.stash[_WRITTEN] += [
+                    f"{self.nodeid}: {line}" for line in log.getvalue().splitlines()
+                    if not line.startswith("unchanged ")]
                 names = [n for n in names if n != "baseline"]   # identical by construction
             elif missing:
                 pytest.fail(f"no golden {', '.join(g.name for g in missing)} in "
@@ -171,8 +176,13 @@ def pytest_runtest_call(item: pytest.Item):
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
+    """The goldens --tilesim-golden-generate wrote (new or changed) and where failed checks
+    left their images."""
+    written = config.stash.get(_WRITTEN, [])
     reports = config.stash.get(_REPORTS, [])
-    if reports:
+    if written or reports:
         terminalreporter.section("tilesim golden frames")
+        for line in written:
+            terminalreporter.write_line(f"wrote {line}")
         for nodeid, summary in reports:
             terminalreporter.write_line(f"{nodeid}: {summary}")
