@@ -43,6 +43,10 @@ def test_a_frame_the_trace_lacks():
 
 def test_a_missing_trace(tilesim_golden):
     tilesim_golden.check("traces/none.tsim")
+
+
+def test_no_frames(tilesim_golden):
+    tilesim_golden.check("traces/spin.tsim", frames=[])
 '''
 
 
@@ -102,13 +106,15 @@ def test_goldens_in_a_user_project(tmp_path):
     # No goldens yet: the tests fail and say how to make them; bad input fails in one line.
     done = run_pytest(project)
     assert done.returncode == 1, done.stdout + done.stderr
-    assert "4 failed" in done.stdout
+    assert "5 failed" in done.stdout
     assert "no golden spin-0000, spin-0001 in" in done.stdout
     assert "--tilesim-golden-generate" in done.stdout
     traces = project / "traces"
     assert (f"{traces / 'spin.tsim'}: frame 2 is not in the trace: the trace has frames 0..1"
             in done.stdout)
     assert f"{traces / 'none.tsim'}: no such trace file" in done.stdout
+    assert (f"{traces / 'spin.tsim'}: tilesim_golden needs at least one frame and one "
+            "technique (got frames=[], techniques=['baseline'])") in done.stdout
     assert "Traceback" not in done.stdout and "During handling" not in done.stdout
     assert not goldens.exists()
     (project / "tests" / "test_bad_input.py").unlink()

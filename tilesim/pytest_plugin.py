@@ -100,6 +100,9 @@ class GoldenChecker:
         if isinstance(techniques, str):
             techniques = [techniques]
         generate = self.config.getoption(GENERATE)
+        if not frames or not techniques:   # a check of nothing must not pass
+            pytest.fail(f"{trace}: tilesim_golden needs at least one frame and one technique "
+                        f"(got frames={frames}, techniques={list(techniques)})", pytrace=False)
         try:
             names = goldens.technique_names(techniques)
             manifest = goldens.open_manifest(self.manifest_path, create=True,
