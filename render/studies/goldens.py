@@ -108,10 +108,11 @@ class Manifest:
         the manifest (in memory; :meth:`save` writes it) where it has none yet, named
         ``<name or the trace's stem>-<frame:04d>``. InputError: the trace cannot be opened,
         a frame is not in it, or the name is taken by another trace's golden."""
-        path = Path(trace).resolve()
+        # Absolute and relative by the paths' text, as they are read back (_lexical).
+        path = Path(os.path.abspath(trace))
         with open_trace(path) as opened:
             count = opened.frame_count
-        stored = os.path.relpath(path, self.root.resolve())
+        stored = Path(os.path.relpath(path, os.path.abspath(self.root))).as_posix()
         by_name = {g.name: g for g in self.goldens}
         out = []
         for frame in frames:
@@ -123,7 +124,7 @@ class Manifest:
             if golden is None:
                 golden = by_name[key] = Golden(key, stored, frame, f"{key}.png")
                 self.goldens.append(golden)
-            elif _lexical(self.root / golden.trace).resolve() != path or golden.frame != frame:
+            elif Path(os.path.abspath(self.root / golden.trace)) != path or golden.frame != frame:
                 raise InputError(f"golden {key} already comes from {golden.trace} frame "
                                  f"{golden.frame} (give another name)", source=str(self.path))
             out.append(golden)
@@ -179,7 +180,7 @@ def save_manifest(goldens: list[Golden], path: Path = MANIFEST, *,
     path = Path(path)
     if root is None:
         root = ROOT if path == MANIFEST else path.parent
-    relative = os.path.relpath(Path(root).resolve(), path.parent.resolve())
+    relative = os.path.relpath(os.path.abspath(root), os.path.abspath(path.parent))
     write_json(path, {"format": "tilesim-goldens", "version": 1,
                       "accept_mssim": GOLDEN_ACCEPT_MSSIM, "root": Path(relative).as_posix(),
                       "goldens": [g.to_dict() for g in goldens]})
