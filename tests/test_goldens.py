@@ -128,6 +128,27 @@ def test_goldens_commands_work_on_a_trace_and_manifest_anywhere(tmp_path, capsys
     assert main(["goldens", "check", "--manifest", str(manifest)]) == 0
 
 
+def test_goldens_update_without_mesa_says_what_to_do(tmp_path, capsys, monkeypatch):
+    from trace_helpers import sphere_trace
+
+    from tilesim.render.reference.replay_gl import MesaUnavailable
+
+    def no_mesa(*args):
+        raise MesaUnavailable("Mesa GLES2 unusable: no EGL")
+
+    monkeypatch.setattr(goldens, "mesa_frames", no_mesa)
+    sphere_trace(tmp_path / "ball.tsim", 1, size=(32, 24))
+    manifest = tmp_path / "manifest.json"
+    assert main(["goldens", "add", "--manifest", str(manifest), f"{tmp_path}/ball.tsim:0"]) == 0
+    before = manifest.read_bytes()
+    capsys.readouterr()
+    assert main(["goldens", "update", "--manifest", str(manifest)]) == 2
+    assert capsys.readouterr().err == (
+        "tilesim: error: Mesa GLES2 unusable: no EGL (--no-mesa makes the goldens without "
+        "Mesa's acceptance)\n")
+    assert manifest.read_bytes() == before and not (tmp_path / "ball-0000.png").exists()
+
+
 def test_zero_goldens_is_an_error_not_a_pass(tmp_path, capsys, monkeypatch):
     """A check of nothing (an installed tilesim has no goldens of its own) must not pass."""
     empty = tmp_path / "manifest.json"

@@ -39,7 +39,7 @@ import numpy as np
 from tilesim import __version__
 from tilesim.atomic import check_output, write_bytes, write_json, write_text
 from tilesim.backend import backend_name, to_host, use_backend
-from tilesim.errors import EXIT_FAILED_CHECK, EXIT_OK, InputError
+from tilesim.errors import EXIT_FAILED_CHECK, EXIT_OK, InputError, ToolMissing
 from tilesim.images import SSIM_WINDOW, image_metrics, png_bytes, read_png
 from tilesim.options import positive_int
 from tilesim.render.reference.replay_gl import reference_frames
@@ -487,8 +487,8 @@ def update(goldens: list[Golden], *, folder: Path | None = None, root: Path | No
     for trace, items in _by_trace(goldens).items():
         frames = {g.frame for g in items}
         trace_path = _lexical(root / trace)
+        theirs = mesa_frames(trace_path, frames) if mesa else None   # first: no Mesa, no work
         ours = render_frames(trace_path, frames)
-        theirs = mesa_frames(trace_path, frames) if mesa else None
         for g in items:
             against = "not compared with Mesa"
             if theirs is not None:
@@ -671,8 +671,12 @@ def _update(args: argparse.Namespace) -> int:
     manifest = _open(args, write=True)
     for path in (manifest.folder / g.png for g in manifest.goldens):
         check_output(path, folder=False)   # before any rendering
-    _, refused = update(manifest.goldens, folder=manifest.folder, root=manifest.root,
-                        mesa=not args.no_mesa)
+    try:
+        _, refused = update(manifest.goldens, folder=manifest.folder, root=manifest.root,
+                            mesa=not args.no_mesa)
+    except ToolMissing as exc:   # met at the first trace, before any PNG is written
+        raise ToolMissing(f"{exc} (--no-mesa makes the goldens without Mesa's "
+                          "acceptance)") from None
     manifest.save()
     for line in refused:
         print(f"REFUSED {line}", file=sys.stderr)
