@@ -156,6 +156,42 @@ def test_a_pass_whose_tiles_re_skips_costs_the_compares_only():
     assert run_pass(data, parameters(CFG)).tolist() == [3.0, 5.0, 7.0, 9.0, 11.0, 13.0]
 
 
+def test_evr_layer_ids_ride_with_the_display_lists():
+    """EVR stores a 2-byte layer id with each display-list entry (Frame Coherence §5.3.1): a
+    tile's 64 entries read 6 x 64 bytes of lists instead of 4 x 64. Six tiles of entries
+    without records, read cold: 6 x 256 B = 24 lines from DRAM, 6 x 384 B = 36 with EVR. The
+    geometry phase writes them too: 6 bytes an entry instead of 4."""
+    from tilesim.timing.reference.compare import layer_bytes
+    from tilesim.timing.reference.geometry import geometry_input
+    from tilesim.timing.reference.inputs import pass_input
+    from tilesim.timing.reference.records import QUAD_FIELDS, DrawStream, QuadStream
+    from tilesim.render.pipeline.counters import FrameCounters, PassCounters
+
+    n = 6
+    stream = QuadStream.from_quads({k: np.zeros(0, d) for k, d in QUAD_FIELDS.items()}, n, [])
+    tiles = {"prims_binned": np.full(n, 64), "pb_bytes_read": np.full(n, 64 * 4.0),
+             "color_flush_bytes": np.zeros(n)}
+    plain = pass_input(stream, tiles, np.arange(n), {}, CFG, 0, 3)
+    evr = pass_input(stream, {**tiles, "evr_layer_bytes_written": np.full(n, 128)},
+                     np.arange(n), {}, CFG, 0, 3)
+    assert plain.entry_dram_address.size == 24 and evr.entry_dram_address.size == 36
+
+    frame = FrameCounters(0)
+    p = PassCounters("default", 48, 32, 16, 3, 2, np.arange(n))
+    p.tiles.update({k: np.asarray(v) for k, v in tiles.items()})
+    p.tiles["evr_layer_bytes_written"] = np.full(n, 128)
+    frame.passes.append(p)
+    assert layer_bytes(frame) == 2.0
+    draws = DrawStream({"vertices_shaded": np.array([3]), "vertex_cache_accesses": np.array([3]),
+                        "vertex_cache_misses": np.array([0]), "index_bytes": np.array([0]),
+                        "vs_instructions": np.array([0]), "vs_program": np.array([-1]),
+                        "prims_assembled": np.array([1]), "record_bytes": np.array([96]),
+                        "re_subblocks": np.array([0]), "re_folds": np.array([0])},
+                       np.array([5]), np.array([0, 1]), [])
+    assert geometry_input(draws, np.zeros(0), CFG).write_bytes.tolist() == [96 + 4 * 5]
+    assert geometry_input(draws, np.zeros(0), CFG, 2.0).write_bytes.tolist() == [96 + 6 * 5]
+
+
 @pytest.mark.parametrize("compiled", [True, False])
 def test_dram_rows_refresh_and_power_down(compiled):
     """The reference's DRAM on three reads asked at cycle 0 and one at 1500 (channel 0, bank

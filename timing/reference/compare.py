@@ -156,6 +156,17 @@ class GeometryComparison:
         return relative_error(self.analytic, self.reference)
 
 
+def layer_bytes(counters: FrameCounters) -> float:
+    """EVR's layer-id bytes per display-list entry of a frame (0 without EVR): the frame's
+    ``evr_layer_bytes_written`` over its entries (the draws do not say their pass, so one
+    figure for the frame's entries)."""
+    entries = sum(float(np.sum(p.tiles["prims_binned"])) for p in counters.passes
+                  if "prims_binned" in p.tiles)
+    written = sum(float(np.sum(p.tiles["evr_layer_bytes_written"])) for p in counters.passes
+                  if "evr_layer_bytes_written" in p.tiles)
+    return written / entries if entries > 0 else 0.0
+
+
 def compare_geometry(frames: list[tuple[FrameCounters, DrawStream]], cfg: Config,
                      ecfg: Config, compiled: bool = True) -> GeometryComparison:
     """The analytic geometry phase and the geometry reference on ``frames`` ([(counters, the
@@ -167,7 +178,8 @@ def compare_geometry(frames: list[tuple[FrameCounters, DrawStream]], cfg: Config
     for counters, draws in frames:
         cpis = np.array([program_cpis(counters.programs[d])[0] for d in draws.programs])
         dram = DramState(parameters(cfg).dram)
-        reference.append(run_geometry(geometry_input(draws, cpis, cfg), cfg, compiled, dram))
+        reference.append(run_geometry(geometry_input(draws, cpis, cfg, layer_bytes(counters)),
+                                      cfg, compiled, dram))
         counts.append(dram.counts())
     return GeometryComparison(batch.frame_ids.copy(), est.geometry_cycles.copy(),
                               np.array(reference), time.perf_counter() - clock, counts)

@@ -44,7 +44,7 @@ import numpy as np
 
 from tilesim.timing.config import Config, warp_instruction_floor
 from tilesim.timing.reference.dram import DramState, DramTiming, dram_access
-from tilesim.timing.reference.inputs import PB_WRITES, VERTICES, region
+from tilesim.timing.reference.inputs import LIST_ENTRY_BYTES, PB_WRITES, VERTICES, region
 from tilesim.timing.reference.records import DrawStream
 from tilesim.timing.shader_core.jit import jit
 
@@ -100,9 +100,11 @@ def spread_index(count_from: np.ndarray, count_to: np.ndarray) -> np.ndarray:
     return (starts[group] + np.maximum(local, 0)).astype(np.int64)
 
 
-def geometry_input(stream: DrawStream, cpis: np.ndarray, cfg: Config) -> GeometryInput:
+def geometry_input(stream: DrawStream, cpis: np.ndarray, cfg: Config,
+                   layer_bytes_per_entry: float = 0.0) -> GeometryInput:
     """The loop's input from a frame's draws; ``cpis`` (programs,) cycles per warp instruction
-    of each vertex program on the shader core."""
+    of each vertex program on the shader core; ``layer_bytes_per_entry`` the layer id EVR
+    stores with each display-list entry (Frame Coherence §5.3.1; 0 without EVR)."""
     d = stream.draws
     vertices = d["vertices_shaded"]
     per = lambda total: np.repeat(np.divide(  # noqa: E731
@@ -133,7 +135,8 @@ def geometry_input(stream: DrawStream, cpis: np.ndarray, cfg: Config) -> Geometr
         needs=spread_index(assembled, vertices) if vertices.sum() else
         np.zeros(int(assembled.sum()), dtype=np.int64),
         binned=binned, entries=entries,
-        write_bytes=(d["record_bytes"][draw_of_prim] + 4 * entries).astype(np.float64),
+        write_bytes=(d["record_bytes"][draw_of_prim]
+                     + (LIST_ENTRY_BYTES + layer_bytes_per_entry) * entries).astype(np.float64),
         sign=sign_share[draw_of_prim] / cfg["techniques.signature.compute_rate"],
         fold=fold_share[draw_of_prim] / cfg["techniques.signature.accumulate_rate"])
 

@@ -229,9 +229,14 @@ def pass_input(stream: QuadStream, tiles: dict[str, np.ndarray], order: np.ndarr
     entry_prim = np.full(E, -1, dtype=np.int64)
     entry_prim[entry] = prim_rank
     entry_prim = _bounding_box_entries(entry_prim, entry_start, prim_ids.size)
-    list_start = np.concatenate([[0], np.cumsum(counts)[:-1]]) * LIST_ENTRY_BYTES
+    # with EVR a list entry also holds its primitive's layer id (Frame Coherence §5.3.1),
+    # written with the Parameter Buffer and read back with the entry
+    layer = np.divide(_counter(tiles, "evr_layer_bytes_written", n), prims,
+                      out=np.zeros(n), where=prims > 0)
+    entry_bytes = LIST_ENTRY_BYTES + layer
+    list_start = np.concatenate([[0], np.cumsum(counts * entry_bytes)[:-1]])
     list_line = (region(PB_LISTS, pass_index) + list_start[entry_tile]
-                 + LIST_ENTRY_BYTES * k) // line
+                 + entry_bytes[entry_tile] * k).astype(np.int64) // line
     record_first = region(PB_RECORDS, pass_index) + entry_prim * stride
     record_bytes = np.ceil(record[entry_tile]).astype(np.int64)
     first = record_first // line
