@@ -161,11 +161,11 @@ def test_evr_layer_ids_ride_with_the_display_lists():
     tile's 64 entries read 6 x 64 bytes of lists instead of 4 x 64. Six tiles of entries
     without records, read cold: 6 x 256 B = 24 lines from DRAM, 6 x 384 B = 36 with EVR. The
     geometry phase writes them too: 6 bytes an entry instead of 4."""
+    from tilesim.render.pipeline.counters import FrameCounters, PassCounters
     from tilesim.timing.reference.compare import layer_bytes
     from tilesim.timing.reference.geometry import geometry_input
     from tilesim.timing.reference.inputs import pass_input
     from tilesim.timing.reference.records import QUAD_FIELDS, DrawStream, QuadStream
-    from tilesim.render.pipeline.counters import FrameCounters, PassCounters
 
     n = 6
     stream = QuadStream.from_quads({k: np.zeros(0, d) for k, d in QUAD_FIELDS.items()}, n, [])
@@ -314,9 +314,9 @@ def test_the_reference_decides_its_own_memory(runner_frames):
 @pytest.mark.slow
 def test_memoized_quads_run_no_program_in_the_reference():
     """With memoization, the recorder marks the quads whose looked-up lanes all hit (the
-    outcome arrives when the frame's pair is done): they are among the frame's hits (4 lanes a
-    quad at most, at least one), and the reference gives them no issue, latency or texture work, so the
-    marked frame takes fewer cycles than the same stream with the marks cleared."""
+    outcome arrives when the frame's pair is done): they are among the frame's hits (each
+    holds at least one), and the reference gives them no issue, latency or texture work, so
+    the marked frame takes fewer cycles than the same stream with the marks cleared."""
     from tilesim.render.studies.quad_stream import record_frames
     from tilesim.timing.reference.compare import compare
     from tilesim.timing.reference.inputs import frame_pass_inputs
