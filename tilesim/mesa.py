@@ -107,6 +107,7 @@ GL_FUNCTIONS = {
     "glActiveTexture": (None, [_U]), "glBindTexture": (None, [_U, _U]),
     "glTexImage2D": (None, [_U, _I, _I, _I, _I, _I, _U, _U, _P]),
     "glTexSubImage2D": (None, [_U, _I, _I, _I, _I, _I, _U, _U, _P]),
+    "glCompressedTexImage2D": (None, [_U, _I, _U, _I, _I, _I, _I, _P]),
     "glCopyTexImage2D": (None, [_U, _I, _U, _I, _I, _I, _I, _I]),
     "glCopyTexSubImage2D": (None, [_U, _I, _I, _I, _I, _I, _I, _I]),
     "glTexParameteri": (None, [_U, _U, _I]), "glGenerateMipmap": (None, [_U]),

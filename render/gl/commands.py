@@ -39,6 +39,9 @@ IMAGE_TARGETS = ("TEXTURE_2D",) + CUBE_FACES
 # BGRA_EXT: EXT_texture_format_BGRA8888 (GL_BGRA_EXT as format and internalformat, with
 # UNSIGNED_BYTE), which Mesa's GLES2 contexts and compositors use.
 TEXTURE_FORMATS = ("RGBA", "RGB", "LUMINANCE", "ALPHA", "LUMINANCE_ALPHA", "BGRA_EXT")
+# OES_compressed_ETC1_RGB8_texture: the one compressed format, glCompressedTexImage2D only
+# (render/gl/compressed.py decodes it).
+COMPRESSED_TEXTURE_FORMATS = ("ETC1_RGB8_OES",)
 TEXEL_TYPES = ("UNSIGNED_BYTE", "UNSIGNED_SHORT_5_6_5", "UNSIGNED_SHORT_4_4_4_4",
                "UNSIGNED_SHORT_5_5_5_1")
 # Depth textures (GL_OES_depth_texture, which Mesa's GLES2 contexts expose and glmark2's shadow
@@ -106,6 +109,10 @@ SCHEMA: dict[str, dict[str, Any]] = {
     "texSubImage2D": {"target": _e(*IMAGE_TARGETS), "level": "int", "xoffset": "int",
                       "yoffset": "int", "width": "int", "height": "int",
                       "format": _e(*TEXTURE_FORMATS), "type": _e(*TEXEL_TYPES), "data": "blob"},
+    # data: imageSize bytes of 4x4 blocks (ETC1: 8 bytes each)
+    "compressedTexImage2D": {"target": _e(*IMAGE_TARGETS), "level": "int",
+                             "internalformat": _e(*COMPRESSED_TEXTURE_FORMATS),
+                             "width": "int", "height": "int", "data": "blob"},
     "copyTexImage2D": {"target": _e(*IMAGE_TARGETS), "level": "int",
                        "internalformat": _e(*TEXTURE_FORMATS), "x": "int", "y": "int",
                        "width": "int", "height": "int"},
@@ -195,8 +202,9 @@ FRAME_END = "endFrame"
 # for held-back draws), and a frame containing one is not comparable with the last
 # (Rendering Elimination is disabled for it: thesis, "Rendering Elimination", §4.1.5).
 PROGRAM_TEXTURE_CHANGES = frozenset({
-    "texImage2D", "texSubImage2D", "copyTexImage2D", "copyTexSubImage2D", "texParameter",
-    "generateMipmap", "deleteTexture", "createProgram", "deleteProgram"})
+    "texImage2D", "texSubImage2D", "compressedTexImage2D", "copyTexImage2D",
+    "copyTexSubImage2D", "texParameter", "generateMipmap", "deleteTexture", "createProgram",
+    "deleteProgram"})
 
 
 @dataclass
@@ -300,7 +308,7 @@ GL_ENUM_NAMES: dict[int, str] = {
     0x8519: "TEXTURE_CUBE_MAP_POSITIVE_Z", 0x851A: "TEXTURE_CUBE_MAP_NEGATIVE_Z",
     0x1908: "RGBA", 0x1907: "RGB", 0x1909: "LUMINANCE", 0x1906: "ALPHA",
     0x190A: "LUMINANCE_ALPHA", 0x1902: "DEPTH_COMPONENT", 0x8363: "UNSIGNED_SHORT_5_6_5",
-    0x80E1: "BGRA_EXT",
+    0x80E1: "BGRA_EXT", 0x8D64: "ETC1_RGB8_OES",
     0x8033: "UNSIGNED_SHORT_4_4_4_4", 0x8034: "UNSIGNED_SHORT_5_5_5_1",
     0x2801: "TEXTURE_MIN_FILTER", 0x2800: "TEXTURE_MAG_FILTER", 0x2802: "TEXTURE_WRAP_S",
     0x2803: "TEXTURE_WRAP_T", 0x2600: "NEAREST", 0x2601: "LINEAR",
@@ -461,6 +469,17 @@ class Recorder:
         self._emit("texSubImage2D", target=target, level=level, xoffset=xoffset,
                    yoffset=yoffset, width=width, height=height, format=fmt, type=type_,
                    data=_as_bytes(pixels))
+
+    def compressedTexImage2D(self, target, level, internalformat, width, height, border,
+                             data) -> None:
+        """glCompressedTexImage2D (OES_compressed_ETC1_RGB8_texture): ``data`` the blocks;
+        imageSize is its length."""
+        if border != 0:
+            raise InputError("compressedTexImage2D: border must be 0 in OpenGL ES 2.0",
+                             source=self.name)
+        self._emit("compressedTexImage2D", target=target, level=level,
+                   internalformat=internalformat, width=width, height=height,
+                   data=_as_bytes(data))
 
     def copyTexImage2D(self, target, level, internalformat, x, y, width, height,
                        border=0) -> None:

@@ -326,6 +326,16 @@ class GLState:
             target, level, internalformat, width, height, format, type, data,
             self.unpack_alignment, subimage=self.unpack_subimage)
 
+    def _compressedTexImage2D(self, target, level, internalformat, width, height, data):
+        texture = self.texture_for_image(target)
+        if width > 0 and height > 0:
+            held = sum(image.width * image.height for t in self.textures.values()
+                       for face in t.faces for image in face.values())
+            check_memory(f"compressedTexImage2D: {width}x{height} texels beside the {held} "
+                         "texels textures already hold", TEXTURE_BYTES_PER_TEXEL
+                         * (held + width * height), self.where)
+        texture.compressed_tex_image_2d(target, level, internalformat, width, height, data)
+
     def _texSubImage2D(self, target, level, xoffset, yoffset, width, height, format, type,
                        data):
         self.texture_for_image(target).tex_sub_image_2d(

@@ -11,7 +11,8 @@ defaults. Each image keeps
   is what glGenerateMipmap and texSubImage2D work on;
 - ``bytes_per_texel``: the size of one texel of the internal format (RGBA/UNSIGNED_BYTE 4,
   RGB 3, LUMINANCE_ALPHA 2, LUMINANCE and ALPHA 1, the packed 16-bit types 2) for the
-  memory-traffic counters.
+  memory-traffic counters; ``bits_per_texel`` the same in bits, which is what a compressed
+  format has (ETC1_RGB8_OES: 4 bits, decoded to RGB at upload, :mod:`.compressed`).
 
 Rows follow GL's convention: ``texels[t][s]``, row 0 is the first row of the client data,
 t = 0 (the bottom of the image in GL's picture). Client data are unpacked with
@@ -56,6 +57,12 @@ from tilesim.render.gl.commands import (
     TEXTURE_FORMATS,
     WRAPS,
 )
+from tilesim.render.gl.compressed import (
+    BITS_PER_TEXEL,
+    COMPRESSED_FORMATS,
+    compressed_image_size,
+    decode_etc1,
+)
 
 __all__ = [
     "DEPTH_BITS",
@@ -83,11 +90,13 @@ FACE_OF_TARGET = {TEXTURE_2D: 0, **{face: i for i, face in enumerate(CUBE_FACES)
 # Components stored by each format, and how they become RGBA: index into the stored
 # components, or -1 for 0 and -2 for 1.
 # BGRA_EXT (EXT_texture_format_BGRA8888) stores the client's B, G, R, A bytes in that order.
+# ETC1_RGB8_OES (OES_compressed_ETC1_RGB8_texture) keeps its decoded R, G, B.
 _COMPONENTS = {"RGBA": 4, "RGB": 3, "LUMINANCE_ALPHA": 2, "LUMINANCE": 1, "ALPHA": 1,
-               "DEPTH_COMPONENT": 1, "BGRA_EXT": 4}
+               "DEPTH_COMPONENT": 1, "BGRA_EXT": 4, "ETC1_RGB8_OES": 3}
 _TO_RGBA = {"RGBA": (0, 1, 2, 3), "RGB": (0, 1, 2, -2), "LUMINANCE_ALPHA": (0, 0, 0, 1),
             "LUMINANCE": (0, 0, 0, -2), "ALPHA": (-1, -1, -1, 0),
-            "DEPTH_COMPONENT": (0, 0, 0, -2), "BGRA_EXT": (2, 1, 0, 3)}
+            "DEPTH_COMPONENT": (0, 0, 0, -2), "BGRA_EXT": (2, 1, 0, 3),
+            "ETC1_RGB8_OES": (0, 1, 2, -2)}
 # The RGBA components each color format stores (rendering into it, copying to it).
 _FROM_RGBA = {"RGBA": (0, 1, 2, 3), "RGB": (0, 1, 2), "LUMINANCE_ALPHA": (0, 3),
               "LUMINANCE": (0,), "ALPHA": (3,), "BGRA_EXT": (2, 1, 0, 3)}
@@ -121,10 +130,18 @@ def component_bits(fmt: str, type_: str) -> tuple[int, ...]:
 
 
 def bytes_per_texel(fmt: str, type_: str) -> int:
-    """Size in bytes of one texel as the internal format stores it."""
+    """Size in bytes of one texel as the client's uncompressed format stores it."""
     if fmt in DEPTH_TEXTURE_FORMATS:
         return _DEPTH_CLIENT_BYTES[type_]
     return _COMPONENTS[fmt] if type_ == "UNSIGNED_BYTE" else 2
+
+
+def bits_per_texel(fmt: str, type_: str) -> int:
+    """Bits of texture memory per texel: a compressed format's rate (ETC1: 4), else 8 x
+    :func:`bytes_per_texel`. The texture cache and memory traffic are counted with these."""
+    if fmt in BITS_PER_TEXEL:
+        return BITS_PER_TEXEL[fmt]
+    return 8 * bytes_per_texel(fmt, type_)
 
 
 def _check_format(call: str, fmt: str, type_: str, where: str | None,
@@ -305,8 +322,15 @@ class TextureImage:
         return bytes_per_texel(self.format, self.type)
 
     @property
+    def bits_per_texel(self) -> int:
+        return bits_per_texel(self.format, self.type)
+
+    @property
     def nbytes(self) -> int:
-        """Bytes the image occupies in texture memory (tightly packed)."""
+        """Bytes the image occupies in texture memory (tightly packed; a compressed format
+        in its whole blocks)."""
+        if self.format in COMPRESSED_FORMATS:
+            return compressed_image_size(self.format, self.width, self.height)
         return self.width * self.height * self.bytes_per_texel
 
     def rgba8(self) -> np.ndarray:
@@ -424,6 +448,39 @@ class Texture:
         self.faces[face][level] = TextureImage(width, height, format, type, stored)
         self.version += 1
 
+    def compressed_tex_image_2d(self, target: str, level: int, internalformat: str,
+                                width: int, height: int, data) -> None:
+        """glCompressedTexImage2D: define an image from compressed blocks, decoded here.
+
+        OES_compressed_ETC1_RGB8_texture: ``data`` must hold exactly
+        :func:`~.compressed.compressed_image_size` bytes (imageSize; INVALID_VALUE
+        otherwise); the image stores the decoded RGB and samples as an RGB texture, while
+        its memory size stays the compressed one (:attr:`TextureImage.nbytes`).
+        """
+        call = "compressedTexImage2D"
+        face = self._face(call, target)
+        self._check_level(call, level)
+        if internalformat not in COMPRESSED_FORMATS:
+            raise InputError(f"{call}: unknown compressed format {internalformat!r} (expected "
+                             f"one of {', '.join(COMPRESSED_FORMATS)})", source=self.where)
+        limit = MAX_TEXTURE_SIZE >> level
+        if not (0 <= width <= limit and 0 <= height <= limit):
+            raise InputError(f"{call}: size {width}x{height} out of range 0..{limit} for "
+                             f"level {level}", source=self.where)
+        if self.target == TEXTURE_CUBE_MAP and width != height:
+            raise InputError(f"{call}: cube map face {target} must be square, got "
+                             f"{width}x{height}", source=self.where)
+        need = compressed_image_size(internalformat, width, height)
+        got = 0 if data is None else np.asarray(data).nbytes
+        if got != need:
+            raise InputError(f"{call}: a {width}x{height} {internalformat} image is {need} "
+                             f"bytes (4x4 blocks of 8 bytes), the data holds {got}",
+                             source=self.where)
+        stored = decode_etc1(data, width, height).astype(np.uint16)
+        self.faces[face][level] = TextureImage(width, height, internalformat, "UNSIGNED_BYTE",
+                                               stored)
+        self.version += 1
+
     def _existing_image(self, call: str, target: str, level: int):
         """(face, image) of ``level`` of ``target``, which a sub-image call needs to exist."""
         face = self._face(call, target)
@@ -442,6 +499,7 @@ class Texture:
         :meth:`tex_image_2d`)."""
         call = "texSubImage2D"
         face, image = self._existing_image(call, target, level)
+        _check_not_compressed(call, image, self.where)
         if format != image.format:
             raise InputError(f"{call}: format {format} differs from the image's "
                              f"{image.format}", source=self.where)
@@ -476,6 +534,7 @@ class Texture:
         if image.format in DEPTH_TEXTURE_FORMATS:
             raise InputError(f"{call}: texture {self.name} is a depth texture; colors cannot "
                              f"be stored in it", source=self.where)
+        _check_not_compressed(call, image, self.where)
         rgba = np.asarray(rgba, np.float32)
         h, w = rgba.shape[:2]
         if xoffset < 0 or yoffset < 0 or xoffset + w > image.width or yoffset + h > image.height:
@@ -512,6 +571,7 @@ class Texture:
         framebuffer keep their values, as Mesa clips the copy."""
         call = "copyTexSubImage2D"
         face, image = self._existing_image(call, target, level)
+        _check_not_compressed(call, image, self.where)
         self._check_copy(call, image.format, framebuffer_alpha)
         if (xoffset < 0 or yoffset < 0 or width < 0 or height < 0
                 or xoffset + width > image.width or yoffset + height > image.height):
@@ -555,6 +615,9 @@ class Texture:
             raise InputError(f"{call}: texture {self.name} is a depth texture "
                              "(GL_OES_depth_texture allows no mipmap generation)",
                              source=self.where)
+        for images in self.faces:
+            if images.get(0) is not None:
+                _check_not_compressed(call, images[0], self.where)
         for face, images in enumerate(self.faces):
             base = images.get(0)
             if base is None or base.width == 0 or base.height == 0:
@@ -747,6 +810,15 @@ class Texture:
     def nbytes(self) -> int:
         """Texture memory of all images, in bytes."""
         return sum(image.nbytes for images in self.faces for image in images.values())
+
+
+def _check_not_compressed(call: str, image: TextureImage, where: str | None) -> None:
+    """OES_compressed_ETC1_RGB8_texture: an ETC1 image cannot be modified by TexSubImage2D,
+    CopyTexSubImage2D or rendering, nor mipmapped by GenerateMipmap (ES 2.0 §3.7.11)."""
+    if image.format in COMPRESSED_FORMATS:
+        raise InputError(f"{call}: the image is {image.format}, a compressed format, which "
+                         "OES_compressed_ETC1_RGB8_texture allows no changes to "
+                         "(INVALID_OPERATION)", source=where)
 
 
 def _downsample(src: TextureImage) -> TextureImage:

@@ -603,7 +603,8 @@ def fill_lines(table, column: int, xs, ys, images, lanes, blocks_w, line_bases, 
     """Write the cache line of every tap ((k, m) texel columns ``xs``, rows ``ys``, images)
     into ``table[lanes[i], column + j]`` (``lanes`` None: row i), as
     ``TextureSampler._count_cache`` computes them: the texel's offset in its level's
-    block-linear layout, times its bytes, in lines, after the image's first line."""
+    block-linear layout, times ``bpp`` (bits per texel, with ``line_shift`` the line size's
+    log2 in bits), in lines, after the image's first line."""
     has_lanes = lanes is not None
     _fill_lines(table, column, xs, ys, images,
                 lanes if has_lanes else np.zeros(0, dtype=np.int64), has_lanes, blocks_w,
@@ -1307,8 +1308,8 @@ def sample_lanes(out, s, t, face, lod, packed, *, fixed: bool, min_linear: bool,
         sets = cache.sets
         set_shift = sets.bit_length() - 1 if sets & (sets - 1) == 0 else -1
         geometry = (cache.caches, sets, set_shift, lru_state, packed.blocks_w,
-                    packed.line_bases, packed.bpp, cache.block.bit_length() - 1,
-                    cache.block - 1, cache.line_bytes.bit_length() - 1)
+                    packed.line_bases, packed.bits, cache.block.bit_length() - 1,
+                    cache.block - 1, cache.line_bytes.bit_length() - 1 + 3)
         counters = tuple(getattr(stats, name) for name in (
             "samples", "texels", "nearest", "nearest_mip_linear", "bilinear", "trilinear",
             "cache_accesses", "cache_misses"))

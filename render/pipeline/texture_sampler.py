@@ -150,8 +150,9 @@ class TextureCacheConfig:
 
     The model, exactly: each texture occupies its own address range; its images (face-major,
     then level) each start on a line boundary and store texels in ``block`` x ``block`` blocks
-    (row-major blocks, row-major texels inside a block), ``bytes_per_texel`` of the internal
-    format each, as GPUs tile textures; a tap of a seamless cube-map sample that falls off
+    (row-major blocks, row-major texels inside a block), ``bits_per_texel`` of the internal
+    format each (a compressed format's rate: ETC1 4 bits, so a 4x4 block is 8 bytes), as GPUs
+    tile textures; a tap of a seamless cube-map sample that falls off
     its face is looked up in the adjacent face's image. Lane i uses cache
     ``lane_tile[i] % caches`` (tiles go round-robin to the fragment processors, each with its
     own cache) or, without a tile map, cache ``(i // 4) % caches`` (quads round-robin). A
@@ -296,7 +297,8 @@ class _Packed:
                 break
         self.levels = max(levels, 1)
         self.faces = len(texture.faces)
-        self.bpp = texture.image(0, 0).bytes_per_texel
+        # bits of texture memory per texel: texel offsets times bits, >> 3 more for bytes
+        self.bits = texture.image(0, 0).bits_per_texel
         self.pot = (w0 & (w0 - 1)) == 0 and (h0 & (h0 - 1)) == 0
         self.base_width, self.base_height = w0, h0
         count = self.faces * self.levels
@@ -324,7 +326,7 @@ class _Packed:
                 bh = -(-int(heights[k]) // block)
                 blocks_w[k] = bw
                 bases[k] = address
-                size = bw * bh * block * block * self.bpp
+                size = -(-bw * bh * block * block * self.bits // 8)
                 address += -(-size // line_bytes) * line_bytes
         self.texels = xp.asarray(np.concatenate(chunks).astype(np.float32))
         self._texels8 = None
@@ -696,7 +698,7 @@ class TextureSampler:
             image = fl if taps.images is None else taps.images
             offset = ((((y >> shift) * packed.blocks_w[image] + (x >> shift)) << (2 * shift))
                       + ((y & mask) << shift) + (x & mask))       # texel index, in-level
-            line = ((offset * packed.bpp) >> line_shift) + packed.line_bases[image]
+            line = ((offset * packed.bits) >> (line_shift + 3)) + packed.line_bases[image]
             # One access per distinct line among the taps of one lane and level.
             k = line.shape[0]
             for j in range(1, k):
@@ -741,8 +743,8 @@ class TextureSampler:
             images = (np.broadcast_to(fl, taps.xs.shape) if taps.images is None
                       else taps.images)
             compiled.fill_lines(table, 0 if slot == 0 else width0, taps.xs, taps.ys, images,
-                                lanes, packed.blocks_w, packed.line_bases, packed.bpp, shift,
-                                mask, line_shift)
+                                lanes, packed.blocks_w, packed.line_bases, packed.bits, shift,
+                                mask, line_shift + 3)
         if self._lane_tile is not None:
             cache_of = np.asarray(self._lane_tile).astype(np.int64) % cfg.caches
         else:

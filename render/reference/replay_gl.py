@@ -588,6 +588,15 @@ class GLReplayer:
                                 a["width"], a["height"], GL_ENUMS[a["format"]],
                                 GL_ENUMS[a["type"]], raw.ctypes.data)
 
+    def _compressedTexImage2D(self, a, where):
+        """OES_compressed_ETC1_RGB8_texture: the blocks as recorded (imageSize = their
+        length); Mesa decodes them."""
+        raw = self._bytes(a["data"])
+        self.gl.glCompressedTexImage2D(GL_ENUMS[a["target"]], a["level"],
+                                       GL_ENUMS[a["internalformat"]], a["width"], a["height"],
+                                       0, raw.size, raw.ctypes.data)
+        self._note_image_size(a)
+
     def _copyTexImage2D(self, a, where):
         self.gl.glCopyTexImage2D(GL_ENUMS[a["target"]], a["level"],
                                  GL_ENUMS[a["internalformat"]], a["x"], a["y"], a["width"],

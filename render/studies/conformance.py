@@ -47,6 +47,7 @@ from tilesim.images import image_metrics, png_bytes, within_tolerance
 from tilesim.mesa import EXIT_NO_MESA, GL, NoMesa, child_environment
 from tilesim.options import window_size_argument
 from tilesim.render.gl.commands import Command, make_command
+from tilesim.render.gl.compressed import decode_etc1
 from tilesim.render.pipeline.rasterizer import FILL_RULES
 from tilesim.render.pipeline.renderer import MEDIUMP_HELP
 from tilesim.render.reference import replay_gl
@@ -185,7 +186,8 @@ GL_QUERY_RESULT = 0x8866
 
 def counting_frames(frames: list[list[Command]]) -> list[list[Command]]:
     """The frames as the sample count replays them: depth test off, ``#version 100`` GLSL,
-    GL_BGRA_EXT textures (EXT_texture_format_BGRA8888) with the internal format RGBA."""
+    GL_BGRA_EXT textures (EXT_texture_format_BGRA8888) with the internal format RGBA, ETC1
+    textures (OES_compressed_ETC1_RGB8_texture, GLES only) as their decoded RGB."""
     out = []
     for frame in frames:
         changed = []
@@ -195,6 +197,16 @@ def counting_frames(frames: list[list[Command]]) -> list[list[Command]]:
             elif command.op == "texImage2D" and command.args["internalformat"] == "BGRA_EXT":
                 # desktop GL takes GL_BGRA as a format only, its internal format is RGBA
                 command = Command("texImage2D", {**command.args, "internalformat": "RGBA"})
+            elif command.op == "compressedTexImage2D":
+                # ETC1 is a GLES format only: desktop GL gets the decoded texels (as RGBA
+                # rows, which every UNPACK_ALIGNMENT reads unpadded) in an RGB texture
+                a = command.args
+                rgb = decode_etc1(a["data"], a["width"], a["height"])
+                rgba = np.concatenate([rgb, np.full(rgb.shape[:2] + (1,), 255, np.uint8)], -1)
+                command = Command("texImage2D", {
+                    "target": a["target"], "level": a["level"], "internalformat": "RGB",
+                    "width": a["width"], "height": a["height"], "format": "RGBA",
+                    "type": "UNSIGNED_BYTE", "data": rgba})
             elif command.op == "createProgram":
                 args = dict(command.args)
                 for key in ("vertex_glsl", "fragment_glsl"):

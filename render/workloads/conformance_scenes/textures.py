@@ -396,3 +396,56 @@ def scene_bgra_textures(gl: Recorder) -> None:
               texcoords=_quad_uv())
     gl.disable("BLEND")
     gl.endFrame()
+
+
+def _etc1_blocks(width: int, height: int, seed: int) -> np.ndarray:
+    """Random ETC1 blocks for a ``width`` x ``height`` image: every bit pattern is a block
+    (individual and differential mode, both flips, every codeword and index; differential
+    base colors that overflow 0..31 too, which the spec leaves undefined and Mesa decodes
+    by byte arithmetic)."""
+    blocks = -(-width // 4) * -(-height // 4)
+    return np.random.default_rng(seed).integers(0, 256, blocks * 8, dtype=np.uint8)
+
+
+@scene("etc1_textures", size=(160, 96))
+def scene_etc1_textures(gl: Recorder) -> None:
+    """OES_compressed_ETC1_RGB8_texture: glCompressedTexImage2D of random ETC1 blocks,
+    decoded as Mesa decodes them: a 16x16 texture magnified NEAREST (each texel several
+    pixels, so every decoded value shows), a 13x10 one whose edge blocks are partial
+    (CLAMP_TO_EDGE), and a 32x32 one with every mip level uploaded compressed, minified with
+    LINEAR_MIPMAP_LINEAR."""
+    program = _program(gl, VS_TEX, FS_TEX)
+    gl.uniform1i(gl.getUniformLocation(program, "u_tex"), 0)
+    gl.clearColor(0.0, 0.0, 0.0, 1.0)
+    gl.clear("COLOR_BUFFER_BIT")
+    panels = []
+    for seed, (width, height) in ((31, (16, 16)), (32, (13, 10))):
+        texture = gl.createTexture()
+        gl.bindTexture("TEXTURE_2D", texture)
+        gl.compressedTexImage2D("TEXTURE_2D", 0, "ETC1_RGB8_OES", width, height, 0,
+                                _etc1_blocks(width, height, seed))
+        for pname, value in (("TEXTURE_MIN_FILTER", "NEAREST"),
+                             ("TEXTURE_MAG_FILTER", "NEAREST"),
+                             ("TEXTURE_WRAP_S", "CLAMP_TO_EDGE"),
+                             ("TEXTURE_WRAP_T", "CLAMP_TO_EDGE")):
+            gl.texParameteri("TEXTURE_2D", pname, value)
+        panels.append(texture)
+    texture = gl.createTexture()
+    gl.bindTexture("TEXTURE_2D", texture)
+    size, level = 32, 0
+    while size >= 1:
+        gl.compressedTexImage2D("TEXTURE_2D", level, "ETC1_RGB8_OES", size, size, 0,
+                                _etc1_blocks(size, size, 40 + level))
+        size, level = size // 2, level + 1
+    gl.texParameteri("TEXTURE_2D", "TEXTURE_MIN_FILTER", "LINEAR_MIPMAP_LINEAR")
+    gl.texParameteri("TEXTURE_2D", "TEXTURE_MAG_FILTER", "LINEAR")
+    panels.append(texture)
+    for k, texture in enumerate(panels):
+        gl.bindTexture("TEXTURE_2D", texture)
+        x0 = -1.0 + k * 0.66
+        scale = 0.35 if k == 2 else 1.0                   # the mipmapped one, minified
+        # Off the pixel grid, so that no pixel center falls on a texel boundary.
+        _draw(gl, "TRIANGLES", _quad(x0 + 0.031, -0.45 * scale - 0.113,
+                                     x0 + 0.031 + 0.61 * scale, 0.843 * scale - 0.113),
+              texcoords=_quad_uv())
+    gl.endFrame()

@@ -1,0 +1,129 @@
+"""OES_compressed_ETC1_RGB8_texture: the ETC1 decoder against the extension spec's rules
+(hand-decoded blocks), uploads and their errors, and the texture memory and cache traffic
+counted at 4 bits per texel. The decoder against Mesa is the conformance scene
+``etc1_textures`` (tests/test_conformance.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tilesim.errors import InputError
+from tilesim.render.gl.compressed import compressed_image_size, decode_etc1
+from tilesim.render.gl.textures import Texture
+from tilesim.render.pipeline import compiled
+from tilesim.render.pipeline.texture_sampler import TextureSampler
+from tilesim.shaders.sampling import TextureRequest
+from tilesim.shaders.synthetic_inputs import quad_pixels
+
+# Block A, individual mode, flip 0: sub-block colors 4-bit (8, 4, 1) and (2, 1, 0), codewords
+# 3 (13, 42) and 0 (2, 8). Indices: texel (0, 0) 0 (+13), (1, 0) 1 (+42, LSB bit 4),
+# (0, 1) 2 (-13, MSB bit 17), (3, 3) 3 (-8, bits 15 and 31); the rest 0.
+BLOCK_A = bytes([0x82, 0x41, 0x10, 0x60]) + ((1 << 4) | (1 << 17) | (1 << 15) | (1 << 31)
+                                             ).to_bytes(4, "big")
+# Block B, differential mode, flip 1: 5-bit (20, 0, 31) with deltas (-1, +3, -4), codewords
+# 7 (47, 183) and 1 (5, 17), every index 0.
+BLOCK_B = bytes([(20 << 3) | 7, 3, (31 << 3) | 4, (7 << 5) | (1 << 2) | 3, 0, 0, 0, 0])
+
+
+def _expected_a():
+    image = np.empty((4, 4, 3), int)
+    image[:, :2] = np.array([136, 68, 17]) + 13      # sub-block 1 (left), index 0
+    image[:, 2:] = np.array([34, 17, 0]) + 2         # sub-block 2 (right), index 0
+    image[0, 1] = [136 + 42, 68 + 42, 17 + 42]       # (x 1, y 0): +large
+    image[1, 0] = [136 - 13, 68 - 13, 17 - 13]       # (x 0, y 1): -small
+    image[3, 3] = [34 - 8, 17 - 8, 0]                # (x 3, y 3): -large, clamped
+    return image
+
+
+def _expected_b():
+    image = np.empty((4, 4, 3), int)
+    image[:2] = [min(165 + 47, 255), 0 + 47, 255]    # top: (165, 0, 255) + 47, clamped
+    image[2:] = [156 + 5, 24 + 5, 222 + 5]           # bottom: (156, 24, 222) + 5
+    return image
+
+
+def test_etc1_blocks_decode_as_the_spec_says():
+    data = np.frombuffer(BLOCK_A + BLOCK_B, np.uint8)
+    image = decode_etc1(data, 8, 4)
+    assert image.dtype == np.uint8 and image.shape == (4, 8, 3)
+    np.testing.assert_array_equal(image[:, :4], _expected_a())
+    np.testing.assert_array_equal(image[:, 4:], _expected_b())
+    # A size that is no multiple of 4 crops the edge blocks.
+    np.testing.assert_array_equal(decode_etc1(data, 6, 3), image[:3, :6])
+
+
+def test_etc1_differential_overflow_wraps_as_mesa():
+    # R 0 with delta -4 (undefined in the spec): Mesa's byte arithmetic gives 0xFF for the
+    # right sub-block (flip 0), where 0 - 4 would be 28 -> 231 with 5-bit wrapping.
+    image = decode_etc1(np.array([(0 << 3) | 4, 0, 0, 0x02, 0, 0, 0, 0], np.uint8), 4, 4)
+    assert image[0, 2, 0] == 255 and image[0, 0, 0] == 2
+
+
+def _etc1_texture(width, height, seed=0) -> tuple[Texture, np.ndarray]:
+    blocks = np.random.default_rng(seed).integers(
+        0, 256, compressed_image_size("ETC1_RGB8_OES", width, height), dtype=np.uint8)
+    texture = Texture()
+    texture.compressed_tex_image_2d("TEXTURE_2D", 0, "ETC1_RGB8_OES", width, height, blocks)
+    return texture, blocks
+
+
+def test_upload_keeps_the_compressed_size_and_samples_the_decoded_rgb():
+    texture, blocks = _etc1_texture(13, 10)
+    image = texture.image(0, 0)
+    assert image.nbytes == 4 * 3 * 8 == blocks.size and image.bits_per_texel == 4
+    rgb = decode_etc1(blocks, 13, 10)
+    np.testing.assert_array_equal(image.rgba8()[..., :3], rgb)
+    assert (image.rgba8()[..., 3] == 255).all()
+
+
+def test_etc1_errors_name_the_call():
+    texture, _ = _etc1_texture(8, 8)
+    with pytest.raises(InputError, match="compressedTexImage2D: a 8x8 ETC1_RGB8_OES image "
+                                         "is 32 bytes"):
+        texture.compressed_tex_image_2d("TEXTURE_2D", 0, "ETC1_RGB8_OES", 8, 8,
+                                        np.zeros(31, np.uint8))
+    for call, action in (
+            ("texSubImage2D", lambda: texture.tex_sub_image_2d(
+                "TEXTURE_2D", 0, 0, 0, 1, 1, "RGB", "UNSIGNED_BYTE", np.zeros(3, np.uint8))),
+            ("generateMipmap", texture.generate_mipmap),
+            ("copyTexSubImage2D", lambda: texture.copy_tex_sub_image_2d(
+                "TEXTURE_2D", 0, 0, 0, 0, 0, 1, 1, np.zeros((4, 4, 4), np.uint8))),
+            ("write_rgba", lambda: texture.write_rgba("TEXTURE_2D", 0,
+                                                      np.zeros((1, 1, 4))))):
+        with pytest.raises(InputError, match=f"{call}: .*compressed format"):
+            action()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("jit", [True, False])
+def test_cache_traffic_is_counted_at_four_bits_per_texel(jit):
+    """Every texel of a 64x64 texture read once (NEAREST, one lane per texel): the misses
+    are the lines the texture occupies in the block-linear layout, 64 x 64 x 4 bits = 32
+    lines of 64 bytes for ETC1 against 256 for the same texels as RGBA8."""
+    etc1, blocks = _etc1_texture(64, 64, seed=3)
+    rgba = np.concatenate([decode_etc1(blocks, 64, 64),
+                           np.full((64, 64, 1), 255, np.uint8)], -1)
+    plain = Texture()
+    plain.tex_image_2d("TEXTURE_2D", 0, "RGBA", 64, 64, "RGBA", "UNSIGNED_BYTE",
+                       rgba.reshape(-1))
+    x, y = quad_pixels(64, 64)
+    coords = np.stack([(x + 0.5) / 64, (y + 0.5) / 64, np.zeros(x.size), np.ones(x.size)])
+    misses, colors = {}, {}
+    for name, texture in (("etc1", etc1), ("rgba", plain)):
+        texture.parameter("TEXTURE_MIN_FILTER", "NEAREST")
+        texture.parameter("TEXTURE_MAG_FILTER", "NEAREST")
+        sampler = TextureSampler({0: texture})
+        request = TextureRequest(unit=0, target="2D", coords=coords.astype(np.float32),
+                                 lod_mode="implicit")
+        if jit:
+            colors[name] = sampler.sample(request)
+        else:
+            with compiled.disabled():
+                colors[name] = sampler.sample(request)
+        misses[name] = int(sampler.stats.cache_misses.sum())
+    np.testing.assert_array_equal(colors["etc1"], colors["rgba"])
+    # Quads go round-robin to 4 caches and a line misses once in each cache that reads it:
+    # an RGBA8 line is one 4x4 block (2x2 quads: 2 caches), an ETC1 line 8 blocks in a row
+    # (all 4 caches).
+    assert misses == {"etc1": 32 * 4, "rgba": 256 * 2}
