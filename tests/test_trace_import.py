@@ -388,6 +388,30 @@ def test_bgra_textures_import(tmp_path):
                        ("texSubImage2D", None, "BGRA_EXT")]
 
 
+def test_etc1_compressed_textures_import(tmp_path):
+    """OES_compressed_ETC1_RGB8_texture: glCompressedTexImage2D with GL_ETC1_RGB8_OES
+    (0x8D64) keeps its blocks; an imageSize that is not the recorded data's is an error."""
+    blocks = bytes(range(16))
+
+    def capture(image_size):
+        calls = Calls()
+        start(calls)
+        calls.add("glBindTexture", target=0x0DE1, texture=5)
+        calls.add("glCompressedTexImage2D", target=0x0DE1, level=0, internalformat=0x8D64,
+                  width=8, height=3, border=0, imageSize=image_size, data=blocks)
+        swap(calls)
+        return calls
+
+    _, frames, _ = do_import(tmp_path, capture(16))
+    upload = next(c for c in frames[0] if c.op == "compressedTexImage2D")
+    assert (upload.args["internalformat"], upload.args["width"], upload.args["height"]) == \
+        ("ETC1_RGB8_OES", 8, 3)
+    assert upload.args["data"].tobytes() == blocks
+    with pytest.raises(InputError, match="glCompressedTexImage2D: imageSize is 24 but apitrace "
+                                         "recorded 16 bytes"):
+        do_import(tmp_path, capture(24))
+
+
 def test_vertex_array_objects_import_with_their_own_element_buffers(tmp_path):
     """OES_vertex_array_object: glGenVertexArraysOES / glBindVertexArrayOES /
     glDeleteVertexArraysOES become commands; each object keeps its ELEMENT_ARRAY_BUFFER, so
@@ -425,12 +449,14 @@ def test_vertex_array_objects_import_with_their_own_element_buffers(tmp_path):
 def test_unsupported_call_is_an_error_naming_it_and_its_number(tmp_path):
     calls = Calls()
     start(calls)
+    # S3TC DXT1 (EXT_texture_compression_dxt1): a compressed format tilesim does not decode
     number = calls.add("glCompressedTexImage2D", target=0x0DE1, level=0,
-                       internalformat=0x8D64, width=4, height=4, border=0, imageSize=8,
+                       internalformat=0x83F0, width=4, height=4, border=0, imageSize=8,
                        data=b"\0" * 8)
     swap(calls)
     with pytest.raises(InputError) as error:
         do_import(tmp_path, calls)
+    assert "\n" not in str(error.value) and "0x83F0 is not supported" in str(error.value)
     assert f"call {number}" in str(error.value)
     assert "glCompressedTexImage2D" in str(error.value)
     assert "capture.pkl" in str(error.value)

@@ -106,6 +106,7 @@ from tilesim.render.gl.commands import (
     BUFFER_USAGES,
     CAPABILITIES,
     COMPARE_FUNCS,
+    COMPRESSED_TEXTURE_FORMATS,
     DEPTH_TEXEL_TYPES,
     DEPTH_TEXTURE_FORMATS,
     FACES,
@@ -1046,6 +1047,23 @@ class Translator:
         self._emit("texSubImage2D", **args, xoffset=self._int("xoffset"),
                    yoffset=self._int("yoffset"),
                    data=self._blob(call.args.get("pixels"), "pixels", required=True))
+
+    def _glCompressedTexImage2D(self, call):
+        """OES_compressed_ETC1_RGB8_texture: the recorded blocks; imageSize must be their
+        length (other compressed formats are named in the enum error)."""
+        if self._int("border", 0) != 0:
+            raise self._error("border must be 0 in OpenGL ES 2.0")
+        args = call.args
+        data = self._blob(args.get("data"), "data", required=True)
+        size = self._int("imageSize")
+        if size != data.size:
+            raise self._error(f"imageSize is {size} but apitrace recorded {data.size} bytes")
+        self._emit("compressedTexImage2D",
+                   target=self._enum(args.get("target"), IMAGE_TARGETS, "target"),
+                   level=self._int("level", limits=GLSIZEI),
+                   internalformat=self._enum(args.get("internalformat"),
+                                             COMPRESSED_TEXTURE_FORMATS, "internalformat"),
+                   width=self._size("width"), height=self._size("height"), data=data)
 
     def _glCopyTexImage2D(self, call):
         if self._int("border", 0) != 0:
