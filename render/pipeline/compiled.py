@@ -44,7 +44,8 @@ BLEND_FACTORS = {name: k for k, name in enumerate((
     "SRC_ALPHA", "ONE_MINUS_SRC_ALPHA", "DST_ALPHA", "ONE_MINUS_DST_ALPHA", "CONSTANT_COLOR",
     "ONE_MINUS_CONSTANT_COLOR", "CONSTANT_ALPHA", "ONE_MINUS_CONSTANT_ALPHA",
     "SRC_ALPHA_SATURATE"))}
-BLEND_EQUATIONS = {"FUNC_ADD": 0, "FUNC_SUBTRACT": 1, "FUNC_REVERSE_SUBTRACT": 2}
+BLEND_EQUATIONS = {"FUNC_ADD": 0, "FUNC_SUBTRACT": 1, "FUNC_REVERSE_SUBTRACT": 2,
+                   "MIN_EXT": 3, "MAX_EXT": 4}
 
 
 def enabled() -> bool:
@@ -384,8 +385,12 @@ def _write_colors(pixel, color, order, buffer, mask, has_alpha, blend, factors, 
                 value = sf + df
             elif eq == 1:
                 value = sf - df
-            else:
+            elif eq == 2:
                 value = df - sf
+            elif eq == 3:  # MIN_EXT (EXT_blend_minmax): factors unused
+                value = min(s[ch], d[ch])
+            else:          # MAX_EXT
+                value = max(s[ch], d[ch])
             if mask[ch]:
                 buffer[p, ch] = _unorm8(_clip01(value), nan_byte)
 

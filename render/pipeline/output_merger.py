@@ -113,7 +113,15 @@ def _factor(name: str, src, dst, const, alpha: bool):
     raise ValueError(f"unknown blend factor {name}")
 
 
-def _equation(name: str, s, d):
+def _equation(name: str, src, dst, src_factor, dst_factor):
+    """One blend equation on source and destination components (ES 2.0 §4.1.6); MIN_EXT and
+    MAX_EXT (EXT_blend_minmax) take the unweighted components and ignore the factors."""
+    xp = array_module(src)
+    if name == "MIN_EXT":
+        return xp.minimum(src, dst)
+    if name == "MAX_EXT":
+        return xp.maximum(src, dst)
+    s, d = src * src_factor(), dst * dst_factor()
     if name == "FUNC_ADD":
         return s + d
     if name == "FUNC_SUBTRACT":
@@ -125,12 +133,12 @@ def blend(src: np.ndarray, dst: np.ndarray, state) -> np.ndarray:
     """GL blending of (N, 4) float colors in [0, 1]; result clamped to [0, 1]."""
     xp = array_module(src)
     const = xp.asarray(state.blend_color, dtype=xp.float64)
-    rgb = _equation(state.blend_eq_rgb,
-                    src[:, :3] * _factor(state.blend_src_rgb, src, dst, const, False),
-                    dst[:, :3] * _factor(state.blend_dst_rgb, src, dst, const, False))
-    a = _equation(state.blend_eq_alpha,
-                  src[:, 3:4] * _factor(state.blend_src_alpha, src, dst, const, True),
-                  dst[:, 3:4] * _factor(state.blend_dst_alpha, src, dst, const, True))
+    rgb = _equation(state.blend_eq_rgb, src[:, :3], dst[:, :3],
+                    lambda: _factor(state.blend_src_rgb, src, dst, const, False),
+                    lambda: _factor(state.blend_dst_rgb, src, dst, const, False))
+    a = _equation(state.blend_eq_alpha, src[:, 3:4], dst[:, 3:4],
+                  lambda: _factor(state.blend_src_alpha, src, dst, const, True),
+                  lambda: _factor(state.blend_dst_alpha, src, dst, const, True))
     return xp.clip(xp.concatenate([rgb, a], axis=1), 0.0, 1.0)
 
 

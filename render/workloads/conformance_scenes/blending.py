@@ -86,6 +86,39 @@ def scene_blend_equations(gl: Recorder) -> None:
     gl.endFrame()
 
 
+@scene("blend_minmax", size=(140, 96))
+def scene_blend_minmax(gl: Recorder) -> None:
+    """EXT_blend_minmax: GL_MIN_EXT and GL_MAX_EXT for color and alpha, alone and beside
+    FUNC_ADD / FUNC_REVERSE_SUBTRACT, under factors they must ignore (the extension takes
+    min / max of the unweighted source and destination); a second pass makes the destination
+    alpha visible."""
+    _program(gl, VS_NDC, FS_COLOR)
+    gl.clearColor(0.0, 0.0, 0.0, 1.0)
+    gl.clear("COLOR_BUFFER_BIT")
+    _blend_background(gl)
+    gl.enable("BLEND")
+    gl.blendColor(0.8, 0.3, 0.5, 0.25)
+    equations = ("MIN_EXT", "MAX_EXT", "FUNC_ADD", "FUNC_REVERSE_SUBTRACT")
+    factor_sets = [("SRC_ALPHA", "ONE_MINUS_SRC_ALPHA", "ONE", "ONE"),
+                   ("ZERO", "CONSTANT_COLOR", "DST_ALPHA", "ZERO")]
+    combos = [(eq_rgb, eq_a, factors) for factors in factor_sets
+              for eq_rgb in equations[:2] for eq_a in equations] + \
+        [(eq_rgb, eq_a, factor_sets[1]) for eq_rgb in equations[2:] for eq_a in equations[:2]]
+    cells = list(_cells(gl, 5, 4))
+    for (x, y, cw, ch), (eq_rgb, eq_a, factors) in zip(cells, combos, strict=True):
+        gl.viewport(x, y, cw, ch)
+        gl.blendEquationSeparate(eq_rgb, eq_a)
+        gl.blendFuncSeparate(*factors)
+        _draw(gl, "TRIANGLE_STRIP", [[-0.85, -0.85], [0.85, -0.85], [-0.85, 0.85],
+                                     [0.85, 0.85]], _SOURCE_GRADIENT)
+    gl.blendEquation("FUNC_ADD")
+    gl.blendFuncSeparate("DST_ALPHA", "ONE_MINUS_DST_ALPHA", "ZERO", "ONE")
+    for x, y, cw, ch in cells:
+        gl.viewport(x, y, cw, ch)
+        _draw(gl, "TRIANGLES", _quad(-1, -1, 1, -0.3), (0.5, 0.5, 0.5, 1.0))
+    gl.endFrame()
+
+
 @scene("color_depth_masks", size=(128, 160))
 def scene_color_depth_masks(gl: Recorder) -> None:
     """Every colorMask combination for draws and for clears (scissored), and depthMask for
