@@ -69,6 +69,7 @@ def test_the_kernels_are_compiled_where_numba_is_installed():
     assert compiled.usable(np.zeros(1)) == compiled.enabled()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(SCENES))
 def test_every_conformance_scene_renders_identically_on_the_compiled_path(name):
     frames, width, height = record_scene(name)
@@ -372,6 +373,7 @@ def _assert_same_sampling(expected, actual):
         np.testing.assert_array_equal(actual[2], expected[2], "cache contents")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("options", ["default", "exact"])   # 8.8 fixed point / float filters
 @pytest.mark.parametrize("mag_filter", ["NEAREST", "LINEAR"])
 @pytest.mark.parametrize("min_filter", MIN_FILTERS)
@@ -425,6 +427,7 @@ def test_the_compiled_sampler_matches_on_cube_maps(filters, options):
     _assert_same_sampling(*_sample_both([tex], requests, None, options=options))
 
 
+@pytest.mark.slow
 def test_the_compiled_sampler_matches_in_chunks_without_counters(monkeypatch):
     """Requests over several chunks, counters off, and no tile map (quads pick the caches)."""
     from test_texture_sampler import request, rgba8_texture

@@ -846,6 +846,7 @@ def _param(case: Case):
     return pytest.param(case.id, marks=pytest.mark.xfail(strict=True, reason=reason))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case_id", [_param(c) for c in CASES])
 def test_interpreter_matches_llvmpipe(outcomes, case_id, record_property):
     outcome = outcomes[case_id]
@@ -883,12 +884,14 @@ def _param_fp16(case: Case):
     return pytest.param(case.id, marks=pytest.mark.xfail(strict=True, reason=reason))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case_id", [_param_fp16(c) for c in FP16_CASES])
 def test_fp16_mode_matches_llvmpipe(outcomes_fp16, case_id, record_property):
     """The interpreter's fp16 mode against llvmpipe running mediump / lowp as written."""
     test_interpreter_matches_llvmpipe(outcomes_fp16, case_id, record_property)
 
 
+@pytest.mark.slow
 def test_float32_misses_llvmpipe_on_every_mediump_program():
     """Run in float32, the interpreter differs from llvmpipe's mediump beyond the fp16
     tolerance on every MEDIUMP_PROGRAMS program: they test what the fp16 mode adds."""

@@ -370,6 +370,7 @@ def test_missing_mesa_is_tool_missing(monkeypatch, tmp_path):
         compile_program(VERTEX, FRAGMENT)
 
 
+@pytest.mark.slow
 @pytest.mark.mesa
 def test_corpus_recompiles_byte_for_byte(mesa):
     index = corpus.load_index()

@@ -390,6 +390,7 @@ def test_the_time_limit_turns_a_hang_into_a_failure():
 HAND_MADE_CASES = 300
 
 
+@pytest.mark.slow
 def test_type_mutated_hand_made_streams_import_or_name_the_call(tmp_path, capsys):
     base = rich_capture().records
     # the original imports whole: it is a sound base to mutate

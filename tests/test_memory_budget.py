@@ -114,6 +114,7 @@ def test_cli_budget_option_and_one_line_errors(tmp_path, capsys, monkeypatch):
     assert "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_cli_turns_os_errors_into_one_line_and_shows_the_traceback_with_debug(tmp_path):
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")

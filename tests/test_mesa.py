@@ -53,6 +53,7 @@ def mesa_code(path: Path) -> list[str]:
     return found
 
 
+@pytest.mark.slow
 def test_only_tilesim_mesa_brings_up_mesa_or_sets_its_environment():
     files = [p for d in PACKAGE_DIRS for p in sorted((ROOT / d).rglob("*.py"))
              if p != ROOT / "tilesim" / "mesa.py"]

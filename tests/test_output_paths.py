@@ -87,6 +87,7 @@ def test_conformance_checks_its_out_folder_before_any_scene(tmp_path, capsys, mo
                            "be created")
 
 
+@pytest.mark.slow
 def test_a_bad_output_path_is_one_line_from_a_fresh_process(tmp_path):
     file = tmp_path / "a-file"
     file.write_text("")

@@ -141,6 +141,7 @@ def _mutate(text: str, data) -> str:
     return text
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_mutated_corpus_files_parse_or_raise_positioned_errors(data):

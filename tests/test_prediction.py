@@ -350,6 +350,7 @@ class KnownBackend:
         return [p.predict(g).seconds for g in groups]
 
 
+@pytest.mark.slow
 def test_calibration_finds_known_constants_again(tmp_path):
     calibrator = Calibrator(KnownBackend(), tmp_path, jitter_loop=10)
     cal = calibrator.calibration(Context(0, 64, 32))
@@ -379,6 +380,7 @@ def test_calibration_finds_known_constants_again(tmp_path):
     assert again.c_upload == pytest.approx(KNOWN.c_upload)
 
 
+@pytest.mark.slow
 def test_model_backend_predicts_framebuffer_clears_and_uploads_exactly():
     # the timing model's known costs: clears are on chip (0), uploads and mipmaps cost the
     # model nothing, a pass pays its target's flush, 2.5 ns a pixel, into a framebuffer
@@ -585,6 +587,7 @@ def test_model_backend_times_every_group_and_counts_fragments():
     assert fragments[0] == fragments[1] == 50 * 25       # the quad: half of each axis
 
 
+@pytest.mark.slow
 def test_predict_cli_model_backend_json(tmp_path, capsys):
     frames = clearspd(32, 16, frames=4, seed=1)
     path = write_trace(tmp_path / "clears.tsim", frames, width=32, height=16, name="clears")

@@ -153,6 +153,7 @@ TEX_FS = """precision mediump float; varying vec2 v_uv; uniform sampler2D tex;
 void main() { gl_FragColor = texture2D(tex, v_uv); }"""
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("min_filter, per_sample", [("NEAREST", 1), ("LINEAR", 4),
                                                      ("LINEAR_MIPMAP_LINEAR", 8)])
 def test_texels_fetched_are_samples_times_texels_per_filter(gl, min_filter, per_sample):

@@ -593,6 +593,7 @@ def _error(gl: Recorder, pattern: str, **options) -> InputError:
     return info.value
 
 
+@pytest.mark.slow
 @pytest.mark.mesa
 def test_errors_name_frame_and_command():
     gl = Recorder(4, 4)
@@ -726,6 +727,7 @@ def _command(draw):
     return make_command(op, args)
 
 
+@pytest.mark.slow
 @pytest.mark.mesa
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(frames=st.lists(st.lists(_command(), min_size=1, max_size=60), min_size=1, max_size=2))

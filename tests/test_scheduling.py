@@ -280,6 +280,7 @@ def test_mts2_shape_on_hand_made_costs(tmp_path):
     assert loose[0]["pmd"] == 1.0 and loose[3]["frames"] > 0
 
 
+@pytest.mark.slow
 def test_cli_schedule_json_and_errors(tmp_path, capsys):
     import json
 

@@ -49,6 +49,7 @@ def timeline(body, inputs, *, n_inputs=2, cfg=CFG, extra=None):
 ONE_WARP = np.ones((2, 4, 4))
 
 
+@pytest.mark.slow
 def test_dependency_chain():
     result, rows = timeline(["MOV TEMP[0], IN[0]", "ADD TEMP[1], TEMP[0], IN[0]"], ONE_WARP)
     assert rows == [
@@ -240,6 +241,7 @@ def run_cli(*args):
                           capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_cli_json_help_and_errors(tmp_path):
     done = run_cli(PROGRAMS[0], "--warps", "8", "--json", "--trace-cycles")
     assert done.returncode == 0, done.stderr
@@ -275,6 +277,7 @@ def test_explore_studies_and_plots(tmp_path):
 RUNNER = ROOT / "traces" / "runner-1196x768.tsim"
 
 
+@pytest.mark.slow
 def test_a_frames_draws_run_what_the_renderer_shaded():
     """Every draw of a frame, all its quads: the core's dynamic instructions are the warp
     instructions the renderer counted for the frame, and textured draws carry the cache lines
@@ -305,6 +308,7 @@ def test_a_frames_draws_run_what_the_renderer_shaded():
     assert all(w.warps <= 4 for _, w in capped) and len(capped) == len(pairs)
 
 
+@pytest.mark.slow
 def test_core_cli_on_a_trace_frame(tmp_path):
     done = run_cli(str(RUNNER), "--frame", "1", "--size", "160x96", "--warps", "16",
                    "--draw", "0,1", "--json")

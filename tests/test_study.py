@@ -31,6 +31,7 @@ def study(tmp_path_factory):
     return trace, out, code
 
 
+@pytest.mark.slow
 def test_a_study_checks_every_technique_and_writes_results_and_report(study):
     _, out, code = study
     assert code == 0
@@ -121,6 +122,7 @@ def _geometry_cycles(out, technique: str, frame: int) -> float:
     return estimate.geometry_cycles
 
 
+@pytest.mark.slow
 def test_a_rerun_resumes_what_is_missing_and_changes_nothing_else(study, tmp_path):
     trace, out, _ = study
     copy = tmp_path / "out"
@@ -139,6 +141,7 @@ def test_a_rerun_resumes_what_is_missing_and_changes_nothing_else(study, tmp_pat
                 == before["workloads"][0]["runs"][technique]["quality"])
 
 
+@pytest.mark.slow
 def test_a_changed_frame_fails_the_lossless_check_with_exit_1(study, tmp_path, capsys):
     trace, out, _ = study
     copy = tmp_path / "out"
@@ -245,6 +248,7 @@ def test_a_section_whose_command_fails_says_so(tmp_path):
     assert "failed (exit 2)" in section["text"] and "missing.tsim" in section["text"]
 
 
+@pytest.mark.slow
 def test_force_starts_the_units_over(study, tmp_path):
     trace, out, _ = study
     copy = tmp_path / "out"
@@ -293,6 +297,7 @@ def test_the_runs_that_only_watch_the_pipeline_share_their_workloads_baseline_re
     assert sorted(u.key for group in renders for u in group) == sorted(u.key for u in units)
 
 
+@pytest.mark.slow
 def test_two_workers_compare_each_run_in_parts_and_record_what_one_worker_records(
         study, tmp_path, monkeypatch):
     """With two workers every run's frames are compared in parts (a frame at a time as the

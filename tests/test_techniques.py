@@ -469,6 +469,7 @@ def test_estimate_renders_a_trace_with_a_technique_and_its_baseline(scene, tmp_p
     assert workload["total"]["cycles"]["raster"] < workload["baseline"]["total"]["cycles"]["raster"]
 
 
+@pytest.mark.slow
 def test_coherence_renders_techniques_side_by_side_with_the_same_report(scene, tmp_path):
     """``workers`` > 1: the baseline once, the techniques on a local Dask cluster, compared
     with the baseline frames it left in a temporary folder; the report is the sequential

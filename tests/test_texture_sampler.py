@@ -890,6 +890,7 @@ def test_cache_reuse_between_instructions_and_tiles():
     assert sampler.stats.cache_accesses.max() <= 4
 
 
+@pytest.mark.slow
 def test_counters_off_keeps_no_stats():
     tex = chain_ok()
     sampler = TextureSampler({0: tex}, counters=False)

@@ -9,6 +9,7 @@ import re
 import time
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -93,6 +94,7 @@ def program(draw) -> str:
     return "\n".join(HEADER + numbered) + "\n"
 
 
+@pytest.mark.slow
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=program())
 def test_random_programs_run_or_stop_with_a_positioned_error(text):

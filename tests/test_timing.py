@@ -292,6 +292,7 @@ FLUSH_BOUND = {"prims_binned": st.integers(0, 4), "fs_quad_alu": st.integers(0, 
                "dsr_dcts": st.integers(0, 1)}
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(shape=st.sampled_from([(1, 1), (4, 1), (3, 2), (4, 4), (5, 3)]),
        data=st.data(), overlap=st.sampled_from([0, 1]), cleared=st.booleans(),
@@ -560,6 +561,7 @@ def _frame(s_values, t_values, names, techniques=()):
     return make_frame(s, t)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(base_s=st.lists(counts, min_size=len(SCALAR_NAMES), max_size=len(SCALAR_NAMES)),
        base_t=st.lists(counts, min_size=2 * len(TILE_NAMES), max_size=2 * len(TILE_NAMES)),
@@ -586,6 +588,7 @@ def test_time_and_energy_never_decrease_with_more_work(base_s, base_t, which, in
 SAVINGS = sorted(TECHNIQUE_SAVINGS_COUNTERS)
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(base_t=st.lists(counts, min_size=2 * len(TILE_NAMES), max_size=2 * len(TILE_NAMES)),
        saved=st.lists(st.integers(0, 3), min_size=2 * len(SAVINGS), max_size=2 * len(SAVINGS)),

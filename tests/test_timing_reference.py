@@ -276,6 +276,7 @@ def test_the_recorded_quads_add_up_to_the_counters_tile_by_tile(runner_frames):
                 assert np.all(np.diff(part) >= 0)
 
 
+@pytest.mark.slow
 def test_compiled_and_python_loops_agree_on_a_real_pass(runner_frames):
     """The Numba loop and its pure-Python source give the same cycles and the same DRAM
     counts on a real recorded pass (its first 40 tiles in traversal order, to keep the Python

@@ -135,6 +135,7 @@ def test_load_batch_reads_what_frame_counters_save(tmp_path):
         p.target for f in frames for p in f.passes]
 
 
+@pytest.mark.slow
 def test_suite_with_baseline_json_and_plots(tmp_path, capsys):
     # a suite of two workloads and its baseline suite; the run skips half the work
     for name, scale in (("alpha", 2), ("beta", 4)):
@@ -174,6 +175,7 @@ def test_suite_with_baseline_json_and_plots(tmp_path, capsys):
     assert "== alpha" in text and "== beta" in text and "average" in text
 
 
+@pytest.mark.slow
 def test_plots_without_baseline(tmp_path):
     ests = [estimate_frame(counters(0, scale=s), CFG, ECFG) for s in (1, 3)]
     runs = [totals(estimate_batch(batch_from_frames([counters(0, scale=s)]), CFG, ECFG))

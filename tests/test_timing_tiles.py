@@ -129,6 +129,7 @@ def test_row_zero_is_the_bottom_tile_row():
     assert mean_screen_cycles([[], []]) is None
 
 
+@pytest.mark.slow
 def test_estimate_per_tile_json_and_heat_map(tmp_path, capsys):
     rng = np.random.default_rng(7)
     out = tmp_path / "run"

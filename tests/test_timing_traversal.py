@@ -140,6 +140,7 @@ WORK = ("prims_binned", "pb_bytes_read", "pb_list_bytes_written", "fs_quad_alu",
 amount = st.integers(0, 5000) | st.integers(100_000, 3_000_000)
 
 
+@pytest.mark.slow
 @settings(max_examples=80, deadline=None)
 @given(base=st.lists(amount, min_size=16 * len(WORK), max_size=16 * len(WORK)),
        which=st.integers(0, 16 * len(WORK) - 1), inc=st.integers(1, 3_000_000),

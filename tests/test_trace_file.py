@@ -621,6 +621,7 @@ def _paths(value, prefix=()):
             yield from _paths(item, prefix + (key,))
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())

@@ -610,6 +610,7 @@ def _png(path: Path, image: np.ndarray) -> None:
     Image.fromarray(image).save(path)
 
 
+@pytest.mark.slow
 def test_compare_pairs_render_and_reference_layouts(tmp_path):
     rng = np.random.default_rng(1)
     frames = [rng.integers(0, 256, (24, 32, 3), dtype=np.uint8) for _ in range(3)]
@@ -657,6 +658,7 @@ def test_compare_refuses_different_sizes(tmp_path):
         compare.compare_folders(tmp_path / "a", tmp_path / "b")
 
 
+@pytest.mark.slow
 def test_compare_judges_frames_below_the_ssim_window_as_probes(tmp_path):
     """Issue 31 item 3: 1x1 and 3x2 frames (a test program's glReadPixels probes) compare by
     their largest difference and the pixels over a tolerance, instead of an error."""
@@ -1019,6 +1021,7 @@ def test_renderer_images_are_what_readpixels_read():
         list(Renderer(24, 16).render(bad))
 
 
+@pytest.mark.slow
 @pytest.mark.mesa
 def test_mesa_replay_images_are_what_readpixels_read():
     require_mesa()

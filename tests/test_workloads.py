@@ -54,6 +54,7 @@ def test_registry_names_categories_and_sizes():
     assert trace_name("runner", 1196, 768) == "runner-1196x768.tsim"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", GAME_LIKE)
 def test_same_seed_same_trace_bytes_and_frames_do_not_depend_on_the_count(name, tmp_path):
     three = built(name, BUILT)[:3]
@@ -101,6 +102,7 @@ def test_tilesim_renders_a_few_frames(name):
         assert {p.target for p in results[0].counters.passes} == {"fbo1", "default"}
 
 
+@pytest.mark.slow
 @pytest.mark.mesa
 @pytest.mark.parametrize("name", GAME_LIKE)
 def test_matches_mesa_llvmpipe(name):
@@ -135,6 +137,7 @@ def test_write_workload_records_the_seed(tmp_path):
         write_workload("tetris", tmp_path / "t.tsim", 64, 48)
 
 
+@pytest.mark.slow
 def test_make_workloads_script(tmp_path):
     script = ROOT / "scripts" / "make_workloads.py"
     shown = subprocess.run([sys.executable, str(script), "--help"], capture_output=True,
@@ -151,6 +154,7 @@ def test_make_workloads_script(tmp_path):
     assert "total" in done.stdout
 
 
+@pytest.mark.slow
 def test_characterize_prints_sane_numbers(tmp_path, capsys):
     from tilesim.cli import main
     from tilesim.render.studies.characterize import characterize
