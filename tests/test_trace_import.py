@@ -27,7 +27,7 @@ from PIL import Image
 from tilesim.errors import InputError, ToolMissing
 from tilesim.images import compare_images, read_png
 from tilesim.mesa import program_environment
-from tilesim.render.gl.commands import make_command
+from tilesim.render.gl.commands import Recorder, make_command
 from tilesim.render.studies import compare
 from tilesim.render.traces.apitrace_import import import_pickle, skip_kind
 from tilesim.render.traces.capture import (
@@ -1019,6 +1019,26 @@ def test_renderer_images_are_what_readpixels_read():
                                          r"8x4 rectangle at \(20, 0\) does not lie inside the "
                                          r"24x16 framebuffer"):
         list(Renderer(24, 16).render(bad))
+
+
+def test_readpixels_of_a_buffer_without_alpha_reads_alpha_one():
+    """ES 2.0 §4.3.1: an RGB8_OES (OES_rgb8_rgba8) or RGB565 color buffer reads alpha as 1
+    (what llvmpipe returns; conformance scene rgb8_rgba8_renderbuffers compares it)."""
+    from tilesim.render.pipeline.renderer import Renderer
+
+    for fmt, alpha in (("RGB8", 255), ("RGB565", 255), ("RGBA8", 64)):
+        gl = Recorder(8, 4)
+        gl.bindFramebuffer("FRAMEBUFFER", gl.createFramebuffer())
+        rb = gl.createRenderbuffer()
+        gl.bindRenderbuffer("RENDERBUFFER", rb)
+        gl.renderbufferStorage("RENDERBUFFER", fmt, 8, 4)
+        gl.framebufferRenderbuffer("FRAMEBUFFER", "COLOR_ATTACHMENT0", "RENDERBUFFER", rb)
+        gl.clearColor(0.0, 1.0, 0.0, 0.25)
+        gl.clear("COLOR_BUFFER_BIT")
+        gl.readPixels(0, 0, 8, 4)
+        gl.endFrame()
+        image = next(iter(Renderer(8, 4).render(gl.recorded_frames()))).image
+        assert (image[..., 3] == alpha).all() and (image[..., 1] == 255).all(), fmt
 
 
 @pytest.mark.slow

@@ -540,6 +540,10 @@ class Renderer:
             raise self.state.error(f"readPixels: the {w}x{h} rectangle at ({x}, {y}) does not "
                                    f"lie inside the {target.width}x{target.height} framebuffer")
         self._observed = to_host(target.color[y:y + h, x:x + w][::-1]).copy()
+        if not target.has_alpha:
+            # a color buffer without alpha (RGB textures, RGB565 / RGB8_OES renderbuffers)
+            # reads alpha as 1 (ES 2.0 §4.3.1, conversion to RGBA)
+            self._observed[..., 3] = 255
 
     def _resolve_superfragments(self, target: RenderTarget | None) -> None:
         """Replicate each superfragment's color and depth (kept in the bottom-left pixel of

@@ -10,6 +10,7 @@ from tilesim.render.workloads.conformance_scenes.helpers import (
     FS_COLOR,
     FS_TEX,
     VS_MVP_TEX,
+    VS_NDC,
     VS_PIXEL,
     VS_TEX,
     _attrib,
@@ -305,3 +306,40 @@ def scene_rtt_reattach(gl: Recorder) -> None:
     gl.viewport(0, 0, gl.width, gl.height)
     _fullscreen(gl, tex_program, shared)
     gl.endFrame()
+
+
+@scene("rgb8_rgba8_renderbuffers", size=(96, 64))
+def scene_rgb8_rgba8_renderbuffers(gl: Recorder) -> None:
+    """OES_rgb8_rgba8: off-screen rendering into GL_RGBA8_OES and GL_RGB8_OES color
+    renderbuffers (with a 16-bit depth renderbuffer), read back with glReadPixels, one frame
+    each. Translucent quads blend by destination alpha over a clear alpha of 0.25: RGBA8
+    keeps that alpha, RGB8 has none and reads it as 1 (ES 2.0 §4.1.6), so the two frames
+    differ exactly where the format matters."""
+    _program(gl, VS_NDC, FS_COLOR)
+    for fmt in ("RGBA8", "RGB8"):
+        fbo = gl.createFramebuffer()
+        gl.bindFramebuffer("FRAMEBUFFER", fbo)
+        for attachment, storage in (("COLOR_ATTACHMENT0", fmt),
+                                    ("DEPTH_ATTACHMENT", "DEPTH_COMPONENT16")):
+            rb = gl.createRenderbuffer()
+            gl.bindRenderbuffer("RENDERBUFFER", rb)
+            gl.renderbufferStorage("RENDERBUFFER", storage, gl.width, gl.height)
+            gl.framebufferRenderbuffer("FRAMEBUFFER", attachment, "RENDERBUFFER", rb)
+        gl.viewport(0, 0, gl.width, gl.height)
+        gl.clearColor(0.2, 0.3, 0.6, 0.25)
+        gl.clearDepthf(1.0)
+        gl.clear("COLOR_BUFFER_BIT", "DEPTH_BUFFER_BIT")
+        gl.enable("DEPTH_TEST")
+        gl.depthFunc("LESS")
+        _draw(gl, "TRIANGLES", [[-0.8, -0.7, 0.2], [0.7, -0.6, 0.2], [0.0, 0.8, -0.3]],
+              (0.9, 0.5, 0.1, 1.0))
+        gl.enable("BLEND")
+        gl.blendFuncSeparate("DST_ALPHA", "ONE_MINUS_DST_ALPHA", "ONE", "ZERO")
+        for k in range(3):
+            x0 = -0.9 + 0.6 * k
+            _draw(gl, "TRIANGLES", _quad(x0, -0.9, x0 + 0.5, 0.9, -0.5 + 0.4 * k),
+                  (*_hsv(k / 3, 0.8, 0.9)[:3], 0.6))
+        gl.disable("BLEND")
+        gl.disable("DEPTH_TEST")
+        gl.readPixels(0, 0, gl.width, gl.height)
+        gl.endFrame()
