@@ -221,6 +221,32 @@ def test_bgra_texels_sample_as_rgba():
                          "UNSIGNED_SHORT_4_4_4_4", np.zeros(2, np.uint8))
 
 
+def test_half_float_texels_sample_as_floats_beyond_unorm():
+    """OES_texture_half_float (+ _linear): HALF_FLOAT_OES data are kept as half floats and
+    sampled unclamped, LINEAR filtering in float (never llvmpipe's 8-bit path); 2 bytes a
+    component in texture memory; no mipmap generation and no other type into them."""
+    tex = Texture("TEXTURE_2D")
+    data = np.array([[2.0, -1.0, 0.25, 1.0], [-1.0, 3.0, 0.5, 0.0]], np.float16)
+    tex.tex_image_2d("TEXTURE_2D", 0, "RGBA", 2, 1, "RGBA", "HALF_FLOAT_OES", data)
+    image = tex.image(0, 0)
+    assert image.nbytes == 16 and image.bits_per_texel == 64 and tex.is_half_float
+    np.testing.assert_array_equal(image.texels[0], data.astype(np.float32))
+    for name, value in (("TEXTURE_MIN_FILTER", "LINEAR"), ("TEXTURE_MAG_FILTER", "LINEAR"),
+                        ("TEXTURE_WRAP_S", "CLAMP_TO_EDGE")):
+        tex.parameter(name, value)
+    out, _ = sample(tex, [0.5], [0.5], lod=[0.0], mode="explicit")
+    np.testing.assert_allclose(np.asarray(out)[:, 0], [0.5, 1.0, 0.375, 0.5], atol=1e-6)
+    tex.tex_sub_image_2d("TEXTURE_2D", 0, 1, 0, 1, 1, "RGBA", "HALF_FLOAT_OES",
+                         np.array([-2.0, 0.0, 0.0, 1.0], np.float16))
+    assert tex.image(0, 0).texels[0, 1, 0] == -2.0
+    with pytest.raises(InputError, match="type UNSIGNED_BYTE differs from the image's "
+                                         "HALF_FLOAT_OES"):
+        tex.tex_sub_image_2d("TEXTURE_2D", 0, 0, 0, 1, 1, "RGBA", "UNSIGNED_BYTE",
+                             np.zeros(4, np.uint8))
+    with pytest.raises(InputError, match="generateMipmap: the image is HALF_FLOAT_OES"):
+        tex.generate_mipmap()
+
+
 def test_row_zero_is_t_zero():
     pixels = np.zeros((2, 1, 4), np.uint8)
     pixels[0, 0] = [255, 0, 0, 255]   # first row of the data: t = 0

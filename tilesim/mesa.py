@@ -239,6 +239,7 @@ class GL:
             gl = cls(lambda name: ctypes.CFUNCTYPE(None)(proc_address(name)),
                      {**GL_FUNCTIONS, **GL_QUERY_FUNCTIONS})
         gl.egl, gl.egl_display, gl.egl_context = egl, display, context   # kept alive
+        gl.api = api
         return gl
 
     def make_current(self) -> None:

@@ -42,8 +42,10 @@ TEXTURE_FORMATS = ("RGBA", "RGB", "LUMINANCE", "ALPHA", "LUMINANCE_ALPHA", "BGRA
 # OES_compressed_ETC1_RGB8_texture: the one compressed format, glCompressedTexImage2D only
 # (render/gl/compressed.py decodes it).
 COMPRESSED_TEXTURE_FORMATS = ("ETC1_RGB8_OES",)
+# HALF_FLOAT_OES: OES_texture_half_float (16-bit floats, any unsized color format;
+# OES_texture_half_float_linear lets them be filtered LINEAR).
 TEXEL_TYPES = ("UNSIGNED_BYTE", "UNSIGNED_SHORT_5_6_5", "UNSIGNED_SHORT_4_4_4_4",
-               "UNSIGNED_SHORT_5_5_5_1")
+               "UNSIGNED_SHORT_5_5_5_1", "HALF_FLOAT_OES")
 # Depth textures (GL_OES_depth_texture, which Mesa's GLES2 contexts expose and glmark2's shadow
 # scene uses): accepted by texImage2D only, kept out of the color tuples above.
 DEPTH_TEXTURE_FORMATS = ("DEPTH_COMPONENT",)
@@ -309,7 +311,7 @@ GL_ENUM_NAMES: dict[int, str] = {
     0x8519: "TEXTURE_CUBE_MAP_POSITIVE_Z", 0x851A: "TEXTURE_CUBE_MAP_NEGATIVE_Z",
     0x1908: "RGBA", 0x1907: "RGB", 0x1909: "LUMINANCE", 0x1906: "ALPHA",
     0x190A: "LUMINANCE_ALPHA", 0x1902: "DEPTH_COMPONENT", 0x8363: "UNSIGNED_SHORT_5_6_5",
-    0x80E1: "BGRA_EXT", 0x8D64: "ETC1_RGB8_OES",
+    0x80E1: "BGRA_EXT", 0x8D64: "ETC1_RGB8_OES", 0x8D61: "HALF_FLOAT_OES",
     0x8033: "UNSIGNED_SHORT_4_4_4_4", 0x8034: "UNSIGNED_SHORT_5_5_5_1",
     0x2801: "TEXTURE_MIN_FILTER", 0x2800: "TEXTURE_MAG_FILTER", 0x2802: "TEXTURE_WRAP_S",
     0x2803: "TEXTURE_WRAP_T", 0x2600: "NEAREST", 0x2601: "LINEAR",

@@ -112,6 +112,9 @@ _DEPTH_CLIENT_BYTES = {"UNSIGNED_SHORT": 2, "UNSIGNED_INT": 4}
 _PACKED_BITS = {"UNSIGNED_SHORT_5_6_5": ("RGB", (5, 6, 5)),
                 "UNSIGNED_SHORT_4_4_4_4": ("RGBA", (4, 4, 4, 4)),
                 "UNSIGNED_SHORT_5_5_5_1": ("RGBA", (5, 5, 5, 1))}
+# OES_texture_half_float: components stored as IEEE half-float bit patterns, sampled as the
+# floats they are (not normalized, not clamped).
+HALF_FLOAT = "HALF_FLOAT_OES"
 _ALIGNMENTS = (1, 2, 4, 8)
 _uids = itertools.count(1)
 
@@ -126,6 +129,8 @@ def component_bits(fmt: str, type_: str) -> tuple[int, ...]:
         return (DEPTH_BITS[type_],)
     if type_ == "UNSIGNED_BYTE":
         return (8,) * _COMPONENTS[fmt]
+    if type_ == HALF_FLOAT:
+        return (16,) * _COMPONENTS[fmt]
     return _PACKED_BITS[type_][1]
 
 
@@ -133,6 +138,8 @@ def bytes_per_texel(fmt: str, type_: str) -> int:
     """Size in bytes of one texel as the client's uncompressed format stores it."""
     if fmt in DEPTH_TEXTURE_FORMATS:
         return _DEPTH_CLIENT_BYTES[type_]
+    if type_ == HALF_FLOAT:
+        return 2 * _COMPONENTS[fmt]
     return _COMPONENTS[fmt] if type_ == "UNSIGNED_BYTE" else 2
 
 
@@ -224,6 +231,9 @@ def unpack_pixels(call: str, fmt: str, type_: str, width: int, height: int, data
         return values.reshape(height, width, 1)
     if type_ == "UNSIGNED_BYTE":
         return rows.reshape(height, width, bpp).astype(np.uint16)
+    if type_ == HALF_FLOAT:  # little-endian half-float bit patterns, kept as they are
+        return np.ascontiguousarray(rows).view("<u2").reshape(height, width, -1).astype(
+            np.uint16)
     words = rows.reshape(height, width, 2).astype(np.uint16)
     words = words[..., 0] | (words[..., 1] << 8)
     bits = _PACKED_BITS[type_][1]
@@ -241,14 +251,29 @@ def _zeros(fmt: str, width: int, height: int) -> np.ndarray:
     return np.zeros((height, width, _COMPONENTS[fmt]), dtype)
 
 
-def _expand(stored: np.ndarray, fmt: str, bits: tuple[int, ...], scale: float | None = None
-            ) -> np.ndarray:
+def _expand(stored: np.ndarray, fmt: str, bits: tuple[int, ...], scale: float | None = None,
+            half: bool = False) -> np.ndarray:
     """Stored components -> (H, W, 4) RGBA: float32 c / (2^b - 1), or uint8 when ``scale``.
 
     A depth texture samples as (d, d, d, 1) (OES_depth_texture; what Mesa's GLES2 contexts
     return), d = n * float32(1 / (2^b - 1)) as llvmpipe converts unorm depth to float.
+    ``half``: the components are half floats (OES_texture_half_float), widened to float32
+    as they are; as uint8 (``scale``) they are clamped to [0, 1] and rounded.
     """
     h, w = stored.shape[:2]
+    if half:
+        comps = [stored[..., i].astype(np.uint16).view(np.float16).astype(np.float32)
+                 for i in range(stored.shape[2])]
+        zero, one, dtype = np.float32(0), np.float32(1), np.float32
+        if scale is not None:
+            comps = [np.rint(np.clip(np.nan_to_num(c), 0, 1) * 255).astype(np.uint8)
+                     for c in comps]
+            zero, one, dtype = 0, 255, np.uint8
+        out = np.empty((h, w, 4), dtype)
+        for channel, source in enumerate(_TO_RGBA[fmt]):
+            out[..., channel] = comps[source] if source >= 0 else (zero if source == -1
+                                                                    else one)
+        return out
     if scale is None and fmt in DEPTH_TEXTURE_FORMATS:
         d = stored[..., 0].astype(np.float32) * np.float32(1.0 / ((1 << bits[0]) - 1))
         out = np.empty((h, w, 4), np.float32)
@@ -310,8 +335,13 @@ class TextureImage:
     texels: np.ndarray = field(init=False)  # (H, W, 4) float32 RGBA in [0, 1]
 
     def __post_init__(self) -> None:
-        self.texels = _expand(self.stored, self.format, self.bits)
+        self.texels = _expand(self.stored, self.format, self.bits, half=self.is_half)
         self._rgba8: np.ndarray | None = None
+
+    @property
+    def is_half(self) -> bool:
+        """Whether the components are half floats (OES_texture_half_float)."""
+        return self.type == HALF_FLOAT
 
     @property
     def bits(self) -> tuple[int, ...]:
@@ -336,7 +366,8 @@ class TextureImage:
     def rgba8(self) -> np.ndarray:
         """(H, W, 4) uint8 RGBA, as an 8-bit texture unit reads the texels."""
         if self._rgba8 is None:
-            self._rgba8 = _expand(self.stored, self.format, self.bits, scale=255.0)
+            self._rgba8 = _expand(self.stored, self.format, self.bits, scale=255.0,
+                                  half=self.is_half)
         return self._rgba8
 
     def refresh(self) -> None:
@@ -499,7 +530,7 @@ class Texture:
         :meth:`tex_image_2d`)."""
         call = "texSubImage2D"
         face, image = self._existing_image(call, target, level)
-        _check_not_compressed(call, image, self.where)
+        _check_modifiable(call, image, self.where)
         if format != image.format:
             raise InputError(f"{call}: format {format} differs from the image's "
                              f"{image.format}", source=self.where)
@@ -510,6 +541,10 @@ class Texture:
                              f"image", source=self.where)
         if data is None:
             raise InputError(f"{call}: data is required", source=self.where)
+        if HALF_FLOAT in (type, image.type) and type != image.type:
+            raise InputError(f"{call}: type {type} differs from the image's {image.type} "
+                             "(OES_texture_half_float images take HALF_FLOAT_OES data only)",
+                             source=self.where)
         stored = unpack_pixels(call, format, type, width, height, data, unpack_alignment,
                                self.where, subimage)
         if type != image.type:  # convert to the image's component sizes
@@ -534,7 +569,7 @@ class Texture:
         if image.format in DEPTH_TEXTURE_FORMATS:
             raise InputError(f"{call}: texture {self.name} is a depth texture; colors cannot "
                              f"be stored in it", source=self.where)
-        _check_not_compressed(call, image, self.where)
+        _check_modifiable(call, image, self.where)
         rgba = np.asarray(rgba, np.float32)
         h, w = rgba.shape[:2]
         if xoffset < 0 or yoffset < 0 or xoffset + w > image.width or yoffset + h > image.height:
@@ -571,7 +606,7 @@ class Texture:
         framebuffer keep their values, as Mesa clips the copy."""
         call = "copyTexSubImage2D"
         face, image = self._existing_image(call, target, level)
-        _check_not_compressed(call, image, self.where)
+        _check_modifiable(call, image, self.where)
         self._check_copy(call, image.format, framebuffer_alpha)
         if (xoffset < 0 or yoffset < 0 or width < 0 or height < 0
                 or xoffset + width > image.width or yoffset + height > image.height):
@@ -617,7 +652,7 @@ class Texture:
                              source=self.where)
         for images in self.faces:
             if images.get(0) is not None:
-                _check_not_compressed(call, images[0], self.where)
+                _check_modifiable(call, images[0], self.where)
         for face, images in enumerate(self.faces):
             base = images.get(0)
             if base is None or base.width == 0 or base.height == 0:
@@ -698,6 +733,13 @@ class Texture:
         if image is None:
             image = next((im for face in self.faces for im in face.values()), None)
         return image is not None and image.format in DEPTH_TEXTURE_FORMATS
+
+    @property
+    def is_half_float(self) -> bool:
+        """Whether level 0 holds half floats (OES_texture_half_float), which are filtered
+        in float, never in llvmpipe's 8-bit fixed point."""
+        image = self.image(0, 0) if self.faces else None
+        return image is not None and image.is_half
 
     def depth_bits(self, target: str, level: int) -> int | None:
         """Bits of the depth values of a depth image (None: not a depth image)."""
@@ -812,9 +854,15 @@ class Texture:
         return sum(image.nbytes for images in self.faces for image in images.values())
 
 
-def _check_not_compressed(call: str, image: TextureImage, where: str | None) -> None:
+def _check_modifiable(call: str, image: TextureImage, where: str | None) -> None:
     """OES_compressed_ETC1_RGB8_texture: an ETC1 image cannot be modified by TexSubImage2D,
-    CopyTexSubImage2D or rendering, nor mipmapped by GenerateMipmap (ES 2.0 §3.7.11)."""
+    CopyTexSubImage2D or rendering, nor mipmapped by GenerateMipmap (ES 2.0 §3.7.11).
+    Half-float images (OES_texture_half_float) are not rendered into or copied to (that is
+    EXT_color_buffer_half_float) nor mipmapped here: a one-line error says so."""
+    if image.is_half and call != "texSubImage2D":
+        raise InputError(f"{call}: the image is HALF_FLOAT_OES; tilesim does not render, copy "
+                         "or generate mipmaps into half-float textures (upload each level "
+                         "with texImage2D instead)", source=where)
     if image.format in COMPRESSED_FORMATS:
         raise InputError(f"{call}: the image is {image.format}, a compressed format, which "
                          "OES_compressed_ETC1_RGB8_texture allows no changes to "

@@ -808,8 +808,10 @@ class _Sampling:
         simple = all(w in ("REPEAT", "CLAMP_TO_EDGE") for w in (wrap_s, wrap_t))
         # llvmpipe's AoS (8.8 fixed-point) path; not for seamless cube maps with a LINEAR
         # filter ("theoretically possible with AoS filtering but not implemented").
-        # Depth textures (16 / 24-bit unorm) never take it: llvmpipe filters them in float.
+        # Depth textures (16 / 24-bit unorm) and half-float ones (OES_texture_half_float)
+        # never take it: llvmpipe filters them in float.
         self.fixed = (self.options.unorm8_fixed_point and simple and not tex.is_depth
+                      and not tex.is_half_float
                       and (not self.per_lane_lod or self.min_linear == self.mag_linear)
                       and not (self.seamless and (self.min_linear or self.mag_linear)))
 

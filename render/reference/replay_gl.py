@@ -83,6 +83,9 @@ EXIT_INPUT = 2
 # and LINES, so the recorder's number -> name table cannot hold them).
 GL_ENUMS: dict[str, int] = {name: value for value, name in GL_ENUM_NAMES.items()}
 GL_ENUMS.update({"ZERO": 0, "ONE": 1})
+# Desktop GL's GL_HALF_FLOAT: OES_texture_half_float's data as a desktop context (the
+# conformance sample count's) takes them; 0x8D61 is an ES enumerant only.
+GL_HALF_FLOAT = 0x140B
 
 GL_NO_ERROR = 0
 GL_ERRORS = {0x0500: "INVALID_ENUM", 0x0501: "INVALID_VALUE", 0x0502: "INVALID_OPERATION",
@@ -132,6 +135,8 @@ def texel_bytes(width: int, height: int, fmt: str, type_: str, alignment: int,
         return 0
     if type_ == "UNSIGNED_INT":  # GL_OES_depth_texture: DEPTH_COMPONENT, 32 bits a texel
         pixel = 4
+    elif type_ == "HALF_FLOAT_OES":  # OES_texture_half_float: 2 bytes a component
+        pixel = 2 * FORMAT_CHANNELS[fmt]
     else:
         pixel = FORMAT_CHANNELS[fmt] if type_ == "UNSIGNED_BYTE" else 2
     return unpack_layout(width, height, pixel, alignment, subimage)[2]
@@ -575,18 +580,26 @@ class GLReplayer:
                              f"needs {need} bytes, the data holds {raw.size}", source=where)
         return raw
 
+    def _texel_type(self, name: str) -> int:
+        """The GL value of a texel type on this context (HALF_FLOAT_OES is GL_HALF_FLOAT on
+        a desktop one)."""
+        if name == "HALF_FLOAT_OES" and getattr(self.gl, "api", "gles2") == "gl":
+            return GL_HALF_FLOAT
+        return GL_ENUMS[name]
+
     def _texImage2D(self, a, where):
         raw = self._texels(a, where, "texImage2D")
         self.gl.glTexImage2D(GL_ENUMS[a["target"]], a["level"], GL_ENUMS[a["internalformat"]],
                              a["width"], a["height"], 0, GL_ENUMS[a["format"]],
-                             GL_ENUMS[a["type"]], None if raw is None else raw.ctypes.data)
+                             self._texel_type(a["type"]), None if raw is None
+                             else raw.ctypes.data)
         self._note_image_size(a)
 
     def _texSubImage2D(self, a, where):
         raw = self._texels(a, where, "texSubImage2D")
         self.gl.glTexSubImage2D(GL_ENUMS[a["target"]], a["level"], a["xoffset"], a["yoffset"],
                                 a["width"], a["height"], GL_ENUMS[a["format"]],
-                                GL_ENUMS[a["type"]], raw.ctypes.data)
+                                self._texel_type(a["type"]), raw.ctypes.data)
 
     def _compressedTexImage2D(self, a, where):
         """OES_compressed_ETC1_RGB8_texture: the blocks as recorded (imageSize = their

@@ -449,3 +449,72 @@ def scene_etc1_textures(gl: Recorder) -> None:
                                      x0 + 0.031 + 0.61 * scale, 0.843 * scale - 0.113),
               texcoords=_quad_uv())
     gl.endFrame()
+
+
+# Half-float texels beyond [0, 1] shown in range: v * 0.25 + 0.375 maps -1.5..2.5 to 0..1.
+FS_TEX_RANGE = """
+precision highp float;
+uniform sampler2D u_tex;
+varying vec2 v_uv;
+void main() {
+    gl_FragColor = texture2D(u_tex, v_uv) * 0.25 + 0.375;
+}
+"""
+
+
+def _half_texels(width: int, height: int, channels: int, seed: int) -> np.ndarray:
+    """(H, W, C) float16 texels in -1.5..2.5 (beyond unorm's range on either side), smooth
+    enough that LINEAR filtering shows, with a few random spikes."""
+    t, s = np.mgrid[0:height, 0:width].astype(np.float32)
+    rng = np.random.default_rng(seed)
+    phase = rng.uniform(0, 6, channels)
+    values = np.stack([2.0 * np.sin(s / max(width - 1, 1) * 4 + t / max(height - 1, 1) * 3
+                                    + p) + 0.5 for p in phase], -1)
+    spikes = rng.random((height, width, channels)) < 0.08
+    values[spikes] = rng.uniform(-1.5, 2.5, int(spikes.sum()))
+    return values.astype(np.float16)
+
+
+@scene("half_float_textures", size=(160, 96))
+def scene_half_float_textures(gl: Recorder) -> None:
+    """OES_texture_half_float (+ _linear): HALF_FLOAT_OES textures holding values beyond
+    [0, 1] (shown by the shader as v / 4 + 3 / 8): RGBA magnified NEAREST and LINEAR, an RGB
+    one with a texSubImage2D rectangle, and a LUMINANCE_ALPHA one with every mip level
+    uploaded, minified LINEAR_MIPMAP_LINEAR (blended by its alpha)."""
+    program = _program(gl, VS_TEX, FS_TEX_RANGE)
+    gl.uniform1i(gl.getUniformLocation(program, "u_tex"), 0)
+    gl.clearColor(0.1, 0.1, 0.1, 1.0)
+    gl.clear("COLOR_BUFFER_BIT")
+    panels = []
+    rgba = _half_texels(8, 8, 4, seed=1)
+    for filt in ("NEAREST", "LINEAR"):
+        panels.append(_texture(gl, rgba, fmt="RGBA", type_="HALF_FLOAT_OES", min_filter=filt,
+                               mag_filter=filt, wrap=("CLAMP_TO_EDGE", "CLAMP_TO_EDGE")))
+    # RGB rows of 5 texels are 30 bytes: UNPACK_ALIGNMENT 2 reads them unpadded
+    gl.pixelStorei("UNPACK_ALIGNMENT", 2)
+    panels.append(_texture(gl, _half_texels(5, 6, 3, seed=2), fmt="RGB",
+                           type_="HALF_FLOAT_OES", min_filter="NEAREST", mag_filter="LINEAR",
+                           wrap=("CLAMP_TO_EDGE", "CLAMP_TO_EDGE")))
+    gl.texSubImage2D("TEXTURE_2D", 0, 1, 2, 3, 2, "RGB", "HALF_FLOAT_OES",
+                     np.full((2, 3, 3), -1.0, np.float16))
+    gl.pixelStorei("UNPACK_ALIGNMENT", 4)
+    texture = gl.createTexture()
+    gl.bindTexture("TEXTURE_2D", texture)
+    size, level = 32, 0
+    while size >= 1:
+        gl.texImage2D("TEXTURE_2D", level, "LUMINANCE_ALPHA", size, size, 0, "LUMINANCE_ALPHA",
+                      "HALF_FLOAT_OES", _half_texels(size, size, 2, seed=10 + level))
+        size, level = size // 2, level + 1
+    gl.texParameteri("TEXTURE_2D", "TEXTURE_MIN_FILTER", "LINEAR_MIPMAP_LINEAR")
+    panels.append(texture)
+    gl.enable("BLEND")
+    gl.blendFunc("SRC_ALPHA", "ONE_MINUS_SRC_ALPHA")
+    for k, texture in enumerate(panels):
+        gl.bindTexture("TEXTURE_2D", texture)
+        x0 = -1.0 + k * 0.5
+        scale = 0.3 if k == 3 else 1.0                    # the mipmapped one, minified
+        _draw(gl, "TRIANGLES", _quad(x0 + 0.031, -0.45 * scale - 0.213,
+                                     x0 + 0.031 + 0.437 * scale, 0.443 * scale - 0.213),
+              texcoords=_quad_uv())
+    gl.disable("BLEND")
+    gl.endFrame()
