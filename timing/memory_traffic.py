@@ -56,7 +56,6 @@ from tilesim.timing.traversal import Traversal, traversal
 
 TRAFFIC_SOURCES = ("vertices", "indices", "pb_writes", "pb_reads", "textures", "color_flush",
                    "depth_flush", "technique_tables")
-MEMORY_PARTS = ("act_pre", "read", "write", "background", "refresh")
 PJ = 1e-12
 MW = 1e-3
 

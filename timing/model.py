@@ -101,9 +101,7 @@ RASTER_STAGES = (*BASE_RASTER_STAGES, *techniques.RASTER_STAGES,
 BASELINE_UNITS = ("vertex_processor", "fragment_processors", "vertex_cache", "texture_caches",
                   "texture_units", "tile_cache", "l2", "primitive_assembly", "tiler",
                   "rasterizer", "early_z", "color_buffer", "blend")
-GPU_UNITS = (*BASELINE_UNITS, *techniques.TECHNIQUE_UNITS)
 BASELINE_STATIC_UNITS = ("vertex_processor", "fragment_processors", "fixed_function", "caches")
-STATIC_UNITS = (*BASELINE_STATIC_UNITS, *techniques.TECHNIQUE_STATIC_UNITS)
 # Fragment-shader work a memoization hit removes (scaled by the tile's miss share).
 MEMO_SCALED = ("fs_alu", "fs_tex", "fs_flow", "fs_quad_alu", "fs_quad_tex", "fs_quad_flow",
                "texels_fetched", "tex_cache_accesses", "tex_cache_misses")

@@ -401,11 +401,6 @@ def estimate_unit(unit: Unit):
                              load_energy_config(None))
 
 
-def run_unit(unit: Unit) -> dict:
-    """Render one unit on its own and compare it (resuming); returns its quality record."""
-    return finish_unit(unit, render_units([unit]))
-
-
 def plan_renders(units: list[Unit]) -> list[list[Unit]]:
     """The renders of ``units``: per workload, the units whose frames come from one host's
     render (batch.render_host: the baseline with TE, RE and memoization; EVR with RE+EVR) as

@@ -30,10 +30,6 @@ OVERLAY_TITLES = {
     "dsr_rate": "DSR: sampling rate (blue 1/4x, green 1/16x, yellow 1/64x, red 1/256x)",
     "evr_fvp": "EVR: farthest visible point (gray: depth, near dark; orange: layer)",
 }
-NORMALIZED_COLUMNS = (("time", "time"), ("energy", "energy"), ("gpu_energy", "GPU energy"),
-                      ("memory_energy", "memory energy"), ("traffic", "traffic"),
-                      ("fs_instructions", "FS instructions"),
-                      ("fragments_shaded", "fragments shaded"))
 STYLE = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 1400px;
        padding: 0 1.5em 3em; color: #222; }

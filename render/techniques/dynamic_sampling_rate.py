@@ -58,7 +58,6 @@ RATE_NAMES = ("1x", "1/4x", "1/16x", "1/64x", "1/256x")
 BLOCK_SIZES = np.array([1, 2, 4, 8, 16])
 SAMPLES_PER_PIXEL = 1.0 / BLOCK_SIZES.astype(np.float64) ** 2
 LOWEST = len(RATE_NAMES) - 1          # 1/256x: one sample per tile
-MIN_MSSIM = 0.95                      # Frame Coherence §6.3: below it, defects can be discerned
 LUMA_WEIGHTS = np.array([0.299, 0.587, 0.114])
 MAX_DIAGONAL = 2 * TILE - 2           # u + v of the highest-frequency coefficient (30)
 DEFAULT_PARAMETERS = Path(__file__).resolve().with_name("dsr_parameters.toml")

@@ -55,7 +55,6 @@ from tilesim.render.gl.commands import FRAME_END, SCHEMA, Command, make_command
 
 FORMAT = "tilesim-trace"
 VERSION = 1
-SUFFIX = ".tsim"
 MANIFEST = "manifest.json"
 
 # Limits on what a reader accepts (declared uncompressed sizes, checked before reading).
