@@ -247,6 +247,26 @@ def test_half_float_texels_sample_as_floats_beyond_unorm():
         tex.generate_mipmap()
 
 
+def test_max_anisotropy_is_recorded_and_sampling_stays_isotropic():
+    """EXT_texture_filter_anisotropic: the value is kept (at least 1); sampling, and the
+    texels counted, are those of the ES 2.0 filter (the documented limitation)."""
+    rng = np.random.default_rng(9)
+    pixels = rng.integers(0, 256, (16, 16, 4), dtype=np.uint8)
+    results = []
+    for anisotropy in (1.0, 16.0):
+        tex = rgba8_texture(pixels, min_filter="LINEAR_MIPMAP_LINEAR", mag_filter="LINEAR",
+                            mipmaps=True)
+        tex.parameter_float("TEXTURE_MAX_ANISOTROPY_EXT", anisotropy)
+        assert tex.max_anisotropy == anisotropy
+        s, t = quad_coords(0.3, 0.4, 0.25, 0.02)      # an anisotropic footprint
+        out, sampler = sample(tex, s, t)
+        results.append((np.asarray(out), sampler.stats.texels_fetched.copy()))
+    np.testing.assert_array_equal(results[0][0], results[1][0])
+    np.testing.assert_array_equal(results[0][1], results[1][1])
+    with pytest.raises(InputError, match="TEXTURE_MAX_ANISOTROPY_EXT must be at least 1"):
+        tex.parameter_float("TEXTURE_MAX_ANISOTROPY_EXT", 0.5)
+
+
 def test_row_zero_is_t_zero():
     pixels = np.zeros((2, 1, 4), np.uint8)
     pixels[0, 0] = [255, 0, 0, 255]   # first row of the data: t = 0

@@ -412,6 +412,26 @@ def test_etc1_compressed_textures_import(tmp_path):
         do_import(tmp_path, capture(24))
 
 
+def test_max_anisotropy_imports_as_a_float_parameter(tmp_path):
+    """EXT_texture_filter_anisotropic: glTexParameterf(TEXTURE_MAX_ANISOTROPY_EXT, 16) is
+    a texParameterf command; a non-number is a one-line error."""
+    def capture(value):
+        calls = Calls()
+        start(calls)
+        calls.add("glBindTexture", target=0x0DE1, texture=5)
+        calls.add("glTexParameterf", target=0x0DE1, pname=0x84FE, param=value)
+        swap(calls)
+        return calls
+
+    _, frames, _ = do_import(tmp_path, capture(16.0))
+    command = next(c for c in frames[0] if c.op == "texParameterf")
+    assert command.args == {"target": "TEXTURE_2D", "pname": "TEXTURE_MAX_ANISOTROPY_EXT",
+                            "value": 16.0}
+    with pytest.raises(InputError, match="param of TEXTURE_MAX_ANISOTROPY_EXT must be a "
+                                         "number"):
+        do_import(tmp_path, capture("x"))
+
+
 def test_vertex_array_objects_import_with_their_own_element_buffers(tmp_path):
     """OES_vertex_array_object: glGenVertexArraysOES / glBindVertexArrayOES /
     glDeleteVertexArraysOES become commands; each object keeps its ELEMENT_ARRAY_BUFFER, so

@@ -52,6 +52,7 @@ DEPTH_TEXTURE_FORMATS = ("DEPTH_COMPONENT",)
 DEPTH_TEXEL_TYPES = ("UNSIGNED_SHORT", "UNSIGNED_INT")
 TEXTURE_PARAMETERS = ("TEXTURE_MIN_FILTER", "TEXTURE_MAG_FILTER", "TEXTURE_WRAP_S",
                       "TEXTURE_WRAP_T")
+FLOAT_TEXTURE_PARAMETERS = ("TEXTURE_MAX_ANISOTROPY_EXT",)
 FILTERS = ("NEAREST", "LINEAR", "NEAREST_MIPMAP_NEAREST", "LINEAR_MIPMAP_NEAREST",
            "NEAREST_MIPMAP_LINEAR", "LINEAR_MIPMAP_LINEAR")
 WRAPS = ("REPEAT", "CLAMP_TO_EDGE", "MIRRORED_REPEAT")
@@ -124,6 +125,9 @@ SCHEMA: dict[str, dict[str, Any]] = {
                           "height": "int"},
     "texParameter": {"target": _e(*TEXTURE_TARGETS), "pname": _e(*TEXTURE_PARAMETERS),
                      "value": _e(*(FILTERS + WRAPS))},
+    # EXT_texture_filter_anisotropic: TEXTURE_MAX_ANISOTROPY_EXT, a float >= 1
+    "texParameterf": {"target": _e(*TEXTURE_TARGETS), "pname": _e(*FLOAT_TEXTURE_PARAMETERS),
+                      "value": "float"},
     "generateMipmap": {"target": _e(*TEXTURE_TARGETS)},
     # programs
     "createProgram": {"id": "int", "vertex_glsl": "str", "fragment_glsl": "str",
@@ -206,7 +210,7 @@ FRAME_END = "endFrame"
 # (Rendering Elimination is disabled for it: thesis, "Rendering Elimination", §4.1.5).
 PROGRAM_TEXTURE_CHANGES = frozenset({
     "texImage2D", "texSubImage2D", "compressedTexImage2D", "copyTexImage2D",
-    "copyTexSubImage2D", "texParameter", "generateMipmap", "deleteTexture", "createProgram",
+    "copyTexSubImage2D", "texParameter", "texParameterf", "generateMipmap", "deleteTexture", "createProgram",
     "deleteProgram"})
 
 
@@ -312,6 +316,7 @@ GL_ENUM_NAMES: dict[int, str] = {
     0x1908: "RGBA", 0x1907: "RGB", 0x1909: "LUMINANCE", 0x1906: "ALPHA",
     0x190A: "LUMINANCE_ALPHA", 0x1902: "DEPTH_COMPONENT", 0x8363: "UNSIGNED_SHORT_5_6_5",
     0x80E1: "BGRA_EXT", 0x8D64: "ETC1_RGB8_OES", 0x8D61: "HALF_FLOAT_OES",
+    0x84FE: "TEXTURE_MAX_ANISOTROPY_EXT",
     0x8033: "UNSIGNED_SHORT_4_4_4_4", 0x8034: "UNSIGNED_SHORT_5_5_5_1",
     0x2801: "TEXTURE_MIN_FILTER", 0x2800: "TEXTURE_MAG_FILTER", 0x2802: "TEXTURE_WRAP_S",
     0x2803: "TEXTURE_WRAP_T", 0x2600: "NEAREST", 0x2601: "LINEAR",
@@ -495,6 +500,14 @@ class Recorder:
 
     def texParameteri(self, target, pname, value) -> None:
         self._emit("texParameter", target=target, pname=pname, value=value)
+
+    def texParameterf(self, target, pname, value) -> None:
+        """glTexParameterf: the four GLES2 parameters as texParameteri, or
+        EXT_texture_filter_anisotropic's TEXTURE_MAX_ANISOTROPY_EXT."""
+        if pname in FLOAT_TEXTURE_PARAMETERS:
+            self._emit("texParameterf", target=target, pname=pname, value=value)
+        else:
+            self.texParameteri(target, pname, value)
 
     def generateMipmap(self, target) -> None:
         self._emit("generateMipmap", target=target)

@@ -345,6 +345,9 @@ class GLState:
     def _texParameter(self, target, pname, value):
         self.bound_texture(target).set_parameter(pname, value)
 
+    def _texParameterf(self, target, pname, value):
+        self.bound_texture(target).parameter_float(pname, value)
+
     def _generateMipmap(self, target):
         self.bound_texture(target).generate_mipmap()
 

@@ -401,6 +401,9 @@ class Texture:
         self.mag_filter = "LINEAR"
         self.wrap_s = "REPEAT"
         self.wrap_t = "REPEAT"
+        # EXT_texture_filter_anisotropic: recorded, reported, but sampled isotropically
+        # (the texel counters count the isotropic filter's texels).
+        self.max_anisotropy = 1.0
         self.version = 0
         # What users derive from the images (the sampler's packed arrays), keyed by them;
         # each entry must check ``version`` itself.
@@ -694,6 +697,17 @@ class Texture:
         setattr(self, attr, value)
 
     set_parameter = parameter
+
+    def parameter_float(self, pname: str, value: float) -> None:
+        """glTexParameterf of TEXTURE_MAX_ANISOTROPY_EXT (EXT_texture_filter_anisotropic):
+        a value below 1 is INVALID_VALUE. Limitation: tilesim samples isotropically, as if it
+        were 1 (the filter and the texels counted are those of the ES 2.0 filter)."""
+        if pname != "TEXTURE_MAX_ANISOTROPY_EXT":
+            raise InputError(f"texParameterf: unknown parameter {pname!r}", source=self.where)
+        if not value >= 1.0:
+            raise InputError(f"texParameterf: TEXTURE_MAX_ANISOTROPY_EXT must be at least 1, "
+                             f"got {value}", source=self.where)
+        self.max_anisotropy = float(value)
 
     # -- render to texture (framebuffer attachments) ------------------------------------------
 

@@ -624,6 +624,10 @@ class GLReplayer:
         self.gl.glTexParameteri(GL_ENUMS[a["target"]], GL_ENUMS[a["pname"]],
                                 GL_ENUMS[a["value"]])
 
+    def _texParameterf(self, a, where):
+        """EXT_texture_filter_anisotropic's TEXTURE_MAX_ANISOTROPY_EXT (Mesa filters with it)."""
+        self.gl.glTexParameterf(GL_ENUMS[a["target"]], GL_ENUMS[a["pname"]], a["value"])
+
     def _generateMipmap(self, a, where):
         self.gl.glGenerateMipmap(GL_ENUMS[a["target"]])
 

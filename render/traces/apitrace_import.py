@@ -111,6 +111,7 @@ from tilesim.render.gl.commands import (
     DEPTH_TEXTURE_FORMATS,
     FACES,
     FILTERS,
+    FLOAT_TEXTURE_PARAMETERS,
     FRAME_END,
     HINT_MODES,
     HINT_TARGETS,
@@ -1087,7 +1088,13 @@ class Translator:
     def _tex_parameter(self, value) -> None:
         args = self._call.args
         target = self._enum(args.get("target"), TEXTURE_TARGETS, "target")
-        pname = self._enum(args.get("pname"), TEXTURE_PARAMETERS, "pname")
+        pname = self._enum(args.get("pname"), TEXTURE_PARAMETERS + FLOAT_TEXTURE_PARAMETERS,
+                           "pname")
+        if pname in FLOAT_TEXTURE_PARAMETERS:  # EXT_texture_filter_anisotropic
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise self._error(f"param of {pname} must be a number, got {show(value)}")
+            self._emit("texParameterf", target=target, pname=pname, value=float(value))
+            return
         if isinstance(value, float) and value.is_integer() and abs(value) < 2**32:
             value = int(value)
         self._emit("texParameter", target=target, pname=pname,

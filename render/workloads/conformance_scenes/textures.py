@@ -518,3 +518,32 @@ def scene_half_float_textures(gl: Recorder) -> None:
               texcoords=_quad_uv())
     gl.disable("BLEND")
     gl.endFrame()
+
+
+@scene("anisotropic_parameter", size=(160, 96))
+def scene_anisotropic_parameter(gl: Recorder) -> None:
+    """EXT_texture_filter_anisotropic: TEXTURE_MAX_ANISOTROPY_EXT set (16, 4) on textures
+    of every filter kind and set back to 1 before they are drawn on a receding quad: the
+    parameter is accepted, recorded and replayed on both sides. Limitation: tilesim samples
+    isotropically, and llvmpipe with a value above 1 filters anisotropically (even NEAREST
+    and magnified textures differ, up to 81/255 on this scene), so no panel draws with one."""
+    program = _program(gl, VS_TEX, FS_TEX)
+    gl.uniform1i(gl.getUniformLocation(program, "u_tex"), 0)
+    gl.clearColor(0.0, 0.0, 0.0, 1.0)
+    gl.clear("COLOR_BUFFER_BIT")
+    image = _glmark2_image("crate-base.png", 128, fallback_seed=7)
+    panels = ((_texture(gl, image[40:56, 40:56].copy(), min_filter="LINEAR",
+                        mag_filter="LINEAR"), 0.9),          # magnified
+              (_texture(gl, image, min_filter="LINEAR", mag_filter="LINEAR"), 0.55),
+              (_texture(gl, image, min_filter="NEAREST", mag_filter="NEAREST"), 0.3),
+              (_texture(gl, image, min_filter="LINEAR_MIPMAP_LINEAR", mag_filter="LINEAR",
+                        mipmap=True), 0.3))
+    for k, (texture, scale) in enumerate(panels):
+        gl.bindTexture("TEXTURE_2D", texture)
+        gl.texParameterf("TEXTURE_2D", "TEXTURE_MAX_ANISOTROPY_EXT", 16.0 if k % 2 else 4.0)
+        gl.texParameterf("TEXTURE_2D", "TEXTURE_MAX_ANISOTROPY_EXT", 1.0)
+        x0 = -1.0 + k * 0.5
+        _draw(gl, "TRIANGLES", _quad(x0 + 0.031, -0.7 * scale - 0.013,
+                                     x0 + 0.031 + 0.45 * scale, 0.75 * scale - 0.013),
+              texcoords=_quad_uv())
+    gl.endFrame()
