@@ -125,6 +125,54 @@ def test_re_skips_tiles_with_equal_inputs_and_removes_their_raster_work(scene, b
     assert screen.tiles["re_signature_accesses"].sum() > 0
 
 
+def _uncleared_scene(frames: int = 5, background_blend=None):
+    """An SDL-style 2D program: it never clears; every frame covers the window with an opaque
+    background (blending off, or ``background_blend`` factors) and blends a small sprite
+    moving right over it."""
+    gl = Recorder(W, H, name="uncleared")
+    program = gl.createProgram(VS, FS, attrib_locations={"pos": 0, "col": 1})
+    gl.useProgram(program)
+    for k in range(frames):
+        if background_blend is None:
+            gl.disable("BLEND")
+        else:
+            gl.enable("BLEND")
+            gl.blendFunc(*background_blend)
+        _draw(gl, _quad(-1, -1, 1, 1, 0.5, (0.3, 0.5, 0.3, 1)))
+        gl.enable("BLEND")
+        gl.blendFunc("SRC_ALPHA", "ONE_MINUS_SRC_ALPHA")
+        x = -0.9 + 0.1 * k
+        _draw(gl, _quad(x, -0.2, x + 0.2, 0.1, 0.5, (0.9, 0.8, 0.1, 0.6)))
+        gl.endFrame()
+    return gl.recorded_frames()
+
+
+@pytest.mark.parametrize("background_blend, skips", [
+    (None, True), (("ONE", "ZERO"), True), (("SRC_ALPHA", "ZERO"), True),
+    (("ONE", "ONE_MINUS_SRC_ALPHA"), False), (("DST_COLOR", "ZERO"), False)])
+def test_re_skips_tiles_an_opaque_draw_overwrites_without_a_clear(background_blend, skips):
+    """Without a clear, last frame's colors cannot show in a tile that a draw overwrites
+    whole without reading the destination (blending off, or a destination factor ZERO and no
+    source factor reading it): RE skips every tile the moving sprite leaves alone (24 tiles;
+    the sprite touches at most 2 x 2 in each of two frames), losslessly. A background that
+    blends with what was there keeps every tile dependent on last frame: nothing skipped."""
+    require_mesa()
+    frames = _uncleared_scene(background_blend=background_blend)
+    baseline = _render(frames)
+    results = _render(frames, "re")
+    for a, b in zip(results, baseline, strict=True):
+        assert np.array_equal(a.image, b.image), f"frame {a.index} differs"
+    assert sum(_tiles(results, "re_false_positives")) == 0
+    skipped = _tiles(results, "re_tiles_skipped")
+    equal = _tiles(results, "re_tiles_equal_color")
+    tiles = results[0].counters.passes[0].tiles_x * results[0].counters.passes[0].tiles_y
+    assert tiles == 24 and skipped[0] == 0
+    if skips:
+        assert all(tiles - 8 <= s <= e for s, e in zip(skipped[2:], equal[2:], strict=True))
+    else:
+        assert sum(skipped) == 0 and min(equal[2:]) >= tiles - 8
+
+
 def _screen_quads(gl, width, height, tiles):
     """Quads inside the tiles (tx0, ty0, tx1, ty1) (inclusive), 3 pixels in from their edges,
     in one draw: each of a quad's two triangles is binned (by its bounding box) into the

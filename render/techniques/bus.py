@@ -209,6 +209,8 @@ class Techniques(PipelineHooks):
         """Color writes of the last shaded batch: ``lanes`` their positions in it."""
         if not self._on_screen(draw.target):
             return
+        if self.re is not None:
+            self.re.written(draw, pixel)
         if self.evr is not None:
             self.evr.written(draw, draw.counters, pixel, tile, color, entry)
         if self.memo is not None:

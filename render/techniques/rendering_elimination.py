@@ -18,9 +18,16 @@ and to prove that no skipped tile would have changed (false positives); the skip
 raster work is then removed from the counters.
 
 RE is off for a frame (``re_disabled``) when programs or textures change during it, and when the
-frame renders to more than one target (§4.1.5). A tile is only skippable when the frame starts
-it from a full color clear and clears its depth before any draw tests depth there, since
-otherwise last frame's contents are an input.
+frame renders to more than one target (§4.1.5). A tile is only skippable when last frame's
+contents cannot show in it, since otherwise they are an input the signature does not hold:
+every pixel of the tile is overwritten during the frame without reading the color buffer
+(a color clear with every channel's mask on, or a draw's fragment written with every channel
+on and blending off or reading no destination factor: ``overwrites_color``), and no draw
+tests depth there before the frame clears the tile's depth. A pixel's color after such a
+write depends on that write and what follows it, all of which the signature holds; so a
+tile whose signature equals last frame's shows last frame's colors whatever came before in
+either frame. Frame Coherence §4.1 starts each frame from a clear; programs that cover the
+window with an opaque copy instead (SDL-style 2D programs, compositors) never clear.
 
 The constants block. Frame Coherence §4.1.5 signs, per drawcall, "the set of constants
 associated to those primitives" (the scene constants: uniform values) and leaves out the
@@ -122,6 +129,27 @@ def ot_queue_entries(path: str = str(GPU_CONFIG)) -> int:
     return value
 
 
+# Blend factors that read the destination color (OpenGL ES 2.0 §4.1.6, Table 4.2).
+DESTINATION_FACTORS = frozenset({"DST_COLOR", "ONE_MINUS_DST_COLOR", "DST_ALPHA",
+                                 "ONE_MINUS_DST_ALPHA", "SRC_ALPHA_SATURATE"})
+
+
+def overwrites_color(fragment) -> bool:
+    """Whether a draw's color writes replace the pixel whatever it held: every channel
+    written, and blending off or blending whose result reads no destination color (both
+    destination factors ZERO, no source factor reading the destination, and no MIN/MAX
+    equation, which compare with it)."""
+    if not all(fragment.color_mask):
+        return False
+    if not fragment.blend:
+        return True
+    return (fragment.blend_dst_rgb == fragment.blend_dst_alpha == "ZERO"
+            and fragment.blend_src_rgb not in DESTINATION_FACTORS
+            and fragment.blend_src_alpha not in DESTINATION_FACTORS
+            and fragment.blend_eq_rgb.startswith("FUNC_")
+            and fragment.blend_eq_alpha.startswith("FUNC_"))
+
+
 def _as_rows(data: bytes) -> np.ndarray:
     return np.frombuffer(data, dtype=np.uint8)[None, :]
 
@@ -145,10 +173,10 @@ class RenderingElimination:
         self.bitmap = xp.zeros(self.tiles, dtype=bool)
         self.constants: bytes | None = None
         self.constants_crc = None
-        # A tile does not depend on last frame's contents when its colors were wholly cleared
-        # before any draw touched it and no draw depth-tested it before its depth was.
-        self.touched = xp.zeros(self.tiles, dtype=bool)       # drawn or cleared this frame
-        self.fresh_color = xp.zeros(self.tiles, dtype=bool)
+        # A tile does not depend on last frame's contents when every pixel of it was
+        # overwritten (module docstring) and no draw depth-tested it before its depth was
+        # cleared.
+        self.overwritten = None                               # (H, W) bool, made on first use
         self.fresh_depth = xp.zeros(self.tiles, dtype=bool)
         self.old_depth_read = xp.zeros(self.tiles, dtype=bool)
         self.skip = xp.zeros(self.tiles, dtype=bool)
@@ -187,7 +215,6 @@ class RenderingElimination:
         if included is not None:
             tiles, rows = tiles[included], rows[included]
         touched = bins.touched
-        self.touched[touched] = True
         if draw.fragment.depth_test and draw.target.depth is not None:
             self.old_depth_read[touched] |= ~self.fresh_depth[touched]
         if tiles.size == 0:
@@ -243,17 +270,36 @@ class RenderingElimination:
             self._signed(counters, tiles[:1], blocks)
             self._fold(counters, tiles, xp.full(tiles.size, crc[0]),
                        xp.full(tiles.size, blocks[0]))
-        # Tiles wholly inside the rectangle, cleared in full before any draw touched them,
-        # do not depend on last frame's contents.
+        # Tiles wholly inside the rectangle have their depth cleared; the pixels inside it
+        # are overwritten with the clear color.
         full_x = (tx * t >= x0) & (xp.minimum((tx + 1) * t, target.width) <= x1)
         full_y = (ty * t >= y0) & (xp.minimum((ty + 1) * t, target.height) <= y1)
         whole = tiles[(full_x & full_y).ravel()]
-        untouched = whole[~self.touched[whole]]
-        if color is not None and all(color_mask):
-            self.fresh_color[untouched] = True
         if depth is not None:
             self.fresh_depth[whole] = True
-        self.touched[tiles] = True
+        if color is not None and all(color_mask):
+            self._overwritten(target)[y0:y1, x0:x1] = True
+
+    def written(self, draw, pixel: np.ndarray) -> None:
+        """Color writes of a draw's batch (flat pixel indices): the pixels a write that reads
+        no destination color overwrites."""
+        if pixel.shape[0] and overwrites_color(draw.fragment):
+            self._overwritten(draw.target).reshape(-1)[pixel] = True
+
+    def _overwritten(self, target: RenderTarget) -> np.ndarray:
+        if self.overwritten is None:
+            self.overwritten = self.xp.zeros((target.height, target.width), dtype=bool)
+        return self.overwritten
+
+    def fresh_color(self, target: RenderTarget) -> np.ndarray:
+        """(tiles,) bool: every pixel of the tile overwritten this frame."""
+        xp = self.xp
+        if self.overwritten is None:
+            return xp.zeros(self.tiles, dtype=bool)
+        tiles = target.pixel_tiles().reshape(-1)
+        area = xp.bincount(tiles, minlength=self.tiles)
+        return xp.bincount(tiles, weights=self.overwritten.reshape(-1),
+                           minlength=self.tiles) == area
 
     # -- the decision, when the pass ends ---------------------------------------------------
 
@@ -269,7 +315,7 @@ class RenderingElimination:
         if previous is not None:
             equal_color = target.tiles_equal(target.color, previous)
         enabled = self.disabled_reason is None and previous is not None
-        fresh = self.fresh_color & ~self.old_depth_read
+        fresh = self.fresh_color(target) & ~self.old_depth_read
         if untrusted is not None:
             fresh &= ~untrusted
         skip = (self.signatures.equal_to_previous() & fresh) if enabled else \
