@@ -9,6 +9,7 @@ reads the same file, so each number has one source; the renderer reads the data 
 from __future__ import annotations
 
 import functools
+from importlib.resources import files
 from pathlib import Path
 
 try:
@@ -18,7 +19,10 @@ except ModuleNotFoundError:  # Python 3.10
 
 from tilesim.errors import InputError
 
-GPU_CONFIG = Path(__file__).resolve().parents[2] / "timing" / "baseline_gpu.toml"
+# Found as a resource of the installed package (the timing package's __init__ runs no code),
+# not by a path relative to this file: the repository's folders and the installed package's
+# are laid out differently.
+GPU_CONFIG = Path(str(files("tilesim.timing") / "baseline_gpu.toml"))
 
 
 @functools.lru_cache(maxsize=16)
