@@ -58,3 +58,17 @@ def test_console_script_entry_point_runs():
     result = subprocess.run([sys.executable, "-m", "tilesim.cli", "--version"],
                             capture_output=True, text=True, check=True)
     assert result.stdout.startswith("tilesim ")
+
+
+def test_no_command_help_shows_a_doubled_percent_sign():
+    """Descriptions and epilogs are printed as written, help strings %-formatted: a "%%" in
+    the former reaches the user doubled (``conformance --help`` once printed "99.9%%")."""
+    import argparse
+
+    from tilesim.cli import build_parser
+
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    assert len(commands.choices) > 10
+    for name, sub in commands.choices.items():
+        assert "%%" not in sub.format_help(), name

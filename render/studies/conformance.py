@@ -207,6 +207,14 @@ def counting_frames(frames: list[list[Command]]) -> list[list[Command]]:
                     "target": a["target"], "level": a["level"], "internalformat": "RGB",
                     "width": a["width"], "height": a["height"], "format": "RGBA",
                     "type": "UNSIGNED_BYTE", "data": rgba})
+            elif command.op == "compressedTexSubImage2D":
+                a = command.args
+                rgb = decode_etc1(a["data"], a["width"], a["height"])
+                rgba = np.concatenate([rgb, np.full(rgb.shape[:2] + (1,), 255, np.uint8)], -1)
+                command = Command("texSubImage2D", {
+                    "target": a["target"], "level": a["level"], "xoffset": a["xoffset"],
+                    "yoffset": a["yoffset"], "width": a["width"], "height": a["height"],
+                    "format": "RGBA", "type": "UNSIGNED_BYTE", "data": rgba})
             elif command.op == "createProgram":
                 args = dict(command.args)
                 for key in ("vertex_glsl", "fragment_glsl"):
@@ -369,9 +377,9 @@ def register(subparsers) -> None:
         description="Render every conformance scene (or those named) with tilesim and with "
                     "Mesa llvmpipe at the same size and compare them. A scene passes with "
                     f"MSSIM >= {CONFORMANCE_MIN_MSSIM}, >= "
-                    f"{100 * CONFORMANCE_MIN_WITHIN:.1f}%% of pixels within "
+                    f"{100 * CONFORMANCE_MIN_WITHIN:.1f}% of pixels within "
                     f"{CONFORMANCE_TOLERANCE}/255 on every channel and fragment counts within "
-                    f"{100 * CONFORMANCE_COUNT_RTOL:.1f}%%. Exit 0 when all pass, 1 otherwise.")
+                    f"{100 * CONFORMANCE_COUNT_RTOL:.1f}%. Exit 0 when all pass, 1 otherwise.")
     p.add_argument("--scene", action="extend", nargs="+", metavar="NAME", default=None,
                    help="scenes to run (default: all; see --list)")
     p.add_argument("--size", type=window_size_argument(minimum=16, maximum=4096),
