@@ -127,3 +127,24 @@ def test_cache_traffic_is_counted_at_four_bits_per_texel(jit):
     # an RGBA8 line is one 4x4 block (2x2 quads: 2 caches), an ETC1 line 8 blocks in a row
     # (all 4 caches).
     assert misses == {"etc1": 32 * 4, "rgba": 256 * 2}
+
+
+def test_sub_image_replaces_whole_blocks_and_edge_blocks():
+    """EXT_compressed_ETC1_RGB8_sub_texture: a rectangle of whole blocks, or one reaching
+    the image's edge, is replaced by its decoded blocks; anything else is an error."""
+    texture, blocks = _etc1_texture(13, 10, seed=5)
+    before = texture.image(0, 0).rgba8()[..., :3].copy()
+    data = np.frombuffer(BLOCK_A + BLOCK_B, np.uint8)
+    texture.compressed_tex_sub_image_2d("TEXTURE_2D", 0, 4, 4, 8, 4, "ETC1_RGB8_OES", data)
+    texture.compressed_tex_sub_image_2d("TEXTURE_2D", 0, 12, 8, 1, 2, "ETC1_RGB8_OES",
+                                        data[:8])
+    after = texture.image(0, 0).rgba8()[..., :3]
+    expected = before.copy()
+    expected[4:8, 4:12] = decode_etc1(data, 8, 4)
+    expected[8:10, 12:13] = _expected_a()[:2, :1]
+    np.testing.assert_array_equal(after, expected)
+    for x, y, w, h in ((2, 0, 4, 4), (0, 0, 6, 4)):
+        with pytest.raises(InputError, match="compressedTexSubImage2D: rectangle .* is not "
+                                             "whole 4x4 blocks"):
+            texture.compressed_tex_sub_image_2d("TEXTURE_2D", 0, x, y, w, h, "ETC1_RGB8_OES",
+                                                np.zeros(16, np.uint8))

@@ -390,7 +390,8 @@ def test_bgra_textures_import(tmp_path):
 
 def test_etc1_compressed_textures_import(tmp_path):
     """OES_compressed_ETC1_RGB8_texture: glCompressedTexImage2D with GL_ETC1_RGB8_OES
-    (0x8D64) keeps its blocks; an imageSize that is not the recorded data's is an error."""
+    (0x8D64) keeps its blocks; an imageSize that is not the recorded data's is an error;
+    glCompressedTexSubImage2D (EXT_compressed_ETC1_RGB8_sub_texture) imports too."""
     blocks = bytes(range(16))
 
     def capture(image_size):
@@ -410,6 +411,15 @@ def test_etc1_compressed_textures_import(tmp_path):
     with pytest.raises(InputError, match="glCompressedTexImage2D: imageSize is 24 but apitrace "
                                          "recorded 16 bytes"):
         do_import(tmp_path, capture(24))
+    calls = capture(16)
+    calls.records.pop()                                  # the swap, added again below
+    calls.add("glCompressedTexSubImage2D", target=0x0DE1, level=0, xoffset=4, yoffset=0,
+              width=4, height=3, format=0x8D64, imageSize=8, data=blocks[8:])
+    swap(calls)
+    _, frames, _ = do_import(tmp_path, calls)
+    sub = next(c for c in frames[0] if c.op == "compressedTexSubImage2D")
+    assert (sub.args["xoffset"], sub.args["width"], sub.args["format"]) == \
+        (4, 4, "ETC1_RGB8_OES")
 
 
 def test_max_anisotropy_imports_as_a_float_parameter(tmp_path):

@@ -108,6 +108,7 @@ GL_FUNCTIONS = {
     "glTexImage2D": (None, [_U, _I, _I, _I, _I, _I, _U, _U, _P]),
     "glTexSubImage2D": (None, [_U, _I, _I, _I, _I, _I, _U, _U, _P]),
     "glCompressedTexImage2D": (None, [_U, _I, _U, _I, _I, _I, _I, _P]),
+    "glCompressedTexSubImage2D": (None, [_U, _I, _I, _I, _I, _I, _U, _I, _P]),
     "glCopyTexImage2D": (None, [_U, _I, _U, _I, _I, _I, _I, _I]),
     "glCopyTexSubImage2D": (None, [_U, _I, _I, _I, _I, _I, _I, _I]),
     "glTexParameteri": (None, [_U, _U, _I]), "glTexParameterf": (None, [_U, _U, _F]),

@@ -117,6 +117,11 @@ SCHEMA: dict[str, dict[str, Any]] = {
     "compressedTexImage2D": {"target": _e(*IMAGE_TARGETS), "level": "int",
                              "internalformat": _e(*COMPRESSED_TEXTURE_FORMATS),
                              "width": "int", "height": "int", "data": "blob"},
+    # EXT_compressed_ETC1_RGB8_sub_texture: whole blocks of an ETC1 image replaced
+    "compressedTexSubImage2D": {"target": _e(*IMAGE_TARGETS), "level": "int",
+                                "xoffset": "int", "yoffset": "int", "width": "int",
+                                "height": "int", "format": _e(*COMPRESSED_TEXTURE_FORMATS),
+                                "data": "blob"},
     "copyTexImage2D": {"target": _e(*IMAGE_TARGETS), "level": "int",
                        "internalformat": _e(*TEXTURE_FORMATS), "x": "int", "y": "int",
                        "width": "int", "height": "int"},
@@ -209,7 +214,8 @@ FRAME_END = "endFrame"
 # for held-back draws), and a frame containing one is not comparable with the last
 # (Rendering Elimination is disabled for it: thesis, "Rendering Elimination", §4.1.5).
 PROGRAM_TEXTURE_CHANGES = frozenset({
-    "texImage2D", "texSubImage2D", "compressedTexImage2D", "copyTexImage2D",
+    "texImage2D", "texSubImage2D", "compressedTexImage2D", "compressedTexSubImage2D",
+    "copyTexImage2D",
     "copyTexSubImage2D", "texParameter", "texParameterf", "generateMipmap", "deleteTexture", "createProgram",
     "deleteProgram"})
 
@@ -487,6 +493,13 @@ class Recorder:
                              source=self.name)
         self._emit("compressedTexImage2D", target=target, level=level,
                    internalformat=internalformat, width=width, height=height,
+                   data=_as_bytes(data))
+
+    def compressedTexSubImage2D(self, target, level, xoffset, yoffset, width, height, fmt,
+                                data) -> None:
+        """glCompressedTexSubImage2D (EXT_compressed_ETC1_RGB8_sub_texture)."""
+        self._emit("compressedTexSubImage2D", target=target, level=level, xoffset=xoffset,
+                   yoffset=yoffset, width=width, height=height, format=fmt,
                    data=_as_bytes(data))
 
     def copyTexImage2D(self, target, level, internalformat, x, y, width, height,

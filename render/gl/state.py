@@ -336,6 +336,11 @@ class GLState:
                          * (held + width * height), self.where)
         texture.compressed_tex_image_2d(target, level, internalformat, width, height, data)
 
+    def _compressedTexSubImage2D(self, target, level, xoffset, yoffset, width, height, format,
+                                 data):
+        self.texture_for_image(target).compressed_tex_sub_image_2d(
+            target, level, xoffset, yoffset, width, height, format, data)
+
     def _texSubImage2D(self, target, level, xoffset, yoffset, width, height, format, type,
                        data):
         self.texture_for_image(target).tex_sub_image_2d(

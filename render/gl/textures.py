@@ -515,6 +515,37 @@ class Texture:
                                                stored)
         self.version += 1
 
+    def compressed_tex_sub_image_2d(self, target: str, level: int, xoffset: int,
+                                    yoffset: int, width: int, height: int, format: str,
+                                    data) -> None:
+        """glCompressedTexSubImage2D of an ETC1 image (EXT_compressed_ETC1_RGB8_sub_texture):
+        the rectangle starts on a block (offsets multiples of 4) and is whole blocks, or
+        reaches the image's right / top edge; ``data`` its blocks, decoded as at upload."""
+        call = "compressedTexSubImage2D"
+        face, image = self._existing_image(call, target, level)
+        if format != image.format:
+            raise InputError(f"{call}: format {format} differs from the image's "
+                             f"{image.format}", source=self.where)
+        if (xoffset < 0 or yoffset < 0 or width < 0 or height < 0
+                or xoffset + width > image.width or yoffset + height > image.height):
+            raise InputError(f"{call}: rectangle {width}x{height} at ({xoffset}, {yoffset}) "
+                             f"is outside the {image.width}x{image.height} level {level} "
+                             f"image", source=self.where)
+        if (xoffset % 4 or yoffset % 4
+                or (width % 4 and xoffset + width != image.width)
+                or (height % 4 and yoffset + height != image.height)):
+            raise InputError(f"{call}: rectangle {width}x{height} at ({xoffset}, {yoffset}) "
+                             "is not whole 4x4 blocks (INVALID_OPERATION)", source=self.where)
+        need = compressed_image_size(format, width, height)
+        got = np.asarray(data).nbytes
+        if got != need:
+            raise InputError(f"{call}: a {width}x{height} {format} rectangle is {need} bytes, "
+                             f"the data holds {got}", source=self.where)
+        image.stored[yoffset:yoffset + height, xoffset:xoffset + width] = decode_etc1(
+            data, width, height)
+        image.refresh()
+        self.version += 1
+
     def _existing_image(self, call: str, target: str, level: int):
         """(face, image) of ``level`` of ``target``, which a sub-image call needs to exist."""
         face = self._face(call, target)

@@ -113,8 +113,8 @@ BARRIER_COMMANDS = PROGRAM_TEXTURE_CHANGES | {"clear", "bindFramebuffer", "endFr
 # these on a texture the pending pass renders into ends the pass first, the way a driver
 # flushes a render pass before its attachment is sampled, mipmapped or respecified.
 TEXTURE_STORAGE_COMMANDS = frozenset({
-    "generateMipmap", "texImage2D", "texSubImage2D", "compressedTexImage2D", "copyTexImage2D",
-    "copyTexSubImage2D"})
+    "generateMipmap", "texImage2D", "texSubImage2D", "compressedTexImage2D",
+    "compressedTexSubImage2D", "copyTexImage2D", "copyTexSubImage2D"})
 # Commands that change what the bound framebuffer renders into.
 ATTACHMENT_COMMANDS = frozenset({
     "framebufferTexture2D", "framebufferRenderbuffer", "deleteFramebuffer",

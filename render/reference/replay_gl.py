@@ -610,6 +610,13 @@ class GLReplayer:
                                        0, raw.size, raw.ctypes.data)
         self._note_image_size(a)
 
+    def _compressedTexSubImage2D(self, a, where):
+        """EXT_compressed_ETC1_RGB8_sub_texture: the blocks of a rectangle as recorded."""
+        raw = self._bytes(a["data"])
+        self.gl.glCompressedTexSubImage2D(GL_ENUMS[a["target"]], a["level"], a["xoffset"],
+                                          a["yoffset"], a["width"], a["height"],
+                                          GL_ENUMS[a["format"]], raw.size, raw.ctypes.data)
+
     def _copyTexImage2D(self, a, where):
         self.gl.glCopyTexImage2D(GL_ENUMS[a["target"]], a["level"],
                                  GL_ENUMS[a["internalformat"]], a["x"], a["y"], a["width"],

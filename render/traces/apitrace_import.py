@@ -1066,6 +1066,21 @@ class Translator:
                                              COMPRESSED_TEXTURE_FORMATS, "internalformat"),
                    width=self._size("width"), height=self._size("height"), data=data)
 
+    def _glCompressedTexSubImage2D(self, call):
+        """EXT_compressed_ETC1_RGB8_sub_texture: the recorded blocks of a rectangle."""
+        args = call.args
+        data = self._blob(args.get("data"), "data", required=True)
+        size = self._int("imageSize")
+        if size != data.size:
+            raise self._error(f"imageSize is {size} but apitrace recorded {data.size} bytes")
+        self._emit("compressedTexSubImage2D",
+                   target=self._enum(args.get("target"), IMAGE_TARGETS, "target"),
+                   level=self._int("level", limits=GLSIZEI), xoffset=self._int("xoffset"),
+                   yoffset=self._int("yoffset"), width=self._size("width"),
+                   height=self._size("height"),
+                   format=self._enum(args.get("format"), COMPRESSED_TEXTURE_FORMATS, "format"),
+                   data=data)
+
     def _glCopyTexImage2D(self, call):
         if self._int("border", 0) != 0:
             raise self._error("border must be 0 in OpenGL ES 2.0")

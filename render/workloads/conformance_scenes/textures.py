@@ -410,8 +410,9 @@ def _etc1_blocks(width: int, height: int, seed: int) -> np.ndarray:
 @scene("etc1_textures", size=(160, 96))
 def scene_etc1_textures(gl: Recorder) -> None:
     """OES_compressed_ETC1_RGB8_texture: glCompressedTexImage2D of random ETC1 blocks,
-    decoded as Mesa decodes them: a 16x16 texture magnified NEAREST (each texel several
-    pixels, so every decoded value shows), a 13x10 one whose edge blocks are partial
+    decoded as Mesa decodes them, with rectangles replaced by glCompressedTexSubImage2D
+    (EXT_compressed_ETC1_RGB8_sub_texture): a 16x16 texture magnified NEAREST (each texel
+    several pixels, so every decoded value shows), a 13x10 one whose edge blocks are partial
     (CLAMP_TO_EDGE), and a 32x32 one with every mip level uploaded compressed, minified with
     LINEAR_MIPMAP_LINEAR."""
     program = _program(gl, VS_TEX, FS_TEX)
@@ -424,6 +425,11 @@ def scene_etc1_textures(gl: Recorder) -> None:
         gl.bindTexture("TEXTURE_2D", texture)
         gl.compressedTexImage2D("TEXTURE_2D", 0, "ETC1_RGB8_OES", width, height, 0,
                                 _etc1_blocks(width, height, seed))
+        # EXT_compressed_ETC1_RGB8_sub_texture: whole blocks, and a partial block at the edge
+        rects = ((4, 8, 8, 4),) if width == 16 else ((0, 4, 8, 4), (12, 8, 1, 2))
+        for k, (x, y, w, h) in enumerate(rects):
+            gl.compressedTexSubImage2D("TEXTURE_2D", 0, x, y, w, h, "ETC1_RGB8_OES",
+                                       _etc1_blocks(w, h, seed + 100 + k))
         for pname, value in (("TEXTURE_MIN_FILTER", "NEAREST"),
                              ("TEXTURE_MAG_FILTER", "NEAREST"),
                              ("TEXTURE_WRAP_S", "CLAMP_TO_EDGE"),
