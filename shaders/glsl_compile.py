@@ -263,6 +263,12 @@ def compile_many(sources: list[ProgramSource]) -> list[CompiledProgram]:
     for index, (source, res) in enumerate(zip(sources, result["programs"], strict=True)):
         if res["status"] == "compile_error":
             stage = res["stage"]
+            unsupported = _UNSUPPORTED_EXTENSION.search(res["log"])
+            if unsupported:  # e.g. GL_EXT_shader_texture_lod, which Mesa 22.3's GLSL ES lacks
+                raise InputError(f"{stage} shader needs {unsupported.group(1)}, which Mesa's "
+                                 "GLSL ES compiler (and so tilesim) does not support",
+                                 source=source.origin(stage),
+                                 line=_first_log_line(res["log"]))
             raise InputError(f"{stage} shader failed to compile:\n{res['log'].rstrip()}",
                              source=source.origin(stage), line=_first_log_line(res["log"]))
         if res["status"] == "link_error":
@@ -367,6 +373,10 @@ def _one_line(text: str) -> str:
 def _last_line(text: str) -> str:
     lines = [line for line in text.strip().split("\n") if line.strip()]
     return lines[-1] if lines else "no message"
+
+
+# Mesa's message for an #extension it does not know or support in this stage.
+_UNSUPPORTED_EXTENSION = re.compile(r"extension `(\w+)' unsupported")
 
 
 def _first_log_line(log: str) -> int | None:
