@@ -215,9 +215,8 @@ FRAME_END = "endFrame"
 # (Rendering Elimination is disabled for it: thesis, "Rendering Elimination", §4.1.5).
 PROGRAM_TEXTURE_CHANGES = frozenset({
     "texImage2D", "texSubImage2D", "compressedTexImage2D", "compressedTexSubImage2D",
-    "copyTexImage2D",
-    "copyTexSubImage2D", "texParameter", "texParameterf", "generateMipmap", "deleteTexture", "createProgram",
-    "deleteProgram"})
+    "copyTexImage2D", "copyTexSubImage2D", "texParameter", "texParameterf", "generateMipmap",
+    "deleteTexture", "createProgram", "deleteProgram"})
 
 
 @dataclass
@@ -339,7 +338,8 @@ GL_ENUM_NAMES: dict[int, str] = {
     0x0306: "DST_COLOR", 0x0307: "ONE_MINUS_DST_COLOR", 0x0308: "SRC_ALPHA_SATURATE",
     0x8001: "CONSTANT_COLOR", 0x8002: "ONE_MINUS_CONSTANT_COLOR", 0x8003: "CONSTANT_ALPHA",
     0x8004: "ONE_MINUS_CONSTANT_ALPHA", 0x8006: "FUNC_ADD", 0x800A: "FUNC_SUBTRACT",
-    0x800B: "FUNC_REVERSE_SUBTRACT", 0x8007: "MIN_EXT", 0x8008: "MAX_EXT", 0x0404: "FRONT", 0x0405: "BACK",
+    0x800B: "FUNC_REVERSE_SUBTRACT", 0x8007: "MIN_EXT", 0x8008: "MAX_EXT",
+    0x0404: "FRONT", 0x0405: "BACK",
     0x0408: "FRONT_AND_BACK", 0x0900: "CW", 0x0901: "CCW",
     0x00004000: "COLOR_BUFFER_BIT", 0x00000100: "DEPTH_BUFFER_BIT",
     0x00000400: "STENCIL_BUFFER_BIT", 0x8CE0: "COLOR_ATTACHMENT0", 0x8D00: "DEPTH_ATTACHMENT",
