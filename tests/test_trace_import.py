@@ -442,6 +442,22 @@ def test_max_anisotropy_imports_as_a_float_parameter(tmp_path):
         do_import(tmp_path, capture("x"))
 
 
+def test_half_float_vertex_attributes_import(tmp_path):
+    """OES_vertex_half_float: glVertexAttribPointer with type 0x8D61 (HALF_FLOAT_OES) from a
+    buffer object is an attribute array of that type."""
+    calls = Calls()
+    start(calls)
+    calls.add("glGenBuffers", n=1, buffers=[1])
+    calls.add("glBindBuffer", target=0x8892, buffer=1)
+    calls.add("glVertexAttribPointer", index=0, size=3, type=0x8D61, normalized=0, stride=6,
+              pointer=0)
+    swap(calls)
+    _, frames, _ = do_import(tmp_path, calls)
+    pointer = next(c for c in frames[0] if c.op == "vertexAttribPointer")
+    assert (pointer.args["type"], pointer.args["size"], pointer.args["stride"]) == \
+        ("HALF_FLOAT_OES", 3, 6)
+
+
 def test_vertex_array_objects_import_with_their_own_element_buffers(tmp_path):
     """OES_vertex_array_object: glGenVertexArraysOES / glBindVertexArrayOES /
     glDeleteVertexArraysOES become commands; each object keeps its ELEMENT_ARRAY_BUFFER, so

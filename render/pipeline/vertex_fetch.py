@@ -1,9 +1,10 @@
 """Vertex fetch: the indices of a draw and the attribute values of the vertices it uses.
 
 Reads index buffers (u8/u16/u32, from a buffer object or client memory) and decodes vertex
-attribute arrays (BYTE..FLOAT and FIXED, normalized or not, any stride) into the vertex
-shader's IN registers, for the distinct vertices a draw references (a post-transform cache
-that holds a whole draw: each vertex is fetched and shaded once per draw).
+attribute arrays (BYTE..FLOAT, FIXED and OES_vertex_half_float's HALF_FLOAT_OES, normalized
+or not, any stride) into the vertex shader's IN registers, for the distinct vertices a draw
+references (a post-transform cache that holds a whole draw: each vertex is fetched and
+shaded once per draw).
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from tilesim.render.gl.state import GLState, Program
 INDEX_DTYPES = {"UNSIGNED_BYTE": np.uint8, "UNSIGNED_SHORT": np.uint16,
                 "UNSIGNED_INT": np.uint32}
 ATTRIB_DTYPES = {"BYTE": np.int8, "UNSIGNED_BYTE": np.uint8, "SHORT": np.int16,
-                 "UNSIGNED_SHORT": np.uint16, "FIXED": np.int32, "FLOAT": np.float32}
+                 "UNSIGNED_SHORT": np.uint16, "FIXED": np.int32, "FLOAT": np.float32,
+                 "HALF_FLOAT_OES": np.dtype("<f2")}   # OES_vertex_half_float
 
 
 @dataclass

@@ -115,7 +115,7 @@ GL_VERSION = 0x1F02
 GL_MATRIX_COLUMNS = {0x8B5A: 2, 0x8B5B: 3, 0x8B5C: 4}  # FLOAT_MAT2/3/4 attributes
 
 ATTRIB_TYPE_BYTES = {"BYTE": 1, "UNSIGNED_BYTE": 1, "SHORT": 2, "UNSIGNED_SHORT": 2,
-                     "FIXED": 4, "FLOAT": 4}
+                     "FIXED": 4, "FLOAT": 4, "HALF_FLOAT_OES": 2}
 INDEX_DTYPES = {"UNSIGNED_BYTE": np.dtype(np.uint8), "UNSIGNED_SHORT": np.dtype("<u2"),
                 "UNSIGNED_INT": np.dtype("<u4")}
 FORMAT_CHANNELS = {"RGBA": 4, "RGB": 3, "LUMINANCE_ALPHA": 2, "LUMINANCE": 1, "ALPHA": 1,
@@ -581,8 +581,8 @@ class GLReplayer:
         return raw
 
     def _texel_type(self, name: str) -> int:
-        """The GL value of a texel type on this context (HALF_FLOAT_OES is GL_HALF_FLOAT on
-        a desktop one)."""
+        """The GL value of a texel or attribute type on this context (HALF_FLOAT_OES, of
+        OES_texture_half_float and OES_vertex_half_float, is GL_HALF_FLOAT on a desktop one)."""
         if name == "HALF_FLOAT_OES" and getattr(self.gl, "api", "gles2") == "gl":
             return GL_HALF_FLOAT
         return GL_ENUMS[name]
@@ -763,7 +763,8 @@ class GLReplayer:
                              source=where)
         attrib.size, attrib.type, attrib.stride = a["size"], a["type"], a["stride"]
         attrib.offset = a["offset"]
-        args = (index, a["size"], GL_ENUMS[a["type"]], int(a["normalized"]), a["stride"])
+        args = (index, a["size"], self._texel_type(a["type"]), int(a["normalized"]),
+                a["stride"])
         if a["data"] is not None:
             # a client-side array: data + offset is the pointer GL reads at draw time
             attrib.client, attrib.buffer = self._bytes(a["data"]), None

@@ -237,3 +237,43 @@ def scene_vertex_array_objects(gl: Recorder) -> None:
     _draw(gl, "TRIANGLES", np.array([[0.1, 0.1], [0.9, 0.1], [0.5, 0.9]], np.float32),
           (1.0, 0.3, 0.5, 1.0))
     gl.endFrame()
+
+
+@scene("half_float_vertices", size=(128, 96))
+def scene_half_float_vertices(gl: Recorder) -> None:
+    """OES_vertex_half_float: HALF_FLOAT_OES positions (3 components, 6 bytes, interleaved
+    with half-float colors in a 14-byte stride) from a client array and from a buffer object,
+    the normalized flag set (which floats ignore), colors beyond 1 clamped by the output."""
+    program = _program(gl, VS_SCALED, FS_COLOR)
+    scale = gl.getUniformLocation(program, "u_scale")
+    gl.uniform4f(scale, 0.019, 0.019, -0.95, -0.95)
+    _attrib(gl, "a_normal", (1.0, 1.0, 1.0, 1.0))
+    _attrib(gl, "a_texcoord", (0.0, 0.0, 0.0, 0.0))
+    gl.clearColor(0.0, 0.0, 0.0, 1.0)
+    gl.clear("COLOR_BUFFER_BIT")
+    rng = np.random.default_rng(17)
+    n = 24
+    for k in range(2):
+        interleaved = np.zeros((3 * n, 7), np.float16)
+        interleaved[:, :2] = rng.uniform(0, 100, (3 * n, 2)) + [0.37, 0.21]
+        interleaved[:, 2] = 0.0
+        interleaved[:, 3:] = rng.uniform(0.1, 1.3, (3 * n, 4))
+        interleaved[:, 6] = 1.0
+        raw = interleaved.view(np.uint8).reshape(-1)
+        gl.viewport(k * gl.width // 2, 0, gl.width // 2, gl.height)
+        if k == 0:
+            _attrib(gl, "a_position", raw, size=3, type_="HALF_FLOAT_OES", stride=14)
+            _attrib(gl, "a_color", raw[6:], size=4, type_="HALF_FLOAT_OES", normalized=True,
+                    stride=14)
+        else:
+            buffer = gl.createBuffer()
+            gl.bindBuffer("ARRAY_BUFFER", buffer)
+            gl.bufferData("ARRAY_BUFFER", raw, "STATIC_DRAW")
+            for name, size, offset in (("a_position", 3, 0), ("a_color", 4, 6)):
+                location = gl.getAttribLocation(program, name)
+                gl.vertexAttribPointer(location, size, "HALF_FLOAT_OES", name == "a_color",
+                                       14, offset)
+                gl.enableVertexAttribArray(location)
+            gl.bindBuffer("ARRAY_BUFFER", None)
+        gl.drawArrays("TRIANGLES", 0, 3 * n)
+    gl.endFrame()
