@@ -26,3 +26,17 @@ def test_frame_range_errors_name_the_trace():
         assert str(exc) == "traces/bunny.tsim: --frames '0:9': the trace has frames 0..2"
     else:
         raise AssertionError("no error")
+
+
+def test_names_resolve_without_case_and_suggest_the_closest():
+    import pytest
+
+    from tilesim.errors import InputError, resolve_name
+
+    assert resolve_name("scenario", "mts-2", ["MTS-1", "MTS-2"]) == "MTS-2"
+    assert resolve_name("policy", "HPF", ["none", "hpf"]) == "hpf"
+    with pytest.raises(InputError, match=r"unknown policy 'hfp'; did you mean 'hpf'\? "
+                                         r"\(known: none, hpf\)"):
+        resolve_name("policy", "hfp", ["none", "hpf"], source="--policy")
+    with pytest.raises(InputError, match=r"unknown policy 'zzz' \(known"):
+        resolve_name("policy", "zzz", ["none", "hpf"])

@@ -40,3 +40,19 @@ class InputError(TilesimError):
 
 class ToolMissing(TilesimError):
     """An external program or library (Mesa, apitrace, Xvfb) is not installed."""
+
+
+def resolve_name(kind: str, name: str, known, *, source: str | None = None) -> str:
+    """The one of ``known`` names that ``name`` means, compared without case ("mts-2" is
+    MTS-2); anything else is an InputError listing them, with the closest as a suggestion."""
+    import difflib
+
+    known = list(known)
+    folded = {k.casefold(): k for k in known}
+    if name in known:
+        return name
+    if name.casefold() in folded:
+        return folded[name.casefold()]
+    close = difflib.get_close_matches(name.casefold(), list(folded), n=1, cutoff=0.6)
+    hint = f"; did you mean {folded[close[0]]!r}?" if close else ""
+    raise InputError(f"unknown {kind} {name!r}{hint} (known: {', '.join(known)})", source=source)

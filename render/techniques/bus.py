@@ -21,6 +21,8 @@ DSR and memoization run alone.
 
 from __future__ import annotations
 
+import difflib
+
 import numpy as np
 
 from tilesim.backend import array_module
@@ -89,8 +91,11 @@ class Techniques(PipelineHooks):
         names = [] if spec == "baseline" else [n.strip() for n in spec.split("+")]
         unknown = [n for n in names if n not in NAMES]
         if unknown or len(set(names)) != len(names) or "" in names:
-            raise InputError(f"unknown technique {spec!r}: use baseline or a '+'-joined set of "
-                             f"{', '.join(NAMES)} (e.g. re+evr)", source=source)
+            close = difflib.get_close_matches(unknown[0], NAMES, n=1) if unknown else []
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise InputError(f"unknown technique {spec!r}{hint} Use baseline or a '+'-joined "
+                             f"set of {', '.join(NAMES)} (e.g. re+evr); variants: re/xor, "
+                             "re/uniforms, memo/32", source=source)
         alone = [n for n in names if n in ALONE]
         if alone and len(names) > 1:
             raise InputError(f"{alone[0]} does not combine with other techniques (the thesis "

@@ -17,7 +17,7 @@ import json
 import math
 from pathlib import Path
 
-from tilesim.errors import EXIT_OK, InputError
+from tilesim.errors import EXIT_OK, InputError, resolve_name
 from tilesim.render.studies.scheduling import actual, estimators, metrics, robustness, scenarios
 from tilesim.render.studies.scheduling.blocks import DISTRIBUTIONS, InjectedError, Margin
 from tilesim.render.studies.scheduling.policies import GUARDS, POLICIES, check_policy
@@ -217,6 +217,7 @@ def _schedule(args) -> int:
     if args.actual_repeats < 1:
         raise InputError(f"must be >= 1, got {args.actual_repeats}", source="--actual-repeats")
     scen = scenarios.load_scenarios(args.config)
+    scenario = resolve_name("scenario", scenario, scen.scenarios, source=str(scen.path))
     if args.rebuild_blocks:
         from tilesim.atomic import write_json
 

@@ -41,7 +41,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from tilesim.errors import InputError
+from tilesim.errors import resolve_name
 from tilesim.render.studies.scheduling.blocks import Block
 
 POLICIES = ("none", "frrs", "hpf", "hpf-block", "hpf-frame", "edf")
@@ -50,10 +50,7 @@ GUARDS = ("frame", "release", "off")
 
 
 def check_policy(name: str) -> str:
-    if name not in POLICIES:
-        raise InputError(f"unknown policy {name!r} (known: {', '.join(POLICIES)})",
-                         source="--policy")
-    return name
+    return resolve_name("policy", name, POLICIES, source="--policy")
 
 
 @dataclass

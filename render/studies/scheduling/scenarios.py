@@ -25,7 +25,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from tilesim.errors import InputError
+from tilesim.errors import InputError, resolve_name
 from tilesim.render.studies.scheduling.blocks import BlockSpec, split_frame
 from tilesim.render.studies.scheduling.simulation import Application, SimConfig
 
@@ -194,9 +194,7 @@ def load_blocks(path: str | Path | None = None) -> dict[str, list[list[BlockSpec
 def applications(scen: Scenarios, scenario: str,
                  blocks: dict[str, list[list[BlockSpec]]]) -> list[Application]:
     """The applications of ``scenario`` with their timed blocks."""
-    if scenario not in scen.scenarios:
-        raise InputError(f"unknown scenario {scenario!r} (known: "
-                         f"{', '.join(scen.scenarios)})", source=str(scen.path))
+    scenario = resolve_name("scenario", scenario, scen.scenarios, source=str(scen.path))
     apps = []
     for e in scen.scenarios[scenario]:
         if e["app"] not in blocks:
