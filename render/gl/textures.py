@@ -523,14 +523,7 @@ class Texture:
         reaches the image's right / top edge; ``data`` its blocks, decoded as at upload."""
         call = "compressedTexSubImage2D"
         face, image = self._existing_image(call, target, level)
-        if format != image.format:
-            raise InputError(f"{call}: format {format} differs from the image's "
-                             f"{image.format}", source=self.where)
-        if (xoffset < 0 or yoffset < 0 or width < 0 or height < 0
-                or xoffset + width > image.width or yoffset + height > image.height):
-            raise InputError(f"{call}: rectangle {width}x{height} at ({xoffset}, {yoffset}) "
-                             f"is outside the {image.width}x{image.height} level {level} "
-                             f"image", source=self.where)
+        self._check_sub_rectangle(call, image, level, format, xoffset, yoffset, width, height)
         if (xoffset % 4 or yoffset % 4
                 or (width % 4 and xoffset + width != image.width)
                 or (height % 4 and yoffset + height != image.height)):
@@ -545,6 +538,18 @@ class Texture:
             data, width, height)
         image.refresh()
         self.version += 1
+
+    def _check_sub_rectangle(self, call: str, image, level: int, format: str, xoffset: int,
+                             yoffset: int, width: int, height: int) -> None:
+        """A sub-image call's format is the image's and its rectangle lies inside it."""
+        if format != image.format:
+            raise InputError(f"{call}: format {format} differs from the image's "
+                             f"{image.format}", source=self.where)
+        if (xoffset < 0 or yoffset < 0 or width < 0 or height < 0
+                or xoffset + width > image.width or yoffset + height > image.height):
+            raise InputError(f"{call}: rectangle {width}x{height} at ({xoffset}, {yoffset}) "
+                             f"is outside the {image.width}x{image.height} level {level} "
+                             f"image", source=self.where)
 
     def _existing_image(self, call: str, target: str, level: int):
         """(face, image) of ``level`` of ``target``, which a sub-image call needs to exist."""
@@ -565,14 +570,7 @@ class Texture:
         call = "texSubImage2D"
         face, image = self._existing_image(call, target, level)
         _check_modifiable(call, image, self.where)
-        if format != image.format:
-            raise InputError(f"{call}: format {format} differs from the image's "
-                             f"{image.format}", source=self.where)
-        if (xoffset < 0 or yoffset < 0 or width < 0 or height < 0
-                or xoffset + width > image.width or yoffset + height > image.height):
-            raise InputError(f"{call}: rectangle {width}x{height} at ({xoffset}, {yoffset}) "
-                             f"is outside the {image.width}x{image.height} level {level} "
-                             f"image", source=self.where)
+        self._check_sub_rectangle(call, image, level, format, xoffset, yoffset, width, height)
         if data is None:
             raise InputError(f"{call}: data is required", source=self.where)
         if HALF_FLOAT in (type, image.type) and type != image.type:
