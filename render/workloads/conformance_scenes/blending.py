@@ -70,20 +70,29 @@ def scene_blend_equations(gl: Recorder) -> None:
     combos = [(eq_rgb, eq_a, factors) for factors in factor_sets
               for eq_rgb in equations for eq_a in equations]
     cells = list(_cells(gl, 9, 6))
+    _blend_cells(gl, cells, combos)
+    _show_alpha(gl, cells)
+    gl.endFrame()
+
+
+def _blend_cells(gl: Recorder, cells, combos) -> None:
+    """The source gradient into each cell under its (rgb equation, alpha equation, factors)."""
     for (x, y, cw, ch), (eq_rgb, eq_a, factors) in zip(cells, combos, strict=True):
         gl.viewport(x, y, cw, ch)
         gl.blendEquationSeparate(eq_rgb, eq_a)
         gl.blendFuncSeparate(*factors)
         _draw(gl, "TRIANGLE_STRIP", [[-0.85, -0.85], [0.85, -0.85], [-0.85, 0.85],
                                      [0.85, 0.85]], _SOURCE_GRADIENT)
-    # Show the alpha channel in colour: a grey quad blended by DST_ALPHA on the lower half
-    # of every cell.
+
+
+def _show_alpha(gl: Recorder, cells) -> None:
+    """The destination alpha in colour: a grey quad blended by DST_ALPHA on the lower half of
+    every cell."""
     gl.blendEquation("FUNC_ADD")
     gl.blendFuncSeparate("DST_ALPHA", "ONE_MINUS_DST_ALPHA", "ZERO", "ONE")
     for x, y, cw, ch in cells:
         gl.viewport(x, y, cw, ch)
         _draw(gl, "TRIANGLES", _quad(-1, -1, 1, -0.3), (0.5, 0.5, 0.5, 1.0))
-    gl.endFrame()
 
 
 @scene("blend_minmax", size=(140, 96))
@@ -105,17 +114,8 @@ def scene_blend_minmax(gl: Recorder) -> None:
               for eq_rgb in equations[:2] for eq_a in equations] + \
         [(eq_rgb, eq_a, factor_sets[1]) for eq_rgb in equations[2:] for eq_a in equations[:2]]
     cells = list(_cells(gl, 5, 4))
-    for (x, y, cw, ch), (eq_rgb, eq_a, factors) in zip(cells, combos, strict=True):
-        gl.viewport(x, y, cw, ch)
-        gl.blendEquationSeparate(eq_rgb, eq_a)
-        gl.blendFuncSeparate(*factors)
-        _draw(gl, "TRIANGLE_STRIP", [[-0.85, -0.85], [0.85, -0.85], [-0.85, 0.85],
-                                     [0.85, 0.85]], _SOURCE_GRADIENT)
-    gl.blendEquation("FUNC_ADD")
-    gl.blendFuncSeparate("DST_ALPHA", "ONE_MINUS_DST_ALPHA", "ZERO", "ONE")
-    for x, y, cw, ch in cells:
-        gl.viewport(x, y, cw, ch)
-        _draw(gl, "TRIANGLES", _quad(-1, -1, 1, -0.3), (0.5, 0.5, 0.5, 1.0))
+    _blend_cells(gl, cells, combos)
+    _show_alpha(gl, cells)
     gl.endFrame()
 
 
