@@ -351,6 +351,19 @@ def scene_unpack_subimage(gl: Recorder) -> None:
     gl.endFrame()
 
 
+def _draw_panels(gl: Recorder, panels) -> None:
+    """Each texture of ``panels`` on its own quad across the window, the fourth (mipmapped)
+    one minified; off the pixel grid, so that no row or column of pixel centers falls on a
+    texel boundary (where NEAREST is decided by the last bit of rounding)."""
+    for k, texture in enumerate(panels):
+        gl.bindTexture("TEXTURE_2D", texture)
+        x0 = -1.0 + k * 0.5
+        scale = 0.3 if k == 3 else 1.0                    # the mipmapped one, minified
+        _draw(gl, "TRIANGLES", _quad(x0 + 0.031, -0.45 * scale - 0.213,
+                                     x0 + 0.031 + 0.437 * scale, 0.443 * scale - 0.213),
+              texcoords=_quad_uv())
+
+
 @scene("bgra_textures", size=(160, 96))
 def scene_bgra_textures(gl: Recorder) -> None:
     """EXT_texture_format_BGRA8888: GL_BGRA_EXT textures (B, G, R, A bytes) uploaded whole,
@@ -385,15 +398,7 @@ def scene_bgra_textures(gl: Recorder) -> None:
     panels.append(texture)
     panels.append(_texture(gl, bgra, fmt="BGRA_EXT", min_filter="LINEAR_MIPMAP_LINEAR",
                            mag_filter="LINEAR", mipmap=True))
-    for k, texture in enumerate(panels):
-        gl.bindTexture("TEXTURE_2D", texture)
-        x0 = -1.0 + k * 0.5
-        scale = 0.3 if k == 3 else 1.0                    # the mipmapped one, minified
-        # Off the pixel grid, so that no row or column of pixel centers falls on a texel
-        # boundary (where NEAREST is decided by the last bit of rounding).
-        _draw(gl, "TRIANGLES", _quad(x0 + 0.031, -0.45 * scale - 0.213,
-                                     x0 + 0.031 + 0.437 * scale, 0.443 * scale - 0.213),
-              texcoords=_quad_uv())
+    _draw_panels(gl, panels)
     gl.disable("BLEND")
     gl.endFrame()
 
@@ -515,13 +520,7 @@ def scene_half_float_textures(gl: Recorder) -> None:
     panels.append(texture)
     gl.enable("BLEND")
     gl.blendFunc("SRC_ALPHA", "ONE_MINUS_SRC_ALPHA")
-    for k, texture in enumerate(panels):
-        gl.bindTexture("TEXTURE_2D", texture)
-        x0 = -1.0 + k * 0.5
-        scale = 0.3 if k == 3 else 1.0                    # the mipmapped one, minified
-        _draw(gl, "TRIANGLES", _quad(x0 + 0.031, -0.45 * scale - 0.213,
-                                     x0 + 0.031 + 0.437 * scale, 0.443 * scale - 0.213),
-              texcoords=_quad_uv())
+    _draw_panels(gl, panels)
     gl.disable("BLEND")
     gl.endFrame()
 
