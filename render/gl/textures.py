@@ -466,14 +466,7 @@ class Texture:
         if internalformat != format:
             raise InputError(f"{call}: internalformat {internalformat} must equal format "
                              f"{format} in OpenGL ES 2.0", source=self.where)
-        limit = MAX_TEXTURE_SIZE >> level
-        if not (0 <= width <= limit and 0 <= height <= limit):
-            raise InputError(f"{call}: size {width}x{height} out of range 0..{limit} for "
-                             f"level {level}", source=self.where)
-        if self.target == TEXTURE_CUBE_MAP:
-            if width != height:
-                raise InputError(f"{call}: cube map face {target} must be square, got "
-                                 f"{width}x{height}", source=self.where)
+        self._check_image_size(call, target, level, width, height)
         if data is None:
             stored = _zeros(format, width, height)
         else:
@@ -497,13 +490,7 @@ class Texture:
         if internalformat not in COMPRESSED_FORMATS:
             raise InputError(f"{call}: unknown compressed format {internalformat!r} (expected "
                              f"one of {', '.join(COMPRESSED_FORMATS)})", source=self.where)
-        limit = MAX_TEXTURE_SIZE >> level
-        if not (0 <= width <= limit and 0 <= height <= limit):
-            raise InputError(f"{call}: size {width}x{height} out of range 0..{limit} for "
-                             f"level {level}", source=self.where)
-        if self.target == TEXTURE_CUBE_MAP and width != height:
-            raise InputError(f"{call}: cube map face {target} must be square, got "
-                             f"{width}x{height}", source=self.where)
+        self._check_image_size(call, target, level, width, height)
         need = compressed_image_size(internalformat, width, height)
         got = 0 if data is None else np.asarray(data).nbytes
         if got != need:
@@ -550,6 +537,17 @@ class Texture:
             raise InputError(f"{call}: rectangle {width}x{height} at ({xoffset}, {yoffset}) "
                              f"is outside the {image.width}x{image.height} level {level} "
                              f"image", source=self.where)
+
+    def _check_image_size(self, call: str, target: str, level: int, width: int,
+                          height: int) -> None:
+        """An image's size fits its level (MAX_TEXTURE_SIZE >> level), square on a cube face."""
+        limit = MAX_TEXTURE_SIZE >> level
+        if not (0 <= width <= limit and 0 <= height <= limit):
+            raise InputError(f"{call}: size {width}x{height} out of range 0..{limit} for "
+                             f"level {level}", source=self.where)
+        if self.target == TEXTURE_CUBE_MAP and width != height:
+            raise InputError(f"{call}: cube map face {target} must be square, got "
+                             f"{width}x{height}", source=self.where)
 
     def _existing_image(self, call: str, target: str, level: int):
         """(face, image) of ``level`` of ``target``, which a sub-image call needs to exist."""
