@@ -3,6 +3,7 @@ resuming, refusing mixed settings, bad input, and tilesim.open_results."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import shutil
@@ -151,6 +152,11 @@ def test_a_changed_frame_fails_the_lossless_check_with_exit_1(study, tmp_path, c
     pixels = np.asarray(Image.open(png)).copy()
     pixels[5, 5, 0] ^= 0x40
     Image.fromarray(pixels).save(png)
+    # As a renderer that drew it so would have left it: frames.json records its digest (a
+    # frame that does not match frames.json is rendered again, test_render_folder_integrity).
+    manifest = json.loads((png.parents[1] / "frames.json").read_text())
+    manifest["frames"][3]["png_sha256"] = hashlib.sha256(png.read_bytes()).hexdigest()
+    (png.parents[1] / "frames.json").write_text(json.dumps(manifest))
     assert main(["run", "--trace", str(trace), "--out", str(copy), "--workers", "1"]) == 1
     assert "quality check failed: sphere: re" in capsys.readouterr().err
     page = (copy / "index.html").read_text()

@@ -66,3 +66,9 @@ def release_folder(folder: str | os.PathLike) -> None:
     if fd is not None:
         os.close(fd)   # closing the only descriptor of the open file releases the lock
 
+
+
+def holds(folder: str | os.PathLike) -> bool:
+    """Whether this process holds the lock of ``folder`` (it wrote there and the folder is
+    its own to read)."""
+    return Path(folder).resolve() in _held

@@ -34,6 +34,7 @@ import json
 import os
 import re
 import zipfile
+import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -280,7 +281,8 @@ def load_batch(paths: list[Path], workers: int | None = None) -> Batch:
     def read(path):
         try:
             return _read_npz(path)
-        except (OSError, ValueError, KeyError, zipfile.BadZipFile, json.JSONDecodeError) as exc:
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
+            # (json.JSONDecodeError is a ValueError; zlib.error: a damaged compressed member)
             raise ValueError(f"{path.name}: unreadable counters file: {exc}") from None
 
     workers = workers or os.cpu_count() or 1

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from tilesim.errors import InputError
+from tilesim.render_folder import RenderFolder, open_render_folder
 from tilesim.timing import techniques
 from tilesim.timing.config import Config
 from tilesim.timing.counter_batch import load_batch
@@ -37,6 +38,8 @@ class Workload:
     name: str
     directory: Path
     estimate: BatchEstimate
+    # the folder's identity and the frames counted, checked (tilesim.render_folder)
+    render: RenderFolder | None = None
 
     @property
     def frames(self) -> list[FrameEstimate]:
@@ -64,27 +67,28 @@ def find_workloads(paths: list[str | Path]) -> list[tuple[str, Path]]:
 
 
 def estimate_workload(name: str, directory: Path, cfg: Config, ecfg: Config,
-                      screen: bool = True) -> Workload:
-    folder = directory / "counters"
-    files = sorted(folder.glob("*.npz"))
-    if not files:
-        raise InputError("no counters (*.npz) found; run `tilesim render ... --out DIR` first",
-                         source=str(folder))
+                      screen: bool = True, frames: range | None = None,
+                      check_writer: bool = True) -> Workload:
+    """The model's estimate of a render folder's frames (``frames``, else every finished
+    one), each file checked against the folder's manifest first
+    (:func:`tilesim.render_folder.open_render_folder`; ``check_writer``: refuse a folder
+    another process is writing)."""
+    folder = open_render_folder(directory, frames, check_writer=check_writer)
+    files = folder.counters()
     try:
         batch = load_batch(files)
     except ValueError as exc:
-        raise InputError(str(exc), source=str(folder)) from None
+        raise InputError(str(exc), source=str(directory / "counters")) from None
     histograms = None
     if screen:
-        pngs = [directory / "frames" / f"{f.stem}.png" for f in files]
-        pngs = [p if p.is_file() else None for p in pngs]
+        pngs = [p if p.is_file() else None for p in folder.pngs()]
         if any(p is not None for p in pngs):
             try:
                 histograms = png_histograms(pngs)
             except OSError as exc:
                 raise InputError(f"unreadable frame image: {exc}",
                                  source=str(directory / "frames")) from None
-    return Workload(name, directory, estimate_batch(batch, cfg, ecfg, histograms))
+    return Workload(name, directory, estimate_batch(batch, cfg, ecfg, histograms), folder)
 
 
 def _sum(d: dict[str, np.ndarray]) -> dict[str, float]:

@@ -266,7 +266,10 @@ class FrameCounters:
         return {"frame": self.frame, **{k: int(v) for k, v in self.scalars.items()}, **tiles,
                 "overshading": self.overshading()}
 
-    def to_npz_bytes(self) -> bytes:
+    def to_npz_bytes(self, provenance: dict | None = None) -> bytes:
+        """The counters file's bytes; ``provenance`` (tilesim.render_folder.provenance: the
+        render's identity, the frame number and image size) is kept as the JSON member
+        ``provenance``, so a file read anywhere says which render and frame it is."""
         arrays = {f"frame.{k}": np.asarray(v, dtype=np.int64) for k, v in self.scalars.items()}
         arrays["frame.index"] = np.asarray(self.frame, dtype=np.int64)
         for k, p in enumerate(self.passes):
@@ -282,6 +285,8 @@ class FrameCounters:
             arrays[f"program.{digest}"] = np.asarray(text)
         for digest, count in self.vs_programs.items():
             arrays[f"vs_program.{digest}"] = np.asarray(count, dtype=np.int64)
+        if provenance is not None:
+            arrays["provenance"] = np.asarray(json.dumps(provenance, sort_keys=True))
         return _npz_bytes(arrays)
 
     def save(self, path: str | Path) -> Path:

@@ -37,6 +37,7 @@ import json
 import os
 import re
 import time
+import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -64,15 +65,27 @@ from tilesim.render.studies.runner import (
 from tilesim.render.techniques.bus import Techniques
 from tilesim.render.techniques.dynamic_sampling_rate import DEFAULT_PARAMETERS
 from tilesim.render.traces.trace_file import open_trace
+from tilesim.render_folder import (
+    FRAME_NPZ,
+    FRAME_PNG,
+    IDENTITY_FILE,
+    entry_problem,
+    file_sha256,
+    frame_files,
+    image_problem,
+    provenance,
+    provenance_problem,
+    read_provenance,
+    sealed,
+    sha256_bytes,
+    unsealed,
+)
+from tilesim.render_folder import MANIFEST_FILE as FRAMES_FILE
 
-IDENTITY_FILE = "render.json"
-FRAMES_FILE = "frames.json"
-IDENTITY_FORMAT = "tilesim render folder 1"
+IDENTITY_FORMAT = "tilesim render folder 2"   # 2: counters record provenance, frames.json digests
 # The files tilesim writes in a job folder (summary.json: the batch's folder, not removed by
 # --force) and in its frames/ and counters/ sub-folders (NNNNNN = frame number, >= 6 digits).
 OWN_FILES = re.compile(r"render\.json|frames\.json|summary\.json")
-FRAME_PNG = re.compile(r"(\d{6,})\.png")
-FRAME_NPZ = re.compile(r"(\d{6,})\.npz")
 # Fields of render.json a resume must match, with the words an error uses for them.
 IDENTITY_FIELDS = {
     "format": "format",
@@ -115,9 +128,7 @@ class Job:
     mediump: str = field(default_factory=configured_mediump)
 
     def frame_files(self, index: int) -> tuple[Path, Path]:
-        name = f"{index:06d}"
-        return (Path(self.out) / "frames" / f"{name}.png",
-                Path(self.out) / "counters" / f"{name}.npz")
+        return frame_files(self.out, index)
 
     def finished(self, index: int) -> bool:
         return all(p.exists() for p in self.frame_files(index))
@@ -127,15 +138,6 @@ class Job:
 
 
 # -- identity -----------------------------------------------------------------------------
-
-def file_sha256(path: str | Path, chunk: int = 1 << 20) -> str:
-    """SHA-256 of a file's bytes, read in chunks (traces can be large)."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(chunk):
-            digest.update(block)
-    return digest.hexdigest()
-
 
 @functools.lru_cache(maxsize=1)
 def renderer_sha256() -> str:
@@ -296,16 +298,21 @@ def prepare_jobs(jobs: list[Job], *, force: bool = False) -> list[dict]:
 
 # -- frames.json ----------------------------------------------------------------------------
 
-def _entry(summary: dict) -> dict:
+DIGESTS = ("png_sha256", "counters_sha256")
+
+
+def _entry(summary: dict, digests: dict | None = None) -> dict:
     """A frame's counter totals in one key order (a summary of live counters and one of
-    counters loaded from disk order their scalars differently)."""
+    counters loaded from disk order their scalars differently), then its files' digests."""
+    digests = digests if digests is not None else {k: summary[k] for k in DIGESTS
+                                                   if k in summary}
     order = ["frame", *FRAME_COUNTERS, *TECHNIQUE_FRAME_COUNTERS, *TILE_COUNTERS,
              *TECHNIQUE_TILE_COUNTERS]
-    known = set(order) | {"overshading"}
+    known = set(order) | {"overshading", *DIGESTS}
     keys = [k for k in order if k in summary] + sorted(k for k in summary if k not in known)
     if "overshading" in summary:
         keys.append("overshading")
-    return {k: summary[k] for k in keys}
+    return {**{k: summary[k] for k in keys}, **digests}
 
 
 def finished_frames(job: Job) -> list[int]:
@@ -324,27 +331,58 @@ def finished_frames(job: Job) -> list[int]:
     return sorted(found)
 
 
+def _unlisted_entry(job: Job, index: int, identity: dict | None) -> tuple[dict | None, str]:
+    """The manifest entry of a finished frame frames.json does not list (a run was killed
+    before it wrote frames.json again): (entry, "") when its counters record this render and
+    frame and its PNG is the image they describe, else (None, why not)."""
+    png, npz = job.frame_files(index)
+    try:
+        reason = provenance_problem(npz, index, identity)
+        if reason is None:
+            size = (read_provenance(npz) or {}).get("image_size")
+            reason = image_problem(png, size)
+        if reason is not None:
+            return None, reason
+        summary = load_counters(npz).summary()
+    except Exception as exc:  # noqa: BLE001  (a damaged file: say which)
+        return None, f"unreadable counters file ({exc})"
+    return _entry(summary, {"png_sha256": file_sha256(png),
+                            "counters_sha256": file_sha256(npz)}), ""
+
+
 def frame_entries(job: Job) -> tuple[dict[int, dict], bool]:
-    """``frames.json``'s entries made to describe exactly the finished frames on disk: those
-    it lacks are read back from their counters, those whose files are gone are dropped.
+    """``frames.json``'s entries made to describe exactly the finished frames on disk, each
+    checked: a listed frame's files must have the SHA-256 frames.json recorded; a frame it
+    does not list is read back from its counters when they record this render and frame and
+    its PNG is the image they describe. A frame that fails is named (a warning) and its
+    files removed, so that it is rendered again; frames whose files are gone are dropped.
     Returns the entries and whether they differ from the file's."""
+    folder = Path(job.out)
     held: dict[int, dict] = {}
-    data = _read_json(Path(job.out) / FRAMES_FILE)
+    # A damaged or edited frames.json is not believed: its frames are checked as unlisted.
+    data = unsealed(_read_json(folder / FRAMES_FILE)) or {}
     listed = data.get("frames") if isinstance(data.get("frames"), list) else []
     for entry in listed:
         if isinstance(entry, dict) and type(entry.get("frame")) is int:
             held[entry["frame"]] = _entry(entry)
+    identity = _read_json(folder / IDENTITY_FILE) or None
     entries: dict[int, dict] = {}
     for index in finished_frames(job):
         if index in held:
-            entries[index] = held[index]
-            continue
-        npz = job.frame_files(index)[1]
-        try:
-            entries[index] = _entry(load_counters(npz).summary())
-        except Exception as exc:  # noqa: BLE001  (a damaged file: say which)
-            raise InputError(f"unreadable counters file ({exc}): remove it to render the "
-                             "frame again" + _RESTART, source=str(npz)) from None
+            problem = entry_problem(folder, index, held[index], identity)
+            if problem is None:
+                entries[index] = held[index]
+                continue
+            path, reason = problem
+        else:
+            entries[index], reason = _unlisted_entry(job, index, identity)
+            if entries[index] is not None:
+                continue
+            del entries[index]
+            path = job.frame_files(index)[1]
+        warnings.warn(f"{path}: {reason}; rendering frame {index} again", stacklevel=2)
+        for own in job.frame_files(index):
+            own.unlink(missing_ok=True)
     changed = (list(entries.values()) != [held[k] for k in sorted(held)]
                or data.get("trace") != job.trace or data.get("technique") != job.technique)
     return entries, changed
@@ -352,8 +390,8 @@ def frame_entries(job: Job) -> tuple[dict[int, dict], bool]:
 
 def _write_frames(job: Job, entries: dict[int, dict]) -> Path:
     return write_json(Path(job.out) / FRAMES_FILE,
-                      {"trace": job.trace, "technique": job.technique,
-                       "frames": [entries[k] for k in sorted(entries)]})
+                      sealed({"trace": job.trace, "technique": job.technique,
+                              "frames": [entries[k] for k in sorted(entries)]}))
 
 
 def _read_json(path: Path) -> dict:
@@ -373,6 +411,9 @@ class _FrameWriter:
     def __init__(self, job: Job, entries: dict[int, dict], on_frame=None, before_write=None,
                  encode=None):
         self.job, self.entries = job, entries
+        # What each counters file records of its render (render.json, written before any
+        # frame by prepare_jobs).
+        self.identity = _read_json(Path(job.out) / IDENTITY_FILE) or job_identity(job)
         self.on_frame, self.before_write = on_frame, before_write
         self.encode = encode or frame_png_bytes
         self.missing = set(job.missing())
@@ -386,11 +427,15 @@ class _FrameWriter:
         if result.index not in self.missing:
             return
         png, npz = self.job.frame_files(result.index)
-        result.counters.save(npz)
+        counters = result.counters.to_npz_bytes(
+            provenance(self.identity, result.index, result.image.shape))
+        write_bytes(npz, counters)
         if self.before_write is not None:
             self.before_write(result, techniques)
-        write_bytes(png, self.encode(result.image))
-        entry = _entry(result.counters.summary())
+        image = self.encode(result.image)
+        write_bytes(png, image)
+        entry = _entry(result.counters.summary(), {"png_sha256": sha256_bytes(image),
+                                                   "counters_sha256": sha256_bytes(counters)})
         self.written.append(entry)
         self.entries[result.index] = entry
         if self.on_frame is not None:

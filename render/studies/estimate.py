@@ -17,6 +17,7 @@ from tilesim.errors import InputError
 from tilesim.options import frame_range
 from tilesim.render.studies.batch import Job, job_techniques, run_job
 from tilesim.render.traces.trace_file import open_trace
+from tilesim.render_folder import comparable
 from tilesim.timing.config import load_energy_config, load_gpu_config
 from tilesim.timing.report import (
     average,
@@ -87,6 +88,7 @@ def _render_traces(args) -> None:
     techniques = [args.technique] + (["baseline"] if args.technique != "baseline"
                                      and not args.baseline else [])
     folders: dict[str, list[str]] = {t: [] for t in techniques}
+    args.frames_of = {}   # render folder -> the frames asked for (the folder may hold more)
     for trace in traces:
         with open_trace(trace) as t:
             frames = frame_range(args.frames, t.frame_count, source=str(trace))
@@ -96,6 +98,7 @@ def _render_traces(args) -> None:
             job_techniques(job)
             run_job(job)
             folders[technique].append(str(out))
+            args.frames_of[str(out)] = frames
     args.dirs = [d for d in args.dirs if not str(d).endswith(".tsim")] + \
         folders[args.technique]
     if "baseline" in folders and args.technique != "baseline":
@@ -112,11 +115,18 @@ def _estimate(args) -> int:
     ecfg = load_energy_config(args.energy_config)
     found = find_workloads(args.dirs)
     screen = not args.no_screen
-    runs = [estimate_workload(name, d, cfg, ecfg, screen) for name, d in found]
+    frames_of = getattr(args, "frames_of", {})
+    runs = [estimate_workload(name, d, cfg, ecfg, screen, frames_of.get(str(d)))
+            for name, d in found]
     bases = None
     if args.baseline:
         matched = match_baselines(found, find_workloads(args.baseline))
-        bases = [estimate_workload(name, d, cfg, ecfg, screen) for name, d in matched]
+        # A baseline is estimated over its run's frames (it may hold more); one of other
+        # frames, another trace or other settings is refused (render_folder.comparable).
+        bases = [estimate_workload(name, d, cfg, ecfg, screen, run.render.frames)
+                 for (name, d), run in zip(matched, runs, strict=True)]
+        for run, base in zip(runs, bases, strict=True):
+            comparable(run.render, base.render)
 
     run_totals = [totals(w.estimate) for w in runs]
     swings = None

@@ -43,6 +43,8 @@ from tilesim.images import read_png
 from tilesim.options import positive_int
 from tilesim.render.pipeline.counters import load_counters
 from tilesim.render.studies.batch import (
+    DIGESTS,
+    FRAMES_FILE,
     Job,
     file_sha256,
     prepare_jobs,
@@ -55,6 +57,7 @@ from tilesim.render.studies.characterize import Characterizer, characterization,
 from tilesim.render.studies.coherence import DEFAULT_TECHNIQUES, Tally, write_overlays
 from tilesim.render.traces.trace_file import open_trace
 from tilesim.render.workloads import GAME_LIKE, NATIVE_SIZES, trace_name
+from tilesim.render_folder import sealed, sha256_bytes, unsealed
 
 # The bundled workloads (traces/, made by scripts/make_bunny_trace.py and make_workloads.py):
 # glmark2's bunny, four game-like programs at the resolution of Frame Coherence Table 3.1, and
@@ -235,14 +238,44 @@ def unit_identity(unit: Unit) -> dict:
             "renderer_sha256": renderer_sha256(), "dsr_parameters": unit.dsr_parameters}
 
 
+def compared_files_sha256(unit: Unit) -> str | None:
+    """One SHA-256 over the manifest digests (frames.json) of the files a unit's comparison
+    and estimate read: its frames' PNGs and counters and the baseline's PNGs. None when a
+    frame is not finished. Recorded in quality.json: a frame changed or rendered again with
+    other bytes after the comparison makes the unit unfinished."""
+    parts = []
+    for folder, keys in ((unit.folder, DIGESTS), (unit.baseline_folder, ("png_sha256",))):
+        try:
+            listed = json.loads(Path(folder, FRAMES_FILE).read_text(encoding="utf-8"))["frames"]
+            entries = {e["frame"]: e for e in listed}
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        for index in range(*unit.workload.frames):
+            entry = entries.get(index, {})
+            if not all(isinstance(entry.get(k), str) for k in keys):
+                return None
+            parts += [entry[k] for k in keys]
+    return sha256_bytes("\n".join(parts).encode())
+
+
 def unit_done(unit: Unit) -> dict | None:
-    """The unit's quality record when it finished with these settings, else None."""
+    """The unit's quality record when it finished with these settings and its frames are
+    the ones it compared, else None."""
     try:
         held = json.loads(Path(unit.folder, QUALITY_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    if not isinstance(held, dict) or held.get("identity") != unit_identity(unit):
+    held = unsealed(held)
+    if held is None or held.get("identity") != unit_identity(unit):
         return None
+    compared = held.get("compared_files_sha256")
+    if compared is None or compared != compared_files_sha256(unit):
+        return None
+    if not all(_overlays_kept(unit, index) for index in unit.shown):
+        return None      # the shown frame is rendered again for its overlays
+    if unit.technique == "baseline" and _characterized_frames(_characterization(unit)) != [
+            unit.workload.frames[0], unit.workload.frames[1] - 1]:
+        return None      # the characterization is counted again with the unit
     return held
 
 
@@ -250,11 +283,16 @@ def _overlay_index(unit: Unit, index: int) -> Path:
     return Path(unit.folder, "overlays", f"{index:06d}.json")
 
 
+def _characterization(unit: Unit) -> Path:
+    return Path(unit.folder).parent / "characterization.json"
+
+
 def _characterized_frames(path: Path) -> list[int] | None:
-    """The [first, last] frames a kept characterization counted (None: none kept)."""
+    """The [first, last] frames a kept characterization counted (None: none kept, or one
+    that does not match its own digest)."""
     try:
-        return json.loads(path.read_text(encoding="utf-8")).get("frames")
-    except (OSError, ValueError, AttributeError):
+        return (unsealed(json.loads(path.read_text(encoding="utf-8"))) or {}).get("frames")
+    except (OSError, ValueError):
         return None
 
 
@@ -278,8 +316,17 @@ def _forget_shown_without_overlays(unit: Unit) -> None:
     state as that frame left it. Done before the render starts, so a frame on disk is final."""
     job = unit.job
     for index in unit.shown:
-        if job.finished(index) and not _overlay_index(unit, index).exists():
+        if job.finished(index) and not _overlays_kept(unit, index):
             job.frame_files(index)[0].unlink()
+
+
+def _overlays_kept(unit: Unit, index: int) -> bool:
+    """Whether the overlays of shown frame ``index`` were written (their index, sealed)."""
+    try:
+        data = json.loads(_overlay_index(unit, index).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return unsealed(data) is not None
 
 
 def _start_unit(unit: Unit) -> _UnitRender:
@@ -296,7 +343,8 @@ def _start_unit(unit: Unit) -> _UnitRender:
         if not is_baseline:
             write_overlays(folder, "", result.index, result.image, result.counters, techniques)
         kinds = sorted(p.parent.name for p in folder.glob(f"*/{result.index:06d}.png"))
-        write_json(_overlay_index(unit, result.index), {"frame": result.index, "kinds": kinds})
+        write_json(_overlay_index(unit, result.index),
+                   sealed({"frame": result.index, "kinds": kinds}))
 
     return _UnitRender(unit, observer, before_write)
 
@@ -305,12 +353,13 @@ def _characterize(unit: Unit, observer: Characterizer | None) -> None:
     """The baseline unit's characterization.json: from the render's observer, or counted
     again when the render resumed or the kept one is of other frames."""
     wanted = range(*unit.workload.frames)
-    path = Path(unit.folder).parent / "characterization.json"
+    path = _characterization(unit)
     if observer is not None:
         with open_trace(unit.workload.trace) as trace:
-            write_json(path, characterization(observer, trace, wanted, unit.tile_size))
+            write_json(path, sealed(characterization(observer, trace, wanted, unit.tile_size)))
     elif _characterized_frames(path) != [wanted.start, wanted.stop - 1]:
-        write_json(path, characterize(unit.workload.trace, wanted, tile_size=unit.tile_size))
+        write_json(path, sealed(characterize(unit.workload.trace, wanted,
+                                             tile_size=unit.tile_size)))
 
 
 def render_units(units: list[Unit]) -> dict[str, dict]:
@@ -386,8 +435,9 @@ def finish_unit(unit: Unit, rendered: dict, compared: list[dict] | None = None) 
               "seconds": {"render": own["render"],
                           "total": round(own["render"] + comparing
                                          + time.perf_counter() - started, 3)},
-              "rendered_with": own["rendered_with"]}
-    write_json(Path(unit.folder, QUALITY_FILE), record)
+              "rendered_with": own["rendered_with"],
+              "compared_files_sha256": compared_files_sha256(unit)}
+    write_json(Path(unit.folder, QUALITY_FILE), sealed(record))
     return record
 
 
@@ -397,8 +447,10 @@ def estimate_unit(unit: Unit):
     from tilesim.timing.config import load_energy_config, load_gpu_config
     from tilesim.timing.report import estimate_workload
 
+    # The unit's frames only: the folder may hold more (a narrower re-run of the study).
     return estimate_workload(unit.workload.name, Path(unit.folder), load_gpu_config(None),
-                             load_energy_config(None))
+                             load_energy_config(None), frames=range(*unit.workload.frames),
+                             check_writer=False)
 
 
 def plan_renders(units: list[Unit]) -> list[list[Unit]]:
@@ -595,14 +647,14 @@ def run_study(settings: Settings, out: str | Path, *, workers: int = 1, force: b
                 section_started = time.perf_counter()
                 results["sections"][name] = make(out)
                 seconds[name] = time.perf_counter() - section_started
-                write_json(out / "results.json", results)    # a later section may fail
+                write_json(out / "results.json", sealed(results))    # a later section may fail
         report_started = time.perf_counter()
         results["seconds"] = {k: round(v, 2) for k, v in seconds.items()}
         write_report(out, results, progress=progress, estimates=estimates)
         seconds["report"] = time.perf_counter() - report_started
         seconds["total"] = time.perf_counter() - started
         results["seconds"] = {k: round(v, 2) for k, v in seconds.items()}
-        write_json(out / "results.json", results)
+        write_json(out / "results.json", sealed(results))
         return results
     finally:
         release_folder(out)

@@ -186,7 +186,8 @@ def _tile_heat_maps(out: Path, workload: dict, techniques: list[str],
         run = estimates.get(f"{workload['name']}/{technique}")
         if run is None:
             run = estimate_workload(workload["name"], out / workload["runs"][technique]["folder"],
-                                    cfg, ecfg, screen=False)
+                                    cfg, ecfg, screen=False,
+                                    frames=range(*workload["frames"]), check_writer=False)
         estimate = run.estimate
         cycles = mean_screen_cycles(screen_tiles(estimate, cfg, ecfg, energy=False))
         if cycles is None:

@@ -59,6 +59,7 @@ from tilesim.errors import InputError
 from tilesim.render.studies.coherence import LOSSLESS, Tally
 from tilesim.render.studies.coherence import average as quality_average
 from tilesim.render.studies.thesis_comparison import THESIS, compare
+from tilesim.render_folder import unsealed
 from tilesim.thresholds import DSR_MIN_MSSIM
 
 FORMAT = "tilesim study 1"
@@ -82,8 +83,10 @@ def _overlays(folder: Path) -> dict[str, list[str]]:
     out = {}
     for index in sorted((folder / "overlays").glob("*.json")):
         try:
-            data = json.loads(index.read_text(encoding="utf-8"))
+            data = unsealed(json.loads(index.read_text(encoding="utf-8")))
         except (OSError, ValueError):
+            data = None
+        if data is None:     # the study renders a frame whose index is damaged again
             continue
         out[str(data["frame"])] = list(data["kinds"])
     return out
@@ -107,8 +110,9 @@ def assemble_results(settings, units, records: dict[str, dict], out: Path, *,
     def estimate(unit):
         made = estimates.get(unit.key)
         if made is None:
-            made = estimates[unit.key] = estimate_workload(unit.workload.name,
-                                                           Path(unit.folder), cfg, ecfg)
+            made = estimates[unit.key] = estimate_workload(
+                unit.workload.name, Path(unit.folder), cfg, ecfg,
+                frames=range(*unit.workload.frames), check_writer=False)
         return made
 
     workloads, per_technique, failed = [], {}, []
@@ -144,7 +148,13 @@ def assemble_results(settings, units, records: dict[str, dict], out: Path, *,
         characterization = None
         path = Path(base_unit.folder).parent / "characterization.json"
         if path.is_file():
-            characterization = json.loads(path.read_text(encoding="utf-8"))["columns"]
+            # checked by the study before (study.unit_done): counted again when damaged
+            characterization = unsealed(json.loads(path.read_text(encoding="utf-8")))
+            if characterization is None:
+                raise InputError("does not match its own SHA-256 (changed while the study "
+                                 "ran?); rerun `tilesim run` to count it again",
+                                 source=str(path))
+            characterization = characterization["columns"]
         workloads.append({"name": w.name, "trace": w.trace, "origin": w.origin,
                           "width": width, "height": height, "frames": list(w.frames),
                           "characterization": characterization, "runs": runs,
@@ -320,6 +330,9 @@ def open_results(folder: str | Path) -> StudyResults:
         raise InputError(f"unreadable results.json: {exc}", source=str(path)) from None
     if not isinstance(raw, dict) or raw.get("format") != FORMAT:
         raise InputError(f"not a tilesim study ({FORMAT!r} expected)", source=str(path))
+    if unsealed(raw) is None:
+        raise InputError("does not match its own SHA-256 (damaged or edited); rerun "
+                         "`tilesim run` on the folder to write it again", source=str(path))
     try:
         import pandas  # noqa: F401
         import xarray  # noqa: F401

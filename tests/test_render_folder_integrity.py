@@ -1,0 +1,252 @@
+"""Numbers traceable to the files they came from (tilesim.render_folder): a render folder's
+manifest records each file's SHA-256, each counters file its render and frame; readers
+refuse what does not match, a resume renders it again, and a byte flipped anywhere in a
+finished folder is either caught or changes nothing."""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+from trace_helpers import sphere_trace
+
+from tilesim.cli import main
+from tilesim.render_folder import frame_files, read_provenance
+
+SIZE = (64, 48)
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory):
+    """Two traces rendered: s (4 frames, baseline and RE) and t (another trace, 4 frames)."""
+    root = tmp_path_factory.mktemp("integrity")
+    s = sphere_trace(root / "s.tsim", 4, size=SIZE)
+    t = sphere_trace(root / "t.tsim", 4, size=SIZE, clear_step=0.05)
+    for trace, out, extra in ((s, "base", []), (s, "re", ["--technique", "re"]),
+                              (t, "other", []), (s, "tiles32", ["--tile-size", "32"])):
+        assert main(["render", str(trace), "--out", str(root / out), *extra]) == 0
+    return root
+
+
+def copy(rendered: Path, name: str, tmp_path: Path) -> Path:
+    out = tmp_path / name
+    shutil.copytree(rendered / name, out, ignore=shutil.ignore_patterns(".tilesim.lock"))
+    return out
+
+
+def estimate(capsys, *argv) -> tuple[int, str, str]:
+    code = main(["estimate", *map(str, argv)])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def one_line(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+def test_each_counters_file_records_its_render_and_frame(rendered):
+    identity = json.loads((rendered / "base" / "render.json").read_text())
+    held = read_provenance(frame_files(rendered / "base", 2)[1])
+    assert held["frame"] == 2 and held["image_size"] == list(SIZE)
+    assert held["trace_sha256"] == identity["trace_sha256"]
+    assert held["tile_size"] == 16 and held["renderer_sha256"] == identity["renderer_sha256"]
+
+
+def test_a_counters_file_copied_from_another_frame_is_refused_then_rendered_again(
+        rendered, tmp_path, capsys):
+    out = copy(rendered, "base", tmp_path)
+    good = frame_files(out, 1)[1].read_bytes()
+    shutil.copy(frame_files(out, 3)[1], frame_files(out, 1)[1])
+    code, _, err = estimate(capsys, out)
+    assert code == 2
+    assert f"{frame_files(out, 1)[1]}: does not match the SHA-256" in one_line(err)
+    assert main(["render", str(rendered / "s.tsim"), "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "rendering frame 1 again" in err
+    assert frame_files(out, 1)[1].read_bytes() == good
+
+
+def test_an_unlisted_counters_file_of_another_frame_is_not_taken(rendered, tmp_path, capsys):
+    """A killed run leaves frames frames.json does not list: each is taken only when its
+    counters record this render and this frame."""
+    out = copy(rendered, "base", tmp_path)
+    (out / "frames.json").unlink()
+    good = frame_files(out, 2)[1].read_bytes()
+    shutil.copy(frame_files(out, 0)[1], frame_files(out, 2)[1])
+    assert main(["render", str(rendered / "s.tsim"), "--out", str(out)]) == 0
+    assert "holds frame 0, not frame 2" in capsys.readouterr().err
+    assert frame_files(out, 2)[1].read_bytes() == good
+
+
+@pytest.mark.parametrize("image", [np.zeros((1, 1, 4), np.uint8),
+                                   np.zeros((SIZE[1], SIZE[0]), np.uint8)],
+                         ids=["1x1", "grayscale"])
+def test_a_png_that_is_not_the_frame_is_refused_then_rendered_again(rendered, tmp_path,
+                                                                     capsys, image):
+    out = copy(rendered, "base", tmp_path)
+    png = frame_files(out, 2)[0]
+    good = png.read_bytes()
+    Image.fromarray(image).save(png)
+    code, _, err = estimate(capsys, out)
+    assert code == 2 and str(png) in one_line(err)
+    # Not listed either (frames.json lost too): the image is checked against its counters.
+    (out / "frames.json").unlink()
+    Image.fromarray(image).save(png)
+    assert main(["render", str(rendered / "s.tsim"), "--out", str(out)]) == 0
+    assert "rendering frame 2 again" in capsys.readouterr().err
+    assert png.read_bytes() == good
+
+
+def test_a_damaged_compressed_stream_is_one_line_not_a_traceback(rendered, tmp_path, capsys):
+    """Legacy folders (no render.json) have no digests: the counters' own reading fails
+    cleanly (zlib errors included)."""
+    out = copy(rendered, "base", tmp_path)
+    (out / "render.json").unlink()
+    npz = frame_files(out, 1)[1]
+    with zipfile.ZipFile(npz) as archive:
+        info = archive.getinfo("frame.index.npy")
+    data = bytearray(npz.read_bytes())
+    local = info.header_offset          # the local header's own name and extra lengths
+    start = local + 30 + int.from_bytes(data[local + 26:local + 28], "little") \
+        + int.from_bytes(data[local + 28:local + 30], "little")
+    for k in range(start, start + info.compress_size):
+        data[k] ^= 0x5A
+    npz.write_bytes(bytes(data))
+    code, _, err = estimate(capsys, out)
+    assert code == 2 and str(npz.name) in one_line(err)
+
+
+def test_a_counters_file_renamed_in_a_folder_without_render_json_is_refused(
+        rendered, tmp_path, capsys):
+    out = copy(rendered, "base", tmp_path)
+    (out / "render.json").unlink()
+    (out / "frames.json").unlink()
+    shutil.copy(frame_files(out, 0)[1], frame_files(out, 3)[1])
+    code, _, err = estimate(capsys, out)
+    assert code == 2 and "holds frame 0, not frame 3" in one_line(err)
+
+
+@pytest.mark.parametrize("baseline, words", [
+    ("other", "trace_sha256"),
+    ("tiles32", "tile_size"),
+    ("short", "frame 2 is not finished"),
+])
+def test_estimate_refuses_a_baseline_of_other_frames_trace_or_tile_size(
+        rendered, tmp_path, capsys, baseline, words):
+    if baseline == "short":
+        assert main(["render", str(rendered / "s.tsim"), "--out", str(tmp_path / "short"),
+                     "--frames", "0:2"]) == 0
+        capsys.readouterr()
+        base = tmp_path / "short"
+    else:
+        base = rendered / baseline
+    code, out, err = estimate(capsys, rendered / "re", "--baseline", base, "--json")
+    assert code == 2 and out == ""
+    assert words in one_line(err) and str(base) in err
+
+
+def test_a_baseline_holding_more_frames_is_estimated_over_the_runs_frames(
+        rendered, tmp_path, capsys):
+    run = tmp_path / "re2"
+    assert main(["render", str(rendered / "s.tsim"), "--out", str(run), "--technique", "re",
+                 "--frames", "0:2"]) == 0
+    capsys.readouterr()
+    code, out, _ = estimate(capsys, run, "--baseline", rendered / "base", "--json")
+    assert code == 0
+    report = json.loads(out)
+    assert [f["frame"] for f in report["frames"]] == [0, 1]
+    code, alone, _ = estimate(capsys, rendered / "base", "--json")
+    base_two = sum(f["seconds"] for f in json.loads(alone)["frames"][:2])
+    assert report["workloads"][0]["baseline"]["total"]["seconds"] == pytest.approx(base_two)
+
+
+def test_a_trace_estimated_over_fewer_frames_counts_only_those(rendered, tmp_path, capsys):
+    work = tmp_path / "work"
+    code, out, _ = estimate(capsys, rendered / "s.tsim", "--work", work, "--json")
+    assert code == 0 and len(json.loads(out)["frames"]) == 4
+    code, out, _ = estimate(capsys, rendered / "s.tsim", "--work", work, "--frames", "1:3",
+                            "--json")
+    assert code == 0 and [f["frame"] for f in json.loads(out)["frames"]] == [1, 2]
+
+
+def test_a_folder_being_written_is_refused(rendered, tmp_path, capsys):
+    out = copy(rendered, "base", tmp_path)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from tilesim.folder_lock import lock_folder; "
+         f"lock_folder({str(out)!r}); print('locked', flush=True); time.sleep(60)"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        code, _, err = estimate(capsys, out)
+        assert code == 2 and "is being written by a running tilesim" in one_line(err)
+    finally:
+        holder.kill()
+        holder.wait()
+        holder.stdout.close()
+    deadline = time.monotonic() + 10
+    while estimate(capsys, out)[0] != 0:
+        assert time.monotonic() < deadline
+
+
+# -- a byte flipped anywhere ------------------------------------------------------------------
+
+
+def _flip(path: Path, rng: random.Random) -> None:
+    data = bytearray(path.read_bytes())
+    k = rng.randrange(len(data))
+    data[k] ^= 1 << rng.randrange(8)
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.slow
+def test_a_byte_flipped_in_any_file_of_a_render_folder_is_caught_or_harmless(
+        rendered, tmp_path, capsys):
+    """Every file tilesim wrote, a bit flipped at a random place (seeded): `tilesim estimate`
+    either reports the same numbers as before or refuses with one line naming the file, and
+    a resume (`tilesim render`) brings the folder back to the bytes of a clean render or
+    refuses with one line. Never a traceback, never other numbers."""
+    clean = rendered / "base"
+    code, expected, _ = estimate(capsys, clean, "--json")
+    assert code == 0
+    files = sorted(p.relative_to(clean) for p in clean.rglob("*")
+                   if p.is_file() and p.name != ".tilesim.lock")
+    rng = random.Random(35)
+    counts = {"caught": 0, "harmless": 0}
+    for rel in files:
+        for _ in range(5):
+            out = tmp_path / "flipped" / "base"      # the workload's name is the folder's
+            shutil.rmtree(out, ignore_errors=True)
+            shutil.copytree(clean, out, ignore=shutil.ignore_patterns(".tilesim.lock"))
+            _flip(out / rel, rng)
+            code, got, err = estimate(capsys, out, "--json")
+            if code == 0:
+                # numbers unchanged (the folder name differs in "dir")
+                assert got.replace(str(out), str(clean)) == expected, rel
+                counts["harmless"] += 1
+            else:
+                assert code == 2 and one_line(err), rel
+                counts["caught"] += 1
+            code = main(["render", str(rendered / "s.tsim"), "--out", str(out)])
+            err = capsys.readouterr().err
+            if code == 2:
+                one_line(err)
+                assert rel.name == "render.json", (rel, err)
+                continue
+            assert code == 0, (rel, err)
+            for name in files:
+                if name.name not in ("render.json", "summary.json"):  # summary: the run's own
+                    assert (out / name).read_bytes() == (clean / name).read_bytes(), (rel, name)
+    print(f"render folder byte flips: {counts}")
+    assert counts["caught"] > 0
+
