@@ -250,3 +250,111 @@ def test_a_byte_flipped_in_any_file_of_a_render_folder_is_caught_or_harmless(
     print(f"render folder byte flips: {counts}")
     assert counts["caught"] > 0
 
+
+
+# -- a study's folder -------------------------------------------------------------------------
+
+STUDY_TECHNIQUES = "te,re,dsr"
+
+
+def _numbers(out: Path) -> dict:
+    """results.json less what differs between runs of one study (wall times, the digest of
+    the record that holds them)."""
+    results = json.loads((out / "results.json").read_text())
+
+    def strip(value):
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items()
+                    if k not in ("seconds", "record_sha256", "created", "seconds_per_frame",
+                                 "cpu_seconds_per_frame")}
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        return value
+
+    return strip(results)
+
+
+def run_study(trace: Path, out: Path, *extra) -> int:
+    return main(["run", "--trace", str(trace), "--out", str(out), "--workers", "1",
+                 "--techniques", STUDY_TECHNIQUES, *map(str, extra)])
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    root = tmp_path_factory.mktemp("integrity-study")
+    trace = sphere_trace(root / "s.tsim", 4, size=SIZE, clear_step=0.0)
+    assert run_study(trace, root / "out") == 0
+    return trace, root / "out"
+
+
+@pytest.mark.slow
+def test_a_narrower_rerun_of_a_study_counts_exactly_its_frames(study, tmp_path):
+    """`tilesim run` again into the same folder with fewer frames: its results are those of
+    a fresh run of those frames, not of the frames an earlier run left there."""
+    trace, out = study
+    rerun, fresh = tmp_path / "rerun", tmp_path / "fresh"
+    shutil.copytree(out, rerun)
+    assert run_study(f"{trace}@0:2", rerun) == 0
+    assert run_study(f"{trace}@0:2", fresh) == 0
+    got, want = _numbers(rerun), _numbers(fresh)
+    for results in (got, want):
+        for workload in results["workloads"]:
+            workload.pop("trace")
+            for run in workload["runs"].values():
+                run.pop("folder", None)
+    assert got["workloads"] == want["workloads"]
+    assert got["summary"] == want["summary"]
+
+
+@pytest.mark.slow
+def test_a_frame_changed_inside_a_finished_unit_is_rendered_again(study, tmp_path, capsys):
+    trace, out = study
+    copy = tmp_path / "out"
+    shutil.copytree(out, copy)
+    before = _numbers(copy)
+    png = copy / "runs" / "s" / "te" / "frames" / "000002.png"
+    good = png.read_bytes()
+    pixels = np.asarray(Image.open(png)).copy()
+    pixels[3, 3, 1] ^= 0x20
+    Image.fromarray(pixels).save(png)
+    capsys.readouterr()
+    assert run_study(trace, copy) == 0
+    assert f"{png}: does not match the SHA-256" in capsys.readouterr().err
+    assert png.read_bytes() == good
+    assert _numbers(copy) == before
+
+
+@pytest.mark.slow
+def test_a_byte_flipped_in_any_file_of_a_study_is_caught_or_harmless(study, tmp_path, capsys):
+    """A bit flipped at a random place (seeded) in files of every kind a study writes: the
+    resumed `tilesim run` gives the numbers of the clean study, or refuses with one line.
+    Never a traceback, never other numbers."""
+    trace, clean = study
+    expected = _numbers(clean)
+    files = sorted(p.relative_to(clean) for p in clean.rglob("*")
+                   if p.is_file() and p.name != ".tilesim.lock")
+    kinds: dict[str, list[Path]] = {}
+    for rel in files:
+        kind = rel.name if rel.suffix == ".json" and not rel.stem.isdigit() else rel.suffix
+        kind = f"{rel.parent.name}/{kind}" if rel.parent.name in ("overlays", "img") else kind
+        kinds.setdefault(kind, []).append(rel)
+    rng = random.Random(3535)
+    chosen = [rel for group in kinds.values() for rel in rng.sample(group, min(3, len(group)))]
+    counts = {"caught": 0, "harmless": 0}
+    for rel in chosen:
+        out = tmp_path / "flipped"
+        shutil.rmtree(out, ignore_errors=True)
+        shutil.copytree(clean, out, ignore=shutil.ignore_patterns(".tilesim.lock"))
+        _flip(out / rel, rng)
+        capsys.readouterr()
+        code = run_study(trace, out)
+        err = capsys.readouterr().err
+        if code == 0:
+            assert _numbers(out) == expected, rel
+            counts["harmless" if "again" not in err else "caught"] += 1
+        else:
+            assert code == 2, (rel, err)
+            one_line(err.replace("tilesim: warning", "").split("\n", 1)[-1]
+                     if "warning" in err else err)
+            counts["caught"] += 1
+    print(f"study byte flips over {len(chosen)} files of {len(kinds)} kinds: {counts}")

@@ -79,9 +79,13 @@ def _frame_rows(estimates, tally: Tally, wanted: range) -> list[dict]:
     return rows
 
 
-def _overlays(folder: Path) -> dict[str, list[str]]:
+def _overlays(folder: Path, shown) -> dict[str, list[str]]:
+    """The overlay kinds of the frames ``shown`` (the folder may hold overlays of frames an
+    earlier run of other frames showed)."""
     out = {}
     for index in sorted((folder / "overlays").glob("*.json")):
+        if not index.stem.isdigit() or int(index.stem) not in shown:
+            continue
         try:
             data = unsealed(json.loads(index.read_text(encoding="utf-8")))
         except (OSError, ValueError):
@@ -136,7 +140,7 @@ def assemble_results(settings, units, records: dict[str, dict], out: Path, *,
                 "folder": str(Path(unit.folder).relative_to(out)),
                 "quality": quality, "total": total, "normalized": normalize(total, base_total),
                 "frames": _frame_rows(est.frames, tally, range(*w.frames)),
-                "overlays": _overlays(Path(unit.folder)),
+                "overlays": _overlays(Path(unit.folder), unit.shown),
                 "seconds": record.get("seconds", {})}
             per_technique.setdefault(technique, []).append(
                 {"normalized": runs[technique]["normalized"], "quality": quality})
