@@ -358,3 +358,24 @@ def test_a_byte_flipped_in_any_file_of_a_study_is_caught_or_harmless(study, tmp_
                      if "warning" in err else err)
             counts["caught"] += 1
     print(f"study byte flips over {len(chosen)} files of {len(kinds)} kinds: {counts}")
+
+
+@pytest.mark.slow
+def test_open_results_refuses_an_edited_results_file_and_a_swapped_counters_file(study,
+                                                                                tmp_path):
+    import tilesim
+    from tilesim.errors import InputError
+
+    _, clean = study
+    out = tmp_path / "out"
+    shutil.copytree(clean, out, ignore=shutil.ignore_patterns(".tilesim.lock"))
+    assert tilesim.open_results(out).tiles("s", "re").sizes["frame"] == 4
+    counters = out / "runs" / "s" / "re" / "counters"
+    shutil.copy(counters / "000000.npz", counters / "000002.npz")
+    with pytest.raises(InputError, match="000002.npz: does not match the SHA-256"):
+        tilesim.open_results(out).tiles("s", "re")
+    results = json.loads((out / "results.json").read_text())
+    results["summary"]["re"]["time"] *= 0.5
+    (out / "results.json").write_text(json.dumps(results))
+    with pytest.raises(InputError, match="results.json: does not match its own SHA-256"):
+        tilesim.open_results(out)

@@ -59,7 +59,7 @@ from tilesim.errors import InputError
 from tilesim.render.studies.coherence import LOSSLESS, Tally
 from tilesim.render.studies.coherence import average as quality_average
 from tilesim.render.studies.thesis_comparison import THESIS, compare
-from tilesim.render_folder import unsealed
+from tilesim.render_folder import open_render_folder, unsealed
 from tilesim.thresholds import DSR_MIN_MSSIM
 
 FORMAT = "tilesim study 1"
@@ -290,8 +290,10 @@ class StudyResults:
         from tilesim.timing.tiles import screen_tiles
 
         run = self._run(workload, technique)
-        folder = self.folder / run["folder"] / "counters"
-        frames = [load_counters(folder / f"{row['frame']:06d}.npz") for row in run["frames"]]
+        # each counters file checked against its folder's manifest before it is counted
+        checked = open_render_folder(self.folder / run["folder"],
+                                     [row["frame"] for row in run["frames"]])
+        frames = [load_counters(path) for path in checked.counters()]
         config = self.raw.get("config", {})
         cfg = load_gpu_config(config.get("gpu"))
         ecfg = load_energy_config(config.get("energy"))
