@@ -379,3 +379,12 @@ def test_open_results_refuses_an_edited_results_file_and_a_swapped_counters_file
     (out / "results.json").write_text(json.dumps(results))
     with pytest.raises(InputError, match="results.json: does not match its own SHA-256"):
         tilesim.open_results(out)
+
+
+def test_compare_takes_a_render_folders_frames_from_its_manifest(rendered, tmp_path, capsys):
+    out = copy(rendered, "base", tmp_path)
+    assert main(["compare", str(out), str(rendered / "base")]) == 0
+    capsys.readouterr()
+    Image.fromarray(np.zeros((SIZE[1], SIZE[0], 4), np.uint8)).save(frame_files(out, 1)[0])
+    assert main(["compare", str(out), str(rendered / "base")]) == 2
+    assert "000001.png: does not match the SHA-256" in one_line(capsys.readouterr().err)

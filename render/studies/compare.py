@@ -30,6 +30,7 @@ from pathlib import Path
 
 from tilesim.errors import EXIT_FAILED_CHECK, EXIT_OK, InputError
 from tilesim.images import SSIM_WINDOW, Comparison, image_metrics, read_png
+from tilesim.render_folder import IDENTITY_FILE, open_render_folder
 from tilesim.thresholds import PROBE_TOLERANCE
 
 _FRAME_NAME = re.compile(r"^(?:frame_)?(\d+)\.png$")
@@ -41,6 +42,10 @@ def frame_files(folder: str | os.PathLike) -> dict[int, Path]:
     root = Path(folder)
     if not root.is_dir():
         raise InputError("no such folder", source=str(root))
+    if (root / IDENTITY_FILE).is_file():
+        # a tilesim render: the frames its manifest lists, each checked against its digest
+        render = open_render_folder(root)
+        return dict(zip(render.frames, render.pngs(), strict=True))
     for candidate in (root / "frames", root):
         if not candidate.is_dir():
             continue
