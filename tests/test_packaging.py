@@ -46,6 +46,14 @@ def test_the_wheel_carries_the_data_files_the_code_reads(wheel_names):
         assert data in wheel_names
     assert any(n.startswith("tilesim/shaders/corpus/") and n.endswith(".tgsi")
                for n in wheel_names)
+    # Every data file the repository keeps in its packages is in the wheel (a TOML the code
+    # reads left out of package-data broke `pip install .` once: thesis_games.toml).
+    tracked = subprocess.run(["git", "ls-files", "render", "shaders", "timing", "tilesim"],
+                             cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    for name in tracked:
+        if not name.endswith(".py"):
+            wheel_name = name if name.startswith("tilesim/") else f"tilesim/{name}"
+            assert wheel_name in wheel_names, name
     # Every folder of Python files in the repository's packages is a package in the wheel.
     for folder in ("render", "shaders", "timing"):
         for init in (ROOT / folder).rglob("__init__.py"):
