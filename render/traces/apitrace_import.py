@@ -62,7 +62,7 @@ Translation rules (what makes the stream equal to what the program drew):
 
 The counts go into the manifest's ``source`` dict and the printed summary.
 
-Malformed and truncated captures (issue 12). Every record of the call stream is checked where
+Malformed and truncated captures. Every record of the call stream is checked where
 it is read (:func:`tilesim.shaders.trace_capture.read_calls`, which the corpus capture uses
 too): a ``(number, name, [(argument, value)...], return value, flags)`` tuple with a
 non-negative call number, an identifier for a name, flags that fit 32 bits, and values of the

@@ -1,5 +1,5 @@
 """Conformance scenes: the GLES2 limits real programs reach, texture units beyond the eighth
-and points as large as Mesa draws them (issue 31, item 2)."""
+and points as large as Mesa draws them."""
 
 from __future__ import annotations
 
