@@ -11,6 +11,7 @@ folder, so the test lays out the tree as it is installed (a copy of the sources,
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -137,3 +138,32 @@ def test_numba_kernels_are_cached_per_source():
             digest.update(path.read_bytes())
     assert source_digest() == digest.hexdigest()[:16]
     assert Path(numba.config.CACHE_DIR).name == f"numba-{source_digest()}"
+
+
+# Source and configuration text says what and why with its document; the story of how a value
+# came about (earlier models, fits, issue numbers) belongs to docs/notes and the commits.
+HISTORY = re.compile(r"\bissue[ -]?\d+", re.IGNORECASE)
+SOURCE_MAX_CHARS = 900
+
+
+def test_history_stays_out_of_the_code():
+    roots = [ROOT / name for name in ("render", "shaders", "timing", "tilesim")]
+    found = [f"{path.relative_to(ROOT)}:{number}" for root in roots
+             for path in sorted([*root.rglob("*.py"), *root.rglob("*.toml")])
+             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if HISTORY.search(line) and "docs/notes/issue-" not in line]
+    assert found == []
+
+
+def test_configuration_sources_stay_short():
+    def sources(table, prefix=""):
+        for key, value in table.items():
+            if isinstance(value, dict) and isinstance(value.get("source"), str):
+                yield prefix + key, value["source"]
+            elif isinstance(value, dict):
+                yield from sources(value, f"{prefix}{key}.")
+
+    long = [(path.name, key, len(text)) for path in sorted((ROOT / "timing").rglob("*.toml"))
+            for key, text in sources(tomllib.loads(path.read_text(encoding="utf-8")))
+            if len(text) > SOURCE_MAX_CHARS]
+    assert long == []

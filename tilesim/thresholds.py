@@ -7,22 +7,23 @@ channel are in 1/255 units.
                                    same frame at 1x: below it, defects can be discerned
                                    (Anglada, "Exploiting Frame Coherence in Real-Time
                                    Rendering for Energy-Efficient GPUs", 2020, §6.3); DSR's
-                                   parameter search, the coherence study and issue 5
+                                   parameter search and the coherence study
     SUITE_MIN_MSSIM         0.99   every frame of the glmark2-es2 / es2gears suite against
-                                   Mesa's reference (issue 4, item 4)
-    GOLDEN_ACCEPT_MSSIM     0.99   a golden frame is accepted against Mesa's (issue 4, item 6:
-                                   the suite's bar)
-    CONFORMANCE_MIN_MSSIM   0.995  a conformance scene against Mesa llvmpipe (issue 3)
+                                   Mesa's reference (the project's bar for a real program)
+    GOLDEN_ACCEPT_MSSIM     0.99   a golden frame is accepted against Mesa's (the suite's
+                                   bar)
+    CONFORMANCE_MIN_MSSIM   0.995  a conformance scene against Mesa llvmpipe (the project's bar
+                                   for a feature)
     CONFORMANCE_MIN_WITHIN  0.999  share of a scene's pixels within CONFORMANCE_TOLERANCE on
-                                   every channel (issue 3: 99.9 %)
-    CONFORMANCE_TOLERANCE   2      in 1/255 (issue 3)
-    CONFORMANCE_COUNT_RTOL  0.001  fragment counts within 0.1 % of Mesa's (issue 3)
+                                   every channel (99.9 %)
+    CONFORMANCE_TOLERANCE   2      in 1/255 (as PROBE_TOLERANCE)
+    CONFORMANCE_COUNT_RTOL  0.001  fragment counts within 0.1 % of Mesa's
     PROBE_TOLERANCE         2      in 1/255: a frame too small for MSSIM (below the 11x11
                                    SSIM window) passes when every channel of every pixel is
                                    within it, as piglit's probes judge pixels: piglit's
                                    tolerance of an 8-bit channel is 3 / 2**8 = 2.99/255
                                    (piglit_set_tolerance_for_bits), so differences up to 2
-                                   pass (issue 31, item 3)
+                                   pass
 
 May import nothing: every layer may read it.
 """

@@ -11,7 +11,7 @@
     benchmark       the model's own speed
     reference       the cycle-level reference the model answers to: the raster pipeline of a
                     pass and the geometry pipeline of a frame, cycle by cycle, from records of
-                    a render (issue 15; ``tilesim reference-timing``)
+                    a render (``tilesim reference-timing``)
 
 May import: ``tilesim.render.pipeline.counters`` (the counters' contract) and the ``tilesim``
 base; never the pipeline itself.

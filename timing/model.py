@@ -48,7 +48,7 @@ Cycles
   and RE's signature compare in series. With the overlap a rendered tile takes at least the
   color buffer's time, ``blend + end + flush_read_share x bus`` (``color_buffer_cycles``:
   its writes, then its flush, slowed by the reads that go first on the bus). The two overlap
-  constants are fitted to the cycle-level reference (``tilesim.timing.reference``, issue 15).
+  constants are fitted to the cycle-level reference (``tilesim.timing.reference``).
 * ``frame = geometry + sum over passes and tiles of tile`` (phases in sequence): each tile's
   cycles include the part of its flush left exposed, so tiles' cycles add up to the frame's
   raster cycles.

@@ -44,11 +44,10 @@ Time (cycles)
   The row pass, ``tile_size / dct_units x tile_size`` = 64 cycles, is the DCT's time on the
   one-tile color buffer; the column pass (the other half of ``dct_cycles``) overlaps the next
   tile (the unit's 128 cycles per tile stay below the period of any tile that flushes). With
-  ``dct_after_flush`` (the default) the row pass follows the tile's flush, and the next tile
-  waits for both, less what its start hides, as for the flush alone; 0: beside the flush, the
-  next tile waiting for the longer of the two (hidden behind a 1 KB flush at 4 B/cycle: Frame
-  Coherence §6.5's "no execution time penalty"; before issue 15 the whole 128-cycle DCT sat
-  beside the flush).
+  ``dct_after_flush`` = 1 the row pass follows the tile's flush, and the next tile waits for
+  both, less what its start hides, as for the flush alone; 0 (the default): beside the flush,
+  the next tile waiting for the longer of the two (hidden behind a 1 KB flush at 4 B/cycle:
+  Frame Coherence §6.5's "no execution time penalty").
 * Memoization: LUT lookups at ``lookups_per_cycle``, a raster stage beside shading.
 
 Energy (joules): event counts x per-event energies of ``energy_32nm.toml`` (``technique.*``), by

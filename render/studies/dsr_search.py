@@ -572,7 +572,7 @@ class SearchGrid:
     # the 16x16 orthonormal DCT, so T_R <= 8 is under 0.7 levels; with D_R <= 8 the pure
     # horizontal and vertical frequencies (0, k), (k, 0), k >= 8 (stripes, text, scanlines)
     # stay in the test (D_R = 16 leaves out every one). Leave-workloads-out validation failed
-    # with either relaxed (issue 11: D_R 16 -> 0.918 held out, T_R 32 -> 0.876).
+    # with either relaxed (D_R 16 -> 0.918 held out, T_R 32 -> 0.876).
     reduce_thresholds: tuple[float, ...] = (2.0, 8.0)
     reduce_diagonals: tuple[int, ...] = (2, 4, 8)
     strategy: str = "coordinate"

@@ -20,23 +20,15 @@ Backends (``measure(frames, contexts, frame_context, groups, path=None)`` -> sec
   clock between the two glFinish (``timer="auto"``, the default; ``"query"`` or ``"finish"``
   choose). The query's begin is executed on its own (``anchor_query``: a glFinish after
   it), as 003 §IV-F's NOTIFY is a command the GPU executes when the group starts: llvmpipe
-  bins the begin into every 64x64 tile of the scene it lands in, and each rasterizer thread
-  overwrites its start time at every such tile (lp_rast.c, lp_rast_begin_query; the result
-  is the latest end less the earliest start over the threads, lp_query.c). A begin binned
-  with the group's own draws therefore starts the clock at some thread's last tile, and
-  the query sees a scheduling-dependent tail of the group (16 full-screen quads: 2.7-7 ms of
-  the 38-68 ms wall clock on the loaded 2-core machine; issue 17's 6x over-prediction of
-  draws). Flushed alone, the begin runs in a scene of its own, and later scenes do not
-  carry it; finished alone, the rasterizer has also taken its time before the calling
-  thread goes on (with a flush only, a vertex-stream upload group of 2.4 MB, a copy on the
-  calling thread, was over before a rasterizer thread woke: 12-17 us timed; unanchored, a
-  4 MB glBufferData timed 49 us of its 3.7 ms wall clock). The query then spans from
-  the group's start to its last tile (16 quads: 35.6 ms, wall clock 35.7 ms; the 4 MB
-  glBufferData 3.67 of 3.71 ms). softpipe times the calls between begin and end on the
-  calling thread either way. What the two timers see then: the query the group from its
-  start to its last pixel as the driver executes it (llvmpipe: the calling thread's vertex
-  processing, binning and copies as well, since the rasterizer waits for them), the wall
-  clock also the glFinish before and the replayer's calls around the query (40-80 us more).
+  bins the begin into every 64x64 tile of the scene it lands in and each rasterizer thread
+  overwrites its start time at every such tile (lp_rast.c, lp_rast_begin_query; lp_query.c
+  takes the latest end less the earliest start), so a begin binned with the group's own
+  draws would start the clock at some thread's last tile. Flushed and finished alone, it
+  runs in a scene of its own, and the query spans from the group's start to its last tile.
+  What the two timers see: the query the group as the driver executes it (llvmpipe: the
+  calling thread's vertex processing, binning and copies as well, since the rasterizer waits
+  for them); the wall clock also the glFinish before and the replayer's calls around the
+  query. The measurements behind this: docs/notes/ground-truth-timers.md.
   A backend's calibrations are cached per timer (``name``), and a
   cache made by another method (``Calibration.timer``) is made again.
 

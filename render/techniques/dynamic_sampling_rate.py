@@ -23,7 +23,7 @@ coherent), is "changed" and may not be reduced: its next rate is the lowest of t
 decision, its current rate and ``change_cap`` (a rate index: 0 restarts it at 1x, 4 only
 forbids the reduction). Both values are fitted by the search. Without a guard the FSM is the
 seed's, whose frame 1 is decided on frame 0 alone: a program whose sprites appear on frame 1
-over flat tiles analysed at frame 0 lost 0.09 MSSIM on that frame (issue 11).
+over flat tiles analysed at frame 0 lost 0.09 MSSIM on that frame.
 
 Tiles are numbered as the renderer numbers the tiles of the default framebuffer: row-major
 with tile row 0 at the BOTTOM of the image (OpenGL window coordinates): pixel (x, y), y up,

@@ -1,4 +1,4 @@
-"""The workloads of the execution-time prediction study (``tilesim predict``, issue 17).
+"""The workloads of the execution-time prediction study (``tilesim predict``, seeds 000 and 003).
 
 Written with the recording API, after the programs the seeds evaluate (Concepts for Execution
 Time Prediction of 3D GPU Rendering, seed 003 §VI; Hua Ma's thesis, seed 000 §7.4):

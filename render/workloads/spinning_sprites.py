@@ -1,6 +1,6 @@
 """``spinning_sprites``: textured 2D sprites rotated and flipped every frame.
 
-The program of issue 11 on which Dynamic Sampling Rate with the shipped parameters fell to
+A program on which Dynamic Sampling Rate with its first shipped parameters fell to
 MSSIM 0.890 on frame 1: its content changes abruptly from one frame to the next, the worst
 case for a per-tile rate decided on the previous frame (Frame Coherence ch. 6). Per frame: a clear
 to a flat color, a full-screen background quad with a soft gradient (low frequencies only), then,

@@ -1,4 +1,4 @@
-"""The cycle-level reference of the analytic timing model (issue 15 item 2, issue 30).
+"""The cycle-level reference of the analytic timing model.
 
     records   what it reads: a pass's quads tile by tile, a frame's draws (filled by
               ``tilesim.render.studies.quad_stream`` from a render; timing never imports the

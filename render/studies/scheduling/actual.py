@@ -1,4 +1,4 @@
-"""Actual block times measured on a real OpenGL ES 2.0 driver (issue 18 item 1: a block's
+"""Actual block times measured on a real OpenGL ES 2.0 driver (seed 004: a block's
 actual time from "the timing model, or measured on a real driver").
 
 ``tilesim schedule --actual gl-llvmpipe`` (or ``gl-softpipe``) replaces the GPU seconds of

@@ -5,7 +5,7 @@ Semantics Driven Scheduling*, ch. 5-6).
     tilesim schedule MTS-2 --policy all --json     every policy, as JSON (PD-FFT included)
     tilesim schedule MTS-1 --policy all --plot DIR 004's figures: AFR and PMD bars, PD-FFTs
     tilesim schedule MTS-2 --sweep-error           HP's PMD vs prediction error and margin
-    tilesim schedule MTS-2 --predictor bbox        blocks predicted by issue 17's estimator
+    tilesim schedule MTS-2 --predictor bbox        blocks predicted by `tilesim predict`'s bbox
     tilesim schedule MTS-2 --sweep-predictors      every estimator: its error, HP's PMD per
                                                    margin, the margin that keeps 100%
 """
@@ -61,7 +61,8 @@ def register(subparsers) -> None:
                         "release (default: config)")
     p.add_argument("--predictor", metavar="NAME",
                    help="predicted block times: exact (default), history (the same block of "
-                        "the last frame), or issue 17's estimators over the block's commands, "
+                        "the last frame), or tilesim predict's estimators over the block's "
+                        "commands, "
                         "named as in tilesim predict: bbox, history-ratio, history-seq, "
                         "oracle (E+runtime with --runtime-calibration), history-baseline; "
                         "with --sweep-predictors a comma-separated list (default: all)")
@@ -81,7 +82,7 @@ def register(subparsers) -> None:
                    help="HP's PMD under injected error of several spreads x safety margins "
                         "(and the history predictor), for --policy (default hpf)")
     p.add_argument("--sweep-predictors", action="store_true",
-                   help="every predictor (exact, history, issue 17's estimators, the "
+                   help="every predictor (exact, history, the prediction study's estimators, the "
                         "history baseline, and --error's distribution if given): its "
                         "prediction error, HP's PMD and AFR under --policy (default hpf) at "
                         "every margin of --margins and the smallest that keeps 100%%")
@@ -97,7 +98,8 @@ def register(subparsers) -> None:
     p.add_argument("--actual", default="model", choices=actual.SOURCES,
                    help="where the blocks' actual GPU times come from: the tilesim timing "
                         "model (the block costs), or Mesa llvmpipe / softpipe measured block by "
-                        "block (cached in --actual-cache); issue 17's estimators are then "
+                        "block (cached in --actual-cache); tilesim predict's estimators are "
+                        "then "
                         "calibrated on the same driver (default %(default)s)")
     p.add_argument("--timer", default="auto", choices=("auto", "query", "finish"),
                    help="with --actual gl-*: as tilesim predict, GL_EXT_disjoint_timer_query "

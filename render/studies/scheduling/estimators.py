@@ -1,8 +1,8 @@
-"""The prediction issue's estimators as the scheduler's predictors (issue 18 item 5).
+"""The execution-time prediction's estimators (seeds 000, 003) as the scheduler's predictors.
 
 FG-SDS (seed 004, *Fine-Grained Semantics Driven Scheduling*, §5.5, Table 5-8) decides with
-a predicted execution time (PET) per command block. Issue 17 predicts command groups before
-they run (seeds 003 §IV and 000 §5.5, :mod:`tilesim.render.studies.prediction`). Here each
+a predicted execution time (PET) per command block. ``tilesim predict`` predicts command groups
+before they run (seeds 003 §IV and 000 §5.5, :mod:`tilesim.render.studies.prediction`). Here each
 block is given to a :class:`~tilesim.render.studies.prediction.Predictor` as a command group,
 so ``tilesim schedule --predictor NAME`` takes the names of ``tilesim predict --estimator``:
 
@@ -49,7 +49,7 @@ RUNTIME = "+runtime"
 
 
 def predictor_names(runtime_frames: int = 0) -> tuple[str, ...]:
-    """Every name ``--predictor`` takes: the scheduler's own, issue 17's estimators (with
+    """Every name ``--predictor`` takes: the scheduler's own, tilesim predict's estimators (with
     ``+runtime`` when the run-time calibration is on) and the history baseline."""
     runtime = tuple(f"{e}{RUNTIME}" for e in ESTIMATORS) if runtime_frames > 0 else ()
     return OWN + ESTIMATORS + runtime + (BASELINE,)
@@ -106,7 +106,7 @@ class _App:
 
 
 class EstimatorPredictor:
-    """Issue 17's Predictor with ``estimator`` behind the scheduler's predict/observe (see
+    """tilesim predict's Predictor with ``estimator`` behind the scheduler's predict/observe (see
     the module doc). ``calibration(context)`` and ``program_cost(...)`` are the Predictor's
     (a :class:`~tilesim.render.studies.ground_truth.Calibrator`'s methods, or stubs in
     tests)."""
@@ -200,7 +200,7 @@ class HistoryBaseline:
 def make_predictor(name: str, apps: dict[str, AppCommands] | None = None,
                    calibration: Callable | None = None, program_cost: Callable | None = None,
                    runtime_frames: int = 0):
-    """A fresh predictor by name (:func:`predictor_names`); issue 17's need ``apps`` (and,
+    """A fresh predictor by name (:func:`predictor_names`); tilesim predict's need ``apps`` (and,
     but for the baseline, the calibration callables)."""
     if name == "exact":
         return Exact()

@@ -1,4 +1,4 @@
-"""Robustness of HPF's deadline guarantee to prediction error (issue 18 item 5).
+"""Robustness of HPF's deadline guarantee to prediction error (seed 004).
 
 Seed 004 (*Fine-Grained Semantics Driven Scheduling*) §6.5: "since this model depends on the
 predicted execution time values of the command blocks for making scheduling decisions
@@ -10,7 +10,7 @@ under several safety margins (a factor on every prediction):
     spreads, and the block-level history predictor;
 :func:`sweep_predictors`
     any set of predictors, given as factories (``tilesim schedule --sweep-predictors``:
-    issue 17's estimators, ``estimators.py``), each with its prediction error measured on
+    tilesim predict's estimators, ``estimators.py``), each with its prediction error measured on
     the blocks the run laid out.
 
 The result is the highest-priority application's probability of meeting deadlines (PMD)

@@ -206,7 +206,7 @@ def applications(scen: Scenarios, scenario: str,
 
 def app_commands(scen: Scenarios, apps: list[Application], where: str = "blocks.json"):
     """The recorded commands of ``apps`` (built again, as their block costs were), each
-    checked against its block costs: what issue 17's estimators predict from
+    checked against its block costs: what the prediction study's estimators predict from
     (:mod:`~tilesim.render.studies.scheduling.estimators`)."""
     from tilesim.render.studies.scheduling.estimators import AppCommands, setup_commands
 
