@@ -1,13 +1,16 @@
 """The ``tilesim`` command line. Each package registers its own command group.
 
-Exit codes: 0 success, 1 a check or comparison failed, 2 bad usage or input.
+Exit codes: 0 success, 1 a check or comparison failed, 2 bad usage or input, 130 interrupted
+(Ctrl-C), 143 terminated (SIGTERM).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 import traceback
 import warnings
 
@@ -81,6 +84,16 @@ def _positive(text: str) -> int:
     return value
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where Python raises Ctrl-C's KeyboardInterrupt: the same clean-up
+    (temporaries removed, a Dask cluster closed) and one line, where the default action would
+    end the process at once, its Dask workers left to notice."""
+
+
+def _terminate(signum, frame) -> None:
+    raise Terminated()
+
+
 def main(argv: list[str] | None = None) -> int:
     from tilesim.shaders.interpreter import BUDGET_ENV as INSTRUCTION_BUDGET_ENV
     from tilesim.shaders.interpreter import CALL_DEPTH_ENV
@@ -93,6 +106,9 @@ def main(argv: list[str] | None = None) -> int:
                        (CALL_DEPTH_ENV, args.call_depth)):
         if value is not None:
             os.environ[env] = str(value)
+    # Main thread only (where Python runs handlers; tests may call main from others).
+    on_main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminate) if on_main else None
     try:
         with warnings.catch_warnings():
             if not args.debug:
@@ -108,9 +124,12 @@ def main(argv: list[str] | None = None) -> int:
         # A file the command reads or writes: missing, a folder, read-only, disk full.
         where = f"{exc.filename}: " if exc.filename else ""
         return _fail(args, f"{where}{exc.strerror or exc}", EXIT_BAD_INPUT)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         print("tilesim: interrupted", file=sys.stderr)
-        return 130
+        return 128 + (signal.SIGTERM if isinstance(exc, Terminated) else signal.SIGINT)
+    finally:
+        if on_main:
+            signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
