@@ -4,6 +4,7 @@ with the data files the code reads (DSR and GPU parameters, the shader corpus)."
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import zipfile
@@ -48,11 +49,15 @@ def test_the_wheel_carries_the_data_files_the_code_reads(wheel_names):
                for n in wheel_names)
     # Every data file the repository keeps in its packages is in the wheel (a TOML the code
     # reads left out of package-data broke `pip install .` once: thesis_games.toml).
-    tracked = subprocess.run(["git", "ls-files", "render", "shaders", "timing", "tilesim"],
+    tracked = subprocess.run(["git", "ls-files", "render", "shaders", "timing", "tilesim",
+                              "traces"],
                              cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    installed_as = {"traces": "tilesim/bundled_traces"}
     for name in tracked:
         if not name.endswith(".py"):
-            wheel_name = name if name.startswith("tilesim/") else f"tilesim/{name}"
+            top, _, rest = name.partition("/")
+            wheel_name = (name if top == "tilesim"
+                          else f"{installed_as.get(top, 'tilesim/' + top)}/{rest}")
             assert wheel_name in wheel_names, name
     # Every folder of Python files in the repository's packages is a package in the wheel.
     for folder in ("render", "shaders", "timing"):
@@ -72,3 +77,27 @@ def test_the_wheel_carries_the_license_and_the_pytest_plugin(wheel):
         text = archive.read(entry_points).decode()
     assert "[pytest11]\ntilesim.pytest_plugin = tilesim.pytest_plugin\n" in text
     assert "tilesim/pytest_plugin.py" in names
+
+
+@pytest.mark.slow
+def test_an_installed_wheel_runs_the_main_job_without_a_checkout(wheel, tmp_path):
+    """`pip install .` (not editable) and then `tilesim run` on the bundled workloads, from a
+    folder outside the repository: the traces and every data file the run reads come with
+    the package. The venv sees this environment's dependencies (no download)."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)],
+                   check=True, timeout=300)
+    python = venv / "bin" / "python"
+    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", str(wheel)],
+                   check=True, capture_output=True, timeout=600)
+    where = subprocess.run([str(python), "-c", "import tilesim; print(tilesim.__file__)"],
+                           cwd=tmp_path, capture_output=True, text=True, check=True).stdout
+    assert str(venv) in where                      # the installed copy, not the checkout
+    done = subprocess.run([str(venv / "bin" / "tilesim"), "run", "--quick", "--frames", "1",
+                           "--techniques", "te", "--out", str(tmp_path / "study"), "--json"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-2000:]
+    results = json.loads((tmp_path / "study" / "results.json").read_text())
+    assert [w["name"] for w in results["workloads"]] == ["bunny", "match3-1196x768",
+                                                          "runner-1196x768",
+                                                          "like_candy_crush-1196x768"]

@@ -135,9 +135,19 @@ def folder_name(technique: str) -> str:
 
 
 def bundled_traces() -> Path | None:
-    """The repository's traces/ folder (an editable install or a checkout), None if absent."""
+    """The bundled traces' folder: the repository's traces/ (an editable install or a
+    checkout), else the installed package data ``tilesim.bundled_traces`` (``pip install
+    .``); None if neither holds them."""
+    from importlib.resources import files
+
     folder = Path(__file__).resolve().parents[2] / "traces"
-    return folder if (folder / "bunny.tsim").is_file() else None
+    if (folder / "bunny.tsim").is_file():
+        return folder
+    try:
+        installed = Path(str(files("tilesim.bundled_traces")))
+    except ModuleNotFoundError:
+        return None
+    return installed if (installed / "bunny.tsim").is_file() else None
 
 
 def _frames(trace: str, count: int | None) -> tuple[int, int]:
@@ -149,9 +159,8 @@ def _frames(trace: str, count: int | None) -> tuple[int, int]:
 def bundled_workloads(frames: int, names=BUNDLED) -> list[Workload]:
     folder = bundled_traces()
     if folder is None:
-        raise InputError("the bundled traces (traces/*.tsim of the repository) are not "
-                         "installed: install tilesim from a checkout (pip install -e .) or "
-                         "give traces with --trace", source="tilesim run")
+        raise InputError("the bundled traces (tilesim.bundled_traces) are not installed: "
+                         "reinstall tilesim, or give traces with --trace", source="tilesim run")
     return [Workload(name, str(folder / f"{name}.tsim"), _frames(str(folder / f"{name}.tsim"),
                                                                    frames), "bundled")
             for name in names]
