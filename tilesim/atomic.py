@@ -56,11 +56,14 @@ def write_bytes(path: str | os.PathLike, data: bytes) -> Path:
             os.fsync(f.fileno())
         os.chmod(tmp, default_mode())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        if isinstance(exc, OSError) and exc.filename is None:
+            # A full disk (or a file size limit) fails the write naming no file: name it.
+            raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
         raise
     return path
 

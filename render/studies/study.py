@@ -562,7 +562,7 @@ def _run_units_on_dask(todo: list[Unit], renders: list[list[Unit]], workers: int
     unit's frames compared in runs as they are written and the rest in a part per worker
     when its render and its baseline's are done; then its quality record and, beside it, its
     estimate (into ``estimates``)."""
-    from tilesim.render.studies.cluster import dask_client
+    from tilesim.render.studies.cluster import dask_client, task_result
 
     with dask_client(workers) as client:
         # Dask starts earlier submissions first: the renders, then the comparisons.
@@ -580,7 +580,7 @@ def _run_units_on_dask(todo: list[Unit], renders: list[list[Unit]], workers: int
                 baseline = rendered.get(f"{unit.workload.name}/baseline")
                 for future in (render, baseline):
                     if future is not None and future.status == "error":
-                        future.result()         # raises the render's error
+                        task_result(future)     # raises the render's error
                 if render.done() and (baseline is None or baseline.done()):
                     # The estimate first (the longest task left of the unit: the last
                     # render's rest of frames is a few seconds of comparing).
@@ -603,10 +603,10 @@ def _run_units_on_dask(todo: list[Unit], renders: list[list[Unit]], workers: int
                 time.sleep(POLL_S)
             for future in done:
                 if future in estimating:
-                    estimates[estimating.pop(future).key] = future.result()
+                    estimates[estimating.pop(future).key] = task_result(future)
                     continue
                 unit = finishing.pop(future)
-                records[unit.key] = future.result()
+                records[unit.key] = task_result(future)
                 bar.set_postfix_str(unit.key, refresh=False)
                 bar.update(1)
 
