@@ -4,11 +4,20 @@ Each parameter is a table ``{value = N, unit = "...", source = "..."}``. The shi
 (``baseline_gpu.toml``, ``energy_32nm.toml``) are also the schema: a user's file must hold the
 same keys with the same units, a positive (energy: non-negative) number as value (a ``flag``,
 a modelling switch: 0 or 1) and a non-empty ``source``. Errors name the file and the dotted key.
+
+:func:`effective_config` is the one way a command builds the configuration it runs with: the
+files (or the shipped ones), then ``--set section.key=value`` overrides and ``--tile-size``
+(the same fact as ``screen.tile_size``), every value checked as a file's are; its canonical
+contents (:meth:`EffectiveConfig.record`) and their SHA-256 are what results.json records
+and what a study's units are identified by.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -106,6 +115,11 @@ def _build(path: Path, schema: dict[str, dict] | None, schema_file: Path,
         elif value < 0 or (value == 0 and not allow_zero):
             bound = "non-negative" if allow_zero else "positive"
             raise InputError(f"{name}.value: must be {bound}, got {value!r}", source=where)
+        elif 0 < value < sys.float_info.min:
+            # A subnormal number: the model divides by some values (memory.bandwidth, the
+            # clock), and 1 / 1e-320 is inf. No physical parameter is that small.
+            raise InputError(f"{name}.value: {value!r} is too small to compute with (below "
+                             f"{sys.float_info.min:.3g})", source=where)
         if schema is not None and unit != schema[name]["unit"]:
             raise InputError(f"{name}.unit: expected {schema[name]['unit']!r}, got {unit!r}",
                              source=where)
@@ -157,3 +171,203 @@ def load_energy_config(path: str | Path | None = None) -> Config:
     schema = None if path is None else _parse(ENERGY_32NM)
     return _build(Path(path) if path is not None else ENERGY_32NM, schema, ENERGY_32NM,
                   allow_zero=True)
+
+
+# -- the effective configuration ------------------------------------------------------------
+
+# Keys ``--set`` takes besides the files' own: a buffer's size in tiles, i.e. its entries over
+# the pixels of a tile (``buffers.color.tiles=2`` sets ``buffers.color.entries`` to 2 x
+# screen.tile_size^2, with the tile size the configuration ends with).
+TILE_BUFFERS = {"buffers.color.tiles": "buffers.color.entries",
+                "buffers.depth.tiles": "buffers.depth.entries"}
+# Values that are counts of things, integers (the renderer's and the tile size).
+INTEGER_KEYS = ("screen.tile_size", "caches.texture.count", "caches.texture.size",
+                "caches.texture.ways", "caches.texture.line_size",
+                "techniques.signature.ot_queue_entries", "limits.texture_units")
+SET_HELP = ("change one value of the GPU or energy configuration, SECTION.KEY as in their "
+            "files (e.g. memory.bandwidth=8; buffers.color.tiles=N sizes the color buffer in "
+            "tiles); repeatable, checked as a file's values are")
+
+
+@dataclass(frozen=True)
+class EffectiveConfig:
+    """The GPU and energy configuration a command runs with: the files (None: the shipped
+    ones), the ``--set`` overrides applied, validated. ``sets`` keeps what was asked (for the
+    record); ``gpu`` and ``energy`` are the resulting :class:`Config`."""
+
+    gpu: Config
+    energy: Config
+    gpu_file: str | None = None
+    energy_file: str | None = None
+    sets: tuple[tuple[str, float], ...] = ()
+
+    @property
+    def tile_size(self) -> int:
+        return int(self.gpu["screen.tile_size"])
+
+    def values(self) -> dict:
+        """The canonical contents: every value by dotted key, keys sorted, per file."""
+        return {"gpu": dict(sorted(self.gpu.values.items())),
+                "energy": dict(sorted(self.energy.values.items()))}
+
+    @property
+    def sha256(self) -> str:
+        """SHA-256 of :meth:`values` as compact JSON with sorted keys: the numbers, not the
+        files' paths, units or citations (a reworded source keeps the digest)."""
+        text = json.dumps(self.values(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def changed(self) -> dict[str, float]:
+        """The values that differ from the shipped files', by dotted key."""
+        shipped = EffectiveConfig(load_gpu_config(None), load_energy_config(None)).values()
+        mine = self.values()
+        return {k: v for part in ("gpu", "energy") for k, v in mine[part].items()
+                if shipped[part].get(k) != v}
+
+    def renderer_values(self, keys) -> dict:
+        """The values of ``keys`` (the renderer's, gpu_config.RENDERER_KEYS) that differ from
+        the shipped file's: what a render made with this configuration records."""
+        shipped = load_gpu_config(None)
+        return {k: _number(self.gpu[k]) for k in keys if self.gpu[k] != shipped[k]}
+
+    def record(self) -> dict:
+        """What results.json keeps: the files, the overrides, the digest and the values."""
+        return {"gpu": self.gpu.path, "energy": self.energy.path,
+                "set": {k: _number(v) for k, v in self.sets},
+                "sha256": self.sha256, "changed": {k: _number(v)
+                                                   for k, v in self.changed().items()},
+                "values": self.values()}
+
+    def line(self) -> str:
+        """One line for a report: the digest and what differs from the shipped files."""
+        changed = self.changed()
+        what = (", ".join(f"{k}={_number(v):g}" for k, v in changed.items()) if changed
+                else "the shipped files")
+        return f"configuration {self.sha256[:12]} ({what})"
+
+
+def _number(value: float) -> float | int:
+    return int(value) if float(value).is_integer() else value
+
+
+def config_from_record(record: dict) -> EffectiveConfig:
+    """The configuration results.json recorded (:meth:`EffectiveConfig.record`); a record of
+    an older tilesim (files' paths only) is loaded from those files."""
+    values = record.get("values") if isinstance(record, dict) else None
+    if not isinstance(values, dict):
+        record = record if isinstance(record, dict) else {}
+        return EffectiveConfig(load_gpu_config(record.get("gpu")),
+                               load_energy_config(record.get("energy")))
+    gpu, energy = load_gpu_config(None), load_energy_config(None)
+    try:
+        return EffectiveConfig(gpu.replace(**values["gpu"]), energy.replace(**values["energy"]),
+                               record.get("gpu"), record.get("energy"))
+    except (KeyError, TypeError) as exc:
+        raise InputError(f"results.json: the configuration recorded does not fit this "
+                         f"tilesim's ({exc})") from None
+
+
+def parse_set(text: str) -> tuple[str, float]:
+    """``section.key=value`` as (key, value); InputError naming the key on a malformed one."""
+    key, sep, raw = text.partition("=")
+    key, raw = key.strip(), raw.strip()
+    if not sep or not key or not raw:
+        raise InputError(f"expected SECTION.KEY=VALUE (e.g. memory.bandwidth=8), got {text!r}",
+                         source="--set")
+    try:
+        value = float(raw)
+    except ValueError:
+        raise InputError(f"expected a number, got {raw!r}", source=f"--set {key}") from None
+    if not math.isfinite(value):
+        raise InputError(f"expected a finite number, got {raw!r}", source=f"--set {key}")
+    return key, value
+
+
+def effective_config(config: str | Path | None = None, energy_config: str | Path | None = None,
+                     sets=(), tile_size: int | None = None) -> EffectiveConfig:
+    """The configuration a command runs with: ``config`` / ``energy_config`` (None: the shipped
+    files), then each of ``sets`` (``"section.key=value"`` strings or (key, value) pairs) in
+    order, then ``tile_size`` (``--tile-size``: screen.tile_size; a ``--set`` of another value
+    is refused). Every value is checked as a file's are (a number, finite, positive or for
+    energies non-negative, a flag 0 or 1, within its documented range, integers where counted)
+    and the whole as :func:`load_gpu_config` checks it, with an even tile size. Errors are
+    one line naming the key."""
+    gpu, energy = load_gpu_config(config), load_energy_config(energy_config)
+    pairs = [parse_set(s) if isinstance(s, str) else (s[0], float(s[1])) for s in sets]
+    if tile_size is not None:
+        given = [v for k, v in pairs if k == "screen.tile_size"]
+        if given and given[-1] != tile_size:
+            raise InputError(f"{tile_size} and --set screen.tile_size={_number(given[-1])} "
+                             "disagree: they are one setting, give one", source="--tile-size")
+        pairs.append(("screen.tile_size", float(tile_size)))
+    new_gpu, new_energy, tiles = {}, {}, {}
+    for key, value in pairs:
+        if key in TILE_BUFFERS:
+            tiles[key] = value
+        elif key in gpu.values:
+            new_gpu[key] = _checked(gpu, key, value, allow_zero=False)
+        elif key in energy.values:
+            new_energy[key] = _checked(energy, key, value, allow_zero=True)
+        else:
+            raise InputError("no such key in the GPU or energy configuration"
+                             + _suggest(key, [*gpu.values, *energy.values, *TILE_BUFFERS]),
+                             source=f"--set {key}")
+    gpu = gpu.replace(**new_gpu)
+    tile = gpu["screen.tile_size"]
+    for key, value in tiles.items():
+        if value < 1 or not value.is_integer():
+            raise InputError(f"a whole number of tiles (1 or more), got {_number(value)}",
+                             source=f"--set {key}")
+        entries = TILE_BUFFERS[key]
+        gpu = gpu.replace(**{entries: _checked(gpu, entries, value * tile * tile, False)})
+    cfg = EffectiveConfig(gpu, energy.replace(**new_energy),
+                          None if config is None else str(config),
+                          None if energy_config is None else str(energy_config),
+                          tuple(pairs))
+    _check_whole(cfg)
+    return cfg
+
+
+def _checked(cfg: Config, key: str, value: float, allow_zero: bool) -> float:
+    where = f"--set {key}"
+    unit = cfg.units[key]
+    if unit == "flag":
+        if value not in (0, 1):
+            raise InputError(f"a flag is 0 or 1, got {_number(value)}", source=where)
+    elif value < 0 or (value == 0 and not allow_zero):
+        raise InputError(f"must be {'non-negative' if allow_zero else 'positive'}, "
+                         f"got {_number(value)}", source=where)
+    elif 0 < value < sys.float_info.min:
+        raise InputError(f"{value!r} is too small to compute with (below "
+                         f"{sys.float_info.min:.3g})", source=where)
+    if key in INTEGER_KEYS and not value.is_integer():
+        raise InputError(f"a whole number ({unit}), got {value!r}", source=where)
+    low, high = cfg.ranges.get(key, (-math.inf, math.inf))
+    if not low <= value <= high:
+        raise InputError(f"{_number(value)} is outside its documented range "
+                         f"[{_number(low)}, {_number(high)}]", source=where)
+    return value
+
+
+def _check_whole(cfg: EffectiveConfig) -> None:
+    """What holds between values: latency bounds ordered, an even tile size of at least 2
+    pixels (the renderer's). A color buffer smaller than two tiles is the model's one-tile
+    buffer (its flush overlapped per buffers.color.flush_overlap), so --tile-size alone
+    needs no --set of the buffers."""
+    gpu = cfg.gpu
+    where = cfg.gpu_file or "the configuration"
+    if gpu["memory.latency_min"] > gpu["memory.latency_max"]:
+        raise InputError("memory.latency_min: must not exceed memory.latency_max "
+                         f"({gpu['memory.latency_min']:g} > {gpu['memory.latency_max']:g})",
+                         source=where)
+    tile = gpu["screen.tile_size"]
+    if not tile.is_integer() or tile < 2 or tile % 2:
+        raise InputError(f"screen.tile_size: an even whole number of pixels >= 2, got "
+                         f"{_number(tile)}", source=where)
+
+
+def _suggest(key: str, known) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(key, list(known), n=1)
+    return f" (did you mean {close[0]}?)" if close else ""

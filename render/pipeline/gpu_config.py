@@ -8,6 +8,7 @@ reads the same file, so each number has one source; the renderer reads the data 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from importlib.resources import files
 from pathlib import Path
@@ -25,11 +26,58 @@ from tilesim.errors import InputError
 GPU_CONFIG = Path(str(files("tilesim.timing") / "baseline_gpu.toml"))
 
 
-@functools.lru_cache(maxsize=16)
+# The entries of the GPU configuration the renderer reads: the texture caches' geometry (the
+# texture counters), the Overlapped Tiles Queue (RE's overflow counter) and the GLES2 limits.
+# ``processors.shader.mediump_fp16`` is read too, but a render takes it as its own setting
+# (``mediump``); ``screen.tile_size`` likewise (``tile_size``). A render made with other values
+# of these holds other counters or frames: batch.job_identity records them.
+RENDERER_KEYS = ("caches.texture.count", "caches.texture.size", "caches.texture.ways",
+                 "caches.texture.line_size", "techniques.signature.ot_queue_entries",
+                 "limits.texture_units", "limits.point_size_max")
+
+# The values that replace the shipped file's for the render running in this process
+# (:func:`renderer_config`), as a sorted tuple of (dotted key, value): part of every cache key.
+_OVERRIDES: tuple[tuple[str, float | int], ...] = ()
+
+
+@contextlib.contextmanager
+def renderer_config(values: dict | tuple = ()):
+    """Within the block, reads of the shipped GPU configuration (:data:`GPU_CONFIG`) by the
+    renderer see ``values`` (``{"caches.texture.size": 16384, ...}``, keys of
+    :data:`RENDERER_KEYS`) in place of the file's: how a render runs with an effective
+    configuration (``tilesim run/render --config/--set``) in whichever process renders it."""
+    global _OVERRIDES
+    values = dict(values)
+    unknown = sorted(set(values) - set(RENDERER_KEYS))
+    if unknown:
+        raise ValueError(f"renderer_config: not read by the renderer: {', '.join(unknown)}")
+    held, _OVERRIDES = _OVERRIDES, tuple(sorted(values.items()))
+    try:
+        yield
+    finally:
+        _OVERRIDES = held
+
+
+def overrides_key() -> tuple:
+    """The renderer's configuration overrides now in force (a cache key part)."""
+    return _OVERRIDES
+
+
 def gpu_config_values(path: str, table: str, keys: tuple[str, ...]) -> dict:
     """``{key: value}`` of the entries ``keys`` of the dotted ``table`` (``"caches.texture"``)
     of the GPU configuration file at ``path``; a missing file, table or entry is an InputError
-    naming the file."""
+    naming the file. Reads of the shipped file see :func:`renderer_config`'s values."""
+    values = dict(_file_values(path, table, keys))
+    if _OVERRIDES and path == str(GPU_CONFIG):
+        for name, value in _OVERRIDES:
+            prefix, _, key = name.rpartition(".")
+            if prefix == table and key in values:
+                values[key] = value
+    return values
+
+
+@functools.lru_cache(maxsize=16)
+def _file_values(path: str, table: str, keys: tuple[str, ...]) -> dict:
     try:
         with open(path, "rb") as handle:
             node = tomllib.load(handle)

@@ -93,7 +93,7 @@ from tilesim.backend import array_module, to_host
 from tilesim.errors import InputError
 from tilesim.render.gl.textures import MAX_LEVELS, TEXTURE_CUBE_MAP, Texture
 from tilesim.render.pipeline import compiled
-from tilesim.render.pipeline.gpu_config import GPU_CONFIG, gpu_config_values
+from tilesim.render.pipeline.gpu_config import GPU_CONFIG, gpu_config_values, overrides_key
 from tilesim.render.pipeline.set_associative import SetAssociativeLRU
 from tilesim.shaders.sampling import BIAS, EXPLICIT, GRADIENT, IMPLICIT, LEVEL_ZERO, TextureRequest
 
@@ -187,11 +187,11 @@ class TextureCacheConfig:
     def from_gpu_config(cls, path: str | Path | None = None) -> TextureCacheConfig:
         """``[caches.texture]`` (count, size, ways, line_size) of a GPU configuration file
         (default: the shipped ``baseline_gpu.toml``); ``block`` is the texture layout's."""
-        return _gpu_texture_cache(str(path or GPU_CONFIG))
+        return _gpu_texture_cache(str(path or GPU_CONFIG), overrides_key())
 
 
 @functools.lru_cache(maxsize=8)
-def _gpu_texture_cache(path: str) -> TextureCacheConfig:
+def _gpu_texture_cache(path: str, _overrides: tuple = ()) -> TextureCacheConfig:
     values = gpu_config_values(path, "caches.texture", ("count", "size", "ways", "line_size"))
     try:
         return TextureCacheConfig(caches=int(values["count"]), size_bytes=int(values["size"]),

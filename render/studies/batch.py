@@ -54,6 +54,7 @@ from tilesim.render.pipeline.counters import (
     TILE_COUNTERS,
     load_counters,
 )
+from tilesim.render.pipeline.gpu_config import renderer_config
 from tilesim.render.pipeline.renderer import configured_mediump
 from tilesim.render.studies.cluster import dask_client, map_in_order
 from tilesim.render.studies.runner import (
@@ -99,6 +100,7 @@ IDENTITY_FIELDS = {
     "tilesim_version": "tilesim version",
     "renderer_sha256": "renderer source (SHA-256)",
     "mediump": "mediump arithmetic",
+    "gpu_config": "GPU configuration the renderer reads",
 }
 # What decides a render's frames and counters: the GL state machine, the pipeline, the
 # techniques (their shipped parameters included), trace reading, the shader interpreter, and
@@ -126,6 +128,9 @@ class Job:
     backend: str = "numpy"    # the array backend the worker renders on (numpy or cupy)
     # how shaders compute mediump / lowp, "fp32" or "fp16" (default: the GPU configuration's)
     mediump: str = field(default_factory=configured_mediump)
+    # the entries of the GPU configuration the renderer reads (gpu_config.RENDERER_KEYS) that
+    # differ from the shipped file's, sorted (key, value) pairs; () renders with the file's
+    gpu_config: tuple = ()
 
     def frame_files(self, index: int) -> tuple[Path, Path]:
         return frame_files(self.out, index)
@@ -188,7 +193,9 @@ def job_identity(job: Job) -> dict:
             "backend": job.backend, "tilesim_version": __version__,
             "renderer_sha256": renderer_sha256(),
             # Only fp16 is written: folders rendered before the option existed are fp32.
-            **({} if job.mediump == "fp32" else {"mediump": job.mediump})}
+            **({} if job.mediump == "fp32" else {"mediump": job.mediump}),
+            # Only values other than the shipped file's (whose bytes renderer_sha256 holds).
+            **({"gpu_config": dict(job.gpu_config)} if job.gpu_config else {})}
 
 
 def _shown(field: str, identity: dict) -> str:
@@ -502,7 +509,7 @@ def run_job(job: Job, on_frame=None, *, prepare: bool = True, force: bool = Fals
     writer = _writer(job, on_frame, before_write)
     if writer.missing:
         techniques = job_techniques(job)
-        with use_backend(job.backend):
+        with use_backend(job.backend), renderer_config(job.gpu_config):
             replay_from = (None if observer is not None
                            else _replay_start(job, techniques, min(writer.missing)))
             for result in render_trace(job.trace, frames=writer.missing,
@@ -584,8 +591,8 @@ def run_side_by_side(jobs: list[Job], *, observer=None, before_writes=None) -> l
     (:func:`prepare_jobs`)."""
     started = time.perf_counter()
     before_writes = before_writes or [None] * len(jobs)
-    options = {(j.trace, j.tile_size, j.traversal, j.fill_rule, j.backend, j.mediump)
-               for j in jobs}
+    options = {(j.trace, j.tile_size, j.traversal, j.fill_rule, j.backend, j.mediump,
+                j.gpu_config) for j in jobs}
     if len(options) != 1:
         raise ValueError("run_side_by_side: jobs of one trace and pipeline options")
     techniques = {str(k): job_techniques(j) for k, j in enumerate(jobs)}
@@ -596,7 +603,7 @@ def run_side_by_side(jobs: list[Job], *, observer=None, before_writes=None) -> l
     missing = sorted(set().union(*(w.missing for w in writers)))
     if missing:
         job = jobs[0]
-        with use_backend(job.backend):
+        with use_backend(job.backend), renderer_config(job.gpu_config):
             for key, result, hooks in render_side_by_side(
                     job.trace, techniques, missing, observer=observer, tile_size=job.tile_size,
                     traversal=job.traversal, fill_rule=job.fill_rule, source=job.trace,

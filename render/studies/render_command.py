@@ -27,7 +27,7 @@ from tilesim.errors import EXIT_OK, InputError
 from tilesim.options import frame_range, positive_int
 from tilesim.render.pipeline.framebuffer import TRAVERSALS
 from tilesim.render.pipeline.rasterizer import FILL_RULES
-from tilesim.render.pipeline.renderer import MEDIUMP_HELP, configured_mediump
+from tilesim.render.pipeline.renderer import MEDIUMP_HELP
 from tilesim.render.studies.batch import (
     Job,
     frame_segments,
@@ -37,6 +37,12 @@ from tilesim.render.studies.batch import (
     run_job,
     run_segments,
     write_batch_summary,
+)
+from tilesim.render.studies.config_options import (
+    add_config_arguments,
+    config_from_args,
+    configured_mediump_of,
+    renderer_values,
 )
 from tilesim.render.traces.trace_file import open_trace
 from tilesim.shaders.interpreter import MEDIUMP_MODES
@@ -57,8 +63,9 @@ def register(subparsers) -> None:
     p.add_argument("--frames", default=":", metavar="A:B",
                    help="frames to write, Python slice style (default: all)")
     p.add_argument("--out", "-o", required=True, metavar="DIR", help="output folder")
-    p.add_argument("--tile-size", type=int, default=16, metavar="N",
-                   help="tile size in pixels (default 16, Table 3.1)")
+    # --tile-size, and the GPU configuration's entries the renderer reads (texture caches,
+    # Overlapped Tiles Queue, GLES2 limits, mediump_fp16); the timing ones change nothing here.
+    add_config_arguments(p, energy=False)
     p.add_argument("--traversal", choices=TRAVERSALS, default="scanline",
                    help="tile traversal order: orders Fragment Memoization's LUT and is "
                         "recorded in the counters (the timing model's order is "
@@ -91,6 +98,8 @@ def register(subparsers) -> None:
 
 
 def _jobs(args: argparse.Namespace) -> list:
+    cfg = config_from_args(args)     # before any trace is read: a bad --set fails first
+    gpu_values = renderer_values(cfg)
     jobs = []
     names: set[str] = set()
     for spec in args.traces:
@@ -103,9 +112,10 @@ def _jobs(args: argparse.Namespace) -> list:
                 raise InputError(f"two traces named {name!r}: give them distinct file names")
             names.add(name)
         out = Path(args.out) / name if len(args.traces) > 1 else Path(args.out)
-        jobs.append(Job(str(path), (wanted.start, wanted.stop), str(out), args.tile_size,
+        jobs.append(Job(str(path), (wanted.start, wanted.stop), str(out), cfg.tile_size,
                         args.traversal, args.fill_rule, args.technique, args.dsr_parameters,
-                        backend_name(), args.mediump or configured_mediump()))
+                        backend_name(), args.mediump or configured_mediump_of(cfg),
+                        gpu_values))
     return jobs
 
 

@@ -58,7 +58,7 @@ from tilesim.render.gl.commands import PROGRAM_TEXTURE_CHANGES
 from tilesim.render.pipeline.binning import distinct_tiles
 from tilesim.render.pipeline.counters import TILE_COUNTERS, PassCounters
 from tilesim.render.pipeline.framebuffer import RenderTarget
-from tilesim.render.pipeline.gpu_config import GPU_CONFIG, gpu_config_values
+from tilesim.render.pipeline.gpu_config import GPU_CONFIG, gpu_config_values, overrides_key
 from tilesim.render.techniques.signature_unit import TileSignatures
 
 # Counters of the geometry phase (binning): a skipped tile still has them.
@@ -116,11 +116,16 @@ def uniform_bytes(draw) -> bytes:
             + np.ascontiguousarray(draw.fs_constants).tobytes())
 
 
-@functools.lru_cache(maxsize=8)
 def ot_queue_entries(path: str = str(GPU_CONFIG)) -> int:
     """Entries of the Overlapped Tiles Queue (Frame Coherence Table 4.1: 128): ``[techniques.
     signature] ot_queue_entries`` of the GPU configuration file, the one source the timing
-    model reads too (a data file, not an import of tilesim.timing)."""
+    model reads too (a data file, not an import of tilesim.timing; within
+    ``gpu_config.renderer_config``, its value)."""
+    return _ot_queue_entries(path, overrides_key())
+
+
+@functools.lru_cache(maxsize=8)
+def _ot_queue_entries(path: str, _overrides: tuple) -> int:
     value = gpu_config_values(path, "techniques.signature", ("ot_queue_entries",))[
         "ot_queue_entries"]
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
