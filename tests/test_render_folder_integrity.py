@@ -138,8 +138,8 @@ def test_a_counters_file_renamed_in_a_folder_without_render_json_is_refused(
 
 
 @pytest.mark.parametrize("baseline, words", [
-    ("other", "trace_sha256"),
-    ("tiles32", "tile_size"),
+    ("other", "trace sha256"),
+    ("tiles32", "tile size"),
     ("short", "frame 2 is not finished"),
 ])
 def test_estimate_refuses_a_baseline_of_other_frames_trace_or_tile_size(
@@ -153,7 +153,7 @@ def test_estimate_refuses_a_baseline_of_other_frames_trace_or_tile_size(
         base = rendered / baseline
     code, out, err = estimate(capsys, rendered / "re", "--baseline", base, "--json")
     assert code == 2 and out == ""
-    assert words in one_line(err) and str(base) in err
+    assert words in one_line(err).replace("_", " ") and str(base) in err
 
 
 def test_a_baseline_holding_more_frames_is_estimated_over_the_runs_frames(
@@ -388,3 +388,16 @@ def test_compare_takes_a_render_folders_frames_from_its_manifest(rendered, tmp_p
     Image.fromarray(np.zeros((SIZE[1], SIZE[0], 4), np.uint8)).save(frame_files(out, 1)[0])
     assert main(["compare", str(out), str(rendered / "base")]) == 2
     assert "000001.png: does not match the SHA-256" in one_line(capsys.readouterr().err)
+
+
+@pytest.mark.slow
+def test_frames_equal_to_the_baselines_are_stored_once(study):
+    """TE's and RE's frames are the baseline's: hard links of its files, not copies."""
+    _, out = study
+    runs = out / "runs" / "s"
+    for index in range(4):
+        base = frame_files(runs / "baseline", index)[0].stat()
+        for technique in ("te", "re"):
+            linked = frame_files(runs / technique, index)[0].stat()
+            assert (linked.st_ino, linked.st_dev) == (base.st_ino, base.st_dev)
+        assert base.st_nlink == 3

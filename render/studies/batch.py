@@ -42,7 +42,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tilesim import __version__
-from tilesim.atomic import check_output, remove_temporaries, write_bytes, write_json
+from tilesim.atomic import (
+    check_output,
+    remove_temporaries,
+    temporary_name,
+    write_bytes,
+    write_json,
+)
 from tilesim.backend import use_backend
 from tilesim.errors import InputError
 from tilesim.folder_lock import lock_folder
@@ -439,8 +445,11 @@ class _FrameWriter:
         write_bytes(npz, counters)
         if self.before_write is not None:
             self.before_write(result, techniques)
-        image = self.encode(result.image)
-        write_bytes(png, image)
+        if isinstance(self.encode, _SharedEncoding):
+            image = self.encode.store(png, result.image)
+        else:
+            image = self.encode(result.image)
+            write_bytes(png, image)
         entry = _entry(result.counters.summary(), {"png_sha256": sha256_bytes(image),
                                                    "counters_sha256": sha256_bytes(counters)})
         self.written.append(entry)
@@ -474,23 +483,60 @@ def _writer(job: Job, on_frame=None, before_write=None, encode=None) -> _FrameWr
 
 
 class _SharedEncoding:
-    """PNG encoding of frames that several jobs write: the runs of one side-by-side render
-    hand on the baseline's image object itself wherever their frame equals it, so an image
-    is encoded once (the last few kept, by identity; memoization releases a frame a frame
-    late)."""
+    """PNG encoding and storage of frames that several jobs write: the runs of one
+    side-by-side render hand on the baseline's image object itself wherever their frame
+    equals it, so an image is encoded once (the last few kept, by identity; memoization
+    releases a frame a frame late) and stored once: the later runs' files are hard links to
+    the first file written with those bytes (a study's TE, RE and memoization frames are
+    the baseline's), a copy only where the file system cannot link."""
 
     KEPT = 4
 
     def __init__(self):
-        self._recent: list[tuple[object, bytes]] = []
+        self._recent: list[tuple[object, bytes, list[Path]]] = []
+
+    def _entry(self, image) -> tuple[object, bytes, list[Path]]:
+        for entry in self._recent:
+            if entry[0] is image:
+                return entry
+        entry = (image, frame_png_bytes(image), [])
+        self._recent = [*self._recent[1 - self.KEPT:], entry]
+        return entry
 
     def __call__(self, image) -> bytes:
-        for held, data in self._recent:
-            if held is image:
-                return data
-        data = frame_png_bytes(image)
-        self._recent = [*self._recent[1 - self.KEPT:], (image, data)]
+        return self._entry(image)[1]
+
+    def store(self, png: Path, image) -> bytes:
+        """Write ``image``'s PNG at ``png`` (atomically), linking to an earlier file of the
+        same bytes when there is one; returns the bytes."""
+        _, data, written = self._entry(image)
+        for earlier in written:
+            if _link(earlier, png, data):
+                break
+        else:
+            write_bytes(png, data)
+        written.append(png)
         return data
+
+
+def _link(source: Path, target: Path, data: bytes) -> bool:
+    """Make ``target`` a hard link of ``source`` (atomically: a link under a temporary name,
+    then renamed over ``target``) when ``source`` still holds ``data``; False when it does
+    not, or the file system cannot link."""
+    try:
+        if source.stat().st_size != len(data) or source.read_bytes() != data:
+            return False
+        target.parent.mkdir(parents=True, exist_ok=True)
+        temporary = target.with_name(temporary_name(target.name))
+        os.link(source, temporary)
+    except OSError:
+        return False
+    try:
+        os.replace(temporary, target)
+    except OSError:
+        temporary.unlink(missing_ok=True)
+        return False
+    return True
 
 
 def run_job(job: Job, on_frame=None, *, prepare: bool = True, force: bool = False,
