@@ -366,6 +366,39 @@ def _check_whole(cfg: EffectiveConfig) -> None:
                          f"{_number(tile)}", source=where)
 
 
+def non_finite(data, path: str = "") -> str | None:
+    """The dotted path of the first number in ``data`` (dicts, lists, numbers) that is
+    infinite or NaN, or None."""
+    if isinstance(data, float):
+        return None if math.isfinite(data) else (path or "the value")
+    if isinstance(data, dict):
+        items = data.items()
+    elif isinstance(data, list | tuple):
+        items = enumerate(data)
+    else:
+        return None
+    for key, value in items:
+        found = non_finite(value, f"{path}.{key}" if path else str(key))
+        if found is not None:
+            return found
+    return None
+
+
+def check_finite(data, cfg: EffectiveConfig | None = None) -> None:
+    """Refuse (InputError, one line) figures that came out infinite or NaN: a configuration
+    whose values are each valid can still overflow the model (a bandwidth of 1e-300 bytes a
+    cycle), and no report, results.json or ``--json`` output prints Infinity or NaN."""
+    found = non_finite(data)
+    if found is None:
+        return
+    changed = cfg.changed() if cfg is not None else {}
+    what = (", ".join(f"{k}={_number(v):g}" for k, v in changed.items()) if changed
+            else "the shipped files")
+    raise InputError(f"the timing model gives a non-finite {found} with this configuration "
+                     f"({what}): a value is out of any sensible scale",
+                     source=(cfg.gpu_file if cfg is not None else None) or "the configuration")
+
+
 def _suggest(key: str, known) -> str:
     import difflib
 

@@ -12,13 +12,22 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
+
 from tilesim.atomic import check_output
 from tilesim.errors import InputError
 from tilesim.options import frame_range
+from tilesim.render.pipeline.gpu_config import RENDERER_KEYS
 from tilesim.render.studies.batch import Job, job_techniques, run_job
+from tilesim.render.studies.config_options import (
+    add_config_arguments,
+    config_from_args,
+    configured_mediump_of,
+    renderer_values,
+)
 from tilesim.render.traces.trace_file import open_trace
-from tilesim.render_folder import comparable
-from tilesim.timing.config import load_energy_config, load_gpu_config
+from tilesim.render_folder import IDENTITY_FILE, comparable, read_json_object
+from tilesim.timing.config import EffectiveConfig, check_finite, effective_config
 from tilesim.timing.report import (
     average,
     estimate_workload,
@@ -48,10 +57,9 @@ def register(subparsers) -> None:
                    help="for traces: the frames to render and estimate (default: all)")
     p.add_argument("--work", default="out/estimate", metavar="DIR",
                    help="for traces: where renders are kept (default: %(default)s)")
-    p.add_argument("--config", metavar="FILE",
-                   help="GPU parameters (TOML, default timing/baseline_gpu.toml)")
-    p.add_argument("--energy-config", metavar="FILE",
-                   help="per-event energies and leakage (TOML, default timing/energy_32nm.toml)")
+    # --config, --energy-config, --set, --tile-size (screen.tile_size: a render's tile size
+    # when not given; one that disagrees with the render's is refused)
+    add_config_arguments(p)
     p.add_argument("--baseline", nargs="+", metavar="DIR",
                    help="baseline render output(s) to normalize to (matched by workload name, "
                         "else by position)")
@@ -79,9 +87,9 @@ def register(subparsers) -> None:
     p.set_defaults(func=_estimate)
 
 
-def _render_traces(args) -> None:
-    """Render the .tsim arguments (and their baselines) into --work; replace them by the
-    render folders."""
+def _render_traces(args, cfg: EffectiveConfig) -> None:
+    """Render the .tsim arguments (and their baselines) into --work with the configuration's
+    tile size and renderer entries; replace them by the render folders."""
     traces = [d for d in args.dirs if str(d).endswith(".tsim")]
     if not traces:
         return
@@ -94,7 +102,9 @@ def _render_traces(args) -> None:
             frames = frame_range(args.frames, t.frame_count, source=str(trace))
         for technique in techniques:
             out = Path(args.work) / technique.replace("/", "-") / Path(trace).stem
-            job = Job(str(trace), (frames.start, frames.stop), str(out), technique=technique)
+            job = Job(str(trace), (frames.start, frames.stop), str(out),
+                      tile_size=cfg.tile_size, technique=technique,
+                      mediump=configured_mediump_of(cfg), gpu_config=renderer_values(cfg))
             job_techniques(job)
             run_job(job)
             folders[technique].append(str(out))
@@ -106,14 +116,23 @@ def _render_traces(args) -> None:
 
 
 def _estimate(args) -> int:
+    # An overflow (a configuration of absurd scale) is reported once, by check_finite on the
+    # figures, not as NumPy's warnings along the way.
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _estimate_checked(args)
+
+
+def _estimate_checked(args) -> int:
     if args.per_tile and not args.json:
         raise InputError("--per-tile adds per-tile maps to the JSON report: give --json too")
     if args.plot:
         check_output(args.plot, folder=True)   # before rendering or estimating anything
-    _render_traces(args)
-    cfg = load_gpu_config(args.config)
-    ecfg = load_energy_config(args.energy_config)
+    config = config_from_args(args)
+    _render_traces(args, config)
     found = find_workloads(args.dirs)
+    config = _agreeing_config(args, config, [d for _, d in found] + [
+        d for _, d in (find_workloads(args.baseline) if args.baseline else [])])
+    cfg, ecfg = config.gpu, config.energy
     screen = not args.no_screen
     frames_of = getattr(args, "frames_of", {})
     runs = [estimate_workload(name, d, cfg, ecfg, screen, frames_of.get(str(d)))
@@ -137,6 +156,9 @@ def _estimate(args) -> int:
     base_totals = [totals(w.estimate) for w in bases] if bases else None
     normalized = ([normalize(r, b) for r, b in zip(run_totals, base_totals, strict=True)]
                   if base_totals else None)
+    # before anything is drawn or printed (the JSON report is checked whole below)
+    check_finite({"workloads": run_totals, "baselines": base_totals, "normalized": normalized,
+                  "sensitivity": swings}, config)
     tile_maps = ([screen_tiles(w.estimate, cfg, ecfg) for w in runs] if args.per_tile
                  else None)
     if args.plot:
@@ -168,12 +190,14 @@ def _estimate(args) -> int:
             if swings:
                 entry["sensitivity"] = swings[i]
             workloads.append(entry)
-        report = {"config": cfg.path, "energy_config": ecfg.path, "workloads": workloads}
+        report = {"config": cfg.path, "energy_config": ecfg.path,
+                  "config_sha256": config.sha256, "workloads": workloads}
         if len(workloads) == 1:  # one render: its frames and total at the top level too
             report["frames"], report["total"] = workloads[0]["frames"], workloads[0]["total"]
         if normalized:
             report["average_normalized"] = average(normalized)
-        print(json.dumps(report, indent=1))
+        check_finite(report, config)
+        print(json.dumps(report, indent=1, allow_nan=False))
     else:
         clock = cfg["tech.clock"]
         parts = [text_report(w.name, [f.to_dict() for f in w.frames], run_totals[i], clock)
@@ -188,3 +212,41 @@ def _estimate(args) -> int:
             parts += [sensitivity_table(w.name, r) for w, r in zip(runs, swings, strict=True)]
         print("\n\n".join(parts))
     return 0
+
+
+def _agreeing_config(args, config: EffectiveConfig, folders) -> EffectiveConfig:
+    """The configuration made to agree with the renders it estimates: screen.tile_size is
+    the renders' tile size (render.json) when the command line and --config leave it at the
+    shipped value, and refused when they set another; the entries the renderer reads must be
+    the renders' (render.json ``gpu_config``: the values other than the shipped file's).
+    Folders without render.json (older renders) are taken as they are."""
+    identities = [(Path(d), read_json_object(Path(d) / IDENTITY_FILE)) for d in folders]
+    identities = [(d, i) for d, i in identities if i is not None]
+    sizes = {i.get("tile_size") for _, i in identities}
+    if len(sizes) > 1:
+        shown = ", ".join(f"{d} {i.get('tile_size')}" for d, i in identities)
+        raise InputError(f"the renders have different tile sizes ({shown}): estimate them "
+                         "separately")
+    if sizes:
+        [size] = sizes
+        given = (args.tile_size is not None or args.config is not None
+                 or any(str(s).partition("=")[0].strip() == "screen.tile_size"
+                        for s in args.config_set))
+        if isinstance(size, int) and size != config.tile_size:
+            if given:
+                raise InputError(f"rendered at tile size {size}, the configuration's "
+                                 f"screen.tile_size is {config.tile_size}: give --tile-size "
+                                 f"{size} (the tile size is the render's)",
+                                 source=str(identities[0][0]))
+            config = effective_config(args.config, args.energy_config, args.config_set, size)
+    wanted = dict(renderer_values(config))
+    for folder, identity in identities:
+        held = identity.get("gpu_config") or {}
+        if held != wanted:
+            differ = sorted(k for k in RENDERER_KEYS if held.get(k) != wanted.get(k))
+            shown = "; ".join(f"{k} {held.get(k, 'as shipped')} there, "
+                              f"{wanted.get(k, 'as shipped')} asked" for k in differ)
+            raise InputError(f"rendered with another GPU configuration than the estimate's "
+                             f"({shown}): give the render's values (--set KEY=VALUE)",
+                             source=str(folder))
+    return config

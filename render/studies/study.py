@@ -24,6 +24,14 @@ frame by frame (:mod:`tilesim.render.studies.batch`); its quality.json, written 
 it finished, so an interrupted run picks up where it stopped and never mixes settings (a
 unit folder refuses a render of other settings, as `tilesim render` does; ``--force``
 starts over).
+
+The GPU and energy configuration (``--config``, ``--energy-config``, ``--set``,
+``--tile-size``: render/studies/config_options.py) is one of the study's settings: its
+contents and digest go to study.json and results.json, the digest into every unit's
+identity, and the entries the renderer reads into every render's. A study folder made with
+another configuration is refused (``--force`` starts it over, or use another ``--out``): its
+renders may hold other counters, and its finished units were compared and estimated with
+the other numbers, so a resume would mix two configurations in one report.
 """
 
 from __future__ import annotations
@@ -55,6 +63,7 @@ from tilesim.render.studies.batch import (
 )
 from tilesim.render.studies.characterize import Characterizer, characterization, characterize
 from tilesim.render.studies.coherence import DEFAULT_TECHNIQUES, Tally, write_overlays
+from tilesim.render.studies.config_options import add_config_arguments
 from tilesim.render.traces.trace_file import open_trace
 from tilesim.render.workloads import GAME_LIKE, NATIVE_SIZES, trace_name
 from tilesim.render_folder import sealed, sha256_bytes, unsealed
@@ -103,12 +112,22 @@ class Unit:
     tile_size: int = 16
     dsr_parameters: str | None = None
     backend: str = "numpy"
+    # the study's configuration (timing.config.EffectiveConfig; None: the shipped files), and
+    # the entries of it the renderer reads that differ from the shipped file (Job.gpu_config)
+    config: object = field(default=None, compare=False, repr=False)
+    gpu_config: tuple = ()
 
     @property
     def job(self) -> Job:
+        extra = {}
+        if self.config is not None:
+            from tilesim.render.studies.config_options import configured_mediump_of
+
+            extra["mediump"] = configured_mediump_of(self.config)
         return Job(self.workload.trace, self.workload.frames, self.folder,
                    tile_size=self.tile_size, technique=self.technique,
-                   dsr_parameters=self.dsr_parameters, backend=self.backend)
+                   dsr_parameters=self.dsr_parameters, backend=self.backend,
+                   gpu_config=self.gpu_config, **extra)
 
     @property
     def key(self) -> str:
@@ -125,6 +144,22 @@ class Settings:
     dsr_parameters: str | None = None
     quick: bool = False
     skipped: list[dict] = field(default_factory=list)    # captures that could not be made
+    # the GPU and energy configuration (timing.config.EffectiveConfig); None: the shipped
+    # files, with tile_size as screen.tile_size
+    config: object = None
+
+    @property
+    def effective(self):
+        """The configuration the study runs with (``config``, else the shipped files at
+        ``tile_size``); its screen.tile_size is the study's tile size."""
+        from tilesim.timing.config import effective_config
+
+        if self.config is None:
+            self.config = effective_config(tile_size=self.tile_size)
+        if self.config.tile_size != self.tile_size:
+            raise InputError(f"the study's tile size {self.tile_size} and its configuration's "
+                             f"screen.tile_size {self.config.tile_size} disagree")
+        return self.config
 
 
 def folder_name(technique: str) -> str:
@@ -244,7 +279,9 @@ def unit_identity(unit: Unit) -> dict:
     return {"format": "tilesim study unit 1", "trace_sha256": file_sha256(unit.workload.trace),
             "frames": list(unit.workload.frames), "technique": unit.technique,
             "tile_size": unit.tile_size, "tilesim_version": __version__,
-            "renderer_sha256": renderer_sha256(), "dsr_parameters": unit.dsr_parameters}
+            "renderer_sha256": renderer_sha256(), "dsr_parameters": unit.dsr_parameters,
+            # compared and estimated with these numbers (None: the shipped files)
+            "config_sha256": None if unit.config is None else unit.config.sha256}
 
 
 def compared_files_sha256(unit: Unit) -> str | None:
@@ -453,13 +490,18 @@ def finish_unit(unit: Unit, rendered: dict, compared: list[dict] | None = None) 
 def estimate_unit(unit: Unit):
     """The timing model's estimate of a unit's frames (timing.report.estimate_workload), as
     the study's results take it."""
-    from tilesim.timing.config import load_energy_config, load_gpu_config
+    import numpy as np
+
+    from tilesim.timing.config import effective_config
     from tilesim.timing.report import estimate_workload
 
-    # The unit's frames only: the folder may hold more (a narrower re-run of the study).
-    return estimate_workload(unit.workload.name, Path(unit.folder), load_gpu_config(None),
-                             load_energy_config(None), frames=range(*unit.workload.frames),
-                             check_writer=False)
+    cfg = unit.config if unit.config is not None else effective_config(
+        tile_size=unit.tile_size)
+    # The unit's frames only: the folder may hold more (a narrower re-run of the study). An
+    # overflow is said once, by the results' check_finite, not as NumPy's warnings.
+    with np.errstate(over="ignore", invalid="ignore"):
+        return estimate_workload(unit.workload.name, Path(unit.folder), cfg.gpu, cfg.energy,
+                                 frames=range(*unit.workload.frames), check_writer=False)
 
 
 def plan_renders(units: list[Unit]) -> list[list[Unit]]:
@@ -486,7 +528,10 @@ def plan_renders(units: list[Unit]) -> list[list[Unit]]:
 def plan_units(settings: Settings, out: Path) -> list[Unit]:
     """Every unit of the study, baselines first."""
     from tilesim.backend import backend_name
+    from tilesim.render.studies.config_options import renderer_values
 
+    cfg = settings.effective
+    gpu_values = renderer_values(cfg)
     units = []
     for technique in settings.techniques:
         for w in settings.workloads:
@@ -494,7 +539,8 @@ def plan_units(settings: Settings, out: Path) -> list[Unit]:
             units.append(Unit(w, technique, str(runs / folder_name(technique)),
                               str(runs / "baseline"), shown=(w.frames[1] - 1,),
                               tile_size=settings.tile_size,
-                              dsr_parameters=settings.dsr_parameters, backend=backend_name()))
+                              dsr_parameters=settings.dsr_parameters, backend=backend_name(),
+                              config=cfg, gpu_config=gpu_values))
     return units
 
 
@@ -618,9 +664,40 @@ def settings_record(settings: Settings) -> dict:
             "skipped": settings.skipped}
 
 
+def check_study_config(settings: Settings, out: Path) -> None:
+    """Refuse (InputError, one line) a study folder whose study.json records another
+    configuration than ``settings``' (a folder without one, or of an older tilesim that
+    recorded none, is not refused: its units' identities decide)."""
+    try:
+        held = json.loads((out / STUDY_FILE).read_text(encoding="utf-8")).get("config")
+    except (OSError, ValueError, AttributeError):
+        return
+    if not isinstance(held, dict) or not isinstance(held.get("sha256"), str):
+        return
+    cfg = settings.effective
+    if held["sha256"] == cfg.sha256:
+        return
+    mine, theirs = cfg.values(), held.get("values") or {}
+    differ = [f"{k} {_value(theirs.get(part, {}).get(k))} there, {_value(v)} asked"
+              for part in ("gpu", "energy") for k, v in mine[part].items()
+              if not isinstance(theirs.get(part), dict) or theirs[part].get(k) != v]
+    shown = "; ".join(differ[:3]) + (f"; and {len(differ) - 3} more" if len(differ) > 3
+                                     else "")
+    raise InputError(f"holds a study made with another configuration ({held['sha256'][:12]} "
+                     f"there, {cfg.sha256[:12]} asked: {shown or 'other values'}); to start "
+                     "over, rerun with --force, or use another --out", source=str(out))
+
+
+def _value(value) -> str:
+    return "none" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
+
+
 def prepare(settings: Settings, out: Path, *, force: bool) -> list[Unit]:
     """Check the output folder and every unit's folder before any work (refusing folders
-    holding renders of other settings unless ``force``)."""
+    holding renders of other settings, or a study of another configuration, unless
+    ``force``)."""
+    if not force:
+        check_study_config(settings, out)
     units = plan_units(settings, out)
     if force:
         for unit in units:
@@ -644,7 +721,8 @@ def run_study(settings: Settings, out: str | Path, *, workers: int = 1, force: b
     lock_folder(out, "tilesim run")
     try:
         units = prepare(settings, out, force=force)
-        write_json(out / STUDY_FILE, {"settings": settings_record(settings)})
+        write_json(out / STUDY_FILE, {"settings": settings_record(settings),
+                                      "config": settings.effective.record()})
         render_started = time.perf_counter()
         estimates: dict = {}
         records = run_units(units, workers=workers, progress=progress, estimates=estimates)
@@ -705,6 +783,7 @@ def register(subparsers) -> None:
                         "scenarios and the golden-image check of every technique")
     p.add_argument("--workers", type=positive_int, metavar="N",
                    help="processes rendering side by side (default: the CPU count)")
+    add_config_arguments(p)
     p.add_argument("--force", action="store_true",
                    help="start over: render again what an earlier run left in DIR")
     p.add_argument("--json", action="store_true", help="print results.json's summary as JSON")
@@ -712,8 +791,11 @@ def register(subparsers) -> None:
 
 
 def _settings(args) -> Settings:
+    from tilesim.render.studies.config_options import config_from_args, renderer_values
     from tilesim.render.techniques.bus import Techniques
 
+    config = config_from_args(args)    # a bad --set or --config fails before any work
+    renderer_values(config)
     frames = args.frames if args.frames is not None else (QUICK_FRAMES if args.quick
                                                           else FRAMES)
     if frames < 1:
@@ -746,7 +828,8 @@ def _settings(args) -> Settings:
                 made, skipped = captured_workloads(Path(args.out) / "captures", frames,
                                                    progress=bar)
             workloads += made
-    return Settings(workloads, techniques, quick=args.quick, skipped=skipped)
+    return Settings(workloads, techniques, tile_size=config.tile_size, quick=args.quick,
+                    skipped=skipped, config=config)
 
 
 def regime_lines(workloads: list[dict]) -> str:
@@ -788,6 +871,7 @@ def _run(args) -> int:
     else:
         print(f"report: {Path(args.out) / 'index.html'} ({results['seconds']['total']:.0f} s; "
               f"{len(settings.workloads)} workloads x {len(settings.techniques)} runs)")
+        print(f"  {settings.effective.line()}")
         for name, row in results["summary"].items():
             if name == "baseline":
                 continue

@@ -147,7 +147,7 @@ def _workload_images(out: Path, workload: dict, techniques: list[str]) -> dict:
 
 
 def _workload_plots(out: Path, workload: dict, techniques: list[str],
-                    estimates: dict) -> list[tuple[str, str]]:
+                    estimates: dict, config: dict | None = None) -> list[tuple[str, str]]:
     from tilesim.timing.plots import write_plots
 
     others = [t for t in techniques if t != "baseline"]
@@ -160,7 +160,7 @@ def _workload_plots(out: Path, workload: dict, techniques: list[str],
                           [base] * len(others), average=False,
                           plots=("time", "energy", "traffic", "shader"))
     heat_maps = _tile_heat_maps(out, workload, [t for t in ("baseline", "re")
-                                                 if t in techniques], estimates)
+                                                 if t in techniques], estimates, config)
     captions = {"time": "execution time (Frame Coherence Figs. 4.10, 5.6, 6.10)",
                 "energy": "GPU + memory energy (Figs. 4.11, 5.5, 6.9)",
                 "traffic": "main-memory traffic by source (Fig. 4.13)",
@@ -170,17 +170,18 @@ def _workload_plots(out: Path, workload: dict, techniques: list[str],
 
 
 def _tile_heat_maps(out: Path, workload: dict, techniques: list[str],
-                    estimates: dict) -> list[tuple[str, str]]:
+                    estimates: dict, config: dict | None = None) -> list[tuple[str, str]]:
     """The timing model's raster cycles per screen tile, mean over the frames, of some runs
     (Frame Coherence §2.3: where a tile-based GPU spends its raster time); a run's estimate
     is taken from ``estimates`` (by "workload/technique", as the study made them) when there,
     else made again from its counters."""
-    from tilesim.timing.config import load_energy_config, load_gpu_config
+    from tilesim.timing.config import config_from_record
     from tilesim.timing.plots import plot_tile_heatmap
     from tilesim.timing.report import estimate_workload
     from tilesim.timing.tiles import mean_screen_cycles, screen_tiles
 
-    cfg, ecfg = load_gpu_config(None), load_energy_config(None)
+    config = config_from_record(config)       # the study's (results.json's "config")
+    cfg, ecfg = config.gpu, config.energy
     made = []
     for technique in techniques:
         run = estimates.get(f"{workload['name']}/{technique}")
@@ -231,7 +232,7 @@ def _characterization(workload: dict) -> str:
 
 
 def _workload_section(out: Path, workload: dict, techniques: list[str],
-                      estimates: dict) -> str:
+                      estimates: dict, config: dict | None = None) -> str:
     name = workload["name"]
     runs = workload["runs"]
     shown = workload["frames"][1] - 1
@@ -239,7 +240,7 @@ def _workload_section(out: Path, workload: dict, techniques: list[str],
         # The thumbnails and heat maps (PNG decoding, resizing and encoding, mostly outside
         # the GIL) in a thread while matplotlib draws the plots.
         making_images = pool.submit(_workload_images, out, workload, techniques)
-        plots = _workload_plots(out, workload, techniques, estimates)
+        plots = _workload_plots(out, workload, techniques, estimates, config)
         images = making_images.result()
     parts = [f'<section id="w-{_e(name)}"><h2>{_e(name)}</h2>',
              f'<p class="note">{_e(workload["trace"])} ({_e(workload["origin"])}), '
@@ -403,6 +404,16 @@ def _extra_section(key: str, section: dict) -> str:
     return "\n".join(parts)
 
 
+def _config_note(record: dict) -> str:
+    """The configuration's digest and its values other than the shipped files' (results.json
+    ``config``), as a clause of the report's first paragraph."""
+    if not isinstance(record, dict) or not isinstance(record.get("sha256"), str):
+        return ""
+    changed = record.get("changed") or {}
+    what = ", ".join(f"{k}={v:g}" for k, v in changed.items()) or "as shipped"
+    return f", configuration {record['sha256'][:12]} ({what})"
+
+
 def write_report(out: str | Path, results: dict, *, progress: bool = True,
                  estimates: dict | None = None) -> Path:
     """Write OUT/index.html (and its images) for ``results`` (results.json's contents).
@@ -416,7 +427,8 @@ def write_report(out: str | Path, results: dict, *, progress: bool = True,
     sections = []
     for w in tqdm(workloads, desc="report", unit="workload", disable=None if progress else True,
                   leave=False):
-        sections.append(_workload_section(out, w, techniques, estimates or {}))
+        sections.append(_workload_section(out, w, techniques, estimates or {},
+                                          results.get("config")))
     failed = results["checks"]["failed"]
     status = (f"<span class='bad'>quality check failed: {_e(', '.join(failed))}</span>"
               if failed else "<span class='ok'>every quality check passed</span>")
@@ -438,7 +450,7 @@ def write_report(out: str | Path, results: dict, *, progress: bool = True,
 ({_e(', '.join(techniques))}); made {_e(results['created'])} by
 <code>{_e(results['command'])}</code>, tilesim {_e(results['tilesim_version'])};
 timing model <code>{_e(results['config']['gpu'])}</code>,
-<code>{_e(results['config']['energy'])}</code>.</p>
+<code>{_e(results['config']['energy'])}</code>{_e(_config_note(results['config']))}.</p>
 {skipped_html}
 <nav><a href="#suite">suite</a> {nav} {extra}</nav>
 {_summary_section(out, results)}

@@ -8,7 +8,11 @@ workload, frames and model)::
     format, tilesim_version, created (UTC, ISO 8601), command
     settings       {workloads: [{name, trace, frames: [start, stop), origin}], techniques,
                     tile_size, dsr_parameters, quick, skipped: [{spec, reason}]}
-    config         {gpu, energy}: the timing model's configuration files
+    config         the GPU and energy configuration the study ran with
+                   (timing.config.EffectiveConfig.record): {gpu, energy} (the files), set
+                   ({key: value} of --set and --tile-size), sha256 (of the values), changed
+                   ({key: value} that differ from the shipped files), values ({gpu, energy}:
+                   {key: value}, every entry)
     workloads      [{name, trace, origin, width, height, frames: [start, stop),
                      characterization: {column: value} (Frame Coherence Tables 3.3, 3.4;
                                        `tilesim characterize`'s columns) or null,
@@ -104,19 +108,21 @@ def assemble_results(settings, units, records: dict[str, dict], out: Path, *,
     characterizations, the averages and the checks."""
     from tqdm import tqdm
 
-    from tilesim.timing.config import load_energy_config, load_gpu_config
+    from tilesim.timing.config import check_finite
     from tilesim.timing.report import average, estimate_workload, normalize, totals
 
-    cfg, ecfg = load_gpu_config(None), load_energy_config(None)
+    config = settings.effective
+    cfg, ecfg = config.gpu, config.energy
     by_key = {u.key: u for u in units}
     estimates = {} if estimates is None else estimates
 
     def estimate(unit):
         made = estimates.get(unit.key)
         if made is None:
-            made = estimates[unit.key] = estimate_workload(
-                unit.workload.name, Path(unit.folder), cfg, ecfg,
-                frames=range(*unit.workload.frames), check_writer=False)
+            with np.errstate(over="ignore", invalid="ignore"):    # check_finite says it
+                made = estimates[unit.key] = estimate_workload(
+                    unit.workload.name, Path(unit.folder), cfg, ecfg,
+                    frames=range(*unit.workload.frames), check_writer=False)
         return made
 
     workloads, per_technique, failed = [], {}, []
@@ -172,11 +178,12 @@ def assemble_results(settings, units, records: dict[str, dict], out: Path, *,
                for t, rows in per_technique.items()}
     from tilesim.render.studies.study import settings_record
 
+    check_finite({"workloads": workloads, "summary": summary}, config)
     return {"format": FORMAT, "tilesim_version": __version__,
             "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
             "command": " ".join(["tilesim", *sys.argv[1:]]),
             "settings": settings_record(settings),
-            "config": {"gpu": cfg.path, "energy": ecfg.path},
+            "config": config.record(),
             "workloads": workloads, "summary": summary, "thesis": THESIS,
             "thesis_comparison": compare(workloads),
             "checks": {"failed": failed,
@@ -284,7 +291,7 @@ class StudyResults:
         import xarray as xr
 
         from tilesim.render.pipeline.counters import load_counters
-        from tilesim.timing.config import load_energy_config, load_gpu_config
+        from tilesim.timing.config import config_from_record
         from tilesim.timing.counter_batch import batch_from_frames
         from tilesim.timing.model import estimate_batch
         from tilesim.timing.tiles import screen_tiles
@@ -294,9 +301,8 @@ class StudyResults:
         checked = open_render_folder(self.folder / run["folder"],
                                      [row["frame"] for row in run["frames"]])
         frames = [load_counters(path) for path in checked.counters()]
-        config = self.raw.get("config", {})
-        cfg = load_gpu_config(config.get("gpu"))
-        ecfg = load_energy_config(config.get("energy"))
+        config = config_from_record(self.raw.get("config", {}))
+        cfg, ecfg = config.gpu, config.energy
         estimates = screen_tiles(estimate_batch(batch_from_frames(frames), cfg, ecfg), cfg,
                                  ecfg)
         indices, grids, shape = [], {}, None
