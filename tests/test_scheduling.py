@@ -605,3 +605,23 @@ def test_cli_every_estimator_on_small_cluster_applications(tmp_path, capsys, mes
     assert oracle["spam"]["mean_abs_pct"] < 5     # it knows the spam's stacked fragments
     assert result["errors"]["bbox"]["spam"]["mean_pct"] < -80   # the box does not
 
+
+
+@pytest.mark.slow
+def test_without_simpy_the_schedule_command_names_its_extra(tmp_path):
+    """SimPy is the schedule extra's: without it every other command works and `tilesim
+    schedule` says, in one line, what to install."""
+    import subprocess
+    import sys
+
+    blocked = ("import sys; sys.modules['simpy'] = None; from tilesim.cli import main; "
+               "sys.exit(main(sys.argv[1:]))")
+    help_ok = subprocess.run([sys.executable, "-c", blocked, "--help"], capture_output=True,
+                             text=True, timeout=120)
+    assert help_ok.returncode == 0
+    done = subprocess.run([sys.executable, "-c", blocked, "schedule", "MTS-1"],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "tilesim: error: the scheduling model needs SimPy (the discrete-event simulator): "
+        "pip install 'tilesim[schedule]'"]

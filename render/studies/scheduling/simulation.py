@@ -40,8 +40,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-import simpy
-
+from tilesim.errors import ToolMissing
 from tilesim.render.studies.scheduling.blocks import Block, BlockSpec, Exact, Predictor
 from tilesim.render.studies.scheduling.policies import (
     GUARDS,
@@ -129,6 +128,16 @@ class RunResult:
     gpu_busy_s: float = 0.0
 
 
+def _simpy():
+    """SimPy, an optional dependency (the ``schedule`` extra): only this model needs it."""
+    try:
+        import simpy
+    except ModuleNotFoundError:
+        raise ToolMissing("the scheduling model needs SimPy (the discrete-event simulator): "
+                          "pip install 'tilesim[schedule]'") from None
+    return simpy
+
+
 class _RT:
     """A rendering thread's private state beside the scheduler-visible :class:`Thread`."""
 
@@ -155,6 +164,7 @@ class Simulation:
         self.config = config or SimConfig()
         self.costs = Costs(self.config.decision_s, self.config.record_s_per_command,
                            self.config.dispatch_s_per_command)
+        simpy = _simpy()
         self.env = simpy.Environment()
         self.gpu = simpy.Store(self.env)
         self.result = RunResult(policy, self.config.duration_s, self.apps)
