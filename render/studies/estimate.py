@@ -226,7 +226,7 @@ def _agreeing_config(args, config: EffectiveConfig, folders) -> EffectiveConfig:
     if len(sizes) > 1:
         shown = ", ".join(f"{d} {i.get('tile_size')}" for d, i in identities)
         raise InputError(f"the renders have different tile sizes ({shown}): estimate them "
-                         "separately")
+                         "separately", source="tilesim estimate")
     if sizes:
         [size] = sizes
         given = (args.tile_size is not None or args.config is not None
