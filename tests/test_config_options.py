@@ -203,3 +203,28 @@ def test_the_digest_is_of_the_numbers():
     with pytest.raises(InputError, match="disagree"):
         effective_config(sets=["screen.tile_size=16"], tile_size=32)
     assert Path(shipped.gpu.path).name == "baseline_gpu.toml"
+
+
+def test_a_technique_that_cannot_render_at_the_tile_size_is_refused_or_left_out(tmp_path,
+                                                                                capsys):
+    import argparse
+
+    from tilesim.render.studies.study import _settings, register
+
+    trace = sphere_trace(tmp_path / "s.tsim", 1, size=(16, 16))
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers())
+    # the default techniques at 32x32 tiles: DSR (defined on 16x16 tiles) left out, said so
+    settings = _settings(parser.parse_args(["run", "--trace", str(trace), "--tile-size", "32"]))
+    assert "dsr" not in settings.techniques and "re" in settings.techniques
+    assert [s["spec"] for s in settings.skipped] == ["dsr"]
+    assert "16x16 tiles" in settings.skipped[0]["reason"]
+    # asked for: refused before any work
+    for argv in (["run", "--trace", str(trace), "--out", str(tmp_path / "o"),
+                  "--techniques", "re,dsr", "--tile-size", "32"],
+                 ["render", str(trace), "--out", str(tmp_path / "o"), "--technique", "dsr",
+                  "--tile-size", "32"]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "defined on 16x16 tiles, not 32x32" in err[0], err
+        assert not (tmp_path / "o").exists()

@@ -62,3 +62,15 @@ def renderer_values(cfg: EffectiveConfig) -> tuple[tuple[str, float | int], ...]
 def configured_mediump_of(cfg: EffectiveConfig) -> str:
     """``processors.shader.mediump_fp16`` of the configuration as a render's ``mediump``."""
     return "fp16" if cfg.gpu["processors.shader.mediump_fp16"] else "fp32"
+
+
+def tile_size_problem(technique: str, tile_size: int) -> str | None:
+    """Why ``technique`` cannot render at ``tile_size`` (DSR's sampling rates are defined on
+    16x16 tiles), or None; asked before any work, not when the render starts."""
+    from tilesim.render.techniques.bus import Techniques
+    from tilesim.render.techniques.dynamic_sampling_rate import TILE
+
+    if "dsr" in Techniques.from_name(technique).enabled and tile_size != TILE:
+        return (f"DSR's sampling rates (1x .. 1/256x) are defined on {TILE}x{TILE} tiles, "
+                f"not {tile_size}x{tile_size}")
+    return None

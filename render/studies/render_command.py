@@ -43,6 +43,7 @@ from tilesim.render.studies.config_options import (
     config_from_args,
     configured_mediump_of,
     renderer_values,
+    tile_size_problem,
 )
 from tilesim.render.traces.trace_file import open_trace
 from tilesim.shaders.interpreter import MEDIUMP_MODES
@@ -123,6 +124,9 @@ def _render(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     jobs = _jobs(args)
     job_techniques(jobs[0])   # a bad --technique fails here, before any work starts
+    problem = tile_size_problem(args.technique, jobs[0].tile_size)
+    if problem:
+        raise InputError(problem, source="--tile-size")
     # Every folder checked against what this run would render (refused before anything is
     # written), then render.json written, stale temporaries removed, frames.json brought up to
     # date with the files.

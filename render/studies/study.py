@@ -791,7 +791,11 @@ def register(subparsers) -> None:
 
 
 def _settings(args) -> Settings:
-    from tilesim.render.studies.config_options import config_from_args, renderer_values
+    from tilesim.render.studies.config_options import (
+        config_from_args,
+        renderer_values,
+        tile_size_problem,
+    )
     from tilesim.render.techniques.bus import Techniques
 
     config = config_from_args(args)    # a bad --set or --config fails before any work
@@ -808,6 +812,15 @@ def _settings(args) -> Settings:
         Techniques.from_name(name)    # an unknown technique fails before any work
     techniques = ("baseline", *[n for n in dict.fromkeys(names) if n != "baseline"])
     skipped: list[dict] = []
+    # A technique that cannot render at the tile size: refused when asked for, left out of
+    # the default set (and said so in the report), before any work.
+    for name in techniques:
+        problem = tile_size_problem(name, config.tile_size)
+        if problem and args.techniques is not None:
+            raise InputError(f"{name}: {problem}", source="--tile-size")
+        if problem:
+            skipped.append({"spec": name, "reason": problem})
+    techniques = tuple(t for t in techniques if t not in {s["spec"] for s in skipped})
     if args.trace:
         workloads = given_workloads(args.trace, args.frames)
     elif args.quick:
@@ -818,15 +831,16 @@ def _settings(args) -> Settings:
         if args.no_captures:
             pass
         elif missing:
-            skipped = [{"spec": spec, "reason": "not installed: " + ", ".join(missing)}
-                       for spec in CAPTURED]
+            skipped += [{"spec": spec, "reason": "not installed: " + ", ".join(missing)}
+                        for spec in CAPTURED]
         else:
             from tqdm import tqdm
 
             with tqdm(total=len(CAPTURED), desc="capture", unit="program",
                       disable=None) as bar:
-                made, skipped = captured_workloads(Path(args.out) / "captures", frames,
+                made, failed = captured_workloads(Path(args.out) / "captures", frames,
                                                    progress=bar)
+            skipped += failed
             workloads += made
     return Settings(workloads, techniques, tile_size=config.tile_size, quick=args.quick,
                     skipped=skipped, config=config)
@@ -867,7 +881,8 @@ def _run(args) -> int:
                         extra_sections=sections)
     failed = results["checks"]["failed"]
     if args.json:
-        print(json.dumps({k: results[k] for k in ("summary", "checks", "seconds")}, indent=1))
+        print(json.dumps({**{k: results[k] for k in ("summary", "checks", "seconds")},
+                          "config_sha256": results["config"]["sha256"]}, indent=1))
     else:
         print(f"report: {Path(args.out) / 'index.html'} ({results['seconds']['total']:.0f} s; "
               f"{len(settings.workloads)} workloads x {len(settings.techniques)} runs)")
