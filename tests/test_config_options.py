@@ -105,10 +105,15 @@ def test_a_resume_with_another_configuration_is_refused(study, tmp_path, capsys)
     (["--set", "buffers.color.tiles=0.5"], "a whole number of tiles"),
     (["--tile-size", "32", "--set", "screen.tile_size=16"], "--tile-size: 32 and --set "
                                                            "screen.tile_size=16 disagree"),
+    (["--tile-size", "0"], "--tile-size: an even whole number of pixels >= 2, got 0"),
+    (["--tile-size", "7"], "--tile-size: an even whole number of pixels >= 2, got 7"),
+    (["--config", "EMPTY"], "missing key(s): buffers.color.entries, "),
 ])
 @pytest.mark.parametrize("command", ["run", "render", "estimate"])
 def test_a_bad_configuration_is_one_line_and_exit_2(command, argv, message, tmp_path, capsys):
     trace = sphere_trace(tmp_path / "s.tsim", 1, size=(16, 16))
+    (tmp_path / "empty.toml").write_text("")
+    argv = [str(tmp_path / "empty.toml") if a == "EMPTY" else a for a in argv]
     if command == "render" and argv[-1].startswith("memory.read_per_byte"):
         pytest.skip("render takes no energy configuration")
     base = {"run": ["run", "--trace", str(trace), "--out", str(tmp_path / "o")],

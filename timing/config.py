@@ -90,9 +90,10 @@ def _build(path: Path, schema: dict[str, dict] | None, schema_file: Path,
         missing = sorted(set(schema) - set(entries))
         unknown = sorted(set(entries) - set(schema))
         if missing:
-            raise InputError(f"missing key(s): {', '.join(missing)}", source=where)
+            raise InputError(f"missing key(s): {_some(missing)} (expected every key of "
+                             f"{schema_file.name})", source=where)
         if unknown:
-            raise InputError(f"unknown key(s): {', '.join(unknown)} (expected only the keys "
+            raise InputError(f"unknown key(s): {_some(unknown)} (expected only the keys "
                              f"of {schema_file.name})", source=where)
     values, units, sources, ranges = {}, {}, {}, {}
     for name, entry in entries.items():
@@ -131,6 +132,12 @@ def _build(path: Path, schema: dict[str, dict] | None, schema_file: Path,
         if "range" in entry:
             ranges[name] = _range(entry["range"], float(value), unit, name, where)
     return Config(where, values, units, sources, ranges)
+
+
+def _some(keys: list[str], shown: int = 5) -> str:
+    """The first few of ``keys`` and how many more: an error stays a readable line."""
+    more = len(keys) - shown
+    return ", ".join(keys[:shown]) + (f" and {more} more" if more > 0 else "")
 
 
 def _range(bounds, value: float, unit: str, name: str, where: str) -> tuple[float, float]:
@@ -295,6 +302,9 @@ def effective_config(config: str | Path | None = None, energy_config: str | Path
     gpu, energy = load_gpu_config(config), load_energy_config(energy_config)
     pairs = [parse_set(s) if isinstance(s, str) else (s[0], float(s[1])) for s in sets]
     if tile_size is not None:
+        if tile_size < 2 or tile_size % 2:
+            raise InputError(f"an even whole number of pixels >= 2, got {tile_size}",
+                             source="--tile-size")
         given = [v for k, v in pairs if k == "screen.tile_size"]
         if given and given[-1] != tile_size:
             raise InputError(f"{tile_size} and --set screen.tile_size={_number(given[-1])} "
