@@ -161,9 +161,12 @@ def check_scheduler(address: str) -> None:
     (Dask's client would wait forever on a server that accepts and says nothing, and read
     another protocol's reply as a frame length of exabytes: "out of memory")."""
     from distributed.comm import parse_address
+    from distributed.comm.addressing import parse_host_port
 
     try:
-        parse_address(address)
+        scheme, location = parse_address(address)
+        if scheme in ("tcp", "tls"):
+            parse_host_port(location)
     except (TypeError, ValueError) as exc:
         raise InputError(f"{address!r} is not a scheduler address (expected e.g. "
                          f"tcp://host:8786): {exc}", source="--scheduler") from None
