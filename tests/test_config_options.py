@@ -233,3 +233,30 @@ def test_a_technique_that_cannot_render_at_the_tile_size_is_refused_or_left_out(
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "defined on 16x16 tiles, not 32x32" in err[0], err
         assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.slow
+def test_reference_timing_renders_at_the_configurations_tile_size(tmp_path, capsys,
+                                                                  monkeypatch):
+    from tilesim.render.studies import quad_stream
+
+    trace = sphere_trace(tmp_path / "s.tsim", 2, size=(32, 32))
+    sizes = []
+    real = quad_stream.record_frames
+
+    def recording(*args, **kwargs):
+        sizes.append(kwargs.get("tile_size"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(quad_stream, "record_frames", recording)
+    assert main(["reference-timing", str(trace), "--frames", "1:2", "--tile-size", "8",
+                 "--json"]) == 0
+    assert sizes == [8]
+    capsys.readouterr()
+    # a configuration of absurd scale: one line naming it, never a traceback or Infinity
+    assert main(["reference-timing", str(trace), "--frames", "1:2", "--tiles", "1", "--set",
+                 "memory.bandwidth=3e-308", "--json"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    err = captured.err.strip().splitlines()
+    assert len(err) == 1 and "memory.bandwidth=3e-308" in err[0], err

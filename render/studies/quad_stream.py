@@ -237,15 +237,17 @@ def _stream(batches: list[dict], tiles: int) -> tuple[QuadStream, tuple]:
 
 def record_frames(trace: str | os.PathLike, frames: Iterable[int], *, technique: str = "baseline",
                   size: tuple[int, int] | None = None, traversal: str = "scanline",
-                  progress=None) -> list[RecordedFrame]:
-    """Render ``trace`` up to the last of ``frames`` with ``technique`` and return the recorded
-    frames in frame order. ``progress(frame)`` is called after every frame rendered."""
+                  progress=None, tile_size: int = 16) -> list[RecordedFrame]:
+    """Render ``trace`` up to the last of ``frames`` with ``technique`` at ``tile_size`` and
+    return the recorded frames in frame order. ``progress(frame)`` is called after every
+    frame rendered."""
     from tilesim.render.studies.runner import render_trace
 
     wanted = sorted(set(int(f) for f in frames))
     recorder = QuadRecorder.from_name(technique, source=os.fspath(trace)).watch(wanted)
     for result in render_trace(trace, frames=wanted, size=size, technique=recorder,
-                               traversal=traversal, observer=recorder.scalars):
+                               traversal=traversal, observer=recorder.scalars,
+                               tile_size=tile_size):
         if progress is not None:
             progress(result.index)
     return [recorder.recorded[f] for f in wanted if f in recorder.recorded]
