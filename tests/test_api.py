@@ -115,7 +115,6 @@ def test_estimate_is_tilesim_estimate(trace, tmp_path, capsys):
         f"energy={e.energy:.4g} J (GPU {e.gpu_energy:.4g}, memory {e.memory_energy:.4g}), "
         f"screen_energy={e.screen_energy:.4g} J, traffic={e.traffic_total:.0f} bytes)")
     assert tilesim.estimate(tilesim.render_frames(trace), screen=False)[0].screen_energy is None
-    assert tilesim.estimate([]) == []
 
 
 def test_a_frame_result_prints_in_one_short_line(trace):
@@ -130,3 +129,92 @@ def test_a_frame_result_prints_in_one_short_line(trace):
     assert counters.total("fragments_shaded") > 0
     assert repr(result) == f"FrameResult(index=1, image=48x64x4 numpy uint8, counters={counters!r})"
     assert str(result) == repr(result) and "\n" not in str(result)
+
+
+# Bad arguments (issue 35): the documented InputError (a TilesimError) naming the function and
+# the argument, at the call; never a bare TypeError, ValueError or AttributeError, and never an
+# empty result for a selection of frames the trace does not have.
+
+BAD_RENDER_ARGUMENTS = [   # the argument, and a part of the error's text
+    ({"trace": None}, "render_frames: trace=None (NoneType): expected a file path"),
+    ({"trace": 3}, "render_frames: trace=3 (int): expected a file path"),
+    ({"frames": 3}, "render_frames: frames=3 (int): expected frame numbers (a range or list "
+                    "of ints), 'A:B' or None; one frame is frames=[3]"),
+    ({"frames": [99]}, "sphere.tsim: frames: no frame 99: the trace has 3 frames (0..2)"),
+    ({"frames": [0, -1]}, "sphere.tsim: frames: no frame -1: the trace has 3 frames"),
+    ({"frames": range(2, 5)}, "sphere.tsim: frames=range(2, 5): the trace has 3 frames"),
+    ({"frames": []}, "sphere.tsim: frames: no frame selected (the trace has 3 frames"),
+    ({"frames": range(0)}, "sphere.tsim: frames=range(0, 0): no frame selected"),
+    ({"frames": iter(())}, "sphere.tsim: frames: no frame selected"),
+    ({"frames": ["1"]}, "render_frames: frames: '1' (str) is not a frame number"),
+    ({"frames": [1.0]}, "render_frames: frames: 1.0 (float) is not a frame number"),
+    ({"frames": [True]}, "render_frames: frames: True (bool) is not a frame number"),
+    ({"size": (7,)}, "render_frames: size=(7,) (tuple): expected (W, H)"),
+    ({"size": "64x48"}, "render_frames: size='64x48' (str): expected (W, H)"),
+    ({"size": 64}, "render_frames: size=64 (int): expected (W, H)"),
+    ({"size": (0, 48)}, "size[0] (width)=0 (int): expected a whole number in 1..16384"),
+    ({"size": (64, 10**9)}, "size[1] (height)=1000000000 (int): expected a whole number"),
+    ({"size": (64.5, 48)}, "size[0] (width)=64.5 (float): expected a whole number"),
+    ({"tile_size": "16"}, "render_frames: tile_size='16' (str): expected a whole number"),
+    ({"tile_size": 7}, "render_frames: tile_size=7 (int): expected an even number"),
+    ({"tile_size": 10**9}, "tile_size=1000000000 (int): expected a whole number in 2..16384"),
+    ({"technique": 3}, "render_frames: technique=3 (int): expected a technique's name"),
+    ({"technique": "warp"}, "warp"),
+    ({"mediump": "fp8"}, "render_frames: mediump='fp8' (str): expected one of 'fp32', 'fp16'"),
+    ({"dsr_parameters": 3}, "render_frames: dsr_parameters=3 (int): expected a file path"),
+]
+
+
+@pytest.mark.parametrize("kwargs, message", BAD_RENDER_ARGUMENTS,
+                         ids=[next(iter(k)) + "=" + repr(next(iter(k.values())))[:20]
+                              for k, _ in BAD_RENDER_ARGUMENTS])
+def test_render_frames_refuses_bad_arguments_at_the_call(trace, kwargs, message):
+    kwargs = {"trace": trace, **kwargs}
+    with pytest.raises(tilesim.errors.TilesimError) as caught:
+        tilesim.render_frames(kwargs.pop("trace"), **kwargs)     # not iterated: at the call
+    assert isinstance(caught.value, InputError)
+    assert message in str(caught.value)
+
+
+def test_render_frames_of_a_closed_trace_is_an_input_error(trace):
+    with tilesim.open_trace(trace) as t:
+        pass
+    with pytest.raises(InputError, match="sphere.tsim: the trace is closed"):
+        tilesim.render_frames(t)
+
+
+def test_render_frames_takes_numpy_numbers_and_repeats(trace):
+    frames = list(tilesim.render_frames(trace, frames=np.array([2, 0, 2]), size=np.array([32, 32])))
+    assert [f.index for f in frames] == [0, 2]
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: tilesim.open_trace(None), "open_trace: path=None (NoneType): expected a file path"),
+    (lambda: tilesim.open_trace(3), "open_trace: path=3 (int): expected a file path"),
+    (lambda: tilesim.open_trace(""), "open_trace: path='' (str): expected a file path"),
+    (lambda: tilesim.open_results(None), "open_results: folder=None (NoneType): expected a file"),
+    (lambda: tilesim.open_results(3), "open_results: folder=3 (int): expected a file path"),
+    (lambda: tilesim.estimate(None), "estimate: frames=None (NoneType): expected the frames "
+                                     "render_frames yields, or a `tilesim render --out` folder"),
+    (lambda: tilesim.estimate(3), "estimate: frames=3 (int): expected the frames"),
+    (lambda: tilesim.estimate([3]), "estimate: frames[0]: expected a FrameResult (what "
+                                    "render_frames yields), got 3 (int)"),
+    (lambda: tilesim.estimate([]), "estimate: frames: no frames to estimate (an iterator such "
+                                   "as render_frames' is used up by its first use)"),
+    (lambda: tilesim.estimate("x", gpu_config=3), "estimate: gpu_config=3 (int): expected a"),
+    (lambda: tilesim.estimate("x", energy_config=b"e"), "estimate: energy_config=b'e' (bytes)"),
+    (lambda: tilesim.estimate("x", screen="no"), "estimate: screen='no' (str): expected True "
+                                                 "or False"),
+])
+def test_the_other_api_functions_refuse_bad_arguments(call, message):
+    with pytest.raises(InputError) as caught:
+        call()
+    assert str(caught.value) == message or str(caught.value).startswith(message), caught.value
+
+
+def test_estimate_of_a_used_up_iterator_is_an_error_not_nothing(trace):
+    frames = tilesim.render_frames(trace, frames=[0])
+    assert len(tilesim.estimate(frames)) == 1
+    with pytest.raises(InputError, match="no frames to estimate"):
+        tilesim.estimate(frames)
+

@@ -627,6 +627,11 @@ class Trace:
     def __iter__(self) -> Iterator[list[Command]]:
         return self.frames()
 
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called (its frames can no longer be read)."""
+        return self._zip.fp is None
+
     def close(self) -> None:
         """Release the file (cached blobs are dropped too)."""
         self._zip.close()
