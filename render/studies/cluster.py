@@ -114,14 +114,16 @@ def _local_cluster(workers: int, memory_limit: int | str | None):
     from dask.distributed import LocalCluster
 
     limit = {} if memory_limit is None else {"memory_limit": memory_limit}
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    masks = hasattr(signal, "pthread_sigmask")     # POSIX
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}) if masks else None
     try:
         with dask.config.set(LOCAL_WORKER_CONFIG):  # the workers take the configuration at start
             return LocalCluster(n_workers=max(1, int(workers)), threads_per_worker=1,
                                 processes=True, dashboard_address=":0", silence_logs=SILENT,
                                 **limit)
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        if masks:
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _kill_workers(cluster) -> None:
