@@ -23,6 +23,7 @@ import numpy as np
 from tilesim.images import png_bytes
 from tilesim.options import window_size_argument
 from tilesim.render.pipeline.counters import TILE_COUNTERS, FrameCounters, PassCounters
+from tilesim.render_folder import COUNTERS_DIR, frame_files
 from tilesim.shaders.ir import program_digest
 from tilesim.timing.config import load_energy_config, load_gpu_config
 from tilesim.timing.counter_batch import load_batch
@@ -63,11 +64,12 @@ def write_counters(folder: Path, frames: int, width: int, height: int, screen: b
                 f.programs[vd], f.programs[fd] = vt, ft
                 f.vs_programs[vd] = int(rng.integers(1, 100_000))
         f.passes.append(p)
-        f.save(folder / "counters" / f"{i:06d}.npz")
+        png, npz = frame_files(folder, i)
+        f.save(npz)
         if screen:
-            (folder / "frames").mkdir(parents=True, exist_ok=True)
+            png.parent.mkdir(parents=True, exist_ok=True)
             image = np.full((height, width, 4), 100 + i % 50, dtype=np.uint8)
-            (folder / "frames" / f"{i:06d}.png").write_bytes(png_bytes(image))
+            png.write_bytes(png_bytes(image))
 
 
 def best_of(fn, repeats: int = 3) -> float:
@@ -91,7 +93,7 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(args.keep or tmp)
         write_counters(folder, args.frames, width, height, args.screen)
-        files = sorted((folder / "counters").glob("*.npz"))
+        files = sorted((folder / COUNTERS_DIR).glob("*.npz"))
         batch = load_batch(files)
         result = {
             "frames": args.frames, "size": f"{width}x{height}",

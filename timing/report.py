@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from tilesim.errors import InputError
-from tilesim.render_folder import RenderFolder, open_render_folder
+from tilesim.render_folder import COUNTERS_DIR, FRAMES_DIR, RenderFolder, open_render_folder
 from tilesim.timing import techniques
 from tilesim.timing.config import Config
 from tilesim.timing.counter_batch import load_batch
@@ -51,10 +51,10 @@ def find_workloads(paths: list[str | Path]) -> list[tuple[str, Path]]:
     found: list[tuple[str, Path]] = []
     for raw in paths:
         path = Path(raw)
-        if (path / "counters").is_dir():
+        if (path / COUNTERS_DIR).is_dir():
             found.append((path.resolve().name, path))
             continue
-        subs = sorted(d for d in path.iterdir() if (d / "counters").is_dir()) \
+        subs = sorted(d for d in path.iterdir() if (d / COUNTERS_DIR).is_dir()) \
             if path.is_dir() else []
         if not subs:
             raise InputError("no counters/ here or in its sub-folders; run `tilesim render ... "
@@ -78,7 +78,7 @@ def estimate_workload(name: str, directory: Path, cfg: Config, ecfg: Config,
     try:
         batch = load_batch(files)
     except ValueError as exc:
-        raise InputError(str(exc), source=str(directory / "counters")) from None
+        raise InputError(str(exc), source=str(directory / COUNTERS_DIR)) from None
     histograms = None
     if screen:
         pngs = [p if p.is_file() else None for p in folder.pngs()]
@@ -87,7 +87,7 @@ def estimate_workload(name: str, directory: Path, cfg: Config, ecfg: Config,
                 histograms = png_histograms(pngs)
             except OSError as exc:
                 raise InputError(f"unreadable frame image: {exc}",
-                                 source=str(directory / "frames")) from None
+                                 source=str(directory / FRAMES_DIR)) from None
     return Workload(name, directory, estimate_batch(batch, cfg, ecfg, histograms), folder)
 
 

@@ -73,8 +73,10 @@ from tilesim.render.techniques.bus import Techniques
 from tilesim.render.techniques.dynamic_sampling_rate import DEFAULT_PARAMETERS
 from tilesim.render.traces.trace_file import open_trace
 from tilesim.render_folder import (
+    COUNTERS_DIR,
     FRAME_NPZ,
     FRAME_PNG,
+    FRAMES_DIR,
     IDENTITY_FILE,
     entry_problem,
     file_sha256,
@@ -254,7 +256,7 @@ def check_folder(job: Job, identity: dict) -> None:
 def _own_outputs(folder: Path) -> list[Path]:
     """The frame and counters files tilesim writes in ``folder``'s frames/ and counters/."""
     found = []
-    for sub, pattern in (("frames", FRAME_PNG), ("counters", FRAME_NPZ)):
+    for sub, pattern in ((FRAMES_DIR, FRAME_PNG), (COUNTERS_DIR, FRAME_NPZ)):
         try:
             entries = list(os.scandir(folder / sub))
         except (FileNotFoundError, NotADirectoryError):
@@ -281,8 +283,8 @@ def clean_stale_temporaries(out: str | Path) -> int:
     folder itself (render.json, frames.json, summary.json), in ``frames/`` (NNNNNN.png) and
     in ``counters/`` (NNNNNN.npz); nothing else, and no deeper."""
     out = Path(out)
-    return (remove_temporaries(out, OWN_FILES) + remove_temporaries(out / "frames", FRAME_PNG)
-            + remove_temporaries(out / "counters", FRAME_NPZ))
+    return (remove_temporaries(out, OWN_FILES) + remove_temporaries(out / FRAMES_DIR, FRAME_PNG)
+            + remove_temporaries(out / COUNTERS_DIR, FRAME_NPZ))
 
 
 def prepare_jobs(jobs: list[Job], *, force: bool = False) -> list[dict]:
@@ -331,7 +333,7 @@ def _entry(summary: dict, digests: dict | None = None) -> dict:
 def finished_frames(job: Job) -> list[int]:
     """Every frame of the folder whose PNG and counters both exist (any frame, not only the
     job's range)."""
-    folder = Path(job.out) / "frames"
+    folder = Path(job.out) / FRAMES_DIR
     try:
         names = [e.name for e in os.scandir(folder)]
     except (FileNotFoundError, NotADirectoryError):

@@ -33,6 +33,7 @@ from tilesim.render.studies.runner import render_side_by_side, render_trace
 from tilesim.render.techniques.bus import Techniques
 from tilesim.render.techniques.dynamic_sampling_rate import frame_mssim
 from tilesim.render.traces.trace_file import open_trace
+from tilesim.render_folder import frame_files
 from tilesim.thresholds import DSR_MIN_MSSIM
 
 DEFAULT_TECHNIQUES = ("te", "re", "re/xor", "evr", "re+evr", "dsr", "memo", "memo/32")
@@ -165,9 +166,9 @@ def _save(save: Path | None, name: str, trace_path: str, index: int, image, coun
     if save is None:
         return
 
-    folder = save / name.replace("/", "-") / Path(trace_path).stem
-    counters.save(folder / "counters" / f"{index:06d}.npz")
-    write_bytes(folder / "frames" / f"{index:06d}.png", frame_png_bytes(image))
+    png, npz = frame_files(save / name.replace("/", "-") / Path(trace_path).stem, index)
+    counters.save(npz)
+    write_bytes(png, frame_png_bytes(image))
 
 
 def render_groups(names: list[str], dsr_parameters=None) -> list[list[str]]:

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from tilesim.errors import EXIT_FAILED_CHECK, EXIT_OK, InputError
 from tilesim.images import SSIM_WINDOW, Comparison, image_metrics, read_png
-from tilesim.render_folder import IDENTITY_FILE, open_render_folder
+from tilesim.render_folder import FRAMES_DIR, IDENTITY_FILE, open_render_folder
 from tilesim.thresholds import PROBE_TOLERANCE
 
 _FRAME_NAME = re.compile(r"^(?:frame_)?(\d+)\.png$")
@@ -46,7 +46,7 @@ def frame_files(folder: str | os.PathLike) -> dict[int, Path]:
         # a tilesim render: the frames its manifest lists, each checked against its digest
         render = open_render_folder(root)
         return dict(zip(render.frames, render.pngs(), strict=True))
-    for candidate in (root / "frames", root):
+    for candidate in (root / FRAMES_DIR, root):
         if not candidate.is_dir():
             continue
         found: dict[int, Path] = {}

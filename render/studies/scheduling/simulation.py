@@ -39,6 +39,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from tilesim.errors import ToolMissing
 from tilesim.render.studies.scheduling.blocks import Block, BlockSpec, Exact, Predictor
@@ -126,6 +127,10 @@ class RunResult:
     predicted: list[Block] = field(default_factory=list)  # every block laid out, run or not
     decisions: int = 0
     gpu_busy_s: float = 0.0
+
+
+if TYPE_CHECKING:   # annotations only: SimPy itself is imported when a model runs
+    import simpy
 
 
 def _simpy():
