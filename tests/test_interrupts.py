@@ -21,6 +21,7 @@ import pytest
 from trace_helpers import sphere_trace
 
 from tilesim.cli import main
+from tilesim.errors import TilesimError
 from tilesim.render.studies import cluster
 from tilesim.render.studies.batch import HANG_ENV
 
@@ -140,6 +141,18 @@ def test_a_full_disk_in_a_worker_is_its_one_line_naming_the_file(tmp_path):
     assert len(lines) == 1, run.stderr
     assert lines[0].startswith(f"tilesim: error: {out}/")
     assert lines[0].endswith(": File too large")
+
+
+@pytest.mark.slow
+def test_a_worker_process_that_dies_is_one_tilesim_error(capfd):
+    """Was Dask's KilledWorker, a traceback (and its nanny's warnings on stderr)."""
+    import dask
+
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+        with pytest.raises(TilesimError, match="^a worker process died"):
+            with cluster.dask_client(1) as client:
+                cluster.map_in_order(client, os._exit, [(3,)], desc="die", progress=False)
+    assert capfd.readouterr().err == ""
 
 
 # --scheduler
