@@ -95,6 +95,22 @@ def _terminate(signum, frame) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command ``argv`` (default: the process's arguments); its exit code. Ctrl-C and
+    SIGTERM, from the loading of the commands on, are one line and exit 130 / 143."""
+    # Main thread only (where Python runs handlers; tests may call main from others).
+    on_main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminate) if on_main else None
+    try:
+        return _run(argv)
+    except KeyboardInterrupt as exc:
+        print("tilesim: interrupted", file=sys.stderr)
+        return 128 + (signal.SIGTERM if isinstance(exc, Terminated) else signal.SIGINT)
+    finally:
+        if on_main:
+            signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+
+
+def _run(argv: list[str] | None) -> int:
     from tilesim.shaders.interpreter import BUDGET_ENV as INSTRUCTION_BUDGET_ENV
     from tilesim.shaders.interpreter import CALL_DEPTH_ENV
 
@@ -106,9 +122,6 @@ def main(argv: list[str] | None = None) -> int:
                        (CALL_DEPTH_ENV, args.call_depth)):
         if value is not None:
             os.environ[env] = str(value)
-    # Main thread only (where Python runs handlers; tests may call main from others).
-    on_main = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, _terminate) if on_main else None
     try:
         with warnings.catch_warnings():
             if not args.debug:
@@ -124,12 +137,6 @@ def main(argv: list[str] | None = None) -> int:
         # A file the command reads or writes: missing, a folder, read-only, disk full.
         where = f"{exc.filename}: " if exc.filename else ""
         return _fail(args, f"{where}{exc.strerror or exc}", EXIT_BAD_INPUT)
-    except KeyboardInterrupt as exc:
-        print("tilesim: interrupted", file=sys.stderr)
-        return 128 + (signal.SIGTERM if isinstance(exc, Terminated) else signal.SIGINT)
-    finally:
-        if on_main:
-            signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:

@@ -109,12 +109,17 @@ def _local_cluster(workers: int, memory_limit: int | str | None):
     the foreground group, and each worker would print its traceback of the KeyboardInterrupt
     (13-106 lines) while this process closes the cluster anyway. SIGINT is blocked while
     Dask starts its event loop thread, which starts the worker processes: they inherit the
-    thread's mask, as the thread keeps it (this thread's is restored)."""
+    thread's mask, as the thread keeps it (this thread's is restored). multiprocessing's
+    resource tracker is started first: starting it unblocks SIGINT in the thread that does."""
+    from multiprocessing import resource_tracker
+
     import dask
     from dask.distributed import LocalCluster
 
     limit = {} if memory_limit is None else {"memory_limit": memory_limit}
     masks = hasattr(signal, "pthread_sigmask")     # POSIX
+    if masks:
+        resource_tracker.ensure_running()
     previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}) if masks else None
     try:
         with dask.config.set(LOCAL_WORKER_CONFIG):  # the workers take the configuration at start
