@@ -147,6 +147,7 @@ def test_a_full_disk_in_a_worker_is_its_one_line_naming_the_file(tmp_path):
 def test_a_worker_process_that_dies_is_one_tilesim_error(capfd):
     """Was Dask's KilledWorker, a traceback (and its nanny's warnings on stderr)."""
     import dask
+    import distributed  # noqa: F401  (its configuration, which the set below would drop)
 
     with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
         with pytest.raises(TilesimError, match="^a worker process died"):
