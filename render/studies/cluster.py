@@ -126,6 +126,10 @@ def _local_cluster(workers: int, memory_limit: int | str | None):
             return LocalCluster(n_workers=max(1, int(workers)), threads_per_worker=1,
                                 processes=True, dashboard_address=":0", silence_logs=SILENT,
                                 **limit)
+    except Exception as exc:
+        # Its logs are silent: what failed is said here (--debug: the traceback).
+        raise TilesimError(f"the local Dask cluster of {workers} worker processes did not "
+                           f"start: {exc}") from exc
     finally:
         if masks:
             signal.pthread_sigmask(signal.SIG_SETMASK, previous)
