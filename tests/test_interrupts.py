@@ -143,6 +143,28 @@ def test_a_full_disk_in_a_worker_is_its_one_line_naming_the_file(tmp_path):
     assert lines[0].endswith(": File too large")
 
 
+def blocked_signals() -> int:
+    """This process's blocked signals (a bit mask, bit n-1 for signal n), from /proc."""
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1], 16) for line in status if line.startswith("SigBlk"))
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux's /proc")
+def test_local_workers_never_see_ctrl_c_and_this_process_still_does():
+    """The terminal sends Ctrl-C to the whole process group: a worker seeing it printed its
+    traceback while this process closed the cluster (it may still be starting). Starting
+    multiprocessing's resource tracker unblocks SIGINT in the thread that starts it; Dask's
+    event loop thread did, and the workers it started saw Ctrl-C."""
+    with cluster.dask_client(2) as client:
+        masks = client.run(blocked_signals)
+        assert blocked_signals() & (1 << (signal.SIGINT - 1)) == 0
+    assert len(masks) == 2
+    for mask in masks.values():
+        assert mask & (1 << (signal.SIGINT - 1))
+        assert not mask & (1 << (signal.SIGTERM - 1))
+
+
 @pytest.mark.slow
 def test_a_worker_process_that_dies_is_one_tilesim_error(capfd):
     """Was Dask's KilledWorker, a traceback (and its nanny's warnings on stderr)."""
