@@ -104,6 +104,20 @@ def test_a_signal_ends_a_two_worker_render_at_once_in_one_line_and_it_resumes(
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("number", "group", "code"), SIGNALS)
+def test_a_signal_ends_a_render_in_one_process_in_one_line(tmp_path, number, group, code):
+    """SIGTERM ended the process at once (exit -15, a temporary left behind); now it is
+    Ctrl-C's clean-up, with its own exit code."""
+    trace = sphere_trace(tmp_path / "a.tsim", 3)
+    out = tmp_path / "out"
+    returncode, stderr, took = interrupt(["render", str(trace), "--out", str(out)], out, 1,
+                                         number, group=group)
+    assert (returncode, stderr) == (code, "tilesim: interrupted\n")
+    assert took < PROMPT_S
+    assert not list(out.rglob("*.tmp"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("number", "group", "code"), SIGNALS)
 def test_a_signal_ends_a_two_worker_study_at_once_in_one_line_and_it_resumes(
         tmp_path, number, group, code):
     a = sphere_trace(tmp_path / "a.tsim", 2, size=(64, 48))
