@@ -234,7 +234,8 @@ SILENT = "no answer from a Dask scheduler within 2 s"
 
 
 @pytest.mark.parametrize(("reply", "reasons"), [
-    ("http", (CANNOT,)), ("close", (CANNOT, SILENT)), ("silent", (SILENT,))])
+    ("http", (CANNOT + "it does not answer in Dask's protocol (another kind of server?)",)),
+    ("close", (CANNOT, SILENT)), ("silent", (SILENT,))])
 def test_a_server_that_is_not_a_dask_scheduler_is_named_within_bounded_time(
         tmp_path, capsys, monkeypatch, reply, reasons):
     """Was "out of memory" (the HTTP reply read as a frame of exabytes), or a wait without
@@ -254,7 +255,7 @@ def test_a_server_that_is_not_a_dask_scheduler_is_named_within_bounded_time(
     assert err.startswith(tuple(f"tilesim: error: --scheduler: {address}: {reason}"
                                 for reason in reasons)), err
     assert err.count("\n") == 1
-    assert "memory" not in err
+    assert "memory" not in err.lower()
     assert took < 10
     assert not list((tmp_path / "o").glob("frames/*.png"))
 

@@ -206,8 +206,11 @@ async def _identity(address: str):
 
 
 def _not_a_scheduler(address: str, exc: BaseException) -> InputError:
-    reason = (f"{type(exc).__name__} ({exc})" if isinstance(exc, MemoryError)
-              else str(exc) or type(exc).__name__)
+    """The error for ``address`` that failed with ``exc``: a connection's own error as it
+    is; anything else (a reply read as a frame of exabytes, a message that does not decode)
+    is a server of another protocol."""
+    reason = (str(exc) or type(exc).__name__ if isinstance(exc, OSError)
+              else "it does not answer in Dask's protocol (another kind of server?)")
     return InputError(f"{address}: cannot connect to a Dask scheduler there: {reason}",
                       source="--scheduler")
 
