@@ -42,7 +42,7 @@ from tilesim.backend import use_backend  # noqa: E402
 from tilesim.images import within_tolerance  # noqa: E402
 from tilesim.mesa import child_environment  # noqa: E402
 from tilesim.options import window_size  # noqa: E402
-from tilesim.render.studies.runner import render_frames  # noqa: E402
+from tilesim.render.replay import render_frames  # noqa: E402
 from tilesim.render.workloads.bunny import matrices, record  # noqa: E402
 from tilesim.thresholds import CONFORMANCE_TOLERANCE  # noqa: E402
 
@@ -115,7 +115,7 @@ def time_mesa(driver, program, mesh, frames, width, height):
 def time_trace(path, frames: int, backend: str, mesa: bool) -> dict:
     """tilesim and Mesa frame times of the first ``frames`` frames of a ``.tsim`` trace."""
     from tilesim.render.reference.replay_gl import replay
-    from tilesim.render.studies.runner import render_trace
+    from tilesim.render.replay import render_trace
     from tilesim.render.traces.trace_file import open_trace
 
     with open_trace(path) as trace:

@@ -41,7 +41,7 @@ from tilesim.options import window_size  # noqa: E402
 
 _SCALING_CHILD = """
 import json, resource, sys, time
-from tilesim.render.studies.runner import render_trace
+from tilesim.render.replay import render_trace
 trace, width, height, frames = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 times, start = [], time.perf_counter()
 for result in render_trace(trace, frames=range(frames), size=(width, height)):

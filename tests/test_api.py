@@ -21,7 +21,7 @@ from tilesim.cli import main
 from tilesim.errors import InputError
 from tilesim.images import read_png
 from tilesim.render.pipeline.counters import load_counters
-from tilesim.render.studies.runner import render_trace
+from tilesim.render.replay import render_trace
 
 
 @pytest.fixture(scope="module")

@@ -319,7 +319,7 @@ def test_frames_are_cut_only_where_nothing_earlier_shows_through(tmp_path):
     color mask, or comes after a frame that drew into a texture is no place to start: a render
     starting there would not be the full render's."""
     from tilesim.render.pipeline.renderer import FramesDepend
-    from tilesim.render.studies.runner import fresh_starts, render_trace
+    from tilesim.render.replay import fresh_starts, render_trace
     from tilesim.render.traces.trace_file import open_trace
 
     def setup(gl, f):
@@ -350,7 +350,7 @@ def test_frames_are_cut_only_where_nothing_earlier_shows_through(tmp_path):
 
 
 def test_a_frame_after_render_to_texture_is_no_place_to_start():
-    from tilesim.render.studies.runner import fresh_starts
+    from tilesim.render.replay import fresh_starts
     from tilesim.render.traces.trace_file import open_trace
 
     traces = Path(__file__).resolve().parent.parent / "traces"

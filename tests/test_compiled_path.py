@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from tilesim.render.pipeline import compiled, output_merger
-from tilesim.render.studies.runner import render_frames
+from tilesim.render.replay import render_frames
 from tilesim.render.techniques.bus import Techniques
 from tilesim.render.workloads.conformance_scenes import SCENES, record_scene
 

@@ -734,7 +734,7 @@ def test_shipped_parameters_keep_every_sprite_frame_above_the_floor():
     reduced on frame 0: every frame must keep MSSIM >= 0.95 (Frame Coherence §6.3)."""
     from conftest import require_mesa
 
-    from tilesim.render.studies.runner import render_frames
+    from tilesim.render.replay import render_frames
     from tilesim.render.workloads import spinning_sprites
 
     require_mesa()

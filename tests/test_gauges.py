@@ -25,7 +25,7 @@ def built(kind: str, frames: int = FRAMES, size: int = SIZE):
 
 @functools.cache
 def rendered(kind: str):
-    from tilesim.render.studies.runner import render_frames
+    from tilesim.render.replay import render_frames
 
     return list(render_frames(built(kind), SIZE, SIZE))
 

@@ -298,7 +298,7 @@ def test_counters_name_the_programs_each_tile_ran(tmp_path):
     from pathlib import Path
 
     from tilesim.render.pipeline.counters import load_counters
-    from tilesim.render.studies.runner import render_trace
+    from tilesim.render.replay import render_trace
     from tilesim.shaders.ir import program_digest
     from tilesim.timing.counter_batch import batch_from_frames, load_batch
 

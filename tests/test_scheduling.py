@@ -339,7 +339,7 @@ def test_block_costs_add_up_to_the_frame_time(mesa):
     """Blocks timed by rendering prefixes (scenarios.time_blocks) telescope: a frame's block
     costs add up to the timing model's time for the whole frame; every cluster frame has a
     block per draw and ends with its swap."""
-    from tilesim.render.studies.runner import render_frames
+    from tilesim.render.replay import render_frames
     from tilesim.render.studies.scheduling.scenarios import time_blocks
     from tilesim.render.workloads import cluster
     from tilesim.timing.config import load_energy_config, load_gpu_config

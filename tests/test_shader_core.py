@@ -282,8 +282,8 @@ def test_a_frames_draws_run_what_the_renderer_shaded():
     """Every draw of a frame, all its quads: the core's dynamic instructions are the warp
     instructions the renderer counted for the frame, and textured draws carry the cache lines
     tilesim's texture sampler really read (not the nominal texture's)."""
+    from tilesim.render.replay import render_trace
     from tilesim.render.studies.core_draws import frame_workloads
-    from tilesim.render.studies.runner import render_trace
     from tilesim.timing.shader_core.workload import UNIT_SPAN
 
     size = (160, 96)

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 from trace_helpers import sphere_trace
 
+from tilesim.render.replay import render_side_by_side, render_trace
 from tilesim.render.studies import batch
 from tilesim.render.studies.batch import Job, prepare_jobs, run_job, run_side_by_side
-from tilesim.render.studies.runner import render_side_by_side, render_trace
 from tilesim.render.techniques import side_by_side
 from tilesim.render.techniques.bus import Techniques
 from tilesim.render.techniques.side_by_side import SideBySide, shareable

@@ -11,7 +11,7 @@
         print(e.frame, e.seconds, e.energy)   # GPU + memory joules; e.screen_energy beside
 
 The same code paths as the commands: :func:`render_frames` is ``tilesim render``'s renderer
-(the studies' runner, :mod:`tilesim.render.studies.runner`), :func:`estimate` is ``tilesim
+(:mod:`tilesim.render.replay`, the one way to render), :func:`estimate` is ``tilesim
 estimate``'s model (:mod:`tilesim.timing`), which reads only the counters (and the frames'
 pixels for the OLED screen).
 
@@ -36,7 +36,7 @@ import numpy as np
 from tilesim.errors import InputError
 from tilesim.options import MAX_WINDOW_SIDE, frame_range
 from tilesim.render.pipeline.renderer import FrameResult
-from tilesim.render.studies.runner import render_trace
+from tilesim.render.replay import render_trace
 from tilesim.render.studies.study_results import StudyResults
 from tilesim.render.studies.study_results import open_results as _open_results
 from tilesim.render.techniques.bus import Techniques

@@ -262,7 +262,7 @@ class Renderer:
         """Replay frames; yield results for frame numbers in ``keep`` (default: all).
 
         Frames not kept are still rendered: later frames may sample what they drew. With
-        ``replay_from`` (one of ``runner.fresh_starts``), the frames before it only set the GL
+        ``replay_from`` (one of ``replay.fresh_starts``), the frames before it only set the GL
         state (textures, buffers, programs, ...: :meth:`replay_state`) and are neither drawn
         nor observed; only for the baseline (techniques keep state from frame to frame).
         :class:`FramesDepend` is raised, before any result, when a frame before it draws into
@@ -316,7 +316,7 @@ class Renderer:
         """A frame's commands for the GL state alone: no pixel is drawn, cleared, read or
         copied, no counter kept (the state-change count restarts at its end, as a frame's
         does). Returns what the frame does to the window's buffers (whether a render may
-        start at it: ``runner.fresh_starts``); FramesDepend if the frame renders into a
+        start at it: ``replay.fresh_starts``); FramesDepend if the frame renders into a
         texture or copies pixels into one."""
         first, tests_depth = None, False
         for position, command in enumerate(commands):

@@ -14,7 +14,6 @@
     characterize     ``tilesim characterize``: the workload columns of Tables 3.3 and 3.4
     dsr_search       ``tilesim dsr-search``: fitting DSR's parameters (Algorithms 5, 6)
     estimate         ``tilesim estimate``: time, energy and traffic from a render's counters
-    runner           the one way to render a trace, watched through a RenderObserver
     cluster          the one way to run tasks on Dask (a local cluster or a scheduler)
 
 The top layer: may import everything below (``traces``, ``reference``, ``workloads``,

@@ -62,13 +62,13 @@ from tilesim.render.pipeline.counters import (
 )
 from tilesim.render.pipeline.gpu_config import renderer_config
 from tilesim.render.pipeline.renderer import configured_mediump
-from tilesim.render.studies.cluster import dask_client, map_in_order
-from tilesim.render.studies.runner import (
+from tilesim.render.replay import (
     fresh_starts,
     render_side_by_side,
     render_trace,
     side_by_side_host,
 )
+from tilesim.render.studies.cluster import dask_client, map_in_order
 from tilesim.render.techniques.bus import Techniques
 from tilesim.render.techniques.dynamic_sampling_rate import DEFAULT_PARAMETERS
 from tilesim.render.traces.trace_file import open_trace
@@ -572,7 +572,7 @@ def run_job(job: Job, on_frame=None, *, prepare: bool = True, force: bool = Fals
 
 def _replay_start(job: Job, techniques, first_missing: int) -> int | None:
     """Where a render of the job's frames from ``first_missing`` on may start, the frames
-    before replayed for their GL state only: the latest fresh start (``runner.fresh_starts``)
+    before replayed for their GL state only: the latest fresh start (``replay.fresh_starts``)
     at or before it; None: frame 0 (or a technique that compares frames with the ones
     before)."""
     if first_missing == 0 or techniques.spans_frames:
@@ -583,7 +583,7 @@ def _replay_start(job: Job, techniques, first_missing: int) -> int | None:
 
 def frame_segments(job: Job, parts: int) -> list[Job]:
     """``job`` as up to ``parts`` jobs of consecutive frames that render in parallel: each
-    starts at a fresh start (``runner.fresh_starts``: the frames before it are replayed for
+    starts at a fresh start (``replay.fresh_starts``: the frames before it are replayed for
     their GL state only), the cuts as near equal shares of the frames as fresh starts allow.
     [job] when its frames cannot be split (a technique compares frames with the ones before;
     no frame starts afresh)."""
@@ -632,7 +632,7 @@ def render_host(job: Job) -> str | None:
 def run_side_by_side(jobs: list[Job], *, observer=None, before_writes=None) -> list[dict]:
     """Render jobs of one trace and pipeline options whose frames come from one host's render
     (:func:`render_host`: the baseline, or EVR; at most one job of the host itself) with one
-    functional render (``runner.render_side_by_side``), and write each job's missing frames
+    functional render (``replay.render_side_by_side``), and write each job's missing frames
     as :func:`run_job` writes them; returns their summaries in order. ``observer`` watches
     the render (the host's); ``before_writes``: per job, None or ``before_write(result,
     techniques)`` as :func:`run_job` takes it. Folders must have been prepared

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from tilesim.errors import EXIT_OK
 from tilesim.options import frame_range
 from tilesim.render.pipeline.observer import RenderObserver
-from tilesim.render.studies.runner import render_trace
+from tilesim.render.replay import render_trace
 from tilesim.render.traces.trace_file import Trace, open_trace
 from tilesim.shaders.stats import static_stats
 

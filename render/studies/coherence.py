@@ -28,8 +28,8 @@ from tilesim.backend import backend_name, to_host, use_backend
 from tilesim.errors import EXIT_OK, InputError
 from tilesim.images import frame_png_bytes, png_bytes
 from tilesim.options import frame_range, positive_int
+from tilesim.render.replay import render_side_by_side, render_trace
 from tilesim.render.studies.cluster import dask_client, map_in_order
-from tilesim.render.studies.runner import render_side_by_side, render_trace
 from tilesim.render.techniques.bus import Techniques
 from tilesim.render.techniques.dynamic_sampling_rate import frame_mssim
 from tilesim.render.traces.trace_file import open_trace

@@ -1,7 +1,7 @@
 """Conformance suite: scenes rendered by tilesim and by Mesa llvmpipe, compared.
 
 Every scene (:mod:`tilesim.render.workloads.conformance_scenes`) is recorded into frames of
-commands. The same frames are rendered by tilesim (:mod:`tilesim.render.studies.runner`) and
+commands. The same frames are rendered by tilesim (:mod:`tilesim.render.replay`) and
 replayed on Mesa llvmpipe (:mod:`tilesim.render.reference.replay_gl`) at the same size; each
 frame is compared.
 
@@ -52,7 +52,7 @@ from tilesim.render.pipeline.rasterizer import FILL_RULES
 from tilesim.render.pipeline.renderer import MEDIUMP_HELP
 from tilesim.render.reference import replay_gl
 from tilesim.render.reference.replay_gl import GL_RENDERER, GLReplayer, MesaUnavailable
-from tilesim.render.studies.runner import render_frames
+from tilesim.render.replay import render_frames
 from tilesim.render.traces.trace_file import open_trace, write_trace
 from tilesim.render.workloads.conformance_scenes import SCENES, record_scene
 from tilesim.shaders.interpreter import MEDIUMP_MODES
@@ -153,7 +153,7 @@ def render_tilesim(frames: list[list[Command]], width: int, height: int, *,
                    source: str = "<scene>", **renderer_options
                    ) -> tuple[list[np.ndarray], list[dict]]:
     """tilesim's images ((H, W, 4) uint8, row 0 at the top) and counter summaries, per frame.
-    ``renderer_options`` as :func:`tilesim.render.studies.runner.render_frames` takes them
+    ``renderer_options`` as :func:`tilesim.render.replay.render_frames` takes them
     (default: the baseline pipeline)."""
     images, counters = [], []
     for result in render_frames(frames, width, height, source=source, **renderer_options):
@@ -301,7 +301,7 @@ def _count_child(trace_path: str, out_path: str) -> int:
 def run_scene(name: str, size: tuple[int, int] | None = None, *,
               out: Path | None = None, renderer_options: dict | None = None) -> SceneResult:
     """Record, render on both sides and compare one scene; PNGs into ``out``/name if given.
-    ``renderer_options``: keyword arguments of ``runner.render_frames`` (e.g. ``fill_rule``)."""
+    ``renderer_options``: keyword arguments of ``replay.render_frames`` (e.g. ``fill_rule``)."""
     frames, width, height = record_scene(name, size)
     result = SceneResult(name, width, height)
     if SCENES[name].mediump is not None:

@@ -97,7 +97,7 @@ def frame_workloads(trace: str | os.PathLike, frame: int, *,
                     draws: list[int] | None = None) -> list[tuple[CapturedDraw, object]]:
     """[(the draw, its workload)] of the draws of ``frame`` of a ``.tsim`` trace that shaded
     fragments (``draws``: only these draw numbers), each at most ``max_warps`` warps."""
-    from tilesim.render.studies.runner import render_trace
+    from tilesim.render.replay import render_trace
     from tilesim.render.traces.trace_file import open_trace
     from tilesim.timing.shader_core.workload import concatenate
 

@@ -70,9 +70,9 @@ import numpy as np
 from tilesim.atomic import check_output, write_bytes, write_json
 from tilesim.errors import EXIT_FAILED_CHECK, EXIT_OK, InputError
 from tilesim.options import frame_range, positive_int, window_size
+from tilesim.render.replay import render_trace
 from tilesim.render.studies.batch import renderer_sha256
 from tilesim.render.studies.cluster import dask_client, map_in_order
-from tilesim.render.studies.runner import render_trace
 from tilesim.render.techniques.dynamic_sampling_rate import (
     LOWEST,
     MAX_DIAGONAL,

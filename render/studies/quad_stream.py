@@ -241,7 +241,7 @@ def record_frames(trace: str | os.PathLike, frames: Iterable[int], *, technique:
     """Render ``trace`` up to the last of ``frames`` with ``technique`` at ``tile_size`` and
     return the recorded frames in frame order. ``progress(frame)`` is called after every
     frame rendered."""
-    from tilesim.render.studies.runner import render_trace
+    from tilesim.render.replay import render_trace
 
     wanted = sorted(set(int(f) for f in frames))
     recorder = QuadRecorder.from_name(technique, source=os.fspath(trace)).watch(wanted)

@@ -19,7 +19,7 @@ DSR renders tiles at other sampling rates and never runs beside a member (:func:
 
 A member's own render can leave the host's in two ways, and the member is then dropped at once
 (``diverged``: its name -> the frame; its frames from that one on must be rendered by a render
-of its own, ``runner.render_side_by_side`` goes on from a copy made at that frame's start;
+of its own, ``replay.render_side_by_side`` goes on from a copy made at that frame's start;
 both ways need RE: :func:`may_diverge`):
 
 * its colors leave the host's at the end of a pass: an RE false positive puts back colors

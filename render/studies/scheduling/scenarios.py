@@ -103,7 +103,7 @@ def time_blocks(frames, width: int, height: int, keep: list[int]) -> list[list[B
     (module docstring). Frame 0's setup (its commands before its first draw) is replayed
     first, so the textures and buffers exist."""
     from tilesim.render.gl.commands import Command
-    from tilesim.render.studies.runner import render_frames
+    from tilesim.render.replay import render_frames
     from tilesim.timing.config import load_energy_config, load_gpu_config
     from tilesim.timing.model import estimate_frames
 

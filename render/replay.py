@@ -4,7 +4,7 @@ Every study renders through :func:`render_trace` or :func:`render_frames`: batch
 goldens, coherence, dsr-search, conformance, characterize and the bunny benchmark. They
 choose the frames, the technique and the pipeline's options, and watch the render through a
 :class:`~tilesim.render.pipeline.observer.RenderObserver` (frame begin and end, commands,
-pass end); the runner opens the trace, builds the renderer and replays.
+pass end); replaying opens the trace, builds the renderer and runs its frames.
 
     for result in render_trace("traces/bunny.tsim", frames=range(0, 3), technique="re"):
         result.index, result.image, result.counters
