@@ -5,6 +5,8 @@ contracts in ``pyproject.toml``), top to bottom:
 
     studies     the commands people run: batch rendering, compare, conformance, goldens,
                 suite, coherence, characterize, dsr-search, estimate
+    replay      the one way to render a trace (or recorded frames) through the pipeline,
+                watched through a RenderObserver: what the studies and the API call
     traces      the .tsim trace format, apitrace capture and import
     reference   the same commands replayed on Mesa, for reference images
     workloads   recorded programs (the bundled games, the bunny, the sprites)
