@@ -143,6 +143,52 @@ def test_a_rerun_resumes_what_is_missing_and_changes_nothing_else(study, tmp_pat
 
 
 @pytest.mark.slow
+def test_the_report_gives_absolute_figures_a_glossary_and_the_modelled_gpu(study):
+    _, out, _ = study
+    results = json.loads((out / "results.json").read_text())
+    run = results["workloads"][0]["runs"]["re"]
+    total, frame = run["total"], run["per_frame"]
+    # per frame, in a paper's units, beside the ratios
+    assert frame["ms"] == pytest.approx(1e3 * total["seconds"] / 4)
+    assert frame["fps"] == pytest.approx(1e3 / frame["ms"])
+    assert frame["mj"]["gpu"] + frame["mj"]["dram"] == pytest.approx(frame["mj"]["total"])
+    assert frame["mj"]["screen"] > 0
+    assert set(results["units"]) == {"ms", "fps", "cycles", "mj"}
+    page = (out / "index.html").read_text()
+    for text in ("ms / frame", "fps", "mJ GPU", "mJ DRAM", "mJ screen", "400 MHz", "32 nm",
+                 "16x16 pixels", "256 KB, 8-way", "bytes/cycle", 'id="glossary"',
+                 "Rendering Elimination", 'id="pivot-time"', 'id="pivot-energy"',
+                 'id="regime-note"', 'href="#w-sphere"', 'id="absolute-sphere"'):
+        assert text in page, text
+    # lossless runs show "identical", not a black difference image
+    assert "identical-box" in page and "img/sphere/re-diff.png" not in page
+    assert not (out / "img" / "sphere" / "re-diff.png").exists()
+
+
+def test_per_frame_figures_and_the_gpu_summary_follow_the_configuration():
+    from tilesim.render.studies.study_report import _gpu_summary
+    from tilesim.render.studies.study_results import per_frame
+    from tilesim.timing.config import effective_config
+
+    total = {"frames": 4, "seconds": 0.04, "cycles": {"total": 16e6},
+             "energy_j": {"gpu": 0.004, "memory": 0.008, "screen": None, "total": 0.012}}
+    assert per_frame(total) == {"ms": pytest.approx(10.0), "fps": pytest.approx(100.0),
+                                "cycles": 4e6, "mj": {"gpu": pytest.approx(1.0),
+                                                      "dram": pytest.approx(2.0),
+                                                      "screen": None,
+                                                      "total": pytest.approx(3.0)}}
+    config = effective_config(sets=[("tech.clock", 800e6), ("memory.bandwidth", 8.0)],
+                              tile_size=32)
+    summary = _gpu_summary(config.record())
+    rows = dict(summary["rows"])
+    assert rows["clock"] == "800 MHz" and rows["tile size"] == "32x32 pixels"
+    assert "8 bytes/cycle (6.4 GB/s)" in rows["main memory"]
+    assert "tech.clock=8e+08" in summary["changed"]
+    assert summary["digest"] == config.sha256[:12]
+    # an older results.json names the files only: the shipped ones are read
+    assert dict(_gpu_summary({})["rows"])["clock"] == "400 MHz"
+
+
 def test_a_changed_frame_fails_the_lossless_check_with_exit_1(study, tmp_path, capsys):
     trace, out, _ = study
     copy = tmp_path / "out"
@@ -241,7 +287,7 @@ def test_the_all_sections_turn_each_command_into_tables_and_figures(study):
         assert section["tables"] and all(t["rows"] for t in section["tables"]), name
         for image in section["images"]:
             assert (out / image["src"]).is_file()
-        assert f"id='{name}'" in _extra_section(name, section)
+        assert f'id="{name}"' in _extra_section(name, section)
     policies = {row[0] for row in sections["scheduling"]["tables"][1]["rows"]}
     assert {"none", "frrs", "hpf", "edf"} <= policies
     assert sections["core"]["images"] and sections["scheduling"]["images"]

@@ -28,6 +28,9 @@ from tilesim.timing.memory_traffic import TRAFFIC_SOURCES
 PLOTS = ("time", "energy", "traffic", "shader", "units")
 COLORS = ["#1f4e79", "#6fa8dc", "#e69138", "#93c47d", "#cc4125", "#8e7cc3", "#c9a227",
           "#76a5af", "#999999", "#d5a6bd", "#38761d", "#b45f06", "#444444"]
+# Font sizes (points at 110 dpi): readable where a report shows a plot at 560-640 px on a
+# 1080p screen (8-point ticks were ~10 px there).
+TICK_FONT, LEGEND_FONT, TITLE_FONT = 10, 9, 11
 
 
 def _figure(width_per_bar: float, bars: int):
@@ -70,12 +73,12 @@ def _stacked(ax, names: list[str], runs: list[np.ndarray], bases: list[np.ndarra
                    color=COLORS[i % len(COLORS)], hatch=hatch, edgecolor="white",
                    linewidth=0.5, label=part if hatch == "" else None)
             bottom += values
-    ax.set_xticks(x, labels, rotation=30, ha="right", fontsize=8)
+    ax.set_xticks(x, labels, rotation=30, ha="right", fontsize=TICK_FONT)
     ax.set_ylabel(ylabel)
     if bases is not None:
         ax.axhline(1.0, color="black", linewidth=0.6, linestyle=":")
-        ax.set_title("left (hatched): baseline; right: run", fontsize=8)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        ax.set_title("left (hatched): baseline; right: run", fontsize=TITLE_FONT)
+    ax.legend(fontsize=LEGEND_FONT, loc="upper left", bbox_to_anchor=(1.0, 1.0))
 
 
 def _vectors(totals: list[dict], pick) -> list[np.ndarray]:
@@ -148,9 +151,9 @@ def plot_shader(names, runs, bases=None, average=True) -> bytes:
         ax.bar(x + (i - 1) * width, [r[i] for r in rows], width, color=COLORS[i], label=label)
     if bases:
         ax.axhline(1.0, color="black", linewidth=0.6, linestyle=":")
-    ax.set_xticks(x, labels, rotation=30, ha="right", fontsize=8)
+    ax.set_xticks(x, labels, rotation=30, ha="right", fontsize=TICK_FONT)
     ax.set_ylabel(ylabel)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.legend(fontsize=LEGEND_FONT, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return _png(fig)
 
 
@@ -218,29 +221,42 @@ def plot_normalized_vs_thesis(techniques: list[str], measured: dict[str, list[fl
         ax.plot(pos, marks, linestyle="none", marker="D", markersize=7, color="black",
                 markerfacecolor=COLORS[i], label=f"{label} (thesis)")
     ax.axhline(1.0, color="black", linewidth=0.6, linestyle=":")
-    ax.set_xticks(x, techniques, rotation=30, ha="right", fontsize=8)
+    ax.set_xticks(x, techniques, rotation=30, ha="right", fontsize=TICK_FONT)
     ax.set_ylabel("normalized to the baseline (mean over workloads)")
-    ax.set_title("bars: tilesim; diamonds: Frame Coherence's averages", fontsize=8)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.set_title("bars: tilesim; diamonds: Frame Coherence's averages",
+                 fontsize=TITLE_FONT)
+    ax.legend(fontsize=LEGEND_FONT, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return _png(fig)
 
 
-def plot_tile_heatmap(name: str, cycles: np.ndarray) -> bytes:
+def plot_tile_heatmap(name: str, cycles: np.ndarray, vmax: float | None = None) -> bytes:
     """Heat map of ``cycles`` (tiles_y, tiles_x) per tile, row 0 the bottom tile row as the
-    counters store it; drawn with image row 0 (the top of the screen) at the top."""
+    counters store it; drawn with image row 0 (the top of the screen) at the top. ``vmax``:
+    the top of the color scale (give maps that are compared side by side the same one; by
+    default this map's largest value). Tile axes have integer ticks at tile centers."""
     from matplotlib.figure import Figure
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
 
     cycles = np.asarray(cycles, dtype=np.float64)
     ty, tx = cycles.shape
-    fig = Figure(figsize=(min(12.0, 2.0 + 0.1 * tx), min(9.0, 1.2 + 0.1 * ty)),
+    # about as wide as a report shows it (640 px at 110 dpi), so its fonts stay readable
+    fig = Figure(figsize=(6.4, max(3.0, min(7.0, 1.4 + 5.0 * ty / max(tx, 1)))),
                  layout="constrained")
     ax = fig.subplots()
+    # extent puts tile i's center at i: the ticks name tiles, not their edges
     image = ax.imshow(np.flipud(cycles), cmap="inferno", interpolation="nearest",
-                      origin="upper", extent=(0, tx, ty, 0))
-    ax.set_title(f"{name}: raster cycles per tile (mean over frames)", fontsize=9)
-    ax.set_xlabel("tile column (left to right)")
-    ax.set_ylabel("tile row (top to bottom)")
-    fig.colorbar(image, ax=ax, label="cycles per frame")
+                      origin="upper", extent=(-0.5, tx - 0.5, ty - 0.5, -0.5),
+                      vmin=0.0, vmax=vmax)
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_locator(MaxNLocator(integer=True, nbins=8))
+        axis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:.0f}"))
+        axis.set_tick_params(labelsize=TICK_FONT)
+    ax.set_title(f"{name}: raster cycles per tile (mean over frames)", fontsize=TITLE_FONT)
+    ax.set_xlabel("tile column (left to right)", fontsize=TICK_FONT)
+    ax.set_ylabel("tile row (top to bottom)", fontsize=TICK_FONT)
+    bar = fig.colorbar(image, ax=ax)
+    bar.set_label("cycles per frame", fontsize=TICK_FONT)
+    bar.ax.tick_params(labelsize=TICK_FONT)
     return _png(fig)
 
 

@@ -23,6 +23,10 @@ workload, frames and model)::
                         total         the timing model's totals (`tilesim estimate --json`)
                         normalized    {time, energy, gpu_energy, memory_energy, traffic,
                                        fs_instructions, fragments_shaded, ...}
+                        per_frame     the totals as a frame's mean, in the units a paper
+                                      gives (see ``units``): {ms, fps, cycles, mj: {gpu,
+                                      dram, screen, total}} (screen: the OLED panel, null
+                                      without frame images; total: GPU + DRAM)
                         frames        [{frame, mssim, bit_identical, cycles, seconds,
                                         energy_j, gpu_energy_j, memory_energy_j,
                                         screen_energy_j, traffic_bytes}]
@@ -30,6 +34,7 @@ workload, frames and model)::
                         seconds       {render, total}: wall time of the unit}}}]
     summary        {technique: the mean over workloads of normalized figures (time,
                     energy, ...) and of quality figures (min for mssim_min, sum for counts)}
+    units          {field: unit} of per_frame's figures (ms, fps, cycles, mJ)
     thesis         {technique: {time, energy, source}}: Frame Coherence's averages
     thesis_comparison  the averages over the thesis-regime workloads (like_*) by the set
                    each technique was evaluated on, 2D/3D, with each workload's bound
@@ -67,6 +72,30 @@ from tilesim.render_folder import open_render_folder, unsealed
 from tilesim.thresholds import DSR_MIN_MSSIM
 
 FORMAT = "tilesim study 1"
+# The units of a run's ``per_frame`` figures (results.json ``units``).
+PER_FRAME_UNITS = {"ms": "ms per frame", "fps": "frames per second (1000 / ms)",
+                   "cycles": "GPU cycles per frame at tech.clock",
+                   "mj": "mJ per frame: gpu (GPU dynamic + static), dram (main memory), "
+                         "screen (OLED panel, one refresh period), total (gpu + dram)"}
+
+
+def per_frame(total: dict) -> dict:
+    """A run's totals (``timing.report.totals``) as a frame's mean in a paper's units:
+    milliseconds, frames per second, cycles and millijoules by GPU / DRAM / screen
+    (``PER_FRAME_UNITS``); the ratios say how much a technique saves, these what it costs."""
+    frames = max(1, int(total["frames"]))
+    energy = total["energy_j"]
+
+    def mj(joules):
+        return None if joules is None else 1e3 * joules / frames
+
+    ms = 1e3 * total["seconds"] / frames
+    return {"ms": ms, "fps": 1e3 / ms if ms > 0 else None,
+            "cycles": total["cycles"]["total"] / frames,
+            "mj": {"gpu": mj(energy["gpu"]), "dram": mj(energy["memory"]),
+                   "screen": mj(energy["screen"]), "total": mj(energy["total"])}}
+
+
 def _frame_rows(estimates, tally: Tally, wanted: range) -> list[dict]:
     by_frame = {e.frame: e for e in estimates}
     rows = []
@@ -145,6 +174,7 @@ def assemble_results(settings, units, records: dict[str, dict], out: Path, *,
             runs[technique] = {
                 "folder": str(Path(unit.folder).relative_to(out)),
                 "quality": quality, "total": total, "normalized": normalize(total, base_total),
+                "per_frame": per_frame(total),
                 "frames": _frame_rows(est.frames, tally, range(*w.frames)),
                 "overlays": _overlays(Path(unit.folder), unit.shown),
                 "seconds": record.get("seconds", {})}
@@ -184,7 +214,8 @@ def assemble_results(settings, units, records: dict[str, dict], out: Path, *,
             "command": " ".join(["tilesim", *sys.argv[1:]]),
             "settings": settings_record(settings),
             "config": config.record(),
-            "workloads": workloads, "summary": summary, "thesis": THESIS,
+            "workloads": workloads, "summary": summary, "units": PER_FRAME_UNITS,
+            "thesis": THESIS,
             "thesis_comparison": compare(workloads),
             "checks": {"failed": failed,
                        "rule": "lossless techniques (" + ", ".join(LOSSLESS) + ") "
