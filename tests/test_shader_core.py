@@ -221,13 +221,13 @@ def test_throughput_is_cached(tmp_path, monkeypatch):
 
 
 def test_without_numba_the_same_cycles():
-    """The loop in plain Python (TILESIM_CORE_JIT=0) gives the compiled loop's timeline."""
+    """The loop in plain Python (TILESIM_JIT=0) gives the compiled loop's timeline."""
     code = ("import json; from tilesim.timing.shader_core.config import load_core_config;"
             "from tilesim.timing.shader_core.core import simulate;"
             "from tilesim.timing.shader_core.workload import record_file;"
             f"r = simulate(record_file({str(CORPUS / PROGRAMS[1])!r}, 6), load_core_config(),"
             " timeline=True); print(json.dumps([r.cycles, r.timeline]))")
-    env = {**os.environ, "TILESIM_CORE_JIT": "0"}
+    env = {**os.environ, "TILESIM_JIT": "0"}
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stderr

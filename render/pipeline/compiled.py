@@ -16,12 +16,11 @@ only for NumPy arrays and when Numba is installed; CuPy arrays, a machine withou
 from __future__ import annotations
 
 import contextlib
-import os
 import warnings
 
 import numpy as np
 
-from tilesim.kernel_cache import configure_numba
+from tilesim.kernel_cache import configure_numba, jit_enabled
 
 try:  # pragma: no cover - depends on the environment
     import numba
@@ -29,7 +28,7 @@ except ImportError:  # pragma: no cover
     numba = None
 
 AVAILABLE = numba is not None
-_enabled = AVAILABLE and os.environ.get("TILESIM_JIT", "1") != "0"
+_enabled = AVAILABLE and jit_enabled()
 
 # What NumPy's float -> uint8 cast gives a NaN on this machine (LLVM leaves it undefined).
 with warnings.catch_warnings():

@@ -1,19 +1,18 @@
-"""Numba's ``njit`` where Numba is installed (and ``TILESIM_CORE_JIT`` is not 0), else the
-plain Python function: the cycle loop is written in the subset both run, arrays and integers
-only, so the model gives the same cycles either way (tests/test_shader_core.py checks)."""
+"""Numba's ``njit`` where compiled kernels may run (``tilesim.kernel_cache.jit_enabled``:
+Numba installed, ``TILESIM_JIT`` not 0), else the plain Python function: the cycle loop is
+written in the subset both run, arrays and integers only, so the model gives the same cycles
+either way (tests/test_shader_core.py checks)."""
 
 from __future__ import annotations
 
-import os
-
-from tilesim.kernel_cache import configure_numba
+from tilesim.kernel_cache import configure_numba, jit_enabled
 
 try:  # pragma: no cover - depends on the environment
     import numba
 except ImportError:  # pragma: no cover
     numba = None
 
-ENABLED = numba is not None and os.environ.get("TILESIM_CORE_JIT", "1") != "0"
+ENABLED = numba is not None and jit_enabled()
 
 
 def jit(function=None, *, inline: bool = False):
