@@ -204,7 +204,14 @@ def test_a_changed_frame_fails_the_lossless_check_with_exit_1(study, tmp_path, c
     manifest["frames"][3]["png_sha256"] = hashlib.sha256(png.read_bytes()).hexdigest()
     (png.parents[1] / "frames.json").write_text(json.dumps(manifest))
     assert main(["run", "--trace", str(trace), "--out", str(copy), "--workers", "1"]) == 1
-    assert "quality check failed: sphere: re" in capsys.readouterr().err
+    captured = capsys.readouterr()
+    assert "quality check failed: sphere: re" in captured.err
+    # the terminal summary: where results.json is, what its numbers are relative to; and
+    # without a terminal, progress as lines (the run of re again, then the estimates)
+    assert f"results: {copy / 'results.json'}" in captured.out
+    assert "ratios to the baseline" in captured.out
+    assert re.search(r"^study: 9/9 runs \(100%\), \d+ s", captured.out, re.M)
+    assert re.search(r"^estimate: 9/9 runs", captured.out, re.M)
     page = (copy / "index.html").read_text()
     assert 'data-technique="re" class="fail"' in page
 
@@ -415,6 +422,21 @@ def test_a_run_is_compared_in_runs_of_frames_it_and_its_baseline_finished(study,
     assert comparison.written() == [range(2, 4)]
     assert comparison.next == 4
     assert study_module.comparison_parts(unit, 2, comparison.next) == []
+
+
+def test_progress_without_a_terminal_is_lines_at_most_every_interval():
+    import io
+
+    from tilesim.render.studies.progress import LineProgress
+
+    out = io.StringIO()
+    with LineProgress(4, desc="study", unit="run", file=out, interval=3600) as bar:
+        for _ in range(4):
+            bar.update(1)
+    lines = out.getvalue().splitlines()
+    # the first update, then nothing within the interval, then the end
+    assert [line.split(",")[0] for line in lines] == ["study: 1/4 runs (25%)",
+                                                       "study: 4/4 runs (100%)"]
 
 
 def test_the_terminal_summary_says_what_bounds_each_workload():

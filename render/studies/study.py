@@ -550,15 +550,15 @@ def run_units(units: list[Unit], *, workers: int, progress: bool = True,
     (:func:`plan_renders`), then each unit's comparison once its render and its baseline's
     are done; returns every unit's quality record by key. With ``workers`` > 1 the workers
     also estimate the units they compare, into ``estimates`` (by key) when given."""
-    from tqdm import tqdm
+    from tilesim.render.studies.progress import progress_bar
 
     records = {u.key: r for u in units if (r := unit_done(u)) is not None}
     todo = [u for u in units if u.key not in records]
     for unit in todo:
         _forget_shown_without_overlays(unit)
     renders = plan_renders(todo)
-    bar = tqdm(total=len(units), initial=len(records), desc="study", unit="run",
-               disable=None if progress else True)
+    bar = progress_bar(len(units), initial=len(records), desc="study", unit="run",
+                       enabled=progress)
     try:
         if workers <= 1 or len(renders) <= 1:
             for group in renders:
@@ -877,6 +877,9 @@ def _run(args) -> int:
         from tilesim.render.studies.study_sections import all_sections
 
         sections = all_sections(settings, workers)
+    from tilesim.render.studies import progress
+
+    progress.LINES = not args.json       # with --json, stdout is the JSON
     results = run_study(settings, args.out, workers=workers, force=args.force,
                         extra_sections=sections)
     failed = results["checks"]["failed"]
@@ -886,7 +889,10 @@ def _run(args) -> int:
     else:
         print(f"report: {Path(args.out) / 'index.html'} ({results['seconds']['total']:.0f} s; "
               f"{len(settings.workloads)} workloads x {len(settings.techniques)} runs)")
+        print(f"results: {Path(args.out) / 'results.json'} (tilesim.open_results)")
         print(f"  {settings.effective.line()}")
+        print("  ratios to the baseline of the same workload and frames, mean over workloads "
+              "(below 1: the technique saves):")
         for name, row in results["summary"].items():
             if name == "baseline":
                 continue
@@ -895,6 +901,8 @@ def _run(args) -> int:
                   f"{row['mssim_min']:.4f}  identical {row['frames_bit_identical']}/"
                   f"{row['frames']}" if t is not None and e is not None else f"  {name}")
         print(regime_lines(results["workloads"]))
+        for skipped in settings.skipped:
+            print(f"skipped: {skipped['spec']} ({skipped['reason']})")
     if failed:
         print("quality check failed: " + ", ".join(failed), file=sys.stderr)
         return EXIT_FAILED_CHECK

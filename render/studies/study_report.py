@@ -608,13 +608,15 @@ def write_report(out: str | Path, results: dict, *, progress: bool = True,
     """Write OUT/index.html (and its images) for ``results`` (results.json's contents).
     ``estimates``: the runs' timing estimates the study made, by "workload/technique" (the
     others are made again from the counters)."""
-    from tqdm import tqdm
+    from tilesim.render.studies.progress import progress_bar
 
     out = Path(out)
     techniques = list(results["settings"]["techniques"])
     sections = []
-    for w in tqdm(results["workloads"], desc="report", unit="workload",
-                  disable=None if progress else True, leave=False):
-        sections.append(_workload_section(out, w, techniques, estimates or {},
-                                          results.get("config")))
+    with progress_bar(len(results["workloads"]), desc="report", unit="workload",
+                      enabled=progress, leave=False) as bar:
+        for w in results["workloads"]:
+            sections.append(_workload_section(out, w, techniques, estimates or {},
+                                              results.get("config")))
+            bar.update(1)
     return write_text(out / "index.html", render_page(out, results, sections))

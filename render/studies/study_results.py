@@ -135,8 +135,7 @@ def assemble_results(settings, units, records: dict[str, dict], out: Path, *,
     (``estimates``: those already made, by unit key, e.g. by the workers that compared the
     units; the others are made here and added to it), quality from their records,
     characterizations, the averages and the checks."""
-    from tqdm import tqdm
-
+    from tilesim.render.studies.progress import progress_bar
     from tilesim.timing.config import check_finite
     from tilesim.timing.report import average, estimate_workload, normalize, totals
 
@@ -155,7 +154,7 @@ def assemble_results(settings, units, records: dict[str, dict], out: Path, *,
         return made
 
     workloads, per_technique, failed = [], {}, []
-    bar = tqdm(total=len(units), desc="estimate", unit="run", disable=None if progress else True)
+    bar = progress_bar(len(units), desc="estimate", unit="run", enabled=progress)
     for w in settings.workloads:
         with _open(w.trace) as trace:
             width, height = trace.width, trace.height
