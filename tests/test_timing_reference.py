@@ -162,7 +162,7 @@ def test_evr_layer_ids_ride_with_the_display_lists():
     without records, read cold: 6 x 256 B = 24 lines from DRAM, 6 x 384 B = 36 with EVR. The
     geometry phase writes them too: 6 bytes an entry instead of 4."""
     from tilesim.render.pipeline.counters import FrameCounters, PassCounters
-    from tilesim.timing.reference.compare import layer_bytes
+    from tilesim.timing.reference.agreement import layer_bytes
     from tilesim.timing.reference.geometry import geometry_input
     from tilesim.timing.reference.inputs import pass_input
     from tilesim.timing.reference.records import QUAD_FIELDS, DrawStream, QuadStream
@@ -319,7 +319,7 @@ def test_memoized_quads_run_no_program_in_the_reference():
     holds at least one), and the reference gives them no issue, latency or texture work, so
     the marked frame takes fewer cycles than the same stream with the marks cleared."""
     from tilesim.render.studies.quad_stream import record_frames
-    from tilesim.timing.reference.compare import compare
+    from tilesim.timing.reference.agreement import compare
     from tilesim.timing.reference.inputs import frame_pass_inputs
     from tilesim.timing.reference.records import QuadStream
 
@@ -344,7 +344,7 @@ def test_memoized_quads_run_no_program_in_the_reference():
 def test_the_reference_frames_add_up_and_sample(runner_frames):
     """The tiles add up to the frames both ways, and a sample of each pass's first 60 tiles in
     traversal order sums the same tiles."""
-    from tilesim.timing.reference.compare import compare
+    from tilesim.timing.reference.agreement import compare
 
     result = compare([(r.counters, r.streams) for r in runner_frames], CFG, ECFG)
     sample = compare([(r.counters, r.streams) for r in runner_frames], CFG, ECFG, tiles=60)
@@ -370,7 +370,7 @@ def test_the_analytic_model_stays_within_the_error_bounds_of_the_reference(runne
     """Issue 15's bounds on a small sample: the analytic model's raster cycles per frame
     within 5% of the reference's on average and no frame beyond 15%, with the fitted overlap
     constants of baseline_gpu.toml (buffers.color.flush_hidden_quads, flush_read_share)."""
-    from tilesim.timing.reference.compare import compare, distribution
+    from tilesim.timing.reference.agreement import compare, distribution
 
     result = compare([(r.counters, r.streams) for r in runner_frames], CFG, ECFG)
     frames = distribution(result.frame_error)
@@ -448,7 +448,7 @@ def test_the_recorded_draws_add_up_to_the_frame_counters(runner_frames):
 
 
 def test_the_analytic_geometry_phase_is_within_the_bounds_of_the_reference(runner_frames):
-    from tilesim.timing.reference.compare import compare_geometry
+    from tilesim.timing.reference.agreement import compare_geometry
 
     result = compare_geometry([(r.counters, r.draws) for r in runner_frames], CFG, ECFG)
     assert result.reference.size == 2 and np.all(result.reference > 0)

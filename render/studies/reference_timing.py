@@ -36,7 +36,7 @@ def reference_report(trace: str, frames: range, *, technique: str = "baseline",
     ``tile_progress(tiles)`` after each pass simulated."""
     from tilesim.render.studies.quad_stream import record_frames
     from tilesim.timing.config import load_energy_config, load_gpu_config
-    from tilesim.timing.reference.compare import (
+    from tilesim.timing.reference.agreement import (
         compare,
         compare_geometry,
         distribution,

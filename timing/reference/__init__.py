@@ -10,7 +10,7 @@
     dram      LPDDR4 channels, banks, rows, refresh and power-down, requests in arrival order;
               commands and states counted for the energy (DRAMPower's split)
     geometry  the geometry pipeline of a frame's draws, cycle by cycle
-    compare   the analytic model against both: per tile, per frame, error distributions, DRAM
+    agreement the analytic model against both: per tile, per frame, error distributions, DRAM
               energy (the only module here that imports the analytic model; pyproject.toml's
               import-linter contract keeps the others off it)
 """
