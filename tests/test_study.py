@@ -91,6 +91,8 @@ def test_open_results_gives_data_frames_and_per_tile_arrays(study):
     assert frames.loc[("sphere", "re", 2), "bit_identical"]
     assert set(results.summary.index) == set(TECHNIQUES)
     assert results.runs.loc[("sphere", "baseline"), "time"] == pytest.approx(1.0)
+    assert results.runs.loc[("sphere", "re"), "mj_dram"] > 0 < results.runs.loc[
+        ("sphere", "re"), "ms"]
     assert results.characterization.loc["sphere", "draw_calls_per_frame"] == pytest.approx(1.0)
     tiles = results.tiles("sphere", "re")
     assert tiles["re_tiles_skipped"].dims == ("frame", "tile_y", "tile_x")

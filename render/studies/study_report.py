@@ -46,7 +46,8 @@ code { overflow-wrap: anywhere; }
 table { border-collapse: collapse; margin: .6em 0; font-size: 15px; }
 th, td { border: 1px solid #ccc; padding: 3px 8px; text-align: right; }
 th { background: #eef3f8; } td.name, th.name { text-align: left; }
-td small { color: #555; display: block; font-size: 13px; }
+td small { color: #555; display: block; font-size: 13px; white-space: nowrap; }
+#averages td:last-child { min-width: 22em; }
 tr.fail td { background: #fde2e1; } tr.average td { font-weight: bold; background: #f6f6f6; }
 .gallery { display: flex; flex-wrap: wrap; gap: 12px; }
 figure { margin: 0; max-width: 100%; } figcaption { font-size: 14px; color: #444;

@@ -262,8 +262,9 @@ class StudyResults:
     @property
     def runs(self):
         """A row per (workload, technique): normalized figures (``time``, ``energy``, ...),
-        quality (``mssim_min``, ``frames_bit_identical``, ...) and absolute totals
-        (``seconds``, ``energy_j``, ``traffic_bytes``)."""
+        quality (``mssim_min``, ``frames_bit_identical``, ...), absolute totals
+        (``seconds``, ``energy_j``, ``traffic_bytes``) and per-frame figures (``ms``,
+        ``fps``, ``mj_gpu``, ``mj_dram``, ``mj_screen``, ``mj_total``: ``per_frame``)."""
         import pandas as pd
 
         rows = []
@@ -277,7 +278,8 @@ class StudyResults:
                              **{f"quality_{k}": v for k, v in quality.items()},
                              "seconds": total["seconds"],
                              "energy_j": total["energy_j"]["total"],
-                             "traffic_bytes": total["traffic_bytes"]["total"]})
+                             "traffic_bytes": total["traffic_bytes"]["total"],
+                             **_per_frame_columns(run.get("per_frame") or per_frame(total))})
         return pd.DataFrame(rows).set_index(["workload", "technique"])
 
     @property
@@ -357,6 +359,11 @@ class StudyResults:
         dataset["raster_cycles"].attrs["units"] = "cycles"
         dataset["energy_j"].attrs["units"] = "J"
         return dataset
+
+
+def _per_frame_columns(figures: dict) -> dict:
+    return {"ms": figures["ms"], "fps": figures["fps"],
+            **{f"mj_{k}": v for k, v in figures["mj"].items()}}
 
 
 def open_results(folder: str | Path) -> StudyResults:
