@@ -469,7 +469,12 @@ def _gpu_summary(record: dict | None) -> dict:
               if isinstance(record.get("values"), dict)
               else "From the configuration files results.json names.")
     return {"rows": rows, "digest": config.sha256[:12], "origin": origin,
-            "changed": ", ".join(f"{k}={val:g}" for k, val in changed.items())}
+            "changed": ", ".join(f"{k}={_value(val)}" for k, val in changed.items())}
+
+
+def _value(value: float) -> str:
+    """A configuration value as its file would write it: 800000000, not 8e+08."""
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
 def _anchor(name: str) -> str:
@@ -546,7 +551,7 @@ def _config_note(record: dict) -> str:
     if not isinstance(record, dict) or not isinstance(record.get("sha256"), str):
         return ""
     changed = record.get("changed") or {}
-    what = ", ".join(f"{k}={v:g}" for k, v in changed.items()) or "as shipped"
+    what = ", ".join(f"{k}={_value(v)}" for k, v in changed.items()) or "as shipped"
     return f", configuration {record['sha256'][:12]} ({what})"
 
 
