@@ -422,6 +422,28 @@ def test_etc1_compressed_textures_import(tmp_path):
         (4, 4, "ETC1_RGB8_OES")
 
 
+@pytest.mark.parametrize("internalformat, name, block", [
+    (0x83F0, "COMPRESSED_RGB_S3TC_DXT1_EXT", 8), (0x83F1, "COMPRESSED_RGBA_S3TC_DXT1_EXT", 8),
+    (0x83F2, "COMPRESSED_RGBA_S3TC_DXT3_EXT", 16), (0x83F3, "COMPRESSED_RGBA_S3TC_DXT5_EXT", 16)])
+def test_s3tc_compressed_textures_import(tmp_path, internalformat, name, block):
+    """EXT_texture_compression_s3tc (/ _dxt1, ANGLE_texture_compression_dxt3 / _dxt5):
+    glCompressedTexImage2D and glCompressedTexSubImage2D with 0x83F0..0x83F3 keep their
+    blocks, 8 bytes (DXT1) or 16 (DXT3, DXT5) each."""
+    blocks = bytes(range(4 * block))
+    calls = Calls()
+    start(calls)
+    calls.add("glBindTexture", target=0x0DE1, texture=5)
+    calls.add("glCompressedTexImage2D", target=0x0DE1, level=0, internalformat=internalformat,
+              width=8, height=7, border=0, imageSize=len(blocks), data=blocks)
+    calls.add("glCompressedTexSubImage2D", target=0x0DE1, level=0, xoffset=4, yoffset=4,
+              width=4, height=3, format=internalformat, imageSize=block, data=blocks[:block])
+    swap(calls)
+    _, frames, _ = do_import(tmp_path, calls)
+    upload, sub = (c for c in frames[0] if c.op.startswith("compressed"))
+    assert (upload.args["internalformat"], upload.args["data"].tobytes()) == (name, blocks)
+    assert (sub.args["format"], sub.args["data"].tobytes()) == (name, blocks[:block])
+
+
 def test_max_anisotropy_imports_as_a_float_parameter(tmp_path):
     """EXT_texture_filter_anisotropic: glTexParameterf(TEXTURE_MAX_ANISOTROPY_EXT, 16) is
     a texParameterf command; a non-number is a one-line error."""
@@ -495,14 +517,14 @@ def test_vertex_array_objects_import_with_their_own_element_buffers(tmp_path):
 def test_unsupported_call_is_an_error_naming_it_and_its_number(tmp_path):
     calls = Calls()
     start(calls)
-    # S3TC DXT1 (EXT_texture_compression_dxt1): a compressed format tilesim does not decode
+    # ASTC 4x4 (KHR_texture_compression_astc_ldr): a compressed format tilesim does not decode
     number = calls.add("glCompressedTexImage2D", target=0x0DE1, level=0,
-                       internalformat=0x83F0, width=4, height=4, border=0, imageSize=8,
-                       data=b"\0" * 8)
+                       internalformat=0x93B0, width=4, height=4, border=0, imageSize=16,
+                       data=b"\0" * 16)
     swap(calls)
     with pytest.raises(InputError) as error:
         do_import(tmp_path, calls)
-    assert "\n" not in str(error.value) and "0x83F0 is not supported" in str(error.value)
+    assert "\n" not in str(error.value) and "0x93B0 is not supported" in str(error.value)
     assert f"call {number}" in str(error.value)
     assert "glCompressedTexImage2D" in str(error.value)
     assert "capture.pkl" in str(error.value)

@@ -41,9 +41,12 @@ IMAGE_TARGETS = ("TEXTURE_2D",) + CUBE_FACES
 # BGRA_EXT: EXT_texture_format_BGRA8888 (GL_BGRA_EXT as format and internalformat, with
 # UNSIGNED_BYTE), which Mesa's GLES2 contexts and compositors use.
 TEXTURE_FORMATS = ("RGBA", "RGB", "LUMINANCE", "ALPHA", "LUMINANCE_ALPHA", "BGRA_EXT")
-# OES_compressed_ETC1_RGB8_texture: the one compressed format, glCompressedTexImage2D only
-# (render/gl/compressed.py decodes it).
-COMPRESSED_TEXTURE_FORMATS = ("ETC1_RGB8_OES",)
+# OES_compressed_ETC1_RGB8_texture and S3TC (EXT_texture_compression_s3tc / _dxt1,
+# ANGLE_texture_compression_dxt3 / _dxt5): glCompressedTexImage2D only
+# (render/gl/compressed.py decodes them).
+COMPRESSED_TEXTURE_FORMATS = ("ETC1_RGB8_OES", "COMPRESSED_RGB_S3TC_DXT1_EXT",
+                              "COMPRESSED_RGBA_S3TC_DXT1_EXT", "COMPRESSED_RGBA_S3TC_DXT3_EXT",
+                              "COMPRESSED_RGBA_S3TC_DXT5_EXT")
 # HALF_FLOAT_OES: OES_texture_half_float (16-bit floats, any unsized color format;
 # OES_texture_half_float_linear lets them be filtered LINEAR).
 TEXEL_TYPES = ("UNSIGNED_BYTE", "UNSIGNED_SHORT_5_6_5", "UNSIGNED_SHORT_4_4_4_4",
@@ -115,7 +118,7 @@ SCHEMA: dict[str, dict[str, Any]] = {
     "texSubImage2D": {"target": _e(*IMAGE_TARGETS), "level": "int", "xoffset": "int",
                       "yoffset": "int", "width": "int", "height": "int",
                       "format": _e(*TEXTURE_FORMATS), "type": _e(*TEXEL_TYPES), "data": "blob"},
-    # data: imageSize bytes of 4x4 blocks (ETC1: 8 bytes each)
+    # data: imageSize bytes of 4x4 blocks (ETC1, DXT1: 8 bytes each; DXT3, DXT5: 16)
     "compressedTexImage2D": {"target": _e(*IMAGE_TARGETS), "level": "int",
                              "internalformat": _e(*COMPRESSED_TEXTURE_FORMATS),
                              "width": "int", "height": "int", "data": "blob"},
@@ -322,7 +325,10 @@ GL_ENUM_NAMES: dict[int, str] = {
     0x8519: "TEXTURE_CUBE_MAP_POSITIVE_Z", 0x851A: "TEXTURE_CUBE_MAP_NEGATIVE_Z",
     0x1908: "RGBA", 0x1907: "RGB", 0x1909: "LUMINANCE", 0x1906: "ALPHA",
     0x190A: "LUMINANCE_ALPHA", 0x1902: "DEPTH_COMPONENT", 0x8363: "UNSIGNED_SHORT_5_6_5",
-    0x80E1: "BGRA_EXT", 0x8D64: "ETC1_RGB8_OES", 0x8D61: "HALF_FLOAT_OES",
+    0x80E1: "BGRA_EXT", 0x8D64: "ETC1_RGB8_OES",
+    0x83F0: "COMPRESSED_RGB_S3TC_DXT1_EXT", 0x83F1: "COMPRESSED_RGBA_S3TC_DXT1_EXT",
+    0x83F2: "COMPRESSED_RGBA_S3TC_DXT3_EXT", 0x83F3: "COMPRESSED_RGBA_S3TC_DXT5_EXT",
+    0x8D61: "HALF_FLOAT_OES",
     0x84FE: "TEXTURE_MAX_ANISOTROPY_EXT",
     0x8033: "UNSIGNED_SHORT_4_4_4_4", 0x8034: "UNSIGNED_SHORT_5_5_5_1",
     0x2801: "TEXTURE_MIN_FILTER", 0x2800: "TEXTURE_MAG_FILTER", 0x2802: "TEXTURE_WRAP_S",

@@ -12,7 +12,8 @@ defaults. Each image keeps
 - ``bytes_per_texel``: the size of one texel of the internal format (RGBA/UNSIGNED_BYTE 4,
   RGB 3, LUMINANCE_ALPHA 2, LUMINANCE and ALPHA 1, the packed 16-bit types 2) for the
   memory-traffic counters; ``bits_per_texel`` the same in bits, which is what a compressed
-  format has (ETC1_RGB8_OES: 4 bits, decoded to RGB at upload, :mod:`.compressed`).
+  format has (ETC1_RGB8_OES and DXT1: 4 bits, DXT3 / DXT5: 8 bits, decoded to RGB or RGBA
+  at upload, :mod:`.compressed`).
 
 Rows follow GL's convention: ``texels[t][s]``, row 0 is the first row of the client data,
 t = 0 (the bottom of the image in GL's picture). Client data are unpacked with
@@ -59,9 +60,10 @@ from tilesim.render.gl.commands import (
 )
 from tilesim.render.gl.compressed import (
     BITS_PER_TEXEL,
+    COMPRESSED_COMPONENTS,
     COMPRESSED_FORMATS,
     compressed_image_size,
-    decode_etc1,
+    decode_compressed,
 )
 
 __all__ = [
@@ -90,13 +92,15 @@ FACE_OF_TARGET = {TEXTURE_2D: 0, **{face: i for i, face in enumerate(CUBE_FACES)
 # Components stored by each format, and how they become RGBA: index into the stored
 # components, or -1 for 0 and -2 for 1.
 # BGRA_EXT (EXT_texture_format_BGRA8888) stores the client's B, G, R, A bytes in that order.
-# ETC1_RGB8_OES (OES_compressed_ETC1_RGB8_texture) keeps its decoded R, G, B.
+# ETC1_RGB8_OES (OES_compressed_ETC1_RGB8_texture) and DXT1 RGB keep their decoded R, G, B,
+# the other S3TC formats R, G, B, A.
 _COMPONENTS = {"RGBA": 4, "RGB": 3, "LUMINANCE_ALPHA": 2, "LUMINANCE": 1, "ALPHA": 1,
-               "DEPTH_COMPONENT": 1, "BGRA_EXT": 4, "ETC1_RGB8_OES": 3}
+               "DEPTH_COMPONENT": 1, "BGRA_EXT": 4, **COMPRESSED_COMPONENTS}
 _TO_RGBA = {"RGBA": (0, 1, 2, 3), "RGB": (0, 1, 2, -2), "LUMINANCE_ALPHA": (0, 0, 0, 1),
             "LUMINANCE": (0, 0, 0, -2), "ALPHA": (-1, -1, -1, 0),
             "DEPTH_COMPONENT": (0, 0, 0, -2), "BGRA_EXT": (2, 1, 0, 3),
-            "ETC1_RGB8_OES": (0, 1, 2, -2)}
+            **{fmt: (0, 1, 2, -2) if n == 3 else (0, 1, 2, 3)
+               for fmt, n in COMPRESSED_COMPONENTS.items()}}
 # The RGBA components each color format stores (rendering into it, copying to it).
 _FROM_RGBA = {"RGBA": (0, 1, 2, 3), "RGB": (0, 1, 2), "LUMINANCE_ALPHA": (0, 3),
               "LUMINANCE": (0,), "ALPHA": (3,), "BGRA_EXT": (2, 1, 0, 3)}
@@ -479,9 +483,10 @@ class Texture:
                                 width: int, height: int, data) -> None:
         """glCompressedTexImage2D: define an image from compressed blocks, decoded here.
 
-        OES_compressed_ETC1_RGB8_texture: ``data`` must hold exactly
-        :func:`~.compressed.compressed_image_size` bytes (imageSize; INVALID_VALUE
-        otherwise); the image stores the decoded RGB and samples as an RGB texture, while
+        OES_compressed_ETC1_RGB8_texture, EXT_texture_compression_s3tc: ``data`` must hold
+        exactly :func:`~.compressed.compressed_image_size` bytes (imageSize; INVALID_VALUE
+        otherwise); the image stores the decoded RGB (ETC1, DXT1 RGB) or RGBA and samples as
+        such a texture, while
         its memory size stays the compressed one (:attr:`TextureImage.nbytes`).
         """
         call = "compressedTexImage2D"
@@ -495,9 +500,10 @@ class Texture:
         got = 0 if data is None else np.asarray(data).nbytes
         if got != need:
             raise InputError(f"{call}: a {width}x{height} {internalformat} image is {need} "
-                             f"bytes (4x4 blocks of 8 bytes), the data holds {got}",
+                             f"bytes (4x4 blocks of {16 * BITS_PER_TEXEL[internalformat] // 8} "
+                             f"bytes), the data holds {got}",
                              source=self.where)
-        stored = decode_etc1(data, width, height).astype(np.uint16)
+        stored = decode_compressed(internalformat, data, width, height).astype(np.uint16)
         self.faces[face][level] = TextureImage(width, height, internalformat, "UNSIGNED_BYTE",
                                                stored)
         self.version += 1
@@ -505,9 +511,10 @@ class Texture:
     def compressed_tex_sub_image_2d(self, target: str, level: int, xoffset: int,
                                     yoffset: int, width: int, height: int, format: str,
                                     data) -> None:
-        """glCompressedTexSubImage2D of an ETC1 image (EXT_compressed_ETC1_RGB8_sub_texture):
-        the rectangle starts on a block (offsets multiples of 4) and is whole blocks, or
-        reaches the image's right / top edge; ``data`` its blocks, decoded as at upload."""
+        """glCompressedTexSubImage2D of an ETC1 (EXT_compressed_ETC1_RGB8_sub_texture) or S3TC
+        image (EXT_texture_compression_s3tc): the rectangle starts on a block (offsets
+        multiples of 4) and is whole blocks, or reaches the image's right / top edge;
+        ``data`` its blocks, decoded as at upload."""
         call = "compressedTexSubImage2D"
         face, image = self._existing_image(call, target, level)
         self._check_sub_rectangle(call, image, level, format, xoffset, yoffset, width, height)
@@ -521,8 +528,8 @@ class Texture:
         if got != need:
             raise InputError(f"{call}: a {width}x{height} {format} rectangle is {need} bytes, "
                              f"the data holds {got}", source=self.where)
-        image.stored[yoffset:yoffset + height, xoffset:xoffset + width] = decode_etc1(
-            data, width, height)
+        image.stored[yoffset:yoffset + height, xoffset:xoffset + width] = decode_compressed(
+            format, data, width, height)
         image.refresh()
         self.version += 1
 
@@ -896,8 +903,9 @@ class Texture:
 
 
 def _check_modifiable(call: str, image: TextureImage, where: str | None) -> None:
-    """OES_compressed_ETC1_RGB8_texture: an ETC1 image cannot be modified by TexSubImage2D,
-    CopyTexSubImage2D or rendering, nor mipmapped by GenerateMipmap (ES 2.0 §3.7.11).
+    """OES_compressed_ETC1_RGB8_texture (and S3TC as tilesim takes it): a compressed image
+    cannot be modified by TexSubImage2D, CopyTexSubImage2D or rendering, nor mipmapped by
+    GenerateMipmap (ES 2.0 §3.7.11).
     Half-float images (OES_texture_half_float) are not rendered into or copied to (that is
     EXT_color_buffer_half_float) nor mipmapped here: a one-line error says so."""
     if image.is_half and call != "texSubImage2D":

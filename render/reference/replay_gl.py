@@ -602,8 +602,9 @@ class GLReplayer:
                                 self._texel_type(a["type"]), raw.ctypes.data)
 
     def _compressedTexImage2D(self, a, where):
-        """OES_compressed_ETC1_RGB8_texture: the blocks as recorded (imageSize = their
-        length); Mesa decodes them."""
+        """OES_compressed_ETC1_RGB8_texture, EXT_texture_compression_s3tc: the blocks as
+        recorded (imageSize = their length); Mesa decodes them (S3TC on sampling, in
+        llvmpipe's gallivm code, whose rounding render/gl/compressed.py reproduces)."""
         raw = self._bytes(a["data"])
         self.gl.glCompressedTexImage2D(GL_ENUMS[a["target"]], a["level"],
                                        GL_ENUMS[a["internalformat"]], a["width"], a["height"],
@@ -611,7 +612,8 @@ class GLReplayer:
         self._note_image_size(a)
 
     def _compressedTexSubImage2D(self, a, where):
-        """EXT_compressed_ETC1_RGB8_sub_texture: the blocks of a rectangle as recorded."""
+        """EXT_compressed_ETC1_RGB8_sub_texture, S3TC: the blocks of a rectangle as
+        recorded."""
         raw = self._bytes(a["data"])
         self.gl.glCompressedTexSubImage2D(GL_ENUMS[a["target"]], a["level"], a["xoffset"],
                                           a["yoffset"], a["width"], a["height"],

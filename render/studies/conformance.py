@@ -47,7 +47,7 @@ from tilesim.images import image_metrics, png_bytes, within_tolerance
 from tilesim.mesa import EXIT_NO_MESA, GL, NoMesa, child_environment
 from tilesim.options import window_size_argument
 from tilesim.render.gl.commands import Command, make_command
-from tilesim.render.gl.compressed import decode_etc1
+from tilesim.render.gl.compressed import COMPRESSED_COMPONENTS, decode_compressed
 from tilesim.render.pipeline.rasterizer import FILL_RULES
 from tilesim.render.pipeline.renderer import MEDIUMP_HELP
 from tilesim.render.reference import replay_gl
@@ -187,7 +187,8 @@ GL_QUERY_RESULT = 0x8866
 def counting_frames(frames: list[list[Command]]) -> list[list[Command]]:
     """The frames as the sample count replays them: depth test off, ``#version 100`` GLSL,
     GL_BGRA_EXT textures (EXT_texture_format_BGRA8888) with the internal format RGBA, ETC1
-    textures (OES_compressed_ETC1_RGB8_texture, GLES only) as their decoded RGB."""
+    textures (OES_compressed_ETC1_RGB8_texture, GLES only) as their decoded RGB, and S3TC
+    textures alike (as tilesim decodes them: the count is of fragments, not colors)."""
     out = []
     for frame in frames:
         changed = []
@@ -201,16 +202,16 @@ def counting_frames(frames: list[list[Command]]) -> list[list[Command]]:
                 # ETC1 is a GLES format only: desktop GL gets the decoded texels (as RGBA
                 # rows, which every UNPACK_ALIGNMENT reads unpadded) in an RGB texture
                 a = command.args
-                rgb = decode_etc1(a["data"], a["width"], a["height"])
-                rgba = np.concatenate([rgb, np.full(rgb.shape[:2] + (1,), 255, np.uint8)], -1)
+                rgba = _decoded_rgba(a["internalformat"], a["data"], a["width"], a["height"])
+                rgb = COMPRESSED_COMPONENTS[a["internalformat"]] == 3
                 command = Command("texImage2D", {
-                    "target": a["target"], "level": a["level"], "internalformat": "RGB",
+                    "target": a["target"], "level": a["level"],
+                    "internalformat": "RGB" if rgb else "RGBA",
                     "width": a["width"], "height": a["height"], "format": "RGBA",
                     "type": "UNSIGNED_BYTE", "data": rgba})
             elif command.op == "compressedTexSubImage2D":
                 a = command.args
-                rgb = decode_etc1(a["data"], a["width"], a["height"])
-                rgba = np.concatenate([rgb, np.full(rgb.shape[:2] + (1,), 255, np.uint8)], -1)
+                rgba = _decoded_rgba(a["format"], a["data"], a["width"], a["height"])
                 command = Command("texSubImage2D", {
                     "target": a["target"], "level": a["level"], "xoffset": a["xoffset"],
                     "yoffset": a["yoffset"], "width": a["width"], "height": a["height"],
@@ -224,6 +225,15 @@ def counting_frames(frames: list[list[Command]]) -> list[list[Command]]:
             changed.append(command)
         out.append(changed)
     return out
+
+
+def _decoded_rgba(fmt: str, data, width: int, height: int) -> np.ndarray:
+    """The (height, width, 4) uint8 texels of a compressed image, alpha 255 where the format
+    has none."""
+    texels = decode_compressed(fmt, data, width, height)
+    if texels.shape[-1] == 4:
+        return texels
+    return np.concatenate([texels, np.full(texels.shape[:2] + (1,), 255, np.uint8)], -1)
 
 
 class SampleCount:

@@ -1050,8 +1050,9 @@ class Translator:
                    data=self._blob(call.args.get("pixels"), "pixels", required=True))
 
     def _glCompressedTexImage2D(self, call):
-        """OES_compressed_ETC1_RGB8_texture: the recorded blocks; imageSize must be their
-        length (other compressed formats are named in the enum error)."""
+        """OES_compressed_ETC1_RGB8_texture and S3TC (EXT_texture_compression_s3tc, 0x83F0
+        ..0x83F3): the recorded blocks; imageSize must be their length (other compressed
+        formats are named in the enum error)."""
         if self._int("border", 0) != 0:
             raise self._error("border must be 0 in OpenGL ES 2.0")
         args = call.args
@@ -1067,7 +1068,7 @@ class Translator:
                    width=self._size("width"), height=self._size("height"), data=data)
 
     def _glCompressedTexSubImage2D(self, call):
-        """EXT_compressed_ETC1_RGB8_sub_texture: the recorded blocks of a rectangle."""
+        """EXT_compressed_ETC1_RGB8_sub_texture, S3TC: the recorded blocks of a rectangle."""
         args = call.args
         data = self._blob(args.get("data"), "data", required=True)
         size = self._int("imageSize")

@@ -462,6 +462,89 @@ def scene_etc1_textures(gl: Recorder) -> None:
     gl.endFrame()
 
 
+# A texture's RGB (u_alpha 0) or its alpha as gray (u_alpha 1), opaque either way, so that
+# the image shows every decoded component.
+FS_TEX_RGB_OR_ALPHA = """
+precision highp float;
+uniform sampler2D u_tex;
+uniform float u_alpha;
+varying vec2 v_uv;
+void main() {
+    vec4 t = texture2D(u_tex, v_uv);
+    gl_FragColor = vec4(mix(t.rgb, vec3(t.a), u_alpha), 1.0);
+}
+"""
+
+S3TC_SCENE_FORMATS = ("COMPRESSED_RGB_S3TC_DXT1_EXT", "COMPRESSED_RGBA_S3TC_DXT1_EXT",
+                      "COMPRESSED_RGBA_S3TC_DXT3_EXT", "COMPRESSED_RGBA_S3TC_DXT5_EXT")
+
+
+def _s3tc_blocks(fmt: str, width: int, height: int, seed: int) -> np.ndarray:
+    """Random S3TC blocks for a ``width`` x ``height`` image of ``fmt``: every bit pattern is
+    a block, so DXT1's four- and three-color modes (color0 > color1 or not) and DXT5's
+    seven- and five-step alpha modes all occur, with every index."""
+    size = 16 if fmt.endswith(("DXT3_EXT", "DXT5_EXT")) else 8
+    blocks = -(-width // 4) * -(-height // 4)
+    return np.random.default_rng(seed).integers(0, 256, blocks * size, dtype=np.uint8)
+
+
+@scene("s3tc_textures", size=(256, 192))
+def scene_s3tc_textures(gl: Recorder) -> None:
+    """EXT_texture_compression_s3tc (DXT1 RGB / RGBA, DXT3, DXT5): random blocks of each
+    format, decoded as llvmpipe decodes them, shown as RGB (top of each pair of rows) and as
+    alpha in gray (bottom). Columns: the four formats. Rows 1-2: a 16x16 texture magnified
+    NEAREST (each texel several pixels) with an 8x4 rectangle replaced by
+    glCompressedTexSubImage2D; rows 3-4: a 13x10 texture whose edge blocks are partial
+    (CLAMP_TO_EDGE, LINEAR) for the DXT1 formats, and a 32x32 one with every mip level
+    uploaded compressed, minified LINEAR_MIPMAP_LINEAR, for DXT3 / DXT5."""
+    program = _program(gl, VS_TEX, FS_TEX_RGB_OR_ALPHA)
+    gl.uniform1i(gl.getUniformLocation(program, "u_tex"), 0)
+    show_alpha = gl.getUniformLocation(program, "u_alpha")
+    gl.clearColor(0.0, 0.0, 0.3, 1.0)
+    gl.clear("COLOR_BUFFER_BIT")
+    for column, fmt in enumerate(S3TC_SCENE_FORMATS):
+        seed = 60 + 10 * column
+        magnified = gl.createTexture()
+        gl.bindTexture("TEXTURE_2D", magnified)
+        gl.compressedTexImage2D("TEXTURE_2D", 0, fmt, 16, 16, 0, _s3tc_blocks(fmt, 16, 16, seed))
+        gl.compressedTexSubImage2D("TEXTURE_2D", 0, 4, 8, 8, 4, fmt,
+                                   _s3tc_blocks(fmt, 8, 4, seed + 1))
+        for pname, value in (("TEXTURE_MIN_FILTER", "NEAREST"),
+                             ("TEXTURE_MAG_FILTER", "NEAREST")):
+            gl.texParameteri("TEXTURE_2D", pname, value)
+        second = gl.createTexture()
+        gl.bindTexture("TEXTURE_2D", second)
+        if column < 2:
+            gl.compressedTexImage2D("TEXTURE_2D", 0, fmt, 13, 10, 0,
+                                    _s3tc_blocks(fmt, 13, 10, seed + 2))
+            gl.compressedTexSubImage2D("TEXTURE_2D", 0, 12, 8, 1, 2, fmt,
+                                       _s3tc_blocks(fmt, 1, 2, seed + 3))
+            for pname, value in (("TEXTURE_MIN_FILTER", "LINEAR"),
+                                 ("TEXTURE_MAG_FILTER", "LINEAR"),
+                                 ("TEXTURE_WRAP_S", "CLAMP_TO_EDGE"),
+                                 ("TEXTURE_WRAP_T", "CLAMP_TO_EDGE")):
+                gl.texParameteri("TEXTURE_2D", pname, value)
+        else:
+            size, level = 32, 0
+            while size >= 1:
+                gl.compressedTexImage2D("TEXTURE_2D", level, fmt, size, size, 0,
+                                        _s3tc_blocks(fmt, size, size, seed + 4 + level))
+                size, level = size // 2, level + 1
+            gl.texParameteri("TEXTURE_2D", "TEXTURE_MIN_FILTER", "LINEAR_MIPMAP_LINEAR")
+            gl.texParameteri("TEXTURE_2D", "TEXTURE_MAG_FILTER", "LINEAR")
+        x0 = -1.0 + column * 0.5 + 0.021
+        for row, (texture, alpha) in enumerate(((magnified, 0.0), (magnified, 1.0),
+                                                (second, 0.0), (second, 1.0))):
+            gl.bindTexture("TEXTURE_2D", texture)
+            gl.uniform1f(show_alpha, alpha)
+            y1 = 1.0 - row * 0.5 - 0.017
+            width = 0.46 if texture == magnified or column < 2 else 0.17
+            # Off the pixel grid, so that no pixel center falls on a texel boundary.
+            _draw(gl, "TRIANGLES", _quad(x0, y1 - width, x0 + width, y1),
+                  texcoords=_quad_uv())
+    gl.endFrame()
+
+
 # Half-float texels beyond [0, 1] shown in range: v * 0.25 + 0.375 maps -1.5..2.5 to 0..1.
 FS_TEX_RANGE = """
 precision highp float;
