@@ -14,7 +14,7 @@
     characterize     ``tilesim characterize``: the workload columns of Tables 3.3 and 3.4
     dsr_search       ``tilesim dsr-search``: fitting DSR's parameters (Algorithms 5, 6)
     estimate         ``tilesim estimate``: time, energy and traffic from a render's counters
-    cluster          the one way to run tasks on Dask (a local cluster or a scheduler)
+    dask_cluster     the one way to run tasks on Dask (a local cluster or a scheduler)
 
 The top layer: may import everything below (``traces``, ``reference``, ``workloads``,
 ``techniques``, ``pipeline``, ``gl``), ``tilesim.timing``, ``tilesim.shaders`` and the base.

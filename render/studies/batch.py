@@ -68,7 +68,7 @@ from tilesim.render.replay import (
     render_trace,
     side_by_side_host,
 )
-from tilesim.render.studies.cluster import dask_client, map_in_order
+from tilesim.render.studies.dask_cluster import dask_client, map_in_order
 from tilesim.render.techniques.bus import Techniques
 from tilesim.render.techniques.dynamic_sampling_rate import DEFAULT_PARAMETERS
 from tilesim.render.traces.trace_file import open_trace

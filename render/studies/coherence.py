@@ -29,7 +29,7 @@ from tilesim.errors import EXIT_OK, InputError
 from tilesim.images import frame_png_bytes, png_bytes
 from tilesim.options import frame_range, positive_int
 from tilesim.render.replay import render_side_by_side, render_trace
-from tilesim.render.studies.cluster import dask_client, map_in_order
+from tilesim.render.studies.dask_cluster import dask_client, map_in_order
 from tilesim.render.techniques.bus import Techniques
 from tilesim.render.techniques.dynamic_sampling_rate import frame_mssim
 from tilesim.render.traces.trace_file import open_trace

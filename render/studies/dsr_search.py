@@ -72,7 +72,7 @@ from tilesim.errors import EXIT_FAILED_CHECK, EXIT_OK, InputError
 from tilesim.options import frame_range, positive_int, window_size
 from tilesim.render.replay import render_trace
 from tilesim.render.studies.batch import renderer_sha256
-from tilesim.render.studies.cluster import dask_client, map_in_order
+from tilesim.render.studies.dask_cluster import dask_client, map_in_order
 from tilesim.render.techniques.dynamic_sampling_rate import (
     LOWEST,
     MAX_DIAGONAL,
@@ -789,7 +789,7 @@ def _derive_task(folder: str, name: str, meta: dict) -> str:
 
 class Executor:
     """Runs tasks in this process (``workers`` 1) or on a local Dask cluster of processes
-    (:mod:`tilesim.render.studies.cluster`), with a progress bar."""
+    (:mod:`tilesim.render.studies.dask_cluster`), with a progress bar."""
 
     def __init__(self, workers: int = 1):
         self.workers = max(1, int(workers))

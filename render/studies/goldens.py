@@ -44,8 +44,8 @@ from tilesim.images import SSIM_WINDOW, image_metrics, png_bytes, read_png
 from tilesim.options import positive_int
 from tilesim.render.reference.replay_gl import reference_frames
 from tilesim.render.replay import render_trace
-from tilesim.render.studies.cluster import dask_client, map_in_order
 from tilesim.render.studies.coherence import DEFAULT_TECHNIQUES, LOSSLESS
+from tilesim.render.studies.dask_cluster import dask_client, map_in_order
 from tilesim.render.techniques.bus import Techniques
 from tilesim.render.techniques.dynamic_sampling_rate import frame_mssim
 from tilesim.render.traces.trace_file import open_trace

@@ -608,7 +608,7 @@ def _run_units_on_dask(todo: list[Unit], renders: list[list[Unit]], workers: int
     unit's frames compared in runs as they are written and the rest in a part per worker
     when its render and its baseline's are done; then its quality record and, beside it, its
     estimate (into ``estimates``)."""
-    from tilesim.render.studies.cluster import dask_client, task_result
+    from tilesim.render.studies.dask_cluster import dask_client, task_result
 
     with dask_client(workers) as client:
         # Dask starts earlier submissions first: the renders, then the comparisons.
