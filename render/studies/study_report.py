@@ -55,11 +55,8 @@ figure { margin: 0; max-width: 100%; } figcaption { font-size: 14px; color: #444
 img { border: 1px solid #ddd; max-width: 100%; height: auto; }
 .gallery img.frame { width: 320px; } .gallery img.plot { width: 640px; }
 figure.plot figcaption { max-width: 640px; }
-.identical-box { width: 320px; max-width: 100%; aspect-ratio: 3 / 2; display: flex;
-  flex-direction: column; justify-content: center; text-align: center; background: #eef6ee;
-  border: 1px solid #9c9; color: #1a7f37; font-weight: bold; font-size: 20px;
-  box-sizing: border-box; }
-.identical-box span { font-weight: normal; font-size: 14px; color: #444; }
+.identical-line { background: #eef6ee; border-left: 4px solid #1a7f37; padding: .4em .8em; }
+.identical-line strong { color: #1a7f37; }
 .ok { color: #1a7f37; font-weight: bold; } .bad { color: #b42318; font-weight: bold; }
 nav ol { padding-left: 1.4em; } nav ol.inline { padding-left: 0; display: inline; }
 nav ol.inline li { display: inline; margin-right: .8em; }
@@ -441,6 +438,7 @@ def _gpu_summary(record: dict | None) -> dict:
     clock = get("tech.clock")
     bandwidth = get("memory.bandwidth")
     tile = int(get("screen.tile_size"))
+    tiles = get("buffers.color.entries") / tile ** 2
     rows = [
         ["clock", f"{clock / 1e6:g} MHz"],
         ["process", f"{get('tech.node'):g} nm, {get('tech.voltage'):g} V"],
@@ -454,8 +452,8 @@ def _gpu_summary(record: dict | None) -> dict:
         ["tile cache", cache("tile")],
         ["L2 cache", cache("l2")],
         ["color buffer", f"{int(get('buffers.color.entries'))} x "
-                         f"{int(get('buffers.color.entry_bits'))} bits "
-                         f"({get('buffers.color.entries') / tile ** 2:g} tiles)"],
+                         f"{int(get('buffers.color.entry_bits'))} bits ({tiles:g} "
+                         f"tile{'' if tiles == 1 else 's'})"],
         ["depth buffer", f"{int(get('buffers.depth.entries'))} x "
                          f"{int(get('buffers.depth.entry_bits'))} bits"],
         ["main memory", f"{_bytes(get('memory.size'))}, {int(get('memory.channels'))} "
@@ -503,7 +501,7 @@ def _workload_section(out: Path, workload: dict, techniques: list[str],
         frames.append({"src": entry["frame"], "caption": caption, "link": entry["full"]})
         if technique != "baseline":
             diffs.append({"src": entry.get("diff"), "identical": entry["identical"],
-                          "caption": f"{technique} − baseline"})
+                          "technique": technique, "caption": f"{technique} − baseline"})
     overlays = [{"src": src, "caption": f"{t}: {OVERLAY_TITLES.get(kind, kind)}"}
                 for t in techniques for kind, src in images[t]["overlays"].items()]
     frame_rows = []
@@ -515,7 +513,6 @@ def _workload_section(out: Path, workload: dict, techniques: list[str],
             row.append("identical" if m == 1.0 else _fmt(m, ".4f"))
         frame_rows.append(row)
     return {"name": name, "id": _anchor(name), "shown": shown,
-            "aspect": f"{workload['width']} / {workload['height']}",
             "note": f"{workload['trace']} ({workload['origin']}), {workload['width']}x"
                     f"{workload['height']}, frames {workload['frames'][0]}.."
                     f"{workload['frames'][1] - 1}.",
