@@ -616,7 +616,7 @@ def write_report(out: str | Path, results: dict, *, progress: bool = True,
     out = Path(out)
     techniques = list(results["settings"]["techniques"])
     sections = []
-    with progress_bar(len(results["workloads"]), desc="report", unit="workload",
+    with progress_bar(len(results["workloads"]), desc="writing the report", unit="workload",
                       enabled=progress, leave=False) as bar:
         for w in results["workloads"]:
             sections.append(_workload_section(out, w, techniques, estimates or {},
