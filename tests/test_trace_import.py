@@ -1470,3 +1470,25 @@ def test_cut_real_capture_passes_on_apitrace_warning_and_says_what_was_dropped(t
     assert done.returncode == 0 and done.stderr == "", done.stderr
     done = tilesim("reference", str(trace), "--out", str(tmp_path / "ref-whole"))
     assert done.returncode == 0 and done.stderr == "", done.stderr
+
+
+def test_import_warns_of_extensions_the_modelled_gpu_does_not_offer(tmp_path):
+    """Issue 31: a capture that used S3TC (offered by Mesa, not by a Mali-400) imports with
+    one warning line naming the extension; ETC1, which the Mali-400 offers, warns nothing."""
+    def capture(internalformat, size):
+        calls = Calls()
+        start(calls)
+        calls.add("glBindTexture", target=0x0DE1, texture=5)
+        calls.add("glCompressedTexImage2D", target=0x0DE1, level=0,
+                  internalformat=internalformat, width=4, height=4, border=0,
+                  imageSize=size, data=bytes(size))
+        swap(calls)
+        return calls
+
+    summary, _, _ = do_import(tmp_path, capture(0x83F3, 16))
+    warnings = [w for w in summary.warnings if "extension" in w]
+    assert warnings == ["the capture uses 1 extension(s) the modelled GPU (mali-400) does not "
+                        "offer: GL_EXT_texture_compression_s3tc (compressedTexImage2D); tilesim "
+                        "replays them as the capture's driver drew them"]
+    summary, _, _ = do_import(tmp_path, capture(0x8D64, 8))
+    assert not [w for w in summary.warnings if "extension" in w]

@@ -132,6 +132,7 @@ from tilesim.render.gl.commands import (
     enum_name,
     make_command,
 )
+from tilesim.render.gl.extensions import extensions_used, unoffered_warning
 from tilesim.shaders.trace_capture import (
     ANY_INT,
     GLINT,
@@ -1657,6 +1658,7 @@ def import_calls(open_calls: CallSource, out_path: str | os.PathLike, *, source:
                          name=name, source={"tool": "apitrace", "file": source},
                          limits=queried)
     calls = 0
+    used: dict[str, str] = {}           # extensions the frames rely on (render/gl/extensions)
     stream = open_calls()
     try:
         for call in stream:
@@ -1664,6 +1666,7 @@ def import_calls(open_calls: CallSource, out_path: str | os.PathLike, *, source:
             frame = translator.feed(call)
             if frame is not None:
                 writer.add_frame(frame)
+                used = {**extensions_used(frame), **used}
                 if translator.frames_done >= scan.frames:
                     break
         _close(stream)
@@ -1677,7 +1680,8 @@ def import_calls(open_calls: CallSource, out_path: str | os.PathLike, *, source:
             calls=calls, translated=dict(sorted(translator.translated.items())),
             skipped=dict(sorted(translator.skipped.items())),
             folded=dict(sorted(translator.folded.items())), seconds=0.0,
-            dropped_calls=scan.trailing_calls, warnings=capture_warnings(scan, notes),
+            dropped_calls=scan.trailing_calls,
+            warnings=capture_warnings(scan, notes) + _extension_warnings(used, translator),
             limits=gl_limits(queried),
             limit_calls={key: call for key, (_, call) in scan.limits.items()})
         header = summary.source(source)
@@ -1694,6 +1698,15 @@ def import_calls(open_calls: CallSource, out_path: str | os.PathLike, *, source:
         raise
     summary.seconds = time.perf_counter() - started
     return summary
+
+
+def _extension_warnings(used: dict[str, str], translator: Translator) -> list[str]:
+    """A warning naming the extensions the capture used (its commands, and the calls it
+    made) that the modelled GPU's driver does not offer (render/gl/extensions.toml)."""
+    calls = set(translator.translated) | set(translator.skipped) | set(translator.folded)
+    used = {**extensions_used((), sorted(calls)), **used}
+    warning = unoffered_warning(used)
+    return [] if warning is None else [warning]
 
 
 def _close(stream) -> None:
