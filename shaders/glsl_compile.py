@@ -102,6 +102,8 @@ GL_TYPES = {
     0x8B5E: ("sampler2D", 1, 1, "sampler"), 0x8B60: ("samplerCube", 1, 1, "sampler"),
     0x8D66: ("samplerExternalOES", 1, 1, "sampler"),
 }
+# Sampler types of extensions Mesa's GLES2 context compiles but tilesim does not sample.
+EXTENSION_SAMPLERS = {0x8B5F: "sampler3D (OES_texture_3D)"}
 XYZW = "xyzw"
 # GLSL type name -> (columns, rows, storage).
 TYPE_SHAPES = {name: (cols, rows, storage) for name, cols, rows, storage in GL_TYPES.values()}
@@ -675,6 +677,9 @@ def _uniforms(source: ProgramSource, active: list[dict], nir: dict[str, list[Nir
         if "." in gl_name:
             raise InputError(f"uniform {gl_name} is a struct member; struct uniforms are not "
                              "supported by tilesim", source=source.origin(stages[0]))
+        if uni["type"] in EXTENSION_SAMPLERS:
+            raise InputError(f"uniform {gl_name} is a {EXTENSION_SAMPLERS[uni['type']]}, "
+                             "which tilesim does not implement", source=source.origin(stages[0]))
         if uni["type"] not in GL_TYPES:
             raise InputError(f"uniform {gl_name} has GL type 0x{uni['type']:04X}, which is not "
                              "a GLSL ES 1.00 type", source=source.origin(stages[0]))

@@ -254,6 +254,20 @@ UNSUPPORTED = {
 
 
 @pytest.mark.mesa
+def test_a_sampler3d_is_a_one_line_error(mesa):
+    """OES_texture_3D: Mesa's GLES2 context compiles sampler3D and texture3D, tilesim has no
+    3D textures; the error names the uniform and the extension."""
+    fragment = ("#extension GL_OES_texture_3D : require\nprecision mediump float;\n"
+                "uniform lowp sampler3D t;\n"
+                "void main() { gl_FragColor = texture3D(t, vec3(0.5)); }\n")
+    source = glsl_compile.ProgramSource(PLAIN_VS, fragment, name=LINK, program_origin=LINK)
+    with pytest.raises(InputError, match="uniform t is a sampler3D \\(OES_texture_3D\\), which "
+                                         "tilesim does not implement") as info:
+        glsl_compile.compile_many([source])
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.mesa
 @pytest.mark.parametrize("case", sorted(UNSUPPORTED))
 def test_unsupported_builtins_are_one_line_errors_naming_the_program(mesa, case):
     """Issue 31 item 5: what Mesa compiles but the interface cannot map is an InputError of one

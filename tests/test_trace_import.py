@@ -1492,3 +1492,18 @@ def test_import_warns_of_extensions_the_modelled_gpu_does_not_offer(tmp_path):
                         "replays them as the capture's driver drew them"]
     summary, _, _ = do_import(tmp_path, capture(0x8D64, 8))
     assert not [w for w in summary.warnings if "extension" in w]
+
+
+def test_texture_3d_calls_are_one_line_errors(tmp_path):
+    """OES_texture_3D (offered by Mesa's GLES2 context): tilesim has no 3D textures, so
+    glTexImage3DOES is a one-line error naming the call (render/gl/extensions.toml)."""
+    calls = Calls()
+    start(calls)
+    number = calls.add("glTexImage3DOES", target=0x806F, level=0, internalformat=0x1908,
+                       width=2, height=2, depth=2, border=0, format=0x1908, type=0x1401,
+                       pixels=bytes(32))
+    swap(calls)
+    with pytest.raises(InputError) as error:
+        do_import(tmp_path, calls)
+    assert "\n" not in str(error.value)
+    assert f"call {number}: glTexImage3DOES" in str(error.value)
