@@ -22,7 +22,7 @@ from trace_helpers import sphere_trace
 
 from tilesim.cli import main
 from tilesim.errors import TilesimError
-from tilesim.render.studies import cluster
+from tilesim.render.studies import dask_cluster as cluster
 from tilesim.render.studies.batch import HANG_ENV
 
 # What a Ctrl-C or SIGTERM may take to end a run whose workers are busy (Dask's own close
