@@ -36,22 +36,20 @@ def test_dsr_search_checks_its_outputs_before_rendering(tmp_path, trace, capsys,
                                                         option):
     monkeypatch.setattr(dsr_search, "run_search", no_work)
     monkeypatch.setattr(dsr_search, "run_cross_validation", no_work)
-    folder, file = tmp_path / "a-folder", tmp_path / "a-file"
-    folder.mkdir()
+    file = tmp_path / "a-file"
     file.write_text("")
-    args = ["dsr-search", "--train", str(trace), "--out", str(tmp_path / "p.toml"),
+    args = ["dsr-search", "--train", str(trace), "--out", str(tmp_path / "params"),
             "--cache", str(tmp_path / "cache")]
-    bad = {"--out": folder, "--cache": file}[option]
+    bad = file   # both are folders: --out holds dsr_parameters.toml
     args[args.index(option) + 1] = str(bad)
     assert main(args) == 2
-    kind = {"--out": "a file", "--cache": "a folder"}[option]
-    one_error_line(capsys, f"{bad}: exists and is not {kind} (give {kind} to write)")
+    one_error_line(capsys, f"{bad}: exists and is not a folder (give a folder to write)")
     # the cross-validation path checks them too; a file on the way of --cache
     args += ["--folds", "2"]
     if option == "--cache":
         args[args.index("--cache") + 1] = str(file / "cache")
     assert main(args) == 2
-    one_error_line(capsys, f"{bad}: exists and is not a file (give a file to write)"
+    one_error_line(capsys, f"{bad}: exists and is not a folder (give a folder to write)"
                    if option == "--out" else
                    f"{file / 'cache'}: {file} is a file, so {file / 'cache'} cannot be created")
 

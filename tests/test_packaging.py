@@ -93,7 +93,7 @@ def test_an_installed_wheel_runs_the_main_job_without_a_checkout(wheel, tmp_path
     where = subprocess.run([str(python), "-c", "import tilesim; print(tilesim.__file__)"],
                            cwd=tmp_path, capture_output=True, text=True, check=True).stdout
     assert str(venv) in where                      # the installed copy, not the checkout
-    done = subprocess.run([str(venv / "bin" / "tilesim"), "run", "--quick", "--frames", "1",
+    done = subprocess.run([str(venv / "bin" / "tilesim"), "run", "--quick", "--frames", ":1",
                            "--techniques", "te", "--out", str(tmp_path / "study"), "--json"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -233,7 +233,7 @@ def test_a_folder_holding_another_render_is_refused(study, tmp_path, capsys):
 @pytest.mark.parametrize("argv, message", [
     (["--trace", "no/such.tsim"], "no such trace"),
     (["--techniques", "re,bogus"], "bogus"),
-    (["--frames", "0"], "at least 1"),
+    (["--frames", "5:9"], "the trace has frames 0..1"),
     (["--techniques", " , "], "no technique given"),
 ])
 def test_bad_input_is_one_line_and_exit_2(argv, message, tmp_path, capsys):

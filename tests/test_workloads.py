@@ -182,7 +182,7 @@ def test_characterize_prints_sane_numbers(tmp_path, capsys):
                   "primitives per tile", "fragments per primitive", "ALU:TEX ratio",
                   "texels per fragment", "overshading", "Table 3.3", "Table 3.4"):
         assert label in text
-    assert main(["characterize", str(path), "--json", "--frames", "1"]) == 0
+    assert main(["characterize", str(path), "--json", "--frames", "1:2"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["frames"] == [1, 1]
     assert np.isclose(data["columns"]["draw_calls_per_frame"],

@@ -1,6 +1,7 @@
 """Values the command line takes, parsed one way for every command: window sizes (``WxH``),
-byte sizes (``8G``) and frame ranges (``A:B``). Bad values are :class:`InputError` naming the
-option, which the CLI prints as one line with exit status 2."""
+byte sizes (``8G``), frame ranges (``A:B``; a bare ``N`` is refused, :func:`frame_span`) and
+the default of ``--workers`` (:func:`default_workers`). Bad values are :class:`InputError`
+naming the option, which the CLI prints as one line with exit status 2."""
 
 from __future__ import annotations
 
@@ -65,22 +66,74 @@ def byte_size(text: str) -> int:
     return int(float(m.group(1)) * _BYTE_UNITS[m.group(2).upper()])
 
 
+FRAMES_HELP = ("frames A:B (from A up to, not including, B; either side optional, negative "
+               "counting from the end; :N is the first N)")
+
+
+def _bare_frame(text: str, option: str, source: str | None = None) -> InputError:
+    """The error of a bare 'N': once a count in some commands and a frame number in others,
+    it is refused rather than read one way (an old command line never silently means
+    something else)."""
+    n = text.strip()
+    hint = (f"use :{n} for the first {n} frames, or {n}:{int(n) + 1} for frame {n} alone"
+            if n.lstrip("-").isdigit() else "expected A:B, A: or :B")
+    return InputError(f"{option} {text!r}: a range A:B is expected; {hint}", source=source)
+
+
+def frame_span(text: str, *, option: str = "--frames",
+               source: str | None = None) -> tuple[int | None, int | None]:
+    """'A:B' -> (A, B), a side left out None; a bare 'N' is refused (:func:`_bare_frame`)."""
+    text = str(text)
+    if ":" not in text:
+        raise _bare_frame(text, option, source)
+    a, _, b = text.partition(":")
+    try:
+        return (int(a) if a.strip() else None, int(b) if b.strip() else None)
+    except ValueError:
+        raise InputError(f"{option} {text!r}: expected A:B, A: or :B",
+                         source=source) from None
+
+
+def frames_argument(option: str = "--frames"):
+    """An argparse ``type=`` checking a frame range's form (the text is kept: its frames
+    depend on the trace, :func:`frame_range`); a bare 'N' is a usage error."""
+    def parse(text: str) -> str:
+        try:
+            frame_span(text, option=option)
+        except InputError as exc:
+            raise argparse.ArgumentTypeError(exc.bare_message) from None
+        return text
+    return parse
+
+
+def first_frames(text: str, *, option: str = "--frames") -> int:
+    """The N of ':N' (or '0:N'): for commands that make frames from a program's start
+    (capture, import, generated workloads), where a range must begin at frame 0."""
+    start, stop = frame_span(text, option=option)
+    if start not in (None, 0) or stop is None or stop < 1:
+        raise InputError(f"{option} {text!r}: frames are made from the program's start; "
+                         f"give :N (the first N frames)")
+    return stop
+
+
+def first_frames_argument(option: str = "--frames"):
+    """:func:`first_frames` as an argparse ``type=`` (the value is N)."""
+    def parse(text: str) -> int:
+        try:
+            return first_frames(text, option=option)
+        except InputError as exc:
+            raise argparse.ArgumentTypeError(exc.bare_message) from None
+    return parse
+
+
 def frame_range(text: str, count: int, *, option: str = "--frames",
                 source: str | None = None) -> range:
-    """'A:B' (either side optional, negative counting from the end) or 'N' -> the range of
-    frame numbers it names within a trace of ``count`` frames (``source``: the trace, which
-    an error names)."""
-    try:
-        if ":" in text:
-            a, _, b = text.partition(":")
-            start = int(a) if a.strip() else 0
-            stop = int(b) if b.strip() else count
-        else:
-            start = int(text)
-            stop = start + 1
-    except ValueError:
-        raise InputError(f"{option} {text!r}: expected A:B, A: , :B or N",
-                         source=source) from None
+    """'A:B' (either side optional, negative counting from the end) -> the range of frame
+    numbers it names within a trace of ``count`` frames (``source``: the trace, which an
+    error names). A bare 'N' is refused (:func:`_bare_frame`)."""
+    start, stop = frame_span(text, option=option, source=source)
+    start = 0 if start is None else start
+    stop = count if stop is None else stop
     if start < 0:
         start += count
     if stop < 0:
@@ -89,3 +142,32 @@ def frame_range(text: str, count: int, *, option: str = "--frames",
         raise InputError(f"{option} {text!r}: the trace has frames 0..{count - 1}",
                          source=source)
     return range(start, stop)
+
+
+def default_workers(work: int | None = None) -> int:
+    """The one default of every command's ``--workers``: the CPU count, capped by the pieces
+    of work there are (``work``, when known; at least 1)."""
+    import os
+
+    cpus = os.cpu_count() or 1
+    return max(1, cpus if work is None else min(cpus, work))
+
+
+WORKERS_HELP = "worker processes (default: the CPU count, capped by the work to do)"
+
+
+# Suffixes of the files `--out` once named in some commands (coherence, dsr-search), before it
+# was a folder everywhere: such a value is refused, not made a folder of that name.
+_FILE_SUFFIXES = (".json", ".toml")
+
+
+def out_file(folder: str, name: str, *, option: str = "--out"):
+    """The file ``name`` in the output folder ``folder`` (a Path). ``folder`` ending in .json
+    or .toml and not an existing folder is refused: an old command line naming the file."""
+    from pathlib import Path
+
+    path = Path(folder)
+    if path.suffix.lower() in _FILE_SUFFIXES and not path.is_dir():
+        raise InputError(f"{option} {folder!r}: {option} is a folder (the file written is "
+                         f"DIR/{name}); give {str(path.parent)!r} or another folder")
+    return path / name

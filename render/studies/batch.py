@@ -53,6 +53,7 @@ from tilesim.backend import use_backend
 from tilesim.errors import InputError
 from tilesim.folder_lock import lock_folder
 from tilesim.images import frame_png_bytes
+from tilesim.options import default_workers
 from tilesim.render.pipeline.counters import (
     FRAME_COUNTERS,
     TECHNIQUE_FRAME_COUNTERS,
@@ -686,7 +687,7 @@ def run_batch(jobs: list[Job], *, workers: int | None = None, scheduler: str | N
                               "skipped": job.frames[1] - job.frames[0], "seconds": 0.0,
                               "counters": []}
     if todo:
-        with dask_client(workers or min(len(todo), 2), scheduler) as client:
+        with dask_client(workers or default_workers(len(todo)), scheduler) as client:
             done = map_in_order(client, _run_prepared_job, [(job,) for job in todo],
                                 desc="render batch", unit="trace", progress=progress)
         for job, summary in zip(todo, done, strict=True):

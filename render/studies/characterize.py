@@ -40,7 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tilesim.errors import EXIT_OK
-from tilesim.options import frame_range
+from tilesim.options import frame_range, frames_argument
 from tilesim.render.pipeline.observer import RenderObserver
 from tilesim.render.replay import render_trace
 from tilesim.render.traces.trace_file import Trace, open_trace
@@ -259,9 +259,9 @@ def register(subparsers) -> None:
                     "primitives per draw and per tile, fragments per primitive, ALU:TEX "
                     "ratio, texels per fragment, overshading.")
     p.add_argument("trace", metavar="TRACE", help="a .tsim trace")
-    p.add_argument("--frames", default=":", metavar="A:B",
-                   help="frames to count, Python slice style (default: all; earlier frames "
-                        "are rendered too, for their state)")
+    p.add_argument("--frames", type=frames_argument(), default=":", metavar="A:B",
+                   help="frames to count, A:B from A up to, not including, B (default: all; "
+                        "earlier frames are rendered too, for their state)")
     p.add_argument("--tile-size", type=int, default=16, metavar="N",
                    help="tile size in pixels (default 16, Table 3.1)")
     p.add_argument("--json", action="store_true",

@@ -27,7 +27,13 @@ from tilesim.atomic import check_output, write_bytes, write_json
 from tilesim.backend import backend_name, to_host, use_backend
 from tilesim.errors import EXIT_OK, InputError
 from tilesim.images import frame_png_bytes, png_bytes
-from tilesim.options import frame_range, positive_int
+from tilesim.options import (
+    default_workers,
+    frame_range,
+    frames_argument,
+    out_file,
+    positive_int,
+)
 from tilesim.render.replay import render_side_by_side, render_trace
 from tilesim.render.studies.dask_cluster import dask_client, map_in_order
 from tilesim.render.techniques.bus import Techniques
@@ -38,6 +44,7 @@ from tilesim.thresholds import DSR_MIN_MSSIM
 
 DEFAULT_TECHNIQUES = ("te", "re", "re/xor", "evr", "re+evr", "dsr", "memo", "memo/32")
 EXIT_NOT_LOSSLESS = 1
+REPORT_FILE = "coherence.json"   # what --out DIR holds
 
 # Overlay colors (RGB) per DSR rate index: 1x, 1/4x, 1/16x, 1/64x, 1/256x.
 RATE_COLORS = np.array([[0, 0, 0], [60, 160, 255], [60, 220, 120], [255, 200, 40],
@@ -365,8 +372,9 @@ def register(subparsers) -> None:
                     "Exit 1 when a lossless technique changed a frame or DSR fell below "
                     f"MSSIM {DSR_MIN_MSSIM}.")
     p.add_argument("traces", nargs="+", metavar="TRACE", help=".tsim traces")
-    p.add_argument("--frames", default=":", metavar="A:B",
-                   help="frames to compare (default: all); earlier frames are rendered too")
+    p.add_argument("--frames", type=frames_argument(), default=":", metavar="A:B",
+                   help="frames to compare, A:B from A up to, not including, B (default: "
+                        "all); earlier frames are rendered too")
     p.add_argument("--techniques", default=",".join(DEFAULT_TECHNIQUES), metavar="LIST",
                    help="comma-separated techniques (default: %(default)s); re/xor signs "
                         "with XOR, re/uniforms signs only the uniforms of each draw (the "
@@ -374,15 +382,16 @@ def register(subparsers) -> None:
     p.add_argument("--dsr-parameters", metavar="FILE",
                    help="DSR parameters (TOML from `tilesim dsr-search`; default: shipped)")
     p.add_argument("--images", metavar="DIR", help="write per-frame overlays to DIR")
-    p.add_argument("--out", metavar="FILE", help="also write the JSON report to FILE")
+    p.add_argument("--out", metavar="DIR",
+                   help=f"also write the JSON report to DIR/{REPORT_FILE}")
     p.add_argument("--save", metavar="DIR",
                    help="keep every run as `tilesim render` output in DIR/TECHNIQUE/TRACE "
                         "(for `tilesim estimate DIR/re --baseline DIR/baseline`)")
     p.add_argument("--workers", type=positive_int, default=None, metavar="N",
-                   help="traces in parallel on a local Dask cluster (default: 1 per trace, "
-                        "at most the CPU count); with one trace, N > 1 renders its "
-                        "techniques side by side after the baseline (default: one after "
-                        "the other)")
+                   help="traces in parallel on a local Dask cluster; with one trace, N > 1 "
+                        "renders its techniques side by side after the baseline (default: "
+                        "the CPU count, capped by the traces, or by the techniques of one "
+                        "trace)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=_coherence)
 
@@ -401,10 +410,7 @@ def _job(trace: str, names: list[str], frames: tuple[int, int], dsr_parameters, 
 
 
 def _coherence(args: argparse.Namespace) -> int:
-    import os
-
     from tqdm import tqdm
-
 
     names = [n.strip().lower() for n in args.techniques.split(",") if n.strip()]
     if not names:
@@ -416,7 +422,8 @@ def _coherence(args: argparse.Namespace) -> int:
         if folder is not None:
             check_output(folder, folder=True)
     if args.out:
-        check_output(args.out, folder=False)
+        check_output(args.out, folder=True)
+        check_output(out_file(args.out, REPORT_FILE), folder=False)
     jobs = []
     for trace in args.traces:
         with open_trace(trace) as t:
@@ -431,15 +438,16 @@ def _coherence(args: argparse.Namespace) -> int:
             reports = [compare_trace(args.traces[0], names, frames,
                                      dsr_parameters=args.dsr_parameters, images=folder,
                                      save=None if args.save is None else Path(args.save),
-                                     progress=bar, workers=args.workers or 1)]
+                                     progress=bar,
+                                     workers=args.workers or default_workers(len(names)))]
     else:
-        workers = args.workers or min(len(jobs), os.cpu_count() or 1)
+        workers = args.workers or default_workers(len(jobs))
         with dask_client(workers) as client:
             reports = map_in_order(client, _job, jobs, desc="coherence", unit="trace",
                                    leave=False)
     report = {"workloads": reports, "average": average(reports)}
     if args.out:
-        write_json(args.out, report)
+        write_json(out_file(args.out, REPORT_FILE), report)
     broken = [f"{Path(r['trace']).name}: {name}" for r in reports
               for name, t in r["techniques"].items()
               if (name in LOSSLESS and t["frames_bit_identical"] != t["frames"])

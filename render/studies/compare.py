@@ -99,8 +99,10 @@ def register(subparsers) -> None:
                     f"{SSIM_WINDOW}x{SSIM_WINDOW} SSIM window is compared as piglit's probes "
                     "do: every pixel within --tolerance. Exit status 1 when --min-mssim or "
                     "--tolerance is given and a frame is below it or over it.")
-    p.add_argument("folder_a", metavar="DIR_A")
-    p.add_argument("folder_b", metavar="DIR_B")
+    p.add_argument("folder_a", metavar="DIR_A",
+                   help="a folder of frames: a `tilesim render` output, or PNGs numbered "
+                        "frame_NNNNNN.png or NNNNNN.png")
+    p.add_argument("folder_b", metavar="DIR_B", help="the folder to compare it with")
     p.add_argument("--min-mssim", type=float, default=None, metavar="X",
                    help="fail (exit 1) when any frame's MSSIM is below X")
     p.add_argument("--tolerance", type=int, default=None, metavar="N",

@@ -69,7 +69,14 @@ import numpy as np
 
 from tilesim.atomic import check_output, write_bytes, write_json
 from tilesim.errors import EXIT_FAILED_CHECK, EXIT_OK, InputError
-from tilesim.options import frame_range, positive_int, window_size
+from tilesim.options import (
+    default_workers,
+    frame_range,
+    frames_argument,
+    out_file,
+    positive_int,
+    window_size,
+)
 from tilesim.render.replay import render_trace
 from tilesim.render.studies.batch import renderer_sha256
 from tilesim.render.studies.dask_cluster import dask_client, map_in_order
@@ -101,6 +108,7 @@ from tilesim.thresholds import DSR_MIN_MSSIM
 
 RATES = len(RATE_NAMES)
 CACHE_VERSION = 1
+PARAMETERS_FILE = "dsr_parameters.toml"   # what --out DIR holds
 PATCH = TILE + 2 * SSIM_RADIUS  # a tile and the context its SSIM windows reach
 MAX_PRODUCT = 100_000           # combinations one product step may hold
 
@@ -1196,16 +1204,19 @@ def register(subparsers) -> None:
                    help=".tsim traces to fit on, optionally with their own frame range")
     p.add_argument("--eval", nargs="*", default=[], metavar="TRACE[@A:B]",
                    help=".tsim traces to evaluate the chosen parameters on")
-    p.add_argument("--frames", default=":", metavar="A:B",
-                   help="frames of each trace, Python slice style (default: all)")
+    p.add_argument("--frames", type=frames_argument(), default=":", metavar="A:B",
+                   help="frames of each trace, A:B from A up to, not including, B (default: "
+                        "all)")
     p.add_argument("--size", default=None, metavar="WxH",
                    help="render window size instead of each trace's own")
     p.add_argument("--cache", default="out/dsr_cache", metavar="DIR",
                    help="renders and tile tables (default out/dsr_cache)")
-    p.add_argument("--out", "-o", default="dsr_parameters.toml", metavar="FILE",
-                   help="parameters file to write (default dsr_parameters.toml)")
-    p.add_argument("--workers", type=positive_int, default=os.cpu_count() or 1, metavar="N",
-                   help="local worker processes (default: one per CPU; 1: no Dask)")
+    p.add_argument("--out", "-o", default=".", metavar="DIR",
+                   help=f"folder of the parameters file DIR/{PARAMETERS_FILE} (default: the "
+                        "current folder)")
+    p.add_argument("--workers", type=positive_int, default=None, metavar="N",
+                   help="local worker processes (default: the CPU count, capped by the "
+                        "traces; 1: no Dask)")
     p.add_argument("--strategy", choices=("coordinate", "product"), default=defaults.strategy,
                    help="how the states of a step are combined (default coordinate)")
     p.add_argument("--sweeps", type=int, default=defaults.sweeps, metavar="N",
@@ -1282,11 +1293,13 @@ def _search_command(args: argparse.Namespace) -> int:
     size = window_size(args.size) if args.size else None
     train = [trace_spec(t, args.frames, size) for t in args.train]
     evaluation = [trace_spec(t, args.frames, size) for t in args.eval]
+    args.workers = args.workers or default_workers(len(train) + len(evaluation))
     names = [s.name for s in [*train, *evaluation]]
     if len(set(names)) != len(names):
         raise InputError("two traces share a file name: give them distinct names",
                          source="tilesim dsr-search")
-    out = check_output(args.out, folder=False)   # both before the search, not after it
+    check_output(args.out, folder=True)   # all before the search, not after it
+    out = check_output(out_file(args.out, PARAMETERS_FILE), folder=False)
     check_output(args.cache, folder=True)
     if validating:
         groups = fold_groups(names, args.folds,

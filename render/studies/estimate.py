@@ -16,7 +16,7 @@ import numpy as np
 
 from tilesim.atomic import check_output
 from tilesim.errors import InputError
-from tilesim.options import frame_range
+from tilesim.options import frame_range, frames_argument
 from tilesim.render.pipeline.gpu_config import RENDERER_KEYS
 from tilesim.render.studies.batch import Job, job_techniques, run_job
 from tilesim.render.studies.config_options import (
@@ -53,8 +53,9 @@ def register(subparsers) -> None:
                    help="output folder(s) of `tilesim render`, or .tsim traces to render first")
     p.add_argument("--technique", default="baseline", metavar="NAME",
                    help="for traces: the technique to render with (as `tilesim render`)")
-    p.add_argument("--frames", default=":", metavar="A:B",
-                   help="for traces: the frames to render and estimate (default: all)")
+    p.add_argument("--frames", type=frames_argument(), default=":", metavar="A:B",
+                   help="for traces: the frames to render and estimate, A:B from A up to, not "
+                        "including, B (default: all)")
     p.add_argument("--work", default="out/estimate", metavar="DIR",
                    help="for traces: where renders are kept (default: %(default)s)")
     # --config, --energy-config, --set, --tile-size (screen.tile_size: a render's tile size

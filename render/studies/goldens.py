@@ -41,7 +41,7 @@ from tilesim.atomic import check_output, write_bytes, write_json, write_text
 from tilesim.backend import backend_name, to_host, use_backend
 from tilesim.errors import EXIT_FAILED_CHECK, EXIT_OK, InputError, ToolMissing
 from tilesim.images import SSIM_WINDOW, image_metrics, png_bytes, read_png
-from tilesim.options import positive_int
+from tilesim.options import default_workers, positive_int
 from tilesim.render.reference.replay_gl import reference_frames
 from tilesim.render.replay import render_trace
 from tilesim.render.studies.coherence import DEFAULT_TECHNIQUES, LOSSLESS
@@ -561,9 +561,10 @@ def register(subparsers) -> None:
     which.add_argument("--all-techniques", action="store_true",
                        help="baseline and every technique of `tilesim coherence` "
                             f"({', '.join(DEFAULT_TECHNIQUES)})")
-    c.add_argument("--workers", type=positive_int, default=1, metavar="N",
+    c.add_argument("--workers", type=positive_int, default=None, metavar="N",
                    help="with techniques: render the (trace, technique) pairs on a local Dask "
-                        "cluster of N processes (default 1: one after the other)")
+                        "cluster of N processes (default: the CPU count, capped by the "
+                        "pairs; 1: one after the other)")
     c.add_argument("--manifest", metavar="FILE", help=MANIFEST_HELP)
     c.add_argument("--results", metavar="DIR",
                    help="write each failed check's obtained, expected and difference images "
@@ -634,7 +635,8 @@ def _check_techniques(args: argparse.Namespace, manifest: Manifest,
     names = (["baseline", *DEFAULT_TECHNIQUES] if args.all_techniques
              else technique_names(args.technique))   # unknown names: exit 2 before rendering
     rows = check_techniques(goldens, names, folder=manifest.folder, root=manifest.root,
-                            results=results, workers=args.workers, progress=True)
+                            results=results, workers=args.workers or default_workers(),
+                            progress=True)
     failed = [r for r in rows if not r["passed"]]
     summary = {"checks": len(rows), "passed": len(rows) - len(failed), "failed": len(failed),
                "techniques": names, "goldens": len(goldens), "mssim_floor": DSR_MIN_MSSIM}

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from tilesim.errors import InputError
+from tilesim.options import first_frames_argument
 from tilesim.render.studies.command_groups import load_group_config, split_groups, trace_contexts
 from tilesim.render.studies.ground_truth import (
     JITTER_LOOP,
@@ -62,8 +63,9 @@ def register(subparsers) -> None:
                    help="first build this prediction workload into TRACE (es2gears, "
                         "glmark2-build, glmark2-shading, clearspd, clearspd-alternating, "
                         "texture-stream, vertex-stream)")
-    p.add_argument("--frames", type=int, default=20, metavar="N",
-                   help="with --workload: frames to build (default %(default)s)")
+    p.add_argument("--frames", type=first_frames_argument(), default=":20", metavar=":N",
+                   help="with --workload: frames to build, :N the first N (default "
+                        "%(default)s)")
     p.add_argument("--seed", type=int, default=0, help="with --workload: the random seed")
     p.add_argument("--max-frames", type=int, metavar="N",
                    help="predict only the first N frames of TRACE")

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import time
 from pathlib import Path
 
@@ -24,7 +23,7 @@ from tqdm import tqdm
 from tilesim.atomic import remove_temporaries
 from tilesim.backend import backend_name
 from tilesim.errors import EXIT_OK, InputError
-from tilesim.options import frame_range, positive_int
+from tilesim.options import default_workers, frame_range, frames_argument, positive_int
 from tilesim.render.pipeline.framebuffer import TRAVERSALS
 from tilesim.render.pipeline.rasterizer import FILL_RULES
 from tilesim.render.pipeline.renderer import MEDIUMP_HELP
@@ -61,8 +60,9 @@ def register(subparsers) -> None:
                     "run in parallel with Dask; a rerun skips frames already written.")
     p.add_argument("traces", nargs="+", metavar="TRACE[@A:B]",
                    help="a .tsim trace, optionally with its own frame range")
-    p.add_argument("--frames", default=":", metavar="A:B",
-                   help="frames to write, Python slice style (default: all)")
+    p.add_argument("--frames", type=frames_argument(), default=":", metavar="A:B",
+                   help="frames to write, A:B from A up to, not including, B; :N the first N "
+                        "(default: all)")
     p.add_argument("--out", "-o", required=True, metavar="DIR", help="output folder")
     # --tile-size, and the GPU configuration's entries the renderer reads (texture caches,
     # Overlapped Tiles Queue, GLES2 limits, mediump_fp16); the timing ones change nothing here.
@@ -86,7 +86,8 @@ def register(subparsers) -> None:
     p.add_argument("--workers", type=positive_int, default=None, metavar="N",
                    help="local worker processes for several traces, or for the parts of one "
                         "trace's frames (cut where a frame clears the whole window and no "
-                        "earlier frame draws into a texture; the baseline only) (default: 2)")
+                        "earlier frame draws into a texture; the baseline only) (default: the "
+                        "CPU count, capped by the traces or parts)")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="run on an existing Dask cluster (e.g. tcp://host:8786)")
     p.add_argument("--force", action="store_true",
@@ -136,13 +137,14 @@ def _render(args: argparse.Namespace) -> int:
         job = jobs[0]
         # One trace's frames split where a frame starts afresh, the parts rendered in
         # parallel; a part of fewer than MIN_SEGMENT_FRAMES frames would not repay its worker.
-        workers = args.workers or min(2, os.cpu_count() or 1)
-        parts = min(workers, len(job.missing()) // MIN_SEGMENT_FRAMES)
+        pieces = len(job.missing()) // MIN_SEGMENT_FRAMES
+        parts = min(args.workers or default_workers(pieces), pieces)
         segments = frame_segments(job, parts)
         summaries = ([_run_with_progress(job)] if len(segments) == 1 else
                      [run_segments(job, segments, workers=parts)])
     else:
-        summaries = run_batch(jobs, workers=args.workers, scheduler=args.scheduler,
+        summaries = run_batch(jobs, workers=args.workers or default_workers(len(jobs)),
+                              scheduler=args.scheduler,
                               prepare=False)
     seconds = time.perf_counter() - started
     write_batch_summary(args.out, summaries, seconds)

@@ -37,7 +37,6 @@ the other numbers, so a resume would mix two configurations in one report.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sys
 import time
@@ -48,7 +47,7 @@ from tilesim import __version__
 from tilesim.atomic import check_output, write_json
 from tilesim.errors import InputError
 from tilesim.images import read_png
-from tilesim.options import positive_int
+from tilesim.options import default_workers, frame_span, frames_argument, positive_int
 from tilesim.render.pipeline.counters import load_counters
 from tilesim.render.studies.batch import (
     DIGESTS,
@@ -185,13 +184,24 @@ def bundled_traces() -> Path | None:
     return installed if (installed / "bunny.tsim").is_file() else None
 
 
-def _frames(trace: str, count: int | None) -> tuple[int, int]:
+def _frames(trace: str, frames: int | str | None) -> tuple[int, int]:
+    """[start, stop) of ``frames`` in ``trace``: a range 'A:B' (B past the trace's end is its
+    end), the first N frames (an int) or every frame (None)."""
+    from tilesim.options import frame_range, frame_span
+
     with open_trace(trace) as t:
         total = t.frame_count
-    return (0, total if count is None else min(count, total))
+    if frames is None or isinstance(frames, int):
+        return (0, total if frames is None else min(frames, total))
+    start, stop = frame_span(frames, source=trace)
+    if stop is not None and stop > total:
+        stop = total
+    chosen = frame_range(f"{'' if start is None else start}:{'' if stop is None else stop}",
+                         total, option="--frames", source=trace)
+    return (chosen.start, chosen.stop)
 
 
-def bundled_workloads(frames: int, names=BUNDLED) -> list[Workload]:
+def bundled_workloads(frames: int | str, names=BUNDLED) -> list[Workload]:
     folder = bundled_traces()
     if folder is None:
         raise InputError("the bundled traces (tilesim.bundled_traces) are not installed: "
@@ -249,9 +259,10 @@ def captured_workloads(folder: Path, frames: int, specs=CAPTURED,
     return made, skipped
 
 
-def given_workloads(paths: list[str], frames: int | None) -> list[Workload]:
-    """Workloads of ``--trace`` arguments (``X.tsim`` or ``X.tsim@A:B``); names from the
-    file names, made unique."""
+def given_workloads(paths: list[str], frames: int | str | None) -> list[Workload]:
+    """Workloads of ``--trace`` arguments (``X.tsim`` or ``X.tsim@A:B``; ``frames`` as
+    :func:`_frames` where a trace has no range of its own); names from the file names, made
+    unique."""
     from tilesim.options import frame_range
 
     out, names = [], set()
@@ -262,7 +273,7 @@ def given_workloads(paths: list[str], frames: int | None) -> list[Workload]:
         with open_trace(path) as t:
             count = t.frame_count
             chosen = (frame_range(span, count, option="--trace", source=path) if span
-                      else range(0, count if frames is None else min(frames, count)))
+                      else range(*_frames(path, frames)))
         name = Path(path).stem
         while name in names:
             name += "+"
@@ -767,9 +778,10 @@ def register(subparsers) -> None:
                    help="the study folder (default: %(default)s)")
     p.add_argument("--trace", action="append", metavar="X.tsim[@A:B]",
                    help="study these traces instead of the default suite (repeatable)")
-    p.add_argument("--frames", type=int, metavar="N",
-                   help=f"frames per workload from the first (default {FRAMES}; "
-                        f"{QUICK_FRAMES} with --quick; a --trace@A:B range wins)")
+    p.add_argument("--frames", type=frames_argument(), metavar="A:B",
+                   help=f"frames A:B of every workload, B past a trace's end meaning its end "
+                        f"(default :{FRAMES}, the first {FRAMES}; :{QUICK_FRAMES} with --quick; "
+                        "a --trace@A:B range wins); captures record the first B frames")
     p.add_argument("--quick", action="store_true",
                    help=f"a short version: {', '.join(QUICK_WORKLOADS)}, {QUICK_FRAMES} frames "
                         "each, no captures")
@@ -782,7 +794,8 @@ def register(subparsers) -> None:
                    help="also the shader-core studies, execution-time prediction, scheduling "
                         "scenarios and the golden-image check of every technique")
     p.add_argument("--workers", type=positive_int, metavar="N",
-                   help="processes rendering side by side (default: the CPU count)")
+                   help="processes rendering side by side (default: the CPU count, capped "
+                        "by the units to render)")
     add_config_arguments(p)
     p.add_argument("--force", action="store_true",
                    help="start over: render again what an earlier run left in DIR")
@@ -800,10 +813,11 @@ def _settings(args) -> Settings:
 
     config = config_from_args(args)    # a bad --set or --config fails before any work
     renderer_values(config)
-    frames = args.frames if args.frames is not None else (QUICK_FRAMES if args.quick
-                                                          else FRAMES)
-    if frames < 1:
-        raise InputError(f"--frames must be at least 1, got {frames}", source="tilesim run")
+    frames = args.frames if args.frames is not None else (
+        f":{QUICK_FRAMES if args.quick else FRAMES}")
+    # Captures record a program from its start: the first B frames (B of the range).
+    stop = frame_span(frames, source="tilesim run")[1]
+    captured_frames = stop if stop is not None and stop > 0 else FRAMES
     names = (DEFAULT_TECHNIQUES if args.techniques is None
              else [n.strip().lower() for n in args.techniques.split(",") if n.strip()])
     if not names:
@@ -838,7 +852,8 @@ def _settings(args) -> Settings:
 
             with tqdm(total=len(CAPTURED), desc="capture", unit="program",
                       disable=None) as bar:
-                made, failed = captured_workloads(Path(args.out) / "captures", frames,
+                made, failed = captured_workloads(Path(args.out) / "captures",
+                                                   captured_frames,
                                                    progress=bar)
             skipped += failed
             workloads += made
@@ -870,8 +885,8 @@ def _run(args) -> int:
 
     check_output(args.out, folder=True)
     settings = _settings(args)
-    workers = args.workers or max(1, min(os.cpu_count() or 1,
-                                         len(settings.workloads) * len(settings.techniques)))
+    workers = args.workers or default_workers(len(settings.workloads)
+                                              * len(settings.techniques))
     sections = None
     if args.all:
         from tilesim.render.studies.study_sections import all_sections

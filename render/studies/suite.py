@@ -9,7 +9,7 @@ cached in a folder (capture, import, both image sets), so a rerun redoes only wh
 file is written atomically. The required result: MSSIM >= 0.99 on every frame (a frame
 below the SSIM window, within the probe tolerance on every pixel: :mod:`tilesim.images`).
 
-    tilesim suite [--work DIR] [--frames 20] [--size 800x600] [--only SPEC ...] [--json]
+    tilesim suite [--work DIR] [--frames :20] [--size 800x600] [--only SPEC ...] [--json]
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from tilesim.atomic import write_json
 from tilesim.errors import EXIT_FAILED_CHECK, EXIT_OK
-from tilesim.options import window_size_argument
+from tilesim.options import first_frames_argument, window_size_argument
 from tilesim.render.studies.batch import Job, run_job
 from tilesim.render.studies.compare import compare_folders
 from tilesim.render.traces.apitrace_import import import_apitrace
@@ -100,12 +100,14 @@ def register(subparsers) -> None:
                     "frame. Needs apitrace, Xvfb, glmark2-es2 and Mesa.")
     p.add_argument("--work", default="out/suite", metavar="DIR",
                    help="folder for captures, imports and images (reused by reruns)")
-    p.add_argument("--frames", type=int, default=20, metavar="N")
-    p.add_argument("--size", type=window_size_argument(), default="800x600", metavar="WxH")
+    p.add_argument("--frames", type=first_frames_argument(), default=":20", metavar=":N",
+                   help="frames of each entry: :N, the first N (default %(default)s)")
+    p.add_argument("--size", type=window_size_argument(), default="800x600", metavar="WxH",
+                   help="window size of the glmark2 entries (default %(default)s)")
     p.add_argument("--only", nargs="+", metavar="SPEC", help="run only these specs")
     p.add_argument("--driver", choices=("softpipe", "llvmpipe"), default="softpipe",
                    help="Mesa driver of the reference")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.set_defaults(func=_suite)
 
 

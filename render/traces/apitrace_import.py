@@ -96,7 +96,7 @@ import numpy as np
 
 from tilesim.atomic import check_output
 from tilesim.errors import EXIT_OK, InputError
-from tilesim.options import window_size
+from tilesim.options import first_frames_argument, window_size
 from tilesim.render.gl.commands import (
     ATTACHMENTS,
     ATTRIB_TYPES,
@@ -1781,8 +1781,8 @@ def register(subparsers) -> None:
                     "an error naming its call number.")
     p.add_argument("trace", metavar="X.trace", help="apitrace capture")
     p.add_argument("-o", "--output", required=True, metavar="X.tsim", help="trace to write")
-    p.add_argument("--frames", type=int, default=None, metavar="N",
-                   help="keep the first N frames (default: all)")
+    p.add_argument("--frames", type=first_frames_argument(), default=None, metavar=":N",
+                   help="keep the first N frames, :N (default: all)")
     p.add_argument("--size", default=None, metavar="WxH",
                    help="window size, when the capture does not tell it")
     p.add_argument("--name", default=None, help="trace name (default: the capture's stem)")

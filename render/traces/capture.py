@@ -44,7 +44,7 @@ from pathlib import Path
 from tilesim.atomic import check_output, write_bytes
 from tilesim.errors import EXIT_OK, InputError, ToolMissing
 from tilesim.mesa import program_environment
-from tilesim.options import window_size
+from tilesim.options import first_frames_argument, window_size
 from tilesim.render.traces.apitrace_import import FRAME_END_CHOICES, scan_apitrace
 
 GLMARK2 = "glmark2-es2"
@@ -262,12 +262,13 @@ def reference_frames(trace_path: str | os.PathLike, out_dir: str | os.PathLike, 
     if frame_end == "swap" and swaps == 0:
         raise InputError("the capture holds no complete frame (no eglSwapBuffers to end one)",
                          source=str(trace))
-    if swaps is None or (frame_end == "auto" and swaps == 0) or warn is not None:
-        scan = scan_apitrace(trace, frame_end)   # where frames end, what the import warns
-        for warning in scan.warnings if warn is not None else ():
-            warn(warning)
-        if swaps is None or (frame_end == "auto" and swaps == 0):
-            ends = scan.ends
+    # the scan also finds the swaps of surfaces not shown (a loader context's pbuffer), which
+    # apitrace counts as frames and the import does not (its frames: the shown surface's)
+    scan = scan_apitrace(trace, frame_end)   # where frames end, what the import warns
+    for warning in scan.warnings if warn is not None else ():
+        warn(warning)
+    if swaps is None or (frame_end == "auto" and swaps == 0) or len(scan.ends) != swaps:
+        ends = scan.ends
     with tempfile.TemporaryDirectory(prefix="tilesim-reference-") as tmp:
         calls = "--calls=frame"
         if ends is not None:
@@ -351,8 +352,10 @@ def register(subparsers) -> None:
         description="Run PROGRAM-SPEC under xvfb-run with apitrace on Mesa llvmpipe and keep "
                     "its first N frames in an apitrace file. Specs: glmark2-es2[:SCENE[:OPTION="
                     "VALUE...]] (e.g. glmark2-es2:shading:shading=phong) and es2gears.")
-    p.add_argument("spec", metavar="PROGRAM-SPEC")
-    p.add_argument("--frames", type=int, required=True, metavar="N", help="frames to keep")
+    p.add_argument("spec", metavar="PROGRAM-SPEC",
+                   help="glmark2-es2[:SCENE[:OPTION=VALUE...]] or es2gears")
+    p.add_argument("--frames", type=first_frames_argument(), required=True, metavar=":N",
+                   help="frames to keep: :N, the first N (a range from the program's start)")
     p.add_argument("--size", default=None, metavar="WxH",
                    help="window size (glmark2; default 800x600; es2gears is always 300x300)")
     p.add_argument("-o", "--output", required=True, metavar="X.trace", help="apitrace file")
@@ -362,7 +365,7 @@ def register(subparsers) -> None:
         "reference", help="Mesa's image of every frame of an apitrace capture (PNG)",
         description="Replay an apitrace capture on Mesa with `apitrace dump-images` and "
                     "write each frame as DIR/frame_NNNNNN.png, for `tilesim compare`.")
-    r.add_argument("trace", metavar="X.trace")
+    r.add_argument("trace", metavar="X.trace", help="apitrace capture")
     r.add_argument("--out", "-o", required=True, metavar="DIR", help="output folder")
     r.add_argument("--driver", choices=REFERENCE_DRIVERS, default="softpipe",
                    help="Mesa driver (default softpipe: 32-bit floats everywhere, like the "

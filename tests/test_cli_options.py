@@ -1,0 +1,133 @@
+"""One meaning per option across the commands (issue 33): help for every option, --frames a
+range A:B everywhere (a bare N refused, never read as a count in one command and a frame in
+another), --out a folder, one default for --workers."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+import pytest
+from trace_helpers import sphere_trace
+
+from tilesim.cli import build_parser, main
+from tilesim.errors import InputError
+from tilesim.options import default_workers, first_frames, frame_range, out_file
+
+
+def _commands(parser=None, path=("tilesim",)):
+    """(command words, parser) of tilesim and every subcommand, nested ones too."""
+    parser = parser or build_parser()
+    yield path, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _commands(sub, (*path, name))
+
+
+COMMANDS = list(_commands())
+
+
+def _option(parser, name):
+    return next((a for a in parser._actions if name in a.option_strings), None)
+
+
+def test_every_option_of_every_command_has_help():
+    missing = [f"{' '.join(path)} {'/'.join(a.option_strings) or a.dest}"
+               for path, parser in COMMANDS for a in parser._actions
+               if not isinstance(a, argparse._SubParsersAction) and not a.help]
+    assert not missing
+
+
+@pytest.mark.parametrize("path", [p for p, _ in COMMANDS], ids=" ".join)
+def test_every_command_prints_its_help(path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main([*path[1:], "--help"])
+    assert exit_info.value.code == 0
+    assert "usage: tilesim" in capsys.readouterr().out
+
+
+def test_frames_is_a_range_in_every_command_and_a_bare_number_is_refused():
+    with_frames = {" ".join(path[1:]): _option(parser, "--frames") for path, parser in COMMANDS
+                   if _option(parser, "--frames") is not None}
+    # once a count here (run, capture, import, suite, predict), a frame range there
+    assert {"run", "render", "capture", "import", "suite", "predict", "coherence",
+            "estimate", "dsr-search", "characterize", "reference-timing"} <= set(with_frames)
+    for command, action in with_frames.items():
+        assert ":" in action.metavar, command
+        assert action.type(":3") in (":3", 3), command
+        with pytest.raises(argparse.ArgumentTypeError, match=r":3 for the first 3 frames, "
+                                                              r"or 3:4 for frame 3 alone"):
+            action.type("3")
+
+
+def test_a_bare_frame_number_is_a_usage_error_naming_both_readings(tmp_path, capsys):
+    trace = sphere_trace(tmp_path / "s.tsim", 2, size=(32, 24))
+    with pytest.raises(SystemExit) as exit_info:
+        main(["render", str(trace), "--out", str(tmp_path / "o"), "--frames", "1"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "--frames" in err and ":1 for the first 1 frames, or 1:2 for frame 1 alone" in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_frame_range_and_first_frames():
+    assert frame_range(":2", 5) == range(0, 2)
+    assert frame_range("1:3", 5) == range(1, 3)
+    assert frame_range("-2:", 5) == range(3, 5)
+    with pytest.raises(InputError, match="use :4 for the first 4 frames"):
+        frame_range("4", 5)
+    with pytest.raises(InputError, match="the trace has frames 0..4"):
+        frame_range("3:9", 5)
+    assert first_frames(":7") == first_frames("0:7") == 7
+    for text in ("2:7", "7", ":", ":0"):
+        with pytest.raises(InputError, match="--frames"):
+            first_frames(text)
+
+
+def test_run_frames_range_is_clipped_to_each_trace(tmp_path):
+    from tilesim.render.studies.study import given_workloads
+
+    trace = sphere_trace(tmp_path / "s.tsim", 3, size=(32, 24))
+    assert given_workloads([str(trace)], "1:9")[0].frames == (1, 3)
+    assert given_workloads([str(trace)], ":2")[0].frames == (0, 2)
+    assert given_workloads([f"{trace}@2:3"], ":2")[0].frames == (2, 3)
+
+
+def test_out_is_a_folder_in_every_command():
+    for path, parser in COMMANDS:
+        action = _option(parser, "--out")
+        if action is not None:
+            assert action.metavar == "DIR", " ".join(path)
+    assert out_file("results", "coherence.json").as_posix() == "results/coherence.json"
+    with pytest.raises(InputError, match=r"--out is a folder .*DIR/dsr_parameters.toml"):
+        out_file("p.toml", "dsr_parameters.toml")
+
+
+@pytest.mark.slow
+def test_coherence_out_writes_its_report_in_the_folder(tmp_path, capsys):
+    trace = sphere_trace(tmp_path / "s.tsim", 1, size=(32, 24))
+    out = tmp_path / "report"
+    assert main(["coherence", str(trace), "--techniques", "te", "--out", str(out),
+                 "--workers", "1"]) == 0
+    report = json.loads((out / "coherence.json").read_text())
+    assert report["workloads"][0]["techniques"]["te"]["frames"] == 1
+    # an old command line naming the file is refused, not made a folder of that name
+    assert main(["coherence", str(trace), "--techniques", "te", "--out",
+                 str(tmp_path / "r.json")]) == 2
+    assert "--out is a folder" in capsys.readouterr().err
+    assert not (tmp_path / "r.json").exists()
+
+
+def test_one_default_for_workers(monkeypatch):
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)
+    assert default_workers() == 8
+    assert default_workers(3) == 3
+    assert default_workers(0) == 1
+    assert default_workers(20) == 8
+    for path, parser in COMMANDS:
+        action = _option(parser, "--workers")
+        if action is not None:
+            assert action.default is None, " ".join(path)
+            assert "CPU count" in action.help, " ".join(path)
