@@ -617,6 +617,114 @@ def test_new_context_resets_state_and_maps_names_per_share_group(tmp_path):
                             ("bindTexture", {"target": "TEXTURE_2D", "id": 2})]
 
 
+LOADER, PBUFFER = Pointer(0x5200), Pointer(0x6200)
+
+
+def _shared_contexts(calls: Calls) -> None:
+    """The draw context (window) sets state; a loader context sharing its objects, current
+    on a pbuffer of its own, sets other state, uploads, clears its pbuffer and swaps it; the
+    draw context is made current again and draws."""
+    start(calls)
+    calls.add("eglCreateContext", ret=LOADER, dpy=Pointer(0x4000), config=CONFIG,
+              share_context=CTX, attrib_list=[])
+    calls.add("eglCreatePbufferSurface", ret=PBUFFER, dpy=Pointer(0x4000), config=CONFIG,
+              attrib_list=[0x3057, 16, 0x3056, 16, 0x3038])
+    calls.add("glGenTextures", n=1, textures=[5])
+    calls.add("glActiveTexture", texture=0x84C0 + 2)
+    calls.add("glBindTexture", target=0x0DE1, texture=5)
+    calls.add("glGenBuffers", n=1, buffers=[7])
+    calls.add("glBindBuffer", target=0x8892, buffer=7)
+    calls.add("glBufferData", target=0x8892, size=16, data=bytes(16), usage=0x88E4)
+    calls.add("glVertexAttribPointer", index=0, size=2, type=0x1406, normalized=0, stride=8,
+              pointer=0)
+    calls.add("glEnableVertexAttribArray", index=0)
+    calls.add("glBindBuffer", target=0x8892, buffer=0)
+    calls.add("glEnable", cap=0x0B71)
+    calls.add("glClearColor", red=0.25, green=0.5, blue=0.75, alpha=1.0)
+    calls.add("eglMakeCurrent", ret=1, dpy=Pointer(0x4000), draw=PBUFFER, read=PBUFFER,
+              ctx=LOADER)
+    calls.add("glViewport", flags=1, x=0, y=0, width=16, height=16)
+    calls.add("glClearColor", red=1.0, green=0.0, blue=1.0, alpha=1.0)
+    calls.add("glEnable", cap=0x0BE2)
+    calls.add("glBindTexture", target=0x0DE1, texture=5)  # the draw context's texture
+    calls.add("glTexImage2D", target=0x0DE1, level=0, internalformat=0x1908, width=1,
+              height=1, border=0, format=0x1908, type=0x1401, pixels=bytes(4))
+    calls.add("glClear", mask=0x4000)   # its own pbuffer: never shown
+    calls.add("eglSwapBuffers", ret=1, dpy=Pointer(0x4000), surface=PBUFFER)
+    calls.add("eglMakeCurrent", ret=1, dpy=Pointer(0x4000), draw=SURFACE, read=SURFACE,
+              ctx=CTX)
+    calls.add("glClear", mask=0x4000)
+
+
+def test_switching_back_to_a_context_puts_its_state_back(tmp_path):
+    """Issue 31 item 2: a context made current again gets its own state back (EGL 1.4
+    §3.7.3), not the loader's, and keeps the share group's objects (§3.7.1)."""
+    calls = Calls()
+    _shared_contexts(calls)
+    swap(calls)
+    summary, frames, _ = do_import(tmp_path, calls)
+    assert summary.frames == 1 and summary.skipped["glClear (another EGL surface)"] == 1
+    commands = [(c.op, c.args) for c in frames[0]]
+    back = commands[[op for op, _ in commands].index("texImage2D") + 1:]
+    assert [op for op, _ in back].count("clear") == 1   # the loader's clear is not drawn
+    before = back[:[op for op, _ in back].index("clear")]
+    # the loader's state reset, then the draw context's put back, pointer with its buffer
+    assert ("disable", {"cap": "BLEND"}) in before
+    assert before.index(("bindBuffer", {"target": "ARRAY_BUFFER", "id": 1})) < \
+        [op for op, _ in before].index("vertexAttribPointer") < \
+        before.index(("bindBuffer", {"target": "ARRAY_BUFFER", "id": 0}))
+    assert ("clearColor", {"red": 0.25, "green": 0.5, "blue": 0.75, "alpha": 1.0}) in before
+    assert ("enable", {"cap": "DEPTH_TEST"}) in before
+    assert ("enableVertexAttribArray", {"index": 0}) in before
+    unit = before.index(("activeTexture", {"unit": 2}))
+    assert before[unit + 1] == ("bindTexture", {"target": "TEXTURE_2D", "id": 1})
+    assert ("viewport", {"x": 0, "y": 0, "width": 64, "height": 48}) in before
+    assert "deleteTexture" not in [op for op, _ in before]   # the group's objects live on
+
+
+def test_only_the_shown_surface_s_swaps_end_frames(tmp_path):
+    """The loader's eglSwapBuffers of its pbuffer ends no frame; the window is the first
+    window surface made current, even when a pbuffer was current before it."""
+    calls = Calls()
+    _shared_contexts(calls)
+    swap(calls)
+    calls.add("eglMakeCurrent", ret=1, dpy=Pointer(0x4000), draw=PBUFFER, read=PBUFFER,
+              ctx=LOADER)
+    calls.add("eglSwapBuffers", ret=1, dpy=Pointer(0x4000), surface=PBUFFER)
+    calls.add("eglMakeCurrent", ret=1, dpy=Pointer(0x4000), draw=SURFACE, read=SURFACE,
+              ctx=CTX)
+    calls.add("glClear", mask=0x4000)
+    swap(calls)
+    summary, frames, _ = do_import(tmp_path, calls)
+    assert summary.frames == 2 and (summary.width, summary.height) == (64, 48)
+
+
+def test_window_size_is_the_latest_the_capture_told_before_the_first_swap(tmp_path):
+    """A window resized after it was made current: apitrace's fake glViewport says the size
+    at eglMakeCurrent (320x200), the program's later eglQuerySurface the size it shows
+    (320x240, EGL 1.4 §3.5.6); the later one is the window's."""
+    calls = Calls()
+    start(calls, width=320, height=200)
+    calls.add("eglQuerySurface", ret=1, dpy=Pointer(0x4000), surface=SURFACE,
+              attribute=0x3057, value=[320])
+    calls.add("eglQuerySurface", ret=1, dpy=Pointer(0x4000), surface=SURFACE,
+              attribute=0x3056, value=[240])
+    calls.add("glClear", mask=0x4000)
+    swap(calls)
+    calls.add("eglQuerySurface", ret=1, dpy=Pointer(0x4000), surface=SURFACE,
+              attribute=0x3056, value=[100])   # after the first frame: not the window's
+    calls.add("glClear", mask=0x4000)
+    swap(calls)
+    summary, _, _ = do_import(tmp_path, calls)
+    assert (summary.width, summary.height) == (320, 240)
+    calls = Calls()
+    start(calls, width=320, height=200)
+    calls.add("glClear", mask=0x4000)
+    swap(calls)
+    summary, _, _ = do_import(tmp_path, calls)
+    assert (summary.width, summary.height) == (320, 200)
+
+
 def test_relink_is_delete_then_create_with_the_same_id(tmp_path):
     calls = Calls()
     start(calls)
@@ -936,6 +1044,42 @@ def test_captured_extension_programs_import_render_and_match_mesa(tmp_path, scen
         assert done.returncode == 0, (command, done.stderr)
     summary = compare.compare_folders(tmp_path / "render", tmp_path / "ref").summary()
     assert summary["frames"] == len(frames) and summary["min_mssim"] >= 0.995, summary
+
+
+SHARED_CONTEXTS_PROGRAM = ROOT / "scripts" / "shared_contexts_gles2.py"
+
+
+@pytest.mark.mesa
+@pytest.mark.slow
+def test_shared_context_program_imports_renders_and_matches_mesa(tmp_path):
+    """Issue 31 item 2: a real program (scripts/shared_contexts_gles2.py) that switches every
+    frame between a loader context, which uploads GL_BGRA_EXT sub-rectangles with
+    EXT_unpack_subimage into a shared texture on a pbuffer of its own, and the draw context,
+    which samples it from unit 37 of the 192 it queried: the capture imports (3 frames: the
+    loader's swaps end none), renders and matches Mesa's reference of it."""
+    require_tools("apitrace")
+    require_mesa()
+    trace = tmp_path / "shared.trace"
+    proc = subprocess.run(["apitrace", "trace", "--api", "egl", "-o", str(trace),
+                           sys.executable, str(SHARED_CONTEXTS_PROGRAM), "--frames", "3"],
+                          capture_output=True, timeout=120, env=program_environment(),
+                          check=False)
+    assert proc.returncode == 0 and trace.exists(), proc.stderr.decode(errors="replace")
+
+    def tilesim(*args):
+        return subprocess.run([sys.executable, "-m", "tilesim.cli", *args], capture_output=True,
+                              text=True, cwd=ROOT, check=False)
+
+    done = tilesim("import", str(trace), "-o", str(tmp_path / "x.tsim"))
+    assert done.returncode == 0, done.stderr
+    assert "imported 3 frame(s) of 96x64" in done.stdout
+    assert "texture_units 192 (queried at call" in done.stdout
+    for command in (["render", str(tmp_path / "x.tsim"), "--out", str(tmp_path / "render")],
+                    ["reference", str(trace), "--out", str(tmp_path / "ref")]):
+        done = tilesim(*command)
+        assert done.returncode == 0, (command, done.stderr)
+    summary = compare.compare_folders(tmp_path / "render", tmp_path / "ref").summary()
+    assert summary["frames"] == 3 and summary["min_mssim"] >= 0.995, summary
 
 
 # --- programs that never swap: frames at glReadPixels ----------------------------------------

@@ -5,8 +5,10 @@ The capture is read through ``apitrace pickle`` with the restricted unpickler of
 
 1. **scan** (:func:`scan_calls`): the GLSL each glLinkProgram linked (with the attribute bindings
    in force, apitrace's "fake" glBindAttribLocation calls included, through
-   :class:`~tilesim.shaders.trace_capture.ProgramTracker`), the window size (apitrace's fake
-   glViewport after eglMakeCurrent, else eglQuerySurface, else a pbuffer's attributes), the EGL
+   :class:`~tilesim.shaders.trace_capture.ProgramTracker`), the surface shown (the first window
+   surface made current, else the first surface) and its size (the later of apitrace's fake
+   glViewport at eglMakeCurrent and the program's eglQuerySurface before the first swap, else
+   a pbuffer's attributes), the EGL
    config's depth and stencil sizes, and the frame boundaries (see "Frames" below). Every distinct
    program is then compiled to TGSI in one :func:`tilesim.shaders.glsl_compile.compile_many` call
    (Mesa softpipe is needed here, at import, only).
@@ -51,7 +53,11 @@ Translation rules (what makes the stream equal to what the program drew):
   as a fake ``memcpy`` into the mapping before glUnmapBufferOES; it becomes ``bufferSubData``.
 - A second EGL context made current (glmark2 makes one per scene) starts from GL's default
   state: the importer emits commands that put back every piece of state the stream changed,
-  and deletes the objects of share groups whose contexts were destroyed.
+  and deletes the objects of share groups whose contexts were destroyed. A context made
+  current again (a loader context and a draw context switching every frame) gets its own
+  state back from a shadow of the commands that set it; objects stay shared per group.
+  Only the shown surface's eglSwapBuffers end frames; draws into another surface's default
+  framebuffer (a loader's pbuffer) cannot be shown and are skipped.
 - Calls that cannot change the image (glGet*, glGetError, glIs*, glCheckFramebufferStatus,
   glReadPixels that end no frame, queries, debug markers and labels, egl* other than
   eglSwapBuffers, ...) are skipped and counted per name; calls that only feed the translation
@@ -226,6 +232,7 @@ def skip_kind(name: str) -> str | None:
 
 
 DRAW_CALLS = frozenset({"glDrawArrays", "glDrawElements", "glClear"})
+OFF_SURFACE_READS = frozenset({"glCopyTexImage2D", "glCopyTexSubImage2D"})
 
 
 # --- pass 1: scan ----------------------------------------------------------------------------
@@ -257,6 +264,7 @@ class ScanResult:
     calls: int = 0                     # calls read
     ends: list[FrameEnd] = field(default_factory=list)  # the call ending each frame
     surfaceless: bool = False          # no EGL surface was ever made current (no window)
+    main_surface: int | None = None    # the surface shown: its swaps end frames
     size_call: int | None = None       # the call that told width x height
     # calls after the last frame end (0 when a frame limit cut the scan), and how many of
     # them draw or clear: a capture that ends mid-frame
@@ -314,8 +322,9 @@ def scan_calls(calls: Iterable[Call], source: str, frame_limit: int | None = Non
     surfaces: dict[int, int] = {}               # surface -> config
     pbuffer_size: dict[int, tuple[int, int, int]] = {}   # surface -> width, height, call
     queried: dict[tuple[int, int], tuple[int, int]] = {}  # (surface, attribute) -> value, call
+    window_surfaces: set[int] = set()
+    fake_viewport: dict[int, tuple[int, int, int]] = {}  # surface -> width, height, call
     draw = main_surface = None
-    viewport_size = None
     ends: dict[str, list[FrameEnd]] = {kind: [] for kind in FRAME_END_NAMES}
     since_end = {kind: [0, 0] for kind in FRAME_END_NAMES}  # calls, draws after the last end
     context = 0
@@ -331,6 +340,8 @@ def scan_calls(calls: Iterable[Call], source: str, frame_limit: int | None = Non
         if linked is not None:
             result.links[linked.call] = linked
         kind = _FRAME_END_KIND.get(name)
+        if kind == "swap" and main_surface not in (None, args.handle("surface")):
+            kind = None  # a swap of a surface not shown (a loader's pbuffer) ends nothing
         if kind is not None:
             rect = None
             if kind == "readpixels":
@@ -356,6 +367,8 @@ def scan_calls(calls: Iterable[Call], source: str, frame_limit: int | None = Non
         elif name in ("eglCreateWindowSurface", "eglCreatePlatformWindowSurface",
                       "eglCreatePlatformWindowSurfaceEXT", "eglCreatePbufferSurface"):
             surfaces[args.ret_handle()] = args.handle("config")
+            if name != "eglCreatePbufferSurface":
+                window_surfaces.add(args.ret_handle())
             if name == "eglCreatePbufferSurface":
                 attribs = _attrib_list(args, "attrib_list")
                 pbuffer_size[args.ret_handle()] = (attribs.get(EGL_WIDTH, 0),
@@ -363,19 +376,23 @@ def scan_calls(calls: Iterable[Call], source: str, frame_limit: int | None = Non
         elif name == "eglMakeCurrent":
             context = args.handle("ctx")
             draw = args.handle("draw") or None
-            if main_surface is None and draw is not None:
+            # the surface shown: the first window surface made current, else the first
+            # surface; a window made current after a pbuffer takes over before any swap
+            if draw is not None and (main_surface is None or (
+                    draw in window_surfaces and main_surface not in window_surfaces
+                    and not ends["swap"])):
                 main_surface = draw
         elif name == "eglQuerySurface":
             value = _out_value(args, "value")
-            if value is not None:
+            if value is not None and not ends["swap"]:
                 queried[(args.handle("surface"), args.int("attribute", 0))] = (value,
                                                                               call.number)
         elif name in LIMIT_GETTERS:
             _scan_limit(args, result.limits, call.number)
-        elif name == "glViewport" and call.flags & CALL_FLAG_FAKE and viewport_size is None \
-                and draw is not None and draw == main_surface:
-            viewport_size = (args.int("width", 0, limits=GLINT),
-                             args.int("height", 0, limits=GLINT), call.number)
+        elif name == "glViewport" and call.flags & CALL_FLAG_FAKE and draw is not None \
+                and not ends["swap"]:
+            fake_viewport[draw] = (args.int("width", 0, limits=GLINT),
+                                   args.int("height", 0, limits=GLINT), call.number)
     if frame_end == "auto":
         frame_end = next((kind for kind in ("swap", "readpixels") if ends[kind]), "finish")
     result.frame_end = FRAME_END_NAMES[frame_end]
@@ -388,11 +405,17 @@ def scan_calls(calls: Iterable[Call], source: str, frame_limit: int | None = Non
         result.links = {number: linked for number, linked in result.links.items()
                         if number < last}
     result.surfaceless = main_surface is None
+    result.main_surface = main_surface
     if main_surface is not None:
-        size = viewport_size
-        if size is None and (main_surface, EGL_WIDTH) in queried:
+        # the window's size as the capture last told it before the first swap: apitrace's
+        # fake glViewport at eglMakeCurrent (the drawable's size then) or the program's
+        # eglQuerySurface (EGL 1.4 §3.5.6), whichever came later (a window resized after
+        # it was made current), else the pbuffer's attributes
+        size = fake_viewport.get(main_surface)
+        if (main_surface, EGL_WIDTH) in queried:
             width, told = queried[(main_surface, EGL_WIDTH)]
-            size = (width, queried.get((main_surface, EGL_HEIGHT), (0, told))[0], told)
+            if size is None or told > size[2]:
+                size = (width, queried.get((main_surface, EGL_HEIGHT), (0, told))[0], told)
         if size is None:
             size = pbuffer_size.get(main_surface)
         if size is not None and size[0] > 0 and size[1] > 0:
@@ -558,6 +581,11 @@ class Translator:
         self._used_contexts: set[int] = set()
         self._owner: int | None = None   # the context whose GL state the stream now holds
         self._surface: int | None = None  # the EGL surface drawn to (the window)
+        self._current_draw: int | None = None  # the surface of the current context
+        # the current context's state shadow (_remember), and each context made current
+        # before: its shadow and the translator's bookkeeping of its bindings
+        self._shadow: dict[tuple, tuple[str, dict]] = {}
+        self._saved: dict[int, tuple[dict, dict]] = {}
         self._group_key = 0
         self._groups[0] = _Group()
         self._reset_bindings()
@@ -665,6 +693,9 @@ class Translator:
         if handler is None and kind is None:
             raise InputError(f"{name} is not supported by the importer and may change the "
                              "image", source=self._where())
+        if name in DRAW_CALLS | OFF_SURFACE_READS and self._off_surface(name):
+            self.skipped[f"{name} (another EGL surface)"] += 1
+            return None
         if handler is not None:
             try:
                 finished = handler(call)
@@ -683,6 +714,20 @@ class Translator:
             self.folded[name] += 1
         return finished
 
+    def _off_surface(self, name: str) -> bool:
+        """Whether call ``name`` draws into (or copies from) the default framebuffer of an EGL
+        surface other than the one shown (a loader context's pbuffer). tilesim traces have
+        one window framebuffer: such draws cannot change what is shown and are skipped; a
+        copy from there into a texture would need that surface's image and is an error."""
+        main, draw = self.scan.main_surface, self._current_draw
+        framebuffer = self._shadow.get(("bindFramebuffer",), ("", {"id": 0}))[1]["id"]
+        if main is None or draw is None or draw == main or framebuffer:
+            return False
+        if name in OFF_SURFACE_READS:
+            raise self._error(f"copies from EGL surface {show(draw)}, not the surface shown "
+                              f"({show(main)}): tilesim traces have one window framebuffer")
+        return True
+
     def _end_frame(self) -> list[Command]:
         self._emit(FRAME_END)
         frame, self.frame = self.frame, []
@@ -693,6 +738,7 @@ class Translator:
 
     def _mark_dirty(self, command: Command) -> None:
         op, a = command.op, command.args
+        self._remember(op, a)
         if op in ("enable", "disable"):
             self._dirty.add(("cap", a["cap"]))
         elif op == "bindTexture":
@@ -708,6 +754,75 @@ class Translator:
         elif op in _DEFAULT_STATE or op in ("activeTexture", "useProgram", "bindBuffer",
                                              "bindFramebuffer", "bindRenderbuffer"):
             self._dirty.add((op,))
+
+    def _remember(self, op: str, a: dict) -> None:
+        """Keep ``op`` in the current context's state shadow (:attr:`_shadow`): per piece of
+        context state (EGL 1.4 §3.7: each context has its own; objects are the share group's),
+        the latest command that set it, so that :meth:`_restore_state` can put the context
+        back when the program makes it current again. Vertex-array state is kept only while
+        the default vertex array object is bound (a bound object keeps its own, and the
+        stream's object keeps it across the switch); a pointer is kept with the
+        ARRAY_BUFFER it was read from (GLES 2.0 §2.9.1)."""
+        shadow = self._shadow
+        vao = shadow.get(("bindVertexArray",), ("", {"id": 0}))[1]["id"]
+        if op in ("enable", "disable"):
+            shadow[("cap", a["cap"])] = (op, a)
+        elif op == "activeTexture":
+            shadow[(op,)] = (op, a)
+        elif op == "bindTexture":
+            unit = shadow.get(("activeTexture",), ("", {"unit": 0}))[1]["unit"]
+            shadow[("texture", unit, a["target"])] = (op, a)
+        elif op == "bindBuffer":
+            if a["target"] != "ELEMENT_ARRAY_BUFFER" or vao == 0:
+                shadow[(op, a["target"])] = (op, a)
+        elif op in ("enableVertexAttribArray", "disableVertexAttribArray"):
+            if vao == 0:
+                shadow[("attribArray", a["index"])] = (op, a)
+        elif op == "vertexAttribPointer":
+            if vao == 0:
+                array = shadow.get(("bindBuffer", "ARRAY_BUFFER"), ("", {"id": 0}))[1]["id"]
+                shadow[("attribPointer", a["index"])] = (op, {**a, "_buffer": array})
+        elif op in ("vertexAttrib", "hint", "pixelStorei"):
+            shadow[(op, a.get("index", a.get("target", a.get("pname"))))] = (op, a)
+        elif op in ("stencilFuncSeparate", "stencilOpSeparate", "stencilMaskSeparate"):
+            faces = ("FRONT", "BACK") if a["face"] == "FRONT_AND_BACK" else (a["face"],)
+            for face in faces:
+                shadow[(op, face)] = (op, {**a, "face": face})
+        elif op in _DEFAULT_STATE or op in ("useProgram", "bindFramebuffer",
+                                             "bindRenderbuffer", "bindVertexArray"):
+            shadow[(op,)] = (op, a)
+
+    def _restore_state(self, shadow: dict) -> None:
+        """Commands that make the GL state (just reset to its initial values) the context's
+        whose shadow ``shadow`` is: the default vertex array object's arrays first (each
+        pointer with its ARRAY_BUFFER bound), then buffer bindings, the vertex array object,
+        every unit's textures, and the rest."""
+        rest = dict(shadow)
+        pointers = sorted(k for k in rest if k[0] == "attribPointer")
+        for key in pointers:
+            op, a = rest.pop(key)
+            a = dict(a)
+            self._emit("bindBuffer", target="ARRAY_BUFFER", id=a.pop("_buffer"))
+            self._emit(op, **a)
+        buffers = {k: rest.pop(k) for k in sorted(k for k in list(rest) if k[0] == "bindBuffer")}
+        if pointers and ("bindBuffer", "ARRAY_BUFFER") not in buffers:
+            self._emit("bindBuffer", target="ARRAY_BUFFER", id=0)
+        for op, a in buffers.values():
+            self._emit(op, **a)
+        if ("bindVertexArray",) in rest:
+            op, a = rest.pop(("bindVertexArray",))
+            self._emit(op, **a)
+        textures = sorted(k for k in rest if k[0] == "texture")
+        for key in textures:
+            self._emit("activeTexture", unit=key[1])
+            op, a = rest.pop(key)
+            self._emit(op, **a)
+        active = rest.pop(("activeTexture",), ("activeTexture", {"unit": 0}))
+        if textures or active[1]["unit"]:
+            self._emit(active[0], **active[1])
+        for key in sorted(rest, key=repr):
+            op, a = rest[key]
+            self._emit(op, **a)
 
     def _reset_state(self) -> None:
         """Commands that return every state the stream changed to GL's initial values."""
@@ -790,33 +905,51 @@ class Translator:
         if not group.contexts:
             self._release_group(root)
 
+    _BINDINGS = ("_array_buffer", "_element_buffer", "_program", "_pending_delete",
+                 "_attrib_state", "_attrib_enabled", "_vertex_array", "_vertex_arrays",
+                 "_units")
+
     def _eglMakeCurrent(self, call):
+        """A context made current (EGL 1.4 §3.7.3). The stream holds one GL state: a context
+        made current after another gets the state reset to GL's initial values, then, if it
+        was current before, its own state put back from its shadow (:meth:`_remember`);
+        objects stay shared per share group (§3.7.1). The window is the first surface
+        drawn to (:func:`scan_calls`' main surface); a context may be current on another
+        surface (a loader's pbuffer) as long as it draws nothing into its default
+        framebuffer there."""
         ctx = self._args.handle("ctx")
         draw = self._args.handle("draw")
         if draw and self._surface is None:
             self._surface = draw
-        elif draw and draw != self._surface:
-            raise self._error("drawing to a second EGL surface is not supported (tilesim "
-                              "traces have one window framebuffer)")
+        self._current_draw = draw or None
         if ctx == 0 or ctx == self._owner:
             return  # releasing a context keeps its state for when it comes back
-        if ctx in self._used_contexts:
-            raise self._error("switching back to an earlier EGL context is not supported "
-                              "(each context's GL state would need restoring)")
         previous = self._owner
         if previous is not None:
+            bookkeeping = {name: getattr(self, name) for name in self._BINDINGS}
+            self._saved[previous] = (self._shadow, bookkeeping)
+            self._shadow = {}
             self._reset_state()
             if previous in self._destroyed:
                 self._forget_context(previous)
+                self._saved.pop(previous, None)
         self._owner = ctx
         self._used_contexts.add(ctx)
         root = self._share_root.setdefault(ctx, ctx)
         group = self._groups.setdefault(root, _Group())
         group.contexts.add(ctx)
         self._group_key = root
+        self._shadow = {}
+        saved = self._saved.pop(ctx, None)
+        if saved is not None:
+            shadow, bookkeeping = saved
+            self._restore_state(shadow)
+            for name, value in bookkeeping.items():
+                setattr(self, name, value)
 
     def _eglSwapBuffers(self, call):
-        if self.scan.frame_end == "eglSwapBuffers":
+        if self.scan.frame_end == "eglSwapBuffers" and \
+                self.scan.main_surface in (None, self._args.handle("surface")):
             return self._end_frame()
         return None
 

@@ -262,12 +262,13 @@ def reference_frames(trace_path: str | os.PathLike, out_dir: str | os.PathLike, 
     if frame_end == "swap" and swaps == 0:
         raise InputError("the capture holds no complete frame (no eglSwapBuffers to end one)",
                          source=str(trace))
-    if swaps is None or (frame_end == "auto" and swaps == 0) or warn is not None:
-        scan = scan_apitrace(trace, frame_end)   # where frames end, what the import warns
-        for warning in scan.warnings if warn is not None else ():
-            warn(warning)
-        if swaps is None or (frame_end == "auto" and swaps == 0):
-            ends = scan.ends
+    # the scan also finds the swaps of surfaces not shown (a loader context's pbuffer), which
+    # apitrace counts as frames and the import does not (its frames: the shown surface's)
+    scan = scan_apitrace(trace, frame_end)   # where frames end, what the import warns
+    for warning in scan.warnings if warn is not None else ():
+        warn(warning)
+    if swaps is None or (frame_end == "auto" and swaps == 0) or len(scan.ends) != swaps:
+        ends = scan.ends
     with tempfile.TemporaryDirectory(prefix="tilesim-reference-") as tmp:
         calls = "--calls=frame"
         if ends is not None:
