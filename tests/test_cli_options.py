@@ -7,6 +7,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 from trace_helpers import sphere_trace
@@ -131,3 +133,29 @@ def test_one_default_for_workers(monkeypatch):
         if action is not None:
             assert action.default is None, " ".join(path)
             assert "CPU count" in action.help, " ".join(path)
+
+
+def test_print_completion_prints_the_shell_code(capsys):
+    pytest.importorskip("argcomplete")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--print-completion", "bash"])
+    assert exit_info.value.code == 0
+    assert "complete " in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_tab_completion_completes_commands_and_options(tmp_path):
+    pytest.importorskip("argcomplete")
+
+    def complete(line: str) -> list[str]:
+        out = tmp_path / "completions"
+        env = {**os.environ, "_ARGCOMPLETE": "1", "_ARGCOMPLETE_SHELL": "bash",
+               "ARGCOMPLETE_USE_TEMPFILES": "1", "_ARGCOMPLETE_STDOUT_FILENAME": str(out),
+               "COMP_LINE": line, "COMP_POINT": str(len(line)), "_ARGCOMPLETE_IFS": "\013",
+               "COMP_TYPE": "9"}
+        subprocess.run([sys.executable, "-m", "tilesim.cli"], env=env, check=True,
+                       timeout=120)
+        return out.read_text().split("\013")
+
+    assert [c.strip() for c in complete("tilesim ren")] == ["render"]
+    assert "--frames" in [c.strip() for c in complete("tilesim render --fr")]

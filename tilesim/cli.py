@@ -1,3 +1,4 @@
+# PYTHON_ARGCOMPLETE_OK   (argcomplete: the entry point completes, see _complete)
 """The ``tilesim`` command line. Each package registers its own command group.
 
 Exit codes: 0 success, 1 a check or comparison failed, 2 bad usage or input, 130 interrupted
@@ -58,13 +59,45 @@ def build_parser() -> argparse.ArgumentParser:
                         help="subroutine calls one shader invocation may nest (default 64)")
     parser.add_argument("--debug", action="store_true",
                         help="print the Python traceback of an error")
+    parser.add_argument("--print-completion", action=_PrintCompletion, metavar="SHELL",
+                        choices=("bash", "zsh", "fish", "tcsh", "powershell"),
+                        help="print the shell code of tab completion (needs the completion "
+                             "extra), e.g. eval \"$(tilesim --print-completion bash)\"")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     # The order of `tilesim --help`.
     for module in (study, shader_cli, render_command, characterize, conformance, goldens, capture,
                    apitrace_import, compare, suite, coherence, dsr_search, estimate,
                    reference_timing, predict_command, core_cli, schedule_cli):
         module.register(sub)
+    _complete(parser)
     return parser
+
+
+def _complete(parser: argparse.ArgumentParser) -> None:
+    """Tab completion when the shell asks for it (argcomplete's _ARGCOMPLETE variable: it
+    prints the completions and exits); nothing otherwise, or without argcomplete."""
+    if "_ARGCOMPLETE" not in os.environ:
+        return
+    try:
+        import argcomplete
+    except ModuleNotFoundError:
+        return
+    argcomplete.autocomplete(parser)
+
+
+class _PrintCompletion(argparse.Action):
+    """``--print-completion SHELL``: argcomplete's shell code for ``tilesim`` (as
+    ``register-python-argcomplete tilesim`` prints it), then exit."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        try:
+            import argcomplete
+        except ModuleNotFoundError:
+            print("tilesim: error: tab completion needs argcomplete: "
+                  "pip install 'tilesim[completion]'", file=sys.stderr)
+            parser.exit(EXIT_BAD_INPUT)
+        sys.stdout.write(argcomplete.shellcode(["tilesim"], shell=values))
+        parser.exit(0)
 
 
 def _size(text: str) -> int:
