@@ -348,6 +348,39 @@ def test_queried_limits_go_into_the_trace_and_the_renderer(tmp_path):
         assert trace.limits == {}
 
 
+def test_queried_viewport_and_renderbuffer_limits_clamp_and_refuse(tmp_path):
+    """Issue 31 item 2: GL_MAX_VIEWPORT_DIMS and GL_MAX_RENDERBUFFER_SIZE as the program
+    queried them go into the trace; the renderer clamps glViewport's size to the first (ES 2.0
+    §2.12.1) and refuses larger renderbuffer storage (§4.4.3: INVALID_VALUE); without a query
+    the GPU configuration's 16384 (Mesa's) is reported and applied."""
+    from tilesim.render.pipeline.renderer import Renderer
+
+    calls = Calls()
+    start(calls)
+    calls.add("glGetIntegerv", pname=0x0D3A, params=[40, 32])
+    calls.add("glGetIntegerv", pname=0x84E8, params=[16])
+    calls.add("glViewport", x=0, y=0, width=64, height=48)
+    calls.add("glClear", mask=0x4000)
+    swap(calls)
+    summary, _, out = do_import(tmp_path, calls)
+    assert "viewport_max_width 40 (queried at call 7), viewport_max_height 32 (queried at " \
+           "call 7), renderbuffer_size_max 16 (queried at call 8)" in summary.describe()
+    with open_trace(out) as trace:
+        assert trace.limits == {"viewport_max_width": 40, "viewport_max_height": 32,
+                                "renderbuffer_size_max": 16}
+        renderer = Renderer(trace.width, trace.height, limits=trace.limits)
+        list(renderer.render(trace.frames()))
+        assert renderer.state.viewport == (0, 0, 40, 32)
+    renderer.state.apply(make_command("createRenderbuffer", {"id": 9}, "t"))
+    renderer.state.apply(make_command("bindRenderbuffer", {"id": 9}, "t"))
+    renderer.state.apply(make_command("renderbufferStorage", {
+        "internalformat": "RGBA4", "width": 16, "height": 8}, "t"))
+    with pytest.raises(InputError, match="exceeds GL_MAX_RENDERBUFFER_SIZE 16"):
+        renderer.state.apply(make_command("renderbufferStorage", {
+            "internalformat": "RGBA4", "width": 17, "height": 8}, "t"))
+    assert Renderer(8, 8).limits["viewport_max_width"] == 16384
+
+
 def test_unpack_subimage_state_is_translated_and_reset_for_a_new_context(tmp_path):
     """EXT_unpack_subimage's glPixelStorei pnames become pixelStorei commands; a second
     context starts from their initial value, 0 (the alignments' is 4)."""

@@ -138,14 +138,21 @@ class GLState:
     MAX_VERTEX_ATTRIBS = 16
 
     def __init__(self, width: int, height: int, source: str = "<trace>", *,
-                 mediump: str = "fp32", texture_units: int = 32):
+                 mediump: str = "fp32", texture_units: int = 32,
+                 viewport_max: tuple[int, int] = (16384, 16384),
+                 renderbuffer_size_max: int = 16384):
         """``mediump``: how fragment and vertex programs compute ``mediump`` / ``lowp``:
         "fp32" (float32, as Mesa softpipe) or "fp16" (16-bit floats, as Mesa llvmpipe and
         mobile GPUs; :mod:`tilesim.shaders.interpreter`). ``texture_units``: how many units
         glActiveTexture may select, GL_MAX_COMBINED_TEXTURE_IMAGE_UNITS (OpenGL ES 2.0 spec
         section 3.7; the renderer passes the trace's or the GPU configuration's,
-        :func:`tilesim.render.pipeline.gpu_config.gl_limits`)."""
+        :func:`tilesim.render.pipeline.gpu_config.gl_limits`). ``viewport_max``:
+        GL_MAX_VIEWPORT_DIMS, which glViewport's size is clamped to (section 2.12.1);
+        ``renderbuffer_size_max``: GL_MAX_RENDERBUFFER_SIZE, beyond which
+        glRenderbufferStorage is INVALID_VALUE (section 4.4.3); both from the same place."""
         self.MAX_TEXTURE_UNITS = texture_units
+        self.MAX_VIEWPORT_DIMS = tuple(viewport_max)
+        self.MAX_RENDERBUFFER_SIZE = renderbuffer_size_max
         if mediump not in MEDIUMP_MODES:
             raise InputError(f"mediump must be one of {', '.join(MEDIUMP_MODES)}, got "
                              f"{mediump!r}", source=source)
@@ -517,7 +524,9 @@ class GLState:
     def _viewport(self, x, y, width, height):
         if width < 0 or height < 0:
             raise self.error(f"viewport: negative size {width}x{height}")
-        self.viewport = (x, y, width, height)
+        # ES 2.0 §2.12.1: width and height are clamped to GL_MAX_VIEWPORT_DIMS
+        self.viewport = (x, y, min(width, self.MAX_VIEWPORT_DIMS[0]),
+                         min(height, self.MAX_VIEWPORT_DIMS[1]))
 
     def _scissor(self, x, y, width, height):
         if width < 0 or height < 0:
@@ -587,6 +596,9 @@ class GLState:
         rb = self.renderbuffers.get(self.renderbuffer)
         if rb is None:
             raise self.error("renderbufferStorage with no renderbuffer bound")
+        if max(width, height) > self.MAX_RENDERBUFFER_SIZE:  # ES 2.0 §4.4.3: INVALID_VALUE
+            raise self.error(f"renderbufferStorage: {width}x{height} exceeds "
+                             f"GL_MAX_RENDERBUFFER_SIZE {self.MAX_RENDERBUFFER_SIZE}")
         rb.format, rb.width, rb.height = internalformat, width, height
 
     def _framebufferRenderbuffer(self, attachment, renderbuffer):

@@ -33,7 +33,8 @@ GPU_CONFIG = Path(str(files("tilesim.timing") / "baseline_gpu.toml"))
 # of these holds other counters or frames: batch.job_identity records them.
 RENDERER_KEYS = ("caches.texture.count", "caches.texture.size", "caches.texture.ways",
                  "caches.texture.line_size", "techniques.signature.ot_queue_entries",
-                 "limits.texture_units", "limits.point_size_max")
+                 "limits.texture_units", "limits.point_size_max", "limits.viewport_max",
+                 "limits.renderbuffer_size_max")
 
 # The values that replace the shipped file's for the render running in this process
 # (:func:`renderer_config`), as a sorted tuple of (dotted key, value): part of every cache key.
@@ -95,12 +96,19 @@ MIN_TEXTURE_UNITS = 32
 
 def gl_limits(limits: dict | None = None, path: str | None = None) -> dict:
     """The GLES2 limits a renderer applies: ``{"texture_units": int, "point_size_max":
-    float}``. ``limits`` (a trace's, what its program queried: :mod:`tilesim.render.traces`)
+    float, "viewport_max_width": int, "viewport_max_height": int, "renderbuffer_size_max":
+    int}``. ``limits`` (a trace's, what its program queried: :mod:`tilesim.render.traces`)
     wins over the ``[limits]`` table of the GPU configuration at ``path`` (default
-    :data:`GPU_CONFIG`); texture units are at least :data:`MIN_TEXTURE_UNITS`."""
+    :data:`GPU_CONFIG`; one ``viewport_max`` there for both dimensions); texture units are at
+    least :data:`MIN_TEXTURE_UNITS`."""
     values = gpu_config_values(str(path or GPU_CONFIG), "limits",
-                               ("texture_units", "point_size_max"))
+                               ("texture_units", "point_size_max", "viewport_max",
+                                "renderbuffer_size_max"))
     given = limits or {}
     units = int(given.get("texture_units") or values["texture_units"])
     size = float(given.get("point_size_max") or values["point_size_max"])
-    return {"texture_units": max(units, MIN_TEXTURE_UNITS), "point_size_max": max(size, 1.0)}
+    return {"texture_units": max(units, MIN_TEXTURE_UNITS), "point_size_max": max(size, 1.0),
+            **{key: max(1, int(given.get(key) or values["viewport_max"]))
+               for key in ("viewport_max_width", "viewport_max_height")},
+            "renderbuffer_size_max": max(1, int(given.get("renderbuffer_size_max")
+                                                or values["renderbuffer_size_max"]))}

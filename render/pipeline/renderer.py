@@ -225,7 +225,10 @@ class Renderer:
         self.mediump = configured_mediump() if mediump is None else mediump
         self.limits = gl_limits(limits)
         self.state = GLState(width, height, source, mediump=self.mediump,
-                             texture_units=self.limits["texture_units"])
+                             texture_units=self.limits["texture_units"],
+                             viewport_max=(self.limits["viewport_max_width"],
+                                           self.limits["viewport_max_height"]),
+                             renderbuffer_size_max=self.limits["renderbuffer_size_max"])
         self.tile_size, self.traversal, self.fill_rule = tile_size, traversal, fill_rule
         self.source = source
         self.default_target = RenderTarget(width, height, depth_bits, name="default",

@@ -174,8 +174,12 @@ MAX_VERTEX_ATTRIBS = 32
 # component of the answer it is.
 GL_MAX_COMBINED_TEXTURE_IMAGE_UNITS = 0x8B4D
 GL_ALIASED_POINT_SIZE_RANGE = 0x846E
+GL_MAX_VIEWPORT_DIMS = 0x0D3A
+GL_MAX_RENDERBUFFER_SIZE = 0x84E8
 QUERIED_LIMITS = {GL_MAX_COMBINED_TEXTURE_IMAGE_UNITS: ("texture_units", 0),
-                  GL_ALIASED_POINT_SIZE_RANGE: ("point_size_max", 1)}
+                  GL_ALIASED_POINT_SIZE_RANGE: ("point_size_max", 1),
+                  GL_MAX_VIEWPORT_DIMS: (("viewport_max_width", 0), ("viewport_max_height", 1)),
+                  GL_MAX_RENDERBUFFER_SIZE: ("renderbuffer_size_max", 0)}
 LIMIT_GETTERS = ("glGetIntegerv", "glGetFloatv")
 
 CLEAR_BITS = ((0x4000, "COLOR_BUFFER_BIT"), (0x100, "DEPTH_BUFFER_BIT"),
@@ -442,10 +446,11 @@ def _scan_limit(args: CallArgs, limits: dict, number: int) -> None:
     values = args.get("params", None)
     if entry is None or not isinstance(values, (list, tuple)):
         return
-    key, component = entry
-    if component < len(values) and isinstance(values[component], (int, float)) \
-            and not isinstance(values[component], bool) and 1 <= values[component] <= 65536:
-        limits[key] = (values[component], number)
+    for key, component in entry if isinstance(entry[0], tuple) else (entry,):
+        if component < len(values) and isinstance(values[component], (int, float)) \
+                and not isinstance(values[component], bool) and \
+                1 <= values[component] <= 65536:
+            limits[key] = (values[component], number)
 
 
 def capture_warnings(scan: ScanResult, notes: StreamNotes) -> list[str]:

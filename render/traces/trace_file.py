@@ -208,7 +208,9 @@ def _check_header(width, height, depth_bits, stencil_bits, name, source, where: 
 
 
 # The GLES2 limits a trace may carry (what its program queried): name -> (type, low, high).
-LIMITS = {"texture_units": (int, 1, 4096), "point_size_max": (float, 1.0, 65536.0)}
+LIMITS = {"texture_units": (int, 1, 4096), "point_size_max": (float, 1.0, 65536.0),
+          "viewport_max_width": (int, 1, 65536), "viewport_max_height": (int, 1, 65536),
+          "renderbuffer_size_max": (int, 1, 65536)}
 
 
 def check_limits(limits, where: str) -> dict:
