@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -71,7 +72,11 @@ def _flatten(table: dict, prefix: str, out: dict, where: str) -> None:
 
 def _parse(path: Path) -> dict[str, dict]:
     try:
-        with open(path, "rb") as f:
+        from tilesim.inputs import open_input
+
+        if not os.path.lexists(path):
+            raise FileNotFoundError(path)
+        with open_input(path, "config file") as f:
             data = tomllib.load(f)
     except FileNotFoundError:
         raise InputError("config file not found", source=str(path)) from None

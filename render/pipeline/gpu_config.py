@@ -80,7 +80,9 @@ def gpu_config_values(path: str, table: str, keys: tuple[str, ...]) -> dict:
 @functools.lru_cache(maxsize=16)
 def _file_values(path: str, table: str, keys: tuple[str, ...]) -> dict:
     try:
-        with open(path, "rb") as handle:
+        from tilesim.inputs import open_input
+
+        with open_input(path, "configuration file") as handle:
             node = tomllib.load(handle)
         for part in table.split("."):
             node = node[part]

@@ -408,13 +408,9 @@ class DSRParameters:
         """Read a parameters file (default: the shipped ``dsr_parameters.toml``)."""
         path = Path(path) if path is not None else DEFAULT_PARAMETERS
         where = str(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise InputError("no such DSR parameters file", source=where) from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InputError(f"cannot read the DSR parameters file: {exc}",
-                             source=where) from None
+        from tilesim.inputs import read_input_text
+
+        text = read_input_text(path, "DSR parameters file")
         try:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:

@@ -430,6 +430,10 @@ class Trace:
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_bytes = 0
         self._cache_limit = blob_cache_bytes
+        from tilesim.inputs import open_input
+
+        # A fifo or device is refused at once (ZipFile would wait on it or read it forever).
+        open_input(self.path, "trace file", whole=False).close()
         try:
             self._zip = zipfile.ZipFile(self.path, "r")
         except FileNotFoundError:

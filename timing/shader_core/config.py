@@ -119,7 +119,9 @@ def _flatten(table: dict, prefix: str, out: dict, where: str) -> None:
 
 def _read(path: Path) -> dict[str, dict]:
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        from tilesim.inputs import read_input_text
+
+        data = tomllib.loads(read_input_text(path, "config file"))
     except FileNotFoundError:
         raise InputError("config file not found", source=str(path)) from None
     except IsADirectoryError:

@@ -1,0 +1,68 @@
+"""Issue 35, bounds on everything read: a fifo or a device given as an input file is refused
+at once with one line naming it (never waited on or read forever), and a file read whole is
+checked against the memory budget before it is read."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tilesim.errors import InputError
+from tilesim.inputs import open_input, read_input_text
+from tilesim.memory_budget import BUDGET_ENV
+
+
+@pytest.fixture
+def fifo(tmp_path):
+    path = tmp_path / "pipe"
+    os.mkfifo(path)
+    return path
+
+
+def _readers():
+    from tilesim.render.pipeline.gpu_config import _file_values
+    from tilesim.render.techniques.dynamic_sampling_rate import DSRParameters
+    from tilesim.render.traces.trace_file import open_trace
+    from tilesim.timing.config import load_energy_config, load_gpu_config
+    from tilesim.timing.shader_core.config import load_core_config
+
+    return {
+        "trace": lambda p: open_trace(p),
+        "--config": lambda p: load_gpu_config(p),
+        "--energy-config": lambda p: load_energy_config(p),
+        "--dsr-parameters": lambda p: DSRParameters.load(p),
+        "core config": lambda p: load_core_config(p),
+        "renderer config": lambda p: _file_values.__wrapped__(str(p), "screen", ("x",)),
+    }
+
+
+@pytest.mark.parametrize("reader", sorted(_readers()))
+def test_device_input_refused(reader):
+    with pytest.raises(InputError, match="not a regular file") as info:
+        _readers()[reader]("/dev/zero")
+    assert info.value.source == "/dev/zero"
+
+
+@pytest.mark.parametrize("reader", sorted(_readers()))
+def test_fifo_input_refused_without_waiting(reader, fifo):
+    # Before the fix, opening a fifo with no writer blocked forever.
+    with pytest.raises(InputError, match="not a regular file") as info:
+        _readers()[reader](fifo)
+    assert info.value.source == str(fifo)
+
+
+def test_input_larger_than_budget_refused_before_reading(tmp_path, monkeypatch):
+    path = tmp_path / "big.toml"
+    path.write_bytes(b"#" * 4096)
+    monkeypatch.setenv(BUDGET_ENV, "1K")
+    with pytest.raises(InputError, match="memory budget") as info:
+        read_input_text(path, "config file")
+    assert info.value.source == str(path)
+
+
+def test_open_input_names_missing_and_folder(tmp_path):
+    with pytest.raises(InputError, match="no such trace file"):
+        open_input(tmp_path / "nothing.tsim", "trace file")
+    with pytest.raises(InputError, match="is a folder"):
+        open_input(tmp_path, "trace file")

@@ -1,0 +1,74 @@
+"""Opening an input file the one safe way: regular files only, sizes within the budget.
+
+A user-given path may name a fifo (``open`` waits for a writer forever), a device such as
+``/dev/zero`` (reading never ends and memory grows until the machine kills the process) or a
+file larger than the memory budget. :func:`open_input` opens without blocking, refuses
+anything but a regular file at once (InputError naming the path) and, for a file read whole,
+checks its size against :func:`tilesim.memory_budget.check_memory` before reading; every
+command's input opens go through it (traces, ``--config``, ``--energy-config``,
+``--dsr-parameters``).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from typing import BinaryIO
+
+from tilesim.errors import InputError
+from tilesim.memory_budget import check_memory
+
+
+def open_input(path: str | os.PathLike, what: str = "input file", *,
+               whole: bool = True) -> BinaryIO:
+    """``path`` opened for binary reading; InputError naming it when it does not exist, is a
+    folder or is not a regular file (fifo, device, socket), or, with ``whole`` (it will be
+    read whole), is larger than the memory budget. Never blocks: a fifo is refused, not
+    waited on."""
+    where = os.fspath(path)
+    try:
+        fd = os.open(where, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
+                     | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise InputError(f"no such {what}", source=where) from None
+    except IsADirectoryError:
+        raise InputError(f"is a folder, not a {what}", source=where) from None
+    except OSError as exc:
+        raise InputError(f"cannot read the {what}: {exc.strerror or exc}",
+                         source=where) from None
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise InputError(f"is a folder, not a {what}", source=where)
+        if not stat.S_ISREG(info.st_mode):
+            raise InputError(f"not a regular file (a fifo, device or socket), not a {what}",
+                             source=where)
+        if whole:
+            check_memory(f"reading the {what}", info.st_size, where)
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_input_bytes(path: str | os.PathLike, what: str = "input file") -> bytes:
+    """The bytes of ``path``, opened by :func:`open_input`."""
+    with open_input(path, what) as handle:
+        try:
+            return handle.read()
+        except OSError as exc:
+            raise InputError(f"cannot read the {what}: {exc.strerror or exc}",
+                             source=os.fspath(path)) from None
+
+
+def read_input_text(path: str | os.PathLike, what: str = "input file") -> str:
+    """The UTF-8 text of ``path``, opened by :func:`open_input`; InputError when it is not
+    UTF-8."""
+    data = read_input_bytes(path, what)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start}), not a {what}",
+                         source=os.fspath(path)) from None
