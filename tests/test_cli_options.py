@@ -159,3 +159,29 @@ def test_tab_completion_completes_commands_and_options(tmp_path):
 
     assert [c.strip() for c in complete("tilesim ren")] == ["render"]
     assert "--frames" in [c.strip() for c in complete("tilesim render --fr")]
+
+
+def test_technique_names_ignore_case_and_suggest_the_closest():
+    from tilesim.render.techniques.bus import Techniques
+
+    assert Techniques.from_name("RE/XOR").signature == "xor"
+    assert Techniques.from_name(" Te+Re ").enabled == {"te", "re"}
+    for name, hint in (("rx", "did you mean 're'?"), ("basline", "did you mean 'baseline'?"),
+                       ("re/xr", "did you mean re/xor?"), ("memo/3", "did you mean memo/32?")):
+        with pytest.raises(InputError, match=hint.replace("?", r"\?")):
+            Techniques.from_name(name)
+
+
+def test_typed_names_ignore_case_and_suggest_the_closest(capsys):
+    from tilesim.render.studies import conformance
+
+    args = build_parser().parse_args(["predict", "t.tsim", "--workload", "ES2GEARS",
+                                      "--estimator", "BBox", "--estimator", "Oracle"])
+    assert args.workload == "es2gears" and args.estimator == ["bbox", "oracle"]
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["predict", "t.tsim", "--estimator", "bbx"])
+    assert "did you mean 'bbox'?" in capsys.readouterr().err
+    assert build_parser().parse_args(["render", "t.tsim", "--out", "o", "--technique",
+                                      "RE/XOR"]).technique == "re/xor"
+    with pytest.raises(InputError, match="did you mean 'tiny_triangles'"):
+        conformance.run_conformance(["Tiny_Triangle"])

@@ -171,3 +171,22 @@ def out_file(folder: str, name: str, *, option: str = "--out"):
         raise InputError(f"{option} {folder!r}: {option} is a folder (the file written is "
                          f"DIR/{name}); give {str(path.parent)!r} or another folder")
     return path / name
+
+
+def name_argument(kind: str, known):
+    """An argparse ``type=`` for a name users type (an estimator, a workload): compared
+    without case, a misspelling answered with the closest name (:func:`resolve_name`)."""
+    from tilesim.errors import resolve_name
+
+    def parse(text: str) -> str:
+        try:
+            return resolve_name(kind, text, known)
+        except InputError as exc:
+            raise argparse.ArgumentTypeError(exc.bare_message) from None
+    return parse
+
+
+def technique_name(text: str) -> str:
+    """An argparse ``type=`` for ``--technique``: the name as the techniques know it, without
+    case or spaces ("RE/XOR" is re/xor; Techniques.from_name checks it and suggests)."""
+    return text.strip().lower()

@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 
 from tilesim.atomic import check_output, write_bytes
-from tilesim.errors import EXIT_FAILED_CHECK, EXIT_OK, InputError, ToolMissing
+from tilesim.errors import EXIT_FAILED_CHECK, EXIT_OK, InputError, ToolMissing, resolve_name
 from tilesim.images import image_metrics, png_bytes, within_tolerance
 from tilesim.mesa import EXIT_NO_MESA, GL, NoMesa, child_environment
 from tilesim.options import window_size_argument
@@ -365,11 +365,10 @@ def run_conformance(names: list[str] | None = None, size: tuple[int, int] | None
                     renderer_options: dict | None = None) -> list[SceneResult]:
     """Run scenes ``names`` (default all) in order; ``progress(result)`` after each."""
     results = []
-    for name in names or list(SCENES):
-        if name not in SCENES:
-            raise InputError(f"unknown conformance scene {name!r}; scenes: "
-                             f"{', '.join(SCENES)}")
-    for name in names or list(SCENES):
+    # names without case, a misspelling answered with the closest scene
+    names = [resolve_name("conformance scene", n, SCENES, source="--scene")
+             for n in names or list(SCENES)]
+    for name in names:
         result = run_scene(name, size, out=out, renderer_options=renderer_options)
         results.append(result)
         if progress is not None:

@@ -16,7 +16,7 @@ import numpy as np
 
 from tilesim.atomic import check_output
 from tilesim.errors import InputError
-from tilesim.options import frame_range, frames_argument
+from tilesim.options import frame_range, frames_argument, technique_name
 from tilesim.render.pipeline.gpu_config import RENDERER_KEYS
 from tilesim.render.studies.batch import Job, job_techniques, run_job
 from tilesim.render.studies.config_options import (
@@ -51,7 +51,7 @@ def register(subparsers) -> None:
                     "DIR/frames/*.png) and memory traffic by source.")
     p.add_argument("dirs", nargs="+", metavar="DIR|TRACE",
                    help="output folder(s) of `tilesim render`, or .tsim traces to render first")
-    p.add_argument("--technique", default="baseline", metavar="NAME",
+    p.add_argument("--technique", type=technique_name, default="baseline", metavar="NAME",
                    help="for traces: the technique to render with (as `tilesim render`)")
     p.add_argument("--frames", type=frames_argument(), default=":", metavar="A:B",
                    help="for traces: the frames to render and estimate, A:B from A up to, not "

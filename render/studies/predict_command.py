@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from tilesim.errors import InputError
-from tilesim.options import first_frames_argument
+from tilesim.options import first_frames_argument, name_argument
 from tilesim.render.studies.command_groups import load_group_config, split_groups, trace_contexts
 from tilesim.render.studies.ground_truth import (
     JITTER_LOOP,
@@ -41,6 +41,7 @@ from tilesim.render.studies.prediction import (
     HistoryPredictor,
     Predictor,
 )
+from tilesim.render.workloads.prediction import PREDICTION_WORKLOADS
 
 BASELINE = "history-baseline"
 
@@ -59,7 +60,8 @@ def register(subparsers) -> None:
                     "§VI-A. Prints per group the measured and predicted times and an error "
                     "summary per estimator.")
     p.add_argument("trace", metavar="TRACE", help="a .tsim trace")
-    p.add_argument("--workload", metavar="NAME",
+    p.add_argument("--workload", metavar="NAME", type=name_argument("prediction workload",
+                                                                    PREDICTION_WORKLOADS),
                    help="first build this prediction workload into TRACE (es2gears, "
                         "glmark2-build, glmark2-shading, clearspd, clearspd-alternating, "
                         "texture-stream, vertex-stream)")
@@ -78,7 +80,9 @@ def register(subparsers) -> None:
                         "GL_TIME_ELAPSED around its commands (query), the wall clock between "
                         "a glFinish before and after it (finish), or the query where the "
                         "context offers it (auto, the default); the report names the one used")
-    p.add_argument("--estimator", action="append", choices=ESTIMATORS + ("all",),
+    p.add_argument("--estimator", action="append",
+                   type=name_argument("estimator", ESTIMATORS + ("all",)),
+                   metavar="|".join(ESTIMATORS + ("all",)),
                    help="fragment-count estimator(s) (repeatable; default: all)")
     p.add_argument("--group-bytes", type=int, metavar="BYTES",
                    help="command-buffer size (default: command_groups.toml, 4864)")

@@ -21,7 +21,13 @@ import json
 import numpy as np
 
 from tilesim.errors import EXIT_OK, InputError
-from tilesim.options import frame_range, frames_argument, positive_int, window_size_argument
+from tilesim.options import (
+    frame_range,
+    frames_argument,
+    positive_int,
+    technique_name,
+    window_size_argument,
+)
 from tilesim.render.studies.config_options import add_config_arguments
 
 WORST = 5
@@ -167,7 +173,7 @@ def register(subparsers) -> None:
     p.add_argument("--frames", type=frames_argument(), default="1:3", metavar="A:B",
                    help="frames to compare, A:B from A up to, not including, B (default 1:3; "
                         "earlier frames are rendered too, for their state)")
-    p.add_argument("--technique", default="baseline", metavar="NAME",
+    p.add_argument("--technique", type=technique_name, default="baseline", metavar="NAME",
                    help="baseline (default) or a technique set (re, te, re+evr, dsr...)")
     p.add_argument("--size", type=window_size_argument(), metavar="WxH",
                    help="render into a window of this size instead of the trace's")

@@ -23,7 +23,13 @@ from tqdm import tqdm
 from tilesim.atomic import remove_temporaries
 from tilesim.backend import backend_name
 from tilesim.errors import EXIT_OK, InputError
-from tilesim.options import default_workers, frame_range, frames_argument, positive_int
+from tilesim.options import (
+    default_workers,
+    frame_range,
+    frames_argument,
+    positive_int,
+    technique_name,
+)
 from tilesim.render.pipeline.framebuffer import TRAVERSALS
 from tilesim.render.pipeline.rasterizer import FILL_RULES
 from tilesim.render.pipeline.renderer import MEDIUMP_HELP
@@ -73,7 +79,7 @@ def register(subparsers) -> None:
                         "screen.zorder_traversal in its configuration)")
     p.add_argument("--fill-rule", choices=FILL_RULES, default="bottom_left",
                    help=argparse.SUPPRESS)
-    p.add_argument("--technique", default="baseline", metavar="NAME",
+    p.add_argument("--technique", type=technique_name, default="baseline", metavar="NAME",
                    help="frame-coherence techniques: baseline, te, re, evr, re+evr (any of "
                         "te/re/evr joined by +), dsr or memo; re/xor signs with XOR, re/uniforms "
                         "signs only the uniforms as each draw's constants block (Frame "

@@ -66,7 +66,8 @@ class Techniques(PipelineHooks):
         uniform values, as Frame Coherence §4.1.5 describes (``re`` alone: the uniforms and the
         draw state, see :mod:`~tilesim.render.techniques.rendering_elimination`); ``memo/32``
         keys the LUT with the thesis's 32-bit signature (``memo`` alone: 64-bit keys)."""
-        spec, _, variant = (name or "baseline").partition("/")
+        # Names without case (users type them): "RE/XOR" is re/xor.
+        spec, _, variant = (name or "baseline").strip().lower().partition("/")
         if not variant:
             return cls.parse(spec, source=source, dsr_parameters=dsr_parameters)
         if variant in SIGNATURE_KINDS and "re" in spec.split("+"):
@@ -78,8 +79,13 @@ class Techniques(PipelineHooks):
         if variant in MEMO_KEY_BITS and "memo" in spec.split("+"):
             return cls.parse(spec, source=source, dsr_parameters=dsr_parameters,
                              memo_key_bits=int(variant))
-        raise InputError(f"unknown variant {variant!r} of {spec!r}: RE takes /crc32, /xor, "
-                         "/state or /uniforms, memo /64 or /32", source=source)
+        parts = spec.split("+")
+        known = ((SIGNATURE_KINDS + CONSTANTS_BLOCKS if "re" in parts else ())
+                 + (MEMO_KEY_BITS if "memo" in parts else ()))
+        close = difflib.get_close_matches(variant, known, n=1)
+        hint = f"; did you mean {spec}/{close[0]}?" if close else ""
+        raise InputError(f"unknown variant {variant!r} of {spec!r}{hint} (RE takes /crc32, "
+                         "/xor, /state or /uniforms, memo /64 or /32)", source=source)
 
     @classmethod
     def parse(cls, spec: str | None, *, source: str | None = None, signature: str = "crc32",
@@ -91,11 +97,12 @@ class Techniques(PipelineHooks):
         names = [] if spec == "baseline" else [n.strip() for n in spec.split("+")]
         unknown = [n for n in names if n not in NAMES]
         if unknown or len(set(names)) != len(names) or "" in names:
-            close = difflib.get_close_matches(unknown[0], NAMES, n=1) if unknown else []
+            close = (difflib.get_close_matches(unknown[0], [*NAMES, "baseline"], n=1,
+                                               cutoff=0.5) if unknown else [])
             hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise InputError(f"unknown technique {spec!r}{hint} Use baseline or a '+'-joined "
-                             f"set of {', '.join(NAMES)} (e.g. re+evr); variants: re/xor, "
-                             "re/uniforms, memo/32", source=source)
+            raise InputError(f"unknown technique {spec!r}{hint} (use baseline or a '+'-joined "
+                             f"set of {', '.join(NAMES)}, e.g. re+evr; variants: re/xor, "
+                             "re/uniforms, memo/32)", source=source)
         alone = [n for n in names if n in ALONE]
         if alone and len(names) > 1:
             raise InputError(f"{alone[0]} does not combine with other techniques (the thesis "

@@ -153,12 +153,13 @@ class _Factories:
 
     def check(self, name: str) -> str:
         names = estimators.predictor_names(self.args.runtime_calibration)
-        if name not in names:
-            hint = (" (E+runtime needs --runtime-calibration N)"
-                    if name.endswith(estimators.RUNTIME) else "")
-            raise InputError(f"unknown predictor {name!r}{hint} (known: {', '.join(names)})",
+        if name.endswith(estimators.RUNTIME) and name.casefold() not in {
+                n.casefold() for n in names}:
+            raise InputError(f"unknown predictor {name!r} (E+runtime needs "
+                             f"--runtime-calibration N) (known: {', '.join(names)})",
                              source="--predictor")
-        return name
+        # names without case, a misspelling answered with the closest predictor
+        return resolve_name("predictor", name, names, source="--predictor")
 
     def make(self, name: str):
         if name in estimators.OWN:
