@@ -16,9 +16,10 @@ Every trace is written at one small size so the five uniform-rate renders stay q
 
     python scripts/make_dsr_training_set.py --out-dir out/dsr_set --size 320x240 --frames 30
     tilesim dsr-search --train out/dsr_set/*.tsim --folds 4 --size 320x240 \
-        --train-min-mssim 0.97 --local-minimum-mssim 0.98 -o params.toml
+        --train-min-mssim 0.97 --local-minimum-mssim 0.98 -o out/dsr_fit
 
-(the command the shipped ``render/techniques/dsr_parameters.toml`` was fitted with).
+(the command the shipped ``render/techniques/dsr_parameters.toml`` was fitted with, written as
+out/dsr_fit/dsr_parameters.toml; ``-o params.toml`` when it was, before ``--out`` was a folder).
 """
 
 from __future__ import annotations

@@ -503,9 +503,9 @@ def test_cli_search_writes_parameters_and_resumes_from_its_cache(tmp_path, capsy
                                                                   monkeypatch):
     train = sphere_trace(tmp_path / "train.tsim", 4)
     held_out = sphere_trace(tmp_path / "held.tsim", 3, size=(64, 48))
-    out, cache = tmp_path / "dsr.toml", tmp_path / "cache"
+    out, cache = tmp_path / "dsr" / "dsr_parameters.toml", tmp_path / "cache"
     argv = ["--train", str(train), "--eval", f"{held_out}@1:3", "--cache", str(cache),
-            "--out", str(out), "--workers", "1", "--increase-thresholds", "8,64",
+            "--out", str(out.parent), "--workers", "1", "--increase-thresholds", "8,64",
             "--increase-diagonals", "2,8", "--reduce-thresholds", "1,16",
             "--reduce-diagonals", "4,16"]
     assert run_cli(argv) == 0
@@ -536,9 +536,10 @@ def test_search_on_dask_workers_chooses_what_one_process_chooses(tmp_path):
     common = ["--train", str(train), "--cache", str(tmp_path / "cache"), "--strategy",
               "product", "--increase-thresholds", "8,64", "--increase-diagonals", "4",
               "--reduce-thresholds", "1,16", "--reduce-diagonals", "4"]
-    assert run_cli([*common, "--workers", "2", "--out", str(tmp_path / "dask.toml")]) == 0
-    assert run_cli([*common, "--workers", "1", "--out", str(tmp_path / "one.toml")]) == 0
-    assert DSRParameters.load(tmp_path / "dask.toml") == DSRParameters.load(tmp_path / "one.toml")
+    assert run_cli([*common, "--workers", "2", "--out", str(tmp_path / "dask")]) == 0
+    assert run_cli([*common, "--workers", "1", "--out", str(tmp_path / "one")]) == 0
+    assert (DSRParameters.load(tmp_path / "dask" / "dsr_parameters.toml")
+            == DSRParameters.load(tmp_path / "one" / "dsr_parameters.toml"))
 
 
 # -- the content-change guard ---------------------------------------------------------------
