@@ -101,7 +101,9 @@ def frames_argument(option: str = "--frames"):
         try:
             frame_span(text, option=option)
         except InputError as exc:
-            raise argparse.ArgumentTypeError(exc.bare_message) from None
+            # argparse names the option itself ("argument --frames: '3': ...")
+            raise argparse.ArgumentTypeError(
+                exc.bare_message.removeprefix(f"{option} ")) from None
         return text
     return parse
 
@@ -122,7 +124,8 @@ def first_frames_argument(option: str = "--frames"):
         try:
             return first_frames(text, option=option)
         except InputError as exc:
-            raise argparse.ArgumentTypeError(exc.bare_message) from None
+            raise argparse.ArgumentTypeError(
+                exc.bare_message.removeprefix(f"{option} ")) from None
     return parse
 
 
