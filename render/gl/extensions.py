@@ -1,5 +1,5 @@
 """The OpenGL ES 2.0 extension strings tilesim knows: the modelled GPU's, Mesa's, and what
-tilesim does with each entry (issue 31).
+tilesim does with each entry.
 
 ``extensions.toml`` beside this file holds the lists, each with its source: ``[gpu.NAME]``
 the GL_EXTENSIONS string of a driver (``mali-400``: a Mali-400-class Utgard driver, the GPU
