@@ -51,7 +51,7 @@ def test_a_held_folder_is_refused_to_another_process_until_released(tmp_path):
         assert (folder / LOCK_FILE).read_bytes() == b""
         assert lock_folder(folder, "test") == folder / LOCK_FILE  # held here: a no-op
         message = try_lock(folder)
-        assert message == (f"{folder}: another test run is writing into this folder (it holds "
+        assert message == (f"{folder}: another test is writing into this folder (it holds "
                            f"{LOCK_FILE}); wait for it to end, or give another folder")
     finally:
         release_folder(folder)

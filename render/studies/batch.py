@@ -51,7 +51,7 @@ from tilesim.atomic import (
 )
 from tilesim.backend import use_backend
 from tilesim.errors import InputError
-from tilesim.folder_lock import lock_folder
+from tilesim.folder_lock import lock_folder, release_folder
 from tilesim.images import frame_png_bytes
 from tilesim.options import default_workers
 from tilesim.render.pipeline.counters import (
@@ -221,6 +221,62 @@ _RESTART = ("; to start over, rerun `tilesim render` with --force (it removes th
             "folder")
 
 
+SUMMARY_FORMAT = "tilesim render summary 1"
+
+
+def is_tilesim_json(path: Path, recognise) -> bool:
+    """Whether ``path`` (which exists) is a JSON object tilesim wrote: ``recognise(record)``
+    says so of the object (a format field, or the keys of an older tilesim's record). What
+    cannot be read as one (a fifo, a huge file, not JSON) is not tilesim's."""
+    from tilesim.inputs import read_input_bytes
+
+    if path.is_symlink() or not path.is_file():
+        return False
+    try:
+        record = json.loads(read_input_bytes(path, "JSON file"))
+    except (InputError, ValueError):
+        return False
+    return isinstance(record, dict) and bool(recognise(record))
+
+
+def refuse_foreign(files: list[tuple[Path, object]], command: str) -> None:
+    """Issue 35, ownership: tilesim never overwrites (or, with --force, removes) a file it did
+    not write. For each (path, recognise) of a file ``command`` would write: InputError naming
+    the first that exists and is not tilesim's (:func:`is_tilesim_json`; ``recognise`` None:
+    any file or folder there is foreign). Changes nothing."""
+    for path, recognise in files:
+        if not os.path.lexists(path):
+            continue
+        if recognise is None or not is_tilesim_json(path, recognise):
+            raise InputError(f"exists and was not written by tilesim; {command} would "
+                             "overwrite it: move it away, or use another output folder",
+                             source=str(path))
+
+
+def refuse_symlinks(folders: list[Path]) -> None:
+    """InputError naming the first of ``folders`` that is a symbolic link: tilesim never
+    writes or removes through one (its target is not a folder tilesim made)."""
+    for folder in folders:
+        if folder.is_symlink():
+            raise InputError("is a symbolic link; tilesim does not write or remove files "
+                             "through one: replace it by a folder, or use another output "
+                             "folder", source=str(folder))
+
+
+def _render_files(job: Job) -> list[tuple[Path, object]]:
+    """The JSON files a render writes in a job's folder, each with how tilesim's is known."""
+    folder = Path(job.out)
+    return [(folder / IDENTITY_FILE,
+             lambda r: str(r.get("format", "")).startswith("tilesim render folder")),
+            (folder / FRAMES_FILE, lambda r: isinstance(r.get("frames"), list)),
+            (folder / "summary.json", is_render_summary)]
+
+
+def is_render_summary(record: dict) -> bool:
+    return (record.get("format") == SUMMARY_FORMAT
+            or (isinstance(record.get("jobs"), list) and "seconds" in record))
+
+
 def check_folder(job: Job, identity: dict) -> None:
     """Refuse (InputError naming the folder) a folder that holds a render of another identity,
     or frames whose identity is unknown; changes nothing."""
@@ -296,11 +352,19 @@ def prepare_jobs(jobs: list[Job], *, force: bool = False) -> list[dict]:
     for job in jobs:
         check_output(job.out, folder=True)
     identities = [job_identity(job) for job in jobs]
+    for job in jobs:    # files that are not tilesim's: refused, --force or not
+        refuse_foreign(_render_files(job), "tilesim render")
+        refuse_symlinks([Path(job.out, FRAMES_DIR), Path(job.out, COUNTERS_DIR)])
     for job in jobs:   # one run per folder: a second fails here (the lock goes at exit)
         lock_folder(job.out, "tilesim render")
     if not force:
-        for job, identity in zip(jobs, identities, strict=True):
-            check_folder(job, identity)
+        try:
+            for job, identity in zip(jobs, identities, strict=True):
+                check_folder(job, identity)
+        except InputError:
+            for job in jobs:     # a refused run leaves nothing behind (issue 35)
+                release_folder(job.out, undo=True)
+            raise
     for job, identity in zip(jobs, identities, strict=True):
         if force:
             remove_outputs(job.out)
@@ -697,5 +761,6 @@ def run_batch(jobs: list[Job], *, workers: int | None = None, scheduler: str | N
 
 def write_batch_summary(out: str | Path, summaries: list[dict], seconds: float) -> Path:
     return write_json(Path(out) / "summary.json",
-                      {"jobs": [{k: v for k, v in s.items() if k != "counters"}
+                      {"format": SUMMARY_FORMAT,
+                       "jobs": [{k: v for k, v in s.items() if k != "counters"}
                                 for s in summaries], "seconds": round(seconds, 3)})

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from pathlib import Path
 
@@ -36,8 +37,10 @@ from tilesim.render.pipeline.renderer import MEDIUMP_HELP
 from tilesim.render.studies.batch import (
     Job,
     frame_segments,
+    is_render_summary,
     job_techniques,
     prepare_jobs,
+    refuse_foreign,
     run_batch,
     run_job,
     run_segments,
@@ -111,7 +114,10 @@ def _jobs(args: argparse.Namespace) -> list:
     jobs = []
     names: set[str] = set()
     for spec in args.traces:
-        path, _, frames = spec.partition("@")
+        # TRACE@A:B; a path that exists is a path, '@' in it or not (issue 35)
+        path, _, frames = (spec, "", "") if os.path.lexists(spec) else spec.rpartition("@")
+        if not path:
+            path, frames = spec, ""
         with open_trace(path) as trace:
             wanted = frame_range(frames or args.frames, trace.frame_count, source=path)
         name = Path(path).stem
@@ -137,6 +143,8 @@ def _render(args: argparse.Namespace) -> int:
     # Every folder checked against what this run would render (refused before anything is
     # written), then render.json written, stale temporaries removed, frames.json brought up to
     # date with the files.
+    if len(jobs) > 1:     # DIR's own summary.json: refused when it is not tilesim's
+        refuse_foreign([(Path(args.out) / "summary.json", is_render_summary)], "tilesim render")
     prepare_jobs(jobs, force=args.force)
     remove_temporaries(args.out, "summary.json")   # DIR's own, when it holds several traces
     if len(jobs) == 1 and not args.scheduler:

@@ -36,7 +36,10 @@ the other numbers, so a resume would mix two configurations in one report.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import re
 import shutil
 import sys
 import time
@@ -54,7 +57,9 @@ from tilesim.render.studies.batch import (
     FRAMES_FILE,
     Job,
     file_sha256,
+    is_tilesim_json,
     prepare_jobs,
+    refuse_foreign,
     render_host,
     renderer_sha256,
     run_job,
@@ -703,6 +708,58 @@ def _value(value) -> str:
     return "none" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
 
 
+_OVERLAY_INDEX = re.compile(r"\d{6,}\.json")
+_OVERLAY_PNG = re.compile(r"\d{6,}\.png")
+
+
+def remove_overlays(folder: Path) -> int:
+    """Start a unit's overlays over: remove only what tilesim writes there (NNNNNN.json, and
+    KIND/NNNNNN.png one level down), never following a symlink; other files, and the folders
+    holding them, stay (issue 35: --force once removed the whole folder). Returns the count."""
+    from tilesim.atomic import remove_temporaries
+
+    if folder.is_symlink() or not folder.is_dir():
+        return 0
+    removed = remove_temporaries(folder, _OVERLAY_INDEX)
+    for entry in os.scandir(folder):
+        if entry.is_symlink():
+            continue
+        if entry.is_file() and _OVERLAY_INDEX.fullmatch(entry.name):
+            os.unlink(entry.path)
+            removed += 1
+        elif entry.is_dir():
+            removed += remove_temporaries(Path(entry.path), _OVERLAY_PNG)
+            for png in os.scandir(entry.path):
+                if (_OVERLAY_PNG.fullmatch(png.name) and not png.is_symlink()
+                        and png.is_file()):
+                    os.unlink(png.path)
+                    removed += 1
+            with contextlib.suppress(OSError):
+                os.rmdir(entry.path)          # only when nothing else is there
+    with contextlib.suppress(OSError):
+        folder.rmdir()
+    return removed
+
+
+STUDY_FORMAT = "tilesim study 1"
+
+
+def _study_files(out: Path) -> list[tuple[Path, object]]:
+    """What ``tilesim run`` writes at the top of its folder, each with how tilesim's is
+    known (study.json and results.json by their fields; index.html and img/ are tilesim's
+    only in a folder whose study.json is)."""
+    own_study = os.path.lexists(out / STUDY_FILE) and is_tilesim_json(out / STUDY_FILE, _is_study)
+    files = [(out / STUDY_FILE, _is_study),
+             (out / "results.json", lambda r: "sections" in r or "record_sha256" in r)]
+    if not own_study:
+        files += [(out / "index.html", None), (out / "img", None)]
+    return files
+
+
+def _is_study(record: dict) -> bool:
+    return record.get("format") == STUDY_FORMAT or isinstance(record.get("settings"), dict)
+
+
 def prepare(settings: Settings, out: Path, *, force: bool) -> list[Unit]:
     """Check the output folder and every unit's folder before any work (refusing folders
     holding renders of other settings, or a study of another configuration, unless
@@ -714,7 +771,7 @@ def prepare(settings: Settings, out: Path, *, force: bool) -> list[Unit]:
         for unit in units:
             Path(unit.folder, QUALITY_FILE).unlink(missing_ok=True)
             Path(unit.folder).parent.joinpath("characterization.json").unlink(missing_ok=True)
-            shutil.rmtree(Path(unit.folder, "overlays"), ignore_errors=True)
+            remove_overlays(Path(unit.folder, "overlays"))
     prepare_jobs([u.job for u in units], force=force)
     return units
 
@@ -729,10 +786,15 @@ def run_study(settings: Settings, out: str | Path, *, workers: int = 1, force: b
 
     out = Path(out)
     started = time.perf_counter()
+    refuse_foreign(_study_files(out), "tilesim run")     # before anything is made
     lock_folder(out, "tilesim run")
     try:
-        units = prepare(settings, out, force=force)
-        write_json(out / STUDY_FILE, {"settings": settings_record(settings),
+        try:
+            units = prepare(settings, out, force=force)
+        except InputError:
+            release_folder(out, undo=True)       # a refused run leaves nothing behind
+            raise
+        write_json(out / STUDY_FILE, {"format": STUDY_FORMAT, "settings": settings_record(settings),
                                       "config": settings.effective.record()})
         render_started = time.perf_counter()
         estimates: dict = {}
