@@ -715,6 +715,23 @@ def test_switching_back_to_a_context_puts_its_state_back(tmp_path):
     assert "deleteTexture" not in [op for op, _ in before]   # the group's objects live on
 
 
+def test_a_binding_the_context_deleted_is_not_put_back(tmp_path):
+    """Deleting a bound object unbinds it in the deleting context (ES 2.0 §3.8.12): a switch
+    back does not bind the deleted texture again."""
+    calls = Calls()
+    _shared_contexts(calls)
+    calls.add("glDeleteTextures", n=1, textures=[5])
+    calls.add("eglMakeCurrent", ret=1, dpy=Pointer(0x4000), draw=PBUFFER, read=PBUFFER,
+              ctx=LOADER)
+    calls.add("eglMakeCurrent", ret=1, dpy=Pointer(0x4000), draw=SURFACE, read=SURFACE,
+              ctx=CTX)
+    swap(calls)
+    _, frames, _ = do_import(tmp_path, calls)
+    ops = [(c.op, c.args) for c in frames[0]]
+    after = ops[ops.index(("deleteTexture", {"id": 1})):]
+    assert ("bindTexture", {"target": "TEXTURE_2D", "id": 1}) not in after
+
+
 def test_only_the_shown_surface_s_swaps_end_frames(tmp_path):
     """The loader's eglSwapBuffers of its pbuffer ends no frame; the window is the first
     window surface made current, even when a pbuffer was current before it."""

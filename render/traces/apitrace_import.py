@@ -796,6 +796,16 @@ class Translator:
         elif op in _DEFAULT_STATE or op in ("useProgram", "bindFramebuffer",
                                              "bindRenderbuffer", "bindVertexArray"):
             shadow[(op,)] = (op, a)
+        elif op in _UNBINDS:
+            # deleting a bound object unbinds it (ES 2.0 §2.9, §3.8.12, §4.4); other contexts
+            # would keep the orphan bound, which the stream's one state cannot: theirs revert
+            # to 0 as well
+            binds = _UNBINDS[op]
+            for held in [shadow] + [saved for saved, _ in self._saved.values()]:
+                for key, (bound_op, bound) in list(held.items()):
+                    if (bound_op == binds and bound["id"] == a["id"]) or (
+                            op == "deleteBuffer" and bound.get("_buffer") == a["id"]):
+                        del held[key]
 
     def _restore_state(self, shadow: dict) -> None:
         """Commands that make the GL state (just reset to its initial values) the context's
@@ -1665,6 +1675,11 @@ for _name in list(UNIFORM_VECTOR_SHAPES) + list(UNIFORM_MATRIX_SHAPES):
 for _n in "1234":
     setattr(Translator, f"_glVertexAttrib{_n}f", Translator._vertex_attrib)
     setattr(Translator, f"_glVertexAttrib{_n}fv", Translator._vertex_attrib)
+
+# The binding a deletion undoes in the context that deletes (the state shadow's entries).
+_UNBINDS = {"deleteBuffer": "bindBuffer", "deleteTexture": "bindTexture",
+            "deleteFramebuffer": "bindFramebuffer", "deleteRenderbuffer": "bindRenderbuffer",
+            "deleteVertexArray": "bindVertexArray"}
 
 # GL's initial value of each piece of state a context-switch reset may put back.
 _DEFAULT_STATE: dict[str, dict] = {
