@@ -39,6 +39,10 @@ def test_every_option_of_every_command_has_help():
     missing = [f"{' '.join(path)} {'/'.join(a.option_strings) or a.dest}"
                for path, parser in COMMANDS for a in parser._actions
                if not isinstance(a, argparse._SubParsersAction) and not a.help]
+    # and every command a line in its group's --help
+    missing += [f"{' '.join(path)} {c.dest}" for path, parser in COMMANDS
+                for a in parser._actions if isinstance(a, argparse._SubParsersAction)
+                for c in a._choices_actions if not c.help]
     assert not missing
 
 
