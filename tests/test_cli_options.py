@@ -164,6 +164,9 @@ def test_tab_completion_completes_commands_and_options(tmp_path):
 
     assert [c.strip() for c in complete("tilesim ren")] == ["render"]
     assert "--frames" in [c.strip() for c in complete("tilesim render --fr")]
+    assert {"re", "re/xor", "re+evr"} <= {c.strip() for c in
+                                           complete("tilesim render x.tsim --technique re")}
+    assert "bbox" in [c.strip() for c in complete("tilesim predict x.tsim --estimator b")]
 
 
 def test_technique_names_ignore_case_and_suggest_the_closest():

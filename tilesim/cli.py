@@ -82,6 +82,19 @@ def _complete(parser: argparse.ArgumentParser) -> None:
         import argcomplete
     except ModuleNotFoundError:
         return
+    from tilesim.options import technique_name
+    from tilesim.render.studies.coherence import DEFAULT_TECHNIQUES
+
+    # the names an option takes (tilesim.options.name_argument's, the techniques)
+    todo = [parser]
+    while todo:
+        for action in todo.pop()._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                todo += action.choices.values()
+            known = (("baseline", *DEFAULT_TECHNIQUES) if action.type is technique_name
+                     else getattr(action.type, "known", None))
+            if known:
+                action.completer = argcomplete.completers.ChoicesCompleter(known)
     argcomplete.autocomplete(parser)
 
 

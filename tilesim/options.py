@@ -186,6 +186,7 @@ def name_argument(kind: str, known):
             return resolve_name(kind, text, known)
         except InputError as exc:
             raise argparse.ArgumentTypeError(exc.bare_message) from None
+    parse.known = tuple(known)   # what tab completion offers
     return parse
 
 
