@@ -66,3 +66,48 @@ def test_open_input_names_missing_and_folder(tmp_path):
         open_input(tmp_path / "nothing.tsim", "trace file")
     with pytest.raises(InputError, match="is a folder"):
         open_input(tmp_path, "trace file")
+
+
+# --- GL sizes and counts from a trace, checked against the budget before allocation ---------
+
+def _state():
+    from tilesim.render.gl.state import GLState
+
+    return GLState(16, 16, "big.tsim")
+
+
+def test_buffer_data_of_2_40_bytes_is_a_budget_error(monkeypatch):
+    from tilesim.render.gl.commands import Command
+
+    monkeypatch.setenv(BUDGET_ENV, "1G")
+    state = _state()
+    state.apply(Command("bindBuffer", {"target": "ARRAY_BUFFER", "id": 1}))
+    with pytest.raises(InputError, match=r"big\.tsim.*bufferData: 1099511627776 bytes.*memory "
+                                         r"budget"):
+        state.apply(Command("bufferData", {"target": "ARRAY_BUFFER", "data": None,
+                                           "size": 1 << 40, "usage": "STATIC_DRAW"}))
+
+
+@pytest.mark.parametrize("op", ["drawArrays", "drawElements"])
+def test_draw_count_of_2_40_is_a_budget_error(op, monkeypatch):
+    from tilesim.render.gl.commands import Command
+    from tilesim.render.pipeline.vertex_fetch import draw_elements
+
+    monkeypatch.setenv(BUDGET_ENV, "1G")
+    args = ({"mode": "TRIANGLES", "first": 0, "count": 1 << 40} if op == "drawArrays" else
+            {"mode": "TRIANGLES", "count": 1 << 40, "type": "UNSIGNED_SHORT",
+             "indices": None, "offset": 0})
+    with pytest.raises(InputError, match=rf"big\.tsim.*{op}: 1099511627776 vertices.*budget"):
+        draw_elements(_state(), Command(op, args))
+
+
+@pytest.mark.parametrize("op", ["viewport", "scissor"])
+def test_viewport_x_of_2_62_is_an_input_error(op):
+    import warnings
+
+    from tilesim.render.gl.commands import Command
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(InputError, match=rf"{op}: x 4611686018427387904 is outside GLint"):
+            _state().apply(Command(op, {"x": 1 << 62, "y": 0, "width": 4, "height": 4}))

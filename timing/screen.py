@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tilesim.errors import InputError
 from tilesim.timing.config import Config
 
 NW = 1e-9
@@ -49,17 +50,23 @@ _HISTOGRAMS_KEPT = 4096
 
 
 def _png_histogram(path: Path) -> np.ndarray:
-    from PIL import Image
+    from PIL import Image, UnidentifiedImageError
 
-    data = Path(path).read_bytes()
+    from tilesim.inputs import read_input_bytes
+
+    data = read_input_bytes(path, "frame PNG")
     key = hashlib.blake2b(data, digest_size=16).digest()
     known = _HISTOGRAMS.get(key)
     if known is not None:
         return known
-    with Image.open(io.BytesIO(data)) as im:
-        if im.mode not in ("RGB", "RGBA"):
-            im = im.convert("RGB")
-        counts = im.histogram()  # 256 bins per band, bands in order
+    try:
+        with Image.open(io.BytesIO(data)) as im:
+            if im.mode not in ("RGB", "RGBA"):
+                im = im.convert("RGB")
+            counts = im.histogram()  # 256 bins per band, bands in order
+    except (OSError, UnidentifiedImageError, ValueError, SyntaxError):
+        # PIL's message names the BytesIO object, not the file (issue 35): name the file
+        raise InputError(f"not a readable PNG ({len(data)} bytes)", source=str(path)) from None
     histogram = np.asarray(counts[:768], dtype=np.float64).reshape(3, 256)
     histogram.setflags(write=False)
     while len(_HISTOGRAMS) >= _HISTOGRAMS_KEPT:

@@ -269,6 +269,11 @@ class GLState:
         if ident == 0:
             raise self.error(f"bufferData with no buffer bound to {target}")
         if data is None:
+            # checked before allocating: a 2**40-byte buffer is a budget error, not an
+            # "out of memory" (issue 35); the budget counts the other buffers held too
+            held = sum(buf.nbytes for key, buf in self.buffers.items() if key != ident)
+            check_memory(f"bufferData: {size} bytes beside the {held} bytes buffers already "
+                         "hold", held + max(int(size), 0), self.where)
             self.buffers[ident] = np.zeros(size, dtype=np.uint8)
         else:
             self.buffers[ident] = np.ascontiguousarray(data).view(np.uint8).ravel().copy()
@@ -518,12 +523,22 @@ class GLState:
     def _cullFace(self, mode):
         self.fragment.cull_mode = mode
 
+    def _check_glint(self, op: str, **values) -> None:
+        """Refuse a value outside GLint (32-bit signed, ES 2.0 §2.3): the pipeline computes
+        with 32-bit floats and integers, where a larger one would overflow (issue 35: a
+        viewport x of 2**62 leaked a NumPy cast warning)."""
+        for name, value in values.items():
+            if not -(1 << 31) <= value < (1 << 31):
+                raise self.error(f"{op}: {name} {value} is outside GLint "
+                                 f"(-2147483648..2147483647)")
+
     def _frontFace(self, mode):
         self.fragment.front_face = mode
 
     def _viewport(self, x, y, width, height):
         if width < 0 or height < 0:
             raise self.error(f"viewport: negative size {width}x{height}")
+        self._check_glint("viewport", x=x, y=y)
         # ES 2.0 §2.12.1: width and height are clamped to GL_MAX_VIEWPORT_DIMS
         self.viewport = (x, y, min(width, self.MAX_VIEWPORT_DIMS[0]),
                          min(height, self.MAX_VIEWPORT_DIMS[1]))
@@ -531,6 +546,7 @@ class GLState:
     def _scissor(self, x, y, width, height):
         if width < 0 or height < 0:
             raise self.error(f"scissor: negative size {width}x{height}")
+        self._check_glint("scissor", x=x, y=y, width=width, height=height)
         self.fragment.scissor = (x, y, width, height)
 
     def _lineWidth(self, width):

@@ -14,7 +14,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from tilesim.backend import to_device
+from tilesim.memory_budget import check_memory
 from tilesim.render.gl.state import GLState, Program
+
+# Memory a draw holds per vertex it processes (element ids, fetched attributes, clip
+# coordinates, varyings): a vertex count from the trace is checked against the memory budget
+# with it before anything is allocated (issue 35: drawArrays with count 2**40).
+DRAW_BYTES_PER_VERTEX = 256
 
 INDEX_DTYPES = {"UNSIGNED_BYTE": np.uint8, "UNSIGNED_SHORT": np.uint16,
                 "UNSIGNED_INT": np.uint32}
@@ -47,10 +53,13 @@ def draw_elements(state: GLState, command) -> tuple[np.ndarray, int]:
         if args["first"] < 0 or args["count"] < 0:
             raise state.error(f"drawArrays: negative first ({args['first']}) or count "
                               f"({args['count']})")
+        check_memory(f"drawArrays: {args['count']} vertices", args["count"]
+                     * DRAW_BYTES_PER_VERTEX, state.where)
         return np.arange(args["first"], args["first"] + args["count"], dtype=np.int64), 0
     count = args["count"]
     if count < 0:
         raise state.error(f"drawElements: negative count {count}")
+    check_memory(f"drawElements: {count} vertices", count * DRAW_BYTES_PER_VERTEX, state.where)
     dtype = np.dtype(INDEX_DTYPES[args["type"]])
     if args["indices"] is not None:
         raw = np.ascontiguousarray(args["indices"]).view(np.uint8).ravel()

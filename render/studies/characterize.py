@@ -40,7 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tilesim.errors import EXIT_OK
-from tilesim.options import frame_range, frames_argument
+from tilesim.options import frame_range, frames_argument, positive_int
 from tilesim.render.pipeline.observer import RenderObserver
 from tilesim.render.replay import render_trace
 from tilesim.render.traces.trace_file import Trace, open_trace
@@ -262,7 +262,7 @@ def register(subparsers) -> None:
     p.add_argument("--frames", type=frames_argument(), default=":", metavar="A:B",
                    help="frames to count, A:B from A up to, not including, B (default: all; "
                         "earlier frames are rendered too, for their state)")
-    p.add_argument("--tile-size", type=int, default=16, metavar="N",
+    p.add_argument("--tile-size", type=positive_int, default=16, metavar="N",
                    help="tile size in pixels (default 16, Table 3.1)")
     p.add_argument("--json", action="store_true",
                    help="print JSON (the columns, per-frame columns and notes)")

@@ -1,0 +1,48 @@
+"""Issue 35, messages: errors found where they should be and naming what they should."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from trace_helpers import sphere_trace
+
+from tilesim.cli import main
+from tilesim.errors import InputError
+
+
+def test_tile_size_zero_is_refused_by_argument_parsing(tmp_path, capsys):
+    trace = sphere_trace(tmp_path / "s.tsim", 1, size=(32, 24))
+    out = tmp_path / "out"
+    with pytest.raises(SystemExit) as info:
+        main(["render", str(trace), "--out", str(out), "--tile-size", "0"])
+    assert info.value.code == 2
+    assert "--tile-size: must be at least 1" in capsys.readouterr().err
+    assert not out.exists()          # render.json never written with it
+
+
+def test_unit_folder_refusal_inside_run_advises_tilesim_run(tmp_path):
+    from tilesim.render.studies.batch import Job, prepare_jobs
+
+    trace = sphere_trace(tmp_path / "s.tsim", 1, size=(32, 24))
+    out = tmp_path / "unit"
+    out.mkdir()
+    (out / "render.json").write_text(json.dumps({"format": "tilesim render folder 2",
+                                                 "tile_size": 99}))
+    job = Job(str(trace), (0, 1), str(out))
+    with pytest.raises(InputError) as info:
+        prepare_jobs([job], command="tilesim run")
+    assert "rerun `tilesim run` with --force" in str(info.value)
+    assert "tilesim render" not in str(info.value)
+
+
+def test_zero_byte_png_error_names_the_file(tmp_path):
+    from tilesim.timing.screen import _png_histogram
+
+    png = tmp_path / "frames" / "000000.png"
+    png.parent.mkdir()
+    png.write_bytes(b"")
+    with pytest.raises(InputError) as info:
+        _png_histogram(png)
+    assert info.value.source == str(png)
+    assert "BytesIO" not in str(info.value)
