@@ -51,7 +51,7 @@ from tilesim.atomic import (
 )
 from tilesim.backend import use_backend
 from tilesim.errors import InputError
-from tilesim.folder_lock import lock_folder, release_folder
+from tilesim.folder_lock import holds, lock_folder, release_folder
 from tilesim.images import frame_png_bytes
 from tilesim.options import default_workers
 from tilesim.render.pipeline.counters import (
@@ -216,9 +216,14 @@ def _shown(field: str, identity: dict) -> str:
     return "none" if value is None else repr(value)
 
 
-_RESTART = ("; to start over, rerun `tilesim render` with --force (it removes the frames, "
-            "counters, frames.json and render.json tilesim wrote there), or use another output "
-            "folder")
+def _restart(command: str) -> str:
+    """The advice ending a refusal: the command to rerun with --force."""
+    return (f"; to start over, rerun `{command}` with --force (it removes the frames, "
+            "counters, frames.json and render.json tilesim wrote there), or use another "
+            "output folder")
+
+
+_RESTART = _restart("tilesim render")
 
 
 SUMMARY_FORMAT = "tilesim render summary 1"
@@ -253,6 +258,13 @@ def refuse_foreign(files: list[tuple[Path, object]], command: str) -> None:
                              source=str(path))
 
 
+def holds_tilesim_files(files: list[tuple[Path, object]]) -> bool:
+    """Whether one of ``files`` (as for :func:`refuse_foreign`) is tilesim's: the folder is
+    then tilesim's, and a damaged file of it is for the resume checks (and --force)."""
+    return any(recognise is not None and os.path.lexists(path)
+               and is_tilesim_json(path, recognise) for path, recognise in files)
+
+
 def refuse_symlinks(folders: list[Path]) -> None:
     """InputError naming the first of ``folders`` that is a symbolic link: tilesim never
     writes or removes through one (its target is not a folder tilesim made)."""
@@ -277,9 +289,11 @@ def is_render_summary(record: dict) -> bool:
             or (isinstance(record.get("jobs"), list) and "seconds" in record))
 
 
-def check_folder(job: Job, identity: dict) -> None:
+def check_folder(job: Job, identity: dict, command: str = "tilesim render") -> None:
     """Refuse (InputError naming the folder) a folder that holds a render of another identity,
-    or frames whose identity is unknown; changes nothing."""
+    or frames whose identity is unknown; changes nothing. ``command`` is what the advice
+    tells to rerun with --force (``tilesim run`` for a study's unit folders)."""
+    _RESTART = _restart(command)
     folder = Path(job.out)
     path = folder / IDENTITY_FILE
     try:
@@ -344,7 +358,8 @@ def clean_stale_temporaries(out: str | Path) -> int:
             + remove_temporaries(out / COUNTERS_DIR, FRAME_NPZ))
 
 
-def prepare_jobs(jobs: list[Job], *, force: bool = False) -> list[dict]:
+def prepare_jobs(jobs: list[Job], *, force: bool = False,
+                 command: str = "tilesim render") -> list[dict]:
     """Before any frame: check every job's folder against its identity (all of them, before
     anything is changed), then, per folder, start it over if ``force``, remove stale
     temporaries, write ``render.json`` and bring ``frames.json`` up to date with the files.
@@ -352,18 +367,20 @@ def prepare_jobs(jobs: list[Job], *, force: bool = False) -> list[dict]:
     for job in jobs:
         check_output(job.out, folder=True)
     identities = [job_identity(job) for job in jobs]
-    for job in jobs:    # files that are not tilesim's: refused, --force or not
-        refuse_foreign(_render_files(job), "tilesim render")
+    for job in jobs:    # a folder not tilesim's: its files refused, --force or not
+        if not holds_tilesim_files(_render_files(job)) and not _own_outputs(Path(job.out)):
+            refuse_foreign(_render_files(job), command)
         refuse_symlinks([Path(job.out, FRAMES_DIR), Path(job.out, COUNTERS_DIR)])
+    taken = [job.out for job in jobs if not holds(job.out)]   # what a refusal gives back
     for job in jobs:   # one run per folder: a second fails here (the lock goes at exit)
-        lock_folder(job.out, "tilesim render")
+        lock_folder(job.out, command)
     if not force:
         try:
             for job, identity in zip(jobs, identities, strict=True):
-                check_folder(job, identity)
+                check_folder(job, identity, command)
         except InputError:
-            for job in jobs:     # a refused run leaves nothing behind (issue 35)
-                release_folder(job.out, undo=True)
+            for folder in taken:     # a refused run leaves nothing behind (issue 35)
+                release_folder(folder, undo=True)
             raise
     for job, identity in zip(jobs, identities, strict=True):
         if force:

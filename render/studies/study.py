@@ -57,7 +57,7 @@ from tilesim.render.studies.batch import (
     FRAMES_FILE,
     Job,
     file_sha256,
-    is_tilesim_json,
+    holds_tilesim_files,
     prepare_jobs,
     refuse_foreign,
     render_host,
@@ -746,14 +746,11 @@ STUDY_FORMAT = "tilesim study 1"
 
 def _study_files(out: Path) -> list[tuple[Path, object]]:
     """What ``tilesim run`` writes at the top of its folder, each with how tilesim's is
-    known (study.json and results.json by their fields; index.html and img/ are tilesim's
-    only in a folder whose study.json is)."""
-    own_study = os.path.lexists(out / STUDY_FILE) and is_tilesim_json(out / STUDY_FILE, _is_study)
-    files = [(out / STUDY_FILE, _is_study),
-             (out / "results.json", lambda r: "sections" in r or "record_sha256" in r)]
-    if not own_study:
-        files += [(out / "index.html", None), (out / "img", None)]
-    return files
+    known (study.json and results.json by their fields; index.html and img/ only by being
+    in a folder whose study.json or results.json is tilesim's)."""
+    return [(out / STUDY_FILE, _is_study),
+            (out / "results.json", lambda r: "sections" in r or "record_sha256" in r),
+            (out / "index.html", None), (out / "img", None)]
 
 
 def _is_study(record: dict) -> bool:
@@ -772,7 +769,7 @@ def prepare(settings: Settings, out: Path, *, force: bool) -> list[Unit]:
             Path(unit.folder, QUALITY_FILE).unlink(missing_ok=True)
             Path(unit.folder).parent.joinpath("characterization.json").unlink(missing_ok=True)
             remove_overlays(Path(unit.folder, "overlays"))
-    prepare_jobs([u.job for u in units], force=force)
+    prepare_jobs([u.job for u in units], force=force, command="tilesim run")
     return units
 
 
@@ -780,19 +777,22 @@ def run_study(settings: Settings, out: str | Path, *, workers: int = 1, force: b
               progress: bool = True, extra_sections=None) -> dict:
     """Run a study into ``out`` (resuming what an earlier run of it finished) and write
     results.json and the report; returns the results."""
-    from tilesim.folder_lock import lock_folder, release_folder
+    from tilesim.folder_lock import holds, lock_folder, release_folder
     from tilesim.render.studies.study_report import write_report
     from tilesim.render.studies.study_results import assemble_results
 
     out = Path(out)
     started = time.perf_counter()
-    refuse_foreign(_study_files(out), "tilesim run")     # before anything is made
+    if not holds_tilesim_files(_study_files(out)):       # before anything is made
+        refuse_foreign(_study_files(out), "tilesim run")
+    taken = not holds(out)
     lock_folder(out, "tilesim run")
     try:
         try:
             units = prepare(settings, out, force=force)
         except InputError:
-            release_folder(out, undo=True)       # a refused run leaves nothing behind
+            if taken:
+                release_folder(out, undo=True)   # a refused run leaves nothing behind
             raise
         write_json(out / STUDY_FILE, {"format": STUDY_FORMAT, "settings": settings_record(settings),
                                       "config": settings.effective.record()})
