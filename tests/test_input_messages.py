@@ -46,3 +46,10 @@ def test_zero_byte_png_error_names_the_file(tmp_path):
         _png_histogram(png)
     assert info.value.source == str(png)
     assert "BytesIO" not in str(info.value)
+
+
+def test_an_error_without_a_source_names_no_placeholder():
+    assert str(InputError("--frames '3': a range A:B is expected")) == (
+        "--frames '3': a range A:B is expected")
+    assert str(InputError("bad", line=3)) == "line 3: bad"
+    assert str(InputError("bad", source="f.tsim", line=3, column=7)) == "f.tsim:3:7: bad"

@@ -23,13 +23,15 @@ class InputError(TilesimError):
         self.source = source
         self.line = line
         self.column = column
-        where = source or "<input>"
+        # No source: the message names what it is about (an option, a call); no "<input>:"
+        # placeholder naming nothing (issue 35).
+        where = source or ("" if line is None else "line")
         if line is not None:
-            where += f":{line}"
+            where += f":{line}" if source else f" {line}"
             if column is not None:
                 where += f":{column}"
         self.bare_message = message
-        super().__init__(f"{where}: {message}")
+        super().__init__(f"{where}: {message}" if where else message)
 
     def __reduce__(self):
         # Rebuilt from its parts: an error raised in a Dask worker reaches the user as it was
