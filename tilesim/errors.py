@@ -24,7 +24,7 @@ class InputError(TilesimError):
         self.line = line
         self.column = column
         # No source: the message names what it is about (an option, a call); no "<input>:"
-        # placeholder naming nothing (issue 35).
+        # placeholder naming nothing.
         where = source or ("" if line is None else "line")
         if line is not None:
             where += f":{line}" if source else f" {line}"

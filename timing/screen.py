@@ -65,7 +65,7 @@ def _png_histogram(path: Path) -> np.ndarray:
                 im = im.convert("RGB")
             counts = im.histogram()  # 256 bins per band, bands in order
     except (OSError, UnidentifiedImageError, ValueError, SyntaxError):
-        # PIL's message names the BytesIO object, not the file (issue 35): name the file
+        # PIL's message names the BytesIO object, not the file: name the file
         raise InputError(f"not a readable PNG ({len(data)} bytes)", source=str(path)) from None
     histogram = np.asarray(counts[:768], dtype=np.float64).reshape(3, 256)
     histogram.setflags(write=False)

@@ -270,7 +270,7 @@ class GLState:
             raise self.error(f"bufferData with no buffer bound to {target}")
         if data is None:
             # checked before allocating: a 2**40-byte buffer is a budget error, not an
-            # "out of memory" (issue 35); the budget counts the other buffers held too
+            # "out of memory"; the budget counts the other buffers held too
             held = sum(buf.nbytes for key, buf in self.buffers.items() if key != ident)
             check_memory(f"bufferData: {size} bytes beside the {held} bytes buffers already "
                          "hold", held + max(int(size), 0), self.where)
@@ -525,7 +525,7 @@ class GLState:
 
     def _check_glint(self, op: str, **values) -> None:
         """Refuse a value outside GLint (32-bit signed, ES 2.0 §2.3): the pipeline computes
-        with 32-bit floats and integers, where a larger one would overflow (issue 35: a
+        with 32-bit floats and integers, where a larger one would overflow (a
         viewport x of 2**62 leaked a NumPy cast warning)."""
         for name, value in values.items():
             if not -(1 << 31) <= value < (1 << 31):

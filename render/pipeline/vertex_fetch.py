@@ -19,7 +19,7 @@ from tilesim.render.gl.state import GLState, Program
 
 # Memory a draw holds per vertex it processes (element ids, fetched attributes, clip
 # coordinates, varyings): a vertex count from the trace is checked against the memory budget
-# with it before anything is allocated (issue 35: drawArrays with count 2**40).
+# with it before anything is allocated (drawArrays with a count of 2**40).
 DRAW_BYTES_PER_VERTEX = 256
 
 INDEX_DTYPES = {"UNSIGNED_BYTE": np.uint8, "UNSIGNED_SHORT": np.uint16,

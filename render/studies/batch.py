@@ -245,7 +245,7 @@ def is_tilesim_json(path: Path, recognise) -> bool:
 
 
 def refuse_foreign(files: list[tuple[Path, object]], command: str) -> None:
-    """Issue 35, ownership: tilesim never overwrites (or, with --force, removes) a file it did
+    """Ownership: tilesim never overwrites (or, with --force, removes) a file it did
     not write. For each (path, recognise) of a file ``command`` would write: InputError naming
     the first that exists and is not tilesim's (:func:`is_tilesim_json`; ``recognise`` None:
     any file or folder there is foreign). Changes nothing."""
@@ -379,7 +379,7 @@ def prepare_jobs(jobs: list[Job], *, force: bool = False,
             for job, identity in zip(jobs, identities, strict=True):
                 check_folder(job, identity, command)
         except InputError:
-            for folder in taken:     # a refused run leaves nothing behind (issue 35)
+            for folder in taken:     # a refused run leaves nothing behind
                 release_folder(folder, undo=True)
             raise
     for job, identity in zip(jobs, identities, strict=True):

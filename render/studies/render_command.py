@@ -114,7 +114,7 @@ def _jobs(args: argparse.Namespace) -> list:
     jobs = []
     names: set[str] = set()
     for spec in args.traces:
-        # TRACE@A:B; a path that exists is a path, '@' in it or not (issue 35)
+        # TRACE@A:B; a path that exists is a path, '@' in it or not
         path, _, frames = (spec, "", "") if os.path.lexists(spec) else spec.rpartition("@")
         if not path:
             path, frames = spec, ""

@@ -715,7 +715,7 @@ _OVERLAY_PNG = re.compile(r"\d{6,}\.png")
 def remove_overlays(folder: Path) -> int:
     """Start a unit's overlays over: remove only what tilesim writes there (NNNNNN.json, and
     KIND/NNNNNN.png one level down), never following a symlink; other files, and the folders
-    holding them, stay (issue 35: --force once removed the whole folder). Returns the count."""
+    holding them, stay (--force must never remove the whole folder). Returns the count."""
     from tilesim.atomic import remove_temporaries
 
     if folder.is_symlink() or not folder.is_dir():
