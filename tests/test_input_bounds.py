@@ -111,3 +111,13 @@ def test_viewport_x_of_2_62_is_an_input_error(op):
         warnings.simplefilter("error")
         with pytest.raises(InputError, match=rf"{op}: x 4611686018427387904 is outside GLint"):
             _state().apply(Command(op, {"x": 1 << 62, "y": 0, "width": 4, "height": 4}))
+
+
+def test_import_and_workload_inputs_refuse_devices():
+    from tilesim.render.studies.scheduling.scenarios import load_scenarios
+    from tilesim.render.traces.apitrace_import import scan_apitrace
+    from tilesim.render.workloads.obj_model import load_obj
+
+    for read in (scan_apitrace, load_obj, load_scenarios):
+        with pytest.raises(InputError, match="not a regular file"):
+            read("/dev/zero")

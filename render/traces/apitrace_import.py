@@ -1869,8 +1869,9 @@ def _close(stream) -> None:
 
 
 def _check_file(path: Path) -> None:
-    if not path.is_file():
-        raise InputError("no such apitrace file", source=str(path))
+    from tilesim.inputs import open_input
+
+    open_input(path, "apitrace file", whole=False).close()   # a fifo or device: refused
     if path.stat().st_size == 0:
         raise InputError("the capture holds no calls (the file is empty)", source=str(path))
 
@@ -1911,10 +1912,9 @@ def import_pickle(pickle_path: str | os.PathLike, out_path: str | os.PathLike,
     notes = StreamNotes()
 
     def calls() -> Iterator[Call]:
-        try:
-            stream = open(path, "rb")
-        except OSError as exc:
-            raise InputError(f"cannot read: {exc.strerror or exc}", source=str(path)) from None
+        from tilesim.inputs import open_input
+
+        stream = open_input(path, "apitrace pickle file", whole=False)
         with stream:
             yield from read_calls(stream, source=str(path), notes=notes)
 

@@ -32,10 +32,9 @@ def load_obj(path: str | Path) -> Mesh:
     normals: list[list[float]] = []
     faces: list[list[int]] = []
     face_normals: list[list[int]] = []
-    try:
-        lines = path.read_text(encoding="utf-8", errors="strict").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read the OBJ file: {exc}", source=str(path)) from None
+    from tilesim.inputs import read_input_text
+
+    lines = read_input_text(path, "OBJ file").splitlines()
     for number, line in enumerate(lines, start=1):
         parts = line.split()
         if not parts or parts[0].startswith("#"):

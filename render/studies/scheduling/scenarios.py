@@ -47,7 +47,9 @@ def load_scenarios(path: str | Path | None = None) -> Scenarios:
     path = Path(path) if path is not None else SCENARIOS_TOML
     where = str(path)
     try:
-        data = tomllib.loads(path.read_text())
+        from tilesim.inputs import read_input_text
+
+        data = tomllib.loads(read_input_text(path, "scenarios file"))
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"not valid TOML: {exc}", source=where) from None
     run, apps, scen = data.get("run", {}), data.get("apps", {}), data.get("scenarios", {})
