@@ -121,3 +121,11 @@ def test_import_and_workload_inputs_refuse_devices():
     for read in (scan_apitrace, load_obj, load_scenarios):
         with pytest.raises(InputError, match="not a regular file"):
             read("/dev/zero")
+
+
+def test_file_digests_refuse_a_fifo(fifo):
+    # render --dsr-parameters FIFO once waited forever hashing the parameters file
+    from tilesim.render_folder import file_sha256
+
+    with pytest.raises(InputError, match="not a regular file"):
+        file_sha256(fifo)

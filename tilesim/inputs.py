@@ -41,8 +41,8 @@ def open_input(path: str | os.PathLike, what: str = "input file", *,
         if stat.S_ISDIR(info.st_mode):
             raise InputError(f"is a folder, not a {what}", source=where)
         if not stat.S_ISREG(info.st_mode):
-            raise InputError(f"not a regular file (a fifo, device or socket), not a {what}",
-                             source=where)
+            raise InputError(f"not a regular file (a fifo, device or socket); the {what} "
+                             "must be one", source=where)
         if whole:
             check_memory(f"reading the {what}", info.st_size, where)
         if hasattr(os, "set_blocking"):

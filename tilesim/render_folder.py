@@ -65,9 +65,12 @@ def sha256_bytes(data: bytes) -> str:
 
 
 def file_sha256(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
-    """SHA-256 of a file's bytes, read in chunks (traces can be large)."""
+    """SHA-256 of a file's bytes, read in chunks (traces can be large); a fifo or device is
+    refused (InputError naming it), never read forever."""
+    from tilesim.inputs import open_input
+
     digest = hashlib.sha256()
-    with open(path, "rb") as f:
+    with open_input(path, "input file", whole=False) as f:
         while block := f.read(chunk):
             digest.update(block)
     return digest.hexdigest()
