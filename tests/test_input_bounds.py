@@ -129,3 +129,25 @@ def test_file_digests_refuse_a_fifo(fifo):
 
     with pytest.raises(InputError, match="not a regular file"):
         file_sha256(fifo)
+
+
+def test_framebuffers_held_count_against_the_budget(monkeypatch):
+    # Each 1024x1024 framebuffer fits alone (400 MiB to render into), but the ones already
+    # rendered into keep their buffers: a trace of many of them is refused, not run to GBs.
+    from tilesim.render.gl.commands import Recorder
+    from tilesim.render.pipeline.renderer import Renderer
+
+    gl = Recorder(16, 16)
+    for _ in range(12):
+        texture = gl.createTexture()
+        gl.bindTexture("TEXTURE_2D", texture)
+        gl.texImage2D("TEXTURE_2D", 0, "RGBA", 1024, 1024, 0, "RGBA", "UNSIGNED_BYTE", None)
+        gl.bindFramebuffer("FRAMEBUFFER", gl.createFramebuffer())
+        gl.framebufferTexture2D("FRAMEBUFFER", "COLOR_ATTACHMENT0", "TEXTURE_2D", texture, 0)
+        gl.clear("COLOR_BUFFER_BIT")
+    gl.endFrame()
+    monkeypatch.setenv(BUDGET_ENV, "500M")
+    renderer = Renderer(16, 16, source="many.tsim")
+    with pytest.raises(InputError, match=r"many\.tsim: .*beside the \d+ pixels of other "
+                                         r"framebuffers needs about .*memory budget"):
+        list(renderer.render(gl.recorded_frames()))

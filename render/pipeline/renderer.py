@@ -103,6 +103,10 @@ class DrawContext:
         return position, found
 
 
+# What a framebuffer's render target keeps between draws, per pixel: RGBA8 colour, 32-bit
+# depth, and the tile bookkeeping beside them.
+TARGET_BYTES_PER_PIXEL = 16
+
 # Commands after which work a technique holds back (EVR's second lists) may not run with the
 # state it was captured with (texture contents and parameters, programs), or that end the
 # display lists: the held-back work is drawn first.
@@ -411,8 +415,14 @@ class Renderer:
         target = self.fbo_targets.get(fbo_id)
         if (target is None or target.width != width or target.height != height
                 or target.key != key):
-            check_memory(f"rendering into the {width}x{height} framebuffer {fbo_id}",
-                         RENDER_BYTES_PER_PIXEL * width * height, self.state.where)
+            # The framebuffers already rendered into keep their buffers: counted too, so many
+            # small ones cannot add up past the budget (issue 35).
+            held = sum(t.width * t.height for key, t in self.fbo_targets.items()
+                       if key != fbo_id)
+            beside = f" beside the {held} pixels of other framebuffers" if held else ""
+            check_memory(f"rendering into the {width}x{height} framebuffer {fbo_id}{beside}",
+                         RENDER_BYTES_PER_PIXEL * width * height
+                         + TARGET_BYTES_PER_PIXEL * held, self.state.where)
             target = RenderTarget(width, height, depth_bits or 24, has_depth=depth is not None,
                                   name=f"fbo{fbo_id}", tile_size=self.tile_size,
                                   texture=color[3] if color else None,
