@@ -416,7 +416,7 @@ class Renderer:
         if (target is None or target.width != width or target.height != height
                 or target.key != key):
             # The framebuffers already rendered into keep their buffers: counted too, so many
-            # small ones cannot add up past the budget (issue 35).
+            # small ones cannot add up past the budget.
             held = sum(t.width * t.height for key, t in self.fbo_targets.items()
                        if key != fbo_id)
             beside = f" beside the {held} pixels of other framebuffers" if held else ""
