@@ -53,3 +53,14 @@ def test_an_error_without_a_source_names_no_placeholder():
         "--frames '3': a range A:B is expected")
     assert str(InputError("bad", line=3)) == "line 3: bad"
     assert str(InputError("bad", source="f.tsim", line=3, column=7)) == "f.tsim:3:7: bad"
+
+
+def test_trace_and_frames_reads_an_existing_path_with_at_as_a_path(tmp_path):
+    from tilesim.inputs import trace_and_frames
+
+    odd = tmp_path / "x@y.tsim"
+    odd.write_bytes(b"")
+    assert trace_and_frames(str(odd)) == (str(odd), "")
+    assert trace_and_frames(f"{odd}@1:3") == (str(odd), "1:3")
+    assert trace_and_frames("a.tsim@:2") == ("a.tsim", ":2")
+    assert trace_and_frames("a.tsim") == ("a.tsim", "")

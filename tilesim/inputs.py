@@ -72,3 +72,12 @@ def read_input_text(path: str | os.PathLike, what: str = "input file") -> str:
     except UnicodeDecodeError as exc:
         raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start}), not a {what}",
                          source=os.fspath(path)) from None
+
+
+def trace_and_frames(spec: str) -> tuple[str, str]:
+    """``TRACE[@A:B]`` -> (TRACE, 'A:B' or ''). A path that exists is a path, '@' in its
+    name or not; otherwise the frames follow the last '@' (a folder name may hold one)."""
+    if os.path.lexists(spec) or "@" not in spec:
+        return spec, ""
+    path, _, frames = spec.rpartition("@")
+    return path, frames

@@ -853,7 +853,9 @@ class TraceSpec:
 
 def trace_spec(text: str, frames: str, size: tuple[int, int] | None) -> TraceSpec:
     """``TRACE[@A:B]`` -> the trace, its frames and size, checked (InputError otherwise)."""
-    path, _, own_frames = text.partition("@")
+    from tilesim.inputs import trace_and_frames
+
+    path, own_frames = trace_and_frames(text)
     with open_trace(path) as trace:
         wanted = frames_of(own_frames or frames, trace.frame_count, path)
         window = size or (trace.width, trace.height)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import time
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from tqdm import tqdm
 from tilesim.atomic import remove_temporaries
 from tilesim.backend import backend_name
 from tilesim.errors import EXIT_OK, InputError
+from tilesim.inputs import trace_and_frames
 from tilesim.options import (
     default_workers,
     frame_range,
@@ -114,10 +114,7 @@ def _jobs(args: argparse.Namespace) -> list:
     jobs = []
     names: set[str] = set()
     for spec in args.traces:
-        # TRACE@A:B; a path that exists is a path, '@' in it or not
-        path, _, frames = (spec, "", "") if os.path.lexists(spec) else spec.rpartition("@")
-        if not path:
-            path, frames = spec, ""
+        path, frames = trace_and_frames(spec)     # an existing path with '@' is a path
         with open_trace(path) as trace:
             wanted = frame_range(frames or args.frames, trace.frame_count, source=path)
         name = Path(path).stem

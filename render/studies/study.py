@@ -268,11 +268,12 @@ def given_workloads(paths: list[str], frames: int | str | None) -> list[Workload
     """Workloads of ``--trace`` arguments (``X.tsim`` or ``X.tsim@A:B``; ``frames`` as
     :func:`_frames` where a trace has no range of its own); names from the file names, made
     unique."""
+    from tilesim.inputs import trace_and_frames
     from tilesim.options import frame_range
 
     out, names = [], set()
     for raw in paths:
-        path, _, span = raw.partition("@")
+        path, span = trace_and_frames(raw)
         if not Path(path).is_file():
             raise InputError("no such trace", source=path)
         with open_trace(path) as t:
