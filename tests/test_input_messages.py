@@ -64,3 +64,25 @@ def test_trace_and_frames_reads_an_existing_path_with_at_as_a_path(tmp_path):
     assert trace_and_frames(f"{odd}@1:3") == (str(odd), "1:3")
     assert trace_and_frames("a.tsim@:2") == ("a.tsim", ":2")
     assert trace_and_frames("a.tsim") == ("a.tsim", "")
+
+
+def test_disk_full_while_writing_a_trace_names_the_file(tmp_path, monkeypatch):
+    import errno
+    import zipfile
+
+    from tilesim.render.gl.commands import Recorder
+    from tilesim.render.traces.trace_file import write_trace
+
+    gl = Recorder(8, 8)
+    gl.clear("COLOR_BUFFER_BIT")
+    gl.endFrame()
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(zipfile.ZipFile, "writestr", full)
+    path = tmp_path / "t.tsim"
+    with pytest.raises(OSError) as info:
+        write_trace(path, gl.recorded_frames(), width=8, height=8)
+    assert info.value.filename == str(path)
+    assert not path.exists()

@@ -281,7 +281,13 @@ class TraceWriter:
         info.compress_type = zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED
         info.external_attr = 0o644 << 16
         assert self._zip is not None
-        self._zip.writestr(info, data, compresslevel=compress or None)
+        try:
+            self._zip.writestr(info, data, compresslevel=compress or None)
+        except OSError as exc:
+            if exc.filename is not None:
+                raise
+            # A full disk fails the write naming no file: name the trace being written.
+            raise OSError(exc.errno, exc.strerror or str(exc), str(self.path)) from exc
 
     def add_frame(self, commands: Iterable[Command]) -> None:
         """Validate one frame's commands and append it (its new blobs first)."""
@@ -351,8 +357,10 @@ class TraceWriter:
             self._file.close()
             os.chmod(self._tmp, default_mode())
             os.replace(self._tmp, self.path)
-        except BaseException:
+        except BaseException as exc:
             self.abort()
+            if isinstance(exc, OSError) and exc.filename is None:   # disk full: name the file
+                raise OSError(exc.errno, exc.strerror or str(exc), str(self.path)) from exc
             raise
         return self.path
 
