@@ -89,7 +89,7 @@ def test_a_second_render_into_the_same_folder_fails_at_once_and_a_killed_one_let
         second = subprocess.run(render, capture_output=True, text=True, timeout=120,
                                 check=False)
         assert second.returncode == 2, second.stderr
-        assert second.stderr == (f"tilesim: error: {out}: another tilesim render run is "
+        assert second.stderr == (f"tilesim: error: {out}: another tilesim render is "
                                  f"writing into this folder (it holds {LOCK_FILE}); wait for "
                                  "it to end, or give another folder\n")
         assert time.monotonic() - started < 60      # at once, not after rendering
