@@ -292,7 +292,7 @@ def test_cli_schedule_json_and_errors(tmp_path, capsys):
     report = json.loads(capsys.readouterr().out)
     assert set(report["runs"]) == {"none", "frrs", "hpf", "hpf-block", "hpf-frame", "edf"}
     assert report["runs"]["frrs"]["apps"][0]["afr"] == pytest.approx(30, abs=1)
-    assert main(["schedule", "--scenario", "MTS-1", "--policy", "hpf", "--duration", "0.5",
+    assert main(["schedule", "MTS-1", "--policy", "hpf", "--duration", "0.5",
                  "--blocks", blocks, "--plot", str(tmp_path / "plots")]) == 0
     assert "speedometer" in capsys.readouterr().out
     assert (tmp_path / "plots" / "MTS-1-afr.png").stat().st_size > 0

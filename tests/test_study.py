@@ -113,7 +113,7 @@ def test_open_results_gives_data_frames_and_per_tile_arrays(study):
     energy = tiles["energy_j"].sel(frame=3)
     assert float(energy.min()) > 0
     assert float(energy.sum()) < frames.loc[("sphere", "re", 3), "energy_j"]
-    with pytest.raises(KeyError, match="techniques"):
+    with pytest.raises(InputError, match="unknown technique"):
         results.tiles("sphere", "nope")
 
 

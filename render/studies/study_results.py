@@ -64,7 +64,7 @@ from pathlib import Path
 import numpy as np
 
 from tilesim import __version__
-from tilesim.errors import InputError
+from tilesim.errors import InputError, resolve_name
 from tilesim.render.studies.coherence import LOSSLESS, Tally
 from tilesim.render.studies.coherence import average as quality_average
 from tilesim.render.studies.thesis_comparison import THESIS, compare
@@ -301,14 +301,13 @@ class StudyResults:
         return frame
 
     def _run(self, workload: str, technique: str) -> dict:
-        for w in self.raw["workloads"]:
-            if w["name"] == workload:
-                if technique not in w["runs"]:
-                    raise KeyError(f"{technique!r}: not in this study (techniques: "
-                                   f"{', '.join(w['runs'])})")
-                return w["runs"][technique]
-        raise KeyError(f"{workload!r}: not in this study (workloads: "
-                       f"{', '.join(self.workloads)})")
+        """A run's record; InputError naming the study (with the names it has and the
+        closest, case aside) for a workload or technique it does not hold."""
+        source = str(self.folder / "results.json")
+        workload = resolve_name("workload", str(workload), self.workloads, source=source)
+        runs = next(w["runs"] for w in self.raw["workloads"] if w["name"] == workload)
+        technique = resolve_name("technique", str(technique), list(runs), source=source)
+        return runs[technique]
 
     def tiles(self, workload: str, technique: str = "baseline"):
         """Per-tile figures of the screen pass (the default framebuffer) of every frame of a
@@ -349,7 +348,8 @@ class StudyResults:
             grids.setdefault("raster_cycles", []).append(sum(p.cycles for p in passes))
             grids.setdefault("energy_j", []).append(sum(p.energy_j for p in passes))
         if shape is None:
-            raise KeyError(f"{workload}/{technique}: no frame drew to the screen")
+            raise InputError(f"{workload}/{technique}: no frame drew to the screen",
+                             source=str(self.folder / "results.json"))
         dims = ("frame", "tile_y", "tile_x")
         dataset = xr.Dataset({name: (dims, np.stack(v)) for name, v in grids.items()},
                              coords={"frame": indices, "tile_y": np.arange(shape[0]),

@@ -45,9 +45,7 @@ def register(subparsers) -> None:
                     "and probability of meeting deadlines (PMD); --json adds the distribution "
                     "of frame finish times relative to deadlines (PD-FFT).")
     p.add_argument("scenario_arg", nargs="?", metavar="SCENARIO",
-                   help="MTS-1 or MTS-2 (or a scenario of --config)")
-    p.add_argument("--scenario", dest="scenario_opt", metavar="NAME",
-                   help="the same as the positional SCENARIO")
+                   help="MTS-1 or MTS-2 (or a scenario of --config), any case")
     p.add_argument("--policy", default="hpf", metavar="|".join(POLICIES + ("all",)),
                    help="scheduling policy, several separated by commas, or 'all' (default "
                         "%(default)s)")
@@ -199,11 +197,9 @@ def _margins(text: str) -> list[float]:
 
 
 def _schedule(args) -> int:
-    scenario = args.scenario_arg or args.scenario_opt
+    scenario = args.scenario_arg
     if not scenario:
-        raise InputError("name a scenario (MTS-1 or MTS-2)", source="SCENARIO")
-    if args.scenario_arg and args.scenario_opt and args.scenario_arg != args.scenario_opt:
-        raise InputError("SCENARIO and --scenario differ", source="--scenario")
+        raise InputError("name a scenario (MTS-1 or MTS-2)", source="tilesim schedule")
     policies = (list(POLICIES) if args.policy == "all"
                 else [check_policy(p) for p in args.policy.split(",")])
     _positive(args.duration, "--duration")
