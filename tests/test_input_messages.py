@@ -11,13 +11,12 @@ from tilesim.cli import main
 from tilesim.errors import InputError
 
 
-def test_tile_size_zero_is_refused_by_argument_parsing(tmp_path, capsys):
+def test_tile_size_zero_is_refused_before_anything_is_written(tmp_path, capsys):
     trace = sphere_trace(tmp_path / "s.tsim", 1, size=(32, 24))
     out = tmp_path / "out"
-    with pytest.raises(SystemExit) as info:
-        main(["render", str(trace), "--out", str(out), "--tile-size", "0"])
-    assert info.value.code == 2
-    assert "--tile-size: must be at least 1" in capsys.readouterr().err
+    assert main(["render", str(trace), "--out", str(out), "--tile-size", "0"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["tilesim: error: --tile-size: an even whole number of pixels >= 2, got 0"]
     assert not out.exists()          # render.json never written with it
 
 

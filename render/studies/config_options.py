@@ -14,7 +14,6 @@ that differ from the shipped file (:func:`renderer_values`).
 from __future__ import annotations
 
 from tilesim.errors import InputError
-from tilesim.options import positive_int
 from tilesim.render.pipeline.gpu_config import RENDERER_KEYS, renderer_config
 from tilesim.timing.config import SET_HELP, EffectiveConfig, effective_config
 
@@ -30,7 +29,9 @@ def add_config_arguments(parser, *, energy: bool = True, tile_size: bool = True)
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                         dest="config_set", help=SET_HELP)
     if tile_size:
-        parser.add_argument("--tile-size", type=positive_int, default=None, metavar="N",
+        # Checked with the configuration (effective_config: an even whole number >= 2), one
+        # line before anything is written.
+        parser.add_argument("--tile-size", type=int, default=None, metavar="N",
                             help="tile size in pixels: screen.tile_size of the configuration "
                                  "(default 16, Table 3.1)")
 
