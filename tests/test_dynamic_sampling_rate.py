@@ -688,9 +688,9 @@ def test_cli_cross_validation_reports_each_fold_and_writes_the_fit_on_all(tmp_pa
     traces = [sphere_trace(tmp_path / "one.tsim", 3),
               sphere_trace(tmp_path / "two.tsim", 3, size=(64, 48)),
               sphere_trace(tmp_path / "three.tsim", 3, size=(56, 40))]
-    out, cache = tmp_path / "dsr.toml", tmp_path / "cache"
+    out, cache = tmp_path / "dsr" / "dsr_parameters.toml", tmp_path / "cache"
     argv = ["--train", *map(str, traces), "--folds", "3", "--cache", str(cache), "--out",
-            str(out), "--workers", "1", "--increase-thresholds", "8,64",
+            str(out.parent), "--workers", "1", "--increase-thresholds", "8,64",
             "--increase-diagonals", "8", "--reduce-thresholds", "1,16",
             "--reduce-diagonals", "8", "--guard-thresholds", "16,255", "--guard-caps", "0",
             "--sweeps", "1", "--json"]
