@@ -41,6 +41,13 @@ def left_in_group(pgid: int) -> list[str]:
     return [line for line in listing.splitlines() if line.split()[1][0] != "Z"]
 
 
+def _as_from_a_terminal() -> None:
+    """A program started from a terminal takes Ctrl-C; one started in the background by a
+    shell without job control (``nohup pytest &``) inherits SIGINT ignored. The run under
+    test is the terminal's."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def interrupt(argv: list[str], out: Path, pngs: int, number: int, *, group: bool):
     """Start ``tilesim argv`` in its own process group with the test hook that holds each
     worker after its first frame, wait until ``pngs`` frames are on disk (the workers busy in
@@ -49,7 +56,8 @@ def interrupt(argv: list[str], out: Path, pngs: int, number: int, *, group: bool
     to end. No process of the group may be left."""
     proc = subprocess.Popen([sys.executable, "-m", "tilesim.cli", *argv],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            env=dict(os.environ, **{HANG_ENV: "1"}), start_new_session=True)
+                            env=dict(os.environ, **{HANG_ENV: "1"}), start_new_session=True,
+                            preexec_fn=_as_from_a_terminal)
     try:
         deadline = time.monotonic() + 300
         while frames_on_disk(out) < pngs:
