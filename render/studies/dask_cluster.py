@@ -101,6 +101,11 @@ def dask_client(workers: int, scheduler: str | None = None, *,
             with suppress(Exception):
                 if cluster is not None:
                     cluster.close(timeout=CLOSE_S)
+            # Closing restores Dask's log level, while its comms may still report the
+            # connections the kill cut ("Batched Comm Closed" and a traceback, seen on a
+            # SIGTERM): this process's Dask logs stay silent after a local cluster.
+            if cluster is not None:
+                logging.getLogger("distributed").setLevel(SILENT)
 
 
 def _local_cluster(workers: int, memory_limit: int | str | None):
