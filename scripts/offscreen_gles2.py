@@ -87,40 +87,49 @@ def _c_ints(*values: int):
     return (ctypes.c_int * len(values))(*values)
 
 
+def surfaceless_config(depth_bits: int):
+    """libEGL and libGLESv2 loaded, Mesa's surfaceless EGL display initialized for OpenGL ES
+    and its first pbuffer config with RGBA8 and ``depth_bits`` of depth: (egl, gl, display,
+    config); Unavailable saying which step failed."""
+    try:
+        egl = ctypes.CDLL("libEGL.so.1")
+        gl = ctypes.CDLL("libGLESv2.so.2")
+    except OSError as exc:
+        raise Unavailable(f"cannot load libEGL.so.1 / libGLESv2.so.2: {exc}") from exc
+    vp = ctypes.c_void_p
+    egl.eglGetProcAddress.restype = vp
+    egl.eglGetProcAddress.argtypes = [ctypes.c_char_p]
+    address = egl.eglGetProcAddress(b"eglGetPlatformDisplayEXT")
+    if not address:
+        raise Unavailable("EGL has no eglGetPlatformDisplayEXT")
+    display = ctypes.CFUNCTYPE(vp, ctypes.c_uint, vp, vp)(address)(
+        EGL_PLATFORM_SURFACELESS_MESA, None, None)
+    if not display:
+        raise Unavailable("no EGL display on the surfaceless platform")
+    egl.eglInitialize.argtypes = [vp, vp, vp]
+    if not egl.eglInitialize(display, None, None):
+        raise Unavailable("eglInitialize failed")
+    egl.eglBindAPI.argtypes = [ctypes.c_uint]
+    egl.eglBindAPI(EGL_OPENGL_ES_API)
+    egl.eglChooseConfig.argtypes = [vp, vp, vp, ctypes.c_int, vp]
+    config, count = vp(), ctypes.c_int()
+    attribs = _c_ints(EGL_SURFACE_TYPE, EGL_PBUFFER_BIT, EGL_RENDERABLE_TYPE,
+                      EGL_OPENGL_ES2_BIT, EGL_RED_SIZE, 8, EGL_GREEN_SIZE, 8,
+                      EGL_BLUE_SIZE, 8, EGL_ALPHA_SIZE, 8, EGL_DEPTH_SIZE, depth_bits, EGL_NONE)
+    if not egl.eglChooseConfig(display, attribs, ctypes.byref(config), 1,
+                               ctypes.byref(count)) or count.value < 1:
+        raise Unavailable(f"no EGL config with a pbuffer, RGBA8 and {depth_bits} depth bits")
+    return egl, gl, display, config
+
+
 class Context:
     """A current GLES2 context on Mesa's surfaceless EGL platform, with a pbuffer surface of
     ``size`` (width, height) or none (``size`` None: only framebuffer objects can be drawn to)."""
 
     def __init__(self, size: tuple[int, int] | None):
-        try:
-            self.egl = egl = ctypes.CDLL("libEGL.so.1")
-            self.gl = ctypes.CDLL("libGLESv2.so.2")
-        except OSError as exc:
-            raise Unavailable(f"cannot load libEGL.so.1 / libGLESv2.so.2: {exc}") from exc
+        self.egl, self.gl, display, config = surfaceless_config(depth_bits=24)
+        egl, self.display = self.egl, display
         vp = ctypes.c_void_p
-        egl.eglGetProcAddress.restype = vp
-        egl.eglGetProcAddress.argtypes = [ctypes.c_char_p]
-        address = egl.eglGetProcAddress(b"eglGetPlatformDisplayEXT")
-        if not address:
-            raise Unavailable("EGL has no eglGetPlatformDisplayEXT")
-        display = ctypes.CFUNCTYPE(vp, ctypes.c_uint, vp, vp)(address)(
-            EGL_PLATFORM_SURFACELESS_MESA, None, None)
-        if not display:
-            raise Unavailable("no EGL display on the surfaceless platform")
-        self.display = display
-        egl.eglInitialize.argtypes = [vp, vp, vp]
-        if not egl.eglInitialize(display, None, None):
-            raise Unavailable("eglInitialize failed")
-        egl.eglBindAPI.argtypes = [ctypes.c_uint]
-        egl.eglBindAPI(EGL_OPENGL_ES_API)
-        egl.eglChooseConfig.argtypes = [vp, vp, vp, ctypes.c_int, vp]
-        config, count = vp(), ctypes.c_int()
-        attribs = _c_ints(EGL_SURFACE_TYPE, EGL_PBUFFER_BIT, EGL_RENDERABLE_TYPE,
-                          EGL_OPENGL_ES2_BIT, EGL_RED_SIZE, 8, EGL_GREEN_SIZE, 8,
-                          EGL_BLUE_SIZE, 8, EGL_ALPHA_SIZE, 8, EGL_DEPTH_SIZE, 24, EGL_NONE)
-        if not egl.eglChooseConfig(display, attribs, ctypes.byref(config), 1,
-                                   ctypes.byref(count)) or count.value < 1:
-            raise Unavailable("no EGL config with a pbuffer, RGBA8 and 24 depth bits")
         egl.eglCreateContext.restype = vp
         egl.eglCreateContext.argtypes = [vp, vp, vp, vp]
         context = egl.eglCreateContext(display, config, None,

@@ -32,20 +32,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from offscreen_gles2 import (  # noqa: E402  (the sibling script's EGL and GL helpers)
-    EGL_ALPHA_SIZE,
-    EGL_BLUE_SIZE,
     EGL_CONTEXT_CLIENT_VERSION,
-    EGL_DEPTH_SIZE,
-    EGL_GREEN_SIZE,
     EGL_HEIGHT,
     EGL_NONE,
-    EGL_OPENGL_ES2_BIT,
-    EGL_OPENGL_ES_API,
-    EGL_PBUFFER_BIT,
-    EGL_PLATFORM_SURFACELESS_MESA,
-    EGL_RED_SIZE,
-    EGL_RENDERABLE_TYPE,
-    EGL_SURFACE_TYPE,
     EGL_WIDTH,
     EXIT_NO_GL,
     GL_ARRAY_BUFFER,
@@ -67,6 +56,7 @@ from offscreen_gles2 import (  # noqa: E402  (the sibling script's EGL and GL he
     _c_ints,
     _gen,
     _shader,
+    surfaceless_config,
 )
 
 GL_BGRA_EXT = 0x80E1
@@ -99,32 +89,8 @@ class Egl:
     """Mesa's surfaceless EGL display, one RGBA8 pbuffer config."""
 
     def __init__(self):
-        try:
-            self.egl = egl = ctypes.CDLL("libEGL.so.1")
-            self.gl = ctypes.CDLL("libGLESv2.so.2")
-        except OSError as exc:
-            raise Unavailable(f"cannot load libEGL.so.1 / libGLESv2.so.2: {exc}") from exc
-        vp = ctypes.c_void_p
-        egl.eglGetProcAddress.restype = vp
-        egl.eglGetProcAddress.argtypes = [ctypes.c_char_p]
-        address = egl.eglGetProcAddress(b"eglGetPlatformDisplayEXT")
-        if not address:
-            raise Unavailable("EGL has no eglGetPlatformDisplayEXT")
-        self.display = ctypes.CFUNCTYPE(vp, ctypes.c_uint, vp, vp)(address)(
-            EGL_PLATFORM_SURFACELESS_MESA, None, None)
-        egl.eglInitialize.argtypes = [vp, vp, vp]
-        if not self.display or not egl.eglInitialize(self.display, None, None):
-            raise Unavailable("no EGL display on the surfaceless platform")
-        egl.eglBindAPI.argtypes = [ctypes.c_uint]
-        egl.eglBindAPI(EGL_OPENGL_ES_API)
-        egl.eglChooseConfig.argtypes = [vp, vp, vp, ctypes.c_int, vp]
-        self.config, count = vp(), ctypes.c_int()
-        if not egl.eglChooseConfig(self.display, _c_ints(
-                EGL_SURFACE_TYPE, EGL_PBUFFER_BIT, EGL_RENDERABLE_TYPE, EGL_OPENGL_ES2_BIT,
-                EGL_RED_SIZE, 8, EGL_GREEN_SIZE, 8, EGL_BLUE_SIZE, 8, EGL_ALPHA_SIZE, 8,
-                EGL_DEPTH_SIZE, 0, EGL_NONE), ctypes.byref(self.config), 1,
-                ctypes.byref(count)) or count.value < 1:
-            raise Unavailable("no EGL config with a pbuffer and RGBA8")
+        self.egl, self.gl, self.display, self.config = surfaceless_config(depth_bits=0)
+        egl, vp = self.egl, ctypes.c_void_p
         egl.eglCreateContext.restype = vp
         egl.eglCreateContext.argtypes = [vp, vp, vp, vp]
         egl.eglCreatePbufferSurface.restype = vp
