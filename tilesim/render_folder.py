@@ -85,26 +85,25 @@ def provenance(identity: dict, frame: int, image_shape) -> dict:
     return {**kept, "frame": int(frame), "image_size": [width, height]}
 
 
+def _member(archive: zipfile.ZipFile, name: str):
+    """The array member ``name`` of an open counters file (raises what UNREADABLE lists)."""
+    import io
+
+    import numpy as np
+
+    return np.load(io.BytesIO(archive.read(name + ".npy")), allow_pickle=False)
+
+
 def read_provenance(npz: Path) -> dict | None:
     """The ``provenance`` member of a counters file (None when it has none: an older file);
     InputError naming the file when it cannot be read."""
     try:
         with zipfile.ZipFile(npz) as archive:
-            try:
-                data = archive.read(PROVENANCE_MEMBER + ".npy")
-            except KeyError:
+            if PROVENANCE_MEMBER + ".npy" not in archive.namelist():
                 return None
+            value = json.loads(str(_member(archive, PROVENANCE_MEMBER)))
     except UNREADABLE as exc:
         raise InputError(f"unreadable counters file: {exc}", source=str(npz)) from None
-    import io
-
-    import numpy as np
-
-    try:
-        value = json.loads(str(np.load(io.BytesIO(data), allow_pickle=False)))
-    except UNREADABLE as exc:
-        raise InputError(f"unreadable provenance in counters file: {exc}",
-                         source=str(npz)) from None
     return value if isinstance(value, dict) else None
 
 
@@ -130,6 +129,16 @@ def unsealed(record) -> dict | None:
     try:
         return record if record[SEAL] == _record_digest(record) else None
     except (TypeError, ValueError):
+        return None
+
+
+def read_sealed(path: str | os.PathLike) -> dict | None:
+    """A record tilesim wrote :func:`sealed` (a study unit's quality.json, a
+    characterization, an overlay index): None when it is absent, unreadable or does not
+    match its own digest, so that the study makes it again."""
+    try:
+        return unsealed(json.loads(Path(path).read_text(encoding="utf-8")))
+    except (OSError, UnicodeDecodeError, ValueError):
         return None
 
 
@@ -345,16 +354,11 @@ def _legacy_folder(folder: Path, frames: range | None) -> RenderFolder:
 def _screen_size(npz: Path) -> list[int] | None:
     """[width, height] of the frame's pass into the default framebuffer (the image its PNG
     shows), None when it drew none."""
-    import io
-
-    import numpy as np
-
     try:
         with zipfile.ZipFile(npz) as archive:
             k = 0
             while f"pass{k}.meta.npy" in archive.namelist():
-                meta = json.loads(str(np.load(io.BytesIO(archive.read(f"pass{k}.meta.npy")),
-                                              allow_pickle=False)))
+                meta = json.loads(str(_member(archive, f"pass{k}.meta")))
                 if meta.get("target") == "default":
                     return [int(meta["width"]), int(meta["height"])]
                 k += 1
@@ -365,14 +369,9 @@ def _screen_size(npz: Path) -> list[int] | None:
 
 def _index_problem(npz: Path, index: int) -> str | None:
     """The frame number a counters file holds (member ``frame.index``) against its name."""
-    import io
-
-    import numpy as np
-
     try:
         with zipfile.ZipFile(npz) as archive:
-            held = int(np.load(io.BytesIO(archive.read("frame.index.npy")),
-                               allow_pickle=False))
+            held = int(_member(archive, "frame.index"))
     except UNREADABLE as exc:
         return f"unreadable counters file ({exc})"
     return None if held == index else f"it holds frame {held}, not frame {index}"

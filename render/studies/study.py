@@ -70,7 +70,7 @@ from tilesim.render.studies.coherence import DEFAULT_TECHNIQUES, Tally, write_ov
 from tilesim.render.studies.config_options import add_config_arguments
 from tilesim.render.traces.trace_file import open_trace
 from tilesim.render.workloads import GAME_LIKE, NATIVE_SIZES, trace_name
-from tilesim.render_folder import sealed, sha256_bytes, unsealed
+from tilesim.render_folder import read_sealed, sealed, sha256_bytes
 
 # The bundled workloads (traces/, made by scripts/make_bunny_trace.py and make_workloads.py):
 # glmark2's bunny, four game-like programs at the resolution of Frame Coherence Table 3.1, and
@@ -324,11 +324,7 @@ def compared_files_sha256(unit: Unit) -> str | None:
 def unit_done(unit: Unit) -> dict | None:
     """The unit's quality record when it finished with these settings and its frames are
     the ones it compared, else None."""
-    try:
-        held = json.loads(Path(unit.folder, QUALITY_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    held = unsealed(held)
+    held = read_sealed(Path(unit.folder, QUALITY_FILE))
     if held is None or held.get("identity") != unit_identity(unit):
         return None
     compared = held.get("compared_files_sha256")
@@ -353,10 +349,7 @@ def _characterization(unit: Unit) -> Path:
 def _characterized_frames(path: Path) -> list[int] | None:
     """The [first, last] frames a kept characterization counted (None: none kept, or one
     that does not match its own digest)."""
-    try:
-        return (unsealed(json.loads(path.read_text(encoding="utf-8"))) or {}).get("frames")
-    except (OSError, ValueError):
-        return None
+    return (read_sealed(path) or {}).get("frames")
 
 
 @dataclass
@@ -385,11 +378,7 @@ def _forget_shown_without_overlays(unit: Unit) -> None:
 
 def _overlays_kept(unit: Unit, index: int) -> bool:
     """Whether the overlays of shown frame ``index`` were written (their index, sealed)."""
-    try:
-        data = json.loads(_overlay_index(unit, index).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return unsealed(data) is not None
+    return read_sealed(_overlay_index(unit, index)) is not None
 
 
 def _start_unit(unit: Unit) -> _UnitRender:

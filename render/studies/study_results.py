@@ -68,7 +68,7 @@ from tilesim.errors import InputError, resolve_name
 from tilesim.render.studies.coherence import LOSSLESS, Tally
 from tilesim.render.studies.coherence import average as quality_average
 from tilesim.render.studies.thesis_comparison import THESIS, compare
-from tilesim.render_folder import open_render_folder, unsealed
+from tilesim.render_folder import open_render_folder, read_sealed, unsealed
 from tilesim.thresholds import DSR_MIN_MSSIM
 
 FORMAT = "tilesim study 1"
@@ -119,10 +119,7 @@ def _overlays(folder: Path, shown) -> dict[str, list[str]]:
     for index in sorted((folder / "overlays").glob("*.json")):
         if not index.stem.isdigit() or int(index.stem) not in shown:
             continue
-        try:
-            data = unsealed(json.loads(index.read_text(encoding="utf-8")))
-        except (OSError, ValueError):
-            data = None
+        data = read_sealed(index)
         if data is None:     # the study renders a frame whose index is damaged again
             continue
         out[str(data["frame"])] = list(data["kinds"])
@@ -188,7 +185,7 @@ def assemble_results(settings, units, records: dict[str, dict], out: Path, *,
         path = Path(base_unit.folder).parent / "characterization.json"
         if path.is_file():
             # checked by the study before (study.unit_done): counted again when damaged
-            characterization = unsealed(json.loads(path.read_text(encoding="utf-8")))
+            characterization = read_sealed(path)
             if characterization is None:
                 raise InputError("does not match its own SHA-256 (changed while the study "
                                  "ran?); rerun `tilesim run` to count it again",
