@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import os
 import re
 import struct
 import subprocess
@@ -1701,3 +1702,35 @@ def test_texture_3d_calls_are_one_line_errors(tmp_path):
         do_import(tmp_path, calls)
     assert "\n" not in str(error.value)
     assert f"call {number}: glTexImage3DOES" in str(error.value)
+
+
+def test_a_bounded_program_ends_with_everything_it_started(tmp_path):
+    """A timeout kills the whole process group: a grandchild holding the output pipe open
+    (as xvfb-run's Xvfb does) cannot keep the capture waiting."""
+    import time
+
+    from tilesim.render.traces.capture import run_bounded
+
+    started = time.monotonic()
+    with pytest.raises(InputError, match=r"^sh: sleeper ran longer than 1 s$"):
+        run_bounded(["sh", "-c", "sleep 300 & sleep 300"], timeout=1.0, env=dict(os.environ),
+                    what="sleeper", source="sh")
+    assert time.monotonic() - started < 10
+
+
+def test_a_bounded_program_takes_sigint_though_its_parent_ignores_and_blocks_it():
+    """Runners that start the suite in the background hand children SIGINT ignored, Dask
+    workers hand it blocked; es2gears is stopped with SIGINT, so the child gets it back."""
+    import signal
+
+    from tilesim.render.traces.capture import run_bounded
+
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        done = run_bounded(["timeout", "-s", "INT", "0.2", "sleep", "30"], timeout=5,
+                           env=dict(os.environ), what="sleep", source="sleep")
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        signal.signal(signal.SIGINT, previous)
+    assert done.returncode == 124  # timeout's "the command timed out"
