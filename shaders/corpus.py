@@ -36,7 +36,7 @@ from pathlib import Path
 from tilesim.atomic import write_json
 from tilesim.errors import InputError, ToolMissing
 from tilesim.shaders.glsl_compile import OUTPUT_FILES, CompiledProgram, ProgramSource, compile_many
-from tilesim.shaders.trace_capture import LinkedProgram, capture_trace, linked_programs
+from tilesim.shaders.trace_capture import LinkedProgram, capture_trace, linked_programs, stop_after
 
 CORPUS_DIR = Path(__file__).resolve().parent / "corpus"
 INDEX_NAME = "index.json"
@@ -231,8 +231,7 @@ def capture_es2gears(workdir: Path) -> list[LinkedProgram]:
     if exe is None:
         raise ToolMissing("es2gears_x11 is not installed (Debian package mesa-utils-bin)")
     trace = workdir / "es2gears.trace"
-    # timeout runs under apitrace's preload too, but makes no GL call, so it writes no trace.
-    capture_trace(["timeout", "-s", "INT", str(ES2GEARS_SECONDS), exe], trace)
+    capture_trace([*stop_after(ES2GEARS_SECONDS), exe], trace)
     return linked_programs(trace)
 
 

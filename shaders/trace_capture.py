@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tilesim.errors import InputError, ToolMissing
-from tilesim.mesa import program_environment
+from tilesim.mesa import program_environment, run_program
 
 GL_VERTEX_SHADER = 0x8B31
 GL_FRAGMENT_SHADER = 0x8B30
@@ -648,20 +648,34 @@ def linked_programs(trace_path: str | os.PathLike) -> list[LinkedProgram]:
     return list(tracker.feed(apitrace_calls(trace_path)))
 
 
+def stop_after(seconds: float) -> list[str]:
+    """The prefix that stops a program which never exits (es2gears): SIGINT after ``seconds``,
+    which lets apitrace finish the capture, and SIGKILL 10 s later if that did not end it.
+    ``timeout`` runs under apitrace's preload too, but makes no GL call, so it writes no
+    trace."""
+    return ["timeout", "-k", "10", "-s", "INT", f"{seconds:g}"]
+
+
 def capture_trace(command: list[str], trace_path: Path, *, screen: str = "1024x768x24",
-                  timeout: float = 300.0) -> subprocess.CompletedProcess:
+                  timeout: float = 300.0, xvfb_run: str = "xvfb-run",
+                  apitrace: str = "apitrace",
+                  expect_trace: bool = True) -> subprocess.CompletedProcess:
     """Run ``command`` under Xvfb with apitrace writing ``trace_path``, on Mesa's llvmpipe
-    (:func:`tilesim.mesa.program_environment`)."""
-    missing = [tool for tool in ("xvfb-run", "apitrace") if shutil.which(tool) is None]
+    (:func:`tilesim.mesa.program_environment`), for ``timeout`` seconds at most
+    (:func:`tilesim.mesa.run_program`). The caller judges the exit status and output; a
+    missing trace is an InputError naming the command unless ``expect_trace`` is false (the
+    caller has a better message from the program's output)."""
+    missing = [tool for tool in (xvfb_run, apitrace) if shutil.which(tool) is None]
     if missing:
         raise ToolMissing(f"{' and '.join(missing)} not installed (Debian packages xvfb, "
                           "apitrace)")
     trace_path.unlink(missing_ok=True)
-    argv = ["xvfb-run", "-a", "-s", f"-screen 0 {screen}", "apitrace", "trace", "--api", "egl",
+    argv = [xvfb_run, "-a", "-s", f"-screen 0 {screen}", apitrace, "trace", "--api", "egl",
             "-o", str(trace_path), *command]
-    proc = subprocess.run(argv, capture_output=True, timeout=timeout, check=False,
-                          env=program_environment())
-    if not trace_path.exists():
-        raise RuntimeError(f"apitrace wrote no trace for {' '.join(command)} (exit "
-                           f"{proc.returncode}):\n{proc.stderr.decode('utf-8', 'replace')}")
+    proc = run_program(argv, timeout=timeout, env=program_environment(),
+                       what=Path(command[0]).name, source=" ".join(command))
+    if expect_trace and not trace_path.exists():
+        raise InputError(f"apitrace wrote no capture (exit {proc.returncode}): "
+                         + proc.stderr.decode("utf-8", "replace").strip()[-300:],
+                         source=" ".join(command))
     return proc

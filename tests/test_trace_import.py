@@ -1709,11 +1709,11 @@ def test_a_bounded_program_ends_with_everything_it_started(tmp_path):
     (as xvfb-run's Xvfb does) cannot keep the capture waiting."""
     import time
 
-    from tilesim.render.traces.capture import run_bounded
+    from tilesim.mesa import run_program
 
     started = time.monotonic()
     with pytest.raises(InputError, match=r"^sh: sleeper ran longer than 1 s$"):
-        run_bounded(["sh", "-c", "sleep 300 & sleep 300"], timeout=1.0, env=dict(os.environ),
+        run_program(["sh", "-c", "sleep 300 & sleep 300"], timeout=1.0, env=dict(os.environ),
                     what="sleeper", source="sh")
     assert time.monotonic() - started < 10
 
@@ -1723,12 +1723,12 @@ def test_a_bounded_program_takes_sigint_though_its_parent_ignores_and_blocks_it(
     workers hand it blocked; es2gears is stopped with SIGINT, so the child gets it back."""
     import signal
 
-    from tilesim.render.traces.capture import run_bounded
+    from tilesim.mesa import run_program
 
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
-        done = run_bounded(["timeout", "-s", "INT", "0.2", "sleep", "30"], timeout=5,
+        done = run_program(["timeout", "-s", "INT", "0.2", "sleep", "30"], timeout=5,
                            env=dict(os.environ), what="sleep", source="sleep")
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)

@@ -9,7 +9,7 @@ reference images (``tilesim.render.reference.replay_gl``, ``tilesim.shaders.mesa
 and a desktop GL context counts samples for the conformance scenes. The children build their
 environment with :func:`child_environment` and their context with :class:`GL`; programs
 captured under apitrace (``tilesim.render.traces.capture``, ``tilesim.shaders.trace_capture``)
-and apitrace's own replays run in :func:`program_environment`.
+and apitrace's own replays run in :func:`program_environment`, bounded by :func:`run_program`.
 
 Standard library only: a child imports this module first thing, and it must start fast.
 """
@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import ctypes
 import os
+import signal
+import subprocess
 from pathlib import Path
 
 DRIVERS = ("llvmpipe", "softpipe")
@@ -168,6 +170,43 @@ GL_QUERY_FUNCTIONS = {
     "glEndQuery": (None, [_U]), "glGetQueryObjectui64v": (None, [_U, _U,
                                                                  ctypes.POINTER(ctypes.c_uint64)]),
 }
+
+
+def _default_signals() -> None:
+    """In the child, before exec: SIGINT as a terminal would deliver it. A parent started in
+    the background (CI runners, ``nohup``) hands its children SIGINT ignored, and a Dask
+    worker hands them SIGINT blocked; es2gears is stopped with SIGINT, so it must act on it."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    os.setsid()  # its own process group, so that a timeout ends every process it started
+
+
+def run_program(argv: list[str], *, timeout: float, env: dict[str, str], what: str,
+                source: str) -> subprocess.CompletedProcess:
+    """Run ``argv`` to its end or for ``timeout`` seconds at most. On timeout the whole process
+    group is killed (xvfb-run's Xvfb and the traced program too, which would otherwise hold the
+    output pipes open and keep running) and an InputError says what ran too long."""
+    from tilesim.errors import InputError
+
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                            preexec_fn=_default_signals)
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.communicate()
+        raise InputError(f"{what} ran longer than {timeout:.0f} s", source=source) from None
+    except BaseException:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+        raise
+    return subprocess.CompletedProcess(argv, proc.returncode, stdout, stderr)
 
 
 def _load(name: str) -> ctypes.CDLL:

@@ -33,7 +33,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -44,9 +43,10 @@ from pathlib import Path
 
 from tilesim.atomic import check_output, write_bytes
 from tilesim.errors import EXIT_OK, InputError, ToolMissing
-from tilesim.mesa import program_environment
+from tilesim.mesa import program_environment, run_program
 from tilesim.options import first_frames_argument, window_size
 from tilesim.render.traces.apitrace_import import FRAME_END_CHOICES, scan_apitrace
+from tilesim.shaders.trace_capture import capture_trace, stop_after
 
 GLMARK2 = "glmark2-es2"
 ES2GEARS = "es2gears"
@@ -60,7 +60,7 @@ DEBIAN_PACKAGES = {
     ES2GEARS: "mesa-utils-bin",
 }
 ES2GEARS_MAX_SECONDS = 64.0
-ES2GEARS_STARTUP_SECONDS = 60.0  # beyond its run: Xvfb starting, the SIGKILL grace, the capture written
+ES2GEARS_STARTUP_SECONDS = 60.0  # beyond its run: Xvfb, the SIGKILL grace, the capture written
 
 
 @dataclass(frozen=True)
@@ -133,48 +133,12 @@ def trace_frame_count(apitrace: str, trace: Path) -> int:
                          source=str(trace)) from None
 
 
-def _default_signals() -> None:
-    """In the child, before exec: SIGINT as a terminal would deliver it. A parent started in
-    the background (CI runners, ``nohup``) hands its children SIGINT ignored, and a Dask
-    worker hands them SIGINT blocked; es2gears is stopped with SIGINT, so it must act on it."""
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    os.setsid()  # its own process group, so that a timeout ends every process it started
-
-
-def run_bounded(argv: list[str], *, timeout: float, env: dict[str, str], what: str,
-                source: str) -> subprocess.CompletedProcess:
-    """Run ``argv`` to its end or for ``timeout`` seconds at most. On timeout the whole process
-    group is killed (xvfb-run's Xvfb and the traced program too, which would otherwise hold the
-    output pipes open and keep running) and an InputError says what ran too long."""
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                            preexec_fn=_default_signals)
-    try:
-        stdout, stderr = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.communicate()
-        raise InputError(f"{what} ran longer than {timeout:.0f} s", source=source) from None
-    except BaseException:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.wait()
-        raise
-    return subprocess.CompletedProcess(argv, proc.returncode, stdout, stderr)
-
-
 def _run_traced(tools: dict[str, str], command: list[str], trace: Path, size: tuple[int, int],
                 timeout: float) -> subprocess.CompletedProcess:
     screen = f"{max(size[0], 640)}x{max(size[1], 480)}x24"
-    argv = [tools["xvfb-run"], "-a", "-s", f"-screen 0 {screen}", tools["apitrace"], "trace",
-            "--api", "egl", "-o", str(trace), *command]
-    return run_bounded(argv, timeout=timeout, env=program_environment(),
-                       what=Path(command[0]).name, source=" ".join(command))
+    return capture_trace(command, trace, screen=screen, timeout=timeout,
+                         xvfb_run=tools["xvfb-run"], apitrace=tools["apitrace"],
+                         expect_trace=False)
 
 
 @dataclass
@@ -225,9 +189,7 @@ def capture(spec: ProgramSpec | str, out_path: str | os.PathLike, *, frames: int
             size = ES2GEARS_SIZE
             seconds = 1.0
             while True:
-                # SIGINT lets apitrace finish the capture; SIGKILL 10 s later if it did not
-                command = ["timeout", "-k", "10", "-s", "INT", f"{seconds:g}",
-                           tools[ES2GEARS]]
+                command = [*stop_after(seconds), tools[ES2GEARS]]
                 raw.unlink(missing_ok=True)
                 _run_traced(tools, command, raw, size,
                             min(timeout, seconds + ES2GEARS_STARTUP_SECONDS))
@@ -238,7 +200,7 @@ def capture(spec: ProgramSpec | str, out_path: str | os.PathLike, *, frames: int
                         seconds >= ES2GEARS_MAX_SECONDS:
                     break
                 seconds *= 4
-            command = command[6:]
+            command = command[len(stop_after(seconds)):]
         have = trace_frame_count(tools["apitrace"], raw)
         if have < frames:
             raise InputError(f"the program drew only {have} of the {frames} frames asked for",
@@ -322,7 +284,7 @@ def reference_frames(trace_path: str | os.PathLike, out_dir: str | os.PathLike, 
         for command, env in attempts:
             for stale in Path(tmp).glob("f*.png"):
                 stale.unlink()
-            proc = run_bounded(command, timeout=timeout, env=env,
+            proc = run_program(command, timeout=timeout, env=env,
                                what="apitrace dump-images", source=str(trace))
             dumped = sorted(Path(tmp).glob("f*.png"))
             if proc.returncode == 0 and dumped:
