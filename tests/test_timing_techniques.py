@@ -199,18 +199,19 @@ def test_memoization_hits_remove_the_hit_fragments_shader_work():
     assert memo.tile_stages["texture_filter"] == pytest.approx(2080 / 16 * keep)
     assert memo.gpu_dynamic["fragment_processors"][0] == pytest.approx(
         base.gpu_dynamic["fragment_processors"][0] * keep.mean())
-    # every lookup hashes (6.4 pJ) and reads its set's 4 tags (18.4 pJ); each hit reads a
-    # color (4.5 pJ), each miss's insert writes a tag and a color (9.0 pJ)
+    # every lookup hashes (6.4 pJ), reads its set's 4 tags and its LRU state (11.2 pJ); each
+    # hit reads a color (4.5 pJ), each miss's insert writes a tag and a color (7.07 pJ)
     assert memo.gpu_dynamic["memo_lut"][0] == pytest.approx(
-        (780 * (6.4 + 18.4) + 325 * 4.5 + 455 * 9.0) * PJ)
+        (780 * (6.4 + 11.2) + 325 * 4.5 + 455 * 7.07) * PJ)
     assert memo.traffic["textures"][0] == pytest.approx(30 * 64 * (1 - H_TEX) * keep.sum())
     assert memo.diagnostics["fragments_shaded_effective"][0] == pytest.approx(260 * keep.sum())
     assert memo.diagnostics["fragments_shaded"][0] == 780
     lut = memo.tile_stages["memo_lut"]
     assert lut == pytest.approx((np.array(lookups) + [195, 260, 0]) / 4)
-    # the LUT's 64 KB leak while memoization is on (gpu.static.sram per KB), not otherwise
+    # the LUT's 54 KB of entries and 1.5 KB of LRU state leak while memoization is on
+    # (gpu.static.sram per KB), not otherwise
     assert memo.gpu_static["memo_structures"][0] == pytest.approx(
-        _leak(2048 * 4 * 8) * memo.seconds[0])
+        _leak(2048 * (4 * 54 + 6) / 8) * memo.seconds[0])
     assert base.gpu_static["memo_structures"][0] == 0
 
 
@@ -299,6 +300,11 @@ def test_structure_energies_follow_the_sram_rule_and_the_seed_sizes():
     assert CFG[sig + "buffer_entries"] == 3588 and CFG[sig + "ot_queue_entries"] == 128
     assert CFG[evr + "lgt_entry_bits"] == 25 and CFG[dsr + "srt_entries"] == 8100
     assert CFG[memo + "lut_sets"] == 2048 and CFG[memo + "lut_ways"] == 4
+    # Frame Coherence Table 4.1: 32-bit signatures; a set-associative array stores each
+    # signature less the log2(sets) index bits its set stands for, plus a valid bit
+    tag_bits = 32 - int(math.log2(CFG[memo + "lut_sets"])) + 1
+    assert tag_bits == 22 and CFG[memo + "lut_entry_bits"] == tag_bits + 32
+    assert CFG[memo + "lut_lru_bits"] == 6  # exact LRU of 4 ways: 6 pairwise-order bits a set
     buffer = CFG[sig + "buffer_entries"] * CFG[sig + "buffer_frames"] * 4
     expected = {
         "technique.signature_buffer.access": _sram(buffer, 32),
@@ -308,8 +314,10 @@ def test_structure_energies_follow_the_sram_rule_and_the_seed_sizes():
         "technique.fvp_table.access": _sram(3588 * 25 / 8, 25),
         "technique.layer_buffer.write": _sram(256 * 12 / 8, 12),
         "technique.srt.access": _sram(8100 * 3 / 8, 3),
-        # the LUT way-banked: per way a 2048 x 32-bit tag bank and a color bank (8 KB each)
-        "technique.memo.write": 2 * _sram(2048 * 4, 32),
+        # the LUT way-banked: per way a tag bank and a 2048 x 32-bit color bank (8 KB); a
+        # tag bank holds what the set does not imply, the 32-bit signature less its 11
+        # set-index bits, and a valid bit: 2048 x 22 bits (5.5 KB)
+        "technique.memo.write": _sram(2048 * tag_bits / 8, tag_bits) + _sram(2048 * 4, 32),
         "technique.memo.hit_read": _sram(2048 * 4, 32),
     }
     for key, value in expected.items():
@@ -317,8 +325,11 @@ def test_structure_energies_follow_the_sram_rule_and_the_seed_sizes():
     lut = _sram(1024, 32)  # one 1 KB CRC LUT
     assert 12 * lut <= ECFG["technique.crc.compute_subblock"] <= 12 * lut + 1
     assert 4 * lut <= ECFG["technique.crc.accumulate_shift"] <= 4 * lut + 1
-    # a lookup reads the set's 4 tags (one per way's bank) and compares them (0.4 pJ)
-    assert ECFG["technique.memo.lookup"] == pytest.approx(4 * _sram(2048 * 4, 32) + 0.4)
+    # a lookup reads the set's 4 tags (one per way's bank), compares their 21 bits (4 x 0.059
+    # pJ: Horowitz's 0.1 pJ 32-bit add, x0.9, x21/32) and reads and writes the set's LRU bits
+    lru = _sram(2048 * 6 / 8, 6)
+    assert ECFG["technique.memo.lookup"] == pytest.approx(
+        4 * _sram(2048 * tag_bits / 8, tag_bits) + 4 * 0.09 * 21 / 32 + 2 * lru, rel=0.01)
     for key in expected:
         assert "SRAM rule" in ECFG.sources[key], key
     # static power follows the sizes: RE's structures are 16 KB of LUTs + 28 KB of signatures

@@ -242,7 +242,8 @@ def structure_bytes(cfg: Config) -> dict[str, float]:
                 + cfg[evr + "fvp_entries"] * cfg[evr + "fvp_entry_bits"]) / 8,
         "dsr": cfg[dsr + "srt_entries"] * cfg[dsr + "srt_entry_bits"] / 8
         + cfg[dsr + "dct_buffer_bytes"],
-        "memo": cfg[memo + "lut_sets"] * cfg[memo + "lut_ways"] * cfg[memo + "lut_entry_bits"] / 8,
+        "memo": cfg[memo + "lut_sets"] * (cfg[memo + "lut_ways"] * cfg[memo + "lut_entry_bits"]
+                                      + cfg[memo + "lut_lru_bits"]) / 8,
     }
 
 
