@@ -126,17 +126,23 @@ STATE_BUILTIN_UNIFORMS = ("gl_DepthRange",)
 BUILTIN_VARS = {
     ("vertex", "shader_out"): {"gl_Position", "gl_PointSize"},
     ("fragment", "shader_in"): {"gl_FragCoord", "gl_FrontFacing", "gl_PointCoord"},
-    # gl_FragDepthEXT: EXT_frag_depth, the z of TGSI's POSITION output
-    ("fragment", "shader_out"): {"gl_FragColor", "gl_FragData", "gl_FragDepthEXT"},
+    # gl_FragDepthEXT: EXT_frag_depth, the z of TGSI's POSITION output;
+    # gl_SecondaryFragColorEXT / gl_SecondaryFragDataEXT: EXT_blend_func_extended, the second
+    # source color of dual-source blending (TGSI's COLOR[1] output)
+    ("fragment", "shader_out"): {"gl_FragColor", "gl_FragData", "gl_FragDepthEXT",
+                                 "gl_SecondaryFragColorEXT", "gl_SecondaryFragDataEXT"},
 }
+
+# Fragment color outputs -> TGSI COLOR semantic index (None: COLOR, 1: COLOR[1]) where a program
+# writes both colors of dual-source blending.
+COLOR_INDEX = {"gl_FragColor": None, "gl_FragData": None, "gl_SecondaryFragColorEXT": 1,
+               "gl_SecondaryFragDataEXT": 1}
 
 # Built-ins a GLES2 program can reach through an extension Mesa compiles that the renderer does
 # not implement: name -> where it comes from. Each makes the import fail with one line naming
 # the program (build_interface); a built-in in neither this table nor BUILTIN_VARS gets the
 # same error without the source.
 UNSUPPORTED_BUILTINS = {
-    "gl_SecondaryFragColorEXT": "EXT_blend_func_extended",
-    "gl_SecondaryFragDataEXT": "EXT_blend_func_extended",
     "gl_FragData": "EXT_draw_buffers: more than one color output",
     "gl_LastFragData": "EXT_shader_framebuffer_fetch",
     "gl_LastFragColorARM": "ARM_shader_framebuffer_fetch",
@@ -739,13 +745,21 @@ def _check_const(regs: _Registers, first: int, count: int, name: str) -> None:
 
 def _builtins(stage: str, nir_vars: list[NirVar], regs: _Registers) -> list[dict]:
     out = []
+    dual = any(d.file == "OUT" and d.semantic == "COLOR" and d.semantic_index == 1
+               for d in regs.dcls)
     for var in sorted(nir_vars, key=lambda v: (v.mode, v.driver_location, v.name)):
         if not var.name.startswith("gl_") or var.mode == "uniform":
             continue
         if var.name not in BUILTIN_VARS.get((stage, var.mode), set()):
             raise _unsupported_builtin(f"the {stage} shader", var.mode, var.name)
         file = {"shader_in": "IN", "shader_out": "OUT", "system_value": "SV"}[var.mode]
-        dcl = regs.get(file, var.driver_location, var.name)
+        dcl = None
+        if stage == "fragment" and var.name in COLOR_INDEX and dual:
+            # Two color outputs (EXT_blend_func_extended): NIR's driver locations need not be
+            # the TGSI's output order, the COLOR semantic index says which is which.
+            dcl = regs.by_semantic("OUT", "COLOR", COLOR_INDEX[var.name])
+        if dcl is None:
+            dcl = regs.get(file, var.driver_location, var.name)
         components = "z" if var.slot == "FRAG_RESULT_DEPTH" else var.components or dcl.mask
         item = {"name": var.name, "register": dcl.register, "semantic": _semantic(dcl),
                 "components": components}

@@ -238,19 +238,28 @@ LINK = "capture.pkl: program 3 (glLinkProgram call 17)"
 # (fragment shader, what the one-line error must say): built-ins of extensions Mesa's GLES2
 # context compiles but the renderer does not implement.
 UNSUPPORTED = {
-    "EXT_blend_func_extended color": (
-        "#extension GL_EXT_blend_func_extended : require\nprecision mediump float;\n"
-        "void main() { gl_FragColor = vec4(1.0); gl_SecondaryFragColorEXT = vec4(0.5); }\n",
-        "fragment shader writes gl_SecondaryFragColorEXT (EXT_blend_func_extended)"),
-    "EXT_blend_func_extended data": (
-        "#extension GL_EXT_blend_func_extended : require\nprecision mediump float;\n"
-        "void main() { gl_FragData[0] = vec4(1.0); gl_SecondaryFragDataEXT[0] = vec4(0.5); }\n",
-        "fragment shader writes gl_SecondaryFragDataEXT (EXT_blend_func_extended)"),
     "EXT_draw_buffers": (
         "#extension GL_EXT_draw_buffers : require\nprecision mediump float;\n"
         "void main() { gl_FragData[0] = vec4(1.0); gl_FragData[1] = vec4(0.5); }\n",
         "fragment shader writes gl_FragData (EXT_draw_buffers"),
 }
+
+
+@pytest.mark.mesa
+@pytest.mark.parametrize("written", ["gl_FragColor", "gl_FragData[0]"])
+def test_the_second_source_color_is_the_color1_output(mesa, written):
+    """EXT_blend_func_extended: gl_SecondaryFragColorEXT (with gl_FragColor) and
+    gl_SecondaryFragDataEXT[0] (with gl_FragData[0]) are TGSI's COLOR[1] output, which
+    dual-source blending reads as the second source color."""
+    secondary = ("gl_SecondaryFragColorEXT" if written == "gl_FragColor"
+                 else "gl_SecondaryFragDataEXT[0]")
+    program = compile_program(PLAIN_VS, (
+        "#extension GL_EXT_blend_func_extended : require\nprecision mediump float;\n"
+        f"void main() {{ {written} = vec4(1.0); {secondary} = vec4(0.5); }}\n"))
+    semantics = {b["name"].split("[")[0]: b["semantic"]
+                 for b in program.interface["builtins"]["fragment"]}
+    assert semantics[secondary.split("[")[0]] == "COLOR[1]"
+    assert semantics[written.split("[")[0]] == "COLOR"
 
 
 @pytest.mark.mesa

@@ -1032,22 +1032,23 @@ def test_commands_added_for_imports_replay_on_mesa():
 
 @pytest.mark.mesa
 def test_a_program_mesa_compiles_but_tilesim_cannot_run_is_one_line_naming_the_link(tmp_path):
-    """Issue 31 item 5: gl_SecondaryFragColorEXT (EXT_blend_func_extended) in a captured
-    program is a one-line InputError naming the capture, the program and its glLinkProgram
-    call, not a traceback."""
+    """Issue 31 item 5: a second gl_FragData (EXT_draw_buffers) in a captured program is a
+    one-line InputError naming the capture, the program and its glLinkProgram call, not a
+    traceback."""
     require_mesa()
     calls = Calls()
     start(calls)
-    program(calls, fs="#extension GL_EXT_blend_func_extended : require\n"
-                      "precision mediump float;\nvoid main() { gl_FragColor = vec4(1.0); "
-                      "gl_SecondaryFragColorEXT = vec4(0.5); }\n")
+    program(calls, fs="#extension GL_EXT_draw_buffers : require\n"
+                      "precision mediump float;\nvoid main() { gl_FragData[0] = vec4(1.0); "
+                      "gl_FragData[1] = vec4(0.5); }\n")
     swap(calls)
     source = calls.write(tmp_path / "capture.pkl")
     with pytest.raises(InputError) as info:
         import_pickle(source, tmp_path / "out.tsim")
     assert str(info.value) == (
         f"{source}: program 3 (glLinkProgram call 17): the fragment shader writes "
-        "gl_SecondaryFragColorEXT (EXT_blend_func_extended), which tilesim does not implement")
+        "gl_FragData (EXT_draw_buffers: more than one color output), which tilesim does not "
+        "implement")
     assert not (tmp_path / "out.tsim").exists()
 
 

@@ -68,6 +68,10 @@ BLEND_FACTORS = ("ZERO", "ONE", "SRC_COLOR", "ONE_MINUS_SRC_COLOR", "DST_COLOR",
                  "ONE_MINUS_DST_COLOR", "SRC_ALPHA", "ONE_MINUS_SRC_ALPHA", "DST_ALPHA",
                  "ONE_MINUS_DST_ALPHA", "CONSTANT_COLOR", "ONE_MINUS_CONSTANT_COLOR",
                  "CONSTANT_ALPHA", "ONE_MINUS_CONSTANT_ALPHA", "SRC_ALPHA_SATURATE")
+# EXT_blend_func_extended's factors (dual-source blending: the fragment shader's
+# gl_SecondaryFragColorEXT as a second source color), accepted beside BLEND_FACTORS.
+DUAL_SOURCE_FACTORS = ("SRC1_COLOR_EXT", "SRC1_ALPHA_EXT", "ONE_MINUS_SRC1_COLOR_EXT",
+                       "ONE_MINUS_SRC1_ALPHA_EXT")
 # MIN_EXT / MAX_EXT: EXT_blend_minmax (min / max of source and destination, factors unused).
 BLEND_EQUATIONS = ("FUNC_ADD", "FUNC_SUBTRACT", "FUNC_REVERSE_SUBTRACT", "MIN_EXT", "MAX_EXT")
 FACES = ("FRONT", "BACK", "FRONT_AND_BACK")
@@ -172,8 +176,8 @@ SCHEMA: dict[str, dict[str, Any]] = {
     "clearStencil": {"s": "int"},
     "clear": {"mask": ("enums", CLEAR_BITS)},
     "colorMask": {"red": "bool", "green": "bool", "blue": "bool", "alpha": "bool"},
-    "blendFuncSeparate": {"src_rgb": _e(*BLEND_FACTORS), "dst_rgb": _e(*BLEND_FACTORS),
-                          "src_alpha": _e(*BLEND_FACTORS), "dst_alpha": _e(*BLEND_FACTORS)},
+    "blendFuncSeparate": {key: _e(*BLEND_FACTORS, *DUAL_SOURCE_FACTORS)
+                          for key in ("src_rgb", "dst_rgb", "src_alpha", "dst_alpha")},
     "blendEquationSeparate": {"mode_rgb": _e(*BLEND_EQUATIONS),
                               "mode_alpha": _e(*BLEND_EQUATIONS)},
     "blendColor": {"red": "float", "green": "float", "blue": "float", "alpha": "float"},
@@ -347,6 +351,8 @@ GL_ENUM_NAMES: dict[int, str] = {
     0x8001: "CONSTANT_COLOR", 0x8002: "ONE_MINUS_CONSTANT_COLOR", 0x8003: "CONSTANT_ALPHA",
     0x8004: "ONE_MINUS_CONSTANT_ALPHA", 0x8006: "FUNC_ADD", 0x800A: "FUNC_SUBTRACT",
     0x800B: "FUNC_REVERSE_SUBTRACT", 0x8007: "MIN_EXT", 0x8008: "MAX_EXT",
+    0x88F9: "SRC1_COLOR_EXT", 0x8589: "SRC1_ALPHA_EXT", 0x88FA: "ONE_MINUS_SRC1_COLOR_EXT",
+    0x88FB: "ONE_MINUS_SRC1_ALPHA_EXT",
     0x0404: "FRONT", 0x0405: "BACK",
     0x0408: "FRONT_AND_BACK", 0x0900: "CW", 0x0901: "CCW",
     0x00004000: "COLOR_BUFFER_BIT", 0x00000100: "DEPTH_BUFFER_BIT",

@@ -53,6 +53,9 @@ _FORMAT_EXTENSIONS = {
     "UNPACK_ROW_LENGTH": "GL_EXT_unpack_subimage", "UNPACK_SKIP_ROWS": "GL_EXT_unpack_subimage",
     "UNPACK_SKIP_PIXELS": "GL_EXT_unpack_subimage",
     "TEXTURE_MAX_ANISOTROPY_EXT": "GL_EXT_texture_filter_anisotropic",
+    "SRC1_COLOR_EXT": "GL_EXT_blend_func_extended", "SRC1_ALPHA_EXT": "GL_EXT_blend_func_extended",
+    "ONE_MINUS_SRC1_COLOR_EXT": "GL_EXT_blend_func_extended",
+    "ONE_MINUS_SRC1_ALPHA_EXT": "GL_EXT_blend_func_extended",
 }
 # GL calls (translated, skipped or folded by the importer) whose suffix or name says the
 # extension; core ES 2.0 calls have none.

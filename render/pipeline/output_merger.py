@@ -14,6 +14,7 @@ import operator
 import numpy as np
 
 from tilesim.backend import array_module, to_host
+from tilesim.render.gl.commands import DUAL_SOURCE_FACTORS
 from tilesim.render.pipeline import compiled
 
 COMPARE = {
@@ -76,10 +77,23 @@ def depth_test(pixel: np.ndarray, depth: np.ndarray, buffer: np.ndarray, func: s
     return passed
 
 
-def _factor(name: str, src, dst, const, alpha: bool):
-    """Blend factor (N, 4) or (N, 1) for rgb (alpha=False) or alpha (alpha=True)."""
+def _factor(name: str, src, dst, const, alpha: bool, src1=None):
+    """Blend factor (N, 4) or (N, 1) for rgb (alpha=False) or alpha (alpha=True). ``src1``:
+    the second source color, which the SRC1_* factors of EXT_blend_func_extended read
+    (section "Changes to Chapter 4", Table 4.2's new rows)."""
     xp = array_module(src)
     one = xp.ones_like(src[:, :1])
+    if name in DUAL_SOURCE_FACTORS:
+        if src1 is None:
+            # The extension leaves the second color undefined when the shader writes none.
+            src1 = xp.zeros_like(src)
+        if name == "SRC1_COLOR_EXT":
+            return src1[:, 3:4] if alpha else src1[:, :3]
+        if name == "ONE_MINUS_SRC1_COLOR_EXT":
+            return 1 - (src1[:, 3:4] if alpha else src1[:, :3])
+        if name == "SRC1_ALPHA_EXT":
+            return src1[:, 3:4]
+        return 1 - src1[:, 3:4]  # ONE_MINUS_SRC1_ALPHA_EXT
     if name == "ZERO":
         return 0 * one
     if name == "ONE":
@@ -129,16 +143,18 @@ def _equation(name: str, src, dst, src_factor, dst_factor):
     return d - s  # FUNC_REVERSE_SUBTRACT
 
 
-def blend(src: np.ndarray, dst: np.ndarray, state) -> np.ndarray:
-    """GL blending of (N, 4) float colors in [0, 1]; result clamped to [0, 1]."""
+def blend(src: np.ndarray, dst: np.ndarray, state, src1: np.ndarray | None = None
+          ) -> np.ndarray:
+    """GL blending of (N, 4) float colors in [0, 1]; result clamped to [0, 1]. ``src1``
+    (N, 4): the second source color of dual-source blending (EXT_blend_func_extended)."""
     xp = array_module(src)
     const = xp.asarray(state.blend_color, dtype=xp.float64)
     rgb = _equation(state.blend_eq_rgb, src[:, :3], dst[:, :3],
-                    lambda: _factor(state.blend_src_rgb, src, dst, const, False),
-                    lambda: _factor(state.blend_dst_rgb, src, dst, const, False))
+                    lambda: _factor(state.blend_src_rgb, src, dst, const, False, src1),
+                    lambda: _factor(state.blend_dst_rgb, src, dst, const, False, src1))
     a = _equation(state.blend_eq_alpha, src[:, 3:4], dst[:, 3:4],
-                  lambda: _factor(state.blend_src_alpha, src, dst, const, True),
-                  lambda: _factor(state.blend_dst_alpha, src, dst, const, True))
+                  lambda: _factor(state.blend_src_alpha, src, dst, const, True, src1),
+                  lambda: _factor(state.blend_dst_alpha, src, dst, const, True, src1))
     return xp.clip(xp.concatenate([rgb, a], axis=1), 0.0, 1.0)
 
 
@@ -147,22 +163,33 @@ def to_unorm8(color: np.ndarray) -> np.ndarray:
     return xp.floor(xp.clip(color, 0.0, 1.0) * 255.0 + 0.5).astype(xp.uint8)
 
 
+def dual_source_factors(state) -> bool:
+    """Whether a blend factor is a SRC1_* factor of EXT_blend_func_extended (one that reads
+    the second source color when blending is on)."""
+    return any(f in DUAL_SOURCE_FACTORS for f in (state.blend_src_rgb, state.blend_dst_rgb,
+                                                  state.blend_src_alpha, state.blend_dst_alpha))
+
+
 def write_colors(pixel: np.ndarray, color: np.ndarray, buffer: np.ndarray, state,
-                 has_alpha: bool = True, groups=None, keep: np.ndarray | None = None) -> int:
+                 has_alpha: bool = True, groups=None, keep: np.ndarray | None = None,
+                 color1: np.ndarray | None = None) -> int:
     """Blend (if enabled) and write (N, 4) float colors to a flat (P, 4) uint8 ``buffer``
     under the color mask, in submission order; returns the blend operations done.
 
     ``groups`` (from ``rank_groups``, possibly filtered; or a function that makes them,
     called only by the vectorized path) selects and orders the fragments to write; ``keep``
     ((N,) bool) selects them otherwise; without either every fragment is written.
-    The compiled kernel writes the selected fragments one by one in submission order."""
+    The compiled kernel writes the selected fragments one by one in submission order; it
+    has no second source color, so dual-source blending (``color1``, the SRC1_* factors of
+    EXT_blend_func_extended) takes the vectorized path."""
     xp = array_module(pixel)
     mask = np.array(state.color_mask, dtype=bool)
     if not has_alpha:
         mask[3] = False
     if not mask.any() or pixel.size == 0:
         return 0
-    if compiled.usable(pixel, color, buffer):
+    dual = dual_source_factors(state)
+    if compiled.usable(pixel, color, buffer) and not dual:
         if keep is not None:
             order = np.nonzero(keep)[0]
         elif groups is not None and not callable(groups):
@@ -178,6 +205,9 @@ def write_colors(pixel: np.ndarray, color: np.ndarray, buffer: np.ndarray, state
         groups = [subset[g] for g in rank_groups(pixel[subset])]
     channels = xp.asarray(np.nonzero(mask)[0])
     src = xp.clip(color.astype(xp.float64), 0.0, 1.0)
+    src1 = None
+    if dual and state.blend and color1 is not None:
+        src1 = xp.clip(color1.astype(xp.float64), 0.0, 1.0)
     if not state.blend and groups is not None:
         # Ranks in order: a later fragment at a pixel overwrites an earlier one.
         for group in groups:
@@ -200,7 +230,7 @@ def write_colors(pixel: np.ndarray, color: np.ndarray, buffer: np.ndarray, state
         dst = buffer[p].astype(xp.float64) / 255.0
         if not has_alpha:
             dst[:, 3] = 1.0
-        out = to_unorm8(blend(src[group], dst, state))
+        out = to_unorm8(blend(src[group], dst, state, None if src1 is None else src1[group]))
         buffer[p[:, None], channels[None, :]] = out[:, channels]
         blended += group.size
     return blended

@@ -88,6 +88,9 @@ class Shaded:
     # (m,) float: the depth the program wrote (gl_FragDepthEXT, EXT_frag_depth: the z of its
     # POSITION output), None when it writes none and the interpolated depth stands
     depth: np.ndarray | None = None
+    # (m, 4) float: the second source color (COLOR[1], EXT_blend_func_extended), None when the
+    # program writes none
+    color1: np.ndarray | None = None
 
 
 def raster_fragments(draw, tris, scale: int, entries: np.ndarray | None, fill_rule: str,
@@ -228,14 +231,19 @@ def shade(fragments: Fragments, alive: np.ndarray, draw, scale: int, make_sample
         **{f"fs_quad_{name}": stats.warp_instructions[k] for k, name in enumerate(CATEGORIES)}})
     warp_instructions = stats.warp_instructions[:3].sum(axis=0)
     counters.add_program(program.digests[1], tile[::4], warp_instructions)
-    color_register = next((r for r, s in program.fragment.program.output_semantics().items()
-                           if s[0] == "COLOR"), None)
+    semantics = program.fragment.program.output_semantics()
+    color_register = next((r for r, s in semantics.items() if s == ("COLOR", 0)), None)
     color = None if color_register is None else execution.outputs[color_register].T
+    # COLOR[1]: the second source color of dual-source blending (EXT_blend_func_extended's
+    # gl_SecondaryFragColorEXT)
+    color1_register = next((r for r, s in semantics.items() if s == ("COLOR", 1)), None)
+    color1 = None if color1_register is None else execution.outputs[color1_register].T
     depth_register = next((r for r, s in program.fragment.program.output_semantics().items()
                            if s[0] == "POSITION"), None)
     depth = None if depth_register is None else execution.outputs[depth_register][2]
     shaded = Shaded(shaded_lanes, inputs, system_values, color, fragments.pixel[shaded_lanes],
-                    tile, sub_alive, sub_alive & ~killed, warp_instructions, texture, depth)
+                    tile, sub_alive, sub_alive & ~killed, warp_instructions, texture, depth,
+                    color1)
     return shaded, execution
 
 
@@ -250,7 +258,8 @@ def blend(shaded: Shaded, fragments: Fragments, target, fragment_state,
     flat = target.color.reshape(-1, 4)
     blended = output_merger.write_colors(
         shaded.pixel, shaded.color, flat, f, target.has_alpha,
-        lambda: fragments.ranked(shaded.lanes, shaded.survivors), keep=shaded.survivors)
+        lambda: fragments.ranked(shaded.lanes, shaded.survivors), keep=shaded.survivors,
+        color1=shaded.color1)
     counted = {}
     if blended:
         counted["blend_ops"] = None

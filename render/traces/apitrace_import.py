@@ -115,6 +115,7 @@ from tilesim.render.gl.commands import (
     COMPRESSED_TEXTURE_FORMATS,
     DEPTH_TEXEL_TYPES,
     DEPTH_TEXTURE_FORMATS,
+    DUAL_SOURCE_FACTORS,
     FACES,
     FILTERS,
     FLOAT_TEXTURE_PARAMETERS,
@@ -167,6 +168,8 @@ EGL_HEIGHT = 0x3056
 EGL_WIDTH = 0x3057
 EGL_NONE = 0x3038
 CALL_FLAG_FAKE = 1
+# glBlendFunc* factors: ES 2.0's and EXT_blend_func_extended's SRC1_* ones.
+_FACTORS = BLEND_FACTORS + DUAL_SOURCE_FACTORS
 MAX_TEXTURE_UNITS = 32
 MAX_VERTEX_ATTRIBS = 32
 # Limits a program queries whose answers change what replays (glGetIntegerv / glGetFloatv):
@@ -1529,17 +1532,17 @@ class Translator:
                    blue=self._bool("blue"), alpha=self._bool("alpha"))
 
     def _glBlendFunc(self, call):
-        src = self._enum(call.args.get("sfactor"), BLEND_FACTORS, "sfactor")
-        dst = self._enum(call.args.get("dfactor"), BLEND_FACTORS, "dfactor")
+        src = self._enum(call.args.get("sfactor"), _FACTORS, "sfactor")
+        dst = self._enum(call.args.get("dfactor"), _FACTORS, "dfactor")
         self._emit("blendFuncSeparate", src_rgb=src, dst_rgb=dst, src_alpha=src, dst_alpha=dst)
 
     def _glBlendFuncSeparate(self, call):
         a = call.args
         self._emit("blendFuncSeparate",
-                   src_rgb=self._enum(a.get("sfactorRGB"), BLEND_FACTORS, "sfactorRGB"),
-                   dst_rgb=self._enum(a.get("dfactorRGB"), BLEND_FACTORS, "dfactorRGB"),
-                   src_alpha=self._enum(a.get("sfactorAlpha"), BLEND_FACTORS, "sfactorAlpha"),
-                   dst_alpha=self._enum(a.get("dfactorAlpha"), BLEND_FACTORS, "dfactorAlpha"))
+                   src_rgb=self._enum(a.get("sfactorRGB"), _FACTORS, "sfactorRGB"),
+                   dst_rgb=self._enum(a.get("dfactorRGB"), _FACTORS, "dfactorRGB"),
+                   src_alpha=self._enum(a.get("sfactorAlpha"), _FACTORS, "sfactorAlpha"),
+                   dst_alpha=self._enum(a.get("dfactorAlpha"), _FACTORS, "dfactorAlpha"))
 
     def _glBlendEquation(self, call):
         mode = self._enum(call.args.get("mode"), BLEND_EQUATIONS, "mode")

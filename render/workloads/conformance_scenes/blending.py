@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tilesim.render.gl.commands import BLEND_FACTORS, Recorder
+from tilesim.render.gl.commands import BLEND_FACTORS, DUAL_SOURCE_FACTORS, Recorder
 from tilesim.render.workloads.conformance_scenes.helpers import (
     FS_COLOR,
     VS_NDC,
@@ -192,4 +192,46 @@ def scene_scissor(gl: Recorder) -> None:
     gl.disable("SCISSOR_TEST")
     gl.viewport(0, 0, w, h)
     _draw(gl, "TRIANGLES", _quad(0.6, 0.6, 0.9, 0.9), (0.0, 0.0, 0.0, 1.0))
+    gl.endFrame()
+
+
+# EXT_blend_func_extended: a second source color unlike the first (permuted, complemented
+# channels and its own alpha), so that a SRC1 factor read as SRC shows.
+FS_DUAL_SOURCE = """
+#extension GL_EXT_blend_func_extended : require
+precision highp float;
+varying vec4 v_color;
+void main() {
+    gl_FragColor = v_color;
+    gl_SecondaryFragColorEXT = vec4(1.0 - v_color.b, v_color.r * 0.8, 1.0 - v_color.g,
+                                    0.9 - 0.7 * v_color.a);
+}
+"""
+
+
+@scene("blend_func_extended", size=(160, 120))
+def scene_blend_func_extended(gl: Recorder) -> None:
+    """EXT_blend_func_extended (dual-source blending): the four SRC1 factors as source and as
+    destination factors of color and alpha, each against every other kind of factor and
+    under FUNC_ADD, FUNC_SUBTRACT and FUNC_REVERSE_SUBTRACT, with a fragment shader writing
+    gl_FragColor and gl_SecondaryFragColorEXT; a second pass (one color source) makes the
+    destination alpha visible."""
+    _program(gl, VS_NDC, FS_DUAL_SOURCE)
+    gl.clearColor(0.0, 0.0, 0.0, 1.0)
+    gl.clear("COLOR_BUFFER_BIT")
+    _blend_background(gl)
+    gl.enable("BLEND")
+    gl.blendColor(0.8, 0.3, 0.5, 0.25)
+    others = ("ONE", "SRC_ALPHA", "ONE_MINUS_DST_COLOR", "ZERO", "CONSTANT_COLOR")
+    combos = []
+    for k, src1 in enumerate(DUAL_SOURCE_FACTORS):
+        for j, other in enumerate(others):
+            combos.append(("FUNC_ADD", "FUNC_ADD", (src1, other, other, src1)))
+            combos.append((("FUNC_ADD", "FUNC_SUBTRACT", "FUNC_REVERSE_SUBTRACT")[j % 3],
+                           "FUNC_ADD",
+                           (other, src1, DUAL_SOURCE_FACTORS[(k + 1) % 4], "ONE_MINUS_SRC_ALPHA")))
+    cells = list(_cells(gl, 8, 5))
+    _blend_cells(gl, cells, combos)
+    _program(gl, VS_NDC, FS_COLOR)
+    _show_alpha(gl, cells)
     gl.endFrame()
