@@ -58,7 +58,7 @@ GRID = {
 
 def measure(trace: Path, technique: str, frames: range, size, cfg, ecfg) -> dict:
     """Render ``frames`` of ``trace`` with ``technique`` and run the reference on them."""
-    from tilesim.render.studies.quad_stream import record_frames
+    from tilesim.studies.quad_stream import record_frames
     from tilesim.timing.reference.agreement import compare, compare_geometry, energy_comparison
 
     traversal = "zorder" if cfg["screen.zorder_traversal"] else "scanline"

@@ -23,8 +23,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tilesim.atomic import write_json  # noqa: E402
-from tilesim.render.studies.characterize import characterize  # noqa: E402
 from tilesim.render.workloads import thesis_games, trace_name  # noqa: E402
+from tilesim.studies.characterize import characterize  # noqa: E402
 
 OUT = Path(thesis_games.__file__).with_name("thesis_games_measured.json")
 # Each measured column against its row, as the issue asks (within 15%).

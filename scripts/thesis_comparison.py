@@ -1,6 +1,6 @@
 """Print a study's technique averages over its thesis-regime workloads (like_*) beside Frame
 Coherence's, by the benchmark set each technique was evaluated on and by 2D/3D, with what
-bounds each workload (render/studies/thesis_comparison.py; results.json's
+bounds each workload (studies/thesis_comparison.py; results.json's
 ``thesis_comparison``).
 
     python scripts/thesis_comparison.py OUT/study [OUT/study2 ...] [--json] [--markdown FILE]
@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tilesim.render.studies.thesis_comparison import compare, markdown  # noqa: E402
+from tilesim.studies.thesis_comparison import compare, markdown  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

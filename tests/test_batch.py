@@ -17,7 +17,7 @@ from trace_helpers import sphere_trace
 
 from tilesim.atomic import temporary_name
 from tilesim.cli import main
-from tilesim.render.studies.batch import HANG_ENV
+from tilesim.studies.batch import HANG_ENV
 
 pytestmark = pytest.mark.slow
 
@@ -173,7 +173,7 @@ def test_a_resume_with_another_identity_is_refused_and_changes_nothing(tmp_path,
         sphere_trace(trace, 3, clear_step=0.05)
     elif change == ["other renderer"]:
         # renderer code changed since the folder was rendered (a counter added, a bug fixed)
-        from tilesim.render.studies import batch
+        from tilesim.studies import batch
         monkeypatch.setattr(batch, "renderer_sha256", lambda: "0" * 64)
     args += change if change[0].startswith("--") else []
     args += [] if "--technique" in args else ["--technique", "re"]
@@ -292,7 +292,7 @@ def test_one_trace_split_across_workers_writes_the_files_of_a_serial_render(tmp_
     """A trace whose frames each clear the window renders in parallel parts (each replaying
     the frames before it for their GL state only): the same bytes as one process rendering
     every frame, frames.json included; a resume renders from a fresh start, not frame 0."""
-    from tilesim.render.studies import batch
+    from tilesim.studies import batch
 
     trace = str(sphere_trace(tmp_path / "s.tsim", 12, size=(96, 64)))
     assert main(["render", trace, "--out", str(tmp_path / "serial"), "--workers", "1"]) == 0

@@ -94,7 +94,7 @@ def test_frame_range_and_first_frames():
 
 
 def test_run_frames_range_is_clipped_to_each_trace(tmp_path):
-    from tilesim.render.studies.study import given_workloads
+    from tilesim.studies.study import given_workloads
 
     trace = sphere_trace(tmp_path / "s.tsim", 3, size=(32, 24))
     assert given_workloads([str(trace)], "1:9")[0].frames == (1, 3)
@@ -181,7 +181,7 @@ def test_technique_names_ignore_case_and_suggest_the_closest():
 
 
 def test_typed_names_ignore_case_and_suggest_the_closest(capsys):
-    from tilesim.render.studies import conformance
+    from tilesim.studies import conformance
 
     args = build_parser().parse_args(["predict", "t.tsim", "--workload", "ES2GEARS",
                                       "--estimator", "BBox", "--estimator", "Oracle"])

@@ -264,7 +264,7 @@ def test_s3tc_scene_is_bit_exact_against_llvmpipe():
     (2 c0 + c1) / 3 would leave some 3000 pixels 1/255 off)."""
     from conftest import require_mesa
 
-    from tilesim.render.studies.conformance import run_scene
+    from tilesim.studies.conformance import run_scene
     require_mesa()
     result = run_scene("s3tc_textures")
     assert result.error is None, result.error

@@ -214,7 +214,7 @@ def test_a_technique_that_cannot_render_at_the_tile_size_is_refused_or_left_out(
                                                                                 capsys):
     import argparse
 
-    from tilesim.render.studies.study import _settings, register
+    from tilesim.studies.study import _settings, register
 
     trace = sphere_trace(tmp_path / "s.tsim", 1, size=(16, 16))
     parser = argparse.ArgumentParser()
@@ -238,7 +238,7 @@ def test_a_technique_that_cannot_render_at_the_tile_size_is_refused_or_left_out(
 @pytest.mark.slow
 def test_reference_timing_renders_at_the_configurations_tile_size(tmp_path, capsys,
                                                                   monkeypatch):
-    from tilesim.render.studies import quad_stream
+    from tilesim.studies import quad_stream
 
     trace = sphere_trace(tmp_path / "s.tsim", 2, size=(32, 32))
     sizes = []

@@ -1,4 +1,4 @@
-"""Conformance: every scene of tilesim.render.studies.conformance rendered by tilesim matches Mesa
+"""Conformance: every scene of tilesim.studies.conformance rendered by tilesim matches Mesa
 llvmpipe.
 
 Per scene (parametrized): MSSIM >= 0.995, >= 99.9 % of pixels within 2/255 on every
@@ -16,8 +16,10 @@ import numpy as np
 import pytest
 from conftest import _unavailable, require_mesa
 
-from tilesim.render.studies import conformance
-from tilesim.render.studies.conformance import (
+from tilesim.render.workloads import conformance_scenes
+from tilesim.render.workloads.conformance_scenes import SCENES, record_scene
+from tilesim.studies import conformance
+from tilesim.studies.conformance import (
     SceneFrame,
     SceneResult,
     compare_frame,
@@ -25,8 +27,6 @@ from tilesim.render.studies.conformance import (
     difference_image,
     run_scene,
 )
-from tilesim.render.workloads import conformance_scenes
-from tilesim.render.workloads.conformance_scenes import SCENES, record_scene
 from tilesim.thresholds import (
     CONFORMANCE_COUNT_RTOL,
     CONFORMANCE_MIN_MSSIM,

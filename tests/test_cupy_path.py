@@ -16,9 +16,9 @@ import pytest
 from cupy_emulation import HostDeviceMixError, use_emulated_cupy
 
 from tilesim import backend
-from tilesim.render.studies.conformance import render_tilesim
 from tilesim.render.techniques.bus import Techniques
 from tilesim.render.workloads.conformance_scenes import SCENES, record_scene
+from tilesim.studies.conformance import render_tilesim
 
 # --- the emulation itself refuses what CuPy refuses ------------------------------------------
 

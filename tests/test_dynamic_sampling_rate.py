@@ -14,16 +14,6 @@ from skimage.metrics import structural_similarity
 
 from tilesim.errors import InputError
 from tilesim.images import SSIM_OPTIONS
-from tilesim.render.studies import dsr_search
-from tilesim.render.studies.dsr_search import (
-    RateStack,
-    SearchGrid,
-    evaluate,
-    increase_start,
-    local_minimum,
-    search_step,
-    simulate,
-)
 from tilesim.render.techniques.dynamic_sampling_rate import (
     DEFAULT_PARAMETERS,
     LOWEST,
@@ -45,6 +35,16 @@ from tilesim.render.techniques.dynamic_sampling_rate import (
     tile_means,
     tile_ssim,
     to_tiles,
+)
+from tilesim.studies import dsr_search
+from tilesim.studies.dsr_search import (
+    RateStack,
+    SearchGrid,
+    evaluate,
+    increase_start,
+    local_minimum,
+    search_step,
+    simulate,
 )
 
 RNG = np.random.default_rng(2024)
@@ -465,7 +465,7 @@ def test_cli_registers_dsr_search_and_rejects_bad_grids(tmp_path):
         args.func(args)
     args = parser.parse_args(["dsr-search", "--train", "a.tsim", "--strategy", "product",
                               "--reduce-thresholds", ",".join(map(str, range(1, 30)))])
-    from tilesim.render.studies.dsr_search import SearchGrid
+    from tilesim.studies.dsr_search import SearchGrid
 
     pairs = 29 * len(SearchGrid().reduce_diagonals)     # 29 thresholds x the default diagonals
     with pytest.raises(InputError, match=f"reduce: {pairs} <T, D> pairs per state"):

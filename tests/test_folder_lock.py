@@ -18,7 +18,7 @@ from trace_helpers import sphere_trace
 
 from tilesim.errors import InputError
 from tilesim.folder_lock import LOCK_FILE, lock_folder, release_folder
-from tilesim.render.studies.batch import HANG_ENV
+from tilesim.studies.batch import HANG_ENV
 
 # Another process trying the lock: prints "locked" or the error's one line.
 TRY_LOCK = textwrap.dedent("""

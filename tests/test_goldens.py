@@ -16,8 +16,8 @@ import pytest
 
 from tilesim.cli import main
 from tilesim.images import png_bytes, read_png
-from tilesim.render.studies import goldens
-from tilesim.render.studies.coherence import DEFAULT_TECHNIQUES
+from tilesim.studies import goldens
+from tilesim.studies.coherence import DEFAULT_TECHNIQUES
 from tilesim.thresholds import DSR_MIN_MSSIM
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -114,9 +114,9 @@ def test_viewport_x_of_2_62_is_an_input_error(op):
 
 
 def test_import_and_workload_inputs_refuse_devices():
-    from tilesim.render.studies.scheduling.scenarios import load_scenarios
     from tilesim.render.traces.apitrace_import import scan_apitrace
     from tilesim.render.workloads.obj_model import load_obj
+    from tilesim.scheduling.scenarios import load_scenarios
 
     for read in (scan_apitrace, load_obj, load_scenarios):
         with pytest.raises(InputError, match="not a regular file"):

@@ -21,7 +21,7 @@ def test_tile_size_zero_is_refused_before_anything_is_written(tmp_path, capsys):
 
 
 def test_unit_folder_refusal_inside_run_advises_tilesim_run(tmp_path):
-    from tilesim.render.studies.batch import Job, prepare_jobs
+    from tilesim.studies.batch import Job, prepare_jobs
 
     trace = sphere_trace(tmp_path / "s.tsim", 1, size=(32, 24))
     out = tmp_path / "unit"

@@ -22,8 +22,8 @@ from trace_helpers import sphere_trace
 
 from tilesim.cli import main
 from tilesim.errors import TilesimError
-from tilesim.render.studies import dask_cluster as cluster
-from tilesim.render.studies.batch import HANG_ENV
+from tilesim.studies import dask_cluster as cluster
+from tilesim.studies.batch import HANG_ENV
 
 # What a Ctrl-C or SIGTERM may take to end a run whose workers are busy (Dask's own close
 # waited for the running tasks and then its timeouts: 4-64 s).

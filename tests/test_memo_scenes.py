@@ -290,8 +290,8 @@ def test_a_wrong_color_hit_shows_in_the_frame(monkeypatch):
     (flat quads where the baseline has gradients), and coherence does not count it
     identical."""
     require_mesa()
-    from tilesim.render.studies.coherence import Tally
     from tilesim.render.techniques import fragment_memoization
+    from tilesim.studies.coherence import Tally
 
     def one_key_per_draw(inputs, context_crc=0, quad_inputs=False, bits=32):
         n = np.asarray(inputs).shape[2]

@@ -13,7 +13,7 @@ import pytest
 from trace_helpers import sphere_trace
 
 from tilesim.cli import main
-from tilesim.render.studies import conformance, dsr_search, goldens
+from tilesim.studies import conformance, dsr_search, goldens
 
 
 def no_work(*args, **kwargs):

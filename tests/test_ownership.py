@@ -101,7 +101,7 @@ def test_render_path_with_at_sign_is_a_path(tmp_path, capsys):
 
 
 def test_remove_overlays_keeps_foreign_files(tmp_path):
-    from tilesim.render.studies.study import remove_overlays
+    from tilesim.studies.study import remove_overlays
 
     folder = tmp_path / "overlays"
     (folder / "tiles").mkdir(parents=True)

@@ -36,7 +36,7 @@ def test_the_wheel_installs_one_import_name(wheel_names):
     tops = {name.split("/")[0] for name in wheel_names if ".dist-info/" not in name}
     assert tops == {"tilesim"}
     for module in ("tilesim/render/pipeline/renderer.py", "tilesim/shaders/interpreter.py",
-                   "tilesim/timing/model.py", "tilesim/cli.py"):
+                   "tilesim/timing/model.py", "cli/main.py"):
         assert module in wheel_names
 
 

@@ -11,16 +11,16 @@ import numpy as np
 import pytest
 
 from tilesim.cli import main
+from tilesim.cli.predict import error_summary, fragment_summary
 from tilesim.errors import InputError
-from tilesim.render.gl.commands import Recorder, make_command
-from tilesim.render.studies.command_groups import (
+from tilesim.prediction.command_groups import (
     CommandGroup,
     Context,
     load_group_config,
     split_groups,
     trace_contexts,
 )
-from tilesim.render.studies.ground_truth import (
+from tilesim.prediction.ground_truth import (
     Calibrator,
     GLBackend,
     ModelBackend,
@@ -29,8 +29,7 @@ from tilesim.render.studies.ground_truth import (
     jitter_stats,
     passthrough_vertex_glsl,
 )
-from tilesim.render.studies.predict_command import error_summary, fragment_summary
-from tilesim.render.studies.prediction import (
+from tilesim.prediction.predictor import (
     Calibration,
     HistoryPredictor,
     Predictor,
@@ -40,8 +39,9 @@ from tilesim.render.studies.prediction import (
     upload_bytes,
     upload_kind,
 )
+from tilesim.render.gl.commands import Recorder, make_command
 from tilesim.render.traces.trace_file import open_trace, write_trace
-from tilesim.render.workloads.prediction import (
+from tilesim.render.workloads.prediction_programs import (
     clearspd,
     clearspd_alternating,
     corpus_program,
@@ -614,7 +614,7 @@ def test_gl_backend_measures_groups_on_mesa(tmp_path):
     from conftest import require_mesa
 
     require_mesa()
-    from tilesim.render.studies.predict_command import run_prediction
+    from tilesim.cli.predict import run_prediction
 
     frames, source = clearspd_alternating(frames=4, sizes=((64, 48), (128, 96)), clears=40)
     path = write_trace(tmp_path / "alt.tsim", frames, width=64, height=48, source=source)
@@ -630,7 +630,7 @@ def test_gl_backend_measures_groups_on_mesa(tmp_path):
 
 def test_model_calibrations_are_kept_apart_per_configuration(tmp_path):
     """A changed GPU configuration must not reuse the calibration of another."""
-    from tilesim.render.studies.ground_truth import ModelBackend
+    from tilesim.prediction.ground_truth import ModelBackend
     from tilesim.timing.config import BASELINE_GPU
 
     mine = tmp_path / "gpu.toml"
@@ -659,7 +659,7 @@ def test_gl_finish_timer_and_big_texture_uploads_on_mesa(tmp_path):
     from conftest import require_mesa
 
     require_mesa()
-    from tilesim.render.studies.predict_command import run_prediction
+    from tilesim.cli.predict import run_prediction
 
     frames = texture_stream(160, 120, frames=20, seed=3, sides=(512, 1024))
     path = write_trace(tmp_path / "stream.tsim", frames, width=160, height=120,
@@ -716,8 +716,8 @@ def test_buffer_uploads_of_a_vertex_stream_on_mesa(tmp_path):
     from conftest import require_mesa
 
     require_mesa()
-    from tilesim.render.studies.predict_command import run_prediction
-    from tilesim.render.studies.prediction import BUFFER_UPLOAD_KINDS
+    from tilesim.cli.predict import run_prediction
+    from tilesim.prediction.predictor import BUFFER_UPLOAD_KINDS
 
     frames = vertex_stream(160, 120, frames=16, seed=3, cells=(64, 128))
     path = write_trace(tmp_path / "vertices.tsim", frames, width=160, height=120,

@@ -1,16 +1,16 @@
 """The GL ground truth's timers on Mesa (issue 17): what llvmpipe's GL_TIME_ELAPSED query
 measures of a command group, with the begin flushed on its own and without (see
-render/studies/ground_truth.py's module doc)."""
+prediction/ground_truth.py's module doc)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from tilesim.prediction.command_groups import Context, split_groups
+from tilesim.prediction.ground_truth import GLBackend
 from tilesim.render.gl.commands import Recorder
-from tilesim.render.studies.command_groups import Context, split_groups
-from tilesim.render.studies.ground_truth import GLBackend
-from tilesim.render.workloads.prediction import corpus_program
+from tilesim.render.workloads.prediction_programs import corpus_program
 
 QUADS = (1, 16)
 REPEATS = 3

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import _unavailable, require_tools
 
-from tilesim.render.studies.study import QUICK_WORKLOADS
+from tilesim.studies.study import QUICK_WORKLOADS
 
 CHROMIUM = "/usr/bin/chromium"
 WIDTHS = (800, 1920)

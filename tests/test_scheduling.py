@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from tilesim.errors import InputError
-from tilesim.render.studies.scheduling import metrics, robustness
-from tilesim.render.studies.scheduling.blocks import (
+from tilesim.scheduling import metrics, robustness
+from tilesim.scheduling.blocks import (
     Block,
     BlockSpec,
     Exact,
@@ -19,14 +19,14 @@ from tilesim.render.studies.scheduling.blocks import (
     Margin,
     split_frame,
 )
-from tilesim.render.studies.scheduling.policies import (
+from tilesim.scheduling.policies import (
     Costs,
     Thread,
     check_policy,
     guard_allows,
     select,
 )
-from tilesim.render.studies.scheduling.simulation import Application, SimConfig, simulate
+from tilesim.scheduling.simulation import Application, SimConfig, simulate
 
 MS = 1e-3
 FREE = dict(decision_s=0.0, record_s_per_command=0.0, dispatch_s_per_command=0.0)
@@ -249,7 +249,7 @@ def _tiny_blocks(tmp_path):
 
 
 def test_bundled_scenarios_match_004_tables():
-    from tilesim.render.studies.scheduling import scenarios
+    from tilesim.scheduling import scenarios
 
     scen = scenarios.load_scenarios()
     mts1 = {e["app"]: (e["priority"], e["fps"]) for e in scen.scenarios["MTS-1"]}
@@ -265,7 +265,7 @@ def test_mts2_shape_on_hand_made_costs(tmp_path):
     deadline met and the spam renders nothing (004's guard never admits a draw longer than
     the period); the looser 'frame' guard lets spam draws overlap the speedometer's release
     and still keeps every speedometer deadline."""
-    from tilesim.render.studies.scheduling import scenarios
+    from tilesim.scheduling import scenarios
 
     scen = scenarios.load_scenarios()
     apps = scenarios.applications(scen, "MTS-2", scenarios.load_blocks(_tiny_blocks(tmp_path)))
@@ -340,8 +340,8 @@ def test_block_costs_add_up_to_the_frame_time(mesa):
     costs add up to the timing model's time for the whole frame; every cluster frame has a
     block per draw and ends with its swap."""
     from tilesim.render.replay import render_frames
-    from tilesim.render.studies.scheduling.scenarios import time_blocks
     from tilesim.render.workloads import cluster
+    from tilesim.scheduling.scenarios import time_blocks
     from tilesim.timing.config import load_energy_config, load_gpu_config
     from tilesim.timing.model import estimate_frames
 
@@ -443,8 +443,8 @@ def layered_app(name: str, layers: int):
     matrices) in one draw a frame, with its recorded commands and hand-made block costs: the
     draw shades layers x 5000 fragments at C_F each."""
     from tilesim.render.gl.commands import Recorder
-    from tilesim.render.studies.scheduling.estimators import AppCommands, setup_commands
-    from tilesim.render.workloads.prediction import corpus_program
+    from tilesim.render.workloads.prediction_programs import corpus_program
+    from tilesim.scheduling.estimators import AppCommands, setup_commands
 
     program = corpus_program("es2gears-")
     gl = Recorder(*WINDOW)
@@ -470,7 +470,7 @@ def layered_app(name: str, layers: int):
 
 
 def stub_calibration():
-    from tilesim.render.studies.prediction import Calibration, ProgramCost
+    from tilesim.prediction.predictor import Calibration, ProgramCost
 
     return (lambda context: Calibration("test", context.width, context.height),
             lambda *args: ProgramCost(0.0, C_F, 0.0))
@@ -495,7 +495,7 @@ def test_bbox_underestimates_stacked_layers_so_the_guard_admits_them_a_margin_fi
     <= 50: x9 still misses, x11 keeps every deadline. The oracle estimator knows the 120000
     fragments: 120 ms, refused at x1; history-ratio starts from the box (a miss), then
     learns the frame's fragments per vertex (120000 / 144) and refuses the next frame."""
-    from tilesim.render.studies.scheduling.estimators import make_predictor
+    from tilesim.scheduling.estimators import make_predictor
 
     apps, commands = layered_scenario()
     calibration, program_cost = stub_calibration()
@@ -527,8 +527,8 @@ def test_bbox_underestimates_stacked_layers_so_the_guard_admits_them_a_margin_fi
 
 
 def test_every_estimator_name_is_accepted():
-    from tilesim.render.studies.prediction import ESTIMATORS
-    from tilesim.render.studies.scheduling.estimators import make_predictor, predictor_names
+    from tilesim.prediction.predictor import ESTIMATORS
+    from tilesim.scheduling.estimators import make_predictor, predictor_names
 
     names = predictor_names(runtime_frames=2)
     assert set(ESTIMATORS) <= set(names)
@@ -579,8 +579,8 @@ def test_cli_every_estimator_on_small_cluster_applications(tmp_path, capsys, mes
     import json
 
     from tilesim.cli import main
-    from tilesim.render.studies.prediction import ESTIMATORS
-    from tilesim.render.studies.scheduling import scenarios
+    from tilesim.prediction.predictor import ESTIMATORS
+    from tilesim.scheduling import scenarios
 
     text = scenarios.SCENARIOS_TOML.read_text()
     for big, small in (("[480, 480]", "[48, 48]"), ("[640, 480]", "[64, 48]"),

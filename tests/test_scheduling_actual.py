@@ -1,5 +1,5 @@
 """``tilesim schedule --actual gl-*``: blocks' actual times measured on Mesa (issue 18 item 1,
-``tilesim.render.studies.scheduling.actual``), on a tiny scenario."""
+``tilesim.scheduling.actual``), on a tiny scenario."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 
 from tilesim.errors import InputError
 from tilesim.render.gl.commands import Command
-from tilesim.render.studies.scheduling import actual
-from tilesim.render.studies.scheduling.blocks import BlockSpec
+from tilesim.scheduling import actual
+from tilesim.scheduling.blocks import BlockSpec
 
 TINY = """\
 [run]
@@ -97,7 +97,7 @@ def test_with_times_keeps_the_blocks_and_their_fragments():
 @pytest.mark.slow
 def test_cli_actual_gl_llvmpipe_on_a_tiny_scenario(tmp_path, capsys, mesa, monkeypatch):
     from tilesim.cli import main
-    from tilesim.render.studies.ground_truth import GLBackend
+    from tilesim.prediction.ground_truth import GLBackend
 
     config = tmp_path / "tiny.toml"
     config.write_text(TINY)

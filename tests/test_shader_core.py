@@ -25,8 +25,8 @@ import numpy as np
 import pytest
 from tgsi_helpers import program_text
 
+from tilesim.cli.core import CORPUS
 from tilesim.errors import InputError
-from tilesim.render.studies.core_command import CORPUS
 from tilesim.shaders.interpreter import Interpreter
 from tilesim.shaders.parser import parse
 from tilesim.timing.shader_core.config import SHADER_CORE_TOML, load_core_config
@@ -283,7 +283,7 @@ def test_a_frames_draws_run_what_the_renderer_shaded():
     instructions the renderer counted for the frame, and textured draws carry the cache lines
     tilesim's texture sampler really read (not the nominal texture's)."""
     from tilesim.render.replay import render_trace
-    from tilesim.render.studies.core_draws import frame_workloads
+    from tilesim.studies.core_draws import frame_workloads
     from tilesim.timing.shader_core.workload import UNIT_SPAN
 
     size = (160, 96)

@@ -14,11 +14,11 @@ import pytest
 from trace_helpers import sphere_trace
 
 from tilesim.render.replay import render_side_by_side, render_trace
-from tilesim.render.studies import batch
-from tilesim.render.studies.batch import Job, prepare_jobs, run_job, run_side_by_side
 from tilesim.render.techniques import side_by_side
 from tilesim.render.techniques.bus import Techniques
 from tilesim.render.techniques.side_by_side import SideBySide, shareable
+from tilesim.studies import batch
+from tilesim.studies.batch import Job, prepare_jobs, run_job, run_side_by_side
 
 TRACES = Path(__file__).resolve().parent.parent / "traces"
 MEMBERS = ("te", "re", "re/xor", "te+re", "memo", "memo/32")

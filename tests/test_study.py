@@ -17,7 +17,7 @@ from trace_helpers import sphere_trace
 import tilesim
 from tilesim.cli import main
 from tilesim.errors import InputError
-from tilesim.render.studies.coherence import DEFAULT_TECHNIQUES, LOSSLESS
+from tilesim.studies.coherence import DEFAULT_TECHNIQUES, LOSSLESS
 
 TECHNIQUES = ["baseline", *DEFAULT_TECHNIQUES]
 
@@ -170,8 +170,8 @@ def test_the_report_gives_absolute_figures_a_glossary_and_the_modelled_gpu(study
 
 
 def test_per_frame_figures_and_the_gpu_summary_follow_the_configuration():
-    from tilesim.render.studies.study_report import _gpu_summary
-    from tilesim.render.studies.study_results import per_frame
+    from tilesim.studies.report.page import _gpu_summary
+    from tilesim.studies.study_results import per_frame
     from tilesim.timing.config import effective_config
 
     total = {"frames": 4, "seconds": 0.04, "cycles": {"total": 16e6},
@@ -255,7 +255,7 @@ def test_open_results_names_a_folder_that_is_not_a_study(tmp_path):
 
 
 def test_capture_names_are_short_and_say_what_was_captured():
-    from tilesim.render.studies.study import capture_name
+    from tilesim.studies.study import capture_name
 
     assert capture_name("glmark2-es2:shading:shading=phong") == "glmark2-shading-phong"
     assert capture_name("glmark2-es2:texture:texture-filter=mipmap") == "glmark2-texture-mipmap"
@@ -268,7 +268,7 @@ def test_capture_names_are_short_and_say_what_was_captured():
 def test_the_default_suite_captures_real_programs_and_reports_those_it_cannot(tmp_path):
     from conftest import require_mesa, require_tools
 
-    from tilesim.render.studies.study import captured_workloads
+    from tilesim.studies.study import captured_workloads
 
     require_tools("xvfb-run", "apitrace", "glmark2-es2")
     require_mesa()
@@ -282,8 +282,8 @@ def test_the_default_suite_captures_real_programs_and_reports_those_it_cannot(tm
 
 @pytest.mark.slow
 def test_the_all_sections_turn_each_command_into_tables_and_figures(study):
-    from tilesim.render.studies.study_report import _extra_section
-    from tilesim.render.studies.study_sections import (
+    from tilesim.studies.report.page import _extra_section
+    from tilesim.studies.study_sections import (
         core_section,
         prediction_section,
         scheduling_section,
@@ -305,7 +305,7 @@ def test_the_all_sections_turn_each_command_into_tables_and_figures(study):
 
 
 def test_a_section_whose_command_fails_says_so(tmp_path):
-    from tilesim.render.studies.study_sections import core_section
+    from tilesim.studies.study_sections import core_section
 
     section = core_section(tmp_path, str(tmp_path / "missing.tsim"), 0)
     assert "failed (exit 2)" in section["text"] and "missing.tsim" in section["text"]
@@ -345,7 +345,7 @@ def test_another_frame_range_counts_the_characterization_again(study, tmp_path):
 
 
 def test_the_runs_that_only_watch_the_pipeline_share_their_workloads_baseline_render(tmp_path):
-    from tilesim.render.studies.study import Settings, Workload, plan_renders, plan_units
+    from tilesim.studies.study import Settings, Workload, plan_renders, plan_units
 
     workloads = [Workload("a", "a.tsim", (0, 4)), Workload("b", "b.tsim", (0, 4))]
     units = plan_units(Settings(workloads, tuple(TECHNIQUES)), tmp_path)
@@ -366,9 +366,9 @@ def test_two_workers_compare_each_run_in_parts_and_record_what_one_worker_record
     """With two workers every run's frames are compared in parts (a frame at a time as the
     render writes them, the rest in a part per worker); the joined tallies equal those of
     one worker comparing all the frames."""
-    from tilesim.render.studies import study as study_module
-    from tilesim.render.studies.coherence import Tally
-    from tilesim.render.studies.study import (
+    from tilesim.studies import study as study_module
+    from tilesim.studies.coherence import Tally
+    from tilesim.studies.study import (
         Settings,
         compare_frames,
         comparison_parts,
@@ -400,9 +400,9 @@ def test_a_run_is_compared_in_runs_of_frames_it_and_its_baseline_finished(study,
     in runs of STREAM_FRAMES consecutive frames, each frame once, a run only when whole."""
     import shutil
 
-    from tilesim.render.studies import study as study_module
-    from tilesim.render.studies.batch import Job
-    from tilesim.render.studies.study import Settings, given_workloads, plan_units
+    from tilesim.studies import study as study_module
+    from tilesim.studies.batch import Job
+    from tilesim.studies.study import Settings, given_workloads, plan_units
 
     trace, out, code = study
     assert code == 0
@@ -431,7 +431,7 @@ def test_a_run_is_compared_in_runs_of_frames_it_and_its_baseline_finished(study,
 def test_progress_without_a_terminal_is_lines_at_most_every_interval():
     import io
 
-    from tilesim.render.studies.progress import LineProgress
+    from tilesim.studies.progress import LineProgress
 
     out = io.StringIO()
     with LineProgress(4, desc="study", unit="run", file=out, interval=3600) as bar:
@@ -444,7 +444,7 @@ def test_progress_without_a_terminal_is_lines_at_most_every_interval():
 
 
 def test_the_terminal_summary_says_what_bounds_each_workload():
-    from tilesim.render.studies.study import regime_lines
+    from tilesim.studies.study import regime_lines
 
     workloads = [
         {"name": "a", "bound_shares": {"bus": 0.6, "shading": 0.3, "geometry": 0.1},

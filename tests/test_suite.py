@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from conftest import require_mesa, require_tools
 
-from tilesim.render.studies.suite import SUITE, run_entry, slug
+from tilesim.studies.suite import SUITE, run_entry, slug
 from tilesim.thresholds import SUITE_MIN_MSSIM
 
 pytestmark = [pytest.mark.mesa, pytest.mark.slow]

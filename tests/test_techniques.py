@@ -475,9 +475,9 @@ def test_a_mixed_rate_frame_is_the_tilewise_composite_of_uniform_rates(scene):
 def test_dsr_in_the_pipeline_follows_the_search_simulation(scene, tmp_path):
     """``--technique dsr`` renders what ``dsr-search`` simulates from uniform-rate renders:
     the same rates per tile and frame, the same images."""
-    from tilesim.render.studies.dsr_search import render_rates, simulate
     from tilesim.render.techniques.dynamic_sampling_rate import DSRParameters
     from tilesim.render.traces.trace_file import write_trace
+    from tilesim.studies.dsr_search import render_rates, simulate
 
     params = DSRParameters((40.0, 40.0, 40.0, 40.0), (2, 2, 2, 2), (60.0, 60.0, 60.0),
                            (1, 1, 1))
@@ -522,8 +522,8 @@ def test_coherence_renders_techniques_side_by_side_with_the_same_report(scene, t
     """``workers`` > 1: the baseline once, the techniques on a local Dask cluster, compared
     with the baseline frames it left in a temporary folder; the report is the sequential
     one."""
-    from tilesim.render.studies.coherence import compare_trace
     from tilesim.render.traces.trace_file import write_trace
+    from tilesim.studies.coherence import compare_trace
 
     trace = tmp_path / "scene.tsim"
     write_trace(trace, scene, width=W, height=H, name="scene")
@@ -539,8 +539,8 @@ def test_coherence_renders_watching_techniques_beside_their_host_with_the_same_r
         scene, tmp_path, monkeypatch):
     """TE, RE and memoization ride on the baseline's render, RE+EVR on EVR's: the report is
     the one of a render per technique."""
-    from tilesim.render.studies import coherence
     from tilesim.render.traces.trace_file import write_trace
+    from tilesim.studies import coherence
 
     trace = tmp_path / "scene.tsim"
     write_trace(trace, scene, width=W, height=H, name="scene")
@@ -559,7 +559,7 @@ def test_lossless_techniques_on_bundled_workloads(trace):
     of frames; the issue note gives the full run)."""
     from pathlib import Path
 
-    from tilesim.render.studies.coherence import compare_trace
+    from tilesim.studies.coherence import compare_trace
 
     path = Path(__file__).parent.parent / "traces" / f"{trace}.tsim"
     report = compare_trace(str(path), ["te", "re", "evr", "re+evr", "memo"], range(0, 4))

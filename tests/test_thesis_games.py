@@ -133,8 +133,8 @@ def test_stored_characterization_within_band():
 def test_built_program_lands_in_its_band(key, tmp_path, mesa):
     """Build the row's program now (Mesa compiles its shaders), render frame 1 and
     characterize it: each banded column within 15% of the table row."""
-    from tilesim.render.studies.characterize import characterize
     from tilesim.render.workloads import write_workload
+    from tilesim.studies.characterize import characterize
 
     row = ROWS[key]
     path = write_workload(row.name, tmp_path / trace_name(row.name, *row.size), *row.size,
@@ -148,7 +148,7 @@ def test_built_program_lands_in_its_band(key, tmp_path, mesa):
 def test_thesis_comparison_averages_each_technique_on_its_evaluated_set():
     """RE is averaged on the chapters 4-5 rows, DSR on the chapter 6 rows (Frame Coherence
     §4.3, §6.5); other workloads are left out; a study without like_* has none."""
-    from tilesim.render.studies.thesis_comparison import compare
+    from tilesim.studies.thesis_comparison import compare
 
     def run(time, energy, **quality):
         return {"normalized": {"time": time, "energy": energy}, "quality": quality}

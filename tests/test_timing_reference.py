@@ -241,7 +241,7 @@ SMALL = (320, 192)          # 20 x 12 tiles: a real frame's mix of tiles in a fe
 @pytest.fixture(scope="module")
 def runner_frames():
     """Frames 1-2 of the runner trace, rendered at 320x192 with the quad recorder."""
-    from tilesim.render.studies.quad_stream import record_frames
+    from tilesim.studies.quad_stream import record_frames
 
     return record_frames(RUNNER, [1, 2], size=SMALL)
 
@@ -318,7 +318,7 @@ def test_memoized_quads_run_no_program_in_the_reference():
     outcome arrives when the frame's pair is done): they are among the frame's hits (each
     holds at least one), and the reference gives them no issue, latency or texture work, so
     the marked frame takes fewer cycles than the same stream with the marks cleared."""
-    from tilesim.render.studies.quad_stream import record_frames
+    from tilesim.studies.quad_stream import record_frames
     from tilesim.timing.reference.agreement import compare
     from tilesim.timing.reference.inputs import frame_pass_inputs
     from tilesim.timing.reference.records import QuadStream

@@ -29,7 +29,6 @@ from tilesim.errors import InputError, ToolMissing
 from tilesim.images import compare_images, read_png
 from tilesim.mesa import program_environment
 from tilesim.render.gl.commands import Recorder, make_command
-from tilesim.render.studies import compare
 from tilesim.render.traces.apitrace_import import import_pickle, skip_kind
 from tilesim.render.traces.capture import (
     ES2GEARS_EXECUTABLES,
@@ -38,6 +37,7 @@ from tilesim.render.traces.capture import (
 )
 from tilesim.render.traces.trace_file import open_trace, read_frames
 from tilesim.shaders.trace_capture import Pointer
+from tilesim.studies import compare
 
 ROOT = Path(__file__).resolve().parent.parent
 

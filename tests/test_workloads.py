@@ -157,8 +157,8 @@ def test_make_workloads_script(tmp_path):
 @pytest.mark.slow
 def test_characterize_prints_sane_numbers(tmp_path, capsys):
     from tilesim.cli import main
-    from tilesim.render.studies.characterize import characterize
     from tilesim.render.traces.trace_file import write_trace
+    from tilesim.studies.characterize import characterize
 
     path = write_trace(tmp_path / "runner.tsim", built("runner", BUILT)[:2], width=WIDTH,
                        height=HEIGHT, name="runner")

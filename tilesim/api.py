@@ -37,12 +37,12 @@ from tilesim.errors import InputError
 from tilesim.options import MAX_WINDOW_SIDE, frame_range
 from tilesim.render.pipeline.renderer import FrameResult
 from tilesim.render.replay import render_trace
-from tilesim.render.studies.study_results import StudyResults
-from tilesim.render.studies.study_results import open_results as _open_results
 from tilesim.render.techniques.bus import Techniques
 from tilesim.render.traces.trace_file import Trace
 from tilesim.render.traces.trace_file import open_trace as _open_trace
 from tilesim.shaders.interpreter import MEDIUMP_MODES
+from tilesim.studies.study_results import StudyResults
+from tilesim.studies.study_results import open_results as _open_results
 from tilesim.timing.config import load_energy_config, load_gpu_config
 from tilesim.timing.model import FrameEstimate, estimate_frames
 from tilesim.timing.report import estimate_workload

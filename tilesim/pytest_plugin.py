@@ -1,7 +1,7 @@
 """pytest plugin: golden frames of your own traces in your own test suite.
 
 Installed with tilesim (entry point ``pytest11``); ``-p no:tilesim.pytest_plugin`` turns it
-off. Two ways to use it, one check behind both (:mod:`tilesim.render.studies.goldens`, the
+off. Two ways to use it, one check behind both (:mod:`tilesim.studies.goldens`, the
 code of ``tilesim goldens check``)::
 
     def test_title_screen(tilesim_golden):
@@ -90,9 +90,9 @@ class GoldenChecker:
         """Render ``frames`` of ``trace`` with each of ``techniques`` and compare with the
         goldens (named ``<name or the trace's stem>-<frame:04d>``); fails the test when one
         differs or is missing. Returns the rows of
-        :func:`tilesim.render.studies.goldens.check_techniques`."""
+        :func:`tilesim.studies.goldens.check_techniques`."""
         from tilesim.errors import TilesimError
-        from tilesim.render.studies import goldens
+        from tilesim.studies import goldens
 
         trace = Path(trace)
         trace = trace if trace.is_absolute() else self.rootdir / trace

@@ -56,11 +56,13 @@ _FORMAT_EXTENSIONS = {
     "SRC1_COLOR_EXT": "GL_EXT_blend_func_extended", "SRC1_ALPHA_EXT": "GL_EXT_blend_func_extended",
     "ONE_MINUS_SRC1_COLOR_EXT": "GL_EXT_blend_func_extended",
     "ONE_MINUS_SRC1_ALPHA_EXT": "GL_EXT_blend_func_extended",
+    "TEXTURE_3D_OES": "GL_OES_texture_3D", "TEXTURE_WRAP_R_OES": "GL_OES_texture_3D",
 }
 # GL calls (translated, skipped or folded by the importer) whose suffix or name says the
 # extension; core ES 2.0 calls have none.
 _CALL_EXTENSIONS = {
     "VertexArrayOES": "GL_OES_vertex_array_object",
+    "3DOES": "GL_OES_texture_3D",
     "glDiscardFramebufferEXT": "GL_EXT_discard_framebuffer",
     "glInsertEventMarkerEXT": "GL_EXT_debug_marker", "glPushGroupMarkerEXT":
     "GL_EXT_debug_marker", "glPopGroupMarkerEXT": "GL_EXT_debug_marker",

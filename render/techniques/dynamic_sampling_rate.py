@@ -11,7 +11,7 @@ N = 1, 2, 4, 8, 16 (``BLOCK_SIZES``). The parameters are a <T_R, D_R> pair for t
 transition of states 0..3 and a <T_I, D_I> pair for the Increase transition of states 1..3;
 state 4 (one sample per tile, a flat tile with no frequency content to analyse) always goes
 back to 3. They live in ``dsr_parameters.toml`` (:class:`DSRParameters`), fitted by
-``tilesim dsr-search`` (``tilesim.render.studies.dsr_search``).
+``tilesim dsr-search`` (``tilesim.studies.dsr_search``).
 
 The content-change guard (optional, ``[guard]`` in the parameters; not in the thesis): the FSM
 decides a tile's next rate from this frame's content, which is right only while the tile's

@@ -239,7 +239,8 @@ def skip_kind(name: str) -> str | None:
 
 
 DRAW_CALLS = frozenset({"glDrawArrays", "glDrawElements", "glClear"})
-OFF_SURFACE_READS = frozenset({"glCopyTexImage2D", "glCopyTexSubImage2D"})
+OFF_SURFACE_READS = frozenset({"glCopyTexImage2D", "glCopyTexSubImage2D",
+                               "glCopyTexSubImage3DOES", "glCopyTexSubImage3D"})
 
 
 # --- pass 1: scan ----------------------------------------------------------------------------
@@ -851,7 +852,8 @@ class Translator:
             for unit in sorted(self._units | {0}):
                 self._emit("activeTexture", unit=unit)
                 for target in TEXTURE_TARGETS:
-                    self._emit("bindTexture", target=target, id=0)
+                    if target != "TEXTURE_3D_OES" or self.__dict__.get("_bound_3d"):
+                        self._emit("bindTexture", target=target, id=0)
             self._emit("activeTexture", unit=0)
         elif ("activeTexture",) in dirty:
             self._emit("activeTexture", unit=0)
@@ -1166,6 +1168,8 @@ class Translator:
 
     def _glBindTexture(self, call):
         target = self._enum(call.args.get("target"), TEXTURE_TARGETS, "target")
+        if target == "TEXTURE_3D_OES":
+            self._bound_3d = True   # a context switch then resets the 3D bindings too
         self._emit("bindTexture", target=target, id=self._object("texture",
                                                                  self._name("texture")))
 
@@ -1252,6 +1256,74 @@ class Translator:
                    level=self._int("level", limits=GLSIZEI), xoffset=self._int("xoffset"),
                    yoffset=self._int("yoffset"), x=self._int("x"), y=self._int("y"),
                    width=self._size("width"), height=self._size("height"))
+
+    # -- OES_texture_3D ---------------------------------------------------------------------
+
+    def _target_3d(self) -> str:
+        return self._enum(self._call.args.get("target"), ("TEXTURE_3D_OES",), "target")
+
+    def _glTexImage3DOES(self, call):
+        if self._int("border", 0) != 0:
+            raise self._error("border must be 0 (OES_texture_3D)")
+        args = call.args
+        self._emit("texImage3D", target=self._target_3d(),
+                   level=self._int("level", limits=GLSIZEI),
+                   internalformat=self._enum(args.get("internalformat"), TEXTURE_FORMATS,
+                                             "internalformat"),
+                   width=self._size("width"), height=self._size("height"),
+                   depth=self._size("depth"),
+                   format=self._enum(args.get("format"), TEXTURE_FORMATS, "format"),
+                   type=self._enum(args.get("type"), TEXEL_TYPES, "type"),
+                   data=self._blob(args.get("pixels"), "pixels", required=False))
+
+    def _glTexSubImage3DOES(self, call):
+        args = call.args
+        self._emit("texSubImage3D", target=self._target_3d(),
+                   level=self._int("level", limits=GLSIZEI), xoffset=self._int("xoffset"),
+                   yoffset=self._int("yoffset"), zoffset=self._int("zoffset"),
+                   width=self._size("width"), height=self._size("height"),
+                   depth=self._size("depth"),
+                   format=self._enum(args.get("format"), TEXTURE_FORMATS, "format"),
+                   type=self._enum(args.get("type"), TEXEL_TYPES, "type"),
+                   data=self._blob(args.get("pixels"), "pixels", required=True))
+
+    def _glCopyTexSubImage3DOES(self, call):
+        self._emit("copyTexSubImage3D", target=self._target_3d(),
+                   level=self._int("level", limits=GLSIZEI), xoffset=self._int("xoffset"),
+                   yoffset=self._int("yoffset"), zoffset=self._int("zoffset"),
+                   x=self._int("x"), y=self._int("y"), width=self._size("width"),
+                   height=self._size("height"))
+
+    def _glCompressedTexImage3DOES(self, call):
+        if self._int("border", 0) != 0:
+            raise self._error("border must be 0 (OES_texture_3D)")
+        args = call.args
+        data = self._blob(args.get("data"), "data", required=True)
+        size = self._int("imageSize")
+        if size != data.size:
+            raise self._error(f"imageSize is {size} but apitrace recorded {data.size} bytes")
+        self._emit("compressedTexImage3D", target=self._target_3d(),
+                   level=self._int("level", limits=GLSIZEI),
+                   internalformat=self._enum(args.get("internalformat"),
+                                             COMPRESSED_TEXTURE_FORMATS, "internalformat"),
+                   width=self._size("width"), height=self._size("height"),
+                   depth=self._size("depth"), data=data)
+
+    def _glFramebufferTexture3DOES(self, call):
+        self._check_target("target", GL_FRAMEBUFFER, "GL_FRAMEBUFFER")
+        self._emit("framebufferTexture3D",
+                   attachment=self._enum(call.args.get("attachment"), ATTACHMENTS,
+                                         "attachment"),
+                   textarget=self._enum(call.args.get("textarget"), ("TEXTURE_3D_OES",),
+                                        "textarget"),
+                   texture=self._object("texture", self._name("texture")),
+                   level=self._int("level", limits=GLSIZEI), zoffset=self._int("zoffset"))
+
+    # the ES 3.0 names, which a GLES2 context of Mesa (an ES 3.x context) also answers
+    _glTexImage3D = _glTexImage3DOES
+    _glTexSubImage3D = _glTexSubImage3DOES
+    _glCopyTexSubImage3D = _glCopyTexSubImage3DOES
+    _glCompressedTexImage3D = _glCompressedTexImage3DOES
 
     def _tex_parameter(self, value) -> None:
         args = self._call.args

@@ -24,7 +24,7 @@ right). Both read one car's drive signal, so they move together.
 
 Every frame sets all the state its draws use and re-uploads its readout, so any prefix of a
 frame renders the same whatever frame came before it (the scheduling study times a frame's
-command blocks by rendering prefixes, ``tilesim.render.studies.scheduling.scenarios``).
+command blocks by rendering prefixes, ``tilesim.scheduling.scenarios``).
 Building needs Mesa (the programs are compiled to TGSI), as every recorded workload.
 """
 

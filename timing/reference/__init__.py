@@ -1,7 +1,7 @@
 """The cycle-level reference of the analytic timing model.
 
     records   what it reads: a pass's quads tile by tile, a frame's draws (filled by
-              ``tilesim.render.studies.quad_stream`` from a render; timing never imports the
+              ``tilesim.studies.quad_stream`` from a render; timing never imports the
               pipeline)
     raster    the raster pipeline of a pass, cycle by cycle (Numba, with its Python source)
     inputs    from a frame's counter records and quad streams to the raster loop's input: its

@@ -1,7 +1,7 @@
 """The analytic model against the cycle-level reference: per tile, per pass and per frame.
 
 ``compare(frames, cfg, ecfg)`` runs both on the same frames (each a frame's counters and the
-quad streams of its passes, ``tilesim.render.studies.quad_stream`` records them) and returns
+quad streams of its passes, ``tilesim.studies.quad_stream`` records them) and returns
 the raster cycles of every tile both ways. The frame's figure is its raster phase: the sum
 over its passes of the tiles' cycles (the analytic model's per-tile cycles add up to its frame
 raster cycles exactly, ``tilesim.timing.tiles``; the reference's tile cycles add up to its

@@ -5,7 +5,7 @@ vertex shading, primitive assembly, tiler, Parameter Buffer writes, the shared b
 Signature Unit) plus the Overlapped Tiles Queue stall in series plus a fill latency
 (``tilesim.timing.model.geometry_cycles``). This loop runs the same stages (Frame Coherence
 Table 3.1, ch. 2; RE's Signature Unit §4.1.2, §4.2) over the frame's real draws
-(``records.DrawStream``, recorded by ``tilesim.render.studies.quad_stream``), draw after draw
+(``records.DrawStream``, recorded by ``tilesim.studies.quad_stream``), draw after draw
 without draining between them:
 
 * Vertex fetch: one vertex per ``attributes / caches.vertex.banks`` cycles of the vertex cache

@@ -4,7 +4,7 @@ The analytic model (``tilesim.timing.model``) charges each tile its bottleneck s
 latency plus the part of its end-of-tile flush the next tile does not hide. This module runs the
 same GPU (Frame Coherence Table 3.1, ``baseline_gpu.toml``) one cycle at a time over the quads
 each tile really produced (``records.QuadStream``, recorded from a render by
-``tilesim.render.studies.quad_stream``), so that those overlap terms can be checked. The stages,
+``tilesim.studies.quad_stream``), so that those overlap terms can be checked. The stages,
 in the order a quad meets them (Frame Coherence ch. 2, the raster pipeline; ch. 3, Table 3.1):
 
 * Tile fetcher: reads the tile's display-list entries (``prims_binned``) one per cycle into the

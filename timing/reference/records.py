@@ -1,6 +1,6 @@
 """The records the cycle-level reference reads: a render pass's quads, tile by tile.
 
-The renderer's recording hook (``tilesim.render.studies.quad_stream``) fills them from a real
+The renderer's recording hook (``tilesim.studies.quad_stream``) fills them from a real
 render; tests build them by hand. Timing reads records, never the pipeline (the layering
 contract), so this module names the fields and their meaning and nothing else.
 """

@@ -15,8 +15,8 @@
     throughput         cycles per warp instruction and per TEX, cached per program
     explore            the three studies of Shader Core ch. 5
 
-``tilesim core`` (and a trace's draws as workloads) live in ``render.studies``
-(``core_command``, ``core_draws``): they render.
+``tilesim core`` (``tilesim.cli.core``) and a trace's draws as workloads
+(``tilesim.studies.core_draws``) live above: they render.
 
 May import: ``tilesim.shaders`` (programs, the interpreter) and the ``tilesim`` base; like
 all of ``tilesim.timing``, never the pipeline.

@@ -1,6 +1,6 @@
 """The conformance scenes as data: small GLES2 programs, each recorded once with the
 WebGL-style :class:`tilesim.render.gl.commands.Recorder`, that ``tilesim conformance``
-(:mod:`tilesim.render.studies.conformance`) renders with tilesim and with Mesa and compares.
+(:mod:`tilesim.studies.conformance`) renders with tilesim and with Mesa and compares.
 
 A scene is a function ``scene_<name>(gl)`` registered in ``SCENES`` with its default size;
 its docstring's first line says what it exercises. :func:`record_scene` records one into
