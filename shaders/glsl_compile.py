@@ -100,10 +100,12 @@ GL_TYPES = {
     0x8B5A: ("mat2", 2, 2, "float32"), 0x8B5B: ("mat3", 3, 3, "float32"),
     0x8B5C: ("mat4", 4, 4, "float32"),
     0x8B5E: ("sampler2D", 1, 1, "sampler"), 0x8B60: ("samplerCube", 1, 1, "sampler"),
+    # OES_texture_3D
+    0x8B5F: ("sampler3D", 1, 1, "sampler"),
     0x8D66: ("samplerExternalOES", 1, 1, "sampler"),
 }
 # Sampler types of extensions Mesa's GLES2 context compiles but tilesim does not sample.
-EXTENSION_SAMPLERS = {0x8B5F: "sampler3D (OES_texture_3D)"}
+EXTENSION_SAMPLERS: dict[int, str] = {}
 XYZW = "xyzw"
 # GLSL type name -> (columns, rows, storage).
 TYPE_SHAPES = {name: (cols, rows, storage) for name, cols, rows, storage in GL_TYPES.values()}

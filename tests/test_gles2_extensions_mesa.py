@@ -12,6 +12,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from tilesim.errors import InputError
 from tilesim.images import image_metrics, within_tolerance
 from tilesim.render.gl.commands import DUAL_SOURCE_FACTORS, enum_name, make_command
 from tilesim.render.pipeline import compiled, output_merger
@@ -107,3 +108,170 @@ def test_blend_func_extended_scene_matches_llvmpipe():
     written)."""
     [(mssim, within, _)] = _scene_against_mesa("blend_func_extended")
     assert mssim >= CONFORMANCE_MIN_MSSIM and within == 1.0
+
+
+# -- OES_texture_3D ---------------------------------------------------------------------------
+
+def _texture_3d(texels: np.ndarray, *, filters=("NEAREST", "NEAREST"), wrap="REPEAT"):
+    """A TEXTURE_3D_OES texture of ``texels`` (D, H, W, 4) uint8."""
+    from tilesim.render.gl.textures import Texture
+    depth, height, width = texels.shape[:3]
+    texture = Texture("TEXTURE_3D_OES")
+    texture.tex_image_3d("TEXTURE_3D_OES", 0, "RGBA", width, height, depth, "RGBA",
+                         "UNSIGNED_BYTE", texels.reshape(-1), 1)
+    texture.parameter("TEXTURE_MIN_FILTER", filters[0])
+    texture.parameter("TEXTURE_MAG_FILTER", filters[1])
+    for pname in ("TEXTURE_WRAP_S", "TEXTURE_WRAP_T", "TEXTURE_WRAP_R_OES"):
+        texture.parameter(pname, wrap)
+    return texture
+
+
+def _sample_3d(texture, coords, **options):
+    from tilesim.render.pipeline.texture_sampler import SamplerOptions, TextureSampler
+    from tilesim.shaders.sampling import TextureRequest
+    sampler = TextureSampler({0: texture}, options=SamplerOptions.llvmpipe(), **options)
+    coords = np.asarray(coords, np.float32)
+    request = TextureRequest(unit=0, target="3D", coords=np.vstack(
+        [coords, np.zeros((1, coords.shape[1]), np.float32)]))
+    return sampler.sample(request), sampler
+
+
+def test_3d_nearest_picks_the_texel_of_all_three_coordinates():
+    """OES_texture_3D (ES 3.0 §3.8.10's i, j, k): NEAREST reads texel (floor(u W),
+    floor(v H), floor(r D)) with each wrap mode applied to its own coordinate."""
+    texels = np.random.default_rng(5).integers(0, 256, (4, 2, 8, 4), dtype=np.uint8)
+    texture = _texture_3d(texels)
+    s = np.array([0.1, 0.6, 0.95, 0.3, 0.3, 0.3, 0.3, 0.3])
+    t = np.array([0.2, 0.7, 0.4, 0.4, 0.4, 0.4, 0.4, 0.4])
+    r = np.array([0.1, 0.3, 0.6, 0.9, 1.1, -0.2, 2.6, 0.5])   # REPEAT beyond [0, 1]
+    color, sampler = _sample_3d(texture, [s, t, r])
+    i, j = (s * 8).astype(int), (t * 2).astype(int)
+    k = np.floor(r * 4).astype(int) % 4
+    np.testing.assert_array_equal(np.rint(color.T * 255), texels[k, j, i])
+    assert sampler.stats.totals()["texels"] == 8
+
+
+def test_3d_linear_blends_the_eight_texels_around_the_point():
+    """LINEAR (ES 3.0 §3.8.10, equation 3.22's 3D form): the 2x2x2 texels around
+    (u - 1/2, v - 1/2, r D - 1/2) weighted by their fractions; here in float (MIRRORED_REPEAT
+    keeps llvmpipe off its 8-bit path) against the formula, and counted as 8 texels."""
+    texels = np.random.default_rng(6).integers(0, 256, (4, 4, 4, 4), dtype=np.uint8)
+    texture = _texture_3d(texels, filters=("LINEAR", "LINEAR"), wrap="MIRRORED_REPEAT")
+    point = np.array([[0.4], [0.55], [0.3]], np.float32)
+    color, sampler = _sample_3d(texture, point)
+    u, v, w = (point[:, 0] * 4 - 0.5)
+    i, j, k = int(np.floor(u)), int(np.floor(v)), int(np.floor(w))
+    a, b, c = u - i, v - j, w - k
+    expected = sum(texels[k + dk, j + dj, i + di].astype(float) / 255
+                   * (a if di else 1 - a) * (b if dj else 1 - b) * (c if dk else 1 - c)
+                   for di in (0, 1) for dj in (0, 1) for dk in (0, 1))
+    np.testing.assert_allclose(color[:, 0], expected, atol=1e-5)
+    stats = sampler.stats.totals()
+    assert stats["texels"] == 8 and stats["trilinear"] == 1
+
+
+def test_3d_images_upload_slice_after_slice_and_sub_boxes_replace():
+    from tilesim.render.gl.textures import Texture
+    texels = np.arange(3 * 2 * 2 * 4, dtype=np.uint8).reshape(3, 2, 2, 4)
+    texture = _texture_3d(texels)
+    image = texture.image(0, 0)
+    assert (image.width, image.height, image.depth) == (2, 2, 3)
+    assert image.nbytes == 2 * 2 * 3 * 4
+    np.testing.assert_array_equal(image.rgba8().reshape(3, 2, 2, 4), texels)
+    texture.tex_sub_image_3d("TEXTURE_3D_OES", 0, 1, 0, 1, 1, 2, 2, "RGBA", "UNSIGNED_BYTE",
+                             np.full(16, 255, np.uint8), 1)
+    after = image.rgba8().reshape(3, 2, 2, 4)
+    assert (after[1:, :, 1] == 255).all() and (after[0] == texels[0]).all()
+    assert (after[1:, :, 0] == texels[1:, :, 0]).all()
+    with pytest.raises(InputError, match="texSubImage3D: box 1x1x2 at \\(0, 0, 2\\) is outside"):
+        texture.tex_sub_image_3d("TEXTURE_3D_OES", 0, 0, 0, 2, 1, 1, 2, "RGBA",
+                                 "UNSIGNED_BYTE", np.zeros(8, np.uint8), 1)
+    with pytest.raises(InputError, match="compressedTexImage3D: ETC1_RGB8_OES has no 3D"):
+        texture.compressed_tex_image_3d("TEXTURE_3D_OES", 0, "ETC1_RGB8_OES", 4, 4, 1,
+                                        np.zeros(8, np.uint8))
+    with pytest.raises(InputError, match="generateMipmap: tilesim does not generate"):
+        texture.generate_mipmap()
+    other = Texture("TEXTURE_2D")
+    with pytest.raises(InputError, match="texImage3D: target TEXTURE_3D_OES does not fit"):
+        other.tex_image_3d("TEXTURE_3D_OES", 0, "RGBA", 1, 1, 1, "RGBA", "UNSIGNED_BYTE")
+
+
+def test_3d_mipmaps_need_every_level_of_three_dimensions():
+    texels = np.zeros((4, 4, 4, 4), np.uint8)
+    texture = _texture_3d(texels, filters=("LINEAR_MIPMAP_LINEAR", "LINEAR"))
+    assert "level 1" in texture.incomplete_reason()
+    for level, size in ((1, 2), (2, 1)):
+        texture.tex_image_3d("TEXTURE_3D_OES", level, "RGBA", size, size, size, "RGBA",
+                             "UNSIGNED_BYTE")
+    assert texture.is_complete()
+    texture.tex_image_3d("TEXTURE_3D_OES", 2, "RGBA", 1, 1, 2, "RGBA", "UNSIGNED_BYTE")
+    assert texture.incomplete_reason() == "level 2 is 1x1x2, expected 1x1x1"
+
+
+@pytest.mark.mesa
+@pytest.mark.slow
+def test_texture_3d_scene_matches_llvmpipe():
+    """Scene ``texture_3d``: NEAREST with the three wrap modes on r, a glTexSubImage3DOES box,
+    LINEAR in 8.8 fixed point and in float, texture3DProj, complete mip chains minified
+    with both mip filters and a bias, a non-power-of-two RGB texture and a slice filled by
+    glCopyTexSubImage3DOES (MSSIM 0.999994, largest difference 1/255 when written)."""
+    [(mssim, within, largest)] = _scene_against_mesa("texture_3d")
+    assert mssim >= CONFORMANCE_MIN_MSSIM and within == 1.0 and largest <= 1
+
+
+def test_texture_3d_calls_import(tmp_path):
+    """glTexImage3DOES, glTexSubImage3DOES, glCopyTexSubImage3DOES, glFramebufferTexture3DOES
+    and TEXTURE_WRAP_R_OES as apitrace records them become the commands of the same name;
+    the import lists OES_texture_3D among the extensions the capture used."""
+    from test_trace_import import Calls, do_import, start, swap
+
+    from tilesim.render.gl.extensions import extensions_used
+    calls = Calls()
+    start(calls)
+    calls.add("glBindTexture", target=0x806F, texture=5)
+    calls.add("glTexImage3DOES", target=0x806F, level=0, internalformat=0x1908, width=2,
+              height=2, depth=2, border=0, format=0x1908, type=0x1401, pixels=bytes(32))
+    calls.add("glTexSubImage3DOES", target=0x806F, level=0, xoffset=1, yoffset=0, zoffset=1,
+              width=1, height=1, depth=1, format=0x1908, type=0x1401, pixels=bytes(4))
+    calls.add("glTexParameteri", target=0x806F, pname=0x8072, param=0x812F)
+    calls.add("glCopyTexSubImage3DOES", target=0x806F, level=0, xoffset=0, yoffset=0,
+              zoffset=1, x=0, y=0, width=2, height=2)
+    calls.add("glGenFramebuffers", n=1, framebuffers=[7])
+    calls.add("glBindFramebuffer", target=0x8D40, framebuffer=7)
+    calls.add("glFramebufferTexture3DOES", target=0x8D40, attachment=0x8CE0,
+              textarget=0x806F, texture=5, level=0, zoffset=1)
+    calls.add("glClear", mask=0x4000)
+    swap(calls)
+    _, frames, _ = do_import(tmp_path, calls)
+    commands = [c for c in frames[0] if "3D" in c.op or c.args.get("target") == "TEXTURE_3D_OES"
+                or c.args.get("textarget") == "TEXTURE_3D_OES"]
+    assert [c.op for c in commands] == ["bindTexture", "texImage3D", "texSubImage3D",
+                                        "texParameter", "copyTexSubImage3D",
+                                        "framebufferTexture3D"]
+    assert commands[3].args["pname"] == "TEXTURE_WRAP_R_OES"
+    assert commands[-1].args["zoffset"] == 1
+    assert "GL_OES_texture_3D" in extensions_used(frames[0])
+
+
+def test_rendering_into_a_3d_slice_stores_that_slice():
+    """glFramebufferTexture3DOES: a clear of the framebuffer lands in slice zoffset only."""
+    from tilesim.render.gl.commands import Recorder
+    from tilesim.render.replay import renderer_for
+    gl = Recorder(4, 4)
+    texture = gl.createTexture()
+    gl.bindTexture("TEXTURE_3D_OES", texture)
+    gl.texImage3D("TEXTURE_3D_OES", 0, "RGBA", 4, 4, 3, 0, "RGBA", "UNSIGNED_BYTE",
+                  np.zeros(4 * 4 * 3 * 4, np.uint8))
+    fbo = gl.createFramebuffer()
+    gl.bindFramebuffer(fbo)
+    gl.framebufferTexture3D("FRAMEBUFFER", "COLOR_ATTACHMENT0", "TEXTURE_3D_OES", texture, 0, 1)
+    gl.clearColor(1.0, 0.5, 0.0, 1.0)
+    gl.clear("COLOR_BUFFER_BIT")
+    gl.bindFramebuffer(0)
+    gl.endFrame()
+    renderer = renderer_for(4, 4)
+    for command in gl.recorded_frames()[0]:
+        renderer.execute(command)
+    image = renderer.state.textures[texture].image(0, 0).rgba8().reshape(3, 4, 4, 4)
+    assert (image[1] == (255, 128, 0, 255)).all()
+    assert (image[0] == 0).all() and (image[2] == 0).all()

@@ -263,17 +263,16 @@ def test_the_second_source_color_is_the_color1_output(mesa, written):
 
 
 @pytest.mark.mesa
-def test_a_sampler3d_is_a_one_line_error(mesa):
-    """OES_texture_3D: Mesa's GLES2 context compiles sampler3D and texture3D, tilesim has no
-    3D textures; the error names the uniform and the extension."""
+def test_a_sampler3d_is_a_3d_sampler(mesa):
+    """OES_texture_3D: Mesa's GLES2 context compiles sampler3D and texture3D (TGSI's 3D
+    target); the interface lists the uniform as a sampler3D on a 3D sampler view."""
     fragment = ("#extension GL_OES_texture_3D : require\nprecision mediump float;\n"
                 "uniform lowp sampler3D t;\n"
                 "void main() { gl_FragColor = texture3D(t, vec3(0.5)); }\n")
-    source = glsl_compile.ProgramSource(PLAIN_VS, fragment, name=LINK, program_origin=LINK)
-    with pytest.raises(InputError, match="uniform t is a sampler3D \\(OES_texture_3D\\), which "
-                                         "tilesim does not implement") as info:
-        glsl_compile.compile_many([source])
-    assert "\n" not in str(info.value)
+    program = compile_program(PLAIN_VS, fragment)
+    [sampler] = program.interface["samplers"]
+    assert sampler["type"] == "sampler3D" and sampler["fragment"]["target"] == "3D"
+    assert ", 3D" in program.fragment_tgsi
 
 
 @pytest.mark.mesa

@@ -1691,11 +1691,12 @@ def test_import_warns_of_extensions_the_modelled_gpu_does_not_offer(tmp_path):
 
 
 def test_texture_3d_calls_are_one_line_errors(tmp_path):
-    """OES_texture_3D (offered by Mesa's GLES2 context): tilesim has no 3D textures, so
-    glTexImage3DOES is a one-line error naming the call (render/gl/extensions.toml)."""
+    """OES_texture_3D: a glTexImage3DOES the extension does not allow (a 2D target) is a
+    one-line error naming the call (the calls themselves import:
+    tests/test_gles2_extensions_mesa.py)."""
     calls = Calls()
     start(calls)
-    number = calls.add("glTexImage3DOES", target=0x806F, level=0, internalformat=0x1908,
+    number = calls.add("glTexImage3DOES", target=0x0DE1, level=0, internalformat=0x1908,
                        width=2, height=2, depth=2, border=0, format=0x1908, type=0x1401,
                        pixels=bytes(32))
     swap(calls)

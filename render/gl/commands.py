@@ -33,7 +33,8 @@ ATTRIB_TYPES = ("BYTE", "UNSIGNED_BYTE", "SHORT", "UNSIGNED_SHORT", "FIXED", "FL
                 "HALF_FLOAT_OES")
 BUFFER_TARGETS = ("ARRAY_BUFFER", "ELEMENT_ARRAY_BUFFER")
 BUFFER_USAGES = ("STREAM_DRAW", "STATIC_DRAW", "DYNAMIC_DRAW")
-TEXTURE_TARGETS = ("TEXTURE_2D", "TEXTURE_CUBE_MAP")
+# TEXTURE_3D_OES: OES_texture_3D (three-dimensional textures, sampler3D in shaders).
+TEXTURE_TARGETS = ("TEXTURE_2D", "TEXTURE_CUBE_MAP", "TEXTURE_3D_OES")
 CUBE_FACES = ("TEXTURE_CUBE_MAP_POSITIVE_X", "TEXTURE_CUBE_MAP_NEGATIVE_X",
               "TEXTURE_CUBE_MAP_POSITIVE_Y", "TEXTURE_CUBE_MAP_NEGATIVE_Y",
               "TEXTURE_CUBE_MAP_POSITIVE_Z", "TEXTURE_CUBE_MAP_NEGATIVE_Z")
@@ -56,7 +57,7 @@ TEXEL_TYPES = ("UNSIGNED_BYTE", "UNSIGNED_SHORT_5_6_5", "UNSIGNED_SHORT_4_4_4_4"
 DEPTH_TEXTURE_FORMATS = ("DEPTH_COMPONENT",)
 DEPTH_TEXEL_TYPES = ("UNSIGNED_SHORT", "UNSIGNED_INT")
 TEXTURE_PARAMETERS = ("TEXTURE_MIN_FILTER", "TEXTURE_MAG_FILTER", "TEXTURE_WRAP_S",
-                      "TEXTURE_WRAP_T")
+                      "TEXTURE_WRAP_T", "TEXTURE_WRAP_R_OES")
 FLOAT_TEXTURE_PARAMETERS = ("TEXTURE_MAX_ANISOTROPY_EXT",)
 FILTERS = ("NEAREST", "LINEAR", "NEAREST_MIPMAP_NEAREST", "LINEAR_MIPMAP_NEAREST",
            "NEAREST_MIPMAP_LINEAR", "LINEAR_MIPMAP_LINEAR")
@@ -131,6 +132,21 @@ SCHEMA: dict[str, dict[str, Any]] = {
                                 "xoffset": "int", "yoffset": "int", "width": "int",
                                 "height": "int", "format": _e(*COMPRESSED_TEXTURE_FORMATS),
                                 "data": "blob"},
+    # OES_texture_3D: images of a TEXTURE_3D_OES texture (depth slices of width x height)
+    "texImage3D": {"target": _e("TEXTURE_3D_OES"), "level": "int",
+                   "internalformat": _e(*TEXTURE_FORMATS), "width": "int", "height": "int",
+                   "depth": "int", "format": _e(*TEXTURE_FORMATS), "type": _e(*TEXEL_TYPES),
+                   "data": "blob?"},
+    "texSubImage3D": {"target": _e("TEXTURE_3D_OES"), "level": "int", "xoffset": "int",
+                      "yoffset": "int", "zoffset": "int", "width": "int", "height": "int",
+                      "depth": "int", "format": _e(*TEXTURE_FORMATS), "type": _e(*TEXEL_TYPES),
+                      "data": "blob"},
+    "copyTexSubImage3D": {"target": _e("TEXTURE_3D_OES"), "level": "int", "xoffset": "int",
+                          "yoffset": "int", "zoffset": "int", "x": "int", "y": "int",
+                          "width": "int", "height": "int"},
+    "compressedTexImage3D": {"target": _e("TEXTURE_3D_OES"), "level": "int",
+                             "internalformat": _e(*COMPRESSED_TEXTURE_FORMATS), "width": "int",
+                             "height": "int", "depth": "int", "data": "blob"},
     "copyTexImage2D": {"target": _e(*IMAGE_TARGETS), "level": "int",
                        "internalformat": _e(*TEXTURE_FORMATS), "x": "int", "y": "int",
                        "width": "int", "height": "int"},
@@ -199,6 +215,9 @@ SCHEMA: dict[str, dict[str, Any]] = {
     "bindFramebuffer": {"id": "int"},
     "framebufferTexture2D": {"attachment": _e(*ATTACHMENTS), "textarget": _e(*IMAGE_TARGETS),
                              "texture": "int", "level": "int"},
+    # OES_texture_3D: slice zoffset of a 3D texture's level as the attachment
+    "framebufferTexture3D": {"attachment": _e(*ATTACHMENTS), "textarget": _e("TEXTURE_3D_OES"),
+                             "texture": "int", "level": "int", "zoffset": "int"},
     "createRenderbuffer": {"id": "int"},
     "deleteRenderbuffer": {"id": "int"},
     "bindRenderbuffer": {"id": "int"},
@@ -224,7 +243,8 @@ FRAME_END = "endFrame"
 # (Rendering Elimination is disabled for it: thesis, "Rendering Elimination", §4.1.5).
 PROGRAM_TEXTURE_CHANGES = frozenset({
     "texImage2D", "texSubImage2D", "compressedTexImage2D", "compressedTexSubImage2D",
-    "copyTexImage2D", "copyTexSubImage2D", "texParameter", "texParameterf", "generateMipmap",
+    "copyTexImage2D", "copyTexSubImage2D", "texImage3D", "texSubImage3D", "copyTexSubImage3D",
+    "compressedTexImage3D", "texParameter", "texParameterf", "generateMipmap",
     "deleteTexture", "createProgram", "deleteProgram"})
 
 
@@ -333,7 +353,8 @@ GL_ENUM_NAMES: dict[int, str] = {
     0x83F0: "COMPRESSED_RGB_S3TC_DXT1_EXT", 0x83F1: "COMPRESSED_RGBA_S3TC_DXT1_EXT",
     0x83F2: "COMPRESSED_RGBA_S3TC_DXT3_EXT", 0x83F3: "COMPRESSED_RGBA_S3TC_DXT5_EXT",
     0x8D61: "HALF_FLOAT_OES",
-    0x84FE: "TEXTURE_MAX_ANISOTROPY_EXT",
+    0x84FE: "TEXTURE_MAX_ANISOTROPY_EXT", 0x806F: "TEXTURE_3D_OES",
+    0x8072: "TEXTURE_WRAP_R_OES",
     0x8033: "UNSIGNED_SHORT_4_4_4_4", 0x8034: "UNSIGNED_SHORT_5_5_5_1",
     0x2801: "TEXTURE_MIN_FILTER", 0x2800: "TEXTURE_MAG_FILTER", 0x2802: "TEXTURE_WRAP_S",
     0x2803: "TEXTURE_WRAP_T", 0x2600: "NEAREST", 0x2601: "LINEAR",
@@ -524,6 +545,40 @@ class Recorder:
     def copyTexSubImage2D(self, target, level, xoffset, yoffset, x, y, width, height) -> None:
         self._emit("copyTexSubImage2D", target=target, level=level, xoffset=xoffset,
                    yoffset=yoffset, x=x, y=y, width=width, height=height)
+
+    def texImage3D(self, target, level, internalformat, width, height, depth, border, fmt,
+                   type_, pixels=None) -> None:
+        """glTexImage3DOES (OES_texture_3D): ``depth`` slices of ``width`` x ``height``,
+        slice after slice in ``pixels``."""
+        if border != 0:
+            raise InputError("texImage3D: border must be 0 (OES_texture_3D)", source=self.name)
+        self._emit("texImage3D", target=target, level=level, internalformat=internalformat,
+                   width=width, height=height, depth=depth, format=fmt, type=type_,
+                   data=None if pixels is None else _as_bytes(pixels))
+
+    def texSubImage3D(self, target, level, xoffset, yoffset, zoffset, width, height, depth,
+                      fmt, type_, pixels) -> None:
+        """glTexSubImage3DOES (OES_texture_3D)."""
+        self._emit("texSubImage3D", target=target, level=level, xoffset=xoffset,
+                   yoffset=yoffset, zoffset=zoffset, width=width, height=height, depth=depth,
+                   format=fmt, type=type_, data=_as_bytes(pixels))
+
+    def copyTexSubImage3D(self, target, level, xoffset, yoffset, zoffset, x, y, width,
+                          height) -> None:
+        """glCopyTexSubImage3DOES (OES_texture_3D): framebuffer pixels into slice
+        ``zoffset``."""
+        self._emit("copyTexSubImage3D", target=target, level=level, xoffset=xoffset,
+                   yoffset=yoffset, zoffset=zoffset, x=x, y=y, width=width, height=height)
+
+    def compressedTexImage3D(self, target, level, internalformat, width, height, depth,
+                             border, data) -> None:
+        """glCompressedTexImage3DOES (OES_texture_3D)."""
+        if border != 0:
+            raise InputError("compressedTexImage3D: border must be 0 (OES_texture_3D)",
+                             source=self.name)
+        self._emit("compressedTexImage3D", target=target, level=level,
+                   internalformat=internalformat, width=width, height=height, depth=depth,
+                   data=_as_bytes(data))
 
     def texParameteri(self, target, pname, value) -> None:
         self._emit("texParameter", target=target, pname=pname, value=value)
@@ -813,6 +868,11 @@ class Recorder:
     def framebufferTexture2D(self, target, attachment, textarget, texture, level=0):
         self._emit("framebufferTexture2D", attachment=attachment, textarget=textarget,
                    texture=texture or 0, level=level)
+
+    def framebufferTexture3D(self, target, attachment, textarget, texture, level, zoffset):
+        """glFramebufferTexture3DOES (OES_texture_3D): slice ``zoffset`` of ``level``."""
+        self._emit("framebufferTexture3D", attachment=attachment, textarget=textarget,
+                   texture=texture or 0, level=level, zoffset=zoffset)
 
     def createRenderbuffer(self) -> int:
         ident = self._new("renderbuffer")

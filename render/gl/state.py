@@ -169,7 +169,8 @@ class GLState:
         self.array_buffer = 0
         self.active_unit = 0
         self.bound_textures = {"TEXTURE_2D": [0] * self.MAX_TEXTURE_UNITS,
-                               "TEXTURE_CUBE_MAP": [0] * self.MAX_TEXTURE_UNITS}
+                               "TEXTURE_CUBE_MAP": [0] * self.MAX_TEXTURE_UNITS,
+                               "TEXTURE_3D_OES": [0] * self.MAX_TEXTURE_UNITS}
         self.program = 0
         self.framebuffer = 0
         self.renderbuffer = 0
@@ -324,7 +325,9 @@ class GLState:
             self.unpack_alignment = value
 
     def texture_for_image(self, target: str):
-        return self.bound_texture("TEXTURE_2D" if target == "TEXTURE_2D" else "TEXTURE_CUBE_MAP")
+        if target in ("TEXTURE_2D", "TEXTURE_3D_OES"):
+            return self.bound_texture(target)
+        return self.bound_texture("TEXTURE_CUBE_MAP")
 
     def _texImage2D(self, target, level, internalformat, width, height, format, type, data):
         texture = self.texture_for_image(target)
@@ -358,6 +361,30 @@ class GLState:
         self.texture_for_image(target).tex_sub_image_2d(
             target, level, xoffset, yoffset, width, height, format, type, data,
             self.unpack_alignment, subimage=self.unpack_subimage)
+
+    # OES_texture_3D
+    def _texImage3D(self, target, level, internalformat, width, height, depth, format, type,
+                    data):
+        texture = self.texture_for_image(target)
+        if min(width, height, depth) > 0:
+            held = sum(image.width * image.height * image.depth for t in self.textures.values()
+                       for face in t.faces for image in face.values())
+            check_memory(f"texImage3D: {width}x{height}x{depth} texels beside the {held} "
+                         "texels textures already hold", TEXTURE_BYTES_PER_TEXEL
+                         * (held + width * height * depth), self.where)
+        texture.tex_image_3d(target, level, internalformat, width, height, depth, format, type,
+                             data, self.unpack_alignment, subimage=self.unpack_subimage)
+
+    def _texSubImage3D(self, target, level, xoffset, yoffset, zoffset, width, height, depth,
+                       format, type, data):
+        self.texture_for_image(target).tex_sub_image_3d(
+            target, level, xoffset, yoffset, zoffset, width, height, depth, format, type, data,
+            self.unpack_alignment, subimage=self.unpack_subimage)
+
+    def _compressedTexImage3D(self, target, level, internalformat, width, height, depth,
+                              data):
+        self.texture_for_image(target).compressed_tex_image_3d(
+            target, level, internalformat, width, height, depth, data)
 
     def _texParameter(self, target, pname, value):
         self.bound_texture(target).set_parameter(pname, value)
@@ -596,6 +623,20 @@ class GLState:
         if texture not in self.textures:
             raise self.error(f"framebufferTexture2D: texture {texture} does not exist")
         fbo.attachments[attachment] = ("texture", texture, textarget, level)
+
+    def _framebufferTexture3D(self, attachment, textarget, texture, level, zoffset):
+        """glFramebufferTexture3DOES: slice ``zoffset`` of ``level`` (its image target kept as
+        (TEXTURE_3D_OES, zoffset), which the texture's attachment methods take)."""
+        fbo = self._current_fbo("framebufferTexture3D")
+        if texture == 0:
+            fbo.attachments.pop(attachment, None)
+            return
+        if texture not in self.textures:
+            raise self.error(f"framebufferTexture3D: texture {texture} does not exist")
+        if self.textures[texture].target != "TEXTURE_3D_OES":
+            raise self.error(f"framebufferTexture3D: texture {texture} is not a 3D texture "
+                             "(INVALID_OPERATION)")
+        fbo.attachments[attachment] = ("texture", texture, (textarget, zoffset), level)
 
     def _createRenderbuffer(self, id):
         self.renderbuffers[id] = Renderbuffer(id)

@@ -81,6 +81,12 @@ __all__ = [
 
 TEXTURE_2D = "TEXTURE_2D"
 TEXTURE_CUBE_MAP = "TEXTURE_CUBE_MAP"
+# OES_texture_3D. Each level is one image of ``depth`` slices stacked along its rows (row
+# z * height + y), so the flat texel arrays, uploads and the cache model's addresses see a
+# 3D level as slices one after another in memory.
+TEXTURE_3D = "TEXTURE_3D_OES"
+# llvmpipe's LP_MAX_TEXTURE_3D_LEVELS = 12: 2048 x 2048 x 2048, levels 0..11.
+MAX_3D_LEVELS = 12
 # Mesa llvmpipe's limits (LP_MAX_TEXTURE_2D_LEVELS = 14): 8192 x 8192, levels 0..13.
 MAX_LEVELS = 14
 MAX_TEXTURE_SIZE = 1 << (MAX_LEVELS - 1)
@@ -336,6 +342,8 @@ class TextureImage:
     format: str
     type: str
     stored: np.ndarray                  # (H, W, C) uint16 (depth: (H, W, 1) uint32)
+    # slices (OES_texture_3D): stored, texels and rgba8 then hold (depth * H, W, ...)
+    depth: int = 1
     texels: np.ndarray = field(init=False)  # (H, W, 4) float32 RGBA in [0, 1]
 
     def __post_init__(self) -> None:
@@ -365,7 +373,7 @@ class TextureImage:
         in its whole blocks)."""
         if self.format in COMPRESSED_FORMATS:
             return compressed_image_size(self.format, self.width, self.height)
-        return self.width * self.height * self.bytes_per_texel
+        return self.width * self.height * self.depth * self.bytes_per_texel
 
     def rgba8(self) -> np.ndarray:
         """(H, W, 4) uint8 RGBA, as an 8-bit texture unit reads the texels."""
@@ -405,6 +413,7 @@ class Texture:
         self.mag_filter = "LINEAR"
         self.wrap_s = "REPEAT"
         self.wrap_t = "REPEAT"
+        self.wrap_r = "REPEAT"      # OES_texture_3D's TEXTURE_WRAP_R_OES
         # EXT_texture_filter_anisotropic: recorded, reported, but sampled isotropically
         # (the texel counters count the isotropic filter's texels).
         self.max_anisotropy = 1.0
@@ -417,9 +426,9 @@ class Texture:
 
     def bind_target(self, target: str) -> None:
         """glBindTexture: the first bind fixes the target; binding to another is an error."""
-        if target not in (TEXTURE_2D, TEXTURE_CUBE_MAP):
-            raise InputError(f"texture target must be TEXTURE_2D or TEXTURE_CUBE_MAP, got "
-                             f"{target!r}", source=self.where)
+        if target not in (TEXTURE_2D, TEXTURE_CUBE_MAP, TEXTURE_3D):
+            raise InputError(f"texture target must be TEXTURE_2D, TEXTURE_CUBE_MAP or "
+                             f"TEXTURE_3D_OES, got {target!r}", source=self.where)
         if self.target is None:
             self.target = target
             self.faces = [{} for _ in range(6 if target == TEXTURE_CUBE_MAP else 1)]
@@ -435,7 +444,13 @@ class Texture:
 
     # -- images -----------------------------------------------------------------------------
 
-    def _face(self, call: str, target: str) -> int:
+    def _face(self, call: str, target) -> int:
+        target = _target_name(target)
+        if target == TEXTURE_3D or self.target == TEXTURE_3D:
+            if target != self.target:
+                raise InputError(f"{call}: target {target} does not fit a {self.target} "
+                                 f"texture (texture {self.name})", source=self.where)
+            return 0
         if self.target is None:
             self.bind_target(TEXTURE_2D if target == TEXTURE_2D else TEXTURE_CUBE_MAP)
         if target not in IMAGE_TARGETS:
@@ -603,13 +618,22 @@ class Texture:
         if image is None:
             raise InputError(f"{call}: level {level} of {target} has no image",
                              source=self.where)
+        z = _slice_of(target, image, call, self.where)
+        if z is not None:
+            # a slice of a 3D level (glFramebufferTexture3DOES): rows z * height onwards
+            rgba = np.asarray(rgba, np.float32)
+            if yoffset + rgba.shape[0] > image.height:
+                raise InputError(f"{call}: {rgba.shape[0]} rows at {yoffset} are outside "
+                                 f"the slices of {image.height} rows", source=self.where)
+            yoffset += z * image.height
         if image.format in DEPTH_TEXTURE_FORMATS:
             raise InputError(f"{call}: texture {self.name} is a depth texture; colors cannot "
                              f"be stored in it", source=self.where)
         _check_modifiable(call, image, self.where)
         rgba = np.asarray(rgba, np.float32)
         h, w = rgba.shape[:2]
-        if xoffset < 0 or yoffset < 0 or xoffset + w > image.width or yoffset + h > image.height:
+        rows = image.height * image.depth
+        if xoffset < 0 or yoffset < 0 or xoffset + w > image.width or yoffset + h > rows:
             raise InputError(f"{call}: {w}x{h} at ({xoffset}, {yoffset}) is outside the "
                              f"{image.width}x{image.height} image", source=self.where)
         pick = _FROM_RGBA[image.format]
@@ -618,6 +642,109 @@ class Texture:
         image.stored[yoffset:yoffset + h, xoffset:xoffset + w] = np.stack(comps, -1)
         image.refresh()
         self.version += 1
+
+    # -- OES_texture_3D ---------------------------------------------------------------------
+
+    def _check_3d_size(self, call: str, level: int, width: int, height: int,
+                       depth: int) -> None:
+        if not 0 <= level < MAX_3D_LEVELS:
+            raise InputError(f"{call}: level {level} out of range 0..{MAX_3D_LEVELS - 1}",
+                             source=self.where)
+        limit = (1 << (MAX_3D_LEVELS - 1)) >> level
+        if not all(0 <= v <= limit for v in (width, height, depth)):
+            raise InputError(f"{call}: size {width}x{height}x{depth} out of range 0..{limit} "
+                             f"for level {level}", source=self.where)
+
+    def tex_image_3d(self, target: str, level: int, internalformat: str, width: int,
+                     height: int, depth: int, format: str, type: str, data=None,
+                     unpack_alignment: int = 4, *,
+                     subimage: tuple[int, int, int] = (0, 0, 0)) -> None:
+        """glTexImage3DOES (OES_texture_3D): define level ``level`` as ``depth`` slices of
+        ``width`` x ``height``; the client's slices follow each other, each of ``height``
+        rows laid out as glTexImage2D's (ES 2.0 §3.7.1, which the extension extends with
+        the image index; UNPACK_ROW_LENGTH / SKIP_PIXELS / SKIP_ROWS apply to every slice)."""
+        call = "texImage3D"
+        self._face(call, target)
+        self._check_3d_size(call, level, width, height, depth)
+        _check_format(call, format, type, self.where)
+        if internalformat != format:
+            raise InputError(f"{call}: internalformat {internalformat} must equal format "
+                             f"{format} in OpenGL ES 2.0", source=self.where)
+        if data is None:
+            stored = _zeros(format, width, height * depth)
+        else:
+            stored = unpack_pixels(call, format, type, width, height * depth, data,
+                                   unpack_alignment, self.where, subimage)
+        self.faces[0][level] = TextureImage(width, height, format, type, stored, depth)
+        self.version += 1
+
+    def tex_sub_image_3d(self, target: str, level: int, xoffset: int, yoffset: int,
+                         zoffset: int, width: int, height: int, depth: int, format: str,
+                         type: str, data, unpack_alignment: int = 4, *,
+                         subimage: tuple[int, int, int] = (0, 0, 0)) -> None:
+        """glTexSubImage3DOES: replace a box of an existing 3D image (slices as in
+        :meth:`tex_image_3d`)."""
+        call = "texSubImage3D"
+        self._face(call, target)
+        image = self._level_3d(call, level)
+        if format != image.format or type != image.type:
+            raise InputError(f"{call}: format/type {format}/{type} differ from the image's "
+                             f"{image.format}/{image.type}", source=self.where)
+        if (min(xoffset, yoffset, zoffset, width, height, depth) < 0
+                or xoffset + width > image.width or yoffset + height > image.height
+                or zoffset + depth > image.depth):
+            raise InputError(f"{call}: box {width}x{height}x{depth} at ({xoffset}, {yoffset}, "
+                             f"{zoffset}) is outside the {image.width}x{image.height}x"
+                             f"{image.depth} level {level} image", source=self.where)
+        if data is None:
+            raise InputError(f"{call}: data is required", source=self.where)
+        stored = unpack_pixels(call, format, type, width, height * depth, data,
+                               unpack_alignment, self.where, subimage)
+        for z in range(depth):
+            row = (zoffset + z) * image.height + yoffset
+            image.stored[row:row + height, xoffset:xoffset + width] = \
+                stored[z * height:(z + 1) * height]
+        image.refresh()
+        self.version += 1
+
+    def copy_tex_sub_image_3d(self, target: str, level: int, xoffset: int, yoffset: int,
+                              zoffset: int, x: int, y: int, width: int, height: int,
+                              framebuffer: np.ndarray, framebuffer_alpha: bool = True) -> None:
+        """glCopyTexSubImage3DOES: framebuffer pixels into the rectangle at (xoffset,
+        yoffset) of slice ``zoffset`` (as :meth:`copy_tex_sub_image_2d` does for a 2D
+        image)."""
+        call = "copyTexSubImage3D"
+        self._face(call, target)
+        image = self._level_3d(call, level)
+        self._check_copy(call, image.format, framebuffer_alpha)
+        if (min(xoffset, yoffset, width, height) < 0 or xoffset + width > image.width
+                or yoffset + height > image.height or not 0 <= zoffset < image.depth):
+            raise InputError(f"{call}: rectangle {width}x{height} at ({xoffset}, {yoffset}) "
+                             f"of slice {zoffset} is outside the {image.width}x{image.height}x"
+                             f"{image.depth} level {level} image", source=self.where)
+        self._copy_pixels(target, level, xoffset, yoffset + zoffset * image.height, x, y,
+                          width, height, framebuffer)
+
+    def compressed_tex_image_3d(self, target: str, level: int, internalformat: str,
+                                width: int, height: int, depth: int, data) -> None:
+        """glCompressedTexImage3DOES: none of the compressed formats tilesim decodes has 3D
+        images (OES_compressed_ETC1_RGB8_texture and EXT_texture_compression_s3tc define 2D
+        blocks only; Mesa answers INVALID_OPERATION for a TEXTURE_3D target)."""
+        raise InputError(f"compressedTexImage3D: {internalformat} has no 3D images (its "
+                         "extension defines 2D blocks; INVALID_OPERATION)", source=self.where)
+
+    def _level_3d(self, call: str, level: int) -> TextureImage:
+        image = self.image(0, level) if 0 <= level < MAX_3D_LEVELS else None
+        if image is None:
+            raise InputError(f"{call}: level {level} of texture {self.name} has no image; "
+                             "call texImage3D first", source=self.where)
+        return image
+
+    @property
+    def base_depth(self) -> int:
+        """Slices of level 0 (1 for 2D and cube map textures)."""
+        base = self.image(0, 0) if self.faces else None
+        return base.depth if base else 0
 
     def copy_tex_image_2d(self, target: str, level: int, internalformat: str, x: int, y: int,
                           width: int, height: int, framebuffer: np.ndarray,
@@ -670,7 +797,7 @@ class Texture:
         x1, y1 = min(x + width, fb_w), min(y + height, fb_h)
         if x1 <= x0 or y1 <= y0:
             return
-        image = self.image(FACE_OF_TARGET[target], level)
+        image = self.image(0 if target == TEXTURE_3D else FACE_OF_TARGET[target], level)
         pixels = np.asarray(framebuffer[y0:y1, x0:x1], np.uint16)
         pick = _FROM_RGBA[image.format]
         stored = np.stack([pixels[..., c] >> (8 - b)
@@ -683,6 +810,10 @@ class Texture:
     def generate_mipmap(self) -> None:
         """glGenerateMipmap: levels 1..q from level 0 of every face, as Mesa llvmpipe makes them."""
         call = "generateMipmap"
+        if self.target == TEXTURE_3D:
+            raise InputError(f"{call}: tilesim does not generate the mipmaps of 3D textures "
+                             "(OES_texture_3D); upload each level with texImage3D",
+                             source=self.where)
         if self.is_depth:
             raise InputError(f"{call}: texture {self.name} is a depth texture "
                              "(GL_OES_depth_texture allows no mipmap generation)",
@@ -720,14 +851,16 @@ class Texture:
     def parameter(self, pname: str, value: str) -> None:
         """glTexParameteri for the four GLES2 parameters."""
         allowed = {"TEXTURE_MIN_FILTER": FILTERS, "TEXTURE_MAG_FILTER": MAG_FILTERS,
-                   "TEXTURE_WRAP_S": WRAPS, "TEXTURE_WRAP_T": WRAPS}
+                   "TEXTURE_WRAP_S": WRAPS, "TEXTURE_WRAP_T": WRAPS,
+                   "TEXTURE_WRAP_R_OES": WRAPS}
         if pname not in allowed:
             raise InputError(f"texParameter: unknown parameter {pname!r}", source=self.where)
         if value not in allowed[pname]:
             raise InputError(f"texParameter: {value!r} is not a valid {pname} (expected one "
                              f"of {', '.join(allowed[pname])})", source=self.where)
         attr = {"TEXTURE_MIN_FILTER": "min_filter", "TEXTURE_MAG_FILTER": "mag_filter",
-                "TEXTURE_WRAP_S": "wrap_s", "TEXTURE_WRAP_T": "wrap_t"}[pname]
+                "TEXTURE_WRAP_S": "wrap_s", "TEXTURE_WRAP_T": "wrap_t",
+                "TEXTURE_WRAP_R_OES": "wrap_r"}[pname]
         setattr(self, attr, value)
 
     set_parameter = parameter
@@ -753,9 +886,11 @@ class Texture:
                              f"{level}", source=self.where)
         return image
 
-    def level_size(self, target: str, level: int) -> tuple[int, int]:
-        """(width, height) of the image at ``target`` (TEXTURE_2D or a cube face), ``level``."""
+    def level_size(self, target, level: int) -> tuple[int, int]:
+        """(width, height) of the image at ``target`` (TEXTURE_2D, a cube face, or
+        (TEXTURE_3D_OES, slice) for a slice of a 3D level), ``level``."""
         image = self._attached("framebuffer attachment", target, level)
+        _slice_of(target, image, "framebuffer attachment", self.where)
         return image.width, image.height
 
     def format_has_alpha(self) -> bool:
@@ -766,7 +901,12 @@ class Texture:
     def level_rgba(self, target: str, level: int) -> np.ndarray | None:
         """A copy of the image's (H, W, 4) float32 texels, or None when it has none."""
         image = self.image(self._face("level_rgba", target), level)
-        return None if image is None else image.texels.copy()
+        if image is None:
+            return None
+        z = _slice_of(target, image, "level_rgba", self.where)
+        if z is not None:
+            return image.texels[z * image.height:(z + 1) * image.height].copy()
+        return image.texels.copy()
 
     def store_rendered(self, target: str, level: int, rgba) -> None:
         """What a pass rendered into this texture image: (H, W, 4) floats in [0, 1]."""
@@ -835,9 +975,10 @@ class Texture:
         return (base.width, base.height) if base else (0, 0)
 
     def max_level(self) -> int:
-        """q = floor(log2(max(width, height))) of level 0 (-1 without a level 0)."""
+        """q = floor(log2(max(width, height(, depth)))) of level 0 (-1 without a level 0)."""
         w, h = self.base_size
-        return max(w, h).bit_length() - 1 if w and h else -1
+        d = self.base_depth
+        return max(w, h, d).bit_length() - 1 if w and h and d else -1
 
     def sampled_levels(self) -> int:
         """How many levels sampling may use: q + 1 with a mipmapping min filter, else 1."""
@@ -868,9 +1009,12 @@ class Texture:
             reason = self._cube_base_reason()
             if reason:
                 return reason
-        npot = not (_is_pot(base.width) and _is_pot(base.height))
+        if base.depth == 0:
+            return "level 0 has no image (or an empty one)"
+        npot = not (_is_pot(base.width) and _is_pot(base.height) and _is_pot(base.depth))
         if npot and not self.oes_texture_npot:
-            if self.wrap_s != "CLAMP_TO_EDGE" or self.wrap_t != "CLAMP_TO_EDGE":
+            if self.wrap_s != "CLAMP_TO_EDGE" or self.wrap_t != "CLAMP_TO_EDGE" or (
+                    self.target == TEXTURE_3D and self.wrap_r != "CLAMP_TO_EDGE"):
                 return (f"non-power-of-two size {base.width}x{base.height} with wrap "
                         f"({self.wrap_s}, {self.wrap_t}); ES 2.0 requires CLAMP_TO_EDGE")
             if self.mipmapped:
@@ -878,16 +1022,19 @@ class Texture:
                         f"min filter {self.min_filter}")
         if self.mipmapped:
             for face, images in enumerate(self.faces):
-                w, h = base.width, base.height
+                w, h, d = base.width, base.height, base.depth
                 for level in range(1, self.max_level() + 1):
-                    w, h = max(1, w >> 1), max(1, h >> 1)
+                    w, h, d = max(1, w >> 1), max(1, h >> 1), max(1, d >> 1)
                     image = images.get(level)
                     label = f"level {level}" + (f" of {CUBE_FACES[face]}"
                                                 if len(self.faces) > 1 else "")
                     if image is None:
                         return f"min filter {self.min_filter} needs {label}, which is missing"
-                    if (image.width, image.height) != (w, h):
-                        return (f"{label} is {image.width}x{image.height}, expected {w}x{h}")
+                    if (image.width, image.height, image.depth) != (w, h, d):
+                        size = (f"{image.width}x{image.height}x{image.depth}, expected "
+                                f"{w}x{h}x{d}" if self.target == TEXTURE_3D else
+                                f"{image.width}x{image.height}, expected {w}x{h}")
+                        return f"{label} is {size}"
                     if (image.format, image.type) != (base.format, base.type):
                         return (f"{label} is {image.format}/{image.type}, level 0 "
                                 f"{base.format}/{base.type}")
@@ -900,6 +1047,25 @@ class Texture:
     def nbytes(self) -> int:
         """Texture memory of all images, in bytes."""
         return sum(image.nbytes for images in self.faces for image in images.values())
+
+
+def _target_name(target) -> str:
+    """An image target's name: ``target``, or the first item of a (TEXTURE_3D_OES, slice)
+    pair."""
+    return target[0] if isinstance(target, tuple) else target
+
+
+def _slice_of(target, image: TextureImage, call: str, where: str | None) -> int | None:
+    """The slice of a (TEXTURE_3D_OES, slice) target, checked against ``image`` (None for
+    a 2D or cube-face target)."""
+    if not isinstance(target, tuple):
+        return None
+    z = int(target[1])
+    if not 0 <= z < image.depth:
+        raise InputError(f"{call}: slice {z} is outside the {image.depth} slices of the "
+                         f"{image.width}x{image.height}x{image.depth} image "
+                         "(OES_texture_3D's zoffset)", source=where)
+    return z
 
 
 def _check_modifiable(call: str, image: TextureImage, where: str | None) -> None:

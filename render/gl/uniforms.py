@@ -91,14 +91,21 @@ def constants(program: Program, stage: str, *, height: int,
     return table
 
 
+# GLSL sampler types -> the texture target their unit's binding is read from (sampler3D:
+# OES_texture_3D).
+SAMPLER_TARGETS = {"sampler2D": "TEXTURE_2D", "samplerCube": "TEXTURE_CUBE_MAP",
+                   "sampler3D": "TEXTURE_3D_OES"}
+
+
 def sampler_units(program: Program, stage: str) -> dict[int, tuple[int, str]]:
-    """SAMP index -> (texture unit, 'TEXTURE_2D' or 'TEXTURE_CUBE_MAP') for a stage."""
+    """SAMP index -> (texture unit, 'TEXTURE_2D', 'TEXTURE_CUBE_MAP' or 'TEXTURE_3D_OES') for a
+    stage."""
     units: dict[int, tuple[int, str]] = {}
     for sampler in program.interface.get("samplers", []):
         place = sampler.get(stage)
         if place is None:
             continue
-        target = "TEXTURE_CUBE_MAP" if sampler["type"] == "samplerCube" else "TEXTURE_2D"
+        target = SAMPLER_TARGETS.get(sampler["type"], "TEXTURE_2D")
         values = flat_values(program, sampler["name"], sampler["array_size"], 1, np.int64)
         for element, register in enumerate(place["samplers"]):
             units[int(register[5:-1])] = (int(values[element]), target)

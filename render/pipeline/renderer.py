@@ -118,16 +118,18 @@ BARRIER_COMMANDS = PROGRAM_TEXTURE_CHANGES | {"clear", "bindFramebuffer", "endFr
 # flushes a render pass before its attachment is sampled, mipmapped or respecified.
 TEXTURE_STORAGE_COMMANDS = frozenset({
     "generateMipmap", "texImage2D", "texSubImage2D", "compressedTexImage2D",
-    "compressedTexSubImage2D", "copyTexImage2D", "copyTexSubImage2D"})
+    "compressedTexSubImage2D", "copyTexImage2D", "copyTexSubImage2D", "texImage3D",
+    "texSubImage3D", "copyTexSubImage3D", "compressedTexImage3D"})
 # Commands that change what the bound framebuffer renders into.
 ATTACHMENT_COMMANDS = frozenset({
-    "framebufferTexture2D", "framebufferRenderbuffer", "deleteFramebuffer",
+    "framebufferTexture2D", "framebufferTexture3D", "framebufferRenderbuffer",
+    "deleteFramebuffer",
     "renderbufferStorage", "deleteRenderbuffer"})
 
 # Commands that read or write pixels (or copy them into textures). A frame replayed for its GL
 # state only (``Renderer.render``'s ``replay_from``) skips them.
 PIXEL_COMMANDS = frozenset({"drawArrays", "drawElements", "clear", "readPixels",
-                            "copyTexImage2D", "copyTexSubImage2D"})
+                            "copyTexImage2D", "copyTexSubImage2D", "copyTexSubImage3D"})
 
 
 @dataclass
@@ -372,7 +374,7 @@ class Renderer:
             return self._end_frame()
         elif op == "readPixels":
             self._read_pixels(command.args)
-        elif op in ("copyTexImage2D", "copyTexSubImage2D"):
+        elif op in ("copyTexImage2D", "copyTexSubImage2D", "copyTexSubImage3D"):
             self._copy_tex(command)
         else:
             self.state.apply(command)
@@ -385,8 +387,9 @@ class Renderer:
         (its attached textures, or the attachments of its framebuffer)."""
         op, target = command.op, self._pass_target
         if op in TEXTURE_STORAGE_COMMANDS:
-            kind = "TEXTURE_2D" if command.args["target"] == "TEXTURE_2D" else \
-                "TEXTURE_CUBE_MAP"
+            kind = command.args["target"]
+            if kind not in ("TEXTURE_2D", "TEXTURE_3D_OES"):
+                kind = "TEXTURE_CUBE_MAP"
             ident = self.state.bound_textures[kind][self.state.active_unit]
         elif op == "deleteTexture":
             ident = command.args["id"]
@@ -602,7 +605,11 @@ class Renderer:
             raise self.state.error(f"{op}: framebuffer {self.state.framebuffer} has no color "
                                    "attachment to read")
         texture = self.state.texture_for_image(a["target"])
-        if op == "copyTexImage2D":
+        if op == "copyTexSubImage3D":     # OES_texture_3D: into one slice
+            texture.copy_tex_sub_image_3d(a["target"], a["level"], a["xoffset"], a["yoffset"],
+                                          a["zoffset"], a["x"], a["y"], a["width"],
+                                          a["height"], to_host(target.color), target.has_alpha)
+        elif op == "copyTexImage2D":
             texture.copy_tex_image_2d(a["target"], a["level"], a["internalformat"], a["x"],
                                       a["y"], a["width"], a["height"],
                                       to_host(target.color), target.has_alpha)

@@ -91,7 +91,7 @@ import numpy as np
 
 from tilesim.backend import array_module, to_host
 from tilesim.errors import InputError
-from tilesim.render.gl.textures import MAX_LEVELS, TEXTURE_CUBE_MAP, Texture
+from tilesim.render.gl.textures import MAX_LEVELS, TEXTURE_3D, TEXTURE_CUBE_MAP, Texture
 from tilesim.render.pipeline import compiled
 from tilesim.render.pipeline.gpu_config import GPU_CONFIG, gpu_config_values, overrides_key
 from tilesim.render.pipeline.set_associative import SetAssociativeLRU
@@ -286,25 +286,30 @@ class _Packed:
         self.xp = xp
         self.version = texture.version
         w0, h0 = texture.base_size
+        d0 = max(texture.base_depth, 1)
         levels = 0
         while levels < MAX_LEVELS:
-            size = (max(1, w0 >> levels), max(1, h0 >> levels))
+            size = (max(1, w0 >> levels), max(1, h0 >> levels), max(1, d0 >> levels))
             images = [face.get(levels) for face in texture.faces]
-            if any(im is None or (im.width, im.height) != size for im in images):
+            if any(im is None or (im.width, im.height, im.depth) != size for im in images):
                 break
             levels += 1
-            if size == (1, 1):
+            if size == (1, 1, 1):
                 break
         self.levels = max(levels, 1)
         self.faces = len(texture.faces)
         # bits of texture memory per texel: texel offsets times bits, >> 3 more for bytes
         self.bits = texture.image(0, 0).bits_per_texel
         self.pot = (w0 & (w0 - 1)) == 0 and (h0 & (h0 - 1)) == 0
-        self.base_width, self.base_height = w0, h0
+        # OES_texture_3D: llvmpipe decides power-of-two wrapping per dimension
+        # (pot_width / pot_height / pot_depth of the texture's static state).
+        self.pot_dims = tuple((v & (v - 1)) == 0 for v in (w0, h0, d0))
+        self.base_width, self.base_height, self.base_depth = w0, h0, d0
         count = self.faces * self.levels
         offsets = np.zeros(count, np.int64)
         widths = np.ones(count, np.int32)
         heights = np.ones(count, np.int32)
+        depths = np.ones(count, np.int32)
         bases = np.zeros(count, np.int64)
         blocks_w = np.ones(count, np.int32)
         chunks, total, address = [], 0, 0
@@ -320,10 +325,12 @@ class _Packed:
                     chunks.append(image.texels.reshape(-1, 4))
                     self._images.append(image)
                     widths[k], heights[k] = image.width, image.height
+                    depths[k] = image.depth
                 offsets[k] = total
                 total += chunks[-1].shape[0]
                 bw = -(-int(widths[k]) // block)
-                bh = -(-int(heights[k]) // block)
+                # a 3D level's slices one after another: a height x depth tall image
+                bh = -(-int(heights[k] * depths[k]) // block)
                 blocks_w[k] = bw
                 bases[k] = address
                 size = -(-bw * bh * block * block * self.bits // 8)
@@ -336,6 +343,8 @@ class _Packed:
         self.heights = xp.asarray(heights)
         self.widths_f = xp.asarray(widths.astype(np.float32))
         self.heights_f = xp.asarray(heights.astype(np.float32))
+        self.depths = xp.asarray(depths)
+        self.depths_f = xp.asarray(depths.astype(np.float32))
         # Byte addresses: a 2^40-byte range per texture.
         # Cache lines: a 2^40-byte address range per texture, images on line boundaries.
         self.line_bases = xp.asarray((bases + (np.int64(texture.uid) << 40)) // line_bytes)
@@ -578,6 +587,8 @@ class TextureSampler:
         want_cube = target in _CUBE_TARGETS
         if texture.target is None or want_cube != (texture.target == TEXTURE_CUBE_MAP):
             return None
+        if (target == "3D") != (texture.target == TEXTURE_3D):
+            return None
         return texture if texture.is_complete() else None
 
     # -- Sampler protocol -------------------------------------------------------------------
@@ -668,8 +679,9 @@ class TextureSampler:
         shift = xp.clip(level, 0, 31)
         w = xp.maximum(w0 >> shift, 1)
         h = xp.maximum(h0 >> shift, 1)
+        d = xp.maximum(max(texture.base_depth, 1) >> shift, 1)
         levels = xp.full(n, self._pack(texture, xp).levels, dtype=np.int32)
-        return xp.stack([w, h, xp.ones_like(w), levels]).astype(np.int32)
+        return xp.stack([w, h, d, levels]).astype(np.int32)
 
     # -- the cache model --------------------------------------------------------------------
 
@@ -783,6 +795,7 @@ class _Sampling:
         self.options = sampler.options
         self.n = request.coords.shape[1]
         self.cube = texture.target == TEXTURE_CUBE_MAP
+        self.three_d = texture.target == TEXTURE_3D
         tex = texture
         self.mip = ("none" if not tex.mipmapped or packed.levels == 1
                     else "linear" if tex.min_filter.endswith("MIPMAP_LINEAR") else "nearest")
@@ -792,6 +805,7 @@ class _Sampling:
         if self.cube and self.options.cube_clamp_to_edge:
             wrap_s = wrap_t = "CLAMP_TO_EDGE"
         self.wrap_s, self.wrap_t = wrap_s, wrap_t
+        self.wrap_r = tex.wrap_r if self.three_d else "CLAMP_TO_EDGE"
         self.switchover = F32(0.5 if (
             self.options.mag_switchover == "spec" and tex.mag_filter == "LINEAR"
             and tex.min_filter in ("NEAREST_MIPMAP_NEAREST", "NEAREST_MIPMAP_LINEAR")) else 0)
@@ -805,7 +819,7 @@ class _Sampling:
                              or (self.cube and self.mip != "none"))
         # Seamless cube filtering (LINEAR taps only; NEAREST clamps to the face anyway).
         self.seamless = self.cube and self.options.cube_seamless
-        simple = all(w in ("REPEAT", "CLAMP_TO_EDGE") for w in (wrap_s, wrap_t))
+        simple = all(w in ("REPEAT", "CLAMP_TO_EDGE") for w in (wrap_s, wrap_t, self.wrap_r))
         # llvmpipe's AoS (8.8 fixed-point) path; not for seamless cube maps with a LINEAR
         # filter ("theoretically possible with AoS filtering but not implemented").
         # Depth textures (16 / 24-bit unorm) and half-float ones (OES_texture_half_float)
@@ -835,28 +849,31 @@ class _Sampling:
             return self._filter(s, t, np.zeros(self.n, dtype=np.int32), lod)
         coords = _sanitize(xp, req.coords[:3])
         s, t = coords[0], coords[1]
+        r = coords[2] if self.three_d else None
         face = xp.zeros(self.n, dtype=np.int32)
         rho2 = None
         if self.cube:
             s, t, face, rho2 = self._cube(coords)
         elif self.need_lod and self.mode in (IMPLICIT, BIAS):
-            rho2 = self._rho2_quads(s, t)
+            rho2 = self._rho2_quads(s, t, r)
         elif self.need_lod and self.mode == GRADIENT:
             rho2 = self._rho2_lanes(req.ddx[0], req.ddx[1], req.ddy[0], req.ddy[1],
-                                    self.packed.base_width, self.packed.base_height)
+                                    self.packed.base_width, self.packed.base_height,
+                                    *((req.ddx[2], req.ddy[2]) if self.three_d else ()))
         lod = self._lod(rho2)
-        return self._filter(s, t, face, lod)
+        return self._filter(s, t, face, lod, r)
 
     def _compiled_lod(self) -> bool:
         """Whether compiled.implicit_lod gives these lanes' coordinates and LOD: NumPy arrays
         with the kernels on, a 2D texture, and no LOD or an implicit one in llvmpipe's fast
         log2 over whole quads (what most fragment programs' TEX asks)."""
-        return (compiled.usable(self.request.coords) and not self.cube
+        return (compiled.usable(self.request.coords) and not self.cube and not self.three_d
                 and (not self.need_lod or (self.mode == IMPLICIT and self.options.fast_log2
                                            and self.n % 4 == 0)))
 
-    def _rho2_quads(self, s, t):
-        """Per-quad rho^2 from the top-left lane's neighbours, broadcast to the lanes."""
+    def _rho2_quads(self, s, t, r=None):
+        """Per-quad rho^2 from the top-left lane's neighbours, broadcast to the lanes; ``r``
+        (3D textures) adds (D drdx)^2 and (D drdy)^2 (lp_build_rho with three dimensions)."""
         xp = self.xp
         if self.n % 4:
             return xp.zeros(self.n, dtype=np.float32)
@@ -864,18 +881,29 @@ class _Sampling:
         w, h = F32(self.packed.base_width), F32(self.packed.base_height)
         dsdx, dsdy = (qs[:, 1] - qs[:, 0]) * w, (qs[:, 2] - qs[:, 0]) * w
         dtdx, dtdy = (qt[:, 1] - qt[:, 0]) * h, (qt[:, 2] - qt[:, 0]) * h
-        rho2 = xp.maximum(dsdx * dsdx + dtdx * dtdx, dsdy * dsdy + dtdy * dtdy)
+        rx, ry = dsdx * dsdx + dtdx * dtdx, dsdy * dsdy + dtdy * dtdy
+        if r is not None:
+            qr, d = r.reshape(-1, 4), F32(self.packed.base_depth)
+            drdx, drdy = (qr[:, 1] - qr[:, 0]) * d, (qr[:, 2] - qr[:, 0]) * d
+            rx, ry = rx + drdx * drdx, ry + drdy * drdy
+        rho2 = xp.maximum(rx, ry)
         rho2 = xp.where(xp.isnan(rho2), F32(0), rho2)   # inf stays: the smallest level
         return _quad_broadcast(xp, rho2.astype(np.float32))
 
-    def _rho2_lanes(self, dsdx, dtdx, dsdy, dtdy, width, height):
-        """Per-lane rho^2 from derivatives (llvmpipe's derivs path: inf / NaN -> 0)."""
+    def _rho2_lanes(self, dsdx, dtdx, dsdy, dtdy, width, height, drdx=None, drdy=None):
+        """Per-lane rho^2 from derivatives (llvmpipe's derivs path: inf / NaN -> 0); drdx,
+        drdy: a 3D texture's r derivatives, scaled by its depth."""
         xp = self.xp
         w, h = F32(width), F32(height)
         dsdx, dsdy = dsdx.astype(np.float32) * w, dsdy.astype(np.float32) * w
         dtdx, dtdy = dtdx.astype(np.float32) * h, dtdy.astype(np.float32) * h
         with np.errstate(over="ignore", invalid="ignore"):
-            rho2 = xp.maximum(dsdx * dsdx + dtdx * dtdx, dsdy * dsdy + dtdy * dtdy)
+            rx, ry = dsdx * dsdx + dtdx * dtdx, dsdy * dsdy + dtdy * dtdy
+            if drdx is not None:
+                d = F32(self.packed.base_depth)
+                drdx, drdy = drdx.astype(np.float32) * d, drdy.astype(np.float32) * d
+                rx, ry = rx + drdx * drdx, ry + drdy * drdy
+            rho2 = xp.maximum(rx, ry)
         return xp.where(xp.isfinite(rho2), rho2, F32(0)).astype(np.float32)
 
     def _cube(self, coords):
@@ -989,11 +1017,12 @@ class _Sampling:
 
     # -- filtering --------------------------------------------------------------------------
 
-    def _filter(self, s, t, face, lod: _Lod):
+    def _filter(self, s, t, face, lod: _Lod, r=None):
         """Filter every lane: lanes are grouped by image filter (linear or nearest); lanes
-        whose mip filter blends two levels also sample their second level."""
+        whose mip filter blends two levels also sample their second level. ``r``: the third
+        coordinate of a 3D texture."""
         xp, n = self.xp, self.n
-        if self._compiled_filter(s, t, face, lod):
+        if r is None and self._compiled_filter(s, t, face, lod):
             return self._filter_compiled(s, t, face, lod)
         linear = xp.where(lod.minified, self.min_linear, self.mag_linear)
         level0 = xp.where(lod.minified, lod.level0, 0).astype(np.int32)
@@ -1011,8 +1040,9 @@ class _Sampling:
         levels = self.packed.levels
         for is_linear, lanes in groups:
             gs, gt, gface = _take(s, lanes), _take(t, lanes), _take(face, lanes)
+            gr = None if r is None else _take(r, lanes)
             fl = gface * levels + _take(level0, lanes)
-            color, taps = self._sample_level(gs, gt, fl, is_linear)
+            color, taps = self._sample_level(gs, gt, fl, is_linear, gr)
             footprints.append((taps, fl, lanes, 0))
             gtwo = None if two is None else _take(two, lanes)
             count = 0 if gtwo is None else int(gtwo.sum())
@@ -1020,7 +1050,8 @@ class _Sampling:
                 sub = None if count == gtwo.shape[0] else xp.flatnonzero(gtwo)
                 fl1 = _take(gface, sub) * levels + _take(_take(lod.level1, lanes), sub)
                 color1, taps1 = self._sample_level(_take(gs, sub), _take(gt, sub), fl1,
-                                                   is_linear)
+                                                   is_linear, None if gr is None
+                                                   else _take(gr, sub))
                 w = _take(_take(weight, lanes), sub)[:, None]
                 c0 = _take(color, sub)
                 mixed = (_lerp_fixed if self.fixed else _lerp_float)(c0, color1, w)
@@ -1067,8 +1098,11 @@ class _Sampling:
                               cache=sampler.cache, lru_state=lru_state)
         return out
 
-    def _sample_level(self, s, t, fl, linear: bool):
-        """Colors (m, 4) (float32, or int 0..255 in fixed point) of one level per lane."""
+    def _sample_level(self, s, t, fl, linear: bool, r=None):
+        """Colors (m, 4) (float32, or int 0..255 in fixed point) of one level per lane
+        (``r`` given: of a 3D texture, :meth:`_sample_level_3d`)."""
+        if r is not None:
+            return self._sample_level_3d(s, t, r, fl, linear)
         packed, xp = self.packed, self.xp
         width, height = packed.widths[fl], packed.heights[fl]
         width_f, height_f = packed.widths_f[fl], packed.heights_f[fl]
@@ -1096,6 +1130,46 @@ class _Sampling:
         ws, wt = ws[:, None], wt[:, None]
         lerp = _lerp_fixed if self.fixed else _lerp_float
         color = lerp(lerp(c00, c01, ws), lerp(c10, c11, ws), wt)
+        return color, taps
+
+    def _sample_level_3d(self, s, t, r, fl, linear: bool):
+        """One level of a 3D texture (OES_texture_3D; ES 3.0 §3.8.10-11 for the 2x2x2
+        footprint): NEAREST takes the texel (i, j, k) of the three wrapped coordinates, LINEAR
+        blends the 8 around u, v, w (texel centers) as llvmpipe does, x then y then z
+        (lp_build_lerp_3d), in 8.8 fixed point where its AoS path runs (all three wraps
+        REPEAT or CLAMP_TO_EDGE, 8-bit texels). The taps address each slice as rows
+        z * height + y of the level, which the cache model reads as a tall 2D image."""
+        packed, xp = self.packed, self.xp
+        width, height, depth = packed.widths[fl], packed.heights[fl], packed.depths[fl]
+        sizes_f = (packed.widths_f[fl], packed.heights_f[fl], packed.depths_f[fl])
+        base = packed.offsets[fl]
+        texels = packed.texels8 if self.fixed else packed.texels
+        pots = packed.pot_dims
+        wraps = (self.wrap_s, self.wrap_t, self.wrap_r)
+        sizes = (width, height, depth)
+        plane = height.astype(np.int64) * width
+        if not linear:
+            x, y, z = (self._wrap_nearest(c, n, nf, wrap, pot) for c, n, nf, wrap, pot in
+                       zip((s, t, r), sizes, sizes_f, wraps, pots, strict=True))
+            rows = base + z.astype(np.int64) * plane + y.astype(np.int64) * width + x
+            return (xp.take(texels, rows, axis=0),
+                    _Taps(xs=x[None], ys=(z * height + y)[None]))
+        wrap = self._wrap_linear_fixed if self.fixed else self._wrap_linear
+        (x0, x1, ws), (y0, y1, wt), (z0, z1, wr) = (
+            wrap(c, n, nf, w, pot) for c, n, nf, w, pot in
+            zip((s, t, r), sizes, sizes_f, wraps, pots, strict=True))
+        lerp = _lerp_fixed if self.fixed else _lerp_float
+        ws, wt, wr = ws[:, None], wt[:, None], wr[:, None]
+        slices = []
+        for z in (z0, z1):
+            row0 = base + z.astype(np.int64) * plane + y0.astype(np.int64) * width
+            row1 = base + z.astype(np.int64) * plane + y1.astype(np.int64) * width
+            c00, c01 = xp.take(texels, row0 + x0, axis=0), xp.take(texels, row0 + x1, axis=0)
+            c10, c11 = xp.take(texels, row1 + x0, axis=0), xp.take(texels, row1 + x1, axis=0)
+            slices.append(lerp(lerp(c00, c01, ws), lerp(c10, c11, ws), wt))
+        color = lerp(slices[0], slices[1], wr)
+        ys = [z * height + y for z in (z0, z1) for y in (y0, y0, y1, y1)]
+        taps = _Taps(xs=xp.stack([x0, x1, x0, x1] * 2), ys=xp.stack(ys))
         return color, taps
 
     def _sample_seamless(self, s, t, fl, texels):
@@ -1148,11 +1222,12 @@ class _Sampling:
         taps = _Taps(xs=xp.stack(xs), ys=xp.stack(ys), images=xp.stack(images))
         return color, taps
 
-    def _wrap_nearest(self, s, size, size_f, wrap: str):
-        """lp_build_sample_wrap_nearest: texel index (m,) int32."""
+    def _wrap_nearest(self, s, size, size_f, wrap: str, pot: bool | None = None):
+        """lp_build_sample_wrap_nearest: texel index (m,) int32 (``pot``: the dimension is a
+        power of two; default the texture's width and height both are)."""
         xp = self.xp
         if wrap == "REPEAT":
-            if self.packed.pot:
+            if self.packed.pot if pot is None else pot:
                 return _ifloor(xp, s * size_f) & (size - 1)
             frac = xp.minimum(s - xp.floor(s), F32(0.99999994))
             return _itrunc(xp, frac * size_f)
@@ -1160,12 +1235,12 @@ class _Sampling:
             return xp.clip(_itrunc(xp, s * size_f), 0, size - 1)
         return xp.minimum(_itrunc(xp, _mirror(xp, s) * size_f), size - 1)   # MIRRORED_REPEAT
 
-    def _wrap_linear(self, s, size, size_f, wrap: str):
+    def _wrap_linear(self, s, size, size_f, wrap: str, pot: bool | None = None):
         """lp_build_sample_wrap_linear: (i0, i1, weight float32)."""
         xp = self.xp
         half = F32(0.5)
         if wrap == "REPEAT":
-            if self.packed.pot:
+            if self.packed.pot if pot is None else pot:
                 u = s * size_f - half
                 floor = xp.floor(u)
                 i0 = _ifloor(xp, u) & (size - 1)
@@ -1186,10 +1261,10 @@ class _Sampling:
         return (xp.maximum(i0, 0), xp.minimum(i0 + 1, size - 1),
                 (u - floor).astype(np.float32))
 
-    def _wrap_linear_fixed(self, s, size, size_f, wrap: str):
+    def _wrap_linear_fixed(self, s, size, size_f, wrap: str, pot: bool | None = None):
         """lp_build_sample_wrap_linear_int (8.8 fixed point): (i0, i1, 8-bit weight)."""
         xp = self.xp
-        if wrap == "REPEAT" and not self.packed.pot:
+        if wrap == "REPEAT" and not (self.packed.pot if pot is None else pot):
             frac = s - xp.floor(s)
             scaled = _iround(xp, (frac * size_f) * F32(256)) - 128
             i0 = scaled >> 8
@@ -1212,9 +1287,17 @@ class _Sampling:
         stats.samples += active
         kinds = {"nearest": ~linear & ~two, "nearest_mip_linear": ~linear & two,
                  "bilinear": linear & ~two, "trilinear": linear & two}
+        if self.three_d:
+            # A 3D LINEAR level is a 2x2x2 footprint, 8 texels: counted as one trilinear
+            # sample per level (texels = sum over kinds of samples x texels per kind holds).
+            kinds = {"nearest": ~linear & ~two, "nearest_mip_linear": ~linear & two,
+                     "trilinear": xp.where(linear, xp.where(two, 2, 1), 0)}
         for name, mask in kinds.items():
-            getattr(stats, name)[...] += mask & active
-        stats.texels += xp.where(active, xp.where(linear, 4, 1) * xp.where(two, 2, 1), 0)
+            getattr(stats, name)[...] += mask * active
+        # a 3D texture's LINEAR footprint is 2x2x2 texels per level
+        per_linear = 8 if self.three_d else 4
+        stats.texels += xp.where(active, xp.where(linear, per_linear, 1)
+                                 * xp.where(two, 2, 1), 0)
         self.sampler._count_cache(xp, self.packed, footprints, active, self.n,
                                   self.request.instruction)
 

@@ -63,7 +63,7 @@ from pathlib import Path
 import numpy as np
 
 from tilesim.errors import InputError, ToolMissing
-from tilesim.mesa import DRIVERS, EXIT_NO_MESA, GL, NoMesa, child_environment
+from tilesim.mesa import DRIVERS, EXIT_NO_MESA, GL, NoMesa, child_environment, proc_address
 from tilesim.render.gl.commands import (
     FRAME_END,
     GL_ENUM_NAMES,
@@ -103,7 +103,18 @@ GL_RENDERBUFFER_WIDTH = 0x8D42
 GL_RENDERBUFFER_HEIGHT = 0x8D43
 GL_RENDERBUFFER_BINDING = 0x8CA7
 GL_TEXTURE = 0x1702
-GL_TEXTURE_BINDINGS = {"TEXTURE_2D": 0x8069, "TEXTURE_CUBE_MAP": 0x8514}
+GL_TEXTURE_BINDINGS = {"TEXTURE_2D": 0x8069, "TEXTURE_CUBE_MAP": 0x8514,
+                       "TEXTURE_3D_OES": 0x806A}
+# OES_texture_3D's entry points, from eglGetProcAddress (a GLES2 context names them with the
+# OES suffix, a desktop one without): C argument types.
+_U3, _I3, _P3 = ctypes.c_uint, ctypes.c_int, ctypes.c_void_p
+TEXTURE_3D_FUNCTIONS = {
+    "glTexImage3D": [_U3, _I3, _I3, _I3, _I3, _I3, _I3, _U3, _U3, _P3],
+    "glTexSubImage3D": [_U3, _I3, _I3, _I3, _I3, _I3, _I3, _I3, _U3, _U3, _P3],
+    "glCopyTexSubImage3D": [_U3, _I3, _I3, _I3, _I3, _I3, _I3, _I3, _I3],
+    "glCompressedTexImage3D": [_U3, _I3, _U3, _I3, _I3, _I3, _I3, _I3, _P3],
+    "glFramebufferTexture3D": [_U3, _U3, _U3, _U3, _I3, _I3],
+}
 GL_VERTEX_SHADER = 0x8B31
 GL_FRAGMENT_SHADER = 0x8B30
 GL_ACTIVE_ATTRIBUTES = 0x8B89
@@ -628,6 +639,65 @@ class GLReplayer:
     def _copyTexSubImage2D(self, a, where):
         self.gl.glCopyTexSubImage2D(GL_ENUMS[a["target"]], a["level"], a["xoffset"],
                                     a["yoffset"], a["x"], a["y"], a["width"], a["height"])
+
+    # -- OES_texture_3D ---------------------------------------------------------------------
+
+    def _gl3d(self, name: str):
+        """An OES_texture_3D entry point of this context (``name`` without the suffix)."""
+        cache = self.__dict__.setdefault("_texture_3d_functions", {})
+        if name not in cache:
+            suffix = "" if getattr(self.gl, "api", "gles2") == "gl" else "OES"
+            cache[name] = ctypes.CFUNCTYPE(None, *TEXTURE_3D_FUNCTIONS[name])(
+                proc_address(name + suffix))
+        return cache[name]
+
+    def _texels_3d(self, a, where, op) -> np.ndarray | None:
+        """A 3D image's texel bytes (its slices of ``height`` rows one after another),
+        checked to hold what GL reads."""
+        if a["data"] is None:
+            return None
+        raw = self._bytes(a["data"])
+        need = texel_bytes(a["width"], a["height"] * a["depth"], a["format"], a["type"],
+                           self._unpack_alignment, self._unpack_subimage)
+        if raw.size < need:
+            raise InputError(f"{op}: a {a['width']}x{a['height']}x{a['depth']} {a['format']} "
+                             f"{a['type']} image needs {need} bytes, the data holds "
+                             f"{raw.size}", source=where)
+        return raw
+
+    def _texImage3D(self, a, where):
+        raw = self._texels_3d(a, where, "texImage3D")
+        self._gl3d("glTexImage3D")(GL_ENUMS[a["target"]], a["level"],
+                                   GL_ENUMS[a["internalformat"]], a["width"], a["height"],
+                                   a["depth"], 0, GL_ENUMS[a["format"]],
+                                   self._texel_type(a["type"]),
+                                   None if raw is None else raw.ctypes.data)
+
+    def _texSubImage3D(self, a, where):
+        raw = self._texels_3d(a, where, "texSubImage3D")
+        self._gl3d("glTexSubImage3D")(GL_ENUMS[a["target"]], a["level"], a["xoffset"],
+                                      a["yoffset"], a["zoffset"], a["width"], a["height"],
+                                      a["depth"], GL_ENUMS[a["format"]],
+                                      self._texel_type(a["type"]), raw.ctypes.data)
+
+    def _copyTexSubImage3D(self, a, where):
+        self._gl3d("glCopyTexSubImage3D")(GL_ENUMS[a["target"]], a["level"], a["xoffset"],
+                                          a["yoffset"], a["zoffset"], a["x"], a["y"],
+                                          a["width"], a["height"])
+
+    def _compressedTexImage3D(self, a, where):
+        raw = self._bytes(a["data"])
+        self._gl3d("glCompressedTexImage3D")(GL_ENUMS[a["target"]], a["level"],
+                                             GL_ENUMS[a["internalformat"]], a["width"],
+                                             a["height"], a["depth"], 0, raw.size,
+                                             raw.ctypes.data)
+
+    def _framebufferTexture3D(self, a, where):
+        self._attach_check(where, "framebufferTexture3D")
+        self._gl3d("glFramebufferTexture3D")(
+            GL_FRAMEBUFFER, GL_ENUMS[a["attachment"]], GL_ENUMS[a["textarget"]],
+            self._gl_name("texture", a["texture"], where, "framebufferTexture3D"), a["level"],
+            a["zoffset"])
 
     def _texParameter(self, a, where):
         self.gl.glTexParameteri(GL_ENUMS[a["target"]], GL_ENUMS[a["pname"]],

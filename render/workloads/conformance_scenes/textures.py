@@ -635,3 +635,109 @@ def scene_anisotropic_parameter(gl: Recorder) -> None:
                                      x0 + 0.031 + 0.45 * scale, 0.75 * scale - 0.013),
               texcoords=_quad_uv())
     gl.endFrame()
+
+
+# OES_texture_3D: coordinates (u, v, r) with r from a uniform plus a slope along the quad;
+# texture3DProj divides by q = u_q (1: the same coordinates), and a bias is added.
+FS_TEX3D = """
+#extension GL_OES_texture_3D : require
+precision highp float;
+uniform mediump sampler3D u_tex3d;
+uniform vec3 u_scale;
+uniform float u_r;
+uniform float u_q;
+uniform float u_bias;
+varying vec2 v_uv;
+void main() {
+    vec3 p = vec3(v_uv, u_r + 0.5 * (v_uv.x - v_uv.y)) * u_scale;
+    vec4 a = texture3D(u_tex3d, p, u_bias);
+    vec4 b = texture3DProj(u_tex3d, vec4(p * u_q, u_q));
+    gl_FragColor = mix(a, b, step(1.5, u_q));
+}
+"""
+
+
+def _texels_3d(width: int, height: int, depth: int, seed: int) -> np.ndarray:
+    """(D * H, W, 4) uint8: random texels, slice after slice (each slice its own colors)."""
+    return np.random.default_rng(seed).integers(0, 256, (depth * height, width, 4),
+                                                dtype=np.uint8)
+
+
+@scene("texture_3d", size=(192, 128))
+def scene_texture_3d(gl: Recorder) -> None:
+    """OES_texture_3D: random 3D textures drawn on quads whose r coordinate varies across
+    them. Top row: an 8x8x4 texture magnified NEAREST with each wrap mode on r (REPEAT,
+    CLAMP_TO_EDGE, MIRRORED_REPEAT; r beyond [0, 1]) and a box replaced by glTexSubImage3DOES;
+    LINEAR magnified (8.8 fixed point in llvmpipe: REPEAT / CLAMP_TO_EDGE) and through
+    texture3DProj (q 2). Bottom row: a 16x16x16 texture with all 5 levels uploaded, minified
+    LINEAR_MIPMAP_LINEAR and NEAREST_MIPMAP_NEAREST (the LOD of three dimensions), with a
+    bias, an RGB 5x3x2 non-power-of-two texture LINEAR with MIRRORED_REPEAT (filtered in
+    float), and slice 1 of a 16x16x2 texture filled by glCopyTexSubImage3DOES from the
+    window."""
+    gl.clearColor(0.1, 0.1, 0.2, 1.0)
+    gl.clear("COLOR_BUFFER_BIT")
+    # What glCopyTexSubImage3DOES copies: a gradient triangle, drawn first.
+    _program(gl, VS_NDC, FS_COLOR)
+    _draw(gl, "TRIANGLES", [[-1, -1], [-0.75, -1], [-1, -0.7]],
+          np.array([[1, 0, 0, 1], [0, 1, 0, 1], [0, 0, 1, 1]], np.float32))
+    program = _program(gl, VS_TEX, FS_TEX3D)
+    location = {name: gl.getUniformLocation(program, name)
+                for name in ("u_tex3d", "u_scale", "u_r", "u_q", "u_bias")}
+    gl.uniform1i(location["u_tex3d"], 0)
+
+    def texture(width, height, depth, filters, wraps, seed, fmt="RGBA", levels=1):
+        ident = gl.createTexture()
+        gl.bindTexture("TEXTURE_3D_OES", ident)
+        gl.pixelStorei("UNPACK_ALIGNMENT", 1)
+        for level in range(levels):
+            w, h, d = (max(1, v >> level) for v in (width, height, depth))
+            texels = _texels_3d(w, h, d, seed + level)
+            if fmt == "RGB":
+                texels = np.ascontiguousarray(texels[..., :3])
+            gl.texImage3D("TEXTURE_3D_OES", level, fmt, w, h, d, 0, fmt, "UNSIGNED_BYTE",
+                          texels)
+        for pname, value in zip(("TEXTURE_MIN_FILTER", "TEXTURE_MAG_FILTER"), filters,
+                                strict=True):
+            gl.texParameteri("TEXTURE_3D_OES", pname, value)
+        for pname, value in zip(("TEXTURE_WRAP_S", "TEXTURE_WRAP_T", "TEXTURE_WRAP_R_OES"),
+                                wraps, strict=True):
+            gl.texParameteri("TEXTURE_3D_OES", pname, value)
+        return ident
+
+    small = [texture(8, 8, 4, ("NEAREST", "NEAREST"), ("REPEAT", "REPEAT", wrap), 300 + k)
+             for k, wrap in enumerate(("REPEAT", "CLAMP_TO_EDGE", "MIRRORED_REPEAT"))]
+    gl.bindTexture("TEXTURE_3D_OES", small[0])
+    gl.texSubImage3D("TEXTURE_3D_OES", 0, 2, 3, 1, 4, 3, 2, "RGBA", "UNSIGNED_BYTE",
+                     np.full((2 * 3, 4, 4), (255, 255, 0, 255), np.uint8))
+    linear = texture(8, 8, 4, ("LINEAR", "LINEAR"), ("REPEAT", "CLAMP_TO_EDGE", "REPEAT"), 310)
+    mipmapped = texture(16, 16, 16, ("LINEAR_MIPMAP_LINEAR", "LINEAR"),
+                        ("REPEAT", "REPEAT", "REPEAT"), 320, levels=5)
+    nearest_mip = texture(16, 16, 16, ("NEAREST_MIPMAP_NEAREST", "NEAREST"),
+                          ("REPEAT", "REPEAT", "CLAMP_TO_EDGE"), 330, levels=5)
+    npot = texture(5, 3, 2, ("LINEAR", "LINEAR"),
+                   ("MIRRORED_REPEAT", "CLAMP_TO_EDGE", "MIRRORED_REPEAT"), 340, fmt="RGB")
+    copied = texture(16, 16, 2, ("NEAREST", "NEAREST"), ("CLAMP_TO_EDGE",) * 3, 350)
+    gl.copyTexSubImage3D("TEXTURE_3D_OES", 0, 2, 1, 1, 0, 0, 14, 12)
+    # (texture, scale of (u, v, r), r offset, q, bias, row, column)
+    panels = [(small[0], (1.0, 1.0, 1.0), 0.3, 1.0, 0.0, 0, 0),
+              (small[1], (1.0, 1.0, 2.0), 0.2, 1.0, 0.0, 0, 1),
+              (small[2], (1.0, 1.0, 2.0), 0.2, 1.0, 0.0, 0, 2),
+              (linear, (1.0, 1.0, 1.5), 0.1, 1.0, 0.0, 0, 3),
+              (linear, (1.3, 1.0, 1.0), 0.4, 2.0, 0.0, 0, 4),
+              (mipmapped, (4.0, 3.0, 2.0), 0.1, 1.0, 0.0, 1, 0),
+              (mipmapped, (2.0, 2.0, 6.0), 0.3, 1.0, 0.7, 1, 1),
+              (nearest_mip, (5.0, 2.0, 3.0), 0.2, 1.0, 0.0, 1, 2),
+              (npot, (1.7, 1.2, 1.9), -0.3, 1.0, 0.0, 1, 3),
+              (copied, (1.0, 1.0, 1.0), 0.75, 1.0, 0.0, 1, 4)]
+    for ident, scale, r, q, bias, row, column in panels:
+        gl.bindTexture("TEXTURE_3D_OES", ident)
+        gl.uniform3f(location["u_scale"], *scale)
+        gl.uniform1f(location["u_r"], r)
+        gl.uniform1f(location["u_q"], q)
+        gl.uniform1f(location["u_bias"], bias)
+        x0 = -1.0 + column * 0.4 + 0.023
+        y1 = 0.98 - row * 1.0
+        # Off the pixel grid, so that no pixel center falls on a texel boundary.
+        _draw(gl, "TRIANGLES", _quad(x0, y1 - 0.86, x0 + 0.36, y1 - 0.017),
+              texcoords=_quad_uv())
+    gl.endFrame()
