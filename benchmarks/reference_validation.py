@@ -7,7 +7,7 @@ The analytic model has three constants fitted to the cycle-level reference
 (TE, RE, RE+EVR, EVR, DSR, memoization) the technique-vs-baseline ratio of frame time and of
 energy, analytic and reference, and the analytic ratio's error.
 
-* The reference (``tilesim.timing.reference``) has its own caches and DRAM and reads none of the
+* The reference (``tilesim.timing.cycle_level``) has its own caches and DRAM and reads none of the
   fitted constants, so it runs once per workload and technique; the fit re-runs only the
   analytic model (``estimate_batch``) over a grid of the three constants, minimizing the mean
   absolute relative error of the frames' total cycles (geometry + raster) over the fit part's
@@ -22,7 +22,7 @@ energy, analytic and reference, and the analytic ratio's error.
 * Memoization: the quad stream does not mark memoization hits, so the reference shades every
   quad; its memo rows measure that gap, not the analytic model (the analytic model removes the
   hits' shader work). The reference leaves EVR's and DSR's raster structures out likewise
-  (``timing/reference/raster.py``).
+  (``timing/cycle_level/raster.py``).
 
 Timings and errors are a measurement, never a test. Usage::
 
@@ -59,7 +59,7 @@ GRID = {
 def measure(trace: Path, technique: str, frames: range, size, cfg, ecfg) -> dict:
     """Render ``frames`` of ``trace`` with ``technique`` and run the reference on them."""
     from tilesim.studies.quad_stream import record_frames
-    from tilesim.timing.reference.agreement import compare, compare_geometry, energy_comparison
+    from tilesim.timing.cycle_level.agreement import compare, compare_geometry, energy_comparison
 
     traversal = "zorder" if cfg["screen.zorder_traversal"] else "scanline"
     recorded = record_frames(trace, frames, technique=technique, size=size,

@@ -1,5 +1,5 @@
 """Record the quad stream of every tile of chosen frames: what the cycle-level reference of the
-raster pipeline (``tilesim.timing.reference``) replays.
+raster pipeline (``tilesim.timing.cycle_level``) replays.
 
 :class:`QuadRecorder` is the techniques of a render (baseline, ``re``, ``te``, ...) plus a
 watching hook: with ``wants_quads`` on, the pipeline hands it, for every batch of quads, what
@@ -29,7 +29,7 @@ from tilesim.backend import to_host
 from tilesim.render.pipeline.counters import FrameCounters
 from tilesim.render.pipeline.observer import RenderObserver
 from tilesim.render.techniques.bus import Techniques
-from tilesim.timing.reference.records import DRAW_FIELDS, QUAD_FIELDS, DrawStream, QuadStream
+from tilesim.timing.cycle_level.records import DRAW_FIELDS, QUAD_FIELDS, DrawStream, QuadStream
 
 # (the QuadBatch attribute, the QuadStream field) of every per-quad array recorded
 DRAW_COMMANDS = ("drawArrays", "drawElements")

@@ -5,10 +5,10 @@
 
 Renders the frames of TRACE with a recording hook (``quad_stream``: every tile's quads as the
 pipeline processed them), runs the cycle-level reference of the raster pipeline on every tile
-of every pass (``tilesim.timing.reference``) and the analytic model (``tilesim.timing.model``)
+of every pass (``tilesim.timing.cycle_level``) and the analytic model (``tilesim.timing.model``)
 on the same counters, and prints both raster cycles per frame and the analytic model's relative
 error, per frame and per tile (mean, mean absolute, p50 / p90 / max of the absolute error),
-the same for the geometry phase (``tilesim.timing.reference.geometry`` on the frame's
+the same for the geometry phase (``tilesim.timing.cycle_level.geometry`` on the frame's
 recorded draws), the worst tiles, and the reference's speed in tiles per second. A study:
 it renders and times.
 """
@@ -42,7 +42,7 @@ def reference_report(trace: str, frames: range, *, technique: str = "baseline",
     ``tile_progress(tiles)`` after each pass simulated."""
     from tilesim.studies.quad_stream import record_frames
     from tilesim.timing.config import load_energy_config, load_gpu_config
-    from tilesim.timing.reference.agreement import (
+    from tilesim.timing.cycle_level.agreement import (
         compare,
         compare_geometry,
         distribution,
@@ -115,7 +115,7 @@ def reference_report(trace: str, frames: range, *, technique: str = "baseline",
                   "analytic memory energy; absent with --tiles",
                   "reference_caches: the reference's own tile cache and L2 lookups (addresses "
                   "derived from the recorded primitive, draw and tile ids, "
-                  "timing/reference/inputs.py)"],
+                  "timing/cycle_level/inputs.py)"],
     }
 
 

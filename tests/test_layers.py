@@ -111,7 +111,7 @@ def test_the_reference_cannot_read_the_analytic_memory_split(tmp_path, module, a
     target.write_text(target.read_text() + f"\n{analytic}  # the analytic model's answer\n")
     result = lint_imports(tree)
     assert result.returncode != 0
-    assert "tilesim.timing.reference imports nothing of the analytic model" in result.stdout
+    assert "tilesim.timing.cycle_level imports nothing of the analytic model" in result.stdout
     assert analytic.split()[1] in result.stdout
     assert "BROKEN" in result.stdout
 

@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+# The top-level folders that install as tilesim.<folder> (pyproject package-dir)
+ROOMS = ("render", "shaders", "timing", "studies", "prediction", "scheduling", "cli")
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +38,9 @@ def test_the_wheel_installs_one_import_name(wheel_names):
     tops = {name.split("/")[0] for name in wheel_names if ".dist-info/" not in name}
     assert tops == {"tilesim"}
     for module in ("tilesim/render/pipeline/renderer.py", "tilesim/shaders/interpreter.py",
-                   "tilesim/timing/model.py", "cli/main.py"):
+                   "tilesim/timing/model.py", "tilesim/cli/main.py",
+                   "tilesim/studies/report/page.py", "tilesim/prediction/predictor.py",
+                   "tilesim/scheduling/simulation.py"):
         assert module in wheel_names
 
 
@@ -49,8 +53,7 @@ def test_the_wheel_carries_the_data_files_the_code_reads(wheel_names):
                for n in wheel_names)
     # Every data file the repository keeps in its packages is in the wheel (a TOML the code
     # reads left out of package-data broke `pip install .` once: thesis_games.toml).
-    tracked = subprocess.run(["git", "ls-files", "render", "shaders", "timing", "tilesim",
-                              "traces"],
+    tracked = subprocess.run(["git", "ls-files", *ROOMS, "tilesim", "traces"],
                              cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
     installed_as = {"traces": "tilesim/bundled_traces"}
     for name in tracked:
@@ -60,7 +63,7 @@ def test_the_wheel_carries_the_data_files_the_code_reads(wheel_names):
                           else f"{installed_as.get(top, 'tilesim/' + top)}/{rest}")
             assert wheel_name in wheel_names, name
     # Every folder of Python files in the repository's packages is a package in the wheel.
-    for folder in ("render", "shaders", "timing"):
+    for folder in ROOMS:
         for init in (ROOT / folder).rglob("__init__.py"):
             relative = init.relative_to(ROOT).as_posix()
             assert f"tilesim/{relative}" in wheel_names, relative

@@ -79,7 +79,7 @@ def test_baseline_values_match_table_3_1():
 CITED_DOCUMENTS = (
     "Frame Coherence", "Shader Core", "Horowitz", "McPAT", "CACTI", "Micron", "TN-41-01",
     "DRAMPower", "DRAMSim2", "JEDEC", "GLSL ES", "OpenGL ES", "Dong", "Hartstein", "Arnau",
-    "docs/notes/", "timing/reference",
+    "docs/notes/", "timing/cycle_level",
 )
 SOURCE_KINDS = ("Frame Coherence", "Shader Core", "Micron", "DRAMPower", "GLSL ES", "CACTI",
                 "model assumption", "estimate", "fitted to the cycle-level reference",

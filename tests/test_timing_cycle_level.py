@@ -1,14 +1,14 @@
-"""The cycle-level reference of the raster pipeline (``tilesim.timing.reference``, issue 15
+"""The cycle-level reference of the raster pipeline (``tilesim.timing.cycle_level``, issue 15
 item 2): hand-derived cycles on synthetic tiles, the recorded quad stream against the
 renderer's counters, and the analytic model's error against the reference on real frames.
 
-Since issue 30 the reference has its own DRAM (``timing/reference/dram.py``): a line request
+Since issue 30 the reference has its own DRAM (``timing/cycle_level/dram.py``): a line request
 pays the controller's half round trip (5.5 cycles), an activate (tRCD 8) on a closed bank, the
 CAS (tCL 7 reads, tWL 4 writes) and 32 cycles on its channel's data bus (2 bytes a cycle, half of
 Table 3.1's 4); 256-byte blocks alternate between the 2 channels, so a 1 KB flush (16 lines)
 puts 8 lines on each channel. An idle channel (16 cycles) powers down and pays tXP 3 cycles.
 
-Cycle conventions of the loop (``timing/reference/raster.py``): in every cycle the stages act
+Cycle conventions of the loop (``timing/cycle_level/raster.py``): in every cycle the stages act
 back to front (ROP, bus, processors' issue then dispatch, early Z, rasterizer, fetcher), so a
 quad moves one stage per cycle; a display-list entry from the tile cache is ready 1 cycle after
 its issue.
@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from tilesim.timing.config import load_energy_config, load_gpu_config
-from tilesim.timing.reference.raster import PassInput, RasterParameters, run_pass, tile_cycles_of
+from tilesim.timing.cycle_level.raster import PassInput, RasterParameters, run_pass, tile_cycles_of
 
 CFG = load_gpu_config()
 ECFG = load_energy_config()
@@ -143,8 +143,8 @@ def test_a_pass_whose_tiles_re_skips_costs_the_compares_only():
     """RE skips every tile of a pass (no entries, no quads, nothing flushed): the reference's
     inputs hold no memory request and each tile costs its 2-cycle signature compare (the
     fetcher passes tile t at 2 t + 1, the rasterizer a cycle later, the ROP ends it then)."""
-    from tilesim.timing.reference.inputs import parameters, pass_input
-    from tilesim.timing.reference.records import QUAD_FIELDS, QuadStream
+    from tilesim.timing.cycle_level.inputs import parameters, pass_input
+    from tilesim.timing.cycle_level.records import QUAD_FIELDS, QuadStream
 
     n = 6
     stream = QuadStream.from_quads({k: np.zeros(0, d) for k, d in QUAD_FIELDS.items()}, n, [])
@@ -162,10 +162,10 @@ def test_evr_layer_ids_ride_with_the_display_lists():
     without records, read cold: 6 x 256 B = 24 lines from DRAM, 6 x 384 B = 36 with EVR. The
     geometry phase writes them too: 6 bytes an entry instead of 4."""
     from tilesim.render.pipeline.counters import FrameCounters, PassCounters
-    from tilesim.timing.reference.agreement import layer_bytes
-    from tilesim.timing.reference.geometry import geometry_input
-    from tilesim.timing.reference.inputs import pass_input
-    from tilesim.timing.reference.records import QUAD_FIELDS, DrawStream, QuadStream
+    from tilesim.timing.cycle_level.agreement import layer_bytes
+    from tilesim.timing.cycle_level.geometry import geometry_input
+    from tilesim.timing.cycle_level.inputs import pass_input
+    from tilesim.timing.cycle_level.records import QUAD_FIELDS, DrawStream, QuadStream
 
     n = 6
     stream = QuadStream.from_quads({k: np.zeros(0, d) for k, d in QUAD_FIELDS.items()}, n, [])
@@ -205,7 +205,7 @@ def test_dram_rows_refresh_and_power_down(compiled):
     last tRFC 112 of tREFI 1561): it waits for 1561, the refresh has
     closed the row: activate, back at 1613.5. Closed at 1700, the two channels' 3400 cycles
     split into standby and power-down; one refresh per channel."""
-    from tilesim.timing.reference.dram import DramState, DramTiming, dram_sequence, energy
+    from tilesim.timing.cycle_level.dram import DramState, DramTiming, dram_sequence, energy
 
     timing = DramTiming.from_config(CFG)
     dram = DramState(timing)
@@ -281,8 +281,8 @@ def test_compiled_and_python_loops_agree_on_a_real_pass(runner_frames):
     """The Numba loop and its pure-Python source give the same cycles and the same DRAM
     counts on a real recorded pass (its first 40 tiles in traversal order, to keep the Python
     loop short)."""
-    from tilesim.timing.reference.dram import DramState
-    from tilesim.timing.reference.inputs import frame_pass_inputs, parameters
+    from tilesim.timing.cycle_level.dram import DramState
+    from tilesim.timing.cycle_level.inputs import frame_pass_inputs, parameters
 
     recorded = runner_frames[0]
     (_, data), = frame_pass_inputs(recorded.counters, recorded.streams, CFG)
@@ -299,7 +299,7 @@ def test_the_reference_decides_its_own_memory(runner_frames):
     """The reference's inputs come from the records and its own caches: every texture-cache
     miss of a rendered tile is an L2 hit or a DRAM read, every entry reads its list entry and
     record through the tile cache, and the flushes write the recorded color bytes."""
-    from tilesim.timing.reference.inputs import frame_pass_inputs
+    from tilesim.timing.cycle_level.inputs import frame_pass_inputs
 
     recorded = runner_frames[0]
     (visit, data), = frame_pass_inputs(recorded.counters, recorded.streams, CFG)
@@ -319,9 +319,9 @@ def test_memoized_quads_run_no_program_in_the_reference():
     holds at least one), and the reference gives them no issue, latency or texture work, so
     the marked frame takes fewer cycles than the same stream with the marks cleared."""
     from tilesim.studies.quad_stream import record_frames
-    from tilesim.timing.reference.agreement import compare
-    from tilesim.timing.reference.inputs import frame_pass_inputs
-    from tilesim.timing.reference.records import QuadStream
+    from tilesim.timing.cycle_level.agreement import compare
+    from tilesim.timing.cycle_level.inputs import frame_pass_inputs
+    from tilesim.timing.cycle_level.records import QuadStream
 
     recorded = record_frames(Path(RUNNER).with_name("match3-1196x768.tsim"), [1], size=(64, 64),
                              technique="memo")[0]
@@ -344,7 +344,7 @@ def test_memoized_quads_run_no_program_in_the_reference():
 def test_the_reference_frames_add_up_and_sample(runner_frames):
     """The tiles add up to the frames both ways, and a sample of each pass's first 60 tiles in
     traversal order sums the same tiles."""
-    from tilesim.timing.reference.agreement import compare
+    from tilesim.timing.cycle_level.agreement import compare
 
     result = compare([(r.counters, r.streams) for r in runner_frames], CFG, ECFG)
     sample = compare([(r.counters, r.streams) for r in runner_frames], CFG, ECFG, tiles=60)
@@ -370,7 +370,7 @@ def test_the_analytic_model_stays_within_the_error_bounds_of_the_reference(runne
     """Issue 15's bounds on a small sample: the analytic model's raster cycles per frame
     within 5% of the reference's on average and no frame beyond 15%, with the fitted overlap
     constants of baseline_gpu.toml (buffers.color.flush_hidden_quads, flush_read_share)."""
-    from tilesim.timing.reference.agreement import compare, distribution
+    from tilesim.timing.cycle_level.agreement import compare, distribution
 
     result = compare([(r.counters, r.streams) for r in runner_frames], CFG, ECFG)
     frames = distribution(result.frame_error)
@@ -399,7 +399,7 @@ def test_reference_timing_command(capsys):
 
 def binner_only(entries, sign, fold):
     """Primitives straight into the tiler (no vertex work, nothing written to memory)."""
-    from tilesim.timing.reference.geometry import GeometryInput
+    from tilesim.timing.cycle_level.geometry import GeometryInput
 
     n = len(entries)
     empty = np.zeros(0)
@@ -421,7 +421,7 @@ def test_an_overlapped_tiles_queue_overflow_stalls_the_binner(compiled):
     354; primitive 1's 300 entries follow in 355-654: the frame ends at 655. With a queue that
     never fills, primitive 0's pushes end in cycle 300 and primitive 1's in 600, the folds at
     610: the frame ends at 611. The overflow (300 - 128 = 172 entries) cost 44 cycles."""
-    from tilesim.timing.reference.geometry import run_geometry
+    from tilesim.timing.cycle_level.geometry import run_geometry
 
     data = binner_only([300, 300], [10, 0], [2, 0])
     assert run_geometry(data, CFG, compiled) == 655
@@ -448,7 +448,7 @@ def test_the_recorded_draws_add_up_to_the_frame_counters(runner_frames):
 
 
 def test_the_analytic_geometry_phase_is_within_the_bounds_of_the_reference(runner_frames):
-    from tilesim.timing.reference.agreement import compare_geometry
+    from tilesim.timing.cycle_level.agreement import compare_geometry
 
     result = compare_geometry([(r.counters, r.draws) for r in runner_frames], CFG, ECFG)
     assert result.reference.size == 2 and np.all(result.reference > 0)

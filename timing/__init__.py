@@ -9,7 +9,7 @@
     techniques      the cost and savings of each frame-coherence technique
     report, plots   per-frame and total reports, and their plots
     benchmark       the model's own speed
-    reference       the cycle-level reference the model answers to: the raster pipeline of a
+    cycle_level     the cycle-level reference the model answers to: the raster pipeline of a
                     pass and the geometry pipeline of a frame, cycle by cycle, from records of
                     a render (``tilesim reference-timing``)
 

@@ -48,7 +48,7 @@ Cycles
   and RE's signature compare in series. With the overlap a rendered tile takes at least the
   color buffer's time, ``blend + end + flush_read_share x bus`` (``color_buffer_cycles``:
   its writes, then its flush, slowed by the reads that go first on the bus). The two overlap
-  constants are fitted to the cycle-level reference (``tilesim.timing.reference``).
+  constants are fitted to the cycle-level reference (``tilesim.timing.cycle_level``).
 * ``frame = geometry + sum over passes and tiles of tile`` (phases in sequence): each tile's
   cycles include the part of its flush left exposed, so tiles' cycles add up to the frame's
   raster cycles.
@@ -234,7 +234,7 @@ def flush_hidden_cycles(work: np.ndarray, rendered: np.ndarray, drain: np.ndarra
     the total time of the Raster Pipeline"). That start is the ``fill`` latency, then
     ``buffers.color.flush_hidden_quads`` quads at one a cycle (the quads the pipeline holds
     before the color buffer: fragment queue, early Z and the processors' warp slots; fitted to
-    the cycle-level reference, ``tilesim.timing.reference``), at most the next tile's
+    the cycle-level reference, ``tilesim.timing.cycle_level``), at most the next tile's
     bottleneck ``work``.
 
     The next tile is the first one after this tile that occupies the pipeline: a rendered tile
@@ -354,7 +354,7 @@ def color_buffer_cycles(stages: dict[str, np.ndarray], drain: np.ndarray,
     its flush and DCT (``drain``); the flush is a posted write stream on the shared bus, so
     the next tile's DRAM reads go first and ``buffers.color.flush_read_share`` of the bus
     stage's read cycles fall inside it (fitted to the cycle-level reference,
-    ``tilesim.timing.reference``)."""
+    ``tilesim.timing.cycle_level``)."""
     return stages["blend"] + drain + cfg["buffers.color.flush_read_share"] * stages["bus"]
 
 

@@ -24,7 +24,7 @@ Time (cycles)
   the rest are folded, so those ``re_otq_overflow_entries`` (the renderer's sum over primitives
   of max(0, tiles covered - 128)) are folded in series, ``otq_stall = overflow x
   otq_stall_share x steps per fold / accumulate_rate`` (the share the pipeline does not hide,
-  fitted to the cycle-level geometry reference ``tilesim.timing.reference.geometry``), and
+  fitted to the cycle-level geometry reference ``tilesim.timing.cycle_level.geometry``), and
   leave the overlapped ``crc_accumulate`` stage (``techniques.signature.otq_stall = 0``:
   frame totals only, the stage keeps them). The
   renderer charges each signed block once (to one of its tiles), so the frame's

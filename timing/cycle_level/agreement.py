@@ -7,7 +7,7 @@ over its passes of the tiles' cycles (the analytic model's per-tile cycles add u
 raster cycles exactly, ``tilesim.timing.tiles``; the reference's tile cycles add up to its
 passes' finish cycles). The relative error is ``(analytic - reference) / reference``.
 
-This module is where the two meet, so it alone of ``tilesim.timing.reference`` imports the
+This module is where the two meet, so it alone of ``tilesim.timing.cycle_level`` imports the
 analytic model (``pyproject.toml``'s contract ignores its imports and no other's): the reference
 itself (``inputs``, ``raster``, ``geometry``, ``caches``, ``dram``) is run from the counter
 records and the configuration only. DRAM energy is compared too: the reference's per-command and
@@ -24,12 +24,12 @@ import numpy as np
 from tilesim.render.pipeline.counters import FrameCounters
 from tilesim.timing.config import Config
 from tilesim.timing.counter_batch import batch_from_frames
+from tilesim.timing.cycle_level.dram import DramState, add_counts, energy
+from tilesim.timing.cycle_level.geometry import geometry_input, run_geometry
+from tilesim.timing.cycle_level.inputs import frame_pass_inputs, parameters, program_cpis
+from tilesim.timing.cycle_level.raster import run_pass, tile_cycles_of
+from tilesim.timing.cycle_level.records import DrawStream, QuadStream
 from tilesim.timing.model import estimate_batch
-from tilesim.timing.reference.dram import DramState, add_counts, energy
-from tilesim.timing.reference.geometry import geometry_input, run_geometry
-from tilesim.timing.reference.inputs import frame_pass_inputs, parameters, program_cpis
-from tilesim.timing.reference.raster import run_pass, tile_cycles_of
-from tilesim.timing.reference.records import DrawStream, QuadStream
 
 
 @dataclass

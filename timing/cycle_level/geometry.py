@@ -43,9 +43,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from tilesim.timing.config import Config, warp_instruction_floor
-from tilesim.timing.reference.dram import DramState, DramTiming, dram_access
-from tilesim.timing.reference.inputs import LIST_ENTRY_BYTES, PB_WRITES, VERTICES, region
-from tilesim.timing.reference.records import DrawStream
+from tilesim.timing.cycle_level.dram import DramState, DramTiming, dram_access
+from tilesim.timing.cycle_level.inputs import LIST_ENTRY_BYTES, PB_WRITES, VERTICES, region
+from tilesim.timing.cycle_level.records import DrawStream
 from tilesim.timing.shader_core.jit import jit
 
 

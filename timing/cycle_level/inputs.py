@@ -1,7 +1,7 @@
 """From a frame's counter records and its recorded quad streams to the reference's pass inputs.
 
 The reference reads the records and the configuration, nothing of the analytic model (the
-import-linter contract "tilesim.timing.reference imports nothing of the analytic model but the
+import-linter contract "tilesim.timing.cycle_level imports nothing of the analytic model but the
 configuration reader", ``pyproject.toml``): it decides itself which tiles run, where every
 memory request goes and which lines the caches hold.
 
@@ -47,9 +47,9 @@ import functools
 import numpy as np
 
 from tilesim.timing.config import Config, warp_instruction_floor
-from tilesim.timing.reference.caches import Cache
-from tilesim.timing.reference.raster import PassInput, RasterParameters
-from tilesim.timing.reference.records import QuadStream
+from tilesim.timing.cycle_level.caches import Cache
+from tilesim.timing.cycle_level.raster import PassInput, RasterParameters
+from tilesim.timing.cycle_level.records import QuadStream
 from tilesim.timing.traversal import traversal
 
 SINGLE_WARP_SAMPLE = 64      # warps the core runs one at a time to time a program's latency
