@@ -63,6 +63,7 @@ Every IN/OUT/SV/SAMP register declared in either TGSI text appears in exactly th
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -79,6 +80,7 @@ from tilesim.shaders import mesa_dump, precision
 from tilesim.shaders.mesa_dump import Dcl, MesaOutputError, NirVar, StageDump
 from tilesim.shaders.mesa_softpipe_child import MARKER_BEGIN, MARKER_END, MARKER_PROGRAM
 from tilesim.shaders.parser import parse
+from tilesim.shaders.texture_lod import FRAG_COLOR, RewriteError, rewrite_program, uses_texture_lod
 
 INTERFACE_FORMAT = "tilesim-shader-interface"
 INTERFACE_VERSION = 1
@@ -131,7 +133,9 @@ BUILTIN_VARS = {
     # gl_FragDepthEXT: EXT_frag_depth, the z of TGSI's POSITION output;
     # gl_SecondaryFragColorEXT / gl_SecondaryFragDataEXT: EXT_blend_func_extended, the second
     # source color of dual-source blending (TGSI's COLOR[1] output)
+    # (gl_FragDepth: gl_FragDepthEXT in the GLSL ES 3.00 form of EXT_shader_texture_lod)
     ("fragment", "shader_out"): {"gl_FragColor", "gl_FragData", "gl_FragDepthEXT",
+                                 "gl_FragDepth",
                                  "gl_SecondaryFragColorEXT", "gl_SecondaryFragDataEXT"},
 }
 
@@ -267,14 +271,14 @@ def compile_many(sources: list[ProgramSource]) -> list[CompiledProgram]:
         return []
     for source in sources:
         _check_version(source)
-    result, stderr = _run_child(sources)
+    result, stderr = _run_child([_for_mesa(source) for source in sources])
     segments = _split_segments(stderr)
     programs = []
     for index, (source, res) in enumerate(zip(sources, result["programs"], strict=True)):
         if res["status"] == "compile_error":
             stage = res["stage"]
             unsupported = _UNSUPPORTED_EXTENSION.search(res["log"])
-            if unsupported:  # e.g. GL_EXT_shader_texture_lod, which Mesa 22.3's GLSL ES lacks
+            if unsupported:  # e.g. GL_NV_shadow_samplers_cube, which Mesa 22.3 lacks
                 raise InputError(f"{stage} shader needs {unsupported.group(1)}, which Mesa's "
                                  "GLSL ES compiler (and so tilesim) does not support",
                                  source=source.origin(stage),
@@ -290,6 +294,8 @@ def compile_many(sources: list[ProgramSource]) -> list[CompiledProgram]:
         where = "Mesa's output"
         try:
             stages = mesa_dump.split_stages(segments.get(str(index), ""), where=where)
+            if uses_texture_lod(source.vertex, source.fragment):
+                _name_the_color_output(stages["fragment"])
             declared = mesa_dump.glsl_ir_precisions(segments.get(str(index), ""), where=where)
             probes = [mesa_dump.split_stages(segments.get(f"{index}.probe{r}", ""),
                                              where=f"{where} (varying probe {r})")
@@ -304,6 +310,30 @@ def compile_many(sources: list[ProgramSource]) -> list[CompiledProgram]:
             vertex_tgsi=stages["vertex"].tgsi, fragment_tgsi=stages["fragment"].tgsi,
             interface=interface, renderer=result["renderer"], version=result["version"]))
     return programs
+
+
+def _for_mesa(source: ProgramSource) -> ProgramSource:
+    """The program as Mesa compiles it: a program enabling EXT_shader_texture_lod, which
+    Mesa 22.3's GLSL ES 1.00 lacks, as its GLSL ES 3.00 form (:mod:`.texture_lod`); any
+    other as written."""
+    if not uses_texture_lod(source.vertex, source.fragment):
+        return source
+    try:
+        vertex, fragment = rewrite_program(source.vertex, source.fragment)
+    except RewriteError as exc:
+        raise InputError(str(exc), source=source.program()) from None
+    return ProgramSource(vertex, fragment, name=source.name,
+                         attrib_bindings=source.attrib_bindings,
+                         vertex_origin=source.vertex_origin,
+                         fragment_origin=source.fragment_origin,
+                         program_origin=source.program_origin)
+
+
+def _name_the_color_output(stage: StageDump) -> None:
+    """The GLSL ES 3.00 form's color output is the program's gl_FragColor."""
+    for k, var in enumerate(stage.nir_vars):
+        if var.name == FRAG_COLOR:
+            stage.nir_vars[k] = dataclasses.replace(var, name="gl_FragColor")
 
 
 def _run_child(sources: list[ProgramSource]) -> tuple[dict, str]:

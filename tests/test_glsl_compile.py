@@ -206,19 +206,20 @@ def test_compile_error_is_input_error_with_info_log(mesa, tmp_path):
 
 @pytest.mark.mesa
 def test_an_unsupported_extension_is_a_one_line_error(mesa, tmp_path):
-    """EXT_shader_texture_lod: Mesa 22.3's GLSL ES compiler rejects the #extension (neither
-    softpipe nor llvmpipe offers it), so there is no TGSI to run: one line names it."""
+    """An #extension Mesa 22.3's GLSL ES compiler does not offer (NV_shadow_samplers_cube)
+    leaves no TGSI to run: one line names it. (EXT_shader_texture_lod, which Mesa lacks too,
+    compiles as its GLSL ES 3.00 form: tests/test_gles2_extensions_mesa.py.)"""
     vert = tmp_path / "ok.vert"
     vert.write_text("attribute vec4 p;\nvoid main() { gl_Position = p; }\n")
-    frag = tmp_path / "lod.frag"
-    frag.write_text("#extension GL_EXT_shader_texture_lod : require\n"
-                    "precision highp float; uniform sampler2D t; varying vec2 v;\n"
-                    "void main() { gl_FragColor = texture2DLodEXT(t, v, 1.0); }\n")
+    frag = tmp_path / "shadow.frag"
+    frag.write_text("#extension GL_NV_shadow_samplers_cube : require\n"
+                    "precision highp float; varying vec2 v;\n"
+                    "void main() { gl_FragColor = vec4(v, 0.0, 1.0); }\n")
     with pytest.raises(InputError) as info:
         compile_files(vert, frag, tmp_path / "out")
     assert info.value.source == str(frag) and info.value.line == 1
     assert "\n" not in str(info.value)
-    assert "fragment shader needs GL_EXT_shader_texture_lod, which Mesa's GLSL ES compiler" \
+    assert "fragment shader needs GL_NV_shadow_samplers_cube, which Mesa's GLSL ES compiler" \
         in str(info.value)
 
 

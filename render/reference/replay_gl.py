@@ -74,6 +74,7 @@ from tilesim.render.gl.commands import (
 )
 from tilesim.render.gl.textures import unpack_layout
 from tilesim.render.traces.trace_file import Trace, open_trace, write_trace
+from tilesim.shaders.texture_lod import RewriteError, rewrite_program, uses_texture_lod
 
 EXIT_INPUT = 2
 
@@ -723,8 +724,16 @@ class GLReplayer:
 
     def _createProgram(self, a, where):
         gl = self.gl
-        vs = self._shader(GL_VERTEX_SHADER, a["vertex_glsl"], "vertex", where)
-        fs = self._shader(GL_FRAGMENT_SHADER, a["fragment_glsl"], "fragment", where)
+        vertex, fragment = a["vertex_glsl"], a["fragment_glsl"]
+        if uses_texture_lod(vertex, fragment):
+            # EXT_shader_texture_lod, which Mesa 22.3's GLSL ES 1.00 lacks: its GLSL ES 3.00
+            # form, as tilesim's front end compiled it (tilesim.shaders.texture_lod)
+            try:
+                vertex, fragment = rewrite_program(vertex, fragment)
+            except RewriteError as exc:
+                raise InputError(f"createProgram: {exc}", source=where) from None
+        vs = self._shader(GL_VERTEX_SHADER, vertex, "vertex", where)
+        fs = self._shader(GL_FRAGMENT_SHADER, fragment, "fragment", where)
         program = gl.glCreateProgram()
         gl.glAttachShader(program, vs)
         gl.glAttachShader(program, fs)

@@ -741,3 +741,86 @@ def scene_texture_3d(gl: Recorder) -> None:
         _draw(gl, "TRIANGLES", _quad(x0, y1 - 0.86, x0 + 0.36, y1 - 0.017),
               texcoords=_quad_uv())
     gl.endFrame()
+
+
+# EXT_shader_texture_lod: one lookup per program, selected by the scene; the LOD and the
+# gradients vary across each quad (v_uv), so every level and blend between levels shows.
+_LOD_LOOKUPS = {
+    "lod": "texture2DLodEXT(u_tex, v_uv * u_scale, v_uv.x * 6.0 - 0.5)",
+    "proj_lod": "texture2DProjLodEXT(u_tex, vec3(v_uv * u_scale * 1.7, 1.7), v_uv.y * 5.0)",
+    "proj4_lod": "texture2DProjLodEXT(u_tex, vec4(v_uv * u_scale * 0.6, 0.3, 0.6), "
+                 "4.5 - v_uv.x * 5.0)",
+    "grad": "texture2DGradEXT(u_tex, v_uv * u_scale, vec2(0.02 + 0.5 * v_uv.x, 0.01), "
+            "vec2(0.0, 0.03 + 0.2 * v_uv.y))",
+    "proj_grad": "texture2DProjGradEXT(u_tex, vec4(v_uv * u_scale * 2.0, 0.0, 2.0), "
+                 "vec2(0.25 * v_uv.y, 0.0), vec2(0.01, 0.2 * v_uv.x))",
+    "cube_lod": "textureCubeLodEXT(u_cube, vec3(v_uv * 2.0 - 1.0, 0.7 - 0.4 * v_uv.x), "
+                "v_uv.y * 4.5)",
+    "cube_grad": "textureCubeGradEXT(u_cube, vec3(0.8, v_uv * 2.0 - 1.0), "
+                 "vec3(0.0, 0.3 * v_uv.x, 0.0), vec3(0.0, 0.0, 0.2 * v_uv.y))",
+}
+FS_TEXTURE_LOD = """
+#extension GL_EXT_shader_texture_lod : require
+precision highp float;
+uniform sampler2D u_tex;
+uniform samplerCube u_cube;
+uniform vec2 u_scale;
+varying vec2 v_uv;
+void main() {
+    gl_FragColor = LOOKUP;
+}
+"""
+
+
+def _mip_chain(gl: Recorder, target: str, size: int, seed: int) -> None:
+    """Every level of ``target`` (TEXTURE_2D or a cube face): random texels tinted by the
+    level, so that the level a lookup reads shows."""
+    rng = np.random.default_rng(seed)
+    level = 0
+    while size >= 1:
+        tint = np.array(_hsv(level / 7, 0.9, 1.0))
+        texels = (rng.integers(64, 256, (size, size, 4)) * tint).astype(np.uint8)
+        texels[..., 3] = 255
+        gl.texImage2D(target, level, "RGBA", size, size, 0, "RGBA", "UNSIGNED_BYTE", texels)
+        size, level = size // 2, level + 1
+
+
+@scene("shader_texture_lod", size=(224, 96))
+def scene_shader_texture_lod(gl: Recorder) -> None:
+    """EXT_shader_texture_lod in fragment shaders: texture2DLodEXT, texture2DProjLodEXT
+    (vec3 and vec4 coordinates), texture2DGradEXT, texture2DProjGradEXT, textureCubeLodEXT
+    and textureCubeGradEXT, with the LOD or gradients varying across each quad, on a 32x32
+    texture and a 16x16 cube map whose levels differ in color: top row trilinear
+    (LINEAR_MIPMAP_LINEAR), bottom row NEAREST_MIPMAP_NEAREST with LINEAR magnification (the
+    magnification switch-over at the explicit LOD)."""
+    gl.clearColor(0.0, 0.0, 0.0, 1.0)
+    gl.clear("COLOR_BUFFER_BIT")
+    texture = gl.createTexture()
+    gl.bindTexture("TEXTURE_2D", texture)
+    _mip_chain(gl, "TEXTURE_2D", 32, 400)
+    gl.activeTexture(1)
+    cube = gl.createTexture()
+    gl.bindTexture("TEXTURE_CUBE_MAP", cube)
+    for k in range(6):
+        _mip_chain(gl, f"TEXTURE_CUBE_MAP_{('POSITIVE', 'NEGATIVE')[k % 2]}_"
+                   f"{'XYZ'[k // 2]}", 16, 410 + k)
+    gl.activeTexture(0)
+    for row, (min_filter, mag_filter) in enumerate((("LINEAR_MIPMAP_LINEAR", "LINEAR"),
+                                                   ("NEAREST_MIPMAP_NEAREST", "LINEAR"))):
+        for unit, (target, ident) in enumerate((("TEXTURE_2D", texture),
+                                                ("TEXTURE_CUBE_MAP", cube))):
+            gl.activeTexture(unit)
+            gl.bindTexture(target, ident)
+            gl.texParameteri(target, "TEXTURE_MIN_FILTER", min_filter)
+            gl.texParameteri(target, "TEXTURE_MAG_FILTER", mag_filter)
+        gl.activeTexture(0)
+        for column, lookup in enumerate(_LOD_LOOKUPS.values()):
+            program = _program(gl, VS_TEX, FS_TEXTURE_LOD.replace("LOOKUP", lookup))
+            gl.uniform1i(gl.getUniformLocation(program, "u_tex"), 0)
+            gl.uniform1i(gl.getUniformLocation(program, "u_cube"), 1)
+            gl.uniform2f(gl.getUniformLocation(program, "u_scale"), 3.0, 2.0)
+            x0 = -1.0 + column * (2.0 / 7) + 0.017
+            y1 = 0.98 - row * 1.0
+            _draw(gl, "TRIANGLES", _quad(x0, y1 - 0.9, x0 + 2.0 / 7 - 0.04, y1 - 0.013),
+                  texcoords=_quad_uv())
+    gl.endFrame()
