@@ -247,22 +247,27 @@ def test_half_float_texels_sample_as_floats_beyond_unorm():
         tex.generate_mipmap()
 
 
-def test_max_anisotropy_is_recorded_and_sampling_stays_isotropic():
-    """EXT_texture_filter_anisotropic: the value is kept (at least 1); sampling, and the
-    texels counted, are those of the ES 2.0 filter (the documented limitation)."""
+def test_max_anisotropy_is_recorded_and_above_one_filters_anisotropically():
+    """EXT_texture_filter_anisotropic: the value is kept (at least 1); above 1 the sampler
+    filters through llvmpipe's elliptical footprint (more texels fetched on an anisotropic
+    footprint, other colors), at 1 or with ``SamplerOptions(anisotropic=False)`` as ES 2.0
+    (the footprint against llvmpipe: the conformance scene ``anisotropic_filtering``)."""
     rng = np.random.default_rng(9)
     pixels = rng.integers(0, 256, (16, 16, 4), dtype=np.uint8)
     results = []
-    for anisotropy in (1.0, 16.0):
+    for anisotropy, options in ((1.0, None), (16.0, None),
+                                (16.0, SamplerOptions(anisotropic=False))):
         tex = rgba8_texture(pixels, min_filter="LINEAR_MIPMAP_LINEAR", mag_filter="LINEAR",
                             mipmaps=True)
         tex.parameter_float("TEXTURE_MAX_ANISOTROPY_EXT", anisotropy)
         assert tex.max_anisotropy == anisotropy
         s, t = quad_coords(0.3, 0.4, 0.25, 0.02)      # an anisotropic footprint
-        out, sampler = sample(tex, s, t)
+        out, sampler = sample(tex, s, t, options)
         results.append((np.asarray(out), sampler.stats.texels_fetched.copy()))
-    np.testing.assert_array_equal(results[0][0], results[1][0])
-    np.testing.assert_array_equal(results[0][1], results[1][1])
+    np.testing.assert_array_equal(results[0][0], results[2][0])
+    np.testing.assert_array_equal(results[0][1], results[2][1])
+    assert not np.array_equal(results[0][0], results[1][0])
+    assert results[1][1].sum() > results[0][1].sum()
     with pytest.raises(InputError, match="TEXTURE_MAX_ANISOTROPY_EXT must be at least 1"):
         tex.parameter_float("TEXTURE_MAX_ANISOTROPY_EXT", 0.5)
 

@@ -414,8 +414,8 @@ class Texture:
         self.wrap_s = "REPEAT"
         self.wrap_t = "REPEAT"
         self.wrap_r = "REPEAT"      # OES_texture_3D's TEXTURE_WRAP_R_OES
-        # EXT_texture_filter_anisotropic: recorded, reported, but sampled isotropically
-        # (the texel counters count the isotropic filter's texels).
+        # EXT_texture_filter_anisotropic: above 1, the sampler filters as llvmpipe does
+        # through an elliptical footprint (texture_sampler._Sampling._anisotropic).
         self.max_anisotropy = 1.0
         self.version = 0
         # What users derive from the images (the sampler's packed arrays), keyed by them;
@@ -867,8 +867,8 @@ class Texture:
 
     def parameter_float(self, pname: str, value: float) -> None:
         """glTexParameterf of TEXTURE_MAX_ANISOTROPY_EXT (EXT_texture_filter_anisotropic):
-        a value below 1 is INVALID_VALUE. Limitation: tilesim samples isotropically, as if it
-        were 1 (the filter and the texels counted are those of the ES 2.0 filter)."""
+        a value below 1 is INVALID_VALUE; above 1, 2D textures are filtered anisotropically
+        (render/pipeline/texture_sampler.py)."""
         if pname != "TEXTURE_MAX_ANISOTROPY_EXT":
             raise InputError(f"texParameterf: unknown parameter {pname!r}", source=self.where)
         if not value >= 1.0:

@@ -44,6 +44,12 @@ llvmpipe (the reference renderer of this project) implements it, which the spec 
   return them (no comparison mode in ES 2.0), filtered in float.
 - Incomplete textures (see :meth:`Texture.incomplete_reason`) and unbound units sample as
   (0, 0, 0, 1).
+- 3D textures (OES_texture_3D): the LOD of three dimensions, NEAREST and the 2x2x2 LINEAR
+  footprint with each wrap on its own coordinate, in NumPy only (:meth:`_Sampling._sample_level_3d`).
+- EXT_texture_filter_anisotropic: a 2D texture whose maximum anisotropy exceeds 1 is
+  filtered as llvmpipe's lp_build_sample_aniso does whatever its filters, an elliptical
+  weighted average of NEAREST taps at the level of the footprint's minor axis
+  (:meth:`_Sampling._anisotropic`); each tap counts as a nearest fetch.
 
 ``SamplerOptions.llvmpipe()`` (c = 0 too) agrees with llvmpipe bit for bit on every case of
 tests/test_texture_sampler.py; ``SamplerOptions.exact()`` replaces the llvmpipe approximations
@@ -110,6 +116,15 @@ _CUBE_TARGETS = ("CUBE", "SHADOWCUBE", "CUBE_ARRAY", "SHADOWCUBE_ARRAY")
 # the filter's temporaries (a few hundred bytes per lane) for full-screen draws.
 SAMPLE_CHUNK_LANES = 1 << 18
 KINDS = ("nearest", "nearest_mip_linear", "bilinear", "trilinear", "incomplete")
+# llvmpipe's anisotropic filter (EXT_texture_filter_anisotropic): the Gaussian weights
+# exp(-2 r^2) of its 1024-entry table (r^2 = i / 1023, the ellipse's edge at 1), as the table
+# in lp_bld_sample.c prints them (6 decimals); the half box of a footprint is capped here at
+# ANISO_MAX_HALF_BOX texels (llvmpipe loops over any box; footprints wider than 256 texels
+# after the minor-axis LOD come only from derivative ratios beyond 256).
+_ANISO_WEIGHTS = np.round(np.exp(-2.0 * np.arange(1024) / 1023.0), 6).astype(np.float32)
+ANISO_MAX_HALF_BOX = 256
+# Taps of anisotropic footprints handled at a time (memory of the per-tap temporaries).
+ANISO_CHUNK_TAPS = 1 << 21
 TEXELS_PER_KIND = {"nearest": 1, "nearest_mip_linear": 2, "bilinear": 4, "trilinear": 8,
                    "incomplete": 0}
 
@@ -123,6 +138,9 @@ class SamplerOptions:
     unorm8_fixed_point: bool = True   # 8.8 fixed-point filtering where llvmpipe uses it
     cube_clamp_to_edge: bool = True   # llvmpipe; False: the texture's wrap modes on cube faces
     cube_seamless: bool = True        # Mesa's GLES2 (ES 3.x) contexts; False: ES 2.0, per face
+    # EXT_texture_filter_anisotropic: llvmpipe's elliptical footprint (lp_build_sample_aniso)
+    # for 2D textures whose TEXTURE_MAX_ANISOTROPY_EXT exceeds 1; False: isotropic
+    anisotropic: bool = True
 
     def __post_init__(self) -> None:
         if self.mag_switchover not in ("spec", "zero"):
@@ -377,6 +395,11 @@ class _Packed:
 def _ifloor(xp, v):
     """floor to int32, saturating like llvmpipe's conversions stay in range."""
     return xp.floor(xp.clip(v, -_COORD_LIMIT, _COORD_LIMIT)).astype(np.int32)
+
+
+def _iceil(xp, v):
+    """ceil to int32, saturating as :func:`_ifloor`."""
+    return xp.ceil(xp.clip(v, -_COORD_LIMIT, _COORD_LIMIT)).astype(np.int32)
 
 
 def _itrunc(xp, v):
@@ -713,7 +736,15 @@ class TextureSampler:
             line = ((offset * packed.bits) >> (line_shift + 3)) + packed.line_bases[image]
             # One access per distinct line among the taps of one lane and level.
             k = line.shape[0]
-            for j in range(1, k):
+            if k > 8:
+                # (an anisotropic footprint's many taps) the same, through a stable sort:
+                # every repeat of a line after its first tap is dropped
+                order = xp.argsort(line, axis=0, kind="stable")
+                ranked = xp.take_along_axis(line, order, axis=0)
+                repeat = xp.zeros(line.shape, dtype=bool)
+                repeat[1:] = ranked[1:] == ranked[:-1]
+                line[order, xp.arange(line.shape[1])[None, :]] = xp.where(repeat, -1, ranked)
+            for j in range(1, k if k <= 8 else 1):
                 same = line[j] == line[0]
                 for i in range(1, j):
                     same |= line[j] == line[i]
@@ -796,6 +827,10 @@ class _Sampling:
         self.n = request.coords.shape[1]
         self.cube = texture.target == TEXTURE_CUBE_MAP
         self.three_d = texture.target == TEXTURE_3D
+        # EXT_texture_filter_anisotropic: llvmpipe filters a 2D texture with a maximum
+        # anisotropy above 1 through its elliptical footprint whatever the filters
+        self.aniso = (self.options.anisotropic and texture.max_anisotropy > 1.0
+                      and not self.cube and not self.three_d and self.n % 4 == 0)
         tex = texture
         self.mip = ("none" if not tex.mipmapped or packed.levels == 1
                     else "linear" if tex.min_filter.endswith("MIPMAP_LINEAR") else "nearest")
@@ -839,6 +874,8 @@ class _Sampling:
 
     def _run(self):
         xp, req = self.xp, self.request
+        if self.aniso:
+            return self._anisotropic()
         if self._compiled_lod():
             packed = self.packed
             s, t, minified, level0, level1, weight = compiled.implicit_lod(
@@ -870,6 +907,174 @@ class _Sampling:
         return (compiled.usable(self.request.coords) and not self.cube and not self.three_d
                 and (not self.need_lod or (self.mode == IMPLICIT and self.options.fast_log2
                                            and self.n % 4 == 0)))
+
+    def _anisotropic(self):
+        """EXT_texture_filter_anisotropic as llvmpipe filters (lp_build_sample_aniso, an
+        elliptical weighted average after Heckbert): per quad, the derivatives of the
+        top-left lane to its right and lower neighbours in level-0 texels give the level,
+        lambda = log2(min(|d/dx|, |d/dy|)) (lp_build_pmin; explicit LOD and bias as usual,
+        the level the integer part, truncated, never two levels), and, scaled to that
+        level, the ellipse A u^2 + B u v + C v^2 = F with A = vx^2 + vy^2 + 1,
+        B = -2 (ux vx + uy vy), C = ux^2 + uy^2 + 1. Every texel of the ellipse's bounding
+        box around (s W - 1/2, t H - 1/2) is a NEAREST fetch weighted by exp(-2 q / F) from
+        the table (q scaled so that F = 1023; q > 1023 weighs 0); the color is the weighted
+        mean, a lane without weight samples LINEAR. The texture's wraps apply to each tap.
+        Counted per tap: a nearest fetch each (``nearest``, 1 texel) and its cache line."""
+        xp, req, packed, n = self.xp, self.request, self.packed, self.n
+        self.fixed = False
+        coords = _sanitize(xp, req.coords[:3])
+        s, t = coords[0], coords[1]
+        w0, h0 = F32(packed.base_width), F32(packed.base_height)
+        qs, qt = s.reshape(-1, 4), t.reshape(-1, 4)
+        dsdx, dsdy = (qs[:, 1] - qs[:, 0]) * w0, (qs[:, 2] - qs[:, 0]) * w0
+        dtdx, dtdy = (qt[:, 1] - qt[:, 0]) * h0, (qt[:, 2] - qt[:, 0]) * h0
+        last = packed.levels - 1 if self.mip != "none" else 0
+        if self.mode == EXPLICIT:
+            lod = (xp.zeros(n, dtype=np.float32) if req.lod_mode != EXPLICIT or req.lod is None
+                   else xp.broadcast_to(req.lod, (n,)).astype(np.float32))
+        elif self.need_lod:
+            pmin2 = xp.minimum(dsdx * dsdx + dtdx * dtdx, dsdy * dsdy + dtdy * dtdy)
+            pmin2 = xp.where(xp.isnan(pmin2), F32(0), pmin2).astype(np.float32)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                lod = _quad_broadcast(xp, _fast_log2(xp, pmin2) * F32(0.5))
+            if self.mode == BIAS and req.lod is not None:
+                lod = lod + req.lod.astype(np.float32)
+        else:
+            lod = xp.zeros(n, dtype=np.float32)
+        lod = xp.clip(xp.where(xp.isnan(lod), F32(0), lod), F32(-1000), F32(1000))
+        level = xp.clip(_itrunc(xp, lod), 0, last).astype(np.int32)
+        scaling = (F32(1) / (xp.ones(n, dtype=np.int32) << level).astype(np.float32))
+        ux, uy = (_quad_broadcast(xp, v) * scaling for v in (dsdx, dsdy))
+        vx, vy = (_quad_broadcast(xp, v) * scaling for v in (dtdx, dtdy))
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            a = vx * vx + vy * vy + F32(1)
+            b = (ux * vx + uy * vy) * F32(-2)
+            c = ux * ux + uy * uy + F32(1)
+            f = a * c - b * b / F32(4)
+            d = (F32(0) - b * b) + (a * c) * F32(4)
+            box_u = F32(2) / d * xp.sqrt(d * c * f)
+            box_v = F32(2) / d * xp.sqrt(a * d * f)
+            scale = F32(1023) / f
+        box_u = xp.clip(xp.nan_to_num(box_u), 0, ANISO_MAX_HALF_BOX).astype(np.float32)
+        box_v = xp.clip(xp.nan_to_num(box_v), 0, ANISO_MAX_HALF_BOX).astype(np.float32)
+        a, b, c = (xp.nan_to_num(v * scale).astype(np.float32) for v in (a, b, c))
+        tex_u = s * (w0 * scaling) + F32(-0.5)
+        tex_v = t * (h0 * scaling) + F32(-0.5)
+        u0 = _ifloor(xp, tex_u - box_u)
+        v0 = _ifloor(xp, tex_v - box_v)
+        width = (_iceil(xp, tex_u + box_u) - u0 + 1).astype(np.int64)
+        height = (_iceil(xp, tex_v + box_v) - v0 + 1).astype(np.int64)
+        count = width * height
+        out = xp.empty((4, n), dtype=np.float32)
+        taps_of_lane = xp.zeros(n, dtype=np.int64)
+        footprint_x, footprint_y = [], []
+        ends = to_host(xp.cumsum(count))
+        start = 0
+        while start < n:
+            stop = int(np.searchsorted(ends, (ends[start - 1] if start else 0) + ANISO_CHUNK_TAPS,
+                                       side="right"))
+            stop = max(stop, start + 1)
+            lanes = xp.arange(start, stop)
+            color, used, xs, ys = self._ellipse_taps(
+                lanes, level, count, width, u0, v0, tex_u, tex_v, a, b, c)
+            out[:, start:stop] = color
+            taps_of_lane[start:stop] = used
+            footprint_x.append(xs)
+            footprint_y.append(ys)
+            start = stop
+        empty = taps_of_lane == 0
+        fallback = None
+        if bool(empty.any()):
+            # no weight: llvmpipe's LINEAR sample of the level instead
+            sub = xp.flatnonzero(empty)
+            color, fallback = self._sample_level(s[sub], t[sub], level[sub], True)
+            out[:, sub] = color.T
+            fallback = (fallback, level[sub], sub)
+        if self.stats is not None:
+            self._count_anisotropic(level, taps_of_lane, empty, footprint_x, footprint_y,
+                                    fallback)
+        return out
+
+    def _ellipse_taps(self, lanes, level, count, width, u0, v0, tex_u, tex_v, a, b, c):
+        """The weighted mean over the bounding boxes of ``lanes`` (a contiguous range):
+        (colors (4, m), taps with weight per lane (m,), and the texel columns / rows of
+        those taps (k, m), each lane's list padded with its first tap)."""
+        xp, packed = self.xp, self.packed
+        m = lanes.shape[0]
+        cnt = count[lanes]
+        ends = xp.cumsum(cnt)
+        first = ends - cnt
+        # lane (within m) of each tap (a search rather than a repeat by counts: CuPy's
+        # repeat takes no array of counts)
+        lane = xp.searchsorted(ends, xp.arange(int(ends[-1]) if m else 0), side="right")
+        k = xp.arange(lane.shape[0], dtype=np.int64) - first[lane]
+        gl = lanes[lane]
+        w = width[gl]
+        u = u0[gl] + (k % w).astype(np.int32)
+        v = v0[gl] + (k // w).astype(np.int32)
+        big_u = u.astype(np.float32) - tex_u[gl]
+        big_v = v.astype(np.float32) - tex_v[gl]
+        with np.errstate(over="ignore", invalid="ignore"):
+            q = (a[gl] * big_u) * big_u + (b[gl] * big_u) * big_v + (c[gl] * big_v) * big_v
+            qi = _itrunc(xp, q)
+        inside = (qi <= 1023) & xp.isfinite(q)
+        weight = xp.where(inside, xp.asarray(_ANISO_WEIGHTS)[xp.clip(qi, 0, 1023)], F32(0))
+        keep = xp.flatnonzero(weight > 0)
+        lane, u, v, weight = lane[keep], u[keep], v[keep], weight[keep]
+        fl = level[lanes[lane]]
+        size_w, size_h = packed.widths[fl], packed.heights[fl]
+        # each tap a NEAREST fetch at (u / W, v / H) of its level, as llvmpipe addresses it
+        x = self._wrap_nearest(u.astype(np.float32) / packed.widths_f[fl], size_w,
+                               packed.widths_f[fl], self.wrap_s)
+        y = self._wrap_nearest(v.astype(np.float32) / packed.heights_f[fl], size_h,
+                               packed.heights_f[fl], self.wrap_t)
+        texels = xp.take(packed.texels, packed.offsets[fl] + y.astype(np.int64) * size_w + x,
+                         axis=0)
+        den = xp.bincount(lane, weights=weight, minlength=m)
+        color = xp.stack([xp.bincount(lane, weights=weight * texels[:, ch], minlength=m)
+                          for ch in range(4)])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            color = (color / den).astype(np.float32)
+        used = xp.bincount(lane, minlength=m)
+        # the taps as a (k, m) footprint for the cache model
+        rank = xp.arange(lane.shape[0]) - (xp.cumsum(used) - used)[lane]
+        depth = max(int(used.max()) if m else 0, 1)
+        first_tap = xp.cumsum(used) - used
+        has = used > 0
+        xs = xp.zeros((depth, m), dtype=np.int32)
+        ys = xp.zeros((depth, m), dtype=np.int32)
+        if lane.shape[0]:
+            pad_x = xp.where(has, x[xp.minimum(first_tap, lane.shape[0] - 1)], 0)
+            pad_y = xp.where(has, y[xp.minimum(first_tap, lane.shape[0] - 1)], 0)
+            xs[:] = pad_x
+            ys[:] = pad_y
+            xs[rank, lane] = x
+            ys[rank, lane] = y
+        return color, used, xs, ys
+
+    def _count_anisotropic(self, level, taps, empty, footprint_x, footprint_y,
+                           fallback) -> None:
+        """Counters of an anisotropic sample: each tap a nearest fetch (its texel and cache
+        line), a lane without weight the 4 texels of its LINEAR sample."""
+        xp, stats, active, n = self.xp, self.stats, self.active, self.n
+        stats.samples += active
+        stats.nearest += xp.where(active, taps, 0)
+        stats.bilinear += empty & active
+        stats.texels += xp.where(active, xp.where(empty, 4, taps), 0)
+        depth = max(x.shape[0] for x in footprint_x)
+        xs = xp.concatenate([xp.concatenate([x, xp.repeat(x[:1], depth - x.shape[0], axis=0)])
+                             for x in footprint_x], axis=1)
+        ys = xp.concatenate([xp.concatenate([y, xp.repeat(y[:1], depth - y.shape[0], axis=0)])
+                             for y in footprint_y], axis=1)
+        footprints = [(_Taps(xs=xs, ys=ys), level, None, 0)]
+        if fallback is not None:
+            taps4, fl, sub = fallback
+            # the LINEAR lanes' own footprint replaces their (empty) tap list
+            keep = ~empty
+            footprints = [(_Taps(xs=xs[:, keep], ys=ys[:, keep]), level[keep],
+                           xp.flatnonzero(keep), 0), (taps4, fl, sub, 0)]
+        self.sampler._count_cache(xp, self.packed, footprints, active, n,
+                                  self.request.instruction)
 
     def _rho2_quads(self, s, t, r=None):
         """Per-quad rho^2 from the top-left lane's neighbours, broadcast to the lanes; ``r``

@@ -612,9 +612,8 @@ def scene_half_float_textures(gl: Recorder) -> None:
 def scene_anisotropic_parameter(gl: Recorder) -> None:
     """EXT_texture_filter_anisotropic: TEXTURE_MAX_ANISOTROPY_EXT set (16, 4) on textures
     of every filter kind and set back to 1 before they are drawn on a receding quad: the
-    parameter is accepted, recorded and replayed on both sides. Limitation: tilesim samples
-    isotropically, and llvmpipe with a value above 1 filters anisotropically (even NEAREST
-    and magnified textures differ, up to 81/255 on this scene), so no panel draws with one."""
+    parameter is accepted, recorded and replayed on both sides, and a value back at 1 filters
+    as ES 2.0 does (``anisotropic_filtering`` draws with values above 1)."""
     program = _program(gl, VS_TEX, FS_TEX)
     gl.uniform1i(gl.getUniformLocation(program, "u_tex"), 0)
     gl.clearColor(0.0, 0.0, 0.0, 1.0)
@@ -823,4 +822,36 @@ def scene_shader_texture_lod(gl: Recorder) -> None:
             y1 = 0.98 - row * 1.0
             _draw(gl, "TRIANGLES", _quad(x0, y1 - 0.9, x0 + 2.0 / 7 - 0.04, y1 - 0.013),
                   texcoords=_quad_uv())
+    gl.endFrame()
+
+
+@scene("anisotropic_filtering", size=(192, 128))
+def scene_anisotropic_filtering(gl: Recorder) -> None:
+    """EXT_texture_filter_anisotropic drawn with: the receding plane of ``tex_min_filters``
+    in four strips, TEXTURE_MAX_ANISOTROPY_EXT 16 with LINEAR_MIPMAP_LINEAR (mipmaps made by
+    glGenerateMipmap), 4 with LINEAR_MIPMAP_NEAREST, 16 with LINEAR (one level) and 2 with
+    NEAREST: llvmpipe filters each through its elliptical footprint (any filter), which
+    tilesim reproduces (render/pipeline/texture_sampler.py, _anisotropic)."""
+    program = _program(gl, VS_MVP_TEX, FS_TEX)
+    gl.uniform1i(gl.getUniformLocation(program, "u_tex"), 0)
+    image = _glmark2_image("crate-base.png", 128, fallback_seed=11)
+    mipmapped = _texture(gl, image, min_filter="LINEAR", mag_filter="LINEAR", mipmap=True)
+    single = _texture(gl, image, min_filter="LINEAR", mag_filter="LINEAR")
+    gl.clearColor(0.0, 0.0, 0.0, 1.0)
+    gl.clear("COLOR_BUFFER_BIT")
+    positions, texcoords = _floor(gl, program, tilt=17.0)
+    gl.enable("SCISSOR_TEST")
+    strips = ((mipmapped, "LINEAR_MIPMAP_LINEAR", "LINEAR", 16.0),
+              (mipmapped, "LINEAR_MIPMAP_NEAREST", "LINEAR", 4.0),
+              (single, "LINEAR", "LINEAR", 16.0),
+              (single, "NEAREST", "NEAREST", 2.0))
+    width = gl.width // len(strips)
+    for k, (texture, min_filter, mag_filter, anisotropy) in enumerate(strips):
+        gl.scissor(k * width, 0, width, gl.height)
+        gl.bindTexture("TEXTURE_2D", texture)
+        gl.texParameteri("TEXTURE_2D", "TEXTURE_MIN_FILTER", min_filter)
+        gl.texParameteri("TEXTURE_2D", "TEXTURE_MAG_FILTER", mag_filter)
+        gl.texParameterf("TEXTURE_2D", "TEXTURE_MAX_ANISOTROPY_EXT", anisotropy)
+        _draw(gl, "TRIANGLE_FAN", positions, texcoords=texcoords)
+    gl.disable("SCISSOR_TEST")
     gl.endFrame()
