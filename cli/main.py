@@ -24,22 +24,23 @@ from tilesim.options import byte_size
 
 def build_parser() -> argparse.ArgumentParser:
     # Imported here, not at the top: `tilesim --version` and the error path stay fast.
-    from tilesim.cli import core as core_cli
-    from tilesim.cli import predict as predict_cli
-    from tilesim.cli import render as render_cli
-    from tilesim.cli import schedule as schedule_cli
-    from tilesim.render.traces import apitrace_import, capture
-    from tilesim.shaders import cli as shader_cli
-    from tilesim.studies import (
+    from tilesim.cli import (
+        capture,
         characterize,
         coherence,
         compare,
         conformance,
+        core,
         dsr_search,
         estimate,
         goldens,
+        import_trace,
+        predict,
         reference_timing,
-        study,
+        render,
+        run,
+        schedule,
+        shader,
         suite,
     )
 
@@ -65,9 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
                              "extra), e.g. eval \"$(tilesim --print-completion bash)\"")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     # The order of `tilesim --help`.
-    for module in (study, shader_cli, render_cli, characterize, conformance, goldens, capture,
-                   apitrace_import, compare, suite, coherence, dsr_search, estimate,
-                   reference_timing, predict_cli, core_cli, schedule_cli):
+    for module in (run, shader, render, characterize, conformance, goldens, capture,
+                   import_trace, compare, suite, coherence, dsr_search, estimate,
+                   reference_timing, predict, core, schedule):
         module.register(sub)
     _complete(parser)
     return parser

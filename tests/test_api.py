@@ -55,6 +55,7 @@ def test_open_trace_reads_the_header(trace):
         tilesim.open_trace(trace.with_name("missing.tsim"))
 
 
+@pytest.mark.slow
 def test_render_yields_the_commands_frames_and_counters(trace, tmp_path):
     """Frames and counters of tilesim.render are those `tilesim render` writes."""
     out = tmp_path / "re"

@@ -54,6 +54,7 @@ def test_shader_stats_json_and_bad_input_exit_2(tmp_path, capsys):
     assert "broken.tgsi:2:" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_console_script_entry_point_runs():
     result = subprocess.run([sys.executable, "-m", "tilesim.cli", "--version"],
                             capture_output=True, text=True, check=True)

@@ -81,6 +81,7 @@ def test_every_conformance_scene_renders_identically_on_the_compiled_path(name):
 TECHNIQUE_SCENES = ("overlap_order", "depth_funcs", "render_to_texture", "tex_min_filters")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("techniques", ["te+re+evr", "dsr", "memo"])
 @pytest.mark.parametrize("name", TECHNIQUE_SCENES)
 def test_techniques_run_identically_on_the_compiled_path(name, techniques):
@@ -190,6 +191,7 @@ def test_the_compiled_lru_with_a_payload_matches_the_vectorized_one(ways):
         np.testing.assert_array_equal(tables[1].payload, tables[0].payload, f"batch {batch}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["tex_min_filters", "tex_mip_explicit", "tex_wrap_modes",
                                   "cubemap", "render_to_texture"])
 def test_texture_sampling_in_chunks_renders_identically(name, monkeypatch):
@@ -405,6 +407,7 @@ def test_the_compiled_texture_sampler_matches_the_numpy_one(size, min_filter, ma
         _assert_same_sampling(*_sample_both([tex], requests, lane_tile, options=options))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("options", ["default", "exact", "flat"])
 @pytest.mark.parametrize("filters", [("NEAREST_MIPMAP_NEAREST", "NEAREST"),
                                      ("LINEAR_MIPMAP_LINEAR", "LINEAR")])

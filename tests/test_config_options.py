@@ -214,7 +214,7 @@ def test_a_technique_that_cannot_render_at_the_tile_size_is_refused_or_left_out(
                                                                                 capsys):
     import argparse
 
-    from tilesim.studies.study import _settings, register
+    from tilesim.cli.run import _settings, register
 
     trace = sphere_trace(tmp_path / "s.tsim", 1, size=(16, 16))
     parser = argparse.ArgumentParser()

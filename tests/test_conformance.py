@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from conftest import _unavailable, require_mesa
 
+from tilesim.cli import conformance as cli_conformance
 from tilesim.render.workloads import conformance_scenes
 from tilesim.render.workloads.conformance_scenes import SCENES, record_scene
 from tilesim.studies import conformance
@@ -89,6 +90,7 @@ def _render_twice(name: str):
     return runs
 
 
+@pytest.mark.slow
 @pytest.mark.mesa
 @pytest.mark.parametrize("name", ["overlap_order", "discard", "bunny", "render_to_texture"])
 def test_renderer_is_deterministic(name):
@@ -165,7 +167,7 @@ def test_counting_frames_turn_the_depth_test_off():
 
 def test_cli_parses_and_lists(capsys):
     parser = argparse.ArgumentParser()
-    conformance.register(parser.add_subparsers(dest="command"))
+    cli_conformance.register(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["conformance", "--scene", "fill_fan", "bunny", "--scene",
                               "discard", "--size", "64x48", "--json"])
     assert args.scene == ["fill_fan", "bunny", "discard"] and args.size == (64, 48)

@@ -132,6 +132,7 @@ def test_fp16_mediump_renders_identically_on_the_cupy_path():
 TECHNIQUE_SCENES = ("overlap_order", "depth_funcs", "render_to_texture", "tex_min_filters")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("techniques", ["te+re+evr", "re/xor", "dsr", "memo", "memo/32"])
 @pytest.mark.parametrize("name", TECHNIQUE_SCENES)
 def test_techniques_run_identically_on_the_cupy_path(name, techniques):

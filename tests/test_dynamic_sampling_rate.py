@@ -12,6 +12,7 @@ import pytest
 import trace_helpers
 from skimage.metrics import structural_similarity
 
+from tilesim.cli import dsr_search as cli_dsr_search
 from tilesim.errors import InputError
 from tilesim.images import SSIM_OPTIONS
 from tilesim.render.techniques.dynamic_sampling_rate import (
@@ -422,6 +423,7 @@ def test_rate_stack_cache_round_trip(tmp_path):
         RateStack.load(tmp_path / "s")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("strategy", ["product", "coordinate"])
 def test_search_steps_find_error_free_low_rate_parameters(strategy):
     stacks = [RateStack.from_images(synthetic_stack(frames=4, noise_tile=(38, 16)), name="a"),
@@ -455,7 +457,7 @@ def test_search_steps_find_error_free_low_rate_parameters(strategy):
 def test_cli_registers_dsr_search_and_rejects_bad_grids(tmp_path):
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers()
-    dsr_search.register(sub)
+    cli_dsr_search.register(sub)
     args = parser.parse_args(["dsr-search", "--train", "a.tsim", "--increase-diagonals",
                               "1,40", "--workers", "1"])
     with pytest.raises(InputError, match="--increase-diagonals: 40 is out of range"):
@@ -483,7 +485,7 @@ def sphere_trace(path, frames: int, size=(72, 56)):
 def run_cli(argv: list[str]) -> int:
     """``tilesim dsr-search`` through its own register() (tilesim.cli may not list it yet)."""
     parser = argparse.ArgumentParser()
-    dsr_search.register(parser.add_subparsers())
+    cli_dsr_search.register(parser.add_subparsers())
     args = parser.parse_args(["dsr-search", *argv])
     return args.func(args)
 
@@ -499,6 +501,7 @@ def test_renders_at_each_rate_replicate_superfragments_over_aligned_blocks(tmp_p
         assert np.all(tiles.max(axis=(2, 4)) == tiles.min(axis=(2, 4)))
 
 
+@pytest.mark.slow
 def test_cli_search_writes_parameters_and_resumes_from_its_cache(tmp_path, capsys,
                                                                   monkeypatch):
     train = sphere_trace(tmp_path / "train.tsim", 4)
@@ -682,6 +685,7 @@ def test_fold_groups_deal_round_robin_or_follow_leave_out():
             dsr_search.fold_groups(names, folds, leave_out)
 
 
+@pytest.mark.slow
 def test_cli_cross_validation_reports_each_fold_and_writes_the_fit_on_all(tmp_path, capsys):
     import json
 

@@ -596,6 +596,7 @@ def test_corpus_reader_reads_the_whole_capture():
 CORPUS_READER_CASES = 300
 
 
+@pytest.mark.slow
 def test_type_mutated_streams_give_programs_or_name_the_call_in_the_corpus_reader(capsys):
     base = program_capture().records
     targets = list(range(len(base)))
@@ -645,6 +646,7 @@ def fake_apitrace(tmp_path, monkeypatch):
     return folder
 
 
+@pytest.mark.slow
 def test_malformed_capture_is_one_line_error_in_linked_programs_and_the_cli(tmp_path,
                                                                              fake_apitrace):
     records = program_capture().records

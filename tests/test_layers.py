@@ -84,7 +84,7 @@ def test_contracts_cover_every_package():
     # prediction under the scheduler, the studies and the scheduler apart
     ("studies/coherence.py", "tilesim.studies.report.page"),
     ("studies/study_results.py", "tilesim.studies.study"),
-    ("studies/estimate.py", "tilesim.cli.render"),
+    ("studies/compare.py", "tilesim.cli.render"),
     ("prediction/predictor.py", "tilesim.scheduling.blocks"),
     ("studies/study.py", "tilesim.scheduling.simulation"),
 ])

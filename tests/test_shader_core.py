@@ -63,6 +63,7 @@ def test_dependency_chain():
     assert result.ipc == pytest.approx(3 / 27)
 
 
+@pytest.mark.slow
 def test_independent_instructions_issue_back_to_back():
     _, rows = timeline(["MOV TEMP[0], IN[0]", "MOV TEMP[1], IN[1]"], ONE_WARP)
     assert rows == [

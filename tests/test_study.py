@@ -193,6 +193,7 @@ def test_per_frame_figures_and_the_gpu_summary_follow_the_configuration():
     assert dict(_gpu_summary({})["rows"])["clock"] == "400 MHz"
 
 
+@pytest.mark.slow
 def test_a_changed_frame_fails_the_lossless_check_with_exit_1(study, tmp_path, capsys):
     trace, out, _ = study
     copy = tmp_path / "out"

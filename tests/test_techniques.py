@@ -365,6 +365,7 @@ def test_technique_names_are_checked():
             Techniques.from_name(bad)
 
 
+@pytest.mark.slow
 def test_coherence_command_reports_every_technique(scene, tmp_path, capsys):
     import json
 

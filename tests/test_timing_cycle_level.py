@@ -59,6 +59,7 @@ def full_quads(quads_per_tile, issue=8.0, latency=8.0, flush=0, dct=0.0) -> Pass
         rop_lanes=full(4.0), late=ints(0))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("compiled", [True, False])
 def test_a_tile_of_identical_shaded_quads_is_shading_bound(compiled):
     """64 full quads of 8 issue cycles each (and 8 cycles of latency) on 4 processors.
@@ -192,6 +193,7 @@ def test_evr_layer_ids_ride_with_the_display_lists():
     assert geometry_input(draws, np.zeros(0), CFG, 2.0).write_bytes.tolist() == [96 + 6 * 5]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("compiled", [True, False])
 def test_dram_rows_refresh_and_power_down(compiled):
     """The reference's DRAM on three reads asked at cycle 0 and one at 1500 (channel 0, bank
@@ -410,6 +412,7 @@ def binner_only(entries, sign, fold):
                          fold=np.asarray(fold, dtype=np.float64))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("compiled", [True, False])
 def test_an_overlapped_tiles_queue_overflow_stalls_the_binner(compiled):
     """Primitive 0 covers 300 tiles, signed in 10 cycles, its folds 2 cycles each; primitive 1
