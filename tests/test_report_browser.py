@@ -23,7 +23,8 @@ WIDTHS = (800, 1920)
 # Text a reader of the report must find: the absolute units, the glossary, the GPU summary.
 REQUIRED_TEXT = ("ms / frame", "fps", "mJ GPU", "mJ DRAM", "mJ screen", "Glossary",
                  "Rendering Elimination", "The modelled GPU", "MHz", "nm", "pixels",
-                 "L2 cache", "GB/s", "Beside the thesis", "identical")
+                 "L2 cache", "GB/s", "energy: DRAM", "pJ per byte", "Beside the thesis",
+                 "identical")
 
 
 @pytest.mark.slow

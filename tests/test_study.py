@@ -181,12 +181,15 @@ def test_per_frame_figures_and_the_gpu_summary_follow_the_configuration():
                                                       "dram": pytest.approx(2.0),
                                                       "screen": None,
                                                       "total": pytest.approx(3.0)}}
-    config = effective_config(sets=[("tech.clock", 800e6), ("memory.bandwidth", 8.0)],
-                              tile_size=32)
+    config = effective_config(sets=[("tech.clock", 800e6), ("memory.bandwidth", 8.0),
+                                    ("gpu.shader.lane_op", 12.5)], tile_size=32)
     summary = _gpu_summary(config.record())
     rows = dict(summary["rows"])
     assert rows["clock"] == "800 MHz" and rows["tile size"] == "32x32 pixels"
     assert "8 bytes/cycle (6.4 GB/s)" in rows["main memory"]
+    # the energy model beside the GPU: the value the study ran with, not the shipped one
+    assert rows["energy: shader"].startswith("12.5 pJ per lane-instruction")
+    assert "pJ per byte read" in rows["energy: DRAM"] and "mW" in rows["energy: leakage"]
     assert "tech.clock=800000000" in summary["changed"]
     assert summary["digest"] == config.sha256[:12]
     # an older results.json names the files only: the shipped ones are read

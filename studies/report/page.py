@@ -462,6 +462,20 @@ def _gpu_summary(record: dict | None) -> dict:
                         f"{get('memory.latency_min'):g}-{get('memory.latency_max'):g} cycles"],
         ["screen", f"OLED, {get('screen.refresh_rate'):g} Hz refresh"],
     ]
+    e = config.energy.values
+    if e:   # the energy model's headline figures (its file cites a source for each)
+        rows += [
+            ["energy: shader", f"{e['gpu.shader.lane_op']:g} pJ per lane-instruction, "
+                               f"{e['gpu.shader.issue']:g} pJ per warp-instruction issue"],
+            ["energy: DRAM", f"{e['memory.read_per_byte']:g} / {e['memory.write_per_byte']:g} "
+                             f"pJ per byte read / written, {e['memory.act_pre']:g} pJ per "
+                             f"activation, {e['memory.background']:g} mW per channel standby"
+                             + (", power-down when idle" if e['memory.power_down'] else "")],
+            ["energy: leakage", f"{e['gpu.static.fragment_processor']:g} mW per fragment "
+                                f"processor, {e['gpu.static.sram']:g} mW per KB of SRAM"],
+            ["energy: screen", f"OLED, {e['screen.panel']:g} mW panel and driver plus the "
+                               "per-channel pixel power of the frame shown"],
+        ]
     changed = record.get("changed") or {}
     origin = ("From the configuration this study ran with (results.json \"config\")."
               if isinstance(record.get("values"), dict)
