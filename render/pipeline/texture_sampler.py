@@ -46,9 +46,10 @@ llvmpipe (the reference renderer of this project) implements it, which the spec 
   (0, 0, 0, 1).
 - 3D textures (OES_texture_3D): the LOD of three dimensions, NEAREST and the 2x2x2 LINEAR
   footprint with each wrap on its own coordinate, in NumPy only (:meth:`_Sampling._sample_level_3d`).
-- EXT_texture_filter_anisotropic: a 2D texture whose maximum anisotropy exceeds 1 is
+- EXT_texture_filter_anisotropic: a texture whose maximum anisotropy exceeds 1 is
   filtered as llvmpipe's lp_build_sample_aniso does whatever its filters, an elliptical
-  weighted average of NEAREST taps at the level of the footprint's minor axis
+  weighted average of NEAREST taps at the level of the footprint's minor axis, in (s, t)
+  (a cube map's face coordinates; a 3D texture's r NEAREST per tap)
   (:meth:`_Sampling._anisotropic`); each tap counts as a nearest fetch.
 
 ``SamplerOptions.llvmpipe()`` (c = 0 too) agrees with llvmpipe bit for bit on every case of
@@ -139,7 +140,7 @@ class SamplerOptions:
     cube_clamp_to_edge: bool = True   # llvmpipe; False: the texture's wrap modes on cube faces
     cube_seamless: bool = True        # Mesa's GLES2 (ES 3.x) contexts; False: ES 2.0, per face
     # EXT_texture_filter_anisotropic: llvmpipe's elliptical footprint (lp_build_sample_aniso)
-    # for 2D textures whose TEXTURE_MAX_ANISOTROPY_EXT exceeds 1; False: isotropic
+    # for textures whose TEXTURE_MAX_ANISOTROPY_EXT exceeds 1; False: isotropic
     anisotropic: bool = True
 
     def __post_init__(self) -> None:
@@ -827,10 +828,10 @@ class _Sampling:
         self.n = request.coords.shape[1]
         self.cube = texture.target == TEXTURE_CUBE_MAP
         self.three_d = texture.target == TEXTURE_3D
-        # EXT_texture_filter_anisotropic: llvmpipe filters a 2D texture with a maximum
+        # EXT_texture_filter_anisotropic: llvmpipe filters a texture with a maximum
         # anisotropy above 1 through its elliptical footprint whatever the filters
         self.aniso = (self.options.anisotropic and texture.max_anisotropy > 1.0
-                      and not self.cube and not self.three_d and self.n % 4 == 0)
+                      and self.n % 4 == 0)
         tex = texture
         self.mip = ("none" if not tex.mipmapped or packed.levels == 1
                     else "linear" if tex.min_filter.endswith("MIPMAP_LINEAR") else "nearest")
@@ -924,6 +925,11 @@ class _Sampling:
         self.fixed = False
         coords = _sanitize(xp, req.coords[:3])
         s, t = coords[0], coords[1]
+        face = xp.zeros(n, dtype=np.int32)
+        if self.cube:
+            # the ellipse in the face's coordinates (lp_build_cube_lookup first)
+            s, t, face, _ = self._cube(coords)
+        r = coords[2] if self.three_d else None
         w0, h0 = F32(packed.base_width), F32(packed.base_height)
         qs, qt = s.reshape(-1, 4), t.reshape(-1, 4)
         dsdx, dsdy = (qs[:, 1] - qs[:, 0]) * w0, (qs[:, 2] - qs[:, 0]) * w0
@@ -976,29 +982,34 @@ class _Sampling:
             stop = max(stop, start + 1)
             lanes = xp.arange(start, stop)
             color, used, xs, ys = self._ellipse_taps(
-                lanes, level, count, width, u0, v0, tex_u, tex_v, a, b, c)
+                lanes, level, face, r, count, width, u0, v0, tex_u, tex_v, a, b, c)
             out[:, start:stop] = color
             taps_of_lane[start:stop] = used
             footprint_x.append(xs)
             footprint_y.append(ys)
             start = stop
         empty = taps_of_lane == 0
+        image = face * packed.levels + level
         fallback = None
         if bool(empty.any()):
             # no weight: llvmpipe's LINEAR sample of the level instead
             sub = xp.flatnonzero(empty)
-            color, fallback = self._sample_level(s[sub], t[sub], level[sub], True)
+            color, fallback = self._sample_level(s[sub], t[sub], image[sub], True,
+                                                 None if r is None else r[sub])
             out[:, sub] = color.T
-            fallback = (fallback, level[sub], sub)
+            fallback = (fallback, image[sub], sub)
         if self.stats is not None:
-            self._count_anisotropic(level, taps_of_lane, empty, footprint_x, footprint_y,
+            self._count_anisotropic(image, taps_of_lane, empty, footprint_x, footprint_y,
                                     fallback)
         return out
 
-    def _ellipse_taps(self, lanes, level, count, width, u0, v0, tex_u, tex_v, a, b, c):
+    def _ellipse_taps(self, lanes, level, face, r, count, width, u0, v0, tex_u, tex_v, a, b,
+                      c):
         """The weighted mean over the bounding boxes of ``lanes`` (a contiguous range):
         (colors (4, m), taps with weight per lane (m,), and the texel columns / rows of
-        those taps (k, m), each lane's list padded with its first tap)."""
+        those taps (k, m), each lane's list padded with its first tap). A cube map's taps
+        are in the lane's face (clamped to its edges, as llvmpipe's NEAREST), a 3D
+        texture's in the slice its r selects (NEAREST, with wrap R)."""
         xp, packed = self.xp, self.packed
         m = lanes.shape[0]
         cnt = count[lanes]
@@ -1021,15 +1032,22 @@ class _Sampling:
         weight = xp.where(inside, xp.asarray(_ANISO_WEIGHTS)[xp.clip(qi, 0, 1023)], F32(0))
         keep = xp.flatnonzero(weight > 0)
         lane, u, v, weight = lane[keep], u[keep], v[keep], weight[keep]
-        fl = level[lanes[lane]]
+        gl = lanes[lane]
+        fl = face[gl] * packed.levels + level[gl]
         size_w, size_h = packed.widths[fl], packed.heights[fl]
+        pot = packed.pot_dims if self.three_d else (None, None, None)
         # each tap a NEAREST fetch at (u / W, v / H) of its level, as llvmpipe addresses it
         x = self._wrap_nearest(u.astype(np.float32) / packed.widths_f[fl], size_w,
-                               packed.widths_f[fl], self.wrap_s)
+                               packed.widths_f[fl], self.wrap_s, pot[0])
         y = self._wrap_nearest(v.astype(np.float32) / packed.heights_f[fl], size_h,
-                               packed.heights_f[fl], self.wrap_t)
-        texels = xp.take(packed.texels, packed.offsets[fl] + y.astype(np.int64) * size_w + x,
-                         axis=0)
+                               packed.heights_f[fl], self.wrap_t, pot[1])
+        rows = y.astype(np.int64) * size_w + x
+        if r is not None:
+            z = self._wrap_nearest(r[gl], packed.depths[fl], packed.depths_f[fl], self.wrap_r,
+                                   pot[2])
+            rows = rows + z.astype(np.int64) * size_h * size_w
+            y = z * size_h + y         # the slice's rows, as the cache model addresses them
+        texels = xp.take(packed.texels, packed.offsets[fl] + rows, axis=0)
         den = xp.bincount(lane, weights=weight, minlength=m)
         color = xp.stack([xp.bincount(lane, weights=weight * texels[:, ch], minlength=m)
                           for ch in range(4)])
@@ -1052,7 +1070,7 @@ class _Sampling:
             ys[rank, lane] = y
         return color, used, xs, ys
 
-    def _count_anisotropic(self, level, taps, empty, footprint_x, footprint_y,
+    def _count_anisotropic(self, image, taps, empty, footprint_x, footprint_y,
                            fallback) -> None:
         """Counters of an anisotropic sample: each tap a nearest fetch (its texel and cache
         line), a lane without weight the 4 texels of its LINEAR sample."""
@@ -1066,12 +1084,12 @@ class _Sampling:
                              for x in footprint_x], axis=1)
         ys = xp.concatenate([xp.concatenate([y, xp.repeat(y[:1], depth - y.shape[0], axis=0)])
                              for y in footprint_y], axis=1)
-        footprints = [(_Taps(xs=xs, ys=ys), level, None, 0)]
+        footprints = [(_Taps(xs=xs, ys=ys), image, None, 0)]
         if fallback is not None:
             taps4, fl, sub = fallback
             # the LINEAR lanes' own footprint replaces their (empty) tap list
             keep = ~empty
-            footprints = [(_Taps(xs=xs[:, keep], ys=ys[:, keep]), level[keep],
+            footprints = [(_Taps(xs=xs[:, keep], ys=ys[:, keep]), image[keep],
                            xp.flatnonzero(keep), 0), (taps4, fl, sub, 0)]
         self.sampler._count_cache(xp, self.packed, footprints, active, n,
                                   self.request.instruction)
