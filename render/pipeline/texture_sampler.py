@@ -45,7 +45,8 @@ llvmpipe (the reference renderer of this project) implements it, which the spec 
 - Incomplete textures (see :meth:`Texture.incomplete_reason`) and unbound units sample as
   (0, 0, 0, 1).
 - 3D textures (OES_texture_3D): the LOD of three dimensions, NEAREST and the 2x2x2 LINEAR
-  footprint with each wrap on its own coordinate, in NumPy only (:meth:`_Sampling._sample_level_3d`).
+  footprint with each wrap on its own coordinate, in NumPy only
+  (:meth:`_Sampling._sample_level_3d`).
 - EXT_texture_filter_anisotropic: a texture whose maximum anisotropy exceeds 1 is
   filtered as llvmpipe's lp_build_sample_aniso does whatever its filters, an elliptical
   weighted average of NEAREST taps at the level of the footprint's minor axis, in (s, t)
