@@ -101,6 +101,9 @@ def test_a_resume_with_another_configuration_is_refused(study, tmp_path, capsys)
     (["--set", "techniques.signature.accumulate_rate=100"], "outside its documented range"),
     (["--set", "caches.texture.ways=2.5"], "a whole number"),
     (["--set", "caches.texture.size=1000"], "caches.texture: TextureCacheConfig: size must be"),
+    (["--set", "techniques.memo.lut_sets=1000"], "--set techniques.memo.lut_sets: a power of "
+                                                 "two (sets), got 1000"),
+    (["--set", "techniques.memo.lut_ways=2.5"], "--set techniques.memo.lut_ways: a whole number"),
     (["--set", "screen.tile_size=15"], "screen.tile_size: an even whole number"),
     (["--set", "buffers.color.tiles=0.5"], "a whole number of tiles"),
     (["--tile-size", "32", "--set", "screen.tile_size=16"], "--tile-size: 32 and --set "

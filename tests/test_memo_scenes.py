@@ -265,6 +265,29 @@ def test_64_bit_keys_make_no_collision_and_show_the_baseline_frames(scene):
     assert 0 < hits < lookups, name     # the scenes reuse colors, and not all of them
 
 
+def test_the_lut_the_configuration_sizes_is_the_one_rendered(scene):
+    """``[techniques.memo] lut_sets`` / ``lut_ways`` (which also size the LUT's energy) set the
+    renderer's LUT: a two-entry LUT hits less than Table 4.1's 2048 x 4, and still never
+    shows a wrong color with 64-bit keys."""
+    from tilesim.render.pipeline.gpu_config import renderer_config
+    from tilesim.render.techniques.fragment_memoization import lut_geometry
+
+    name, frames, baseline = scene
+
+    def hits(results):
+        return sum(int(p.tiles["memo_hits"].sum()) for r in results
+                   for p in r.counters.passes if "memo_hits" in p.tiles)
+
+    assert lut_geometry() == (2048, 4)
+    tiny = {"techniques.memo.lut_sets": 2, "techniques.memo.lut_ways": 1}
+    with renderer_config(tiny):
+        assert lut_geometry() == (2, 1)
+        small = _render(frames, "memo")
+    assert hits(small) < hits(_render(frames, "memo")), name
+    for memo, base in zip(small, baseline, strict=True):
+        np.testing.assert_array_equal(memo.image, base.image, err_msg=f"{name} {memo.index}")
+
+
 def test_sprite_frames_paired_with_an_empty_frame_keep_64_bit_keys(monkeypatch):
     """Frame 0 shades nothing on screen; frame 1, its pair, does. The keys the LUT sees are
     uint64 (no NumPy promotion), so no hit of frame 1 returns a wrong color."""

@@ -195,7 +195,11 @@ TILE_BUFFERS = {"buffers.color.tiles": "buffers.color.entries",
 # Values that are counts of things, integers (the renderer's and the tile size).
 INTEGER_KEYS = ("screen.tile_size", "caches.texture.count", "caches.texture.size",
                 "caches.texture.ways", "caches.texture.line_size",
-                "techniques.signature.ot_queue_entries", "limits.texture_units")
+                "techniques.signature.ot_queue_entries", "techniques.memo.lut_sets",
+                "techniques.memo.lut_ways", "limits.texture_units")
+# Counts the hardware indexes by bits: a power of two (the memoization LUT's set is the key's
+# low log2(sets) bits).
+POWER_OF_TWO_KEYS = ("techniques.memo.lut_sets",)
 SET_HELP = ("change one value of the GPU or energy configuration, SECTION.KEY as in their "
             "files (e.g. memory.bandwidth=8; buffers.color.tiles=N sizes the color buffer in "
             "tiles); repeatable, checked as a file's values are")
@@ -357,6 +361,8 @@ def _checked(cfg: Config, key: str, value: float, allow_zero: bool) -> float:
                          f"{sys.float_info.min:.3g})", source=where)
     if key in INTEGER_KEYS and not value.is_integer():
         raise InputError(f"a whole number ({unit}), got {value!r}", source=where)
+    if key in POWER_OF_TWO_KEYS and int(value) & (int(value) - 1):
+        raise InputError(f"a power of two ({unit}), got {_number(value)}", source=where)
     low, high = cfg.ranges.get(key, (-math.inf, math.inf))
     if not low <= value <= high:
         raise InputError(f"{_number(value)} is outside its documented range "
