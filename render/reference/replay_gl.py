@@ -262,6 +262,7 @@ class GLReplayer:
         # (GL texture name, image target, level) -> (width, height): what a texture attached
         # to a framebuffer holds, for readPixels' bounds (GLES2 cannot query a texture's size)
         self._image_sizes: dict[tuple[int, int, int], tuple[int, int]] = {}
+        self._texture_3d_functions: dict[str, object] = {}   # OES_texture_3D, on first use
         self._observed: np.ndarray | None = None  # what this frame's readPixels read
         self._attrib_count = gl.integer(GL_MAX_VERTEX_ATTRIBS)
         self._vertex_arrays = {0: self._new_vertex_array()}
@@ -645,7 +646,7 @@ class GLReplayer:
 
     def _gl3d(self, name: str):
         """An OES_texture_3D entry point of this context (``name`` without the suffix)."""
-        cache = self.__dict__.setdefault("_texture_3d_functions", {})
+        cache = self._texture_3d_functions
         if name not in cache:
             suffix = "" if getattr(self.gl, "api", "gles2") == "gl" else "OES"
             cache[name] = ctypes.CFUNCTYPE(None, *TEXTURE_3D_FUNCTIONS[name])(

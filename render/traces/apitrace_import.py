@@ -612,6 +612,7 @@ class Translator:
         self._vertex_arrays: dict[int, tuple[int, dict[int, str], set[int]]] = {}
         self._dirty: set[tuple] = set()
         self._units: set[int] = set()
+        self._bound_3d = False   # a TEXTURE_3D_OES binding was made (OES_texture_3D)
 
     @property
     def _group(self) -> _Group:
@@ -848,7 +849,7 @@ class Translator:
             for unit in sorted(self._units | {0}):
                 self._emit("activeTexture", unit=unit)
                 for target in TEXTURE_TARGETS:
-                    if target != "TEXTURE_3D_OES" or self.__dict__.get("_bound_3d"):
+                    if target != "TEXTURE_3D_OES" or self._bound_3d:
                         self._emit("bindTexture", target=target, id=0)
             self._emit("activeTexture", unit=0)
         elif ("activeTexture",) in dirty:
@@ -1165,7 +1166,7 @@ class Translator:
     def _glBindTexture(self, call):
         target = self._enum(call.args.get("target"), TEXTURE_TARGETS, "target")
         if target == "TEXTURE_3D_OES":
-            self._bound_3d = True   # a context switch then resets the 3D bindings too
+            self._bound_3d = True   # context switches then reset the 3D bindings too
         self._emit("bindTexture", target=target, id=self._object("texture",
                                                                  self._name("texture")))
 
