@@ -325,3 +325,24 @@ def test_counters_name_the_programs_each_tile_ran(tmp_path):
         assert np.array_equal(loaded.fs_programs[d], values)
     assert {d: v.tolist() for d, v in loaded.vs_programs.items()} == \
         {d: [float(c)] for d, c in frame.vs_programs.items()}
+
+
+def test_the_vertex_cache_line_is_the_configurations(tmp_path):
+    """``[caches.vertex] line_size`` (which the timing model prices a miss by) is the line the
+    renderer counts misses in: halving it cannot lower the misses, and a sphere's vertex
+    array crosses more 32-byte lines than 64-byte ones."""
+    from trace_helpers import sphere_trace
+
+    from tilesim.render.pipeline.gpu_config import renderer_config
+    from tilesim.render.replay import render_trace
+
+    trace = sphere_trace(tmp_path / "s.tsim", 1, size=(32, 24), segments=(16, 8))
+
+    def misses():
+        (frame,) = render_trace(trace)
+        return frame.counters.scalars["vertex_cache_misses"]
+
+    shipped = misses()
+    with renderer_config({"caches.vertex.line_size": 32}):
+        narrow = misses()
+    assert 0 < shipped < narrow

@@ -194,12 +194,12 @@ TILE_BUFFERS = {"buffers.color.tiles": "buffers.color.entries",
                 "buffers.depth.tiles": "buffers.depth.entries"}
 # Values that are counts of things, integers (the renderer's and the tile size).
 INTEGER_KEYS = ("screen.tile_size", "caches.texture.count", "caches.texture.size",
-                "caches.texture.ways", "caches.texture.line_size",
+                "caches.texture.ways", "caches.texture.line_size", "caches.vertex.line_size",
                 "techniques.signature.ot_queue_entries", "techniques.memo.lut_sets",
                 "techniques.memo.lut_ways", "limits.texture_units")
 # Counts the hardware indexes by bits: a power of two (the memoization LUT's set is the key's
 # low log2(sets) bits).
-POWER_OF_TWO_KEYS = ("techniques.memo.lut_sets",)
+POWER_OF_TWO_KEYS = ("techniques.memo.lut_sets", "caches.vertex.line_size")
 SET_HELP = ("change one value of the GPU or energy configuration, SECTION.KEY as in their "
             "files (e.g. memory.bandwidth=8; buffers.color.tiles=N sizes the color buffer in "
             "tiles); repeatable, checked as a file's values are")

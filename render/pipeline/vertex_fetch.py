@@ -9,13 +9,16 @@ shaded once per draw).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
 
 from tilesim.backend import to_device
+from tilesim.errors import InputError
 from tilesim.memory_budget import check_memory
 from tilesim.render.gl.state import GLState, Program
+from tilesim.render.pipeline.gpu_config import GPU_CONFIG, gpu_config_values, overrides_key
 
 # Memory a draw holds per vertex it processes (element ids, fetched attributes, clip
 # coordinates, varyings): a vertex count from the trace is checked against the memory budget
@@ -111,7 +114,8 @@ def fetch(state: GLState, program: Program, elements: np.ndarray) -> FetchedVert
             attribute_bytes += nbytes
             if nbytes:
                 accesses += ids.size
-                lines.append(_cache_lines(state.attribs[location], location, ids))
+                lines.append(_cache_lines(state.attribs[location], location, ids,
+                                          vertex_cache_line()))
     # Vertex cache (Table 3.1: 4 KB, 64-byte lines): a draw's fetches miss once per distinct
     # line they touch (compulsory misses; a draw's working set is assumed to stream through).
     misses = int(np.unique(np.concatenate(lines)).size) if lines else 0
@@ -120,10 +124,23 @@ def fetch(state: GLState, program: Program, elements: np.ndarray) -> FetchedVert
                            attribute_bytes, accesses, misses)
 
 
-VERTEX_CACHE_LINE = 64
+def vertex_cache_line(path: str = str(GPU_CONFIG)) -> int:
+    """Bytes of a vertex cache line: ``[caches.vertex] line_size`` of the GPU configuration
+    (Frame Coherence Table 3.1: 64), the entry the timing model prices the misses by."""
+    return _vertex_cache_line(path, overrides_key())
 
 
-def _cache_lines(a, location: int, ids: np.ndarray) -> np.ndarray:
+@functools.lru_cache(maxsize=8)
+def _vertex_cache_line(path: str, _overrides: tuple) -> int:
+    value = gpu_config_values(path, "caches.vertex", ("line_size",))["line_size"]
+    if isinstance(value, bool) or not float(value).is_integer() or value < 1 \
+            or int(value) & (int(value) - 1):
+        raise InputError(f"caches.vertex.line_size: expected a power of two of bytes, got "
+                         f"{value!r}", source=path)
+    return int(value)
+
+
+def _cache_lines(a, location: int, ids: np.ndarray, line: int) -> np.ndarray:
     """Cache line numbers of the attribute bytes of ``ids``; every buffer (or client array,
     by its attribute location) gets its own address range so lines of different arrays never
     alias."""
@@ -132,7 +149,7 @@ def _cache_lines(a, location: int, ids: np.ndarray) -> np.ndarray:
     first = a.offset + ids * stride
     last = first + element - 1
     base = (a.buffer if a.client_data is None else (1 << 24) + location) << 32
-    starts, ends = (base + first) // VERTEX_CACHE_LINE, (base + last) // VERTEX_CACHE_LINE
+    starts, ends = (base + first) // line, (base + last) // line
     return np.unique(np.concatenate([starts, ends]))
 
 
