@@ -14,6 +14,7 @@ surface, so the same script runs before and after a move of the Python modules):
     python scripts/behavior_snapshot.py --compare before.json after.json
 
 `--compare` prints every entry that differs and exits 1 if any does, 0 if all are identical.
+The snapshot is written after each entry; run again with the same `--out` to resume.
 """
 
 from __future__ import annotations
@@ -67,14 +68,17 @@ def _without_paths(value):
     return value
 
 
-def snapshot_traces(work: Path, frames: str) -> dict:
-    entries = {}
+def snapshot_traces(work: Path, frames: str, entries: dict, save) -> dict:
+    """Add every (trace, technique)'s entries not in ``entries`` yet, calling ``save`` after
+    each, so that an interrupted snapshot resumes where it stopped."""
     for trace in sorted((ROOT / "traces").glob("*.tsim")):
         for technique in TECHNIQUES:
+            key = f"{trace.stem}/{technique}"
+            if key + "/estimate" in entries:
+                continue
             out = work / f"{trace.stem}-{technique.replace('/', '_').replace('+', '_')}"
             _run(["render", str(trace), "--frames", frames, "--technique", technique,
                   "--out", str(out), "--workers", "1"])
-            key = f"{trace.stem}/{technique}"
             entries[key + "/frames"] = {
                 p.name: _png_digest(p) for p in sorted((out / "frames").glob("*.png"))
             }
@@ -85,6 +89,7 @@ def snapshot_traces(work: Path, frames: str) -> dict:
             entries[key + "/estimate"] = _sha(
                 json.dumps(_without_paths(estimate), sort_keys=True).encode()
             )
+            save(entries)
             print(key, flush=True)
     return entries
 
@@ -96,6 +101,9 @@ def snapshot_conformance(work: Path) -> dict:
     if done.returncode not in (0, 1):
         raise SystemExit(f"tilesim conformance failed:\n{done.stderr}")
     report = json.loads(done.stdout)
+    if not out.is_dir():
+        raise SystemExit(f"tilesim conformance wrote no frames (exit {done.returncode}):\n"
+                         f"{done.stderr[-2000:]}")
     entries = {}
     for scene_dir in sorted(p for p in out.iterdir() if p.is_dir()):
         entries[f"conformance/{scene_dir.name}/frames"] = {
@@ -135,11 +143,20 @@ def main() -> int:
         return 1 if differ else 0
     if args.out is None:
         parser.error("give --out FILE or --compare BEFORE AFTER")
+    # An existing --out is resumed: what it holds is not made again.
+    entries = json.loads(args.out.read_text()) if args.out.is_file() else {}
+
+    def save(done: dict) -> None:
+        partial = args.out.with_name(args.out.name + ".partial")
+        partial.write_text(json.dumps(done, indent=1, sort_keys=True))
+        partial.replace(args.out)
+
     with tempfile.TemporaryDirectory(prefix="tilesim-snapshot-") as tmp:
-        entries = snapshot_traces(Path(tmp), args.frames)
-        if not args.no_conformance:
+        # the conformance scenes first: a minute, and the step most likely to need Mesa
+        if not args.no_conformance and "conformance/report" not in entries:
             entries.update(snapshot_conformance(Path(tmp)))
-    args.out.write_text(json.dumps(entries, indent=1, sort_keys=True))
+            save(entries)
+        snapshot_traces(Path(tmp), args.frames, entries, save)
     print(f"{len(entries)} entries -> {args.out}")
     return 0
 
