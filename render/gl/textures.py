@@ -729,9 +729,9 @@ class Texture:
                                 width: int, height: int, depth: int, data) -> None:
         """glCompressedTexImage3DOES: none of the compressed formats tilesim decodes has 3D
         images (OES_compressed_ETC1_RGB8_texture and EXT_texture_compression_s3tc define 2D
-        blocks only; Mesa answers INVALID_OPERATION for a TEXTURE_3D target)."""
+        blocks only; Mesa answers INVALID_ENUM for each with a TEXTURE_3D target)."""
         raise InputError(f"compressedTexImage3D: {internalformat} has no 3D images (its "
-                         "extension defines 2D blocks; INVALID_OPERATION)", source=self.where)
+                         "extension defines 2D blocks; INVALID_ENUM)", source=self.where)
 
     def _level_3d(self, call: str, level: int) -> TextureImage:
         image = self.image(0, level) if 0 <= level < MAX_3D_LEVELS else None
@@ -810,10 +810,6 @@ class Texture:
     def generate_mipmap(self) -> None:
         """glGenerateMipmap: levels 1..q from level 0 of every face, as Mesa llvmpipe makes them."""
         call = "generateMipmap"
-        if self.target == TEXTURE_3D:
-            raise InputError(f"{call}: tilesim does not generate the mipmaps of 3D textures "
-                             "(OES_texture_3D); upload each level with texImage3D",
-                             source=self.where)
         if self.is_depth:
             raise InputError(f"{call}: texture {self.name} is a depth texture "
                              "(GL_OES_depth_texture allows no mipmap generation)",
@@ -827,7 +823,8 @@ class Texture:
                 raise InputError(f"{call}: texture {self.name} has no level 0 image"
                                  + (f" on face {CUBE_FACES[face]}" if len(self.faces) > 1
                                     else ""), source=self.where)
-            if not self.oes_texture_npot and not (_is_pot(base.width) and _is_pot(base.height)):
+            if not self.oes_texture_npot and not (_is_pot(base.width) and _is_pot(base.height)
+                                                  and _is_pot(base.depth)):
                 raise InputError(f"{call}: level 0 is {base.width}x{base.height}, not a power of "
                                  f"two (OpenGL ES 2.0 without GL_OES_texture_npot)",
                                  source=self.where)
@@ -840,7 +837,7 @@ class Texture:
             level, current = 0, images[0]
             for stale in [k for k in images if k > 0]:
                 del images[stale]
-            while current.width > 1 or current.height > 1:
+            while current.width > 1 or current.height > 1 or current.depth > 1:
                 level += 1
                 current = _downsample(current)
                 images[level] = current
@@ -1085,10 +1082,13 @@ def _check_modifiable(call: str, image: TextureImage, where: str | None) -> None
 
 
 def _downsample(src: TextureImage) -> TextureImage:
-    """The next mip level: llvmpipe's clamp-to-edge 8.8 fixed-point bilinear blit."""
-    w, h = max(1, src.width >> 1), max(1, src.height >> 1)
+    """The next mip level: llvmpipe's clamp-to-edge 8.8 fixed-point bilinear blit; a 3D
+    level (OES_texture_3D) then blends the two source slices of each destination slice the
+    same way, after x and y (lp_build_lerp_3d's order in its trilinear blit)."""
+    w, h, d = max(1, src.width >> 1), max(1, src.height >> 1), max(1, src.depth >> 1)
     bits = src.bits
     comps = np.stack([requantize(src.stored[..., i], b, 8) for i, b in enumerate(bits)], -1)
+    comps = comps.reshape(src.depth, src.height, src.width, -1)
 
     def taps(n_dst: int, n_src: int):
         centers = ((np.arange(n_dst, dtype=np.float32) + np.float32(0.5))
@@ -1097,9 +1097,13 @@ def _downsample(src: TextureImage) -> TextureImage:
 
     x0, x1, wx = taps(w, src.width)
     y0, y1, wy = taps(h, src.height)
-    wx = wx[None, :, None]
-    top = lerp_u8(comps[y0][:, x0], comps[y0][:, x1], wx)
-    bottom = lerp_u8(comps[y1][:, x0], comps[y1][:, x1], wx)
-    out = lerp_u8(top, bottom, wy[:, None, None])
+    wx = wx[None, None, :, None]
+    top = lerp_u8(comps[:, y0][:, :, x0], comps[:, y0][:, :, x1], wx)
+    bottom = lerp_u8(comps[:, y1][:, :, x0], comps[:, y1][:, :, x1], wx)
+    out = lerp_u8(top, bottom, wy[None, :, None, None])
+    if src.depth > 1:
+        z0, z1, wz = taps(d, src.depth)
+        out = lerp_u8(out[z0], out[z1], wz[:, None, None, None])
+    out = out.reshape(d * h, w, -1)
     stored = np.stack([requantize(out[..., i], 8, b) for i, b in enumerate(bits)], -1)
-    return TextureImage(w, h, src.format, src.type, stored.astype(np.uint16))
+    return TextureImage(w, h, src.format, src.type, stored.astype(np.uint16), d)
