@@ -107,7 +107,7 @@ def test_the_reference_cannot_read_the_analytic_memory_split(tmp_path, module, a
     of the analytic model's memory split or tile decisions into the cycle-level reference
     breaks its contract, while compare.py, where the two meet, may import the model."""
     tree = installed_tree(tmp_path)
-    target = tree / "tilesim" / "timing" / "reference" / module
+    target = tree / "tilesim" / "timing" / "cycle_level" / module
     target.write_text(target.read_text() + f"\n{analytic}  # the analytic model's answer\n")
     result = lint_imports(tree)
     assert result.returncode != 0

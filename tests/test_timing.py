@@ -594,15 +594,43 @@ SAVINGS = sorted(TECHNIQUE_SAVINGS_COUNTERS)
        saved=st.lists(st.integers(0, 3), min_size=2 * len(SAVINGS), max_size=2 * len(SAVINGS)),
        which=st.integers(0, 2 * len(SAVINGS) - 1), inc=st.integers(1, 5000))
 def test_savings_counters_never_add_time_or_energy(base_t, saved, which, inc):
-    """Savings the renderer reports (skipped tiles, memo hits, ...) never cost anything."""
+    """Savings the renderer reports (skipped tiles, memo hits, ...) never cost time or
+    traffic, nor energy but a memoization hit's read of its stored color
+    (``technique.memo.hit_read``): the counts here are arbitrary, so a hit may have no shading
+    of its own to save, and then costs exactly that read."""
     names = [*TILE_NAMES, *SAVINGS]
     bumped = list(saved)
     bumped[which] += inc
     a = estimate_frame(_frame([0] * len(SCALAR_NAMES), base_t + saved, names), CFG, ECFG)
     b = estimate_frame(_frame([0] * len(SCALAR_NAMES), base_t + bumped, names), CFG, ECFG)
+    read = inc * ECFG["technique.memo.hit_read"] * 1e-12 if SAVINGS[which // 2] == "memo_hits" \
+        else 0.0
     assert b.cycles <= a.cycles * (1 + 1e-12)
-    assert b.energy <= a.energy * (1 + 1e-12)
+    assert b.energy <= (a.energy + read) * (1 + 1e-12)
     assert b.traffic_total <= a.traffic_total * (1 + 1e-12)
+
+
+def test_a_memo_hit_costs_its_color_read_and_saves_its_shading():
+    """The falsifying case the property above once found (a hit with nothing shaded to save
+    costs its 4.5 pJ read), and its consistent counterpart: a hit of a fragment the baseline
+    shaded saves more than the read costs."""
+    names = [*TILE_NAMES, *SAVINGS]
+    zeros = [0] * (2 * len(names))
+    zeros[2 * names.index("memo_lookups")] = 1     # the example: a lookup, nothing shaded
+    hit = list(zeros)
+    hit[2 * names.index("memo_hits")] = 1
+    a = estimate_frame(_frame([0] * len(SCALAR_NAMES), zeros, names), CFG, ECFG)
+    b = estimate_frame(_frame([0] * len(SCALAR_NAMES), hit, names), CFG, ECFG)
+    assert b.energy - a.energy == pytest.approx(ECFG["technique.memo.hit_read"] * 1e-12)
+    shaded = list(zeros)
+    for counter, count in (("fragments_rasterized", 4), ("fragments_shaded", 4),
+                           ("fs_alu", 40), ("fs_quad_alu", 10), ("memo_lookups", 4)):
+        shaded[2 * names.index(counter)] = count
+    saved = list(shaded)
+    saved[2 * names.index("memo_hits")] = 4
+    c = estimate_frame(_frame([0] * len(SCALAR_NAMES), shaded, names), CFG, ECFG)
+    d = estimate_frame(_frame([0] * len(SCALAR_NAMES), saved, names), CFG, ECFG)
+    assert d.energy < c.energy
 
 
 def _write_variant(tmp_path, src, pattern, repl, name="cfg.toml"):
