@@ -7,6 +7,15 @@ import os
 import shutil
 
 import pytest
+from hypothesis import settings
+
+# Hypothesis profiles: "dev" (the default) draws new examples every run, to find what no one
+# wrote down; "ci" (.ci/run sets HYPOTHESIS_PROFILE=ci) draws the same examples every run, so
+# that a landing is judged on the code, not on the draw. A counterexample a dev run finds
+# becomes a test of its own.
+settings.register_profile("dev")
+settings.register_profile("ci", derandomize=True, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 
 @functools.cache
