@@ -450,6 +450,7 @@ def test_the_recorded_draws_add_up_to_the_frame_counters(runner_frames):
                                           for p in recorded.counters.passes)
 
 
+@pytest.mark.slow
 def test_the_analytic_geometry_phase_is_within_the_bounds_of_the_reference(runner_frames):
     from tilesim.timing.cycle_level.agreement import compare_geometry
 
