@@ -9,7 +9,7 @@ or a corpus program's name under ``shaders/corpus``: its warps run generated inp
 a block of pixels, smoothly varying inputs, the interpreter's procedural textures). A
 ``.tsim`` trace runs the fragment programs of frame N's draws on the quads each draw really
 shaded, with the cache lines its texture instructions really read
-(``render.studies.core_draws``). The interpreter records each warp's path and texel lines
+(``tilesim.studies.core_draws``). The interpreter records each warp's path and texel lines
 and the core (``tilesim.timing.shader_core``) runs them. A study: it renders and times.
 """
 

@@ -273,7 +273,7 @@ def test_explore_studies_and_plots(tmp_path):
     assert all(m.stat().st_size > 0 for m in made)
 
 
-# --- a trace's draws: the frame's own fragments and texel lines (render.studies.core_draws) ---
+# --- a trace's draws: the frame's own fragments and texel lines (tilesim.studies.core_draws) ---
 
 RUNNER = ROOT / "traces" / "runner-1196x768.tsim"
 
