@@ -999,6 +999,37 @@ def test_real_capture_imports_faithfully(tmp_path, spec, size):
 
 
 @pytest.mark.mesa
+@pytest.mark.slow
+def test_an_es2gears_start_that_hangs_is_tried_once_more(tmp_path, monkeypatch):
+    """A capture whose first start never comes up (killed at its bound with everything it
+    started) is run once more; a second hang is the one-line error."""
+    require_tools("apitrace", "xvfb-run")
+    if not _es2gears_installed():
+        require_tools("es2gears_x11")
+    from tilesim.errors import ProgramTimedOut
+    from tilesim.render.traces import capture as capture_module
+
+    real, calls = capture_module._run_traced, []
+
+    def first_hangs(*args):
+        calls.append(args)
+        if len(calls) == 1:
+            raise ProgramTimedOut("es2gears ran longer than 61 s", source="timeout es2gears")
+        return real(*args)
+
+    monkeypatch.setattr(capture_module, "_run_traced", first_hangs)
+    assert capture_module.capture("es2gears", tmp_path / "x.trace", frames=2).frames == 2
+    assert len(calls) >= 2
+
+    def always_hangs(*args):
+        raise ProgramTimedOut("es2gears ran longer than 61 s", source="timeout es2gears")
+
+    monkeypatch.setattr(capture_module, "_run_traced", always_hangs)
+    with pytest.raises(ProgramTimedOut, match="ran longer than"):
+        capture_module.capture("es2gears", tmp_path / "y.trace", frames=2)
+
+
+@pytest.mark.mesa
 def test_commands_added_for_imports_replay_on_mesa():
     """copyTexSubImage2D and depth textures (added to the schema for imported traces) replay
     on Mesa without GL errors (the replay is strict)."""

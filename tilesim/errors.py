@@ -40,6 +40,11 @@ class InputError(TilesimError):
                                   column=self.column), (self.bare_message,))
 
 
+class ProgramTimedOut(InputError):
+    """An external program (a captured GLES2 program under Xvfb, apitrace) ran past its
+    bound and was killed with everything it started."""
+
+
 class ToolMissing(TilesimError):
     """An external program or library (Mesa, apitrace, Xvfb) is not installed."""
 

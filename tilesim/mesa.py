@@ -185,8 +185,8 @@ def run_program(argv: list[str], *, timeout: float, env: dict[str, str], what: s
                 source: str) -> subprocess.CompletedProcess:
     """Run ``argv`` to its end or for ``timeout`` seconds at most. On timeout the whole process
     group is killed (xvfb-run's Xvfb and the traced program too, which would otherwise hold the
-    output pipes open and keep running) and an InputError says what ran too long."""
-    from tilesim.errors import InputError
+    output pipes open and keep running) and a ProgramTimedOut says what ran too long."""
+    from tilesim.errors import ProgramTimedOut
 
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
                             preexec_fn=_default_signals)
@@ -198,7 +198,8 @@ def run_program(argv: list[str], *, timeout: float, env: dict[str, str], what: s
         except ProcessLookupError:
             pass
         proc.communicate()
-        raise InputError(f"{what} ran longer than {timeout:.0f} s", source=source) from None
+        raise ProgramTimedOut(f"{what} ran longer than {timeout:.0f} s",
+                              source=source) from None
     except BaseException:
         try:
             os.killpg(proc.pid, signal.SIGKILL)

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tilesim.atomic import check_output, write_bytes
-from tilesim.errors import InputError, ToolMissing
+from tilesim.errors import InputError, ProgramTimedOut, ToolMissing
 from tilesim.mesa import program_environment, run_program
 from tilesim.render.traces.apitrace_import import FRAME_END_CHOICES, scan_apitrace
 from tilesim.shaders.trace_capture import capture_trace, stop_after
@@ -57,6 +57,7 @@ DEBIAN_PACKAGES = {
     ES2GEARS: "mesa-utils-bin",
 }
 ES2GEARS_MAX_SECONDS = 64.0
+ES2GEARS_ATTEMPTS = 2
 ES2GEARS_STARTUP_SECONDS = 60.0  # beyond its run: Xvfb, the SIGKILL grace, the capture written
 
 
@@ -187,9 +188,16 @@ def capture(spec: ProgramSpec | str, out_path: str | os.PathLike, *, frames: int
             seconds = 1.0
             while True:
                 command = [*stop_after(seconds), tools[ES2GEARS]]
-                raw.unlink(missing_ok=True)
-                _run_traced(tools, command, raw, size,
-                            min(timeout, seconds + ES2GEARS_STARTUP_SECONDS))
+                for attempt in range(ES2GEARS_ATTEMPTS):
+                    raw.unlink(missing_ok=True)
+                    try:
+                        _run_traced(tools, command, raw, size,
+                                    min(timeout, seconds + ES2GEARS_STARTUP_SECONDS))
+                        break
+                    except ProgramTimedOut:
+                        # a start that never came up (Xvfb, the driver) is tried once more
+                        if attempt + 1 == ES2GEARS_ATTEMPTS:
+                            raise
                 if not raw.exists():
                     raise InputError("apitrace wrote no capture of es2gears",
                                      source=spec.describe())
