@@ -181,6 +181,14 @@ def _default_signals() -> None:
     os.setsid()  # its own process group, so that a timeout ends every process it started
 
 
+def _kill_group(pid: int) -> None:
+    """SIGKILL to the process group a :func:`run_program` child leads (gone already: fine)."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
 def run_program(argv: list[str], *, timeout: float, env: dict[str, str], what: str,
                 source: str) -> subprocess.CompletedProcess:
     """Run ``argv`` to its end or for ``timeout`` seconds at most. On timeout the whole process
@@ -193,18 +201,12 @@ def run_program(argv: list[str], *, timeout: float, env: dict[str, str], what: s
     try:
         stdout, stderr = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        _kill_group(proc.pid)
         proc.communicate()
         raise ProgramTimedOut(f"{what} ran longer than {timeout:.0f} s",
                               source=source) from None
     except BaseException:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        _kill_group(proc.pid)
         proc.wait()
         raise
     return subprocess.CompletedProcess(argv, proc.returncode, stdout, stderr)

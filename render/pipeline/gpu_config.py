@@ -67,6 +67,26 @@ def overrides_key() -> tuple:
     return _OVERRIDES
 
 
+def counted_entry(path: str, name: str, *, power_of_two: bool = False, least: int = 1) -> int:
+    """A count the renderer reads (``"techniques.memo.lut_sets"``): a whole number of at
+    least ``least`` (and a power of two where the hardware indexes it by bits), else an
+    InputError naming the entry and the file; within :func:`renderer_config`, its value."""
+    return _counted_entry(path, name, power_of_two, least, _OVERRIDES)
+
+
+@functools.lru_cache(maxsize=32)
+def _counted_entry(path: str, name: str, power_of_two: bool, least: int,
+                   _overrides: tuple) -> int:
+    table, _, key = name.rpartition(".")
+    value = gpu_config_values(path, table, (key,))[key]
+    whole = not isinstance(value, bool) and float(value).is_integer() and value >= least
+    if not whole or (power_of_two and int(value) & (int(value) - 1)):
+        kind = "a power of two" if power_of_two else "a whole number"
+        raise InputError(f"{name}: expected {kind} of at least {least}, got {value!r}",
+                         source=path)
+    return int(value)
+
+
 def gpu_config_values(path: str, table: str, keys: tuple[str, ...]) -> dict:
     """``{key: value}`` of the entries ``keys`` of the dotted ``table`` (``"caches.texture"``)
     of the GPU configuration file at ``path``; a missing file, table or entry is an InputError

@@ -9,16 +9,14 @@ shaded once per draw).
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 import numpy as np
 
 from tilesim.backend import to_device
-from tilesim.errors import InputError
 from tilesim.memory_budget import check_memory
 from tilesim.render.gl.state import GLState, Program
-from tilesim.render.pipeline.gpu_config import GPU_CONFIG, gpu_config_values, overrides_key
+from tilesim.render.pipeline.gpu_config import GPU_CONFIG, counted_entry
 
 # Memory a draw holds per vertex it processes (element ids, fetched attributes, clip
 # coordinates, varyings): a vertex count from the trace is checked against the memory budget
@@ -127,17 +125,7 @@ def fetch(state: GLState, program: Program, elements: np.ndarray) -> FetchedVert
 def vertex_cache_line(path: str = str(GPU_CONFIG)) -> int:
     """Bytes of a vertex cache line: ``[caches.vertex] line_size`` of the GPU configuration
     (Frame Coherence Table 3.1: 64), the entry the timing model prices the misses by."""
-    return _vertex_cache_line(path, overrides_key())
-
-
-@functools.lru_cache(maxsize=8)
-def _vertex_cache_line(path: str, _overrides: tuple) -> int:
-    value = gpu_config_values(path, "caches.vertex", ("line_size",))["line_size"]
-    if isinstance(value, bool) or not float(value).is_integer() or value < 1 \
-            or int(value) & (int(value) - 1):
-        raise InputError(f"caches.vertex.line_size: expected a power of two of bytes, got "
-                         f"{value!r}", source=path)
-    return int(value)
+    return counted_entry(path, "caches.vertex.line_size", power_of_two=True)
 
 
 def _cache_lines(a, location: int, ids: np.ndarray, line: int) -> np.ndarray:

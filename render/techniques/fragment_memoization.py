@@ -49,7 +49,6 @@ the fragment's true color in any bit).
 
 from __future__ import annotations
 
-import functools
 import zlib
 from dataclasses import dataclass, field
 
@@ -59,7 +58,7 @@ from tilesim.backend import array_module, to_host
 from tilesim.backend import xp as active_xp
 from tilesim.errors import InputError
 from tilesim.render.pipeline import compiled
-from tilesim.render.pipeline.gpu_config import GPU_CONFIG, gpu_config_values, overrides_key
+from tilesim.render.pipeline.gpu_config import GPU_CONFIG, counted_entry
 from tilesim.render.pipeline.set_associative import SetAssociativeLRU
 
 __all__ = ["COUNTERS", "KEY_DTYPE", "Chunks", "FragmentMemoizer", "MemoFrame", "MemoLUT",
@@ -301,25 +300,11 @@ def lut_geometry(path: str = str(GPU_CONFIG)) -> tuple[int, int]:
     """(sets, ways) of the LUT: ``[techniques.memo] lut_sets`` and ``lut_ways`` of the GPU
     configuration file (Frame Coherence Table 4.1: 2048 sets, 4 ways), the entries the timing
     model sizes the LUT's leakage by (within ``gpu_config.renderer_config``, its values)."""
-    return _lut_geometry(path, overrides_key())
-
-
-@functools.lru_cache(maxsize=8)
-def _lut_geometry(path: str, _overrides: tuple) -> tuple[int, int]:
-    values = gpu_config_values(path, "techniques.memo", ("lut_sets", "lut_ways"))
-    sets, ways = values["lut_sets"], values["lut_ways"]
-    for key, value in (("lut_sets", sets), ("lut_ways", ways)):
-        if isinstance(value, bool) or not float(value).is_integer() or value < 1:
-            raise InputError(f"techniques.memo.{key}: expected a positive integer, got "
-                             f"{value!r}", source=path)
-    sets, ways = int(sets), int(ways)
+    sets = counted_entry(path, "techniques.memo.lut_sets", power_of_two=True, least=2)
+    ways = counted_entry(path, "techniques.memo.lut_ways")
     if sets * ways > MAX_LUT_ENTRIES:
         raise InputError(f"techniques.memo.lut_sets x lut_ways: at most {MAX_LUT_ENTRIES} "
                          f"entries (a LUT in SRAM), got {sets} x {ways}", source=path)
-    if sets & (sets - 1) or sets < 2:
-        raise InputError(f"techniques.memo.lut_sets: expected a power of two of at least 2 (the "
-                         f"set is the key's low bits, the tag the rest), got {sets}",
-                         source=path)
     return sets, ways
 
 

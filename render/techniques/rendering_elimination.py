@@ -47,18 +47,16 @@ checking mode counts the tiles it would skip wrongly (``re_false_positives``).
 
 from __future__ import annotations
 
-import functools
 import zlib
 
 import numpy as np
 
 from tilesim.backend import array_module
-from tilesim.errors import InputError
 from tilesim.render.gl.commands import PROGRAM_TEXTURE_CHANGES
 from tilesim.render.pipeline.binning import distinct_tiles
 from tilesim.render.pipeline.counters import TILE_COUNTERS, PassCounters
 from tilesim.render.pipeline.framebuffer import RenderTarget
-from tilesim.render.pipeline.gpu_config import GPU_CONFIG, gpu_config_values, overrides_key
+from tilesim.render.pipeline.gpu_config import GPU_CONFIG, counted_entry
 from tilesim.render.techniques.signature_unit import TileSignatures
 
 # Counters of the geometry phase (binning): a skipped tile still has them.
@@ -121,17 +119,7 @@ def ot_queue_entries(path: str = str(GPU_CONFIG)) -> int:
     signature] ot_queue_entries`` of the GPU configuration file, the one source the timing
     model reads too (a data file, not an import of tilesim.timing; within
     ``gpu_config.renderer_config``, its value)."""
-    return _ot_queue_entries(path, overrides_key())
-
-
-@functools.lru_cache(maxsize=8)
-def _ot_queue_entries(path: str, _overrides: tuple) -> int:
-    value = gpu_config_values(path, "techniques.signature", ("ot_queue_entries",))[
-        "ot_queue_entries"]
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InputError(f"techniques.signature.ot_queue_entries: expected a positive integer, "
-                         f"got {value!r}", source=path)
-    return value
+    return counted_entry(path, "techniques.signature.ot_queue_entries")
 
 
 # Blend factors that read the destination color (OpenGL ES 2.0 §4.1.6, Table 4.2).
