@@ -101,11 +101,6 @@ def dask_client(workers: int, scheduler: str | None = None, *,
             with suppress(Exception):
                 if cluster is not None:
                     cluster.close(timeout=CLOSE_S)
-            # Closing restores Dask's log level, while its comms may still report the
-            # connections the kill cut ("Batched Comm Closed" and a traceback, seen on a
-            # SIGTERM): this process's Dask logs stay silent after a local cluster.
-            if cluster is not None:
-                logging.getLogger("distributed").setLevel(SILENT)
 
 
 def _local_cluster(workers: int, memory_limit: int | str | None):
@@ -122,6 +117,7 @@ def _local_cluster(workers: int, memory_limit: int | str | None):
     from dask.distributed import LocalCluster
 
     limit = {} if memory_limit is None else {"memory_limit": memory_limit}
+    _silence_dask_logs()
     masks = hasattr(signal, "pthread_sigmask")     # POSIX
     if masks:
         resource_tracker.ensure_running()
@@ -138,6 +134,21 @@ def _local_cluster(workers: int, memory_limit: int | str | None):
     finally:
         if masks:
             signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def _silence_dask_logs() -> None:
+    """This process's Dask logs silent from now on, before a local cluster starts. The
+    cluster's own silencing lowers the handlers' levels only while it runs and restores them
+    as it closes, while its event loop may still report the connections a kill cut ("Batched
+    Comm Closed" and a traceback, seen on a SIGTERM in CI): a race that silencing after the
+    close lost. Handlers already at the cluster's level are neither changed nor restored by
+    it. The handler is Dask's one ``StreamHandler``, shared by the loggers Dask configures
+    (``distributed.client``, ``tornado``...), which keep levels of their own."""
+    logger = logging.getLogger("distributed")
+    logger.setLevel(SILENT)
+    for handler in logger.handlers:
+        if isinstance(handler, logging.StreamHandler):
+            handler.setLevel(SILENT)
 
 
 def _kill_workers(cluster) -> None:

@@ -282,3 +282,33 @@ def test_a_dask_scheduler_address_renders_there(tmp_path, capsys):
                      local.scheduler_address]) == 0
     assert sorted(p.name for p in (tmp_path / "o" / "frames").glob("*.png")) == [
         "000000.png", "000001.png"]
+
+
+# The race, made certain: Dask's event loop reports a connection the close cut ("Batched
+# Comm Closed", as CI saw after a SIGTERM) just as the cluster's close has restored its log
+# handlers. Run in a process of its own: pytest's log capture replaces Dask's stderr handler.
+REPORTS_AS_IT_CLOSES = """
+import logging
+from dask.distributed import LocalCluster
+from tilesim.studies.dask_cluster import dask_client
+
+real_close = LocalCluster.close
+
+def close_then_report(self, *args, **kwargs):
+    done = real_close(self, *args, **kwargs)
+    logging.getLogger("distributed.batched").info("Batched Comm Closed")
+    return done
+
+LocalCluster.close = close_then_report
+assert logging.getLogger("distributed").handlers, "Dask logs to stderr"
+with dask_client(1) as client:
+    assert client.submit(sum, [1, 2]).result() == 3
+"""
+
+
+@pytest.mark.slow
+def test_dask_logs_a_cluster_reports_as_it_closes_stay_silent():
+    """Silenced before the cluster starts, not after it closes (that lost the race)."""
+    done = subprocess.run([sys.executable, "-c", REPORTS_AS_IT_CLOSES], capture_output=True,
+                          text=True, timeout=120)
+    assert (done.returncode, done.stderr) == (0, "")
