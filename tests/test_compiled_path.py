@@ -1,6 +1,7 @@
-"""The compiled CPU path of the renderer (``render/pipeline/compiled.py``: Numba kernels for
-rasterization, interpolation, the depth test and color write in submission order, and the
-per-tile counters) against the NumPy path it replaces.
+"""The compiled CPU path of the renderer (:mod:`tilesim.jit`: the Numba kernels beside each
+stage and technique, for rasterization, interpolation, the depth test and color write in
+submission order, the per-tile counters, texture sampling, RE's signatures, EVR and
+memoization) against the NumPy path it replaces.
 
 The kernels do the NumPy code's arithmetic in the NumPy code's order, so a render must be
 bit-identical both ways: every frame, and every per-tile counter of every pass (not only the
@@ -17,9 +18,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tilesim.render.pipeline import compiled, output_merger
+from tilesim.jit import AVAILABLE, disabled, enabled, usable
+from tilesim.render.pipeline import output_merger
+from tilesim.render.pipeline.output_merger import BLEND_EQUATIONS, BLEND_FACTORS, DEPTH_FUNCS
 from tilesim.render.replay import render_frames
 from tilesim.render.techniques.bus import Techniques
+from tilesim.render.techniques.early_visibility import maximum_at_compiled
+from tilesim.render.techniques.fragment_memoization import stable_order_compiled
 from tilesim.render.workloads.conformance_scenes import SCENES, record_scene
 
 TRACES = Path(__file__).resolve().parent.parent / "traces"
@@ -56,17 +61,17 @@ def _assert_same(expected, actual):
 
 
 def _both(frames, width, height, techniques=None, **options):
-    with compiled.disabled():
+    with disabled():
         reference = _render(frames, width, height, techniques, **options)
     return reference, _render(frames, width, height, techniques, **options)
 
 
 def test_the_kernels_are_compiled_where_numba_is_installed():
     pytest.importorskip("numba")
-    assert compiled.AVAILABLE
-    with compiled.disabled():
-        assert not compiled.usable(np.zeros(1))
-    assert compiled.usable(np.zeros(1)) == compiled.enabled()
+    assert AVAILABLE
+    with disabled():
+        assert not usable(np.zeros(1))
+    assert usable(np.zeros(1)) == enabled()
 
 
 @pytest.mark.slow
@@ -110,8 +115,8 @@ def test_blending_in_submission_order_matches_the_rank_groups():
     pixel = rng.integers(0, 40, 400)
     color = rng.uniform(-0.2, 1.2, (400, 4)).astype(np.float32)
     color[5] = np.nan
-    factors = list(compiled.BLEND_FACTORS)
-    equations = list(compiled.BLEND_EQUATIONS)
+    factors = list(BLEND_FACTORS)
+    equations = list(BLEND_EQUATIONS)
 
     class State:
         blend = True
@@ -130,7 +135,7 @@ def test_blending_in_submission_order_matches_the_rank_groups():
             keep = rng.random(400) < 0.8
             start = rng.integers(0, 256, (40, 4), dtype=np.uint8)
             buffers = [start.copy(), start.copy()]
-            with compiled.disabled(), np.errstate(invalid="ignore"):   # the NaN color
+            with disabled(), np.errstate(invalid="ignore"):   # the NaN color
                 numpy_ops = output_merger.write_colors(pixel, color, buffers[0], state,
                                                        has_alpha, keep=keep)
             compiled_ops = output_merger.write_colors(pixel, color, buffers[1], state,
@@ -139,7 +144,7 @@ def test_blending_in_submission_order_matches_the_rank_groups():
             assert compiled_ops == numpy_ops
 
 
-@pytest.mark.parametrize("func", list(compiled.DEPTH_FUNCS))
+@pytest.mark.parametrize("func", list(DEPTH_FUNCS))
 def test_depth_test_in_submission_order_matches_the_rank_groups(func):
     rng = np.random.default_rng(3)
     pixel = rng.integers(0, 50, 500)
@@ -147,7 +152,7 @@ def test_depth_test_in_submission_order_matches_the_rank_groups(func):
     start = rng.integers(0, 1 << 24, 50).astype(np.uint32)
     for write in (True, False):
         buffers = [start.copy(), start.copy()]
-        with compiled.disabled():
+        with disabled():
             expected = output_merger.depth_test(pixel, depth, buffers[0], func, write)
         passed = output_merger.depth_test(pixel, depth, buffers[1], func, write)
         np.testing.assert_array_equal(passed, expected)
@@ -163,7 +168,7 @@ def test_the_compiled_lru_matches_the_vectorized_one(ways):
     for batch in range(4):   # the contents carry over between batches
         key = rng.integers(0, 16, 3000)
         tag = rng.integers(0, 6, 3000)
-        with compiled.disabled():
+        with disabled():
             expected = tables[0].access(key, tag)
         hit = tables[1].access(key, tag)
         np.testing.assert_array_equal(hit, expected, f"batch {batch}")
@@ -182,7 +187,7 @@ def test_the_compiled_lru_with_a_payload_matches_the_vectorized_one(ways):
         # Alternating tags in one set too (the vectorized path drops their inner accesses).
         key[:200], tag[:200] = 3, np.arange(200) % 2
         payload = rng.integers(0, 1 << 40, 3000)
-        with compiled.disabled():
+        with disabled():
             expected = tables[0].access_with_payload(key, tag, payload.copy())
         hit, value = tables[1].access_with_payload(key, tag, payload.copy())
         np.testing.assert_array_equal(hit, expected[0], f"batch {batch}")
@@ -212,7 +217,7 @@ def test_the_compiled_signature_unit_matches_the_vectorized_one():
     subblocks = rng.integers(0, 1 << 63, (300, 9), dtype=np.uint64) * np.uint64(2) + \
         rng.integers(0, 2, (300, 9), dtype=np.uint64)
     lengths = rng.integers(0, 10, 300)
-    with compiled.disabled():
+    with disabled():
         expected = compute_crc(subblocks, lengths)
         expected_full = compute_crc(subblocks)
     np.testing.assert_array_equal(compute_crc(subblocks, lengths), expected)
@@ -234,7 +239,7 @@ def test_counters_added_in_one_pass_equal_one_pass_each_on_both_paths():
 
     def counted(add_each: bool, jit: bool) -> dict:
         counters = PassCounters("default", 64, 48, 16, 4, 3, np.arange(12))
-        with contextlib.nullcontext() if jit else compiled.disabled():
+        with contextlib.nullcontext() if jit else disabled():
             for _ in range(2):           # adds onto what is there
                 if add_each:
                     counters.add_each(tile, weights)
@@ -265,15 +270,15 @@ def test_the_compiled_maximum_at_is_numpys():
     expected = table.copy()
     np.maximum.at(expected, index, values)
     selected = table.copy()
-    compiled.maximum_at(table, index, values)
+    maximum_at_compiled(table, index, values)
     np.testing.assert_array_equal(table, expected)
     where = rng.random(20000) < 0.3
     expected = selected.copy()
     np.maximum.at(expected, index[where], values[where])
-    compiled.maximum_at(selected, index, values, where)
+    maximum_at_compiled(selected, index, values, where)
     np.testing.assert_array_equal(selected, expected)
     with pytest.raises(IndexError, match="outside"):
-        compiled.maximum_at(table, np.array([300]), np.array([1]))
+        maximum_at_compiled(table, np.array([300]), np.array([1]))
 
 
 def test_the_compiled_signature_fold_matches_the_vectorized_one():
@@ -287,7 +292,7 @@ def test_the_compiled_signature_fold_matches_the_vectorized_one():
     crc = rng.integers(0, 1 << 32, 2000, dtype=np.uint64).astype(np.uint32)
     lengths = rng.integers(0, 70, 2000)
     lengths[::97] = 1 << 40           # advances far past one period of the CRC's shift map
-    with compiled.disabled():
+    with disabled():
         expected = fold_crc32(signatures, tiles, crc, lengths)
     folded = fold_crc32(signatures, tiles, crc, lengths)
     np.testing.assert_array_equal(folded, expected)
@@ -303,7 +308,7 @@ def test_the_compiled_memoization_keys_match_the_vectorized_ones(quad, bits):
     rng = np.random.default_rng(5)
     inputs = rng.standard_normal((3, 4, 4000)).astype(np.float32)
     inputs[0, 0, :8] = [0.0, -0.0, np.nan, -np.nan, np.inf, -np.inf, 1e-45, -1e-45]
-    with compiled.disabled():
+    with disabled():
         expected = fragment_keys(inputs, 0xDEADBEEF, quad, bits)
     np.testing.assert_array_equal(fragment_keys(inputs, 0xDEADBEEF, quad, bits), expected)
     # And both are zlib's CRC-32 of each message, continuing from the running value.
@@ -316,7 +321,7 @@ def test_the_compiled_stable_order_is_the_stable_argsort():
     rng = np.random.default_rng(3)
     for n, bins in ((0, 5), (1, 1), (5000, 7), (20000, 3588)):
         keys = rng.integers(0, bins, n).astype(np.int64)
-        np.testing.assert_array_equal(compiled.stable_order(keys, bins),
+        np.testing.assert_array_equal(stable_order_compiled(keys, bins),
                                       np.argsort(keys, kind="stable"))
 
 
@@ -355,7 +360,7 @@ def _sample_both(textures, requests, lane_tile=None, **sampler_options):
     for numpy_path in (True, False):
         sampler = TextureSampler(dict(enumerate(textures)), **sampler_options)
         sampler.begin(lane_tile)
-        with compiled.disabled() if numpy_path else contextlib.nullcontext(), \
+        with disabled() if numpy_path else contextlib.nullcontext(), \
                 np.errstate(all="ignore"):
             colors = [sampler.sample(r) for r in requests]
         if sampler.stats is None:       # counters off
@@ -473,7 +478,7 @@ def test_the_compiled_memoization_keys_take_empty_and_lane_batches():
         inputs = rng.standard_normal(shape).astype(np.float32)
         for quad in (False, True) if shape[2] % 4 == 0 else (False,):
             for bits in (32, 64):
-                with compiled.disabled():
+                with disabled():
                     expected = fragment_keys(inputs, 12345, quad, bits)
                 keys = fragment_keys(inputs, 12345, quad, bits)
                 assert keys.dtype == expected.dtype == np.uint64
@@ -496,7 +501,7 @@ def test_the_compiled_memoization_lut_matches_the_vectorized_one(layout):
         keys = rng.integers(0, 8 * 6, n).astype(np.uint64)
         colors = make_colors()
         order = rng.permutation(n)[: n - 100] if batch % 2 else None
-        with compiled.disabled():
+        with disabled():
             expected = luts[0].lookup_insert(keys, colors, order=order)
         hit, stored = luts[1].lookup_insert(keys, colors, order=order)
         assert 0 < hit.sum() < n - 100
@@ -527,10 +532,10 @@ def test_the_compiled_memoizer_matches_the_vectorized_one():
         colors = rng.standard_normal((n, 4)).astype(np.float32)
         colors[:10] = -0.0
         shaded = rng.random(n) < 0.8
-        with compiled.disabled():
+        with disabled():
             outcomes[0] += memoizers[0].add_frame(frame, tile, keys, colors, shaded)
         outcomes[1] += memoizers[1].add_frame(frame, tile, keys, colors, shaded)
-    with compiled.disabled():
+    with disabled():
         outcomes[0] += memoizers[0].finish()
     outcomes[1] += memoizers[1].finish()
     assert [f.frame_index for f in outcomes[1]] == [f.frame_index for f in outcomes[0]] == \
@@ -549,7 +554,7 @@ def test_the_compiled_rows_differ_compares_bits():
 
     a = np.array([[0.0, 1.0], [np.nan, 2.0], [-0.0, 3.0], [4.0, 5.0]], dtype=np.float32)
     b = np.array([[0.0, 1.0], [np.nan, 2.0], [0.0, 3.0], [4.0, 6.0]], dtype=np.float32)
-    with compiled.disabled():
+    with disabled():
         expected = rows_differ(a, b)
     assert expected.tolist() == [False, False, True, True]
     np.testing.assert_array_equal(rows_differ(a, b), expected)
@@ -565,7 +570,7 @@ def test_the_compiled_memoization_order_is_the_stable_sort_of_shaded_lanes():
     rank = rng.permutation(50)
     tile = rng.integers(0, 50, 6000)
     shaded = rng.random(6000) < 0.7
-    with compiled.disabled():
+    with disabled():
         expected = _lookup_order(tile, shaded, rank)
     np.testing.assert_array_equal(_lookup_order(tile, shaded, rank), expected)
     lanes = np.flatnonzero(shaded)
@@ -579,7 +584,7 @@ def test_the_compiled_rows_differ_reads_only_the_rows_selected():
     a = rng.integers(0, 3, (500, 4)).astype(np.uint8)
     b = rng.integers(0, 3, (500, 4)).astype(np.uint8)
     where = rng.random(500) < 0.3
-    with compiled.disabled():
+    with disabled():
         expected = rows_differ(a, b, where=where)
     np.testing.assert_array_equal(expected, where & (a != b).any(axis=1))
     np.testing.assert_array_equal(rows_differ(a, b, where=where), expected)

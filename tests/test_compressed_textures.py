@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from tilesim.errors import InputError
+from tilesim.jit import disabled
 from tilesim.render.gl.compressed import (
     compressed_image_size,
     decode_compressed,
@@ -17,7 +18,6 @@ from tilesim.render.gl.compressed import (
     decode_s3tc,
 )
 from tilesim.render.gl.textures import Texture
-from tilesim.render.pipeline import compiled
 from tilesim.render.pipeline.texture_sampler import TextureSampler
 from tilesim.shaders.sampling import TextureRequest
 from tilesim.shaders.synthetic_inputs import quad_pixels
@@ -125,7 +125,7 @@ def test_cache_traffic_is_counted_at_four_bits_per_texel(jit):
         if jit:
             colors[name] = sampler.sample(request)
         else:
-            with compiled.disabled():
+            with disabled():
                 colors[name] = sampler.sample(request)
         misses[name] = int(sampler.stats.cache_misses.sum())
     np.testing.assert_array_equal(colors["etc1"], colors["rgba"])

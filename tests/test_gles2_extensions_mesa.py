@@ -14,8 +14,9 @@ import pytest
 
 from tilesim.errors import InputError
 from tilesim.images import image_metrics, within_tolerance
+from tilesim.jit import disabled
 from tilesim.render.gl.commands import DUAL_SOURCE_FACTORS, enum_name, make_command
-from tilesim.render.pipeline import compiled, output_merger
+from tilesim.render.pipeline import output_merger
 from tilesim.render.workloads.conformance_scenes import record_scene
 from tilesim.thresholds import CONFORMANCE_MIN_MSSIM
 
@@ -81,7 +82,7 @@ def test_dual_source_writes_agree_with_and_without_the_kernels(factor):
         if use_kernels:
             output_merger.write_colors(pixel, color, buffer, state, color1=color1)
         else:
-            with compiled.disabled():
+            with disabled():
                 output_merger.write_colors(pixel, color, buffer, state, color1=color1)
         buffers.append(buffer)
     np.testing.assert_array_equal(buffers[0], buffers[1])
@@ -182,7 +183,7 @@ def test_3d_sampling_agrees_with_and_without_the_kernels():
         if use_kernels:
             out, sampler = _sample_3d(texture, coords)
         else:
-            with compiled.disabled():
+            with disabled():
                 out, sampler = _sample_3d(texture, coords)
         results.append((out, sampler.stats.totals()))
     np.testing.assert_array_equal(results[0][0], results[1][0])
@@ -500,7 +501,7 @@ def test_anisotropic_sampling_agrees_with_and_without_the_kernels():
         if use_kernels:
             results.append(_sample_2d(_texture_2d(4.0), coords))
         else:
-            with compiled.disabled():
+            with disabled():
                 results.append(_sample_2d(_texture_2d(4.0), coords))
     (a, sa), (b, sb) = results
     np.testing.assert_array_equal(a, b)

@@ -134,7 +134,7 @@ def test_numba_kernels_are_cached_per_source():
     from pathlib import Path
 
     numba = pytest.importorskip("numba")
-    import tilesim.render.pipeline.compiled  # noqa: F401  (its kernels configure the cache)
+    import tilesim.render.pipeline.rasterizer  # noqa: F401  (its kernel configures the cache)
     from tilesim.kernel_cache import PACKAGES, source_digest
 
     digest = hashlib.sha256()

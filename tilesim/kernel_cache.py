@@ -17,19 +17,6 @@ import importlib.util
 import os
 from pathlib import Path
 
-# The one switch of every compiled kernel (the pipeline's stages and techniques, the shader
-# core's cycle loop): 0 runs the plain NumPy / Python code they replace, which gives the same
-# frames, counters and cycles (tests/test_compiled_path.py, tests/test_shader_core.py).
-JIT_ENV = "TILESIM_JIT"
-
-
-def jit_enabled() -> bool:
-    """Whether compiled kernels may run: Numba installed and ``TILESIM_JIT`` not 0."""
-    if os.environ.get(JIT_ENV, "1") == "0":
-        return False
-    return importlib.util.find_spec("numba") is not None
-
-
 # The installed package folders whose code the kernels are compiled from (tilesim.render and
 # the others are mapped onto the repository's top-level folders; located, not imported).
 PACKAGES = ("tilesim", "tilesim.render", "tilesim.shaders", "tilesim.timing")

@@ -32,7 +32,7 @@ import numpy as np
 
 from tilesim.atomic import write_bytes
 from tilesim.backend import array_module, to_host
-from tilesim.render.pipeline import compiled
+from tilesim.jit import all_within, jit, usable
 
 # name -> meaning (units). Tile counters are summed over the tile's pixels and draws.
 TILE_COUNTERS = {
@@ -199,8 +199,8 @@ class PassCounters:
         they are, a counter at a time (a stage's dozen counters in one pass needed an int64
         copy of them all, which cost twice the counting)."""
         constant = weights is None or isinstance(weights, (int, np.integer))
-        if compiled.usable(array, tile, None if constant else weights):
-            compiled.add_counts(array, tile, weights)
+        if usable(array, tile, None if constant else weights):
+            add_counts_compiled(array, tile, weights)
             return
         xp = array_module(tile)
         size = self.tiles_x * self.tiles_y
@@ -327,3 +327,49 @@ def load_counters(path: str | Path) -> FrameCounters:
         frame.vs_programs = {key[11:]: int(npz[key]) for key in keys
                              if key.startswith("vs_program.")}
     return frame
+
+
+# == the compiled path (Numba, tilesim.jit): bit-identical to the code above =============
+
+@jit
+def _count_integers(tile, weights, out):  # pragma: no cover - compiled
+    if not all_within(tile, out.shape[0]):
+        return False
+    for i in range(tile.shape[0]):
+        out[tile[i]] += np.int64(weights[i])
+    return True
+
+
+@jit
+def _count_weighted(tile, weights, sums):  # pragma: no cover - compiled
+    if not all_within(tile, sums.shape[0]):
+        return False
+    for i in range(tile.shape[0]):
+        sums[tile[i]] += weights[i]
+    return True
+
+
+@jit
+def _count_constant(tile, amount, out):  # pragma: no cover - compiled
+    if not all_within(tile, out.shape[0]):
+        return False
+    for t in tile:
+        out[t] += amount
+    return True
+
+
+def add_counts_compiled(out: np.ndarray, tile: np.ndarray, weights=None) -> None:
+    """``out += bincount(tile, weights).astype(int64)`` (the same sums, in the same order;
+    integer weights are summed as integers, which float64 sums exactly below 2**53);
+    ``weights`` an int: that much per entry (None: 1)."""
+    if weights is None or isinstance(weights, (int, np.integer)):
+        ok = _count_constant(tile, 1 if weights is None else int(weights), out)
+    elif weights.dtype.kind in "iub":
+        ok = _count_integers(tile, weights, out)
+    else:
+        sums = np.zeros(out.size, dtype=np.float64)
+        ok = _count_weighted(tile, np.asarray(weights, dtype=np.float64), sums)
+        if ok:
+            out += sums.astype(np.int64)
+    if not ok:
+        raise ValueError(f"tile numbers outside 0..{out.size - 1}")

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from tilesim.backend import array_module
+from tilesim.jit import jit, usable
 from tilesim.render.gl.state import Program
-from tilesim.render.pipeline import compiled
 from tilesim.render.pipeline.rasterizer import Quads
 from tilesim.render.pipeline.triangle_setup import Triangles
 
@@ -68,8 +68,8 @@ def _evaluate(planes, lanes_: FragmentLanes) -> np.ndarray:
     """
     xp = array_module(planes[0])
     c, a, b = planes
-    if compiled.usable(c, lanes_.triangle):
-        return compiled.evaluate(planes, lanes_.triangle, lanes_.qx, lanes_.qy)
+    if usable(c, lanes_.triangle):
+        return evaluate_compiled(planes, lanes_.triangle, lanes_.qx, lanes_.qy)
     k = c.shape[1]
     rows = xp.concatenate([c, a, b], axis=1)[lanes_.triangle]      # (Q, 3K)
     a_q, b_q = rows[:, k:2 * k], rows[:, 2 * k:]
@@ -84,8 +84,8 @@ def _evaluate(planes, lanes_: FragmentLanes) -> np.ndarray:
 
 
 def lanes(tris: Triangles, quads: Quads) -> FragmentLanes:
-    if compiled.usable(quads.qx, quads.qy):
-        px, py = compiled.lane_xy(quads.qx, quads.qy)
+    if usable(quads.qx, quads.qy):
+        px, py = lane_xy_compiled(quads.qx, quads.qy)
     else:
         px, py = (p.ravel() for p in quads.pixels())
     partial = FragmentLanes(quads.triangle, quads.qx, quads.qy, px, py, None)
@@ -129,9 +129,9 @@ def fragment_inputs(program: Program, tris: Triangles, lanes_: FragmentLanes,
         if mode == "PERSPECTIVE":
             values = values * tris.inv_w[:, :, None]
         planes = plane_coefficients(tris, values)
-        if compiled.usable(inputs, lanes_.triangle):
+        if usable(inputs, lanes_.triangle):
             # Interpolated, divided and rounded to float32 in one pass, into the registers.
-            compiled.evaluate_into(planes, lanes_.triangle, lanes_.qx, lanes_.qy,
+            evaluate_into_compiled(planes, lanes_.triangle, lanes_.qx, lanes_.qy,
                                    inv_w if mode == "PERSPECTIVE" else None, inputs[reg])
             continue
         result = _evaluate(planes, lanes_)
@@ -174,3 +174,93 @@ def _face(tris: Triangles, lanes_: FragmentLanes) -> np.ndarray:
     xp = array_module(tris.x)
     front = xp.repeat(tris.front[lanes_.triangle], 4)
     return xp.repeat(xp.where(front, 1.0, -1.0).astype(xp.float32)[None], 4, axis=0)
+
+
+# == the compiled path (Numba, tilesim.jit): bit-identical to the code above =============
+
+@jit
+def _evaluate_kernel(c, a, b, triangle, qx, qy, out):  # pragma: no cover - compiled
+    k = c.shape[1]
+    for q in range(triangle.shape[0]):
+        t = triangle[q]
+        fx = 2 * qx[q] + 0.5
+        fy = 2 * qy[q] + 0.5
+        for j in range(k):
+            aj, bj = a[t, j], b[t, j]
+            origin = c[t, j] + aj * fx + bj * fy
+            right = origin + aj
+            out[4 * q, j] = origin
+            out[4 * q + 1, j] = right
+            out[4 * q + 2, j] = origin + bj
+            out[4 * q + 3, j] = right + bj
+
+
+def evaluate_compiled(planes, triangle, qx, qy) -> np.ndarray:
+    """Plane values at every lane's pixel center, (4 * Q, K) float64, as
+    ``fragment_shading._evaluate``."""
+    c, a, b = planes
+    out = np.empty((4 * triangle.size, c.shape[1]), dtype=np.float64)
+    _evaluate_kernel(np.ascontiguousarray(c), np.ascontiguousarray(a), np.ascontiguousarray(b),
+              triangle, qx, qy, out)
+    return out
+
+
+@jit
+def _evaluate_perspective(c, a, b, triangle, qx, qy, inv_w, out):  # pragma: no cover
+    k = c.shape[1]
+    for q in range(triangle.shape[0]):
+        t = triangle[q]
+        fx = 2 * qx[q] + 0.5
+        fy = 2 * qy[q] + 0.5
+        for j in range(k):
+            aj, bj = a[t, j], b[t, j]
+            origin = c[t, j] + aj * fx + bj * fy
+            right = origin + aj
+            out[j, 4 * q] = origin / inv_w[4 * q]
+            out[j, 4 * q + 1] = right / inv_w[4 * q + 1]
+            out[j, 4 * q + 2] = (origin + bj) / inv_w[4 * q + 2]
+            out[j, 4 * q + 3] = (right + bj) / inv_w[4 * q + 3]
+
+
+@jit
+def _evaluate_linear(c, a, b, triangle, qx, qy, out):  # pragma: no cover - compiled
+    k = c.shape[1]
+    for q in range(triangle.shape[0]):
+        t = triangle[q]
+        fx = 2 * qx[q] + 0.5
+        fy = 2 * qy[q] + 0.5
+        for j in range(k):
+            aj, bj = a[t, j], b[t, j]
+            origin = c[t, j] + aj * fx + bj * fy
+            right = origin + aj
+            out[j, 4 * q] = origin
+            out[j, 4 * q + 1] = right
+            out[j, 4 * q + 2] = origin + bj
+            out[j, 4 * q + 3] = right + bj
+
+
+def evaluate_into_compiled(planes, triangle, qx, qy, inv_w, out) -> None:
+    """Write the plane values at every lane (divided by the lane's ``inv_w`` when it is not
+    None: perspective-correct) into ``out`` (K, 4 * Q) (float32: rounded once, as NumPy's
+    assignment of the float64 result rounds)."""
+    c, a, b = (np.ascontiguousarray(p) for p in planes)
+    if inv_w is None:
+        _evaluate_linear(c, a, b, triangle, qx, qy, out)
+    else:
+        _evaluate_perspective(c, a, b, triangle, qx, qy, inv_w, out)
+
+
+@jit
+def _lane_xy(qx, qy, x, y):  # pragma: no cover - compiled
+    for q in range(qx.shape[0]):
+        for lane in range(4):
+            x[4 * q + lane] = 2 * qx[q] + (lane & 1)
+            y[4 * q + lane] = 2 * qy[q] + (lane >> 1)
+
+
+def lane_xy_compiled(qx, qy) -> tuple[np.ndarray, np.ndarray]:
+    """(4 * Q,) pixel x and y of every lane of the quads, as ``Quads.pixels`` (raveled)."""
+    x = np.empty(4 * qx.size, dtype=np.int64)
+    y = np.empty(4 * qx.size, dtype=np.int64)
+    _lane_xy(qx, qy, x, y)
+    return x, y

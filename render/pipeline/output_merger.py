@@ -10,12 +10,13 @@ overlap (the common case for meshes after culling) is a single step.
 from __future__ import annotations
 
 import operator
+import warnings
 
 import numpy as np
 
 from tilesim.backend import array_module, to_host
+from tilesim.jit import jit, usable
 from tilesim.render.gl.commands import DUAL_SOURCE_FACTORS
-from tilesim.render.pipeline import compiled
 
 COMPARE = {
     "NEVER": lambda a, b: array_module(a).zeros(a.shape, dtype=bool),
@@ -63,8 +64,8 @@ def depth_test(pixel: np.ndarray, depth: np.ndarray, buffer: np.ndarray, func: s
 
     The compiled kernel tests the fragments one by one in submission order, which is what
     the rank groups reproduce."""
-    if compiled.usable(pixel, depth, buffer):
-        return compiled.depth_test(pixel, depth, np.arange(pixel.size), buffer, func, write)
+    if usable(pixel, depth, buffer):
+        return depth_test_compiled(pixel, depth, np.arange(pixel.size), buffer, func, write)
     xp = array_module(pixel)
     compare = COMPARE[func]
     passed = xp.zeros(pixel.size, dtype=bool)
@@ -189,14 +190,14 @@ def write_colors(pixel: np.ndarray, color: np.ndarray, buffer: np.ndarray, state
     if not mask.any() or pixel.size == 0:
         return 0
     dual = dual_source_factors(state)
-    if compiled.usable(pixel, color, buffer) and not dual:
+    if usable(pixel, color, buffer) and not dual:
         if keep is not None:
             order = np.nonzero(keep)[0]
         elif groups is not None and not callable(groups):
             order = np.concatenate(groups) if groups else np.zeros(0, dtype=np.int64)
         else:
             order = np.arange(pixel.size)
-        compiled.write_colors(pixel, color, order, buffer, mask, has_alpha, state)
+        write_colors_compiled(pixel, color, order, buffer, mask, has_alpha, state)
         return int(order.size) if state.blend else 0
     if callable(groups):
         groups = groups()
@@ -234,3 +235,184 @@ def write_colors(pixel: np.ndarray, color: np.ndarray, buffer: np.ndarray, state
         buffer[p[:, None], channels[None, :]] = out[:, channels]
         blended += group.size
     return blended
+
+
+# == the compiled path (Numba, tilesim.jit): bit-identical to the code above =============
+
+# What NumPy's float -> uint8 cast gives a NaN on this machine (LLVM leaves it undefined).
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    NAN_BYTE = int(np.array([np.nan]).astype(np.uint8)[0])
+
+# Depth functions and blend factors / equations as kernel codes.
+DEPTH_FUNCS = {"NEVER": 0, "LESS": 1, "EQUAL": 2, "LEQUAL": 3, "GREATER": 4, "NOTEQUAL": 5,
+               "GEQUAL": 6, "ALWAYS": 7}
+
+
+BLEND_FACTORS = {name: k for k, name in enumerate((
+    "ZERO", "ONE", "SRC_COLOR", "ONE_MINUS_SRC_COLOR", "DST_COLOR", "ONE_MINUS_DST_COLOR",
+    "SRC_ALPHA", "ONE_MINUS_SRC_ALPHA", "DST_ALPHA", "ONE_MINUS_DST_ALPHA", "CONSTANT_COLOR",
+    "ONE_MINUS_CONSTANT_COLOR", "CONSTANT_ALPHA", "ONE_MINUS_CONSTANT_ALPHA",
+    "SRC_ALPHA_SATURATE"))}
+
+
+BLEND_EQUATIONS = {"FUNC_ADD": 0, "FUNC_SUBTRACT": 1, "FUNC_REVERSE_SUBTRACT": 2,
+                   "MIN_EXT": 3, "MAX_EXT": 4}
+
+
+@jit
+def _depth_test(pixel, depth, order, buffer, func, write, passed):  # pragma: no cover
+    for i in order:
+        p = pixel[i]
+        d = depth[i]
+        stored = np.int64(buffer[p])
+        if func == 0:
+            ok = False
+        elif func == 1:
+            ok = d < stored
+        elif func == 2:
+            ok = d == stored
+        elif func == 3:
+            ok = d <= stored
+        elif func == 4:
+            ok = d > stored
+        elif func == 5:
+            ok = d != stored
+        elif func == 6:
+            ok = d >= stored
+        else:
+            ok = True
+        passed[i] = ok
+        if ok and write:
+            buffer[p] = d
+
+
+def depth_test_compiled(pixel, depth, order, buffer, func: str, write: bool) -> np.ndarray:
+    """The pass mask of fragments tested one after another in ``order`` (indices; each pixel's
+    fragments in submission order), updating ``buffer`` as ``output_merger.depth_test``."""
+    passed = np.zeros(pixel.size, dtype=bool)
+    _depth_test(pixel, depth, order, buffer, DEPTH_FUNCS[func], write, passed)
+    return passed
+
+
+@jit
+def _unorm8(value, nan_byte):  # pragma: no cover - compiled
+    if value != value:
+        return nan_byte
+    if value < 0.0:
+        value = 0.0
+    elif value > 1.0:
+        value = 1.0
+    return np.uint8(np.floor(value * 255.0 + 0.5))
+
+
+@jit
+def _clip01(value):  # pragma: no cover - compiled
+    # np.clip: NaN stays NaN.
+    if value < 0.0:
+        return 0.0
+    if value > 1.0:
+        return 1.0
+    return value
+
+
+@jit
+def _minimum(a, b):  # pragma: no cover - compiled
+    # np.minimum: NaN wins.
+    if a != a:
+        return a
+    if b != b:
+        return b
+    return a if a < b else b
+
+
+@jit
+def _factor_kernel(code, value_s, alpha_s, value_d, alpha_d, value_c, alpha_c,
+                   alpha):  # pragma: no cover - compiled
+    """output_merger._factor for one channel of one fragment: the source's, destination's
+    and constant color's values of the channel and their alphas (scalars, so that LLVM
+    inlines the call; ``alpha``: the channel is alpha)."""
+    if code == 0:
+        return 0.0
+    if code == 1:
+        return 1.0
+    if code == 2:
+        return value_s
+    if code == 3:
+        return 1 - value_s
+    if code == 4:
+        return value_d
+    if code == 5:
+        return 1 - value_d
+    if code == 6:
+        return alpha_s
+    if code == 7:
+        return 1 - alpha_s
+    if code == 8:
+        return alpha_d
+    if code == 9:
+        return 1 - alpha_d
+    if code == 10:
+        return value_c * 1.0
+    if code == 11:
+        return 1 - value_c * 1.0
+    if code == 12:
+        return alpha_c * 1.0
+    if code == 13:
+        return (1 - alpha_c) * 1.0
+    # SRC_ALPHA_SATURATE
+    return 1.0 if alpha else _minimum(alpha_s, 1 - alpha_d)
+
+
+@jit
+def _write_colors(pixel, color, order, buffer, mask, has_alpha, blend, factors, equations,
+                  const, nan_byte):  # pragma: no cover - compiled
+    s = np.empty(4, dtype=np.float64)
+    d = np.empty(4, dtype=np.float64)
+    for i in order:
+        p = pixel[i]
+        for ch in range(4):
+            s[ch] = _clip01(np.float64(color[i, ch]))
+        if not blend:
+            for ch in range(4):
+                if mask[ch]:
+                    buffer[p, ch] = _unorm8(s[ch], nan_byte)
+            continue
+        for ch in range(4):
+            d[ch] = np.float64(buffer[p, ch]) / 255.0
+        if not has_alpha:
+            d[3] = 1.0
+        for ch in range(4):
+            rgb = 0 if ch < 3 else 1
+            alpha = ch == 3
+            sf = s[ch] * _factor_kernel(factors[2 * rgb], s[ch], s[3], d[ch], d[3], const[ch],
+                                 const[3], alpha)
+            df = d[ch] * _factor_kernel(factors[2 * rgb + 1], s[ch], s[3], d[ch], d[3], const[ch],
+                                 const[3], alpha)
+            eq = equations[rgb]
+            if eq == 0:
+                value = sf + df
+            elif eq == 1:
+                value = sf - df
+            elif eq == 2:
+                value = df - sf
+            elif eq == 3:  # MIN_EXT (EXT_blend_minmax): factors unused
+                value = min(s[ch], d[ch])
+            else:          # MAX_EXT
+                value = max(s[ch], d[ch])
+            if mask[ch]:
+                buffer[p, ch] = _unorm8(_clip01(value), nan_byte)
+
+
+def write_colors_compiled(pixel, color, order, buffer, mask, has_alpha: bool, state) -> None:
+    """Blend (if ``state.blend``) and write ``color`` (N, 4) of the fragments in ``order``
+    (indices; each pixel's fragments in submission order) into the flat (P, 4) uint8
+    ``buffer`` under ``mask`` (4,) bool, as ``output_merger.write_colors``."""
+    factors = np.array([BLEND_FACTORS[state.blend_src_rgb], BLEND_FACTORS[state.blend_dst_rgb],
+                        BLEND_FACTORS[state.blend_src_alpha],
+                        BLEND_FACTORS[state.blend_dst_alpha]], dtype=np.int64)
+    equations = np.array([BLEND_EQUATIONS[state.blend_eq_rgb],
+                          BLEND_EQUATIONS[state.blend_eq_alpha]], dtype=np.int64)
+    _write_colors(pixel, color, order, buffer, np.asarray(mask, dtype=bool), has_alpha,
+                  bool(state.blend), factors, equations,
+                  np.asarray(state.blend_color, dtype=np.float64), NAN_BYTE)

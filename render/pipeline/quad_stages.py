@@ -16,12 +16,14 @@ fragments in Python.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from tilesim.backend import array_module, quad_any
-from tilesim.render.pipeline import compiled, fragment_shading, output_merger, rasterizer
+from tilesim.jit import jit, usable
+from tilesim.render.pipeline import fragment_shading, output_merger, rasterizer
 from tilesim.render.pipeline.counters import PassCounters
 from tilesim.render.pipeline.fragment_shading import FragmentLanes
 from tilesim.shaders.opcodes import CATEGORIES
@@ -146,8 +148,8 @@ def raster_fragments(draw, tris, scale: int, entries: np.ndarray | None, fill_ru
 
 def _pixel_tile(lanes: FragmentLanes, scale: int, target):
     """(pixel, tile) of every lane: its flat pixel index and tile in ``target``."""
-    if compiled.usable(lanes.x, lanes.y):
-        return compiled.pixel_tile(lanes.x, lanes.y, scale, target.width, target.height,
+    if usable(lanes.x, lanes.y):
+        return pixel_tile_compiled(lanes.x, lanes.y, scale, target.width, target.height,
                                    target.tile_size, target.tiles_x)
     xp = array_module(lanes.x)
     px, py = lanes.x * scale, lanes.y * scale
@@ -166,8 +168,8 @@ def count_rasterized(fragments: Fragments, counters: PassCounters) -> None:
 def quantize_depth(z: np.ndarray, depth_max: int) -> np.ndarray:
     """(n,) window depths in [0, 1] (clamped) as depth buffer values, int64: round to the
     nearest of ``depth_max`` + 1 steps."""
-    if compiled.usable(z):
-        return compiled.quantize_depth(z, depth_max)
+    if usable(z):
+        return quantize_depth_compiled(z, depth_max)
     xp = array_module(z)
     return xp.floor(xp.clip(z, 0.0, 1.0) * depth_max + 0.5).astype(xp.int64)
 
@@ -319,4 +321,55 @@ def quad_batch(fragments: Fragments, early: bool, alive: np.ndarray, shaded: Sha
     for field_name, idx in (("late_tested", late_tested), ("written", written)):
         if idx is not None and idx.size:
             getattr(out, field_name)[:] = xp.bincount(quad_of_lane[idx] // 4, minlength=q)
+    return out
+
+
+# == the compiled path (Numba, tilesim.jit): bit-identical to the code above =============
+
+@jit
+def _pixel_tile_kernel(x, y, scale, width, height, tile_size, tiles_x, pixel,
+                       tile):  # pragma: no cover - compiled
+    for i in range(x.shape[0]):
+        px = x[i] * scale
+        py = y[i] * scale
+        if scale > 1:
+            px = min(px, width - 1)
+            py = min(py, height - 1)
+        pixel[i] = py * width + px
+        tile[i] = (py // tile_size) * tiles_x + px // tile_size
+
+
+def pixel_tile_compiled(x, y, scale: int, width: int, height: int, tile_size: int, tiles_x: int):
+    """(pixel, tile) of lanes at (x, y) (superfragments of ``scale`` pixels clamped to the
+    target), as ``quad_stages.raster_fragments`` computes them."""
+    pixel = np.empty(x.size, dtype=np.int64)
+    tile = np.empty(x.size, dtype=np.int64)
+    _pixel_tile_kernel(x, y, scale, width, height, tile_size, tiles_x, pixel, tile)
+    return pixel, tile
+
+
+# What NumPy's float -> int64 cast gives a NaN on this machine.
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    NAN_INT64 = int(np.array([np.nan]).astype(np.int64)[0])
+
+
+@jit
+def _quantize(z, depth_max, nan_value, out):  # pragma: no cover - compiled
+    for i in range(z.shape[0]):
+        value = z[i]
+        if value != value:
+            out[i] = nan_value
+            continue
+        if value < 0.0:
+            value = 0.0
+        elif value > 1.0:
+            value = 1.0
+        out[i] = np.int64(np.floor(value * depth_max + 0.5))
+
+
+def quantize_depth_compiled(z, depth_max: int) -> np.ndarray:
+    """floor(clip(z, 0, 1) * depth_max + 0.5) as int64."""
+    out = np.empty(z.size, dtype=np.int64)
+    _quantize(z, float(depth_max), NAN_INT64, out)
     return out

@@ -7,7 +7,7 @@ rule (top-left with y pointing down), measured on llvmpipe and softpipe. Either 
 makes shared edges cover every pixel exactly once. Candidate quads are the quads of each
 triangle's bounding box (clamped to the render rectangle), generated for many triangles at
 once and processed in chunks that bound memory (or, for NumPy arrays where Numba is
-installed, walked quad by quad in a compiled loop: ``compiled.rasterize``, the same quads).
+installed, walked quad by quad in a compiled loop: ``rasterize_compiled``, the same quads).
 
 Lanes of a quad are ordered top-left, top-right, bottom-left, bottom-right in the
 interpreter's terms: lane k is pixel (2*qx + (k & 1), 2*qy + (k >> 1)), "bottom" being +1 in
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tilesim.backend import array_module
-from tilesim.render.pipeline import compiled
+from tilesim.jit import jit, usable
 from tilesim.render.pipeline.binning import pixel_bounds
 from tilesim.render.pipeline.triangle_setup import SUBPIXEL, Triangles
 
@@ -85,9 +85,9 @@ def rasterize(tris: Triangles, rect: tuple[int, int, int, int],
     nqy = xp.where(valid, y1 // 2 - qy0 + 1, 0)
     per = nqx * nqy
     a, b, c, bias = edge_setup(tris, fill_rule)
-    if compiled.usable(a):
+    if usable(a):
         # The same quads, walked triangle by triangle in a compiled loop.
-        triangle, qx, qy, covered = compiled.rasterize(a, b, c, bias, x0, y0, x1, y1, rect,
+        triangle, qx, qy, covered = rasterize_compiled(a, b, c, bias, x0, y0, x1, y1, rect,
                                                        SUBPIXEL)
         return Quads(triangle, qx, qy, covered, int(per.sum()))
     # One stacked table so that a single row gather per candidate fetches all of it.
@@ -144,3 +144,90 @@ def rasterize(tris: Triangles, rect: tuple[int, int, int, int],
         empty = xp.zeros(0, dtype=xp.int64)
         return Quads(empty, empty, empty, xp.zeros((0, 4), dtype=bool), 0)
     return Quads(*(xp.concatenate(p) for p in zip(*parts, strict=True)), candidates)
+
+
+# == the compiled path (Numba, tilesim.jit): bit-identical to the code above =============
+
+@jit
+def _rasterize(a, b, c, bias, x0, y0, x1, y1, rect, subpixel, start, tri_out, qx_out,
+               qy_out, cov_out):  # pragma: no cover - compiled
+    """Covered quads of triangles ``start``.. (rasterizer.rasterize's contract) into the
+    output arrays, triangle by triangle while they fit; returns (next triangle, quads)."""
+    rx0, ry0, rx1, ry1 = rect[0], rect[1], rect[2], rect[3]
+    capacity = tri_out.shape[0]
+    n = 0
+    t = start
+    count = a.shape[0]
+    half = subpixel // 2
+    while t < count:
+        if x1[t] < x0[t] or y1[t] < y0[t]:
+            t += 1
+            continue
+        qx0, qx1 = x0[t] // 2, x1[t] // 2
+        qy0, qy1 = y0[t] // 2, y1[t] // 2
+        if n + (qx1 - qx0 + 1) * (qy1 - qy0 + 1) > capacity:
+            break
+        a0, a1, a2 = a[t, 0], a[t, 1], a[t, 2]
+        b0, b1, b2 = b[t, 0], b[t, 1], b[t, 2]
+        k0, k1, k2 = bias[t, 0], bias[t, 1], bias[t, 2]
+        sx0, sx1, sx2 = a0 * subpixel, a1 * subpixel, a2 * subpixel
+        sy0, sy1, sy2 = b0 * subpixel, b1 * subpixel, b2 * subpixel
+        for qy in range(qy0, qy1 + 1):
+            cy = 2 * qy * subpixel + half
+            py = 2 * qy
+            row_in = (py >= ry0, py < ry1, py + 1 >= ry0, py + 1 < ry1)
+            top_ok = row_in[0] and row_in[1]
+            bottom_ok = row_in[2] and row_in[3]
+            cx = 2 * qx0 * subpixel + half
+            e0 = a0 * cx + b0 * cy + c[t, 0]
+            e1 = a1 * cx + b1 * cy + c[t, 1]
+            e2 = a2 * cx + b2 * cy + c[t, 2]
+            for qx in range(qx0, qx1 + 1):
+                px = 2 * qx
+                left_ok = px >= rx0 and px < rx1
+                right_ok = px + 1 >= rx0 and px + 1 < rx1
+                l0 = (e0 >= k0 and e1 >= k1 and e2 >= k2) and top_ok and left_ok
+                l1 = (e0 + sx0 >= k0 and e1 + sx1 >= k1 and e2 + sx2 >= k2
+                      ) and top_ok and right_ok
+                l2 = (e0 + sy0 >= k0 and e1 + sy1 >= k1 and e2 + sy2 >= k2
+                      ) and bottom_ok and left_ok
+                l3 = (e0 + sx0 + sy0 >= k0 and e1 + sx1 + sy1 >= k1
+                      and e2 + sx2 + sy2 >= k2) and bottom_ok and right_ok
+                if l0 or l1 or l2 or l3:
+                    tri_out[n] = t
+                    qx_out[n] = qx
+                    qy_out[n] = qy
+                    cov_out[n, 0] = l0
+                    cov_out[n, 1] = l1
+                    cov_out[n, 2] = l2
+                    cov_out[n, 3] = l3
+                    n += 1
+                e0 += 2 * sx0
+                e1 += 2 * sx1
+                e2 += 2 * sx2
+        t += 1
+    return t, n
+
+
+def rasterize_compiled(a, b, c, bias, x0, y0, x1, y1, rect, subpixel: int):
+    """(triangle, qx, qy, coverage) of the covered quads, as ``rasterizer.rasterize``."""
+    per = np.where((x1 >= x0) & (y1 >= y0),
+                   (x1 // 2 - x0 // 2 + 1) * (y1 // 2 - y0 // 2 + 1), 0)
+    capacity = int(max(min(int(per.sum()), 1 << 20), int(per.max(initial=0)), 1))
+    rect = np.asarray(rect, dtype=np.int64)
+    parts = []
+    start = 0
+    while True:
+        tri = np.empty(capacity, dtype=np.int64)
+        qx = np.empty(capacity, dtype=np.int64)
+        qy = np.empty(capacity, dtype=np.int64)
+        cov = np.empty((capacity, 4), dtype=bool)
+        start, n = _rasterize(a, b, c, bias, x0, y0, x1, y1, rect, subpixel, start, tri, qx,
+                              qy, cov)
+        parts.append((tri[:n], qx[:n], qy[:n], cov[:n]))
+        if start >= len(a):
+            break
+    if len(parts) == 1:
+        # Copies, so the unused capacity is freed.
+        return tuple(p.copy() for p in parts[0])
+    return tuple(np.concatenate(p) for p in zip(*parts, strict=True))

@@ -28,6 +28,7 @@ import numpy as np
 from tilesim.backend import array_module, to_host
 from tilesim.backend import xp as active_xp
 from tilesim.errors import InputError
+from tilesim.jit import jit, usable
 from tilesim.memory_budget import RENDER_BYTES_PER_PIXEL, check_memory, keep_freed_memory
 from tilesim.render.gl import uniforms
 from tilesim.render.gl.commands import PROGRAM_TEXTURE_CHANGES, Command
@@ -36,7 +37,6 @@ from tilesim.render.gl.textures import requantize
 from tilesim.render.pipeline import (
     binning,
     clipping,
-    compiled,
     output_merger,
     point_line_setup,
     primitive_assembly,
@@ -571,9 +571,9 @@ class Renderer:
         tiles = xp.nonzero(self.tile_rates > 0)[0]
         t = target.tile_size
         written = self._written if self._pass_target is target else None
-        if compiled.usable(tiles, target.color, target.depth, written) and \
+        if usable(tiles, target.color, target.depth, written) and \
                 t % (1 << max(self._rates_used)) == 0:
-            compiled.resolve_superfragments(
+            resolve_superfragments_compiled(
                 target.color.reshape(-1, 4),
                 None if target.depth is None else target.depth.reshape(-1), written, tiles,
                 self.tile_rates, t, target.tiles_x, target.width, target.height)
@@ -886,3 +886,37 @@ class Renderer:
                       None if fragments.entry is None else fragments.entry[shaded.lanes][idx],
                       idx)
         target.dirty = True
+
+
+# == the compiled path (Numba, tilesim.jit): bit-identical to the code above =============
+
+@jit
+def _resolve_superfragments(color, depth, written, tiles, rates, tile_size, tiles_x, width,
+                            height):  # pragma: no cover - compiled
+    for k in range(tiles.shape[0]):
+        tile = tiles[k]
+        scale = np.int64(1) << np.int64(rates[tile])
+        y0, x0 = (tile // tiles_x) * tile_size, (tile % tiles_x) * tile_size
+        for y in range(y0, min(y0 + tile_size, height)):
+            source_row = (y // scale * scale) * width
+            for x in range(x0, min(x0 + tile_size, width)):
+                p, s = y * width + x, source_row + x // scale * scale
+                if p == s:
+                    continue
+                for c in range(color.shape[1]):
+                    color[p, c] = color[s, c]
+                if depth is not None:
+                    depth[p] = depth[s]
+                if written is not None:
+                    written[p] = written[s]
+
+
+def resolve_superfragments_compiled(color, depth, written, tiles, rates, tile_size: int,
+                                    tiles_x: int, width: int, height: int) -> None:
+    """``Renderer._resolve_superfragments`` in place, tile by tile: every pixel of the
+    ``tiles`` takes the (n, 4) ``color``, (n,) ``depth`` and ``written`` (None: absent) of its
+    block's bottom-left pixel, blocks of 2**rates[tile] pixels; the caller makes sure blocks
+    lie inside their tile (tile_size a multiple of every block), so a source pixel is never
+    written."""
+    _resolve_superfragments(color, depth, written, tiles, rates, tile_size, tiles_x, width,
+                            height)

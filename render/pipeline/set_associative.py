@@ -36,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 from tilesim.backend import array_module, to_host
-from tilesim.render.pipeline import compiled
+from tilesim.jit import jit, usable
 
 __all__ = ["SetAssociativeLRU"]
 
@@ -92,13 +92,13 @@ class SetAssociativeLRU:
     def _run(self, key, tag, payload):
         xp = array_module(key, tag)
         self.ensure_state(xp)
-        if compiled.usable(key, tag, payload, self.state):
+        if usable(key, tag, payload, self.state):
             # One access after the other, in a compiled loop: the same hits and contents.
             self.state = np.ascontiguousarray(self.state)
             if payload is None:
-                return compiled.lru_access(self.state, key, tag), None
+                return lru_access_compiled(self.state, key, tag), None
             self.payload = np.ascontiguousarray(self.payload)
-            return compiled.lru_access_with_payload(self.state, self.payload, key, tag,
+            return lru_access_with_payload_compiled(self.state, self.payload, key, tag,
                                                     np.asarray(payload))
         groups, ways = self.groups, self.ways
         prefix = groups * ways
@@ -234,3 +234,77 @@ class SetAssociativeLRU:
         if stored is not None:
             self.payload = stored
         return hit_sorted, v_sorted
+
+
+# == the compiled path (Numba, tilesim.jit): bit-identical to the code above =============
+
+@jit(inline=True)
+def lru_access_one(state, g, t):  # pragma: no cover - compiled
+    """One access of tag ``t`` to set ``g`` (ways oldest first); returns whether it hit."""
+    ways = state.shape[1]
+    if ways == 2:
+        # The common two ways without branches: a hit on the most recent way leaves the set
+        # as it is; any other access (a hit on the oldest or a miss) shifts it by one.
+        s0, s1 = state[g, 0], state[g, 1]
+        state[g, 0] = s0 if s1 == t else s1
+        state[g, 1] = t
+        return s0 == t or s1 == t
+    if state[g, ways - 1] == t:
+        return True             # a hit on the most recent way leaves the set as it is
+    j = 0
+    while j < ways and state[g, j] != t:
+        j += 1
+    found = j < ways
+    if not found:
+        j = 0           # a miss evicts the least recently used way
+    for w in range(j, ways - 1):
+        state[g, w] = state[g, w + 1]
+    state[g, ways - 1] = t
+    return found
+
+
+@jit
+def _lru(key, tag, state, hit):  # pragma: no cover - compiled
+    for i in range(key.shape[0]):
+        hit[i] = lru_access_one(state, key[i], tag[i])
+
+
+def lru_access_compiled(state: np.ndarray, key: np.ndarray, tag: np.ndarray) -> np.ndarray:
+    """Exact LRU over the accesses (M,) one at a time, updating ``state`` (groups, ways) int64
+    (oldest first) in place; returns hit (M,) bool, as ``SetAssociativeLRU.access``."""
+    hit = np.empty(key.shape[0], dtype=bool)
+    _lru(key.astype(np.int64), tag.astype(np.int64), state, hit)
+    return hit
+
+
+@jit
+def _lru_payload(key, tag, value, state, stored, hit):  # pragma: no cover - compiled
+    ways = state.shape[1]
+    for i in range(key.shape[0]):
+        g, t = key[i], tag[i]
+        j = 0
+        while j < ways and state[g, j] != t:
+            j += 1
+        hit[i] = j < ways
+        if hit[i]:
+            value[i] = stored[g, j]     # a hit returns (and keeps) the stored value
+        else:
+            j = 0                       # a miss evicts the least recently used way
+        kept = value[i]
+        for w in range(j, ways - 1):
+            state[g, w] = state[g, w + 1]
+            stored[g, w] = stored[g, w + 1]
+        state[g, ways - 1] = t
+        stored[g, ways - 1] = kept
+
+
+def lru_access_with_payload_compiled(state: np.ndarray, stored: np.ndarray, key: np.ndarray,
+                                     tag: np.ndarray, payload: np.ndarray):
+    """:func:`lru_access_compiled` for a table with a payload ``stored`` (groups, ways), both
+    updated in place; returns (hit (M,) bool, value (M,)) as
+    ``SetAssociativeLRU.access_with_payload``: the stored value on a hit, the access's own
+    payload (inserted) on a miss."""
+    hit = np.empty(key.shape[0], dtype=bool)
+    value = np.array(payload, dtype=stored.dtype, copy=True)
+    _lru_payload(key.astype(np.int64), tag.astype(np.int64), value, state, stored, hit)
+    return hit, value

@@ -67,9 +67,9 @@ every lane of the vector as the weighted sum w00 c00 + w01 c01 + w10 c10 + w11 c
 only for corner lanes; the others take the two lerps), which differs in the last bits of
 float32 only.
 
-On NumPy arrays with Numba, compiled kernels (render/pipeline/compiled.py: ``implicit_lod``
-and ``sample_lanes``) do the same arithmetic in the same order, one pass per lane from the
-coordinates to the color, counters and cache accesses, except for seamless cube-map LINEAR
+On NumPy arrays with Numba, the compiled kernels at the end of this module
+(``implicit_lod_compiled`` and ``sample_lanes_compiled``, :mod:`tilesim.jit`) do the same
+arithmetic in the same order, one pass per lane from the coordinates to the color, counters and cache accesses, except for seamless cube-map LINEAR
 taps and recorded accesses; tests/test_compiled_path.py checks them bit for bit against the
 NumPy code, which CuPy arrays and machines without Numba run.
 
@@ -99,10 +99,10 @@ import numpy as np
 
 from tilesim.backend import array_module, to_host
 from tilesim.errors import InputError
+from tilesim.jit import jit, usable
 from tilesim.render.gl.textures import MAX_LEVELS, TEXTURE_3D, TEXTURE_CUBE_MAP, Texture
-from tilesim.render.pipeline import compiled
 from tilesim.render.pipeline.gpu_config import GPU_CONFIG, gpu_config_values, overrides_key
-from tilesim.render.pipeline.set_associative import SetAssociativeLRU
+from tilesim.render.pipeline.set_associative import SetAssociativeLRU, lru_access_one
 from tilesim.shaders.sampling import BIAS, EXPLICIT, GRADIENT, IMPLICIT, LEVEL_ZERO, TextureRequest
 
 __all__ = ["KINDS", "TEXELS_PER_KIND", "SamplerOptions", "TextureCacheConfig", "TextureSampler",
@@ -726,7 +726,7 @@ class TextureSampler:
         width = width0 + max([t.xs.shape[0] for t, _, _, slot in footprints if slot == 1],
                              default=0)
         table = xp.full((n, width), -1, dtype=np.int64)
-        if compiled.usable(table, active, self._lane_tile, packed.blocks_w) \
+        if usable(table, active, self._lane_tile, packed.blocks_w) \
                 and not self.record_accesses:
             self._count_cache_compiled(packed, footprints, active, n, table, width0)
             return
@@ -787,7 +787,7 @@ class TextureSampler:
         for taps, fl, lanes, slot in footprints:
             images = (np.broadcast_to(fl, taps.xs.shape) if taps.images is None
                       else taps.images)
-            compiled.fill_lines(table, 0 if slot == 0 else width0, taps.xs, taps.ys, images,
+            fill_lines_compiled(table, 0 if slot == 0 else width0, taps.xs, taps.ys, images,
                                 lanes, packed.blocks_w, packed.line_bases, packed.bits, shift,
                                 mask, line_shift + 3)
         if self._lane_tile is not None:
@@ -796,7 +796,7 @@ class TextureSampler:
             cache_of = (np.arange(n) >> 2) % cfg.caches
         lru = self._lru_table()
         lru.ensure_state(np)
-        compiled.texture_cache(table, width0, np.asarray(active, dtype=bool), cache_of,
+        texture_cache_compiled(table, width0, np.asarray(active, dtype=bool), cache_of,
                                cfg.sets, lru.state, self.stats.cache_accesses,
                                self.stats.cache_misses)
 
@@ -880,7 +880,7 @@ class _Sampling:
             return self._anisotropic()
         if self._compiled_lod():
             packed = self.packed
-            s, t, minified, level0, level1, weight = compiled.implicit_lod(
+            s, t, minified, level0, level1, weight = implicit_lod_compiled(
                 req.coords[0], req.coords[1], self.need_lod, packed.base_width,
                 packed.base_height, self.mip, packed.levels - 1 if self.mip != "none" else 0,
                 self.switchover)
@@ -903,10 +903,10 @@ class _Sampling:
         return self._filter(s, t, face, lod, r)
 
     def _compiled_lod(self) -> bool:
-        """Whether compiled.implicit_lod gives these lanes' coordinates and LOD: NumPy arrays
+        """Whether implicit_lod_compiled gives these lanes' coordinates and LOD: NumPy arrays
         with the kernels on, a 2D texture, and no LOD or an implicit one in llvmpipe's fast
         log2 over whole quads (what most fragment programs' TEX asks)."""
-        return (compiled.usable(self.request.coords) and not self.cube and not self.three_d
+        return (usable(self.request.coords) and not self.cube and not self.three_d
                 and (not self.need_lod or (self.mode == IMPLICIT and self.options.fast_log2
                                            and self.n % 4 == 0)))
 
@@ -1300,7 +1300,7 @@ class _Sampling:
         """Whether :meth:`_filter_compiled` serves these lanes: NumPy arrays with the kernels
         on, no seamless cube-map LINEAR taps, no recorded accesses."""
         sampler = self.sampler
-        return (compiled.usable(s, t, face, lod.minified, lod.level0, lod.level1, lod.weight,
+        return (usable(s, t, face, lod.minified, lod.level0, lod.level1, lod.weight,
                                 self.packed.texels, self.active, sampler._lane_tile)
                 and not (self.seamless and (self.min_linear or self.mag_linear))
                 and not sampler.record_accesses)
@@ -1315,7 +1315,7 @@ class _Sampling:
             lru = sampler._lru_table()
             lru.ensure_state(np)
             lru.state = lru_state = np.ascontiguousarray(lru.state)
-        compiled.sample_lanes(out, s, t, face, lod, self.packed, fixed=self.fixed,
+        sample_lanes_compiled(out, s, t, face, lod, self.packed, fixed=self.fixed,
                               min_linear=self.min_linear, mag_linear=self.mag_linear,
                               wrap_s=self.wrap_s, wrap_t=self.wrap_t, stats=stats,
                               active=self.active, lane_tile=sampler._lane_tile,
@@ -1346,8 +1346,8 @@ class _Sampling:
             x0, x1, ws = self._wrap_linear(s, width, width_f, self.wrap_s)
             y0, y1, wt = self._wrap_linear(t, height, height_f, self.wrap_t)
         taps = _Taps(xs=xp.stack([x0, x1, x0, x1]), ys=xp.stack([y0, y0, y1, y1]))
-        if self.fixed and compiled.usable(texels, base, width, x0, y0, ws, wt):
-            return compiled.bilinear_fixed(texels, base, width, x0, x1, y0, y1, ws, wt), taps
+        if self.fixed and usable(texels, base, width, x0, y0, ws, wt):
+            return bilinear_fixed_compiled(texels, base, width, x0, x1, y0, y1, ws, wt), taps
         row0, row1 = base + y0.astype(np.int64) * width, base + y1.astype(np.int64) * width
         c00, c01 = xp.take(texels, row0 + x0, axis=0), xp.take(texels, row0 + x1, axis=0)
         c10, c11 = xp.take(texels, row1 + x0, axis=0), xp.take(texels, row1 + x1, axis=0)
@@ -1542,3 +1542,509 @@ def _incomplete(stats, active, n: int, xp):
     out = xp.zeros((4, n), dtype=np.float32)
     out[3] = 1
     return out
+
+
+# == the compiled path (Numba, tilesim.jit): bit-identical to the code above =============
+
+# The per-lane arithmetic of ``texture_sampler._Sampling`` (wrap, taps, fetch, filter, level
+# blend) in float32 / int steps in the same order, so colors are bit-identical; the cache
+# accesses go through the LRU lane by lane, level 0 taps then level 1 taps, as
+# ``_count_cache`` orders them (it builds a table of lines first; here they never leave
+# registers).
+
+
+@jit
+def _texture_cache(table, width0, active, cache_of_lane, sets, set_shift, state, accesses,
+                   misses):  # pragma: no cover - compiled
+    n, width = table.shape
+    for lane in range(n):
+        if not active[lane]:
+            continue
+        base = cache_of_lane[lane] * sets
+        for column in range(width):
+            line = table[lane, column]
+            if line < 0:
+                continue
+            # One access per distinct line among the columns of one level (slot).
+            first = 0 if column < width0 else width0
+            repeat = False
+            for other in range(first, column):
+                if table[lane, other] == line:
+                    repeat = True
+                    break
+            if repeat:
+                continue
+            accesses[lane] += 1
+            if set_shift >= 0:      # a power of two (lines are non-negative)
+                hit = lru_access_one(state, base + (line & (sets - 1)), line >> set_shift)
+            else:
+                hit = lru_access_one(state, base + line % sets, line // sets)
+            if not hit:
+                misses[lane] += 1
+
+
+@jit
+def _fill_lines(table, column, xs, ys, images, lanes, has_lanes, blocks_w, line_bases, bpp,
+                shift, mask, line_shift):  # pragma: no cover - compiled
+    k, m = xs.shape
+    for i in range(m):
+        row = lanes[i] if has_lanes else i
+        for j in range(k):
+            x = np.int64(xs[j, i])
+            y = np.int64(ys[j, i])
+            image = images[j, i]
+            offset = ((((y >> shift) * np.int64(blocks_w[image]) + (x >> shift))
+                       << (2 * shift)) + ((y & mask) << shift) + (x & mask))
+            table[row, column + j] = ((offset * bpp) >> line_shift) + line_bases[image]
+
+
+def fill_lines_compiled(table, column: int, xs, ys, images, lanes, blocks_w, line_bases, bpp: int,
+                        shift: int, mask: int, line_shift: int) -> None:
+    """Write the cache line of every tap ((k, m) texel columns ``xs``, rows ``ys``, images)
+    into ``table[lanes[i], column + j]`` (``lanes`` None: row i), as
+    ``TextureSampler._count_cache`` computes them: the texel's offset in its level's
+    block-linear layout, times ``bpp`` (bits per texel, with ``line_shift`` the line size's
+    log2 in bits), in lines, after the image's first line."""
+    has_lanes = lanes is not None
+    _fill_lines(table, column, xs, ys, images,
+                lanes if has_lanes else np.zeros(0, dtype=np.int64), has_lanes, blocks_w,
+                line_bases, bpp, shift, mask, line_shift)
+
+
+def texture_cache_compiled(table, width0: int, active, cache_of_lane, sets: int, state, accesses,
+                           misses) -> None:
+    """The cache accesses of one sampling instruction, lane by lane and column by column:
+    ``table`` (N, width) int64 line numbers (negative: none; a line repeated among the
+    columns of one level, the first ``width0`` or the rest, is accessed once),
+    ``active`` (N,) bool,
+    ``cache_of_lane`` (N,) int64 the cache each lane uses; adds each lane's accesses and
+    misses to ``accesses`` / ``misses`` (N,) int64 and updates ``state`` (caches * sets, ways)
+    as ``TextureSampler._count_cache`` does with the vectorized LRU."""
+    set_shift = sets.bit_length() - 1 if sets & (sets - 1) == 0 else -1
+    _texture_cache(table, width0, active, cache_of_lane, sets, set_shift, state, accesses,
+                   misses)
+
+
+@jit
+def _bilinear_fixed(texels, base, width, x0, x1, y0, y1, ws, wt, out):  # pragma: no cover
+    count = texels.shape[0]
+    for i in range(x0.shape[0]):
+        row0 = base[i] + np.int64(y0[i]) * width[i]
+        row1 = base[i] + np.int64(y1[i]) * width[i]
+        r00, r01, r10, r11 = row0 + x0[i], row0 + x1[i], row1 + x0[i], row1 + x1[i]
+        if min(r00, r01, r10, r11) < 0 or max(r00, r01, r10, r11) >= count:
+            return False
+        w, v = np.int64(ws[i]), np.int64(wt[i])
+        for c in range(4):
+            a = np.int64(texels[r00, c])
+            top = a + (((np.int64(texels[r01, c]) - a) * w + 128) >> 8)
+            a = np.int64(texels[r10, c])
+            bottom = a + (((np.int64(texels[r11, c]) - a) * w + 128) >> 8)
+            out[i, c] = top + (((bottom - top) * v + 128) >> 8)
+    return True
+
+
+def bilinear_fixed_compiled(texels, base, width, x0, x1, y0, y1, ws, wt) -> np.ndarray:
+    """llvmpipe's 8.8 fixed-point bilinear filter (``_lerp_fixed`` of the four taps, as
+    ``_Sampling._sample_level``): (m, 4) int32 from the (T, 4) int32 ``texels`` of each
+    lane's image (first texel ``base``, row length ``width``) at columns x0/x1, rows y0/y1,
+    with 8-bit weights ws, wt."""
+    out = np.empty((x0.size, 4), dtype=np.int32)
+    if not _bilinear_fixed(texels, base, width, x0, x1, y0, y1, ws, wt, out):
+        raise IndexError("bilinear taps outside the texture's texels")
+    return out
+
+
+WRAP_CODES = {"REPEAT": 0, "CLAMP_TO_EDGE": 1, "MIRRORED_REPEAT": 2}
+
+
+_F0, _HALF, _F256 = np.float32(0), np.float32(0.5), np.float32(256)
+
+
+
+
+_BELOW_ONE = np.float32(0.99999994)
+
+
+
+
+@jit
+def _clip_coord(v):  # pragma: no cover - compiled
+    """np.clip(v, -2^30, 2^30) of a finite float32 (before float -> int conversions)."""
+    if v < -_COORD_LIMIT:
+        return -_COORD_LIMIT
+    if v > _COORD_LIMIT:
+        return _COORD_LIMIT
+    return v
+
+
+@jit
+def _mirror_kernel(s):  # pragma: no cover - compiled
+    half = s * _HALF
+    frac = half - np.rint(half)
+    return abs(frac + frac)
+
+
+@jit
+def _wrap_nearest(s, size, size_f, wrap, pot):  # pragma: no cover - compiled
+    """_Sampling._wrap_nearest for one coordinate."""
+    if wrap == 0:
+        if pot:
+            return np.int64(np.floor(_clip_coord(s * size_f))) & (size - 1)
+        frac = min(s - np.floor(s), _BELOW_ONE)
+        return np.int64(_clip_coord(frac * size_f))        # truncation
+    if wrap == 1:
+        return min(max(np.int64(_clip_coord(s * size_f)), 0), size - 1)
+    return min(np.int64(_clip_coord(_mirror_kernel(s) * size_f)), size - 1)
+
+
+@jit
+def _wrap_linear(s, size, size_f, wrap, pot):  # pragma: no cover - compiled
+    """_Sampling._wrap_linear for one coordinate: (i0, i1, float32 weight)."""
+    if wrap == 0:
+        if pot:
+            u = s * size_f - _HALF
+            i0 = np.int64(np.floor(_clip_coord(u))) & (size - 1)
+            return i0, (i0 + 1) & (size - 1), u - np.floor(u)
+        u = (s - np.floor(s)) * size_f - _HALF
+        i0 = size - 1 if u < _F0 else np.int64(np.floor(_clip_coord(u)))
+        return i0, (i0 + 1 if i0 != size - 1 else 0), u - np.floor(u)
+    if wrap == 1:
+        u = max(min(s * size_f, size_f) - _HALF, _F0)
+        i0 = np.int64(np.floor(_clip_coord(u)))
+        return i0, min(i0 + 1, size - 1), u - np.floor(u)
+    u = _mirror_kernel(s) * size_f - _HALF
+    i0 = np.int64(np.floor(_clip_coord(u)))
+    return max(i0, 0), min(i0 + 1, size - 1), u - np.floor(u)
+
+
+@jit
+def _wrap_linear_fixed(s, size, size_f, wrap, pot):  # pragma: no cover - compiled
+    """_Sampling._wrap_linear_fixed (REPEAT or CLAMP_TO_EDGE): (i0, i1, 8-bit weight)."""
+    if wrap == 0 and not pot:
+        scaled = np.int64(np.rint(_clip_coord((s - np.floor(s)) * size_f * _F256))) - 128
+        i0 = min(size - 1 if (scaled >> 8) < 0 else scaled >> 8, size - 1)
+        return i0, (i0 + 1 if i0 != size - 1 else 0), scaled & 255
+    scaled = np.int64(np.rint(_clip_coord(s * (size_f * _F256)))) - 128
+    i0, weight = scaled >> 8, scaled & 255
+    if wrap == 0:
+        i0 = i0 & (size - 1)
+        return i0, (i0 + 1 if i0 != size - 1 else 0), weight
+    inside = i0 >= 0 and i0 < size - 1
+    i0 = min(max(i0, 0), size - 1)
+    return i0, (i0 + 1 if inside else i0), weight
+
+
+@jit(inline=True)
+def _taps(s, t, linear, fixed, width, height, width_f, height_f, wrap_s, wrap_t,
+          pot):  # pragma: no cover - compiled
+    """The taps of one level (``_sample_level``'s wrap): columns x0, x1, rows y0, y1 (x1 = x0,
+    y1 = y0 for NEAREST) and the weights, 8-bit (fixed) or float32."""
+    if not linear:
+        x = _wrap_nearest(s, width, width_f, wrap_s, pot)
+        y = _wrap_nearest(t, height, height_f, wrap_t, pot)
+        return x, x, y, y, 0, 0, _F0, _F0
+    if fixed:
+        x0, x1, wsi = _wrap_linear_fixed(s, width, width_f, wrap_s, pot)
+        y0, y1, wti = _wrap_linear_fixed(t, height, height_f, wrap_t, pot)
+        return x0, x1, y0, y1, wsi, wti, _F0, _F0
+    x0, x1, wsf = _wrap_linear(s, width, width_f, wrap_s, pot)
+    y0, y1, wtf = _wrap_linear(t, height, height_f, wrap_t, pot)
+    return x0, x1, y0, y1, 0, 0, wsf, wtf
+
+
+# 8-bit channels r, g, b, a in the 16-bit fields of one int64 ("spread" texels): one
+# multiply-add lerps all four, a (256 - w) + b w + 128 < 2^16 per field (a + ((w (b - a) + 128)
+# >> 8) == (a (256 - w) + b w + 128) >> 8 exactly); the top field may wrap the sign, which
+# the mask after the shift drops.
+_FIELDS = np.int64(0x00FF00FF00FF00FF)
+
+
+_ROUND = np.int64(0x0080008000800080)
+
+
+@jit
+def _lerp_spread(a, b, w):  # pragma: no cover - compiled
+    """llvmpipe's 8-bit lerp of four spread channels at once (see ``_lerp_fixed``)."""
+    return ((a * (256 - w) + b * w + _ROUND) >> 8) & _FIELDS
+
+
+def _lanes_kernel(fixed, min_linear, mag_linear, has_two, counting):
+    """The lane loop of :func:`sample_lanes_compiled` for one combination of the per-call
+    flags: Numba compiles each closure with the flags as constants (and caches each on disk,
+    keyed by them), so the loop has no branches on them (about 10% of its time on the runner trace);
+    the per-lane arithmetic is the helpers', shared by every combination."""
+
+    @jit
+    def kernel(s, t, face, minified, level0, level1, weight, levels, spread, texels, offsets,
+               widths, heights, widths_f, heights_f, wrap_s, wrap_t, pot, out, active,
+               lane_tile, has_tile, caches, sets, set_shift, state, blocks_w, line_bases,
+               bpp, shift, mask, line_shift, samples, texel_counts, nearest,
+               nearest_mip_linear, bilinear, trilinear, accesses,
+               misses):  # pragma: no cover - compiled
+        # One loop body: the helpers are scalar ones LLVM inlines, or _jit_inline ones (a
+        # call that passes arrays costs reference counting, more than the per-lane work).
+        count = spread.shape[0] if fixed else texels.shape[0]
+        color_f = np.empty((2, 4), dtype=np.float32)
+        # Python's modulo by a power of two is a mask (negative numbers included).
+        cache_mask = caches - 1 if caches & (caches - 1) == 0 else -1
+        for i in range(s.shape[0]):
+            mini = minified[i]
+            linear = min_linear if mini else mag_linear
+            two = False
+            weight_i = 0
+            weight_f = _F0
+            if has_two and mini:
+                weight_f = weight[i]
+                if fixed:
+                    weight_i = np.int64(np.int32(weight_f * _F256))
+                    two = weight_i > 0
+                else:
+                    two = weight_f > _F0
+            lane_counted = counting and active[i]
+            cache_base = 0
+            if lane_counted:
+                tile = lane_tile[i] if has_tile else i >> 2
+                cache_base = (tile & cache_mask if cache_mask >= 0 else tile % caches) * sets
+            lane_accesses = lane_misses = np.int64(0)
+            color = color1 = np.int64(0)
+            for slot in range(2 if two else 1):
+                image = np.int64(face[i]) * levels + (
+                    np.int64(level1[i]) if slot else (np.int64(level0[i]) if mini else 0))
+                width = np.int64(widths[image])
+                x0, x1, y0, y1, wsi, wti, wsf, wtf = _taps(
+                    s[i], t[i], linear, fixed, width, np.int64(heights[image]),
+                    widths_f[image], heights_f[image], wrap_s, wrap_t, pot)
+                row0 = offsets[image] + y0 * width
+                row1 = offsets[image] + y1 * width
+                r00, r01, r10, r11 = row0 + x0, row0 + x1, row1 + x0, row1 + x1
+                if min(r00, r01, r10, r11) < 0 or max(r00, r01, r10, r11) >= count:
+                    if lane_counted:        # the accesses made so far, as they were counted
+                        accesses[i] += lane_accesses
+                        misses[i] += lane_misses
+                    return False
+                if fixed:
+                    c = spread[r00]
+                    if linear:
+                        c = _lerp_spread(_lerp_spread(c, spread[r01], wsi),
+                                         _lerp_spread(spread[r10], spread[r11], wsi), wti)
+                    if slot:
+                        color1 = c
+                    else:
+                        color = c
+                else:
+                    for ch in range(4):
+                        a = texels[r00, ch]
+                        if linear:
+                            top = (texels[r01, ch] - a) * wsf + a
+                            a = texels[r10, ch]
+                            bottom = (texels[r11, ch] - a) * wsf + a
+                            a = (bottom - top) * wtf + top
+                        color_f[slot, ch] = a
+                if lane_counted:
+                    # _fill_lines then _texture_cache: each distinct line among the level's
+                    # taps (00, 01, 10, 11) is one access to the exact LRU. The texel offset
+                    # in the block-linear level is a column part plus a row part.
+                    blocks = np.int64(blocks_w[image])
+                    first = line_bases[image]
+                    column0 = ((x0 >> shift) << (2 * shift)) + (x0 & mask)
+                    row_part0 = (((y0 >> shift) * blocks) << (2 * shift)) + ((y0 & mask) << shift)
+                    line00 = (((row_part0 + column0) * bpp) >> line_shift) + first
+                    line01 = line10 = line11 = line00
+                    if linear:
+                        column1 = ((x1 >> shift) << (2 * shift)) + (x1 & mask)
+                        row_part1 = ((((y1 >> shift) * blocks) << (2 * shift))
+                                     + ((y1 & mask) << shift))
+                        line01 = (((row_part0 + column1) * bpp) >> line_shift) + first
+                        line10 = (((row_part1 + column0) * bpp) >> line_shift) + first
+                        line11 = (((row_part1 + column1) * bpp) >> line_shift) + first
+                    for j in range(4 if linear else 1):
+                        if j == 0:
+                            line = line00
+                        elif j == 1:
+                            if line01 == line00:
+                                continue
+                            line = line01
+                        elif j == 2:
+                            if line10 == line00 or line10 == line01:
+                                continue
+                            line = line10
+                        else:
+                            if line11 == line00 or line11 == line01 or line11 == line10:
+                                continue
+                            line = line11
+                        lane_accesses += 1
+                        if set_shift >= 0:      # a power of two (lines are non-negative)
+                            g, tag = cache_base + (line & (sets - 1)), line >> set_shift
+                        else:
+                            g, tag = cache_base + line % sets, line // sets
+                        lane_misses += not lru_access_one(state, g, tag)
+            if two:
+                if fixed:
+                    color = _lerp_spread(color, color1, weight_i)
+                else:
+                    for ch in range(4):
+                        color_f[0, ch] = ((color_f[1, ch] - color_f[0, ch]) * weight_f
+                                          + color_f[0, ch])
+            for ch in range(4):
+                # Fixed point: n / 255 as llvmpipe converts, n * float32(1 / 255).
+                out[ch, i] = (np.float32((color >> (16 * ch)) & 255) * _INV255 if fixed
+                              else color_f[0, ch])
+            if lane_counted:
+                samples[i] += 1
+                texel_counts[i] += (4 if linear else 1) * (2 if two else 1)
+                if linear:
+                    if two:
+                        trilinear[i] += 1
+                    else:
+                        bilinear[i] += 1
+                elif two:
+                    nearest_mip_linear[i] += 1
+                else:
+                    nearest[i] += 1
+                accesses[i] += lane_accesses
+                misses[i] += lane_misses
+        return True
+
+    return kernel
+
+
+_lane_kernels = {}
+
+
+def _lane_kernel(fixed: bool, min_linear: bool, mag_linear: bool, has_two: bool,
+                 counting: bool):
+    """The lane loop for these flags, compiled on first use (from Numba's disk cache after)."""
+    key = (fixed, min_linear, mag_linear, has_two, counting)
+    kernel = _lane_kernels.get(key)
+    if kernel is None:
+        kernel = _lane_kernels[key] = _lanes_kernel(*key)
+    return kernel
+
+
+def sample_lanes_compiled(out, s, t, face, lod, packed, *, fixed: bool, min_linear: bool,
+                          mag_linear: bool, wrap_s: str, wrap_t: str, stats=None, active=None,
+                          lane_tile=None, cache=None, lru_state=None) -> None:
+    """Sample every lane (not seamless cube-map LINEAR taps) into ``out`` (4, n) float32, as
+    ``_Sampling._filter`` does: ``s``, ``t`` sanitized float32 coordinates, ``face`` (n,),
+    ``lod`` the sampler's ``_Lod``, ``packed`` its ``_Packed`` texture; with ``stats`` (a
+    TextureStats), also its counters of the ``active`` lanes and their texture-cache accesses
+    (``cache`` the TextureCacheConfig, ``lru_state`` its (caches * sets, ways) LRU table,
+    updated; ``lane_tile`` (n,) picks each lane's cache, else its quad)."""
+    has_two = lod.weight is not None
+    floats0 = np.zeros(1, dtype=np.float32)
+    ints0 = np.zeros(1, dtype=np.int64)
+    counting = stats is not None
+    if counting:
+        sets = cache.sets
+        set_shift = sets.bit_length() - 1 if sets & (sets - 1) == 0 else -1
+        geometry = (cache.caches, sets, set_shift, lru_state, packed.blocks_w,
+                    packed.line_bases, packed.bits, cache.block.bit_length() - 1,
+                    cache.block - 1, cache.line_bytes.bit_length() - 1 + 3)
+        counters = tuple(getattr(stats, name) for name in (
+            "samples", "texels", "nearest", "nearest_mip_linear", "bilinear", "trilinear",
+            "cache_accesses", "cache_misses"))
+        active = np.ascontiguousarray(active, dtype=bool)
+    else:
+        geometry = (1, 1, 0, np.zeros((1, 1), dtype=np.int64), packed.blocks_w,
+                    packed.line_bases, 1, 0, 0, 0)
+        counters = (ints0,) * 8
+        active = np.zeros(1, dtype=bool)
+    has_tile = counting and lane_tile is not None
+    tiles = np.asarray(lane_tile).astype(np.int64, copy=False) if has_tile else ints0
+    kernel = _lane_kernel(bool(fixed), bool(min_linear), bool(mag_linear), has_two, counting)
+    ok = kernel(
+        s, t, face, lod.minified, lod.level0,
+        lod.level1 if has_two else np.zeros(1, dtype=np.int32),
+        lod.weight if has_two else floats0, packed.levels,
+        packed.texels_spread if fixed else ints0, packed.texels,
+        packed.offsets, packed.widths, packed.heights, packed.widths_f, packed.heights_f,
+        WRAP_CODES[wrap_s], WRAP_CODES[wrap_t], packed.pot, out, active, tiles,
+        has_tile, *geometry, *counters)
+    if not ok:
+        raise IndexError("texture taps outside the texture's texels")
+
+
+
+
+_LOD_LIMIT = np.float32(1000)
+
+
+MIP_CODES = {"none": 0, "nearest": 1, "linear": 2}
+
+
+@jit
+def _sanitize_kernel(v):  # pragma: no cover - compiled
+    """texture_sampler._sanitize of one float32: NaN -> 0, clamped to +-2^24."""
+    if v != v:
+        return _F0
+    return min(max(v, -_COORD_RANGE), _COORD_RANGE)
+
+
+@jit
+def _implicit_lod(coords_s, coords_t, need_lod, width, height, mip, last, switchover, s, t,
+                  minified, level0, level1, weight):  # pragma: no cover - compiled
+    for i in range(coords_s.shape[0]):
+        s[i] = _sanitize_kernel(np.float32(coords_s[i]))
+        t[i] = _sanitize_kernel(np.float32(coords_t[i]))
+    if not need_lod:    # one image filter: every lane "minified" from level 0
+        minified[:] = True
+        level0[:] = 0
+        return
+    bits = np.empty(1, dtype=np.int32)
+    value = bits.view(np.float32)       # float32 <-> bits, as the NumPy code's .view
+    for q in range(s.shape[0] // 4):
+        i = 4 * q
+        # _rho2_quads: from the top-left lane's right and lower neighbours.
+        dsdx, dsdy = (s[i + 1] - s[i]) * width, (s[i + 2] - s[i]) * width
+        dtdx, dtdy = (t[i + 1] - t[i]) * height, (t[i + 2] - t[i]) * height
+        a = dsdx * dsdx + dtdx * dtdx
+        b = dsdy * dsdy + dtdy * dtdy
+        rho2 = _F0 if a != a or b != b else max(a, b)
+        value[0] = rho2
+        exponent = (bits[0] >> 23) & 0xFF
+        # _lod with llvmpipe's fast log2.
+        if mip != 2:
+            # ipart = round(log2(rho)) exactly; minified when lambda > c.
+            mini = rho2 > (np.float32(2) if switchover > _F0 else np.float32(1))
+            lev0 = min(max((exponent - 127 + 1) >> 1, 0), last) if mip == 1 else 0
+            lev1, frac = 0, _F0
+        else:
+            bits[0] = (bits[0] & 0x007FFFFF) | 0x3F800000      # the mantissa in [1, 2)
+            lod = (np.float32(exponent - 128) + value[0]) * _HALF
+            lod = min(max(lod, -_LOD_LIMIT), _LOD_LIMIT)        # never NaN: rho2 is finite
+            mini = lod > switchover
+            floor = np.floor(lod)
+            frac = lod - floor
+            ipart = np.int64(floor)
+            lev0 = min(max(ipart, 0), last)
+            lev1 = min(max(ipart + 1, 0), last)
+            if ipart < 0 or ipart >= last:
+                frac = _F0
+        for k in range(4):
+            minified[i + k] = mini
+            level0[i + k] = lev0
+            level1[i + k] = lev1
+            weight[i + k] = frac
+
+
+def implicit_lod_compiled(coords_s, coords_t, need_lod: bool, width: int, height: int, mip: str,
+                          last: int, switchover):
+    """Sanitized s, t and the level of detail of 2D lanes, as ``_Sampling._run`` computes them
+    (``_sanitize_kernel``, then, with ``need_lod``, ``_rho2_quads`` and ``_lod`` for an implicit LOD
+    with llvmpipe's fast log2, per quad: lanes 4q..4q+3, n a multiple of 4):
+    (s, t, minified, level0, level1, weight), level1 and weight None unless ``mip`` is
+    "linear"."""
+    n = coords_s.shape[0]
+    s = np.empty(n, dtype=np.float32)
+    t = np.empty(n, dtype=np.float32)
+    minified = np.empty(n, dtype=bool)
+    level0 = np.empty(n, dtype=np.int32)
+    level1 = np.empty(n, dtype=np.int32)
+    weight = np.empty(n, dtype=np.float32)
+    _implicit_lod(coords_s, coords_t, need_lod, np.float32(width), np.float32(height),
+                  MIP_CODES[mip], last, np.float32(switchover), s, t, minified, level0, level1,
+                  weight)
+    if mip != "linear" or not need_lod:
+        level1 = weight = None
+    return s, t, minified, level0, level1, weight

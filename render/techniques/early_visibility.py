@@ -29,7 +29,7 @@ import numpy as np
 
 from tilesim.backend import array_module
 from tilesim.backend import xp as active_xp
-from tilesim.render.pipeline import compiled
+from tilesim.jit import all_within, jit, usable
 from tilesim.render.pipeline.counters import PassCounters
 from tilesim.render.pipeline.framebuffer import RenderTarget
 from tilesim.render.pipeline.output_merger import COMPARE
@@ -69,8 +69,8 @@ def _maximum_at(table: np.ndarray, index: np.ndarray, values: np.ndarray,
                 where: np.ndarray | None = None) -> None:
     """table[index] = max(table[index], values), repeated indices included, for the entries
     ``where`` selects (None: all)."""
-    if compiled.usable(table, index, values, where) and table.dtype == values.dtype == np.int64:
-        compiled.maximum_at(table, index, values, where)
+    if usable(table, index, values, where) and table.dtype == values.dtype == np.int64:
+        maximum_at_compiled(table, index, values, where)
     elif where is None:
         array_module(table).maximum.at(table, index, values)
     else:
@@ -209,8 +209,8 @@ class EarlyVisibility:
         tiles_of = target.pixel_tiles().reshape(-1)
         first_visible = xp.zeros(final.size, dtype=bool)
         for pixel, depth, woz, func in self.early_log:
-            if woz and compiled.usable(pixel, depth, final, tiles_of):
-                compiled.first_visible(pixel, depth, final, first_visible, tiles_of, shaded)
+            if woz and usable(pixel, depth, final, tiles_of):
+                first_visible_compiled(pixel, depth, final, first_visible, tiles_of, shaded)
             elif woz:
                 # One shaded fragment per pixel: the first at the final depth.
                 hit = pixel[(depth == final[pixel]) & ~first_visible[pixel]]
@@ -224,3 +224,42 @@ class EarlyVisibility:
 
     def end_frame(self) -> None:
         self._start_frame()
+
+
+# == the compiled path (Numba, tilesim.jit): bit-identical to the code above =============
+
+@jit
+def _maximum_at_kernel(buffer, index, values, where):  # pragma: no cover - compiled
+    if not all_within(index, buffer.shape[0]):
+        return False
+    for i in range(index.shape[0]):
+        if where is not None and not where[i]:
+            continue
+        if values[i] > buffer[index[i]]:
+            buffer[index[i]] = values[i]
+    return True
+
+
+def maximum_at_compiled(buffer: np.ndarray, index: np.ndarray, values: np.ndarray,
+                        where: np.ndarray | None = None) -> None:
+    """``np.maximum.at(buffer, index, values)`` of a flat int64 ``buffer`` and int64
+    ``values`` (a maximum does not depend on the order it is taken in), of the entries
+    ``where`` selects ((n,) bool; None: all) without gathering them first."""
+    if not _maximum_at_kernel(buffer, index, values, where):
+        raise IndexError(f"indices outside 0..{buffer.shape[0] - 1}")
+
+
+@jit
+def _first_visible(pixel, depth, final, visible, tile_of_pixel, shaded):  # pragma: no cover
+    for i in range(pixel.shape[0]):
+        p = pixel[i]
+        if depth[i] == final[p] and not visible[p]:
+            visible[p] = True
+            shaded[tile_of_pixel[p]] += 1
+
+
+def first_visible_compiled(pixel, depth, final, visible, tile_of_pixel, shaded) -> None:
+    """Mark the pixels whose fragment (``pixel``, ``depth``) is at the final depth and not yet
+    marked in ``visible``, and count each once in ``shaded`` at its tile (the oracle's
+    ``unique`` of such pixels, then ``bincount`` of their tiles)."""
+    _first_visible(pixel, depth, final, visible, tile_of_pixel, shaded)

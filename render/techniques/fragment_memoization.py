@@ -57,7 +57,8 @@ import numpy as np
 from tilesim.backend import array_module, to_host
 from tilesim.backend import xp as active_xp
 from tilesim.errors import InputError
-from tilesim.render.pipeline import compiled
+from tilesim.jit import jit, usable
+from tilesim.render.pipeline.counters import add_counts_compiled
 from tilesim.render.pipeline.gpu_config import GPU_CONFIG, counted_entry
 from tilesim.render.pipeline.set_associative import SetAssociativeLRU
 
@@ -143,8 +144,8 @@ def crc32_words(words, crc=0, poly: int = CRC32_POLY):
     lo, hi = _tables(xp, poly)
     words = xp.asarray(words, dtype=_U32)
     c = xp.broadcast_to(xp.asarray(crc, dtype=_U32), words.shape[1:]) ^ _ONES
-    if compiled.usable(words, c) and words.ndim == 2:
-        compiled.crc32_words(words, c, lo, hi)
+    if usable(words, c) and words.ndim == 2:
+        crc32_words_compiled(words, c, lo, hi)
         return c ^ _ONES
     for word in words:
         c = c ^ word
@@ -187,10 +188,10 @@ def fragment_keys(inputs, context_crc: int = 0, quad_inputs: bool = False, bits:
     """
     if bits not in (32, 64):
         raise ValueError(f"fragment_keys: bits must be 32 or 64, got {bits}")
-    if compiled.usable(inputs):
+    if usable(inputs):
         # Both halves in one pass over the lanes' words (the same CRCs, bit for bit).
         words, quad_inputs = _key_words(inputs, quad_inputs)
-        return compiled.fragment_keys(words, quad_inputs, context_crc,
+        return fragment_keys_compiled(words, quad_inputs, context_crc,
                                       _BYTE_TABLES[:bits // 32])
     low = _keys(inputs, context_crc, quad_inputs, CRC32_POLY).astype(KEY_DTYPE)
     if bits == 32:
@@ -260,9 +261,9 @@ def rows_differ(a, b, where=None):
     a, b = xp.asarray(a), xp.asarray(b)
     if a.dtype != b.dtype or a.shape != b.shape:
         raise ValueError(f"rows_differ: {a.dtype}{a.shape} vs {b.dtype}{b.shape}")
-    if compiled.usable(a, b, where):
+    if usable(a, b, where):
         # Rows where does not select are not read (the hits are a few of the fragments).
-        return compiled.rows_differ(_row_bits(a), _row_bits(b), where)
+        return rows_differ_compiled(_row_bits(a), _row_bits(b), where)
     if where is not None:
         return where & rows_differ(a, b)
     if a.dtype.kind == "f":
@@ -364,7 +365,7 @@ class MemoLUT:
             self.colors = xp.zeros((entries, *colors.shape[1:]), dtype=colors.dtype)
         if n == 0:
             return xp.zeros(0, dtype=bool), colors.copy()
-        if compiled.usable(keys, colors, order):
+        if usable(keys, colors, order):
             return self._lookup_compiled(keys, colors, order)
         if order is not None:
             # The accesses in their order, the answers back in the fragments' places.
@@ -399,7 +400,7 @@ class MemoLUT:
         stored = np.array(colors, copy=True, order="C")
         entry_bits = _row_bits(self.colors)
         entry_bits = entry_bits.reshape(self.sets, self.ways, entry_bits.shape[1])
-        hit = compiled.memo_lookup(order, keys, self.index_bits, self.table.state,
+        hit = memo_lookup_compiled(order, keys, self.index_bits, self.table.state,
                                    entry_bits, _row_bits(stored))
         self.table.payload = np.arange(self.entries, dtype=np.int64).reshape(self.sets,
                                                                               self.ways)
@@ -612,8 +613,8 @@ def _joined(parts):
 
 def _lookup_order(tile, shaded, rank):
     """The lanes with ``shaded`` set, stably sorted by their tile's traversal ``rank``."""
-    if compiled.usable(tile, shaded, rank):
-        return compiled.memo_order(tile, shaded, rank)
+    if usable(tile, shaded, rank):
+        return memo_order_compiled(tile, shaded, rank)
     xp = array_module(tile)
     lanes = xp.flatnonzero(shaded)
     return xp.take(lanes, xp.argsort(xp.take(rank, xp.take(tile, lanes)), kind="stable"))
@@ -622,9 +623,9 @@ def _lookup_order(tile, shaded, rank):
 def _per_tile(tile, selected, tiles: int):
     """(tiles,) int64: how many of the lanes with ``selected`` set lie in each tile."""
     xp = array_module(tile)
-    if compiled.usable(tile, selected):
+    if usable(tile, selected):
         counts = np.zeros(tiles, dtype=np.int64)
-        compiled.add_counts(counts, tile, selected)
+        add_counts_compiled(counts, tile, selected)
         return counts
     return xp.bincount(tile[selected], minlength=tiles)
 
@@ -806,3 +807,192 @@ class ScreenMemo:
             began = (np.asarray(start) != frame.start).any(axis=2)[::-1].reshape(-1)
             affected |= xp.asarray(began)
         return affected
+
+
+# == the compiled path (Numba, tilesim.jit): bit-identical to the code above =============
+
+@jit
+def _crc32_words(words, running, lo, hi):  # pragma: no cover - compiled
+    for w in range(words.shape[0]):
+        for j in range(words.shape[1]):
+            c = running[j] ^ words[w, j]
+            running[j] = lo[c & np.uint32(0xFFFF)] ^ hi[c >> np.uint32(16)]
+
+
+def crc32_words_compiled(words, running, lo, hi) -> None:
+    """``fragment_memoization.crc32_words``'s loop in place: fold each row of ``words``
+    ((W, m) uint32) into ``running`` ((m,) uint32, the complemented registers) with the two
+    16-bit slicing tables ``lo`` and ``hi``; one pass per lane instead of two temporaries of
+    every lane per word."""
+    _crc32_words(words, running, lo, hi)
+
+
+@jit
+def _stable_order(keys, bins, order):  # pragma: no cover - compiled
+    start = np.zeros(bins + 1, dtype=np.int64)
+    for i in range(keys.shape[0]):
+        start[keys[i] + 1] += 1
+    for b in range(bins):
+        start[b + 1] += start[b]
+    for i in range(keys.shape[0]):
+        k = keys[i]
+        order[start[k]] = i
+        start[k] += 1
+
+
+def stable_order_compiled(keys, bins: int) -> np.ndarray:
+    """``argsort(keys, kind="stable")`` of (n,) integer ``keys`` in [0, bins), by counting
+    (one pass to count, one to place: O(n + bins) where the merge sort is O(n log n))."""
+    order = np.empty(keys.shape[0], dtype=np.int64)
+    _stable_order(keys, bins, order)
+    return order
+
+
+@jit(inline=True)
+def _crc_byte_step(c, table):  # pragma: no cover - compiled
+    # Slicing-by-4 on 1 KB byte tables: they stay in L1, where a sequential per-key loop
+    # over the 256 KB 16-bit tables waits on the cache.
+    return (table[3, c & np.uint32(0xFF)] ^ table[2, (c >> np.uint32(8)) & np.uint32(0xFF)]
+            ^ table[1, (c >> np.uint32(16)) & np.uint32(0xFF)] ^ table[0, c >> np.uint32(24)])
+
+
+@jit(inline=True)
+def _store_keys(out, first, group, quad, low, high, tables, halves):  # pragma: no cover
+    """The keys of the ``group`` lanes from ``first`` whose message CRCs are low / high: with
+    ``quad``, each continued over the lane's position in the quad."""
+    ones = np.uint32(0xFFFFFFFF)
+    for position in range(group):
+        lane_low, lane_high = low, high
+        if quad:
+            lane_low = _crc_byte_step(low ^ np.uint32(position), tables[0])
+            if halves == 2:
+                lane_high = _crc_byte_step(high ^ np.uint32(position), tables[1])
+        key = np.uint64(lane_low ^ ones)
+        if halves == 2:
+            key |= np.uint64(lane_high ^ ones) << np.uint64(32)
+        out[first + position] = key
+
+
+@jit
+def _fragment_keys(words, quad, register, tables, halves, out):  # pragma: no cover
+    rows, n = words.shape
+    group = 4 if quad else 1
+    low_table, high_table = tables[0], tables[halves - 1]
+    # Two messages at a time: each CRC is a chain of dependent table reads, and two
+    # independent chains overlap (a last odd message pairs with itself).
+    first = 0
+    while first < n:
+        second = first + group if first + group < n else first
+        a_low, a_high = register[0], register[1]
+        b_low, b_high = register[0], register[1]
+        for offset in range(group):
+            for r in range(rows):
+                a_word = words[r, first + offset]
+                b_word = words[r, second + offset]
+                a_low = _crc_byte_step(a_low ^ a_word, low_table)
+                b_low = _crc_byte_step(b_low ^ b_word, low_table)
+                if halves == 2:
+                    a_high = _crc_byte_step(a_high ^ a_word, high_table)
+                    b_high = _crc_byte_step(b_high ^ b_word, high_table)
+        _store_keys(out, first, group, quad, a_low, a_high, tables, halves)
+        if second != first:
+            _store_keys(out, second, group, quad, b_low, b_high, tables, halves)
+        first = second + group
+
+
+def fragment_keys_compiled(words, quad: bool, context: int, tables) -> np.ndarray:
+    """``fragment_memoization.fragment_keys``'s hash in one pass over the lanes: ``words``
+    (W, n) uint32, the lanes' input words (lane-major messages; with ``quad`` the 4 lanes of
+    each quad hashed as one message, then the lane's position); ``tables`` (halves, 4, 256)
+    uint32 byte tables, the CRC-32's (the key's low half) and, for 64-bit keys, the
+    CRC-32C's (the high half), each continuing from ``context``. Returns (n,) uint64."""
+    halves = tables.shape[0]
+    register = np.full(2, (context & 0xFFFFFFFF) ^ 0xFFFFFFFF, dtype=np.uint32)
+    out = np.empty(words.shape[1], dtype=np.uint64)
+    _fragment_keys(words, quad, register, tables, halves, out)
+    return out
+
+
+@jit
+def _memo_order(tile, shaded, rank, bins, order):  # pragma: no cover - compiled
+    start = np.zeros(bins + 1, dtype=np.int64)
+    for i in range(tile.shape[0]):
+        if shaded[i]:
+            start[rank[tile[i]] + 1] += 1
+    for b in range(bins):
+        start[b + 1] += start[b]
+    for i in range(tile.shape[0]):
+        if shaded[i]:
+            k = rank[tile[i]]
+            order[start[k]] = i
+            start[k] += 1
+
+
+def memo_order_compiled(tile, shaded, rank) -> np.ndarray:
+    """The shaded lanes (``shaded`` (n,) bool) stably sorted by their tile's ``rank``
+    (``argsort(rank[tile[lanes]], kind="stable")`` of ``lanes = flatnonzero(shaded)``, as
+    lane indices), by counting."""
+    order = np.empty(int(np.count_nonzero(shaded)), dtype=np.int64)
+    _memo_order(tile, shaded, rank, rank.shape[0], order)
+    return order
+
+
+@jit
+def _memo_lookup(order, keys, index_bits, state, stored, hit, rows):  # pragma: no cover
+    ways = state.shape[1]
+    width = rows.shape[1]
+    set_mask = np.uint64(state.shape[0] - 1)
+    for i in order:
+        key = keys[i]
+        g = np.int64(key & set_mask)
+        t = np.int64(key >> np.uint64(index_bits))
+        j = 0
+        while j < ways and state[g, j] != t:
+            j += 1
+        found = j < ways
+        hit[i] = found
+        # Element loops, not slices: slice assignment in this loop costs twice the time.
+        if found:
+            for k in range(width):          # a hit returns (and keeps) the stored color
+                rows[i, k] = stored[g, j, k]
+        else:
+            j = 0                           # a miss evicts the least recently used way
+        for w in range(j, ways - 1):
+            state[g, w] = state[g, w + 1]
+            for k in range(width):
+                stored[g, w, k] = stored[g, w + 1, k]
+        state[g, ways - 1] = t
+        for k in range(width):
+            stored[g, ways - 1, k] = rows[i, k]
+
+
+def memo_lookup_compiled(order, keys, index_bits: int, state, stored, rows) -> np.ndarray:
+    """``MemoLUT.lookup_insert``'s LUT, one fragment after the other in ``order``: key
+    ``keys[i]`` (uint64; set = its low ``index_bits`` bits, tag = the rest) against
+    ``state`` (sets, ways) int64 tags, oldest first, and ``stored`` (sets, ways, w) their
+    colors' bits as w unsigned words, both updated in place. ``rows`` (n, w) of the same
+    dtype: the fragments' colors, replaced in place by the stored color on a hit. Returns
+    hit (n,) bool (False for lanes not in ``order``)."""
+    hit = np.zeros(keys.shape[0], dtype=bool)
+    _memo_lookup(order, keys, index_bits, state, stored, hit, rows)
+    return hit
+
+
+@jit
+def _rows_differ(a, b, where, out):  # pragma: no cover - compiled
+    for i in range(a.shape[0]):
+        differ = False
+        if where[i]:
+            for k in range(a.shape[1]):
+                if a[i, k] != b[i, k]:
+                    differ = True
+                    break
+        out[i] = differ
+
+
+def rows_differ_compiled(a, b, where=None) -> np.ndarray:
+    """(n,) bool: whether rows of the (n, w) unsigned arrays ``a`` and ``b`` differ, among
+    the rows ``where`` ((n,) bool; None: all) selects (False elsewhere, not read)."""
+    out = np.empty(a.shape[0], dtype=bool)
+    _rows_differ(a, b, np.ones(a.shape[0], dtype=bool) if where is None else where, out)
+    return out

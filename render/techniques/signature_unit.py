@@ -42,7 +42,7 @@ import numpy as np
 
 from tilesim.backend import array_module
 from tilesim.backend import xp as active_xp
-from tilesim.render.pipeline import compiled
+from tilesim.jit import jit, usable
 
 CRC32_POLY_REFLECTED = 0xEDB88320
 SUBBLOCK_BYTES = 8  # 64-bit sub-blocks (thesis §4.2.2: eight 1-KB LUTs)
@@ -261,9 +261,9 @@ def compute_crc(subblocks: np.ndarray, lengths: np.ndarray | None = None) -> np.
     lengths = xp.full(count, width, xp.int64) if lengths is None else xp.asarray(lengths)
     if lengths.shape != (count,) or (lengths.size and (lengths.min() < 0 or lengths.max() > width)):
         raise ValueError(f"lengths must be ({count},) sub-block counts in [0, {width}]")
-    if compiled.usable(subblocks, lengths):
+    if usable(subblocks, lengths):
         # The same unit, message by message in a compiled loop.
-        return compiled.compute_crc(subblocks, lengths, SIGN_LUTS, SHIFT_LUTS)
+        return compute_crc_compiled(subblocks, lengths, SIGN_LUTS, SHIFT_LUTS)
     crc_out = xp.zeros(count, dtype=_U32)
     signs = sign_subblocks(subblocks)  # the Sign subunit works on every sub-block independently
     for index in range(width):  # the hardware's one-sub-block-per-cycle loop
@@ -350,8 +350,8 @@ def fold_crc32(
     Returns the new (tiles,) uint32 signatures.
     """
     xp = array_module(tile_ids)
-    if compiled.usable(signatures, tile_ids, block_crc, block_subblocks):
-        return compiled.fold_crc32(signatures, tile_ids, block_crc, block_subblocks,
+    if usable(signatures, tile_ids, block_crc, block_subblocks):
+        return fold_crc32_compiled(signatures, tile_ids, block_crc, block_subblocks,
                                    SUBBLOCK_ADVANCE_LADDER)
     tiles = signatures.shape[0]
     order = xp.argsort(tile_ids, kind="stable")  # keeps submission order within a tile
@@ -482,3 +482,61 @@ class TileSignatures:
         if not self.valid_previous:
             return xp.zeros(self.tiles, dtype=bool)
         return self.current == self.previous
+
+
+# == the compiled path (Numba, tilesim.jit): bit-identical to the code above =============
+
+@jit
+def _compute_crc(subblocks, lengths, sign_luts, shift_luts, out):  # pragma: no cover
+    for j in range(subblocks.shape[0]):
+        crc = np.uint32(0)
+        for i in range(lengths[j]):
+            block = subblocks[j, i]
+            sign = np.uint32(0)
+            for b in range(8):
+                sign ^= sign_luts[b, np.int64((block >> np.uint64(8 * b)) & np.uint64(0xFF))]
+            shifted = (shift_luts[0, np.int64(crc & np.uint32(0xFF))]
+                       ^ shift_luts[1, np.int64((crc >> np.uint32(8)) & np.uint32(0xFF))]
+                       ^ shift_luts[2, np.int64((crc >> np.uint32(16)) & np.uint32(0xFF))]
+                       ^ shift_luts[3, np.int64((crc >> np.uint32(24)) & np.uint32(0xFF))])
+            crc = sign ^ shifted
+        out[j] = crc
+
+
+def compute_crc_compiled(subblocks, lengths, sign_luts, shift_luts) -> np.ndarray:
+    """``signature_unit.compute_crc``: (n,) uint32 raw CRCs of (n, k) uint64 sub-blocks, each
+    message over its first ``lengths[j]`` sub-blocks (Sign of the sub-block XOR Shift of the
+    CRC so far), with the unit's byte tables."""
+    out = np.empty(subblocks.shape[0], dtype=np.uint32)
+    _compute_crc(subblocks, lengths.astype(np.int64), sign_luts, shift_luts, out)
+    return out
+
+
+@jit
+def _fold_crc32(signatures, tile_ids, block_crc, block_subblocks, ladder):  # pragma: no cover
+    for i in range(tile_ids.shape[0]):
+        t = tile_ids[i]
+        crc = signatures[t]
+        amount = block_subblocks[i]
+        rung = 0
+        while amount > 0:
+            if amount & 1:
+                crc = (ladder[rung, 0, np.int64(crc & np.uint32(0xFF))]
+                       ^ ladder[rung, 1, np.int64((crc >> np.uint32(8)) & np.uint32(0xFF))]
+                       ^ ladder[rung, 2, np.int64((crc >> np.uint32(16)) & np.uint32(0xFF))]
+                       ^ ladder[rung, 3, np.int64(crc >> np.uint32(24))])
+            amount >>= 1
+            rung += 1
+        signatures[t] = crc ^ block_crc[i]
+
+
+def fold_crc32_compiled(signatures, tile_ids, block_crc, block_subblocks, ladder) -> np.ndarray:
+    """``signature_unit.fold_crc32`` entry by entry, as the Signature Unit folds them: each
+    tile's CRC advanced over the entry's sub-blocks (``ladder``: the byte tables advancing by
+    2**j zero sub-blocks) then XORed with the entry's CRC. Returns new (tiles,) uint32
+    signatures."""
+    out = signatures.astype(np.uint32, copy=True)
+    _fold_crc32(out, tile_ids.astype(np.int64, copy=False),
+                block_crc.astype(np.uint32, copy=False),
+                block_subblocks.astype(np.int64, copy=False), ladder)
+    return out

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from tilesim.jit import jit
 from tilesim.timing.config import Config
-from tilesim.timing.shader_core.jit import jit
 
 
 class Cache:

@@ -40,8 +40,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tilesim.jit import jit
 from tilesim.timing.config import Config
-from tilesim.timing.shader_core.jit import jit
 
 # the fields of the timing vector (DramTiming.vector) and of a channel's statistics row
 TIMING = ("channels", "banks", "row_size", "line", "bus", "trcd", "trp", "tcl", "twl", "tras",

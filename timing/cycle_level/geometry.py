@@ -42,11 +42,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tilesim.jit import jit
 from tilesim.timing.config import Config, warp_instruction_floor
 from tilesim.timing.cycle_level.dram import DramState, DramTiming, dram_access
 from tilesim.timing.cycle_level.inputs import LIST_ENTRY_BYTES, PB_WRITES, VERTICES, region
 from tilesim.timing.cycle_level.records import DrawStream
-from tilesim.timing.shader_core.jit import jit
 
 
 @dataclass

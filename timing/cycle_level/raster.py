@@ -73,8 +73,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tilesim.jit import jit
 from tilesim.timing.cycle_level.dram import DramState, DramTiming, dram_access
-from tilesim.timing.shader_core.jit import jit
 
 INF = 1e30
 

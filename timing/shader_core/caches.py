@@ -8,7 +8,7 @@ the line.
 
 from __future__ import annotations
 
-from tilesim.timing.shader_core.jit import jit
+from tilesim.jit import jit
 
 
 @jit(inline=True)

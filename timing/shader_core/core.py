@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tilesim.errors import InputError
+from tilesim.jit import AVAILABLE as JIT
+from tilesim.jit import jit
 from tilesim.timing.shader_core.config import (
     P_BANKS,
     P_CUS,
@@ -31,8 +33,6 @@ from tilesim.timing.shader_core.decode import decode
 from tilesim.timing.shader_core.execute import execute
 from tilesim.timing.shader_core.fetch import fetch
 from tilesim.timing.shader_core.issue import issue
-from tilesim.timing.shader_core.jit import ENABLED as JIT
-from tilesim.timing.shader_core.jit import jit
 from tilesim.timing.shader_core.operand_collector import allocate, dispatch, read_operands
 from tilesim.timing.shader_core.program import FIXED_REGISTERS, StaticProgram
 from tilesim.timing.shader_core.state import (

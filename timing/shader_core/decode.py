@@ -3,8 +3,8 @@ valid bit stays; the decoded bit is set); an instruction issues in a later cycle
 
 from __future__ import annotations
 
+from tilesim.jit import jit
 from tilesim.timing.shader_core.config import P_MAX_WARPS
-from tilesim.timing.shader_core.jit import jit
 from tilesim.timing.shader_core.state import S_DECODED, D
 
 

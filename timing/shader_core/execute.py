@@ -15,6 +15,7 @@ cycle, oldest first, an instruction that cannot start letting younger ones by:
 
 from __future__ import annotations
 
+from tilesim.jit import jit
 from tilesim.timing.shader_core.caches import access
 from tilesim.timing.shader_core.config import (
     P_ALUS,
@@ -31,7 +32,6 @@ from tilesim.timing.shader_core.config import (
     P_TC_LATENCY,
     P_TC_MISS,
 )
-from tilesim.timing.shader_core.jit import jit
 from tilesim.timing.shader_core.operand_collector import bank_of
 from tilesim.timing.shader_core.state import (
     ALU,

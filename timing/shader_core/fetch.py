@@ -6,6 +6,7 @@ nothing reaches Decode until the line arrives."""
 
 from __future__ import annotations
 
+from tilesim.jit import jit
 from tilesim.timing.shader_core.caches import access
 from tilesim.timing.shader_core.config import (
     P_FETCH_WIDTH,
@@ -16,7 +17,6 @@ from tilesim.timing.shader_core.config import (
     P_MAX_WARPS,
     P_WAIT_BRANCH,
 )
-from tilesim.timing.shader_core.jit import jit
 from tilesim.timing.shader_core.state import INF, S_FETCH_PTR, S_FETCHED, S_IC_ACC, S_IC_MISS, F
 
 

@@ -11,6 +11,7 @@ and the reads not yet done (set at issue, cleared when the operand collector rea
 
 from __future__ import annotations
 
+from tilesim.jit import jit
 from tilesim.timing.shader_core.config import (
     P_IBUF_SLOTS,
     P_ISOC_IN,
@@ -18,7 +19,6 @@ from tilesim.timing.shader_core.config import (
     P_ISSUE_WIDTH,
     P_MAX_WARPS,
 )
-from tilesim.timing.shader_core.jit import jit
 from tilesim.timing.shader_core.state import (
     EOP,
     S_ISOC_HEAD,

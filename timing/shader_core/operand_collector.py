@@ -20,6 +20,7 @@ request minus requests granted.
 
 from __future__ import annotations
 
+from tilesim.jit import jit
 from tilesim.timing.shader_core.config import (
     P_BANK_HASH,
     P_BANKS,
@@ -29,7 +30,6 @@ from tilesim.timing.shader_core.config import (
     P_ISOC_SIZE,
     P_OCEX_SIZE,
 )
-from tilesim.timing.shader_core.jit import jit
 from tilesim.timing.shader_core.state import (
     S_ALLOCATED,
     S_CONFLICTS,

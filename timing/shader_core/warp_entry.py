@@ -4,8 +4,8 @@ baseline of §3.1); it leaves when its end-of-program instruction executes, free
 
 from __future__ import annotations
 
+from tilesim.jit import jit
 from tilesim.timing.shader_core.config import P_ENTRY_PER_CYCLE, P_ID_POLICY, P_MAX_WARPS
-from tilesim.timing.shader_core.jit import jit
 from tilesim.timing.shader_core.state import (
     S_ENTERED,
     S_FREE_REGS,

@@ -5,8 +5,8 @@ lets its warp fetch again; an end-of-program instruction retires the warp."""
 
 from __future__ import annotations
 
+from tilesim.jit import jit
 from tilesim.timing.shader_core.config import P_WAIT_BRANCH
-from tilesim.timing.shader_core.jit import jit
 from tilesim.timing.shader_core.state import EOP, RING, S_EX_N, S_WRITTEN, W
 from tilesim.timing.shader_core.warp_entry import retire
 
