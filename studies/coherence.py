@@ -331,9 +331,9 @@ def write_overlays(folder: Path, name: str, index: int, image: np.ndarray, count
     if "dsr_rate" in screen.tiles:
         rate = screen.tiles["dsr_rate"].astype(np.int64)
         save("dsr_rate", overlay(image, RATE_COLORS[rate], rate > 0, screen, 0.45))
-    evr = techniques.evr
-    if evr is not None:
-
+    unit = techniques.unit("evr")
+    if unit is not None:
+        evr = unit.evr
         # The FVP left for the next frame: depths in gray (near dark, far light), layers in
         # orange (lower layers lighter).
         fvp, is_layer = to_host(evr.fvp), to_host(evr.fvp_is_layer)

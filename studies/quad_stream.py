@@ -95,10 +95,11 @@ class QuadRecorder(Techniques):
 
     def shaded(self, draw, inputs, system_values, color, tile, alive, keys=None) -> None:
         super().shaded(draw, inputs, system_values, color, tile, alive, keys)
-        if self.memo is not None and self._on_screen(draw.target):
+        memo = self.unit("memo")
+        if memo is not None and self._on_screen(draw.target):
             # the lookups of the batch quads() gets: its first lane in the frame's lookups
             # and, per shaded quad, its lanes that look up (live ones)
-            self._memo_chunk = (self.memo.last_chunk[0],
+            self._memo_chunk = (memo.last_chunk[0],
                                 to_host(alive).reshape(-1, 4).sum(axis=1))
 
     def quads(self, draw, batch) -> None:
@@ -125,13 +126,15 @@ class QuadRecorder(Techniques):
 
     def end_frame(self, result, screen):
         rates = super().end_frame(result, screen)
+        self._take_memo_outcomes()
+        self._mark_memo_hits()
         if self._frame in self.frames:
             streams = [_stream(batches, p.tiles_x * p.tiles_y)
                        for batches, p in zip(self._passes, result.counters.passes, strict=True)]
             self.recorded[self._frame] = RecordedFrame(
                 result.counters, [s for s, _ in streams],
                 _draws(self.scalars.draws.get(self._frame, []), self._binned))
-            if self.memo is not None:
+            if self.unit("memo") is not None:
                 self._memo_lanes[self._frame] = [lanes for _, lanes in streams]
                 self._mark_memo_hits()
         self._frame += 1
@@ -140,12 +143,18 @@ class QuadRecorder(Techniques):
         self._binned = {}
         return rates
 
-    def _apply_memo(self, done) -> None:
-        for outcome in done:
+    def finish(self) -> list:
+        ready = super().finish()
+        self._take_memo_outcomes()
+        self._mark_memo_hits()
+        return ready
+
+    def _take_memo_outcomes(self) -> None:
+        """The hits of the recorded frames whose memoization outcome arrived."""
+        memo = self.unit("memo")
+        for outcome in [] if memo is None else memo.take_arrived():
             if outcome.frame_index in self.frames:
                 self._memo_hits[outcome.frame_index] = to_host(outcome.hit).astype(bool)
-        super()._apply_memo(done)
-        self._mark_memo_hits()
 
     def _mark_memo_hits(self) -> None:
         """Mark the quads of recorded frames whose memoization outcome has arrived."""

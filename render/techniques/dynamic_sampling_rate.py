@@ -52,6 +52,7 @@ from tilesim import backend
 from tilesim.atomic import write_text
 from tilesim.backend import array_module, to_host
 from tilesim.errors import InputError
+from tilesim.render.techniques.registry import ScreenPass, TechniqueUnit
 
 TILE = 16
 RATE_NAMES = ("1x", "1/4x", "1/16x", "1/64x", "1/256x")
@@ -730,3 +731,32 @@ class SamplingRateTable:
     def counters(self) -> dict[str, int]:
         return {"dct_tiles": self.dct_tiles, "srt_reads": self.reads,
                 "srt_writes": self.writes}
+
+
+class DynamicSamplingRateUnit(TechniqueUnit):
+    """DSR behind the pipeline's hooks: the SRT gives every screen tile its sampling rate
+    (``rates``, read by the rasterizer); each finished frame is analysed for the next one's
+    rates, and each pass counts its DCTs and SRT accesses per tile."""
+
+    def __init__(self, screen, traversal: str, techniques) -> None:
+        super().__init__(screen, traversal, techniques)
+        params = techniques.dsr_parameters
+        if params is None or not isinstance(params, DSRParameters):
+            params = DSRParameters.load(params)
+        if screen.tile_size != TILE:
+            raise InputError("DSR's sampling rates (1x .. 1/256x) are defined on 16x16 "
+                             f"tiles, not {screen.tile_size}x{screen.tile_size}")
+        self.srt = SamplingRateTable(screen.tile_count, params, tile=screen.tile_size)
+        self.rates = self.srt.read()
+
+    def end_pass(self, counters, board: ScreenPass) -> None:
+        xp = array_module(self.screen.color)
+        tiles = self.screen.tile_count
+        counters.add_per_tile("dsr_rate", xp.asarray(self.rates))
+        counters.add_per_tile("dsr_dcts", xp.ones(tiles, dtype=xp.int64))
+        counters.add_per_tile("dsr_srt_accesses", xp.full(tiles, 2, dtype=xp.int64))
+
+    def end_frame(self, result, screen) -> None:
+        # The finished frame, row 0 at the top, where it lies (the device).
+        self.srt.update(screen.color[::-1])
+        self.rates = self.srt.read()

@@ -33,6 +33,7 @@ from tilesim.jit import all_within, jit, usable
 from tilesim.render.pipeline.counters import PassCounters
 from tilesim.render.pipeline.framebuffer import RenderTarget
 from tilesim.render.pipeline.output_merger import COMPARE
+from tilesim.render.techniques.registry import ScreenPass, TechniqueUnit
 
 LAYER_ID_BYTES = 2          # 12-bit layer identifiers, stored with each list entry (§5.3.1)
 REORDER_FUNCS = ("LESS", "LEQUAL")
@@ -224,6 +225,49 @@ class EarlyVisibility:
 
     def end_frame(self) -> None:
         self._start_frame()
+
+
+class EarlyVisibilityUnit(TechniqueUnit):
+    """EVR behind the pipeline's hooks: classifies the screen's display-list entries as they
+    are binned (``board.occluded``, and ``board.deferred``: held back for the second lists),
+    tells RE which tiles' signatures left entries out (``board.unsigned``) and, after RE's
+    decision, updates the FVP Table of the tiles rendered."""
+
+    wants_entries = True
+
+    def __init__(self, screen, traversal: str, techniques) -> None:
+        super().__init__(screen, traversal, techniques)
+        self.evr = EarlyVisibility(screen)
+
+    def begin_pass(self, counters, board: ScreenPass) -> None:
+        # Updated in place at the pass's end, after RE read it (decide precedes end_pass).
+        board.unsigned = self.evr.tainted
+
+    def tiles_to_flush(self, draw) -> np.ndarray | None:
+        return self.evr.tiles_to_flush(draw)
+
+    def classify(self, draw, board: ScreenPass) -> None:
+        board.occluded, board.deferred = self.evr.binned(draw, draw.counters)
+
+    def cleared(self, counters, rect, color, depth, color_mask) -> None:
+        if color is not None:
+            self.evr.cleared(self.screen, rect)
+
+    def early_z(self, draw, pixel, depth, tile) -> None:
+        self.evr.early_z(draw, pixel, depth, tile)
+
+    def late_shaded(self, draw, tile) -> None:
+        xp = array_module(tile)
+        self.evr.late_shaded += xp.bincount(tile, minlength=self.evr.tiles)
+
+    def written(self, draw, pixel, tile, color, entry, lanes) -> None:
+        self.evr.written(draw, draw.counters, pixel, tile, color, entry)
+
+    def end_pass(self, counters, board: ScreenPass) -> None:
+        self.evr.end_pass(self.screen, counters, board.skipped)
+
+    def end_frame(self, result, screen) -> None:
+        self.evr.end_frame()
 
 
 # == the compiled path (Numba, tilesim.jit): bit-identical to the code above =============

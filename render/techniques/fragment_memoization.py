@@ -61,6 +61,8 @@ from tilesim.jit import jit, usable
 from tilesim.render.pipeline.counters import add_counts_compiled
 from tilesim.render.pipeline.gpu_config import GPU_CONFIG, counted_entry
 from tilesim.render.pipeline.set_associative import SetAssociativeLRU
+from tilesim.render.techniques.registry import TechniqueUnit
+from tilesim.render.techniques.rendering_elimination import draw_state_bytes
 
 __all__ = ["COUNTERS", "KEY_DTYPE", "Chunks", "FragmentMemoizer", "MemoFrame", "MemoLUT",
            "SharedWork", "check_keys", "context_signature", "crc32_words", "fragment_keys",
@@ -807,6 +809,114 @@ class ScreenMemo:
             began = (np.asarray(start) != frame.start).any(axis=2)[::-1].reshape(-1)
             affected |= xp.asarray(began)
         return affected
+
+
+class MemoKeys:
+    """The memoization keys of one shaded batch, computed on first use and once for every
+    technique set that asks (side by side, ``memo`` and ``memo/32`` hash the same inputs):
+    ``bits`` the widest asked for; a 32-bit key is the low half of the 64-bit one
+    (``fragment_keys``)."""
+
+    def __init__(self, draw, inputs, system_values: dict, bits: int):
+        self._batch = (draw, inputs, system_values)
+        self.bits = bits
+        self._keys = None
+
+    def of(self, bits: int):
+        """(n,) uint64 keys of ``bits`` (at most :attr:`bits`)."""
+        if bits > self.bits:
+            raise ValueError(f"MemoKeys: {bits}-bit keys asked of {self.bits}-bit ones")
+        if self._keys is None:
+            draw, inputs, system_values = self._batch
+            self._keys = fragment_keys(
+                _memo_inputs(inputs, system_values), zlib.crc32(draw_state_bytes(draw)),
+                draw.program.fragment_uses_derivatives, bits=self.bits)
+        if bits == self.bits:
+            return self._keys
+        return self._keys & self._keys.dtype.type((1 << bits) - 1)
+
+
+def _memo_inputs(inputs: np.ndarray, system_values: dict) -> np.ndarray:
+    """Everything a fragment program reads per lane: its IN registers and system values."""
+    xp = array_module(inputs)
+    inputs = xp.asarray(inputs, dtype=xp.float32)
+    if not system_values:
+        return inputs           # the usual case: nothing to append, so no copy
+    extra = [xp.asarray(v, dtype=xp.float32).reshape(1, 4, -1) for _, v in
+             sorted(system_values.items())]
+    return xp.concatenate([inputs, *extra], axis=0)
+
+
+class FragmentMemoizationUnit(TechniqueUnit):
+    """Memoization behind the pipeline's hooks: logs the screen's shaded fragments and color
+    writes; frames are decided in pairs (Parallel Frame Rendering's, §4.3.1), so a finished
+    frame is held until its pair is done, then released with its memoization counters and
+    the image the hardware shows (a collision shows)."""
+
+    holds_frames = True
+
+    def __init__(self, screen, traversal: str, techniques) -> None:
+        super().__init__(screen, traversal, techniques)
+        self.key_bits = techniques.memo_key_bits
+        self.memo = ScreenMemo(screen, traversal=screen.traversal(traversal),
+                               key_bits=self.key_bits, shared=techniques.memo_shared)
+        self._held: list = []          # frames memoization has not completed yet
+        self._done: set[int] = set()
+        # Outcomes applied since :meth:`take_arrived` (a recorder marks its quads' hits).
+        self._arrived: list[MemoFrame] = []
+
+    def cleared(self, counters, rect, color, depth, color_mask) -> None:
+        self.memo.cleared(rect, color, color_mask)
+
+    def shaded(self, draw, inputs, system_values, color, tile, alive, keys=None) -> None:
+        if keys is None:
+            keys = MemoKeys(draw, inputs, system_values, self.key_bits)
+        self.memo.shaded(keys.of(self.key_bits), color, tile, alive)
+
+    def written(self, draw, pixel, tile, color, entry, lanes) -> None:
+        self.memo.written(pixel, lanes, draw.fragment, draw.target.has_alpha)
+
+    def end_frame(self, result, screen) -> None:
+        self._held.append(result)
+        self._apply(self.memo.end_frame(result.index, screen.image()))
+
+    def _apply(self, done) -> None:
+        for outcome in done:
+            result = next(r for r in self._held if r.index == outcome.frame_index)
+            screen = next((p for p in result.counters.passes if p.target == "default"), None)
+            if screen is not None:
+                for name, values in outcome.counters().items():
+                    if name != "memo_collisions":
+                        screen.add_per_tile(name, values)
+            result.counters.scalars["memo_collisions"] = int(outcome.memo_collisions)
+            # What the hardware displays: the LUT's colors on hits, so a collision shows. (A
+            # frame whose image is not the default framebuffer, a readPixels of another
+            # target, keeps its image; its collisions are still counted.)
+            shown = self.memo.show(outcome)
+            if shown is not None and np.array_equal(result.image, shown[0]):
+                result.image = shown[1]
+            self._done.add(outcome.frame_index)
+            self._arrived.append(outcome)
+
+    def take_arrived(self) -> list[MemoFrame]:
+        """The frames' outcomes applied since the last call."""
+        arrived, self._arrived = self._arrived, []
+        return arrived
+
+    @property
+    def last_chunk(self) -> tuple[int, int]:
+        return self.memo.last_chunk
+
+    def release(self, result) -> list:
+        ready = []
+        while self._held and self._held[0].index in self._done:
+            ready.append(self._held.pop(0))
+        return ready
+
+    def finish(self) -> list:
+        self._apply(self.memo.finish())
+        ready, self._held = self._held, []
+        return ready
 
 
 # == the compiled path (Numba, tilesim.jit): bit-identical to the code above =============

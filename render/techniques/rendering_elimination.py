@@ -57,6 +57,7 @@ from tilesim.render.pipeline.binning import distinct_tiles
 from tilesim.render.pipeline.counters import TILE_COUNTERS, PassCounters
 from tilesim.render.pipeline.framebuffer import RenderTarget
 from tilesim.render.pipeline.gpu_config import GPU_CONFIG, counted_entry
+from tilesim.render.techniques.registry import ScreenPass, TechniqueUnit
 from tilesim.render.techniques.signature_unit import TileSignatures
 
 # Counters of the geometry phase (binning): a skipped tile still has them.
@@ -329,3 +330,41 @@ class RenderingElimination:
         frame_counters.scalars["re_disabled"] = int(self.disabled_reason is not None)
         self.signatures.end_frame()
         self._start_frame()
+
+
+class RenderingEliminationUnit(TechniqueUnit):
+    """RE behind the pipeline's hooks: signs the screen's display-list entries as they are
+    binned (those EVR classified occluded left out, chapter 5) and skips, at the pass's end,
+    the tiles whose signature equals last frame's (``board.skipped``)."""
+
+    def __init__(self, screen, traversal: str, techniques) -> None:
+        super().__init__(screen, traversal, techniques)
+        self.re = RenderingElimination(screen, kind=techniques.signature,
+                                       constants_block=techniques.constants_block)
+
+    def command(self, op: str) -> None:
+        self.re.command(op)
+
+    def offscreen_pass(self) -> None:
+        self.re.offscreen_pass()
+
+    def binned(self, draw, board: ScreenPass) -> None:
+        self.re.binned(draw, draw.counters,
+                       None if board.occluded is None else ~board.occluded)
+
+    def cleared(self, counters, rect, color, depth, color_mask) -> None:
+        self.re.cleared(self.screen, counters, rect, color, depth, color_mask)
+
+    def written(self, draw, pixel, tile, color, entry, lanes) -> None:
+        self.re.written(draw, pixel)
+
+    def decide(self, counters, board: ScreenPass) -> None:
+        # With EVR, a tile whose last rendered frame showed an entry left out of its
+        # signature cannot be skipped on the signature alone.
+        board.skipped = self.re.end_pass(self.screen, counters, board.unsigned)
+
+    def flushed(self, flush):
+        return flush & ~self.re.skip
+
+    def end_frame(self, result, screen) -> None:
+        self.re.end_frame(result.counters)

@@ -40,8 +40,8 @@ import dataclasses
 from tilesim.backend import array_module
 from tilesim.render.pipeline.counters import TILE_COUNTERS, FrameCounters, PassCounters
 from tilesim.render.pipeline.hooks import PipelineHooks
-from tilesim.render.techniques.bus import MemoKeys, Techniques
-from tilesim.render.techniques.fragment_memoization import SharedWork
+from tilesim.render.techniques.bus import Techniques
+from tilesim.render.techniques.fragment_memoization import MemoKeys, SharedWork
 
 # The switches whose hooks only watch the pipeline (see the module's docstring).
 SHAREABLE = frozenset({"te", "re", "memo"})

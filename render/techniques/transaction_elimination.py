@@ -14,6 +14,7 @@ import numpy as np
 
 from tilesim.render.pipeline.counters import PassCounters
 from tilesim.render.pipeline.framebuffer import RenderTarget
+from tilesim.render.techniques.registry import ScreenPass, TechniqueUnit
 from tilesim.render.techniques.signature_unit import SUBBLOCK_BYTES, TileSignatures
 
 
@@ -38,3 +39,22 @@ class TransactionElimination:
 
     def end_frame(self) -> None:
         self.signatures.end_frame()
+
+
+class TransactionEliminationUnit(TechniqueUnit):
+    """TE behind the pipeline's hooks: signs each finished screen tile's colors and keeps
+    the flush of the tiles whose colors equal last frame's."""
+
+    def __init__(self, screen, traversal: str, techniques) -> None:
+        super().__init__(screen, traversal, techniques)
+        self.te = TransactionElimination(screen)
+
+    def end_pass(self, counters, board: ScreenPass) -> None:
+        # After RE's decision: a skipped tile shows last frame's colors, signed equal.
+        self.te.end_pass(self.screen, counters)
+
+    def flushed(self, flush):
+        return flush & self.te.flush
+
+    def end_frame(self, result, screen) -> None:
+        self.te.end_frame()
