@@ -289,9 +289,7 @@ def test_absent_techniques_cost_nothing_and_leak_nothing():
     assert est.technique_cycles[0] == 0
 
 
-def _sram(capacity_bytes: float, bits: float) -> float:
-    """The SRAM rule of energy_32nm.toml (pJ per access)."""
-    return 9.0 * math.sqrt(capacity_bytes / 8192) * bits / 64
+_sram = techniques.sram_access_pj    # the SRAM rule of energy_32nm.toml (pJ per access)
 
 
 def test_structure_energies_follow_the_sram_rule_and_the_seed_sizes():
@@ -302,9 +300,12 @@ def test_structure_energies_follow_the_sram_rule_and_the_seed_sizes():
     assert CFG[memo + "lut_sets"] == 2048 and CFG[memo + "lut_ways"] == 4
     # Frame Coherence Table 4.1: 32-bit signatures; a set-associative array stores each
     # signature less the log2(sets) index bits its set stands for, plus a valid bit
+    assert CFG[memo + "signature_bits"] == 32
     tag_bits = 32 - int(math.log2(CFG[memo + "lut_sets"])) + 1
-    assert tag_bits == 22 and CFG[memo + "lut_entry_bits"] == tag_bits + 32
-    assert CFG[memo + "lut_lru_bits"] == 6  # exact LRU of 4 ways: 6 pairwise-order bits a set
+    memo_lut = techniques.MemoLUT.of(CFG)
+    # exact LRU: 6 pairwise orders of 4 ways a set
+    assert (memo_lut.tag_bits, memo_lut.lru_bits) == (tag_bits, 6) == (22, 6)
+    assert memo_lut.bytes == 2048 * (4 * (22 + 32) + 6) / 8
     buffer = CFG[sig + "buffer_entries"] * CFG[sig + "buffer_frames"] * 4
     expected = {
         "technique.signature_buffer.access": _sram(buffer, 32),
@@ -332,9 +333,37 @@ def test_structure_energies_follow_the_sram_rule_and_the_seed_sizes():
         4 * _sram(2048 * tag_bits / 8, tag_bits) + 4 * 0.09 * 21 / 32 + 2 * lru, rel=0.01)
     for key in expected:
         assert "SRAM rule" in ECFG.sources[key], key
+    # the shipped figures are the rule's for Table 4.1's LUT
+    assert techniques.memo_lut_scale(CFG) == {"lookup": 1.0, "hit_read": 1.0, "write": 1.0}
+    for kind, pj in memo_lut.access_pj().items():
+        assert ECFG[f"technique.memo.{kind}"] == pytest.approx(pj, rel=0.01), kind
     # static power follows the sizes: RE's structures are 16 KB of LUTs + 28 KB of signatures
     kb = techniques.structure_bytes(CFG)["re"] / 1024
     assert kb == pytest.approx(16 + 28.03 + 0.19 + 0.44, abs=0.02)
+
+
+def test_a_configured_lut_costs_what_an_sram_of_its_size_does():
+    """``--set techniques.memo.lut_sets`` changed the LUT's hits and leakage while each
+    lookup kept the price of Table 4.1's 2048 x 4 LUT: a 16x larger LUT's lookups cost the
+    SRAM rule's sqrt(16) more per tag bank (its tags 4 bits shorter), a 2-way one reads two
+    tag banks, not four."""
+    memo = "techniques.memo."
+    per_frame = {name: np.zeros(1) for name in techniques.TECHNIQUE_WORK_COUNTERS}
+    per_frame.update(memo_lookups=np.array([1000.0]), memo_hits=np.array([300.0]),
+                     memo_table_writes=np.array([700.0]))
+    shipped = techniques.dynamic_energy(per_frame, ECFG, CFG)["memo_lut"][0]
+    for change in ({memo + "lut_sets": 32768}, {memo + "lut_ways": 2},
+                   {memo + "lut_sets": 512, memo + "lut_ways": 8}):
+        cfg = CFG.replace(**change)
+        lut = techniques.MemoLUT.of(cfg)
+        tag, color = _sram(lut.sets * lut.tag_bits / 8, lut.tag_bits), _sram(lut.sets * 4, 32)
+        lru = _sram(lut.sets * lut.lru_bits / 8, lut.lru_bits)
+        lookup = lut.ways * (tag + 0.09 / 32 * (lut.tag_bits - 1)) + 2 * lru
+        hash_pj = ECFG["technique.memo.hash"]
+        expected = 1000 * (hash_pj + lookup) + 300 * color + 700 * (tag + color)
+        got = techniques.dynamic_energy(per_frame, ECFG, cfg)["memo_lut"][0]
+        assert got == pytest.approx(expected * 1e-12, rel=0.02), change
+        assert got != pytest.approx(shipped, rel=0.01), change
 
 
 def representative_frame(width, height, extra=None):

@@ -196,7 +196,8 @@ TILE_BUFFERS = {"buffers.color.tiles": "buffers.color.entries",
 INTEGER_KEYS = ("screen.tile_size", "caches.texture.count", "caches.texture.size",
                 "caches.texture.ways", "caches.texture.line_size", "caches.vertex.line_size",
                 "techniques.signature.ot_queue_entries", "techniques.memo.lut_sets",
-                "techniques.memo.lut_ways", "limits.texture_units")
+                "techniques.memo.lut_ways", "techniques.memo.signature_bits",
+                "limits.texture_units")
 # Counts the hardware indexes by bits: a power of two (the memoization LUT's set is the key's
 # low log2(sets) bits).
 POWER_OF_TWO_KEYS = ("techniques.memo.lut_sets", "caches.vertex.line_size")

@@ -62,6 +62,9 @@ frames): RE adds < 0.5% energy (Frame Coherence §4.3), EVR's structures ~0.5% (
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+
 import numpy as np
 
 from tilesim.timing.config import Config
@@ -199,6 +202,7 @@ def dynamic_energy(per_frame: dict[str, np.ndarray], ecfg: Config,
     for how the Accumulate CRC unit steps)."""
     pj = 1e-12
     e = lambda k: ecfg[k] * pj  # noqa: E731
+    lut = memo_lut_scale(cfg)
     sig_accesses = per_frame["re_signature_accesses"] + per_frame["te_signature_accesses"]
     return {
         "crc_luts": (per_frame["re_subblocks_signed"] + per_frame["te_subblocks_signed"])
@@ -217,11 +221,76 @@ def dynamic_energy(per_frame: dict[str, np.ndarray], ecfg: Config,
         "sampling_rate_table": per_frame["dsr_srt_accesses"] * e("technique.srt.access"),
         # every lookup hashes the fragment's inputs and reads its set's tags; a hit reads
         # one color, a miss writes one entry
+        # (the per-access figures are Table 4.1's LUT's, scaled to the configured one)
         "memo_lut": per_frame["memo_lookups"] * (e("technique.memo.hash")
-                                                 + e("technique.memo.lookup"))
-        + per_frame["memo_hits"] * e("technique.memo.hit_read")
-        + per_frame["memo_table_writes"] * e("technique.memo.write"),
+                                                 + e("technique.memo.lookup") * lut["lookup"])
+        + per_frame["memo_hits"] * e("technique.memo.hit_read") * lut["hit_read"]
+        + per_frame["memo_table_writes"] * e("technique.memo.write") * lut["write"],
     }
+
+
+def sram_access_pj(capacity_bytes: float, bits: float) -> float:
+    """The SRAM rule of energy_32nm.toml: pJ for one access of ``bits`` to an array of
+    ``capacity_bytes``, 9.0 pJ x sqrt(C / 8 KB) x w / 64 (Horowitz ISSCC 2014's SRAM reads,
+    x0.9 to 32 nm)."""
+    return 9.0 * math.sqrt(capacity_bytes / 8192) * bits / 64
+
+
+# Frame Coherence Table 4.1's LUT, the one energy_32nm.toml's technique.memo figures are for.
+TABLE_4_1_LUT = (2048, 4)           # sets, ways
+MEMO_COLOR_BITS = 32                # the RGBA8 color an entry memoizes
+# A tag compare, per bit: Horowitz ISSCC 2014's 0.1 pJ 32-bit add, x0.9 to 32 nm.
+COMPARE_PJ_PER_BIT = 0.1 * 0.9 / 32
+
+
+@dataclass(frozen=True)
+class MemoLUT:
+    """The memoization LUT's organization (Frame Coherence Table 4.1 by default), way-banked
+    as a set-associative array is, CACTI-style: per way a tag bank and a color bank of
+    ``sets`` rows. A tag holds what the set does not imply, the signature less its
+    log2(sets) index bits, and a valid bit; each set keeps exact LRU as the renderer's MemoLUT
+    replaces, the ways' pairwise orders."""
+
+    sets: int
+    ways: int
+    signature_bits: int
+
+    @classmethod
+    def of(cls, cfg: Config) -> MemoLUT:
+        memo = "techniques.memo."
+        return cls(int(cfg[memo + "lut_sets"]), int(cfg[memo + "lut_ways"]),
+                   int(cfg[memo + "signature_bits"]))
+
+    @property
+    def tag_bits(self) -> int:
+        return self.signature_bits - int(math.log2(self.sets)) + 1
+
+    @property
+    def lru_bits(self) -> int:
+        return self.ways * (self.ways - 1) // 2
+
+    @property
+    def bytes(self) -> float:
+        return self.sets * (self.ways * (self.tag_bits + MEMO_COLOR_BITS) + self.lru_bits) / 8
+
+    def access_pj(self) -> dict[str, float]:
+        """The SRAM rule's pJ of a lookup (every way's tag read and compared, the set's LRU
+        bits read and written), a hit's color read and a miss's entry write."""
+        tag = sram_access_pj(self.sets * self.tag_bits / 8, self.tag_bits)
+        color = sram_access_pj(self.sets * MEMO_COLOR_BITS / 8, MEMO_COLOR_BITS)
+        lru = sram_access_pj(self.sets * self.lru_bits / 8, self.lru_bits)
+        compare = COMPARE_PJ_PER_BIT * (self.tag_bits - 1)
+        return {"lookup": self.ways * (tag + compare) + 2 * lru, "hit_read": color,
+                "write": tag + color}
+
+
+def memo_lut_scale(cfg: Config) -> dict[str, float]:
+    """Per access kind, the configured LUT's SRAM-rule energy over Table 4.1's: the factor on
+    energy_32nm.toml's technique.memo figures (1 for the thesis's LUT), so a LUT of another
+    size costs what an SRAM of that size does."""
+    configured = MemoLUT.of(cfg).access_pj()
+    thesis = MemoLUT(*TABLE_4_1_LUT, MemoLUT.of(cfg).signature_bits).access_pj()
+    return {kind: configured[kind] / thesis[kind] for kind in configured}
 
 
 def structure_bytes(cfg: Config) -> dict[str, float]:
@@ -231,7 +300,6 @@ def structure_bytes(cfg: Config) -> dict[str, float]:
                         * cfg[sig + "buffer_entry_bits"] / 8)
     evr = "techniques.evr."
     dsr = "techniques.dsr."
-    memo = "techniques.memo."
     return {
         "te": cfg[sig + "compute_lut_bytes"] + signature_buffer,
         "re": cfg[sig + "compute_lut_bytes"] + cfg[sig + "accumulate_lut_bytes"]
@@ -242,8 +310,7 @@ def structure_bytes(cfg: Config) -> dict[str, float]:
                 + cfg[evr + "fvp_entries"] * cfg[evr + "fvp_entry_bits"]) / 8,
         "dsr": cfg[dsr + "srt_entries"] * cfg[dsr + "srt_entry_bits"] / 8
         + cfg[dsr + "dct_buffer_bytes"],
-        "memo": cfg[memo + "lut_sets"] * (cfg[memo + "lut_ways"] * cfg[memo + "lut_entry_bits"]
-                                      + cfg[memo + "lut_lru_bits"]) / 8,
+        "memo": MemoLUT.of(cfg).bytes,
     }
 
 
