@@ -260,6 +260,10 @@ def test_counters_added_in_one_pass_equal_one_pass_each_on_both_paths():
     with pytest.raises(ValueError, match="outside"):
         refused.add_each(np.array([0, 12]), {"fs_alu": np.array([1, 1]), "prims_binned": 2})
     assert not refused.tiles["fs_alu"].any() and not refused.tiles["prims_binned"].any()
+    # weights that do not match the tile numbers are refused too (the kernels read the
+    # weights unchecked, as NumPy's bincount refuses them)
+    with pytest.raises(ValueError, match="2 weights for 3 tile numbers"):
+        refused.add_each(np.array([0, 1, 2]), {"fs_alu": np.array([1, 1])})
 
 
 def test_the_compiled_maximum_at_is_numpys():

@@ -179,8 +179,12 @@ class PassCounters:
         that selects nothing included (where absent and present differ, add the selected
         entries with :meth:`add`)."""
         if tile.size:
+            # The tile numbers checked once for all the counters (the kernels' bounds).
+            checked = usable(tile)
+            if checked:
+                check_tiles(tile, self.tiles_x * self.tiles_y)
             for name, column in weights.items():
-                self._accumulate(self._array(name, tile), tile, column)
+                self._accumulate(self._array(name, tile), tile, column, checked)
 
     def add_program(self, digest: str, tile: np.ndarray, weights) -> None:
         """Add the fragment quad instructions ``weights`` of program ``digest`` per tile
@@ -193,14 +197,15 @@ class PassCounters:
             self.fs_programs[digest] = array
             self._accumulate(array, tile, weights)
 
-    def _accumulate(self, array, tile: np.ndarray, weights) -> None:
+    def _accumulate(self, array, tile: np.ndarray, weights, checked: bool = False) -> None:
         """``array`` (on ``tile``'s backend) += ``weights`` per entry of ``tile`` (an array,
         an int: that much each, None: 1 each). Compiled: a pass over the weights where
         they are, a counter at a time (a stage's dozen counters in one pass needed an int64
-        copy of them all, which cost twice the counting)."""
+        copy of them all, which cost twice the counting). ``checked``: ``tile`` has been
+        checked against the tile count (``check_tiles``)."""
         constant = weights is None or isinstance(weights, (int, np.integer))
         if usable(array, tile, None if constant else weights):
-            add_counts_compiled(array, tile, weights)
+            add_counts_compiled(array, tile, weights, checked=checked)
             return
         xp = array_module(tile)
         size = self.tiles_x * self.tiles_y
@@ -333,43 +338,45 @@ def load_counters(path: str | Path) -> FrameCounters:
 
 @jit
 def _count_integers(tile, weights, out):  # pragma: no cover - compiled
-    if not all_within(tile, out.shape[0]):
-        return False
     for i in range(tile.shape[0]):
         out[tile[i]] += np.int64(weights[i])
-    return True
 
 
 @jit
 def _count_weighted(tile, weights, sums):  # pragma: no cover - compiled
-    if not all_within(tile, sums.shape[0]):
-        return False
     for i in range(tile.shape[0]):
         sums[tile[i]] += weights[i]
-    return True
 
 
 @jit
 def _count_constant(tile, amount, out):  # pragma: no cover - compiled
-    if not all_within(tile, out.shape[0]):
-        return False
     for t in tile:
         out[t] += amount
-    return True
 
 
-def add_counts_compiled(out: np.ndarray, tile: np.ndarray, weights=None) -> None:
+def check_tiles(tile: np.ndarray, size: int) -> None:
+    """Every tile number in 0..size-1, as the compiled counting kernels need (they index
+    without checks): a ValueError, not a write elsewhere, where one is outside."""
+    if not all_within(tile, size):
+        raise ValueError(f"tile numbers outside 0..{size - 1}")
+
+
+def add_counts_compiled(out: np.ndarray, tile: np.ndarray, weights=None, *,
+                        checked: bool = False) -> None:
     """``out += bincount(tile, weights).astype(int64)`` (the same sums, in the same order;
     integer weights are summed as integers, which float64 sums exactly below 2**53);
-    ``weights`` an int: that much per entry (None: 1)."""
+    ``weights`` an int: that much per entry (None: 1). ``checked``: the caller has made sure
+    of ``tile`` (:func:`check_tiles`; a stage's counters of one ``tile`` check it once)."""
+    if not checked:
+        check_tiles(tile, out.size)
     if weights is None or isinstance(weights, (int, np.integer)):
-        ok = _count_constant(tile, 1 if weights is None else int(weights), out)
-    elif weights.dtype.kind in "iub":
-        ok = _count_integers(tile, weights, out)
+        _count_constant(tile, 1 if weights is None else int(weights), out)
+        return
+    if weights.shape[0] != tile.shape[0]:
+        raise ValueError(f"{weights.shape[0]} weights for {tile.shape[0]} tile numbers")
+    if weights.dtype.kind in "iub":
+        _count_integers(tile, weights, out)
     else:
         sums = np.zeros(out.size, dtype=np.float64)
-        ok = _count_weighted(tile, np.asarray(weights, dtype=np.float64), sums)
-        if ok:
-            out += sums.astype(np.int64)
-    if not ok:
-        raise ValueError(f"tile numbers outside 0..{out.size - 1}")
+        _count_weighted(tile, np.asarray(weights, dtype=np.float64), sums)
+        out += sums.astype(np.int64)
