@@ -107,7 +107,7 @@ EXPLORE_PROGRAMS = ["glmark2-effect2d-f4ccd655",
 def run_command(args: argparse.Namespace) -> int:
     from tilesim.timing.shader_core.config import load_core_config
     from tilesim.timing.shader_core.core import simulate
-    from tilesim.timing.shader_core.workload import record_file
+    from tilesim.timing.shader_core.warp_paths import record_file
 
     cfg = load_core_config(args.config)
     if args.program[0] == "explore":

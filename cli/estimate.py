@@ -30,8 +30,8 @@ from tilesim.studies.config_options import (
 from tilesim.timing.config import EffectiveConfig, check_finite, effective_config
 from tilesim.timing.report import (
     average,
-    estimate_workload,
-    find_workloads,
+    estimate_render,
+    find_renders,
     match_baselines,
     normalize,
     normalized_table,
@@ -130,20 +130,20 @@ def _estimate_checked(args) -> int:
         check_output(args.plot, folder=True)   # before rendering or estimating anything
     config = config_from_args(args)
     _render_traces(args, config)
-    found = find_workloads(args.dirs)
+    found = find_renders(args.dirs)
     config = _agreeing_config(args, config, [d for _, d in found] + [
-        d for _, d in (find_workloads(args.baseline) if args.baseline else [])])
+        d for _, d in (find_renders(args.baseline) if args.baseline else [])])
     cfg, ecfg = config.gpu, config.energy
     screen = not args.no_screen
     frames_of = getattr(args, "frames_of", {})
-    runs = [estimate_workload(name, d, cfg, ecfg, screen, frames_of.get(str(d)))
+    runs = [estimate_render(name, d, cfg, ecfg, screen, frames_of.get(str(d)))
             for name, d in found]
     bases = None
     if args.baseline:
-        matched = match_baselines(found, find_workloads(args.baseline))
+        matched = match_baselines(found, find_renders(args.baseline))
         # A baseline is estimated over its run's frames (it may hold more); one of other
         # frames, another trace or other settings is refused (render_folder.comparable).
-        bases = [estimate_workload(name, d, cfg, ecfg, screen, run.render.frames)
+        bases = [estimate_render(name, d, cfg, ecfg, screen, run.render.frames)
                  for (name, d), run in zip(matched, runs, strict=True)]
         for run, base in zip(runs, bases, strict=True):
             comparable(run.render, base.render)

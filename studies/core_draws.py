@@ -66,7 +66,7 @@ class ShadingCapture(PipelineHooks):
         if self.current_frame != self.frame:
             return
         from tilesim.render.pipeline.texture_sampler import SamplerOptions, TextureSampler
-        from tilesim.timing.shader_core.workload import record
+        from tilesim.timing.shader_core.warp_paths import record
 
         # the baseline shades a draw while its command runs: the draw is the last one seen
         number = self._draws_seen - 1
@@ -99,7 +99,7 @@ def frame_workloads(trace: str | os.PathLike, frame: int, *,
     fragments (``draws``: only these draw numbers), each at most ``max_warps`` warps."""
     from tilesim.render.replay import render_trace
     from tilesim.render.traces.trace_file import open_trace
-    from tilesim.timing.shader_core.workload import concatenate
+    from tilesim.timing.shader_core.warp_paths import concatenate
 
     opened = open_trace(trace)
     if not 0 <= frame < opened.frame_count:

@@ -492,19 +492,19 @@ def finish_unit(unit: Unit, rendered: dict, compared: list[dict] | None = None) 
 
 
 def estimate_unit(unit: Unit):
-    """The timing model's estimate of a unit's frames (timing.report.estimate_workload), as
+    """The timing model's estimate of a unit's frames (timing.report.estimate_render), as
     the study's results take it."""
     import numpy as np
 
     from tilesim.timing.config import effective_config
-    from tilesim.timing.report import estimate_workload
+    from tilesim.timing.report import estimate_render
 
     cfg = unit.config if unit.config is not None else effective_config(
         tile_size=unit.tile_size)
     # The unit's frames only: the folder may hold more (a narrower re-run of the study). An
     # overflow is said once, by the results' check_finite, not as NumPy's warnings.
     with np.errstate(over="ignore", invalid="ignore"):
-        return estimate_workload(unit.workload.name, Path(unit.folder), cfg.gpu, cfg.energy,
+        return estimate_render(unit.workload.name, Path(unit.folder), cfg.gpu, cfg.energy,
                                  frames=range(*unit.workload.frames), check_writer=False)
 
 

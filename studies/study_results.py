@@ -143,7 +143,7 @@ def assemble_results(settings, units, records: dict[str, dict], out: Path, *,
     characterizations, the averages and the checks."""
     from tilesim.studies.progress import progress_bar
     from tilesim.timing.config import check_finite
-    from tilesim.timing.report import average, estimate_workload, normalize, totals
+    from tilesim.timing.report import average, estimate_render, normalize, totals
 
     config = settings.effective
     cfg, ecfg = config.gpu, config.energy
@@ -154,7 +154,7 @@ def assemble_results(settings, units, records: dict[str, dict], out: Path, *,
         made = estimates.get(unit.key)
         if made is None:
             with np.errstate(over="ignore", invalid="ignore"):    # check_finite says it
-                made = estimates[unit.key] = estimate_workload(
+                made = estimates[unit.key] = estimate_render(
                     unit.workload.name, Path(unit.folder), cfg, ecfg,
                     frames=range(*unit.workload.frames), check_writer=False)
         return made

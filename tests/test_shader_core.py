@@ -32,7 +32,7 @@ from tilesim.shaders.parser import parse
 from tilesim.timing.shader_core.config import SHADER_CORE_TOML, load_core_config
 from tilesim.timing.shader_core.core import simulate
 from tilesim.timing.shader_core.throughput import program_throughput
-from tilesim.timing.shader_core.workload import from_trace, record, record_file
+from tilesim.timing.shader_core.warp_paths import from_trace, record, record_file
 
 CFG = load_core_config()
 ROOT = Path(__file__).resolve().parents[1]
@@ -225,7 +225,7 @@ def test_without_numba_the_same_cycles():
     """The loop in plain Python (TILESIM_JIT=0) gives the compiled loop's timeline."""
     code = ("import json; from tilesim.timing.shader_core.config import load_core_config;"
             "from tilesim.timing.shader_core.core import simulate;"
-            "from tilesim.timing.shader_core.workload import record_file;"
+            "from tilesim.timing.shader_core.warp_paths import record_file;"
             f"r = simulate(record_file({str(CORPUS / PROGRAMS[1])!r}, 6), load_core_config(),"
             " timeline=True); print(json.dumps([r.cycles, r.timeline]))")
     env = {**os.environ, "TILESIM_JIT": "0"}
@@ -285,7 +285,7 @@ def test_a_frames_draws_run_what_the_renderer_shaded():
     tilesim's texture sampler really read (not the nominal texture's)."""
     from tilesim.render.replay import render_trace
     from tilesim.studies.core_draws import frame_workloads
-    from tilesim.timing.shader_core.workload import UNIT_SPAN
+    from tilesim.timing.shader_core.warp_paths import UNIT_SPAN
 
     size = (160, 96)
     pairs = frame_workloads(RUNNER, 1, size=size)

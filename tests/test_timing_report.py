@@ -15,7 +15,7 @@ from tilesim.timing.config import load_energy_config, load_gpu_config
 from tilesim.timing.counter_batch import batch_from_frames, load_batch
 from tilesim.timing.model import estimate_batch, estimate_frame
 from tilesim.timing.plots import PLOTS, plot_units, write_plots
-from tilesim.timing.report import find_workloads, match_baselines, normalize, totals
+from tilesim.timing.report import find_renders, match_baselines, normalize, totals
 from tilesim.timing.screen import histogram, png_histograms, screen_energy, screen_power
 
 CFG = load_gpu_config()
@@ -191,12 +191,12 @@ def test_plots_without_baseline(tmp_path):
 
 def test_workload_discovery_and_baseline_matching(tmp_path):
     with pytest.raises(InputError, match="no counters"):
-        find_workloads([tmp_path])
+        find_renders([tmp_path])
     (tmp_path / "a" / "counters").mkdir(parents=True)
     (tmp_path / "b" / "counters").mkdir(parents=True)
-    found = find_workloads([tmp_path])
+    found = find_renders([tmp_path])
     assert [n for n, _ in found] == ["a", "b"]
-    assert find_workloads([tmp_path / "a"]) == [("a", tmp_path / "a")]
+    assert find_renders([tmp_path / "a"]) == [("a", tmp_path / "a")]
     bases = [("b", tmp_path / "B"), ("a", tmp_path / "A")]
     assert match_baselines(found, bases) == [("a", tmp_path / "A"), ("b", tmp_path / "B")]
     assert match_baselines(found, [("x", 1), ("y", 2)]) == [("x", 1), ("y", 2)]

@@ -45,7 +45,7 @@ from tilesim.studies.study_results import StudyResults
 from tilesim.studies.study_results import open_results as _open_results
 from tilesim.timing.config import load_energy_config, load_gpu_config
 from tilesim.timing.model import FrameEstimate, estimate_frames
-from tilesim.timing.report import estimate_workload
+from tilesim.timing.report import estimate_render
 from tilesim.timing.screen import histogram
 
 __all__ = ["FrameEstimate", "FrameResult", "StudyResults", "Trace", "estimate", "open_results",
@@ -138,7 +138,7 @@ def estimate(frames: Iterable[FrameResult] | str | os.PathLike, *,
         cfg = load_gpu_config(gpu_config)
         ecfg = load_energy_config(energy_config)
         folder = Path(frames)
-        return estimate_workload(folder.name, folder, cfg, ecfg, bool(screen)).frames
+        return estimate_render(folder.name, folder, cfg, ecfg, bool(screen)).frames
     if isinstance(frames, (bytes, FrameResult, Trace)) or not isinstance(frames, Iterable):
         raise _bad(where, "frames", frames,
                    "the frames render_frames yields, or a `tilesim render --out` folder")

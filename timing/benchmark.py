@@ -6,7 +6,7 @@ Writes ``--frames`` counter files of one render pass (every tile counter random,
 slowest case for decompression; the fragment work split per tile among four corpus programs
 and the vertex work among their vertex programs, so shading goes through the shader core's
 per-program throughput) with ``FrameCounters.save``, then times, best of 3: reading them
-into one batch, the model over the batch, and the whole command path (``estimate_workload``,
+into one batch, the model over the batch, and the whole command path (``estimate_render``,
 with the OLED model over solid-grey PNGs when ``--screen``). A benchmark, never a test.
 """
 
@@ -28,7 +28,7 @@ from tilesim.shaders.ir import program_digest
 from tilesim.timing.config import load_energy_config, load_gpu_config
 from tilesim.timing.counter_batch import load_batch
 from tilesim.timing.model import estimate_batch
-from tilesim.timing.report import estimate_workload
+from tilesim.timing.report import estimate_render
 
 CORPUS = Path(__file__).resolve().parents[1] / "shaders" / "corpus"
 PROGRAMS = ("es2gears-415c9aed", "glmark2-build-use-vbo-false-f1adc55f",
@@ -100,7 +100,7 @@ def main(argv=None) -> int:
             "tiles": int(batch.tile_frame.size),
             "load_s": best_of(lambda: load_batch(files)),
             "model_s": best_of(lambda: estimate_batch(batch, cfg, ecfg)),
-            "estimate_s": best_of(lambda: estimate_workload("bench", folder, cfg, ecfg,
+            "estimate_s": best_of(lambda: estimate_render("bench", folder, cfg, ecfg,
                                                             screen=args.screen).frames),
         }
     print(json.dumps(result, indent=1))

@@ -34,7 +34,9 @@ NORMALIZED_METRICS = ("time", "geometry_cycles", "raster_cycles", "energy", "gpu
 
 
 @dataclass
-class Workload:
+class RenderEstimate:
+    """The model's estimate of one render folder's frames (a workload's run)."""
+
     name: str
     directory: Path
     estimate: BatchEstimate
@@ -46,8 +48,9 @@ class Workload:
         return self.estimate.frames()
 
 
-def find_workloads(paths: list[str | Path]) -> list[tuple[str, Path]]:
-    """(name, folder) of every workload under the given folders, in order."""
+def find_renders(paths: list[str | Path]) -> list[tuple[str, Path]]:
+    """(name, folder) of every render folder (one with counters/) among or under the given
+    folders, in order."""
     found: list[tuple[str, Path]] = []
     for raw in paths:
         path = Path(raw)
@@ -66,9 +69,9 @@ def find_workloads(paths: list[str | Path]) -> list[tuple[str, Path]]:
     return found
 
 
-def estimate_workload(name: str, directory: Path, cfg: Config, ecfg: Config,
+def estimate_render(name: str, directory: Path, cfg: Config, ecfg: Config,
                       screen: bool = True, frames: range | None = None,
-                      check_writer: bool = True) -> Workload:
+                      check_writer: bool = True) -> RenderEstimate:
     """The model's estimate of a render folder's frames (``frames``, else every finished
     one), each file checked against the folder's manifest first
     (:func:`tilesim.render_folder.open_render_folder`; ``check_writer``: refuse a folder
@@ -88,7 +91,7 @@ def estimate_workload(name: str, directory: Path, cfg: Config, ecfg: Config,
             except OSError as exc:
                 raise InputError(f"unreadable frame image: {exc}",
                                  source=str(directory / FRAMES_DIR)) from None
-    return Workload(name, directory, estimate_batch(batch, cfg, ecfg, histograms), folder)
+    return RenderEstimate(name, directory, estimate_batch(batch, cfg, ecfg, histograms), folder)
 
 
 def _sum(d: dict[str, np.ndarray]) -> dict[str, float]:

@@ -69,9 +69,10 @@ float32 only.
 
 On NumPy arrays with Numba, the compiled kernels at the end of this module
 (``implicit_lod_compiled`` and ``sample_lanes_compiled``, :mod:`tilesim.jit`) do the same
-arithmetic in the same order, one pass per lane from the coordinates to the color, counters and cache accesses, except for seamless cube-map LINEAR
-taps and recorded accesses; tests/test_compiled_path.py checks them bit for bit against the
-NumPy code, which CuPy arrays and machines without Numba run.
+arithmetic in the same order, one pass per lane from the coordinates to the color, counters
+and cache accesses, except for seamless cube-map LINEAR taps and recorded accesses;
+tests/test_compiled_path.py checks them bit for bit against the NumPy code, which CuPy arrays
+and machines without Numba run.
 
 Using it from the renderer: keep one sampler per frame (the caches persist in it), call
 :meth:`TextureSampler.begin` with the lanes' tile indices before each interpreter run, point

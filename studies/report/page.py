@@ -213,7 +213,7 @@ def _tile_heat_maps(out: Path, workload: dict, techniques: list[str],
     counters."""
     from tilesim.timing.config import config_from_record
     from tilesim.timing.plots import plot_tile_heatmap
-    from tilesim.timing.report import estimate_workload
+    from tilesim.timing.report import estimate_render
     from tilesim.timing.tiles import mean_screen_cycles, screen_tiles
 
     config = config_from_record(config)       # the study's (results.json's "config")
@@ -222,7 +222,7 @@ def _tile_heat_maps(out: Path, workload: dict, techniques: list[str],
     for technique in techniques:
         run = estimates.get(f"{workload['name']}/{technique}")
         if run is None:
-            run = estimate_workload(workload["name"], out / workload["runs"][technique]["folder"],
+            run = estimate_render(workload["name"], out / workload["runs"][technique]["folder"],
                                     cfg, ecfg, screen=False,
                                     frames=range(*workload["frames"]), check_writer=False)
         cycles = mean_screen_cycles(screen_tiles(run.estimate, cfg, ecfg, energy=False))

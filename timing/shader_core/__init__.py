@@ -2,7 +2,7 @@
 
     config             shader_core.toml: every size, width and latency with its source
     program            a TGSI program as the core sees it (classes, registers, redirects)
-    workload           the warps' paths and texel lines, recorded by the interpreter
+    warp_paths         the warps' paths and texel lines, recorded by the interpreter
     state              the core's state as arrays (what the compiled loop works on)
     warp_entry         warp ids and register allocation; retirement
     fetch, caches      loose-round-robin fetch through the instruction cache

@@ -3,7 +3,7 @@ warp entry last), so that an instruction moves at most one stage per cycle and a
 the room the stage after it made in the same cycle (a writeback's scoreboard release lets
 a dependent instruction issue in that cycle; a dispatched CU takes a new instruction).
 
-``simulate(workload, cfg)`` runs every warp of the workload to its end and returns a
+``simulate(paths, cfg)`` runs every warp along its recorded path to its end and returns a
 ``CoreResult``: the figures of 002 §4.2 and, on request, the timeline of every instruction
 and the occupancies of every cycle.
 """
@@ -88,7 +88,7 @@ from tilesim.timing.shader_core.state import (
     make_state,
 )
 from tilesim.timing.shader_core.warp_entry import warp_entry
-from tilesim.timing.shader_core.workload import Workload
+from tilesim.timing.shader_core.warp_paths import WarpPaths
 from tilesim.timing.shader_core.writeback import writeback
 
 STALL_LIMIT = 1_000_000      # cycles without any stage moving: a deadlock, reported
@@ -207,47 +207,47 @@ def _warm_up(cfg: CoreConfig) -> None:
     static = StaticProgram(np.array([EOP]), np.full((1, 3), -1), np.array([-1]),
                            np.zeros(1, dtype=np.int64), ("EOP",), 1)
     zeros = np.zeros(1, dtype=np.int64)
-    workload = Workload(static, np.array([0, 1]), zeros, np.array([4]), zeros, zeros,
+    paths = WarpPaths(static, np.array([0, 1]), zeros, np.array([4]), zeros, zeros,
                         np.zeros(0, dtype=np.int64), 1, 0, "warm-up")
-    run_cycles(make_state(cfg.params, workload), STALL_LIMIT)
+    run_cycles(make_state(cfg.params, paths), STALL_LIMIT)
     _warm = True
 
 
-def simulate(workload: Workload, cfg: CoreConfig, *, timeline: bool = False,
+def simulate(paths: WarpPaths, cfg: CoreConfig, *, timeline: bool = False,
              trace_cycles: int = 0) -> CoreResult:
     _warm_up(cfg)
     params = cfg.params
     if cfg["registers.per_warp"] == "fixed80":
-        workload.registers_per_warp = max(FIXED_REGISTERS, workload.program.registers)
-    if workload.registers_per_warp > params[P_TOTAL_REGS]:
-        raise InputError(f"{workload.name}: a warp needs {workload.registers_per_warp} "
+        paths.registers_per_warp = max(FIXED_REGISTERS, paths.program.registers)
+    if paths.registers_per_warp > params[P_TOTAL_REGS]:
+        raise InputError(f"{paths.name}: a warp needs {paths.registers_per_warp} "
                          f"registers, the register file has {params[P_TOTAL_REGS]}")
-    st = make_state(params, workload, trace_cycles)
+    st = make_state(params, paths, trace_cycles)
     start = time.perf_counter()
     run_cycles(st, STALL_LIMIT)
     seconds = time.perf_counter() - start
     sc = st.sc
     if sc[S_ERROR]:
-        raise RuntimeError(f"{workload.name}: the core stopped moving at cycle "
+        raise RuntimeError(f"{paths.name}: the core stopped moving at cycle "
                            f"{int(sc[S_CYCLE])} (a deadlock in the model)")
-    return _result(workload, cfg, st, seconds, timeline, trace_cycles)
+    return _result(paths, cfg, st, seconds, timeline, trace_cycles)
 
 
-def _result(workload, cfg, st, seconds, timeline, trace_cycles) -> CoreResult:
+def _result(paths, cfg, st, seconds, timeline, trace_cycles) -> CoreResult:
     sc, p = st.sc, st.p
     cycles = int(sc[S_CYCLE])
     active = max(int(sc[S_ACTIVE_CYCLES]), 1)
-    op_class = workload.program.op_class[workload.s_pc]
-    src_count = (workload.program.op_src[workload.s_pc] >= 0).sum(axis=1)
+    op_class = paths.program.op_class[paths.s_pc]
+    src_count = (paths.program.op_src[paths.s_pc] >= 0).sum(axis=1)
     oc = st.stamp[:, X] - st.stamp[:, A] + 1
     texture = int((op_class == 3).sum())
     latency = st.warp_done - st.warp_enter
     by_class = {name: int((op_class == k).sum()) for k, name in enumerate(CLASS_NAMES)}
     result = CoreResult(
-        name=workload.name, cycles=cycles, warps=workload.warps,
+        name=paths.name, cycles=cycles, warps=paths.warps,
         instructions=int(sc[S_ISSUED]),
         dynamic_instructions=int((op_class != EOP).sum()),
-        interpreter_instructions=workload.interpreter_instructions,
+        interpreter_instructions=paths.interpreter_instructions,
         texture_instructions=texture,
         counts={"entered_warps": int(sc[S_ENTERED]), "retired_warps": int(sc[S_RETIRED]),
                 "fetched": int(sc[S_FETCHED]), "decoded": int(sc[S_DECODED]),
@@ -255,7 +255,7 @@ def _result(workload, cfg, st, seconds, timeline, trace_cycles) -> CoreResult:
                 "dispatched": int(sc[S_DISPATCHED]), "executed": int(sc[S_EXECUTED]),
                 "written_back": int(sc[S_WRITTEN])},
         ipc=int(sc[S_ISSUED]) / cycles if cycles else 0.0,
-        cycles_per_warp=cycles / workload.warps if workload.warps else 0.0,
+        cycles_per_warp=cycles / paths.warps if paths.warps else 0.0,
         warp_latency=float(latency.mean()) if len(latency) else 0.0,
         occupancy={
             "active_cycles": active,
@@ -279,14 +279,14 @@ def _result(workload, cfg, st, seconds, timeline, trace_cycles) -> CoreResult:
         by_class=by_class,
         simulated_seconds=seconds,
         cycles_per_second=cycles / seconds if seconds > 0 else float("inf"),
-        jit=JIT, config=cfg.path, notes=list(workload.notes))
+        jit=JIT, config=cfg.path, notes=list(paths.notes))
     if timeline:
-        names = workload.program.opcodes
+        names = paths.program.opcodes
         rows = []
-        for w in range(workload.warps):
-            for i in range(workload.w_start[w], workload.w_start[w + 1]):
-                row = {"warp": w, "slot": int(st.s_slot[i]), "pc": int(workload.s_pc[i]),
-                       "opcode": names[workload.s_pc[i]], "lanes": int(workload.s_lanes[i])}
+        for w in range(paths.warps):
+            for i in range(paths.w_start[w], paths.w_start[w + 1]):
+                row = {"warp": w, "slot": int(st.s_slot[i]), "pc": int(paths.s_pc[i]),
+                       "opcode": names[paths.s_pc[i]], "lanes": int(paths.s_lanes[i])}
                 row.update({n: int(st.stamp[i, k]) for k, n in enumerate(STAMP_NAMES)})
                 rows.append(row)
         result.timeline = rows

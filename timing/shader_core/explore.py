@@ -8,7 +8,7 @@
 3. Register-file size (§5.3): IPC against warps in flight for 100-700 registers and 8000
    (the unbounded case), 4 banks.
 
-Each point runs every program's workload (recorded once) through the core; a study's IPC
+Each point runs every program's paths (recorded once) through the core; a study's IPC
 is the instructions of all programs over their cycles.
 """
 
@@ -18,18 +18,18 @@ from pathlib import Path
 
 from tilesim.timing.shader_core.config import CoreConfig
 from tilesim.timing.shader_core.core import simulate
-from tilesim.timing.shader_core.workload import Workload, record_file
+from tilesim.timing.shader_core.warp_paths import WarpPaths, record_file
 
 BANKS = [1, 2, 3, 4, 5, 6, 8]
 WARPS = [1, 2, 4, 8, 16, 32, 48, 64]
 REGISTERS = [100, 250, 400, 550, 700, 8000]
 
 
-def _run(workloads, cfg: CoreConfig) -> dict:
+def _run(all_paths, cfg: CoreConfig) -> dict:
     cycles = instructions = 0
     regs = reads = 0.0
     bank_reads = None
-    for w in workloads:
+    for w in all_paths:
         r = simulate(w, cfg)
         cycles += r.cycles
         instructions += r.instructions
@@ -42,25 +42,25 @@ def _run(workloads, cfg: CoreConfig) -> dict:
 
 def explore(programs: list, cfg: CoreConfig, warps: int = 512) -> dict:
     """The three studies over ``programs``: program files (run over ``warps`` warps of
-    generated inputs) or workloads already recorded (a trace's draws)."""
-    workloads = [p if isinstance(p, Workload) else record_file(p, warps) for p in programs]
-    out = {"programs": [w.name for w in workloads],
-           "warps": [w.warps for w in workloads],
+    generated inputs) or all_paths already recorded (a trace's draws)."""
+    all_paths = [p if isinstance(p, WarpPaths) else record_file(p, warps) for p in programs]
+    out = {"programs": [w.name for w in all_paths],
+           "warps": [w.warps for w in all_paths],
            "hash": {}, "warps_study": {}, "registers_study": {}}
     for scheme in ("warp_shift", "sequential"):
         out["hash"][scheme] = [
-            _run(workloads, cfg.replace(**{"registers.banks": b, "registers.bank_hash": scheme,
+            _run(all_paths, cfg.replace(**{"registers.banks": b, "registers.bank_hash": scheme,
                                            "warps.max_warps": 32}))
             | {"banks": b} for b in BANKS]
     out["warps_study"] = [
-        _run(workloads, cfg.replace(**{"registers.banks": 4, "warps.max_warps": w}))
+        _run(all_paths, cfg.replace(**{"registers.banks": 4, "warps.max_warps": w}))
         | {"warps": w} for w in WARPS]
-    need = max(w.registers_per_warp for w in workloads)
+    need = max(w.registers_per_warp for w in all_paths)
     for total in REGISTERS:
         if total < need:
             continue
         out["registers_study"][str(total)] = [
-            _run(workloads, cfg.replace(**{"registers.banks": 4, "warps.max_warps": w,
+            _run(all_paths, cfg.replace(**{"registers.banks": 4, "warps.max_warps": w,
                                            "registers.total": total})) | {"warps": w}
             for w in WARPS]
     return out

@@ -1,7 +1,7 @@
 """The state of one shader core as arrays (what the compiled cycle loop reads and writes).
 
 ``CoreState`` is a named tuple of NumPy arrays; ``sc`` holds the scalars (cycle, schedulers'
-pointers, counters) at the ``S_*`` indices. Every dynamic instruction of the workload has a
+pointers, counters) at the ``S_*`` indices. Every dynamic instruction of the warps has a
 row in ``stamp`` with the cycle of each stage it went through (the cycle-by-cycle timeline of
 002 §4.2.1): fetch, decode, issue, allocate (a collector unit), last operand read, dispatch
 (to OC_EX), execute and writeback.
@@ -56,7 +56,7 @@ CYCLE_TRACE_NAMES = ("warps", "ibuffer", "is_oc", "collector_units", "oc_ex", "i
 
 CoreState = namedtuple("CoreState", [
     "p", "sc",
-    # the workload: static program, dynamic streams
+    # the warps' paths: static program, dynamic streams
     "op_class", "op_src", "op_dst", "op_redirect", "w_start", "s_pc", "s_tex_start",
     "s_tex_count", "tex_lines", "s_slot",
     # warp slots
@@ -72,20 +72,20 @@ CoreState = namedtuple("CoreState", [
 ])
 
 
-def make_state(params: np.ndarray, workload, trace_cycles: int = 0) -> CoreState:
-    """A core with no warp in it, ready to run ``workload`` (program.Workload)."""
+def make_state(params: np.ndarray, paths, trace_cycles: int = 0) -> CoreState:
+    """A core with no warp in it, ready to run ``paths`` (warp_paths.WarpPaths)."""
     p = params
-    prog = workload.program
-    warps = workload.warps
-    n = len(workload.s_pc)
+    prog = paths.program
+    warps = paths.warps
+    n = len(paths.s_pc)
     m = int(p[P_MAX_WARPS])
-    nregs = max(int(workload.registers_per_warp), 1)
+    nregs = max(int(paths.registers_per_warp), 1)
     i64 = np.int64
     sc = np.zeros(S_COUNT, dtype=i64)
     sc[S_NWARPS] = warps
     sc[S_LAST_ID] = m - 1              # round robin starts at warp id 0
     sc[S_FREE_REGS] = p[P_TOTAL_REGS]
-    sc[S_REGS_PER_WARP] = workload.registers_per_warp
+    sc[S_REGS_PER_WARP] = paths.registers_per_warp
     sc[S_NREGS] = nregs
     sc[S_CT_CAP] = trace_cycles
     max_inflight = m * 64 + int(p[P_ISOC_SIZE] + p[P_CUS] + p[P_OCEX_SIZE])
@@ -93,10 +93,10 @@ def make_state(params: np.ndarray, workload, trace_cycles: int = 0) -> CoreState
         p=p.astype(i64), sc=sc,
         op_class=prog.op_class.astype(i64), op_src=prog.op_src.astype(i64),
         op_dst=prog.op_dst.astype(i64), op_redirect=prog.op_redirect.astype(i64),
-        w_start=workload.w_start.astype(i64), s_pc=workload.s_pc.astype(i64),
-        s_tex_start=workload.s_tex_start.astype(i64),
-        s_tex_count=workload.s_tex_count.astype(i64),
-        tex_lines=workload.tex_lines.astype(i64),
+        w_start=paths.w_start.astype(i64), s_pc=paths.s_pc.astype(i64),
+        s_tex_start=paths.s_tex_start.astype(i64),
+        s_tex_count=paths.s_tex_count.astype(i64),
+        tex_lines=paths.tex_lines.astype(i64),
         s_slot=np.full(n, -1, dtype=i64),
         slot_warp=np.full(m, -1, dtype=i64), slot_next=np.zeros(m, dtype=i64),
         slot_end=np.zeros(m, dtype=i64), slot_inflight=np.zeros(m, dtype=i64),

@@ -23,7 +23,7 @@ from tilesim.shaders.parser import parse
 from tilesim.shaders.synthetic_inputs import load_interface
 from tilesim.timing.shader_core.config import CoreConfig
 from tilesim.timing.shader_core.core import simulate
-from tilesim.timing.shader_core.workload import record_program
+from tilesim.timing.shader_core.warp_paths import record_program
 
 DEFAULT_WARPS = 512
 CACHE_NAME = "shader_core_throughput.json"

@@ -39,7 +39,7 @@ UNIT_SPAN = 1 << 24          # bytes between two units' nominal textures
 
 
 @dataclass
-class Workload:
+class WarpPaths:
     """The streams the core runs: flat arrays over every warp's path (EOP included)."""
 
     program: StaticProgram
@@ -162,7 +162,7 @@ def nominal_lines(unit: int, coords: np.ndarray, active: np.ndarray):
 
 def from_trace(program: Program, pcs: np.ndarray, masks: np.ndarray,
                calls: list[tuple[np.ndarray, np.ndarray]], *, registers_per_warp=None,
-               name="<program>") -> Workload:
+               name="<program>") -> WarpPaths:
     """Cut an interpreter trace (pc (T,), active lanes (T, W)) into per-warp paths."""
     static = static_program(program)
     pcs = np.asarray(pcs, dtype=np.int64)
@@ -215,48 +215,48 @@ def from_trace(program: Program, pcs: np.ndarray, masks: np.ndarray,
         s_tex_count[position[tex_rows]] = hi - lo
     if registers_per_warp is None:
         registers_per_warp = static.registers
-    return Workload(static, w_start, s_pc, s_lanes, s_tex_start, s_tex_count, tex_lines,
+    return WarpPaths(static, w_start, s_pc, s_lanes, s_tex_start, s_tex_count, tex_lines,
                     int(registers_per_warp), interpreter_count, name)
 
 
-def concatenate(workloads: list[Workload], name: str | None = None) -> Workload:
-    """One workload running the warps of ``workloads`` (of one program) one after another: a
+def concatenate(all_paths: list[WarpPaths], name: str | None = None) -> WarpPaths:
+    """One paths running the warps of ``all_paths`` (of one program) one after another: a
     draw whose fragments were shaded in several batches."""
-    if not workloads:
-        raise ValueError("no workloads to concatenate")
-    first = workloads[0]
-    steps = np.cumsum([0] + [len(w.s_pc) for w in workloads[:-1]])
-    lines = np.cumsum([0] + [len(w.tex_lines) for w in workloads[:-1]])
+    if not all_paths:
+        raise ValueError("no all_paths to concatenate")
+    first = all_paths[0]
+    steps = np.cumsum([0] + [len(w.s_pc) for w in all_paths[:-1]])
+    lines = np.cumsum([0] + [len(w.tex_lines) for w in all_paths[:-1]])
     w_start = np.concatenate([[0]] + [w.w_start[1:] + off for w, off in
-                                      zip(workloads, steps, strict=True)])
-    return Workload(
+                                      zip(all_paths, steps, strict=True)])
+    return WarpPaths(
         first.program, w_start.astype(np.int64),
-        np.concatenate([w.s_pc for w in workloads]),
-        np.concatenate([w.s_lanes for w in workloads]),
-        np.concatenate([w.s_tex_start + off for w, off in zip(workloads, lines, strict=True)]),
-        np.concatenate([w.s_tex_count for w in workloads]),
-        np.concatenate([w.tex_lines for w in workloads]),
-        max(w.registers_per_warp for w in workloads),
-        sum(w.interpreter_instructions for w in workloads), name or first.name,
-        [n for w in workloads for n in w.notes])
+        np.concatenate([w.s_pc for w in all_paths]),
+        np.concatenate([w.s_lanes for w in all_paths]),
+        np.concatenate([w.s_tex_start + off for w, off in zip(all_paths, lines, strict=True)]),
+        np.concatenate([w.s_tex_count for w in all_paths]),
+        np.concatenate([w.tex_lines for w in all_paths]),
+        max(w.registers_per_warp for w in all_paths),
+        sum(w.interpreter_instructions for w in all_paths), name or first.name,
+        [n for w in all_paths for n in w.notes])
 
 
 def record(program: Program, inputs, constants, *, lanes=None, sampler=None,
-           system_values=None, registers_per_warp=None, name="<program>") -> Workload:
-    """Run ``program`` with the interpreter and cut its trace into the core's workload."""
+           system_values=None, registers_per_warp=None, name="<program>") -> WarpPaths:
+    """Run ``program`` with the interpreter and cut its trace into the core's paths."""
     if lanes is not None and lanes % WARP:
         raise InputError(f"lanes must come in warps of {WARP}, got {lanes}")
     recorder = RecordingSampler(sampler)
     execution = Interpreter(program).run(inputs, constants, lanes=lanes, sampler=recorder,
                                          system_values=system_values, record_trace=True)
     pcs, masks = execution.trace
-    workload = from_trace(program, to_host(pcs), to_host(masks), recorder.calls,
+    paths = from_trace(program, to_host(pcs), to_host(masks), recorder.calls,
                           registers_per_warp=registers_per_warp, name=name)
     counted = int(to_host(execution.stats.warp_instructions).sum())
-    if counted != workload.interpreter_instructions:   # the trace and the counters disagree
-        raise AssertionError(f"{name}: trace has {workload.interpreter_instructions} warp "
+    if counted != paths.interpreter_instructions:   # the trace and the counters disagree
+        raise AssertionError(f"{name}: trace has {paths.interpreter_instructions} warp "
                              f"instructions, the interpreter counted {counted}")
-    return workload
+    return paths
 
 
 def warp_grid(warps: int) -> tuple[int, int]:
@@ -267,7 +267,7 @@ def warp_grid(warps: int) -> tuple[int, int]:
 
 
 def record_file(path: str | Path, warps: int, *, seed: int = 0,
-                registers_per_warp=None) -> Workload:
+                registers_per_warp=None) -> WarpPaths:
     """A program file (or a corpus folder's fragment.tgsi) over ``warps`` warps of generated
     inputs (quads in a block of pixels, smoothly varying inputs; see synthetic_inputs)."""
     path = Path(path)
@@ -278,7 +278,7 @@ def record_file(path: str | Path, warps: int, *, seed: int = 0,
 
 
 def record_program(program: Program, warps: int, *, seed: int = 0, interface=None,
-                   registers_per_warp=None, name: str = "<program>") -> Workload:
+                   registers_per_warp=None, name: str = "<program>") -> WarpPaths:
     """``program`` over ``warps`` warps of generated inputs (``interface``: the uniform
     storage types of a corpus program's interface.json, when known)."""
     if warps < 1:
