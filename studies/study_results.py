@@ -66,7 +66,7 @@ import numpy as np
 
 from tilesim import __version__
 from tilesim.errors import InputError, resolve_name
-from tilesim.render_folder import open_render_folder, read_sealed, unsealed
+from tilesim.render_folder import open_render_folder, read_sealed, seal_failure, unsealed
 from tilesim.studies.coherence import LOSSLESS, Tally
 from tilesim.studies.coherence import average as quality_average
 from tilesim.studies.thesis_comparison import THESIS, compare
@@ -384,8 +384,8 @@ def open_results(folder: str | Path) -> StudyResults:
     if not isinstance(raw, dict) or raw.get("format") != FORMAT:
         raise InputError(f"not a tilesim study ({FORMAT!r} expected)", source=str(path))
     if unsealed(raw) is None:
-        raise InputError("does not match its own SHA-256 (damaged or edited); rerun "
-                         "`tilesim run` on the folder to write it again", source=str(path))
+        raise InputError(f"{seal_failure(raw)}; rerun `tilesim run` on the folder to write it "
+                         "again", source=str(path))
     try:
         import pandas  # noqa: F401
         import xarray  # noqa: F401

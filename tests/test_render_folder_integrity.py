@@ -199,6 +199,25 @@ def test_a_folder_being_written_is_refused(rendered, tmp_path, capsys):
         assert time.monotonic() < deadline
 
 
+@pytest.mark.parametrize("edit, words", [
+    ("strip", "frames.json: has no record_sha256 (written by a tilesim older than its record "
+              "digests, or edited); rerun `tilesim render`"),
+    ("change", "frames.json: does not match its own SHA-256 (damaged or edited); rerun")])
+def test_a_manifest_without_or_against_its_digest_says_which(rendered, tmp_path, capsys,
+                                                             edit, words):
+    """A render folder of a tilesim before record digests was refused as "damaged or
+    edited", which sent users looking for damage that was not there."""
+    out = copy(rendered, "base", tmp_path)
+    manifest = json.loads((out / "frames.json").read_text())
+    if edit == "strip":
+        del manifest["record_sha256"]
+    else:
+        manifest["frames"] = manifest["frames"][:-1]
+    (out / "frames.json").write_text(json.dumps(manifest))
+    code, _, err = estimate(capsys, out)
+    assert code == 2 and words in one_line(err)
+
+
 # -- a byte flipped anywhere ------------------------------------------------------------------
 
 

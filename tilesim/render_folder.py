@@ -132,6 +132,15 @@ def unsealed(record) -> dict | None:
         return None
 
 
+def seal_failure(record) -> str:
+    """Why :func:`unsealed` refused ``record``, for the user: no digest at all (a folder an
+    older tilesim wrote, before its records carried one) or a digest that does not match."""
+    if isinstance(record, dict) and record.get(SEAL) is None:
+        return (f"has no {SEAL} (written by a tilesim older than its record digests, or "
+                "edited)")
+    return "does not match its own SHA-256 (damaged or edited)"
+
+
 def read_sealed(path: str | os.PathLike) -> dict | None:
     """A record tilesim wrote :func:`sealed` (a study unit's quality.json, a
     characterization, an overlay index): None when it is absent, unreadable or does not
@@ -262,9 +271,8 @@ def _listed(folder: Path) -> dict[int, dict]:
                          "finished a frame, or the manifest was removed; rerun `tilesim "
                          "render` on it", source=str(folder))
     if unsealed(manifest) is None:
-        raise InputError("does not match its own SHA-256 (damaged or edited); rerun "
-                         "`tilesim render` on the folder to list its frames again",
-                         source=str(folder / MANIFEST_FILE))
+        raise InputError(f"{seal_failure(manifest)}; rerun `tilesim render` on the folder to "
+                         "list its frames again", source=str(folder / MANIFEST_FILE))
     listed = manifest.get("frames")
     if not isinstance(listed, list):
         raise InputError("has no list of frames", source=str(folder / MANIFEST_FILE))
