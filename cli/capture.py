@@ -9,7 +9,7 @@ import sys
 from tilesim.errors import EXIT_OK
 from tilesim.options import first_frames_argument, window_size
 from tilesim.render.traces.apitrace_import import FRAME_END_CHOICES
-from tilesim.render.traces.capture import REFERENCE_DRIVERS, capture, reference_frames
+from tilesim.render.traces.capture import REFERENCE_DRIVERS
 
 
 def register(subparsers) -> None:
@@ -47,6 +47,8 @@ def register(subparsers) -> None:
 
 
 def _capture_command(args: argparse.Namespace) -> int:
+    from tilesim.render.traces.capture import capture
+
     size = window_size(args.size) if args.size else None
     result = capture(args.spec, args.output, frames=args.frames, size=size)
     print(f"captured {result.frames} frame(s) of {args.spec} at {result.width}x"
@@ -55,6 +57,8 @@ def _capture_command(args: argparse.Namespace) -> int:
 
 
 def _reference_command(args: argparse.Namespace) -> int:
+    from tilesim.render.traces.capture import reference_frames
+
     def warn(warning: str) -> None:   # as `tilesim import` says them
         print(f"tilesim: warning: {args.trace}: {warning}", file=sys.stderr)
 

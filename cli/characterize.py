@@ -7,8 +7,6 @@ import json
 
 from tilesim.errors import EXIT_OK
 from tilesim.options import frame_range, frames_argument, positive_int
-from tilesim.render.traces.trace_file import open_trace
-from tilesim.studies.characterize import characterize, format_report
 
 
 def register(subparsers) -> None:
@@ -34,6 +32,8 @@ def register(subparsers) -> None:
 def _characterize(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
+    from tilesim.render.traces.trace_file import open_trace
+    from tilesim.studies.characterize import characterize, format_report
 
     with open_trace(args.trace) as trace:
         wanted = frame_range(args.frames, trace.frame_count, source=args.trace)

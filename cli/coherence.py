@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 from tilesim.atomic import check_output, write_json
-from tilesim.backend import backend_name, use_backend
 from tilesim.errors import EXIT_OK, InputError
 from tilesim.options import (
     default_workers,
@@ -17,17 +16,7 @@ from tilesim.options import (
     out_file,
     positive_int,
 )
-from tilesim.render.techniques.bus import Techniques
-from tilesim.render.traces.trace_file import open_trace
-from tilesim.studies.coherence import (
-    DEFAULT_TECHNIQUES,
-    EXIT_NOT_LOSSLESS,
-    LOSSLESS,
-    REPORT_FILE,
-    average,
-    compare_trace,
-)
-from tilesim.studies.dask_cluster import dask_client, map_in_order
+from tilesim.studies.defaults import DEFAULT_TECHNIQUES, REPORT_FILE
 from tilesim.thresholds import DSR_MIN_MSSIM
 
 
@@ -69,6 +58,8 @@ def register(subparsers) -> None:
 def _job(trace: str, names: list[str], frames: tuple[int, int], dsr_parameters, images,
          save, backend: str = "numpy"):
     """One trace's comparison in a worker process, on the parent's array backend."""
+    from tilesim.backend import use_backend
+    from tilesim.studies.coherence import compare_trace
 
     folder = None if images is None else Path(images) / Path(trace).stem
     with use_backend(backend):
@@ -78,6 +69,12 @@ def _job(trace: str, names: list[str], frames: tuple[int, int], dsr_parameters, 
 
 def _coherence(args: argparse.Namespace) -> int:
     from tqdm import tqdm
+
+    from tilesim.backend import backend_name
+    from tilesim.render.techniques.bus import Techniques
+    from tilesim.render.traces.trace_file import open_trace
+    from tilesim.studies.coherence import EXIT_NOT_LOSSLESS, LOSSLESS, average, compare_trace
+    from tilesim.studies.dask_cluster import dask_client, map_in_order
 
     names = [n.strip().lower() for n in args.techniques.split(",") if n.strip()]
     if not names:

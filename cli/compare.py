@@ -8,7 +8,6 @@ import math
 
 from tilesim.errors import EXIT_FAILED_CHECK, EXIT_OK, InputError
 from tilesim.images import SSIM_WINDOW
-from tilesim.studies.compare import compare_folders
 from tilesim.thresholds import PROBE_TOLERANCE
 
 
@@ -45,6 +44,8 @@ def register(subparsers) -> None:
 
 
 def _compare_command(args: argparse.Namespace) -> int:
+    from tilesim.studies.compare import compare_folders
+
     if args.min_mssim is not None and not -1.0 <= args.min_mssim <= 1.0:
         raise InputError(f"--min-mssim {args.min_mssim}: expected a value in -1..1",
                          source="tilesim compare")

@@ -6,21 +6,22 @@ import argparse
 import json
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from tilesim.atomic import check_output
 from tilesim.errors import EXIT_FAILED_CHECK, EXIT_OK
 from tilesim.options import window_size_argument
-from tilesim.render.pipeline.rasterizer import FILL_RULES
-from tilesim.render.pipeline.renderer import MEDIUMP_HELP
-from tilesim.render.workloads.conformance_scenes import SCENES
+from tilesim.render.pipeline.options import FILL_RULES, MEDIUMP_HELP
 from tilesim.shaders.interpreter import MEDIUMP_MODES
-from tilesim.studies.conformance import SceneResult, run_conformance
 from tilesim.thresholds import (
     CONFORMANCE_COUNT_RTOL,
     CONFORMANCE_MIN_MSSIM,
     CONFORMANCE_MIN_WITHIN,
     CONFORMANCE_TOLERANCE,
 )
+
+if TYPE_CHECKING:
+    from tilesim.studies.conformance import SceneResult
 
 
 def register(subparsers) -> None:
@@ -62,6 +63,9 @@ def _format_row(r: SceneResult) -> str:
 
 
 def _main(args: argparse.Namespace) -> int:
+    from tilesim.render.workloads.conformance_scenes import SCENES
+    from tilesim.studies.conformance import run_conformance
+
     if args.list:
         for scene in SCENES.values():
             print(f"{scene.name:<22} {scene.size[0]}x{scene.size[1]:<5} {scene.covers}")

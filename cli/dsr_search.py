@@ -6,6 +6,7 @@ import argparse
 import json
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tilesim.atomic import check_output
 from tilesim.errors import EXIT_FAILED_CHECK, EXIT_OK, InputError
@@ -16,27 +17,17 @@ from tilesim.options import (
     positive_int,
     window_size,
 )
-from tilesim.render.techniques.dynamic_sampling_rate import (
-    MAX_DIAGONAL,
-    RATE_NAMES,
-    DSRParameters,
-)
-from tilesim.studies.dsr_search import (
-    LOCAL_MINIMUM_TILES,
-    PARAMETERS_FILE,
-    SearchGrid,
-    fold_groups,
-    params_dict,
-    print_folds,
-    provenance,
-    run_cross_validation,
-    run_search,
-    trace_spec,
-)
+from tilesim.studies.defaults import LOCAL_MINIMUM_TILES, PARAMETERS_FILE
+from tilesim.studies.dsr_grid import SearchGrid
 from tilesim.thresholds import DSR_MIN_MSSIM
+
+if TYPE_CHECKING:
+    from tilesim.render.techniques.dynamic_sampling_rate import DSRParameters
 
 
 def _number_list(text: str, option: str, kind=float) -> tuple:
+    from tilesim.render.techniques.dynamic_sampling_rate import MAX_DIAGONAL
+
     try:
         values = tuple(kind(v) for v in text.split(",") if v.strip())
     except ValueError:
@@ -133,6 +124,15 @@ def register(subparsers) -> None:
 
 
 def _search_command(args: argparse.Namespace) -> int:
+    from tilesim.render.techniques.dynamic_sampling_rate import DSRParameters
+    from tilesim.studies.dsr_search import (
+        fold_groups,
+        params_dict,
+        provenance,
+        run_cross_validation,
+        run_search,
+        trace_spec,
+    )
 
     for option, value in (("--min-mssim", args.min_mssim),
                           ("--local-minimum-mssim", args.local_minimum_mssim),
@@ -214,6 +214,9 @@ def _command_line(args: argparse.Namespace) -> str:
 
 
 def _print_report(report: dict, params: DSRParameters | None, out: Path) -> None:
+    from tilesim.render.techniques.dynamic_sampling_rate import RATE_NAMES
+    from tilesim.studies.dsr_search import print_folds
+
     if report.get("folds"):
         print_folds(report)
     for name, floor in report["local_minimum"].items():

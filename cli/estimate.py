@@ -11,34 +11,22 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from tilesim.atomic import check_output
 from tilesim.errors import InputError
 from tilesim.options import frame_range, frames_argument, technique_name
 from tilesim.render.pipeline.gpu_config import RENDERER_KEYS
-from tilesim.render.traces.trace_file import open_trace
 from tilesim.render_folder import IDENTITY_FILE, comparable, read_json_object
-from tilesim.studies.batch import Job, job_techniques, run_job
 from tilesim.studies.config_options import (
     add_config_arguments,
     config_from_args,
     configured_mediump_of,
     renderer_values,
 )
-from tilesim.timing.config import EffectiveConfig, check_finite, effective_config
-from tilesim.timing.report import (
-    average,
-    estimate_render,
-    find_renders,
-    match_baselines,
-    normalize,
-    normalized_table,
-    text_report,
-    totals,
-)
-from tilesim.timing.tiles import mean_screen_cycles, screen_tiles
+
+if TYPE_CHECKING:
+    from tilesim.timing.config import EffectiveConfig
 
 
 def register(subparsers) -> None:
@@ -91,6 +79,9 @@ def register(subparsers) -> None:
 def _render_traces(args, cfg: EffectiveConfig) -> None:
     """Render the .tsim arguments (and their baselines) into --work with the configuration's
     tile size and renderer entries; replace them by the render folders."""
+    from tilesim.render.traces.trace_file import open_trace
+    from tilesim.studies.batch import Job, job_techniques, run_job
+
     traces = [d for d in args.dirs if str(d).endswith(".tsim")]
     if not traces:
         return
@@ -117,6 +108,8 @@ def _render_traces(args, cfg: EffectiveConfig) -> None:
 
 
 def _estimate(args) -> int:
+    import numpy as np
+
     # An overflow (a configuration of absurd scale) is reported once, by check_finite on the
     # figures, not as NumPy's warnings along the way.
     with np.errstate(over="ignore", invalid="ignore"):
@@ -124,6 +117,19 @@ def _estimate(args) -> int:
 
 
 def _estimate_checked(args) -> int:
+    from tilesim.timing.config import check_finite
+    from tilesim.timing.report import (
+        average,
+        estimate_render,
+        find_renders,
+        match_baselines,
+        normalize,
+        normalized_table,
+        text_report,
+        totals,
+    )
+    from tilesim.timing.tiles import mean_screen_cycles, screen_tiles
+
     if args.per_tile and not args.json:
         raise InputError("--per-tile adds per-tile maps to the JSON report: give --json too")
     if args.plot:
@@ -221,6 +227,8 @@ def _agreeing_config(args, config: EffectiveConfig, folders) -> EffectiveConfig:
     shipped value, and refused when they set another; the entries the renderer reads must be
     the renders' (render.json ``gpu_config``: the values other than the shipped file's).
     Folders without render.json (older renders) are taken as they are."""
+    from tilesim.timing.config import effective_config
+
     identities = [(Path(d), read_json_object(Path(d) / IDENTITY_FILE)) for d in folders]
     identities = [(d, i) for d, i in identities if i is not None]
     sizes = {i.get("tile_size") for _, i in identities}

@@ -6,22 +6,16 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tilesim.atomic import check_output
 from tilesim.errors import EXIT_FAILED_CHECK, EXIT_OK, InputError, ToolMissing
 from tilesim.options import default_workers, positive_int
-from tilesim.studies.coherence import DEFAULT_TECHNIQUES
-from tilesim.studies.goldens import (
-    MANIFEST_HELP,
-    Manifest,
-    check,
-    check_techniques,
-    default_manifest,
-    open_manifest,
-    technique_names,
-    update,
-)
+from tilesim.studies.defaults import DEFAULT_TECHNIQUES, MANIFEST_HELP
 from tilesim.thresholds import DSR_MIN_MSSIM, GOLDEN_ACCEPT_MSSIM
+
+if TYPE_CHECKING:
+    from tilesim.studies.goldens import Manifest
 
 
 def register(subparsers) -> None:
@@ -84,6 +78,8 @@ def register(subparsers) -> None:
 def _open(args: argparse.Namespace, *, write: bool = False) -> Manifest:
     """The command's manifest, with at least one golden (InputError otherwise: a check of
     nothing must not pass); ``write``: checked as an output first."""
+    from tilesim.studies.goldens import default_manifest, open_manifest
+
     path = default_manifest() if args.manifest is None else Path(args.manifest)
     if write:
         check_output(path, folder=False)
@@ -95,6 +91,8 @@ def _open(args: argparse.Namespace, *, write: bool = False) -> Manifest:
 
 
 def _check(args: argparse.Namespace) -> int:
+    from tilesim.studies.goldens import check
+
     manifest = _open(args)
     goldens, folder = manifest.goldens, manifest.folder
     results = None if args.results is None else check_output(args.results, folder=True)
@@ -120,6 +118,8 @@ def _point_to_results(results: Path | None) -> None:
 
 def _check_techniques(args: argparse.Namespace, manifest: Manifest,
                       results: Path | None) -> int:
+    from tilesim.studies.goldens import check_techniques, technique_names
+
     goldens = manifest.goldens
     names = (["baseline", *DEFAULT_TECHNIQUES] if args.all_techniques
              else technique_names(args.technique))   # unknown names: exit 2 before rendering
@@ -159,6 +159,8 @@ def _print_rows(rows: list[dict]) -> None:
 
 
 def _update(args: argparse.Namespace) -> int:
+    from tilesim.studies.goldens import update
+
     manifest = _open(args, write=True)
     for path in (manifest.folder / g.png for g in manifest.goldens):
         check_output(path, folder=False)   # before any rendering
@@ -175,6 +177,8 @@ def _update(args: argparse.Namespace) -> int:
 
 
 def _add(args: argparse.Namespace) -> int:
+    from tilesim.studies.goldens import default_manifest, open_manifest
+
     path = default_manifest(create=True) if args.manifest is None else Path(args.manifest)
     check_output(path, folder=False)
     manifest = open_manifest(path, create=True)

@@ -8,7 +8,7 @@ import sys
 
 from tilesim.errors import EXIT_OK
 from tilesim.options import first_frames_argument, window_size
-from tilesim.render.traces.apitrace_import import FRAME_END_CHOICES, import_apitrace
+from tilesim.render.traces.apitrace_import import FRAME_END_CHOICES
 
 
 def register(subparsers) -> None:
@@ -36,6 +36,8 @@ def register(subparsers) -> None:
 
 
 def _import_command(args: argparse.Namespace) -> int:
+    from tilesim.render.traces.apitrace_import import import_apitrace
+
     size = window_size(args.size) if args.size else None
     summary = import_apitrace(args.trace, args.output, frames=args.frames, size=size,
                               name=args.name, frame_end=args.frame_end)

@@ -16,7 +16,6 @@ import traceback
 import warnings
 
 from tilesim import __version__
-from tilesim.backend import BackendUnavailable, set_backend
 from tilesim.errors import EXIT_BAD_INPUT, TilesimError
 from tilesim.memory_budget import BUDGET_ENV
 from tilesim.options import byte_size
@@ -84,7 +83,7 @@ def _complete(parser: argparse.ArgumentParser) -> None:
     except ModuleNotFoundError:
         return
     from tilesim.options import technique_name
-    from tilesim.studies.coherence import DEFAULT_TECHNIQUES
+    from tilesim.studies.defaults import DEFAULT_TECHNIQUES
 
     # the names an option takes (tilesim.options.name_argument's, the techniques)
     todo = [parser]
@@ -158,11 +157,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(argv: list[str] | None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    # Here, not at the top: --help and --version need neither.
+    from tilesim.backend import BackendUnavailable, set_backend
     from tilesim.shaders.interpreter import BUDGET_ENV as INSTRUCTION_BUDGET_ENV
     from tilesim.shaders.interpreter import CALL_DEPTH_ENV
 
-    parser = build_parser()
-    args = parser.parse_args(argv)
     # In the environment, so that worker and replay processes keep the same limits.
     for env, value in ((BUDGET_ENV, args.memory_budget),
                        (INSTRUCTION_BUDGET_ENV, args.instruction_budget),

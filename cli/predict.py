@@ -23,24 +23,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
-
 from tilesim.errors import InputError
 from tilesim.options import first_frames_argument, name_argument
-from tilesim.prediction.command_groups import load_group_config, split_groups, trace_contexts
-from tilesim.prediction.ground_truth import (
-    JITTER_LOOP,
-    TIMERS,
-    Calibrator,
-    GLBackend,
-    ModelBackend,
-)
-from tilesim.prediction.predictor import (
-    ESTIMATORS,
-    UPLOAD_OPS,
-    HistoryPredictor,
-    Predictor,
-)
+from tilesim.prediction.ground_truth import JITTER_LOOP, TIMERS
+from tilesim.prediction.predictor import ESTIMATORS
 from tilesim.render.workloads.prediction_programs import PREDICTION_WORKLOADS
 
 BASELINE = "history-baseline"
@@ -107,6 +93,8 @@ def register(subparsers) -> None:
 
 def error_summary(predicted, measured) -> dict:
     """Errors predicted - measured (seconds) of a set of groups."""
+    import numpy as np
+
     p, m = np.asarray(predicted, float), np.asarray(measured, float)
     if p.size == 0:
         return {"groups": 0}
@@ -127,6 +115,8 @@ def error_summary(predicted, measured) -> dict:
 
 def fragment_summary(estimated, actual) -> dict:
     """Fragment-count errors of the groups that draw (000 §7.4.4)."""
+    import numpy as np
+
     est, act = np.asarray(estimated, float), np.asarray(actual, float)
     if est.size == 0:
         return {"groups": 0}
@@ -140,6 +130,8 @@ def fragment_summary(estimated, actual) -> dict:
 
 def make_backend(name: str, config: str | None, depth_bits: int, stencil_bits: int,
                  timer: str = "auto"):
+    from tilesim.prediction.ground_truth import GLBackend, ModelBackend
+
     if name == "model":
         return ModelBackend(config, depth_bits=depth_bits)
     driver = "llvmpipe" if name == "gl" else name.split("-", 1)[1]
@@ -153,6 +145,13 @@ def run_prediction(trace_path: str, backend: str = "model", estimators=ESTIMATOR
                    max_frames: int | None = None, runtime_frames: int = 0,
                    timer: str = "auto") -> dict:
     """The whole study on one trace; returns the report (see the module doc)."""
+    from tilesim.prediction.command_groups import (
+        load_group_config,
+        split_groups,
+        trace_contexts,
+    )
+    from tilesim.prediction.ground_truth import Calibrator, ModelBackend
+    from tilesim.prediction.predictor import UPLOAD_OPS, HistoryPredictor, Predictor
     from tilesim.render.traces.trace_file import open_trace
 
     with open_trace(trace_path) as trace:
@@ -268,6 +267,8 @@ def text_report(report: dict) -> str:
 
 def write_plots(folder: str, report: dict) -> list[Path]:
     """003 Figs. 7-12: the CDF of the prediction error (us) of every predictor."""
+    import numpy as np
+
     try:
         import matplotlib
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 
-import numpy as np
-
 from tilesim.errors import EXIT_OK, InputError
 from tilesim.options import (
     frame_range,
@@ -16,7 +14,6 @@ from tilesim.options import (
     window_size_argument,
 )
 from tilesim.studies.config_options import add_config_arguments
-from tilesim.studies.reference_timing import format_report, reference_report
 
 
 def register(subparsers) -> None:
@@ -46,11 +43,13 @@ def register(subparsers) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    import numpy as np
     from tqdm import tqdm
 
     from tilesim.render.pipeline.gpu_config import renderer_config
     from tilesim.render.traces.trace_file import open_trace
     from tilesim.studies.config_options import config_from_args, renderer_values
+    from tilesim.studies.reference_timing import format_report, reference_report
     from tilesim.timing.config import check_finite
 
     config = config_from_args(args)

@@ -18,10 +18,7 @@ import json
 import time
 from pathlib import Path
 
-from tqdm import tqdm
-
 from tilesim.atomic import remove_temporaries
-from tilesim.backend import backend_name
 from tilesim.errors import EXIT_OK, InputError
 from tilesim.inputs import trace_and_frames
 from tilesim.options import (
@@ -32,22 +29,8 @@ from tilesim.options import (
     technique_name,
 )
 from tilesim.render.pipeline.framebuffer import TRAVERSALS
-from tilesim.render.pipeline.rasterizer import FILL_RULES
-from tilesim.render.pipeline.renderer import MEDIUMP_HELP
-from tilesim.render.traces.trace_file import open_trace
+from tilesim.render.pipeline.options import FILL_RULES, MEDIUMP_HELP
 from tilesim.shaders.interpreter import MEDIUMP_MODES
-from tilesim.studies.batch import (
-    Job,
-    frame_segments,
-    is_render_summary,
-    job_techniques,
-    prepare_jobs,
-    refuse_foreign,
-    run_batch,
-    run_job,
-    run_segments,
-    write_batch_summary,
-)
 from tilesim.studies.config_options import (
     add_config_arguments,
     config_from_args,
@@ -109,6 +92,10 @@ def register(subparsers) -> None:
 
 
 def _jobs(args: argparse.Namespace) -> list:
+    from tilesim.backend import backend_name
+    from tilesim.render.traces.trace_file import open_trace
+    from tilesim.studies.batch import Job
+
     cfg = config_from_args(args)     # before any trace is read: a bad --set fails first
     gpu_values = renderer_values(cfg)
     jobs = []
@@ -131,6 +118,17 @@ def _jobs(args: argparse.Namespace) -> list:
 
 
 def _render(args: argparse.Namespace) -> int:
+    from tilesim.studies.batch import (
+        frame_segments,
+        is_render_summary,
+        job_techniques,
+        prepare_jobs,
+        refuse_foreign,
+        run_batch,
+        run_segments,
+        write_batch_summary,
+    )
+
     started = time.perf_counter()
     jobs = _jobs(args)
     job_techniques(jobs[0])   # a bad --technique fails here, before any work starts
@@ -171,5 +169,9 @@ def _render(args: argparse.Namespace) -> int:
 
 def _run_with_progress(job) -> dict:
     """One job in this process, with a progress bar over its frames."""
+    from tqdm import tqdm
+
+    from tilesim.studies.batch import run_job
+
     with tqdm(total=len(job.missing()), desc="render", unit="frame", disable=None) as bar:
         return run_job(job, on_frame=lambda index: bar.update(1), prepare=False)

@@ -5,25 +5,16 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tilesim.atomic import check_output
 from tilesim.errors import InputError
 from tilesim.options import default_workers, frame_span, frames_argument, positive_int
-from tilesim.studies.coherence import DEFAULT_TECHNIQUES
 from tilesim.studies.config_options import add_config_arguments
-from tilesim.studies.study import (
-    CAPTURED,
-    FRAMES,
-    QUICK_FRAMES,
-    QUICK_WORKLOADS,
-    Settings,
-    bundled_workloads,
-    capture_tools_missing,
-    captured_workloads,
-    given_workloads,
-    regime_lines,
-    run_study,
-)
+from tilesim.studies.defaults import DEFAULT_TECHNIQUES, FRAMES, QUICK_FRAMES, QUICK_WORKLOADS
+
+if TYPE_CHECKING:
+    from tilesim.studies.study import Settings
 
 
 def register(subparsers) -> None:
@@ -74,6 +65,14 @@ def _settings(args) -> Settings:
         config_from_args,
         renderer_values,
         tile_size_problem,
+    )
+    from tilesim.studies.study import (
+        CAPTURED,
+        Settings,
+        bundled_workloads,
+        capture_tools_missing,
+        captured_workloads,
+        given_workloads,
     )
 
     config = config_from_args(args)    # a bad --set or --config fails before any work
@@ -128,6 +127,7 @@ def _settings(args) -> Settings:
 
 def _run(args) -> int:
     from tilesim.errors import EXIT_FAILED_CHECK, EXIT_OK
+    from tilesim.studies.study import regime_lines, run_study
 
     check_output(args.out, folder=True)
     settings = _settings(args)

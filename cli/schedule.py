@@ -16,12 +16,15 @@ import io
 import json
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tilesim.errors import EXIT_OK, InputError, resolve_name
-from tilesim.scheduling import actual, estimators, metrics, robustness, scenarios
-from tilesim.scheduling.blocks import DISTRIBUTIONS, InjectedError, Margin
-from tilesim.scheduling.policies import GUARDS, POLICIES, check_policy
-from tilesim.scheduling.simulation import simulate
+from tilesim.scheduling import actual
+from tilesim.scheduling.blocks import DISTRIBUTIONS
+from tilesim.scheduling.policies import GUARDS, POLICIES
+
+if TYPE_CHECKING:
+    from tilesim.scheduling.blocks import InjectedError
 
 # 004's results (§6.4, read from its text; the figures' bars are not in the seed's text).
 SEED_RESULTS = {
@@ -131,6 +134,8 @@ def _positive(value: float | None, option: str) -> None:
 
 
 def _injected(args) -> InjectedError:
+    from tilesim.scheduling.blocks import InjectedError
+
     dist, _, scale = args.error.partition(":")
     try:
         value = float(scale)
@@ -150,6 +155,8 @@ class _Factories:
         self._calibrator = None
 
     def check(self, name: str) -> str:
+        from tilesim.scheduling import estimators
+
         names = estimators.predictor_names(self.args.runtime_calibration)
         if name.endswith(estimators.RUNTIME) and name.casefold() not in {
                 n.casefold() for n in names}:
@@ -160,6 +167,8 @@ class _Factories:
         return resolve_name("predictor", name, names, source="--predictor")
 
     def make(self, name: str):
+        from tilesim.scheduling import estimators, scenarios
+
         if name in estimators.OWN:
             return estimators.make_predictor(name)
         if self._commands is None:
@@ -176,6 +185,8 @@ class _Factories:
 
 
 def _predictor(args, factories: _Factories):
+    from tilesim.scheduling.blocks import Margin
+
     if args.error:
         base = _injected(args)
     else:
@@ -197,6 +208,10 @@ def _margins(text: str) -> list[float]:
 
 
 def _schedule(args) -> int:
+    from tilesim.scheduling import estimators, metrics, robustness, scenarios
+    from tilesim.scheduling.policies import check_policy
+    from tilesim.scheduling.simulation import simulate
+
     scenario = args.scenario_arg
     if not scenario:
         raise InputError("name a scenario (MTS-1 or MTS-2)", source="tilesim schedule")

@@ -6,8 +6,6 @@ import argparse
 import json
 import sys
 
-from tqdm import tqdm
-
 from tilesim.errors import EXIT_FAILED_CHECK, EXIT_OK
 
 
@@ -58,6 +56,8 @@ def _compile(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
     from tilesim.shaders.check import check_file, find_tgsi
 
     files = find_tgsi(args.paths)

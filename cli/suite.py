@@ -10,7 +10,6 @@ from pathlib import Path
 from tilesim.atomic import write_json
 from tilesim.errors import EXIT_FAILED_CHECK, EXIT_OK
 from tilesim.options import first_frames_argument, window_size_argument
-from tilesim.studies.suite import SUITE, run_entry
 from tilesim.thresholds import SUITE_MIN_MSSIM
 
 
@@ -36,6 +35,8 @@ def register(subparsers) -> None:
 
 def _suite(args: argparse.Namespace) -> int:
     from tqdm import tqdm
+
+    from tilesim.studies.suite import SUITE, run_entry
 
     width, height = args.size
     work = Path(args.work)

@@ -28,10 +28,9 @@ from tilesim.render.techniques.bus import Techniques
 from tilesim.render.techniques.dynamic_sampling_rate import frame_mssim
 from tilesim.render_folder import frame_files
 from tilesim.studies.dask_cluster import dask_client, map_in_order
+from tilesim.studies.defaults import DEFAULT_TECHNIQUES, REPORT_FILE  # noqa: F401 (named here)
 
-DEFAULT_TECHNIQUES = ("te", "re", "re/xor", "evr", "re+evr", "dsr", "memo", "memo/32")
 EXIT_NOT_LOSSLESS = 1
-REPORT_FILE = "coherence.json"   # what --out DIR holds
 
 # Overlay colors (RGB) per DSR rate index: 1x, 1/4x, 1/16x, 1/64x, 1/256x.
 RATE_COLORS = np.array([[0, 0, 0], [60, 160, 255], [60, 220, 120], [255, 200, 40],

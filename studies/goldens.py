@@ -47,6 +47,7 @@ from tilesim.render.techniques.dynamic_sampling_rate import frame_mssim
 from tilesim.render.traces.trace_file import open_trace
 from tilesim.studies.coherence import LOSSLESS
 from tilesim.studies.dask_cluster import dask_client, map_in_order
+from tilesim.studies.defaults import MANIFEST_HELP  # noqa: F401 (named here)
 from tilesim.thresholds import DSR_MIN_MSSIM, GOLDEN_ACCEPT_MSSIM, PROBE_TOLERANCE
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -527,7 +528,3 @@ def update(goldens: list[Golden], *, folder: Path | None = None, root: Path | No
                            if mesa else None}
     return goldens, refused
 
-
-MANIFEST_HELP = ("the golden manifest (PNGs beside it; relative trace paths start at its "
-                 "\"root\", default its folder); default goldens/manifest.json here, else "
-                 "tilesim's own in a source checkout")

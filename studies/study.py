@@ -68,7 +68,8 @@ from tilesim.studies.batch import (
     run_side_by_side,
 )
 from tilesim.studies.characterize import Characterizer, characterization, characterize
-from tilesim.studies.coherence import DEFAULT_TECHNIQUES, Tally, write_overlays
+from tilesim.studies.coherence import Tally, write_overlays
+from tilesim.studies.defaults import DEFAULT_TECHNIQUES, FRAMES, QUICK_FRAMES, QUICK_WORKLOADS  # noqa: F401 (named here)
 
 # The bundled workloads (traces/, made by scripts/make_bunny_trace.py and make_workloads.py):
 # glmark2's bunny, four game-like programs at the resolution of Frame Coherence Table 3.1, and
@@ -84,9 +85,6 @@ BUNDLED = ("bunny", "match3-1196x768", "sidescroller-1196x768", "runner-1196x768
 CAPTURED = ("glmark2-es2:texture:texture-filter=mipmap", "glmark2-es2:shading:shading=phong",
             "glmark2-es2:effect2d", "es2gears")
 CAPTURE_SIZE = (1196, 768)
-FRAMES = 8            # frames per workload of the default study
-QUICK_FRAMES = 2      # of --quick
-QUICK_WORKLOADS = ("bunny", "match3-1196x768", "runner-1196x768", "like_candy_crush-1196x768")
 TECHNIQUES = ("baseline", *DEFAULT_TECHNIQUES)
 QUALITY_FILE = "quality.json"
 STUDY_FILE = "study.json"

@@ -60,9 +60,6 @@ def test_every_commands_help_exits_0_in_a_fresh_process():
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="issue 34 is open: the parser's choices, defaults and help "
-                                       "come from engine modules (DEFAULT_TECHNIQUES, FILL_RULES, "
-                                       "MEDIUMP_HELP, SearchGrid, ...) that import the renderer")
 def test_building_the_parser_loads_no_heavy_module():
     proc = _python("-c", "import sys\n"
                          "from tilesim.cli import build_parser\n"

@@ -23,9 +23,9 @@ import numpy as np
 from tilesim.backend import array_module
 from tilesim.jit import jit, usable
 from tilesim.render.pipeline.binning import pixel_bounds
+from tilesim.render.pipeline.options import FILL_RULES
 from tilesim.render.pipeline.triangle_setup import SUBPIXEL, Triangles
 
-FILL_RULES = ("top_left", "bottom_left")
 CHUNK_QUADS = 1 << 16
 LANE_DX = np.array([0, 1, 0, 1], dtype=np.int64)
 LANE_DY = np.array([0, 0, 1, 1], dtype=np.int64)

@@ -52,6 +52,7 @@ from tilesim.render.pipeline.framebuffer import RenderTarget
 from tilesim.render.pipeline.gpu_config import GPU_CONFIG, gl_limits, gpu_config_values
 from tilesim.render.pipeline.hooks import PipelineHooks
 from tilesim.render.pipeline.observer import RenderObserver
+from tilesim.render.pipeline.options import MEDIUMP_HELP  # noqa: F401 (named here)
 from tilesim.render.pipeline.triangle_setup import Triangles
 
 
@@ -173,15 +174,6 @@ def _copy_renderer(renderer: Renderer, techniques):
     copied, techniques = copy.deepcopy((renderer, techniques), kept)
     copied.techniques, copied.observer = PipelineHooks(), RenderObserver()
     return copied, techniques
-
-
-# The --mediump help of the commands that render (tilesim render, tilesim conformance).
-MEDIUMP_HELP = (
-    "how shaders compute mediump and lowp arithmetic: fp32 (float32, as Mesa softpipe, whose "
-    "TGSI tilesim runs) or fp16 (16-bit floats, as Mali-class mobile GPUs and Mesa llvmpipe "
-    "do: pairs with `tilesim reference --driver llvmpipe`; programs compiled before tilesim "
-    "recorded precision run in float32); default: processors.shader.mediump_fp16 of the GPU "
-    "configuration (timing/baseline_gpu.toml: fp32)")
 
 
 def configured_mediump(path: str | None = None) -> str:
