@@ -509,9 +509,9 @@ def estimate_unit(unit: Unit):
 def plan_renders(units: list[Unit]) -> list[list[Unit]]:
     """The renders of ``units``: per workload, the units whose frames come from one host's
     render (batch.render_host: the baseline with TE, RE and memoization; EVR with RE+EVR) as
-    one, every other unit alone; the renders with the most units first (the longest: a
-    worker that starts them last would keep the study waiting), otherwise in the order
-    given."""
+    one, every other unit alone; the baselines' renders first (the others are compared with
+    their frames), then the renders with the most units (the longest: a worker that starts
+    them last would keep the study waiting), otherwise in the order given."""
     groups: dict[tuple[str, str], list[Unit]] = {}
     alone: list[list[Unit]] = []
     for unit in units:
@@ -521,7 +521,10 @@ def plan_renders(units: list[Unit]) -> list[list[Unit]]:
         else:
             alone.append([unit])
     renders = list(groups.values()) + alone
-    return sorted(renders, key=len, reverse=True)
+    # A unit is compared with its baseline's frames: in a serial run the baseline's render
+    # goes first (EVR's render with RE+EVR is larger than a baseline rendered alone).
+    return sorted(renders, key=lambda g: (not any(u.technique == "baseline" for u in g),
+                                          -len(g)))
 
 
 # -- the study ----------------------------------------------------------------------------------

@@ -364,6 +364,27 @@ def test_the_runs_that_only_watch_the_pipeline_share_their_workloads_baseline_re
     assert sorted(u.key for group in renders for u in group) == sorted(u.key for u in units)
 
 
+def test_a_baseline_rendered_alone_comes_before_the_renders_compared_with_it(tmp_path):
+    """``--techniques evr,re+evr``: EVR's render (with RE+EVR) has two units, the baseline
+    alone one; ordered by size, a serial study compared EVR's frames with baseline frames
+    not yet rendered (FileNotFoundError after the first render)."""
+    from tilesim.studies.study import Settings, Workload, plan_renders, plan_units
+
+    units = plan_units(Settings([Workload("a", "a.tsim", (0, 4))],
+                                ("baseline", "evr", "re+evr")), tmp_path)
+    assert [[u.key for u in group] for group in plan_renders(units)] == [
+        ["a/baseline"], ["a/evr", "a/re+evr"]]
+
+
+@pytest.mark.slow
+def test_evr_runs_alone_in_a_serial_study(tmp_path):
+    trace = sphere_trace(tmp_path / "sphere.tsim", 2, size=(64, 48))
+    out = tmp_path / "study"
+    assert main(["run", "--trace", str(trace), "--techniques", "evr,re+evr", "--workers", "1",
+                 "--no-captures", "--out", str(out)]) == 0
+    runs = json.loads((out / "results.json").read_text())["workloads"][0]["runs"]
+    assert {"evr", "re+evr"} <= set(runs)
+
 @pytest.mark.slow
 def test_two_workers_compare_each_run_in_parts_and_record_what_one_worker_records(
         study, tmp_path, monkeypatch):
