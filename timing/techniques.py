@@ -288,8 +288,9 @@ def memo_lut_scale(cfg: Config) -> dict[str, float]:
     """Per access kind, the configured LUT's SRAM-rule energy over Table 4.1's: the factor on
     energy_32nm.toml's technique.memo figures (1 for the thesis's LUT), so a LUT of another
     size costs what an SRAM of that size does."""
-    configured = MemoLUT.of(cfg).access_pj()
-    thesis = MemoLUT(*TABLE_4_1_LUT, MemoLUT.of(cfg).signature_bits).access_pj()
+    lut = MemoLUT.of(cfg)
+    configured = lut.access_pj()
+    thesis = MemoLUT(*TABLE_4_1_LUT, lut.signature_bits).access_pj()
     return {kind: configured[kind] / thesis[kind] for kind in configured}
 
 

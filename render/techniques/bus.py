@@ -19,7 +19,7 @@ from tilesim.backend import array_module
 from tilesim.errors import InputError
 from tilesim.render.pipeline.hooks import PipelineHooks
 from tilesim.render.techniques import registry
-from tilesim.render.techniques.registry import ScreenPass, Variant
+from tilesim.render.techniques.registry import ScreenPass
 
 
 class Techniques(PipelineHooks):
@@ -102,7 +102,7 @@ class Techniques(PipelineHooks):
         options = {"signature": signature, "constants_block": constants_block,
                    "memo_key_bits": memo_key_bits}
         for option, value in options.items():
-            values = [v.value for v in _variants() if v.option == option]
+            values = registry.option_values(option)
             if value not in values:
                 raise InputError(f"unknown {option.replace('_', ' ')} {value!r}: expected one "
                                  f"of {', '.join(map(str, values))}", source=source)
@@ -235,10 +235,6 @@ class Techniques(PipelineHooks):
 
     def finish(self) -> list:
         return [] if self._holder is None else self._holder.finish()
-
-
-def _variants() -> list[Variant]:
-    return [v for t in registry.REGISTRY.values() for v in t.variants.values()]
 
 
 def _either(items: list[str], last: str = "or") -> str:

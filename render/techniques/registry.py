@@ -72,10 +72,11 @@ NAMES = tuple(REGISTRY)
 ALONE = tuple(t.switch for t in TECHNIQUES if t.alone)
 
 
-def variant_options(switch: str, option: str) -> tuple:
-    """The values the variants of technique ``switch`` give ``option``
-    (``variant_options("re", "signature")``: ``("crc32", "xor")``)."""
-    return tuple(v.value for v in REGISTRY[switch].variants.values() if v.option == option)
+def option_values(option: str) -> tuple:
+    """The values the techniques' variants give the technique set's keyword ``option``
+    (``option_values("signature")``: ``("crc32", "xor")``)."""
+    return tuple(v.value for t in REGISTRY.values() for v in t.variants.values()
+                 if v.option == option)
 
 
 @dataclass
