@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from repo_paths import CORPUS
 
 from tilesim import backend
 from tilesim.backend import BackendUnavailable, to_host, use_backend
@@ -33,11 +34,10 @@ def test_cupy_request_fails_clearly_where_unavailable():
 def test_cupy_runs_the_corpus_like_numpy():
     if "cupy" not in backend.available_backends():
         pytest.skip("needs CuPy and an NVIDIA GPU")
-    from pathlib import Path
 
     import cupy
 
-    corpus = Path(__file__).resolve().parent.parent / "shaders" / "corpus"
+    corpus = CORPUS
     for path in sorted(corpus.rglob("*.tgsi"))[:40]:
         program = parse_file(path)
         interp = Interpreter(program)
@@ -58,7 +58,7 @@ def test_cupy_runs_the_corpus_like_numpy():
 def test_quad_any_and_all_read_each_quads_four_lanes():
     """quad_any / quad_all (a quad's four bools read as one word) equal the reduction over
     each quad's lanes, on contiguous masks and on views that are not, on both backends."""
-    from tests.cupy_emulation import use_emulated_cupy
+    from cupy_emulation import use_emulated_cupy
 
     rng = np.random.default_rng(5)
     mask = rng.random(4 * 999) < 0.6

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from repo_paths import TRACES
 from trace_helpers import sphere_trace
 
 from tilesim.atomic import temporary_name
@@ -353,6 +354,6 @@ def test_a_frame_after_render_to_texture_is_no_place_to_start():
     from tilesim.render.replay import fresh_starts
     from tilesim.render.traces.trace_file import open_trace
 
-    traces = Path(__file__).resolve().parent.parent / "traces"
+    traces = TRACES
     with open_trace(traces / "render_to_texture-1196x768.tsim") as t:
         assert fresh_starts(t, 4) == [0]

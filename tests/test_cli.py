@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 
 from tilesim.cli import main
 
-ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "shaders" / "corpus"
 
 

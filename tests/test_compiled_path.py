@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import contextlib
 import zlib
-from pathlib import Path
 
 import numpy as np
 import pytest
+from repo_paths import TRACES
 
 from tilesim.jit import AVAILABLE, disabled, enabled, usable
 from tilesim.render.pipeline import output_merger
@@ -26,8 +26,6 @@ from tilesim.render.techniques.bus import Techniques
 from tilesim.render.techniques.early_visibility import maximum_at_compiled
 from tilesim.render.techniques.fragment_memoization import stable_order_compiled
 from tilesim.render.workloads.conformance_scenes import SCENES, record_scene
-
-TRACES = Path(__file__).resolve().parent.parent / "traces"
 
 
 def _render(frames, width, height, techniques=None, **options):
@@ -394,7 +392,7 @@ def test_the_compiled_texture_sampler_matches_the_numpy_one(size, min_filter, ma
     """Every filter on both axes' wrap modes, implicit / biased / explicit LOD (clamped at both
     ends of the mip chain), hostile coordinates; colors to the bit, every counter, and the
     cache model's contents after two instructions."""
-    from test_texture_sampler import request, rgba8_texture
+    from texture_helpers import request, rgba8_texture
 
     from tilesim.render.pipeline.texture_sampler import SamplerOptions
 
@@ -423,7 +421,7 @@ def test_the_compiled_texture_sampler_matches_the_numpy_one(size, min_filter, ma
 def test_the_compiled_sampler_matches_on_cube_maps(filters, options):
     """Cube maps: NEAREST everywhere, LINEAR on faces (not seamless), and seamless LINEAR
     (which keeps the NumPy path) in one frame's cache."""
-    from test_texture_sampler import cube_texture, request
+    from texture_helpers import cube_texture, request
 
     from tilesim.render.pipeline.texture_sampler import SamplerOptions
 
@@ -442,7 +440,7 @@ def test_the_compiled_sampler_matches_on_cube_maps(filters, options):
 @pytest.mark.slow
 def test_the_compiled_sampler_matches_in_chunks_without_counters(monkeypatch):
     """Requests over several chunks, counters off, and no tile map (quads pick the caches)."""
-    from test_texture_sampler import request, rgba8_texture
+    from texture_helpers import request, rgba8_texture
 
     from tilesim.render.pipeline import texture_sampler
 
@@ -460,7 +458,7 @@ def test_the_compiled_sampler_matches_in_chunks_without_counters(monkeypatch):
 def test_the_compiled_cache_model_matches_for_every_geometry(geometry):
     """Other cache geometries: 1 or 4 ways, other blocks and lines, caches and sets not powers
     of two (the kernel's modulo and set index without masks)."""
-    from test_texture_sampler import request, rgba8_texture
+    from texture_helpers import request, rgba8_texture
 
     from tilesim.render.pipeline.texture_sampler import TextureCacheConfig
 

@@ -14,6 +14,7 @@ import cupy_emulation
 import numpy as np
 import pytest
 from cupy_emulation import HostDeviceMixError, use_emulated_cupy
+from repo_paths import CORPUS
 
 from tilesim import backend
 from tilesim.render.techniques.bus import Techniques
@@ -66,13 +67,12 @@ def test_the_emulation_allows_what_cupy_allows():
 
 @pytest.mark.slow
 def test_the_interpreter_runs_the_corpus_identically_on_the_cupy_path():
-    from pathlib import Path
 
     from tilesim.shaders.interpreter import Interpreter
     from tilesim.shaders.parser import parse_file
     from tilesim.shaders.synthetic_inputs import generate, load_interface
 
-    corpus = Path(__file__).resolve().parent.parent / "shaders" / "corpus"
+    corpus = CORPUS
     paths = sorted(corpus.rglob("*.tgsi"))
     assert len(paths) > 100
     for path in paths:

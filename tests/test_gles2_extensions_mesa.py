@@ -301,7 +301,7 @@ def test_texture_3d_calls_import(tmp_path):
     """glTexImage3DOES, glTexSubImage3DOES, glCopyTexSubImage3DOES, glFramebufferTexture3DOES
     and TEXTURE_WRAP_R_OES as apitrace records them become the commands of the same name;
     the import lists OES_texture_3D among the extensions the capture used."""
-    from test_trace_import import Calls, do_import, start, swap
+    from apitrace_helpers import Calls, do_import, start, swap
 
     from tilesim.render.gl.extensions import extensions_used
     calls = Calls()

@@ -9,10 +9,10 @@ import pickle
 import struct
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from conftest import require_mesa, require_tools
+from repo_paths import SCRIPTS
 
 from tilesim.errors import InputError, ToolMissing
 from tilesim.shaders import corpus, glsl_compile, mesa_dump
@@ -586,7 +586,7 @@ def test_capture_matches_corpus(tmp_path):
 
 
 def test_regenerate_script_help():
-    script = Path(__file__).resolve().parent.parent / "scripts" / "regenerate_corpus.py"
+    script = SCRIPTS / "regenerate_corpus.py"
     out = subprocess.run([sys.executable, str(script), "--help"], capture_output=True,
                          text=True, check=True).stdout
     assert "--capture" in out and "--check" in out

@@ -13,10 +13,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from repo_paths import ROOT
 
 from tilesim.images import png_bytes, read_png
-
-ROOT = Path(__file__).resolve().parent.parent
 
 USER_TEST = '''
 import pytest

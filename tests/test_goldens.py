@@ -9,18 +9,16 @@ import os
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from repo_paths import ROOT
 
 from tilesim.cli import main
 from tilesim.images import png_bytes, read_png
 from tilesim.studies import goldens
 from tilesim.studies.coherence import DEFAULT_TECHNIQUES
 from tilesim.thresholds import DSR_MIN_MSSIM
-
-ROOT = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.slow
 

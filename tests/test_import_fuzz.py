@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from apitrace_helpers import CONFIG, CTX, SURFACE, Calls, fake_compiler, program, start, swap
 from conftest import require_mesa, require_tools
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_trace_import import CONFIG, CTX, SURFACE, Calls, fake_compiler, program, start, swap
 
 from tilesim.errors import InputError
 from tilesim.render.traces.apitrace_import import import_pickle

@@ -19,8 +19,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
+from repo_paths import ROOT
 
 
 def installed_tree(dest: Path) -> Path:

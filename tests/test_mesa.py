@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 from conftest import require_mesa
+from repo_paths import ROOT
 
 from tilesim import mesa
 
-ROOT = Path(__file__).resolve().parents[1]
 PACKAGE_DIRS = ("tilesim", "shaders", "render", "timing")
 # Environment variables that choose or configure Mesa (set other than through
 # child_environment / program_environment), and what brings Mesa up or reads its logs: only

@@ -11,8 +11,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 # The top-level folders that install as tilesim.<folder> (pyproject package-dir)
 ROOMS = ("render", "shaders", "timing", "studies", "prediction", "scheduling", "cli")
 

@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import struct
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from repo_paths import CORPUS
 
 from tilesim.errors import InputError
 from tilesim.shaders.parser import parse, parse_file
 from tilesim.shaders.stats import static_stats
-
-CORPUS = Path(__file__).resolve().parent.parent / "shaders" / "corpus"
 
 MESA_FRAGMENT = """\
 FRAG

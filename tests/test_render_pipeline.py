@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from repo_paths import TRACES
 
 from tilesim.errors import InputError
 from tilesim.render.gl.commands import Recorder
@@ -295,14 +296,13 @@ def test_counters_name_the_programs_each_tile_ran(tmp_path):
     fragment quad instructions of each program per tile summing to the tile's fs_quad_*
     counters, and the vertex instructions of each vertex program summing to vs_*; all of it
     survives the .npz and the timing model's batch reader."""
-    from pathlib import Path
 
     from tilesim.render.pipeline.counters import load_counters
     from tilesim.render.replay import render_trace
     from tilesim.shaders.ir import program_digest
     from tilesim.timing.counter_batch import batch_from_frames, load_batch
 
-    trace = Path(__file__).resolve().parents[1] / "traces" / "runner-1196x768.tsim"
+    trace = TRACES / "runner-1196x768.tsim"
     result = list(render_trace(trace, frames=[1], size=(160, 96)))[-1]
     frame = result.counters
     assert frame.programs and all(program_digest(t) == d for d, t in frame.programs.items())

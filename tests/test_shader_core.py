@@ -19,10 +19,10 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from repo_paths import ROOT
 from tgsi_helpers import program_text
 
 from tilesim.cli.core import CORPUS
@@ -35,7 +35,6 @@ from tilesim.timing.shader_core.throughput import program_throughput
 from tilesim.timing.shader_core.warp_paths import from_trace, record, record_file
 
 CFG = load_core_config()
-ROOT = Path(__file__).resolve().parents[1]
 STAGES = ("fetch", "decode", "issue", "allocate", "read", "dispatch", "execute", "writeback")
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from repo_paths import TRACES
 from trace_helpers import sphere_trace
 
 from tilesim.render.replay import render_side_by_side, render_trace
@@ -20,7 +21,6 @@ from tilesim.render.techniques.side_by_side import SideBySide, shareable
 from tilesim.studies import batch
 from tilesim.studies.batch import Job, prepare_jobs, run_job, run_side_by_side
 
-TRACES = Path(__file__).resolve().parent.parent / "traces"
 MEMBERS = ("te", "re", "re/xor", "te+re", "memo", "memo/32")
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import require_mesa
-from test_techniques import H, W, _scene
+from technique_helpers import H, W, coherence_scene
 
 from tilesim.render.techniques import bus, registry
 from tilesim.render.techniques.bus import Techniques
@@ -83,7 +83,7 @@ def test_a_technique_added_to_the_registry_alone_runs(monkeypatch):
     from tilesim.render.pipeline.renderer import Renderer
 
     require_mesa()
-    scene = _scene(2)
+    scene = coherence_scene(2)
     toy = Technique("toy", "A counting technique", "-", "nothing",
                     f"{__name__}:CountingUnit")
     monkeypatch.setattr(registry, "REGISTRY", {**REGISTRY, "toy": toy})

@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import require_mesa
+from repo_paths import TRACES
+from technique_helpers import FS, VS, H, W, coherence_scene, draw, quad
 
 from tilesim.errors import InputError
 from tilesim.render.gl.commands import Recorder
@@ -14,58 +16,10 @@ from tilesim.render.techniques.bus import Techniques
 
 pytestmark = pytest.mark.mesa
 
-W, H = 96, 64
-VS = """attribute vec4 pos; attribute vec4 col; varying vec4 v_col;
-void main() { v_col = col; gl_Position = pos; }"""
-FS = """precision mediump float; varying vec4 v_col;
-void main() { gl_FragColor = v_col; }"""
-
-
-def _quad(x0, y0, x1, y1, z, color):
-    """Two triangles (6 vertices) of pos (4) + color (4)."""
-    corners = [(x0, y0), (x1, y0), (x1, y1), (x0, y0), (x1, y1), (x0, y1)]
-    return np.array([[x, y, z, 1.0, *color] for x, y in corners], dtype=np.float32)
-
-
-def _draw(gl, vertices):
-    buf = gl.createBuffer()
-    gl.bindBuffer("ARRAY_BUFFER", buf)
-    gl.bufferData("ARRAY_BUFFER", vertices)
-    gl.vertexAttribPointer(0, 4, "FLOAT", False, 32, 0)
-    gl.enableVertexAttribArray(0)
-    gl.vertexAttribPointer(1, 4, "FLOAT", False, 32, 16)
-    gl.enableVertexAttribArray(1)
-    gl.drawArrays("TRIANGLES", 0, len(vertices))
-
-
-def _scene(frames: int = 5):
-    """A 3D scene drawn back to front (far wall, then a near box covering the right half), a
-    box moving on the left, and a translucent HUD bar drawn last without depth test."""
-    gl = Recorder(W, H, name="coherence")
-    program = gl.createProgram(VS, FS, attrib_locations={"pos": 0, "col": 1})
-    for k in range(frames):
-        gl.useProgram(program)
-        gl.clearColor(0.1, 0.1, 0.15, 1.0)
-        gl.clear("COLOR_BUFFER_BIT", "DEPTH_BUFFER_BIT")
-        gl.enable("DEPTH_TEST")
-        gl.depthFunc("LESS")
-        gl.disable("BLEND")
-        _draw(gl, _quad(-1, -1, 1, 1, 0.8, (0.3, 0.5, 0.3, 1)))           # far wall
-        _draw(gl, _quad(0.0, -1, 1, 1, 0.2, (0.8, 0.4, 0.2, 1)))          # near box
-        x = -0.9 + 0.1 * k
-        _draw(gl, _quad(x, -0.5, x + 0.3, 0.0, 0.5, (0.2, 0.3, 0.9, 1)))  # moving box
-        gl.disable("DEPTH_TEST")
-        gl.enable("BLEND")
-        gl.blendFunc("SRC_ALPHA", "ONE_MINUS_SRC_ALPHA")
-        _draw(gl, _quad(-1, 0.75, 1, 1, 0.0, (1, 1, 1, 0.5)))            # HUD
-        gl.endFrame()
-    return gl.recorded_frames()
-
-
 @pytest.fixture(scope="module")
 def scene():
     require_mesa()
-    return _scene()
+    return coherence_scene()
 
 
 def _render(frames, technique="baseline", **kw):
@@ -138,11 +92,11 @@ def _uncleared_scene(frames: int = 5, background_blend=None):
         else:
             gl.enable("BLEND")
             gl.blendFunc(*background_blend)
-        _draw(gl, _quad(-1, -1, 1, 1, 0.5, (0.3, 0.5, 0.3, 1)))
+        draw(gl, quad(-1, -1, 1, 1, 0.5, (0.3, 0.5, 0.3, 1)))
         gl.enable("BLEND")
         gl.blendFunc("SRC_ALPHA", "ONE_MINUS_SRC_ALPHA")
         x = -0.9 + 0.1 * k
-        _draw(gl, _quad(x, -0.2, x + 0.2, 0.1, 0.5, (0.9, 0.8, 0.1, 0.6)))
+        draw(gl, quad(x, -0.2, x + 0.2, 0.1, 0.5, (0.9, 0.8, 0.1, 0.6)))
         gl.endFrame()
     return gl.recorded_frames()
 
@@ -178,10 +132,10 @@ def _screen_quads(gl, width, height, tiles):
     in one draw: each of a quad's two triangles is binned (by its bounding box) into the
     (tx1 - tx0 + 1) x (ty1 - ty0 + 1) tiles."""
     ndc = lambda p, size: -1 + 2 * p / size  # noqa: E731
-    quads = [_quad(ndc(16 * x0 + 3, width), ndc(16 * y0 + 3, height),
-                   ndc(16 * x1 + 13, width), ndc(16 * y1 + 13, height), 0.5, (0.9, 0.2, 0.2, 1))
+    quads = [quad(ndc(16 * x0 + 3, width), ndc(16 * y0 + 3, height),
+                  ndc(16 * x1 + 13, width), ndc(16 * y1 + 13, height), 0.5, (0.9, 0.2, 0.2, 1))
              for x0, y0, x1, y1 in tiles]
-    _draw(gl, np.concatenate(quads))
+    draw(gl, np.concatenate(quads))
 
 
 def test_re_counts_primitives_overflowing_the_overlapped_tiles_queue(mesa):
@@ -210,7 +164,7 @@ def test_re_counts_primitives_overflowing_the_overlapped_tiles_queue(mesa):
         gl.clearColor(0.1, 0.1, 0.15, 1.0)
         gl.clear("COLOR_BUFFER_BIT", "DEPTH_BUFFER_BIT")
         if big:
-            _draw(gl, _quad(-1, -1, 1, 1, 0.8, (0.3, 0.5, 0.3, 1)))
+            draw(gl, quad(-1, -1, 1, 1, 0.8, (0.3, 0.5, 0.3, 1)))
             _screen_quads(gl, width, height, [(20, 10, 35, 25)])
         _screen_quads(gl, width, height, small)
         gl.endFrame()
@@ -247,8 +201,8 @@ def test_evr_leaves_occluded_primitives_out_of_the_re_signature(mesa):
         gl.useProgram(program)
         gl.clear("COLOR_BUFFER_BIT", "DEPTH_BUFFER_BIT")
         gl.enable("DEPTH_TEST")
-        _draw(gl, _quad(-1, -1, 1, 1, 0.8, (0.1 * k, 0.5, 0.3, 1)))
-        _draw(gl, _quad(0.0, -1, 1, 1, 0.2, (0.8, 0.4, 0.2, 1)))
+        draw(gl, quad(-1, -1, 1, 1, 0.8, (0.1 * k, 0.5, 0.3, 1)))
+        draw(gl, quad(0.0, -1, 1, 1, 0.2, (0.8, 0.4, 0.2, 1)))
         gl.endFrame()
     frames = gl.recorded_frames()
     base = _render(frames)
@@ -265,12 +219,12 @@ def test_xor_signature_collides_where_crc32_does_not(mesa):
     # are order-blind (a false positive RE's checking mode catches); CRC32 is not.
     gl = Recorder(W, H, name="swap")
     program = gl.createProgram(VS, FS, attrib_locations={"pos": 0, "col": 1})
-    red = _quad(-0.5, -0.5, 0.5, 0.5, 0.0, (1, 0, 0, 1))
-    blue = _quad(-0.5, -0.5, 0.5, 0.5, 0.0, (0, 0, 1, 1))
+    red = quad(-0.5, -0.5, 0.5, 0.5, 0.0, (1, 0, 0, 1))
+    blue = quad(-0.5, -0.5, 0.5, 0.5, 0.0, (0, 0, 1, 1))
     for k in range(4):
         gl.useProgram(program)
         gl.clear("COLOR_BUFFER_BIT")
-        _draw(gl, np.concatenate([red, blue] if k % 2 else [blue, red]))
+        draw(gl, np.concatenate([red, blue] if k % 2 else [blue, red]))
         gl.endFrame()
     frames = gl.recorded_frames()
     crc = _render(frames, "re")
@@ -293,7 +247,7 @@ def test_re_signs_the_draw_state_and_clears_the_thesis_constants_block_leaves_ou
         gl.clear("COLOR_BUFFER_BIT")
         gl.enable("BLEND")
         gl.blendFunc("SRC_ALPHA", "ONE" if k % 2 else "ONE_MINUS_SRC_ALPHA")
-        _draw(gl, _quad(-0.5, -0.5, 0.5, 0.5, 0.0, (1, 0.5, 0, 0.5)))
+        draw(gl, quad(-0.5, -0.5, 0.5, 0.5, 0.0, (1, 0.5, 0, 0.5)))
         gl.endFrame()
     frames = gl.recorded_frames()
     base = _render(frames)
@@ -326,7 +280,7 @@ def test_re_does_not_sign_the_state_of_disabled_units(mesa):
         gl.blendFunc("SRC_ALPHA", "ONE" if k % 2 else "ONE_MINUS_SRC_ALPHA")
         gl.depthFunc("LESS" if k % 2 else "GREATER")
         gl.cullFace("FRONT" if k % 2 else "BACK")
-        _draw(gl, _quad(-0.5, -0.5, 0.5, 0.5, 0.0, (1, 0.5, 0, 1)))
+        draw(gl, quad(-0.5, -0.5, 0.5, 0.5, 0.0, (1, 0.5, 0, 1)))
         gl.endFrame()
     results = _render(gl.recorded_frames(), "re")
     tiles = (W // 16) * (H // 16)
@@ -434,7 +388,7 @@ def test_superfragments_sample_block_centers_and_replicate(mesa):
     program = gl.createProgram(VS, FS_COORD, attrib_locations={"pos": 0, "col": 1})
     gl.useProgram(program)
     gl.clear("COLOR_BUFFER_BIT")
-    _draw(gl, _quad(-1, -1, 1, 1, 0.0, (0, 0, 0, 1)))
+    draw(gl, quad(-1, -1, 1, 1, 0.0, (0, 0, 0, 1)))
     gl.endFrame()
     frames = gl.recorded_frames()
     for rate in range(5):
@@ -558,11 +512,10 @@ def test_coherence_renders_watching_techniques_beside_their_host_with_the_same_r
 def test_lossless_techniques_on_bundled_workloads(trace):
     """The lossless techniques give the baseline's frames on real workload traces (a subset
     of frames; the issue note gives the full run)."""
-    from pathlib import Path
 
     from tilesim.studies.coherence import compare_trace
 
-    path = Path(__file__).parent.parent / "traces" / f"{trace}.tsim"
+    path = TRACES / f"{trace}.tsim"
     report = compare_trace(str(path), ["te", "re", "evr", "re+evr", "memo"], range(0, 4))
     for name, row in report["techniques"].items():
         assert row["frames_bit_identical"] == 4, name

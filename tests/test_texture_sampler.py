@@ -25,12 +25,12 @@ from __future__ import annotations
 
 import functools
 import itertools
-import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import pytest
+from mesa_probe_helpers import Probe, constant_buffer, fragment_inputs
+from texture_helpers import CUBE_FACES, cube_texture, request, rgba8_texture
 
 from tilesim.errors import InputError
 from tilesim.render.gl.textures import Texture, unpack_pixels
@@ -45,29 +45,10 @@ from tilesim.shaders.sampling import BIAS, EXPLICIT, GRADIENT, TextureRequest
 from tilesim.shaders.synthetic_inputs import quad_pixels
 
 F32 = np.float32
-CUBE_FACES = ("TEXTURE_CUBE_MAP_POSITIVE_X", "TEXTURE_CUBE_MAP_NEGATIVE_X",
-              "TEXTURE_CUBE_MAP_POSITIVE_Y", "TEXTURE_CUBE_MAP_NEGATIVE_Y",
-              "TEXTURE_CUBE_MAP_POSITIVE_Z", "TEXTURE_CUBE_MAP_NEGATIVE_Z")
 
 
 # ----------------------------------------------------------------------------------------------
 # Helpers
-
-
-def rgba8_texture(pixels: np.ndarray, *, min_filter="NEAREST", mag_filter="NEAREST",
-                  wrap=("REPEAT", "REPEAT"), mipmaps=False, npot=False) -> Texture:
-    """A 2D RGBA/UNSIGNED_BYTE texture from (H, W, 4) uint8 rows (row 0 at t = 0)."""
-    h, w = pixels.shape[:2]
-    tex = Texture(oes_texture_npot=npot)
-    tex.tex_image_2d("TEXTURE_2D", 0, "RGBA", w, h, "RGBA", "UNSIGNED_BYTE",
-                     np.ascontiguousarray(pixels, np.uint8).reshape(-1), unpack_alignment=1)
-    if mipmaps:
-        tex.generate_mipmap()
-    tex.parameter("TEXTURE_MIN_FILTER", min_filter)
-    tex.parameter("TEXTURE_MAG_FILTER", mag_filter)
-    tex.parameter("TEXTURE_WRAP_S", wrap[0])
-    tex.parameter("TEXTURE_WRAP_T", wrap[1])
-    return tex
 
 
 def level_colors_texture(size: int, colors, **params) -> Texture:
@@ -83,18 +64,6 @@ def level_colors_texture(size: int, colors, **params) -> Texture:
     for name, value in params.items():
         tex.parameter(name, value)
     return tex
-
-
-def request(s, t, *, r=None, mode="implicit", lod=None, ddx=None, ddy=None, target="2D",
-            unit=0) -> TextureRequest:
-    s = np.asarray(s, F32).reshape(-1)
-    t = np.broadcast_to(np.asarray(t, F32), s.shape).astype(F32)
-    r = np.zeros_like(s) if r is None else np.broadcast_to(np.asarray(r, F32), s.shape)
-    coords = np.stack([s, t, r.astype(F32), np.ones_like(s)])
-    if lod is not None:
-        lod = np.broadcast_to(np.asarray(lod, F32), s.shape).astype(F32)
-    return TextureRequest(unit=unit, target=target, coords=coords, lod_mode=mode, lod=lod,
-                          ddx=ddx, ddy=ddy)
 
 
 def sample(tex, s, t, options=None, **kw):
@@ -530,26 +499,6 @@ def test_trilinear_blends_two_bilinear_levels():
 
 # ----------------------------------------------------------------------------------------------
 # Cube maps
-
-
-def cube_texture(size=2, texels=None, **params) -> Texture:
-    """Cube map; face f texel (x, y) = (f * 40, x * 100, y * 100, 255) unless given."""
-    tex = Texture("TEXTURE_CUBE_MAP")
-    for f, face in enumerate(CUBE_FACES):
-        if texels is None:
-            pixels = np.zeros((size, size, 4), np.uint8)
-            pixels[..., 0] = f * 40
-            pixels[..., 1] = (np.arange(size) * 100)[None, :]
-            pixels[..., 2] = (np.arange(size) * 100)[:, None]
-            pixels[..., 3] = 255
-        else:
-            pixels = texels[f]
-        tex.tex_image_2d(face, 0, "RGBA", size, size, "RGBA", "UNSIGNED_BYTE",
-                         np.ascontiguousarray(pixels).reshape(-1))
-    for name, value in {"TEXTURE_MIN_FILTER": "NEAREST", "TEXTURE_MAG_FILTER": "NEAREST",
-                        **params}.items():
-        tex.parameter(name, value)
-    return tex
 
 
 @pytest.mark.parametrize("direction, face, s_high, t_high", [
@@ -1260,8 +1209,6 @@ def test_mesa_comparison_counts_nan_and_infinity_as_failures():
 @functools.cache
 def mesa_outcomes() -> dict[str, MesaOutcome]:
     """Render every case with llvmpipe, run the interpreter with TextureSampler, compare."""
-    import test_differential_mesa as tdm
-
     from tilesim.shaders import mesa_fullscreen as mf
     from tilesim.shaders.glsl_compile import ProgramSource, compile_many
     from tilesim.shaders.interpreter import Interpreter
@@ -1302,12 +1249,12 @@ def mesa_outcomes() -> dict[str, MesaOutcome]:
             continue
         g, prog = geometries[case.shader], compiled[case.shader]
         start = probe_start[case.shader]
-        probe = tdm.Probe.from_images(g.probe_labels(),
+        probe = Probe.from_images(g.probe_labels(),
                                       rendered.images[start:start + len(g.probe_shaders())])
         program = parse(prog.fragment_tgsi, source=f"texture_{case.shader}")
-        inputs, system_values = tdm.fragment_inputs(program, prog.interface, probe, SIZE)
+        inputs, system_values = fragment_inputs(program, prog.interface, probe, SIZE)
         values = {name: np.ravel(value).astype(F32) for name, value in case.uniforms.items()}
-        constants = tdm.constant_buffer(program, prog.interface, values, SIZE)
+        constants = constant_buffer(program, prog.interface, values, SIZE)
         samp = int(prog.interface["samplers"][0]["fragment"]["samplers"][0][5:-1])
         options = SamplerOptions.llvmpipe(cube_seamless=case.seamless)
         sampler = TextureSampler({samp: our_texture(case)}, options=options)
@@ -1349,7 +1296,6 @@ def test_sampler_matches_llvmpipe(case_id):
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
     results = mesa_outcomes()
     for outcome in results.values():
         status = outcome.error or (f"max |diff| = {outcome.max_diff:.3g} "

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from repo_paths import TRACES
 
 from tilesim.timing.config import load_energy_config, load_gpu_config
 from tilesim.timing.cycle_level.raster import PassInput, RasterParameters, run_pass, tile_cycles_of
@@ -236,7 +237,7 @@ def test_dram_rows_refresh_and_power_down(compiled):
 
 # -- real frames ------------------------------------------------------------------------------
 
-RUNNER = Path(__file__).resolve().parent.parent / "traces" / "runner-1196x768.tsim"
+RUNNER = TRACES / "runner-1196x768.tsim"
 SMALL = (320, 192)          # 20 x 12 tiles: a real frame's mix of tiles in a few seconds
 
 

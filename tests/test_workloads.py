@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import require_mesa
+from repo_paths import ROOT
 
 from tilesim.render.workloads import (
     CATEGORIES,
@@ -23,7 +24,6 @@ from tilesim.render.workloads import (
     write_workload,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
 WIDTH, HEIGHT = 320, 205          # small, the 1196x768 aspect
 BUILT = 10                        # frames built for the longer tests
 COMPARED = (0, 5, 9)              # frames compared with llvmpipe
