@@ -9,7 +9,14 @@ arithmetic where that code is exact, and float operations in that code's order (
 without ``fastmath``, neither reorders nor fuses them), so frames, counters and cycles do not
 depend on which path ran (``tests/test_compiled_path.py``, ``tests/test_shader_core.py``).
 
-``TILESIM_JIT=0`` (or a machine without Numba) runs the plain code everywhere. A stage calls
+``TILESIM_JIT=0`` (or a machine without Numba) runs the plain code everywhere. Kernels release
+the GIL, so :func:`in_threads` runs one kernel on parts of a stage's work on ``TILESIM_THREADS``
+threads (``tilesim --threads``; default every core) where the results do not depend on the
+split: lanes that write only their own outputs, or the texture caches of the thesis's four
+fragment processors, each replayed in its own order. Frames and counters are the same for any
+thread count (``tests/render/test_compiled_path.py``). (Numba's own ``parallel=True`` is not
+used: its loop fusion dropped the writes of an inlined helper that unpacks a tuple of arrays,
+a silent loss of results, in Numba 0.60.) A stage calls
 its kernel only where :func:`usable` says so: NumPy arrays (CuPy arrays take the
 backend-agnostic code) and the kernels not turned off by :func:`disabled` (the tests compare
 both paths in one process).
@@ -19,12 +26,30 @@ from __future__ import annotations
 
 import contextlib
 import os
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from tilesim.errors import InputError
 from tilesim.kernel_cache import configure_numba
 
 JIT_ENV = "TILESIM_JIT"
+THREADS_ENV = "TILESIM_THREADS"
+
+
+def _threads_wanted() -> int | None:
+    """``TILESIM_THREADS`` as a positive int (None: unset)."""
+    text = os.environ.get(THREADS_ENV)
+    if not text:
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise InputError(f"{THREADS_ENV}: expected a positive integer, got {text!r}")
+    return value
+
 
 try:  # pragma: no cover - depends on the environment
     import numba
@@ -50,6 +75,57 @@ def jit(function=None, *, inline: bool = False):
         configure_numba(numba)
         return numba.njit(cache=True, nogil=True, inline="always" if inline else "never")(f)
     return wrap if function is None else wrap(function)
+
+
+_pinned: int | None = None
+_pool: ThreadPoolExecutor | None = None
+
+
+def threads() -> int:
+    """Threads :func:`in_threads` uses: :func:`threads_pinned`'s count, else
+    ``TILESIM_THREADS``, else the cores this process may run on."""
+    if _pinned is not None:
+        return _pinned
+    wanted = _threads_wanted()
+    return wanted if wanted is not None else max(1, len(os.sched_getaffinity(0)))
+
+
+@contextlib.contextmanager
+def threads_pinned(count: int):
+    """Run the block on ``count`` threads, then restore (tests compare thread counts)."""
+    global _pinned
+    previous, _pinned = _pinned, max(1, int(count))
+    try:
+        yield
+    finally:
+        _pinned = previous
+
+
+# Items below which a stage runs its kernel in one call (a thread's hand-off costs ~50 us,
+# about what a kernel does on this many lanes).
+SPLIT_MIN = 8192
+
+
+def spans(n: int, minimum: int = SPLIT_MIN) -> list[tuple[int, int]]:
+    """``range(n)`` cut into one contiguous (start, stop) per thread (one span below
+    ``minimum`` items), for a kernel whose items are independent."""
+    parts = min(threads(), n // max(1, minimum)) if n >= minimum else 1
+    bounds = np.linspace(0, n, max(parts, 1) + 1).astype(np.int64)
+    return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+
+
+def in_threads(function, parts) -> list:
+    """``[function(part) for part in parts]``, the parts on :func:`threads` threads at once
+    (``function`` a compiled kernel's call, which runs without the GIL); results in the
+    parts' order. One thread, or one part: in this thread."""
+    global _pool
+    parts = list(parts)
+    workers = min(threads(), len(parts))
+    if workers < 2:
+        return [function(part) for part in parts]
+    if _pool is None or _pool._max_workers < workers:
+        _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tilesim-kernel")
+    return list(_pool.map(function, parts))
 
 
 def enabled() -> bool:

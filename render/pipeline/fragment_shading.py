@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tilesim.backend import array_module
-from tilesim.jit import jit, usable
+from tilesim.jit import SPLIT_MIN, in_threads, jit, spans, usable
 from tilesim.render.gl.state import Program
 from tilesim.render.pipeline.rasterizer import Quads
 from tilesim.render.pipeline.triangle_setup import Triangles
@@ -244,10 +244,18 @@ def evaluate_into_compiled(planes, triangle, qx, qy, inv_w, out) -> None:
     None: perspective-correct) into ``out`` (K, 4 * Q) (float32: rounded once, as NumPy's
     assignment of the float64 result rounds)."""
     c, a, b = (np.ascontiguousarray(p) for p in planes)
-    if inv_w is None:
-        _evaluate_linear(c, a, b, triangle, qx, qy, out)
-    else:
-        _evaluate_perspective(c, a, b, triangle, qx, qy, inv_w, out)
+
+    # Each quad's lanes are its own: the quads split over threads (tilesim.jit.in_threads).
+    def part(span):
+        lo, hi = span
+        if inv_w is None:
+            _evaluate_linear(c, a, b, triangle[lo:hi], qx[lo:hi], qy[lo:hi],
+                             out[:, 4 * lo:4 * hi])
+        else:
+            _evaluate_perspective(c, a, b, triangle[lo:hi], qx[lo:hi], qy[lo:hi],
+                                  inv_w[4 * lo:4 * hi], out[:, 4 * lo:4 * hi])
+
+    in_threads(part, spans(triangle.shape[0], SPLIT_MIN // 4))
 
 
 @jit
