@@ -57,6 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
                              "calls (default 262144)")
     parser.add_argument("--call-depth", type=_positive, metavar="N",
                         help="subroutine calls one shader invocation may nest (default 64)")
+    parser.add_argument("--threads", type=_positive, metavar="N",
+                        help="threads the compiled kernels of one render use (default every "
+                             "core; a study's worker processes share the cores)")
     parser.add_argument("--debug", action="store_true",
                         help="print the Python traceback of an error")
     parser.add_argument("--print-completion", action=_PrintCompletion, metavar="SHELL",
@@ -161,13 +164,14 @@ def _run(argv: list[str] | None) -> int:
     args = parser.parse_args(argv)
     # Here, not at the top: --help and --version need neither.
     from tilesim.backend import BackendUnavailable, set_backend
+    from tilesim.jit import THREADS_ENV
     from tilesim.shaders.interpreter import BUDGET_ENV as INSTRUCTION_BUDGET_ENV
     from tilesim.shaders.interpreter import CALL_DEPTH_ENV
 
     # In the environment, so that worker and replay processes keep the same limits.
     for env, value in ((BUDGET_ENV, args.memory_budget),
                        (INSTRUCTION_BUDGET_ENV, args.instruction_budget),
-                       (CALL_DEPTH_ENV, args.call_depth)):
+                       (CALL_DEPTH_ENV, args.call_depth), (THREADS_ENV, args.threads)):
         if value is not None:
             os.environ[env] = str(value)
     try:
