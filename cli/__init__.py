@@ -7,7 +7,7 @@ A command module imports at its top only what its options need (argparse, ``tile
 ``tilesim.options``, ``tilesim.thresholds`` and the defaults, choices and help it shows, kept in
 light modules such as ``tilesim.studies.defaults`` and ``tilesim.render.pipeline.options``); its
 engine is imported inside the function that runs the command, so that ``tilesim --help`` loads
-no engine (``tests/test_cli_startup.py``).
+no engine (``tests/cli/test_cli_startup.py``).
 """
 
 from tilesim.cli.main import build_parser, main

@@ -5,7 +5,7 @@ render/workloads/thesis_games_measured.json.
 Each trace is characterized as `tilesim characterize` does (the tile-based model's counters
 over the frames given), and each banded column is compared with the row: draw calls per
 frame, vertices per draw call, fragment-shader instructions per fragment, ALU:TEX, texels per
-texture instruction and overshading. tests/test_thesis_games.py holds the stored figures
+texture instruction and overshading. tests/studies/test_thesis_games.py holds the stored figures
 within BAND of the rows and re-measures a frame of each workload.
 
     python scripts/measure_thesis_games.py [--frames 8] [--traces traces]

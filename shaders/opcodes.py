@@ -478,7 +478,8 @@ def _pow_fp16(a, b):
 
 # Opcodes whose 16-bit form (the interpreter's fp16 mediump mode) rounds an intermediate
 # result, where computing in float32 and rounding once would differ from llvmpipe. Measured
-# against Mesa 22.3 llvmpipe's NIR (MESA_GLSL=dump) and images (tests/test_differential_mesa).
+# against Mesa 22.3 llvmpipe's NIR (MESA_GLSL=dump) and images
+# (tests/shaders/test_differential_mesa).
 FP16_FORMS: dict[str, Callable] = {"RSQ": _rsq_fp16, "MAD": _mad_fp16, "LRP": _lrp_fp16,
                                    "POW": _pow_fp16}
 

@@ -7,7 +7,8 @@ Each kernel lives beside the stage or technique it speeds up (the rasterizer's q
 A kernel gives bit-identical results to the NumPy or Python code it replaces: integer
 arithmetic where that code is exact, and float operations in that code's order (Numba,
 without ``fastmath``, neither reorders nor fuses them), so frames, counters and cycles do not
-depend on which path ran (``tests/test_compiled_path.py``, ``tests/test_shader_core.py``).
+depend on which path ran (``tests/render/test_compiled_path.py``,
+``tests/timing/test_shader_core.py``).
 
 ``TILESIM_JIT=0`` (or a machine without Numba) runs the plain code everywhere. Kernels release
 the GIL, so :func:`in_threads` runs one kernel on parts of a stage's work on ``TILESIM_THREADS``

@@ -55,7 +55,7 @@ unit, plus the SRAM leakage of every structure of a technique present in the fra
 logic for DSR) x frame time. EVR's layer identifiers in the Parameter Buffer are main-memory
 traffic (source ``technique_tables``, see ``tilesim.timing.memory_traffic``).
 
-Seed checks (not hard-coded; ``tests/test_timing_techniques.py`` reports them on synthetic
+Seed checks (not hard-coded; ``tests/timing/test_timing_techniques.py`` reports them on synthetic
 frames): RE adds < 0.5% energy (Frame Coherence §4.3), EVR's structures ~0.5% (Frame Coherence
 §5.4), DSR < 2% (Frame Coherence §6.5).
 """

@@ -54,11 +54,11 @@ llvmpipe (the reference renderer of this project) implements it, which the spec 
   (:meth:`_Sampling._anisotropic`); each tap counts as a nearest fetch.
 
 ``SamplerOptions.llvmpipe()`` (c = 0 too) agrees with llvmpipe bit for bit on every case of
-tests/test_texture_sampler.py; ``SamplerOptions.exact()`` replaces the llvmpipe approximations
-by the spec's formulas (exact log2, level ceil(lambda + 0.5) - 1, float filtering, the
-texture's wrap modes on cube faces, no seamless cube filtering). Two llvmpipe details are
-not reproduced, both decided per SIMD vector of 8 lanes, which the sampler cannot see:
-where lanes of one vector mix minification and magnification with different filters and
+tests/render/test_texture_sampler.py; ``SamplerOptions.exact()`` replaces the llvmpipe
+approximations by the spec's formulas (exact log2, level ceil(lambda + 0.5) - 1, float
+filtering, the texture's wrap modes on cube faces, no seamless cube filtering). Two llvmpipe
+details are not reproduced, both decided per SIMD vector of 8 lanes, which the sampler cannot
+see: where lanes of one vector mix minification and magnification with different filters and
 llvmpipe filters in float, it takes the nearest texel from its bilinear taps (weight > 0.5),
 which differs from floor(s * W) only when s * W is an exact integer (on a seamless cube map,
 s = 0 exactly, as on the diagonals of a symmetric view, then gives the adjacent face's edge
@@ -71,7 +71,7 @@ On NumPy arrays with Numba, the compiled kernels at the end of this module
 (``implicit_lod_compiled`` and ``sample_lanes_compiled``, :mod:`tilesim.jit`) do the same
 arithmetic in the same order, one pass per lane from the coordinates to the color, counters
 and cache accesses, except for seamless cube-map LINEAR taps and recorded accesses;
-tests/test_compiled_path.py checks them bit for bit against the NumPy code, which CuPy arrays
+tests/render/test_compiled_path.py checks them bit for bit against the NumPy code, which CuPy arrays
 and machines without Numba run.
 
 Using it from the renderer: keep one sampler per frame (the caches persist in it), call

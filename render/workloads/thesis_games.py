@@ -41,7 +41,7 @@ What it does not reproduce: the games' look, their render-to-texture passes, and
 primitives per tile and Table 3.4's fragments per primitive, which follow from the above
 (reported by ``tilesim characterize``, not matched). ``characterization`` in the TOML's
 neighbour ``thesis_games_measured.json`` keeps each built workload's measured columns, and
-``tests/workloads/test_thesis_games.py`` holds them within 15% of the rows.
+``tests/studies/test_thesis_games.py`` holds them within 15% of the rows.
 """
 
 from __future__ import annotations

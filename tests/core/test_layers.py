@@ -115,7 +115,8 @@ def test_the_reference_cannot_read_the_analytic_memory_split(tmp_path, module, a
     assert "BROKEN" in result.stdout
 
 
-if __name__ == "__main__":  # python tests/test_layers.py: lint-imports on the installed layout
+# PYTHONPATH=tests python tests/core/test_layers.py: lint-imports on the installed layout
+if __name__ == "__main__":
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:

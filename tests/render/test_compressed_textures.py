@@ -2,7 +2,8 @@
 decoders against the extension specs' rules (hand-decoded blocks; S3TC's interpolated colors
 with llvmpipe's rounding), uploads and their errors, and the texture memory and cache traffic
 counted at 4 bits per texel (ETC1, DXT1) or 8 (DXT3, DXT5). The decoders against Mesa are
-the conformance scenes ``etc1_textures`` and ``s3tc_textures`` (tests/test_conformance.py)."""
+the conformance scenes ``etc1_textures`` and ``s3tc_textures``
+(tests/render/test_conformance.py)."""
 
 from __future__ import annotations
 

@@ -110,7 +110,7 @@ def test_mesas_list_is_what_llvmpipes_gles2_context_reports():
 
 def test_issue_31_item_1_extensions_are_implemented_with_a_scene():
     """The four extensions issue 31 item 1 still lacked are implemented, each proven by a
-    conformance scene against llvmpipe (tests/test_gles2_extensions_mesa.py)."""
+    conformance scene against llvmpipe (tests/render/test_gles2_extensions_mesa.py)."""
     scenes = {"GL_EXT_shader_texture_lod": "shader_texture_lod",
               "GL_OES_texture_3D": "texture_3d",
               "GL_EXT_blend_func_extended": "blend_func_extended",

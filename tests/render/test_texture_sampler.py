@@ -17,8 +17,8 @@ cube_seamless=False)``) and on (Mesa's GLES2 contexts; the default), and views c
 cube edges and corners (``cube_at``: magnified, LOD sweeps, biased to the coarse levels).
 The same GLSL runs through softpipe's TGSI and the interpreter with :class:`TextureSampler`
 (``SamplerOptions.llvmpipe()``) on the very inputs llvmpipe interpolated (probe passes); every
-pixel and channel must agree within 2/255. ``python tests/test_texture_sampler.py`` prints the
-per-case maximum difference.
+pixel and channel must agree within 2/255. ``PYTHONPATH=tests python
+tests/render/test_texture_sampler.py`` prints the per-case maximum difference.
 """
 
 from __future__ import annotations

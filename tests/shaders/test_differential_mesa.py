@@ -67,7 +67,8 @@ Tolerances (rtol relative, atol an absolute floor for values near zero):
   program; extra_math (every built-in function summed) 1.3e-4 relative on a value of 2.7e-3
   whose absolute error, 3.6e-7, is within the floor.
 
-``python tests/test_differential_mesa.py`` prints the per-program table of errors.
+``PYTHONPATH=tests python tests/shaders/test_differential_mesa.py`` prints the per-program
+table of errors (the helper modules it imports sit in tests/).
 """
 
 from __future__ import annotations
@@ -818,7 +819,8 @@ def test_float32_misses_llvmpipe_on_every_mediump_program():
 
 
 def main() -> int:
-    """Print the per-program table (``python tests/test_differential_mesa.py [fp16]``)."""
+    """Print the per-program table
+    (``PYTHONPATH=tests python tests/shaders/test_differential_mesa.py [fp16]``)."""
     import sys
 
     mediump = sys.argv[1] if len(sys.argv) > 1 else "fp32"

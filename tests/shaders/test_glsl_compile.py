@@ -208,7 +208,7 @@ def test_compile_error_is_input_error_with_info_log(mesa, tmp_path):
 def test_an_unsupported_extension_is_a_one_line_error(mesa, tmp_path):
     """An #extension Mesa 22.3's GLSL ES compiler does not offer (NV_shadow_samplers_cube)
     leaves no TGSI to run: one line names it. (EXT_shader_texture_lod, which Mesa lacks too,
-    compiles as its GLSL ES 3.00 form: tests/test_gles2_extensions_mesa.py.)"""
+    compiles as its GLSL ES 3.00 form: tests/render/test_gles2_extensions_mesa.py.)"""
     vert = tmp_path / "ok.vert"
     vert.write_text("attribute vec4 p;\nvoid main() { gl_Position = p; }\n")
     frag = tmp_path / "shadow.frag"

@@ -1,7 +1,8 @@
 """GLSL precision of TGSI instructions (tilesim.shaders.precision) and the interpreter's fp16
 mediump mode, without Mesa: the dataflow rules on hand-written programs, fp16 rounding, and
-that the default float32 mode ignores precision. tests/test_differential_mesa.py compares the
-fp16 mode with Mesa llvmpipe; tests/test_conformance.py renders the mediump scene."""
+that the default float32 mode ignores precision. tests/shaders/test_differential_mesa.py
+compares the fp16 mode with Mesa llvmpipe; tests/render/test_conformance.py renders the
+mediump scene."""
 
 from __future__ import annotations
 

@@ -1609,7 +1609,7 @@ def test_import_warns_of_extensions_the_modelled_gpu_does_not_offer(tmp_path):
 def test_texture_3d_calls_are_one_line_errors(tmp_path):
     """OES_texture_3D: a glTexImage3DOES the extension does not allow (a 2D target) is a
     one-line error naming the call (the calls themselves import:
-    tests/test_gles2_extensions_mesa.py)."""
+    tests/render/test_gles2_extensions_mesa.py)."""
     calls = Calls()
     start(calls)
     number = calls.add("glTexImage3DOES", target=0x0DE1, level=0, internalformat=0x1908,

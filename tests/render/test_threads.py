@@ -1,0 +1,115 @@
+"""A render on several threads (:func:`tilesim.jit.in_threads`) against the same render on one:
+every frame and every per-tile counter of every pass identical, whatever the thread count.
+
+The kernels split only work whose results cannot depend on the split: lanes that write their
+own outputs, and texture lanes grouped by texture cache, each cache replayed in lane order.
+The scenes are small, so the tests lower :data:`tilesim.jit.SPLIT_MIN` to make every
+textured draw split (and check that it did); the bundled trace runs at the shipped value.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from repo_paths import TRACES
+
+from tilesim import jit
+from tilesim.render.replay import render_frames
+from tilesim.render.techniques.bus import Techniques
+from tilesim.render.workloads.conformance_scenes import record_scene
+
+pytestmark = pytest.mark.skipif(not jit.AVAILABLE, reason="the split runs compiled kernels")
+
+
+def _render(frames, width, height, threads, techniques=None):
+    hooks = None if techniques is None else Techniques.from_name(techniques)
+    with jit.threads_pinned(threads):
+        return [(r.image, r.counters.scalars,
+                 [(p.target, {k: np.asarray(v).copy() for k, v in p.tiles.items()})
+                  for p in r.counters.passes])
+                for r in render_frames(frames, width, height, technique=hooks)]
+
+
+def _assert_same(one, many):
+    assert len(one) == len(many)
+    for frame, ((image, scalars, passes), (image2, scalars2, passes2)) in enumerate(
+            zip(one, many, strict=True)):
+        np.testing.assert_array_equal(image2, image, f"frame {frame}")
+        assert scalars2 == scalars, f"frame {frame}"
+        for k, ((target, tiles), (target2, tiles2)) in enumerate(zip(passes, passes2,
+                                                                      strict=True)):
+            assert target2 == target and tiles2.keys() == tiles.keys()
+            for name in tiles:
+                np.testing.assert_array_equal(tiles2[name], tiles[name],
+                                              f"frame {frame} pass {k} counter {name}")
+
+
+@pytest.fixture
+def split_small(monkeypatch):
+    """Every stage with 64 lanes or more splits; counts the calls that ran in parts."""
+    monkeypatch.setattr(jit, "SPLIT_MIN", 64)
+    calls = []
+    real = jit.in_threads
+
+    def counting(function, parts):
+        parts = list(parts)
+        calls.append(len(parts))
+        return real(function, parts)
+
+    for module in ("tilesim.render.pipeline.texture_sampler",
+                   "tilesim.render.pipeline.fragment_shading"):
+        monkeypatch.setattr(f"{module}.in_threads", counting)
+    return calls
+
+
+@pytest.mark.parametrize("scene", ["tex_min_filters", "render_to_texture", "mediump_precision",
+                                   "cubemap", "tex_wrap_modes", "texture_3d", "blend_factors"])
+def test_a_scene_renders_identically_on_one_and_on_three_threads(scene, split_small):
+    frames, width, height = record_scene(scene)
+    one = _render(frames, width, height, 1)
+    assert max(split_small, default=1) == 1       # one thread: never in parts
+    split_small.clear()
+    _assert_same(one, _render(frames, width, height, 3))
+    assert max(split_small, default=1) > 1        # the stages did run in parts
+
+
+@pytest.mark.parametrize("techniques", ["te+re+evr", "dsr", "memo"])
+def test_techniques_see_the_same_render_on_any_thread_count(techniques, split_small):
+    frames, width, height = record_scene("tex_min_filters")
+    _assert_same(_render(frames, width, height, 1, techniques),
+                 _render(frames, width, height, 2, techniques))
+    assert max(split_small) > 1
+
+
+@pytest.mark.slow
+def test_a_bundled_trace_renders_identically_on_one_and_on_two_threads():
+    from tilesim.render.traces.trace_file import read_frames
+
+    frames = read_frames(TRACES / "runner-1196x768.tsim")[:2]
+    _assert_same(_render(frames, 1196, 768, 1), _render(frames, 1196, 768, 2))
+
+
+def test_spans_cover_the_items_once_in_order(monkeypatch):
+    monkeypatch.setattr(jit, "SPLIT_MIN", 10)
+    with jit.threads_pinned(3):
+        assert jit.spans(9) == [(0, 9)]              # below the minimum: one span
+        spans = jit.spans(100)
+        assert len(spans) == 3
+        assert spans[0][0] == 0 and spans[-1][1] == 100
+        assert all(a[1] == b[0] for a, b in zip(spans, spans[1:], strict=False))
+        assert jit.spans(5, lanes_each=4) == [(0, 2), (2, 5)]   # 20 lanes: two spans
+    with jit.threads_pinned(1):
+        assert jit.spans(100) == [(0, 100)]
+
+
+def test_in_threads_keeps_the_parts_order():
+    with jit.threads_pinned(4):
+        assert jit.in_threads(lambda k: k * k, range(10)) == [k * k for k in range(10)]
+
+
+def test_a_bad_thread_count_in_the_environment_is_one_line(monkeypatch):
+    from tilesim.errors import InputError
+
+    monkeypatch.setenv(jit.THREADS_ENV, "0")
+    with pytest.raises(InputError, match="TILESIM_THREADS: expected a positive integer"):
+        jit.threads()
