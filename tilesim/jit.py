@@ -107,10 +107,10 @@ def threads_pinned(count: int):
 SPLIT_MIN = 8192
 
 
-def spans(n: int, minimum: int = SPLIT_MIN) -> list[tuple[int, int]]:
-    """``range(n)`` cut into one contiguous (start, stop) per thread (one span below
-    ``minimum`` items), for a kernel whose items are independent."""
-    parts = min(threads(), n // max(1, minimum)) if n >= minimum else 1
+def spans(n: int, lanes_each: int = 1) -> list[tuple[int, int]]:
+    """``range(n)`` cut into one contiguous (start, stop) per thread, for a kernel whose
+    items (of ``lanes_each`` lanes) are independent; one span below :data:`SPLIT_MIN` lanes."""
+    parts = min(threads(), n * lanes_each // SPLIT_MIN)
     bounds = np.linspace(0, n, max(parts, 1) + 1).astype(np.int64)
     return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tilesim.backend import array_module
-from tilesim.jit import SPLIT_MIN, in_threads, jit, spans, usable
+from tilesim.jit import in_threads, jit, spans, usable
 from tilesim.render.gl.state import Program
 from tilesim.render.pipeline.rasterizer import Quads
 from tilesim.render.pipeline.triangle_setup import Triangles
@@ -255,7 +255,7 @@ def evaluate_into_compiled(planes, triangle, qx, qy, inv_w, out) -> None:
             _evaluate_perspective(c, a, b, triangle[lo:hi], qx[lo:hi], qy[lo:hi],
                                   inv_w[4 * lo:4 * hi], out[:, 4 * lo:4 * hi])
 
-    in_threads(part, spans(triangle.shape[0], SPLIT_MIN // 4))
+    in_threads(part, spans(triangle.shape[0], lanes_each=4))
 
 
 @jit

@@ -100,7 +100,7 @@ import numpy as np
 
 from tilesim.backend import array_module, to_host
 from tilesim.errors import InputError
-from tilesim.jit import SPLIT_MIN, in_threads, jit, spans, threads, usable
+from tilesim.jit import in_threads, jit, spans, usable
 from tilesim.render.gl.textures import MAX_LEVELS, TEXTURE_3D, TEXTURE_CUBE_MAP, Texture
 from tilesim.render.pipeline.gpu_config import GPU_CONFIG, gpu_config_values, overrides_key
 from tilesim.render.pipeline.set_associative import SetAssociativeLRU, lru_access_one
@@ -2024,10 +2024,11 @@ def _lane_groups(n: int, tiles, caches: int):
     one thread (few lanes, one thread wanted, or one cache to replay). ``caches`` 0: no cache
     is replayed and any contiguous split serves; else one group per texture cache (each
     fragment processor's cache of Frame Coherence Table 3.1 sees its lanes in order)."""
-    if n < SPLIT_MIN or threads() < 2 or caches == 1:
+    parts = spans(n)
+    if len(parts) < 2 or caches == 1:
         return None
     if caches == 0:
-        return np.arange(n, dtype=np.int64), [lo for lo, _ in spans(n)] + [n]
+        return np.arange(n, dtype=np.int64), [lo for lo, _ in parts] + [n]
     order = np.empty(n, dtype=np.int64)
     bounds = np.zeros(caches + 1, dtype=np.int64)
     has_tile = tiles is not None
