@@ -11,13 +11,16 @@
 2. Scaling: tilesim's baseline frame time of the same trace rendered into windows of
    ``--sizes`` (720p to 4K), the fastest of ``--scaling-frames`` frames after the first, and
    the exponent of time against pixels from a least-squares fit of log time on log pixels
-   (1.0: linear in pixels), with the peak resident memory of each size's child process.
+   (1.0: linear in pixels), with the peak resident memory of each size's child process;
+   each size on every thread count of ``--threads`` (``TILESIM_THREADS``; 1 and every core by
+   default), the speedup beside it.
 
 Timings are a benchmark, never a test.
 
     python benchmarks/study.py [--trace traces/runner-1196x768.tsim] [--frames 100]
                                [--sizes 1280x720,1920x1080,2560x1440,3840x2160]
-                               [--scaling-frames 3] [--no-mesa] [--no-study] [--json]
+                               [--scaling-frames 3] [--threads 1,2] [--no-mesa] [--no-study]
+                               [--json]
 """
 
 from __future__ import annotations
@@ -95,22 +98,29 @@ def time_softpipe(trace: str, frames: int) -> float:
     return float(sum(sum(commands) for commands in peer.command_seconds))
 
 
-def time_scaling(trace: str, sizes: list[tuple[int, int]], frames: int) -> dict:
+def time_scaling(trace: str, sizes: list[tuple[int, int]], frames: int,
+                 thread_counts: list[int]) -> dict:
     rows = []
     for width, height in sizes:
-        run = subprocess.run([sys.executable, "-c", _SCALING_CHILD, trace, str(width),
-                              str(height), str(frames)], capture_output=True, text=True,
-                             timeout=3600)
-        if run.returncode:
-            raise RuntimeError(f"{width}x{height} failed:\n{run.stderr[-2000:]}")
-        data = json.loads(run.stdout.strip().splitlines()[-1])
-        best = min(data["seconds"][1:] or data["seconds"])
-        rows.append({"size": f"{width}x{height}", "pixels": width * height,
-                     "frame_s": round(best, 3),
-                     "peak_memory_mib": round(data["peak_bytes"] / 2**20)})
-    pixels = np.log([r["pixels"] for r in rows])
-    seconds = np.log([r["frame_s"] for r in rows])
-    exponent = float(np.polyfit(pixels, seconds, 1)[0]) if len(rows) > 1 else None
+        for threads in thread_counts:
+            run = subprocess.run([sys.executable, "-c", _SCALING_CHILD, trace, str(width),
+                                  str(height), str(frames)], capture_output=True, text=True,
+                                 timeout=3600, env={**os.environ, "TILESIM_THREADS": str(threads)})
+            if run.returncode:
+                raise RuntimeError(f"{width}x{height} on {threads} threads failed:\n"
+                                   f"{run.stderr[-2000:]}")
+            data = json.loads(run.stdout.strip().splitlines()[-1])
+            best = min(data["seconds"][1:] or data["seconds"])
+            rows.append({"size": f"{width}x{height}", "pixels": width * height,
+                         "threads": threads, "frame_s": round(best, 3),
+                         "peak_memory_mib": round(data["peak_bytes"] / 2**20)})
+    fewest = [r for r in rows if r["threads"] == thread_counts[0]]
+    for row in rows:
+        one = next(r for r in fewest if r["size"] == row["size"])
+        row["speedup"] = round(one["frame_s"] / row["frame_s"], 2)
+    pixels = np.log([r["pixels"] for r in fewest])
+    seconds = np.log([r["frame_s"] for r in fewest])
+    exponent = float(np.polyfit(pixels, seconds, 1)[0]) if len(fewest) > 1 else None
     return {"frames": frames, "sizes": rows,
             "exponent": None if exponent is None else round(exponent, 2)}
 
@@ -122,6 +132,8 @@ def main() -> int:
     parser.add_argument("--workers", type=int)
     parser.add_argument("--sizes", default="1280x720,1920x1080,2560x1440,3840x2160")
     parser.add_argument("--scaling-frames", type=int, default=3)
+    parser.add_argument("--threads", default=f"1,{len(os.sched_getaffinity(0))}",
+                        help="thread counts of the scaling runs (default 1 and every core)")
     parser.add_argument("--no-mesa", action="store_true")
     parser.add_argument("--no-study", action="store_true")
     parser.add_argument("--json", action="store_true")
@@ -135,7 +147,8 @@ def main() -> int:
             report["study_over_softpipe_replay"] = round(report["study"]["wall_s"] / softpipe,
                                                          2)
     sizes = [window_size(s) for s in args.sizes.split(",") if s]
-    report["scaling"] = time_scaling(args.trace, sizes, args.scaling_frames)
+    thread_counts = sorted({int(n) for n in args.threads.split(",") if n})
+    report["scaling"] = time_scaling(args.trace, sizes, args.scaling_frames, thread_counts)
     if args.json:
         print(json.dumps(report, indent=1))
         return 0
@@ -149,9 +162,10 @@ def main() -> int:
                   f"s: the study costs {report['study_over_softpipe_replay']}x one replay")
     sc = report["scaling"]
     for row in sc["sizes"]:
-        print(f"  {row['size']:>10}: {row['frame_s']:.3f} s/frame, peak "
-              f"{row['peak_memory_mib']} MiB")
-    print(f"time ~ pixels^{sc['exponent']}")
+        print(f"  {row['size']:>10} on {row['threads']} threads: {row['frame_s']:.3f} s/frame "
+              f"({row['speedup']}x), peak {row['peak_memory_mib']} MiB")
+    print(f"time ~ pixels^{sc['exponent']} (on {min(r['threads'] for r in sc['sizes'])} "
+          f"threads)")
     return 0
 
 
