@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from tilesim import jit
 from tilesim.backend import array_module, quad_all
 from tilesim.backend import xp as active_xp
 from tilesim.errors import InputError
@@ -62,6 +63,7 @@ from tilesim.shaders.sampling import (
 )
 from tilesim.shaders.stats import DynamicCounter, DynamicStats
 
+_NOT_LOOKED_UP = object()  # Interpreter._compiled before its first lookup
 MAX_LOOP_ITERATIONS = 1 << 16
 # Budget of instructions one invocation may execute, across loops and calls: a bound on the
 # longest lane (lanes step together, so it counts the instructions issued while any lane is
@@ -439,9 +441,26 @@ class Interpreter:
         system_values: {semantic name: (4, N)} for SV registers (e.g. 'FACE', 'VERTEXID').
         lanes: N, needed only when there are no inputs to take it from.
         """
-        run = _Run(self, inputs, constants, lanes, sampler or ProceduralSampler(),
-                   system_values or {}, record_trace)
+        sampler = sampler or ProceduralSampler()
+        if not record_trace and jit.enabled():
+            # The program compiled to native kernels (tilesim.shaders.compiled_program), for
+            # NumPy arrays: the same bits and counters; None where the interpreter runs.
+            compiled = self._compiled()
+            if compiled is not None:
+                execution = compiled.run(self, inputs, constants, lanes, sampler,
+                                         system_values or {})
+                if execution is not None:
+                    return execution
+        run = _Run(self, inputs, constants, lanes, sampler, system_values or {}, record_trace)
         return run.execute()
+
+    def _compiled(self):
+        """This program's compiled form, looked up once per Interpreter (None: falls back)."""
+        compiled = self.__dict__.get("_compiled_program", _NOT_LOOKED_UP)
+        if compiled is _NOT_LOOKED_UP:
+            from tilesim.shaders.compiled_program import compiled_for
+            compiled = self._compiled_program = compiled_for(self)
+        return compiled
 
 
 def interpret(program: Program, inputs=None, constants=None, **kwargs) -> Execution:

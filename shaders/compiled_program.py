@@ -1,0 +1,1044 @@
+"""TGSI programs compiled to native kernels (Numba), bit-identical to the interpreter.
+
+Issue 34, item 1: each program is compiled once per program text and precision mode into
+generated Python source, then into machine code by Numba; :mod:`tilesim.shaders.interpreter`
+stays the reference and the fallback (``Interpreter.run`` takes this path only for NumPy
+arrays, ``tilesim.jit.usable``, and never when a trace is recorded).
+
+What a kernel is. One generated function per *segment* (below) loops over warps of four lanes
+(a 2x2 quad for fragments, ``tilesim.shaders.stats.WARP_SIZE``). Inside a warp the program
+runs in lockstep with four-bit execution masks (condition, loop, continue, and the lanes not
+in a dead quad), the program's IF/ELSE and loops become Python ``if`` / ``while`` on those
+masks, exactly as the interpreter narrows its (N,) masks (Gallium's tgsi_exec scheme). A run of
+instructions under one mask is a loop over the warp's lanes with the registers' channels in
+scalar locals (raw 32-bit patterns, bit-cast to float32 where an opcode reads floats); the
+register files stay the interpreter's (R, 4, N) uint32 arrays, so segments, and the opcodes
+the interpreter runs between them, share them. Why per warp and not per lane: the counters
+(``DynamicStats.warp_instructions``, ``warp_active_lanes``) count an instruction for a warp
+when any of its lanes is active, which only lockstep execution of the warp knows; and a quad
+whose four lanes are all killed stops (``_Run._kill``), and DDX/DDY read the quad's other
+lanes: both are local to the warp. Lanes of different warps never interact, so running warps
+one after another equals the interpreter's walk over all N lanes at once (a warp's walk is
+the global walk with the steps where the warp has no active lane left out; such steps change
+nothing of the warp, and the counters the interpreter takes under masks that are not the
+execution mask, ELSE / ENDIF / ENDLOOP, count no lane of such a warp: see the exceptions).
+
+Segments. Texture instructions call the Sampler (Python, over all lanes) and the
+transcendentals whose NumPy results differ from Numba's libm (``_LIBM``: SIN and COS always,
+EX2 / LG2 / POW where a probe finds a difference on this machine) must be computed by NumPy
+itself. Where such an instruction sits at the top level of the program (outside IF and
+loops) the program is split there: the kernels before and after run over all lanes, and the
+instruction runs in between through the interpreter's own handler (``_Plan.handler``) on the
+same registers, counted by its counter. The same goes for every other opcode this module does
+not generate code for (LIT, EXP, LOG, DST, LDEXP, ARL/ARR/UARL, the bit-field opcodes) and for
+indirectly addressed operands.
+
+What falls back to the interpreter as a whole (:func:`fallback_reason`): such an instruction
+inside flow control; subroutines (CAL, RET, BGNSUB); a loop with a CONT and a loop nested in
+it (the interpreter counts ENDLOOP of the inner loop for lanes that continued the outer one
+on every global iteration, a count that depends on other warps). And per run: CuPy arrays,
+``record_trace``, fewer lanes than whole quads for a program with derivatives, a kernel that
+hits a loop bound (``MAX_LOOP_ITERATIONS``) or the instruction budget, or where the budget
+cannot be shown to hold (:meth:`CompiledProgram.run` returns None and the interpreter runs
+from the start, so its errors are the interpreter's).
+
+Bit identity (each point checked in ``tests/shaders/test_compiled_program.py``):
+
+- float operations as NumPy does them in float32, one rounding each, in the interpreter's
+  order (Numba without ``fastmath`` neither reorders nor fuses); ``error_model="numpy"``;
+  MIN/MAX as NumPy's SIMD ``fmin``/``fmax`` loops (a NaN operand gives the other one, equal
+  values give the second operand, two NaNs the first);
+- fp16 rounding (:func:`_half`) bit for bit as NumPy's ``astype(float16).astype(float32)``,
+  checked over all 2^32 float32 patterns when it was written (NaNs keep their top payload
+  bits and are not quieted, as NumPy's software conversion does);
+- EX2, LG2 and POW call the same libm functions as NumPy's float32 loops on x86-64 without
+  AVX-512 (glibc ``exp2f``/``log2f``/``powf``); :func:`libm_agrees` probes it once per
+  process and makes them segment boundaries where it does not hold;
+- the counters follow ``_Run._count``: every instruction counted before its effect, under
+  the execution mask; ELSE and ENDIF under the mask at their IF (continue and loop masks of
+  now), ENDLOOP under condition and loop masks.
+
+Compiled programs are cached in the process by program text, immediates and per-instruction
+fp16 channels; the generated source is written once under ``kernel_cache.cache_root()`` in a
+folder named by the source digest and imported from there, so Numba's ``cache=True`` keeps
+the machine code on disk across processes.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.util
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tilesim import jit
+from tilesim.backend import quad_all
+from tilesim.kernel_cache import cache_root, configure_numba, source_digest
+from tilesim.shaders import opcodes as ops
+from tilesim.shaders.stats import WARP_SIZE
+
+F32, U32 = np.float32, np.uint32
+
+# Opcodes generated here. Everything else non-flow is a segment boundary at top level.
+_FLOAT_COMPONENT = {
+    "ADD": "({0} + {1})", "MUL": "({0} * {1})", "MAD": "({0} * {1} + {2})",
+    "FMA": "F32(np.float64({0}) * np.float64({1}) + np.float64({2}))",
+    "DIV": "({0} / {1})", "MIN": "_fmin({0}, {1})", "MAX": "_fmax({0}, {1})",
+    "FRC": "({0} - np.floor({0}))", "FLR": "np.floor({0})", "CEIL": "np.ceil({0})",
+    "TRUNC": "np.trunc({0})", "ROUND": "np.rint({0})", "SSG": "_ssg({0})",
+    "CMP": "({1} if {0} < F32(0) else {2})",
+    "LRP": "({0} * {1} + (F32(1) - {0}) * {2})",
+    "SLT": "_b2f({0} < {1})", "SGE": "_b2f({0} >= {1})", "SEQ": "_b2f({0} == {1})",
+    "SNE": "_b2f({0} != {1})", "SGT": "_b2f({0} > {1})", "SLE": "_b2f({0} <= {1})",
+}
+_FLOAT_TO_BITS = {  # float sources, integer (all-bits boolean or converted) results
+    "FSEQ": "_b2u({0} == {1})", "FSNE": "_b2u({0} != {1})", "FSLT": "_b2u({0} < {1})",
+    "FSGE": "_b2u({0} >= {1})", "F2I": "_f2i({0})", "F2U": "_f2uint({0})",
+}
+_INT_COMPONENT = {  # int64 holding the 32-bit value (wrapped when stored)
+    "I2F": "F32({0})", "U2F": "F32({0})",
+    "UADD": "({0} + {1})", "UMUL": "({0} * {1})", "UMAD": "({0} * {1} + {2})",
+    "IMUL_HI": "(({0} * {1}) >> 32)", "UMUL_HI": "_umul_hi({0}, {1})",
+    "IDIV": "_idiv({0}, {1})", "UDIV": "_udiv({0}, {1})", "MOD": "_imod({0}, {1})",
+    "UMOD": "_umod({0}, {1})", "INEG": "(-{0})", "IABS": "abs({0})", "ISSG": "_issg({0})",
+    "IMIN": "min({0}, {1})", "IMAX": "max({0}, {1})", "UMIN": "min({0}, {1})",
+    "UMAX": "max({0}, {1})",
+    "ISLT": "_b2i({0} < {1})", "ISGE": "_b2i({0} >= {1})", "USLT": "_b2i({0} < {1})",
+    "USGE": "_b2i({0} >= {1})", "USEQ": "_b2i({0} == {1})", "USNE": "_b2i({0} != {1})",
+    "AND": "({0} & {1})", "OR": "({0} | {1})", "XOR": "({0} ^ {1})", "NOT": "(~{0})",
+    "SHL": "({0} << ({1} & 31))", "ISHR": "({0} >> ({1} & 31))",
+    "USHR": "({0} >> ({1} & 31))", "UCMP": "({1} if {0} != 0 else {2})",
+}
+_REPLICATE = {"RCP": "(F32(1) / {0})", "RSQ": "(F32(1) / np.sqrt({0}))",
+              "SQRT": "np.sqrt({0})", "EX2": "np.exp2({0})", "LG2": "np.log2({0})",
+              "POW": "_pow({0}, {1})"}
+# fp16 forms (opcodes.FP16_FORMS), per channel.
+_FP16_FORMS = {"RSQ": "_half(F32(1) / _half(np.sqrt({0})))",
+               "MAD": "_half(_half({0} * {1}) + {2})",
+               "LRP": "_half(_half({1} * {0}) + _half({2} * _half(F32(1) - {0})))",
+               "POW": "_pow_fp16({0}, {1})"}
+_DERIVATIVES = ("DDX", "DDY", "DDX_FINE", "DDY_FINE")
+_LIBM = ("EX2", "LG2", "POW")   # native only where libm_agrees()
+_FILES = ("TEMP", "OUT", "IN", "ADDR", "SV")
+_ARG = {"TEMP": "T", "OUT": "O", "IN": "I", "ADDR": "A", "SV": "S"}
+_FLOW = frozenset({"IF", "UIF", "ELSE", "ENDIF", "BGNLOOP", "BRK", "CONT", "ENDLOOP",
+                   "CAL", "RET", "ENDSUB", "BGNSUB", "NOP", "END"})
+_CATEGORY = {c: i for i, c in enumerate(ops.CATEGORIES)}
+ALU, FLOW = _CATEGORY[ops.ALU], _CATEGORY[ops.FLOW]
+
+
+# -- scalar helpers the generated kernels inline --------------------------------------------
+
+if jit.AVAILABLE:  # pragma: no branch - depends on the environment
+    import numba
+    from llvmlite import ir as _llvm_ir
+    from numba import types as _nt
+    from numba.extending import intrinsic as _intrinsic
+
+    configure_numba(numba)
+
+    @_intrinsic
+    def _f2u(typingctx, x):
+        """The bits of a float32 (an LLVM bitcast: no conversion, NaN payloads kept)."""
+        def codegen(context, builder, signature, args):
+            return builder.bitcast(args[0], _llvm_ir.IntType(32))
+        return _nt.uint32(_nt.float32), codegen
+
+    @_intrinsic
+    def _u2f(typingctx, x):
+        """The float32 of 32 bits (an LLVM bitcast)."""
+        def codegen(context, builder, signature, args):
+            return builder.bitcast(args[0], _llvm_ir.FloatType())
+        return _nt.float32(_nt.uint32), codegen
+
+    def _inline(f):
+        return numba.njit(inline="always", error_model="numpy")(f)
+else:  # pragma: no cover
+    def _inline(f):
+        return f
+
+    def _f2u(x):
+        return U32(np.float32(x).view(U32))
+
+    def _u2f(x):
+        return F32(np.uint32(x).view(F32))
+
+
+@_inline
+def _half(x):  # pragma: no cover - compiled
+    """``opcodes.to_half`` for one float32: round to the nearest fp16 (ties to even, beyond
+    65504 to inf, fp16 subnormals kept), as float32; NaNs as NumPy's software conversion
+    (top ten payload bits kept, a payload that would vanish becomes 1, not quieted)."""
+    b = _f2u(x)
+    s = b & U32(0x80000000)
+    a = b & U32(0x7FFFFFFF)
+    if a > U32(0x7F800000):
+        m = (a & U32(0x007FFFFF)) >> U32(13)
+        if m == U32(0):
+            m = U32(1)
+        return _u2f(s | U32(0x7F800000) | (m << U32(13)))
+    if a >= U32(0x477FF000):
+        return _u2f(s | U32(0x7F800000))
+    if a >= U32(0x38800000):
+        return _u2f(s | ((a + U32(0xFFF) + ((a >> U32(13)) & U32(1))) & U32(0xFFFFE000)))
+    v = np.rint(_u2f(a) * F32(16777216.0)) * F32(5.9604645e-08)
+    return _u2f(s | _f2u(v))
+
+
+@_inline
+def _fmin(a, b):  # pragma: no cover - compiled
+    """np.fmin's float32 SIMD loop: a NaN gives the other operand, ties the second."""
+    if b != b:
+        return a
+    if a != a:
+        return b
+    return a if a < b else b
+
+
+@_inline
+def _fmax(a, b):  # pragma: no cover - compiled
+    """np.fmax's float32 SIMD loop (as :func:`_fmin`)."""
+    if b != b:
+        return a
+    if a != a:
+        return b
+    return a if a > b else b
+
+
+@_inline
+def _sat(a):  # pragma: no cover - compiled
+    """``interpreter._saturated``: clamped to [0, 1], NaN to 0."""
+    return (a if a < F32(1) else F32(1)) if a > F32(0) else F32(0)
+
+
+@_inline
+def _ssg(a):  # pragma: no cover - compiled
+    return F32(1) if a > F32(0) else (F32(-1) if a < F32(0) else F32(0))
+
+
+@_inline
+def _b2f(c):  # pragma: no cover - compiled
+    return F32(1) if c else F32(0)
+
+
+@_inline
+def _b2u(c):  # pragma: no cover - compiled
+    return U32(0xFFFFFFFF) if c else U32(0)
+
+
+@_inline
+def _b2i(c):  # pragma: no cover - compiled
+    return np.int64(0xFFFFFFFF) if c else np.int64(0)
+
+
+@_inline
+def _f2i(a):  # pragma: no cover - compiled
+    """``opcodes._f2i``: truncated; out of range and NaN give INT_MIN."""
+    if a >= F32(-2147483648.0) and a < F32(2147483648.0):
+        return np.int64(np.trunc(a))
+    return np.int64(-2147483648)
+
+
+@_inline
+def _f2uint(a):  # pragma: no cover - compiled
+    """``opcodes._f2u``: truncated, clamped to [0, 2^32 - 1], NaN to 0."""
+    if a != a:
+        return np.int64(0)
+    t = np.float64(np.trunc(a))
+    if t < 0.0:
+        t = 0.0
+    if t > 4294967295.0:
+        t = 4294967295.0
+    return np.int64(t)
+
+
+@_inline
+def _umul_hi(a, b):  # pragma: no cover - compiled
+    return np.int64((np.uint64(a) * np.uint64(b)) >> np.uint64(32))
+
+
+@_inline
+def _udiv(a, b):  # pragma: no cover - compiled
+    return np.int64(0xFFFFFFFF) if b == 0 else a // b
+
+
+@_inline
+def _umod(a, b):  # pragma: no cover - compiled
+    return np.int64(0xFFFFFFFF) if b == 0 else a % b
+
+
+@_inline
+def _idiv(a, b):  # pragma: no cover - compiled
+    """``opcodes._idiv``: truncating, 0 by zero, INT_MIN / -1 wraps."""
+    if b == 0:
+        return np.int64(0)
+    q = abs(a) // abs(b)
+    return -q if (a < 0) != (b < 0) else q
+
+
+@_inline
+def _imod(a, b):  # pragma: no cover - compiled
+    """``opcodes._imod``: the sign of the dividend, -1 by zero."""
+    if b == 0:
+        return np.int64(-1)
+    r = abs(a) % abs(b)
+    return -r if a < 0 else r
+
+
+@_inline
+def _issg(a):  # pragma: no cover - compiled
+    return np.int64(1) if a > 0 else (np.int64(-1) if a < 0 else np.int64(0))
+
+
+@_inline
+def _pow(a, b):  # pragma: no cover - compiled
+    """``opcodes._pow``: 0 at a == 0, NaN below."""
+    if a > F32(0):
+        return np.power(a, b)
+    return F32(0) if a == F32(0) else F32(np.nan)
+
+
+@_inline
+def _pow_fp16(a, b):  # pragma: no cover - compiled
+    """``opcodes._pow_fp16``."""
+    if a > F32(0):
+        return _half(np.exp2(_half(_half(np.log2(a)) * b)))
+    return F32(0) if a == F32(0) else F32(np.nan)
+
+
+@_inline
+def _count(lc, wc, wa, w, base, mask, category, k):  # pragma: no cover - compiled
+    """``DynamicCounter.step`` for ``k`` instructions of one category under a warp's mask."""
+    active = 0
+    for lane in range(4):
+        if (mask >> lane) & 1:
+            lc[category, base + lane] += k
+            active += 1
+    wc[category, w] += k
+    wa[w] += active * k
+
+
+# -- libm probe ---------------------------------------------------------------------------
+
+
+@functools.cache
+def libm_agrees() -> bool:
+    """Whether Numba's float32 exp2, log2 and power give NumPy's bits on this machine, over a
+    fixed sample (special values, random bit patterns, values of every exponent): NumPy may
+    use its own SIMD code (AVX-512 builds) where Numba calls libm. Run once per process."""
+    if not jit.AVAILABLE:
+        return False
+    rng = np.random.default_rng(34)
+    special = np.array([0, -0.0, np.inf, -np.inf, np.nan, 1, -1, 0.5, 2, 1e-45, 1e-40,
+                        1e-38, 3.4e38, 88.7, -87.3, 127.99, -149.5, 128, -126, -150],
+                       dtype=F32)
+    sample = np.concatenate([
+        special, rng.integers(0, 1 << 32, 1 << 16, dtype=np.uint64).astype(U32).view(F32),
+        rng.uniform(-150, 130, 1 << 16).astype(F32), rng.uniform(0, 4, 1 << 16).astype(F32)])
+    other = np.roll(sample, 1)
+    got = _probe(sample, other)
+    with np.errstate(all="ignore"):
+        want = np.stack([np.exp2(sample), np.log2(sample), np.power(sample, other)])
+    return bool((got.view(U32) == want.view(U32)).all())
+
+
+if jit.AVAILABLE:
+    @numba.njit(cache=True, error_model="numpy")
+    def _probe(a, b):  # pragma: no cover - compiled
+        out = np.empty((3, a.shape[0]), dtype=np.float32)
+        for i in range(a.shape[0]):
+            out[0, i] = np.exp2(a[i])
+            out[1, i] = np.log2(a[i])
+            out[2, i] = np.power(a[i], b[i])
+        return out
+
+
+# -- program structure --------------------------------------------------------------------
+
+
+class _Unsupported(Exception):
+    """Why a program cannot be compiled (the interpreter runs it)."""
+
+
+@dataclass
+class _Item:
+    """A top-level piece of the program: one instruction, or a whole IF / loop construct
+    (``first``..``last`` inclusive)."""
+
+    first: int
+    last: int
+    native: bool
+
+
+def _native(interp, pc: int) -> str | None:
+    """None where instruction ``pc`` is generated here, else why not."""
+    inst = interp.program.instructions[pc]
+    op = inst.opcode
+    if op in ("CAL", "RET", "BGNSUB", "ENDSUB"):
+        return f"subroutines ({op})"
+    if op in _FLOW or op in ("KILL", "KILL_IF"):
+        pass
+    elif op in _LIBM and not libm_agrees():
+        return f"{op}: NumPy's float32 {op} differs from libm here"
+    elif not (op in _FLOAT_COMPONENT or op in _FLOAT_TO_BITS or op in _INT_COMPONENT
+              or op in _REPLICATE or op in ("MOV", "DP2", "DP3", "DP4") or op in _DERIVATIVES):
+        return f"{op} runs through the interpreter"
+    for operand in list(inst.src) + [d.register for d in inst.dst]:
+        reg = getattr(operand, "register", operand)
+        if reg.indirect is not None or reg.dimension_indirect is not None:
+            return f"{op}: indirect addressing"
+        if reg.file not in _FILES and reg.file not in ("CONST", "IMM"):
+            return f"{op}: register file {reg.file}"
+        if reg.file == "IMM" and reg.index >= len(interp.program.immediates):
+            return f"{op}: IMM[{reg.index}] beyond the immediates"
+    if len(inst.dst) > 1:
+        return f"{op}: two destinations"
+    return None
+
+
+def _items(interp) -> list[_Item]:
+    """The top-level items up to END; raises _Unsupported for a construct that cannot be
+    compiled."""
+    program, links = interp.program, interp.links
+    items: list[_Item] = []
+    pc, count = 0, len(program.instructions)
+    while pc < count:
+        op = program.instructions[pc].opcode
+        if op == "END":
+            break
+        if op in ("IF", "UIF", "BGNLOOP"):
+            last = links[pc]["end"]
+            for inner in range(pc, last + 1):
+                why = _native(interp, inner)
+                if why is not None:
+                    raise _Unsupported(f"{why} inside flow control")
+            _check_continue(program, links, pc, last)
+            items.append(_Item(pc, last, True))
+            pc = last + 1
+            continue
+        why = _native(interp, pc)
+        if why is not None and why.startswith("subroutines"):
+            raise _Unsupported(why)
+        items.append(_Item(pc, pc, why is None))
+        pc += 1
+    return items
+
+
+def _check_continue(program, links, first: int, last: int) -> None:
+    for pc in range(first, last + 1):
+        if program.instructions[pc].opcode != "CONT":
+            continue
+        loop = links[pc]["loop"]
+        end = links[loop]["end"]
+        if any(program.instructions[p].opcode == "BGNLOOP" for p in range(loop + 1, end)):
+            raise _Unsupported("a loop with CONT around another loop")
+
+
+# -- code generation ----------------------------------------------------------------------
+
+
+class _Gen:
+    """Python source of one program's segment kernels."""
+
+    def __init__(self, interp):
+        self.interp = interp
+        self.program = interp.program
+        self.lines: list[str] = []
+        self.uniforms: dict[str, str] = {}   # local name -> load expression
+        self.loops: dict[int, int] = {}      # BGNLOOP pc -> guard slot
+        self.tmp = 0
+
+    # values: (expression, kind) with kind "f" float32, "n" int64 of a 32-bit value, "b" bits
+
+    def fresh(self, stem: str) -> str:
+        self.tmp += 1
+        return f"{stem}{self.tmp}"
+
+    def emit(self, depth: int, text: str) -> None:
+        self.lines.append("    " * depth + text)
+
+    def uniform(self, reg, channel: int) -> str:
+        if reg.file == "IMM":
+            name = f"im_{reg.index}_{channel}"
+            self.uniforms[name] = f"IMM[{reg.index}, {channel}]"
+        else:
+            buffer = reg.dimension or 0
+            name = f"c{buffer}_{reg.index}_{channel}"
+            self.uniforms[name] = (f"C{buffer}[{reg.index}, {channel}] if {reg.index} < "
+                                   f"C{buffer}.shape[0] else U32(0)")
+        return name
+
+    def bits(self, reg, channel: int, lane: str, cache: dict | None) -> str:
+        """Raw bits (uint32 expression) of a register channel for one lane."""
+        if reg.file in ("IMM", "CONST"):
+            return self.uniform(reg, channel)
+        key = (reg.file, reg.index, channel)
+        if cache is not None:
+            if key not in cache:
+                name = f"r_{reg.file}{reg.index}_{channel}"
+                cache[key] = [name, False]
+                self.body_loads.append((name, f"{_ARG[reg.file]}[{reg.index}, {channel}, {lane}]"))
+            return cache[key][0]
+        return f"{_ARG[reg.file]}[{reg.index}, {channel}, {lane}]"
+
+    def source(self, src, channel: int, kind: str, half: bool, lane: str, cache) -> tuple:
+        """``_Run.fetch`` of one channel (after swizzle): typed by ``kind``, modifiers,
+        fp16 rounding of float sources where ``half``."""
+        b = self.bits(src.register, src.swizzle[channel], lane, cache)
+        if kind == "any" and not (src.negate or src.absolute):
+            return b, "b"
+        if kind in ("float", "any"):
+            v = f"_u2f({b})"
+            if src.absolute:
+                v = f"abs({v})"
+            if src.negate:
+                v = f"(-{v})"
+            if kind == "float" and half:
+                v = f"_half({v})"
+            return v, "f"
+        if kind == "int":
+            v = f"np.int64(np.int32({b}))"
+            if src.absolute:
+                v = f"abs({v})"
+            if src.negate:
+                v = f"(-{v})"
+            return v, "n"
+        v = f"np.int64({b})"
+        if src.negate:
+            v = f"((-{v}) & 0xFFFFFFFF)"
+        return v, "n"
+
+    # -- one instruction's per-lane code: returns [(channel, value expr, kind)] -------------
+
+    def values(self, pc: int, lane: str, cache) -> list[tuple[int, str, str]]:
+        interp = self.interp
+        inst = self.program.instructions[pc]
+        plan = interp.plans[pc]
+        info = ops.OPCODES[inst.opcode]
+        op = inst.opcode
+        written = list(inst.dst[0].writemask)
+        half_rows = plan.half_rows
+        out = []
+
+        def half_at(i: int) -> bool:
+            if half_rows is None:
+                return False
+            return half_rows[i] if len(half_rows) == len(written) else half_rows[0]
+
+        if info.shape == ops.COMPONENT:
+            for i, c in enumerate(written):
+                h = half_at(i)
+                args = [self.source(s, c, info.src_type, h, lane, cache) for s in inst.src]
+                names = []
+                for expr, kind in args:
+                    name = self.fresh("v")
+                    self.body.append(f"{name} = {expr}")
+                    names.append(name)
+                if op == "MOV":
+                    expr, kind = names[0], args[0][1]
+                elif op in _FLOAT_COMPONENT:
+                    expr, kind = _FLOAT_COMPONENT[op].format(*names), "f"
+                    if h and op in _FP16_FORMS:
+                        expr = _FP16_FORMS[op].format(*names)
+                    if c in plan.products:
+                        a, b, cc = names
+                        expr = f"(_half(_half({a}) * _half({b})) + {cc})"
+                elif op in _FLOAT_TO_BITS:
+                    expr = _FLOAT_TO_BITS[op].format(*names)
+                    kind = "b" if op.startswith("FS") else "n"
+                else:
+                    expr = _INT_COMPONENT[op].format(*names)
+                    kind = "f" if op in ("I2F", "U2F") else "n"
+                out.append((c, expr, kind))
+            return out
+        if info.shape == ops.REPLICATE:
+            h = half_rows is not None
+            names = []
+            for s in inst.src:
+                expr, _ = self.source(s, 0, "float", h, lane, cache)
+                name = self.fresh("v")
+                self.body.append(f"{name} = {expr}")
+                names.append(name)
+            form = _FP16_FORMS.get(op) if h else None
+            expr = (form or _REPLICATE[op]).format(*names)
+            name = self.fresh("v")
+            self.body.append(f"{name} = {expr}")
+            return [(c, name, "f") for c in written]
+        # DOT
+        width = info.dot_width
+        h = half_rows is not None
+        a = [self.source(inst.src[0], c, "float", h, lane, cache)[0] for c in range(width)]
+        b = [self.source(inst.src[1], c, "float", h, lane, cache)[0] for c in range(width)]
+        name = self.fresh("v")
+        if h:
+            self.body.append(f"{name} = _half({a[width - 1]} * {b[width - 1]})")
+            for c in range(width - 2, -1, -1):
+                self.body.append(f"{name} = _half({name} + _half({a[c]} * {b[c]}))")
+        else:
+            self.body.append(f"{name} = {a[0]} * {b[0]}")
+            for c in range(1, width):
+                self.body.append(f"{name} = {name} + {a[c]} * {b[c]}")
+        return [(c, name, "f") for c in written]
+
+    def stored(self, pc: int, channel: int, expr: str, kind: str) -> str:
+        """``_Run.store`` of one channel: fp16 rounding of lowered float results (not MOV),
+        saturation, then the bits (uint32)."""
+        inst = self.program.instructions[pc]
+        info = ops.OPCODES[inst.opcode]
+        dst_kind = info.dst_type
+        lowered = self.interp.lowered[pc] if pc < len(self.interp.lowered) else ()
+        saturate = inst.saturate and dst_kind in ("float", "any")
+        if kind == "f":
+            if channel in lowered and dst_kind == "float" and inst.opcode != "MOV":
+                expr = f"_half({expr})"
+            if saturate:
+                expr = f"_sat({expr})"
+            return f"_f2u({expr})"
+        if kind == "b":
+            return f"_f2u(_sat(_u2f({expr})))" if saturate else expr
+        return f"U32({expr} & 0xFFFFFFFF)"
+
+    # -- blocks -------------------------------------------------------------------------
+
+    def block(self, pcs: list[int], depth: int) -> None:
+        """Straight-line native instructions (no KILL, no derivative) under one mask."""
+        self.emit(depth, "if ex:")
+        self.emit(depth + 1, f"_count(lc, wc, wa, w, base, ex, {ALU}, {len(pcs)})")
+        self.emit(depth + 1, "for l in range(4):")
+        self.emit(depth + 2, "if (ex >> l) & 1:")
+        self.emit(depth + 3, "ln = base + l")
+        cache: dict = {}
+        self.body, self.body_loads = [], []
+        for pc in pcs:
+            results = self.values(pc, "ln", cache)
+            reg = self.program.instructions[pc].dst[0].register
+            # every channel computed before any is written (MOV T0.yw, T0.xxyy)
+            finals = []
+            for c, expr, kind in results:
+                name = self.fresh("s")
+                self.body.append(f"{name} = {self.stored(pc, c, expr, kind)}")
+                finals.append((c, name))
+            for c, name in finals:
+                key = (reg.file, reg.index, c)
+                if key not in cache:
+                    cache[key] = [f"r_{reg.file}{reg.index}_{c}", True]
+                self.body.append(f"{cache[key][0]} = {name}")
+                cache[key][1] = True
+        for name, load in self.body_loads:
+            self.emit(depth + 3, f"{name} = {load}")
+        for line in self.body:
+            self.emit(depth + 3, line)
+        for (file, index, c), (name, dirty) in cache.items():
+            if dirty:
+                self.emit(depth + 3, f"{_ARG[file]}[{index}, {c}, ln] = {name}")
+        self.emit(depth, f"steps += {len(pcs)}")
+
+    def derivative(self, pc: int, depth: int) -> None:
+        """DDX/DDY: each lane's difference over its quad (``_Run._derivative``)."""
+        inst = self.program.instructions[pc]
+        op = inst.opcode
+        written = list(inst.dst[0].writemask)
+        src = inst.src[0]
+        h = self.interp.plans[pc].half_rows is not None
+        self.emit(depth, "if ex:")
+        self.emit(depth + 1, f"_count(lc, wc, wa, w, base, ex, {ALU}, 1)")
+        finals = []
+        for c in written:
+            self.body, self.body_loads = [], []
+            if src.register.file in ("CONST", "IMM"):
+                lanes = ["F32(0)"] * 4
+            else:
+                q = []
+                for lane in range(4):
+                    expr, _ = self.source(src, c, "float", h, f"base + {lane}", None)
+                    name = self.fresh("q")
+                    self.emit(depth + 1, f"{name} = {expr}")
+                    q.append(name)
+                if op in ("DDX", "DDX_FINE"):
+                    lanes = [f"({q[1]} - {q[0]})"] * 2 + [f"({q[3]} - {q[2]})"] * 2
+                else:
+                    lanes = [f"({q[2]} - {q[0]})", f"({q[3]} - {q[1]})"] * 2
+            for lane in range(4):
+                name = self.fresh("d")
+                self.emit(depth + 1, f"{name} = {self.stored(pc, c, lanes[lane], 'f')}")
+                finals.append((c, lane, name))
+        reg = inst.dst[0].register
+        for c, lane, name in finals:
+            self.emit(depth + 1, f"if (ex >> {lane}) & 1:")
+            self.emit(depth + 2, f"{_ARG[reg.file]}[{reg.index}, {c}, base + {lane}] = {name}")
+        self.emit(depth, "steps += 1")
+
+    def kill(self, pc: int, depth: int) -> None:
+        """KILL / KILL_IF (``_Run._kill``): a quad whose four lanes are killed stops."""
+        inst = self.program.instructions[pc]
+        self.emit(depth, "if ex:")
+        self.emit(depth + 1, f"_count(lc, wc, wa, w, base, ex, {FLOW}, 1)")
+        if inst.opcode == "KILL":
+            self.emit(depth + 1, "kk |= ex")
+        else:
+            h = self.interp.plans[pc].half_rows is not None
+            self.emit(depth + 1, "for l in range(4):")
+            self.emit(depth + 2, "if (ex >> l) & 1:")
+            self.body, self.body_loads = [], []
+            tests = []
+            for c in range(4):
+                expr, _ = self.source(inst.src[0], c, "float", h, "base + l", None)
+                tests.append(f"{expr} < F32(0)")
+            self.emit(depth + 3, f"if {' or '.join(tests)}:")
+            self.emit(depth + 4, "kk |= 1 << l")
+        self.emit(depth + 1, "if quads and kk == 15:")
+        self.emit(depth + 2, "live = 0")
+        self.emit(depth + 1, "ex = cond & lp & ct & live")
+        self.emit(depth, "steps += 1")
+
+    def flow_count(self, depth: int, mask: str) -> None:
+        self.emit(depth, f"if {mask}:")
+        self.emit(depth + 1, f"_count(lc, wc, wa, w, base, {mask}, {FLOW}, 1)")
+
+    def region(self, first: int, last: int, depth: int, level: int) -> None:
+        """Instructions first..last (inclusive), whole constructs, at nesting ``level``."""
+        instructions = self.program.instructions
+        links = self.interp.links
+        pc = first
+        run: list[int] = []
+
+        def flush():
+            if run:
+                self.block(list(run), depth)
+                run.clear()
+
+        while pc <= last:
+            inst = instructions[pc]
+            op = inst.opcode
+            if op in ("IF", "UIF"):
+                flush()
+                end = links[pc]["end"]
+                middle = links[pc].get("else")
+                saved = f"cs{level}"
+                self.flow_count(depth, "ex")
+                self.emit(depth, "taken = 0")
+                self.emit(depth, "if ex:")
+                self.emit(depth + 1, "for l in range(4):")
+                self.emit(depth + 2, "if (ex >> l) & 1:")
+                h = self.interp.plans[pc].half_rows is not None
+                expr, kind = self.source(inst.src[0], 0, "float" if op == "IF" else "uint", h,
+                                         "base + l", None)
+                zero = "F32(0)" if kind == "f" else "0"
+                self.emit(depth + 3, f"if {expr} != {zero}:")
+                self.emit(depth + 4, "taken |= 1 << l")
+                self.emit(depth, f"{saved} = cond")
+                self.emit(depth, "cond = cond & taken")
+                self.emit(depth, "ex = cond & lp & ct & live")
+                self.emit(depth, "steps += 1")
+                then_last = (middle if middle is not None else end) - 1
+                if then_last >= pc + 1:
+                    self.emit(depth, "if ex:")
+                    self.emit(depth + 1, "pass")
+                    self.region(pc + 1, then_last, depth + 1, level + 1)
+                if middle is not None:
+                    self.flow_count(depth, f"{saved} & lp & ct & live")
+                    self.emit(depth, f"cond = {saved} & ~cond")
+                    self.emit(depth, "ex = cond & lp & ct & live")
+                    self.emit(depth, "steps += 1")
+                    if end - 1 >= middle + 1:
+                        self.emit(depth, "if ex:")
+                        self.emit(depth + 1, "pass")
+                        self.region(middle + 1, end - 1, depth + 1, level + 1)
+                self.flow_count(depth, f"{saved} & lp & ct & live")
+                self.emit(depth, f"cond = {saved}")
+                self.emit(depth, "ex = cond & lp & ct & live")
+                self.emit(depth, "steps += 1")
+                pc = end + 1
+                continue
+            if op == "BGNLOOP":
+                flush()
+                end = links[pc]["end"]
+                slot = self.loops.setdefault(pc, len(self.loops))
+                self.flow_count(depth, "ex")
+                self.emit(depth, f"sl{level} = lp")
+                self.emit(depth, f"sc{level} = ct")
+                self.emit(depth, f"it{level} = 0")
+                self.emit(depth, "steps += 1")
+                self.emit(depth, "while True:")
+                self.emit(depth + 1, "pass")
+                self.region(pc + 1, end - 1, depth + 1, level + 1)
+                self.flow_count(depth + 1, "cond & lp & live")
+                self.emit(depth + 1, f"ct = sc{level}")
+                self.emit(depth + 1, "ex = cond & lp & ct & live")
+                self.emit(depth + 1, "steps += 1")
+                self.emit(depth + 1, "if ex == 0:")
+                self.emit(depth + 2, "break")
+                self.emit(depth + 1, f"if it{level} + 1 >= max_iterations or steps > budget:")
+                self.emit(depth + 2, "guard[0] = 1")
+                self.emit(depth + 2, "return")
+                self.emit(depth + 1, f"it{level} += 1")
+                self.emit(depth + 1, f"if it{level} > guard[{2 + slot}]:")
+                self.emit(depth + 2, f"guard[{2 + slot}] = it{level}")
+                self.emit(depth, f"lp = sl{level}")
+                self.emit(depth, "ex = cond & lp & ct & live")
+                pc = end + 1
+                continue
+            if op in ("BRK", "CONT", "NOP"):
+                flush()
+                self.flow_count(depth, "ex")
+                if op == "BRK":
+                    self.emit(depth, "lp = lp & ~ex")
+                elif op == "CONT":
+                    self.emit(depth, "ct = ct & ~ex")
+                self.emit(depth, "ex = cond & lp & ct & live")
+                self.emit(depth, "steps += 1")
+                pc += 1
+                continue
+            if op in ("KILL", "KILL_IF"):
+                flush()
+                self.kill(pc, depth)
+            elif op in _DERIVATIVES:
+                flush()
+                self.derivative(pc, depth)
+            else:
+                run.append(pc)
+            pc += 1
+        flush()
+
+    def kernel(self, name: str, first: int, last: int, buffers: list[int]) -> str:
+        self.lines, self.uniforms = [], {}
+        self.region(first, last, 2, 0)
+        body = self.lines
+        consts = "".join(f", C{b}" for b in buffers)
+        head = [
+            "@numba.njit(cache=True, nogil=True, error_model='numpy')",
+            f"def {name}(n, quads, budget, max_iterations, T, O, I, A, S, IMM{consts}, "
+            "killed, lc, wc, wa, guard):",
+        ]
+        head += [f"    {k} = {v}" for k, v in self.uniforms.items()]
+        head += [
+            "    for w in range((n + 3) // 4):",
+            "        base = w * 4",
+            "        valid = 15 if base + 4 <= n else (1 << (n - base)) - 1",
+            "        kk = 0",
+            "        for l in range(4):",
+            "            if (valid >> l) & 1 and killed[base + l]:",
+            "                kk |= 1 << l",
+            "        live = 0 if (quads and kk == 15) else valid",
+            "        cond = lp = ct = 15",
+            "        ex = live",
+            "        steps = 0",
+            "        taken = 0",
+        ]
+        tail = [
+            "        for l in range(4):",
+            "            if (kk >> l) & 1:",
+            "                killed[base + l] = True",
+            "        if steps > guard[1]:",
+            "            guard[1] = steps",
+        ]
+        return "\n".join(head + body + tail) + "\n"
+
+
+# -- the compiled program -----------------------------------------------------------------
+
+
+@dataclass
+class CompiledProgram:
+    """A program's segment kernels and the top-level instructions the interpreter runs
+    between them. ``steps``: ("kernel", function, first pc, last pc) or ("op", pc)."""
+
+    key: str
+    steps: list[tuple]
+    loops: dict[int, int]            # BGNLOOP pc -> guard slot
+    buffers: list[int]               # CONST buffers the kernels read
+    derivatives: bool
+    kills: bool
+    native: int                      # instructions generated (of the program's)
+    total: int
+    enclosing: list[list[int]] = field(default_factory=list)   # per pc, its loops' slots
+
+    def run(self, interp, inputs, constants, lanes, sampler, system_values):
+        """The interpreter's ``run`` on the compiled path; None where the interpreter must
+        run instead (module docstring)."""
+        from tilesim.shaders.interpreter import MAX_LOOP_ITERATIONS, Execution, _Run
+
+        run = _Run(interp, inputs, constants, lanes, sampler, system_values, False)
+        files = (run.temps, run.outputs, run.inputs, run.addrs, run.system)
+        tables = [run.constants.get(b) for b in self.buffers]
+        if not jit.usable(*files, run.immediates, run.killed, *tables):
+            return None
+        n = run.n
+        quads = n % 4 == 0
+        if (self.derivatives and not quads) or self.total > interp.instruction_budget:
+            return None
+        tables = [np.zeros((1, 4), dtype=U32) if t is None else t for t in tables]
+        warps = -(-n // WARP_SIZE)
+        lc = np.zeros((3, n), dtype=np.int32)
+        wc = np.zeros((3, warps), dtype=np.int32)
+        wa = np.zeros(warps, dtype=np.int64)
+        guard = np.zeros(2 + len(self.loops), dtype=np.int64)
+        budget = interp.instruction_budget
+        with np.errstate(all="ignore"):
+            for step in self.steps:
+                if step[0] == "kernel":
+                    step[1](n, quads, budget, MAX_LOOP_ITERATIONS, *files, run.immediates,
+                            *tables, run.killed, lc, wc, wa, guard)
+                    if guard[0]:
+                        return None
+                    continue
+                plan = interp.plans[step[1]]
+                if self.kills and quads:
+                    run.dead_warps = np.repeat(quad_all(run.killed), 4)
+                    run._update_exec()
+                run.half_rows = plan.half_rows
+                if run.exec_any:
+                    run._count(step[1], plan)
+                    plan.handler(run, plan)
+        # The interpreter's walk issues at most this many instructions (each loop body at
+        # most its warps' largest iteration count + 1 times per entry): within the budget,
+        # the interpreter would not have stopped.
+        if self.loops:
+            visits = 0
+            for slots in self.enclosing:
+                product = 1
+                for slot in slots:
+                    product *= int(guard[2 + slot]) + 1
+                visits += product
+            if visits > budget:
+                return None
+        counted = run.counter.result()
+        counted.lane_instructions = counted.lane_instructions + lc
+        counted.warp_instructions = counted.warp_instructions + wc
+        counted.warp_active_lanes = counted.warp_active_lanes + wa
+        return Execution(outputs=run.outputs.view(F32), killed=run.killed, stats=counted)
+
+
+_COMPILED: dict[str, CompiledProgram | None] = {}
+_REASONS: dict[str, str] = {}
+
+
+def program_key(interp) -> str:
+    """What a compiled program depends on: its text, immediates and fp16 channels."""
+    program = interp.program
+    text = [program.to_text(), repr([im.bits for im in program.immediates]),
+            repr(interp.lowered), repr(interp.lowered_products),
+            repr(sorted((f, interp.register_counts[f]) for f in _FILES)),
+            str(libm_agrees())]
+    return hashlib.sha256("\n".join(text).encode()).hexdigest()[:24]
+
+
+def fallback_reason(interp) -> str | None:
+    """Why the interpreter ``interp`` runs its program as a whole (None: it is compiled)."""
+    compiled_for(interp)
+    return _REASONS.get(program_key(interp))
+
+
+def compiled_for(interp) -> CompiledProgram | None:
+    """The compiled form of an Interpreter's program in its precision mode (compiled on the
+    first call, then cached in the process and on disk); None where it falls back."""
+    if not jit.AVAILABLE:
+        return None
+    key = program_key(interp)
+    if key in _COMPILED:
+        return _COMPILED[key]
+    try:
+        compiled = _compile(interp, key)
+    except _Unsupported as why:
+        compiled = None
+        _REASONS[key] = str(why)
+    _COMPILED[key] = compiled
+    return compiled
+
+
+def _compile(interp, key: str) -> CompiledProgram:
+    program = interp.program
+    items = _items(interp)
+    gen = _Gen(interp)
+    buffers = sorted({(s.register.dimension or 0) for inst in program.instructions
+                      for s in inst.src if s.register.file == "CONST"})
+    kernels: list[tuple[str, int, int]] = []
+    steps: list[tuple] = []
+    sources = []
+    i = 0
+    while i < len(items):
+        if not items[i].native:
+            steps.append(("op", items[i].first))
+            i += 1
+            continue
+        j = i
+        while j + 1 < len(items) and items[j + 1].native:
+            j += 1
+        name = f"segment{len(kernels)}"
+        sources.append(gen.kernel(name, items[i].first, items[j].last, buffers))
+        kernels.append((name, items[i].first, items[j].last))
+        steps.append(("kernel", name, items[i].first, items[j].last))
+        i = j + 1
+    module = _load(key, sources) if sources else None
+    steps = [(s[0], getattr(module, s[1]), s[2], s[3]) if s[0] == "kernel" else s
+             for s in steps]
+    end = next((pc for pc, inst in enumerate(program.instructions) if inst.opcode == "END"),
+               len(program.instructions))
+    enclosing: list[list[int]] = []
+    open_loops: list[int] = []
+    for pc in range(end):
+        op = program.instructions[pc].opcode
+        if op == "BGNLOOP":
+            enclosing.append(list(open_loops))
+            open_loops.append(gen.loops.get(pc, -1))
+            continue
+        if op == "ENDLOOP":
+            enclosing.append(list(open_loops))
+            open_loops.pop()
+            continue
+        enclosing.append(list(open_loops))
+    native = sum(it.last - it.first + 1 for it in items if it.native)
+    ops_in = {inst.opcode for inst in program.instructions}
+    return CompiledProgram(
+        key=key, steps=steps, loops=dict(gen.loops), buffers=buffers,
+        derivatives=bool(ops_in & set(_DERIVATIVES)), kills=bool(ops_in & {"KILL", "KILL_IF"}),
+        native=native, total=end, enclosing=enclosing)
+
+
+_HEADER = '''"""Generated by tilesim.shaders.compiled_program for one TGSI program: do not edit."""
+import numba
+import numpy as np
+from numpy import float32 as F32, uint32 as U32
+from tilesim.shaders.compiled_program import (
+    _b2f, _b2i, _b2u, _count, _f2i, _f2u, _f2uint, _fmax, _fmin, _half, _idiv, _imod, _issg, _pow,
+    _pow_fp16, _sat, _ssg, _u2f, _udiv, _umod, _umul_hi)
+
+'''
+
+
+def generated_folder():
+    """Where generated program modules are written: a folder per tilesim source digest."""
+    return cache_root() / f"programs-{source_digest()}"
+
+
+def _load(key: str, sources: list[str]):
+    """Write (once) and import the generated module of a program."""
+    folder = generated_folder()
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"program_{key}.py"
+    text = _HEADER + "\n\n".join(sources)
+    if not path.exists() or path.read_text(encoding="utf-8") != text:
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    name = f"tilesim_program_{key}"
+    module = sys.modules.get(name)
+    if module is None:
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        sys.modules[name] = module
+    return module
+
+
+def generated_source(interp) -> str | None:
+    """The generated Python source of an Interpreter's program (None where it falls back)."""
+    compiled = compiled_for(interp)
+    if compiled is None:
+        return None
+    return (generated_folder() / f"program_{compiled.key}.py").read_text(encoding="utf-8")
