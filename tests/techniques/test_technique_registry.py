@@ -98,3 +98,22 @@ def test_a_technique_added_to_the_registry_alone_runs(monkeypatch):
     assert unit.written_pixels == sum(f.counters.total("color_writes") for f in baseline)
     # four draws a frame, each classified by every unit before any sees it binned
     assert unit.phases == (["begin"] + ["classify", "binned"] * 4 + ["decide", "end"]) * 2
+
+
+def test_the_signature_variants_are_the_signature_units_kinds():
+    """RE's ``/crc32`` and ``/xor`` name the hashes the Signature Unit implements: one list
+    each, kept equal here (the registry stays free of the units' imports)."""
+    from tilesim.render.techniques.signature_unit import SIGNATURE_KINDS
+
+    signatures = {v.value for v in REGISTRY["re"].variants.values() if v.option == "signature"}
+    assert signatures == set(SIGNATURE_KINDS)
+
+
+@pytest.mark.parametrize("name", [f"{t.switch}/{v}" for t in REGISTRY.values()
+                                  for v in t.variants])
+def test_every_variant_names_the_option_value_it_sets(name):
+    techniques = Techniques.from_name(name)
+    switch, _, variant = name.partition("/")
+    option = REGISTRY[switch].variants[variant]
+    assert getattr(techniques, option.option) == option.value
+    assert techniques.enabled == {switch}
