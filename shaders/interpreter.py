@@ -38,6 +38,7 @@ from tilesim import jit
 from tilesim.backend import array_module, quad_all
 from tilesim.backend import xp as active_xp
 from tilesim.errors import InputError
+from tilesim.shaders import compiled_program
 from tilesim.shaders import opcodes as ops
 from tilesim.shaders.ir import Instruction, Program, SrcOperand
 from tilesim.shaders.opcodes import (
@@ -63,7 +64,6 @@ from tilesim.shaders.sampling import (
 )
 from tilesim.shaders.stats import DynamicCounter, DynamicStats
 
-_NOT_LOOKED_UP = object()  # Interpreter._compiled before its first lookup
 MAX_LOOP_ITERATIONS = 1 << 16
 # Budget of instructions one invocation may execute, across loops and calls: a bound on the
 # longest lane (lanes step together, so it counts the instructions issued while any lane is
@@ -443,24 +443,14 @@ class Interpreter:
         """
         sampler = sampler or ProceduralSampler()
         if not record_trace and jit.enabled():
-            # The program compiled to native kernels (tilesim.shaders.compiled_program), for
-            # NumPy arrays: the same bits and counters; None where the interpreter runs.
-            compiled = self._compiled()
-            if compiled is not None:
-                execution = compiled.run(self, inputs, constants, lanes, sampler,
-                                         system_values or {})
-                if execution is not None:
-                    return execution
+            # The program compiled to native kernels, for NumPy arrays: the same bits and
+            # counters (tilesim.shaders.compiled_program); None where the interpreter runs.
+            execution = compiled_program.run_compiled(self, inputs, constants, lanes, sampler,
+                                                      system_values or {})
+            if execution is not None:
+                return execution
         run = _Run(self, inputs, constants, lanes, sampler, system_values or {}, record_trace)
         return run.execute()
-
-    def _compiled(self):
-        """This program's compiled form, looked up once per Interpreter (None: falls back)."""
-        compiled = self.__dict__.get("_compiled_program", _NOT_LOOKED_UP)
-        if compiled is _NOT_LOOKED_UP:
-            from tilesim.shaders.compiled_program import compiled_for
-            compiled = self._compiled_program = compiled_for(self)
-        return compiled
 
 
 def interpret(program: Program, inputs=None, constants=None, **kwargs) -> Execution:
