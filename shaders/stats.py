@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from tilesim.backend import to_host
+from tilesim.backend import array_module, to_host
 from tilesim.shaders.ir import Program
 from tilesim.shaders.opcodes import ALU, CATEGORIES, FLOW, TEX, category_of
 
@@ -83,6 +83,18 @@ class DynamicStats:
     @property
     def lanes(self) -> int:
         return int(self.lane_instructions.shape[1])
+
+    @classmethod
+    def concatenate(cls, parts: list[DynamicStats]) -> DynamicStats:
+        """The statistics of one execution over the lanes of ``parts``, executions over
+        consecutive whole warps of them, in order."""
+        if len(parts) == 1:
+            return parts[0]
+        xp = array_module(parts[0].lane_instructions)
+        return cls(xp.concatenate([p.lane_instructions for p in parts], axis=1),
+                   xp.concatenate([p.warp_instructions for p in parts], axis=1),
+                   xp.concatenate([p.warp_active_lanes for p in parts]),
+                   xp.concatenate([p.texture_samples for p in parts]))
 
     def totals(self) -> dict:
         lane = to_host(self.lane_instructions).sum(axis=1)

@@ -34,6 +34,12 @@ class FragmentLanes:
     y: np.ndarray
     z: np.ndarray
 
+    def span(self, start: int, stop: int) -> FragmentLanes:
+        """Quads ``start..stop`` with their lanes (views)."""
+        return FragmentLanes(self.triangle[start:stop], self.qx[start:stop],
+                             self.qy[start:stop], self.x[4 * start:4 * stop],
+                             self.y[4 * start:4 * stop], self.z[4 * start:4 * stop])
+
     def select(self, quads: np.ndarray) -> FragmentLanes:
         """The quads where ``quads`` (Q,) is true, with their lanes."""
         xp = array_module(self.x)

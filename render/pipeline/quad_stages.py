@@ -16,6 +16,7 @@ fragments in Python.
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from dataclasses import dataclass, field
 
@@ -26,7 +27,9 @@ from tilesim.jit import jit, usable
 from tilesim.render.pipeline import fragment_shading, output_merger, rasterizer
 from tilesim.render.pipeline.counters import PassCounters
 from tilesim.render.pipeline.fragment_shading import FragmentLanes
+from tilesim.shaders.interpreter import Execution
 from tilesim.shaders.opcodes import CATEGORIES
+from tilesim.shaders.stats import DynamicStats
 
 # Texture-unit statistics the sampler keeps per lane, added to the counters of that name.
 TEXTURE_COUNTERS = ("texels_fetched", "texels_nearest", "texels_bilinear", "texels_trilinear",
@@ -206,13 +209,10 @@ def shade(fragments: Fragments, alive: np.ndarray, draw, scale: int, make_sample
     if not quad_live.any():
         return None
     sub = fragments.lanes.select(quad_live)
-    inputs, system_values = fragment_shading.fragment_inputs(
-        program, fragments.tris, sub, draw.clipped.vertices, draw.columns, target.height,
-        scale)
     tile = fragments.tile[shaded_lanes]
     sampler = make_sampler(tile)
-    execution = program.fragment.run(inputs, draw.fs_constants, sampler=sampler,
-                                     system_values=system_values)
+    inputs, system_values, execution = _run_program(program, fragments.tris, sub, draw,
+                                                    target.height, scale, sampler)
     sub_alive = alive[shaded_lanes]
     killed = xp.asarray(execution.killed) & sub_alive
     stats = execution.stats
@@ -247,6 +247,45 @@ def shade(fragments: Fragments, alive: np.ndarray, draw, scale: int, make_sample
                     tile, sub_alive, sub_alive & ~killed, warp_instructions, texture, depth,
                     color1)
     return shaded, execution
+
+
+# Lanes the fragment program runs on at a time: a draw with more is shaded in consecutive
+# parts of whole quads, in lane order (the texture caches see the same accesses), so that the
+# interpreter's registers and temporaries (about 260 bytes a lane) stay within ~270 MB for a
+# full-screen draw at 4K (8.3M lanes, 2.1 GB in one part).
+SHADE_CHUNK_LANES = 1 << 20
+
+
+def _run_program(program, tris, lanes_: FragmentLanes, draw, height: int, scale: int, sampler):
+    """(inputs, system values, execution) of the fragment program over ``lanes_``, in parts
+    of SHADE_CHUNK_LANES lanes where the sampler counts parts (:meth:`TextureSampler.lanes`)
+    or none samples; the same results as one run over every lane."""
+    xp = array_module(lanes_.x)
+    quads = lanes_.triangle.shape[0]
+    step = SHADE_CHUNK_LANES // 4
+    if quads <= step or (sampler is not None and not hasattr(sampler, "lanes")):
+        inputs, system_values = fragment_shading.fragment_inputs(
+            program, tris, lanes_, draw.clipped.vertices, draw.columns, height, scale)
+        return inputs, system_values, program.fragment.run(
+            inputs, draw.fs_constants, sampler=sampler, system_values=system_values)
+    parts = []
+    for start in range(0, quads, step):
+        stop = min(start + step, quads)
+        inputs, system_values = fragment_shading.fragment_inputs(
+            program, tris, lanes_.span(start, stop), draw.clipped.vertices, draw.columns,
+            height, scale)
+        with (contextlib.nullcontext() if sampler is None else
+              sampler.lanes(4 * start, 4 * stop, 4 * quads, xp)):
+            execution = program.fragment.run(inputs, draw.fs_constants, sampler=sampler,
+                                             system_values=system_values)
+        parts.append((inputs, system_values, execution))
+    inputs = xp.concatenate([p[0] for p in parts], axis=2)
+    system_values = {name: xp.concatenate([p[1][name] for p in parts], axis=-1)
+                     for name in parts[0][1]}
+    execution = Execution(xp.concatenate([p[2].outputs for p in parts], axis=2),
+                          xp.concatenate([xp.asarray(p[2].killed) for p in parts]),
+                          DynamicStats.concatenate([p[2].stats for p in parts]))
+    return inputs, system_values, execution
 
 
 def blend(shaded: Shaded, fragments: Fragments, target, fragment_state,

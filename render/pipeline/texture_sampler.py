@@ -91,6 +91,7 @@ texture-cache accesses and misses (each tap in the face image it reads). See
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -569,6 +570,7 @@ class TextureSampler:
         self.record_accesses = record_accesses
         self.accesses: list[tuple[int, Any, Any]] = []
         self.stats: TextureStats | None = None
+        self._used = False      # stats asked for in the current :meth:`lanes` block
         self._lane_tile = lane_tile
         self._cache_lru: SetAssociativeLRU | None = None
 
@@ -579,6 +581,7 @@ class TextureSampler:
         to its tile (which picks its texture cache). The cache contents carry over."""
         self._lane_tile = lane_tile
         self.stats = None
+        self._used = False
         self.accesses = []
 
     def reset_cache(self) -> None:
@@ -591,6 +594,7 @@ class TextureSampler:
     def _stats_for(self, n: int, xp) -> TextureStats | None:
         if not self.counters:
             return None
+        self._used = True
         if self.stats is None or self.stats.lanes != n:
             self.stats = TextureStats.zeros(n, xp)
         return self.stats
@@ -634,10 +638,34 @@ class TextureSampler:
         packed = self._pack(texture, xp)
         return _Sampling(self, texture, packed, request, xp, active, stats).run()
 
+    @contextlib.contextmanager
+    def lanes(self, start: int, stop: int, total: int, xp=np):
+        """Sample lanes ``start..stop`` of a batch of ``total`` lanes that is sampled in
+        consecutive parts (whole quads, in lane order): the block's requests are counted into
+        that slice of the batch's :attr:`stats` and its lanes' tiles pick their caches, so the
+        caches see the accesses, and :attr:`stats` ends with the counts, of one request over
+        the whole batch (None, as then, where nothing was sampled)."""
+        before, lane_tile, used_before = self.stats, self._lane_tile, self._used
+        full = None
+        if self.counters:
+            full = before if before is not None and before.lanes == total else \
+                TextureStats.zeros(total, xp)
+            self.stats = TextureStats(**{name: getattr(full, name)[start:stop]
+                                         for name in TextureStats.FIELDS})
+        if lane_tile is not None and getattr(lane_tile, "ndim", 0) == 1 \
+                and lane_tile.shape[0] == total:
+            self._lane_tile = lane_tile[start:stop]
+        self._used = False
+        try:
+            yield
+        finally:
+            used = self._used
+            self._used = used_before or used
+            self.stats = full if before is not None or used else before
+            self._lane_tile = lane_tile
+
     def _sample_in_chunks(self, request: TextureRequest, n: int, xp):
-        """``sample`` over consecutive chunks of SAMPLE_CHUNK_LANES lanes, each counted into
-        its slice of the batch's statistics (and its lanes' tiles picking their caches)."""
-        stats, lane_tile = self._stats_for(n, xp), self._lane_tile
+        """``sample`` over consecutive chunks of SAMPLE_CHUNK_LANES lanes (:meth:`lanes`)."""
         out = xp.empty((4, n), dtype=np.float32)
 
         def part(v, start, stop, axis):
@@ -645,20 +673,15 @@ class TextureSampler:
                 return v                               # None, or the same for every lane
             return v[start:stop] if axis == 0 else v[:, start:stop]
 
-        try:
-            for start in range(0, n, SAMPLE_CHUNK_LANES):
-                stop = min(start + SAMPLE_CHUNK_LANES, n)
-                self.stats = None if stats is None else TextureStats(
-                    **{name: getattr(stats, name)[start:stop] for name in TextureStats.FIELDS})
-                self._lane_tile = part(lane_tile, start, stop, 0)
-                chunk = replace(request, coords=request.coords[:, start:stop],
-                                lod=part(request.lod, start, stop, 0),
-                                ddx=part(request.ddx, start, stop, 1),
-                                ddy=part(request.ddy, start, stop, 1),
-                                active=part(request.active, start, stop, 0))
+        for start in range(0, n, SAMPLE_CHUNK_LANES):
+            stop = min(start + SAMPLE_CHUNK_LANES, n)
+            chunk = replace(request, coords=request.coords[:, start:stop],
+                            lod=part(request.lod, start, stop, 0),
+                            ddx=part(request.ddx, start, stop, 1),
+                            ddy=part(request.ddy, start, stop, 1),
+                            active=part(request.active, start, stop, 0))
+            with self.lanes(start, stop, n, xp):
                 out[:, start:stop] = self.sample(chunk)
-        finally:
-            self.stats, self._lane_tile = stats, lane_tile
         return out
 
     def fetch(self, unit: int, target: str, texel, active):
