@@ -525,6 +525,7 @@ def test_remaining_commands_run_cleanly():
 
 
 @pytest.mark.mesa
+@pytest.mark.slow
 def test_frames_subset_and_file_equals_memory(tmp_path):
     gl = Recorder(4, 4)
     for f in range(3):

@@ -246,7 +246,9 @@ SILENT = "no answer from a Dask scheduler within 2 s"
 
 @pytest.mark.parametrize(("reply", "reasons"), [
     ("http", (CANNOT + "it does not answer in Dask's protocol (another kind of server?)",)),
-    ("close", (CANNOT, SILENT)), ("silent", (SILENT,))])
+    # the two that wait out the 2 s answer limit
+    pytest.param("close", (CANNOT, SILENT), marks=pytest.mark.slow),
+    pytest.param("silent", (SILENT,), marks=pytest.mark.slow)])
 def test_a_server_that_is_not_a_dask_scheduler_is_named_within_bounded_time(
         tmp_path, capsys, monkeypatch, reply, reasons):
     """Was "out of memory" (the HTTP reply read as a frame of exabytes), or a wait without

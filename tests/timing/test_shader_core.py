@@ -259,6 +259,7 @@ def test_cli_json_help_and_errors(tmp_path):
             assert len(lines) == 1
 
 
+@pytest.mark.slow
 def test_explore_studies_and_plots(tmp_path):
     from tilesim.timing.shader_core.explore import explore, plot
 
