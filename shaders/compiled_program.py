@@ -1013,14 +1013,17 @@ _REASONS: dict[str, str] = {}
 COMPILE_AFTER_LANES = 1 << 16
 
 
-def _lane_count(inputs, lanes, system_values) -> int:
-    """N as ``_Run`` takes it: ``lanes``, else the last axis of the inputs or system values."""
-    if lanes is not None:
-        return int(lanes)
+def _lane_count(inputs, lanes, system_values) -> int | None:
+    """N as ``_Run`` takes it: ``lanes``, else the last axis of the inputs or system values;
+    None where those are not NumPy arrays (CuPy: the interpreter runs)."""
     sample = next(iter(inputs.values()), None) if isinstance(inputs, dict) else inputs
     if sample is None and system_values:
         sample = next(iter(system_values.values()))
-    return int(np.shape(sample)[-1]) if sample is not None else 0
+    if sample is not None and type(sample) is not np.ndarray:
+        return None
+    if lanes is not None:
+        return int(lanes)
+    return int(sample.shape[-1]) if sample is not None else 0
 
 
 def run_compiled(interp, inputs, constants, lanes, sampler, system_values):
@@ -1032,7 +1035,10 @@ def run_compiled(interp, inputs, constants, lanes, sampler, system_values):
     if "compiled" not in state:
         compiled = _COMPILED.get(state["key"], _COMPILED)
         if compiled is _COMPILED:  # not compiled in this process yet
-            state["lanes"] += _lane_count(inputs, lanes, system_values)
+            count = _lane_count(inputs, lanes, system_values)
+            if count is None:
+                return None
+            state["lanes"] += count
             if state["lanes"] < COMPILE_AFTER_LANES:
                 return None
             compiled = compiled_for(interp)
