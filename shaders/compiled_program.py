@@ -30,8 +30,8 @@ itself. Where such an instruction sits at the top level of the program (outside 
 loops) the program is split there: the kernels before and after run over all lanes, and the
 instruction runs in between through the interpreter's own handler (``_Plan.handler``) on the
 same registers, counted by its counter. The same goes for every other opcode this module does
-not generate code for (LIT, EXP, LOG, DST, LDEXP, ARL/ARR/UARL, the bit-field opcodes) and for
-indirectly addressed operands.
+not generate code for (FMA, LIT, EXP, LOG, DST, LDEXP, ARL/ARR/UARL, the bit-field opcodes)
+and for indirectly addressed operands.
 
 What falls back to the interpreter as a whole (:func:`fallback_reason`): such an instruction
 inside flow control; subroutines (CAL, RET, BGNSUB); a loop with a CONT and a loop nested in
@@ -46,6 +46,8 @@ Bit identity (each point checked in ``tests/shaders/test_compiled_program.py``):
 
 - float operations as NumPy does them in float32, one rounding each, in the interpreter's
   order (Numba without ``fastmath`` neither reorders nor fuses); ``error_model="numpy"``;
+  a NaN result carries the NaN operand NumPy's loop returns (``_nan_order``: LLVM may
+  commute an add or a multiply, and NumPy computes lanes + uniform as uniform + lanes);
   MIN/MAX as NumPy's SIMD ``fmin``/``fmax`` loops (a NaN operand gives the other one, equal
   values give the second operand, two NaNs the first);
 - fp16 rounding (:func:`_half`) bit for bit as NumPy's ``astype(float16).astype(float32)``,
@@ -58,6 +60,8 @@ Bit identity (each point checked in ``tests/shaders/test_compiled_program.py``):
   the execution mask; ELSE and ENDIF under the mask at their IF (continue and loop masks of
   now), ENDLOOP under condition and loop masks.
 
+An Interpreter compiles its program once it has run ``COMPILE_AFTER_LANES`` lanes (Numba
+takes 0.5 to 3 s a program): one-off programs of a few lanes stay interpreted.
 Compiled programs are cached in the process by program text, immediates and per-instruction
 fp16 channels; the generated source is written once under ``kernel_cache.cache_root()`` in a
 folder named by the source digest and imported from there, so Numba's ``cache=True`` keeps
