@@ -35,8 +35,8 @@ import test_differential_mesa as harness  # noqa: E402  (the shared input prepar
 
 from tilesim import jit  # noqa: E402
 from tilesim.backend import set_backend, to_device, to_host  # noqa: E402
-from tilesim.shaders import compiled_program  # noqa: E402
 from tilesim.mesa import DRIVERS  # noqa: E402
+from tilesim.shaders import compiled_program  # noqa: E402
 from tilesim.shaders import mesa_fullscreen as mf  # noqa: E402
 from tilesim.shaders.interpreter import Interpreter  # noqa: E402
 from tilesim.shaders.parser import parse  # noqa: E402

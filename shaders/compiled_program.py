@@ -76,7 +76,6 @@ import importlib.util
 import os
 import sys
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -627,7 +626,7 @@ class _Gen:
                 h = half_at(i)
                 args = [self.source(s, c, info.src_type, h, lane, cache) for s in inst.src]
                 names = []
-                for expr, kind in args:
+                for expr, _kind in args:
                     name = self.fresh("v")
                     self.body.append(f"{name} = {expr}")
                     names.append(name)
