@@ -1014,6 +1014,11 @@ _REASONS: dict[str, str] = {}
 # compiled (Numba takes 0.5 to 3 s a program; later processes load it from the disk cache),
 # while a renderer's fragment programs reach it within their first frame.
 COMPILE_AFTER_LANES = 1 << 16
+# Top-level instructions per kernel at most (a longer run of them is split into several
+# kernels; a loop or IF is never split): Numba's compile time grows faster than linearly with
+# a function's size (a 4,000-line fp16 kernel of a 300-instruction corpus program took over
+# 7 minutes; kernels of this size take about a second each).
+KERNEL_INSTRUCTIONS = 40
 
 
 def _lane_count(inputs, lanes, system_values) -> int | None:
@@ -1102,9 +1107,11 @@ def _compile(interp, key: str) -> CompiledProgram:
             steps.append(("op", items[i].first))
             i += 1
             continue
-        j = i
-        while j + 1 < len(items) and items[j + 1].native:
+        j, size = i, items[i].last - items[i].first + 1
+        while (j + 1 < len(items) and items[j + 1].native
+               and size + items[j + 1].last - items[j + 1].first + 1 <= KERNEL_INSTRUCTIONS):
             j += 1
+            size += items[j].last - items[j].first + 1
         name = f"segment{len(kernels)}"
         sources.append(gen.kernel(name, items[i].first, items[j].last, buffers))
         kernels.append((name, items[i].first, items[j].last))
