@@ -979,11 +979,11 @@ class CompiledProgram:
                             *tables, run.killed, lc, wc, wa, guard)
                     if guard[0]:
                         return None
+                    if self.kills and quads:  # the kernel may have killed lanes
+                        run.dead_warps = np.repeat(quad_all(run.killed), 4)
+                        run._update_exec()
                     continue
                 plan = interp.plans[step[1]]
-                if self.kills and quads:
-                    run.dead_warps = np.repeat(quad_all(run.killed), 4)
-                    run._update_exec()
                 run.half_rows = plan.half_rows
                 if run.exec_any:
                     run._count(step[1], plan)
@@ -1019,6 +1019,11 @@ COMPILE_AFTER_LANES = 1 << 16
 # a function's size (a 4,000-line fp16 kernel of a 300-instruction corpus program took over
 # 7 minutes; kernels of this size take about a second each).
 KERNEL_INSTRUCTIONS = 40
+# Fewer straight-line top-level instructions than this run through the interpreter's handlers
+# instead of a kernel of their own (a kernel costs ~50-100 ns a warp whatever it does: the
+# glmark2 effect2d program, 26 kernels of 2-3 instructions between its TEX, ran 1.3x slower
+# compiled than interpreted at 65,536 lanes).
+KERNEL_MINIMUM = 4
 
 
 def _lane_count(inputs, lanes, system_values) -> int | None:
@@ -1112,6 +1117,13 @@ def _compile(interp, key: str) -> CompiledProgram:
                and size + items[j + 1].last - items[j + 1].first + 1 <= KERNEL_INSTRUCTIONS):
             j += 1
             size += items[j].last - items[j].first + 1
+        if (size < KERNEL_MINIMUM and all(items[k].first == items[k].last
+                                          for k in range(i, j + 1))):
+            # A few straight-line instructions between texture lookups: the interpreter's
+            # vectorized opcodes beat a kernel's per-warp overhead (measured on the corpus).
+            steps += [("op", items[k].first) for k in range(i, j + 1)]
+            i = j + 1
+            continue
         name = f"segment{len(kernels)}"
         sources.append(gen.kernel(name, items[i].first, items[j].last, buffers))
         kernels.append((name, items[i].first, items[j].last))

@@ -25,6 +25,13 @@ pytestmark = pytest.mark.skipif(not jit.AVAILABLE, reason="needs Numba (TILESIM_
 STATS = ("lane_instructions", "warp_instructions", "warp_active_lanes", "texture_samples")
 
 
+@pytest.fixture(autouse=True)
+def every_instruction_in_kernels(monkeypatch):
+    """Kernels even for single instructions between texture lookups (which the renderer
+    leaves to the interpreter, ``KERNEL_MINIMUM``): the generated code is what is proven."""
+    monkeypatch.setattr(cp, "KERNEL_MINIMUM", 1)
+
+
 def assert_same(interp: Interpreter, *args, **kwargs):
     """Run compiled (forced) and interpreted; every result bit and counter equal. Returns the
     compiled Execution."""
