@@ -1,6 +1,6 @@
 """TGSI programs compiled to native kernels (Numba), bit-identical to the interpreter.
 
-Issue 34, item 1: each program is compiled once per program text and precision mode into
+Each program is compiled once per program text and precision mode into
 generated Python source, then into machine code by Numba; :mod:`tilesim.shaders.interpreter`
 stays the reference and the fallback (``Interpreter.run`` takes this path only for NumPy
 arrays, ``tilesim.jit.usable``, and never when a trace is recorded).
@@ -1014,6 +1014,12 @@ _REASONS: dict[str, str] = {}
 # compiled (Numba takes 0.5 to 3 s a program; later processes load it from the disk cache),
 # while a renderer's fragment programs reach it within their first frame.
 COMPILE_AFTER_LANES = 1 << 16
+# The renderer's programs take this path only where TILESIM_SHADER_KERNELS=1: measured on the
+# runner trace at 1080p it saves nothing yet (texture sampling, which stays outside the
+# kernels, is most of a textured program's time), while each program costs a compile of 0.5
+# to 3 s in every fresh cache (docs/notes/compiled-programs.md). Off, the interpreter runs.
+SHADER_KERNELS_ENV = "TILESIM_SHADER_KERNELS"
+SHADER_KERNELS = os.environ.get(SHADER_KERNELS_ENV, "0") == "1"
 # Top-level instructions per kernel at most (a longer run of them is split into several
 # kernels; a loop or IF is never split): Numba's compile time grows faster than linearly with
 # a function's size (a 4,000-line fp16 kernel of a 300-instruction corpus program took over
@@ -1041,7 +1047,10 @@ def _lane_count(inputs, lanes, system_values) -> int | None:
 
 def run_compiled(interp, inputs, constants, lanes, sampler, system_values):
     """``Interpreter.run`` (no trace, JIT enabled) on the compiled path: the Execution, or None
-    where the interpreter runs (not compiled yet, a fallback, CuPy arrays, a bound hit)."""
+    where the interpreter runs (switched off, not compiled yet, a fallback, CuPy arrays, a
+    bound hit)."""
+    if not SHADER_KERNELS:
+        return None
     state = interp.__dict__.get("_compiled_state")
     if state is None:
         state = interp._compiled_state = {"lanes": 0, "key": program_key(interp)}
