@@ -34,11 +34,9 @@ from typing import Any
 
 import numpy as np
 
-from tilesim import jit
 from tilesim.backend import array_module, quad_all
 from tilesim.backend import xp as active_xp
 from tilesim.errors import InputError
-from tilesim.shaders import compiled_program
 from tilesim.shaders import opcodes as ops
 from tilesim.shaders.ir import Instruction, Program, SrcOperand
 from tilesim.shaders.opcodes import (
@@ -442,7 +440,11 @@ class Interpreter:
         lanes: N, needed only when there are no inputs to take it from.
         """
         sampler = sampler or ProceduralSampler()
-        if not record_trace and jit.enabled():
+        # Imported here: it loads Numba, which the command line's parser (importing this
+        # module through the trace importer) must not.
+        from tilesim.shaders import compiled_program
+
+        if not record_trace and compiled_program.SHADER_KERNELS and compiled_program.jit.enabled():
             # The program compiled to native kernels, for NumPy arrays: the same bits and
             # counters (tilesim.shaders.compiled_program); None where the interpreter runs.
             execution = compiled_program.run_compiled(self, inputs, constants, lanes, sampler,
