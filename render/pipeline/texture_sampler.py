@@ -1793,166 +1793,148 @@ def _lerp_spread(a, b, w):  # pragma: no cover - compiled
     return ((a * (256 - w) + b * w + _ROUND) >> 8) & _FIELDS
 
 
-@jit(inline=True)
-def _sample_lane(i, color_f, cache_mask, count, fixed, min_linear, mag_linear, has_two,
-                 counting, arrays):  # pragma: no cover - compiled
-    """Lane ``i`` of :func:`sample_lanes_compiled`: its color into ``out``, and with
-    ``counting`` its counters and texture-cache accesses; False where a tap falls outside the
-    texels. ``color_f`` (2, 4) float32 scratch, ``cache_mask`` caches - 1 for a power of two
-    (else -1), ``count`` the texels, ``arrays`` the wrapper's tuple of the rest. Inlined into
-    the drivers, whose flags are constants."""
-    (s, t, face, minified, level0, level1, weight, levels, spread, texels, offsets, widths,
-     heights, widths_f, heights_f, wrap_s, wrap_t, pot, out, active, lane_tile, has_tile, caches,
-     sets, set_shift, state, blocks_w, line_bases, bpp, shift, mask, line_shift, samples,
-     texel_counts, nearest, nearest_mip_linear, bilinear, trilinear, accesses,
-     misses) = arrays
-    mini = minified[i]
-    linear = min_linear if mini else mag_linear
-    two = False
-    weight_i = 0
-    weight_f = _F0
-    if has_two and mini:
-        weight_f = weight[i]
-        if fixed:
-            weight_i = np.int64(np.int32(weight_f * _F256))
-            two = weight_i > 0
-        else:
-            two = weight_f > _F0
-    lane_counted = counting and active[i]
-    cache_base = 0
-    if lane_counted:
-        tile = lane_tile[i] if has_tile else i >> 2
-        cache_base = (tile & cache_mask if cache_mask >= 0 else tile % caches) * sets
-    lane_accesses = lane_misses = np.int64(0)
-    color = color1 = np.int64(0)
-    for slot in range(2 if two else 1):
-        image = np.int64(face[i]) * levels + (
-            np.int64(level1[i]) if slot else (np.int64(level0[i]) if mini else 0))
-        width = np.int64(widths[image])
-        x0, x1, y0, y1, wsi, wti, wsf, wtf = _taps(
-            s[i], t[i], linear, fixed, width, np.int64(heights[image]),
-            widths_f[image], heights_f[image], wrap_s, wrap_t, pot)
-        row0 = offsets[image] + y0 * width
-        row1 = offsets[image] + y1 * width
-        r00, r01, r10, r11 = row0 + x0, row0 + x1, row1 + x0, row1 + x1
-        if min(r00, r01, r10, r11) < 0 or max(r00, r01, r10, r11) >= count:
-            if lane_counted:        # the accesses made so far, as they were counted
-                accesses[i] += lane_accesses
-                misses[i] += lane_misses
-            return False
-        if fixed:
-            c = spread[r00]
-            if linear:
-                c = _lerp_spread(_lerp_spread(c, spread[r01], wsi),
-                                 _lerp_spread(spread[r10], spread[r11], wsi), wti)
-            if slot:
-                color1 = c
-            else:
-                color = c
-        else:
-            for ch in range(4):
-                a = texels[r00, ch]
-                if linear:
-                    top = (texels[r01, ch] - a) * wsf + a
-                    a = texels[r10, ch]
-                    bottom = (texels[r11, ch] - a) * wsf + a
-                    a = (bottom - top) * wtf + top
-                color_f[slot, ch] = a
-        if lane_counted:
-            # _fill_lines then _texture_cache: each distinct line among the level's
-            # taps (00, 01, 10, 11) is one access to the exact LRU. The texel offset
-            # in the block-linear level is a column part plus a row part.
-            blocks = np.int64(blocks_w[image])
-            first = line_bases[image]
-            column0 = ((x0 >> shift) << (2 * shift)) + (x0 & mask)
-            row_part0 = (((y0 >> shift) * blocks) << (2 * shift)) + ((y0 & mask) << shift)
-            line00 = (((row_part0 + column0) * bpp) >> line_shift) + first
-            line01 = line10 = line11 = line00
-            if linear:
-                column1 = ((x1 >> shift) << (2 * shift)) + (x1 & mask)
-                row_part1 = ((((y1 >> shift) * blocks) << (2 * shift))
-                             + ((y1 & mask) << shift))
-                line01 = (((row_part0 + column1) * bpp) >> line_shift) + first
-                line10 = (((row_part1 + column0) * bpp) >> line_shift) + first
-                line11 = (((row_part1 + column1) * bpp) >> line_shift) + first
-            for j in range(4 if linear else 1):
-                if j == 0:
-                    line = line00
-                elif j == 1:
-                    if line01 == line00:
-                        continue
-                    line = line01
-                elif j == 2:
-                    if line10 == line00 or line10 == line01:
-                        continue
-                    line = line10
-                else:
-                    if line11 == line00 or line11 == line01 or line11 == line10:
-                        continue
-                    line = line11
-                lane_accesses += 1
-                if set_shift >= 0:      # a power of two (lines are non-negative)
-                    g, tag = cache_base + (line & (sets - 1)), line >> set_shift
-                else:
-                    g, tag = cache_base + line % sets, line // sets
-                lane_misses += not lru_access_one(state, g, tag)
-    if two:
-        if fixed:
-            color = _lerp_spread(color, color1, weight_i)
-        else:
-            for ch in range(4):
-                color_f[0, ch] = ((color_f[1, ch] - color_f[0, ch]) * weight_f
-                                  + color_f[0, ch])
-    for ch in range(4):
-        # Fixed point: n / 255 as llvmpipe converts, n * float32(1 / 255).
-        out[ch, i] = (np.float32((color >> (16 * ch)) & 255) * _INV255 if fixed
-                      else color_f[0, ch])
-    if lane_counted:
-        samples[i] += 1
-        texel_counts[i] += (4 if linear else 1) * (2 if two else 1)
-        if linear:
-            if two:
-                trilinear[i] += 1
-            else:
-                bilinear[i] += 1
-        elif two:
-            nearest_mip_linear[i] += 1
-        else:
-            nearest[i] += 1
-        accesses[i] += lane_accesses
-        misses[i] += lane_misses
-    return True
-
-
 def _lanes_kernel(fixed, min_linear, mag_linear, has_two, counting):
-    """The lane loops of :func:`sample_lanes_compiled` for one combination of the per-call
+    """The lane loop of :func:`sample_lanes_compiled` for one combination of the per-call
     flags: Numba compiles each closure with the flags as constants (and caches each on disk,
-    keyed by them), so the inlined lane body has no branches on them (about 10% of its time on
-    the runner trace). Two drivers: ``in_order`` walks the lanes in order; ``in_group`` one
-    group of lanes (``order[lo:hi]``, in lane order), the groups run on several threads
-    (:func:`tilesim.jit.in_threads`). Lanes write only their own outputs and counters; the LRU
-    rows of one texture cache belong to one group, so each cache sees its accesses in lane
-    order and the results are those of ``in_order`` for any split."""
+    keyed by them), so the loop body has no branches on them (about 10% of its time on the
+    runner trace). ``run(order, lo, hi, ordered, count, cache_mask, arrays)`` samples lanes
+    ``order[lo:hi]`` (``ordered``) or ``lo:hi``, each writing only its own outputs and
+    counters; the LRU rows of one texture cache belong to one group of lanes, so when groups
+    run on several threads (:func:`tilesim.jit.in_threads`) each cache sees its accesses in
+    lane order and the results are those of one loop over every lane. ``count`` is the texels,
+    ``cache_mask`` caches - 1 for a power of two (else -1), ``arrays`` the wrapper's tuple of
+    the rest. The tuple is unpacked once, before the loop: unpacked per lane (as an inlined
+    per-lane helper does), each array costs a reference count per lane, which made the loop
+    3x slower."""
 
     @jit
-    def in_order(lanes, count, cache_mask, arrays):  # pragma: no cover - compiled
-        color_f = np.empty((2, 4), dtype=np.float32)
-        for i in range(lanes):
-            if not _sample_lane(i, color_f, cache_mask, count, fixed, min_linear, mag_linear,
-                                has_two, counting, arrays):
-                return False
-        return True
-
-    @jit
-    def in_group(order, lo, hi, count, cache_mask, arrays):  # pragma: no cover - compiled
+    def run(order, lo, hi, ordered, count, cache_mask, arrays):  # pragma: no cover - compiled
+        (s, t, face, minified, level0, level1, weight, levels, spread, texels, offsets, widths,
+         heights, widths_f, heights_f, wrap_s, wrap_t, pot, out, active, lane_tile, has_tile,
+         caches, sets, set_shift, state, blocks_w, line_bases, bpp, shift, mask, line_shift,
+         samples, texel_counts, nearest, nearest_mip_linear, bilinear, trilinear, accesses,
+         misses) = arrays
         color_f = np.empty((2, 4), dtype=np.float32)
         for k in range(lo, hi):
-            if not _sample_lane(order[k], color_f, cache_mask, count, fixed, min_linear,
-                                mag_linear, has_two, counting, arrays):
-                return False
+            i = order[k] if ordered else k
+            mini = minified[i]
+            linear = min_linear if mini else mag_linear
+            two = False
+            weight_i = 0
+            weight_f = _F0
+            if has_two and mini:
+                weight_f = weight[i]
+                if fixed:
+                    weight_i = np.int64(np.int32(weight_f * _F256))
+                    two = weight_i > 0
+                else:
+                    two = weight_f > _F0
+            lane_counted = counting and active[i]
+            cache_base = 0
+            if lane_counted:
+                tile = lane_tile[i] if has_tile else i >> 2
+                cache_base = (tile & cache_mask if cache_mask >= 0 else tile % caches) * sets
+            lane_accesses = lane_misses = np.int64(0)
+            color = color1 = np.int64(0)
+            for slot in range(2 if two else 1):
+                image = np.int64(face[i]) * levels + (
+                    np.int64(level1[i]) if slot else (np.int64(level0[i]) if mini else 0))
+                width = np.int64(widths[image])
+                x0, x1, y0, y1, wsi, wti, wsf, wtf = _taps(
+                    s[i], t[i], linear, fixed, width, np.int64(heights[image]),
+                    widths_f[image], heights_f[image], wrap_s, wrap_t, pot)
+                row0 = offsets[image] + y0 * width
+                row1 = offsets[image] + y1 * width
+                r00, r01, r10, r11 = row0 + x0, row0 + x1, row1 + x0, row1 + x1
+                if min(r00, r01, r10, r11) < 0 or max(r00, r01, r10, r11) >= count:
+                    if lane_counted:        # the accesses made so far, as they were counted
+                        accesses[i] += lane_accesses
+                        misses[i] += lane_misses
+                    return False
+                if fixed:
+                    c = spread[r00]
+                    if linear:
+                        c = _lerp_spread(_lerp_spread(c, spread[r01], wsi),
+                                         _lerp_spread(spread[r10], spread[r11], wsi), wti)
+                    if slot:
+                        color1 = c
+                    else:
+                        color = c
+                else:
+                    for ch in range(4):
+                        a = texels[r00, ch]
+                        if linear:
+                            top = (texels[r01, ch] - a) * wsf + a
+                            a = texels[r10, ch]
+                            bottom = (texels[r11, ch] - a) * wsf + a
+                            a = (bottom - top) * wtf + top
+                        color_f[slot, ch] = a
+                if lane_counted:
+                    # _fill_lines then _texture_cache: each distinct line among the level's
+                    # taps (00, 01, 10, 11) is one access to the exact LRU. The texel offset
+                    # in the block-linear level is a column part plus a row part.
+                    blocks = np.int64(blocks_w[image])
+                    first = line_bases[image]
+                    column0 = ((x0 >> shift) << (2 * shift)) + (x0 & mask)
+                    row_part0 = (((y0 >> shift) * blocks) << (2 * shift)) + ((y0 & mask) << shift)
+                    line00 = (((row_part0 + column0) * bpp) >> line_shift) + first
+                    line01 = line10 = line11 = line00
+                    if linear:
+                        column1 = ((x1 >> shift) << (2 * shift)) + (x1 & mask)
+                        row_part1 = ((((y1 >> shift) * blocks) << (2 * shift))
+                                     + ((y1 & mask) << shift))
+                        line01 = (((row_part0 + column1) * bpp) >> line_shift) + first
+                        line10 = (((row_part1 + column0) * bpp) >> line_shift) + first
+                        line11 = (((row_part1 + column1) * bpp) >> line_shift) + first
+                    for j in range(4 if linear else 1):
+                        if j == 0:
+                            line = line00
+                        elif j == 1:
+                            if line01 == line00:
+                                continue
+                            line = line01
+                        elif j == 2:
+                            if line10 == line00 or line10 == line01:
+                                continue
+                            line = line10
+                        else:
+                            if line11 == line00 or line11 == line01 or line11 == line10:
+                                continue
+                            line = line11
+                        lane_accesses += 1
+                        if set_shift >= 0:      # a power of two (lines are non-negative)
+                            g, tag = cache_base + (line & (sets - 1)), line >> set_shift
+                        else:
+                            g, tag = cache_base + line % sets, line // sets
+                        lane_misses += not lru_access_one(state, g, tag)
+            if two:
+                if fixed:
+                    color = _lerp_spread(color, color1, weight_i)
+                else:
+                    for ch in range(4):
+                        color_f[0, ch] = ((color_f[1, ch] - color_f[0, ch]) * weight_f
+                                          + color_f[0, ch])
+            for ch in range(4):
+                # Fixed point: n / 255 as llvmpipe converts, n * float32(1 / 255).
+                out[ch, i] = (np.float32((color >> (16 * ch)) & 255) * _INV255 if fixed
+                              else color_f[0, ch])
+            if lane_counted:
+                samples[i] += 1
+                texel_counts[i] += (4 if linear else 1) * (2 if two else 1)
+                if linear:
+                    if two:
+                        trilinear[i] += 1
+                    else:
+                        bilinear[i] += 1
+                elif two:
+                    nearest_mip_linear[i] += 1
+                else:
+                    nearest[i] += 1
+                accesses[i] += lane_accesses
+                misses[i] += lane_misses
         return True
 
-    return in_order, in_group
+    return run
 
 
 _lane_kernels = {}
@@ -1998,8 +1980,7 @@ def sample_lanes_compiled(out, s, t, face, lod, packed, *, fixed: bool, min_line
         active = np.zeros(1, dtype=bool)
     has_tile = counting and lane_tile is not None
     tiles = np.asarray(lane_tile).astype(np.int64, copy=False) if has_tile else ints0
-    in_order, in_group = _lane_kernel(bool(fixed), bool(min_linear), bool(mag_linear),
-                                      has_two, counting)
+    run = _lane_kernel(bool(fixed), bool(min_linear), bool(mag_linear), has_two, counting)
     n = s.shape[0]
     count = packed.texels_spread.shape[0] if fixed else packed.texels.shape[0]
     caches = geometry[0]
@@ -2014,11 +1995,13 @@ def sample_lanes_compiled(out, s, t, face, lod, packed, *, fixed: bool, min_line
         WRAP_CODES[wrap_s], WRAP_CODES[wrap_t], packed.pot, out, active, tiles,
         has_tile, *geometry, *counters)
     if split is None:
-        ok = in_order(n, count, cache_mask, arrays)
+        ok = run(ints0, 0, n, False, count, cache_mask, arrays)
     else:
         order, bounds = split
-        ok = all(in_threads(lambda g: in_group(order, bounds[g], bounds[g + 1], count,
-                                               cache_mask, arrays), range(len(bounds) - 1)))
+        ordered = order is not None
+        order = order if ordered else ints0
+        ok = all(in_threads(lambda g: run(order, bounds[g], bounds[g + 1], ordered, count,
+                                          cache_mask, arrays), range(len(bounds) - 1)))
     if not ok:
         raise IndexError("texture taps outside the texture's texels")
 
@@ -2045,13 +2028,14 @@ def _group_by_cache(tiles, has_tile, caches, order, bounds):  # pragma: no cover
 def _lane_groups(n: int, tiles, caches: int):
     """(order, bounds) of the groups the lanes are sampled in on several threads, or None for
     one thread (few lanes, one thread wanted, or one cache to replay). ``caches`` 0: no cache
-    is replayed and any contiguous split serves; else one group per texture cache (each
-    fragment processor's cache of Frame Coherence Table 3.1 sees its lanes in order)."""
+    is replayed and any contiguous split serves (order None: lanes bounds[g]:bounds[g + 1]);
+    else one group per texture cache, lanes order[bounds[g]:bounds[g + 1]] (each fragment
+    processor's cache of Frame Coherence Table 3.1 sees its lanes in order)."""
     parts = spans(n)
     if len(parts) < 2 or caches == 1:
         return None
     if caches == 0:
-        return np.arange(n, dtype=np.int64), [lo for lo, _ in parts] + [n]
+        return None, [lo for lo, _ in parts] + [n]
     order = np.empty(n, dtype=np.int64)
     bounds = np.zeros(caches + 1, dtype=np.int64)
     has_tile = tiles is not None
