@@ -12,12 +12,11 @@ depend on which path ran (``tests/render/test_compiled_path.py``,
 
 ``TILESIM_JIT=0`` (or a machine without Numba) runs the plain code everywhere. Kernels release
 the GIL, so :func:`in_threads` runs one kernel on parts of a stage's work on ``TILESIM_THREADS``
-threads (``tilesim --threads``; default every core) where the results do not depend on the
-split: lanes that write only their own outputs, or the texture caches of the thesis's four
-fragment processors, each replayed in its own order. Frames and counters are the same for any
-thread count (``tests/render/test_compiled_path.py``). (Numba's own ``parallel=True`` is not
-used: its loop fusion dropped the writes of an inlined helper that unpacks a tuple of arrays,
-a silent loss of results, in Numba 0.60.) A stage calls
+threads (``tilesim --threads``; default one, see :data:`DEFAULT_THREADS`) where the results do
+not depend on the split: lanes that write only their own outputs. Frames and counters are the
+same for any thread count (``tests/render/test_threads.py``). (Numba's own ``parallel=True`` is
+not used: its loop fusion dropped the writes of an inlined helper that unpacks a tuple of
+arrays, a silent loss of results, in Numba 0.60.) A stage calls
 its kernel only where :func:`usable` says so: NumPy arrays (CuPy arrays take the
 backend-agnostic code) and the kernels not turned off by :func:`disabled` (the tests compare
 both paths in one process).
@@ -80,15 +79,23 @@ def jit(function=None, *, inline: bool = False):
 
 _pinned: int | None = None
 _pool: ThreadPoolExecutor | None = None
+_pool_size = 0
+
+
+# Threads when the user asks for none. One: on the runner trace at 1080p and 4K on two idle
+# cores, the split stages (plane evaluation) gained nothing measurable, and with another
+# process on a core a render on two threads ran 10-15% slower (docs/notes/issue-34-speed.md).
+# What would pay is whole tiles per thread, a fused per-tile loop (issue 34, item 2).
+DEFAULT_THREADS = 1
 
 
 def threads() -> int:
     """Threads :func:`in_threads` uses: :func:`threads_pinned`'s count, else
-    ``TILESIM_THREADS``, else the cores this process may run on."""
+    ``TILESIM_THREADS``, else :data:`DEFAULT_THREADS`."""
     if _pinned is not None:
         return _pinned
     wanted = _threads_wanted()
-    return wanted if wanted is not None else max(1, len(os.sched_getaffinity(0)))
+    return wanted if wanted is not None else DEFAULT_THREADS
 
 
 @contextlib.contextmanager
@@ -119,13 +126,14 @@ def in_threads(function, parts) -> list:
     """``[function(part) for part in parts]``, the parts on :func:`threads` threads at once
     (``function`` a compiled kernel's call, which runs without the GIL); results in the
     parts' order. One thread, or one part: in this thread."""
-    global _pool
+    global _pool, _pool_size
     parts = list(parts)
     workers = min(threads(), len(parts))
     if workers < 2:
         return [function(part) for part in parts]
-    if _pool is None or _pool._max_workers < workers:
+    if _pool is None or _pool_size < workers:
         _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tilesim-kernel")
+        _pool_size = workers
     return list(_pool.map(function, parts))
 
 

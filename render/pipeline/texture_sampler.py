@@ -101,7 +101,7 @@ import numpy as np
 
 from tilesim.backend import array_module, to_host
 from tilesim.errors import InputError
-from tilesim.jit import in_threads, jit, spans, usable
+from tilesim.jit import jit, usable
 from tilesim.render.gl.textures import MAX_LEVELS, TEXTURE_3D, TEXTURE_CUBE_MAP, Texture
 from tilesim.render.pipeline.gpu_config import GPU_CONFIG, gpu_config_values, overrides_key
 from tilesim.render.pipeline.set_associative import SetAssociativeLRU, lru_access_one
@@ -1797,26 +1797,25 @@ def _lanes_kernel(fixed, min_linear, mag_linear, has_two, counting):
     """The lane loop of :func:`sample_lanes_compiled` for one combination of the per-call
     flags: Numba compiles each closure with the flags as constants (and caches each on disk,
     keyed by them), so the loop body has no branches on them (about 10% of its time on the
-    runner trace). ``run(order, lo, hi, ordered, count, cache_mask, arrays)`` samples lanes
-    ``order[lo:hi]`` (``ordered``) or ``lo:hi``, each writing only its own outputs and
-    counters; the LRU rows of one texture cache belong to one group of lanes, so when groups
-    run on several threads (:func:`tilesim.jit.in_threads`) each cache sees its accesses in
-    lane order and the results are those of one loop over every lane. ``count`` is the texels,
-    ``cache_mask`` caches - 1 for a power of two (else -1), ``arrays`` the wrapper's tuple of
-    the rest. The tuple is unpacked once, before the loop: unpacked per lane (as an inlined
-    per-lane helper does), each array costs a reference count per lane, which made the loop
-    3x slower."""
+    runner trace). ``run(count, cache_mask, arrays)``: ``count`` the texels, ``cache_mask``
+    caches - 1 for a power of two (else -1), ``arrays`` the wrapper's tuple of the rest,
+    unpacked once before the loop (unpacked per lane, as an inlined per-lane helper does, each
+    array costs a reference count per lane: the loop ran 3.4x slower).
+
+    One thread: the texture caches' LRU replay needs each cache's accesses in lane order, and
+    lanes grouped by cache interleave every ~32 lanes on the runner trace, so two threads wrote
+    shared cache lines and ran slower than one (12 ms against 17-22 ms on a 262k-lane draw,
+    ``docs/notes/issue-34-speed.md``)."""
 
     @jit
-    def run(order, lo, hi, ordered, count, cache_mask, arrays):  # pragma: no cover - compiled
+    def run(count, cache_mask, arrays):  # pragma: no cover - compiled
         (s, t, face, minified, level0, level1, weight, levels, spread, texels, offsets, widths,
          heights, widths_f, heights_f, wrap_s, wrap_t, pot, out, active, lane_tile, has_tile,
          caches, sets, set_shift, state, blocks_w, line_bases, bpp, shift, mask, line_shift,
          samples, texel_counts, nearest, nearest_mip_linear, bilinear, trilinear, accesses,
          misses) = arrays
         color_f = np.empty((2, 4), dtype=np.float32)
-        for k in range(lo, hi):
-            i = order[k] if ordered else k
+        for i in range(s.shape[0]):
             mini = minified[i]
             linear = min_linear if mini else mag_linear
             two = False
@@ -1981,11 +1980,9 @@ def sample_lanes_compiled(out, s, t, face, lod, packed, *, fixed: bool, min_line
     has_tile = counting and lane_tile is not None
     tiles = np.asarray(lane_tile).astype(np.int64, copy=False) if has_tile else ints0
     run = _lane_kernel(bool(fixed), bool(min_linear), bool(mag_linear), has_two, counting)
-    n = s.shape[0]
     count = packed.texels_spread.shape[0] if fixed else packed.texels.shape[0]
     caches = geometry[0]
     cache_mask = caches - 1 if caches & (caches - 1) == 0 else -1
-    split = _lane_groups(n, tiles if has_tile else None, caches if counting else 0)
     arrays = (
         s, t, face, lod.minified, lod.level0,
         lod.level1 if has_two else np.zeros(1, dtype=np.int32),
@@ -1994,56 +1991,8 @@ def sample_lanes_compiled(out, s, t, face, lod, packed, *, fixed: bool, min_line
         packed.offsets, packed.widths, packed.heights, packed.widths_f, packed.heights_f,
         WRAP_CODES[wrap_s], WRAP_CODES[wrap_t], packed.pot, out, active, tiles,
         has_tile, *geometry, *counters)
-    if split is None:
-        ok = run(ints0, 0, n, False, count, cache_mask, arrays)
-    else:
-        order, bounds = split
-        ordered = order is not None
-        order = order if ordered else ints0
-        ok = all(in_threads(lambda g: run(order, bounds[g], bounds[g + 1], ordered, count,
-                                          cache_mask, arrays), range(len(bounds) - 1)))
-    if not ok:
+    if not run(count, cache_mask, arrays):
         raise IndexError("texture taps outside the texture's texels")
-
-
-@jit
-def _group_by_cache(tiles, has_tile, caches, order, bounds):  # pragma: no cover - compiled
-    """A counting sort of the lanes by texture cache (``tiles[i] % caches``, or the quad's
-    ``(i >> 2) % caches`` without a tile map): ``order`` the lanes of cache g, in lane order,
-    at ``bounds[g]:bounds[g + 1]``."""
-    n = order.shape[0]
-    for i in range(n):
-        tile = tiles[i] if has_tile else i >> 2
-        bounds[tile % caches + 1] += 1
-    for g in range(caches):
-        bounds[g + 1] += bounds[g]
-    fill = bounds[:-1].copy()
-    for i in range(n):
-        tile = tiles[i] if has_tile else i >> 2
-        g = tile % caches
-        order[fill[g]] = i
-        fill[g] += 1
-
-
-def _lane_groups(n: int, tiles, caches: int):
-    """(order, bounds) of the groups the lanes are sampled in on several threads, or None for
-    one thread (few lanes, one thread wanted, or one cache to replay). ``caches`` 0: no cache
-    is replayed and any contiguous split serves (order None: lanes bounds[g]:bounds[g + 1]);
-    else one group per texture cache, lanes order[bounds[g]:bounds[g + 1]] (each fragment
-    processor's cache of Frame Coherence Table 3.1 sees its lanes in order)."""
-    parts = spans(n)
-    if len(parts) < 2 or caches == 1:
-        return None
-    if caches == 0:
-        return None, [lo for lo, _ in parts] + [n]
-    order = np.empty(n, dtype=np.int64)
-    bounds = np.zeros(caches + 1, dtype=np.int64)
-    has_tile = tiles is not None
-    _group_by_cache(tiles if has_tile else np.zeros(1, dtype=np.int64), has_tile, caches,
-                    order, bounds)
-    return order, bounds
-
-
 
 
 _LOD_LIMIT = np.float32(1000)

@@ -2,9 +2,10 @@
 every frame and every per-tile counter of every pass identical, whatever the thread count.
 
 The kernels split only work whose results cannot depend on the split: lanes that write their
-own outputs, and texture lanes grouped by texture cache, each cache replayed in lane order.
-The scenes are small, so the tests lower :data:`tilesim.jit.SPLIT_MIN` to make every
-textured draw split (and check that it did); the bundled trace runs at the shipped value.
+own outputs (plane interpolation). Texture sampling stays on one thread: its caches' LRU replay
+needs each cache's accesses in lane order. The scenes are small, so the tests lower
+:data:`tilesim.jit.SPLIT_MIN` to make every draw split (and check that one did); the bundled
+trace runs at the shipped value.
 """
 
 from __future__ import annotations
@@ -56,9 +57,7 @@ def split_small(monkeypatch):
         calls.append(len(parts))
         return real(function, parts)
 
-    for module in ("tilesim.render.pipeline.texture_sampler",
-                   "tilesim.render.pipeline.fragment_shading"):
-        monkeypatch.setattr(f"{module}.in_threads", counting)
+    monkeypatch.setattr("tilesim.render.pipeline.fragment_shading.in_threads", counting)
     return calls
 
 
@@ -113,3 +112,10 @@ def test_a_bad_thread_count_in_the_environment_is_one_line(monkeypatch):
     monkeypatch.setenv(jit.THREADS_ENV, "0")
     with pytest.raises(InputError, match="TILESIM_THREADS: expected a positive integer"):
         jit.threads()
+
+
+def test_one_thread_unless_asked(monkeypatch):
+    monkeypatch.delenv(jit.THREADS_ENV, raising=False)
+    assert jit.threads() == jit.DEFAULT_THREADS == 1
+    monkeypatch.setenv(jit.THREADS_ENV, "3")
+    assert jit.threads() == 3
