@@ -84,8 +84,8 @@ _pool_size = 0
 
 # Threads when the user asks for none. One: on the runner trace at 1080p and 4K on two idle
 # cores, the split stages (plane evaluation) gained nothing measurable, and with another
-# process on a core a render on two threads ran 10-15% slower (docs/notes/issue-34-speed.md).
-# What would pay is whole tiles per thread, a fused per-tile loop (issue 34, item 2).
+# process on a core a render on two threads ran 10-15% slower (measured in docs/notes). What
+# would pay is whole tiles per thread: a fused per-tile loop, as llvmpipe runs.
 DEFAULT_THREADS = 1
 
 

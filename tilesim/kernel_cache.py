@@ -6,7 +6,9 @@ cycle-level loops of ``timing``) keeps its old machine code when only a helper's
 after an edit or an upgrade of an editable install, a run would load code that no longer
 matches the source and give wrong numbers without a word. :func:`configure_numba` points
 Numba's cache at a folder named by a digest of every Python file of tilesim's packages, so any
-change of the source starts a fresh cache.
+change of the source starts a fresh cache. Each edit or upgrade leaves the old folder behind
+(70-160 MiB of machine code each), so :func:`configure_numba` marks its folder used and
+removes the digest folders of other sources that no process used for :data:`STALE_DAYS` days.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import functools
 import hashlib
 import importlib.util
 import os
+import shutil
+import time
 from pathlib import Path
 
 # The installed package folders whose code the kernels are compiled from (tilesim.render and
@@ -43,6 +47,38 @@ def source_digest() -> str:
     return digest.hexdigest()[:16]
 
 
+# Digest folders (numba-<digest>, programs-<digest>) unused this long are another source's
+# leftovers: an edited or upgraded tilesim never reads them again.
+STALE_DAYS = 14
+DIGEST_PREFIXES = ("numba-", "programs-")
+
+
+def prune_stale(base: Path, current: Path, now: float | None = None) -> list[Path]:
+    """Mark ``current`` used (its modification time now: Numba writes a folder only when it
+    compiles, not when it loads) and remove the digest folders in ``base`` unused for
+    :data:`STALE_DAYS` days; returns those removed. A folder another process removes first,
+    or cannot remove, is left alone: a cache is never worth an error."""
+    now = time.time() if now is None else now
+    try:
+        current.mkdir(parents=True, exist_ok=True)
+        os.utime(current, (now, now))
+        folders = list(base.iterdir())
+    except OSError:
+        return []
+    removed = []
+    for folder in folders:
+        if folder == current or not folder.name.startswith(DIGEST_PREFIXES):
+            continue
+        try:
+            stale = folder.is_dir() and now - folder.stat().st_mtime > STALE_DAYS * 86400
+        except OSError:
+            continue
+        if stale:
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed
+
+
 @functools.cache
 def configure_numba(numba) -> Path:
     """Point ``numba``'s cache (before any ``njit(cache=True)``) at a folder of this source:
@@ -50,5 +86,6 @@ def configure_numba(numba) -> Path:
     ``numba-<source digest>``. Returns the folder."""
     base = os.environ.get("NUMBA_CACHE_DIR")
     folder = (Path(base) if base else cache_root()) / f"numba-{source_digest()}"
+    prune_stale(folder.parent, folder)
     numba.config.CACHE_DIR = str(folder)
     return folder
