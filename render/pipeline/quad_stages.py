@@ -263,22 +263,21 @@ def _run_program(program, tris, lanes_: FragmentLanes, draw, height: int, scale:
     xp = array_module(lanes_.x)
     quads = lanes_.triangle.shape[0]
     step = SHADE_CHUNK_LANES // 4
-    if quads <= step or (sampler is not None and not hasattr(sampler, "lanes")):
-        inputs, system_values = fragment_shading.fragment_inputs(
-            program, tris, lanes_, draw.clipped.vertices, draw.columns, height, scale)
-        return inputs, system_values, program.fragment.run(
-            inputs, draw.fs_constants, sampler=sampler, system_values=system_values)
+    whole = quads <= step or (sampler is not None and not hasattr(sampler, "lanes"))
+    spans = [(0, quads)] if whole else [(start, min(start + step, quads))
+                                        for start in range(0, quads, step)]
     parts = []
-    for start in range(0, quads, step):
-        stop = min(start + step, quads)
+    for start, stop in spans:
         inputs, system_values = fragment_shading.fragment_inputs(
-            program, tris, lanes_.span(start, stop), draw.clipped.vertices, draw.columns,
-            height, scale)
-        with (contextlib.nullcontext() if sampler is None else
+            program, tris, lanes_ if whole else lanes_.span(start, stop),
+            draw.clipped.vertices, draw.columns, height, scale)
+        with (contextlib.nullcontext() if whole or sampler is None else
               sampler.lanes(4 * start, 4 * stop, 4 * quads, xp)):
             execution = program.fragment.run(inputs, draw.fs_constants, sampler=sampler,
                                              system_values=system_values)
         parts.append((inputs, system_values, execution))
+    if whole:
+        return parts[0]
     inputs = xp.concatenate([p[0] for p in parts], axis=2)
     system_values = {name: xp.concatenate([p[1][name] for p in parts], axis=-1)
                      for name in parts[0][1]}
