@@ -115,17 +115,9 @@ def _build(path: Path, schema: dict[str, dict] | None, schema_file: Path,
         unit = entry.get("unit")
         if not isinstance(unit, str) or not unit:
             raise InputError(f"{name}.unit: expected a unit string", source=where)
-        if unit == "flag":  # a modelling switch: 1 on, 0 off
-            if value not in (0, 1):
-                raise InputError(f"{name}.value: a flag is 0 or 1, got {value!r}", source=where)
-        elif value < 0 or (value == 0 and not allow_zero):
-            bound = "non-negative" if allow_zero else "positive"
-            raise InputError(f"{name}.value: must be {bound}, got {value!r}", source=where)
-        elif 0 < value < sys.float_info.min:
-            # A subnormal number: the model divides by some values (memory.bandwidth, the
-            # clock), and 1 / 1e-320 is inf. No physical parameter is that small.
-            raise InputError(f"{name}.value: {value!r} is too small to compute with (below "
-                             f"{sys.float_info.min:.3g})", source=where)
+        problem = _value_problem(name, float(value), unit, allow_zero)
+        if problem:
+            raise InputError(f"{name}.value: {problem}", source=where)
         if schema is not None and unit != schema[name]["unit"]:
             raise InputError(f"{name}.unit: expected {schema[name]['unit']!r}, got {unit!r}",
                              source=where)
@@ -197,7 +189,12 @@ INTEGER_KEYS = ("screen.tile_size", "caches.texture.count", "caches.texture.size
                 "caches.texture.ways", "caches.texture.line_size", "caches.vertex.line_size",
                 "techniques.signature.ot_queue_entries", "techniques.memo.lut_sets",
                 "techniques.memo.lut_ways", "techniques.memo.signature_bits",
-                "limits.texture_units")
+                "limits.texture_units", "limits.viewport_max",
+                "limits.renderbuffer_size_max")
+# Units of entries that count whole things (processors, queue entries, cache ways and banks,
+# DRAM channels and banks): the cycle-level reference builds that many of each, so 0.5 of
+# a processor is refused, not truncated to none.
+COUNT_UNITS = ("count", "entries", "ways", "banks", "banks/channel", "sets", "lanes/warp")
 # Counts the hardware indexes by bits: a power of two (the memoization LUT's set is the key's
 # low log2(sets) bits).
 POWER_OF_TWO_KEYS = ("techniques.memo.lut_sets", "caches.vertex.line_size")
@@ -348,22 +345,32 @@ def effective_config(config: str | Path | None = None, energy_config: str | Path
     return cfg
 
 
+def _value_problem(key: str, value: float, unit: str, allow_zero: bool) -> str | None:
+    """What is wrong with ``value`` for the entry ``key`` (of ``unit``), or None: the one
+    check of a value, whether a file or ``--set`` gave it. A flag is 0 or 1; anything else
+    positive (energies: non-negative) and not subnormal; counts (:data:`INTEGER_KEYS`, and
+    every entry counted in whole things by its unit, :data:`COUNT_UNITS`) whole, and those
+    indexed by bits (:data:`POWER_OF_TWO_KEYS`) powers of two."""
+    if unit == "flag":  # a modelling switch: 1 on, 0 off
+        return None if value in (0, 1) else f"a flag is 0 or 1, got {_number(value)}"
+    if value < 0 or (value == 0 and not allow_zero):
+        return f"must be {'non-negative' if allow_zero else 'positive'}, got {_number(value)}"
+    if 0 < value < sys.float_info.min:
+        # A subnormal number: the model divides by some values (memory.bandwidth, the
+        # clock), and 1 / 1e-320 is inf. No physical parameter is that small.
+        return f"{value!r} is too small to compute with (below {sys.float_info.min:.3g})"
+    if (key in INTEGER_KEYS or unit in COUNT_UNITS) and not value.is_integer():
+        return f"a whole number ({unit}), got {value!r}"
+    if key in POWER_OF_TWO_KEYS and int(value) & (int(value) - 1):
+        return f"a power of two ({unit}), got {_number(value)}"
+    return None
+
+
 def _checked(cfg: Config, key: str, value: float, allow_zero: bool) -> float:
     where = f"--set {key}"
-    unit = cfg.units[key]
-    if unit == "flag":
-        if value not in (0, 1):
-            raise InputError(f"a flag is 0 or 1, got {_number(value)}", source=where)
-    elif value < 0 or (value == 0 and not allow_zero):
-        raise InputError(f"must be {'non-negative' if allow_zero else 'positive'}, "
-                         f"got {_number(value)}", source=where)
-    elif 0 < value < sys.float_info.min:
-        raise InputError(f"{value!r} is too small to compute with (below "
-                         f"{sys.float_info.min:.3g})", source=where)
-    if key in INTEGER_KEYS and not value.is_integer():
-        raise InputError(f"a whole number ({unit}), got {value!r}", source=where)
-    if key in POWER_OF_TWO_KEYS and int(value) & (int(value) - 1):
-        raise InputError(f"a power of two ({unit}), got {_number(value)}", source=where)
+    problem = _value_problem(key, value, cfg.units[key], allow_zero)
+    if problem:
+        raise InputError(problem, source=where)
     low, high = cfg.ranges.get(key, (-math.inf, math.inf))
     if not low <= value <= high:
         raise InputError(f"{_number(value)} is outside its documented range "

@@ -263,3 +263,39 @@ def test_reference_timing_renders_at_the_configurations_tile_size(tmp_path, caps
     assert captured.out == ""
     err = captured.err.strip().splitlines()
     assert len(err) == 1 and "memory.bandwidth=3e-308" in err[0], err
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("caches.texture.ways", "1.5", "caches.texture.ways.value: a whole number (ways), got 1.5"),
+    ("caches.texture.count", "1.5", "caches.texture.count.value: a whole number (count)"),
+    ("limits.texture_units", "2.5", "limits.texture_units.value: a whole number (count)"),
+    ("techniques.memo.lut_sets", "3", "techniques.memo.lut_sets.value: a power of two (sets)"),
+    # the cycle-level reference builds that many processors: 0.5 of one was none (a
+    # ZeroDivisionError in its loop)
+    ("processors.fragment.count", "0.5", "processors.fragment.count.value: a whole number"),
+    ("memory.channels", "1.5", "memory.channels.value: a whole number (count)"),
+])
+def test_a_config_file_is_checked_as_set_is(key, value, message, tmp_path, capsys):
+    """A value --set refuses is refused from a --config file too (it was truncated: a file's
+    caches.texture.ways = 1.5 rendered with a 1-way cache)."""
+    import re
+
+    from tilesim.timing.config import BASELINE_GPU
+
+    table, _, name = key.rpartition(".")
+    lines, section = BASELINE_GPU.read_text().splitlines(), None
+    for i, line in enumerate(lines):
+        if line.startswith("["):
+            section = line.strip("[]")
+        elif section == table and line.startswith(f"{name} ="):
+            lines[i] = re.sub(r"value = [^,]*,", f"value = {value},", line, count=1)
+    config = tmp_path / "gpu.toml"
+    config.write_text("\n".join(lines))
+    trace = sphere_trace(tmp_path / "s.tsim", 1, size=(16, 16))
+    assert main(["render", str(trace), "--out", str(tmp_path / "o"), "--config",
+                 str(config)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"tilesim: error: {config}: {message}"), err
+    assert not (tmp_path / "o").exists()
+    with pytest.raises(InputError, match=f"--set {key}: a "):
+        effective_config(sets=[f"{key}={value}"])
