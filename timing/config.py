@@ -71,15 +71,14 @@ def _flatten(table: dict, prefix: str, out: dict, where: str) -> None:
 
 
 def _parse(path: Path) -> dict[str, dict]:
-    try:
-        from tilesim.inputs import open_input
+    from tilesim.inputs import read_input_text
 
-        if not os.path.lexists(path):
-            raise FileNotFoundError(path)
-        with open_input(path, "config file") as f:
-            data = tomllib.load(f)
-    except FileNotFoundError:
-        raise InputError("config file not found", source=str(path)) from None
+    if not os.path.lexists(path):
+        raise InputError("config file not found", source=str(path))
+    # read as UTF-8 text first: tomllib.load's own decode is a UnicodeDecodeError traceback
+    text = read_input_text(path, "config file")
+    try:
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"not valid TOML: {exc}", source=str(path)) from None
     entries: dict[str, dict] = {}

@@ -102,11 +102,13 @@ def gpu_config_values(path: str, table: str, keys: tuple[str, ...]) -> dict:
 
 @functools.lru_cache(maxsize=16)
 def _file_values(path: str, table: str, keys: tuple[str, ...]) -> dict:
-    try:
-        from tilesim.inputs import open_input
+    from tilesim.inputs import read_input_text
 
-        with open_input(path, "configuration file") as handle:
-            node = tomllib.load(handle)
+    # UTF-8 text first (InputError naming the file): tomllib.load would raise
+    # UnicodeDecodeError
+    text = read_input_text(path, "configuration file")
+    try:
+        node = tomllib.loads(text)
         for part in table.split("."):
             node = node[part]
         return {key: node[key]["value"] for key in keys}

@@ -299,3 +299,23 @@ def test_a_config_file_is_checked_as_set_is(key, value, message, tmp_path, capsy
     assert not (tmp_path / "o").exists()
     with pytest.raises(InputError, match=f"--set {key}: a "):
         effective_config(sets=[f"{key}={value}"])
+
+
+@pytest.mark.parametrize("option", ["--config", "--energy-config"])
+def test_a_config_file_not_utf8_is_one_line(option, tmp_path, capsys):
+    trace = sphere_trace(tmp_path / "s.tsim", 1, size=(16, 16))
+    config = tmp_path / "latin1.toml"
+    config.write_bytes(b"# caf\xe9\n[tech]\n")      # tomllib.load: a UnicodeDecodeError
+    assert main(["estimate", str(trace), "--work", str(tmp_path / "w"), option,
+                 str(config)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"tilesim: error: {config}: not UTF-8 text (invalid continuation byte at "
+                   "byte 5), not a config file"], err
+
+
+def test_the_renderers_config_reader_refuses_non_utf8_by_name(tmp_path):
+    config = tmp_path / "latin1.toml"
+    config.write_bytes(b"# caf\xe9\n[caches.texture]\n")
+    with pytest.raises(InputError, match="not UTF-8 text") as info:
+        TextureCacheConfig.from_gpu_config(config)
+    assert info.value.source == str(config)
