@@ -111,10 +111,17 @@ def read_png(path: Path, mode: str = "RGB") -> np.ndarray:
     file when unreadable."""
     from PIL import Image, UnidentifiedImageError
 
+    from tilesim.memory_budget import check_memory
+
     try:
         with Image.open(path) as image:
+            # checked from the header, before the pixels are decoded (a small PNG may
+            # declare 60000x60000)
+            width, height = image.size
+            check_memory("decoding the image", width * height * len(mode), str(path))
             return np.asarray(image.convert(mode))
-    except (OSError, UnidentifiedImageError, ValueError) as exc:
+    except (OSError, UnidentifiedImageError, ValueError, SyntaxError, zlib.error,
+            Image.DecompressionBombError) as exc:
         raise InputError(f"not a readable image: {exc}", source=str(path)) from None
 
 

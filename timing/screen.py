@@ -64,7 +64,8 @@ def _png_histogram(path: Path) -> np.ndarray:
             if im.mode not in ("RGB", "RGBA"):
                 im = im.convert("RGB")
             counts = im.histogram()  # 256 bins per band, bands in order
-    except (OSError, UnidentifiedImageError, ValueError, SyntaxError):
+    except (OSError, UnidentifiedImageError, ValueError, SyntaxError,
+            Image.DecompressionBombError):
         # PIL's message names the BytesIO object, not the file: name the file
         raise InputError(f"not a readable PNG ({len(data)} bytes)", source=str(path)) from None
     histogram = np.asarray(counts[:768], dtype=np.float64).reshape(3, 256)

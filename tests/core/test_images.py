@@ -102,3 +102,54 @@ def test_a_1x1_frame_compares_exactly_and_summaries_keep_mssim_to_frames_that_ha
     probes_only = compare_images([pixel, off], [pixel, pixel]).summary()
     assert probes_only["min_mssim"] is None and probes_only["worst_frame"] == 1
     assert compare_images([pixel], [pixel]).passed(0.99)
+
+
+def _declared_png(width: int, height: int) -> bytes:
+    """A PNG whose header declares ``width`` x ``height`` RGBA with no pixel data: a few
+    dozen bytes."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return (struct.pack(">I", len(data)) + kind + data
+                + struct.pack(">I", zlib.crc32(kind + data)))
+
+    return (b"\x89PNG\r\n\x1a\n"
+            + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 6, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(b"")) + chunk(b"IEND", b""))
+
+
+def test_a_png_declaring_a_huge_size_is_refused_before_decoding(tmp_path, monkeypatch,
+                                                                 capsys):
+    from tilesim.cli import main
+    from tilesim.errors import InputError
+    from tilesim.images import read_png
+    from tilesim.memory_budget import BUDGET_ENV
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    Image.new("RGBA", (4, 4)).save(a / "000000.png")
+    # past Pillow's decompression-bomb limit: its DecompressionBombError was a traceback
+    (b / "000000.png").write_bytes(_declared_png(60000, 60000))
+    assert main(["compare", str(a), str(b)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(
+        f"tilesim: error: {b / '000000.png'}: not a readable image: Image size"), err
+    # under that limit, over the memory budget: refused from the header
+    (b / "000000.png").write_bytes(_declared_png(4000, 4000))
+    monkeypatch.setenv(BUDGET_ENV, "1M")
+    with pytest.raises(InputError, match="decoding the image needs about 61.0 MiB") as info:
+        read_png(b / "000000.png", "RGBA")
+    assert info.value.source == str(b / "000000.png")
+
+
+def test_the_screen_model_names_a_png_bomb_frame(tmp_path):
+    from tilesim.errors import InputError
+    from tilesim.timing.screen import _png_histogram
+
+    png = tmp_path / "000000.png"
+    png.write_bytes(_declared_png(60000, 60000))
+    with pytest.raises(InputError) as info:
+        _png_histogram(png)
+    assert info.value.source == str(png)
