@@ -1,7 +1,8 @@
 """Hand-made ``apitrace pickle`` call streams, serialised as apitrace's PickleWriter writes
 them, and a stand-in for Mesa's compiler: what the importer's tests
 (tests/traces/test_trace_import.py, tests/traces/test_import_fuzz.py and
-tests/render/test_gles2_extensions_mesa.py) feed the importer without apitrace or Mesa."""
+tests/render/test_gles2_extensions_mesa.py) feed the importer without apitrace or Mesa; and
+:func:`capture_scene`, the real thing: a conformance scene replayed by Mesa under apitrace."""
 
 from __future__ import annotations
 
@@ -135,3 +136,33 @@ def do_import(tmp_path: Path, calls: Calls, **options):
     out = tmp_path / "out.tsim"
     summary = import_pickle(source, out, compiler=fake_compiler, **options)
     return summary, read_frames(out), out
+
+
+def capture_scene(tmp_path: Path, scene: str) -> tuple[Path, int]:
+    """(the apitrace capture ``tmp_path/capture.trace``, its frames) of Mesa llvmpipe replaying the
+    conformance scene ``scene`` as a GLES 2.0 program (``tilesim.render.reference.replay_gl``
+    in a child process): a real program's call stream, with the extensions and queries the
+    scene makes. Needs apitrace and Mesa (the caller checks)."""
+    import json
+    import subprocess
+    import sys
+
+    from tilesim.mesa import child_environment
+    from tilesim.render.traces.trace_file import write_trace
+    from tilesim.render.workloads.conformance_scenes import record_scene
+
+    frames, width, height = record_scene(scene)
+    write_trace(tmp_path / "scene.tsim", frames, width=width, height=height)
+    child = tmp_path / "child"
+    child.mkdir()
+    (child / "request.json").write_text(json.dumps({
+        "trace": str(tmp_path / "scene.tsim"), "label": scene, "driver": "llvmpipe",
+        "time_commands": False, "strict": True, "frames": None}))
+    trace = tmp_path / "capture.trace"
+    proc = subprocess.run(["apitrace", "trace", "--api", "egl", "-o", str(trace),
+                           sys.executable, "-m", "tilesim.render.reference.replay_gl",
+                           str(child / "request.json"), str(child)],
+                          env=child_environment("llvmpipe", MESA_GLES_VERSION_OVERRIDE="2.0"),
+                          capture_output=True, timeout=300, check=False)
+    assert proc.returncode == 0 and trace.exists(), proc.stderr.decode(errors="replace")
+    return trace, len(frames)

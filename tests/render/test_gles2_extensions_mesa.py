@@ -530,39 +530,21 @@ def test_captured_programs_using_the_extensions_import_render_and_match_mesa(tmp
     Mesa's reference of the capture (MSSIM >= 0.995). (EXT_shader_texture_lod has no such
     capture: Mesa 22.3 refuses the program, so what runs there is its GLSL ES 3.00 form,
     which a GLES2 import refuses.)"""
-    import json
-    import subprocess
-    import sys
-
+    from apitrace_helpers import capture_scene
     from conftest import require_mesa, require_tools
 
     from tilesim.images import read_png
-    from tilesim.mesa import child_environment
     from tilesim.render.replay import render_trace
     from tilesim.render.traces.apitrace_import import import_apitrace
     from tilesim.render.traces.capture import reference_frames
-    from tilesim.render.traces.trace_file import write_trace
     require_tools("apitrace")
     require_mesa()
-    frames, width, height = record_scene(scene)
-    write_trace(tmp_path / "scene.tsim", frames, width=width, height=height)
-    child = tmp_path / "child"
-    child.mkdir()
-    (child / "request.json").write_text(json.dumps({
-        "trace": str(tmp_path / "scene.tsim"), "label": scene, "driver": "llvmpipe",
-        "time_commands": False, "strict": True, "frames": None}))
-    trace = tmp_path / "capture.trace"
-    proc = subprocess.run(["apitrace", "trace", "--api", "egl", "-o", str(trace),
-                           sys.executable, "-m", "tilesim.render.reference.replay_gl",
-                           str(child / "request.json"), str(child)],
-                          env=child_environment("llvmpipe", MESA_GLES_VERSION_OVERRIDE="2.0"),
-                          capture_output=True, timeout=300, check=False)
-    assert proc.returncode == 0 and trace.exists(), proc.stderr.decode(errors="replace")
+    trace, frames = capture_scene(tmp_path, scene)
     summary = import_apitrace(trace, tmp_path / "x.tsim")
     assert summary is not None
     ours = [result.image for result in render_trace(tmp_path / "x.tsim")]
     pngs = reference_frames(trace, tmp_path / "ref", driver="llvmpipe")
-    assert len(ours) == len(pngs) == len(frames)
+    assert len(ours) == len(pngs) == frames
     for index, (image, png) in enumerate(zip(ours, pngs, strict=True)):
         theirs = read_png(png, "RGBA")
         mssim = image_metrics(image, theirs, index, where=scene).mssim
