@@ -9,38 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from render_snapshots import assert_same_renders, render_snapshot
 from repo_paths import TRACES
 
 from tilesim.render.pipeline import quad_stages
-from tilesim.render.replay import render_frames
-from tilesim.render.techniques.bus import Techniques
 from tilesim.render.workloads.conformance_scenes import record_scene
-
-
-def _render(frames, width, height, techniques=None):
-    hooks = None if techniques is None else Techniques.from_name(techniques)
-    return [(r.image, r.counters.scalars,
-             [(p.target, {k: np.asarray(v).copy() for k, v in p.tiles.items()},
-               dict(p.fs_programs)) for p in r.counters.passes])
-            for r in render_frames(frames, width, height, technique=hooks)]
-
-
-def _assert_same(whole, parts):
-    assert len(whole) == len(parts)
-    for frame, ((image, scalars, passes), (image2, scalars2, passes2)) in enumerate(
-            zip(whole, parts, strict=True)):
-        np.testing.assert_array_equal(image2, image, f"frame {frame}")
-        assert scalars2 == scalars, f"frame {frame}"
-        for k, ((target, tiles, programs), (target2, tiles2, programs2)) in enumerate(
-                zip(passes, passes2, strict=True)):
-            assert target2 == target
-            assert tiles2.keys() == tiles.keys(), f"frame {frame} pass {k}"
-            for name in tiles:
-                np.testing.assert_array_equal(tiles2[name], tiles[name],
-                                              f"frame {frame} pass {k} counter {name}")
-            assert programs2.keys() == programs.keys()
-            for digest in programs:
-                np.testing.assert_array_equal(programs2[digest], programs[digest])
 
 
 @pytest.fixture
@@ -67,9 +40,9 @@ def test_a_scene_renders_identically_in_parts(scene, small_parts):
     parts, runs = small_parts
     frames, width, height = record_scene(scene)
     parts(False)
-    whole = _render(frames, width, height)
+    whole = render_snapshot(frames, width, height)
     parts(True)
-    _assert_same(whole, _render(frames, width, height))
+    assert_same_renders(whole, render_snapshot(frames, width, height))
     assert max(runs) > 64                 # some draw did run in parts
 
 
@@ -78,9 +51,9 @@ def test_techniques_see_the_same_fragments_in_parts(techniques, small_parts):
     parts, _ = small_parts
     frames, width, height = record_scene("tex_min_filters")
     parts(False)
-    whole = _render(frames, width, height, techniques)
+    whole = render_snapshot(frames, width, height, techniques)
     parts(True)
-    _assert_same(whole, _render(frames, width, height, techniques))
+    assert_same_renders(whole, render_snapshot(frames, width, height, techniques))
 
 
 @pytest.mark.slow
@@ -88,9 +61,9 @@ def test_a_bundled_trace_renders_identically_in_parts(monkeypatch):
     from tilesim.render.traces.trace_file import read_frames
 
     frames = read_frames(TRACES / "runner-1196x768.tsim")[:2]
-    whole = _render(frames, 1196, 768)
+    whole = render_snapshot(frames, 1196, 768)
     monkeypatch.setattr(quad_stages, "SHADE_CHUNK_LANES", 4096)
-    _assert_same(whole, _render(frames, 1196, 768))
+    assert_same_renders(whole, render_snapshot(frames, 1196, 768))
 
 
 def test_a_part_that_samples_nothing_leaves_the_batch_uncounted_as_one_run_would():

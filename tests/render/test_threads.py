@@ -10,39 +10,19 @@ trace runs at the shipped value.
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
+from render_snapshots import assert_same_renders, render_snapshot
 from repo_paths import TRACES
 
 from tilesim import jit
-from tilesim.render.replay import render_frames
-from tilesim.render.techniques.bus import Techniques
 from tilesim.render.workloads.conformance_scenes import record_scene
 
 pytestmark = pytest.mark.skipif(not jit.AVAILABLE, reason="the split runs compiled kernels")
 
 
 def _render(frames, width, height, threads, techniques=None):
-    hooks = None if techniques is None else Techniques.from_name(techniques)
     with jit.threads_pinned(threads):
-        return [(r.image, r.counters.scalars,
-                 [(p.target, {k: np.asarray(v).copy() for k, v in p.tiles.items()})
-                  for p in r.counters.passes])
-                for r in render_frames(frames, width, height, technique=hooks)]
-
-
-def _assert_same(one, many):
-    assert len(one) == len(many)
-    for frame, ((image, scalars, passes), (image2, scalars2, passes2)) in enumerate(
-            zip(one, many, strict=True)):
-        np.testing.assert_array_equal(image2, image, f"frame {frame}")
-        assert scalars2 == scalars, f"frame {frame}"
-        for k, ((target, tiles), (target2, tiles2)) in enumerate(zip(passes, passes2,
-                                                                      strict=True)):
-            assert target2 == target and tiles2.keys() == tiles.keys()
-            for name in tiles:
-                np.testing.assert_array_equal(tiles2[name], tiles[name],
-                                              f"frame {frame} pass {k} counter {name}")
+        return render_snapshot(frames, width, height, techniques)
 
 
 @pytest.fixture
@@ -68,14 +48,14 @@ def test_a_scene_renders_identically_on_one_and_on_three_threads(scene, split_sm
     one = _render(frames, width, height, 1)
     assert max(split_small, default=1) == 1       # one thread: never in parts
     split_small.clear()
-    _assert_same(one, _render(frames, width, height, 3))
+    assert_same_renders(one, _render(frames, width, height, 3))
     assert max(split_small, default=1) > 1        # the stages did run in parts
 
 
 @pytest.mark.parametrize("techniques", ["te+re+evr", "dsr", "memo"])
 def test_techniques_see_the_same_render_on_any_thread_count(techniques, split_small):
     frames, width, height = record_scene("tex_min_filters")
-    _assert_same(_render(frames, width, height, 1, techniques),
+    assert_same_renders(_render(frames, width, height, 1, techniques),
                  _render(frames, width, height, 2, techniques))
     assert max(split_small) > 1
 
@@ -85,7 +65,7 @@ def test_a_bundled_trace_renders_identically_on_one_and_on_two_threads():
     from tilesim.render.traces.trace_file import read_frames
 
     frames = read_frames(TRACES / "runner-1196x768.tsim")[:2]
-    _assert_same(_render(frames, 1196, 768, 1), _render(frames, 1196, 768, 2))
+    assert_same_renders(_render(frames, 1196, 768, 1), _render(frames, 1196, 768, 2))
 
 
 def test_spans_cover_the_items_once_in_order(monkeypatch):
