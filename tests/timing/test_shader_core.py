@@ -211,6 +211,31 @@ def test_config_has_a_source_for_every_value_and_rejects_bad_files(tmp_path):
         load_core_config(bad)
 
 
+
+def test_config_bounds_the_structures_the_core_builds(tmp_path, monkeypatch):
+    """16M collector units passed the generic 2^24 bound and ran `tilesim core` for hours
+    (Ctrl-C unheard in the compiled loop); the warps' instruction buffers are sized before
+    they are allocated."""
+    from tilesim.memory_budget import BUDGET_ENV
+
+    bad = tmp_path / "core.toml"
+    text = SHADER_CORE_TOML.read_text()
+    bad.write_text(text.replace('collector_units = { value = 16,',
+                                'collector_units = { value = 16777216,'))
+    with pytest.raises(InputError, match=r"operand_collector.collector_units.value: must be "
+                                         r"in \[1, 65536\], got 16777216") as info:
+        load_core_config(bad)
+    assert info.value.source == str(bad)
+    # sizes in bytes and registers keep the large bound
+    bad.write_text(text.replace('total = { value = 8000,', 'total = { value = 16777216,'))
+    assert load_core_config(bad)["registers.total"] == 1 << 24
+    # 65536 warps x 65536 instruction-buffer slots: 96 GiB of state, refused naming the file
+    bad.write_text(text.replace('max_warps = { value = 32,', 'max_warps = { value = 65536,')
+                   .replace('slots = { value = 2,', 'slots = { value = 65536,'))
+    monkeypatch.setenv(BUDGET_ENV, "8G")
+    with pytest.raises(InputError, match="warp slots and cache lines needs about 96.0 GiB"):
+        load_core_config(bad)
+
 def test_throughput_is_cached(tmp_path, monkeypatch):
     monkeypatch.setenv("TILESIM_CACHE", str(tmp_path))
     first = program_throughput(CORPUS / PROGRAMS[0], CFG, warps=32)

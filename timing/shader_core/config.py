@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from tilesim.errors import InputError
+from tilesim.memory_budget import check_memory
 
 SHADER_CORE_TOML = Path(__file__).resolve().parent / "shader_core.toml"
 
@@ -25,6 +26,13 @@ CHOICES = {
     "registers.per_warp": ("program", "fixed80"),
 }
 FLAGS = {"fetch.wait_for_branches"}
+# Sizes in bytes and registers, and latencies, may be up to 2^24; every other number counts a
+# structure the core holds and scans cycle by cycle (warp slots, queue entries, collector
+# units, banks, functional units, ports, ways, widths), at most STRUCTURE_MAX: 16M collector
+# units ran one `tilesim core` for hours, deaf to Ctrl-C inside its compiled loop.
+SIZES = {"registers.total", "instruction_cache.size", "instruction_cache.line_size",
+         "instruction_cache.instruction_size", "texture.cache_size", "texture.cache_line"}
+STRUCTURE_MAX = 1 << 16
 
 # Indices of CoreConfig.params (the compiled loop's view of the numbers).
 (P_MAX_WARPS, P_THREADS, P_ENTRY_PER_CYCLE, P_ID_POLICY, P_TOTAL_REGS, P_BANKS, P_BANK_HASH,
@@ -145,7 +153,8 @@ def _check_values(values: dict, where: str) -> dict:
         if isinstance(value, bool) or not isinstance(value, int):
             raise InputError(f"{name}.value: expected an integer, got {value!r}", source=where)
         low = 0 if name in FLAGS else 1
-        high = 1 if name in FLAGS else 1 << 24
+        high = (1 if name in FLAGS else 1 << 24 if name in SIZES or name.endswith("latency")
+                else STRUCTURE_MAX)
         if not low <= value <= high:
             raise InputError(f"{name}.value: must be in [{low}, {high}], got {value}",
                              source=where)
@@ -156,6 +165,12 @@ def _check_values(values: dict, where: str) -> dict:
         ways = out[f"{cache}.ways" if cache == "instruction_cache" else "texture.cache_ways"]
         if size % (line * ways):
             raise InputError(f"{cache}: size must be a multiple of ways x line size", source=where)
+    # the largest arrays of the core's state (timing/shader_core/state.py), 3 int64 each:
+    # the warps' instruction buffers and each cache's lines, before anything is allocated
+    lines = (out["warps.max_warps"] * out["ibuffer.slots"]
+             + out["instruction_cache.size"] // out["instruction_cache.line_size"]
+             + out["texture.cache_size"] // out["texture.cache_line"])
+    check_memory("the shader core's warp slots and cache lines", 3 * 8 * lines, where)
     return out
 
 
