@@ -132,6 +132,15 @@ def _estimate_checked(args) -> int:
 
     if args.per_tile and not args.json:
         raise InputError("--per-tile adds per-tile maps to the JSON report: give --json too")
+    if not any(str(d).endswith(".tsim") for d in args.dirs):
+        # they say what to render: with render folders only they were silently left out (a
+        # baseline folder estimated as asked for "--technique re", every frame for "--frames")
+        for option, given in (("--technique", args.technique != "baseline"),
+                              ("--frames", args.frames != ":")):
+            if given:
+                raise InputError(f"{option} is for .tsim traces (what to render); a render "
+                                 "folder is estimated as it was rendered: give the trace, or "
+                                 f"render the folder with {option}")
     if args.plot:
         check_output(args.plot, folder=True)   # before rendering or estimating anything
     config = config_from_args(args)

@@ -85,3 +85,19 @@ def test_disk_full_while_writing_a_trace_names_the_file(tmp_path, monkeypatch):
         write_trace(path, gl.recorded_frames(), width=8, height=8)
     assert info.value.filename == str(path)
     assert not path.exists()
+
+
+def test_estimate_of_render_folders_refuses_the_options_of_traces(tmp_path, capsys):
+    """--technique and --frames say what to render: given with render folders only, they were
+    left out in silence (a baseline folder estimated for "--technique re")."""
+    trace = sphere_trace(tmp_path / "s.tsim", 2, size=(16, 16))
+    out = tmp_path / "r"
+    assert main(["render", str(trace), "--out", str(out)]) == 0
+    capsys.readouterr()
+    for option, value in (("--technique", "re"), ("--frames", "0:1")):
+        assert main(["estimate", str(out), option, value]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert err == [f"tilesim: error: {option} is for .tsim traces (what to render); a "
+                       "render folder is estimated as it was rendered: give the trace, or "
+                       f"render the folder with {option}"], err
+    assert main(["estimate", str(out), "--frames", ":"]) == 0     # the default, spelled out
