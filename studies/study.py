@@ -264,7 +264,7 @@ def given_workloads(paths: list[str], frames: int | str | None) -> list[Workload
     """Workloads of ``--trace`` arguments (``X.tsim`` or ``X.tsim@A:B``; ``frames`` as
     :func:`_frames` where a trace has no range of its own); names from the file names, made
     unique."""
-    from tilesim.inputs import trace_and_frames
+    from tilesim.inputs import shown_name, trace_and_frames
     from tilesim.options import frame_range
 
     out, names = [], set()
@@ -276,7 +276,7 @@ def given_workloads(paths: list[str], frames: int | str | None) -> list[Workload
             count = t.frame_count
             chosen = (frame_range(span, count, option="--trace", source=path) if span
                       else range(*_frames(path, frames)))
-        name = Path(path).stem
+        name = shown_name(Path(path).stem)    # text in the report and its plots
         while name in names:
             name += "+"
         names.add(name)

@@ -15,6 +15,7 @@ import secrets
 from pathlib import Path
 
 from tilesim.errors import InputError
+from tilesim.inputs import shown_name
 
 # A temporary of the file named ``name``: "." + name + "." + 8 lowercase hex digits + ".tmp".
 TEMPORARY = re.compile(r"\.(?P<name>.+)\.[0-9a-f]{8}\.tmp")
@@ -69,7 +70,10 @@ def write_bytes(path: str | os.PathLike, data: bytes) -> Path:
 
 
 def write_text(path: str | os.PathLike, text: str) -> Path:
-    return write_bytes(path, text.encode("utf-8"))
+    """``text`` as UTF-8, atomically. A file name that is not UTF-8 reaches text as lone
+    surrogates (os.fsdecode), which UTF-8 cannot encode: they are written as U+FFFD, the
+    way a browser or editor shows such a name."""
+    return write_bytes(path, shown_name(text).encode("utf-8"))
 
 
 def write_json(path: str | os.PathLike, obj) -> Path:

@@ -81,3 +81,10 @@ def trace_and_frames(spec: str) -> tuple[str, str]:
         return spec, ""
     path, _, frames = spec.rpartition("@")
     return path, frames
+
+
+def shown_name(text: str) -> str:
+    """``text`` (a name taken from a path) as text a report, a plot or a UTF-8 file can hold:
+    the bytes of a file name that are not UTF-8 (os.fsdecode's lone surrogates, which
+    matplotlib and UTF-8 encoders refuse with a traceback) as U+FFFD, as a browser shows them."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from tilesim.errors import InputError
+from tilesim.inputs import shown_name
 from tilesim.render_folder import COUNTERS_DIR, FRAMES_DIR, RenderFolder, open_render_folder
 from tilesim.timing import techniques
 from tilesim.timing.config import Config
@@ -66,7 +67,8 @@ def find_renders(paths: list[str | Path]) -> list[tuple[str, Path]]:
     names = [n for n, _ in found]
     if len(set(names)) != len(names):  # same leaf names: qualify with the parent folder
         found = [(f"{d.resolve().parent.name}/{n}", d) for n, d in found]
-    return found
+    # names are text in reports and plots (a folder name that is not UTF-8 is no text)
+    return [(shown_name(n), d) for n, d in found]
 
 
 def estimate_render(name: str, directory: Path, cfg: Config, ecfg: Config,

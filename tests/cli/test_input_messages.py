@@ -101,3 +101,27 @@ def test_estimate_of_render_folders_refuses_the_options_of_traces(tmp_path, caps
                        "render folder is estimated as it was rendered: give the trace, or "
                        f"render the folder with {option}"], err
     assert main(["estimate", str(out), "--frames", ":"]) == 0     # the default, spelled out
+
+
+@pytest.mark.slow      # matplotlib's import and the plots: about 2.5 s
+def test_a_file_name_that_is_not_utf8_is_shown_not_a_traceback(tmp_path, capsys):
+    """A trace or render folder named with bytes that are not UTF-8 reaches Python as lone
+    surrogates: matplotlib's titles and the report's UTF-8 writer raised on them."""
+    import os
+
+    pytest.importorskip("matplotlib")
+    from tilesim.atomic import write_text
+
+    odd = os.fsdecode(os.fsencode(str(tmp_path)) + b"/o\xfe")
+    try:
+        os.mkdir(odd)
+    except (OSError, UnicodeEncodeError):
+        pytest.skip("the file system takes UTF-8 names only")
+    os.rmdir(odd)
+    trace = sphere_trace(tmp_path / "s.tsim", 1, size=(16, 16))
+    assert main(["render", str(trace), "--out", odd]) == 0
+    assert main(["estimate", odd, "--plot", str(tmp_path / "plots")]) == 0
+    assert "o\ufffd" in capsys.readouterr().out
+    assert (tmp_path / "plots").is_dir()
+    page = write_text(tmp_path / "page.html", f"<p>{odd}</p>")
+    assert page.read_text(encoding="utf-8").endswith("/o\ufffd</p>")
