@@ -75,8 +75,14 @@ def _bare_frame(text: str, option: str, source: str | None = None) -> InputError
     it is refused rather than read one way (an old command line never silently means
     something else)."""
     n = text.strip()
-    hint = (f"use :{n} for the first {n} frames, or {n}:{int(n) + 1} for frame {n} alone"
-            if n.lstrip("-").isdigit() else "expected A:B, A: or :B")
+    if not n.lstrip("-").isdigit():
+        hint = "expected A:B, A: or :B"
+    elif int(n) < 0:     # counting from the end: -1:0 would be empty, :-1 not a count
+        last = "the last frame" if int(n) == -1 else f"the last {-int(n)} frames, or " \
+            f"{n}:{int(n) + 1} for frame {n} alone"
+        hint = f"use {n}: for {last}"
+    else:
+        hint = f"use :{n} for the first {n} frames, or {n}:{int(n) + 1} for frame {n} alone"
     return InputError(f"{option} {text!r}: a range A:B is expected; {hint}", source=source)
 
 

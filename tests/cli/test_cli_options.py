@@ -85,6 +85,15 @@ def test_frame_range_and_first_frames():
     assert frame_range("-2:", 5) == range(3, 5)
     with pytest.raises(InputError, match="use :4 for the first 4 frames"):
         frame_range("4", 5)
+    # a negative one counts from the end: its hints were ':-1 for the first -1 frames, or
+    # -1:0 for frame -1 alone' (an empty range)
+    with pytest.raises(InputError, match=r"'-1': a range A:B is expected; use -1: for the "
+                                         r"last frame$"):
+        frame_range("-1", 5)
+    with pytest.raises(InputError, match=r"use -3: for the last 3 frames, or -3:-2 for "
+                                         r"frame -3 alone$"):
+        frame_range("-3", 5)
+    assert frame_range("-3:-2", 5) == range(2, 3)
     with pytest.raises(InputError, match="the trace has frames 0..4"):
         frame_range("3:9", 5)
     assert first_frames(":7") == first_frames("0:7") == 7
