@@ -179,6 +179,7 @@ def _run(argv: list[str] | None) -> int:
             if not args.debug:
                 warnings.showwarning = _show_warning
             set_backend(args.backend)
+            _check_environment()
             return int(args.func(args) or 0)
     except (TilesimError, BackendUnavailable) as exc:
         return _fail(args, str(exc), getattr(exc, "exit_code", EXIT_BAD_INPUT))
@@ -189,6 +190,21 @@ def _run(argv: list[str] | None) -> int:
         # A file the command reads or writes: missing, a folder, read-only, disk full.
         where = f"{exc.filename}: " if exc.filename else ""
         return _fail(args, f"{where}{exc.strerror or exc}", EXIT_BAD_INPUT)
+
+
+def _check_environment() -> None:
+    """The limits the environment sets (TILESIM_THREADS, TILESIM_INSTRUCTION_BUDGET,
+    TILESIM_CALL_DEPTH, TILESIM_MEMORY_BUDGET), checked before the command starts: each is
+    read where it is first used, and a render folder was made before TILESIM_THREADS=0 was
+    refused. InputError naming the variable."""
+    from tilesim.jit import threads
+    from tilesim.memory_budget import memory_budget
+    from tilesim.shaders.interpreter import BUDGET_ENV, CALL_DEPTH_ENV, _limit
+
+    threads()
+    memory_budget()
+    for env in (BUDGET_ENV, CALL_DEPTH_ENV):
+        _limit(env, 1)
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:

@@ -125,3 +125,20 @@ def test_a_file_name_that_is_not_utf8_is_shown_not_a_traceback(tmp_path, capsys)
     assert (tmp_path / "plots").is_dir()
     page = write_text(tmp_path / "page.html", f"<p>{odd}</p>")
     assert page.read_text(encoding="utf-8").endswith("/o\ufffd</p>")
+
+
+@pytest.mark.parametrize("env, value", [("TILESIM_THREADS", "0"),
+                                        ("TILESIM_CALL_DEPTH", "x"),
+                                        ("TILESIM_INSTRUCTION_BUDGET", "-5"),
+                                        ("TILESIM_MEMORY_BUDGET", "lots")])
+def test_a_bad_limit_in_the_environment_is_refused_before_anything_is_written(
+        env, value, tmp_path, monkeypatch, capsys):
+    """Each is read where first used: TILESIM_THREADS=0 was refused after render.json and
+    frames.json were written."""
+    trace = sphere_trace(tmp_path / "s.tsim", 1, size=(16, 16))
+    monkeypatch.setenv(env, value)
+    out = tmp_path / "out"
+    assert main(["render", str(trace), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"tilesim: error: {env}: expected a "), err
+    assert not out.exists()
