@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tilesim.errors import EXIT_OK, InputError, resolve_name
+from tilesim.memory_budget import check_memory
 from tilesim.scheduling import actual
 from tilesim.scheduling.blocks import DISTRIBUTIONS
 from tilesim.scheduling.policies import GUARDS, POLICIES
@@ -27,6 +28,9 @@ if TYPE_CHECKING:
     from tilesim.scheduling.blocks import InjectedError
 
 # 004's results (§6.4, read from its text; the figures' bars are not in the seed's text).
+# Memory a simulated frame of one application keeps (its blocks' records and its own): about
+# 24 KiB, measured on MTS-1 (400 s took 0.8 GB more than 20 s)
+FRAME_BYTES = 24 * 1024
 SEED_RESULTS = {
     "MTS-1": {"none": "all above the desired 30 FPS (Fig. 6.1)",
               "frrs": "all 30 FPS, all deadlines met (Fig. 6.2, 6.3)",
@@ -253,6 +257,12 @@ def _schedule(args) -> int:
     config = scenarios.sim_config(scen, duration_s=args.duration,
                                   decision_s=args.decision_overhead, guard=args.guard,
                                   deadlines=args.deadlines)
+    # A run keeps every frame's records: refused before it starts when they cannot fit
+    # (--duration 1e9 grew past 2 GB in two minutes, never to finish)
+    frames = config.duration_s * sum(app.fps for app in apps)
+    check_memory(f"simulating {config.duration_s:g} s ({frames:.3g} frames)",
+                 int(frames * FRAME_BYTES),
+                 "--duration" if args.duration is not None else str(scen.path))
     factories = _Factories(args, scen, apps)
     if args.sweep_error:
         policy = policies[0] if len(policies) == 1 else "hpf"

@@ -309,6 +309,17 @@ def test_cli_schedule_json_and_errors(tmp_path, capsys):
         assert err.count("\n") == 0 and where in err, err
 
 
+def test_a_duration_whose_records_cannot_fit_is_refused_before_it_runs(capsys):
+    """--duration 1e9 ran on, past 2 GB in two minutes, never to finish."""
+    from tilesim.cli import main
+
+    assert main(["schedule", "MTS-1", "--policy", "none", "--duration", "1e9"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(
+        "tilesim: error: --duration: simulating 1e+09 s (9e+10 frames) needs about "), err
+    assert "more than the memory budget" in err[0]
+
+
 def test_cli_rejects_a_bad_scenarios_file(tmp_path, capsys):
     from tilesim.cli import main
 
