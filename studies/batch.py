@@ -70,7 +70,7 @@ from tilesim.render.replay import (
     side_by_side_host,
 )
 from tilesim.render.techniques.bus import Techniques
-from tilesim.render.techniques.dynamic_sampling_rate import DEFAULT_PARAMETERS
+from tilesim.render.techniques.dynamic_sampling_rate import DEFAULT_PARAMETERS, DSRParameters
 from tilesim.render.traces.trace_file import open_trace
 from tilesim.render_folder import (
     COUNTERS_DIR,
@@ -189,6 +189,9 @@ def job_identity(job: Job) -> dict:
     dsr_sha = None
     if "dsr" in technique.split("/")[0].split("+"):
         params = Path(job.dsr_parameters) if job.dsr_parameters else DEFAULT_PARAMETERS
+        # read and checked here, before render.json records it: a file refused only when the
+        # render started left a folder that a rerun with the fixed file was refused to resume
+        DSRParameters.load(params)
         try:
             dsr_sha = file_sha256(params)
         except OSError as exc:

@@ -142,3 +142,19 @@ def test_a_bad_limit_in_the_environment_is_refused_before_anything_is_written(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"tilesim: error: {env}: expected a "), err
     assert not out.exists()
+
+
+def test_a_bad_dsr_parameters_file_is_refused_before_the_folder_is_made(tmp_path, capsys):
+    """render.json recorded the bad file's digest before the file was read: the rerun with
+    the file fixed was refused as 'a render made with other settings'."""
+    trace = sphere_trace(tmp_path / "s.tsim", 1, size=(16, 16))
+    params = tmp_path / "dsr.toml"
+    params.write_bytes(b"[reduce\n")
+    out = tmp_path / "out"
+    argv = ["render", str(trace), "--out", str(out), "--technique", "dsr",
+            "--dsr-parameters", str(params)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"tilesim: error: {params}:") and \
+        "not valid TOML" in err[0], err
+    assert not out.exists()
