@@ -24,7 +24,12 @@ import json
 from pathlib import Path
 
 from tilesim.errors import InputError
-from tilesim.options import first_frames_argument, name_argument
+from tilesim.options import (
+    first_frames_argument,
+    name_argument,
+    nonnegative_int,
+    positive_int,
+)
 from tilesim.prediction.ground_truth import JITTER_LOOP, TIMERS
 from tilesim.prediction.predictor import ESTIMATORS
 from tilesim.render.workloads.prediction_programs import PREDICTION_WORKLOADS
@@ -55,7 +60,7 @@ def register(subparsers) -> None:
                    help="with --workload: frames to build, :N the first N (default "
                         "%(default)s)")
     p.add_argument("--seed", type=int, default=0, help="with --workload: the random seed")
-    p.add_argument("--max-frames", type=int, metavar="N",
+    p.add_argument("--max-frames", type=positive_int, metavar="N",
                    help="predict only the first N frames of TRACE")
     # dest "truth": tilesim's own --backend (numpy/cupy) comes before the command
     p.add_argument("--backend", dest="truth", default="model",
@@ -74,16 +79,16 @@ def register(subparsers) -> None:
                    help="command-buffer size (default: command_groups.toml, 4864)")
     p.add_argument("--group-config", metavar="FILE",
                    help="command-buffer model (TOML, default prediction/command_groups.toml)")
-    p.add_argument("--warmup", type=int, default=3, metavar="N",
+    p.add_argument("--warmup", type=nonnegative_int, default=3, metavar="N",
                    help="first frames left out of the summary (000 §7.4: 'the first three "
                         "frames are not evaluated'; default %(default)s)")
-    p.add_argument("--runtime-calibration", type=int, default=0, metavar="N",
+    p.add_argument("--runtime-calibration", type=nonnegative_int, default=0, metavar="N",
                    help="also report every estimator with each program's c_f learned from its "
                         "draws' measured times in the first N frames (000 §5.5's run-time "
                         "calibration), as ESTIMATOR+runtime (default 0: not)")
     p.add_argument("--calibration", default="out/predict/calibration", metavar="DIR",
                    help="where calibrations are cached (default %(default)s; '' for none)")
-    p.add_argument("--jitter-loop", type=int, default=JITTER_LOOP, metavar="N",
+    p.add_argument("--jitter-loop", type=nonnegative_int, default=JITTER_LOOP, metavar="N",
                    help="empty flushes of the jitter loop (default %(default)s)")
     p.add_argument("--config", metavar="FILE", help="GPU parameters of the model backend")
     p.add_argument("--plot", metavar="DIR", help="write the error CDFs (PNG) into DIR")

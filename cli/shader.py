@@ -7,6 +7,8 @@ import json
 import sys
 
 from tilesim.errors import EXIT_FAILED_CHECK, EXIT_OK
+from tilesim.memory_budget import check_memory
+from tilesim.options import positive_int
 
 
 def register(subparsers) -> None:
@@ -30,7 +32,7 @@ def register(subparsers) -> None:
                        description="Parse every *.tgsi file under PATH and run it on generated "
                                    "inputs; exit 1 if any fails.")
     p.add_argument("paths", nargs="+", metavar="PATH", help="TGSI files or folders")
-    p.add_argument("--size", type=int, default=32, metavar="N",
+    p.add_argument("--size", type=positive_int, default=32, metavar="N",
                    help="run each program over an N x N block of lanes (default 32)")
     p.add_argument("--seed", type=int, default=0, help="seed of the generated inputs")
     p.add_argument("--json", action="store_true", help="print per-file results as JSON")
@@ -55,11 +57,20 @@ def _compile(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# Memory one lane of a checked program takes, about: its inputs, registers and the
+# interpreter's temporaries (200 bytes measured on es2gears at --size 1000; programs with more
+# registers take more)
+LANE_BYTES = 1024
+
+
 def _check(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from tilesim.shaders.check import check_file, find_tgsi
 
+    # before any program runs: --size 100000 grew to 24 GB until the kernel killed it
+    check_memory(f"running programs over {args.size}x{args.size} lanes",
+                 args.size * args.size * LANE_BYTES, "--size")
     files = find_tgsi(args.paths)
     results = []
     for path in tqdm(files, desc="shader check", unit="shader", disable=None, leave=False):

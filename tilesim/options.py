@@ -57,6 +57,20 @@ def positive_int(text: str) -> int:
     return value
 
 
+def nonnegative_int(text: str) -> int:
+    """An argparse type: a whole number of at least 0 (frames left out, loop counts where 0
+    means none)."""
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be at least 0, got {value}")
+    return value
+
+
 def byte_size(text: str) -> int:
     """Bytes of a size written as ``8G``, ``512M``, ``1.5GiB`` or a plain number of bytes
     (ValueError when it is none of these)."""

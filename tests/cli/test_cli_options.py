@@ -202,3 +202,37 @@ def test_typed_names_ignore_case_and_suggest_the_closest(capsys):
                                       "RE/XOR"]).technique == "re/xor"
     with pytest.raises(InputError, match="did you mean 'tiny_triangles'"):
         conformance.run_conformance(["Tiny_Triangle"])
+
+
+@pytest.mark.parametrize("argv, message", [
+    # a traceback (ValueError from the input generator)
+    (["shader", "check", "PROGRAM", "--size", "-4"], "argument --size: must be at least 1"),
+    # accepted, and the summary silently took the last 5 frames / no frames
+    (["predict", "TRACE", "--warmup", "-5"], "argument --warmup: must be at least 0"),
+    (["predict", "TRACE", "--max-frames", "0"], "argument --max-frames: must be at least 1"),
+    (["predict", "TRACE", "--runtime-calibration", "-1"],
+     "argument --runtime-calibration: must be at least 0"),
+    (["predict", "TRACE", "--jitter-loop", "-1"], "argument --jitter-loop: must be at least 0"),
+])
+def test_counts_out_of_range_are_usage_errors(argv, message, tmp_path, capsys):
+    from repo_paths import ROOT
+
+    trace = sphere_trace(tmp_path / "s.tsim", 1, size=(16, 16))
+    program = ROOT / "shaders" / "corpus" / "es2gears-415c9aed" / "fragment.tgsi"
+    argv = [str(program) if a == "PROGRAM" else str(trace) if a == "TRACE" else a
+            for a in argv]
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_shader_check_sizes_its_lanes_before_running(tmp_path, capsys):
+    """--size 100000 grew to 24 GB until the kernel killed the process."""
+    from repo_paths import ROOT
+
+    program = ROOT / "shaders" / "corpus" / "es2gears-415c9aed" / "fragment.tgsi"
+    assert main(["shader", "check", str(program), "--size", "100000"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(
+        "tilesim: error: --size: running programs over 100000x100000 lanes needs about"), err
