@@ -69,6 +69,25 @@ class Golden:
     made_with: dict | None = None
     max_diff_vs_mesa: int | None = None   # a frame below the SSIM window (mssim_vs_mesa None)
 
+    def __post_init__(self):
+        # a manifest is user data: a wrong type is a malformed manifest (open_manifest's
+        # TypeError), not a traceback where the field is used
+        text, whole, number, table = ((str, "text"), (int, "a whole number"),
+                                      ((int, float), "a number"), (dict, "a JSON object"))
+        for field, (kinds, what), optional in (
+                ("name", text, False), ("trace", text, False), ("frame", whole, False),
+                ("png", text, False), ("sha256", text, False),
+                ("mssim_vs_mesa", number, True), ("made_with", table, True),
+                ("max_diff_vs_mesa", whole, True)):
+            value = getattr(self, field)
+            if value is None and optional:
+                continue
+            if isinstance(value, bool) or not isinstance(value, kinds):
+                raise TypeError(f"golden {self.name!r:.40}: {field} {value!r:.40} is not "
+                                f"{what}")
+        if self.frame < 0:
+            raise ValueError(f"golden {self.name!r:.40}: frame {self.frame} is negative")
+
     def to_dict(self) -> dict:
         d = dict(self.__dict__)
         if d["max_diff_vs_mesa"] is None:

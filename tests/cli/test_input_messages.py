@@ -158,3 +158,20 @@ def test_a_bad_dsr_parameters_file_is_refused_before_the_folder_is_made(tmp_path
     assert len(err) == 1 and err[0].startswith(f"tilesim: error: {params}:") and \
         "not valid TOML" in err[0], err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("frame", "abc", "frame 'abc' is not a whole number"),   # was a TypeError traceback
+    ("trace", 5, "trace 5 is not text"),                      # likewise
+    ("frame", -3, "frame -3 is negative"),
+    ("mssim_vs_mesa", "high", "mssim_vs_mesa 'high' is not a number"),
+])
+def test_a_manifest_field_of_the_wrong_type_is_one_line(field, value, message, tmp_path,
+                                                        capsys):
+    entry = {"name": "x", "trace": "s.tsim", "frame": 0, "png": "x.png", field: value}
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(json.dumps({"goldens": [entry]}))
+    assert main(["goldens", "check", "--manifest", str(manifest)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"tilesim: error: {manifest}: malformed golden manifest: golden 'x': "
+                   f"{message}"], err
