@@ -891,6 +891,9 @@ def fold_groups(names: Sequence[str], folds: int | None = None,
                 members.append(index[name])
             groups.append(members)
     else:
+        if len(names) < 2:      # "expected 2..1" said nothing
+            raise InputError(f"--folds {folds}: folds hold traces out, and there is one "
+                             "--train trace: give two or more", source=where)
         if folds is None or not 2 <= folds <= len(names):
             raise InputError(f"--folds {folds}: expected 2..{len(names)} (the number of "
                              "--train traces)", source=where)

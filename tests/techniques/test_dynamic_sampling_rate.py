@@ -683,6 +683,9 @@ def test_fold_groups_deal_round_robin_or_follow_leave_out():
                                       (None, [names], "train on at least one")):
         with pytest.raises(InputError, match=message):
             dsr_search.fold_groups(names, folds, leave_out)
+    # one --train trace: the bound read "expected 2..1"
+    with pytest.raises(InputError, match="there is one --train trace: give two or more"):
+        dsr_search.fold_groups(["a"], 2)
 
 
 @pytest.mark.slow
