@@ -68,6 +68,8 @@ def draw_elements(state: GLState, command) -> tuple[np.ndarray, int]:
     else:
         raw = state.buffer_for("ELEMENT_ARRAY_BUFFER")
         offset = args["offset"]
+    if offset < 0:      # else named as "need bytes up to" fewer than the data holds
+        raise state.error(f"drawElements: negative offset ({offset})")
     if offset % dtype.itemsize:
         raise state.error(f"drawElements: offset {offset} is not a multiple of the "
                           f"{dtype.itemsize}-byte index size")

@@ -101,6 +101,35 @@ def test_draw_count_of_2_40_is_a_budget_error(op, monkeypatch):
         draw_elements(_state(), Command(op, args))
 
 
+def test_draw_elements_at_a_negative_offset_says_so():
+    """It read '... at offset -8 need bytes up to 21592, the index data has 21600'."""
+    import numpy as np
+
+    from tilesim.render.gl.commands import Command
+    from tilesim.render.pipeline.vertex_fetch import draw_elements
+
+    state = _state()
+    state.apply(Command("bindBuffer", {"target": "ELEMENT_ARRAY_BUFFER", "id": 1}))
+    state.apply(Command("bufferData", {"target": "ELEMENT_ARRAY_BUFFER",
+                                       "data": np.zeros(12, np.uint16), "size": None,
+                                       "usage": "STATIC_DRAW"}))
+    args = {"mode": "TRIANGLES", "count": 6, "type": "UNSIGNED_SHORT", "indices": None,
+            "offset": -8}
+    with pytest.raises(InputError, match=r"drawElements: negative offset \(-8\)$"):
+        draw_elements(state, Command("drawElements", args))
+
+
+@pytest.mark.parametrize("reader", sorted(set(_readers()) - {"trace"}))
+def test_a_text_input_not_utf8_is_an_input_error(reader, tmp_path):
+    """tomllib.load decodes by itself: a Latin-1 --config was a UnicodeDecodeError
+    traceback."""
+    path = tmp_path / "latin1.toml"
+    path.write_bytes(b"# caf\xe9\n[screen]\n")
+    with pytest.raises(InputError, match="not UTF-8 text") as info:
+        _readers()[reader](path)
+    assert info.value.source == str(path)
+
+
 @pytest.mark.parametrize("op", ["viewport", "scissor"])
 def test_viewport_x_of_2_62_is_an_input_error(op):
     import warnings
