@@ -205,6 +205,12 @@ def test_config_has_a_source_for_every_value_and_rejects_bad_files(tmp_path):
     bad.write_text(text + '\n[extra]\nx = { value = 1, unit = "count", source = "me" }\n')
     with pytest.raises(InputError, match="unknown"):
         load_core_config(bad)
+    # the GPU configuration given for it: the first few keys, not 38 of them in one line
+    from tilesim.timing.config import BASELINE_GPU
+
+    with pytest.raises(InputError, match=r"missing key\(s\): execute.alu_latency, .* and 33 "
+                                         r"more \(expected every key of shader_core.toml\)$"):
+        load_core_config(BASELINE_GPU)
     bad.write_text(text.replace('{ value = 25, unit = "instructions"',
                                 '{ value = 0, unit = "instructions"'))
     with pytest.raises(InputError, match="must be in"):

@@ -17,6 +17,7 @@ import numpy as np
 
 from tilesim.errors import InputError
 from tilesim.memory_budget import check_memory
+from tilesim.timing.config import _some
 
 SHADER_CORE_TOML = Path(__file__).resolve().parent / "shader_core.toml"
 
@@ -182,10 +183,14 @@ def load_core_config(path: str | Path | None = None) -> CoreConfig:
     where = str(file)
     missing = sorted(set(schema) - set(entries))
     unknown = sorted(set(entries) - set(schema))
+    # the first few, as the GPU configuration's errors: a file of another kind listed every
+    # key of both in one line of 1,000 characters
     if missing:
-        raise InputError(f"missing key(s): {', '.join(missing)}", source=where)
+        raise InputError(f"missing key(s): {_some(missing)} (expected every key of "
+                         f"{SHADER_CORE_TOML.name})", source=where)
     if unknown:
-        raise InputError(f"unknown key(s): {', '.join(unknown)}", source=where)
+        raise InputError(f"unknown key(s): {_some(unknown)} (expected only the keys of "
+                         f"{SHADER_CORE_TOML.name})", source=where)
     values, sources = {}, {}
     for name, entry in entries.items():
         extra = set(entry) - {"value", "unit", "source"}
