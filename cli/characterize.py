@@ -34,7 +34,10 @@ def _characterize(args: argparse.Namespace) -> int:
 
     from tilesim.render.traces.trace_file import open_trace
     from tilesim.studies.characterize import characterize, format_report
+    from tilesim.timing.config import effective_config
 
+    # checked as every command's --tile-size is (the renderer's own error named no option)
+    effective_config(tile_size=args.tile_size)
     with open_trace(args.trace) as trace:
         wanted = frame_range(args.frames, trace.frame_count, source=args.trace)
         bar = tqdm(total=wanted.stop, desc="characterize", unit="frame", disable=None)

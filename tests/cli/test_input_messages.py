@@ -175,3 +175,12 @@ def test_a_manifest_field_of_the_wrong_type_is_one_line(field, value, message, t
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"tilesim: error: {manifest}: malformed golden manifest: golden 'x': "
                    f"{message}"], err
+
+
+def test_characterize_names_its_tile_size_option(tmp_path, capsys):
+    """It said 'tile size must be an even number >= 2, got 3' (the renderer's words), naming
+    no option; every other command's --tile-size error names it."""
+    trace = sphere_trace(tmp_path / "s.tsim", 1, size=(16, 16))
+    assert main(["characterize", str(trace), "--tile-size", "3"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["tilesim: error: --tile-size: an even whole number of pixels >= 2, got 3"]
