@@ -184,3 +184,20 @@ def test_characterize_names_its_tile_size_option(tmp_path, capsys):
     assert main(["characterize", str(trace), "--tile-size", "3"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["tilesim: error: --tile-size: an even whole number of pixels >= 2, got 3"]
+
+
+@pytest.mark.slow      # a render: about 2.5 s
+def test_goldens_check_says_a_golden_of_another_size_is_one(tmp_path, capsys):
+    """It said '768 pixels differ' (the frame's every pixel) for a 10x10 golden of a 32x24
+    frame."""
+    from PIL import Image
+
+    trace = sphere_trace(tmp_path / "s.tsim", 1, size=(32, 24))
+    manifest = tmp_path / "manifest.json"
+    assert main(["goldens", "add", "--manifest", str(manifest), f"{trace}:0"]) == 0
+    Image.new("RGBA", (10, 10)).save(tmp_path / "s-0000.png")
+    capsys.readouterr()
+    assert main(["goldens", "check", "--manifest", str(manifest)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[0] == (f"FAILED s-0000: the frame's size differs from the golden "
+                      f"{tmp_path / 's-0000.png'}"), err
