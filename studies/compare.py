@@ -38,7 +38,8 @@ def frame_files(folder: str | os.PathLike) -> dict[int, Path]:
     ``NNNNNN.png``)."""
     root = Path(folder)
     if not root.is_dir():
-        raise InputError("no such folder", source=str(root))
+        raise InputError("is a file, not a folder of frames" if root.exists()
+                         else "no such folder", source=str(root))
     if (root / IDENTITY_FILE).is_file():
         # a tilesim render: the frames its manifest lists, each checked against its digest
         render = open_render_folder(root)

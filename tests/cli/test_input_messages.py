@@ -201,3 +201,16 @@ def test_goldens_check_says_a_golden_of_another_size_is_one(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert err[0] == (f"FAILED s-0000: the frame's size differs from the golden "
                       f"{tmp_path / 's-0000.png'}"), err
+
+
+def test_compare_names_a_file_given_for_a_folder_as_a_file(tmp_path, capsys):
+    """A trace given for DIR_B was 'no such folder'."""
+    from PIL import Image
+
+    trace = sphere_trace(tmp_path / "s.tsim", 1, size=(16, 16))
+    frames = tmp_path / "a"
+    frames.mkdir()
+    Image.new("RGBA", (4, 4)).save(frames / "000000.png")
+    assert main(["compare", str(frames), str(trace)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"tilesim: error: {trace}: is a file, not a folder of frames"], err
