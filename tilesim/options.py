@@ -44,31 +44,28 @@ def window_size_argument(*, minimum: int = 1, maximum: int = MAX_WINDOW_SIDE):
     return parse
 
 
-def positive_int(text: str) -> int:
-    """An argparse type: a whole number of at least 1 (workers, frames, ...)."""
+def _whole_number(text: str, minimum: int) -> int:
+    """``text`` as an int of at least ``minimum``, or argparse's one-line error."""
     import argparse
 
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
     return value
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1 (workers, frames, ...)."""
+    return _whole_number(text, 1)
 
 
 def nonnegative_int(text: str) -> int:
     """An argparse type: a whole number of at least 0 (frames left out, loop counts where 0
     means none)."""
-    import argparse
-
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be at least 0, got {value}")
-    return value
+    return _whole_number(text, 0)
 
 
 def byte_size(text: str) -> int:
