@@ -55,10 +55,12 @@ DIGEST_PREFIXES = ("numba-", "programs-")
 
 def prune_stale(base: Path, current: Path, now: float | None = None) -> list[Path]:
     """Mark ``current`` used (its modification time now: Numba writes a folder only when it
-    compiles, not when it loads) and remove the digest folders in ``base`` unused for
-    :data:`STALE_DAYS` days; returns those removed. A folder another process removes first,
-    or cannot remove, is left alone: a cache is never worth an error."""
+    compiles, not when it loads) and remove the digest folders of other sources in ``base``
+    unused for :data:`STALE_DAYS` days (those of ``current``'s digest, its generated programs
+    among them, stay); returns those removed. A folder another process removes first, or
+    cannot remove, is left alone: a cache is never worth an error."""
     now = time.time() if now is None else now
+    digest = current.name.rpartition("-")[2]
     try:
         current.mkdir(parents=True, exist_ok=True)
         os.utime(current, (now, now))
@@ -67,7 +69,8 @@ def prune_stale(base: Path, current: Path, now: float | None = None) -> list[Pat
         return []
     removed = []
     for folder in folders:
-        if folder == current or not folder.name.startswith(DIGEST_PREFIXES):
+        if (not folder.name.startswith(DIGEST_PREFIXES)
+                or folder.name.rpartition("-")[2] == digest):
             continue
         try:
             stale = folder.is_dir() and now - folder.stat().st_mtime > STALE_DAYS * 86400

@@ -20,6 +20,7 @@ def _folder(base, name, age_days, now):
 def test_stale_digest_folders_go_and_the_rest_stay(tmp_path):
     now = 2_000_000_000.0
     current = _folder(tmp_path, "numba-current", STALE_DAYS + 30, now)   # old, but in use
+    programs = _folder(tmp_path, "programs-current", STALE_DAYS + 30, now)  # the same source
     old_kernels = _folder(tmp_path, "numba-0123456789abcdef", STALE_DAYS + 1, now)
     old_programs = _folder(tmp_path, "programs-0123456789abcdef", STALE_DAYS + 1, now)
     recent = _folder(tmp_path, "numba-fedcba9876543210", STALE_DAYS - 1, now)
@@ -29,7 +30,7 @@ def test_stale_digest_folders_go_and_the_rest_stay(tmp_path):
 
     assert sorted(removed) == sorted([old_kernels, old_programs])
     assert not old_kernels.exists() and not old_programs.exists()
-    assert current.exists() and recent.exists() and other.exists()
+    assert current.exists() and programs.exists() and recent.exists() and other.exists()
     assert current.stat().st_mtime == now          # marked used: kept next time too
 
 
