@@ -444,7 +444,7 @@ class Interpreter:
         # module through the trace importer) must not.
         from tilesim.shaders import compiled_program
 
-        if not record_trace and compiled_program.SHADER_KERNELS and compiled_program.jit.enabled():
+        if not record_trace and compiled_program.jit.enabled():
             # The program compiled to native kernels, for NumPy arrays: the same bits and
             # counters (tilesim.shaders.compiled_program); None where the interpreter runs.
             execution = compiled_program.run_compiled(self, inputs, constants, lanes, sampler,
