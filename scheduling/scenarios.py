@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import json
 import math
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 from tilesim.errors import InputError, resolve_name
+from tilesim.inputs import read_toml
 from tilesim.scheduling.blocks import BlockSpec, split_frame
 from tilesim.scheduling.simulation import Application, SimConfig
 
@@ -46,12 +46,7 @@ def load_scenarios(path: str | Path | None = None) -> Scenarios:
     """Read and check a scenarios file (default: the bundled ``scenarios.toml``)."""
     path = Path(path) if path is not None else SCENARIOS_TOML
     where = str(path)
-    try:
-        from tilesim.inputs import read_input_text
-
-        data = tomllib.loads(read_input_text(path, "scenarios file"))
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"not valid TOML: {exc}", source=where) from None
+    data = read_toml(path, "scenarios file")
     run, apps, scen = data.get("run", {}), data.get("apps", {}), data.get("scenarios", {})
     if not isinstance(apps, dict) or not apps:
         raise InputError("no [apps.NAME] tables", source=where)

@@ -6,13 +6,16 @@ file larger than the memory budget. :func:`open_input` opens without blocking, r
 anything but a regular file at once (InputError naming the path) and, for a file read whole,
 checks its size against :func:`tilesim.memory_budget.check_memory` before reading; every
 command's input opens go through it (traces, ``--config``, ``--energy-config``,
-``--dsr-parameters``).
+``--dsr-parameters``). Every TOML file, a user's or a shipped one, is read by
+:func:`read_toml` (:func:`parse_toml` for text already read).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import stat
+import tomllib
 from typing import BinaryIO
 
 from tilesim.errors import InputError
@@ -72,6 +75,44 @@ def read_input_text(path: str | os.PathLike, what: str = "input file") -> str:
     except UnicodeDecodeError as exc:
         raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start}), not a {what}",
                          source=os.fspath(path)) from None
+
+
+# tomllib (3.11-3.13) gives the place only in its message: "Invalid value (at line 2, column
+# 5)" or "Unclosed array (at end of document)".
+_TOML_PLACE = re.compile(r"\s*\((?:at line (\d+), column (\d+)|at (end of document))\)$")
+
+
+def parse_toml(text: str, source: str | os.PathLike) -> dict:
+    """The tables of TOML ``text`` read from ``source``; InputError naming ``source`` and, for
+    a syntax error, its line and column (the end of the text for one found there), never a
+    TOMLDecodeError or RecursionError traceback."""
+    where = os.fspath(source)
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else "syntax error"
+        place = _TOML_PLACE.search(reason)
+        line = column = None
+        if place is not None:
+            reason = reason[:place.start()]
+            if place.group(3):
+                line = text.count("\n") + 1
+                column = len(text) - (text.rfind("\n") + 1) + 1
+                reason += " at the end of the file"
+            else:
+                line, column = int(place.group(1)), int(place.group(2))
+        raise InputError(f"not valid TOML: {reason}", source=where, line=line,
+                         column=column) from None
+    except RecursionError:
+        raise InputError("not valid TOML: arrays or tables nested too deeply",
+                         source=where) from None
+
+
+def read_toml(path: str | os.PathLike, what: str = "TOML file") -> dict:
+    """The tables of the TOML file ``path``, read by :func:`read_input_text` (a missing,
+    folder, fifo, over-budget or non-UTF-8 file is an InputError naming it) and parsed by
+    :func:`parse_toml` (a syntax error is an InputError naming the file, line and column)."""
+    return parse_toml(read_input_text(path, what), path)
 
 
 def trace_and_frames(spec: str) -> tuple[str, str]:

@@ -17,17 +17,12 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib
-
 from tilesim.errors import InputError
+from tilesim.inputs import read_toml
 
 HERE = Path(__file__).resolve().parent
 BASELINE_GPU = HERE / "baseline_gpu.toml"
@@ -71,16 +66,7 @@ def _flatten(table: dict, prefix: str, out: dict, where: str) -> None:
 
 
 def _parse(path: Path) -> dict[str, dict]:
-    from tilesim.inputs import read_input_text
-
-    if not os.path.lexists(path):
-        raise InputError("config file not found", source=str(path))
-    # read as UTF-8 text first: tomllib.load's own decode is a UnicodeDecodeError traceback
-    text = read_input_text(path, "config file")
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"not valid TOML: {exc}", source=str(path)) from None
+    data = read_toml(path, "config file")
     entries: dict[str, dict] = {}
     _flatten(data, "", entries, str(path))
     return entries

@@ -24,12 +24,8 @@ from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib
-
 from tilesim.errors import InputError
+from tilesim.inputs import read_toml
 
 __all__ = ["DEFAULT_GPU", "STATUSES", "extension_status", "extensions_used", "gpu_extensions",
            "mesa_extensions", "unoffered_warning"]
@@ -82,8 +78,7 @@ _DIRECTIVE = re.compile(r"^\s*#\s*extension\s+(GL_\w+)\s*:\s*(\w+)", re.MULTILIN
 
 @cache
 def _data() -> dict:
-    with open(DATA, "rb") as f:
-        return tomllib.load(f)
+    return read_toml(DATA, "extensions data file")
 
 
 def gpu_extensions(gpu: str = DEFAULT_GPU) -> tuple[str, ...]:

@@ -13,12 +13,8 @@ import functools
 from importlib.resources import files
 from pathlib import Path
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib
-
 from tilesim.errors import InputError
+from tilesim.inputs import read_toml
 
 # Found as a resource of the installed package (the timing package's __init__ runs no code),
 # not by a path relative to this file: the repository's folders and the installed package's
@@ -102,17 +98,12 @@ def gpu_config_values(path: str, table: str, keys: tuple[str, ...]) -> dict:
 
 @functools.lru_cache(maxsize=16)
 def _file_values(path: str, table: str, keys: tuple[str, ...]) -> dict:
-    from tilesim.inputs import read_input_text
-
-    # UTF-8 text first (InputError naming the file): tomllib.load would raise
-    # UnicodeDecodeError
-    text = read_input_text(path, "configuration file")
+    node = read_toml(path, "configuration file")
     try:
-        node = tomllib.loads(text)
         for part in table.split("."):
             node = node[part]
         return {key: node[key]["value"] for key in keys}
-    except (OSError, KeyError, TypeError, tomllib.TOMLDecodeError) as error:
+    except (KeyError, TypeError) as error:
         raise InputError(f"no [{table}] {', '.join(keys)}: {error}", source=path) from None
 
 

@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import math
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -409,15 +408,11 @@ class DSRParameters:
         """Read a parameters file (default: the shipped ``dsr_parameters.toml``)."""
         path = Path(path) if path is not None else DEFAULT_PARAMETERS
         where = str(path)
-        from tilesim.inputs import read_input_text
+        from tilesim.inputs import parse_toml, read_input_text
 
+        # the text is kept: from_dict names the line of a bad key
         text = read_input_text(path, "DSR parameters file")
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            match = re.search(r"line (\d+)", str(exc))
-            raise InputError(f"not valid TOML: {exc}", source=where,
-                             line=int(match.group(1)) if match else None) from None
+        data = parse_toml(text, where)
         return cls.from_dict(data, where, text)
 
     @classmethod

@@ -47,7 +47,6 @@ neighbour ``thesis_games_measured.json`` keeps each built workload's measured co
 from __future__ import annotations
 
 import math
-import tomllib
 from dataclasses import dataclass
 from functools import cache
 from itertools import pairwise
@@ -124,8 +123,9 @@ class Row:
 @cache
 def load_table(path: str = str(DATA)) -> tuple[dict[str, Row], dict[str, Profile], tuple]:
     """(rows by key, profiles by name, the suite's row keys) of thesis_games.toml."""
-    with open(path, "rb") as f:
-        data = tomllib.load(f)
+    from tilesim.inputs import read_toml
+
+    data = read_toml(path, "workload table")
     profiles = {k: Profile(str(v["projection"]), float(v["moving_area"]),
                            int(v["pan_period"]), int(v["pan_frames"]), float(v["hud_share"]),
                            float(v["ticking_share"]))

@@ -9,7 +9,7 @@ import os
 import pytest
 
 from tilesim.errors import InputError
-from tilesim.inputs import open_input, read_input_text
+from tilesim.inputs import open_input, read_input_text, read_toml
 from tilesim.memory_budget import BUDGET_ENV
 
 
@@ -24,6 +24,7 @@ def _readers():
     from tilesim.render.pipeline.gpu_config import _file_values
     from tilesim.render.techniques.dynamic_sampling_rate import DSRParameters
     from tilesim.render.traces.trace_file import open_trace
+    from tilesim.scheduling.scenarios import load_scenarios
     from tilesim.timing.config import load_energy_config, load_gpu_config
     from tilesim.timing.shader_core.config import load_core_config
 
@@ -34,6 +35,7 @@ def _readers():
         "--dsr-parameters": lambda p: DSRParameters.load(p),
         "core config": lambda p: load_core_config(p),
         "renderer config": lambda p: _file_values.__wrapped__(str(p), "screen", ("x",)),
+        "scenarios": lambda p: load_scenarios(p),
     }
 
 
@@ -66,6 +68,84 @@ def test_open_input_names_missing_and_folder(tmp_path):
         open_input(tmp_path / "nothing.tsim", "trace file")
     with pytest.raises(InputError, match="is a folder"):
         open_input(tmp_path, "trace file")
+
+
+# --- TOML files: one reader (tilesim.inputs.read_toml), one kind of error ------------------
+
+def test_read_toml_reads_a_fine_file(tmp_path):
+    path = tmp_path / "fine.toml"
+    path.write_text('# café\n[memory]\nbandwidth = { value = 4, unit = "bytes/cycle" }\n',
+                    encoding="utf-8")
+    assert read_toml(path, "config file") == {
+        "memory": {"bandwidth": {"value": 4, "unit": "bytes/cycle"}}}
+    assert read_toml(str(path)) == read_toml(path)
+
+
+def test_read_toml_names_a_missing_file_and_a_folder(tmp_path):
+    with pytest.raises(InputError) as info:
+        read_toml(tmp_path / "none.toml", "config file")
+    assert str(info.value) == f"{tmp_path / 'none.toml'}: no such config file"
+    with pytest.raises(InputError, match="is a folder, not a config file"):
+        read_toml(tmp_path, "config file")
+
+
+def test_read_toml_refuses_a_file_not_utf8(tmp_path):
+    path = tmp_path / "latin1.toml"
+    path.write_bytes(b"# caf\xe9\n[screen]\n")
+    with pytest.raises(InputError) as info:
+        read_toml(path, "config file")
+    assert str(info.value) == (f"{path}: not UTF-8 text (invalid continuation byte at byte "
+                               "5), not a config file")
+
+
+@pytest.mark.parametrize("text, line, column, message", [
+    ("[memory]\nbandwidth = \n", 2, 13, "Invalid value"),
+    ("[reduce\nthreshold = 1\n", 1, 8, "Expected ']' at the end of a table declaration"),
+    ("a = 1\na = 2\n", 2, 6, "Cannot overwrite a value"),
+    ("a = [1,\n", 2, 1, "Invalid value at the end of the file"),      # "at end of document"
+    ("a = [1,", 1, 8, "Invalid value at the end of the file"),
+])
+def test_read_toml_names_the_line_and_column_of_a_syntax_error(tmp_path, text, line, column,
+                                                                message):
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    with pytest.raises(InputError) as info:
+        read_toml(path, "config file")
+    error = info.value
+    assert (error.source, error.line, error.column) == (str(path), line, column)
+    assert str(error) == f"{path}:{line}:{column}: not valid TOML: {message}"
+
+
+def test_read_toml_refuses_deep_nesting_without_a_traceback(tmp_path):
+    path = tmp_path / "deep.toml"
+    path.write_text("a = " + "[" * 100_000)            # tomllib: a RecursionError
+    with pytest.raises(InputError, match="not valid TOML: arrays or tables nested too "
+                                         "deeply$") as info:
+        read_toml(path)
+    assert info.value.source == str(path)
+
+
+@pytest.mark.parametrize("reader", sorted(set(_readers()) - {"trace"}))
+def test_every_toml_reader_names_the_line_of_a_syntax_error(reader, tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text("[screen]\nwidth = \n")
+    with pytest.raises(InputError, match="not valid TOML: Invalid value") as info:
+        _readers()[reader](path)
+    assert (info.value.source, info.value.line, info.value.column) == (str(path), 2, 9)
+
+
+def test_the_shipped_toml_tables_read_through_read_toml(tmp_path):
+    """The packaged data files (GL extensions, the thesis games' table) go through the same
+    reader: a broken copy is an InputError naming it, not a TOMLDecodeError."""
+    from tilesim.render.gl.extensions import DATA
+    from tilesim.render.workloads.thesis_games import load_table
+
+    assert "gpu" in read_toml(DATA)
+    path = tmp_path / "table.toml"
+    path.write_text("[rows\n")
+    with pytest.raises(InputError, match="not valid TOML") as info:
+        load_table.__wrapped__(str(path))
+    assert info.value.line == 1
 
 
 # --- GL sizes and counts from a trace, checked against the budget before allocation ---------

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from tilesim.errors import InputError
+from tilesim.inputs import read_toml
 from tilesim.memory_budget import check_memory
 from tilesim.timing.config import _some
 
@@ -127,16 +127,7 @@ def _flatten(table: dict, prefix: str, out: dict, where: str) -> None:
 
 
 def _read(path: Path) -> dict[str, dict]:
-    try:
-        from tilesim.inputs import read_input_text
-
-        data = tomllib.loads(read_input_text(path, "config file"))
-    except FileNotFoundError:
-        raise InputError("config file not found", source=str(path)) from None
-    except IsADirectoryError:
-        raise InputError("is a folder, not a config file", source=str(path)) from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"not valid TOML: {exc}", source=str(path)) from None
+    data = read_toml(path, "config file")
     entries: dict[str, dict] = {}
     _flatten(data, "", entries, str(path))
     return entries
