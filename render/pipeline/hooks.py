@@ -44,6 +44,13 @@ class PipelineHooks:
     # ``Renderer.render``'s ``replay_from``, is then not theirs).
     spans_frames = False
 
+    def observes(self, hook: str) -> bool:
+        """Whether the observing hook ``hook`` ("late_shaded", "written", ...) does anything
+        here: the pipeline builds that hook's arrays only when it does (gathering a batch's
+        written colors alone cost ~6% of a baseline frame). A subclass observes the hooks
+        it overrides."""
+        return getattr(type(self), hook) is not getattr(PipelineHooks, hook)
+
     def attach(self, screen, traversal: str) -> np.ndarray | None:
         """Called once, with the default framebuffer's render target and the traversal order
         of its tiles. Returns the first frame's sampling rates ((tiles,) int, 0 = 1x), or

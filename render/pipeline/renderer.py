@@ -852,7 +852,7 @@ class Renderer:
             watched(None, None, None)
             return
         shaded, _ = done
-        if not early:
+        if not early and hooks.observes("late_shaded"):
             hooks.late_shaded(draw, shaded.tile[shaded.alive])
         if shaded.color is not None:
             hooks.shaded(draw, shaded.inputs, shaded.system_values, shaded.color, shaded.tile,
@@ -874,9 +874,10 @@ class Renderer:
         watched(shaded, late, idx if any(f.color_mask) else None)
         if any(f.color_mask):
             self._written[shaded.pixel[idx]] = True
-        hooks.written(draw, shaded.pixel[idx], shaded.tile[idx], shaded.color[idx],
-                      None if fragments.entry is None else fragments.entry[shaded.lanes][idx],
-                      idx)
+        if hooks.observes("written"):
+            hooks.written(draw, shaded.pixel[idx], shaded.tile[idx], shaded.color[idx],
+                          None if fragments.entry is None else
+                          fragments.entry[shaded.lanes][idx], idx)
         target.dirty = True
 
 

@@ -19,7 +19,7 @@ from tilesim.backend import array_module
 from tilesim.errors import InputError
 from tilesim.render.pipeline.hooks import PipelineHooks
 from tilesim.render.techniques import registry
-from tilesim.render.techniques.registry import ScreenPass
+from tilesim.render.techniques.registry import ScreenPass, TechniqueUnit
 
 
 class Techniques(PipelineHooks):
@@ -177,6 +177,11 @@ class Techniques(PipelineHooks):
         if self._on_screen(target):
             for unit in self.units:
                 unit.cleared(counters, rect, color, depth, color_mask)
+
+    def observes(self, hook: str) -> bool:
+        """Whether a unit observes ``hook`` (overrides it)."""
+        return any(getattr(type(unit), hook) is not getattr(TechniqueUnit, hook)
+                   for unit in self.units)
 
     def early_z(self, draw, pixel, depth, tile) -> None:
         if self._on_screen(draw.target):

@@ -234,6 +234,9 @@ class SideBySide(PipelineHooks):
         for name, member in self._active():
             member.cleared(target, self._own[name], rect, color, depth, color_mask)
 
+    def observes(self, hook: str) -> bool:
+        return self.host.observes(hook) or any(m.observes(hook) for m in self.members.values())
+
     def early_z(self, draw, pixel, depth, tile) -> None:
         self.host.early_z(draw, pixel, depth, tile)
         for name, member in self._active():
