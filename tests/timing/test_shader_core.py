@@ -267,6 +267,100 @@ def test_without_numba_the_same_cycles():
     assert cycles == compiled.cycles and rows == compiled.timeline
 
 
+# --- the cycle loop in slices (Ctrl-C is heard between them) --------------------------------
+
+def _without_wall_clock(result) -> dict:
+    out = result.to_dict()
+    del out["simulated_seconds"], out["cycles_per_second"]
+    return out
+
+
+def test_a_sliced_run_is_the_unsliced_run_bit_for_bit():
+    """The compiled loop runs in slices of cycles, each resumed from the state the last left
+    (Python sees Ctrl-C only between them); the slices change nothing: cycles, counts,
+    occupancies, every instruction's stamps and every cycle's occupancies."""
+    from tilesim.timing.shader_core.core import UNSLICED
+
+    workload = record_file(CORPUS / PROGRAMS[1], 24)
+    whole = simulate(workload, CFG, timeline=True, trace_cycles=1 << 12,
+                     slice_cycles=UNSLICED)
+    assert whole.cycles > 100 and whole.timeline and whole.cycle_trace
+    for slice_cycles in (1, 7, 64, None):
+        sliced = simulate(workload, CFG, timeline=True, trace_cycles=1 << 12,
+                          slice_cycles=slice_cycles)
+        assert _without_wall_clock(sliced) == _without_wall_clock(whole), slice_cycles
+
+
+@pytest.mark.parametrize("stall_limit", [2, 5, 8])
+def test_the_deadlock_watch_carries_across_slices(stall_limit):
+    """The cycles without a move are counted across slices: a small stall limit stops a
+    sliced run at the unsliced run's cycle (a count restarted per slice never would)."""
+    from tilesim.timing.shader_core.core import UNSLICED, _warm_up, run_sliced
+    from tilesim.timing.shader_core.state import S_CYCLE, S_ERROR, make_state
+
+    _warm_up(CFG)
+    workload = record_file(CORPUS / PROGRAMS[0], 1)
+    ends = set()
+    for slice_cycles in (UNSLICED, 1, 2, 3, None):
+        st = make_state(CFG.params, workload)
+        run_sliced(st, stall_limit, slice_cycles)
+        ends.add((int(st.sc[S_CYCLE]), int(st.sc[S_ERROR])))
+    assert len(ends) == 1 and ends.pop()[1] == 1
+
+
+# Run in a child: prints a line as the cycle loop's first slice starts, so that the test
+# knows the process is inside the compiled loop when it sends Ctrl-C.
+_MARKED_CORE = """
+import sys
+from tilesim.timing.shader_core import core
+
+loop = core.run_cycles
+said = []
+
+def marked(st, stall_limit, max_cycles):
+    if max_cycles < core.UNSLICED and not said:
+        said.append(1)
+        print("in the loop", flush=True)
+    return loop(st, stall_limit, max_cycles)
+
+core.run_cycles = marked
+from tilesim.cli.main import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.slow
+def test_ctrl_c_ends_a_long_core_run_at_once_in_one_line(tmp_path):
+    """A 65536-slot core runs ~4000 cycles/s: 20000 warps kept the compiled loop busy ~17 s,
+    and Ctrl-C was heard only when it returned. Now it ends the run within a slice (~0.1 s)
+    plus Python's exit: one line, exit 130."""
+    import signal
+    import time
+
+    slow = tmp_path / "slow.toml"
+    slow.write_text(SHADER_CORE_TOML.read_text().replace("max_warps = { value = 32,",
+                                                         "max_warps = { value = 65536,"))
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _MARKED_CORE, "core", PROGRAMS[0], "--warps", "20000",
+         "--config", str(slow)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        # as from a terminal: a shell without job control hands children SIGINT ignored
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        assert proc.stdout.readline() == "in the loop\n", proc.stderr.read()
+        time.sleep(1.0)
+        assert proc.poll() is None, "the run ended before the signal"
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=120)
+        took = time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+    assert (proc.returncode, stderr, stdout) == (130, "tilesim: interrupted\n", "")
+    assert took < 4, took
+
+
 def run_cli(*args):
     return subprocess.run([sys.executable, "-m", "tilesim.cli", "core", *args],
                           capture_output=True, text=True, timeout=300)

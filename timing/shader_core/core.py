@@ -68,6 +68,7 @@ from tilesim.timing.shader_core.state import (
     S_MAX_IBUF,
     S_MAX_ISOC,
     S_MAX_OCEX,
+    S_MOVED,
     S_NWARPS,
     S_OCC_CU,
     S_OCC_IBUF,
@@ -76,6 +77,7 @@ from tilesim.timing.shader_core.state import (
     S_OCC_REGS,
     S_OCC_WARPS,
     S_OCEX_N,
+    S_QUIET,
     S_REQ_CYCLES,
     S_RETIRED,
     S_TC_ACC,
@@ -92,6 +94,13 @@ from tilesim.timing.shader_core.warp_paths import WarpPaths
 from tilesim.timing.shader_core.writeback import writeback
 
 STALL_LIMIT = 1_000_000      # cycles without any stage moving: a deadlock, reported
+# The compiled loop does not see Ctrl-C (Python runs signal handlers between bytecodes, not
+# inside a Numba call), so :func:`simulate` runs it in slices of cycles, each resumed where
+# the last stopped: a slice of about SLICE_SECONDS, however slow a cycle of the configuration
+# is (a cycle walks every warp slot: 2^16 of them cost ~1000 times the shipped 64).
+SLICE_SECONDS = 0.1
+FIRST_SLICE = 4096           # cycles of the first slice; then sized from the cycles per second
+UNSLICED = 1 << 62           # one call to the end
 
 
 @jit(inline=True)
@@ -130,12 +139,16 @@ def account(st, c):
 
 
 @jit
-def run_cycles(st, stall_limit):
+def run_cycles(st, stall_limit, max_cycles):
+    """Runs the core from cycle ``sc[S_CYCLE]`` until every warp retired, a deadlock
+    (``sc[S_ERROR]``) or ``max_cycles`` cycles; the loop's state is left in ``sc``, so a
+    next call goes on as if there had been one: the same cycles, bit for bit."""
     sc = st.sc
-    c = 0
-    quiet = 0
-    moved = -1
-    while sc[S_RETIRED] < sc[S_NWARPS]:
+    c = sc[S_CYCLE]
+    end = c + max_cycles if max_cycles < UNSLICED else UNSLICED
+    quiet = sc[S_QUIET]
+    moved = sc[S_MOVED]
+    while sc[S_RETIRED] < sc[S_NWARPS] and c < end:
         writeback(st, c)
         execute(st, c)
         dispatch(st, c)
@@ -158,6 +171,23 @@ def run_cycles(st, stall_limit):
             quiet = 0
             moved = now
     sc[S_CYCLE] = c
+    sc[S_QUIET] = quiet
+    sc[S_MOVED] = moved
+
+
+def run_sliced(st, stall_limit: int = STALL_LIMIT, slice_cycles: int | None = None) -> None:
+    """:func:`run_cycles` to the end in slices, so that Python sees a signal (Ctrl-C's
+    KeyboardInterrupt) between them: ``slice_cycles`` cycles each, or (None) as many as take
+    about :data:`SLICE_SECONDS`, measured as it runs. The slices change nothing of the result."""
+    sc = st.sc
+    size = FIRST_SLICE if slice_cycles is None else max(int(slice_cycles), 1)
+    while sc[S_RETIRED] < sc[S_NWARPS] and not sc[S_ERROR]:
+        start = time.perf_counter()
+        run_cycles(st, stall_limit, size)
+        if slice_cycles is None:
+            spent = time.perf_counter() - start
+            # toward SLICE_SECONDS: at most 4 times the last size, at least 64 cycles
+            size = max(64, min(size * 4, int(size * SLICE_SECONDS / max(spent, 1e-6))))
 
 
 @dataclass
@@ -209,12 +239,15 @@ def _warm_up(cfg: CoreConfig) -> None:
     zeros = np.zeros(1, dtype=np.int64)
     paths = WarpPaths(static, np.array([0, 1]), zeros, np.array([4]), zeros, zeros,
                         np.zeros(0, dtype=np.int64), 1, 0, "warm-up")
-    run_cycles(make_state(cfg.params, paths), STALL_LIMIT)
+    run_cycles(make_state(cfg.params, paths), STALL_LIMIT, UNSLICED)
     _warm = True
 
 
 def simulate(paths: WarpPaths, cfg: CoreConfig, *, timeline: bool = False,
-             trace_cycles: int = 0) -> CoreResult:
+             trace_cycles: int = 0, slice_cycles: int | None = None) -> CoreResult:
+    """Runs ``paths`` on the core of ``cfg`` to the end. ``slice_cycles``: the cycles of
+    each compiled call (:func:`run_sliced`; default sized to ~0.1 s, so Ctrl-C is heard);
+    the result does not depend on it."""
     _warm_up(cfg)
     params = cfg.params
     if cfg["registers.per_warp"] == "fixed80":
@@ -224,7 +257,7 @@ def simulate(paths: WarpPaths, cfg: CoreConfig, *, timeline: bool = False,
                          f"registers, the register file has {params[P_TOTAL_REGS]}")
     st = make_state(params, paths, trace_cycles)
     start = time.perf_counter()
-    run_cycles(st, STALL_LIMIT)
+    run_sliced(st, STALL_LIMIT, slice_cycles)
     seconds = time.perf_counter() - start
     sc = st.sc
     if sc[S_ERROR]:

@@ -1,10 +1,11 @@
 """The state of one shader core as arrays (what the compiled cycle loop reads and writes).
 
 ``CoreState`` is a named tuple of NumPy arrays; ``sc`` holds the scalars (cycle, schedulers'
-pointers, counters) at the ``S_*`` indices. Every dynamic instruction of the warps has a
-row in ``stamp`` with the cycle of each stage it went through (the cycle-by-cycle timeline of
-002 §4.2.1): fetch, decode, issue, allocate (a collector unit), last operand read, dispatch
-(to OC_EX), execute and writeback.
+pointers, counters) at the ``S_*`` indices, the cycle loop's own among them (the next cycle,
+its deadlock watch), so that a run stopped after any cycle resumes where it stopped. Every
+dynamic instruction of the warps has a row in ``stamp`` with the cycle of each stage it went
+through (the cycle-by-cycle timeline of 002 §4.2.1): fetch, decode, issue, allocate (a
+collector unit), last operand read, dispatch (to OC_EX), execute and writeback.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ CYCLE_TRACE_NAMES = ("warps", "ibuffer", "is_oc", "collector_units", "oc_ex", "i
  S_WRITTEN, S_CONFLICTS, S_REQ_CYCLES, S_ACTIVE_CYCLES, S_OCC_IBUF, S_OCC_ISOC, S_OCC_OCEX,
  S_OCC_CU, S_OCC_REGS, S_OCC_WARPS, S_IC_ACC, S_IC_MISS, S_TC_ACC, S_TC_MISS, S_MAX_ISOC,
  S_MAX_OCEX, S_MAX_CU, S_MAX_IBUF, S_CYCLE, S_ERROR, S_CUS_BUSY, S_CT_CAP, S_ISSUED_NOW,
- S_COUNT) = range(47)
+ S_QUIET, S_MOVED, S_COUNT) = range(49)
 
 CoreState = namedtuple("CoreState", [
     "p", "sc",
@@ -88,6 +89,7 @@ def make_state(params: np.ndarray, paths, trace_cycles: int = 0) -> CoreState:
     sc[S_REGS_PER_WARP] = paths.registers_per_warp
     sc[S_NREGS] = nregs
     sc[S_CT_CAP] = trace_cycles
+    sc[S_MOVED] = -1                   # the cycle loop's last sum of moves: none yet
     max_inflight = m * 64 + int(p[P_ISOC_SIZE] + p[P_CUS] + p[P_OCEX_SIZE])
     return CoreState(
         p=p.astype(i64), sc=sc,
