@@ -298,6 +298,45 @@ def test_compiled_and_python_loops_agree_on_a_real_pass(runner_frames):
     assert slow_dram.counts() == fast_dram.counts()
 
 
+@pytest.mark.parametrize("compiled", [True, False])
+def test_a_pass_run_in_slices_is_the_pass_run_whole(compiled):
+    """The loop runs in slices of cycles (Python hears Ctrl-C between them: a 4K pass was ~18 s
+    in one call), each resumed from the state the last left: the slices change no tile's
+    finish and no DRAM count, with the flush, the DCT, full queues and the horizon's check."""
+    from tilesim.timing.cycle_level.dram import DramState
+    from tilesim.timing.cycle_level.raster import UNSLICED
+
+    cases = [(full_quads([1, 1], issue=2.0, latency=2.0, flush=16), params()),
+             (full_quads([1, 10], issue=1.0, latency=1.0, flush=6),
+              params(processors=1, warp_slots=1, fragment_queue=1, z_in_flight=1)),
+             (full_quads([1], issue=2.0, latency=2.0, flush=16, dct=64.0),
+              params(dct_after_flush=True)),
+             (full_quads([3, 0, 5], flush=4), params(flush_overlap=False))]
+    for data, raster in cases:
+        whole_dram = DramState(raster.dram)
+        whole = run_pass(data, raster, compiled, whole_dram, slice_cycles=UNSLICED)
+        for slice_cycles in (1, 3, 50, None):
+            dram = DramState(raster.dram)
+            assert run_pass(data, raster, compiled, dram,
+                            slice_cycles=slice_cycles).tolist() == whole.tolist()
+            assert dram.counts() == whole_dram.counts()
+
+
+def test_a_real_pass_run_in_slices_is_the_pass_run_whole(runner_frames):
+    """As above, on a recorded pass of the runner (compiled, every tile)."""
+    from tilesim.timing.cycle_level.dram import DramState
+    from tilesim.timing.cycle_level.inputs import frame_pass_inputs, parameters
+    from tilesim.timing.cycle_level.raster import UNSLICED
+
+    (_, data), = frame_pass_inputs(runner_frames[0].counters, runner_frames[0].streams, CFG)
+    raster = parameters(CFG)
+    whole_dram, sliced_dram = DramState(raster.dram), DramState(raster.dram)
+    whole = run_pass(data, raster, dram=whole_dram, slice_cycles=UNSLICED)
+    sliced = run_pass(data, raster, dram=sliced_dram, slice_cycles=997)
+    assert whole.size > 100 and sliced.tolist() == whole.tolist()
+    assert sliced_dram.counts() == whole_dram.counts()
+
+
 def test_the_reference_decides_its_own_memory(runner_frames):
     """The reference's inputs come from the records and its own caches: every texture-cache
     miss of a rendered tile is an L2 hit or a DRAM read, every entry reads its list entry and

@@ -64,11 +64,14 @@ timed), the shader core's instruction cache (the CPIs already hold it), DSR's su
 resolve.
 
 The cycle loop is one function written in the subset Numba and Python both run (``jit``);
-``simulate_pass.py_func`` is the pure-Python loop giving the same cycles.
+``advance_pass.py_func`` is the pure-Python loop giving the same cycles. It runs for a bounded
+number of cycles a call and keeps its state in arrays (``start_pass``), so that
+:func:`run_pass` calls it in slices and Python hears Ctrl-C between them.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -226,23 +229,50 @@ class PassInput:
         return 4.0 * float(serial) + 1e4
 
 
+# The compiled loop does not see Ctrl-C (Python runs signal handlers between bytecodes, not
+# inside a Numba call; a 4K pass is ~18 s of cycles), so :func:`run_pass` runs it in slices of
+# cycles, each resumed from the state the last left: a slice of about SLICE_SECONDS.
+SLICE_SECONDS = 0.1
+FIRST_SLICE = 4096           # cycles of the first slice; then sized from the cycles per second
+UNSLICED = 1 << 62           # one call to the end
+
+_INPUTS = ("quad_start", "entry_start", "color_address", "color_lines", "depth_address",
+           "depth_lines", "dct_cycles", "serial_cycles", "entry_latency", "entry_dram_start",
+           "entry_dram_address", "entry", "raster_cost", "early", "survives", "issue",
+           "texture", "latency", "l2_misses", "tex_dram_start", "tex_dram_address", "rop_lanes",
+           "late")
+_INTEGERS = {"quad_start", "entry_start", "color_lines", "depth_lines", "entry_dram_start",
+             "entry", "early", "survives", "l2_misses", "tex_dram_start", "late"}
+
+
 def run_pass(data: PassInput, params: RasterParameters, compiled: bool = True,
-             dram: DramState | None = None) -> np.ndarray:
+             dram: DramState | None = None, slice_cycles: int | None = None) -> np.ndarray:
     """Finish cycle of every tile of the pass (traversal order): (T,) float64. ``dram``: the
-    DRAM's state, its counts for the energy (closed at the pass's end); a fresh one if None."""
-    loop = simulate_pass if compiled else getattr(simulate_pass, "py_func", simulate_pass)
+    DRAM's state, its counts for the energy (closed at the pass's end); a fresh one if None.
+    ``slice_cycles``: the cycles of each call into the loop (default sized to ~0.1 s, so that
+    Ctrl-C is heard); the result does not depend on it."""
+    start, advance = start_pass, advance_pass
+    if not compiled:
+        start = getattr(start_pass, "py_func", start_pass)
+        advance = getattr(advance_pass, "py_func", advance_pass)
     vector = np.append(params.vector(), data.horizon(params))
     dram = dram if dram is not None else DramState(params.dram)
-    f64 = lambda a: np.ascontiguousarray(a, dtype=np.float64)  # noqa: E731
-    i64 = lambda a: np.ascontiguousarray(a, dtype=np.int64)  # noqa: E731
-    finish = loop(i64(data.quad_start), i64(data.entry_start), f64(data.color_address),
-                  i64(data.color_lines), f64(data.depth_address), i64(data.depth_lines),
-                  f64(data.dct_cycles), f64(data.serial_cycles), f64(data.entry_latency),
-                  i64(data.entry_dram_start), f64(data.entry_dram_address), i64(data.entry),
-                  f64(data.raster_cost), i64(data.early), i64(data.survives), f64(data.issue),
-                  f64(data.texture), f64(data.latency), i64(data.l2_misses),
-                  i64(data.tex_dram_start), f64(data.tex_dram_address), f64(data.rop_lanes),
-                  i64(data.late), vector, params.dram.vector(), *dram.arrays())
+    inputs = tuple(np.ascontiguousarray(getattr(data, name),
+                                        dtype=np.int64 if name in _INTEGERS else np.float64)
+                   for name in _INPUTS)
+    state = start(inputs[0], inputs[1], inputs[7], inputs[11], inputs[13], inputs[22],
+                  inputs[8].size, vector)
+    dp = params.dram.vector()
+    size = FIRST_SLICE if slice_cycles is None else max(int(slice_cycles), 1)
+    while True:
+        began = time.perf_counter()
+        if advance(*inputs, vector, dp, *dram.arrays(), *state, size):
+            break
+        if slice_cycles is None:
+            spent = time.perf_counter() - began
+            # toward SLICE_SECONDS: at most 4 times the last size, at least 64 cycles
+            size = max(64, min(size * 4, int(size * SLICE_SECONDS / max(spent, 1e-6))))
+    finish = state[0]
     dram.close(float(finish.max(initial=0.0)))
     if finish.size and finish.min() < 0:
         raise RuntimeError("the raster reference did not finish the pass (a deadlock in the "
@@ -255,12 +285,69 @@ def tile_cycles_of(finish: np.ndarray) -> np.ndarray:
     return np.diff(np.concatenate([[0.0], finish]))
 
 
+# The loop's scalars between slices (``start_pass``'s ``ints`` and ``floats``).
+(I_FT, I_FE, I_RQ, I_RT, I_Z_HEAD, I_Z_COUNT, I_Z_OK, I_FQ_HEAD, I_FQ_COUNT, I_RR, I_ROP_T,
+ I_FLUSH_TILE, I_COUNT) = range(13)
+F_SERIAL_LEFT, F_CB_FREE, F_FLUSH_DONE, F_DCT_LEFT, F_NOW, F_COUNT = range(6)
+
+
 @jit
-def simulate_pass(quad_start, entry_start, color_address, color_lines, depth_address,
-                  depth_lines, dct_cycles, serial_cycles, entry_latency, entry_dram_start,
-                  entry_dram_address, entry, raster_cost, early, survives, issue, texture,
-                  latency, l2_misses, tex_dram_start, tex_dram_address, rop_lanes, late, p,
-                  dp, channel, bank_row, bank_time, stats):
+def start_pass(quad_start, entry_start, serial_cycles, entry, early, late, entries, p):
+    """The state of a pass before its first cycle, for :func:`advance_pass`: (finish,
+    outstanding, z_pending, tile_of_quad, entry_ready, tile_ready, fetched_tile, raster_done,
+    z_quad, z_time, fq, s_quad, s_issue, s_texture, s_ready, ints, floats)."""
+    z_in_flight = int(p[3])
+    fq_size = int(p[5])
+    processors = int(p[6])
+    slots = int(p[7])
+    tiles = quad_start.size - 1
+    quads = entry.size
+    finish = np.full(tiles, -1.0)
+    # per tile: quads not yet done (dropped or written); quads still using the depth buffer
+    outstanding = np.zeros(tiles, dtype=np.int64)
+    z_pending = np.zeros(tiles, dtype=np.int64)
+    tile_of_quad = np.zeros(quads, dtype=np.int64)
+    for t in range(tiles):
+        outstanding[t] = quad_start[t + 1] - quad_start[t]
+        for q in range(quad_start[t], quad_start[t + 1]):
+            tile_of_quad[q] = t
+            z_pending[t] += early[q] + late[q]
+    entry_ready = np.full(max(entries, 1), INF)
+    tile_ready = np.zeros(tiles)           # when the tile's last fetched entry arrives
+    fetched_tile = np.zeros(tiles, dtype=np.int64)
+    raster_done = np.zeros(tiles, dtype=np.int64)
+    # early Z (a ring of quads in flight)
+    z_quad = np.zeros(z_in_flight, dtype=np.int64)
+    z_time = np.zeros(z_in_flight)
+    # fragment queue (a ring of quads)
+    fq = np.zeros(fq_size, dtype=np.int64)
+    # fragment processors' warp slots
+    s_quad = np.full((processors, slots), -1, dtype=np.int64)
+    s_issue = np.zeros((processors, slots))
+    s_texture = np.zeros((processors, slots))
+    s_ready = np.zeros((processors, slots))
+    ints = np.zeros(I_COUNT, dtype=np.int64)
+    floats = np.zeros(F_COUNT)
+    ints[I_FLUSH_TILE] = -1
+    if tiles > 0:
+        ints[I_FE] = entry_start[0]        # tile fetcher
+        floats[F_SERIAL_LEFT] = serial_cycles[0]
+    return (finish, outstanding, z_pending, tile_of_quad, entry_ready, tile_ready,
+            fetched_tile, raster_done, z_quad, z_time, fq, s_quad, s_issue, s_texture,
+            s_ready, ints, floats)
+
+
+@jit
+def advance_pass(quad_start, entry_start, color_address, color_lines, depth_address,
+                 depth_lines, dct_cycles, serial_cycles, entry_latency, entry_dram_start,
+                 entry_dram_address, entry, raster_cost, early, survives, issue, texture,
+                 latency, l2_misses, tex_dram_start, tex_dram_address, rop_lanes, late, p,
+                 dp, channel, bank_row, bank_time, stats, finish, outstanding, z_pending,
+                 tile_of_quad, entry_ready, tile_ready, fetched_tile, raster_done, z_quad,
+                 z_time, fq, s_quad, s_issue, s_texture, s_ready, ints, floats, max_cycles):
+    """Runs the pass of :func:`start_pass`'s state for at most ``max_cycles`` cycles, leaving
+    its state in the arrays; True when the pass is over (every tile finished, or the horizon:
+    a deadlock, ``finish`` < 0 left). Slices give the cycles one call gives, bit for bit."""
     tile_queue = int(p[0])       # the order of RasterParameters' fields
     raster_rate = p[1]
     z_rate = int(p[2])
@@ -277,57 +364,27 @@ def simulate_pass(quad_start, entry_start, color_address, color_lines, depth_add
     horizon = p[15]
 
     tiles = quad_start.size - 1
-    quads = entry.size
     entries = entry_latency.size
-    finish = np.full(tiles, -1.0)
-    if tiles == 0:
-        return finish
-    # per tile: quads not yet done (dropped or written); quads still using the depth buffer
-    outstanding = np.zeros(tiles, dtype=np.int64)
-    z_pending = np.zeros(tiles, dtype=np.int64)
-    tile_of_quad = np.zeros(quads, dtype=np.int64)
-    for t in range(tiles):
-        outstanding[t] = quad_start[t + 1] - quad_start[t]
-        for q in range(quad_start[t], quad_start[t + 1]):
-            tile_of_quad[q] = t
-            z_pending[t] += early[q] + late[q]
-    entry_ready = np.full(max(entries, 1), INF)
-    tile_ready = np.zeros(tiles)           # when the tile's last fetched entry arrives
+    ft = ints[I_FT]
+    fe = ints[I_FE]
+    rq = ints[I_RQ]
+    rt = ints[I_RT]
+    z_head = ints[I_Z_HEAD]
+    z_count = ints[I_Z_COUNT]
+    z_ok = ints[I_Z_OK]
+    fq_head = ints[I_FQ_HEAD]
+    fq_count = ints[I_FQ_COUNT]
+    rr = ints[I_RR]
+    rop_t = ints[I_ROP_T]
+    flush_tile = ints[I_FLUSH_TILE]
+    f_serial_left = floats[F_SERIAL_LEFT]
+    cb_free = floats[F_CB_FREE]
+    flush_done = floats[F_FLUSH_DONE]
+    dct_left = floats[F_DCT_LEFT]
+    now = floats[F_NOW]
 
-    # tile fetcher
-    ft = 0
-    fe = entry_start[0]
-    f_serial_left = serial_cycles[0]
-    fetched_tile = np.zeros(tiles, dtype=np.int64)
-    # rasterizer
-    rq = 0
-    rt = 0
-    raster_done = np.zeros(tiles, dtype=np.int64)
-    # early Z (a ring of quads in flight)
-    z_quad = np.zeros(z_in_flight, dtype=np.int64)
-    z_time = np.zeros(z_in_flight)
-    z_head = 0
-    z_count = 0
-    z_ok = 0                               # the first tile whose depth work is not done
-    # fragment queue (a ring of quads)
-    fq = np.zeros(fq_size, dtype=np.int64)
-    fq_head = 0
-    fq_count = 0
-    # fragment processors' warp slots
-    s_quad = np.full((processors, slots), -1, dtype=np.int64)
-    s_issue = np.zeros((processors, slots))
-    s_texture = np.zeros((processors, slots))
-    s_ready = np.zeros((processors, slots))
-    rr = 0
-    # ROP, color buffer and its flush
-    rop_t = 0                              # tiles finish in order
-    cb_free = 0.0                          # the color buffer takes the next tile's writes
-    flush_tile = -1
-    flush_done = 0.0                       # the tile's last flushed line is written
-    dct_left = 0.0
-
-    now = 0.0
-    while rop_t < tiles and now < horizon:
+    cycles = 0
+    while rop_t < tiles and now < horizon and cycles < max_cycles:
         # -- ROP: the current tile's finished warps, then the tile's end -----------------
         budget = rop_rate
         while rop_t < tiles and flush_tile < 0:
@@ -496,4 +553,22 @@ def simulate_pass(quad_start, entry_start, color_address, color_lines, depth_add
                 if not flush_overlap:
                     break
         now += 1.0
-    return finish
+        cycles += 1
+    ints[I_FT] = ft
+    ints[I_FE] = fe
+    ints[I_RQ] = rq
+    ints[I_RT] = rt
+    ints[I_Z_HEAD] = z_head
+    ints[I_Z_COUNT] = z_count
+    ints[I_Z_OK] = z_ok
+    ints[I_FQ_HEAD] = fq_head
+    ints[I_FQ_COUNT] = fq_count
+    ints[I_RR] = rr
+    ints[I_ROP_T] = rop_t
+    ints[I_FLUSH_TILE] = flush_tile
+    floats[F_SERIAL_LEFT] = f_serial_left
+    floats[F_CB_FREE] = cb_free
+    floats[F_FLUSH_DONE] = flush_done
+    floats[F_DCT_LEFT] = dct_left
+    floats[F_NOW] = now
+    return rop_t >= tiles or now >= horizon
