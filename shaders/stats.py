@@ -73,6 +73,11 @@ class DynamicStats:
     warp_active_lanes: (W,) int64, sum over issued instructions of the warp's active lanes
         (SIMD efficiency = warp_active_lanes / (4 * issued)).
     texture_samples: (N,) int32, texture instructions executed by each lane.
+
+    Where every step had every lane active (the common case), lane_instructions,
+    warp_instructions and texture_samples are read-only broadcast views of their per-category
+    constants (stride 0 along the lanes or warps): nothing is made per lane, and the per-tile
+    counters add them as constants (``PassCounters.add_each``).
     """
 
     lane_instructions: Any
@@ -170,10 +175,11 @@ class DynamicCounter:
         full_warp_active = self._full_warp_lanes() * sum(self.uniform_steps)
         if self.lane_counts is None:  # every step had every lane active
             return DynamicStats(
-                lane_instructions=xp.repeat(uniform, self.lanes, axis=1),
-                warp_instructions=xp.repeat(uniform, self.warps, axis=1),
+                lane_instructions=xp.broadcast_to(uniform, (3, self.lanes)),
+                warp_instructions=xp.broadcast_to(uniform, (3, self.warps)),
                 warp_active_lanes=full_warp_active,
-                texture_samples=xp.full(self.lanes, self.uniform_tex_samples, dtype=np.int32),
+                texture_samples=xp.broadcast_to(
+                    xp.asarray(self.uniform_tex_samples, dtype=np.int32), (self.lanes,)),
             )
         return DynamicStats(
             lane_instructions=self.lane_counts + uniform,

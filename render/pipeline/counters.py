@@ -137,6 +137,21 @@ TECHNIQUE_FRAME_COUNTERS = {
 }
 
 
+def _constant(weights) -> int | None:
+    """The weight of every entry where ``weights`` gives the same one to all: None (1), an
+    int, or a broadcast view of one value (stride 0, as ``DynamicStats`` gives uniform
+    counts); None where the weights vary (or are not integers)."""
+    if weights is None:
+        return 1
+    if isinstance(weights, (int, np.integer)):
+        return int(weights)
+    strides = getattr(weights, "strides", None)
+    if (strides is not None and weights.ndim == 1 and strides[0] == 0 and weights.size
+            and weights.dtype.kind in "iub"):
+        return int(weights[0])
+    return None
+
+
 @dataclass
 class PassCounters:
     target: str
@@ -183,8 +198,18 @@ class PassCounters:
             checked = usable(tile)
             if checked:
                 check_tiles(tile, self.tiles_x * self.tiles_y)
+            entries = None      # entries per tile, counted once for the constant weights
             for name, column in weights.items():
-                self._accumulate(self._array(name, tile), tile, column, checked)
+                array = self._array(name, tile)
+                amount = _constant(column)
+                if amount is None:
+                    self._accumulate(array, tile, column, checked)
+                    continue
+                if entries is None:
+                    entries = array_module(array).zeros(array.shape[0], dtype=np.int64)
+                    self._accumulate(entries, tile, None, checked)
+                if amount:
+                    array += entries * amount
 
     def add_program(self, digest: str, tile: np.ndarray, weights) -> None:
         """Add the fragment quad instructions ``weights`` of program ``digest`` per tile
@@ -203,6 +228,9 @@ class PassCounters:
         they are, a counter at a time (a stage's dozen counters in one pass needed an int64
         copy of them all, which cost twice the counting). ``checked``: ``tile`` has been
         checked against the tile count (``check_tiles``)."""
+        amount = _constant(weights)
+        if amount is not None:
+            weights = None if amount == 1 else amount
         constant = weights is None or isinstance(weights, (int, np.integer))
         if usable(array, tile, None if constant else weights):
             add_counts_compiled(array, tile, weights, checked=checked)

@@ -231,7 +231,11 @@ def shade(fragments: Fragments, alive: np.ndarray, draw, scale: int, make_sample
     counters.add_each(tile[::4], {
         "quads_shaded": None,
         **{f"fs_quad_{name}": stats.warp_instructions[k] for k, name in enumerate(CATEGORIES)}})
-    warp_instructions = stats.warp_instructions[:3].sum(axis=0)
+    per_warp = stats.warp_instructions[:3]
+    warp_instructions = (
+        # the same counts in every warp (a broadcast view, DynamicStats): one sum
+        xp.broadcast_to(per_warp[:, :1].sum(axis=0), per_warp.shape[1:])
+        if per_warp.shape[1] and per_warp.strides[1] == 0 else per_warp.sum(axis=0))
     counters.add_program(program.digests[1], tile[::4], warp_instructions)
     semantics = program.fragment.program.output_semantics()
     color_register = next((r for r, s in semantics.items() if s == ("COLOR", 0)), None)

@@ -225,7 +225,8 @@ def test_the_compiled_signature_unit_matches_the_vectorized_one():
 def test_counters_added_in_one_pass_equal_one_pass_each_on_both_paths():
     """PassCounters.add_each (one compiled pass for several counters of the same entries)
     adds what add adds per counter: integer (contiguous or not), bool, constant (Python and
-    NumPy integers) and no weights; tile numbers out of range are refused, nothing added."""
+    NumPy integers, broadcast views of one value as DynamicStats gives uniform counts, zero
+    among them) and no weights; tile numbers out of range are refused, nothing added."""
     from tilesim.render.pipeline.counters import PassCounters
 
     rng = np.random.default_rng(13)
@@ -233,7 +234,10 @@ def test_counters_added_in_one_pass_equal_one_pass_each_on_both_paths():
     weights = {"fs_alu": rng.integers(0, 40, 5000).astype(np.int32),
                "fragments_shaded": rng.random(5000) < 0.3, "quads_shaded": None,
                "tex_cache_misses": rng.integers(0, 9, 10000)[::2], "prims_binned": 3,
-               "pb_bytes_read": np.int64(70)}
+               "pb_bytes_read": np.int64(70),
+               "fs_tex": np.broadcast_to(np.int32(2), (5000,)),
+               "fs_flow": np.broadcast_to(np.zeros((3, 1), np.int32), (3, 5000))[1],
+               "fragments_discarded": np.broadcast_to(True, (5000,))}
 
     def counted(add_each: bool, jit: bool) -> dict:
         counters = PassCounters("default", 64, 48, 16, 4, 3, np.arange(12))
@@ -244,7 +248,8 @@ def test_counters_added_in_one_pass_equal_one_pass_each_on_both_paths():
                 else:
                     for name, w in weights.items():
                         counters.add(name, tile, np.full(tile.size, w)
-                                     if isinstance(w, (int, np.integer)) else w)
+                                     if isinstance(w, (int, np.integer)) else
+                                     None if w is None else np.array(w))   # materialized
         return {name: counters.tiles[name].copy() for name in weights}
 
     expected = counted(False, False)
@@ -254,6 +259,7 @@ def test_counters_added_in_one_pass_equal_one_pass_each_on_both_paths():
             np.testing.assert_array_equal(got[name], expected[name], err_msg=name)
     assert expected["quads_shaded"].sum() == 2 * tile.size
     assert expected["prims_binned"].sum() == 6 * tile.size
+    assert expected["fs_tex"].sum() == 4 * tile.size and not expected["fs_flow"].any()
     refused = PassCounters("default", 64, 48, 16, 4, 3, np.arange(12))
     with pytest.raises(ValueError, match="outside"):
         refused.add_each(np.array([0, 12]), {"fs_alu": np.array([1, 1]), "prims_binned": 2})
