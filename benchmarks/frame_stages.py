@@ -5,11 +5,11 @@ stages it calls), so the rows add up to the frame: draw set-up (vertex fetch and
 clipping, triangle set-up, binning), rasterization into quads, the rasterized counters, the
 depth tests, plane interpolation of the fragment inputs, the shader programs outside texture
 sampling (the interpreter, vertex programs included), texture sampling (with its lanes: the
-lane loop's nanoseconds a lane), the shaded lanes' counters, blending, the array selections
-between the stages (``Renderer._raster``'s own lines) and the rest of the frame (commands,
-state, the frame's end). Frames after the first (the first loads compiled kernels and
-textures); each row's time is the mean over them. The wrappers cost a few microseconds a
-call, a fraction of a percent of a frame.
+lane loop's nanoseconds a lane), the live quads' selection and the shaded lanes' counters,
+blending, the array selections between the stages (``Renderer._raster``'s own lines) and the
+rest of the frame (commands, state, the frame's end). Frames after the first (the first loads
+compiled kernels and textures); each row's time is the mean over them. The wrappers cost a
+few microseconds a call, a fraction of a percent of a frame.
 
 The peer is the frame itself: the shares are what each stage weighs in the same run (the
 issue asks for them before and after each change; ``render_bunny.py --trace`` gives the
@@ -47,7 +47,7 @@ STAGES = (
     (quad_stages, "raster_fragments", "rasterization into quads"),
     (quad_stages, "count_rasterized", "rasterized counters"),
     (quad_stages, "depth_test", "depth tests"),
-    (quad_stages, "shade", "shaded lanes' counters"),
+    (quad_stages, "shade", "shading: live quads selected, lanes counted"),
     (quad_stages, "_run_program", "shading glue (parts, statistics)"),
     (fragment_shading, "fragment_inputs", "plane interpolation"),
     (interpreter.Interpreter, "run", "shader programs, texture sampling aside"),
