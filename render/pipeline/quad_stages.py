@@ -254,16 +254,20 @@ def shade(fragments: Fragments, alive: np.ndarray, draw, scale: int, make_sample
 
 
 # Lanes the fragment program runs on at a time: a draw with more is shaded in consecutive
-# parts of whole quads, in lane order (the texture caches see the same accesses), so that the
-# interpreter's registers and temporaries (about 260 bytes a lane) stay within ~270 MB for a
-# full-screen draw at 4K (8.3M lanes, 2.1 GB in one part).
+# parts of whole quads, in lane order, so that the interpreter's registers and temporaries
+# (about 260 bytes a lane) stay within ~270 MB for a full-screen draw at 4K (8.3M lanes, 2.1 GB
+# in one part). The texture caches see the same accesses as in one run where the program
+# samples once; a program that samples several times shows them each part's instructions in
+# turn, so its cache counters depend on this size (known defect: the strict xfail in
+# tests/render/test_shading_parts.py, docs/notes/issue-34-speed.md).
 SHADE_CHUNK_LANES = 1 << 20
 
 
 def _run_program(program, tris, lanes_: FragmentLanes, draw, height: int, scale: int, sampler):
     """(inputs, system values, execution) of the fragment program over ``lanes_``, in parts
     of SHADE_CHUNK_LANES lanes where the sampler counts parts (:meth:`TextureSampler.lanes`)
-    or none samples; the same results as one run over every lane."""
+    or none samples; the same results as one run over every lane, but for the texture-cache
+    counters of a program that samples several times (see SHADE_CHUNK_LANES)."""
     xp = array_module(lanes_.x)
     quads = lanes_.triangle.shape[0]
     step = SHADE_CHUNK_LANES // 4

@@ -644,7 +644,9 @@ class TextureSampler:
         consecutive parts (whole quads, in lane order): the block's requests are counted into
         that slice of the batch's :attr:`stats` and its lanes' tiles pick their caches, so the
         caches see the accesses, and :attr:`stats` ends with the counts, of one request over
-        the whole batch (None, as then, where nothing was sampled)."""
+        the whole batch (None, as then, where nothing was sampled). Several requests per block
+        reach the caches block by block, not request by request over the whole batch
+        (``quad_stages.SHADE_CHUNK_LANES``)."""
         before, lane_tile, used_before = self.stats, self._lane_tile, self._used
         full = None
         if self.counters:
