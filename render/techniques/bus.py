@@ -179,9 +179,10 @@ class Techniques(PipelineHooks):
                 unit.cleared(counters, rect, color, depth, color_mask)
 
     def observes(self, hook: str) -> bool:
-        """Whether a unit observes ``hook`` (overrides it)."""
-        return any(getattr(type(unit), hook) is not getattr(TechniqueUnit, hook)
-                   for unit in self.units)
+        """Whether a unit observes ``hook`` (overrides it), or a subclass of the bus does."""
+        return (getattr(type(self), hook) is not getattr(Techniques, hook)
+                or any(getattr(type(unit), hook) is not getattr(TechniqueUnit, hook)
+                       for unit in self.units))
 
     def early_z(self, draw, pixel, depth, tile) -> None:
         if self._on_screen(draw.target):

@@ -235,7 +235,10 @@ class SideBySide(PipelineHooks):
             member.cleared(target, self._own[name], rect, color, depth, color_mask)
 
     def observes(self, hook: str) -> bool:
-        return self.host.observes(hook) or any(m.observes(hook) for m in self.members.values())
+        """Whether the host or a member observes ``hook``, or a subclass of this set does."""
+        return (getattr(type(self), hook) is not getattr(SideBySide, hook)
+                or self.host.observes(hook)
+                or any(m.observes(hook) for m in self.members.values()))
 
     def early_z(self, draw, pixel, depth, tile) -> None:
         self.host.early_z(draw, pixel, depth, tile)

@@ -33,6 +33,11 @@ def test_a_hooks_set_observes_what_it_overrides():
     assert not WriteCounter().observes("shaded")
 
 
+class WatchingBus(Techniques):
+    def written(self, draw, pixel, tile, color, entry, lanes):
+        super().written(draw, pixel, tile, color, entry, lanes)
+
+
 def test_a_technique_set_observes_what_its_units_override():
     renderer = Renderer(W, H, techniques=Techniques.parse("re"))
     assert renderer.techniques.observes("written")       # RE signs the colors written
@@ -41,6 +46,10 @@ def test_a_technique_set_observes_what_its_units_override():
     both = SideBySide({"re": Techniques.parse("re")})
     Renderer(W, H, techniques=both)
     assert both.observes("written") and not SideBySide({}).observes("written")
+    # a subclass of the bus that watches writes itself, whatever its units do
+    watching = WatchingBus(frozenset({"te"}))
+    Renderer(W, H, techniques=watching)
+    assert watching.observes("written") and not watching.observes("late_shaded")
 
 
 @pytest.mark.slow
