@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -135,6 +136,31 @@ def in_threads(function, parts) -> list:
         _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tilesim-kernel")
         _pool_size = workers
     return list(_pool.map(function, parts))
+
+
+# A compiled loop does not see Ctrl-C (Python runs signal handlers between bytecodes, not
+# inside a Numba call), so the long ones (the shader core's cycles, the cycle-level raster
+# reference's) run through :func:`run_in_slices`: slices of about SLICE_SECONDS each.
+SLICE_SECONDS = 0.1
+FIRST_SLICE = 4096           # steps of the first slice; then sized from the steps per second
+UNSLICED = 1 << 62           # one call to the end
+
+
+def run_in_slices(advance, slice_steps: int | None = None) -> None:
+    """Call ``advance(size)`` until it returns True: a compiled loop that runs at most
+    ``size`` more steps (cycles), leaves its state where the next call resumes it, and says
+    whether it finished. ``slice_steps`` steps a call, or (None) as many as take about
+    :data:`SLICE_SECONDS`, measured as it runs; Python hears a signal between calls, and the
+    slices change nothing of the result."""
+    size = FIRST_SLICE if slice_steps is None else max(int(slice_steps), 1)
+    while True:
+        began = time.perf_counter()
+        if advance(size):
+            return
+        if slice_steps is None:
+            spent = time.perf_counter() - began
+            # toward SLICE_SECONDS: at most 4 times the last size, at least 64 steps
+            size = max(64, min(size * 4, int(size * SLICE_SECONDS / max(spent, 1e-6))))
 
 
 def enabled() -> bool:

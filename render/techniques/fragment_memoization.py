@@ -1092,9 +1092,9 @@ def memo_lookup_compiled(order, keys, index_bits: int, state, stored, rows,
     hit (n,) bool (False for lanes not in ``order``). Run in slices of ``slice_lanes`` of
     ``order`` (the LUT's state carries over; the result does not depend on it)."""
     hit = np.zeros(keys.shape[0], dtype=bool)
-    for start in range(0, order.shape[0], max(int(slice_lanes), 1)):
-        _memo_lookup(order[start:start + slice_lanes], keys, index_bits, state, stored, hit,
-                     rows)
+    step = max(int(slice_lanes), 1)
+    for start in range(0, order.shape[0], step):
+        _memo_lookup(order[start:start + step], keys, index_bits, state, stored, hit, rows)
     return hit
 
 

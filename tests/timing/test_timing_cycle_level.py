@@ -303,8 +303,8 @@ def test_a_pass_run_in_slices_is_the_pass_run_whole(compiled):
     """The loop runs in slices of cycles (Python hears Ctrl-C between them: a 4K pass was ~18 s
     in one call), each resumed from the state the last left: the slices change no tile's
     finish and no DRAM count, with the flush, the DCT, full queues and the horizon's check."""
+    from tilesim.jit import UNSLICED
     from tilesim.timing.cycle_level.dram import DramState
-    from tilesim.timing.cycle_level.raster import UNSLICED
 
     cases = [(full_quads([1, 1], issue=2.0, latency=2.0, flush=16), params()),
              (full_quads([1, 10], issue=1.0, latency=1.0, flush=6),
@@ -324,9 +324,9 @@ def test_a_pass_run_in_slices_is_the_pass_run_whole(compiled):
 
 def test_a_real_pass_run_in_slices_is_the_pass_run_whole(runner_frames):
     """As above, on a recorded pass of the runner (compiled, every tile)."""
+    from tilesim.jit import UNSLICED
     from tilesim.timing.cycle_level.dram import DramState
     from tilesim.timing.cycle_level.inputs import frame_pass_inputs, parameters
-    from tilesim.timing.cycle_level.raster import UNSLICED
 
     (_, data), = frame_pass_inputs(runner_frames[0].counters, runner_frames[0].streams, CFG)
     raster = parameters(CFG)

@@ -71,12 +71,11 @@ number of cycles a call and keeps its state in arrays (``start_pass``), so that
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import numpy as np
 
-from tilesim.jit import jit
+from tilesim.jit import jit, run_in_slices
 from tilesim.timing.cycle_level.dram import DramState, DramTiming, dram_access
 
 INF = 1e30
@@ -229,12 +228,6 @@ class PassInput:
         return 4.0 * float(serial) + 1e4
 
 
-# The compiled loop does not see Ctrl-C (Python runs signal handlers between bytecodes, not
-# inside a Numba call; a 4K pass is ~18 s of cycles), so :func:`run_pass` runs it in slices of
-# cycles, each resumed from the state the last left: a slice of about SLICE_SECONDS.
-SLICE_SECONDS = 0.1
-FIRST_SLICE = 4096           # cycles of the first slice; then sized from the cycles per second
-UNSLICED = 1 << 62           # one call to the end
 
 _INPUTS = ("quad_start", "entry_start", "color_address", "color_lines", "depth_address",
            "depth_lines", "dct_cycles", "serial_cycles", "entry_latency", "entry_dram_start",
@@ -263,15 +256,9 @@ def run_pass(data: PassInput, params: RasterParameters, compiled: bool = True,
     state = start(inputs[0], inputs[1], inputs[7], inputs[11], inputs[13], inputs[22],
                   inputs[8].size, vector)
     dp = params.dram.vector()
-    size = FIRST_SLICE if slice_cycles is None else max(int(slice_cycles), 1)
-    while True:
-        began = time.perf_counter()
-        if advance(*inputs, vector, dp, *dram.arrays(), *state, size):
-            break
-        if slice_cycles is None:
-            spent = time.perf_counter() - began
-            # toward SLICE_SECONDS: at most 4 times the last size, at least 64 cycles
-            size = max(64, min(size * 4, int(size * SLICE_SECONDS / max(spent, 1e-6))))
+    # in slices (tilesim.jit.run_in_slices), so that Ctrl-C is heard: a 4K pass is ~18 s
+    run_in_slices(lambda size: advance(*inputs, vector, dp, *dram.arrays(), *state, size),
+                  slice_cycles)
     finish = state[0]
     dram.close(float(finish.max(initial=0.0)))
     if finish.size and finish.min() < 0:

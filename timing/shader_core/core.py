@@ -17,7 +17,7 @@ import numpy as np
 
 from tilesim.errors import InputError
 from tilesim.jit import AVAILABLE as JIT
-from tilesim.jit import jit
+from tilesim.jit import UNSLICED, jit, run_in_slices
 from tilesim.timing.shader_core.config import (
     P_BANKS,
     P_CUS,
@@ -94,13 +94,6 @@ from tilesim.timing.shader_core.warp_paths import WarpPaths
 from tilesim.timing.shader_core.writeback import writeback
 
 STALL_LIMIT = 1_000_000      # cycles without any stage moving: a deadlock, reported
-# The compiled loop does not see Ctrl-C (Python runs signal handlers between bytecodes, not
-# inside a Numba call), so :func:`simulate` runs it in slices of cycles, each resumed where
-# the last stopped: a slice of about SLICE_SECONDS, however slow a cycle of the configuration
-# is (a cycle walks every warp slot: 2^16 of them cost ~1000 times the shipped 64).
-SLICE_SECONDS = 0.1
-FIRST_SLICE = 4096           # cycles of the first slice; then sized from the cycles per second
-UNSLICED = 1 << 62           # one call to the end
 
 
 @jit(inline=True)
@@ -176,18 +169,17 @@ def run_cycles(st, stall_limit, max_cycles):
 
 
 def run_sliced(st, stall_limit: int = STALL_LIMIT, slice_cycles: int | None = None) -> None:
-    """:func:`run_cycles` to the end in slices, so that Python sees a signal (Ctrl-C's
-    KeyboardInterrupt) between them: ``slice_cycles`` cycles each, or (None) as many as take
-    about :data:`SLICE_SECONDS`, measured as it runs. The slices change nothing of the result."""
+    """:func:`run_cycles` to the end in slices (``tilesim.jit.run_in_slices``: Python sees
+    Ctrl-C between them), ``slice_cycles`` cycles each or (None) about 0.1 s of them; the
+    slices change nothing of the result."""
     sc = st.sc
-    size = FIRST_SLICE if slice_cycles is None else max(int(slice_cycles), 1)
-    while sc[S_RETIRED] < sc[S_NWARPS] and not sc[S_ERROR]:
-        start = time.perf_counter()
-        run_cycles(st, stall_limit, size)
-        if slice_cycles is None:
-            spent = time.perf_counter() - start
-            # toward SLICE_SECONDS: at most 4 times the last size, at least 64 cycles
-            size = max(64, min(size * 4, int(size * SLICE_SECONDS / max(spent, 1e-6))))
+
+    def advance(size: int) -> bool:
+        if sc[S_RETIRED] < sc[S_NWARPS] and not sc[S_ERROR]:
+            run_cycles(st, stall_limit, size)
+        return bool(sc[S_RETIRED] >= sc[S_NWARPS] or sc[S_ERROR])
+
+    run_in_slices(advance, slice_cycles)
 
 
 @dataclass
