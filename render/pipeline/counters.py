@@ -229,9 +229,9 @@ class PassCounters:
         copy of them all, which cost twice the counting). ``checked``: ``tile`` has been
         checked against the tile count (``check_tiles``)."""
         amount = _constant(weights)
-        if amount is not None:
+        constant = amount is not None
+        if constant:
             weights = None if amount == 1 else amount
-        constant = weights is None or isinstance(weights, (int, np.integer))
         if usable(array, tile, None if constant else weights):
             add_counts_compiled(array, tile, weights, checked=checked)
             return

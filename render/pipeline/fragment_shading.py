@@ -158,8 +158,9 @@ def fragment_inputs(program: Program, tris: Triangles, lanes_: FragmentLanes,
             filled[reg] = 4
     # Inputs the vertex shader does not write read as zero (GL: undefined).
     for reg in range(inputs.shape[0]):
-        if filled.get(reg, 0) < 4:
-            inputs[reg, filled.get(reg, 0):] = 0
+        written = filled.get(reg, 0)
+        if written < 4:
+            inputs[reg, written:] = 0
     for semantic in fs.system_value_semantics().values():
         if semantic[0] == "FACE":
             system_values["FACE"] = _face(tris, lanes_)

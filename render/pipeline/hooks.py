@@ -32,6 +32,12 @@ import numpy as np
 from tilesim.backend import array_module
 
 
+def overrides(instance, base: type, method: str) -> bool:
+    """Whether ``instance``'s class defines ``method`` otherwise than ``base`` does (the test
+    of :meth:`PipelineHooks.observes` and of the hook sets that forward to others)."""
+    return getattr(type(instance), method) is not getattr(base, method)
+
+
 class PipelineHooks:
     """No technique: every hook observes nothing and decides nothing."""
 
@@ -49,7 +55,7 @@ class PipelineHooks:
         here: the pipeline builds that hook's arrays only when it does (gathering a batch's
         written colors alone cost ~6% of a baseline frame). A subclass observes the hooks
         it overrides."""
-        return getattr(type(self), hook) is not getattr(PipelineHooks, hook)
+        return overrides(self, PipelineHooks, hook)
 
     def attach(self, screen, traversal: str) -> np.ndarray | None:
         """Called once, with the default framebuffer's render target and the traversal order

@@ -17,7 +17,7 @@ import numpy as np
 
 from tilesim.backend import array_module
 from tilesim.errors import InputError
-from tilesim.render.pipeline.hooks import PipelineHooks
+from tilesim.render.pipeline.hooks import PipelineHooks, overrides
 from tilesim.render.techniques import registry
 from tilesim.render.techniques.registry import ScreenPass, TechniqueUnit
 
@@ -180,9 +180,8 @@ class Techniques(PipelineHooks):
 
     def observes(self, hook: str) -> bool:
         """Whether a unit observes ``hook`` (overrides it), or a subclass of the bus does."""
-        return (getattr(type(self), hook) is not getattr(Techniques, hook)
-                or any(getattr(type(unit), hook) is not getattr(TechniqueUnit, hook)
-                       for unit in self.units))
+        return (overrides(self, Techniques, hook)
+                or any(overrides(unit, TechniqueUnit, hook) for unit in self.units))
 
     def early_z(self, draw, pixel, depth, tile) -> None:
         if self._on_screen(draw.target):

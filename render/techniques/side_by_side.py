@@ -39,7 +39,7 @@ import dataclasses
 
 from tilesim.backend import array_module
 from tilesim.render.pipeline.counters import TILE_COUNTERS, FrameCounters, PassCounters
-from tilesim.render.pipeline.hooks import PipelineHooks
+from tilesim.render.pipeline.hooks import PipelineHooks, overrides
 from tilesim.render.techniques.bus import Techniques
 from tilesim.render.techniques.fragment_memoization import MemoKeys, SharedWork
 
@@ -236,8 +236,7 @@ class SideBySide(PipelineHooks):
 
     def observes(self, hook: str) -> bool:
         """Whether the host or a member observes ``hook``, or a subclass of this set does."""
-        return (getattr(type(self), hook) is not getattr(SideBySide, hook)
-                or self.host.observes(hook)
+        return (overrides(self, SideBySide, hook) or self.host.observes(hook)
                 or any(m.observes(hook) for m in self.members.values()))
 
     def early_z(self, draw, pixel, depth, tile) -> None:
