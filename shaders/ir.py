@@ -10,6 +10,8 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 
+from tilesim.shaders.opcodes import TEXEL_READS
+
 CHANNELS = "xyzw"
 IDENTITY_SWIZZLE = (0, 1, 2, 3)
 FULL_MASK = (0, 1, 2, 3)
@@ -187,6 +189,17 @@ class Program:
                 if reg.file == file and reg.indirect is None:
                     count = max(count, reg.index + 1)
         return count
+
+    def reads_texels_at_most_once(self) -> bool:
+        """Whether no invocation can run two instructions that read texels: at most one
+        (``opcodes.TEXEL_READS``), outside every loop and subroutine. Decides whether the
+        texture caches must hold a program's accesses to order them as warps in flight issue
+        them (``TextureSampler.warps_in_flight``); False is always safe, only slower."""
+        reads = [i for i in self.instructions if i.opcode in TEXEL_READS]
+        if len(reads) > 1:
+            return False
+        return not reads or not any(i.opcode in ("BGNLOOP", "BGNSUB", "CAL")
+                                    for i in self.instructions)
 
     def input_semantics(self) -> dict[int, tuple[str, int]]:
         """IN register index -> semantic, for every declared input."""

@@ -427,6 +427,11 @@ for _name, _nsrc in (("IF", 1), ("UIF", 1), ("ELSE", 0), ("ENDIF", 0), ("BGNLOOP
 
 OPCODES: dict[str, OpInfo] = {info.name: info for info in _INFOS}
 
+# The instructions that read texels (and so the texture caches): every texture instruction but
+# TXQ, which reads only the texture's size.
+TEXEL_READS = frozenset(name for name, info in OPCODES.items()
+                        if info.category == TEX and name != "TXQ")
+
 
 def to_half(value):
     """float32 values rounded to the nearest fp16 (ties to even; beyond +-65504 to +-inf; fp16

@@ -256,18 +256,16 @@ def shade(fragments: Fragments, alive: np.ndarray, draw, scale: int, make_sample
 # Lanes the fragment program runs on at a time: a draw with more is shaded in consecutive
 # parts of whole quads, in lane order, so that the interpreter's registers and temporaries
 # (about 260 bytes a lane) stay within ~270 MB for a full-screen draw at 4K (8.3M lanes, 2.1 GB
-# in one part). The texture caches see the same accesses as in one run where the program
-# samples once; a program that samples several times shows them each part's instructions in
-# turn, so its cache counters depend on this size (known defect: the strict xfail in
-# tests/render/test_shading_parts.py, docs/notes/issue-34-speed.md).
+# in one part). The results, texture-cache counters included, are those of one run: a program
+# that reads texels more than once per lane has its cache accesses held and replayed in the
+# order of the warps in flight (TextureSampler.warps_in_flight), which no part boundary moves.
 SHADE_CHUNK_LANES = 1 << 20
 
 
 def _run_program(program, tris, lanes_: FragmentLanes, draw, height: int, scale: int, sampler):
     """(inputs, system values, execution) of the fragment program over ``lanes_``, in parts
     of SHADE_CHUNK_LANES lanes where the sampler counts parts (:meth:`TextureSampler.lanes`)
-    or none samples; the same results as one run over every lane, but for the texture-cache
-    counters of a program that samples several times (see SHADE_CHUNK_LANES)."""
+    or none samples; the same results as one run over every lane (see SHADE_CHUNK_LANES)."""
     xp = array_module(lanes_.x)
     quads = lanes_.triangle.shape[0]
     step = SHADE_CHUNK_LANES // 4
@@ -275,15 +273,18 @@ def _run_program(program, tris, lanes_: FragmentLanes, draw, height: int, scale:
     spans = [(0, quads)] if whole else [(start, min(start + step, quads))
                                         for start in range(0, quads, step)]
     parts = []
-    for start, stop in spans:
-        inputs, system_values = fragment_shading.fragment_inputs(
-            program, tris, lanes_ if whole else lanes_.span(start, stop),
-            draw.clipped.vertices, draw.columns, height, scale)
-        with (contextlib.nullcontext() if whole or sampler is None else
-              sampler.lanes(4 * start, 4 * stop, 4 * quads, xp)):
-            execution = program.fragment.run(inputs, draw.fs_constants, sampler=sampler,
-                                             system_values=system_values)
-        parts.append((inputs, system_values, execution))
+    with in_flight_order(program.fragment.program, sampler, 4 * quads, xp):
+        for start, stop in spans:
+            inputs, system_values = fragment_shading.fragment_inputs(
+                program, tris, lanes_ if whole else lanes_.span(start, stop),
+                draw.clipped.vertices, draw.columns, height, scale)
+            with (contextlib.nullcontext() if whole or sampler is None else
+                  sampler.lanes(4 * start, 4 * stop, 4 * quads, xp)):
+                execution = program.fragment.run(inputs, draw.fs_constants, sampler=sampler,
+                                                 system_values=system_values)
+            if sampler is not None and hasattr(sampler, "finished"):
+                sampler.finished(4 * stop)
+            parts.append((inputs, system_values, execution))
     if whole:
         return parts[0]
     inputs = xp.concatenate([p[0] for p in parts], axis=2)
@@ -293,6 +294,17 @@ def _run_program(program, tris, lanes_: FragmentLanes, draw, height: int, scale:
                           xp.concatenate([xp.asarray(p[2].killed) for p in parts]),
                           DynamicStats.concatenate([p[2].stats for p in parts]))
     return inputs, system_values, execution
+
+
+def in_flight_order(tgsi, sampler, lanes: int, xp):
+    """The context a program runs in over a batch of ``lanes``: the sampler's warps-in-flight
+    order of cache accesses (:meth:`TextureSampler.warps_in_flight`) where the TGSI program
+    ``tgsi`` may read texels more than once per lane, else nothing (lane order is that
+    order)."""
+    if sampler is None or not hasattr(sampler, "warps_in_flight") \
+            or tgsi.reads_texels_at_most_once():
+        return contextlib.nullcontext()
+    return sampler.warps_in_flight(lanes, xp)
 
 
 def blend(shaded: Shaded, fragments: Fragments, target, fragment_state,

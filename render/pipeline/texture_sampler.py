@@ -103,7 +103,8 @@ from tilesim.backend import array_module, to_host
 from tilesim.errors import InputError
 from tilesim.jit import jit, usable
 from tilesim.render.gl.textures import MAX_LEVELS, TEXTURE_3D, TEXTURE_CUBE_MAP, Texture
-from tilesim.render.pipeline.gpu_config import GPU_CONFIG, gpu_config_values, overrides_key
+from tilesim.render.pipeline.gpu_config import (GPU_CONFIG, counted_entry, gpu_config_values,
+                                                overrides_key)
 from tilesim.render.pipeline.set_associative import SetAssociativeLRU, lru_access_one
 from tilesim.shaders.sampling import BIAS, EXPLICIT, GRADIENT, IMPLICIT, LEVEL_ZERO, TextureRequest
 
@@ -184,6 +185,15 @@ class TextureCacheConfig:
     an exact LRU over the accesses in that order, starting from the state the previous
     sampling instructions left (:meth:`TextureSampler.reset_cache` empties every cache).
     accesses and misses are counted per lane.
+
+    Several sampling instructions: a fragment processor holds ``warps_in_flight`` quads at
+    once and runs them in lock step, so its cache sees every held quad's first texture
+    instruction, then every held quad's second, and so on (Shader Core §3.2: warps issue in
+    turn; Table 4.1: 32 warps). Within :meth:`TextureSampler.warps_in_flight` the accesses are
+    replayed so: each cache's quads in batch order, ``warps_in_flight`` at a time; within
+    such a window, the lanes' k-th texel-reading instructions in lane order for k = 1, 2, ...
+    (a lane's own k-th, whatever its control flow took); windows one after the other. A
+    program that reads texels once per lane is in lane order either way.
     """
 
     caches: int = 4
@@ -191,9 +201,10 @@ class TextureCacheConfig:
     ways: int = 2
     line_bytes: int = 64
     block: int = 4
+    warps_in_flight: int = 32
 
     def __post_init__(self) -> None:
-        for name in ("caches", "size_bytes", "ways", "line_bytes", "block"):
+        for name in ("caches", "size_bytes", "ways", "line_bytes", "block", "warps_in_flight"):
             if getattr(self, name) < 1:
                 raise ValueError(f"TextureCacheConfig.{name} must be positive")
         if self.size_bytes % (self.ways * self.line_bytes):
@@ -207,17 +218,20 @@ class TextureCacheConfig:
 
     @classmethod
     def from_gpu_config(cls, path: str | Path | None = None) -> TextureCacheConfig:
-        """``[caches.texture]`` (count, size, ways, line_size) of a GPU configuration file
-        (default: the shipped ``baseline_gpu.toml``); ``block`` is the texture layout's."""
+        """``[caches.texture]`` (count, size, ways, line_size) and
+        ``processors.fragment.warps_in_flight`` of a GPU configuration file (default: the
+        shipped ``baseline_gpu.toml``); ``block`` is the texture layout's."""
         return _gpu_texture_cache(str(path or GPU_CONFIG), overrides_key())
 
 
 @functools.lru_cache(maxsize=8)
 def _gpu_texture_cache(path: str, _overrides: tuple = ()) -> TextureCacheConfig:
     values = gpu_config_values(path, "caches.texture", ("count", "size", "ways", "line_size"))
+    warps = counted_entry(path, "processors.fragment.warps_in_flight")
     try:
         return TextureCacheConfig(caches=int(values["count"]), size_bytes=int(values["size"]),
-                                  ways=int(values["ways"]), line_bytes=int(values["line_size"]))
+                                  ways=int(values["ways"]), line_bytes=int(values["line_size"]),
+                                  warps_in_flight=warps)
     except ValueError as error:
         raise InputError(str(error), source=path) from None
 
@@ -546,6 +560,89 @@ class _Lod:
 
 
 # ------------------------------------------------------------------------------------------
+# Accesses held for the warps-in-flight order
+
+
+class _HeldAccesses:
+    """The texture-cache accesses of a batch's lanes 0..total, held until the quads that made
+    them have run, then replayed in the order the fragment processors' warps in flight issue
+    them (:class:`TextureCacheConfig`, :meth:`TextureSampler.warps_in_flight`).
+
+    Every quad belongs to a window: its cache's quads in batch order, ``warps_in_flight`` at
+    a time (``window``: the window's rank among its cache's times caches plus the cache, so
+    sorting by it keeps each cache's windows in order). An access is keyed by (window, the
+    lane's own count of texel-reading instructions before it, lane) and sorted stably, so a
+    lane's taps keep their order."""
+
+    def __init__(self, sampler: TextureSampler, total: int, xp):
+        cfg = sampler.cache
+        self.sampler, self.total, self.xp = sampler, int(total), xp
+        quads = -(-self.total // 4)
+        lane_tile = sampler._lane_tile
+        if lane_tile is not None and getattr(lane_tile, "ndim", 0) == 1 \
+                and lane_tile.shape[0] == self.total:
+            cache_of_quad = xp.asarray(lane_tile[::4]).astype(np.int64) % cfg.caches
+        else:
+            cache_of_quad = xp.arange(quads, dtype=np.int64) % cfg.caches
+        # rank of every quad among its cache's quads, in batch order
+        by_cache = xp.argsort(cache_of_quad, kind="stable")
+        first = xp.searchsorted(xp.take(cache_of_quad, by_cache),
+                                xp.arange(cfg.caches, dtype=np.int64))
+        rank = xp.empty(quads, dtype=np.int64)
+        rank[by_cache] = xp.arange(quads, dtype=np.int64) - xp.take(
+            first, xp.take(cache_of_quad, by_cache))
+        self.window = (rank // cfg.warps_in_flight) * cfg.caches + cache_of_quad
+        # the last quad of every window: a window is replayed once its quads have all run
+        windows = int(self.window.max()) + 1 if quads else 0
+        self.window_end = xp.full(windows, -1, dtype=np.int64)
+        self.window_end[self.window] = xp.arange(quads, dtype=np.int64)   # ascending: the last
+        self.cache_of_quad = cache_of_quad
+        self.seq = xp.zeros(self.total, dtype=np.int32)   # texel reads per lane so far
+        self.held: list[tuple[Any, Any, Any]] = []        # (lane, line, seq) per instruction
+        self.misses = xp.zeros(self.total, dtype=np.int64)
+
+    def record(self, lane, lines, base: int) -> None:
+        """Hold accesses: ``lane`` (M,) lanes (from ``base``), ``lines`` (M,) their lines, in
+        the instruction's order (lane by lane, taps in order)."""
+        if lane.shape[0]:
+            lane = lane.astype(np.int64) + base
+            self.held.append((lane, lines.astype(np.int64), self.seq[lane]))
+
+    def ran(self, active, base: int) -> None:
+        """The ``active`` lanes (from ``base``) ran one more texel-reading instruction."""
+        n = active.shape[0]
+        self.seq[base:base + n] += active
+
+    def replay(self, before_quad: int | None = None) -> None:
+        """Replay (into :attr:`misses`) the held accesses of the windows whose quads all lie
+        before ``before_quad`` (None: every window); keep the rest."""
+        if not self.held:
+            return
+        xp, total = self.xp, self.total
+        lane, lines, seq = (xp.concatenate([h[k] for h in self.held]) for k in range(3))
+        self.held = []
+        window = xp.take(self.window, lane >> 2)
+        if before_quad is not None:
+            ready = xp.take(self.window_end, window) < before_quad
+            if not bool(ready.all()):
+                keep = ~ready
+                self.held = [(lane[keep], lines[keep], seq[keep])]
+                lane, lines, seq, window = lane[ready], lines[ready], seq[ready], window[ready]
+        if lane.shape[0] == 0:
+            return
+        seqs = int(seq.max()) + 1
+        if (int(self.window_end.shape[0]) * seqs + 1) * total < (1 << 62):
+            order = xp.argsort((window * seqs + seq) * total + lane, kind="stable")
+        else:       # a key that would overflow: three stable sorts
+            order = xp.lexsort(xp.stack([lane, seq.astype(np.int64), window]))
+        lane, lines = xp.take(lane, order), xp.take(lines, order)
+        sets = self.sampler.cache.sets
+        cache = xp.take(self.cache_of_quad, lane >> 2)
+        hit = self.sampler._lru(xp, cache * sets + lines % sets, lines // sets)
+        self.misses += xp.bincount(lane[~hit], minlength=total)
+
+
+# ------------------------------------------------------------------------------------------
 # The sampler
 
 
@@ -573,6 +670,8 @@ class TextureSampler:
         self._used = False      # stats asked for in the current :meth:`lanes` block
         self._lane_tile = lane_tile
         self._cache_lru: SetAssociativeLRU | None = None
+        self._held: _HeldAccesses | None = None    # within :meth:`warps_in_flight`
+        self._lane_base = 0     # the batch lane of lane 0 of the requests, in :meth:`lanes`
 
     # -- batches, caches --------------------------------------------------------------------
 
@@ -587,6 +686,33 @@ class TextureSampler:
     def reset_cache(self) -> None:
         """Empty every texture cache (e.g. at the start of a frame)."""
         self._cache_lru = None
+
+    @contextlib.contextmanager
+    def warps_in_flight(self, total: int, xp=np):
+        """Count the cache accesses of the batch's lanes ``0..total`` (the lanes of
+        :meth:`begin`'s tile map, whole quads) in the order warps in flight issue them
+        (:class:`TextureCacheConfig`): within the block they are held, and replayed at
+        :meth:`finished` and at the end of the block, whatever parts (:meth:`lanes`) the
+        program ran in. Needed where a program can read texels more than once per lane
+        (``Program.reads_texels_at_most_once``); for one that reads once it changes nothing.
+        Does nothing without counters or with ``record_accesses``."""
+        if not self.counters or self.record_accesses or self._held is not None:
+            yield
+            return
+        self._held = held = _HeldAccesses(self, total, xp)
+        try:
+            yield
+            held.replay()
+            if self.stats is not None and self.stats.lanes == held.total:
+                self.stats.cache_misses += held.misses
+        finally:
+            self._held = None
+
+    def finished(self, stop: int) -> None:
+        """Within :meth:`warps_in_flight`: the program has run on every lane before ``stop``,
+        so the windows of those quads can be replayed (bounds what is held)."""
+        if self._held is not None:
+            self._held.replay(before_quad=stop // 4)
 
     def set_unit(self, unit: int, texture: Texture | None) -> None:
         self.units[unit] = texture
@@ -634,9 +760,13 @@ class TextureSampler:
         stats = self._stats_for(n, xp)
         texture = self._texture(request.unit, request.target)
         if texture is None:
-            return _incomplete(stats, active, n, xp)
-        packed = self._pack(texture, xp)
-        return _Sampling(self, texture, packed, request, xp, active, stats).run()
+            out = _incomplete(stats, active, n, xp)
+        else:
+            packed = self._pack(texture, xp)
+            out = _Sampling(self, texture, packed, request, xp, active, stats).run()
+        if self._held is not None and stats is not None:
+            self._held.ran(active, self._lane_base)
+        return out
 
     @contextlib.contextmanager
     def lanes(self, start: int, stop: int, total: int, xp=np):
@@ -658,6 +788,8 @@ class TextureSampler:
                 and lane_tile.shape[0] == total:
             self._lane_tile = lane_tile[start:stop]
         self._used = False
+        base = self._lane_base
+        self._lane_base = base + start
         try:
             yield
         finally:
@@ -665,6 +797,7 @@ class TextureSampler:
             self._used = used_before or used
             self.stats = full if before is not None or used else before
             self._lane_tile = lane_tile
+            self._lane_base = base
 
     def _sample_in_chunks(self, request: TextureRequest, n: int, xp):
         """``sample`` over consecutive chunks of SAMPLE_CHUNK_LANES lanes (:meth:`lanes`)."""
@@ -699,7 +832,15 @@ class TextureSampler:
         stats = self._stats_for(n, xp)
         texture = self._texture(unit, target)
         if texture is None or texture.target == TEXTURE_CUBE_MAP:
-            return _incomplete(stats, active, n, xp)
+            out = _incomplete(stats, active, n, xp)
+        else:
+            out = self._fetch(texture, texel, active, stats, n, xp)
+        if self._held is not None and stats is not None:
+            self._held.ran(active, self._lane_base)
+        return out
+
+    def _fetch(self, texture: Texture, texel, active, stats, n: int, xp):
+        """:meth:`fetch` of a bound 2D texture."""
         packed = self._pack(texture, xp)
         level = texel[3]
         inside_level = (level >= 0) & (level < packed.levels)
@@ -753,7 +894,7 @@ class TextureSampler:
                              default=0)
         table = xp.full((n, width), -1, dtype=np.int64)
         if usable(table, active, self._lane_tile, packed.blocks_w) \
-                and not self.record_accesses:
+                and not self.record_accesses and self._held is None:
             self._count_cache_compiled(packed, footprints, active, n, table, width0)
             return
         for taps, fl, lanes, slot in footprints:
@@ -792,6 +933,10 @@ class TextureSampler:
         lane = index >> (width.bit_length() - 1) if width & (width - 1) == 0 else index // width
         if self.record_accesses:
             self.accesses.append((instruction, lane, lines << line_shift))
+        if self._held is not None:
+            stats.cache_accesses += xp.bincount(lane, minlength=n)
+            self._held.record(lane, lines, self._lane_base)
+            return
         if self._lane_tile is not None:
             tile = xp.asarray(self._lane_tile).astype(np.int64)
             cache_of = xp.take(tile, lane) % cfg.caches
@@ -1336,8 +1481,10 @@ class _Sampling:
         colors, counters and cache accesses in the same order)."""
         sampler, stats = self.sampler, self.stats
         out = np.empty((4, self.n), dtype=np.float32)
-        lru_state = None
-        if stats is not None:
+        lru_state = held_lines = None
+        if stats is not None and sampler._held is not None:
+            held_lines = np.full((self.n, 8), -1, dtype=np.int64)
+        elif stats is not None:
             lru = sampler._lru_table()
             lru.ensure_state(np)
             lru.state = lru_state = np.ascontiguousarray(lru.state)
@@ -1345,7 +1492,12 @@ class _Sampling:
                               min_linear=self.min_linear, mag_linear=self.mag_linear,
                               wrap_s=self.wrap_s, wrap_t=self.wrap_t, stats=stats,
                               active=self.active, lane_tile=sampler._lane_tile,
-                              cache=sampler.cache, lru_state=lru_state)
+                              cache=sampler.cache, lru_state=lru_state,
+                              held_lines=held_lines)
+        if held_lines is not None:
+            flat = held_lines.reshape(-1)
+            index = np.flatnonzero(flat >= 0)
+            sampler._held.record(index >> 3, flat[index], sampler._lane_base)
         return out
 
     def _sample_level(self, s, t, fl, linear: bool, r=None):
@@ -1795,7 +1947,7 @@ def _lerp_spread(a, b, w):  # pragma: no cover - compiled
     return ((a * (256 - w) + b * w + _ROUND) >> 8) & _FIELDS
 
 
-def _lanes_kernel(fixed, min_linear, mag_linear, has_two, counting):
+def _lanes_kernel(fixed, min_linear, mag_linear, has_two, counting, holding):
     """The lane loop of :func:`sample_lanes_compiled` for one combination of the per-call
     flags: Numba compiles each closure with the flags as constants (and caches each on disk,
     keyed by them), so the loop body has no branches on them (about 10% of its time on the
@@ -1803,6 +1955,9 @@ def _lanes_kernel(fixed, min_linear, mag_linear, has_two, counting):
     caches - 1 for a power of two (else -1), ``arrays`` the wrapper's tuple of the rest,
     unpacked once before the loop (unpacked per lane, as an inlined per-lane helper does, each
     array costs a reference count per lane: the loop ran 3.4x slower).
+
+    ``holding``: the cache lines are written to ``held_lines`` ((n, 8): level 0 taps, then
+    level 1 taps; -1 for a repeat or none) for :class:`_HeldAccesses`, not looked up.
 
     One thread: the texture caches' LRU replay needs each cache's accesses in lane order, and
     lanes grouped by cache interleave every ~32 lanes on the runner trace, so two threads wrote
@@ -1815,7 +1970,7 @@ def _lanes_kernel(fixed, min_linear, mag_linear, has_two, counting):
          heights, widths_f, heights_f, wrap_s, wrap_t, pot, out, active, lane_tile, has_tile,
          caches, sets, set_shift, state, blocks_w, line_bases, bpp, shift, mask, line_shift,
          samples, texel_counts, nearest, nearest_mip_linear, bilinear, trilinear, accesses,
-         misses) = arrays
+         misses, held_lines) = arrays
         color_f = np.empty((2, 4), dtype=np.float32)
         for i in range(s.shape[0]):
             mini = minified[i]
@@ -1903,6 +2058,9 @@ def _lanes_kernel(fixed, min_linear, mag_linear, has_two, counting):
                                 continue
                             line = line11
                         lane_accesses += 1
+                        if holding:
+                            held_lines[i, 4 * slot + j] = line
+                            continue
                         if set_shift >= 0:      # a power of two (lines are non-negative)
                             g, tag = cache_base + (line & (sets - 1)), line >> set_shift
                         else:
@@ -1942,9 +2100,9 @@ _lane_kernels = {}
 
 
 def _lane_kernel(fixed: bool, min_linear: bool, mag_linear: bool, has_two: bool,
-                 counting: bool):
+                 counting: bool, holding: bool):
     """The lane loop for these flags, compiled on first use (from Numba's disk cache after)."""
-    key = (fixed, min_linear, mag_linear, has_two, counting)
+    key = (fixed, min_linear, mag_linear, has_two, counting, holding)
     kernel = _lane_kernels.get(key)
     if kernel is None:
         kernel = _lane_kernels[key] = _lanes_kernel(*key)
@@ -1953,13 +2111,16 @@ def _lane_kernel(fixed: bool, min_linear: bool, mag_linear: bool, has_two: bool,
 
 def sample_lanes_compiled(out, s, t, face, lod, packed, *, fixed: bool, min_linear: bool,
                           mag_linear: bool, wrap_s: str, wrap_t: str, stats=None, active=None,
-                          lane_tile=None, cache=None, lru_state=None) -> None:
+                          lane_tile=None, cache=None, lru_state=None,
+                          held_lines=None) -> None:
     """Sample every lane (not seamless cube-map LINEAR taps) into ``out`` (4, n) float32, as
     ``_Sampling._filter`` does: ``s``, ``t`` sanitized float32 coordinates, ``face`` (n,),
     ``lod`` the sampler's ``_Lod``, ``packed`` its ``_Packed`` texture; with ``stats`` (a
     TextureStats), also its counters of the ``active`` lanes and their texture-cache accesses
     (``cache`` the TextureCacheConfig, ``lru_state`` its (caches * sets, ways) LRU table,
-    updated; ``lane_tile`` (n,) picks each lane's cache, else its quad)."""
+    updated; ``lane_tile`` (n,) picks each lane's cache, else its quad; ``held_lines``
+    (n, 8) int64 filled with -1: the lines are written there instead, see
+    :func:`_lanes_kernel`)."""
     has_two = lod.weight is not None
     floats0 = np.zeros(1, dtype=np.float32)
     ints0 = np.zeros(1, dtype=np.int64)
@@ -1967,6 +2128,8 @@ def sample_lanes_compiled(out, s, t, face, lod, packed, *, fixed: bool, min_line
     if counting:
         sets = cache.sets
         set_shift = sets.bit_length() - 1 if sets & (sets - 1) == 0 else -1
+        if lru_state is None:       # holding: no lookups
+            lru_state = np.zeros((1, 1), dtype=np.int64)
         geometry = (cache.caches, sets, set_shift, lru_state, packed.blocks_w,
                     packed.line_bases, packed.bits, cache.block.bit_length() - 1,
                     cache.block - 1, cache.line_bytes.bit_length() - 1 + 3)
@@ -1981,7 +2144,9 @@ def sample_lanes_compiled(out, s, t, face, lod, packed, *, fixed: bool, min_line
         active = np.zeros(1, dtype=bool)
     has_tile = counting and lane_tile is not None
     tiles = np.asarray(lane_tile).astype(np.int64, copy=False) if has_tile else ints0
-    run = _lane_kernel(bool(fixed), bool(min_linear), bool(mag_linear), has_two, counting)
+    holding = counting and held_lines is not None
+    run = _lane_kernel(bool(fixed), bool(min_linear), bool(mag_linear), has_two, counting,
+                       holding)
     count = packed.texels_spread.shape[0] if fixed else packed.texels.shape[0]
     caches = geometry[0]
     cache_mask = caches - 1 if caches & (caches - 1) == 0 else -1
@@ -1992,7 +2157,8 @@ def sample_lanes_compiled(out, s, t, face, lod, packed, *, fixed: bool, min_line
         packed.texels_spread if fixed else ints0, packed.texels,
         packed.offsets, packed.widths, packed.heights, packed.widths_f, packed.heights_f,
         WRAP_CODES[wrap_s], WRAP_CODES[wrap_t], packed.pot, out, active, tiles,
-        has_tile, *geometry, *counters)
+        has_tile, *geometry, *counters,
+        held_lines if holding else np.zeros((1, 1), dtype=np.int64))
     if not run(count, cache_mask, arrays):
         raise IndexError("texture taps outside the texture's texels")
 

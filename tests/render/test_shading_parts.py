@@ -57,13 +57,6 @@ def test_techniques_see_the_same_fragments_in_parts(techniques, small_parts):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason=(
-    "the texture caches see a part's sampling instructions one after the other, one run's "
-    "instruction by instruction over all its lanes: tex_cache_misses of a program sampling "
-    "several times depend on SHADE_CHUNK_LANES (rtt_post_chain's 9-tap blur: 14,947 misses "
-    "in one run, 1,998 in 64-lane parts). Fix: replay each instruction's lines in the order "
-    "a fragment processor's warps in flight issue them (docs/notes/issue-34-speed.md, third "
-    "session)"))
 def test_a_program_sampling_several_times_counts_its_cache_the_same_in_parts(small_parts):
     parts, runs = small_parts
     frames, width, height = record_scene("rtt_post_chain")
