@@ -569,10 +569,13 @@ class _HeldAccesses:
     them (:class:`TextureCacheConfig`, :meth:`TextureSampler.warps_in_flight`).
 
     Every quad belongs to a window: its cache's quads in batch order, ``warps_in_flight`` at
-    a time (``window``: the window's rank among its cache's times caches plus the cache, so
-    sorting by it keeps each cache's windows in order). An access is keyed by (window, the
-    lane's own count of texel-reading instructions before it, lane) and sorted stably, so a
-    lane's taps keep their order."""
+    a time (:attr:`window`: the window's rank among its cache's times caches plus the cache,
+    so the windows of each cache are in order). Windows are replayed one after the other;
+    within one, the accesses by (the lane's own count of texel-reading instructions before
+    them, its "seq"; lane), each lane's taps in their order: a stable sort, or the compiled
+    walk :func:`replay_held_compiled`. Held per instruction as (lanes, lines, seq):
+    lane-ordered, one seq each (an instruction whose lanes had read different counts is held
+    as one part per seq)."""
 
     def __init__(self, sampler: TextureSampler, total: int, xp):
         cfg = sampler.cache
@@ -592,21 +595,33 @@ class _HeldAccesses:
         rank[by_cache] = xp.arange(quads, dtype=np.int64) - xp.take(
             first, xp.take(cache_of_quad, by_cache))
         self.window = (rank // cfg.warps_in_flight) * cfg.caches + cache_of_quad
-        # the last quad of every window: a window is replayed once its quads have all run
         windows = int(self.window.max()) + 1 if quads else 0
+        # the last quad of every window: a window is replayed once its quads have all run
         self.window_end = xp.full(windows, -1, dtype=np.int64)
         self.window_end[self.window] = xp.arange(quads, dtype=np.int64)   # ascending: the last
+        self.replayed = xp.zeros(windows, dtype=bool)
         self.cache_of_quad = cache_of_quad
         self.seq = xp.zeros(self.total, dtype=np.int32)   # texel reads per lane so far
-        self.held: list[tuple[Any, Any, Any]] = []        # (lane, line, seq) per instruction
+        self.held: list[tuple[Any, Any, int]] = []         # (lanes, lines, seq)
         self.misses = xp.zeros(self.total, dtype=np.int64)
 
-    def record(self, lane, lines, base: int) -> None:
-        """Hold accesses: ``lane`` (M,) lanes (from ``base``), ``lines`` (M,) their lines, in
-        the instruction's order (lane by lane, taps in order)."""
-        if lane.shape[0]:
-            lane = lane.astype(np.int64) + base
-            self.held.append((lane, lines.astype(np.int64), self.seq[lane]))
+    def record(self, lane, lines, first: int, active) -> None:
+        """Hold one instruction's accesses: ``lane`` (M,) batch lanes, ``lines`` (M,) their
+        lines, in the instruction's order (lane by lane, taps in order); ``active`` (n,) the
+        lanes ``first..first + n`` that ran it."""
+        if not lane.shape[0]:
+            return
+        xp = self.xp
+        lane = lane.astype(np.int64, copy=False)
+        lines = lines.astype(np.int64, copy=False)
+        ran = self.seq[first:first + active.shape[0]][active]
+        if int(ran.min()) == int(ran.max()):
+            self.held.append((lane, lines, int(ran[0])))
+            return
+        seq = self.seq[lane]                                # divergent control flow
+        for value in to_host(xp.unique(seq)).tolist():
+            part = seq == value
+            self.held.append((lane[part], lines[part], int(value)))
 
     def ran(self, active, base: int) -> None:
         """The ``active`` lanes (from ``base``) ran one more texel-reading instruction."""
@@ -616,30 +631,62 @@ class _HeldAccesses:
     def replay(self, before_quad: int | None = None) -> None:
         """Replay (into :attr:`misses`) the held accesses of the windows whose quads all lie
         before ``before_quad`` (None: every window); keep the rest."""
-        if not self.held:
-            return
-        xp, total = self.xp, self.total
-        lane, lines, seq = (xp.concatenate([h[k] for h in self.held]) for k in range(3))
-        self.held = []
-        window = xp.take(self.window, lane >> 2)
+        xp = self.xp
+        replayed = self.replayed
+        ready = ~replayed
         if before_quad is not None:
-            ready = xp.take(self.window_end, window) < before_quad
-            if not bool(ready.all()):
-                keep = ~ready
-                self.held = [(lane[keep], lines[keep], seq[keep])]
-                lane, lines, seq, window = lane[ready], lines[ready], seq[ready], window[ready]
+            ready &= self.window_end < before_quad
+        self.replayed = replayed | ready
+        if not self.held or not bool(ready.any()):
+            return
+        # by seq, then in the order held (the parts of a batch come in lane order)
+        held = sorted(self.held, key=lambda h: h[2])
+        self.held = []
+        sampler = self.sampler
+        sets = sampler.cache.sets
+        sizes = [int(h[0].shape[0]) for h in held]
+        lane = xp.concatenate([h[0] for h in held]) if len(held) > 1 else held[0][0]
+        lines = xp.concatenate([h[1] for h in held]) if len(held) > 1 else held[0][1]
+        if usable(lane, lines, self.window, self.cache_of_quad):
+            lru = sampler._lru_table()
+            lru.ensure_state(np)
+            lru.state = np.ascontiguousarray(lru.state)
+            lane, lines, keep = replay_held_compiled(
+                lane, lines, np.array(sizes, dtype=np.int64),
+                np.array([h[2] for h in held], dtype=np.int64), self.window_end, ready,
+                replayed, self.cache_of_quad, sampler.cache.caches, sets, lru.state,
+                self.misses)
+            self._keep(held, sizes, lane, lines, keep)
+            return
+        seq = xp.concatenate([xp.full(size, h[2], dtype=np.int64)
+                              for h, size in zip(held, sizes)])
+        window = xp.take(self.window, lane >> 2)
+        now = xp.take(ready, window)
+        if not bool(now.all()):
+            self._keep(held, sizes, lane, lines, ~now)
+            lane, lines, seq, window = lane[now], lines[now], seq[now], window[now]
         if lane.shape[0] == 0:
             return
+        total = self.total
         seqs = int(seq.max()) + 1
         if (int(self.window_end.shape[0]) * seqs + 1) * total < (1 << 62):
             order = xp.argsort((window * seqs + seq) * total + lane, kind="stable")
         else:       # a key that would overflow: three stable sorts
-            order = xp.lexsort(xp.stack([lane, seq.astype(np.int64), window]))
+            order = xp.lexsort(xp.stack([lane, seq, window]))
         lane, lines = xp.take(lane, order), xp.take(lines, order)
-        sets = self.sampler.cache.sets
         cache = xp.take(self.cache_of_quad, lane >> 2)
-        hit = self.sampler._lru(xp, cache * sets + lines % sets, lines // sets)
+        hit = sampler._lru(xp, cache * sets + lines % sets, lines // sets)
         self.misses += xp.bincount(lane[~hit], minlength=total)
+
+    def _keep(self, held, sizes, lane, lines, keep) -> None:
+        """Hold again the accesses ``keep`` of the parts ``held`` (runs of ``sizes``)."""
+        offset = 0
+        for (_, _, value), size in zip(held, sizes):
+            part = keep[offset:offset + size]
+            if bool(part.any()):
+                self.held.append((lane[offset:offset + size][part],
+                                  lines[offset:offset + size][part], value))
+            offset += size
 
 
 # ------------------------------------------------------------------------------------------
@@ -935,7 +982,7 @@ class TextureSampler:
             self.accesses.append((instruction, lane, lines << line_shift))
         if self._held is not None:
             stats.cache_accesses += xp.bincount(lane, minlength=n)
-            self._held.record(lane, lines, self._lane_base)
+            self._held.record(lane + self._lane_base, lines, self._lane_base, active)
             return
         if self._lane_tile is not None:
             tile = xp.asarray(self._lane_tile).astype(np.int64)
@@ -1481,9 +1528,11 @@ class _Sampling:
         colors, counters and cache accesses in the same order)."""
         sampler, stats = self.sampler, self.stats
         out = np.empty((4, self.n), dtype=np.float32)
-        lru_state = held_lines = None
+        lru_state = held = None
         if stats is not None and sampler._held is not None:
-            held_lines = np.full((self.n, 8), -1, dtype=np.int64)
+            # at most 8 lines a lane; pages never written are never committed
+            held = (np.empty(8 * self.n, dtype=np.int64), np.empty(8 * self.n, dtype=np.int64),
+                    np.zeros(1, dtype=np.int64), sampler._lane_base)
         elif stats is not None:
             lru = sampler._lru_table()
             lru.ensure_state(np)
@@ -1493,11 +1542,11 @@ class _Sampling:
                               wrap_s=self.wrap_s, wrap_t=self.wrap_t, stats=stats,
                               active=self.active, lane_tile=sampler._lane_tile,
                               cache=sampler.cache, lru_state=lru_state,
-                              held_lines=held_lines)
-        if held_lines is not None:
-            flat = held_lines.reshape(-1)
-            index = np.flatnonzero(flat >= 0)
-            sampler._held.record(index >> 3, flat[index], sampler._lane_base)
+                              held=held)
+        if held is not None:
+            count = int(held[2][0])
+            sampler._held.record(held[0][:count], held[1][:count], sampler._lane_base,
+                                 self.active)
         return out
 
     def _sample_level(self, s, t, fl, linear: bool, r=None):
@@ -1762,6 +1811,98 @@ def _texture_cache(table, width0, active, cache_of_lane, sets, set_shift, state,
 
 
 @jit
+def _by_cache(lane, lines, sizes, cache_of_quad, caches, out_lane, out_lines,
+              segment):  # pragma: no cover - compiled
+    """Each held part's accesses split by cache, in their order (a stable counting sort):
+    part e's accesses of cache c are out_*[segment[e * caches + c]:segment[... + 1]]."""
+    start = 0
+    for e in range(sizes.shape[0]):
+        stop = start + sizes[e]
+        row = e * caches
+        segment[row] = start
+        for i in range(start, stop):
+            segment[row + cache_of_quad[lane[i] >> 2] + 1] += 1
+        for c in range(caches):
+            segment[row + c + 1] += segment[row + c]
+        cursor = segment[row:row + caches].copy()
+        for i in range(start, stop):
+            c = cache_of_quad[lane[i] >> 2]
+            out_lane[cursor[c]] = lane[i]
+            out_lines[cursor[c]] = lines[i]
+            cursor[c] += 1
+        start = stop
+
+
+@jit
+def _held_walk(lane, lines, seqs, segment, window_end, ready, replayed, caches, sets, set_shift,
+               state, misses, keep):  # pragma: no cover - compiled
+    """The LRU over the held accesses (split by :func:`_by_cache`) of the ready windows,
+    cache by cache, window by window; in a window, seq by seq (the parts of one seq merged
+    by lane), each lane's accesses in order. ``keep``: the accesses not replayed."""
+    parts = seqs.shape[0]
+    windows = window_end.shape[0]
+    cursor = np.empty(parts, dtype=np.int64)
+    keep[:] = True
+    for c in range(caches):
+        for e in range(parts):
+            cursor[e] = segment[e * caches + c]
+        base = c * sets
+        for w in range(c, windows, caches):
+            if not ready[w]:
+                if replayed[w]:
+                    continue        # replayed before: none of its accesses are held
+                break               # the cache's windows from here on have not all run
+            limit = 4 * (window_end[w] + 1)     # the window's lanes lie below, after the last
+            first = 0
+            while first < parts:
+                last = first + 1
+                while last < parts and seqs[last] == seqs[first]:
+                    last += 1
+                while True:
+                    # the part (of this seq) whose next access has the lowest lane
+                    best, best_lane = -1, limit
+                    for e in range(first, last):
+                        k = cursor[e]
+                        if k < segment[e * caches + c + 1] and lane[k] < best_lane:
+                            best, best_lane = e, lane[k]
+                    if best < 0:
+                        break
+                    k, end = cursor[best], segment[best * caches + c + 1]
+                    while k < end and lane[k] == best_lane:
+                        line = lines[k]
+                        if set_shift >= 0:      # a power of two (lines are non-negative)
+                            hit = lru_access_one(state, base + (line & (sets - 1)),
+                                                 line >> set_shift)
+                        else:
+                            hit = lru_access_one(state, base + line % sets, line // sets)
+                        if not hit:
+                            misses[best_lane] += 1
+                        keep[k] = False
+                        k += 1
+                    cursor[best] = k
+                first = last
+
+
+def replay_held_compiled(lane, lines, sizes, seqs, window_end, ready, replayed, cache_of_quad,
+                         caches: int, sets: int, state, misses):
+    """``_HeldAccesses.replay`` compiled: the held parts (consecutive runs of ``sizes`` (E,)
+    in ``lane``, ``lines``, each in lane order, the parts sorted by their seq ``seqs``)
+    through the exact LRU ``state``, window by window of the ``ready`` ones (``replayed``:
+    those replayed before), adding each miss to ``misses``. Returns (lane, lines, keep): the
+    parts' accesses split by cache (each part's runs stay where they were) and which are
+    still held."""
+    out_lane = np.empty_like(lane)
+    out_lines = np.empty_like(lines)
+    segment = np.zeros(sizes.shape[0] * caches + 1, dtype=np.int64)
+    _by_cache(lane, lines, sizes, cache_of_quad, caches, out_lane, out_lines, segment)
+    keep = np.empty(lane.shape[0], dtype=bool)
+    set_shift = sets.bit_length() - 1 if sets & (sets - 1) == 0 else -1
+    _held_walk(out_lane, out_lines, seqs, segment, window_end, ready, replayed, caches, sets,
+               set_shift, state, misses, keep)
+    return out_lane, out_lines, keep
+
+
+@jit
 def _fill_lines(table, column, xs, ys, images, lanes, has_lanes, blocks_w, line_bases, bpp,
                 shift, mask, line_shift):  # pragma: no cover - compiled
     k, m = xs.shape
@@ -1956,8 +2097,9 @@ def _lanes_kernel(fixed, min_linear, mag_linear, has_two, counting, holding):
     unpacked once before the loop (unpacked per lane, as an inlined per-lane helper does, each
     array costs a reference count per lane: the loop ran 3.4x slower).
 
-    ``holding``: the cache lines are written to ``held_lines`` ((n, 8): level 0 taps, then
-    level 1 taps; -1 for a repeat or none) for :class:`_HeldAccesses`, not looked up.
+    ``holding``: the accesses are written out for :class:`_HeldAccesses`, not looked up:
+    access h is line ``held_lines[h]`` of lane ``lane_base + i`` (``held_lanes[h]``), in
+    order; ``held_count[0]`` the number written.
 
     One thread: the texture caches' LRU replay needs each cache's accesses in lane order, and
     lanes grouped by cache interleave every ~32 lanes on the runner trace, so two threads wrote
@@ -1970,8 +2112,9 @@ def _lanes_kernel(fixed, min_linear, mag_linear, has_two, counting, holding):
          heights, widths_f, heights_f, wrap_s, wrap_t, pot, out, active, lane_tile, has_tile,
          caches, sets, set_shift, state, blocks_w, line_bases, bpp, shift, mask, line_shift,
          samples, texel_counts, nearest, nearest_mip_linear, bilinear, trilinear, accesses,
-         misses, held_lines) = arrays
+         misses, held_lanes, held_lines, held_count, lane_base) = arrays
         color_f = np.empty((2, 4), dtype=np.float32)
+        held = 0
         for i in range(s.shape[0]):
             mini = minified[i]
             linear = min_linear if mini else mag_linear
@@ -2059,7 +2202,9 @@ def _lanes_kernel(fixed, min_linear, mag_linear, has_two, counting, holding):
                             line = line11
                         lane_accesses += 1
                         if holding:
-                            held_lines[i, 4 * slot + j] = line
+                            held_lanes[held] = lane_base + i
+                            held_lines[held] = line
+                            held += 1
                             continue
                         if set_shift >= 0:      # a power of two (lines are non-negative)
                             g, tag = cache_base + (line & (sets - 1)), line >> set_shift
@@ -2091,6 +2236,7 @@ def _lanes_kernel(fixed, min_linear, mag_linear, has_two, counting, holding):
                     nearest[i] += 1
                 accesses[i] += lane_accesses
                 misses[i] += lane_misses
+        held_count[0] = held
         return True
 
     return run
@@ -2112,14 +2258,14 @@ def _lane_kernel(fixed: bool, min_linear: bool, mag_linear: bool, has_two: bool,
 def sample_lanes_compiled(out, s, t, face, lod, packed, *, fixed: bool, min_linear: bool,
                           mag_linear: bool, wrap_s: str, wrap_t: str, stats=None, active=None,
                           lane_tile=None, cache=None, lru_state=None,
-                          held_lines=None) -> None:
+                          held=None) -> None:
     """Sample every lane (not seamless cube-map LINEAR taps) into ``out`` (4, n) float32, as
     ``_Sampling._filter`` does: ``s``, ``t`` sanitized float32 coordinates, ``face`` (n,),
     ``lod`` the sampler's ``_Lod``, ``packed`` its ``_Packed`` texture; with ``stats`` (a
     TextureStats), also its counters of the ``active`` lanes and their texture-cache accesses
     (``cache`` the TextureCacheConfig, ``lru_state`` its (caches * sets, ways) LRU table,
-    updated; ``lane_tile`` (n,) picks each lane's cache, else its quad; ``held_lines``
-    (n, 8) int64 filled with -1: the lines are written there instead, see
+    updated; ``lane_tile`` (n,) picks each lane's cache, else its quad; ``held``: (lanes,
+    lines, count, lane base) where the accesses are written instead, see
     :func:`_lanes_kernel`)."""
     has_two = lod.weight is not None
     floats0 = np.zeros(1, dtype=np.float32)
@@ -2144,7 +2290,7 @@ def sample_lanes_compiled(out, s, t, face, lod, packed, *, fixed: bool, min_line
         active = np.zeros(1, dtype=bool)
     has_tile = counting and lane_tile is not None
     tiles = np.asarray(lane_tile).astype(np.int64, copy=False) if has_tile else ints0
-    holding = counting and held_lines is not None
+    holding = counting and held is not None
     run = _lane_kernel(bool(fixed), bool(min_linear), bool(mag_linear), has_two, counting,
                        holding)
     count = packed.texels_spread.shape[0] if fixed else packed.texels.shape[0]
@@ -2158,7 +2304,7 @@ def sample_lanes_compiled(out, s, t, face, lod, packed, *, fixed: bool, min_line
         packed.offsets, packed.widths, packed.heights, packed.widths_f, packed.heights_f,
         WRAP_CODES[wrap_s], WRAP_CODES[wrap_t], packed.pot, out, active, tiles,
         has_tile, *geometry, *counters,
-        held_lines if holding else np.zeros((1, 1), dtype=np.int64))
+        *(held if holding else (ints0, ints0, np.zeros(1, dtype=np.int64), 0)))
     if not run(count, cache_mask, arrays):
         raise IndexError("texture taps outside the texture's texels")
 

@@ -23,9 +23,14 @@ from tilesim.shaders.parser import parse
 CACHE = TextureCacheConfig(caches=2, size_bytes=512, ways=2, line_bytes=64, warps_in_flight=3)
 
 
-def _workload(seed: int = 5, quads: int = 23):
+# 3 caches of 3 sets (neither a power of two), 2 quads in flight.
+ODD_CACHE = TextureCacheConfig(caches=3, size_bytes=384, ways=2, line_bytes=64,
+                               warps_in_flight=2)
+
+
+def _workload(seed: int = 5, quads: int = 23, divergent: bool = True):
     """A texture, the lanes' tiles and four requests; request 1 leaves some lanes out
-    (divergent control flow: their second read is request 2's) and request 3 samples an
+    (``divergent`` control flow: their second read is request 2's) and request 3 samples an
     unbound unit (it reads nothing, but counts as a texel-reading instruction)."""
     rng = np.random.default_rng(seed)
     pixels = rng.integers(0, 256, (64, 64, 4), dtype=np.uint8)
@@ -40,7 +45,7 @@ def _workload(seed: int = 5, quads: int = 23):
         s = np.repeat(base[0], 4) + offset[0] + np.tile([0, 1, 0, 1], quads) / 64
         t = np.repeat(base[1], 4) + offset[1] + np.tile([0, 0, 1, 1], quads) / 64
         req = request(s, t, unit=1 if k == 3 else 0)
-        if k == 1:
+        if k == 1 and divergent:
             req.active = np.repeat(rng.random(quads) < 0.6, 4)
         requests.append(req)
     return texture, lane_tile, requests, n
@@ -108,14 +113,17 @@ def _part(req, start, stop):
 
 @pytest.mark.parametrize("compiled", [True, False])
 @pytest.mark.parametrize("part_quads", [None, 1, 2, 5, 64])
-def test_the_caches_see_the_warps_in_flight_order_in_any_parts(compiled, part_quads):
-    texture, lane_tile, requests, n = _workload()
-    expected = _oracle_misses(texture, lane_tile, requests, n, CACHE)
+@pytest.mark.parametrize("divergent", [True, False])
+@pytest.mark.parametrize("cache", [CACHE, ODD_CACHE], ids=["cache", "odd_cache"])
+def test_the_caches_see_the_warps_in_flight_order_in_any_parts(compiled, part_quads,
+                                                               divergent, cache):
+    texture, lane_tile, requests, n = _workload(divergent=divergent)
+    expected = _oracle_misses(texture, lane_tile, requests, n, cache)
     if compiled:
-        stats = _held_stats(texture, lane_tile, requests, n, CACHE, part_quads)
+        stats = _held_stats(texture, lane_tile, requests, n, cache, part_quads)
     else:
         with disabled():
-            stats = _held_stats(texture, lane_tile, requests, n, CACHE, part_quads)
+            stats = _held_stats(texture, lane_tile, requests, n, cache, part_quads)
     np.testing.assert_array_equal(stats.cache_misses, expected)
     assert 0 < int(stats.cache_misses.sum()) < int(stats.cache_accesses.sum())
 
