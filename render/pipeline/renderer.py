@@ -50,6 +50,7 @@ from tilesim.render.pipeline.clipping import ClippedTriangles
 from tilesim.render.pipeline.counters import FrameCounters, PassCounters
 from tilesim.render.pipeline.framebuffer import RenderTarget
 from tilesim.render.pipeline.gpu_config import GPU_CONFIG, gl_limits, gpu_config_values
+from tilesim.render.pipeline.tile_caches import TileCaches
 from tilesim.render.pipeline.hooks import PipelineHooks
 from tilesim.render.pipeline.observer import RenderObserver
 from tilesim.render.pipeline.options import MEDIUMP_HELP  # noqa: F401 (named here)
@@ -236,6 +237,7 @@ class Renderer:
         self.counters = FrameCounters(0)
         self._pass: PassCounters | None = None
         self._pass_target: RenderTarget | None = None
+        self._texture_caches = None     # the pass's texture caches, one per tile
         self._written: np.ndarray | None = None
         self._deferred: list[tuple[DrawContext, np.ndarray]] = []
         self._observed: np.ndarray | None = None   # the frame's image, read by readPixels
@@ -487,6 +489,7 @@ class Renderer:
                                       target.tile_size, target.tiles_x, target.tiles_y,
                                       target.traversal(self.traversal))
             self._pass_target = target
+            self._texture_caches = None         # made by the pass's first textured draw
             self._written = xp.zeros(target.width * target.height, dtype=bool)
             self.counters.scalars["passes"] += 1
             self.techniques.begin_pass(target, self._pass)
@@ -503,6 +506,13 @@ class Renderer:
         depth_flushed = (target.depth_texture is not None
                          and self.state.textures.get(target.depth_texture[0]) is not None)
         self.techniques.finish_pass(target, counters, self._written, depth_flushed)
+        if self._texture_caches is not None:
+            # each tile's caches start from what the tile before it on its processor left
+            skipped = counters.tiles.get("re_tiles_skipped")
+            inherited = self._texture_caches.inherited_hits(
+                counters.traversal, None if skipped is None else to_host(skipped) == 0)
+            if inherited.any():
+                counters.add_per_tile("tex_cache_misses", self.xp.asarray(-inherited))
         if target.texture is not None:
             ident, image_target, level = target.texture
             texture = self.state.textures.get(ident)
@@ -519,7 +529,7 @@ class Renderer:
                 target.synced["depth"] = texture.version
         self.counters.passes.append(counters.to_host())
         self.observer.end_pass(self.frame_index, self.counters.passes[-1])
-        self._pass = self._pass_target = self._written = None
+        self._pass = self._pass_target = self._written = self._texture_caches = None
 
     def _end_frame(self) -> FrameResult:
         self._end_pass()
@@ -657,7 +667,14 @@ class Renderer:
             return None  # the stage samples nothing
         from tilesim.render.pipeline.texture_sampler import SamplerOptions, TextureSampler
 
-        sampler = TextureSampler(units, options=SamplerOptions.llvmpipe())
+        caches = None
+        if lane_tile is not None:
+            # the fragment stage: the pass's caches, tile by tile (tile_caches.py)
+            if self._texture_caches is None:
+                target = self._pass_target
+                self._texture_caches = TileCaches(target.tiles_x * target.tiles_y)
+            caches = self._texture_caches.table
+        sampler = TextureSampler(units, options=SamplerOptions.llvmpipe(), tile_caches=caches)
         sampler.begin(lane_tile)
         return sampler
 

@@ -21,6 +21,11 @@ that leave the set unchanged, so they are merged first. Then
   (all hits, see :meth:`SetAssociativeLRU._lru_alternations`), so such a stretch costs
   about 4 steps.
 
+A table can keep its sets' first tags (``first_tags=True``, :attr:`SetAssociativeLRU.first`):
+the tags that took each set's empty ways, in order, which is all a set's history needs from its
+starting contents (see :attr:`SetAssociativeLRU.first`; the texture caches of a pass's tiles,
+tilesim.render.pipeline.tile_caches, start each tile from the one before it with them).
+
 A table can carry a payload per entry (``payload_dtype``; e.g. the color a memoization LUT
 returns): :meth:`SetAssociativeLRU.access_with_payload` inserts the access's payload on a miss
 and returns, per access, the payload stored in the entry it used (its own on a miss, the stored
@@ -43,21 +48,36 @@ __all__ = ["SetAssociativeLRU"]
 
 class SetAssociativeLRU:
     """``groups`` sets x ``ways`` entries, exact LRU; :attr:`state` rows hold tags, oldest first
-    (negative: empty). ``payload_dtype``: also store one value of that dtype per entry."""
+    (negative: empty). ``payload_dtype``: also store one value of that dtype per entry.
+    ``first_tags``: keep :attr:`first`.
 
-    def __init__(self, groups: int, ways: int, payload_dtype=None):
+    :attr:`first` (groups, ways) int64: the tags that took each set's empty ways since it was
+    empty, in the order they did (-1: a way still empty). Those are the set's first ``ways``
+    distinct tags, and the only accesses whose hit depended on the set's contents before it
+    was emptied: a set that had started from contents C instead would have hit the same
+    everywhere else, and ended, after ``ways`` distinct tags, in the same state."""
+
+    def __init__(self, groups: int, ways: int, payload_dtype=None, first_tags: bool = False):
         if groups < 1 or ways < 1:
             raise ValueError("SetAssociativeLRU: groups and ways must be positive")
         self.groups, self.ways = int(groups), int(ways)
         self.payload_dtype = None if payload_dtype is None else np.dtype(payload_dtype)
+        self.first_tags = bool(first_tags)
         self.state = None       # (groups, ways) int64 tags, created on the first batch
         self.payload = None     # (groups, ways) payload_dtype, with a payload
+        self.first = None       # (groups, ways) int64, with first_tags
         self._xp = None
 
     def reset(self) -> None:
         """Empty every set."""
         self.state = None
         self.payload = None
+        self.first = None
+
+    def first_or_none(self, xp=np):
+        """:attr:`first` for a kernel's argument: (0, ways) when the table keeps none."""
+        self.ensure_state(xp)
+        return self.first if self.first is not None else xp.empty((0, self.ways), np.int64)
 
     def access(self, key, tag):
         """Look up and update the sets for accesses (M,) in order; returns hit (M,) bool.
@@ -87,6 +107,8 @@ class SetAssociativeLRU:
                 self.groups, self.ways)
             if self.payload_dtype is not None:
                 self.payload = xp.zeros((self.groups, self.ways), dtype=self.payload_dtype)
+            if self.first_tags:
+                self.first = xp.full((self.groups, self.ways), -1, dtype=np.int64)
             self._xp = xp
 
     def _run(self, key, tag, payload):
@@ -96,11 +118,13 @@ class SetAssociativeLRU:
             # One access after the other, in a compiled loop: the same hits and contents.
             self.state = np.ascontiguousarray(self.state)
             if payload is None:
-                return lru_access_compiled(self.state, key, tag), None
+                return lru_access_compiled(self.state, key, tag, self.first), None
             self.payload = np.ascontiguousarray(self.payload)
             return lru_access_with_payload_compiled(self.state, self.payload, key, tag,
                                                     np.asarray(payload))
         groups, ways = self.groups, self.ways
+        if self.first is not None:
+            empty_before = (self.state < 0).sum(axis=1)
         prefix = groups * ways
         # Small keys sort stably in linear time (NumPy radix-sorts 16-bit integers).
         key_dtype = np.int16 if groups < (1 << 15) else np.int64
@@ -131,11 +155,35 @@ class SetAssociativeLRU:
                 value_sorted = xp.take(v_starts, run)
         hit = xp.empty(hit_sorted.shape, dtype=bool)
         hit[order] = hit_sorted
+        if self.first is not None:
+            self._note_first(xp, key, tag, hit[prefix:], empty_before)
         if value_sorted is None:
             return hit[prefix:], None
         value = xp.empty(value_sorted.shape, dtype=value_sorted.dtype)
         value[order] = value_sorted
         return hit[prefix:], value[prefix:]
+
+    def _note_first(self, xp, key, tag, hit, empty_before) -> None:
+        """:attr:`first` after a batch: a set's misses take its empty ways (the oldest) while
+        it has any, so its first ``empty_before`` misses of the batch are its new first
+        tags."""
+        miss = xp.flatnonzero(~hit)
+        if miss.shape[0] == 0:
+            return
+        g = xp.asarray(key)[miss].astype(np.int64)
+        empty = xp.take(empty_before, g)
+        miss, g, empty = miss[empty > 0], g[empty > 0], empty[empty > 0]
+        if miss.shape[0] == 0:
+            return
+        order = xp.argsort(g, kind="stable")
+        g, empty, miss = g[order], empty[order], miss[order]
+        starts = xp.flatnonzero(xp.concatenate([xp.ones(1, dtype=bool), g[1:] != g[:-1]]))
+        run = xp.cumsum(xp.concatenate([xp.ones(1, dtype=np.int64),
+                                        (g[1:] != g[:-1]).astype(np.int64)])) - 1
+        rank = xp.arange(g.shape[0]) - xp.take(starts, run)
+        new = rank < empty
+        self.first[g[new], self.ways - empty[new] + rank[new]] = \
+            xp.asarray(tag)[miss[new]].astype(np.int64)
 
     def _lru_two_way(self, xp, k_sorted, t_sorted, same_prev):
         """1- and 2-way sets without a loop (module docstring); updates :attr:`state`."""
@@ -263,17 +311,39 @@ def lru_access_one(state, g, t):  # pragma: no cover - compiled
     return found
 
 
+@jit(inline=True)
+def lru_access_first(state, first, g, t):  # pragma: no cover - compiled
+    """:func:`lru_access_one`, noting in ``first[g]`` a tag that takes an empty way
+    (:attr:`SetAssociativeLRU.first`; ``first`` with no rows: none kept)."""
+    if first.shape[0] and state[g, 0] < 0:      # empty ways are the oldest
+        ways = state.shape[1]
+        empty = 0
+        present = False
+        for k in range(ways):
+            if state[g, k] < 0:
+                empty += 1
+            elif state[g, k] == t:
+                present = True
+        if not present:
+            first[g, ways - empty] = t
+    return lru_access_one(state, g, t)
+
+
 @jit
-def _lru(key, tag, state, hit):  # pragma: no cover - compiled
+def _lru(key, tag, state, first, hit):  # pragma: no cover - compiled
     for i in range(key.shape[0]):
-        hit[i] = lru_access_one(state, key[i], tag[i])
+        hit[i] = lru_access_first(state, first, key[i], tag[i])
 
 
-def lru_access_compiled(state: np.ndarray, key: np.ndarray, tag: np.ndarray) -> np.ndarray:
+def lru_access_compiled(state: np.ndarray, key: np.ndarray, tag: np.ndarray,
+                        first: np.ndarray | None = None) -> np.ndarray:
     """Exact LRU over the accesses (M,) one at a time, updating ``state`` (groups, ways) int64
-    (oldest first) in place; returns hit (M,) bool, as ``SetAssociativeLRU.access``."""
+    (oldest first) and ``first`` (:attr:`SetAssociativeLRU.first`, None: not kept) in place;
+    returns hit (M,) bool, as ``SetAssociativeLRU.access``."""
     hit = np.empty(key.shape[0], dtype=bool)
-    _lru(key.astype(np.int64), tag.astype(np.int64), state, hit)
+    if first is None:
+        first = np.empty((0, state.shape[1]), dtype=np.int64)
+    _lru(key.astype(np.int64), tag.astype(np.int64), state, first, hit)
     return hit
 
 

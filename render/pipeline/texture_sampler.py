@@ -105,7 +105,7 @@ from tilesim.jit import jit, usable
 from tilesim.render.gl.textures import MAX_LEVELS, TEXTURE_3D, TEXTURE_CUBE_MAP, Texture
 from tilesim.render.pipeline.gpu_config import (GPU_CONFIG, counted_entry, gpu_config_values,
                                                 overrides_key)
-from tilesim.render.pipeline.set_associative import SetAssociativeLRU, lru_access_one
+from tilesim.render.pipeline.set_associative import SetAssociativeLRU, lru_access_first
 from tilesim.shaders.sampling import BIAS, EXPLICIT, GRADIENT, IMPLICIT, LEVEL_ZERO, TextureRequest
 
 __all__ = ["KINDS", "TEXELS_PER_KIND", "SamplerOptions", "TextureCacheConfig", "TextureSampler",
@@ -185,6 +185,14 @@ class TextureCacheConfig:
     an exact LRU over the accesses in that order, starting from the state the previous
     sampling instructions left (:meth:`TextureSampler.reset_cache` empties every cache).
     accesses and misses are counted per lane.
+
+    Tile by tile, as the renderer runs it (``tile_caches.TileCaches``): the Raster Stage "processes
+    the screen one tile at a time" (Frame Coherence §2.3) and a tile's fragments run on one
+    processor, so a tile's accesses meet the cache as the tile's earlier accesses, in this
+    draw and the pass's earlier draws, left it. The renderer shades draw by draw over the
+    whole screen, so it keeps one cache state per tile (lane i: cache ``lane_tile[i]``),
+    empty at the pass's start: the order across tiles then never matters, and what a tile
+    would inherit from the previous tile on its processor is not modelled (it starts empty).
 
     Several sampling instructions: a fragment processor holds ``warps_in_flight`` quads at
     once and runs them in lock step, so its cache sees every held quad's first texture
@@ -579,22 +587,23 @@ class _HeldAccesses:
 
     def __init__(self, sampler: TextureSampler, total: int, xp):
         cfg = sampler.cache
+        caches = sampler.cache_count
         self.sampler, self.total, self.xp = sampler, int(total), xp
         quads = -(-self.total // 4)
         lane_tile = sampler._lane_tile
         if lane_tile is not None and getattr(lane_tile, "ndim", 0) == 1 \
                 and lane_tile.shape[0] == self.total:
-            cache_of_quad = xp.asarray(lane_tile[::4]).astype(np.int64) % cfg.caches
+            cache_of_quad = xp.asarray(lane_tile[::4]).astype(np.int64) % caches
         else:
-            cache_of_quad = xp.arange(quads, dtype=np.int64) % cfg.caches
+            cache_of_quad = xp.arange(quads, dtype=np.int64) % caches
         # rank of every quad among its cache's quads, in batch order
         by_cache = xp.argsort(cache_of_quad, kind="stable")
         first = xp.searchsorted(xp.take(cache_of_quad, by_cache),
-                                xp.arange(cfg.caches, dtype=np.int64))
+                                xp.arange(caches, dtype=np.int64))
         rank = xp.empty(quads, dtype=np.int64)
         rank[by_cache] = xp.arange(quads, dtype=np.int64) - xp.take(
             first, xp.take(cache_of_quad, by_cache))
-        self.window = (rank // cfg.warps_in_flight) * cfg.caches + cache_of_quad
+        self.window = (rank // cfg.warps_in_flight) * caches + cache_of_quad
         windows = int(self.window.max()) + 1 if quads else 0
         # the last quad of every window: a window is replayed once its quads have all run
         self.window_end = xp.full(windows, -1, dtype=np.int64)
@@ -654,7 +663,8 @@ class _HeldAccesses:
             lane, lines, keep = replay_held_compiled(
                 lane, lines, np.array(sizes, dtype=np.int64),
                 np.array([h[2] for h in held], dtype=np.int64), self.window_end, ready,
-                replayed, self.cache_of_quad, sampler.cache.caches, sets, lru.state,
+                replayed, self.cache_of_quad, sampler.cache_count, sets, lru.state,
+                lru.first_or_none(np),
                 self.misses)
             self._keep(held, sizes, lane, lines, keep)
             return
@@ -702,11 +712,15 @@ class TextureSampler:
     cache: the cache geometry; options: fidelity choices (:class:`SamplerOptions`).
     record_accesses: keep, per sampling instruction, (instruction, lane (M,), byte address
         (M,)) of every cache access in :attr:`accesses`, for other cache models.
+    tile_caches: a pass's per-tile cache state (``tile_caches.TileCaches.table``), shared by the samplers
+        of its draws: each lane's accesses go to its tile's cache (see
+        :class:`TextureCacheConfig`); None: the sampler's own caches.
     """
 
     def __init__(self, units: dict[int, Texture | None], *, lane_tile=None,
                  counters: bool = True, cache: TextureCacheConfig | None = None,
-                 options: SamplerOptions | None = None, record_accesses: bool = False):
+                 options: SamplerOptions | None = None, record_accesses: bool = False,
+                 tile_caches: SetAssociativeLRU | None = None):
         self.units = dict(units)
         self.counters = counters
         self.cache = cache or TextureCacheConfig.from_gpu_config()
@@ -716,7 +730,8 @@ class TextureSampler:
         self.stats: TextureStats | None = None
         self._used = False      # stats asked for in the current :meth:`lanes` block
         self._lane_tile = lane_tile
-        self._cache_lru: SetAssociativeLRU | None = None
+        self._cache_lru: SetAssociativeLRU | None = tile_caches
+        self._per_tile = tile_caches is not None
         self._held: _HeldAccesses | None = None    # within :meth:`warps_in_flight`
         self._lane_base = 0     # the batch lane of lane 0 of the requests, in :meth:`lanes`
 
@@ -732,7 +747,18 @@ class TextureSampler:
 
     def reset_cache(self) -> None:
         """Empty every texture cache (e.g. at the start of a frame)."""
-        self._cache_lru = None
+        if self._per_tile:
+            self._cache_lru.reset()
+        else:
+            self._cache_lru = None
+
+    @property
+    def cache_count(self) -> int:
+        """The caches lanes are spread over: one per tile with ``tile_caches``, else the
+        configuration's (a lane's cache: its tile, or its quad, modulo this)."""
+        if self._per_tile:
+            return self._cache_lru.groups // self.cache.sets
+        return self.cache.caches
 
     @contextlib.contextmanager
     def warps_in_flight(self, total: int, xp=np):
@@ -986,9 +1012,9 @@ class TextureSampler:
             return
         if self._lane_tile is not None:
             tile = xp.asarray(self._lane_tile).astype(np.int64)
-            cache_of = xp.take(tile, lane) % cfg.caches
+            cache_of = xp.take(tile, lane) % self.cache_count
         else:
-            cache_of = (lane >> 2) % cfg.caches
+            cache_of = (lane >> 2) % self.cache_count
         sets = cfg.sets
         hit = self._lru(xp, cache_of * sets + lines % sets, lines // sets)
         stats.cache_accesses += xp.bincount(lane, minlength=n)
@@ -1009,13 +1035,14 @@ class TextureSampler:
                                 lanes, packed.blocks_w, packed.line_bases, packed.bits, shift,
                                 mask, line_shift + 3)
         if self._lane_tile is not None:
-            cache_of = np.asarray(self._lane_tile).astype(np.int64) % cfg.caches
+            cache_of = np.asarray(self._lane_tile).astype(np.int64) % self.cache_count
         else:
-            cache_of = (np.arange(n) >> 2) % cfg.caches
+            cache_of = (np.arange(n) >> 2) % self.cache_count
         lru = self._lru_table()
         lru.ensure_state(np)
         texture_cache_compiled(table, width0, np.asarray(active, dtype=bool), cache_of,
-                               cfg.sets, lru.state, self.stats.cache_accesses,
+                               cfg.sets, lru.state, lru.first_or_none(np),
+                               self.stats.cache_accesses,
                                self.stats.cache_misses)
 
     def _lru(self, xp, key, tag):
@@ -1030,6 +1057,7 @@ class TextureSampler:
         if self._cache_lru is None:
             self._cache_lru = SetAssociativeLRU(cfg.caches * cfg.sets, cfg.ways)
         return self._cache_lru
+
 
 
 # ------------------------------------------------------------------------------------------
@@ -1542,7 +1570,8 @@ class _Sampling:
                               wrap_s=self.wrap_s, wrap_t=self.wrap_t, stats=stats,
                               active=self.active, lane_tile=sampler._lane_tile,
                               cache=sampler.cache, lru_state=lru_state,
-                              held=held)
+                              lru_first=None if lru_state is None else lru.first_or_none(np),
+                              caches=sampler.cache_count, held=held)
         if held is not None:
             count = int(held[2][0])
             sampler._held.record(held[0][:count], held[1][:count], sampler._lane_base,
@@ -1781,8 +1810,8 @@ def _incomplete(stats, active, n: int, xp):
 
 
 @jit
-def _texture_cache(table, width0, active, cache_of_lane, sets, set_shift, state, accesses,
-                   misses):  # pragma: no cover - compiled
+def _texture_cache(table, width0, active, cache_of_lane, sets, set_shift, state, first_tags,
+                   accesses, misses):  # pragma: no cover - compiled
     n, width = table.shape
     for lane in range(n):
         if not active[lane]:
@@ -1803,9 +1832,10 @@ def _texture_cache(table, width0, active, cache_of_lane, sets, set_shift, state,
                 continue
             accesses[lane] += 1
             if set_shift >= 0:      # a power of two (lines are non-negative)
-                hit = lru_access_one(state, base + (line & (sets - 1)), line >> set_shift)
+                hit = lru_access_first(state, first_tags, base + (line & (sets - 1)),
+                                       line >> set_shift)
             else:
-                hit = lru_access_one(state, base + line % sets, line // sets)
+                hit = lru_access_first(state, first_tags, base + line % sets, line // sets)
             if not hit:
                 misses[lane] += 1
 
@@ -1835,7 +1865,7 @@ def _by_cache(lane, lines, sizes, cache_of_quad, caches, out_lane, out_lines,
 
 @jit
 def _held_walk(lane, lines, seqs, segment, window_end, ready, replayed, caches, sets, set_shift,
-               state, misses, keep):  # pragma: no cover - compiled
+               state, first_tags, misses, keep):  # pragma: no cover - compiled
     """The LRU over the held accesses (split by :func:`_by_cache`) of the ready windows,
     cache by cache, window by window; in a window, seq by seq (the parts of one seq merged
     by lane), each lane's accesses in order. ``keep``: the accesses not replayed."""
@@ -1871,10 +1901,12 @@ def _held_walk(lane, lines, seqs, segment, window_end, ready, replayed, caches, 
                     while k < end and lane[k] == best_lane:
                         line = lines[k]
                         if set_shift >= 0:      # a power of two (lines are non-negative)
-                            hit = lru_access_one(state, base + (line & (sets - 1)),
-                                                 line >> set_shift)
+                            hit = lru_access_first(state, first_tags,
+                                                   base + (line & (sets - 1)),
+                                                   line >> set_shift)
                         else:
-                            hit = lru_access_one(state, base + line % sets, line // sets)
+                            hit = lru_access_first(state, first_tags, base + line % sets,
+                                                   line // sets)
                         if not hit:
                             misses[best_lane] += 1
                         keep[k] = False
@@ -1884,7 +1916,7 @@ def _held_walk(lane, lines, seqs, segment, window_end, ready, replayed, caches, 
 
 
 def replay_held_compiled(lane, lines, sizes, seqs, window_end, ready, replayed, cache_of_quad,
-                         caches: int, sets: int, state, misses):
+                         caches: int, sets: int, state, first, misses):
     """``_HeldAccesses.replay`` compiled: the held parts (consecutive runs of ``sizes`` (E,)
     in ``lane``, ``lines``, each in lane order, the parts sorted by their seq ``seqs``)
     through the exact LRU ``state``, window by window of the ``ready`` ones (``replayed``:
@@ -1898,7 +1930,7 @@ def replay_held_compiled(lane, lines, sizes, seqs, window_end, ready, replayed, 
     keep = np.empty(lane.shape[0], dtype=bool)
     set_shift = sets.bit_length() - 1 if sets & (sets - 1) == 0 else -1
     _held_walk(out_lane, out_lines, seqs, segment, window_end, ready, replayed, caches, sets,
-               set_shift, state, misses, keep)
+               set_shift, state, first, misses, keep)
     return out_lane, out_lines, keep
 
 
@@ -1930,17 +1962,18 @@ def fill_lines_compiled(table, column: int, xs, ys, images, lanes, blocks_w, lin
                 line_bases, bpp, shift, mask, line_shift)
 
 
-def texture_cache_compiled(table, width0: int, active, cache_of_lane, sets: int, state, accesses,
-                           misses) -> None:
+def texture_cache_compiled(table, width0: int, active, cache_of_lane, sets: int, state, first,
+                           accesses, misses) -> None:
     """The cache accesses of one sampling instruction, lane by lane and column by column:
     ``table`` (N, width) int64 line numbers (negative: none; a line repeated among the
     columns of one level, the first ``width0`` or the rest, is accessed once),
     ``active`` (N,) bool,
     ``cache_of_lane`` (N,) int64 the cache each lane uses; adds each lane's accesses and
     misses to ``accesses`` / ``misses`` (N,) int64 and updates ``state`` (caches * sets, ways)
-    as ``TextureSampler._count_cache`` does with the vectorized LRU."""
+    and ``first`` (its ``SetAssociativeLRU.first``, or no rows) as
+    ``TextureSampler._count_cache`` does with the vectorized LRU."""
     set_shift = sets.bit_length() - 1 if sets & (sets - 1) == 0 else -1
-    _texture_cache(table, width0, active, cache_of_lane, sets, set_shift, state, accesses,
+    _texture_cache(table, width0, active, cache_of_lane, sets, set_shift, state, first, accesses,
                    misses)
 
 
@@ -2110,7 +2143,8 @@ def _lanes_kernel(fixed, min_linear, mag_linear, has_two, counting, holding):
     def run(count, cache_mask, arrays):  # pragma: no cover - compiled
         (s, t, face, minified, level0, level1, weight, levels, spread, texels, offsets, widths,
          heights, widths_f, heights_f, wrap_s, wrap_t, pot, out, active, lane_tile, has_tile,
-         caches, sets, set_shift, state, blocks_w, line_bases, bpp, shift, mask, line_shift,
+         caches, sets, set_shift, state, first_tags, blocks_w, line_bases, bpp, shift, mask,
+         line_shift,
          samples, texel_counts, nearest, nearest_mip_linear, bilinear, trilinear, accesses,
          misses, held_lanes, held_lines, held_count, lane_base) = arrays
         color_f = np.empty((2, 4), dtype=np.float32)
@@ -2210,7 +2244,7 @@ def _lanes_kernel(fixed, min_linear, mag_linear, has_two, counting, holding):
                             g, tag = cache_base + (line & (sets - 1)), line >> set_shift
                         else:
                             g, tag = cache_base + line % sets, line // sets
-                        lane_misses += not lru_access_one(state, g, tag)
+                        lane_misses += not lru_access_first(state, first_tags, g, tag)
             if two:
                 if fixed:
                     color = _lerp_spread(color, color1, weight_i)
@@ -2257,14 +2291,16 @@ def _lane_kernel(fixed: bool, min_linear: bool, mag_linear: bool, has_two: bool,
 
 def sample_lanes_compiled(out, s, t, face, lod, packed, *, fixed: bool, min_linear: bool,
                           mag_linear: bool, wrap_s: str, wrap_t: str, stats=None, active=None,
-                          lane_tile=None, cache=None, lru_state=None,
+                          lane_tile=None, cache=None, lru_state=None, lru_first=None,
+                          caches=None,
                           held=None) -> None:
     """Sample every lane (not seamless cube-map LINEAR taps) into ``out`` (4, n) float32, as
     ``_Sampling._filter`` does: ``s``, ``t`` sanitized float32 coordinates, ``face`` (n,),
     ``lod`` the sampler's ``_Lod``, ``packed`` its ``_Packed`` texture; with ``stats`` (a
     TextureStats), also its counters of the ``active`` lanes and their texture-cache accesses
-    (``cache`` the TextureCacheConfig, ``lru_state`` its (caches * sets, ways) LRU table,
-    updated; ``lane_tile`` (n,) picks each lane's cache, else its quad; ``held``: (lanes,
+    (``cache`` the TextureCacheConfig, ``lru_state`` the (caches * sets, ways) LRU table and
+    ``lru_first`` its first tags (``SetAssociativeLRU.first``), updated; ``lane_tile`` (n,) picks each lane's cache (tile % ``caches``, default the
+    config's count), else its quad; ``held``: (lanes,
     lines, count, lane base) where the accesses are written instead, see
     :func:`_lanes_kernel`)."""
     has_two = lod.weight is not None
@@ -2272,11 +2308,14 @@ def sample_lanes_compiled(out, s, t, face, lod, packed, *, fixed: bool, min_line
     ints0 = np.zeros(1, dtype=np.int64)
     counting = stats is not None
     if counting:
+        caches = cache.caches if caches is None else caches
         sets = cache.sets
         set_shift = sets.bit_length() - 1 if sets & (sets - 1) == 0 else -1
         if lru_state is None:       # holding: no lookups
             lru_state = np.zeros((1, 1), dtype=np.int64)
-        geometry = (cache.caches, sets, set_shift, lru_state, packed.blocks_w,
+        if lru_first is None:
+            lru_first = np.empty((0, lru_state.shape[1]), dtype=np.int64)
+        geometry = (caches, sets, set_shift, lru_state, lru_first, packed.blocks_w,
                     packed.line_bases, packed.bits, cache.block.bit_length() - 1,
                     cache.block - 1, cache.line_bytes.bit_length() - 1 + 3)
         counters = tuple(getattr(stats, name) for name in (
@@ -2284,8 +2323,9 @@ def sample_lanes_compiled(out, s, t, face, lod, packed, *, fixed: bool, min_line
             "cache_accesses", "cache_misses"))
         active = np.ascontiguousarray(active, dtype=bool)
     else:
-        geometry = (1, 1, 0, np.zeros((1, 1), dtype=np.int64), packed.blocks_w,
-                    packed.line_bases, 1, 0, 0, 0)
+        geometry = (1, 1, 0, np.zeros((1, 1), dtype=np.int64),
+                    np.empty((0, 1), dtype=np.int64), packed.blocks_w, packed.line_bases, 1, 0,
+                    0, 0)
         counters = (ints0,) * 8
         active = np.zeros(1, dtype=bool)
     has_tile = counting and lane_tile is not None

@@ -16,6 +16,7 @@ from texture_helpers import request, rgba8_texture
 
 from tilesim.jit import disabled
 from tilesim.render.pipeline.texture_sampler import TextureCacheConfig, TextureSampler
+from tilesim.render.pipeline.tile_caches import TileCaches
 from tilesim.shaders.parser import parse
 
 # 2 caches of 4 sets x 2 ways of 64-byte lines, 3 quads in flight: small enough that the
@@ -51,7 +52,9 @@ def _workload(seed: int = 5, quads: int = 23, divergent: bool = True):
     return texture, lane_tile, requests, n
 
 
-def _oracle_misses(texture, lane_tile, requests, n, cache: TextureCacheConfig):
+def _oracle_misses(texture, lane_tile, requests, n, cache: TextureCacheConfig,
+                   per_tile: bool = False):
+    """``per_tile``: one cache per tile (the renderer's, TileCaches), else lane_tile % caches."""
     sampler = TextureSampler({0: texture}, lane_tile=lane_tile, cache=cache,
                              record_accesses=True)
     sampler.begin(lane_tile)
@@ -69,8 +72,9 @@ def _oracle_misses(texture, lane_tile, requests, n, cache: TextureCacheConfig):
                 reads[lane].append(lines[lane])
     sets = {}                               # (cache, set) -> tags, least recent first
     misses = np.zeros(n, np.int64)
-    for c in range(cache.caches):
-        quads = [q for q in range(n // 4) if lane_tile[4 * q] % cache.caches == c]
+    groups = int(lane_tile.max()) + 1 if per_tile else cache.caches
+    for c in range(groups):
+        quads = [q for q in range(n // 4) if lane_tile[4 * q] % groups == c]
         for w in range(0, len(quads), cache.warps_in_flight):
             window = [4 * q + i for q in quads[w:w + cache.warps_in_flight] for i in range(4)]
             for k in range(max(len(reads[lane]) for lane in window)):
@@ -88,8 +92,9 @@ def _oracle_misses(texture, lane_tile, requests, n, cache: TextureCacheConfig):
     return misses
 
 
-def _held_stats(texture, lane_tile, requests, n, cache, part_quads=None):
-    sampler = TextureSampler({0: texture}, cache=cache)
+def _held_stats(texture, lane_tile, requests, n, cache, part_quads=None, per_tile=False):
+    tiles = TileCaches(int(lane_tile.max()) + 1, cache).table if per_tile else None
+    sampler = TextureSampler({0: texture}, cache=cache, tile_caches=tiles)
     sampler.begin(lane_tile)
     with sampler.warps_in_flight(n):
         if part_quads is None:
@@ -115,15 +120,16 @@ def _part(req, start, stop):
 @pytest.mark.parametrize("part_quads", [None, 1, 2, 5, 64])
 @pytest.mark.parametrize("divergent", [True, False])
 @pytest.mark.parametrize("cache", [CACHE, ODD_CACHE], ids=["cache", "odd_cache"])
+@pytest.mark.parametrize("per_tile", [False, True], ids=["per_processor", "per_tile"])
 def test_the_caches_see_the_warps_in_flight_order_in_any_parts(compiled, part_quads,
-                                                               divergent, cache):
+                                                               divergent, cache, per_tile):
     texture, lane_tile, requests, n = _workload(divergent=divergent)
-    expected = _oracle_misses(texture, lane_tile, requests, n, cache)
+    expected = _oracle_misses(texture, lane_tile, requests, n, cache, per_tile)
     if compiled:
-        stats = _held_stats(texture, lane_tile, requests, n, cache, part_quads)
+        stats = _held_stats(texture, lane_tile, requests, n, cache, part_quads, per_tile)
     else:
         with disabled():
-            stats = _held_stats(texture, lane_tile, requests, n, cache, part_quads)
+            stats = _held_stats(texture, lane_tile, requests, n, cache, part_quads, per_tile)
     np.testing.assert_array_equal(stats.cache_misses, expected)
     assert 0 < int(stats.cache_misses.sum()) < int(stats.cache_accesses.sum())
 

@@ -1,0 +1,96 @@
+"""The texture caches of a render pass, tile by tile, as a tile-based GPU meets them.
+
+The Raster Stage "processes the screen one tile at a time" (Frame Coherence §2.3), each tile on
+one fragment processor with its own texture cache (Table 3.1: 4 caches), the tiles going round
+robin to the processors (tile ``t`` on processor ``t % caches``) in the pass's traversal order.
+So a processor's cache sees tile after tile, each tile's draws in submission order. The
+renderer shades draw by draw over the whole screen instead; it gets the same hits in two steps:
+
+1. While the pass renders, :attr:`TileCaches.table` keeps one cache per tile, empty at the
+   pass's start (``TextureSampler(tile_caches=...)``): every access meets the cache as its
+   tile's earlier accesses, this draw's and the earlier draws', left it, whatever order the
+   tiles are shaded in.
+2. When the pass ends, :meth:`TileCaches.inherited_hits` starts each tile from what the tile
+   before it on its processor left, not from empty. Only the first ``ways`` distinct lines a
+   set took in a tile could hit in lines it inherited (``SetAssociativeLRU.first``); every
+   other access hits or misses as in step 1. Those first accesses are replayed against the
+   inherited contents, processor by processor in traversal order, and the misses that become
+   hits are taken off the tile's ``tex_cache_misses``.
+
+Tiles that were not rendered (Rendering Elimination's skipped tiles) pass the contents on
+untouched. Each pass starts with empty caches (what the previous pass left is not modelled).
+The per-lane counts the quad stages hand to a cycle-level model (``QuadBatch.tex_misses``)
+are those of step 1.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tilesim.backend import to_host
+from tilesim.render.pipeline.set_associative import SetAssociativeLRU
+from tilesim.render.pipeline.texture_sampler import TextureCacheConfig
+
+
+class TileCaches:
+    """The texture caches of one pass of ``tiles`` tiles (module docstring)."""
+
+    def __init__(self, tiles: int, cache: TextureCacheConfig | None = None):
+        self.cache = cache or TextureCacheConfig.from_gpu_config()
+        self.tiles = max(int(tiles), 1)
+        # tile t's set s is group t * sets + s
+        self.table = SetAssociativeLRU(self.tiles * self.cache.sets, self.cache.ways,
+                                       first_tags=True)
+
+    def inherited_hits(self, traversal, rendered=None) -> np.ndarray:
+        """(tiles,) int64: per tile, the misses of step 1 that hit in the lines the tile
+        before it on its processor left (module docstring). ``traversal``: the tiles in
+        rendering order; ``rendered`` (tiles,) bool: the tiles the GPU rendered (None:
+        all)."""
+        table, cfg = self.table, self.cache
+        tiles, sets, ways = self.tiles, cfg.sets, cfg.ways
+        flips = np.zeros(tiles, dtype=np.int64)
+        if table.state is None:
+            return flips                            # no texture was sampled in the pass
+        ended = to_host(table.state).reshape(tiles, sets, ways)
+        first = to_host(table.first).reshape(tiles, sets, ways)
+        rendered = np.ones(tiles, dtype=bool) if rendered is None else to_host(rendered)
+        processors = cfg.caches
+        order = np.asarray(to_host(traversal), dtype=np.int64)
+        # each processor's tiles in traversal order, one row per processor (-1: none)
+        chains = [order[order % processors == p] for p in range(processors)]
+        steps = max((len(c) for c in chains), default=0)
+        chain = np.full((processors, steps), -1, dtype=np.int64)
+        for p, c in enumerate(chains):
+            chain[p, :len(c)] = c
+        inherited = np.full((processors, sets, ways), -1, dtype=np.int64)   # empty at start
+        way = np.arange(ways)
+        for k in range(steps):
+            tile = chain[:, k]
+            live = (tile >= 0) & rendered[np.maximum(tile, 0)]
+            if not live.any():
+                continue
+            p_live, t_live = np.flatnonzero(live), tile[live]
+            contents = inherited[p_live]                            # (P', sets, ways)
+            heads = first[t_live]
+            hits = np.zeros(contents.shape[:2], dtype=np.int64)
+            for j in range(ways):
+                tag = heads[:, :, j]
+                taken = tag >= 0
+                match = contents == tag[..., None]
+                hit = match.any(axis=-1) & taken
+                hits += hit
+                # LRU: the tag moves to the most recent way, from its way or the oldest
+                drop = np.where(hit, np.argmax(match, axis=-1), 0)
+                kept = np.take_along_axis(
+                    contents, np.argsort(way[None, None, :] == drop[..., None], axis=-1,
+                                         kind="stable"), axis=-1)[..., :ways - 1]
+                moved = np.concatenate([kept, tag[..., None]], axis=-1)
+                contents = np.where(taken[..., None], moved, contents)
+            flips[t_live] = hits.sum(axis=1)
+            # What the tile leaves: its own d distinct lines (most recent, as step 1 ended)
+            # after the oldest ways - d of what it inherited.
+            distinct = (heads >= 0).sum(axis=-1)
+            inherited[p_live] = np.where(way[None, None, :] < ways - distinct[..., None],
+                                         contents, ended[t_live])
+        return flips
