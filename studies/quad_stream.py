@@ -28,6 +28,7 @@ import numpy as np
 from tilesim.backend import to_host
 from tilesim.render.pipeline.counters import FrameCounters
 from tilesim.render.pipeline.observer import RenderObserver
+from tilesim.render.pipeline.tile_caches import OWNER_BATCH_SHIFT
 from tilesim.render.techniques.bus import Techniques
 from tilesim.timing.cycle_level.records import DRAW_FIELDS, QUAD_FIELDS, DrawStream, QuadStream
 
@@ -122,7 +123,21 @@ class QuadRecorder(Techniques):
         rows["primitive"] = (np.int64(self._draw) << 32) | to_host(batch.triangle)
         rows["program"] = draw.program.digests[1]
         rows["blended"] = batch.blended
+        rows["tex_owner_base"] = batch.tex_owner_base
         self._passes[-1].append(rows)
+
+    def texture_hits_inherited(self, target, owners) -> None:
+        """Take the misses that hit in what the tile before theirs left on its processor off
+        the quads that made them (an owner: its batch's base plus its shaded lane)."""
+        super().texture_hits_inherited(target, owners)
+        if self._frame not in self.frames or not self._passes or owners.size == 0:
+            return
+        base = owners >> OWNER_BATCH_SHIFT << OWNER_BATCH_SHIFT
+        for rows in self._passes[-1]:
+            mine = base == rows["tex_owner_base"]
+            if mine.any():
+                quad = np.flatnonzero(rows["shaded"])[(owners[mine] - base[mine]) // 4]
+                np.subtract.at(rows["tex_misses"], quad, 1)
 
     def end_frame(self, result, screen):
         rates = super().end_frame(result, screen)

@@ -163,6 +163,9 @@ class PassCounters:
     traversal: np.ndarray
     tiles: dict[str, np.ndarray] = field(default_factory=dict)
     fs_programs: dict[str, np.ndarray] = field(default_factory=dict)
+    # While the pass renders: its texture caches, tile by tile (render/pipeline/tile_caches.py),
+    # whose inherited hits ``PipelineHooks.finish_pass`` takes off; not saved.
+    texture_caches: object = field(default=None, repr=False, compare=False)
 
     def __post_init__(self):
         for name in TILE_COUNTERS:
@@ -265,6 +268,7 @@ class PassCounters:
         """Bring every tile counter to the host (at the end of the pass)."""
         self.tiles = {name: to_host(values) for name, values in self.tiles.items()}
         self.fs_programs = {d: to_host(values) for d, values in self.fs_programs.items()}
+        self.texture_caches = None
         return self
 
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tilesim.backend import array_module
+from tilesim.backend import array_module, to_host
 
 
 def overrides(instance, base: type, method: str) -> bool:
@@ -123,6 +123,15 @@ class PipelineHooks:
         pass through this same method."""
         xp = array_module(target.color)
         skipped = self.end_pass(target, counters)
+        caches = counters.texture_caches
+        if caches is not None:
+            # each tile's texture caches start from what the tile before it on its processor
+            # left, eliminated tiles passing it on (render/pipeline/tile_caches.py)
+            inherited, owners = caches.inherited_hits(
+                counters.traversal, None if skipped is None else ~to_host(skipped))
+            if inherited.any():
+                counters.add_per_tile("tex_cache_misses", xp.asarray(-inherited))
+                self.texture_hits_inherited(target, owners)
         if skipped is not None and skipped.any():
             # Eliminated tiles show last frame's colors: nothing was written there.
             written = written & ~skipped[target.pixel_tiles()].ravel()
@@ -135,6 +144,12 @@ class PipelineHooks:
         if depth_flushed:
             counters.add_per_tile("depth_flush_bytes",
                                   target.tile_pixels() * (2 if target.depth_bits <= 16 else 4))
+
+    def texture_hits_inherited(self, target, owners) -> None:
+        """At the end of a pass into ``target``: texture-cache misses the quads' records
+        counted (``QuadBatch.tex_misses``) that hit in what the tile before theirs left on
+        its processor (render/pipeline/tile_caches.py); ``owners`` (K,) int64, one per such
+        access: its batch's ``QuadBatch.tex_owner_base`` plus its shaded lane."""
 
     def end_frame(self, result, screen) -> np.ndarray | None:
         """Frame ``result`` is complete, ``screen`` holding its colors. Returns the sampling

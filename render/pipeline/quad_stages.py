@@ -96,6 +96,8 @@ class Shaded:
     # (m, 4) float: the second source color (COLOR[1], EXT_blend_func_extended), None when the
     # program writes none
     color1: np.ndarray | None = None
+    # the owner of shaded lane 0's texture accesses (TextureSampler.owner_base; -1: none)
+    tex_owner_base: int = -1
 
 
 def raster_fragments(draw, tris, scale: int, entries: np.ndarray | None, fill_rule: str,
@@ -249,7 +251,7 @@ def shade(fragments: Fragments, alive: np.ndarray, draw, scale: int, make_sample
     depth = None if depth_register is None else execution.outputs[depth_register][2]
     shaded = Shaded(shaded_lanes, inputs, system_values, color, fragments.pixel[shaded_lanes],
                     tile, sub_alive, sub_alive & ~killed, warp_instructions, texture, depth,
-                    color1)
+                    color1, int(getattr(sampler, "owner_base", 0)) or -1)
     return shaded, execution
 
 
@@ -348,6 +350,9 @@ class QuadBatch:
     late_tested: np.ndarray       # lanes depth-tested after shading
     written: np.ndarray           # lanes written to the color buffer
     blended: bool                 # the batch's writes blend with the color buffer
+    # the owner of the first shaded lane's texture accesses, shaded lane j's is this + j
+    # (PipelineHooks.texture_hits_inherited; -1: the batch sampled no texture)
+    tex_owner_base: int = -1
 
 
 def quad_batch(fragments: Fragments, early: bool, alive: np.ndarray, shaded: Shaded | None,
@@ -367,6 +372,7 @@ def quad_batch(fragments: Fragments, early: bool, alive: np.ndarray, shaded: Sha
                     zeros(), zeros(), zeros(), zeros(), zeros(), bool(blended))
     if shaded is None:
         return out
+    out.tex_owner_base = shaded.tex_owner_base
     quad_of_lane = xp.nonzero(shaded.lanes)[0]           # batch lane of each shaded lane
     quads = quad_of_lane[::4] // 4
     out.shaded[quads] = True

@@ -506,13 +506,6 @@ class Renderer:
         depth_flushed = (target.depth_texture is not None
                          and self.state.textures.get(target.depth_texture[0]) is not None)
         self.techniques.finish_pass(target, counters, self._written, depth_flushed)
-        if self._texture_caches is not None:
-            # each tile's caches start from what the tile before it on its processor left
-            skipped = counters.tiles.get("re_tiles_skipped")
-            inherited = self._texture_caches.inherited_hits(
-                counters.traversal, None if skipped is None else to_host(skipped) == 0)
-            if inherited.any():
-                counters.add_per_tile("tex_cache_misses", self.xp.asarray(-inherited))
         if target.texture is not None:
             ident, image_target, level = target.texture
             texture = self.state.textures.get(ident)
@@ -673,8 +666,11 @@ class Renderer:
             if self._texture_caches is None:
                 target = self._pass_target
                 self._texture_caches = TileCaches(target.tiles_x * target.tiles_y)
+                self._pass.texture_caches = self._texture_caches
             caches = self._texture_caches.table
         sampler = TextureSampler(units, options=SamplerOptions.llvmpipe(), tile_caches=caches)
+        if caches is not None:
+            sampler.owner_base = self._texture_caches.batch()
         sampler.begin(lane_tile)
         return sampler
 

@@ -55,7 +55,8 @@ class SetAssociativeLRU:
     empty, in the order they did (-1: a way still empty). Those are the set's first ``ways``
     distinct tags, and the only accesses whose hit depended on the set's contents before it
     was emptied: a set that had started from contents C instead would have hit the same
-    everywhere else, and ended, after ``ways`` distinct tags, in the same state."""
+    everywhere else, and ended, after ``ways`` distinct tags, in the same state.
+    :attr:`first_owner`: the ``owner`` of each of those accesses (:meth:`access`)."""
 
     def __init__(self, groups: int, ways: int, payload_dtype=None, first_tags: bool = False):
         if groups < 1 or ways < 1:
@@ -66,27 +67,33 @@ class SetAssociativeLRU:
         self.state = None       # (groups, ways) int64 tags, created on the first batch
         self.payload = None     # (groups, ways) payload_dtype, with a payload
         self.first = None       # (groups, ways) int64, with first_tags
+        self.first_owner = None  # (groups, ways) int64, with first_tags
         self._xp = None
 
     def reset(self) -> None:
         """Empty every set."""
         self.state = None
         self.payload = None
-        self.first = None
+        self.first = self.first_owner = None
 
-    def first_or_none(self, xp=np):
-        """:attr:`first` for a kernel's argument: (0, ways) when the table keeps none."""
+    def first_arrays(self, xp=np):
+        """(:attr:`first`, :attr:`first_owner`) for a kernel's arguments: (0, ways) arrays
+        when the table keeps none."""
         self.ensure_state(xp)
-        return self.first if self.first is not None else xp.empty((0, self.ways), np.int64)
+        if self.first is None:
+            none = xp.empty((0, self.ways), np.int64)
+            return none, none
+        return self.first, self.first_owner
 
-    def access(self, key, tag):
+    def access(self, key, tag, owner=None):
         """Look up and update the sets for accesses (M,) in order; returns hit (M,) bool.
 
-        key: set index of each access in [0, groups); tag: non-negative int64 tag.
+        key: set index of each access in [0, groups); tag: non-negative int64 tag; owner:
+        (M,) int64 who made each access, kept in :attr:`first_owner` (None: -1).
         """
         if self.payload_dtype is not None:
             raise ValueError("SetAssociativeLRU with a payload: use access_with_payload")
-        hit, _ = self._run(key, tag, None)
+        hit, _ = self._run(key, tag, None, owner)
         return hit
 
     def access_with_payload(self, key, tag, payload):
@@ -109,16 +116,21 @@ class SetAssociativeLRU:
                 self.payload = xp.zeros((self.groups, self.ways), dtype=self.payload_dtype)
             if self.first_tags:
                 self.first = xp.full((self.groups, self.ways), -1, dtype=np.int64)
+                self.first_owner = xp.full((self.groups, self.ways), -1, dtype=np.int64)
             self._xp = xp
 
-    def _run(self, key, tag, payload):
+    def _run(self, key, tag, payload, owner=None):
         xp = array_module(key, tag)
         self.ensure_state(xp)
-        if usable(key, tag, payload, self.state):
+        if owner is None and self.first is not None:
+            owner = xp.full(xp.asarray(key).shape[0], -1, dtype=np.int64)
+        if usable(key, tag, payload, self.state, owner):
             # One access after the other, in a compiled loop: the same hits and contents.
             self.state = np.ascontiguousarray(self.state)
             if payload is None:
-                return lru_access_compiled(self.state, key, tag, self.first), None
+                first, first_owner = self.first_arrays(np)
+                return lru_access_compiled(self.state, key, tag, first, first_owner,
+                                           owner), None
             self.payload = np.ascontiguousarray(self.payload)
             return lru_access_with_payload_compiled(self.state, self.payload, key, tag,
                                                     np.asarray(payload))
@@ -156,14 +168,14 @@ class SetAssociativeLRU:
         hit = xp.empty(hit_sorted.shape, dtype=bool)
         hit[order] = hit_sorted
         if self.first is not None:
-            self._note_first(xp, key, tag, hit[prefix:], empty_before)
+            self._note_first(xp, key, tag, owner, hit[prefix:], empty_before)
         if value_sorted is None:
             return hit[prefix:], None
         value = xp.empty(value_sorted.shape, dtype=value_sorted.dtype)
         value[order] = value_sorted
         return hit[prefix:], value[prefix:]
 
-    def _note_first(self, xp, key, tag, hit, empty_before) -> None:
+    def _note_first(self, xp, key, tag, owner, hit, empty_before) -> None:
         """:attr:`first` after a batch: a set's misses take its empty ways (the oldest) while
         it has any, so its first ``empty_before`` misses of the batch are its new first
         tags."""
@@ -182,8 +194,9 @@ class SetAssociativeLRU:
                                         (g[1:] != g[:-1]).astype(np.int64)])) - 1
         rank = xp.arange(g.shape[0]) - xp.take(starts, run)
         new = rank < empty
-        self.first[g[new], self.ways - empty[new] + rank[new]] = \
-            xp.asarray(tag)[miss[new]].astype(np.int64)
+        way = self.ways - empty[new] + rank[new]
+        self.first[g[new], way] = xp.asarray(tag)[miss[new]].astype(np.int64)
+        self.first_owner[g[new], way] = xp.asarray(owner)[miss[new]].astype(np.int64)
 
     def _lru_two_way(self, xp, k_sorted, t_sorted, same_prev):
         """1- and 2-way sets without a loop (module docstring); updates :attr:`state`."""
@@ -312,9 +325,10 @@ def lru_access_one(state, g, t):  # pragma: no cover - compiled
 
 
 @jit(inline=True)
-def lru_access_first(state, first, g, t):  # pragma: no cover - compiled
-    """:func:`lru_access_one`, noting in ``first[g]`` a tag that takes an empty way
-    (:attr:`SetAssociativeLRU.first`; ``first`` with no rows: none kept)."""
+def lru_access_first(state, first, first_owner, g, t, owner):  # pragma: no cover - compiled
+    """:func:`lru_access_one`, noting in ``first[g]`` a tag that takes an empty way and in
+    ``first_owner[g]`` its ``owner`` (:attr:`SetAssociativeLRU.first`; ``first`` with no
+    rows: none kept)."""
     if first.shape[0] and state[g, 0] < 0:      # empty ways are the oldest
         ways = state.shape[1]
         empty = 0
@@ -326,24 +340,29 @@ def lru_access_first(state, first, g, t):  # pragma: no cover - compiled
                 present = True
         if not present:
             first[g, ways - empty] = t
+            first_owner[g, ways - empty] = owner
     return lru_access_one(state, g, t)
 
 
 @jit
-def _lru(key, tag, state, first, hit):  # pragma: no cover - compiled
+def _lru(key, tag, state, first, first_owner, owner, hit):  # pragma: no cover - compiled
     for i in range(key.shape[0]):
-        hit[i] = lru_access_first(state, first, key[i], tag[i])
+        hit[i] = lru_access_first(state, first, first_owner, key[i], tag[i], owner[i])
 
 
 def lru_access_compiled(state: np.ndarray, key: np.ndarray, tag: np.ndarray,
-                        first: np.ndarray | None = None) -> np.ndarray:
+                        first: np.ndarray | None = None, first_owner: np.ndarray | None = None,
+                        owner: np.ndarray | None = None) -> np.ndarray:
     """Exact LRU over the accesses (M,) one at a time, updating ``state`` (groups, ways) int64
-    (oldest first) and ``first`` (:attr:`SetAssociativeLRU.first`, None: not kept) in place;
-    returns hit (M,) bool, as ``SetAssociativeLRU.access``."""
+    (oldest first) and ``first`` / ``first_owner`` (:attr:`SetAssociativeLRU.first`, None:
+    not kept; ``owner`` (M,) each access's) in place; returns hit (M,) bool, as
+    ``SetAssociativeLRU.access``."""
     hit = np.empty(key.shape[0], dtype=bool)
     if first is None:
-        first = np.empty((0, state.shape[1]), dtype=np.int64)
-    _lru(key.astype(np.int64), tag.astype(np.int64), state, first, hit)
+        first = first_owner = np.empty((0, state.shape[1]), dtype=np.int64)
+    owner = (np.full(key.shape[0], -1, dtype=np.int64) if owner is None
+             else np.asarray(owner, dtype=np.int64))
+    _lru(key.astype(np.int64), tag.astype(np.int64), state, first, first_owner, owner, hit)
     return hit
 
 

@@ -186,22 +186,21 @@ class TextureCacheConfig:
     sampling instructions left (:meth:`TextureSampler.reset_cache` empties every cache).
     accesses and misses are counted per lane.
 
-    Tile by tile, as the renderer runs it (``tile_caches.TileCaches``): the Raster Stage "processes
-    the screen one tile at a time" (Frame Coherence §2.3) and a tile's fragments run on one
-    processor, so a tile's accesses meet the cache as the tile's earlier accesses, in this
-    draw and the pass's earlier draws, left it. The renderer shades draw by draw over the
-    whole screen, so it keeps one cache state per tile (lane i: cache ``lane_tile[i]``),
-    empty at the pass's start: the order across tiles then never matters, and what a tile
-    would inherit from the previous tile on its processor is not modelled (it starts empty).
+    Tile by tile, as the renderer runs it (``TextureSampler(tile_caches=...)``, the pass's
+    ``tile_caches.TileCaches``): lane i uses the cache of its tile, ``lane_tile[i]``, one per
+    tile, which the pass's later draws find as the earlier ones left it; at the pass's end
+    each tile is started from what the tile before it on its processor left, so the counts
+    are those of processors taking tile after tile (Frame Coherence §2.3), whatever order
+    the renderer shaded the tiles in (render/pipeline/tile_caches.py).
 
     Several sampling instructions: a fragment processor holds ``warps_in_flight`` quads at
     once and runs them in lock step, so its cache sees every held quad's first texture
     instruction, then every held quad's second, and so on (Shader Core §3.2: warps issue in
     turn; Table 4.1: 32 warps). Within :meth:`TextureSampler.warps_in_flight` the accesses are
-    replayed so: each cache's quads in batch order, ``warps_in_flight`` at a time; within
-    such a window, the lanes' k-th texel-reading instructions in lane order for k = 1, 2, ...
-    (a lane's own k-th, whatever its control flow took); windows one after the other. A
-    program that reads texels once per lane is in lane order either way.
+    replayed so: each cache's (or tile's) quads in batch order, ``warps_in_flight`` at a time;
+    within such a window, the lanes' k-th texel-reading instructions in lane order for k = 1,
+    2, ... (a lane's own k-th, whatever its control flow took); windows one after the other.
+    A program that reads texels once per lane is in lane order either way.
     """
 
     caches: int = 4
@@ -664,8 +663,7 @@ class _HeldAccesses:
                 lane, lines, np.array(sizes, dtype=np.int64),
                 np.array([h[2] for h in held], dtype=np.int64), self.window_end, ready,
                 replayed, self.cache_of_quad, sampler.cache_count, sets, lru.state,
-                lru.first_or_none(np),
-                self.misses)
+                *lru.first_arrays(np), sampler.owner_base, self.misses)
             self._keep(held, sizes, lane, lines, keep)
             return
         seq = xp.concatenate([xp.full(size, h[2], dtype=np.int64)
@@ -685,7 +683,8 @@ class _HeldAccesses:
             order = xp.lexsort(xp.stack([lane, seq, window]))
         lane, lines = xp.take(lane, order), xp.take(lines, order)
         cache = xp.take(self.cache_of_quad, lane >> 2)
-        hit = sampler._lru(xp, cache * sets + lines % sets, lines // sets)
+        hit = sampler._lru(xp, cache * sets + lines % sets, lines // sets,
+                           sampler.owner_base + lane)
         self.misses += xp.bincount(lane[~hit], minlength=total)
 
     def _keep(self, held, sizes, lane, lines, keep) -> None:
@@ -732,6 +731,8 @@ class TextureSampler:
         self._lane_tile = lane_tile
         self._cache_lru: SetAssociativeLRU | None = tile_caches
         self._per_tile = tile_caches is not None
+        # who made an access, for the cache's first tags: this plus the lane in the batch
+        self.owner_base = 0
         self._held: _HeldAccesses | None = None    # within :meth:`warps_in_flight`
         self._lane_base = 0     # the batch lane of lane 0 of the requests, in :meth:`lanes`
 
@@ -1016,7 +1017,8 @@ class TextureSampler:
         else:
             cache_of = (lane >> 2) % self.cache_count
         sets = cfg.sets
-        hit = self._lru(xp, cache_of * sets + lines % sets, lines // sets)
+        hit = self._lru(xp, cache_of * sets + lines % sets, lines // sets,
+                        self.owner_base + self._lane_base + lane)
         stats.cache_accesses += xp.bincount(lane, minlength=n)
         stats.cache_misses += xp.bincount(lane[~hit], minlength=n)
 
@@ -1041,16 +1043,17 @@ class TextureSampler:
         lru = self._lru_table()
         lru.ensure_state(np)
         texture_cache_compiled(table, width0, np.asarray(active, dtype=bool), cache_of,
-                               cfg.sets, lru.state, lru.first_or_none(np),
-                               self.stats.cache_accesses,
+                               cfg.sets, lru.state, *lru.first_arrays(np),
+                               self.owner_base + self._lane_base, self.stats.cache_accesses,
                                self.stats.cache_misses)
 
-    def _lru(self, xp, key, tag):
+    def _lru(self, xp, key, tag, owner=None):
         """Exact LRU of every set over the accesses in order
         (tilesim.render.pipeline.set_associative); returns
         hit (M,) bool. The sets persist until :meth:`reset_cache` (``xp``: the module of
-        ``key`` and ``tag``, which the table follows)."""
-        return self._lru_table().access(key, tag)
+        ``key`` and ``tag``, which the table follows); ``owner``: each access's
+        (:attr:`owner_base` plus its batch lane)."""
+        return self._lru_table().access(key, tag, owner)
 
     def _lru_table(self) -> SetAssociativeLRU:
         cfg = self.cache
@@ -1570,7 +1573,8 @@ class _Sampling:
                               wrap_s=self.wrap_s, wrap_t=self.wrap_t, stats=stats,
                               active=self.active, lane_tile=sampler._lane_tile,
                               cache=sampler.cache, lru_state=lru_state,
-                              lru_first=None if lru_state is None else lru.first_or_none(np),
+                              lru_first=None if lru_state is None else lru.first_arrays(np),
+                              owner_base=sampler.owner_base + sampler._lane_base,
                               caches=sampler.cache_count, held=held)
         if held is not None:
             count = int(held[2][0])
@@ -1811,7 +1815,7 @@ def _incomplete(stats, active, n: int, xp):
 
 @jit
 def _texture_cache(table, width0, active, cache_of_lane, sets, set_shift, state, first_tags,
-                   accesses, misses):  # pragma: no cover - compiled
+                   first_owner, owner_base, accesses, misses):  # pragma: no cover - compiled
     n, width = table.shape
     for lane in range(n):
         if not active[lane]:
@@ -1832,10 +1836,12 @@ def _texture_cache(table, width0, active, cache_of_lane, sets, set_shift, state,
                 continue
             accesses[lane] += 1
             if set_shift >= 0:      # a power of two (lines are non-negative)
-                hit = lru_access_first(state, first_tags, base + (line & (sets - 1)),
-                                       line >> set_shift)
+                hit = lru_access_first(state, first_tags, first_owner,
+                                       base + (line & (sets - 1)), line >> set_shift,
+                                       owner_base + lane)
             else:
-                hit = lru_access_first(state, first_tags, base + line % sets, line // sets)
+                hit = lru_access_first(state, first_tags, first_owner, base + line % sets,
+                                       line // sets, owner_base + lane)
             if not hit:
                 misses[lane] += 1
 
@@ -1865,7 +1871,8 @@ def _by_cache(lane, lines, sizes, cache_of_quad, caches, out_lane, out_lines,
 
 @jit
 def _held_walk(lane, lines, seqs, segment, window_end, ready, replayed, caches, sets, set_shift,
-               state, first_tags, misses, keep):  # pragma: no cover - compiled
+               state, first_tags, first_owner, owner_base, misses,
+               keep):  # pragma: no cover - compiled
     """The LRU over the held accesses (split by :func:`_by_cache`) of the ready windows,
     cache by cache, window by window; in a window, seq by seq (the parts of one seq merged
     by lane), each lane's accesses in order. ``keep``: the accesses not replayed."""
@@ -1901,12 +1908,13 @@ def _held_walk(lane, lines, seqs, segment, window_end, ready, replayed, caches, 
                     while k < end and lane[k] == best_lane:
                         line = lines[k]
                         if set_shift >= 0:      # a power of two (lines are non-negative)
-                            hit = lru_access_first(state, first_tags,
+                            hit = lru_access_first(state, first_tags, first_owner,
                                                    base + (line & (sets - 1)),
-                                                   line >> set_shift)
+                                                   line >> set_shift, owner_base + best_lane)
                         else:
-                            hit = lru_access_first(state, first_tags, base + line % sets,
-                                                   line // sets)
+                            hit = lru_access_first(state, first_tags, first_owner,
+                                                   base + line % sets, line // sets,
+                                                   owner_base + best_lane)
                         if not hit:
                             misses[best_lane] += 1
                         keep[k] = False
@@ -1916,7 +1924,8 @@ def _held_walk(lane, lines, seqs, segment, window_end, ready, replayed, caches, 
 
 
 def replay_held_compiled(lane, lines, sizes, seqs, window_end, ready, replayed, cache_of_quad,
-                         caches: int, sets: int, state, first, misses):
+                         caches: int, sets: int, state, first, first_owner, owner_base: int,
+                         misses):
     """``_HeldAccesses.replay`` compiled: the held parts (consecutive runs of ``sizes`` (E,)
     in ``lane``, ``lines``, each in lane order, the parts sorted by their seq ``seqs``)
     through the exact LRU ``state``, window by window of the ``ready`` ones (``replayed``:
@@ -1930,7 +1939,7 @@ def replay_held_compiled(lane, lines, sizes, seqs, window_end, ready, replayed, 
     keep = np.empty(lane.shape[0], dtype=bool)
     set_shift = sets.bit_length() - 1 if sets & (sets - 1) == 0 else -1
     _held_walk(out_lane, out_lines, seqs, segment, window_end, ready, replayed, caches, sets,
-               set_shift, state, first, misses, keep)
+               set_shift, state, first, first_owner, owner_base, misses, keep)
     return out_lane, out_lines, keep
 
 
@@ -1963,18 +1972,19 @@ def fill_lines_compiled(table, column: int, xs, ys, images, lanes, blocks_w, lin
 
 
 def texture_cache_compiled(table, width0: int, active, cache_of_lane, sets: int, state, first,
-                           accesses, misses) -> None:
+                           first_owner, owner_base: int, accesses, misses) -> None:
     """The cache accesses of one sampling instruction, lane by lane and column by column:
     ``table`` (N, width) int64 line numbers (negative: none; a line repeated among the
     columns of one level, the first ``width0`` or the rest, is accessed once),
     ``active`` (N,) bool,
     ``cache_of_lane`` (N,) int64 the cache each lane uses; adds each lane's accesses and
     misses to ``accesses`` / ``misses`` (N,) int64 and updates ``state`` (caches * sets, ways)
-    and ``first`` (its ``SetAssociativeLRU.first``, or no rows) as
+    and ``first`` / ``first_owner`` (its ``SetAssociativeLRU.first``, or no rows; lane i's
+    owner ``owner_base + i``) as
     ``TextureSampler._count_cache`` does with the vectorized LRU."""
     set_shift = sets.bit_length() - 1 if sets & (sets - 1) == 0 else -1
-    _texture_cache(table, width0, active, cache_of_lane, sets, set_shift, state, first, accesses,
-                   misses)
+    _texture_cache(table, width0, active, cache_of_lane, sets, set_shift, state, first,
+                   first_owner, owner_base, accesses, misses)
 
 
 @jit
@@ -2143,8 +2153,8 @@ def _lanes_kernel(fixed, min_linear, mag_linear, has_two, counting, holding):
     def run(count, cache_mask, arrays):  # pragma: no cover - compiled
         (s, t, face, minified, level0, level1, weight, levels, spread, texels, offsets, widths,
          heights, widths_f, heights_f, wrap_s, wrap_t, pot, out, active, lane_tile, has_tile,
-         caches, sets, set_shift, state, first_tags, blocks_w, line_bases, bpp, shift, mask,
-         line_shift,
+         caches, sets, set_shift, state, first_tags, first_owner, owner_base, blocks_w,
+         line_bases, bpp, shift, mask, line_shift,
          samples, texel_counts, nearest, nearest_mip_linear, bilinear, trilinear, accesses,
          misses, held_lanes, held_lines, held_count, lane_base) = arrays
         color_f = np.empty((2, 4), dtype=np.float32)
@@ -2244,7 +2254,8 @@ def _lanes_kernel(fixed, min_linear, mag_linear, has_two, counting, holding):
                             g, tag = cache_base + (line & (sets - 1)), line >> set_shift
                         else:
                             g, tag = cache_base + line % sets, line // sets
-                        lane_misses += not lru_access_first(state, first_tags, g, tag)
+                        lane_misses += not lru_access_first(state, first_tags, first_owner,
+                                                            g, tag, owner_base + i)
             if two:
                 if fixed:
                     color = _lerp_spread(color, color1, weight_i)
@@ -2292,14 +2303,15 @@ def _lane_kernel(fixed: bool, min_linear: bool, mag_linear: bool, has_two: bool,
 def sample_lanes_compiled(out, s, t, face, lod, packed, *, fixed: bool, min_linear: bool,
                           mag_linear: bool, wrap_s: str, wrap_t: str, stats=None, active=None,
                           lane_tile=None, cache=None, lru_state=None, lru_first=None,
-                          caches=None,
+                          owner_base=0, caches=None,
                           held=None) -> None:
     """Sample every lane (not seamless cube-map LINEAR taps) into ``out`` (4, n) float32, as
     ``_Sampling._filter`` does: ``s``, ``t`` sanitized float32 coordinates, ``face`` (n,),
     ``lod`` the sampler's ``_Lod``, ``packed`` its ``_Packed`` texture; with ``stats`` (a
     TextureStats), also its counters of the ``active`` lanes and their texture-cache accesses
     (``cache`` the TextureCacheConfig, ``lru_state`` the (caches * sets, ways) LRU table and
-    ``lru_first`` its first tags (``SetAssociativeLRU.first``), updated; ``lane_tile`` (n,) picks each lane's cache (tile % ``caches``, default the
+    ``lru_first`` its (first tags, their owners) (``SetAssociativeLRU.first``; lane i's
+    owner ``owner_base + i``), updated; ``lane_tile`` (n,) picks each lane's cache (tile % ``caches``, default the
     config's count), else its quad; ``held``: (lanes,
     lines, count, lane base) where the accesses are written instead, see
     :func:`_lanes_kernel`)."""
@@ -2314,8 +2326,8 @@ def sample_lanes_compiled(out, s, t, face, lod, packed, *, fixed: bool, min_line
         if lru_state is None:       # holding: no lookups
             lru_state = np.zeros((1, 1), dtype=np.int64)
         if lru_first is None:
-            lru_first = np.empty((0, lru_state.shape[1]), dtype=np.int64)
-        geometry = (caches, sets, set_shift, lru_state, lru_first, packed.blocks_w,
+            lru_first = (np.empty((0, lru_state.shape[1]), dtype=np.int64),) * 2
+        geometry = (caches, sets, set_shift, lru_state, *lru_first, owner_base, packed.blocks_w,
                     packed.line_bases, packed.bits, cache.block.bit_length() - 1,
                     cache.block - 1, cache.line_bytes.bit_length() - 1 + 3)
         counters = tuple(getattr(stats, name) for name in (
@@ -2324,8 +2336,8 @@ def sample_lanes_compiled(out, s, t, face, lod, packed, *, fixed: bool, min_line
         active = np.ascontiguousarray(active, dtype=bool)
     else:
         geometry = (1, 1, 0, np.zeros((1, 1), dtype=np.int64),
-                    np.empty((0, 1), dtype=np.int64), packed.blocks_w, packed.line_bases, 1, 0,
-                    0, 0)
+                    np.empty((0, 1), dtype=np.int64), np.empty((0, 1), dtype=np.int64), 0,
+                    packed.blocks_w, packed.line_bases, 1, 0, 0, 0)
         counters = (ints0,) * 8
         active = np.zeros(1, dtype=bool)
     has_tile = counting and lane_tile is not None

@@ -15,12 +15,13 @@ renderer shades draw by draw over the whole screen instead; it gets the same hit
    set took in a tile could hit in lines it inherited (``SetAssociativeLRU.first``); every
    other access hits or misses as in step 1. Those first accesses are replayed against the
    inherited contents, processor by processor in traversal order, and the misses that become
-   hits are taken off the tile's ``tex_cache_misses``.
+   hits are taken off the tile's ``tex_cache_misses`` (``PipelineHooks.finish_pass``, after
+   the techniques' decisions) and, through ``PipelineHooks.texture_hits_inherited``, off the
+   quads that made them (each access's owner: its draw batch's :meth:`TileCaches.batch`
+   base plus its lane).
 
 Tiles that were not rendered (Rendering Elimination's skipped tiles) pass the contents on
 untouched. Each pass starts with empty caches (what the previous pass left is not modelled).
-The per-lane counts the quad stages hand to a cycle-level model (``QuadBatch.tex_misses``)
-are those of step 1.
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ import numpy as np
 from tilesim.backend import to_host
 from tilesim.render.pipeline.set_associative import SetAssociativeLRU
 from tilesim.render.pipeline.texture_sampler import TextureCacheConfig
+
+# An access's owner: its draw batch (TileCaches.batch) above these bits, its lane below.
+OWNER_BATCH_SHIFT = 36
 
 
 class TileCaches:
@@ -41,19 +45,28 @@ class TileCaches:
         # tile t's set s is group t * sets + s
         self.table = SetAssociativeLRU(self.tiles * self.cache.sets, self.cache.ways,
                                        first_tags=True)
+        self.batches = 0
 
-    def inherited_hits(self, traversal, rendered=None) -> np.ndarray:
-        """(tiles,) int64: per tile, the misses of step 1 that hit in the lines the tile
-        before it on its processor left (module docstring). ``traversal``: the tiles in
-        rendering order; ``rendered`` (tiles,) bool: the tiles the GPU rendered (None:
-        all)."""
+    def batch(self) -> int:
+        """The owner base of a new draw batch's accesses (``TextureSampler.owner_base``):
+        its lane i is owner ``base + i``."""
+        self.batches += 1
+        return self.batches << OWNER_BATCH_SHIFT
+
+    def inherited_hits(self, traversal, rendered=None) -> tuple[np.ndarray, np.ndarray]:
+        """(per tile (tiles,) int64, owners (K,) int64): the misses of step 1 that hit in the
+        lines the tile before it on its processor left (module docstring), counted per tile
+        and listed by who made them. ``traversal``: the tiles in rendering order;
+        ``rendered`` (tiles,) bool: the tiles the GPU rendered (None: all)."""
         table, cfg = self.table, self.cache
         tiles, sets, ways = self.tiles, cfg.sets, cfg.ways
         flips = np.zeros(tiles, dtype=np.int64)
+        owners: list[np.ndarray] = []
         if table.state is None:
-            return flips                            # no texture was sampled in the pass
+            return flips, np.zeros(0, dtype=np.int64)   # no texture was sampled in the pass
         ended = to_host(table.state).reshape(tiles, sets, ways)
         first = to_host(table.first).reshape(tiles, sets, ways)
+        first_owner = to_host(table.first_owner).reshape(tiles, sets, ways)
         rendered = np.ones(tiles, dtype=bool) if rendered is None else to_host(rendered)
         processors = cfg.caches
         order = np.asarray(to_host(traversal), dtype=np.int64)
@@ -80,6 +93,7 @@ class TileCaches:
                 match = contents == tag[..., None]
                 hit = match.any(axis=-1) & taken
                 hits += hit
+                owners.append(first_owner[t_live, :, j][hit])
                 # LRU: the tag moves to the most recent way, from its way or the oldest
                 drop = np.where(hit, np.argmax(match, axis=-1), 0)
                 kept = np.take_along_axis(
@@ -93,4 +107,4 @@ class TileCaches:
             distinct = (heads >= 0).sum(axis=-1)
             inherited[p_live] = np.where(way[None, None, :] < ways - distinct[..., None],
                                          contents, ended[t_live])
-        return flips
+        return flips, (np.concatenate(owners) if owners else np.zeros(0, dtype=np.int64))

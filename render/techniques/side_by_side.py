@@ -108,6 +108,7 @@ def merged_pass(shared: PassCounters, own: PassCounters) -> PassCounters:
             tiles[name] = values.copy()
     out.tiles = tiles
     out.fs_programs = {d: values.copy() for d, values in shared.fs_programs.items()}
+    out.texture_caches = shared.texture_caches
     return out
 
 

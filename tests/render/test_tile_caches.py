@@ -59,7 +59,7 @@ def _pass_misses(streams, tiles, cache, traversal, rendered, draws, compiled):
             with disabled():
                 hit = caches.table.access(key, line // cache.sets)
         cold += np.bincount(tile[~hit], minlength=tiles)
-    return cold - caches.inherited_hits(traversal, rendered)
+    return cold - caches.inherited_hits(traversal, rendered)[0]
 
 
 @pytest.mark.parametrize("ways", [1, 2, 4])
@@ -163,7 +163,7 @@ def _check_render(monkeypatch, render, technique):
         expected, rendered = _render_oracle(made, caches, counters)
         got = np.asarray(counters.tiles["tex_cache_misses"])
         np.testing.assert_array_equal(got[rendered], expected[rendered])
-        inherited += int(caches.inherited_hits(counters.traversal, rendered).sum())
+        inherited += int(caches.inherited_hits(counters.traversal, rendered)[0].sum())
         skipped += int((~rendered).sum())
     assert inherited > 0                    # tiles did start from their processor's lines
     assert skipped > 0 or technique != "re"
