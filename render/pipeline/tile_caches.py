@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from tilesim.backend import to_host
+from tilesim.jit import jit, usable
 from tilesim.render.pipeline.set_associative import SetAssociativeLRU
 from tilesim.render.pipeline.texture_sampler import TextureCacheConfig
 
@@ -54,14 +55,13 @@ class TileCaches:
         return self.batches << OWNER_BATCH_SHIFT
 
     def inherited_hits(self, traversal, rendered=None) -> tuple[np.ndarray, np.ndarray]:
-        """(per tile (tiles,) int64, owners (K,) int64): the misses of step 1 that hit in the
-        lines the tile before it on its processor left (module docstring), counted per tile
-        and listed by who made them. ``traversal``: the tiles in rendering order;
+        """(per tile (tiles,) int64, owners (K,) int64, ascending): the misses of step 1 that
+        hit in the lines the tile before it on its processor left (module docstring), counted
+        per tile and listed by who made them. ``traversal``: the tiles in rendering order;
         ``rendered`` (tiles,) bool: the tiles the GPU rendered (None: all)."""
         table, cfg = self.table, self.cache
         tiles, sets, ways = self.tiles, cfg.sets, cfg.ways
         flips = np.zeros(tiles, dtype=np.int64)
-        owners: list[np.ndarray] = []
         if table.state is None:
             return flips, np.zeros(0, dtype=np.int64)   # no texture was sampled in the pass
         ended = to_host(table.state).reshape(tiles, sets, ways)
@@ -76,6 +76,19 @@ class TileCaches:
         chain = np.full((processors, steps), -1, dtype=np.int64)
         for p, c in enumerate(chains):
             chain[p, :len(c)] = c
+        if usable(ended, first, first_owner):
+            hit_owner = np.full(first.size, -1, dtype=np.int64)
+            _inherit_kernel(chain, rendered, first, first_owner, ended, flips, hit_owner)
+            return flips, np.sort(hit_owner[hit_owner >= 0])
+        return self._inherit(chain, rendered, first, first_owner, ended, flips)
+
+    @staticmethod
+    def _inherit(chain, rendered, first, first_owner, ended, flips):
+        """:meth:`inherited_hits` vectorized over the processors, a step of their chains at a
+        time."""
+        processors, steps = chain.shape
+        _, sets, ways = ended.shape
+        owners: list[np.ndarray] = []
         inherited = np.full((processors, sets, ways), -1, dtype=np.int64)   # empty at start
         way = np.arange(ways)
         for k in range(steps):
@@ -107,4 +120,45 @@ class TileCaches:
             distinct = (heads >= 0).sum(axis=-1)
             inherited[p_live] = np.where(way[None, None, :] < ways - distinct[..., None],
                                          contents, ended[t_live])
-        return flips, (np.concatenate(owners) if owners else np.zeros(0, dtype=np.int64))
+        owners = np.concatenate(owners) if owners else np.zeros(0, dtype=np.int64)
+        return flips, np.sort(owners)
+
+
+@jit
+def _inherit_kernel(chain, rendered, first, first_owner, ended, flips,
+                    hit_owner):  # pragma: no cover - compiled
+    """``TileCaches._inherit`` processor by processor, set by set: ``hit_owner[h]`` the owner
+    of the h-th first tag (tile, set, way order) that hits, else -1."""
+    processors, steps = chain.shape
+    _, sets, ways = ended.shape
+    contents = np.empty(ways, dtype=np.int64)
+    for p in range(processors):
+        inherited = np.full((sets, ways), -1, dtype=np.int64)
+        for k in range(steps):
+            t = chain[p, k]
+            if t < 0 or not rendered[t]:
+                continue
+            count = 0
+            for s in range(sets):
+                for w in range(ways):
+                    contents[w] = inherited[s, w]
+                distinct = 0
+                for j in range(ways):
+                    tag = first[t, s, j]
+                    if tag < 0:
+                        continue
+                    distinct += 1
+                    found = -1
+                    for w in range(ways):
+                        if contents[w] == tag:
+                            found = w
+                    if found >= 0:
+                        count += 1
+                        hit_owner[(t * sets + s) * ways + j] = first_owner[t, s, j]
+                    drop = found if found >= 0 else 0
+                    for w in range(drop, ways - 1):
+                        contents[w] = contents[w + 1]
+                    contents[ways - 1] = tag
+                for w in range(ways):
+                    inherited[s, w] = contents[w] if w < ways - distinct else ended[t, s, w]
+            flips[t] = count

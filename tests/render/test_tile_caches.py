@@ -10,6 +10,8 @@ a real render made (its samplers recorded every one), against the pass's ``tex_c
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -47,19 +49,27 @@ def _pass_misses(streams, tiles, cache, traversal, rendered, draws, compiled):
     inherited hits taken off."""
     caches = TileCaches(tiles, cache)
     cold = np.zeros(tiles, dtype=np.int64)
+    misses = []
     parts = [np.array_split(np.asarray(s, dtype=np.int64), draws) for s in streams]
     for d in range(draws):
         visit = np.random.default_rng(d).permutation(tiles)    # any order across tiles
         tile = np.concatenate([np.full(len(parts[t][d]), t) for t in visit]).astype(np.int64)
         line = np.concatenate([parts[t][d] for t in visit]).astype(np.int64)
         key = tile * cache.sets + line % cache.sets
-        if compiled:
-            hit = caches.table.access(key, line // cache.sets)
-        else:
-            with disabled():
-                hit = caches.table.access(key, line // cache.sets)
+        owner = (d << 20) + np.arange(tile.shape[0])
+        with contextlib.nullcontext() if compiled else disabled():
+            hit = caches.table.access(key, line // cache.sets, owner)
         cold += np.bincount(tile[~hit], minlength=tiles)
-    return cold - caches.inherited_hits(traversal, rendered)[0]
+        misses.append((owner[~hit], tile[~hit]))
+    with contextlib.nullcontext() if compiled else disabled():
+        inherited, owners = caches.inherited_hits(traversal, rendered)
+    # the owners name the accesses that hit instead: as many per tile as the count
+    missed_owner = np.concatenate([m[0] for m in misses])
+    missed_tile = np.concatenate([m[1] for m in misses])
+    assert np.isin(owners, missed_owner).all() and len(set(owners.tolist())) == owners.size
+    np.testing.assert_array_equal(
+        np.bincount(missed_tile[np.isin(missed_owner, owners)], minlength=tiles), inherited)
+    return cold - inherited
 
 
 @pytest.mark.parametrize("ways", [1, 2, 4])
