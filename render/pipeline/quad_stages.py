@@ -124,6 +124,7 @@ def raster_fragments(draw, tris, scale: int, entries: np.ndarray | None, fill_ru
     quads = rasterizer.rasterize(tris, rect, fill_rule)
     if len(quads) == 0:
         return None
+    quads = tile_major(quads, scale, target)
     lanes = fragment_shading.lanes(tris, quads)
     covered = quads.coverage.ravel()
     pixel, tile = _pixel_tile(lanes, scale, target)
@@ -149,6 +150,30 @@ def raster_fragments(draw, tris, scale: int, entries: np.ndarray | None, fill_ru
     depth = quantize_depth(lanes.z, target.depth_max)
     covered_index = xp.nonzero(covered)[0]
     return Fragments(tris, lanes, covered, pixel, tile, depth, entry, covered_index)
+
+
+def tile_major(quads: rasterizer.Quads, scale: int, target) -> rasterizer.Quads:
+    """The quads tile by tile, in tile number order, each tile's in the rasterizer's order
+    (so every pixel's fragments keep their submission order): the order a tile-based GPU's
+    processors take them in (Frame Coherence §2.3: one tile at a time). The texture caches
+    count the same hits in any order across tiles (one per tile, tile_caches.py); in this
+    one each tile's cache and buffers stay warm while its quads run. A quad's tile is its
+    top-left lane's."""
+    xp = array_module(quads.qx)
+    px, py = 2 * scale * quads.qx, 2 * scale * quads.qy
+    if scale > 1:
+        px, py = xp.minimum(px, target.width - 1), xp.minimum(py, target.height - 1)
+    tile = target.tile_of(px, py)
+    if usable(tile):
+        order = tile_order_compiled(tile, target.tiles_x * target.tiles_y)
+        if order is None:
+            return quads                    # already tile by tile
+    else:
+        if bool((tile[1:] >= tile[:-1]).all()):
+            return quads
+        order = xp.argsort(tile, kind="stable")
+    return rasterizer.Quads(quads.triangle[order], quads.qx[order], quads.qy[order],
+                            quads.coverage[order], quads.candidates)
 
 
 def _pixel_tile(lanes: FragmentLanes, scale: int, target):
@@ -401,6 +426,31 @@ def _pixel_tile_kernel(x, y, scale, width, height, tile_size, tiles_x, pixel,
             py = min(py, height - 1)
         pixel[i] = py * width + px
         tile[i] = (py // tile_size) * tiles_x + px // tile_size
+
+
+@jit
+def _tile_order(tile, tiles, order):  # pragma: no cover - compiled
+    for i in range(1, tile.shape[0]):
+        if tile[i] < tile[i - 1]:
+            break
+    else:
+        return False                    # sorted already
+    start = np.zeros(tiles + 1, dtype=np.int64)
+    for i in range(tile.shape[0]):
+        start[tile[i] + 1] += 1
+    for t in range(tiles):
+        start[t + 1] += start[t]
+    for i in range(tile.shape[0]):
+        order[start[tile[i]]] = i
+        start[tile[i]] += 1
+    return True
+
+
+def tile_order_compiled(tile, tiles: int):
+    """The stable order of ``tile`` (n,) (values 0..tiles-1) by value, a counting sort;
+    None when it is sorted already."""
+    order = np.empty(tile.shape[0], dtype=np.int64)
+    return order if _tile_order(np.asarray(tile, dtype=np.int64), tiles, order) else None
 
 
 def pixel_tile_compiled(x, y, scale: int, width: int, height: int, tile_size: int, tiles_x: int):

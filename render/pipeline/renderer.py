@@ -238,6 +238,7 @@ class Renderer:
         self._pass: PassCounters | None = None
         self._pass_target: RenderTarget | None = None
         self._texture_caches = None     # the pass's texture caches, one per tile
+        self._tile_caches_kept: dict[int, TileCaches] = {}
         self._written: np.ndarray | None = None
         self._deferred: list[tuple[DrawContext, np.ndarray]] = []
         self._observed: np.ndarray | None = None   # the frame's image, read by readPixels
@@ -664,9 +665,14 @@ class Renderer:
         if lane_tile is not None:
             # the fragment stage: the pass's caches, tile by tile (tile_caches.py)
             if self._texture_caches is None:
-                target = self._pass_target
-                self._texture_caches = TileCaches(target.tiles_x * target.tiles_y)
-                self._pass.texture_caches = self._texture_caches
+                # one per tile count, emptied for each pass (its memory kept)
+                tiles = self._pass_target.tiles_x * self._pass_target.tiles_y
+                caches = self._tile_caches_kept.get(tiles)
+                if caches is None:
+                    caches = self._tile_caches_kept[tiles] = TileCaches(tiles)
+                else:
+                    caches.empty()
+                self._texture_caches = self._pass.texture_caches = caches
             caches = self._texture_caches.table
         sampler = TextureSampler(units, options=SamplerOptions.llvmpipe(), tile_caches=caches)
         if caches is not None:

@@ -64,26 +64,61 @@ class SetAssociativeLRU:
         self.groups, self.ways = int(groups), int(ways)
         self.payload_dtype = None if payload_dtype is None else np.dtype(payload_dtype)
         self.first_tags = bool(first_tags)
-        self.state = None       # (groups, ways) int64 tags, created on the first batch
+        # (groups, ways) int64 tags, created on the first batch; with first_tags (groups,
+        # 3 ways + 2): each set's tags, its :attr:`first`, its :attr:`first_owner` and two
+        # scratch entries, side by side (lru_access_first)
+        self._rows = None
         self.payload = None     # (groups, ways) payload_dtype, with a payload
-        self.first = None       # (groups, ways) int64, with first_tags
-        self.first_owner = None  # (groups, ways) int64, with first_tags
         self._xp = None
+
+    @property
+    def state(self):
+        """(groups, ways) int64: each set's tags, oldest first (negative: empty)."""
+        return None if self._rows is None else self._rows[:, :self.ways]
+
+    @state.setter
+    def state(self, value) -> None:
+        if value is None or not self.first_tags:
+            self._rows = value
+        else:
+            self._rows[:, :self.ways] = value
+
+    @property
+    def first(self):
+        return None if self._rows is None or not self.first_tags else \
+            self._rows[:, self.ways:2 * self.ways]
+
+    @property
+    def first_owner(self):
+        return None if self._rows is None or not self.first_tags else \
+            self._rows[:, 2 * self.ways:3 * self.ways]
 
     def reset(self) -> None:
         """Empty every set."""
-        self.state = None
+        self._rows = None
         self.payload = None
-        self.first = self.first_owner = None
 
-    def first_arrays(self, xp=np):
-        """(:attr:`first`, :attr:`first_owner`) for a kernel's arguments: (0, ways) arrays
-        when the table keeps none."""
-        self.ensure_state(xp)
-        if self.first is None:
-            none = xp.empty((0, self.ways), np.int64)
-            return none, none
-        return self.first, self.first_owner
+    def empty_in_place(self) -> None:
+        """:meth:`reset`, reusing the table's memory (a large table's fresh pages cost more
+        than filling it: 25 ms against 5 for the 33 MB of 1080p's tile caches)."""
+        if self._rows is None:
+            return
+        xp = array_module(self._rows)
+        self._rows[...] = -1
+        ways = self.ways
+        state = self._rows[:, :ways] if self.first_tags else self._rows
+        state -= xp.arange(self.groups * ways, dtype=np.int64).reshape(self.groups, ways)
+        if self.payload is not None:
+            self.payload[...] = 0
+
+    def kernel_rows(self):
+        """(rows, keep) for a compiled kernel: the table on the host, (groups, ways) tags
+        or, with first tags, (groups, 3 ways) tags, first tags and owners, and ``keep``: the
+        ways where first tags are kept, else 0 (:func:`lru_access_first`). One array: each
+        array a hot loop's inlined helper takes costs reference counting per call."""
+        self.ensure_state(np)
+        self._rows = np.ascontiguousarray(self._rows)
+        return self._rows, (self.ways if self.first_tags else 0)
 
     def access(self, key, tag, owner=None):
         """Look up and update the sets for accesses (M,) in order; returns hit (M,) bool.
@@ -108,15 +143,17 @@ class SetAssociativeLRU:
 
     def ensure_state(self, xp) -> None:
         """Make :attr:`state` (an empty table) if there is none on ``xp``."""
-        if self.state is None or self._xp is not xp:
+        if self._rows is None or self._xp is not xp:
             # Distinct negative sentinels: empty ways never match a tag, nor each other.
-            self.state = -1 - xp.arange(self.groups * self.ways, dtype=np.int64).reshape(
+            state = -1 - xp.arange(self.groups * self.ways, dtype=np.int64).reshape(
                 self.groups, self.ways)
+            if self.first_tags:
+                self._rows = xp.full((self.groups, 3 * self.ways + 2), -1, dtype=np.int64)
+                self._rows[:, :self.ways] = state
+            else:
+                self._rows = state
             if self.payload_dtype is not None:
                 self.payload = xp.zeros((self.groups, self.ways), dtype=self.payload_dtype)
-            if self.first_tags:
-                self.first = xp.full((self.groups, self.ways), -1, dtype=np.int64)
-                self.first_owner = xp.full((self.groups, self.ways), -1, dtype=np.int64)
             self._xp = xp
 
     def _run(self, key, tag, payload, owner=None):
@@ -126,11 +163,10 @@ class SetAssociativeLRU:
             owner = xp.full(xp.asarray(key).shape[0], -1, dtype=np.int64)
         if usable(key, tag, payload, self.state, owner):
             # One access after the other, in a compiled loop: the same hits and contents.
-            self.state = np.ascontiguousarray(self.state)
             if payload is None:
-                first, first_owner = self.first_arrays(np)
-                return lru_access_compiled(self.state, key, tag, first, first_owner,
-                                           owner), None
+                rows, keep = self.kernel_rows()
+                return lru_access_compiled(rows, keep, key, tag, owner), None
+            self._rows = np.ascontiguousarray(self._rows)
             self.payload = np.ascontiguousarray(self.payload)
             return lru_access_with_payload_compiled(self.state, self.payload, key, tag,
                                                     np.asarray(payload))
@@ -302,7 +338,12 @@ class SetAssociativeLRU:
 @jit(inline=True)
 def lru_access_one(state, g, t):  # pragma: no cover - compiled
     """One access of tag ``t`` to set ``g`` (ways oldest first); returns whether it hit."""
-    ways = state.shape[1]
+    return lru_access_ways(state, g, t, state.shape[1])
+
+
+@jit(inline=True)
+def lru_access_ways(state, g, t, ways):  # pragma: no cover - compiled
+    """:func:`lru_access_one` on the first ``ways`` columns of ``state``."""
     if ways == 2:
         # The common two ways without branches: a hit on the most recent way leaves the set
         # as it is; any other access (a hit on the oldest or a miss) shifts it by one.
@@ -325,44 +366,43 @@ def lru_access_one(state, g, t):  # pragma: no cover - compiled
 
 
 @jit(inline=True)
-def lru_access_first(state, first, first_owner, g, t, owner):  # pragma: no cover - compiled
-    """:func:`lru_access_one`, noting in ``first[g]`` a tag that takes an empty way and in
-    ``first_owner[g]`` its ``owner`` (:attr:`SetAssociativeLRU.first`; ``first`` with no
-    rows: none kept)."""
-    if first.shape[0] and state[g, 0] < 0:      # empty ways are the oldest
-        ways = state.shape[1]
-        empty = 0
-        present = False
-        for k in range(ways):
-            if state[g, k] < 0:
-                empty += 1
-            elif state[g, k] == t:
-                present = True
-        if not present:
-            first[g, ways - empty] = t
-            first_owner[g, ways - empty] = owner
-    return lru_access_one(state, g, t)
+def lru_access_first(rows, keep, g, t, owner):  # pragma: no cover - compiled
+    """:func:`lru_access_one` on ``rows`` (:meth:`SetAssociativeLRU.kernel_rows`), noting,
+    where ``keep`` (the ways) > 0, a tag that takes an empty way and its ``owner`` beside the
+    set's tags (:attr:`SetAssociativeLRU.first`).
+
+    Without a branch: the set's cache line is often still on its way from memory here, and a
+    mispredicted branch on it (a first tag, ~2% of accesses) tripled a loop's time. Every
+    access writes; those that take no empty way write the row's two scratch entries."""
+    if keep == 0:
+        return lru_access_ways(rows, g, t, rows.shape[1])
+    oldest = rows[g, 0]
+    hit = lru_access_ways(rows, g, t, keep)
+    # Empty ways hold -1 - (g ways + w) from the start and only ever shift towards the oldest,
+    # so the oldest empty one is -1 - (g ways + k) when k tags took empty ways before.
+    k = -1 - oldest - g * keep
+    noted = (oldest < 0) & (not hit)
+    first = keep + k if noted else 3 * keep
+    rows[g, first] = t
+    rows[g, first + keep if noted else 3 * keep + 1] = owner
+    return hit
 
 
 @jit
-def _lru(key, tag, state, first, first_owner, owner, hit):  # pragma: no cover - compiled
+def _lru(key, tag, rows, keep, owner, hit):  # pragma: no cover - compiled
     for i in range(key.shape[0]):
-        hit[i] = lru_access_first(state, first, first_owner, key[i], tag[i], owner[i])
+        hit[i] = lru_access_first(rows, keep, key[i], tag[i], owner[i])
 
 
-def lru_access_compiled(state: np.ndarray, key: np.ndarray, tag: np.ndarray,
-                        first: np.ndarray | None = None, first_owner: np.ndarray | None = None,
+def lru_access_compiled(rows: np.ndarray, keep: int, key: np.ndarray, tag: np.ndarray,
                         owner: np.ndarray | None = None) -> np.ndarray:
-    """Exact LRU over the accesses (M,) one at a time, updating ``state`` (groups, ways) int64
-    (oldest first) and ``first`` / ``first_owner`` (:attr:`SetAssociativeLRU.first`, None:
-    not kept; ``owner`` (M,) each access's) in place; returns hit (M,) bool, as
-    ``SetAssociativeLRU.access``."""
+    """Exact LRU over the accesses (M,) one at a time, updating the table ``rows`` and
+    ``keep`` (:meth:`SetAssociativeLRU.kernel_rows`; ``owner`` (M,) each access's, None: -1)
+    in place; returns hit (M,) bool, as ``SetAssociativeLRU.access``."""
     hit = np.empty(key.shape[0], dtype=bool)
-    if first is None:
-        first = first_owner = np.empty((0, state.shape[1]), dtype=np.int64)
     owner = (np.full(key.shape[0], -1, dtype=np.int64) if owner is None
              else np.asarray(owner, dtype=np.int64))
-    _lru(key.astype(np.int64), tag.astype(np.int64), state, first, first_owner, owner, hit)
+    _lru(key.astype(np.int64), tag.astype(np.int64), rows, keep, owner, hit)
     return hit
 
 

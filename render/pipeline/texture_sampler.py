@@ -105,7 +105,11 @@ from tilesim.jit import jit, usable
 from tilesim.render.gl.textures import MAX_LEVELS, TEXTURE_3D, TEXTURE_CUBE_MAP, Texture
 from tilesim.render.pipeline.gpu_config import (GPU_CONFIG, counted_entry, gpu_config_values,
                                                 overrides_key)
-from tilesim.render.pipeline.set_associative import SetAssociativeLRU, lru_access_first
+from tilesim.render.pipeline.set_associative import (
+    SetAssociativeLRU,
+    lru_access_first,
+    lru_access_one,
+)
 from tilesim.shaders.sampling import BIAS, EXPLICIT, GRADIENT, IMPLICIT, LEVEL_ZERO, TextureRequest
 
 __all__ = ["KINDS", "TEXELS_PER_KIND", "SamplerOptions", "TextureCacheConfig", "TextureSampler",
@@ -656,14 +660,12 @@ class _HeldAccesses:
         lane = xp.concatenate([h[0] for h in held]) if len(held) > 1 else held[0][0]
         lines = xp.concatenate([h[1] for h in held]) if len(held) > 1 else held[0][1]
         if usable(lane, lines, self.window, self.cache_of_quad):
-            lru = sampler._lru_table()
-            lru.ensure_state(np)
-            lru.state = np.ascontiguousarray(lru.state)
+            rows, first_groups = sampler._lru_table().kernel_rows()
             lane, lines, keep = replay_held_compiled(
                 lane, lines, np.array(sizes, dtype=np.int64),
                 np.array([h[2] for h in held], dtype=np.int64), self.window_end, ready,
-                replayed, self.cache_of_quad, sampler.cache_count, sets, lru.state,
-                *lru.first_arrays(np), sampler.owner_base, self.misses)
+                replayed, self.cache_of_quad, sampler.cache_count, sets, rows, first_groups,
+                sampler.owner_base, self.misses)
             self._keep(held, sizes, lane, lines, keep)
             return
         seq = xp.concatenate([xp.full(size, h[2], dtype=np.int64)
@@ -1040,12 +1042,10 @@ class TextureSampler:
             cache_of = np.asarray(self._lane_tile).astype(np.int64) % self.cache_count
         else:
             cache_of = (np.arange(n) >> 2) % self.cache_count
-        lru = self._lru_table()
-        lru.ensure_state(np)
+        rows, first_groups = self._lru_table().kernel_rows()
         texture_cache_compiled(table, width0, np.asarray(active, dtype=bool), cache_of,
-                               cfg.sets, lru.state, *lru.first_arrays(np),
-                               self.owner_base + self._lane_base, self.stats.cache_accesses,
-                               self.stats.cache_misses)
+                               cfg.sets, rows, first_groups, self.owner_base + self._lane_base,
+                               self.stats.cache_accesses, self.stats.cache_misses)
 
     def _lru(self, xp, key, tag, owner=None):
         """Exact LRU of every set over the accesses in order
@@ -1560,26 +1560,34 @@ class _Sampling:
         sampler, stats = self.sampler, self.stats
         out = np.empty((4, self.n), dtype=np.float32)
         lru_state = held = None
-        if stats is not None and sampler._held is not None:
-            # at most 8 lines a lane; pages never written are never committed
+        first_groups = 0
+        if stats is not None:
+            lru_state, first_groups = sampler._lru_table().kernel_rows()
+        if stats is not None and (sampler._held is not None or first_groups):
+            # The accesses written out, then looked up (held: later, in the warps' order;
+            # first tags kept: now, by a loop of its own, as noting them inside the lane loop
+            # made it twice as slow). At most 8 lines a lane; pages never written are never
+            # committed.
             held = (np.empty(8 * self.n, dtype=np.int64), np.empty(8 * self.n, dtype=np.int64),
                     np.zeros(1, dtype=np.int64), sampler._lane_base)
-        elif stats is not None:
-            lru = sampler._lru_table()
-            lru.ensure_state(np)
-            lru.state = lru_state = np.ascontiguousarray(lru.state)
         sample_lanes_compiled(out, s, t, face, lod, self.packed, fixed=self.fixed,
                               min_linear=self.min_linear, mag_linear=self.mag_linear,
                               wrap_s=self.wrap_s, wrap_t=self.wrap_t, stats=stats,
                               active=self.active, lane_tile=sampler._lane_tile,
                               cache=sampler.cache, lru_state=lru_state,
-                              lru_first=None if lru_state is None else lru.first_arrays(np),
-                              owner_base=sampler.owner_base + sampler._lane_base,
                               caches=sampler.cache_count, held=held)
         if held is not None:
             count = int(held[2][0])
-            sampler._held.record(held[0][:count], held[1][:count], sampler._lane_base,
-                                 self.active)
+            lanes, lines = held[0][:count], held[1][:count]
+            if sampler._held is not None:
+                sampler._held.record(lanes, lines, sampler._lane_base, self.active)
+            else:
+                tiles = sampler._lane_tile
+                lookup_in_order_compiled(
+                    lanes - sampler._lane_base, lines,
+                    np.zeros(1, np.int64) if tiles is None else np.asarray(tiles, np.int64),
+                    tiles is not None, sampler.cache_count, sampler.cache.sets, lru_state,
+                    first_groups, sampler.owner_base + sampler._lane_base, stats.cache_misses)
         return out
 
     def _sample_level(self, s, t, fl, linear: bool, r=None):
@@ -1814,8 +1822,8 @@ def _incomplete(stats, active, n: int, xp):
 
 
 @jit
-def _texture_cache(table, width0, active, cache_of_lane, sets, set_shift, state, first_tags,
-                   first_owner, owner_base, accesses, misses):  # pragma: no cover - compiled
+def _texture_cache(table, width0, active, cache_of_lane, sets, set_shift, state, first_groups,
+                   owner_base, accesses, misses):  # pragma: no cover - compiled
     n, width = table.shape
     for lane in range(n):
         if not active[lane]:
@@ -1836,12 +1844,11 @@ def _texture_cache(table, width0, active, cache_of_lane, sets, set_shift, state,
                 continue
             accesses[lane] += 1
             if set_shift >= 0:      # a power of two (lines are non-negative)
-                hit = lru_access_first(state, first_tags, first_owner,
-                                       base + (line & (sets - 1)), line >> set_shift,
-                                       owner_base + lane)
+                hit = lru_access_first(state, first_groups, base + (line & (sets - 1)),
+                                       line >> set_shift, owner_base + lane)
             else:
-                hit = lru_access_first(state, first_tags, first_owner, base + line % sets,
-                                       line // sets, owner_base + lane)
+                hit = lru_access_first(state, first_groups, base + line % sets, line // sets,
+                                       owner_base + lane)
             if not hit:
                 misses[lane] += 1
 
@@ -1871,7 +1878,7 @@ def _by_cache(lane, lines, sizes, cache_of_quad, caches, out_lane, out_lines,
 
 @jit
 def _held_walk(lane, lines, seqs, segment, window_end, ready, replayed, caches, sets, set_shift,
-               state, first_tags, first_owner, owner_base, misses,
+               state, first_groups, owner_base, misses,
                keep):  # pragma: no cover - compiled
     """The LRU over the held accesses (split by :func:`_by_cache`) of the ready windows,
     cache by cache, window by window; in a window, seq by seq (the parts of one seq merged
@@ -1908,13 +1915,12 @@ def _held_walk(lane, lines, seqs, segment, window_end, ready, replayed, caches, 
                     while k < end and lane[k] == best_lane:
                         line = lines[k]
                         if set_shift >= 0:      # a power of two (lines are non-negative)
-                            hit = lru_access_first(state, first_tags, first_owner,
+                            hit = lru_access_first(state, first_groups,
                                                    base + (line & (sets - 1)),
                                                    line >> set_shift, owner_base + best_lane)
                         else:
-                            hit = lru_access_first(state, first_tags, first_owner,
-                                                   base + line % sets, line // sets,
-                                                   owner_base + best_lane)
+                            hit = lru_access_first(state, first_groups, base + line % sets,
+                                                   line // sets, owner_base + best_lane)
                         if not hit:
                             misses[best_lane] += 1
                         keep[k] = False
@@ -1924,7 +1930,7 @@ def _held_walk(lane, lines, seqs, segment, window_end, ready, replayed, caches, 
 
 
 def replay_held_compiled(lane, lines, sizes, seqs, window_end, ready, replayed, cache_of_quad,
-                         caches: int, sets: int, state, first, first_owner, owner_base: int,
+                         caches: int, sets: int, state, first_groups: int, owner_base: int,
                          misses):
     """``_HeldAccesses.replay`` compiled: the held parts (consecutive runs of ``sizes`` (E,)
     in ``lane``, ``lines``, each in lane order, the parts sorted by their seq ``seqs``)
@@ -1939,8 +1945,39 @@ def replay_held_compiled(lane, lines, sizes, seqs, window_end, ready, replayed, 
     keep = np.empty(lane.shape[0], dtype=bool)
     set_shift = sets.bit_length() - 1 if sets & (sets - 1) == 0 else -1
     _held_walk(out_lane, out_lines, seqs, segment, window_end, ready, replayed, caches, sets,
-               set_shift, state, first, first_owner, owner_base, misses, keep)
+               set_shift, state, first_groups, owner_base, misses, keep)
     return out_lane, out_lines, keep
+
+
+@jit
+def _lookup_in_order(lanes, lines, lane_tile, has_tile, caches, sets, set_shift, rows,
+                     first_groups, owner_base, misses):  # pragma: no cover - compiled
+    for k in range(lanes.shape[0]):
+        lane = lanes[k]
+        line = lines[k]
+        cache = lane_tile[lane] if has_tile else lane >> 2
+        if cache >= caches:     # (one cache a tile: never; a division costs ~8 ns)
+            cache %= caches
+        base = cache * sets
+        if set_shift >= 0:      # a power of two (lines are non-negative)
+            hit = lru_access_first(rows, first_groups, base + (line & (sets - 1)),
+                                   line >> set_shift, owner_base + lane)
+        else:
+            hit = lru_access_first(rows, first_groups, base + line % sets, line // sets,
+                                   owner_base + lane)
+        if not hit:
+            misses[lane] += 1
+
+
+def lookup_in_order_compiled(lanes, lines, lane_tile, has_tile: bool, caches: int, sets: int,
+                             rows, first_groups: int, owner_base: int, misses) -> None:
+    """The accesses (``lanes`` (M,) of the request, ``lines``) in order through the exact
+    LRU (``rows``, ``first_groups``: ``SetAssociativeLRU.kernel_rows``; a lane's cache: its
+    tile, or its quad, modulo ``caches``), adding each miss to ``misses`` (n,); lane i's
+    owner is ``owner_base + i``."""
+    set_shift = sets.bit_length() - 1 if sets & (sets - 1) == 0 else -1
+    _lookup_in_order(lanes, lines, lane_tile, has_tile, caches, sets, set_shift, rows,
+                     first_groups, owner_base, misses)
 
 
 @jit
@@ -1971,20 +2008,19 @@ def fill_lines_compiled(table, column: int, xs, ys, images, lanes, blocks_w, lin
                 line_bases, bpp, shift, mask, line_shift)
 
 
-def texture_cache_compiled(table, width0: int, active, cache_of_lane, sets: int, state, first,
-                           first_owner, owner_base: int, accesses, misses) -> None:
+def texture_cache_compiled(table, width0: int, active, cache_of_lane, sets: int, state,
+                           first_groups: int, owner_base: int, accesses, misses) -> None:
     """The cache accesses of one sampling instruction, lane by lane and column by column:
     ``table`` (N, width) int64 line numbers (negative: none; a line repeated among the
     columns of one level, the first ``width0`` or the rest, is accessed once),
     ``active`` (N,) bool,
     ``cache_of_lane`` (N,) int64 the cache each lane uses; adds each lane's accesses and
-    misses to ``accesses`` / ``misses`` (N,) int64 and updates ``state`` (caches * sets, ways)
-    and ``first`` / ``first_owner`` (its ``SetAssociativeLRU.first``, or no rows; lane i's
-    owner ``owner_base + i``) as
+    misses to ``accesses`` / ``misses`` (N,) int64 and updates ``state`` and ``first_groups``
+    (``SetAssociativeLRU.kernel_rows``; lane i's owner ``owner_base + i``) as
     ``TextureSampler._count_cache`` does with the vectorized LRU."""
     set_shift = sets.bit_length() - 1 if sets & (sets - 1) == 0 else -1
-    _texture_cache(table, width0, active, cache_of_lane, sets, set_shift, state, first,
-                   first_owner, owner_base, accesses, misses)
+    _texture_cache(table, width0, active, cache_of_lane, sets, set_shift, state, first_groups,
+                   owner_base, accesses, misses)
 
 
 @jit
@@ -2153,8 +2189,7 @@ def _lanes_kernel(fixed, min_linear, mag_linear, has_two, counting, holding):
     def run(count, cache_mask, arrays):  # pragma: no cover - compiled
         (s, t, face, minified, level0, level1, weight, levels, spread, texels, offsets, widths,
          heights, widths_f, heights_f, wrap_s, wrap_t, pot, out, active, lane_tile, has_tile,
-         caches, sets, set_shift, state, first_tags, first_owner, owner_base, blocks_w,
-         line_bases, bpp, shift, mask, line_shift,
+         caches, sets, set_shift, state, blocks_w, line_bases, bpp, shift, mask, line_shift,
          samples, texel_counts, nearest, nearest_mip_linear, bilinear, trilinear, accesses,
          misses, held_lanes, held_lines, held_count, lane_base) = arrays
         color_f = np.empty((2, 4), dtype=np.float32)
@@ -2176,7 +2211,11 @@ def _lanes_kernel(fixed, min_linear, mag_linear, has_two, counting, holding):
             cache_base = 0
             if lane_counted:
                 tile = lane_tile[i] if has_tile else i >> 2
-                cache_base = (tile & cache_mask if cache_mask >= 0 else tile % caches) * sets
+                if cache_mask >= 0:
+                    tile &= cache_mask
+                elif tile >= caches:     # (one cache a tile: never)
+                    tile %= caches
+                cache_base = tile * sets
             lane_accesses = lane_misses = np.int64(0)
             color = color1 = np.int64(0)
             for slot in range(2 if two else 1):
@@ -2254,8 +2293,7 @@ def _lanes_kernel(fixed, min_linear, mag_linear, has_two, counting, holding):
                             g, tag = cache_base + (line & (sets - 1)), line >> set_shift
                         else:
                             g, tag = cache_base + line % sets, line // sets
-                        lane_misses += not lru_access_first(state, first_tags, first_owner,
-                                                            g, tag, owner_base + i)
+                        lane_misses += not lru_access_one(state, g, tag)
             if two:
                 if fixed:
                     color = _lerp_spread(color, color1, weight_i)
@@ -2302,16 +2340,14 @@ def _lane_kernel(fixed: bool, min_linear: bool, mag_linear: bool, has_two: bool,
 
 def sample_lanes_compiled(out, s, t, face, lod, packed, *, fixed: bool, min_linear: bool,
                           mag_linear: bool, wrap_s: str, wrap_t: str, stats=None, active=None,
-                          lane_tile=None, cache=None, lru_state=None, lru_first=None,
-                          owner_base=0, caches=None,
+                          lane_tile=None, cache=None, lru_state=None, caches=None,
                           held=None) -> None:
     """Sample every lane (not seamless cube-map LINEAR taps) into ``out`` (4, n) float32, as
     ``_Sampling._filter`` does: ``s``, ``t`` sanitized float32 coordinates, ``face`` (n,),
     ``lod`` the sampler's ``_Lod``, ``packed`` its ``_Packed`` texture; with ``stats`` (a
     TextureStats), also its counters of the ``active`` lanes and their texture-cache accesses
-    (``cache`` the TextureCacheConfig, ``lru_state`` the (caches * sets, ways) LRU table and
-    ``lru_first`` its (first tags, their owners) (``SetAssociativeLRU.first``; lane i's
-    owner ``owner_base + i``), updated; ``lane_tile`` (n,) picks each lane's cache (tile % ``caches``, default the
+    (``cache`` the TextureCacheConfig, ``lru_state`` the LRU table's
+    ``SetAssociativeLRU.kernel_rows``, updated; ``lane_tile`` (n,) picks each lane's cache (tile % ``caches``, default the
     config's count), else its quad; ``held``: (lanes,
     lines, count, lane base) where the accesses are written instead, see
     :func:`_lanes_kernel`)."""
@@ -2325,19 +2361,17 @@ def sample_lanes_compiled(out, s, t, face, lod, packed, *, fixed: bool, min_line
         set_shift = sets.bit_length() - 1 if sets & (sets - 1) == 0 else -1
         if lru_state is None:       # holding: no lookups
             lru_state = np.zeros((1, 1), dtype=np.int64)
-        if lru_first is None:
-            lru_first = (np.empty((0, lru_state.shape[1]), dtype=np.int64),) * 2
-        geometry = (caches, sets, set_shift, lru_state, *lru_first, owner_base, packed.blocks_w,
-                    packed.line_bases, packed.bits, cache.block.bit_length() - 1,
-                    cache.block - 1, cache.line_bytes.bit_length() - 1 + 3)
+        geometry = (caches, sets, set_shift, lru_state, packed.blocks_w, packed.line_bases,
+                    packed.bits,
+                    cache.block.bit_length() - 1, cache.block - 1,
+                    cache.line_bytes.bit_length() - 1 + 3)
         counters = tuple(getattr(stats, name) for name in (
             "samples", "texels", "nearest", "nearest_mip_linear", "bilinear", "trilinear",
             "cache_accesses", "cache_misses"))
         active = np.ascontiguousarray(active, dtype=bool)
     else:
-        geometry = (1, 1, 0, np.zeros((1, 1), dtype=np.int64),
-                    np.empty((0, 1), dtype=np.int64), np.empty((0, 1), dtype=np.int64), 0,
-                    packed.blocks_w, packed.line_bases, 1, 0, 0, 0)
+        geometry = (1, 1, 0, np.zeros((1, 1), dtype=np.int64), packed.blocks_w,
+                    packed.line_bases, 1, 0, 0, 0)
         counters = (ints0,) * 8
         active = np.zeros(1, dtype=bool)
     has_tile = counting and lane_tile is not None

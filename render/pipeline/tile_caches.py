@@ -48,6 +48,11 @@ class TileCaches:
                                        first_tags=True)
         self.batches = 0
 
+    def empty(self) -> None:
+        """Empty every tile's cache for a new pass (keeping the memory)."""
+        self.table.empty_in_place()
+        self.batches = 0
+
     def batch(self) -> int:
         """The owner base of a new draw batch's accesses (``TextureSampler.owner_base``):
         its lane i is owner ``base + i``."""

@@ -111,28 +111,33 @@ def _record_samplers(monkeypatch):
     return made
 
 
-def _capture_passes(monkeypatch):
-    """(the pass's TileCaches, its PassCounters) of every pass that sampled, as it ends."""
+def _capture_passes(monkeypatch, made):
+    """Per pass that sampled, as it ends: (its TileCaches, its PassCounters, the samplers its
+    draws made, the hits its tiles inherited)."""
     ended = []
     real = renderer_module.Renderer._end_pass
 
     def end_pass(self):
-        caches, counters = self._texture_caches, self._pass
+        caches, counters, first = self._texture_caches, self._pass, len(made)
+        made_before = sum(len(e[2]) for e in ended)
         real(self)
         if caches is not None:
-            ended.append((caches, counters))
+            skipped = counters.tiles.get("re_tiles_skipped")
+            rendered = None if skipped is None else np.asarray(skipped) == 0
+            inherited = int(caches.inherited_hits(counters.traversal, rendered)[0].sum())
+            ended.append((caches, counters, made[made_before:first], inherited))
 
     monkeypatch.setattr(renderer_module.Renderer, "_end_pass", end_pass)
     return ended
 
 
-def _render_oracle(made, caches: TileCaches, counters):
+def _render_oracle(samplers, caches: TileCaches, counters):
     """Per tile, the GPU's misses over the accesses the pass's samplers recorded."""
     tiles = counters.tiles_x * counters.tiles_y
     streams = [[] for _ in range(tiles)]
-    for sampler in made:
+    for sampler in samplers:
         if sampler._cache_lru is not caches.table:
-            continue                                    # another pass's, or the vertex stage's
+            continue                                    # the vertex stage's
         lane_tile = np.asarray(sampler._lane_tile)
         for _, lanes, addresses in sampler.accesses:
             for tile, address in zip(lane_tile[lanes].tolist(), addresses.tolist()):
@@ -165,15 +170,15 @@ def test_a_trace_with_rendering_elimination_counts_the_misses_of_the_gpu(monkeyp
 
 def _check_render(monkeypatch, render, technique):
     made = _record_samplers(monkeypatch)
-    ended = _capture_passes(monkeypatch)
+    ended = _capture_passes(monkeypatch, made)
     render()
     assert ended
     inherited = skipped = 0
-    for caches, counters in ended:
-        expected, rendered = _render_oracle(made, caches, counters)
+    for caches, counters, samplers, hits in ended:
+        expected, rendered = _render_oracle(samplers, caches, counters)
         got = np.asarray(counters.tiles["tex_cache_misses"])
         np.testing.assert_array_equal(got[rendered], expected[rendered])
-        inherited += int(caches.inherited_hits(counters.traversal, rendered)[0].sum())
+        inherited += hits
         skipped += int((~rendered).sum())
     assert inherited > 0                    # tiles did start from their processor's lines
     assert skipped > 0 or technique != "re"
