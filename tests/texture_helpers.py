@@ -62,3 +62,16 @@ def cube_texture(size=2, texels=None, **params) -> Texture:
                         **params}.items():
         tex.parameter(name, value)
     return tex
+
+
+def lru_touch(tags: list, tag, ways: int) -> bool:
+    """One access of ``tag`` to a set (``tags``: least recent first) of ``ways`` ways, LRU,
+    one access at a time as a cache does: the oracle the cache-order tests simulate with.
+    Returns whether it hit."""
+    hit = tag in tags
+    if hit:
+        tags.remove(tag)
+    elif len(tags) == ways:
+        tags.pop(0)
+    tags.append(tag)
+    return hit

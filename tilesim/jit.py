@@ -192,3 +192,24 @@ def all_within(index, size):  # pragma: no cover - compiled
         if k < 0 or k >= size:
             return False
     return True
+
+
+@jit
+def _stable_order(keys, bins, order):  # pragma: no cover - compiled
+    start = np.zeros(bins + 1, dtype=np.int64)
+    for i in range(keys.shape[0]):
+        start[keys[i] + 1] += 1
+    for b in range(bins):
+        start[b + 1] += start[b]
+    for i in range(keys.shape[0]):
+        k = keys[i]
+        order[start[k]] = i
+        start[k] += 1
+
+
+def stable_order_compiled(keys, bins: int) -> np.ndarray:
+    """``argsort(keys, kind="stable")`` of (n,) integer ``keys`` in [0, bins), by counting
+    (one pass to count, one to place: O(n + bins) where the merge sort is O(n log n))."""
+    order = np.empty(keys.shape[0], dtype=np.int64)
+    _stable_order(keys, bins, order)
+    return order

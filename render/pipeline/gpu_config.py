@@ -23,8 +23,9 @@ GPU_CONFIG = Path(str(files("tilesim.timing") / "baseline_gpu.toml"))
 
 
 # The entries of the GPU configuration the renderer reads: the texture caches' geometry and the
-# warps in flight that order their accesses (the texture counters), the vertex cache's line (its misses), the Overlapped Tiles Queue (RE's
-# overflow counter), the memoization LUT's geometry (its hits) and the GLES2 limits.
+# warps in flight that order their accesses (the texture counters), the vertex cache's line
+# (its misses), the Overlapped Tiles Queue (RE's overflow counter), the memoization LUT's
+# geometry (its hits) and the GLES2 limits.
 # ``processors.shader.mediump_fp16`` is read too, but a render takes it as its own setting
 # (``mediump``); ``screen.tile_size`` likewise (``tile_size``). A render made with other values
 # of these holds other counters or frames: batch.job_identity records them.

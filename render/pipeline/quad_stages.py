@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tilesim.backend import array_module, quad_any
-from tilesim.jit import jit, usable
+from tilesim.jit import jit, stable_order_compiled, usable
 from tilesim.render.pipeline import fragment_shading, output_merger, rasterizer
 from tilesim.render.pipeline.counters import PassCounters
 from tilesim.render.pipeline.fragment_shading import FragmentLanes
@@ -164,14 +164,10 @@ def tile_major(quads: rasterizer.Quads, scale: int, target) -> rasterizer.Quads:
     if scale > 1:
         px, py = xp.minimum(px, target.width - 1), xp.minimum(py, target.height - 1)
     tile = target.tile_of(px, py)
-    if usable(tile):
-        order = tile_order_compiled(tile, target.tiles_x * target.tiles_y)
-        if order is None:
-            return quads                    # already tile by tile
-    else:
-        if bool((tile[1:] >= tile[:-1]).all()):
-            return quads
-        order = xp.argsort(tile, kind="stable")
+    if bool((tile[1:] >= tile[:-1]).all()):
+        return quads                        # already tile by tile
+    order = (stable_order_compiled(tile, target.tiles_x * target.tiles_y) if usable(tile)
+             else xp.argsort(tile, kind="stable"))
     return rasterizer.Quads(quads.triangle[order], quads.qx[order], quads.qy[order],
                             quads.coverage[order], quads.candidates)
 
@@ -426,31 +422,6 @@ def _pixel_tile_kernel(x, y, scale, width, height, tile_size, tiles_x, pixel,
             py = min(py, height - 1)
         pixel[i] = py * width + px
         tile[i] = (py // tile_size) * tiles_x + px // tile_size
-
-
-@jit
-def _tile_order(tile, tiles, order):  # pragma: no cover - compiled
-    for i in range(1, tile.shape[0]):
-        if tile[i] < tile[i - 1]:
-            break
-    else:
-        return False                    # sorted already
-    start = np.zeros(tiles + 1, dtype=np.int64)
-    for i in range(tile.shape[0]):
-        start[tile[i] + 1] += 1
-    for t in range(tiles):
-        start[t + 1] += start[t]
-    for i in range(tile.shape[0]):
-        order[start[tile[i]]] = i
-        start[tile[i]] += 1
-    return True
-
-
-def tile_order_compiled(tile, tiles: int):
-    """The stable order of ``tile`` (n,) (values 0..tiles-1) by value, a counting sort;
-    None when it is sorted already."""
-    order = np.empty(tile.shape[0], dtype=np.int64)
-    return order if _tile_order(np.asarray(tile, dtype=np.int64), tiles, order) else None
 
 
 def pixel_tile_compiled(x, y, scale: int, width: int, height: int, tile_size: int, tiles_x: int):

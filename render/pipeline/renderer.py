@@ -50,10 +50,10 @@ from tilesim.render.pipeline.clipping import ClippedTriangles
 from tilesim.render.pipeline.counters import FrameCounters, PassCounters
 from tilesim.render.pipeline.framebuffer import RenderTarget
 from tilesim.render.pipeline.gpu_config import GPU_CONFIG, gl_limits, gpu_config_values
-from tilesim.render.pipeline.tile_caches import TileCaches
 from tilesim.render.pipeline.hooks import PipelineHooks
 from tilesim.render.pipeline.observer import RenderObserver
 from tilesim.render.pipeline.options import MEDIUMP_HELP  # noqa: F401 (named here)
+from tilesim.render.pipeline.tile_caches import TileCaches
 from tilesim.render.pipeline.triangle_setup import Triangles
 
 

@@ -103,8 +103,12 @@ from tilesim.backend import array_module, to_host
 from tilesim.errors import InputError
 from tilesim.jit import jit, usable
 from tilesim.render.gl.textures import MAX_LEVELS, TEXTURE_3D, TEXTURE_CUBE_MAP, Texture
-from tilesim.render.pipeline.gpu_config import (GPU_CONFIG, counted_entry, gpu_config_values,
-                                                overrides_key)
+from tilesim.render.pipeline.gpu_config import (
+    GPU_CONFIG,
+    counted_entry,
+    gpu_config_values,
+    overrides_key,
+)
 from tilesim.render.pipeline.set_associative import (
     SetAssociativeLRU,
     lru_access_first,
@@ -669,7 +673,7 @@ class _HeldAccesses:
             self._keep(held, sizes, lane, lines, keep)
             return
         seq = xp.concatenate([xp.full(size, h[2], dtype=np.int64)
-                              for h, size in zip(held, sizes)])
+                              for h, size in zip(held, sizes, strict=True)])
         window = xp.take(self.window, lane >> 2)
         now = xp.take(ready, window)
         if not bool(now.all()):
@@ -692,7 +696,7 @@ class _HeldAccesses:
     def _keep(self, held, sizes, lane, lines, keep) -> None:
         """Hold again the accesses ``keep`` of the parts ``held`` (runs of ``sizes``)."""
         offset = 0
-        for (_, _, value), size in zip(held, sizes):
+        for (_, _, value), size in zip(held, sizes, strict=True):
             part = keep[offset:offset + size]
             if bool(part.any()):
                 self.held.append((lane[offset:offset + size][part],
@@ -713,8 +717,8 @@ class TextureSampler:
     cache: the cache geometry; options: fidelity choices (:class:`SamplerOptions`).
     record_accesses: keep, per sampling instruction, (instruction, lane (M,), byte address
         (M,)) of every cache access in :attr:`accesses`, for other cache models.
-    tile_caches: a pass's per-tile cache state (``tile_caches.TileCaches.table``), shared by the samplers
-        of its draws: each lane's accesses go to its tile's cache (see
+    tile_caches: a pass's per-tile cache state (``tile_caches.TileCaches.table``), shared by
+        the samplers of its draws: each lane's accesses go to its tile's cache (see
         :class:`TextureCacheConfig`); None: the sampler's own caches.
     """
 
@@ -1821,6 +1825,18 @@ def _incomplete(stats, active, n: int, xp):
 # registers).
 
 
+@jit(inline=True)
+def line_access(rows, first_groups, base, line, sets, set_shift,
+                owner):  # pragma: no cover - compiled
+    """One access of cache line ``line`` to the cache whose sets start at ``base``
+    (``lru_access_first`` on the line's set and tag; ``set_shift``: log2 of ``sets`` where a
+    power of two, else -1); returns whether it hit."""
+    if set_shift >= 0:      # a power of two (lines are non-negative)
+        return lru_access_first(rows, first_groups, base + (line & (sets - 1)),
+                                line >> set_shift, owner)
+    return lru_access_first(rows, first_groups, base + line % sets, line // sets, owner)
+
+
 @jit
 def _texture_cache(table, width0, active, cache_of_lane, sets, set_shift, state, first_groups,
                    owner_base, accesses, misses):  # pragma: no cover - compiled
@@ -1843,13 +1859,8 @@ def _texture_cache(table, width0, active, cache_of_lane, sets, set_shift, state,
             if repeat:
                 continue
             accesses[lane] += 1
-            if set_shift >= 0:      # a power of two (lines are non-negative)
-                hit = lru_access_first(state, first_groups, base + (line & (sets - 1)),
-                                       line >> set_shift, owner_base + lane)
-            else:
-                hit = lru_access_first(state, first_groups, base + line % sets, line // sets,
-                                       owner_base + lane)
-            if not hit:
+            if not line_access(state, first_groups, base, line, sets, set_shift,
+                               owner_base + lane):
                 misses[lane] += 1
 
 
@@ -1913,15 +1924,8 @@ def _held_walk(lane, lines, seqs, segment, window_end, ready, replayed, caches, 
                         break
                     k, end = cursor[best], segment[best * caches + c + 1]
                     while k < end and lane[k] == best_lane:
-                        line = lines[k]
-                        if set_shift >= 0:      # a power of two (lines are non-negative)
-                            hit = lru_access_first(state, first_groups,
-                                                   base + (line & (sets - 1)),
-                                                   line >> set_shift, owner_base + best_lane)
-                        else:
-                            hit = lru_access_first(state, first_groups, base + line % sets,
-                                                   line // sets, owner_base + best_lane)
-                        if not hit:
+                        if not line_access(state, first_groups, base, lines[k], sets,
+                                           set_shift, owner_base + best_lane):
                             misses[best_lane] += 1
                         keep[k] = False
                         k += 1
@@ -1958,14 +1962,8 @@ def _lookup_in_order(lanes, lines, lane_tile, has_tile, caches, sets, set_shift,
         cache = lane_tile[lane] if has_tile else lane >> 2
         if cache >= caches:     # (one cache a tile: never; a division costs ~8 ns)
             cache %= caches
-        base = cache * sets
-        if set_shift >= 0:      # a power of two (lines are non-negative)
-            hit = lru_access_first(rows, first_groups, base + (line & (sets - 1)),
-                                   line >> set_shift, owner_base + lane)
-        else:
-            hit = lru_access_first(rows, first_groups, base + line % sets, line // sets,
-                                   owner_base + lane)
-        if not hit:
+        if not line_access(rows, first_groups, cache * sets, line, sets, set_shift,
+                           owner_base + lane):
             misses[lane] += 1
 
 
@@ -2347,10 +2345,9 @@ def sample_lanes_compiled(out, s, t, face, lod, packed, *, fixed: bool, min_line
     ``lod`` the sampler's ``_Lod``, ``packed`` its ``_Packed`` texture; with ``stats`` (a
     TextureStats), also its counters of the ``active`` lanes and their texture-cache accesses
     (``cache`` the TextureCacheConfig, ``lru_state`` the LRU table's
-    ``SetAssociativeLRU.kernel_rows``, updated; ``lane_tile`` (n,) picks each lane's cache (tile % ``caches``, default the
-    config's count), else its quad; ``held``: (lanes,
-    lines, count, lane base) where the accesses are written instead, see
-    :func:`_lanes_kernel`)."""
+    ``SetAssociativeLRU.kernel_rows``, updated; ``lane_tile`` (n,) picks each lane's cache,
+    tile % ``caches`` (default the config's count), else its quad; ``held``: (lanes, lines,
+    count, lane base) where the accesses are written instead, see :func:`_lanes_kernel`)."""
     has_two = lod.weight is not None
     floats0 = np.zeros(1, dtype=np.float32)
     ints0 = np.zeros(1, dtype=np.int64)

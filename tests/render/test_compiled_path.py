@@ -18,13 +18,12 @@ import numpy as np
 import pytest
 from repo_paths import TRACES
 
-from tilesim.jit import AVAILABLE, disabled, enabled, usable
+from tilesim.jit import AVAILABLE, disabled, enabled, stable_order_compiled, usable
 from tilesim.render.pipeline import output_merger
 from tilesim.render.pipeline.output_merger import BLEND_EQUATIONS, BLEND_FACTORS, DEPTH_FUNCS
 from tilesim.render.replay import render_frames
 from tilesim.render.techniques.bus import Techniques
 from tilesim.render.techniques.early_visibility import maximum_at_compiled
-from tilesim.render.techniques.fragment_memoization import stable_order_compiled
 from tilesim.render.workloads.conformance_scenes import SCENES, record_scene
 
 

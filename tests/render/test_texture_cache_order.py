@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from texture_helpers import request, rgba8_texture
+from texture_helpers import lru_touch, request, rgba8_texture
 
 from tilesim.jit import disabled
 from tilesim.render.pipeline.texture_sampler import TextureCacheConfig, TextureSampler
@@ -64,7 +64,7 @@ def _oracle_misses(texture, lane_tile, requests, n, cache: TextureCacheConfig,
         sampler.sample(req)
         lines = [[] for _ in range(n)]
         for _, lanes, addresses in sampler.accesses:
-            for lane, address in zip(lanes.tolist(), addresses.tolist()):
+            for lane, address in zip(lanes.tolist(), addresses.tolist(), strict=True):
                 lines[lane].append(address // cache.line_bytes)
         active = np.ones(n, bool) if req.active is None else req.active
         for lane in range(n):
@@ -81,14 +81,7 @@ def _oracle_misses(texture, lane_tile, requests, n, cache: TextureCacheConfig,
                 for lane in window:
                     for line in (reads[lane][k] if k < len(reads[lane]) else []):
                         tags = sets.setdefault((c, line % cache.sets), [])
-                        tag = line // cache.sets
-                        if tag in tags:
-                            tags.remove(tag)
-                        else:
-                            misses[lane] += 1
-                            if len(tags) == cache.ways:
-                                tags.pop(0)
-                        tags.append(tag)
+                        misses[lane] += not lru_touch(tags, line // cache.sets, cache.ways)
     return misses
 
 

@@ -14,12 +14,13 @@ import contextlib
 
 import numpy as np
 import pytest
+from texture_helpers import lru_touch
 
 from tilesim.jit import disabled
 from tilesim.render.pipeline import renderer as renderer_module
 from tilesim.render.pipeline import texture_sampler
-from tilesim.render.pipeline.tile_caches import TileCaches
 from tilesim.render.pipeline.texture_sampler import TextureCacheConfig
+from tilesim.render.pipeline.tile_caches import TileCaches
 
 
 def _gpu_misses(streams, tiles, cache, traversal, rendered):
@@ -32,14 +33,7 @@ def _gpu_misses(streams, tiles, cache, traversal, rendered):
                 continue
             for line in streams[t]:
                 tags = sets.setdefault(line % cache.sets, [])
-                tag = line // cache.sets
-                if tag in tags:
-                    tags.remove(tag)
-                else:
-                    misses[t] += 1
-                    if len(tags) == cache.ways:
-                        tags.pop(0)
-                tags.append(tag)
+                misses[t] += not lru_touch(tags, line // cache.sets, cache.ways)
     return misses
 
 
@@ -140,7 +134,7 @@ def _render_oracle(samplers, caches: TileCaches, counters):
             continue                                    # the vertex stage's
         lane_tile = np.asarray(sampler._lane_tile)
         for _, lanes, addresses in sampler.accesses:
-            for tile, address in zip(lane_tile[lanes].tolist(), addresses.tolist()):
+            for tile, address in zip(lane_tile[lanes].tolist(), addresses.tolist(), strict=True):
                 streams[tile].append(address // caches.cache.line_bytes)
     skipped = counters.tiles.get("re_tiles_skipped")
     rendered = np.ones(tiles, bool) if skipped is None else np.asarray(skipped) == 0
