@@ -1899,10 +1899,14 @@ def _held_walk(lane, lines, seqs, segment, window_end, ready, replayed, caches, 
     cursor = np.empty(parts, dtype=np.int64)
     keep[:] = True
     for c in range(caches):
+        left = 0                # the cache's accesses not replayed yet
         for e in range(parts):
             cursor[e] = segment[e * caches + c]
+            left += segment[e * caches + c + 1] - cursor[e]
         base = c * sets
         for w in range(c, windows, caches):
+            if left == 0:
+                break               # (one cache a tile: most have none, or few windows)
             if not ready[w]:
                 if replayed[w]:
                     continue        # replayed before: none of its accesses are held
@@ -1929,6 +1933,7 @@ def _held_walk(lane, lines, seqs, segment, window_end, ready, replayed, caches, 
                             misses[best_lane] += 1
                         keep[k] = False
                         k += 1
+                        left -= 1
                     cursor[best] = k
                 first = last
 
