@@ -613,8 +613,13 @@ class _HeldAccesses:
         self.window = (rank // cfg.warps_in_flight) * caches + cache_of_quad
         windows = int(self.window.max()) + 1 if quads else 0
         # the last quad of every window: a window is replayed once its quads have all run
+        # (one write an index: which of repeated ones wins is undefined on CuPy)
         self.window_end = xp.full(windows, -1, dtype=np.int64)
-        self.window_end[self.window] = xp.arange(quads, dtype=np.int64)   # ascending: the last
+        if quads:
+            by_window = xp.argsort(self.window, kind="stable")
+            ordered = xp.take(self.window, by_window)
+            last = xp.concatenate([ordered[1:] != ordered[:-1], xp.ones(1, dtype=bool)])
+            self.window_end[ordered[last]] = by_window[last]
         self.replayed = xp.zeros(windows, dtype=bool)
         self.cache_of_quad = cache_of_quad
         self.seq = xp.zeros(self.total, dtype=np.int32)   # texel reads per lane so far
