@@ -667,11 +667,15 @@ class Renderer:
             if self._texture_caches is None:
                 # one per tile count, emptied for each pass (its memory kept)
                 tiles = self._pass_target.tiles_x * self._pass_target.tiles_y
-                caches = self._tile_caches_kept.get(tiles)
+                caches = self._tile_caches_kept.pop(tiles, None)
                 if caches is None:
-                    caches = self._tile_caches_kept[tiles] = TileCaches(tiles)
+                    caches = TileCaches(tiles)
                 else:
                     caches.empty()
+                # the most recent few sizes (a trace may draw into many targets)
+                self._tile_caches_kept[tiles] = caches
+                while len(self._tile_caches_kept) > 4:
+                    del self._tile_caches_kept[next(iter(self._tile_caches_kept))]
                 self._texture_caches = self._pass.texture_caches = caches
             caches = self._texture_caches.table
         sampler = TextureSampler(units, options=SamplerOptions.llvmpipe(), tile_caches=caches)
