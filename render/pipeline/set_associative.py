@@ -367,29 +367,33 @@ def lru_access_ways(state, g, t, ways):  # pragma: no cover - compiled
 
 @jit(inline=True)
 def lru_access_first(rows, keep, g, t, owner):  # pragma: no cover - compiled
-    """:func:`lru_access_one` on ``rows`` (:meth:`SetAssociativeLRU.kernel_rows`), noting,
-    where ``keep`` (the ways) > 0, a tag that takes an empty way and its ``owner`` beside the
-    set's tags (:attr:`SetAssociativeLRU.first`).
+    """:func:`lru_access_one` on ``rows`` (:meth:`SetAssociativeLRU.kernel_rows` of a table
+    with first tags; ``keep`` its ways), noting a tag that takes an empty way and its
+    ``owner`` beside the set's tags (:attr:`SetAssociativeLRU.first`).
 
-    Without a branch: the set's cache line is often still on its way from memory here, and a
-    mispredicted branch on it (a first tag, ~2% of accesses) tripled a loop's time. Every
-    access writes; those that take no empty way write the row's two scratch entries."""
-    if keep == 0:
-        return lru_access_ways(rows, g, t, rows.shape[1])
+    The notes are written only then (at most ``ways`` times a set): a store on every access
+    to an address that depends on the lookup made back-to-back lookups wait on each other
+    (the held replay's walk 9 -> 17 ns an access); so did a branch for tables without first
+    tags (a second inlined copy of the lookup: those use :func:`lru_access_one`), a call, or
+    more arrays (reference counting per array per call)."""
     oldest = rows[g, 0]
     hit = lru_access_ways(rows, g, t, keep)
-    # Empty ways hold -1 - (g ways + w) from the start and only ever shift towards the oldest,
-    # so the oldest empty one is -1 - (g ways + k) when k tags took empty ways before.
-    k = -1 - oldest - g * keep
-    noted = (oldest < 0) & (not hit)
-    first = keep + k if noted else 3 * keep
-    rows[g, first] = t
-    rows[g, first + keep if noted else 3 * keep + 1] = owner
+    if oldest < 0 and not hit:
+        # The miss took the oldest way, an empty one. Empty ways hold -1 - (g ways + w) from
+        # the start and only ever shift towards the oldest, so the oldest empty one is
+        # -1 - (g ways + k) when k tags took empty ways before: this is the (k+1)-th.
+        k = -1 - oldest - g * keep
+        rows[g, keep + k] = t
+        rows[g, 2 * keep + k] = owner
     return hit
 
 
 @jit
 def _lru(key, tag, rows, keep, owner, hit):  # pragma: no cover - compiled
+    if keep == 0:
+        for i in range(key.shape[0]):
+            hit[i] = lru_access_one(rows, key[i], tag[i])
+        return
     for i in range(key.shape[0]):
         hit[i] = lru_access_first(rows, keep, key[i], tag[i], owner[i])
 

@@ -1067,7 +1067,10 @@ class TextureSampler:
     def _lru_table(self) -> SetAssociativeLRU:
         cfg = self.cache
         if self._cache_lru is None:
-            self._cache_lru = SetAssociativeLRU(cfg.caches * cfg.sets, cfg.ways)
+            # first tags kept, as the pass's tile caches keep them: the compiled lookups
+            # then take one form (tile_caches.py)
+            self._cache_lru = SetAssociativeLRU(cfg.caches * cfg.sets, cfg.ways,
+                                                first_tags=True)
         return self._cache_lru
 
 
