@@ -112,7 +112,6 @@ from tilesim.render.pipeline.gpu_config import (
 from tilesim.render.pipeline.set_associative import (
     SetAssociativeLRU,
     lru_access_first,
-    lru_access_one,
 )
 from tilesim.shaders.sampling import BIAS, EXPLICIT, GRADIENT, IMPLICIT, LEVEL_ZERO, TextureRequest
 
@@ -1571,13 +1570,10 @@ class _Sampling:
         colors, counters and cache accesses in the same order)."""
         sampler, stats = self.sampler, self.stats
         out = np.empty((4, self.n), dtype=np.float32)
-        lru_state = held = None
-        first_groups = 0
+        held = None
         if stats is not None:
-            lru_state, first_groups = sampler._lru_table().kernel_rows()
-        if stats is not None and (sampler._held is not None or first_groups):
-            # The accesses written out, then looked up (held: later, in the warps' order;
-            # first tags kept: now, by a loop of its own, as noting them inside the lane loop
+            # The accesses written out, then looked up (held: later, in the warps' order; else
+            # now, by a loop of their own: noting the caches' first tags inside the lane loop
             # made it twice as slow). At most 8 lines a lane; pages never written are never
             # committed.
             held = (np.empty(8 * self.n, dtype=np.int64), np.empty(8 * self.n, dtype=np.int64),
@@ -1585,20 +1581,19 @@ class _Sampling:
         sample_lanes_compiled(out, s, t, face, lod, self.packed, fixed=self.fixed,
                               min_linear=self.min_linear, mag_linear=self.mag_linear,
                               wrap_s=self.wrap_s, wrap_t=self.wrap_t, stats=stats,
-                              active=self.active, lane_tile=sampler._lane_tile,
-                              cache=sampler.cache, lru_state=lru_state,
-                              caches=sampler.cache_count, held=held)
+                              active=self.active, cache=sampler.cache, held=held)
         if held is not None:
             count = int(held[2][0])
             lanes, lines = held[0][:count], held[1][:count]
             if sampler._held is not None:
                 sampler._held.record(lanes, lines, sampler._lane_base, self.active)
             else:
+                rows, first_groups = sampler._lru_table().kernel_rows()
                 tiles = sampler._lane_tile
                 lookup_in_order_compiled(
                     lanes - sampler._lane_base, lines,
                     np.zeros(1, np.int64) if tiles is None else np.asarray(tiles, np.int64),
-                    tiles is not None, sampler.cache_count, sampler.cache.sets, lru_state,
+                    tiles is not None, sampler.cache_count, sampler.cache.sets, rows,
                     first_groups, sampler.owner_base + sampler._lane_base, stats.cache_misses)
         return out
 
@@ -2178,31 +2173,27 @@ def _lerp_spread(a, b, w):  # pragma: no cover - compiled
     return ((a * (256 - w) + b * w + _ROUND) >> 8) & _FIELDS
 
 
-def _lanes_kernel(fixed, min_linear, mag_linear, has_two, counting, holding):
+def _lanes_kernel(fixed, min_linear, mag_linear, has_two, counting):
     """The lane loop of :func:`sample_lanes_compiled` for one combination of the per-call
     flags: Numba compiles each closure with the flags as constants (and caches each on disk,
     keyed by them), so the loop body has no branches on them (about 10% of its time on the
-    runner trace). ``run(count, cache_mask, arrays)``: ``count`` the texels, ``cache_mask``
-    caches - 1 for a power of two (else -1), ``arrays`` the wrapper's tuple of the rest,
-    unpacked once before the loop (unpacked per lane, as an inlined per-lane helper does, each
-    array costs a reference count per lane: the loop ran 3.4x slower).
+    runner trace). ``run(count, arrays)``: ``count`` the texels, ``arrays`` the wrapper's
+    tuple of the rest, unpacked once before the loop (unpacked per lane, as an inlined
+    per-lane helper does, each array costs a reference count per lane: the loop ran 3.4x
+    slower).
 
-    ``holding``: the accesses are written out for :class:`_HeldAccesses`, not looked up:
-    access h is line ``held_lines[h]`` of lane ``lane_base + i`` (``held_lanes[h]``), in
-    order; ``held_count[0]`` the number written.
-
-    One thread: the texture caches' LRU replay needs each cache's accesses in lane order, and
-    lanes grouped by cache interleave every ~32 lanes on the runner trace, so two threads wrote
-    shared cache lines and ran slower than one (12 ms against 17-22 ms on a 262k-lane draw,
-    ``docs/notes/issue-34-speed.md``)."""
+    ``counting``: the counters, and the cache accesses written out in order, each distinct
+    line of a level's taps once: access h is line ``held_lines[h]`` of lane ``lane_base + i``
+    (``held_lanes[h]``), ``held_count[0]`` the number written. The lookups are a loop of their
+    own (``lookup_in_order_compiled``, or :class:`_HeldAccesses`): in this one, noting the
+    caches' first tags (tile_caches.py) doubled its time a lane."""
 
     @jit
-    def run(count, cache_mask, arrays):  # pragma: no cover - compiled
+    def run(count, arrays):  # pragma: no cover - compiled
         (s, t, face, minified, level0, level1, weight, levels, spread, texels, offsets, widths,
-         heights, widths_f, heights_f, wrap_s, wrap_t, pot, out, active, lane_tile, has_tile,
-         caches, sets, set_shift, state, blocks_w, line_bases, bpp, shift, mask, line_shift,
-         samples, texel_counts, nearest, nearest_mip_linear, bilinear, trilinear, accesses,
-         misses, held_lanes, held_lines, held_count, lane_base) = arrays
+         heights, widths_f, heights_f, wrap_s, wrap_t, pot, out, active, blocks_w, line_bases,
+         bpp, shift, mask, line_shift, samples, texel_counts, nearest, nearest_mip_linear,
+         bilinear, trilinear, accesses, held_lanes, held_lines, held_count, lane_base) = arrays
         color_f = np.empty((2, 4), dtype=np.float32)
         held = 0
         for i in range(s.shape[0]):
@@ -2219,15 +2210,7 @@ def _lanes_kernel(fixed, min_linear, mag_linear, has_two, counting, holding):
                 else:
                     two = weight_f > _F0
             lane_counted = counting and active[i]
-            cache_base = 0
-            if lane_counted:
-                tile = lane_tile[i] if has_tile else i >> 2
-                if cache_mask >= 0:
-                    tile &= cache_mask
-                elif tile >= caches:     # (one cache a tile: never)
-                    tile %= caches
-                cache_base = tile * sets
-            lane_accesses = lane_misses = np.int64(0)
+            lane_accesses = np.int64(0)
             color = color1 = np.int64(0)
             for slot in range(2 if two else 1):
                 image = np.int64(face[i]) * levels + (
@@ -2242,7 +2225,7 @@ def _lanes_kernel(fixed, min_linear, mag_linear, has_two, counting, holding):
                 if min(r00, r01, r10, r11) < 0 or max(r00, r01, r10, r11) >= count:
                     if lane_counted:        # the accesses made so far, as they were counted
                         accesses[i] += lane_accesses
-                        misses[i] += lane_misses
+                    held_count[0] = held
                     return False
                 if fixed:
                     c = spread[r00]
@@ -2263,9 +2246,9 @@ def _lanes_kernel(fixed, min_linear, mag_linear, has_two, counting, holding):
                             a = (bottom - top) * wtf + top
                         color_f[slot, ch] = a
                 if lane_counted:
-                    # _fill_lines then _texture_cache: each distinct line among the level's
-                    # taps (00, 01, 10, 11) is one access to the exact LRU. The texel offset
-                    # in the block-linear level is a column part plus a row part.
+                    # as _fill_lines: each distinct line among the level's taps (00, 01, 10,
+                    # 11) is one access. The texel offset in the block-linear level is a
+                    # column part plus a row part.
                     blocks = np.int64(blocks_w[image])
                     first = line_bases[image]
                     column0 = ((x0 >> shift) << (2 * shift)) + (x0 & mask)
@@ -2295,16 +2278,9 @@ def _lanes_kernel(fixed, min_linear, mag_linear, has_two, counting, holding):
                                 continue
                             line = line11
                         lane_accesses += 1
-                        if holding:
-                            held_lanes[held] = lane_base + i
-                            held_lines[held] = line
-                            held += 1
-                            continue
-                        if set_shift >= 0:      # a power of two (lines are non-negative)
-                            g, tag = cache_base + (line & (sets - 1)), line >> set_shift
-                        else:
-                            g, tag = cache_base + line % sets, line // sets
-                        lane_misses += not lru_access_one(state, g, tag)
+                        held_lanes[held] = lane_base + i
+                        held_lines[held] = line
+                        held += 1
             if two:
                 if fixed:
                     color = _lerp_spread(color, color1, weight_i)
@@ -2329,7 +2305,6 @@ def _lanes_kernel(fixed, min_linear, mag_linear, has_two, counting, holding):
                 else:
                     nearest[i] += 1
                 accesses[i] += lane_accesses
-                misses[i] += lane_misses
         held_count[0] = held
         return True
 
@@ -2340,9 +2315,9 @@ _lane_kernels = {}
 
 
 def _lane_kernel(fixed: bool, min_linear: bool, mag_linear: bool, has_two: bool,
-                 counting: bool, holding: bool):
+                 counting: bool):
     """The lane loop for these flags, compiled on first use (from Numba's disk cache after)."""
-    key = (fixed, min_linear, mag_linear, has_two, counting, holding)
+    key = (fixed, min_linear, mag_linear, has_two, counting)
     kernel = _lane_kernels.get(key)
     if kernel is None:
         kernel = _lane_kernels[key] = _lanes_kernel(*key)
@@ -2351,57 +2326,41 @@ def _lane_kernel(fixed: bool, min_linear: bool, mag_linear: bool, has_two: bool,
 
 def sample_lanes_compiled(out, s, t, face, lod, packed, *, fixed: bool, min_linear: bool,
                           mag_linear: bool, wrap_s: str, wrap_t: str, stats=None, active=None,
-                          lane_tile=None, cache=None, lru_state=None, caches=None,
-                          held=None) -> None:
+                          cache=None, held=None) -> None:
     """Sample every lane (not seamless cube-map LINEAR taps) into ``out`` (4, n) float32, as
     ``_Sampling._filter`` does: ``s``, ``t`` sanitized float32 coordinates, ``face`` (n,),
     ``lod`` the sampler's ``_Lod``, ``packed`` its ``_Packed`` texture; with ``stats`` (a
-    TextureStats), also its counters of the ``active`` lanes and their texture-cache accesses
-    (``cache`` the TextureCacheConfig, ``lru_state`` the LRU table's
-    ``SetAssociativeLRU.kernel_rows``, updated; ``lane_tile`` (n,) picks each lane's cache,
-    tile % ``caches`` (default the config's count), else its quad; ``held``: (lanes, lines,
-    count, lane base) where the accesses are written instead, see :func:`_lanes_kernel`)."""
+    TextureStats), also its counters of the ``active`` lanes but misses, their cache lines
+    (``cache`` the TextureCacheConfig) written to ``held``: (lanes, lines, count, lane base),
+    see :func:`_lanes_kernel`; the caller looks them up."""
     has_two = lod.weight is not None
     floats0 = np.zeros(1, dtype=np.float32)
     ints0 = np.zeros(1, dtype=np.int64)
     counting = stats is not None
     if counting:
-        caches = cache.caches if caches is None else caches
-        sets = cache.sets
-        set_shift = sets.bit_length() - 1 if sets & (sets - 1) == 0 else -1
-        if lru_state is None:       # holding: no lookups
-            lru_state = np.zeros((1, 1), dtype=np.int64)
-        geometry = (caches, sets, set_shift, lru_state, packed.blocks_w, packed.line_bases,
-                    packed.bits,
+        geometry = (packed.blocks_w, packed.line_bases, packed.bits,
                     cache.block.bit_length() - 1, cache.block - 1,
                     cache.line_bytes.bit_length() - 1 + 3)
         counters = tuple(getattr(stats, name) for name in (
             "samples", "texels", "nearest", "nearest_mip_linear", "bilinear", "trilinear",
-            "cache_accesses", "cache_misses"))
+            "cache_accesses"))
         active = np.ascontiguousarray(active, dtype=bool)
     else:
-        geometry = (1, 1, 0, np.zeros((1, 1), dtype=np.int64), packed.blocks_w,
-                    packed.line_bases, 1, 0, 0, 0)
-        counters = (ints0,) * 8
+        geometry = (packed.blocks_w, packed.line_bases, 1, 0, 0, 0)
+        counters = (ints0,) * 7
         active = np.zeros(1, dtype=bool)
-    has_tile = counting and lane_tile is not None
-    tiles = np.asarray(lane_tile).astype(np.int64, copy=False) if has_tile else ints0
-    holding = counting and held is not None
-    run = _lane_kernel(bool(fixed), bool(min_linear), bool(mag_linear), has_two, counting,
-                       holding)
+        held = (ints0, ints0, np.zeros(1, dtype=np.int64), 0)
+    run = _lane_kernel(bool(fixed), bool(min_linear), bool(mag_linear), has_two, counting)
     count = packed.texels_spread.shape[0] if fixed else packed.texels.shape[0]
-    caches = geometry[0]
-    cache_mask = caches - 1 if caches & (caches - 1) == 0 else -1
     arrays = (
         s, t, face, lod.minified, lod.level0,
         lod.level1 if has_two else np.zeros(1, dtype=np.int32),
         lod.weight if has_two else floats0, packed.levels,
         packed.texels_spread if fixed else ints0, packed.texels,
         packed.offsets, packed.widths, packed.heights, packed.widths_f, packed.heights_f,
-        WRAP_CODES[wrap_s], WRAP_CODES[wrap_t], packed.pot, out, active, tiles,
-        has_tile, *geometry, *counters,
-        *(held if holding else (ints0, ints0, np.zeros(1, dtype=np.int64), 0)))
-    if not run(count, cache_mask, arrays):
+        WRAP_CODES[wrap_s], WRAP_CODES[wrap_t], packed.pot, out, active, *geometry, *counters,
+        *held)
+    if not run(count, arrays):
         raise IndexError("texture taps outside the texture's texels")
 
 
