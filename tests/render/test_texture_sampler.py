@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 from mesa_probe_helpers import Probe, constant_buffer, fragment_inputs
-from texture_helpers import CUBE_FACES, cube_texture, request, rgba8_texture
+from texture_helpers import CUBE_FACES, cube_texture, lru_touch, request, rgba8_texture
 
 from tilesim.errors import InputError
 from tilesim.render.gl.textures import Texture, unpack_pixels
@@ -837,14 +837,7 @@ def reference_lru(keys, tags, ways, state=None):
     state = {} if state is None else state
     hits = []
     for key, tag in zip(keys.tolist(), tags.tolist(), strict=True):
-        lines = state.setdefault(key, [])
-        hit = tag in lines
-        if hit:
-            lines.remove(tag)
-        elif len(lines) == ways:
-            lines.pop(0)
-        lines.append(tag)
-        hits.append(hit)
+        hits.append(lru_touch(state.setdefault(key, []), tag, ways))
     return np.array(hits), state
 
 
