@@ -53,7 +53,7 @@ from tilesim.render.pipeline.gpu_config import GPU_CONFIG, gl_limits, gpu_config
 from tilesim.render.pipeline.hooks import PipelineHooks
 from tilesim.render.pipeline.observer import RenderObserver
 from tilesim.render.pipeline.options import MEDIUMP_HELP  # noqa: F401 (named here)
-from tilesim.render.pipeline.tile_caches import TileCaches
+from tilesim.render.pipeline.tile_caches import TileCaches, tile_caches_bytes
 from tilesim.render.pipeline.triangle_setup import Triangles
 
 
@@ -218,8 +218,9 @@ class Renderer:
         if tile_size < 2 or tile_size % 2:
             raise InputError(f"tile size must be an even number >= 2, got {tile_size}")
         keep_freed_memory()
-        check_memory(f"rendering a {width}x{height} framebuffer",
-                     RENDER_BYTES_PER_PIXEL * width * height, source)
+        check_memory(f"rendering a {width}x{height} framebuffer in {tile_size}-pixel tiles",
+                     RENDER_BYTES_PER_PIXEL * width * height
+                     + tile_caches_bytes(width, height, tile_size), source)
         self.xp = active_xp()   # the array backend the buffers and all per-draw arrays live on
         self.mediump = configured_mediump() if mediump is None else mediump
         self.limits = gl_limits(limits)
@@ -420,6 +421,7 @@ class Renderer:
             beside = f" beside the {held} pixels of other framebuffers" if held else ""
             check_memory(f"rendering into the {width}x{height} framebuffer {fbo_id}{beside}",
                          RENDER_BYTES_PER_PIXEL * width * height
+                         + tile_caches_bytes(width, height, self.tile_size)
                          + TARGET_BYTES_PER_PIXEL * held, self.state.where)
             target = RenderTarget(width, height, depth_bits or 24, has_depth=depth is not None,
                                   name=f"fbo{fbo_id}", tile_size=self.tile_size,

@@ -260,3 +260,16 @@ def test_framebuffers_held_count_against_the_budget(monkeypatch):
     with pytest.raises(InputError, match=r"many\.tsim: .*beside the \d+ pixels of other "
                                          r"framebuffers needs about .*memory budget"):
         list(renderer.render(gl.recorded_frames()))
+
+
+def test_tiny_tiles_at_4k_count_their_texture_caches_against_the_budget(monkeypatch):
+    # One texture-cache state a tile (tile_caches.py): 2-pixel tiles at 4K need 8 GiB of it
+    # on top of the framebuffer's 3.3 GB, refused before anything is allocated; 16-pixel
+    # tiles fit the same budget.
+    from tilesim.render.pipeline.renderer import Renderer
+
+    monkeypatch.setenv(BUDGET_ENV, "6G")
+    with pytest.raises(InputError, match=r"4k\.tsim.*3840x2160 framebuffer in 2-pixel tiles.*"
+                                         r"memory budget"):
+        Renderer(3840, 2160, tile_size=2, source="4k.tsim")
+    Renderer(3840, 2160, tile_size=16, source="4k.tsim")
