@@ -859,8 +859,8 @@ class TextureSampler:
         that slice of the batch's :attr:`stats` and its lanes' tiles pick their caches, so the
         caches see the accesses, and :attr:`stats` ends with the counts, of one request over
         the whole batch (None, as then, where nothing was sampled). Several requests per block
-        reach the caches block by block, not request by request over the whole batch
-        (``quad_stages.SHADE_CHUNK_LANES``)."""
+        reach the caches block by block, unless :meth:`warps_in_flight` holds them (a program
+        that reads texels more than once: ``quad_stages.SHADE_CHUNK_LANES``)."""
         before, lane_tile, used_before = self.stats, self._lane_tile, self._used
         full = None
         if self.counters:
@@ -1823,9 +1823,9 @@ def _incomplete(stats, active, n: int, xp):
 
 # The per-lane arithmetic of ``texture_sampler._Sampling`` (wrap, taps, fetch, filter, level
 # blend) in float32 / int steps in the same order, so colors are bit-identical; the cache
-# accesses go through the LRU lane by lane, level 0 taps then level 1 taps, as
-# ``_count_cache`` orders them (it builds a table of lines first; here they never leave
-# registers).
+# accesses are written out lane by lane, level 0 taps then level 1 taps, as ``_count_cache``
+# orders them, and looked up by a loop of their own (``lookup_in_order_compiled``) or held
+# (``_HeldAccesses``).
 
 
 @jit(inline=True)
