@@ -99,8 +99,8 @@ class SetAssociativeLRU:
         self.payload = None
 
     def empty_in_place(self) -> None:
-        """:meth:`reset`, reusing the table's memory (a large table's fresh pages cost more
-        than filling it: 25 ms against 5 for the 33 MB of 1080p's tile caches)."""
+        """:meth:`reset`, reusing the table's memory: a large table's fresh pages cost more
+        than filling it (docs/notes/texture-cache-order.md)."""
         if self._rows is None:
             return
         xp = array_module(self._rows)
@@ -372,10 +372,10 @@ def lru_access_first(rows, keep, g, t, owner):  # pragma: no cover - compiled
     ``owner`` beside the set's tags (:attr:`SetAssociativeLRU.first`).
 
     The notes are written only then (at most ``ways`` times a set): a store on every access
-    to an address that depends on the lookup made back-to-back lookups wait on each other
-    (the held replay's walk 9 -> 17 ns an access); so did a branch for tables without first
-    tags (a second inlined copy of the lookup: those use :func:`lru_access_one`), a call, or
-    more arrays (reference counting per array per call)."""
+    to an address that depends on the lookup makes back-to-back lookups wait on each other;
+    tables without first tags use :func:`lru_access_one` (a branch here would inline a second
+    copy of the lookup); one array, no call (each array is reference-counted per call).
+    Measured in docs/notes/texture-cache-order.md."""
     oldest = rows[g, 0]
     hit = lru_access_ways(rows, g, t, keep)
     if oldest < 0 and not hit:

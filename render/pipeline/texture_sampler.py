@@ -1573,9 +1573,8 @@ class _Sampling:
         held = None
         if stats is not None:
             # The accesses written out, then looked up (held: later, in the warps' order; else
-            # now, by a loop of their own: noting the caches' first tags inside the lane loop
-            # made it twice as slow). At most 8 lines a lane; pages never written are never
-            # committed.
+            # now, by a loop of their own, see _lanes_kernel). At most 8 lines a lane; pages
+            # never written are never committed.
             held = (np.empty(8 * self.n, dtype=np.int64), np.empty(8 * self.n, dtype=np.int64),
                     np.zeros(1, dtype=np.int64), sampler._lane_base)
         sample_lanes_compiled(out, s, t, face, lod, self.packed, fixed=self.fixed,
@@ -1968,7 +1967,7 @@ def _lookup_in_order(lanes, lines, lane_tile, has_tile, caches, sets, set_shift,
         lane = lanes[k]
         line = lines[k]
         cache = lane_tile[lane] if has_tile else lane >> 2
-        if cache >= caches:     # (one cache a tile: never; a division costs ~8 ns)
+        if cache >= caches:     # (one cache a tile: never, and no division)
             cache %= caches
         if not line_access(rows, first_groups, cache * sets, line, sets, set_shift,
                            owner_base + lane):
@@ -2185,8 +2184,9 @@ def _lanes_kernel(fixed, min_linear, mag_linear, has_two, counting):
     ``counting``: the counters, and the cache accesses written out in order, each distinct
     line of a level's taps once: access h is line ``held_lines[h]`` of lane ``lane_base + i``
     (``held_lanes[h]``), ``held_count[0]`` the number written. The lookups are a loop of their
-    own (``lookup_in_order_compiled``, or :class:`_HeldAccesses`): in this one, noting the
-    caches' first tags (tile_caches.py) doubled its time a lane."""
+    own (``lookup_in_order_compiled``, or :class:`_HeldAccesses`): noting the caches' first
+    tags (tile_caches.py) in this loop slowed it more than the separate loop costs
+    (docs/notes/texture-cache-order.md)."""
 
     @jit
     def run(count, arrays):  # pragma: no cover - compiled
