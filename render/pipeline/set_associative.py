@@ -65,8 +65,8 @@ class SetAssociativeLRU:
         self.payload_dtype = None if payload_dtype is None else np.dtype(payload_dtype)
         self.first_tags = bool(first_tags)
         # (groups, ways) int64 tags, created on the first batch; with first_tags (groups,
-        # 3 ways + 2): each set's tags, its :attr:`first`, its :attr:`first_owner` and two
-        # scratch entries, side by side (lru_access_first)
+        # 3 ways): each set's tags, its :attr:`first` and its :attr:`first_owner` side by side
+        # (lru_access_first)
         self._rows = None
         self.payload = None     # (groups, ways) payload_dtype, with a payload
         self._xp = None
@@ -112,10 +112,11 @@ class SetAssociativeLRU:
             self.payload[...] = 0
 
     def kernel_rows(self):
-        """(rows, keep) for a compiled kernel: the table on the host, (groups, ways) tags
-        or, with first tags, (groups, 3 ways) tags, first tags and owners, and ``keep``: the
-        ways where first tags are kept, else 0 (:func:`lru_access_first`). One array: each
-        array a hot loop's inlined helper takes costs reference counting per call."""
+        """(rows, first_ways) for a compiled kernel: the table on the host, (groups, ways) tags
+        or, with first tags, (groups, 3 ways) tags, first tags and owners, and
+        ``first_ways``: the ways where first tags are kept, else 0 (:func:`lru_access_first`).
+        One array: each array a hot loop's inlined helper takes costs reference counting per
+        call."""
         self.ensure_state(np)
         self._rows = np.ascontiguousarray(self._rows)
         return self._rows, (self.ways if self.first_tags else 0)
@@ -148,7 +149,7 @@ class SetAssociativeLRU:
             state = -1 - xp.arange(self.groups * self.ways, dtype=np.int64).reshape(
                 self.groups, self.ways)
             if self.first_tags:
-                self._rows = xp.full((self.groups, 3 * self.ways + 2), -1, dtype=np.int64)
+                self._rows = xp.full((self.groups, 3 * self.ways), -1, dtype=np.int64)
                 self._rows[:, :self.ways] = state
             else:
                 self._rows = state
@@ -159,13 +160,14 @@ class SetAssociativeLRU:
     def _run(self, key, tag, payload, owner=None):
         xp = array_module(key, tag)
         self.ensure_state(xp)
-        if owner is None and self.first is not None:
-            owner = xp.full(xp.asarray(key).shape[0], -1, dtype=np.int64)
+        if owner is None:       # (read only where first tags are kept)
+            owner = xp.full(xp.asarray(key).shape[0] if self.first_tags else 0, -1,
+                            dtype=np.int64)
         if usable(key, tag, payload, self.state, owner):
             # One access after the other, in a compiled loop: the same hits and contents.
             if payload is None:
-                rows, keep = self.kernel_rows()
-                return lru_access_compiled(rows, keep, key, tag, owner), None
+                rows, first_ways = self.kernel_rows()
+                return lru_access_compiled(rows, first_ways, key, tag, owner), None
             self._rows = np.ascontiguousarray(self._rows)
             self.payload = np.ascontiguousarray(self.payload)
             return lru_access_with_payload_compiled(self.state, self.payload, key, tag,
@@ -225,10 +227,7 @@ class SetAssociativeLRU:
             return
         order = xp.argsort(g, kind="stable")
         g, empty, miss = g[order], empty[order], miss[order]
-        starts = xp.flatnonzero(xp.concatenate([xp.ones(1, dtype=bool), g[1:] != g[:-1]]))
-        run = xp.cumsum(xp.concatenate([xp.ones(1, dtype=np.int64),
-                                        (g[1:] != g[:-1]).astype(np.int64)])) - 1
-        rank = xp.arange(g.shape[0]) - xp.take(starts, run)
+        rank = xp.arange(g.shape[0]) - xp.searchsorted(g, g)   # each miss's rank in its set
         new = rank < empty
         way = self.ways - empty[new] + rank[new]
         self.first[g[new], way] = xp.asarray(tag)[miss[new]].astype(np.int64)
@@ -366,9 +365,9 @@ def lru_access_ways(state, g, t, ways):  # pragma: no cover - compiled
 
 
 @jit(inline=True)
-def lru_access_first(rows, keep, g, t, owner):  # pragma: no cover - compiled
+def lru_access_first(rows, ways, g, t, owner):  # pragma: no cover - compiled
     """:func:`lru_access_one` on ``rows`` (:meth:`SetAssociativeLRU.kernel_rows` of a table
-    with first tags; ``keep`` its ways), noting a tag that takes an empty way and its
+    with first tags, of ``ways`` ways), noting a tag that takes an empty way and its
     ``owner`` beside the set's tags (:attr:`SetAssociativeLRU.first`).
 
     The notes are written only then (at most ``ways`` times a set): a store on every access
@@ -377,36 +376,35 @@ def lru_access_first(rows, keep, g, t, owner):  # pragma: no cover - compiled
     copy of the lookup); one array, no call (each array is reference-counted per call).
     Measured in docs/notes/texture-cache-order.md."""
     oldest = rows[g, 0]
-    hit = lru_access_ways(rows, g, t, keep)
+    hit = lru_access_ways(rows, g, t, ways)
     if oldest < 0 and not hit:
         # The miss took the oldest way, an empty one. Empty ways hold -1 - (g ways + w) from
         # the start and only ever shift towards the oldest, so the oldest empty one is
         # -1 - (g ways + k) when k tags took empty ways before: this is the (k+1)-th.
-        k = -1 - oldest - g * keep
-        rows[g, keep + k] = t
-        rows[g, 2 * keep + k] = owner
+        k = -1 - oldest - g * ways
+        rows[g, ways + k] = t
+        rows[g, 2 * ways + k] = owner
     return hit
 
 
 @jit
-def _lru(key, tag, rows, keep, owner, hit):  # pragma: no cover - compiled
-    if keep == 0:
+def _lru(key, tag, rows, first_ways, owner, hit):  # pragma: no cover - compiled
+    if first_ways == 0:
         for i in range(key.shape[0]):
             hit[i] = lru_access_one(rows, key[i], tag[i])
         return
     for i in range(key.shape[0]):
-        hit[i] = lru_access_first(rows, keep, key[i], tag[i], owner[i])
+        hit[i] = lru_access_first(rows, first_ways, key[i], tag[i], owner[i])
 
 
-def lru_access_compiled(rows: np.ndarray, keep: int, key: np.ndarray, tag: np.ndarray,
-                        owner: np.ndarray | None = None) -> np.ndarray:
-    """Exact LRU over the accesses (M,) one at a time, updating the table ``rows`` and
-    ``keep`` (:meth:`SetAssociativeLRU.kernel_rows`; ``owner`` (M,) each access's, None: -1)
-    in place; returns hit (M,) bool, as ``SetAssociativeLRU.access``."""
+def lru_access_compiled(rows: np.ndarray, first_ways: int, key: np.ndarray, tag: np.ndarray,
+                        owner: np.ndarray) -> np.ndarray:
+    """Exact LRU over the accesses (M,) one at a time, updating the table in place (``rows``,
+    ``first_ways``: :meth:`SetAssociativeLRU.kernel_rows`; ``owner`` (M,) each access's);
+    returns hit (M,) bool, as ``SetAssociativeLRU.access``."""
     hit = np.empty(key.shape[0], dtype=bool)
-    owner = (np.full(key.shape[0], -1, dtype=np.int64) if owner is None
-             else np.asarray(owner, dtype=np.int64))
-    _lru(key.astype(np.int64), tag.astype(np.int64), rows, keep, owner, hit)
+    _lru(key.astype(np.int64), tag.astype(np.int64), rows, first_ways,
+         np.asarray(owner, dtype=np.int64), hit)
     return hit
 
 

@@ -40,11 +40,11 @@ OWNER_BATCH_SHIFT = 36
 def tile_caches_bytes(width: int, height: int, tile_size: int,
                       cache: TextureCacheConfig | None = None) -> int:
     """The memory :class:`TileCaches` takes for a ``width`` x ``height`` target in tiles of
-    ``tile_size``: one 64-byte row a set a tile (tags, first tags, their owners), the
-    texture caches' state of every tile (16 bytes a pixel at 16-pixel tiles, 1 KB at 2)."""
+    ``tile_size``: a row a set a tile of its tags, first tags and their owners, the texture
+    caches' state of every tile (12 bytes a pixel at 16-pixel tiles, 768 at 2)."""
     cache = cache or TextureCacheConfig.from_gpu_config()
     tiles = -(-width // tile_size) * -(-height // tile_size)
-    return tiles * cache.sets * (3 * cache.ways + 2) * 8
+    return tiles * cache.sets * 3 * cache.ways * 8
 
 
 class TileCaches:

@@ -47,10 +47,10 @@ def test_a_framebuffer_beyond_the_budget_is_refused_before_allocation(monkeypatc
     monkeypatch.setenv(BUDGET_ENV, "64M")
     Renderer(256, 256, source="small.tsim")             # 25 MiB at 400 B/pixel: fits
     with pytest.raises(InputError) as info:
-        Renderer(16384, 16384, source="huge.tsim")     # 100 GiB, and 4 of texture caches
+        Renderer(16384, 16384, source="huge.tsim")     # 100 GiB, and 3 of texture caches
     message = str(info.value)
     assert message.startswith("huge.tsim: rendering a 16384x16384 framebuffer in 16-pixel "
-                              "tiles needs about 104.0 GiB, more than the memory budget of "
+                              "tiles needs about 103.0 GiB, more than the memory budget of "
                               "64.0 MiB")
     assert "--memory-budget" in message and "\n" not in message
 
@@ -67,7 +67,7 @@ def test_an_fbo_beyond_the_budget_is_refused_at_its_first_draw(monkeypatch):
     monkeypatch.setenv(BUDGET_ENV, "1G")     # the texture (384 MiB) fits, rendering into it not
     renderer = Renderer(64, 64, source="fbo.tsim")
     with pytest.raises(InputError, match=r"fbo\.tsim: frame 0, command \d+ \(clear\): rendering "
-                                         r"into the 4096x4096 framebuffer 1 needs about 6\.5 GiB"):
+                                         r"into the 4096x4096 framebuffer 1 needs about 6\.4 GiB"):
         list(renderer.render(gl.recorded_frames()))
 
 

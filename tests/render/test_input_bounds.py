@@ -263,7 +263,7 @@ def test_framebuffers_held_count_against_the_budget(monkeypatch):
 
 
 def test_tiny_tiles_at_4k_count_their_texture_caches_against_the_budget(monkeypatch):
-    # One texture-cache state a tile (tile_caches.py): 2-pixel tiles at 4K need 8 GiB of it
+    # One texture-cache state a tile (tile_caches.py): 2-pixel tiles at 4K need 6 GiB of it
     # on top of the framebuffer's 3.3 GB, refused before anything is allocated; 16-pixel
     # tiles fit the same budget.
     from tilesim.render.pipeline.renderer import Renderer
