@@ -668,11 +668,11 @@ class _HeldAccesses:
         lane = xp.concatenate([h[0] for h in held]) if len(held) > 1 else held[0][0]
         lines = xp.concatenate([h[1] for h in held]) if len(held) > 1 else held[0][1]
         if usable(lane, lines, self.window, self.cache_of_quad):
-            rows, first_groups = sampler._lru_table().kernel_rows()
+            rows, first_ways = sampler._lru_table().kernel_rows()
             lane, lines, keep = replay_held_compiled(
                 lane, lines, np.array(sizes, dtype=np.int64),
                 np.array([h[2] for h in held], dtype=np.int64), self.window_end, ready,
-                replayed, self.cache_of_quad, sampler.cache_count, sets, rows, first_groups,
+                replayed, self.cache_of_quad, sampler.cache_count, sets, rows, first_ways,
                 sampler.owner_base, self.misses)
             self._keep(held, sizes, lane, lines, keep)
             return
@@ -1017,8 +1017,8 @@ class TextureSampler:
         lane = index >> (width.bit_length() - 1) if width & (width - 1) == 0 else index // width
         if self.record_accesses:
             self.accesses.append((instruction, lane, lines << line_shift))
+        stats.cache_accesses += xp.bincount(lane, minlength=n)
         if self._held is not None:
-            stats.cache_accesses += xp.bincount(lane, minlength=n)
             self._held.record(lane + self._lane_base, lines, self._lane_base, active)
             return
         if self._lane_tile is not None:
@@ -1029,7 +1029,6 @@ class TextureSampler:
         sets = cfg.sets
         hit = self._lru(xp, cache_of * sets + lines % sets, lines // sets,
                         self.owner_base + self._lane_base + lane)
-        stats.cache_accesses += xp.bincount(lane, minlength=n)
         stats.cache_misses += xp.bincount(lane[~hit], minlength=n)
 
     def _count_cache_compiled(self, packed: _Packed, footprints, active, n: int, table,
@@ -1050,9 +1049,9 @@ class TextureSampler:
             cache_of = np.asarray(self._lane_tile).astype(np.int64) % self.cache_count
         else:
             cache_of = (np.arange(n) >> 2) % self.cache_count
-        rows, first_groups = self._lru_table().kernel_rows()
+        rows, first_ways = self._lru_table().kernel_rows()
         texture_cache_compiled(table, width0, np.asarray(active, dtype=bool), cache_of,
-                               cfg.sets, rows, first_groups, self.owner_base + self._lane_base,
+                               cfg.sets, rows, first_ways, self.owner_base + self._lane_base,
                                self.stats.cache_accesses, self.stats.cache_misses)
 
     def _lru(self, xp, key, tag, owner=None):
@@ -1575,8 +1574,10 @@ class _Sampling:
             # The accesses written out, then looked up (held: later, in the warps' order; else
             # now, by a loop of their own, see _lanes_kernel). At most 8 lines a lane; pages
             # never written are never committed.
+            # Held lanes are the batch's; looked up now, the request's.
             held = (np.empty(8 * self.n, dtype=np.int64), np.empty(8 * self.n, dtype=np.int64),
-                    np.zeros(1, dtype=np.int64), sampler._lane_base)
+                    np.zeros(1, dtype=np.int64),
+                    sampler._lane_base if sampler._held is not None else 0)
         sample_lanes_compiled(out, s, t, face, lod, self.packed, fixed=self.fixed,
                               min_linear=self.min_linear, mag_linear=self.mag_linear,
                               wrap_s=self.wrap_s, wrap_t=self.wrap_t, stats=stats,
@@ -1587,13 +1588,13 @@ class _Sampling:
             if sampler._held is not None:
                 sampler._held.record(lanes, lines, sampler._lane_base, self.active)
             else:
-                rows, first_groups = sampler._lru_table().kernel_rows()
+                rows, first_ways = sampler._lru_table().kernel_rows()
                 tiles = sampler._lane_tile
                 lookup_in_order_compiled(
-                    lanes - sampler._lane_base, lines,
+                    lanes, lines,
                     np.zeros(1, np.int64) if tiles is None else np.asarray(tiles, np.int64),
                     tiles is not None, sampler.cache_count, sampler.cache.sets, rows,
-                    first_groups, sampler.owner_base + sampler._lane_base, stats.cache_misses)
+                    first_ways, sampler.owner_base + sampler._lane_base, stats.cache_misses)
         return out
 
     def _sample_level(self, s, t, fl, linear: bool, r=None):
@@ -1828,19 +1829,19 @@ def _incomplete(stats, active, n: int, xp):
 
 
 @jit(inline=True)
-def line_access(rows, first_groups, base, line, sets, set_shift,
+def line_access(rows, first_ways, base, line, sets, set_shift,
                 owner):  # pragma: no cover - compiled
     """One access of cache line ``line`` to the cache whose sets start at ``base``
     (``lru_access_first`` on the line's set and tag; ``set_shift``: log2 of ``sets`` where a
     power of two, else -1); returns whether it hit."""
     if set_shift >= 0:      # a power of two (lines are non-negative)
-        return lru_access_first(rows, first_groups, base + (line & (sets - 1)),
+        return lru_access_first(rows, first_ways, base + (line & (sets - 1)),
                                 line >> set_shift, owner)
-    return lru_access_first(rows, first_groups, base + line % sets, line // sets, owner)
+    return lru_access_first(rows, first_ways, base + line % sets, line // sets, owner)
 
 
 @jit
-def _texture_cache(table, width0, active, cache_of_lane, sets, set_shift, state, first_groups,
+def _texture_cache(table, width0, active, cache_of_lane, sets, set_shift, state, first_ways,
                    owner_base, accesses, misses):  # pragma: no cover - compiled
     n, width = table.shape
     for lane in range(n):
@@ -1861,7 +1862,7 @@ def _texture_cache(table, width0, active, cache_of_lane, sets, set_shift, state,
             if repeat:
                 continue
             accesses[lane] += 1
-            if not line_access(state, first_groups, base, line, sets, set_shift,
+            if not line_access(state, first_ways, base, line, sets, set_shift,
                                owner_base + lane):
                 misses[lane] += 1
 
@@ -1891,7 +1892,7 @@ def _by_cache(lane, lines, sizes, cache_of_quad, caches, out_lane, out_lines,
 
 @jit
 def _held_walk(lane, lines, seqs, segment, window_end, ready, replayed, caches, sets, set_shift,
-               state, first_groups, owner_base, misses,
+               state, first_ways, owner_base, misses,
                keep):  # pragma: no cover - compiled
     """The LRU over the held accesses (split by :func:`_by_cache`) of the ready windows,
     cache by cache, window by window; in a window, seq by seq (the parts of one seq merged
@@ -1930,7 +1931,7 @@ def _held_walk(lane, lines, seqs, segment, window_end, ready, replayed, caches, 
                         break
                     k, end = cursor[best], segment[best * caches + c + 1]
                     while k < end and lane[k] == best_lane:
-                        if not line_access(state, first_groups, base, lines[k], sets,
+                        if not line_access(state, first_ways, base, lines[k], sets,
                                            set_shift, owner_base + best_lane):
                             misses[best_lane] += 1
                         keep[k] = False
@@ -1941,7 +1942,7 @@ def _held_walk(lane, lines, seqs, segment, window_end, ready, replayed, caches, 
 
 
 def replay_held_compiled(lane, lines, sizes, seqs, window_end, ready, replayed, cache_of_quad,
-                         caches: int, sets: int, state, first_groups: int, owner_base: int,
+                         caches: int, sets: int, state, first_ways: int, owner_base: int,
                          misses):
     """``_HeldAccesses.replay`` compiled: the held parts (consecutive runs of ``sizes`` (E,)
     in ``lane``, ``lines``, each in lane order, the parts sorted by their seq ``seqs``)
@@ -1956,33 +1957,33 @@ def replay_held_compiled(lane, lines, sizes, seqs, window_end, ready, replayed, 
     keep = np.empty(lane.shape[0], dtype=bool)
     set_shift = sets.bit_length() - 1 if sets & (sets - 1) == 0 else -1
     _held_walk(out_lane, out_lines, seqs, segment, window_end, ready, replayed, caches, sets,
-               set_shift, state, first_groups, owner_base, misses, keep)
+               set_shift, state, first_ways, owner_base, misses, keep)
     return out_lane, out_lines, keep
 
 
 @jit
 def _lookup_in_order(lanes, lines, lane_tile, has_tile, caches, sets, set_shift, rows,
-                     first_groups, owner_base, misses):  # pragma: no cover - compiled
+                     first_ways, owner_base, misses):  # pragma: no cover - compiled
     for k in range(lanes.shape[0]):
         lane = lanes[k]
         line = lines[k]
         cache = lane_tile[lane] if has_tile else lane >> 2
         if cache >= caches:     # (one cache a tile: never, and no division)
             cache %= caches
-        if not line_access(rows, first_groups, cache * sets, line, sets, set_shift,
+        if not line_access(rows, first_ways, cache * sets, line, sets, set_shift,
                            owner_base + lane):
             misses[lane] += 1
 
 
 def lookup_in_order_compiled(lanes, lines, lane_tile, has_tile: bool, caches: int, sets: int,
-                             rows, first_groups: int, owner_base: int, misses) -> None:
+                             rows, first_ways: int, owner_base: int, misses) -> None:
     """The accesses (``lanes`` (M,) of the request, ``lines``) in order through the exact
-    LRU (``rows``, ``first_groups``: ``SetAssociativeLRU.kernel_rows``; a lane's cache: its
+    LRU (``rows``, ``first_ways``: ``SetAssociativeLRU.kernel_rows``; a lane's cache: its
     tile, or its quad, modulo ``caches``), adding each miss to ``misses`` (n,); lane i's
     owner is ``owner_base + i``."""
     set_shift = sets.bit_length() - 1 if sets & (sets - 1) == 0 else -1
     _lookup_in_order(lanes, lines, lane_tile, has_tile, caches, sets, set_shift, rows,
-                     first_groups, owner_base, misses)
+                     first_ways, owner_base, misses)
 
 
 @jit
@@ -2014,17 +2015,17 @@ def fill_lines_compiled(table, column: int, xs, ys, images, lanes, blocks_w, lin
 
 
 def texture_cache_compiled(table, width0: int, active, cache_of_lane, sets: int, state,
-                           first_groups: int, owner_base: int, accesses, misses) -> None:
+                           first_ways: int, owner_base: int, accesses, misses) -> None:
     """The cache accesses of one sampling instruction, lane by lane and column by column:
     ``table`` (N, width) int64 line numbers (negative: none; a line repeated among the
     columns of one level, the first ``width0`` or the rest, is accessed once),
     ``active`` (N,) bool,
     ``cache_of_lane`` (N,) int64 the cache each lane uses; adds each lane's accesses and
-    misses to ``accesses`` / ``misses`` (N,) int64 and updates ``state`` and ``first_groups``
+    misses to ``accesses`` / ``misses`` (N,) int64 and updates ``state`` and ``first_ways``
     (``SetAssociativeLRU.kernel_rows``; lane i's owner ``owner_base + i``) as
     ``TextureSampler._count_cache`` does with the vectorized LRU."""
     set_shift = sets.bit_length() - 1 if sets & (sets - 1) == 0 else -1
-    _texture_cache(table, width0, active, cache_of_lane, sets, set_shift, state, first_groups,
+    _texture_cache(table, width0, active, cache_of_lane, sets, set_shift, state, first_ways,
                    owner_base, accesses, misses)
 
 
