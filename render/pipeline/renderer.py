@@ -238,7 +238,6 @@ class Renderer:
         self.counters = FrameCounters(0)
         self._pass: PassCounters | None = None
         self._pass_target: RenderTarget | None = None
-        self._texture_caches = None     # the pass's texture caches, one per tile
         self._tile_caches_kept: dict[int, TileCaches] = {}
         self._written: np.ndarray | None = None
         self._deferred: list[tuple[DrawContext, np.ndarray]] = []
@@ -492,7 +491,6 @@ class Renderer:
                                       target.tile_size, target.tiles_x, target.tiles_y,
                                       target.traversal(self.traversal))
             self._pass_target = target
-            self._texture_caches = None         # made by the pass's first textured draw
             self._written = xp.zeros(target.width * target.height, dtype=bool)
             self.counters.scalars["passes"] += 1
             self.techniques.begin_pass(target, self._pass)
@@ -525,7 +523,7 @@ class Renderer:
                 target.synced["depth"] = texture.version
         self.counters.passes.append(counters.to_host())
         self.observer.end_pass(self.frame_index, self.counters.passes[-1])
-        self._pass = self._pass_target = self._written = self._texture_caches = None
+        self._pass = self._pass_target = self._written = None
 
     def _end_frame(self) -> FrameResult:
         self._end_pass()
@@ -665,8 +663,10 @@ class Renderer:
 
         caches = None
         if lane_tile is not None:
-            # the fragment stage: the pass's caches, tile by tile (tile_caches.py)
-            if self._texture_caches is None:
+            # the fragment stage: the pass's caches, tile by tile (tile_caches.py), made by
+            # its first textured draw
+            caches = self._pass.texture_caches
+            if caches is None:
                 # one per tile count, emptied for each pass (its memory kept)
                 tiles = self._pass_target.tiles_x * self._pass_target.tiles_y
                 caches = self._tile_caches_kept.pop(tiles, None)
@@ -678,11 +678,11 @@ class Renderer:
                 self._tile_caches_kept[tiles] = caches
                 while len(self._tile_caches_kept) > 4:
                     del self._tile_caches_kept[next(iter(self._tile_caches_kept))]
-                self._texture_caches = self._pass.texture_caches = caches
-            caches = self._texture_caches.table
-        sampler = TextureSampler(units, options=SamplerOptions.llvmpipe(), tile_caches=caches)
+                self._pass.texture_caches = caches
+        sampler = TextureSampler(units, options=SamplerOptions.llvmpipe(),
+                                 tile_caches=None if caches is None else caches.table)
         if caches is not None:
-            sampler.owner_base = self._texture_caches.batch()
+            sampler.owner_base = caches.batch()
         sampler.begin(lane_tile)
         return sampler
 

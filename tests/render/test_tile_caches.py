@@ -112,7 +112,8 @@ def _capture_passes(monkeypatch, made):
     real = renderer_module.Renderer._end_pass
 
     def end_pass(self):
-        caches, counters, first = self._texture_caches, self._pass, len(made)
+        counters, first = self._pass, len(made)
+        caches = None if counters is None else counters.texture_caches
         made_before = sum(len(e[2]) for e in ended)
         real(self)
         if caches is not None:
