@@ -115,12 +115,26 @@ def threads_pinned(count: int):
 SPLIT_MIN = 8192
 
 
-def spans(n: int, lanes_each: int = 1) -> list[tuple[int, int]]:
-    """``range(n)`` cut into one contiguous (start, stop) per thread, for a kernel whose
-    items (of ``lanes_each`` lanes) are independent; one span below :data:`SPLIT_MIN` lanes."""
-    parts = min(threads(), n * lanes_each // SPLIT_MIN)
+def spans(n: int, lanes_each: int = 1, per_thread: int = 1) -> list[tuple[int, int]]:
+    """``range(n)`` cut into ``per_thread`` contiguous (start, stop) per thread, for a kernel
+    whose items (of ``lanes_each`` lanes) are independent; one span below :data:`SPLIT_MIN`
+    lanes. Several a thread where items' costs vary: :func:`in_threads` hands the next span
+    to whichever thread is free."""
+    parts = min(threads() * per_thread if threads() > 1 else 1, n * lanes_each // SPLIT_MIN)
     bounds = np.linspace(0, n, max(parts, 1) + 1).astype(np.int64)
     return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+
+
+def spans_of_runs(keys, per_thread: int = 1) -> list[tuple[int, int]]:
+    """:func:`spans` of ``range(len(keys))`` with each inner bound moved back to the start of
+    its key's run, so no key's items are in two spans: parts for a kernel whose items share
+    state within a key (a tile's texture cache) and none across keys. ``keys``
+    non-decreasing (:func:`nondecreasing`)."""
+    keys = np.asarray(keys)
+    bounds = [start for start, _ in spans(keys.shape[0], per_thread=per_thread)]
+    starts = np.searchsorted(keys, keys[bounds[1:]], side="left").tolist()
+    bounds = sorted(set([0, *starts]))
+    return list(zip(bounds, [*bounds[1:], int(keys.shape[0])], strict=True))
 
 
 def in_threads(function, parts) -> list:
@@ -192,6 +206,19 @@ def all_within(index, size):  # pragma: no cover - compiled
         if k < 0 or k >= size:
             return False
     return True
+
+
+@jit
+def _nondecreasing(keys):  # pragma: no cover - compiled
+    for i in range(1, keys.shape[0]):
+        if keys[i] < keys[i - 1]:
+            return False
+    return True
+
+
+def nondecreasing(keys) -> bool:
+    """Whether ``keys`` (a 1-D NumPy array) never decreases."""
+    return bool(_nondecreasing(keys)) if usable(keys) else bool((keys[1:] >= keys[:-1]).all())
 
 
 @jit

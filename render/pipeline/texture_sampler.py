@@ -101,7 +101,7 @@ import numpy as np
 
 from tilesim.backend import array_module, to_host
 from tilesim.errors import InputError
-from tilesim.jit import jit, usable
+from tilesim.jit import in_threads, jit, nondecreasing, spans, spans_of_runs, usable
 from tilesim.render.gl.textures import MAX_LEVELS, TEXTURE_3D, TEXTURE_CUBE_MAP, Texture
 from tilesim.render.pipeline.gpu_config import (
     GPU_CONFIG,
@@ -1569,32 +1569,53 @@ class _Sampling:
         colors, counters and cache accesses in the same order)."""
         sampler, stats = self.sampler, self.stats
         out = np.empty((4, self.n), dtype=np.float32)
-        held = None
+        tiles = None if sampler._lane_tile is None else np.asarray(sampler._lane_tile, np.int64)
+        # Lanes in spans side by side. Their lookups too, where the spans' lanes use disjoint
+        # caches: one per tile (tile_caches.py), the tiles in runs (tile_major), each in one
+        # span; else the spans' accesses are looked up after, in lane order.
+        by_tile = (stats is not None and sampler._held is None and sampler._per_tile
+                   and tiles is not None and tiles.shape[0] == self.n
+                   and spans(self.n) != [(0, self.n)] and nondecreasing(tiles))
+        # (four a thread: a span's cost depends on its filters and its active lanes)
+        parts = (spans_of_runs(tiles, per_thread=4) if by_tile
+                 else spans(self.n, per_thread=4))
+        held = each_part = None
         if stats is not None:
             # The accesses written out, then looked up (held: later, in the warps' order; else
             # now, by a loop of their own, see _lanes_kernel). At most 8 lines a lane; pages
             # never written are never committed.
             # Held lanes are the batch's; looked up now, the request's.
             held = (np.empty(8 * self.n, dtype=np.int64), np.empty(8 * self.n, dtype=np.int64),
-                    np.zeros(1, dtype=np.int64),
+                    np.zeros(len(parts), dtype=np.int64),
                     sampler._lane_base if sampler._held is not None else 0)
+            rows, first_ways = sampler._lru_table().kernel_rows()
+
+            def look_up(lanes, lines):
+                lookup_in_order_compiled(
+                    lanes, lines, np.zeros(1, np.int64) if tiles is None else tiles,
+                    tiles is not None, sampler.cache_count, sampler.cache.sets, rows,
+                    first_ways, sampler.owner_base + sampler._lane_base, stats.cache_misses)
+
+            def part_accesses(k):
+                first = 8 * parts[k][0]
+                return held[0][first:first + held[2][k]], held[1][first:first + held[2][k]]
+
+            if by_tile:
+                def each_part(k):
+                    look_up(*part_accesses(k))
         sample_lanes_compiled(out, s, t, face, lod, self.packed, fixed=self.fixed,
                               min_linear=self.min_linear, mag_linear=self.mag_linear,
                               wrap_s=self.wrap_s, wrap_t=self.wrap_t, stats=stats,
-                              active=self.active, cache=sampler.cache, held=held)
-        if held is not None:
-            count = int(held[2][0])
-            lanes, lines = held[0][:count], held[1][:count]
+                              active=self.active, cache=sampler.cache, held=held, parts=parts,
+                              each_part=each_part)
+        if held is not None and each_part is None:
+            accesses = [part_accesses(k) for k in range(len(parts))]
+            lanes, lines = (accesses[0] if len(accesses) == 1 else
+                            [np.concatenate(column) for column in zip(*accesses, strict=True)])
             if sampler._held is not None:
                 sampler._held.record(lanes, lines, sampler._lane_base, self.active)
             else:
-                rows, first_ways = sampler._lru_table().kernel_rows()
-                tiles = sampler._lane_tile
-                lookup_in_order_compiled(
-                    lanes, lines,
-                    np.zeros(1, np.int64) if tiles is None else np.asarray(tiles, np.int64),
-                    tiles is not None, sampler.cache_count, sampler.cache.sets, rows,
-                    first_ways, sampler.owner_base + sampler._lane_base, stats.cache_misses)
+                look_up(lanes, lines)
         return out
 
     def _sample_level(self, s, t, fl, linear: bool, r=None):
@@ -2182,22 +2203,25 @@ def _lanes_kernel(fixed, min_linear, mag_linear, has_two, counting):
     per-lane helper does, each array costs a reference count per lane: the loop ran 3.4x
     slower).
 
-    ``counting``: the counters, and the cache accesses written out in order, each distinct
-    line of a level's taps once: access h is line ``held_lines[h]`` of lane ``lane_base + i``
-    (``held_lanes[h]``), ``held_count[0]`` the number written. The lookups are a loop of their
-    own (``lookup_in_order_compiled``, or :class:`_HeldAccesses`): noting the caches' first
-    tags (tile_caches.py) in this loop slowed it more than the separate loop costs
+    ``run(count, arrays, start, stop, part)`` samples lanes ``start..stop`` (a thread's span,
+    :func:`sample_lanes_compiled`). ``counting``: the counters, and the cache accesses written
+    out in order from entry ``8 * start`` (at most 8 a lane, so spans never overlap), each
+    distinct line of a level's taps once: access h is line ``held_lines[h]`` of lane
+    ``lane_base + i`` (``held_lanes[h]``), ``held_count[part]`` the number written. The
+    lookups are a loop of their own (``lookup_in_order_compiled``, or :class:`_HeldAccesses`):
+    noting the caches' first tags (tile_caches.py) in this loop slowed it more than the
+    separate loop costs
     (docs/notes/texture-cache-order.md)."""
 
     @jit
-    def run(count, arrays):  # pragma: no cover - compiled
+    def run(count, arrays, start, stop, part):  # pragma: no cover - compiled
         (s, t, face, minified, level0, level1, weight, levels, spread, texels, offsets, widths,
          heights, widths_f, heights_f, wrap_s, wrap_t, pot, out, active, blocks_w, line_bases,
          bpp, shift, mask, line_shift, samples, texel_counts, nearest, nearest_mip_linear,
          bilinear, trilinear, accesses, held_lanes, held_lines, held_count, lane_base) = arrays
         color_f = np.empty((2, 4), dtype=np.float32)
-        held = 0
-        for i in range(s.shape[0]):
+        held = first_held = 8 * start
+        for i in range(start, stop):
             mini = minified[i]
             linear = min_linear if mini else mag_linear
             two = False
@@ -2226,7 +2250,7 @@ def _lanes_kernel(fixed, min_linear, mag_linear, has_two, counting):
                 if min(r00, r01, r10, r11) < 0 or max(r00, r01, r10, r11) >= count:
                     if lane_counted:        # the accesses made so far, as they were counted
                         accesses[i] += lane_accesses
-                    held_count[0] = held
+                    held_count[part] = held - first_held
                     return False
                 if fixed:
                     c = spread[r00]
@@ -2306,7 +2330,7 @@ def _lanes_kernel(fixed, min_linear, mag_linear, has_two, counting):
                 else:
                     nearest[i] += 1
                 accesses[i] += lane_accesses
-        held_count[0] = held
+        held_count[part] = held - first_held
         return True
 
     return run
@@ -2327,13 +2351,19 @@ def _lane_kernel(fixed: bool, min_linear: bool, mag_linear: bool, has_two: bool,
 
 def sample_lanes_compiled(out, s, t, face, lod, packed, *, fixed: bool, min_linear: bool,
                           mag_linear: bool, wrap_s: str, wrap_t: str, stats=None, active=None,
-                          cache=None, held=None) -> None:
+                          cache=None, held=None, parts=None, each_part=None) -> None:
     """Sample every lane (not seamless cube-map LINEAR taps) into ``out`` (4, n) float32, as
     ``_Sampling._filter`` does: ``s``, ``t`` sanitized float32 coordinates, ``face`` (n,),
     ``lod`` the sampler's ``_Lod``, ``packed`` its ``_Packed`` texture; with ``stats`` (a
     TextureStats), also its counters of the ``active`` lanes but misses, their cache lines
-    (``cache`` the TextureCacheConfig) written to ``held``: (lanes, lines, count, lane base),
-    see :func:`_lanes_kernel`; the caller looks them up."""
+    (``cache`` the TextureCacheConfig) written to ``held``: (lanes, lines, counts, lane base),
+    see :func:`_lanes_kernel`; the caller looks them up.
+
+    ``parts``: (start, stop) spans of the lanes, run side by side (each lane writes only its
+    own outputs; :func:`tilesim.jit.in_threads`); part k's accesses are ``held``'s entries
+    from ``8 * start``, ``held[2][k]`` of them, and ``each_part(k)`` (if given) runs in part
+    k's thread after its lanes. None: one part."""
+    parts = [(0, int(s.shape[0]))] if parts is None else list(parts)
     has_two = lod.weight is not None
     floats0 = np.zeros(1, dtype=np.float32)
     ints0 = np.zeros(1, dtype=np.int64)
@@ -2350,7 +2380,7 @@ def sample_lanes_compiled(out, s, t, face, lod, packed, *, fixed: bool, min_line
         geometry = (packed.blocks_w, packed.line_bases, 1, 0, 0, 0)
         counters = (ints0,) * 7
         active = np.zeros(1, dtype=bool)
-        held = (ints0, ints0, np.zeros(1, dtype=np.int64), 0)
+        held = (ints0, ints0, np.zeros(len(parts), dtype=np.int64), 0)
     run = _lane_kernel(bool(fixed), bool(min_linear), bool(mag_linear), has_two, counting)
     count = packed.texels_spread.shape[0] if fixed else packed.texels.shape[0]
     arrays = (
@@ -2361,7 +2391,15 @@ def sample_lanes_compiled(out, s, t, face, lod, packed, *, fixed: bool, min_line
         packed.offsets, packed.widths, packed.heights, packed.widths_f, packed.heights_f,
         WRAP_CODES[wrap_s], WRAP_CODES[wrap_t], packed.pot, out, active, *geometry, *counters,
         *held)
-    if not run(count, arrays):
+
+    def one(k):
+        start, stop = parts[k]
+        ran = run(count, arrays, start, stop, k)
+        if ran and each_part is not None:
+            each_part(k)
+        return ran
+
+    if not all(in_threads(one, range(len(parts)))):
         raise IndexError("texture taps outside the texture's texels")
 
 

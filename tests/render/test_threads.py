@@ -2,19 +2,26 @@
 every frame and every per-tile counter of every pass identical, whatever the thread count.
 
 The kernels split only work whose results cannot depend on the split: lanes that write their
-own outputs (plane interpolation). Texture sampling stays on one thread: its caches' LRU replay
-needs each cache's accesses in lane order. The scenes are small, so the tests lower
-:data:`tilesim.jit.SPLIT_MIN` to make every draw split (and check that one did); the bundled
-trace runs at the shipped value.
+own outputs (plane interpolation, texture filtering), and the texture caches' lookups where
+each span's lanes use caches of their own (one per tile, the tiles in runs: each run in one
+span). The scenes are small, so the tests lower :data:`tilesim.jit.SPLIT_MIN` to make every
+draw split (and check that one did); the bundled trace runs at the shipped value.
 """
 
 from __future__ import annotations
 
+import contextlib
+import threading
+
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from render_snapshots import assert_same_renders, render_snapshot
 from repo_paths import TRACES
 
 from tilesim import jit
+from tilesim.render.pipeline import texture_sampler
 from tilesim.render.workloads.conformance_scenes import record_scene
 
 pytestmark = pytest.mark.skipif(not jit.AVAILABLE, reason="the split runs compiled kernels")
@@ -27,29 +34,85 @@ def _render(frames, width, height, threads, techniques=None):
 
 @pytest.fixture
 def split_small(monkeypatch):
-    """Every stage with 64 lanes or more splits; counts the calls that ran in parts."""
+    """Every stage with 64 lanes or more splits; counts the calls that ran in parts (and, in
+    ``split_small.lookups``, the threads the texture caches' lookups ran on)."""
     monkeypatch.setattr(jit, "SPLIT_MIN", 64)
-    calls = []
+    calls = SplitCalls()
     real = jit.in_threads
+    real_lookup = texture_sampler.lookup_in_order_compiled
 
     def counting(function, parts):
         parts = list(parts)
         calls.append(len(parts))
         return real(function, parts)
 
+    def looking_up(*args, **kwargs):
+        calls.lookups.add(threading.current_thread().name.split("_")[0])
+        return real_lookup(*args, **kwargs)
+
     monkeypatch.setattr("tilesim.render.pipeline.fragment_shading.in_threads", counting)
+    monkeypatch.setattr(texture_sampler, "in_threads", counting)
+    monkeypatch.setattr(texture_sampler, "lookup_in_order_compiled", looking_up)
     return calls
 
 
+class SplitCalls(list):
+    lookups: set
+
+    def __init__(self):
+        super().__init__()
+        self.lookups = set()
+
+    def clear(self):
+        super().clear()
+        self.lookups.clear()
+
+
 @pytest.mark.parametrize("scene", ["tex_min_filters", "render_to_texture", "mediump_precision",
-                                   "cubemap", "tex_wrap_modes", "texture_3d", "blend_factors"])
+                                   "cubemap", "tex_wrap_modes", "texture_3d", "blend_factors",
+                                   "rtt_post_chain"])
 def test_a_scene_renders_identically_on_one_and_on_three_threads(scene, split_small):
     frames, width, height = record_scene(scene)
     one = _render(frames, width, height, 1)
     assert max(split_small, default=1) == 1       # one thread: never in parts
+    assert split_small.lookups <= {"MainThread"}
     split_small.clear()
     assert_same_renders(one, _render(frames, width, height, 3))
     assert max(split_small, default=1) > 1        # the stages did run in parts
+
+
+def test_texture_lookups_run_in_the_spans_threads(split_small):
+    """A program that samples once has its cache lookups made span by span, on the threads
+    (each tile's lanes in one span); rtt_post_chain's blur samples nine times, and its held
+    accesses are replayed after (also identical, above)."""
+    frames, width, height = record_scene("tex_min_filters")
+    _render(frames, width, height, 3)
+    assert "tilesim-kernel" in split_small.lookups
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 6), min_size=1, max_size=300), st.integers(1, 4),
+       st.integers(1, 4), st.integers(1, 40))
+def test_spans_of_runs_never_split_a_run(steps, threads, per_thread, split_min):
+    keys = np.cumsum(np.array(steps) == 0)   # non-decreasing, runs of any length
+    with jit.threads_pinned(threads), _split_min(split_min):
+        spans = jit.spans_of_runs(keys, per_thread=per_thread)
+        assert len(spans) <= len(jit.spans(keys.size, per_thread=per_thread))
+    assert spans[0][0] == 0 and spans[-1][1] == keys.size
+    assert all(a < b for a, b in spans)
+    assert all(a[1] == b[0] for a, b in zip(spans, spans[1:], strict=False))
+    assert all(keys[b - 1] != keys[b] for _, b in spans[:-1])    # each key in one span
+    assert jit.nondecreasing(keys)
+    assert jit.nondecreasing(keys[::-1]) == (keys[0] == keys[-1])
+
+
+@contextlib.contextmanager
+def _split_min(value):
+    saved, jit.SPLIT_MIN = jit.SPLIT_MIN, value
+    try:
+        yield
+    finally:
+        jit.SPLIT_MIN = saved
 
 
 @pytest.mark.parametrize("techniques", ["te+re+evr", "dsr", "memo"])
