@@ -58,8 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--call-depth", type=_positive, metavar="N",
                         help="subroutine calls one shader invocation may nest (default 64)")
     parser.add_argument("--threads", type=_positive, metavar="N",
-                        help="threads the compiled kernels of one render use (default 1: on "
-                             "two cores a second thread gained nothing measurable)")
+                        help="threads the compiled kernels of one render use (default every "
+                             "core; a study's worker processes share the cores)")
     parser.add_argument("--debug", action="store_true",
                         help="print the Python traceback of an error")
     parser.add_argument("--print-completion", action=_PrintCompletion, metavar="SHELL",

@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 
 from tilesim.errors import InputError, TilesimError
+from tilesim.jit import THREADS_ENV, threads
 
 # The local workers' own bookkeeping, set for a few long CPU-bound tasks: Dask's statistical
 # profiler samples each worker's stack every 10 ms and its event loop ticks every 20 ms, each
@@ -126,7 +127,7 @@ def _local_cluster(workers: int, memory_limit: int | str | None):
         with dask.config.set(LOCAL_WORKER_CONFIG):  # the workers take the configuration at start
             return LocalCluster(n_workers=max(1, int(workers)), threads_per_worker=1,
                                 processes=True, dashboard_address=":0", silence_logs=SILENT,
-                                **limit)
+                                env=worker_environment(workers), **limit)
     except Exception as exc:
         # Its logs are silent: what failed is said here (--debug: the traceback).
         raise TilesimError(f"the local Dask cluster of {workers} worker processes did not "
@@ -134,6 +135,16 @@ def _local_cluster(workers: int, memory_limit: int | str | None):
     finally:
         if masks:
             signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def worker_environment(workers: int) -> dict[str, str]:
+    """What a local worker process adds to its environment: its share of the cores for the
+    compiled kernels' threads (``TILESIM_THREADS``, :func:`tilesim.jit.in_threads`), so that
+    ``workers`` processes do not each start a thread per core; the user's own setting,
+    where there is one, is inherited unchanged."""
+    if os.environ.get(THREADS_ENV):
+        return {}
+    return {THREADS_ENV: str(max(1, threads() // max(1, int(workers))))}
 
 
 def _silence_dask_logs() -> None:

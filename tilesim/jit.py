@@ -12,8 +12,9 @@ depend on which path ran (``tests/render/test_compiled_path.py``,
 
 ``TILESIM_JIT=0`` (or a machine without Numba) runs the plain code everywhere. Kernels release
 the GIL, so :func:`in_threads` runs one kernel on parts of a stage's work on ``TILESIM_THREADS``
-threads (``tilesim --threads``; default one, see :data:`DEFAULT_THREADS`) where the results do
-not depend on the split: lanes that write only their own outputs. Frames and counters are the
+threads (``tilesim --threads``; default every core, :func:`default_threads`) where the results
+do not depend on the split: lanes that write only their own outputs, and the texture caches'
+lookups of spans whose tiles (one cache each) are their own. Frames and counters are the
 same for any thread count (``tests/render/test_threads.py``). (Numba's own ``parallel=True`` is
 not used: its loop fusion dropped the writes of an inlined helper that unpacks a tuple of
 arrays, a silent loss of results, in Numba 0.60.) A stage calls
@@ -83,20 +84,23 @@ _pool: ThreadPoolExecutor | None = None
 _pool_size = 0
 
 
-# Threads when the user asks for none. One: on the runner trace at 1080p and 4K on two idle
-# cores, the split stages (plane evaluation) gained nothing measurable, and with another
-# process on a core a render on two threads ran 10-15% slower (measured in docs/notes). What
-# would pay is whole tiles per thread: a fused per-tile loop, as llvmpipe runs.
-DEFAULT_THREADS = 1
+def default_threads() -> int:
+    """Threads when the user asks for none: every core this process may run on. Texture
+    sampling, the largest stage, splits by tiles (one texture cache each) into several spans
+    a thread, so that a thread slowed by another process takes fewer of them (measured in
+    docs/notes/issue-34-speed.md). A study's worker processes share the cores
+    (``studies/dask_cluster.worker_environment``)."""
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+               else os.cpu_count() or 1)
 
 
 def threads() -> int:
     """Threads :func:`in_threads` uses: :func:`threads_pinned`'s count, else
-    ``TILESIM_THREADS``, else :data:`DEFAULT_THREADS`."""
+    ``TILESIM_THREADS``, else :func:`default_threads`."""
     if _pinned is not None:
         return _pinned
     wanted = _threads_wanted()
-    return wanted if wanted is not None else DEFAULT_THREADS
+    return wanted if wanted is not None else default_threads()
 
 
 @contextlib.contextmanager

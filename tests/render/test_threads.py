@@ -157,8 +157,22 @@ def test_a_bad_thread_count_in_the_environment_is_one_line(monkeypatch):
         jit.threads()
 
 
-def test_one_thread_unless_asked(monkeypatch):
+def test_every_core_unless_asked(monkeypatch):
+    import os
+
     monkeypatch.delenv(jit.THREADS_ENV, raising=False)
-    assert jit.threads() == jit.DEFAULT_THREADS == 1
+    assert jit.threads() == jit.default_threads() == len(os.sched_getaffinity(0))
     monkeypatch.setenv(jit.THREADS_ENV, "3")
     assert jit.threads() == 3
+
+
+def test_a_studys_worker_processes_share_the_cores(monkeypatch):
+    from tilesim.studies.dask_cluster import worker_environment
+
+    monkeypatch.delenv(jit.THREADS_ENV, raising=False)
+    with jit.threads_pinned(8):
+        assert worker_environment(2) == {jit.THREADS_ENV: "4"}
+        assert worker_environment(3) == {jit.THREADS_ENV: "2"}
+        assert worker_environment(16) == {jit.THREADS_ENV: "1"}
+    monkeypatch.setenv(jit.THREADS_ENV, "5")       # the user's own: inherited as it is
+    assert worker_environment(2) == {}
