@@ -160,11 +160,16 @@ def tile_major(quads: rasterizer.Quads, scale: int, target) -> rasterizer.Quads:
     one each tile's cache and buffers stay warm while its quads run. A quad's tile is its
     top-left lane's."""
     xp = array_module(quads.qx)
-    px, py = 2 * scale * quads.qx, 2 * scale * quads.qy
-    if scale > 1:
-        px, py = xp.minimum(px, target.width - 1), xp.minimum(py, target.height - 1)
-    tile = target.tile_of(px, py)
-    if bool((tile[1:] >= tile[:-1]).all()):
+    if usable(quads.qx, quads.qy):
+        tile, ordered = quad_tiles_compiled(quads.qx, quads.qy, scale, target.width,
+                                            target.height, target.tile_size, target.tiles_x)
+    else:
+        px, py = 2 * scale * quads.qx, 2 * scale * quads.qy
+        if scale > 1:
+            px, py = xp.minimum(px, target.width - 1), xp.minimum(py, target.height - 1)
+        tile = target.tile_of(px, py)
+        ordered = bool((tile[1:] >= tile[:-1]).all())
+    if ordered:
         return quads                        # already tile by tile
     order = (stable_order_compiled(tile, target.tiles_x * target.tiles_y) if usable(tile)
              else xp.argsort(tile, kind="stable"))
@@ -411,8 +416,23 @@ def quad_batch(fragments: Fragments, early: bool, alive: np.ndarray, shaded: Sha
 
 # == the compiled path (Numba, tilesim.jit): bit-identical to the code above =============
 
+@jit(inline=True)
+def _tile_of(px, py, tile_size, tile_shift, tiles_x):  # pragma: no cover - compiled
+    # Framebuffer.tile_of; a shift where the size is a power of two (an arithmetic shift is
+    # floor division for negative values too), as a division by a run-time value costs
+    # most of the loop
+    if tile_shift >= 0:
+        return (py >> tile_shift) * tiles_x + (px >> tile_shift)
+    return (py // tile_size) * tiles_x + px // tile_size
+
+
+def _tile_shift(tile_size: int) -> int:
+    """log2 of a power-of-two tile size, else -1 (:func:`_tile_of` divides)."""
+    return tile_size.bit_length() - 1 if tile_size & (tile_size - 1) == 0 else -1
+
+
 @jit
-def _pixel_tile_kernel(x, y, scale, width, height, tile_size, tiles_x, pixel,
+def _pixel_tile_kernel(x, y, scale, width, height, tile_size, tile_shift, tiles_x, pixel,
                        tile):  # pragma: no cover - compiled
     for i in range(x.shape[0]):
         px = x[i] * scale
@@ -421,7 +441,7 @@ def _pixel_tile_kernel(x, y, scale, width, height, tile_size, tiles_x, pixel,
             px = min(px, width - 1)
             py = min(py, height - 1)
         pixel[i] = py * width + px
-        tile[i] = (py // tile_size) * tiles_x + px // tile_size
+        tile[i] = _tile_of(px, py, tile_size, tile_shift, tiles_x)
 
 
 def pixel_tile_compiled(x, y, scale: int, width: int, height: int, tile_size: int, tiles_x: int):
@@ -429,8 +449,34 @@ def pixel_tile_compiled(x, y, scale: int, width: int, height: int, tile_size: in
     target), as ``quad_stages.raster_fragments`` computes them."""
     pixel = np.empty(x.size, dtype=np.int64)
     tile = np.empty(x.size, dtype=np.int64)
-    _pixel_tile_kernel(x, y, scale, width, height, tile_size, tiles_x, pixel, tile)
+    _pixel_tile_kernel(x, y, scale, width, height, tile_size, _tile_shift(tile_size), tiles_x,
+                       pixel, tile)
     return pixel, tile
+
+
+@jit
+def _quad_tiles_kernel(qx, qy, scale, width, height, tile_size, tile_shift, tiles_x,
+                       tile):  # pragma: no cover - compiled
+    ordered = True
+    for q in range(qx.shape[0]):
+        px = 2 * scale * np.int64(qx[q])
+        py = 2 * scale * np.int64(qy[q])
+        if scale > 1:
+            px = min(px, width - 1)
+            py = min(py, height - 1)
+        tile[q] = _tile_of(px, py, tile_size, tile_shift, tiles_x)
+        if q > 0 and tile[q] < tile[q - 1]:
+            ordered = False
+    return ordered
+
+
+def quad_tiles_compiled(qx, qy, scale: int, width: int, height: int, tile_size: int,
+                        tiles_x: int) -> tuple[np.ndarray, bool]:
+    """(tile of each quad's top-left lane, whether they never decrease), as ``tile_major``."""
+    tile = np.empty(qx.size, dtype=np.int64)
+    ordered = _quad_tiles_kernel(qx, qy, scale, width, height, tile_size, _tile_shift(tile_size),
+                                 tiles_x, tile)
+    return tile, bool(ordered)
 
 
 # What NumPy's float -> int64 cast gives a NaN on this machine.

@@ -332,6 +332,38 @@ def test_the_compiled_stable_order_is_the_stable_argsort():
                                       np.argsort(keys, kind="stable"))
 
 
+@pytest.mark.parametrize("tile_size", [1, 2, 6, 16, 32, 48])
+@pytest.mark.parametrize("scale", [1, 2, 3])
+def test_the_compiled_tiles_of_lanes_and_quads_are_the_framebuffers(tile_size, scale):
+    """The kernels' tiles (a shift for power-of-two sizes, a division else) against
+    ``Framebuffer.tile_of``, negative coordinates included (a shift floors them too)."""
+    from tilesim.render.pipeline.framebuffer import RenderTarget
+    from tilesim.render.pipeline.quad_stages import pixel_tile_compiled, quad_tiles_compiled
+
+    target = RenderTarget(97, 61, tile_size=tile_size)
+    rng = np.random.default_rng(tile_size * 10 + scale)
+    x = rng.integers(-40, 60, 3000)
+    y = rng.integers(-40, 40, 3000)
+    px, py = x * scale, y * scale
+    if scale > 1:
+        px, py = np.minimum(px, target.width - 1), np.minimum(py, target.height - 1)
+    pixel, tile = pixel_tile_compiled(x, y, scale, target.width, target.height, tile_size,
+                                      target.tiles_x)
+    np.testing.assert_array_equal(tile, target.tile_of(px, py))
+    np.testing.assert_array_equal(pixel, py * target.width + px)
+    qx, qy = x.astype(np.int32) // 2, y.astype(np.int32) // 2
+    step_x, step_y = 2 * scale * qx.astype(np.int64), 2 * scale * qy.astype(np.int64)
+    if scale > 1:
+        step_x, step_y = (np.minimum(step_x, target.width - 1),
+                          np.minimum(step_y, target.height - 1))
+    expected = target.tile_of(step_x, step_y)
+    for order in (np.arange(qx.size), np.argsort(expected, kind="stable")):
+        tiles, ordered = quad_tiles_compiled(qx[order], qy[order], scale, target.width,
+                                             target.height, tile_size, target.tiles_x)
+        np.testing.assert_array_equal(tiles, expected[order])
+        assert ordered == bool((np.diff(expected[order]) >= 0).all())
+
+
 # -- texture sampling: the fused per-lane kernel against the NumPy sampler -----------------------
 
 WRAPS = ("REPEAT", "CLAMP_TO_EDGE", "MIRRORED_REPEAT")
