@@ -315,6 +315,10 @@ class Interpreter:
         # lets it write its own copy): otherwise the caller's inputs are read in place.
         self.writes_inputs = any(d.register.file == "IN" for inst in program.instructions
                                  for d in inst.dst)
+        # The registers a run must zero (read before certainly written); the rest start
+        # uninitialized: zeroing every register of a million lanes cost more than the
+        # arithmetic of a short program.
+        self.zeroed = program.registers_read_unwritten()
         self.sv_semantics = program.system_value_semantics()
         self.num_system_values = program.register_count("SV")
         imm = np.zeros((max(len(program.immediates), 1), 4), dtype=U32)
@@ -482,6 +486,17 @@ def _as_bits(xp, a):
     raise TypeError(f"cannot use an array of {a.dtype} as TGSI register data")
 
 
+def _registers(xp, count: int, n: int, zeroed: set[int]):
+    """A (count, 4, n) register file whose registers ``zeroed`` read as zero and the others
+    are uninitialized (the program writes them before it reads them)."""
+    if len(zeroed) >= count:
+        return xp.zeros((count, 4, n), dtype=U32)
+    registers = xp.empty((count, 4, n), dtype=U32)
+    for index in zeroed:
+        registers[index] = 0
+    return registers
+
+
 class _Run:
     """The state of one execution: registers, masks, stacks, counters."""
 
@@ -521,9 +536,9 @@ class _Run:
         elif bits is not None and not in_place:
             count = min(bits.shape[0], num_in)
             self.inputs[:count] = bits[:count]
-        self.temps = xp.zeros((interp.num_temps, 4, n), dtype=U32)
-        self.outputs = xp.zeros((interp.num_outputs, 4, n), dtype=U32)
-        self.addrs = xp.zeros((interp.num_addrs, 4, n), dtype=U32)
+        self.temps = _registers(xp, interp.num_temps, n, interp.zeroed["TEMP"])
+        self.outputs = _registers(xp, interp.num_outputs, n, interp.zeroed["OUT"])
+        self.addrs = _registers(xp, interp.num_addrs, n, interp.zeroed["ADDR"])
         self.system = xp.zeros((max(interp.num_system_values, 1), 4, n), dtype=U32)
         for index, (name, _) in interp.sv_semantics.items():
             if name in system_values:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 
-from tilesim.shaders.opcodes import TEXEL_READS
+from tilesim.shaders.opcodes import FLOW, OPCODES, TEXEL_READS
 
 CHANNELS = "xyzw"
 IDENTITY_SWIZZLE = (0, 1, 2, 3)
@@ -200,6 +200,49 @@ class Program:
             return False
         return not reads or not any(i.opcode in ("BGNLOOP", "BGNSUB", "CAL")
                                     for i in self.instructions)
+
+    def registers_read_unwritten(self, files=("TEMP", "OUT", "ADDR")) -> dict[str, set[int]]:
+        """Per register file, the registers an invocation may read (or, for OUT, leave to its
+        caller) in a channel no earlier instruction has written in every lane: those must
+        start at zero, as the interpreter defines an unwritten register, and the others need
+        no initial value. A write is certain only in the straight-line start of the program,
+        before its first flow-control or kill instruction (each then writes its write mask in
+        every lane: the exec mask is all lanes), to a register named directly; a register
+        read through an address (``TEMP[ADDR[0].x]``) counts as every register of its file
+        read. Conservative: every channel a source's swizzle names is read."""
+        written: set[tuple[str, int, int]] = set()
+        unwritten: dict[str, set[int]] = {file: set() for file in files}
+        certain = True
+        everything = {file: set(range(self.register_count(file))) for file in files}
+
+        def read(register: Register, channels) -> None:
+            for address in (register.indirect, register.dimension_indirect):
+                if address is not None and address.file in unwritten \
+                        and (address.file, address.index, address.component) not in written:
+                    unwritten[address.file].add(address.index)
+            if register.file not in unwritten:
+                return
+            if register.indirect is not None:
+                unwritten[register.file] |= everything[register.file]
+            elif any((register.file, register.index, c) not in written for c in channels):
+                unwritten[register.file].add(register.index)
+
+        for inst in self.instructions:
+            if OPCODES[inst.opcode].category == FLOW:
+                certain = False
+            for src in (*inst.src, *inst.texture_offsets):
+                read(src.register, set(src.swizzle))
+            for dst in inst.dst:
+                register = dst.register
+                for address in (register.indirect, register.dimension_indirect):
+                    if address is not None:
+                        read(Register(address.file, address.index), {address.component})
+                if certain and register.indirect is None and register.file in unwritten:
+                    written.update((register.file, register.index, c) for c in dst.writemask)
+        if "OUT" in unwritten:      # the caller reads every output channel
+            for index in everything["OUT"]:
+                read(Register("OUT", index), range(4))
+        return unwritten
 
     def input_semantics(self) -> dict[int, tuple[str, int]]:
         """IN register index -> semantic, for every declared input."""
