@@ -141,6 +141,20 @@ def spans_of_runs(keys, per_thread: int = 1) -> list[tuple[int, int]]:
     return list(zip(bounds, [*bounds[1:], int(keys.shape[0])], strict=True))
 
 
+def weighted_spans(weights, per_thread: int = 1) -> list[tuple[int, int]]:
+    """``range(len(weights))`` cut into contiguous spans of about equal total weight (the
+    work of each item, e.g. its accesses), ``per_thread`` a thread; one span where the total
+    is below :data:`SPLIT_MIN` or one thread runs."""
+    weights = np.asarray(weights, dtype=np.int64)
+    total = int(weights.sum())
+    parts = min(threads() * per_thread if threads() > 1 else 1, total // SPLIT_MIN)
+    if parts <= 1:
+        return [(0, int(weights.shape[0]))]
+    cuts = np.searchsorted(np.cumsum(weights), total * np.arange(1, parts) / parts, side="left")
+    bounds = sorted(set([0, *(cuts + 1).tolist(), int(weights.shape[0])]))
+    return list(zip(bounds[:-1], bounds[1:], strict=True))
+
+
 def in_threads(function, parts) -> list:
     """``[function(part) for part in parts]``, the parts on :func:`threads` threads at once
     (``function`` a compiled kernel's call, which runs without the GIL); results in the

@@ -101,7 +101,15 @@ import numpy as np
 
 from tilesim.backend import array_module, to_host
 from tilesim.errors import InputError
-from tilesim.jit import in_threads, jit, nondecreasing, spans, spans_of_runs, usable
+from tilesim.jit import (
+    in_threads,
+    jit,
+    nondecreasing,
+    spans,
+    spans_of_runs,
+    usable,
+    weighted_spans,
+)
 from tilesim.render.gl.textures import MAX_LEVELS, TEXTURE_3D, TEXTURE_CUBE_MAP, Texture
 from tilesim.render.pipeline.gpu_config import (
     GPU_CONFIG,
@@ -1913,16 +1921,17 @@ def _by_cache(lane, lines, sizes, cache_of_quad, caches, out_lane, out_lines,
 
 @jit
 def _held_walk(lane, lines, seqs, segment, window_end, ready, replayed, caches, sets, set_shift,
-               state, first_ways, owner_base, misses,
-               keep):  # pragma: no cover - compiled
-    """The LRU over the held accesses (split by :func:`_by_cache`) of the ready windows,
-    cache by cache, window by window; in a window, seq by seq (the parts of one seq merged
-    by lane), each lane's accesses in order. ``keep``: the accesses not replayed."""
+               state, first_ways, owner_base, misses, keep, first_cache,
+               stop_cache):  # pragma: no cover - compiled
+    """The LRU over the held accesses (split by :func:`_by_cache`) of the ready windows of
+    caches ``first_cache..stop_cache``, cache by cache, window by window; in a window, seq by
+    seq (the parts of one seq merged by lane), each lane's accesses in order. ``keep``
+    (True on entry): the accesses not replayed. A cache's accesses, lanes and state rows are
+    its own, so ranges of caches may run side by side."""
     parts = seqs.shape[0]
     windows = window_end.shape[0]
     cursor = np.empty(parts, dtype=np.int64)
-    keep[:] = True
-    for c in range(caches):
+    for c in range(first_cache, stop_cache):
         left = 0                # the cache's accesses not replayed yet
         for e in range(parts):
             cursor[e] = segment[e * caches + c]
@@ -1975,10 +1984,15 @@ def replay_held_compiled(lane, lines, sizes, seqs, window_end, ready, replayed, 
     out_lines = np.empty_like(lines)
     segment = np.zeros(sizes.shape[0] * caches + 1, dtype=np.int64)
     _by_cache(lane, lines, sizes, cache_of_quad, caches, out_lane, out_lines, segment)
-    keep = np.empty(lane.shape[0], dtype=bool)
+    keep = np.ones(lane.shape[0], dtype=bool)
     set_shift = sets.bit_length() - 1 if sets & (sets - 1) == 0 else -1
-    _held_walk(out_lane, out_lines, seqs, segment, window_end, ready, replayed, caches, sets,
-               set_shift, state, first_ways, owner_base, misses, keep)
+    per_cache = np.diff(segment)[:sizes.shape[0] * caches].reshape(-1, caches).sum(axis=0)
+
+    def walk(span):
+        _held_walk(out_lane, out_lines, seqs, segment, window_end, ready, replayed, caches,
+                   sets, set_shift, state, first_ways, owner_base, misses, keep, *span)
+
+    in_threads(walk, weighted_spans(per_cache, per_thread=4))
     return out_lane, out_lines, keep
 
 

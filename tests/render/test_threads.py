@@ -90,6 +90,23 @@ def test_texture_lookups_run_in_the_spans_threads(split_small):
     assert "tilesim-kernel" in split_small.lookups
 
 
+def test_held_texture_accesses_replay_cache_by_cache_on_the_threads(split_small, monkeypatch):
+    """rtt_post_chain's blur samples nine times: its accesses are held and replayed in the
+    warps' order, each cache's on its own, the caches in spans on the threads (the renders
+    are identical, above)."""
+    walked = set()
+    real = texture_sampler._held_walk
+
+    def walk(*args):
+        walked.add(threading.current_thread().name.split("_")[0])
+        return real(*args)
+
+    monkeypatch.setattr(texture_sampler, "_held_walk", walk)
+    frames, width, height = record_scene("rtt_post_chain")
+    _render(frames, width, height, 3)
+    assert "tilesim-kernel" in walked
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.integers(0, 6), min_size=1, max_size=300), st.integers(1, 4),
        st.integers(1, 4), st.integers(1, 40))
@@ -104,6 +121,24 @@ def test_spans_of_runs_never_split_a_run(steps, threads, per_thread, split_min):
     assert all(keys[b - 1] != keys[b] for _, b in spans[:-1])    # each key in one span
     assert jit.nondecreasing(keys)
     assert jit.nondecreasing(keys[::-1]) == (keys[0] == keys[-1])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 50), min_size=1, max_size=200), st.integers(1, 4),
+       st.integers(1, 4), st.integers(1, 300))
+def test_weighted_spans_cover_the_items_in_about_equal_shares(weights, threads, per_thread,
+                                                              split_min):
+    weights = np.array(weights)
+    with jit.threads_pinned(threads), _split_min(split_min):
+        spans = jit.weighted_spans(weights, per_thread=per_thread)
+    assert spans[0][0] == 0 and spans[-1][1] == weights.size
+    assert all(a < b for a, b in spans)
+    assert all(a[1] == b[0] for a, b in zip(spans, spans[1:], strict=False))
+    parts = min(threads * per_thread if threads > 1 else 1, int(weights.sum()) // split_min)
+    assert len(spans) <= max(parts, 1)
+    if len(spans) > 1:      # no span more than a share and its largest item
+        share = weights.sum() / parts
+        assert all(weights[a:b].sum() <= share + weights[a:b].max() for a, b in spans)
 
 
 @contextlib.contextmanager
