@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 
 from tilesim.backend import array_module, to_host
-from tilesim.jit import jit, usable
+from tilesim.jit import in_threads, jit, nondecreasing, spans, spans_of_runs, usable
 from tilesim.render.gl.commands import DUAL_SOURCE_FACTORS
 
 COMPARE = {
@@ -173,7 +173,7 @@ def dual_source_factors(state) -> bool:
 
 def write_colors(pixel: np.ndarray, color: np.ndarray, buffer: np.ndarray, state,
                  has_alpha: bool = True, groups=None, keep: np.ndarray | None = None,
-                 color1: np.ndarray | None = None) -> int:
+                 color1: np.ndarray | None = None, tile: np.ndarray | None = None) -> int:
     """Blend (if enabled) and write (N, 4) float colors to a flat (P, 4) uint8 ``buffer``
     under the color mask, in submission order; returns the blend operations done.
 
@@ -182,7 +182,9 @@ def write_colors(pixel: np.ndarray, color: np.ndarray, buffer: np.ndarray, state
     ((N,) bool) selects them otherwise; without either every fragment is written.
     The compiled kernel writes the selected fragments one by one in submission order; it
     has no second source color, so dual-source blending (``color1``, the SRC1_* factors of
-    EXT_blend_func_extended) takes the vectorized path."""
+    EXT_blend_func_extended) takes the vectorized path. ``tile`` ((N,), optional): each
+    fragment's tile; where the fragments written come tile by tile, the kernel writes runs
+    of tiles (whose pixels are their own) side by side on the kernel threads."""
     xp = array_module(pixel)
     mask = np.array(state.color_mask, dtype=bool)
     if not has_alpha:
@@ -197,7 +199,8 @@ def write_colors(pixel: np.ndarray, color: np.ndarray, buffer: np.ndarray, state
             order = np.concatenate(groups) if groups else np.zeros(0, dtype=np.int64)
         else:
             order = np.arange(pixel.size)
-        write_colors_compiled(pixel, color, order, buffer, mask, has_alpha, state)
+        write_colors_compiled(pixel, color, order, buffer, mask, has_alpha, state,
+                              None if tile is None else tile[order])
         return int(order.size) if state.blend else 0
     if callable(groups):
         groups = groups()
@@ -404,15 +407,26 @@ def _write_colors(pixel, color, order, buffer, mask, has_alpha, blend, factors, 
                 buffer[p, ch] = _unorm8(_clip01(value), nan_byte)
 
 
-def write_colors_compiled(pixel, color, order, buffer, mask, has_alpha: bool, state) -> None:
+def write_colors_compiled(pixel, color, order, buffer, mask, has_alpha: bool, state,
+                          order_tile=None) -> None:
     """Blend (if ``state.blend``) and write ``color`` (N, 4) of the fragments in ``order``
     (indices; each pixel's fragments in submission order) into the flat (P, 4) uint8
-    ``buffer`` under ``mask`` (4,) bool, as ``output_merger.write_colors``."""
+    ``buffer`` under ``mask`` (4,) bool, as ``output_merger.write_colors``. With
+    ``order_tile`` (the tile of each fragment in ``order``) never decreasing, spans of whole
+    tiles run on the kernel threads: a pixel's fragments stay in one span, in order."""
     factors = np.array([BLEND_FACTORS[state.blend_src_rgb], BLEND_FACTORS[state.blend_dst_rgb],
                         BLEND_FACTORS[state.blend_src_alpha],
                         BLEND_FACTORS[state.blend_dst_alpha]], dtype=np.int64)
     equations = np.array([BLEND_EQUATIONS[state.blend_eq_rgb],
                           BLEND_EQUATIONS[state.blend_eq_alpha]], dtype=np.int64)
-    _write_colors(pixel, color, order, buffer, np.asarray(mask, dtype=bool), has_alpha,
-                  bool(state.blend), factors, equations,
-                  np.asarray(state.blend_color, dtype=np.float64), NAN_BYTE)
+    mask = np.asarray(mask, dtype=bool)
+    const = np.asarray(state.blend_color, dtype=np.float64)
+    parts = [(0, int(order.size))]
+    if order_tile is not None and spans(order.size) != parts and nondecreasing(order_tile):
+        parts = spans_of_runs(order_tile)
+
+    def part(span):
+        _write_colors(pixel, color, order[span[0]:span[1]], buffer, mask, has_alpha,
+                      bool(state.blend), factors, equations, const, NAN_BYTE)
+
+    in_threads(part, parts)

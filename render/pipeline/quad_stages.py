@@ -347,7 +347,7 @@ def blend(shaded: Shaded, fragments: Fragments, target, fragment_state,
     blended = output_merger.write_colors(
         shaded.pixel, shaded.color, flat, f, target.has_alpha,
         lambda: fragments.ranked(shaded.lanes, shaded.survivors), keep=shaded.survivors,
-        color1=shaded.color1)
+        color1=shaded.color1, tile=shaded.tile)
     counted = {}
     if blended:
         counted["blend_ops"] = None

@@ -21,7 +21,7 @@ from render_snapshots import assert_same_renders, render_snapshot
 from repo_paths import TRACES
 
 from tilesim import jit
-from tilesim.render.pipeline import texture_sampler
+from tilesim.render.pipeline import output_merger, texture_sampler
 from tilesim.render.workloads.conformance_scenes import record_scene
 
 pytestmark = pytest.mark.skipif(not jit.AVAILABLE, reason="the split runs compiled kernels")
@@ -52,6 +52,7 @@ def split_small(monkeypatch):
 
     monkeypatch.setattr("tilesim.render.pipeline.fragment_shading.in_threads", counting)
     monkeypatch.setattr(texture_sampler, "in_threads", counting)
+    monkeypatch.setattr(output_merger, "in_threads", counting)
     monkeypatch.setattr(texture_sampler, "lookup_in_order_compiled", looking_up)
     return calls
 
@@ -88,6 +89,24 @@ def test_texture_lookups_run_in_the_spans_threads(split_small):
     frames, width, height = record_scene("tex_min_filters")
     _render(frames, width, height, 3)
     assert "tilesim-kernel" in split_small.lookups
+
+
+@pytest.mark.parametrize("scene", ["blend_factors", "overlap_order"])
+def test_colors_are_written_in_spans_of_tiles_on_the_threads(scene, split_small, monkeypatch):
+    """Blending in submission order: each tile's fragments (so each pixel's) in one span,
+    the spans side by side (the renders are identical, above and here)."""
+    wrote = set()
+    real = output_merger._write_colors
+
+    def write(*args):
+        wrote.add(threading.current_thread().name.split("_")[0])
+        return real(*args)
+
+    frames, width, height = record_scene(scene)
+    one = _render(frames, width, height, 1)
+    monkeypatch.setattr(output_merger, "_write_colors", write)
+    assert_same_renders(one, _render(frames, width, height, 3))
+    assert "tilesim-kernel" in wrote
 
 
 def test_held_texture_accesses_replay_cache_by_cache_on_the_threads(split_small, monkeypatch):
