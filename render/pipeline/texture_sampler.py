@@ -633,23 +633,25 @@ class _HeldAccesses:
         self.held: list[tuple[Any, Any, int]] = []         # (lanes, lines, seq)
         self.misses = xp.zeros(self.total, dtype=np.int64)
 
-    def record(self, lane, lines, first: int, active) -> None:
-        """Hold one instruction's accesses: ``lane`` (M,) batch lanes, ``lines`` (M,) their
-        lines, in the instruction's order (lane by lane, taps in order); ``active`` (n,) the
-        lanes ``first..first + n`` that ran it."""
-        if not lane.shape[0]:
+    def record(self, parts, first: int, active) -> None:
+        """Hold one instruction's accesses: ``parts`` [(lane (M,) batch lanes, lines (M,)
+        their lines)], together in the instruction's order (lane by lane, taps in order);
+        ``active`` (n,) the lanes ``first..first + n`` that ran it."""
+        parts = [(lane, lines) for lane, lines in parts if lane.shape[0]]
+        if not parts:
             return
         xp = self.xp
-        lane = lane.astype(np.int64, copy=False)
-        lines = lines.astype(np.int64, copy=False)
+        parts = [(lane.astype(np.int64, copy=False), lines.astype(np.int64, copy=False))
+                 for lane, lines in parts]
         ran = self.seq[first:first + active.shape[0]][active]
         if int(ran.min()) == int(ran.max()):
-            self.held.append((lane, lines, int(ran[0])))
+            self.held.extend((lane, lines, int(ran[0])) for lane, lines in parts)
             return
-        seq = self.seq[lane]                                # divergent control flow
-        for value in to_host(xp.unique(seq)).tolist():
-            part = seq == value
-            self.held.append((lane[part], lines[part], int(value)))
+        for lane, lines in parts:                           # divergent control flow
+            seq = self.seq[lane]
+            for value in to_host(xp.unique(seq)).tolist():
+                part = seq == value
+                self.held.append((lane[part], lines[part], int(value)))
 
     def ran(self, active, base: int) -> None:
         """The ``active`` lanes (from ``base``) ran one more texel-reading instruction."""
@@ -1027,7 +1029,7 @@ class TextureSampler:
             self.accesses.append((instruction, lane, lines << line_shift))
         stats.cache_accesses += xp.bincount(lane, minlength=n)
         if self._held is not None:
-            self._held.record(lane + self._lane_base, lines, self._lane_base, active)
+            self._held.record([(lane + self._lane_base, lines)], self._lane_base, active)
             return
         if self._lane_tile is not None:
             tile = xp.asarray(self._lane_tile).astype(np.int64)
@@ -1618,11 +1620,11 @@ class _Sampling:
                               each_part=each_part)
         if held is not None and each_part is None:
             accesses = [part_accesses(k) for k in range(len(parts))]
-            lanes, lines = (accesses[0] if len(accesses) == 1 else
-                            [np.concatenate(column) for column in zip(*accesses, strict=True)])
             if sampler._held is not None:
-                sampler._held.record(lanes, lines, sampler._lane_base, self.active)
+                sampler._held.record(accesses, sampler._lane_base, self.active)
             else:
+                lanes, lines = (accesses[0] if len(accesses) == 1 else
+                                [np.concatenate(c) for c in zip(*accesses, strict=True)])
                 look_up(lanes, lines)
         return out
 
@@ -1897,19 +1899,39 @@ def _texture_cache(table, width0, active, cache_of_lane, sets, set_shift, state,
 
 
 @jit
-def _by_cache(lane, lines, sizes, cache_of_quad, caches, out_lane, out_lines,
-              segment):  # pragma: no cover - compiled
-    """Each held part's accesses split by cache, in their order (a stable counting sort):
-    part e's accesses of cache c are out_*[segment[e * caches + c]:segment[... + 1]]."""
+def _cache_segments(lane, sizes, cache_of_quad, caches, segment):  # pragma: no cover
+    """Count each held part's accesses by cache into ``segment`` (see :func:`_by_cache`);
+    whether every part's accesses already come cache by cache (lanes tile by tile, a cache
+    a tile: ``quad_stages.tile_major``), so the split moves nothing."""
     start = 0
+    ordered = True
     for e in range(sizes.shape[0]):
         stop = start + sizes[e]
         row = e * caches
         segment[row] = start
+        last = -1
         for i in range(start, stop):
-            segment[row + cache_of_quad[lane[i] >> 2] + 1] += 1
+            c = cache_of_quad[lane[i] >> 2]
+            segment[row + c + 1] += 1
+            if c < last:
+                ordered = False
+            last = c
         for c in range(caches):
             segment[row + c + 1] += segment[row + c]
+        start = stop
+    return ordered
+
+
+@jit
+def _by_cache(lane, lines, sizes, cache_of_quad, caches, out_lane, out_lines,
+              segment):  # pragma: no cover - compiled
+    """Each held part's accesses split by cache, in their order (a stable counting sort,
+    ``segment`` counted by :func:`_cache_segments`): part e's accesses of cache c are
+    out_*[segment[e * caches + c]:segment[... + 1]]."""
+    start = 0
+    for e in range(sizes.shape[0]):
+        stop = start + sizes[e]
+        row = e * caches
         cursor = segment[row:row + caches].copy()
         for i in range(start, stop):
             c = cache_of_quad[lane[i] >> 2]
@@ -1980,10 +2002,11 @@ def replay_held_compiled(lane, lines, sizes, seqs, window_end, ready, replayed, 
     those replayed before), adding each miss to ``misses``. Returns (lane, lines, keep): the
     parts' accesses split by cache (each part's runs stay where they were) and which are
     still held."""
-    out_lane = np.empty_like(lane)
-    out_lines = np.empty_like(lines)
     segment = np.zeros(sizes.shape[0] * caches + 1, dtype=np.int64)
-    _by_cache(lane, lines, sizes, cache_of_quad, caches, out_lane, out_lines, segment)
+    out_lane, out_lines = lane, lines
+    if not _cache_segments(lane, sizes, cache_of_quad, caches, segment):
+        out_lane, out_lines = np.empty_like(lane), np.empty_like(lines)
+        _by_cache(lane, lines, sizes, cache_of_quad, caches, out_lane, out_lines, segment)
     keep = np.ones(lane.shape[0], dtype=bool)
     set_shift = sets.bit_length() - 1 if sets & (sets - 1) == 0 else -1
     per_cache = np.diff(segment)[:sizes.shape[0] * caches].reshape(-1, caches).sum(axis=0)
