@@ -633,25 +633,24 @@ class _HeldAccesses:
         self.held: list[tuple[Any, Any, int]] = []         # (lanes, lines, seq)
         self.misses = xp.zeros(self.total, dtype=np.int64)
 
-    def record(self, parts, first: int, active) -> None:
-        """Hold one instruction's accesses: ``parts`` [(lane (M,) batch lanes, lines (M,)
-        their lines)], together in the instruction's order (lane by lane, taps in order);
-        ``active`` (n,) the lanes ``first..first + n`` that ran it."""
-        parts = [(lane, lines) for lane, lines in parts if lane.shape[0]]
-        if not parts:
+    def record(self, lane, lines, first: int, active) -> None:
+        """Hold one instruction's accesses: ``lane`` (M,) batch lanes, ``lines`` (M,) their
+        lines, in the instruction's order (lane by lane, taps in order); ``active`` (n,) the
+        lanes ``first..first + n`` that ran it. (One part an instruction and seq: the replay
+        merges the parts of a seq by lane, a search among them for every lane.)"""
+        if not lane.shape[0]:
             return
         xp = self.xp
-        parts = [(lane.astype(np.int64, copy=False), lines.astype(np.int64, copy=False))
-                 for lane, lines in parts]
+        lane = lane.astype(np.int64, copy=False)
+        lines = lines.astype(np.int64, copy=False)
         ran = self.seq[first:first + active.shape[0]][active]
         if int(ran.min()) == int(ran.max()):
-            self.held.extend((lane, lines, int(ran[0])) for lane, lines in parts)
+            self.held.append((lane, lines, int(ran[0])))
             return
-        for lane, lines in parts:                           # divergent control flow
-            seq = self.seq[lane]
-            for value in to_host(xp.unique(seq)).tolist():
-                part = seq == value
-                self.held.append((lane[part], lines[part], int(value)))
+        seq = self.seq[lane]                                # divergent control flow
+        for value in to_host(xp.unique(seq)).tolist():
+            part = seq == value
+            self.held.append((lane[part], lines[part], int(value)))
 
     def ran(self, active, base: int) -> None:
         """The ``active`` lanes (from ``base``) ran one more texel-reading instruction."""
@@ -1029,7 +1028,7 @@ class TextureSampler:
             self.accesses.append((instruction, lane, lines << line_shift))
         stats.cache_accesses += xp.bincount(lane, minlength=n)
         if self._held is not None:
-            self._held.record([(lane + self._lane_base, lines)], self._lane_base, active)
+            self._held.record(lane + self._lane_base, lines, self._lane_base, active)
             return
         if self._lane_tile is not None:
             tile = xp.asarray(self._lane_tile).astype(np.int64)
@@ -1620,11 +1619,11 @@ class _Sampling:
                               each_part=each_part)
         if held is not None and each_part is None:
             accesses = [part_accesses(k) for k in range(len(parts))]
+            lanes, lines = (accesses[0] if len(accesses) == 1 else
+                            [np.concatenate(c) for c in zip(*accesses, strict=True)])
             if sampler._held is not None:
-                sampler._held.record(accesses, sampler._lane_base, self.active)
+                sampler._held.record(lanes, lines, sampler._lane_base, self.active)
             else:
-                lanes, lines = (accesses[0] if len(accesses) == 1 else
-                                [np.concatenate(c) for c in zip(*accesses, strict=True)])
                 look_up(lanes, lines)
         return out
 
