@@ -199,8 +199,7 @@ def write_colors(pixel: np.ndarray, color: np.ndarray, buffer: np.ndarray, state
             order = np.concatenate(groups) if groups else np.zeros(0, dtype=np.int64)
         else:
             order = np.arange(pixel.size)
-        write_colors_compiled(pixel, color, order, buffer, mask, has_alpha, state,
-                              None if tile is None else tile[order])
+        write_colors_compiled(pixel, color, order, buffer, mask, has_alpha, state, tile)
         return int(order.size) if state.blend else 0
     if callable(groups):
         groups = groups()
@@ -408,11 +407,11 @@ def _write_colors(pixel, color, order, buffer, mask, has_alpha, blend, factors, 
 
 
 def write_colors_compiled(pixel, color, order, buffer, mask, has_alpha: bool, state,
-                          order_tile=None) -> None:
+                          tile=None) -> None:
     """Blend (if ``state.blend``) and write ``color`` (N, 4) of the fragments in ``order``
     (indices; each pixel's fragments in submission order) into the flat (P, 4) uint8
-    ``buffer`` under ``mask`` (4,) bool, as ``output_merger.write_colors``. With
-    ``order_tile`` (the tile of each fragment in ``order``) never decreasing, spans of whole
+    ``buffer`` under ``mask`` (4,) bool, as ``output_merger.write_colors``. Where the
+    fragments in ``order`` come tile by tile (``tile`` (N,): each fragment's), spans of whole
     tiles run on the kernel threads: a pixel's fragments stay in one span, in order."""
     factors = np.array([BLEND_FACTORS[state.blend_src_rgb], BLEND_FACTORS[state.blend_dst_rgb],
                         BLEND_FACTORS[state.blend_src_alpha],
@@ -422,8 +421,10 @@ def write_colors_compiled(pixel, color, order, buffer, mask, has_alpha: bool, st
     mask = np.asarray(mask, dtype=bool)
     const = np.asarray(state.blend_color, dtype=np.float64)
     parts = [(0, int(order.size))]
-    if order_tile is not None and spans(order.size) != parts and nondecreasing(order_tile):
-        parts = spans_of_runs(order_tile)
+    if tile is not None and spans(order.size) != parts:
+        order_tile = tile[order]
+        if nondecreasing(order_tile):
+            parts = spans_of_runs(order_tile)
 
     def part(span):
         _write_colors(pixel, color, order[span[0]:span[1]], buffer, mask, has_alpha,
