@@ -31,6 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from tilesim.jit import threads  # noqa: E402
 from tilesim.render.pipeline import (  # noqa: E402
     fragment_shading,
     quad_stages,
@@ -114,7 +115,7 @@ def measure(trace: Path, frames: int) -> dict:
     rows[OTHER] = max(frame - sum(rows.values()), 0.0)
     texture = kept.get(TEXTURE, 0.0)
     return {
-        "trace": str(trace), "frames_timed": len(frame_seconds),
+        "trace": str(trace), "frames_timed": len(frame_seconds), "threads": threads(),
         "frame_ms": round(frame * 1e3, 1),
         "stages_ms": {row: round(seconds * 1e3, 1) for row, seconds in
                       sorted(rows.items(), key=lambda item: -item[1])},
@@ -139,7 +140,8 @@ def main() -> int:
         print(json.dumps(report, indent=2))
         return 0
     print(f"{report['trace']}: {report['frame_ms']} ms a frame "
-          f"(mean of {report['frames_timed']} after the first)")
+          f"(mean of {report['frames_timed']} after the first, {report['threads']} "
+          f"kernel thread{'s' if report['threads'] > 1 else ''})")
     for row, ms in report["stages_ms"].items():
         print(f"  {row:48s} {ms:8.1f} ms  {report['stages_share'][row]:6.1%}")
     if report["texture_ns_per_lane"] is not None:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -112,6 +113,16 @@ def time_mesa(driver, program, mesh, frames, width, height):
         return result
 
 
+def _threads() -> dict:
+    """The threads each renderer may use: tilesim's kernels (``TILESIM_THREADS``, default
+    every core) and llvmpipe's rasterizer (``LP_NUM_THREADS``, default every core)."""
+    from tilesim.jit import threads
+
+    cores = len(os.sched_getaffinity(0))
+    return {"tilesim_threads": threads(),
+            "llvmpipe_threads": int(os.environ.get("LP_NUM_THREADS") or cores)}
+
+
 def time_trace(path, frames: int, backend: str, mesa: bool) -> dict:
     """tilesim and Mesa frame times of the first ``frames`` frames of a ``.tsim`` trace."""
     from tilesim.render.reference.replay_gl import replay
@@ -132,7 +143,8 @@ def time_trace(path, frames: int, backend: str, mesa: bool) -> dict:
             start = now
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     report = {"trace": str(path), "size": [width, height], "backend": backend,
-              "frames": frames, "tilesim_ms": [round(t * 1e3, 1) for t in times],
+              "frames": frames, **_threads(),
+              "tilesim_ms": [round(t * 1e3, 1) for t in times],
               "tilesim_peak_memory_mib": round(peak / 2**20, 1),
               "fragments_shaded": [r.counters.total("fragments_shaded") for r in results]}
     best = min(times[1:] or times)
@@ -171,7 +183,7 @@ def main() -> int:
         times, results, peak = time_tilesim(commands, width, height)
         pool = (xp.get_default_memory_pool().total_bytes() if args.backend == "cupy" else None)
     report = {"size": [width, height], "backend": args.backend,
-              "triangles": int(len(mesh.indices)),
+              "triangles": int(len(mesh.indices)), **_threads(),
               "frames": args.frames, "tilesim_ms": [round(t * 1e3, 1) for t in times],
               "tilesim_peak_memory_mib": round(peak / 2**20, 1),
               "fragments_shaded": [r.counters.total("fragments_shaded") for r in results]}
