@@ -55,6 +55,7 @@ class QuadRecorder(Techniques):
     also record the quad stream of the frames in ``frames`` (``watch`` sets them)."""
 
     wants_quads = True
+    keeps_memo_outcomes = True      # their hits mark the recorded quads
 
     def watch(self, frames: Iterable[int]) -> QuadRecorder:
         self.frames = frozenset(int(f) for f in frames)

@@ -28,6 +28,12 @@ class Techniques(PipelineHooks):
     techniques' units (:class:`~tilesim.render.techniques.registry.TechniqueUnit`), in the
     registry's order, on the default framebuffer."""
 
+    # Whether the memoization unit keeps each frame's outcome (the per-lookup hits) until
+    # :meth:`FragmentMemoizationUnit.take_arrived` takes it: only for a watcher that does
+    # (studies.quad_stream.QuadRecorder); kept for nobody, they grew a render's memory by
+    # the LUT's colors of every frame.
+    keeps_memo_outcomes = False
+
     def __init__(self, enabled: frozenset[str] = frozenset(), *, signature: str = "crc32",
                  dsr_parameters=None, memo_key_bits: int = 64, constants_block: str = "state"):
         self.enabled = frozenset(enabled)

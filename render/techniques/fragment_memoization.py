@@ -861,9 +861,11 @@ class FragmentMemoizationUnit(TechniqueUnit):
         self.memo = ScreenMemo(screen, traversal=screen.traversal(traversal),
                                key_bits=self.key_bits, shared=techniques.memo_shared)
         self._held: list = []          # frames memoization has not completed yet
-        self._done: set[int] = set()
-        # Outcomes applied since :meth:`take_arrived` (a recorder marks its quads' hits).
-        self._arrived: list[MemoFrame] = []
+        self._done: set[int] = set()   # of those, the ones whose outcome is applied
+        # Outcomes applied since :meth:`take_arrived` (a recorder marks its quads' hits),
+        # kept only where one takes them (``Techniques.keeps_memo_outcomes``).
+        self._arrived: list[MemoFrame] | None = (
+            [] if techniques.keeps_memo_outcomes else None)
 
     def cleared(self, counters, rect, color, depth, color_mask) -> None:
         self.memo.cleared(rect, color, color_mask)
@@ -896,10 +898,14 @@ class FragmentMemoizationUnit(TechniqueUnit):
             if shown is not None and np.array_equal(result.image, shown[0]):
                 result.image = shown[1]
             self._done.add(outcome.frame_index)
-            self._arrived.append(outcome)
+            if self._arrived is not None:
+                self._arrived.append(outcome)
 
     def take_arrived(self) -> list[MemoFrame]:
-        """The frames' outcomes applied since the last call."""
+        """The frames' outcomes applied since the last call (none unless the techniques
+        keep them, ``Techniques.keeps_memo_outcomes``)."""
+        if self._arrived is None:
+            return []
         arrived, self._arrived = self._arrived, []
         return arrived
 
@@ -911,11 +917,13 @@ class FragmentMemoizationUnit(TechniqueUnit):
         ready = []
         while self._held and self._held[0].index in self._done:
             ready.append(self._held.pop(0))
+            self._done.discard(ready[-1].index)
         return ready
 
     def finish(self) -> list:
         self._apply(self.memo.finish())
         ready, self._held = self._held, []
+        self._done.clear()
         return ready
 
 
