@@ -67,3 +67,18 @@ def test_the_reachable_bytes_count_arrays_once_and_not_through_classes():
     a = np.zeros(1000, dtype=np.int64)
     holder = types.SimpleNamespace(a=a, view=a[10:], again=[a, {"k": a}], cls=np.ndarray)
     assert reachable_array_bytes(holder) == 8000
+
+
+@pytest.mark.slow
+def test_techniques_side_by_side_do_not_grow_with_frames():
+    """The study's shared render: the baseline with TE, RE and memoization beside it."""
+    from tilesim.render.replay import render_side_by_side
+
+    techniques = {n: Techniques.from_name(n) for n in ("baseline", "te", "re", "memo")}
+    weights = {}
+    for name, result, _ in render_side_by_side(TRACES / "runner-1196x768.tsim", techniques,
+                                               range(12)):
+        if name == "memo" and result.index in (3, 11):
+            weights[result.index] = reachable_array_bytes(techniques)
+    assert set(weights) == {3, 11}
+    assert weights[11] <= weights[3] * 1.10 + (1 << 20), weights
