@@ -1,4 +1,4 @@
-"""A technique's state does not grow with the frames it has seen.
+"""A technique's state, and a renderer's, does not grow with the frames it has seen.
 
 Every technique keeps state across frames (RE's signatures, TE's, memoization's LUT and its
 pending frame pair, DSR's rates, EVR's), bounded by the screen's tiles and its tables, not
@@ -80,5 +80,25 @@ def test_techniques_side_by_side_do_not_grow_with_frames():
                                                range(12)):
         if name == "memo" and result.index in (3, 11):
             weights[result.index] = reachable_array_bytes(techniques)
+    assert set(weights) == {3, 11}
+    assert weights[11] <= weights[3] * 1.10 + (1 << 20), weights
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("trace", ["runner-1196x768.tsim", "render_to_texture-1196x768.tsim"])
+def test_a_renderers_state_does_not_grow_with_frames(trace):
+    """The renderer's own state across frames (its targets, the texture caches of recent
+    passes, packed textures, prepared programs): bounded by the trace's resources."""
+    from tilesim.render.replay import renderer_for
+    from tilesim.render.traces.trace_file import open_trace
+
+    with open_trace(TRACES / trace) as handle:
+        width, height = handle.width, handle.height
+    frames = read_frames(TRACES / trace)[:12]
+    renderer = renderer_for(width, height, technique="re+evr")
+    weights = {}
+    for result in renderer.render(frames):
+        if result.index in (3, 11):
+            weights[result.index] = reachable_array_bytes(renderer)
     assert set(weights) == {3, 11}
     assert weights[11] <= weights[3] * 1.10 + (1 << 20), weights
