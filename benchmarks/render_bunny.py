@@ -116,11 +116,10 @@ def time_mesa(driver, program, mesh, frames, width, height):
 def _threads() -> dict:
     """The threads each renderer may use: tilesim's kernels (``TILESIM_THREADS``, default
     every core) and llvmpipe's rasterizer (``LP_NUM_THREADS``, default every core)."""
-    from tilesim.jit import threads
+    from tilesim.jit import default_threads, threads
 
-    cores = len(os.sched_getaffinity(0))
     return {"tilesim_threads": threads(),
-            "llvmpipe_threads": int(os.environ.get("LP_NUM_THREADS") or cores)}
+            "llvmpipe_threads": int(os.environ.get("LP_NUM_THREADS") or default_threads())}
 
 
 def time_trace(path, frames: int, backend: str, mesa: bool) -> dict:

@@ -215,11 +215,13 @@ class Program:
         certain = True
         everything = {file: set(range(self.register_count(file))) for file in files}
 
-        def read(register: Register, channels) -> None:
+        def read_addresses(register: Register) -> None:
             for address in (register.indirect, register.dimension_indirect):
-                if address is not None and address.file in unwritten \
-                        and (address.file, address.index, address.component) not in written:
-                    unwritten[address.file].add(address.index)
+                if address is not None:
+                    read(Register(address.file, address.index), {address.component})
+
+        def read(register: Register, channels) -> None:
+            read_addresses(register)
             if register.file not in unwritten:
                 return
             if register.indirect is not None:
@@ -234,9 +236,7 @@ class Program:
                 read(src.register, set(src.swizzle))
             for dst in inst.dst:
                 register = dst.register
-                for address in (register.indirect, register.dimension_indirect):
-                    if address is not None:
-                        read(Register(address.file, address.index), {address.component})
+                read_addresses(register)
                 if certain and register.indirect is None and register.file in unwritten:
                     written.update((register.file, register.index, c) for c in dst.writemask)
         if "OUT" in unwritten:      # the caller reads every output channel

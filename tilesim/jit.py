@@ -119,13 +119,19 @@ def threads_pinned(count: int):
 SPLIT_MIN = 8192
 
 
+def _parts(work: int, per_thread: int) -> int:
+    """Parts to cut ``work`` lanes (or accesses) into: ``per_thread`` a thread on several
+    threads, none under :data:`SPLIT_MIN`; at least one."""
+    return max(1, min(threads() * per_thread if threads() > 1 else 1, work // SPLIT_MIN))
+
+
 def spans(n: int, lanes_each: int = 1, per_thread: int = 1) -> list[tuple[int, int]]:
     """``range(n)`` cut into ``per_thread`` contiguous (start, stop) per thread, for a kernel
     whose items (of ``lanes_each`` lanes) are independent; one span below :data:`SPLIT_MIN`
     lanes. Several a thread where items' costs vary: :func:`in_threads` hands the next span
     to whichever thread is free."""
-    parts = min(threads() * per_thread if threads() > 1 else 1, n * lanes_each // SPLIT_MIN)
-    bounds = np.linspace(0, n, max(parts, 1) + 1).astype(np.int64)
+    parts = _parts(n * lanes_each, per_thread)
+    bounds = np.linspace(0, n, parts + 1).astype(np.int64)
     return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
 
 
@@ -147,8 +153,8 @@ def weighted_spans(weights, per_thread: int = 1) -> list[tuple[int, int]]:
     is below :data:`SPLIT_MIN` or one thread runs."""
     weights = np.asarray(weights, dtype=np.int64)
     total = int(weights.sum())
-    parts = min(threads() * per_thread if threads() > 1 else 1, total // SPLIT_MIN)
-    if parts <= 1:
+    parts = _parts(total, per_thread)
+    if parts == 1:
         return [(0, int(weights.shape[0]))]
     cuts = np.searchsorted(np.cumsum(weights), total * np.arange(1, parts) / parts, side="left")
     bounds = sorted(set([0, *(cuts + 1).tolist(), int(weights.shape[0])]))
@@ -224,6 +230,12 @@ def all_within(index, size):  # pragma: no cover - compiled
         if k < 0 or k >= size:
             return False
     return True
+
+
+def power_of_two_shift(n: int) -> int:
+    """log2 of ``n`` where it is a power of two, else -1: a kernel then shifts and masks
+    instead of dividing by a run-time value (a division costs most of a short loop)."""
+    return n.bit_length() - 1 if n > 0 and n & (n - 1) == 0 else -1
 
 
 @jit

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tilesim.backend import array_module, quad_any
-from tilesim.jit import jit, stable_order_compiled, usable
+from tilesim.jit import jit, nondecreasing, power_of_two_shift, stable_order_compiled, usable
 from tilesim.render.pipeline import fragment_shading, output_merger, rasterizer
 from tilesim.render.pipeline.counters import PassCounters
 from tilesim.render.pipeline.fragment_shading import FragmentLanes
@@ -161,15 +161,14 @@ def tile_major(quads: rasterizer.Quads, scale: int, target) -> rasterizer.Quads:
     top-left lane's."""
     xp = array_module(quads.qx)
     if usable(quads.qx, quads.qy):
-        tile, ordered = quad_tiles_compiled(quads.qx, quads.qy, scale, target.width,
-                                            target.height, target.tile_size, target.tiles_x)
+        tile = quad_tiles_compiled(quads.qx, quads.qy, scale, target.width, target.height,
+                                   target.tile_size, target.tiles_x)
     else:
         px, py = 2 * scale * quads.qx, 2 * scale * quads.qy
         if scale > 1:
             px, py = xp.minimum(px, target.width - 1), xp.minimum(py, target.height - 1)
         tile = target.tile_of(px, py)
-        ordered = bool((tile[1:] >= tile[:-1]).all())
-    if ordered:
+    if nondecreasing(tile):
         return quads                        # already tile by tile
     order = (stable_order_compiled(tile, target.tiles_x * target.tiles_y) if usable(tile)
              else xp.argsort(tile, kind="stable"))
@@ -418,17 +417,12 @@ def quad_batch(fragments: Fragments, early: bool, alive: np.ndarray, shaded: Sha
 
 @jit(inline=True)
 def _tile_of(px, py, tile_size, tile_shift, tiles_x):  # pragma: no cover - compiled
-    # Framebuffer.tile_of; a shift where the size is a power of two (an arithmetic shift is
+    # RenderTarget.tile_of; a shift where the size is a power of two (an arithmetic shift is
     # floor division for negative values too), as a division by a run-time value costs
     # most of the loop
     if tile_shift >= 0:
         return (py >> tile_shift) * tiles_x + (px >> tile_shift)
     return (py // tile_size) * tiles_x + px // tile_size
-
-
-def _tile_shift(tile_size: int) -> int:
-    """log2 of a power-of-two tile size, else -1 (:func:`_tile_of` divides)."""
-    return tile_size.bit_length() - 1 if tile_size & (tile_size - 1) == 0 else -1
 
 
 @jit
@@ -449,15 +443,14 @@ def pixel_tile_compiled(x, y, scale: int, width: int, height: int, tile_size: in
     target), as ``quad_stages.raster_fragments`` computes them."""
     pixel = np.empty(x.size, dtype=np.int64)
     tile = np.empty(x.size, dtype=np.int64)
-    _pixel_tile_kernel(x, y, scale, width, height, tile_size, _tile_shift(tile_size), tiles_x,
-                       pixel, tile)
+    _pixel_tile_kernel(x, y, scale, width, height, tile_size, power_of_two_shift(tile_size),
+                       tiles_x, pixel, tile)
     return pixel, tile
 
 
 @jit
 def _quad_tiles_kernel(qx, qy, scale, width, height, tile_size, tile_shift, tiles_x,
                        tile):  # pragma: no cover - compiled
-    ordered = True
     for q in range(qx.shape[0]):
         px = 2 * scale * np.int64(qx[q])
         py = 2 * scale * np.int64(qy[q])
@@ -465,18 +458,15 @@ def _quad_tiles_kernel(qx, qy, scale, width, height, tile_size, tile_shift, tile
             px = min(px, width - 1)
             py = min(py, height - 1)
         tile[q] = _tile_of(px, py, tile_size, tile_shift, tiles_x)
-        if q > 0 and tile[q] < tile[q - 1]:
-            ordered = False
-    return ordered
 
 
 def quad_tiles_compiled(qx, qy, scale: int, width: int, height: int, tile_size: int,
-                        tiles_x: int) -> tuple[np.ndarray, bool]:
-    """(tile of each quad's top-left lane, whether they never decrease), as ``tile_major``."""
+                        tiles_x: int) -> np.ndarray:
+    """The tile of each quad's top-left lane, as ``tile_major`` computes it."""
     tile = np.empty(qx.size, dtype=np.int64)
-    ordered = _quad_tiles_kernel(qx, qy, scale, width, height, tile_size, _tile_shift(tile_size),
-                                 tiles_x, tile)
-    return tile, bool(ordered)
+    _quad_tiles_kernel(qx, qy, scale, width, height, tile_size, power_of_two_shift(tile_size),
+                       tiles_x, tile)
+    return tile
 
 
 # What NumPy's float -> int64 cast gives a NaN on this machine.

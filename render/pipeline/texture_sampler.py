@@ -105,6 +105,7 @@ from tilesim.jit import (
     in_threads,
     jit,
     nondecreasing,
+    power_of_two_shift,
     spans,
     spans_of_runs,
     usable,
@@ -2007,7 +2008,7 @@ def replay_held_compiled(lane, lines, sizes, seqs, window_end, ready, replayed, 
         out_lane, out_lines = np.empty_like(lane), np.empty_like(lines)
         _by_cache(lane, lines, sizes, cache_of_quad, caches, out_lane, out_lines, segment)
     keep = np.ones(lane.shape[0], dtype=bool)
-    set_shift = sets.bit_length() - 1 if sets & (sets - 1) == 0 else -1
+    set_shift = power_of_two_shift(sets)
     per_cache = np.diff(segment)[:sizes.shape[0] * caches].reshape(-1, caches).sum(axis=0)
 
     def walk(span):
@@ -2038,7 +2039,7 @@ def lookup_in_order_compiled(lanes, lines, lane_tile, has_tile: bool, caches: in
     LRU (``rows``, ``first_ways``: ``SetAssociativeLRU.kernel_rows``; a lane's cache: its
     tile, or its quad, modulo ``caches``), adding each miss to ``misses`` (n,); lane i's
     owner is ``owner_base + i``."""
-    set_shift = sets.bit_length() - 1 if sets & (sets - 1) == 0 else -1
+    set_shift = power_of_two_shift(sets)
     _lookup_in_order(lanes, lines, lane_tile, has_tile, caches, sets, set_shift, rows,
                      first_ways, owner_base, misses)
 
@@ -2081,7 +2082,7 @@ def texture_cache_compiled(table, width0: int, active, cache_of_lane, sets: int,
     misses to ``accesses`` / ``misses`` (N,) int64 and updates ``state`` and ``first_ways``
     (``SetAssociativeLRU.kernel_rows``; lane i's owner ``owner_base + i``) as
     ``TextureSampler._count_cache`` does with the vectorized LRU."""
-    set_shift = sets.bit_length() - 1 if sets & (sets - 1) == 0 else -1
+    set_shift = power_of_two_shift(sets)
     _texture_cache(table, width0, active, cache_of_lane, sets, set_shift, state, first_ways,
                    owner_base, accesses, misses)
 
