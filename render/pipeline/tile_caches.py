@@ -26,6 +26,8 @@ untouched. Each pass starts with empty caches (what the previous pass left is no
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 from tilesim.backend import to_host
@@ -57,6 +59,21 @@ class TileCaches:
         self.table = SetAssociativeLRU(self.tiles * self.cache.sets, self.cache.ways,
                                        first_tags=True)
         self.batches = 0
+        # While the technique sets of one render finish a pass (:meth:`finishing`), the
+        # results of :meth:`inherited_hits` by its arguments: sets that rendered the same
+        # tiles find the same hits in the same caches.
+        self._finished: dict | None = None
+
+    @contextlib.contextmanager
+    def finishing(self):
+        """A block in which no access reaches the caches (the end of a pass, finished by
+        several technique sets side by side): :meth:`inherited_hits` is computed once for
+        each traversal and set of rendered tiles asked."""
+        self._finished = {}
+        try:
+            yield self
+        finally:
+            self._finished = None
 
     def empty(self) -> None:
         """Empty every tile's cache for a new pass (keeping the memory)."""
@@ -74,6 +91,17 @@ class TileCaches:
         hit in the lines the tile before it on its processor left (module docstring), counted
         per tile and listed by who made them. ``traversal``: the tiles in rendering order;
         ``rendered`` (tiles,) bool: the tiles the GPU rendered (None: all)."""
+        if self._finished is None:
+            return self._inherited_hits(traversal, rendered)
+        rendered = None if rendered is None else to_host(rendered).astype(bool)
+        key = (to_host(traversal).tobytes(),
+               None if rendered is None or rendered.all() else rendered.tobytes())
+        if key not in self._finished:
+            self._finished[key] = self._inherited_hits(traversal, rendered)
+        flips, owners = self._finished[key]
+        return flips.copy(), owners.copy()
+
+    def _inherited_hits(self, traversal, rendered) -> tuple[np.ndarray, np.ndarray]:
         table, cfg = self.table, self.cache
         tiles, sets, ways = self.tiles, cfg.sets, cfg.ways
         flips = np.zeros(tiles, dtype=np.int64)

@@ -270,14 +270,16 @@ class SideBySide(PipelineHooks):
         the host's leaves."""
         xp = array_module(target.color)
         finished = {}
-        for name, member in self._active():
-            counted = merged_pass(counters, self._own.pop(name))
-            with own_color(target) as colors:
-                member.finish_pass(target, counted, written, depth_flushed)
-            finished[name] = (colors, counted)
-        self._held_draws.clear()
-        self._last_draw, self._last_copies = None, {}
-        self.host.finish_pass(target, counters, written, depth_flushed)
+        caches = counters.texture_caches
+        with caches.finishing() if caches is not None else contextlib.nullcontext():
+            for name, member in self._active():
+                counted = merged_pass(counters, self._own.pop(name))
+                with own_color(target) as colors:
+                    member.finish_pass(target, counted, written, depth_flushed)
+                finished[name] = (colors, counted)
+            self._held_draws.clear()
+            self._last_draw, self._last_copies = None, {}
+            self.host.finish_pass(target, counters, written, depth_flushed)
         for name, (colors, counted) in finished.items():
             if not bool(xp.array_equal(colors, target.color)):
                 self._diverge(name)

@@ -105,9 +105,11 @@ _DEVICE_TABLES: dict = {}
 
 
 def _xor_rows(words):
-    """XOR of each row of (n, k) uint32 words -> (n,): a loop over the short axis, as CuPy has
-    no ``bitwise_xor.reduce``."""
+    """XOR of each row of (n, k) uint32 words -> (n,): NumPy's reduction, or on CuPy, which
+    has no ``bitwise_xor.reduce``, a loop over the short axis."""
     xp = array_module(words)
+    if xp is np:
+        return np.bitwise_xor.reduce(words, axis=1, dtype=_U32, initial=_U32(0))
     out = xp.zeros(words.shape[0], dtype=_U32)
     for k in range(words.shape[1]):
         out ^= words[:, k]

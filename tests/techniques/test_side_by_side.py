@@ -330,3 +330,31 @@ def test_memoizing_members_hash_and_order_each_batch_once(tmp_path, monkeypatch)
     assert alone and calls == [64] * alone
     assert alone_orders == len(orders) == 2
     _check_members_equal_their_own_renders(trace, 4, names=names)
+
+
+@pytest.mark.slow
+def test_members_that_render_the_same_tiles_walk_the_texture_caches_once(monkeypatch):
+    """At a pass's end the tile caches are walked once for each set of rendered tiles the
+    members and host ask for (TE and memoization render every tile, as the baseline does;
+    RE's skipped tiles make a set of their own), and every member still gives its own
+    render's frames and counters."""
+    from tilesim.render.pipeline.tile_caches import TileCaches
+
+    walks = []
+    walk = TileCaches._inherited_hits
+
+    def counted(self, traversal, rendered):
+        walks.append(None if rendered is None else bytes(np.asarray(rendered)))
+        return walk(self, traversal, rendered)
+
+    monkeypatch.setattr(TileCaches, "_inherited_hits", counted)
+    trace = TRACES / "runner-1196x768.tsim"
+    names = ("te", "memo", "re")
+    _, _, members = _side_by_side(trace, 3, names, size=(299, 192))
+    assert members["re"] and len(walks) > 0
+    # one walk per pass for the tiles every set renders, one more where RE skipped some
+    skipped = sum(int(p[2]["re_tiles_skipped"].sum() > 0) for r in members["re"] for p in r[3])
+    passes = sum(len(r[3]) for r in members["te"])
+    assert len(walks) == passes + skipped
+    assert skipped > 0
+    _check_members_equal_their_own_renders(trace, 3, names=names, size=(299, 192))
