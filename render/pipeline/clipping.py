@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tilesim.backend import array_module
+from tilesim.jit import jit, usable
 
 GUARD_BAND = 8.0
 W_EPSILON = 1e-6
@@ -82,9 +83,13 @@ def clip_triangles(vertices: np.ndarray, triangles: np.ndarray) -> ClippedTriang
         return ClippedTriangles(vertices, triangles[keep], order[keep], int(rejected.sum()), 0)
 
     polygons = vertices[triangles[cut]]                      # (C, 3, D)
-    counts = xp.full(len(polygons), 3, dtype=xp.int64)
-    for plane in range(len(PLANES)):
-        polygons, counts = _clip_polygons(polygons, counts, plane)
+    clipped = clip_polygons_compiled(polygons) if usable(polygons) else None
+    if clipped is not None:
+        polygons, counts = clipped
+    else:
+        counts = xp.full(len(polygons), 3, dtype=xp.int64)
+        for plane in range(len(PLANES)):
+            polygons, counts = _clip_polygons(polygons, counts, plane)
     # Fan-triangulate each polygon: (0, k, k+1) for k = 1 .. count-2.
     cut_sources = order[cut]
     fan = xp.maximum(counts - 2, 0)
@@ -125,3 +130,70 @@ def _clip_polygons(polygons: np.ndarray, counts: np.ndarray, plane: int):
         out[rows[crosses], out_counts[crosses]] = point[crosses]
         out_counts += crosses
     return out, out_counts
+
+
+# == the compiled path (Numba, tilesim.jit): bit-identical to the code above =============
+
+# The vertices pass p of ``_clip_polygons`` holds: 3 + p, plus one.
+PASS_HOLDS = 4
+
+
+@jit
+def _clip_polygons_kernel(polygons, planes, epsilon, held, out, counts):  # pragma: no cover
+    c, _, dim = polygons.shape
+    width = out.shape[1]
+    current = np.empty((width, dim), dtype=np.float64)
+    distance = np.empty(width, dtype=np.float64)
+    for q in range(c):
+        for i in range(3):
+            for k in range(dim):
+                out[q, i, k] = polygons[q, i, k]
+        count = 3
+        for plane in range(planes.shape[0]):
+            a, b, cz, e = planes[plane, 0], planes[plane, 1], planes[plane, 2], planes[plane, 3]
+            for i in range(count):
+                for k in range(dim):
+                    current[i, k] = out[q, i, k]
+                # the term by term sum of _distances, whatever the coefficients (0 * inf is
+                # NaN there too)
+                d = ((a * current[i, 0] + b * current[i, 1]) + cz * current[i, 2]) \
+                    + e * current[i, 3]
+                distance[i] = d - epsilon if plane == 2 else d
+            emitted = 0
+            for i in range(count):
+                j = i + 1 if i + 1 < count else 0
+                dc, dn = distance[i], distance[j]
+                if emitted + (dc >= 0) + ((dc >= 0) != (dn >= 0)) > plane + held:
+                    return False  # more than pass ``plane`` of the vectorized path holds
+                if dc >= 0:
+                    for k in range(dim):
+                        out[q, emitted, k] = current[i, k]
+                    emitted += 1
+                if (dc >= 0) != (dn >= 0):
+                    t = dc / (dc - dn)
+                    for k in range(dim):
+                        out[q, emitted, k] = current[i, k] + t * (current[j, k] - current[i, k])
+                    emitted += 1
+            count = emitted
+        for i in range(count, width):
+            for k in range(dim):
+                out[q, i, k] = 0.0
+        counts[q] = count
+    return True
+
+
+def clip_polygons_compiled(polygons: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """``clip_triangles``' Sutherland-Hodgman passes over every plane of PLANES for (C, 3, D)
+    triangles, one polygon at a time: (C, 3 + planes, D) float64 polygons (each pass may add a
+    vertex; the rows past a polygon's count are 0, as the passes leave them) and (C,) int64
+    vertex counts. Each distance, intersection and interpolated value is the vectorized
+    passes' expression, in the same order. None where a pass would leave a polygon more
+    vertices than that pass of the vectorized path holds (4 + the plane's index: only a
+    polygon made non-convex by rounding could need more), so the vectorized path decides."""
+    c, _, dim = polygons.shape
+    out = np.empty((c, 3 + len(PLANES), dim), dtype=np.float64)
+    counts = np.empty(c, dtype=np.int64)
+    if not _clip_polygons_kernel(np.ascontiguousarray(polygons, dtype=np.float64), PLANES,
+                                 W_EPSILON, PASS_HOLDS, out, counts):
+        return None
+    return out, counts

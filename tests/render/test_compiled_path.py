@@ -634,3 +634,80 @@ def test_the_compiled_rows_differ_reads_only_the_rows_selected():
         expected = rows_differ(a, b, where=where)
     np.testing.assert_array_equal(expected, where & (a != b).any(axis=1))
     np.testing.assert_array_equal(rows_differ(a, b, where=where), expected)
+
+
+def _clipped_both_ways(vertices, triangles):
+    from tilesim.render.pipeline import clipping
+
+    compiled = clipping.clip_triangles(vertices, triangles)
+    with disabled():
+        plain = clipping.clip_triangles(vertices, triangles)
+    return compiled, plain
+
+
+def _assert_clipped_same(compiled, plain):
+    assert compiled.vertices.shape == plain.vertices.shape
+    # bit for bit, NaN payloads and signed zeros included
+    np.testing.assert_array_equal(compiled.vertices.view(np.uint64),
+                                  plain.vertices.view(np.uint64))
+    np.testing.assert_array_equal(compiled.triangles, plain.triangles)
+    np.testing.assert_array_equal(compiled.source, plain.source)
+    assert (compiled.rejected, compiled.split) == (plain.rejected, plain.split)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_compiled_clipper_matches_the_vectorized_passes(seed):
+    """Triangles across the near, far, w and guard-band planes (many cut by several), with
+    w near the epsilon, integer coordinates on the planes, and NaN / infinite attributes: the
+    compiled Sutherland-Hodgman gives the vectorized passes' vertices bit for bit."""
+    rng = np.random.default_rng(seed)
+    split = 0
+    for trial in range(200):
+        count, width = int(rng.integers(3, 40)), int(rng.integers(5, 12))
+        vertices = rng.normal(0, 3, (count, width)) * rng.choice([1, 10, 100], (count, 1))
+        vertices[:, 3] = rng.normal(0.5, 2, count)
+        if trial % 5 == 0:
+            vertices[rng.integers(0, count, 3), rng.integers(4, width)] = rng.choice(
+                [np.inf, -np.inf, np.nan, -0.0])
+        if trial % 7 == 0:
+            vertices[:, 3] = np.abs(vertices[:, 3]) * 1e-7
+        if trial % 11 == 0:
+            vertices[:, :4] = np.round(vertices[:, :4])
+        triangles = rng.integers(0, count, (int(rng.integers(1, 30)), 3))
+        with np.errstate(all="ignore"):
+            compiled, plain = _clipped_both_ways(vertices, triangles)
+        _assert_clipped_same(compiled, plain)
+        split += compiled.split
+    assert split > 500   # the passes ran, not only the all-inside shortcut
+
+
+def test_the_clipper_leaves_a_pass_it_cannot_hold_to_the_vectorized_passes(monkeypatch):
+    """Where a pass would need more vertices than the vectorized pass holds (only a polygon
+    rounding made non-convex could), the compiled clipper answers None and the vectorized
+    passes clip: the kernel's bound checked with one vertex fewer held, and the fallback."""
+    from tilesim.render.pipeline import clipping
+
+    vertices = np.array([[0, 0, -2, 1, 5], [1, 0, 0.5, 1, 6], [0, 1, 0.5, 1, 7.0]])
+    polygons = vertices[None]
+    out = np.empty((1, 3 + len(clipping.PLANES), 5))
+    counts = np.empty(1, dtype=np.int64)
+    kernel = clipping._clip_polygons_kernel
+    assert kernel(polygons, clipping.PLANES, clipping.W_EPSILON, clipping.PASS_HOLDS, out, counts)
+    assert counts[0] == 4          # the near plane cut a corner off: a quad
+    assert not kernel(polygons, clipping.PLANES, clipping.W_EPSILON, clipping.PASS_HOLDS - 1,
+                      out, counts)
+    calls = []
+    passes = clipping._clip_polygons
+
+    def counted(*args):
+        calls.append(1)
+        return passes(*args)
+
+    monkeypatch.setattr(clipping, "_clip_polygons", counted)
+    expected = clipping.clip_triangles(vertices, np.array([[0, 1, 2]]))
+    assert calls == []
+    monkeypatch.setattr(clipping, "PASS_HOLDS", clipping.PASS_HOLDS - 1)
+    assert clipping.clip_polygons_compiled(polygons) is None
+    fallback = clipping.clip_triangles(vertices, np.array([[0, 1, 2]]))
+    assert len(calls) == len(clipping.PLANES)
+    _assert_clipped_same(fallback, expected)
