@@ -80,7 +80,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tilesim import jit
-from tilesim.backend import quad_all
+from tilesim.backend import quad_all, to_host
 from tilesim.kernel_cache import cache_root, configure_numba, source_digest
 from tilesim.shaders import opcodes as ops
 from tilesim.shaders.stats import WARP_SIZE
@@ -96,8 +96,8 @@ _FLOAT_COMPONENT = {
     "ADD": "_add({0}, {1}, {s01})", "MUL": "_mul({0}, {1}, {s01})",
     "MAD": "_add(_mul({0}, {1}, {s01}), {2}, {sMAD})",
     "DIV": "_div({0}, {1})", "MIN": "_fmin({0}, {1})", "MAX": "_fmax({0}, {1})",
-    "FRC": "_sub({0}, np.floor({0}))", "FLR": "np.floor({0})", "CEIL": "np.ceil({0})",
-    "TRUNC": "np.trunc({0})", "ROUND": "np.rint({0})", "SSG": "_ssg({0})",
+    "FRC": "_sub({0}, _floor({0}))", "FLR": "_floor({0})", "CEIL": "_ceil({0})",
+    "TRUNC": "_trunc({0})", "ROUND": "_rint({0})", "SSG": "_ssg({0})",
     "CMP": "({1} if {0} < F32(0) else {2})",
     "LRP": "_add(_mul({0}, {1}, {s01}), _mul(_sub(F32(1), {0}), {2}, {s02}), {sLRP})",
     "SLT": "_b2f({0} < {1})", "SGE": "_b2f({0} >= {1})", "SEQ": "_b2f({0} == {1})",
@@ -113,19 +113,19 @@ _INT_COMPONENT = {  # int64 holding the 32-bit value (wrapped when stored)
     "IMUL_HI": "(({0} * {1}) >> 32)", "UMUL_HI": "_umul_hi({0}, {1})",
     "IDIV": "_idiv({0}, {1})", "UDIV": "_udiv({0}, {1})", "MOD": "_imod({0}, {1})",
     "UMOD": "_umod({0}, {1})", "INEG": "(-{0})", "IABS": "abs({0})", "ISSG": "_issg({0})",
-    "IMIN": "min({0}, {1})", "IMAX": "max({0}, {1})", "UMIN": "min({0}, {1})",
-    "UMAX": "max({0}, {1})",
+    "IMIN": "_imin({0}, {1})", "IMAX": "_imax({0}, {1})", "UMIN": "_imin({0}, {1})",
+    "UMAX": "_imax({0}, {1})",
     "ISLT": "_b2i({0} < {1})", "ISGE": "_b2i({0} >= {1})", "USLT": "_b2i({0} < {1})",
     "USGE": "_b2i({0} >= {1})", "USEQ": "_b2i({0} == {1})", "USNE": "_b2i({0} != {1})",
     "AND": "({0} & {1})", "OR": "({0} | {1})", "XOR": "({0} ^ {1})", "NOT": "(~{0})",
     "SHL": "({0} << ({1} & 31))", "ISHR": "({0} >> ({1} & 31))",
     "USHR": "({0} >> ({1} & 31))", "UCMP": "({1} if {0} != 0 else {2})",
 }
-_REPLICATE = {"RCP": "_div(F32(1), {0})", "RSQ": "_div(F32(1), np.sqrt({0}))",
-              "SQRT": "np.sqrt({0})", "EX2": "np.exp2({0})", "LG2": "np.log2({0})",
+_REPLICATE = {"RCP": "_div(F32(1), {0})", "RSQ": "_div(F32(1), _sqrt({0}))",
+              "SQRT": "_sqrt({0})", "EX2": "np.exp2({0})", "LG2": "np.log2({0})",
               "POW": "_pow({0}, {1})"}
 # fp16 forms (opcodes.FP16_FORMS), per channel.
-_FP16_FORMS = {"RSQ": "_half(_div(F32(1), _half(np.sqrt({0}))))",
+_FP16_FORMS = {"RSQ": "_half(_div(F32(1), _half(_sqrt({0}))))",
                "MAD": "_half(_add(_half(_mul({0}, {1}, {s01})), {2}, {sMAD}))",
                "LRP": "_half(_add(_half(_mul({1}, {0}, {s10})), "
                       "_half(_mul({2}, _half(_sub(F32(1), {0})), {s20})), {sLRP}))",
@@ -196,6 +196,66 @@ else:  # pragma: no cover
         return F32(np.uint32(x).view(F32))
 
 
+# The float operations of the helpers and templates, one rounding each: NumPy's here; the
+# CUDA target binds the same names to libdevice's explicitly rounded operations
+# (tilesim.shaders.cuda_program: NVVM would contract a product and a sum into one FMA).
+
+
+@_inline
+def _fadd(a, b):  # pragma: no cover - compiled
+    return a + b
+
+
+@_inline
+def _fsub(a, b):  # pragma: no cover - compiled
+    return a - b
+
+
+@_inline
+def _fmul(a, b):  # pragma: no cover - compiled
+    return a * b
+
+
+@_inline
+def _fdiv(a, b):  # pragma: no cover - compiled
+    return a / b
+
+
+@_inline
+def _sqrt(a):  # pragma: no cover - compiled
+    return np.sqrt(a)
+
+
+@_inline
+def _fabs(a):  # pragma: no cover - compiled
+    return abs(a)
+
+
+@_inline
+def _fneg(a):  # pragma: no cover - compiled
+    return -a
+
+
+@_inline
+def _floor(a):  # pragma: no cover - compiled
+    return np.floor(a)
+
+
+@_inline
+def _ceil(a):  # pragma: no cover - compiled
+    return np.ceil(a)
+
+
+@_inline
+def _trunc(a):  # pragma: no cover - compiled
+    return np.trunc(a)
+
+
+@_inline
+def _rint(a):  # pragma: no cover - compiled
+    return np.rint(a)
+
+
 @_inline
 def _half(x):  # pragma: no cover - compiled
     """``opcodes.to_half`` for one float32: round to the nearest fp16 (ties to even, beyond
@@ -213,7 +273,7 @@ def _half(x):  # pragma: no cover - compiled
         return _u2f(s | U32(0x7F800000))
     if a >= U32(0x38800000):
         return _u2f(s | ((a + U32(0xFFF) + ((a >> U32(13)) & U32(1))) & U32(0xFFFFE000)))
-    v = np.rint(_u2f(a) * F32(16777216.0)) * F32(5.9604645e-08)
+    v = _fmul(_rint(_fmul(_u2f(a), F32(16777216.0))), F32(5.9604645e-08))
     return _u2f(s | _f2u(v))
 
 
@@ -235,25 +295,25 @@ def _nan_of(a, b, result, second):  # pragma: no cover - compiled
 
 @_inline
 def _add(a, b, second):  # pragma: no cover - compiled
-    r = a + b
+    r = _fadd(a, b)
     return _nan_of(a, b, r, second) if r != r else r
 
 
 @_inline
 def _mul(a, b, second):  # pragma: no cover - compiled
-    r = a * b
+    r = _fmul(a, b)
     return _nan_of(a, b, r, second) if r != r else r
 
 
 @_inline
 def _sub(a, b):  # pragma: no cover - compiled
-    r = a - b
+    r = _fsub(a, b)
     return _nan_of(a, b, r, False) if r != r else r
 
 
 @_inline
 def _div(a, b):  # pragma: no cover - compiled
-    r = a / b
+    r = _fdiv(a, b)
     return _nan_of(a, b, r, False) if r != r else r
 
 
@@ -307,7 +367,7 @@ def _b2i(c):  # pragma: no cover - compiled
 def _f2i(a):  # pragma: no cover - compiled
     """``opcodes._f2i``: truncated; out of range and NaN give INT_MIN."""
     if a >= F32(-2147483648.0) and a < F32(2147483648.0):
-        return np.int64(np.trunc(a))
+        return np.int64(_trunc(a))
     return np.int64(-2147483648)
 
 
@@ -316,7 +376,7 @@ def _f2uint(a):  # pragma: no cover - compiled
     """``opcodes._f2u``: truncated, clamped to [0, 2^32 - 1], NaN to 0."""
     if a != a:
         return np.int64(0)
-    t = np.float64(np.trunc(a))
+    t = np.float64(_trunc(a))
     if t < 0.0:
         t = 0.0
     if t > 4294967295.0:
@@ -355,6 +415,17 @@ def _imod(a, b):  # pragma: no cover - compiled
         return np.int64(-1)
     r = abs(a) % abs(b)
     return -r if a < 0 else r
+
+
+@_inline
+def _imin(a, b):  # pragma: no cover - compiled
+    """min of two int64 (the builtin does not compile for CUDA in Numba 0.68)."""
+    return a if a < b else b
+
+
+@_inline
+def _imax(a, b):  # pragma: no cover - compiled
+    return a if a > b else b
 
 
 @_inline
@@ -442,16 +513,17 @@ class _Item:
     native: bool
 
 
-def _native(interp, pc: int) -> str | None:
-    """None where instruction ``pc`` is generated here, else why not."""
+def _native(interp, pc: int, libm: bool) -> str | None:
+    """None where instruction ``pc`` is generated here, else why not (``libm``: EX2, LG2 and
+    POW are generated, :meth:`Target.libm`)."""
     inst = interp.program.instructions[pc]
     op = inst.opcode
     if op in ("CAL", "RET", "BGNSUB", "ENDSUB"):
         return f"subroutines ({op})"
     if op in _FLOW or op in ("KILL", "KILL_IF"):
         pass
-    elif op in _LIBM and not libm_agrees():
-        return f"{op}: NumPy's float32 {op} differs from libm here"
+    elif op in _LIBM and not libm:
+        return f"{op}: NumPy's float32 {op} differs from the target's here"
     elif not (op in _FLOAT_COMPONENT or op in _FLOAT_TO_BITS or op in _INT_COMPONENT
               or op in _REPLICATE or op in ("MOV", "DP2", "DP3", "DP4") or op in _DERIVATIVES):
         return f"{op} runs through the interpreter"
@@ -468,7 +540,7 @@ def _native(interp, pc: int) -> str | None:
     return None
 
 
-def _items(interp) -> list[_Item]:
+def _items(interp, libm: bool) -> list[_Item]:
     """The top-level items up to END; raises _Unsupported for a construct that cannot be
     compiled."""
     program, links = interp.program, interp.links
@@ -481,14 +553,14 @@ def _items(interp) -> list[_Item]:
         if op in ("IF", "UIF", "BGNLOOP"):
             last = links[pc]["end"]
             for inner in range(pc, last + 1):
-                why = _native(interp, inner)
+                why = _native(interp, inner, libm)
                 if why is not None:
                     raise _Unsupported(f"{why} inside flow control")
             _check_continue(program, links, pc, last)
             items.append(_Item(pc, last, True))
             pc = last + 1
             continue
-        why = _native(interp, pc)
+        why = _native(interp, pc, libm)
         if why is not None and why.startswith("subroutines"):
             raise _Unsupported(why)
         items.append(_Item(pc, pc, why is None))
@@ -510,10 +582,11 @@ def _check_continue(program, links, first: int, last: int) -> None:
 
 
 class _Gen:
-    """Python source of one program's segment kernels."""
+    """Python source of one program's segment kernels for a :class:`Target`."""
 
-    def __init__(self, interp):
+    def __init__(self, interp, target: Target):
         self.interp = interp
+        self.target = target
         self.program = interp.program
         self.lines: list[str] = []
         self.uniforms: dict[str, str] = {}   # local name -> load expression
@@ -585,9 +658,9 @@ class _Gen:
         if kind in ("float", "any"):
             v = self.float_of(reg, c, lane, cache)
             if src.absolute:
-                v = f"abs({v})"
+                v = f"_fabs({v})"
             if src.negate:
-                v = f"(-{v})"
+                v = f"_fneg({v})"
             if kind == "float" and half:
                 v = f"_half({v})"
             return v, "f"
@@ -870,8 +943,8 @@ class _Gen:
                 self.emit(depth + 2, "guard[0] = 1")
                 self.emit(depth + 2, "return")
                 self.emit(depth + 1, f"it{level} += 1")
-                self.emit(depth + 1, f"if it{level} > guard[{2 + slot}]:")
-                self.emit(depth + 2, f"guard[{2 + slot}] = it{level}")
+                for line in self.target.raise_to(2 + slot, f"it{level}"):
+                    self.emit(depth + 1, line)
                 self.emit(depth, f"lp = sl{level}")
                 self.emit(depth, "ex = cond & lp & ct & live")
                 pc = end + 1
@@ -899,38 +972,79 @@ class _Gen:
         flush()
 
     def kernel(self, name: str, first: int, last: int, buffers: list[int]) -> str:
+        """One segment's kernel: the target's opening (which gives the warp ``w``), then warp
+        ``w``'s lockstep walk of instructions first..last."""
+        depth = self.target.depth
         self.lines, self.uniforms = [], {}
-        self.region(first, last, 2, 0)
+        self.region(first, last, depth, 0)
         body = self.lines
         consts = "".join(f", C{b}" for b in buffers)
-        head = [
-            "@numba.njit(cache=True, nogil=True, error_model='numpy')",
-            f"def {name}(n, quads, budget, max_iterations, T, O, I, A, S, IMM{consts}, "
-            "killed, lc, wc, wa, guard):",
-        ]
-        head += [f"    {k} = {v}" for k, v in self.uniforms.items()]
-        head += [
-            "    for w in range((n + 3) // 4):",
-            "        base = w * 4",
-            "        valid = 15 if base + 4 <= n else (1 << (n - base)) - 1",
-            "        kk = 0",
-            "        for l in range(4):",
-            "            if (valid >> l) & 1 and killed[base + l]:",
-            "                kk |= 1 << l",
-            "        live = 0 if (quads and kk == 15) else valid",
-            "        cond = lp = ct = 15",
-            "        ex = live",
-            "        steps = 0",
-            "        taken = 0",
-        ]
-        tail = [
-            "        for l in range(4):",
-            "            if (kk >> l) & 1:",
-            "                killed[base + l] = True",
-            "        if steps > guard[1]:",
-            "            guard[1] = steps",
-        ]
+        signature = (f"{name}(n, quads, budget, max_iterations, T, O, I, A, S, IMM{consts}, "
+                     "killed, lc, wc, wa, guard)")
+        head = self.target.opening(signature, [f"{k} = {v}" for k, v in self.uniforms.items()])
+        indent = "    " * depth
+        head += [indent + line for line in (
+            "base = w * 4",
+            "valid = 15 if base + 4 <= n else (1 << (n - base)) - 1",
+            "kk = 0",
+            "for l in range(4):",
+            "    if (valid >> l) & 1 and killed[base + l]:",
+            "        kk |= 1 << l",
+            "live = 0 if (quads and kk == 15) else valid",
+            "cond = lp = ct = 15",
+            "ex = live",
+            "steps = 0",
+            "taken = 0",
+        )]
+        tail = [indent + line for line in (
+            "for l in range(4):",
+            "    if (kk >> l) & 1:",
+            "        killed[base + l] = True",
+            *self.target.raise_to(1, "steps"),
+        )]
         return "\n".join(head + body + tail) + "\n"
+
+
+# -- targets --------------------------------------------------------------------------------
+
+
+class Target:
+    """Where the generated kernels run, and what that changes in them; the body of a warp is
+    the same for every target. This class is the CPU: a kernel loops over the warps in one
+    call (``tilesim.shaders.cuda_program.CudaTarget`` runs a CUDA thread a warp)."""
+
+    name = "cpu"
+    depth = 2                # indentation of the warp's body: in the function and its loop
+    prefix = "program"       # generated modules: <prefix>_<key>.py
+    helpers = "tilesim.shaders.compiled_program"   # the module the generated code imports
+
+    def libm(self) -> bool:
+        """Whether EX2, LG2 and POW are generated (else they are segment boundaries)."""
+        return libm_agrees()
+
+    def header(self) -> str:
+        return _HEADER
+
+    def opening(self, signature: str, loads: list[str]) -> list[str]:
+        """A kernel's first lines, up to where warp ``w``'s body starts."""
+        return ["@numba.njit(cache=True, nogil=True, error_model='numpy')",
+                f"def {signature}:", *(f"    {line}" for line in loads),
+                "    for w in range((n + 3) // 4):"]
+
+    def raise_to(self, index: int, value: str) -> list[str]:
+        """Lines that raise ``guard[index]`` to at least ``value`` (the kernel's warps one
+        after another: a compare and a store)."""
+        return [f"if {value} > guard[{index}]:", f"    guard[{index}] = {value}"]
+
+    def usable(self, *arrays) -> bool:
+        """Whether the kernels take these arrays (None entries aside)."""
+        return jit.usable(*arrays)
+
+    def launch(self, kernel, warps: int, args: tuple) -> None:
+        kernel(*args)
+
+
+CPU = Target()
 
 
 # -- the compiled program -----------------------------------------------------------------
@@ -950,6 +1064,7 @@ class CompiledProgram:
     native: int                      # instructions generated (of the program's)
     total: int
     enclosing: list[list[int]] = field(default_factory=list)   # per pc, its loops' slots
+    target: Target = CPU
 
     def run(self, interp, inputs, constants, lanes, sampler, system_values):
         """The interpreter's ``run`` on the compiled path; None where the interpreter must
@@ -959,28 +1074,31 @@ class CompiledProgram:
         run = _Run(interp, inputs, constants, lanes, sampler, system_values, False)
         files = (run.temps, run.outputs, run.inputs, run.addrs, run.system)
         tables = [run.constants.get(b) for b in self.buffers]
-        if not jit.usable(*files, run.immediates, run.killed, *tables):
+        target = self.target
+        if not target.usable(*files, run.immediates, run.killed, *tables):
             return None
         n = run.n
         quads = n % 4 == 0
         if (self.derivatives and not quads) or self.total > interp.instruction_budget:
             return None
-        tables = [np.zeros((1, 4), dtype=U32) if t is None else t for t in tables]
+        xp = run.xp
+        tables = [xp.zeros((1, 4), dtype=U32) if t is None else t for t in tables]
         warps = -(-n // WARP_SIZE)
-        lc = np.zeros((3, n), dtype=np.int32)
-        wc = np.zeros((3, warps), dtype=np.int32)
-        wa = np.zeros(warps, dtype=np.int64)
-        guard = np.zeros(2 + len(self.loops), dtype=np.int64)
+        lc = xp.zeros((3, n), dtype=np.int32)
+        wc = xp.zeros((3, warps), dtype=np.int32)
+        wa = xp.zeros(warps, dtype=np.int64)
+        guard = xp.zeros(2 + len(self.loops), dtype=np.int64)
         budget = interp.instruction_budget
         with np.errstate(all="ignore"):
             for step in self.steps:
                 if step[0] == "kernel":
-                    step[1](n, quads, budget, MAX_LOOP_ITERATIONS, *files, run.immediates,
-                            *tables, run.killed, lc, wc, wa, guard)
+                    target.launch(step[1], warps, (n, quads, budget, MAX_LOOP_ITERATIONS,
+                                                   *files, run.immediates, *tables,
+                                                   run.killed, lc, wc, wa, guard))
                     if guard[0]:
                         return None
                     if self.kills and quads:  # the kernel may have killed lanes
-                        run.dead_warps = np.repeat(quad_all(run.killed), 4)
+                        run.dead_warps = xp.repeat(quad_all(run.killed), 4)
                         run._update_exec()
                     continue
                 plan = interp.plans[step[1]]
@@ -993,10 +1111,11 @@ class CompiledProgram:
         # the interpreter would not have stopped.
         if self.loops:
             visits = 0
+            bounds = to_host(guard)
             for slots in self.enclosing:
                 product = 1
                 for slot in slots:
-                    product *= int(guard[2 + slot]) + 1
+                    product *= int(bounds[2 + slot]) + 1
                 visits += product
             if visits > budget:
                 return None
@@ -1032,14 +1151,16 @@ KERNEL_INSTRUCTIONS = 40
 KERNEL_MINIMUM = 4
 
 
-def _lane_count(inputs, lanes, system_values) -> int | None:
-    """N as ``_Run`` takes it: ``lanes``, else the last axis of the inputs or system values;
-    None where those are not NumPy arrays (CuPy: the interpreter runs)."""
+def sample_array(inputs, system_values):
+    """The array ``_Run`` takes N and the array module from (None: there is none)."""
     sample = next(iter(inputs.values()), None) if isinstance(inputs, dict) else inputs
     if sample is None and system_values:
         sample = next(iter(system_values.values()))
-    if sample is not None and type(sample) is not np.ndarray:
-        return None
+    return sample
+
+
+def lane_count(sample, lanes) -> int:
+    """N as ``_Run`` takes it: ``lanes``, else the last axis of the inputs or system values."""
     if lanes is not None:
         return int(lanes)
     return int(sample.shape[-1]) if sample is not None else 0
@@ -1047,20 +1168,27 @@ def _lane_count(inputs, lanes, system_values) -> int | None:
 
 def run_compiled(interp, inputs, constants, lanes, sampler, system_values):
     """``Interpreter.run`` (no trace, JIT enabled) on the compiled path: the Execution, or None
-    where the interpreter runs (switched off, not compiled yet, a fallback, CuPy arrays, a
-    bound hit)."""
+    where the interpreter runs (switched off, not compiled yet, a fallback, a bound hit).
+    Device arrays (CuPy) take the CUDA kernels where a GPU is present
+    (:func:`tilesim.shaders.cuda_program.run_compiled`), else the interpreter."""
     if not SHADER_KERNELS:
         return None
     state = interp.__dict__.get("_compiled_state")
     if state is None:
         state = interp._compiled_state = {"lanes": 0, "key": program_key(interp)}
+    sample = sample_array(inputs, system_values)
+    if sample is not None and type(sample) is not np.ndarray:
+        if not hasattr(type(sample), "__cuda_array_interface__"):
+            return None
+        # Imported here: numba.cuda loads only where device arrays come.
+        from tilesim.shaders import cuda_program
+
+        return cuda_program.run_compiled(interp, state, inputs, constants, lanes, sampler,
+                                         system_values)
     if "compiled" not in state:
         compiled = _COMPILED.get(state["key"], _COMPILED)
         if compiled is _COMPILED:  # not compiled in this process yet
-            count = _lane_count(inputs, lanes, system_values)
-            if count is None:
-                return None
-            state["lanes"] += count
+            state["lanes"] += lane_count(sample, lanes)
             if state["lanes"] < COMPILE_AFTER_LANES:
                 return None
             compiled = compiled_for(interp)
@@ -1092,24 +1220,30 @@ def fallback_reason(interp) -> str | None:
 def compiled_for(interp) -> CompiledProgram | None:
     """The compiled form of an Interpreter's program in its precision mode (compiled on the
     first call, then cached in the process and on disk); None where it falls back."""
+    return compile_cached(interp, CPU, _COMPILED, _REASONS)
+
+
+def compile_cached(interp, target: Target, compiled: dict, reasons: dict):
+    """A program compiled for ``target`` once per process (``compiled``: program key ->
+    CompiledProgram or None, ``reasons``: key -> why it falls back)."""
     if not jit.AVAILABLE:
         return None
     key = program_key(interp)
-    if key in _COMPILED:
-        return _COMPILED[key]
+    if key in compiled:
+        return compiled[key]
     try:
-        compiled = _compile(interp, key)
+        program = _compile(interp, key, target)
     except _Unsupported as why:
-        compiled = None
-        _REASONS[key] = str(why)
-    _COMPILED[key] = compiled
-    return compiled
+        program = None
+        reasons[key] = str(why)
+    compiled[key] = program
+    return program
 
 
-def _compile(interp, key: str) -> CompiledProgram:
+def _compile(interp, key: str, target: Target) -> CompiledProgram:
     program = interp.program
-    items = _items(interp)
-    gen = _Gen(interp)
+    items = _items(interp, target.libm())
+    gen = _Gen(interp, target)
     buffers = sorted({(s.register.dimension or 0) for inst in program.instructions
                       for s in inst.src if s.register.file == "CONST"})
     kernels: list[tuple[str, int, int]] = []
@@ -1138,7 +1272,7 @@ def _compile(interp, key: str) -> CompiledProgram:
         kernels.append((name, items[i].first, items[j].last))
         steps.append(("kernel", name, items[i].first, items[j].last))
         i = j + 1
-    module = _load(key, sources) if sources else None
+    module = _load(key, sources, target) if sources else None
     steps = [(s[0], getattr(module, s[1]), s[2], s[3]) if s[0] == "kernel" else s
              for s in steps]
     end = next((pc for pc, inst in enumerate(program.instructions) if inst.opcode == "END"),
@@ -1161,7 +1295,7 @@ def _compile(interp, key: str) -> CompiledProgram:
     return CompiledProgram(
         key=key, steps=steps, loops=dict(gen.loops), buffers=buffers,
         derivatives=bool(ops_in & set(_DERIVATIVES)), kills=bool(ops_in & {"KILL", "KILL_IF"}),
-        native=native, total=end, enclosing=enclosing)
+        native=native, total=end, enclosing=enclosing, target=target)
 
 
 _HEADER = '''"""Generated by tilesim.shaders.compiled_program for one TGSI program: do not edit."""
@@ -1169,8 +1303,9 @@ import numba
 import numpy as np
 from numpy import float32 as F32, uint32 as U32
 from tilesim.shaders.compiled_program import (
-    _add, _b2f, _b2i, _b2u, _count, _div, _f2i, _f2u, _f2uint, _fmax, _fmin, _half, _idiv,
-    _imod, _issg, _mul, _pow, _pow_fp16, _sat, _ssg, _sub, _u2f, _udiv, _umod, _umul_hi)
+    _add, _b2f, _b2i, _b2u, _ceil, _count, _div, _f2i, _f2u, _f2uint, _fabs, _fneg, _floor,
+    _fmax, _fmin, _half, _idiv, _imax, _imin, _imod, _issg, _mul, _pow, _pow_fp16, _rint,
+    _sat, _sqrt, _ssg, _sub, _trunc, _u2f, _udiv, _umod, _umul_hi)
 
 '''
 
@@ -1180,17 +1315,17 @@ def generated_folder():
     return cache_root() / f"programs-{source_digest()}"
 
 
-def _load(key: str, sources: list[str]):
+def _load(key: str, sources: list[str], target: Target):
     """Write (once) and import the generated module of a program."""
     folder = generated_folder()
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"program_{key}.py"
-    text = _HEADER + "\n\n".join(sources)
+    path = folder / f"{target.prefix}_{key}.py"
+    text = target.header() + "\n\n".join(sources)
     if not path.exists() or path.read_text(encoding="utf-8") != text:
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, path)
-    name = f"tilesim_program_{key}"
+    name = f"tilesim_{target.prefix}_{key}"
     module = sys.modules.get(name)
     if module is None:
         spec = importlib.util.spec_from_file_location(name, path)
@@ -1200,9 +1335,11 @@ def _load(key: str, sources: list[str]):
     return module
 
 
-def generated_source(interp) -> str | None:
-    """The generated Python source of an Interpreter's program (None where it falls back)."""
-    compiled = compiled_for(interp)
+def generated_source(interp, compiled: CompiledProgram | None = None) -> str | None:
+    """The generated Python source of an Interpreter's program, for the CPU or the program
+    ``compiled`` (None where it falls back)."""
+    compiled = compiled_for(interp) if compiled is None else compiled
     if compiled is None:
         return None
-    return (generated_folder() / f"program_{compiled.key}.py").read_text(encoding="utf-8")
+    path = generated_folder() / f"{compiled.target.prefix}_{compiled.key}.py"
+    return path.read_text(encoding="utf-8")

@@ -122,7 +122,11 @@ def test_corpus_programs_compile_and_match_the_interpreter(mode):
 # -- control flow, kill, derivatives -----------------------------------------------------
 
 
-def test_divergent_if_else_and_nested_ifs():
+# The hand-made programs as (body, inputs, run_both keywords), each built with its own seed;
+# the CUDA target's tests run the same (tests/cuda_program_checks.py).
+
+
+def divergent_if_else_and_nested_ifs():
     rng = np.random.default_rng(1)
     body = ["IF IN[0].xxxx", "ADD TEMP[0], IN[1], IMM[0].yyyy",
             "IF IN[0].yyyy", "MUL OUT[0].xy, TEMP[0], IN[1]", "ELSE",
@@ -130,10 +134,10 @@ def test_divergent_if_else_and_nested_ifs():
             "ELSE", "MAD OUT[0], IN[1], IMM[0].zzzz, IMM[2]", "ENDIF",
             "MOV_SAT OUT[0].y, OUT[0].xxxx"]
     a = np.where(rng.random((4, 64)) < 0.5, 0.0, 1.0).astype(np.float32)
-    run_both(body, a, lanes4(rng, 64), extra=IMM)
+    return body, [a, lanes4(rng, 64)], {"extra": IMM}
 
 
-def test_loops_with_brk_and_cont_per_lane_trip_counts():
+def loops_with_brk_and_cont():
     # TEMP[0].x counts to IN[0].x; odd counts skip the accumulation through CONT.
     body = ["MOV TEMP[0], IMM[0].wwww", "MOV TEMP[3], IMM[0].wwww",
             "BGNLOOP",
@@ -148,10 +152,10 @@ def test_loops_with_brk_and_cont_per_lane_trip_counts():
             "MOV OUT[0], TEMP[3].xxxx", "MOV OUT[0].y, TEMP[0].xxxx"]
     rng = np.random.default_rng(2)
     counts = rng.integers(0, 9, (4, 64)).astype(np.float32)
-    run_both(body, counts, lanes4(rng, 64), extra=IMM)
+    return body, [counts, lanes4(rng, 64)], {"extra": IMM}
 
 
-def test_nested_loops_with_breaks():
+def nested_loops_with_breaks():
     body = ["MOV TEMP[0], IMM[0].wwww", "MOV TEMP[2], IMM[0].wwww",
             "BGNLOOP",
             "FSGE TEMP[1].x, TEMP[0].xxxx, IN[0].xxxx", "UIF TEMP[1].xxxx", "BRK", "ENDIF",
@@ -165,21 +169,20 @@ def test_nested_loops_with_breaks():
             "ENDLOOP", "MOV OUT[0], TEMP[2].xxxx", "MOV OUT[0].zw, TEMP[0].xxyy"]
     rng = np.random.default_rng(3)
     counts = rng.integers(0, 5, (4, 64)).astype(np.float32)
-    run_both(body, counts, lanes4(rng, 64), extra=IMM)
+    return body, [counts, lanes4(rng, 64)], {"extra": IMM}
 
 
-def test_kill_if_inside_a_branch_stops_whole_quads():
+def kill_if_inside_a_branch():
     body = ["IF IN[0].xxxx", "KILL_IF IN[1]", "ENDIF",
             "ADD OUT[0], IN[1], IMM[0].yyyy", "KILL_IF -IN[0].yyyy",
             "MUL OUT[0].x, OUT[0].xxxx, IMM[0].zzzz"]
     rng = np.random.default_rng(4)
     a = np.where(rng.random((4, 128)) < 0.7, 1.0, 0.0).astype(np.float32)
     b = rng.uniform(-0.3, 1, (4, 128)).astype(np.float32)
-    got = run_both(body, a, b, extra=IMM)
-    assert got.killed.any() and not got.killed.all()
+    return body, [a, b], {"extra": IMM}
 
 
-def test_kill_and_derivatives_in_quads():
+def kill_and_derivatives_in_quads():
     body = ["DDX TEMP[0], IN[0]", "DDY TEMP[1].xy, IN[0].yxzw", "DDX TEMP[2].x, IMM[0].yyyy",
             "IF IN[1].xxxx", "DDY_FINE TEMP[1].zw, IN[0]", "KILL", "ENDIF",
             "ADD OUT[0], TEMP[0], TEMP[1]", "MOV OUT[0].w, TEMP[2].xxxx"]
@@ -187,23 +190,61 @@ def test_kill_and_derivatives_in_quads():
     a = lanes4(rng, 64)
     a[:, 5] = [np.inf, -np.inf, np.nan, 0]
     cond = np.where(rng.random((4, 64)) < 0.3, 1.0, 0.0).astype(np.float32)
-    run_both(body, a, cond, extra=IMM)
+    return body, [a, cond], {"extra": IMM}
 
 
-def test_lanes_not_in_whole_warps():
+def lanes_not_in_whole_warps():
     body = ["ADD OUT[0], IN[0], IMM[0].yyyy", "IF IN[0].xxxx", "MOV OUT[0].x, IMM[0].zzzz",
             "ENDIF", "KILL_IF IN[0]"]
     rng = np.random.default_rng(6)
-    run_both(body, lanes4(rng, 23), extra=IMM)
+    return body, [lanes4(rng, 23)], {"extra": IMM}
+
+
+TEXTURE_BODY = ["MUL TEMP[0], IN[0], IMM[0].xxxx", "TEX TEMP[1], TEMP[0], SAMP[0], 2D",
+                "SIN TEMP[2].x, TEMP[1].xxxx", "KILL_IF TEMP[1].xyzw",
+                "TXB TEMP[3], IN[0], SAMP[0], 2D", "ADD OUT[0], TEMP[1], TEMP[3]",
+                "MAD OUT[0].x, TEMP[2].xxxx, IMM[0].zzzz, OUT[0].xxxx"]
+
+
+def texture_between_segments():
+    rng = np.random.default_rng(7)
+    return TEXTURE_BODY, [lanes4(rng, 64)], {"extra": IMM + ["DCL SAMP[0]"]}
+
+
+def test_divergent_if_else_and_nested_ifs():
+    body, inputs, options = divergent_if_else_and_nested_ifs()
+    run_both(body, *inputs, **options)
+
+
+def test_loops_with_brk_and_cont_per_lane_trip_counts():
+    body, inputs, options = loops_with_brk_and_cont()
+    run_both(body, *inputs, **options)
+
+
+def test_nested_loops_with_breaks():
+    body, inputs, options = nested_loops_with_breaks()
+    run_both(body, *inputs, **options)
+
+
+def test_kill_if_inside_a_branch_stops_whole_quads():
+    body, inputs, options = kill_if_inside_a_branch()
+    got = run_both(body, *inputs, **options)
+    assert got.killed.any() and not got.killed.all()
+
+
+def test_kill_and_derivatives_in_quads():
+    body, inputs, options = kill_and_derivatives_in_quads()
+    run_both(body, *inputs, **options)
+
+
+def test_lanes_not_in_whole_warps():
+    body, inputs, options = lanes_not_in_whole_warps()
+    run_both(body, *inputs, **options)
 
 
 def test_texture_between_segments_and_sin_through_the_interpreter():
-    body = ["MUL TEMP[0], IN[0], IMM[0].xxxx", "TEX TEMP[1], TEMP[0], SAMP[0], 2D",
-            "SIN TEMP[2].x, TEMP[1].xxxx", "KILL_IF TEMP[1].xyzw",
-            "TXB TEMP[3], IN[0], SAMP[0], 2D", "ADD OUT[0], TEMP[1], TEMP[3]",
-            "MAD OUT[0].x, TEMP[2].xxxx, IMM[0].zzzz, OUT[0].xxxx"]
-    rng = np.random.default_rng(7)
-    got = run_both(body, lanes4(rng, 64), extra=IMM + ["DCL SAMP[0]"])
+    body, inputs, options = texture_between_segments()
+    got = run_both(body, *inputs, **options)
     assert got.stats.texture_samples.sum() > 0
     program = parse(program_text(body, extra=IMM + ["DCL SAMP[0]"]))
     steps = [s[0] for s in cp.compiled_for(Interpreter(program)).steps]
@@ -244,15 +285,20 @@ FLOAT_BODY = [
 ]
 
 
-@pytest.mark.parametrize("mediump", ["fp32", "fp16"])
-def test_float_opcodes_on_nan_inf_and_denormal_inputs(mediump):
+def float_opcodes(mediump: str):
     rng = np.random.default_rng(8)
     precision = None
     if mediump == "fp16":  # a mix of lowered channels and mediump products
         letters = ["mmmm", "hmhm", "llll", "mhhh", "mmmm", "mmmm", "mmmm", "mhmh"]
         precision = [letters[i % len(letters)] for i in range(len(FLOAT_BODY))]
         precision[2] = "hhhh/mmhh"
-    run_both(FLOAT_BODY, *special_inputs(rng), mediump=mediump, precision=precision)
+    return FLOAT_BODY, special_inputs(rng), {"mediump": mediump, "precision": precision}
+
+
+@pytest.mark.parametrize("mediump", ["fp32", "fp16"])
+def test_float_opcodes_on_nan_inf_and_denormal_inputs(mediump):
+    body, inputs, options = float_opcodes(mediump)
+    run_both(body, *inputs, **options)
 
 
 INT_BODY = [
@@ -274,7 +320,7 @@ INT_BODY = [
 ]
 
 
-def test_integer_opcodes_on_edge_values():
+def integer_opcodes():
     rng = np.random.default_rng(9)
     edges = np.array([0, 1, 2, 31, 32, 33, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF, 0xFFFFFFFE, 7,
                       0x3F800000, 0x7F800000, 0x7FC00000, 0xCF000000, 0x4F800000],
@@ -282,7 +328,26 @@ def test_integer_opcodes_on_edge_values():
     values = np.concatenate([edges, rng.integers(0, 1 << 32, 64, dtype=np.uint64).astype(
         np.uint32)])
     ins = [rng.choice(values, (4, 256)).view(np.float32) for _ in range(3)]
-    run_both(INT_BODY, *ins)
+    return INT_BODY, ins, {}
+
+
+def test_integer_opcodes_on_edge_values():
+    body, inputs, options = integer_opcodes()
+    run_both(body, *inputs, **options)
+
+
+HAND_MADE = {
+    "divergent_if_else": divergent_if_else_and_nested_ifs,
+    "loops_brk_cont": loops_with_brk_and_cont,
+    "nested_loops": nested_loops_with_breaks,
+    "kill_in_branch": kill_if_inside_a_branch,
+    "kill_derivatives": kill_and_derivatives_in_quads,
+    "partial_warp": lanes_not_in_whole_warps,
+    "texture_segments": texture_between_segments,
+    "float_fp32": lambda: float_opcodes("fp32"),
+    "float_fp16": lambda: float_opcodes("fp16"),
+    "integer": integer_opcodes,
+}
 
 
 def test_half_rounding_matches_numpy_on_every_nan_and_a_wide_sample():
