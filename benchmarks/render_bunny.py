@@ -122,8 +122,10 @@ def _threads() -> dict:
             "llvmpipe_threads": int(os.environ.get("LP_NUM_THREADS") or default_threads())}
 
 
-def time_trace(path, frames: int, backend: str, mesa: bool) -> dict:
-    """tilesim and Mesa frame times of the first ``frames`` frames of a ``.tsim`` trace."""
+def time_trace(path, frames: int, backend: str, mesa: bool,
+               drivers=("softpipe", "llvmpipe")) -> dict:
+    """tilesim and Mesa (each of ``drivers``) frame times of the first ``frames`` frames of a
+    ``.tsim`` trace."""
     from tilesim.render.reference.replay_gl import replay
     from tilesim.render.replay import render_trace
     from tilesim.render.traces.trace_file import open_trace
@@ -148,7 +150,7 @@ def time_trace(path, frames: int, backend: str, mesa: bool) -> dict:
               "fragments_shaded": [r.counters.total("fragments_shaded") for r in results]}
     best = min(times[1:] or times)
     if mesa:
-        for driver in ("softpipe", "llvmpipe"):
+        for driver in drivers:
             peer = replay(recorded, driver=driver, width=width, height=height,
                           depth_bits=depth_bits, stencil_bits=stencil_bits,
                           time_commands=True)

@@ -284,3 +284,16 @@ def test_compare_runs_the_cuda_target_on_numpy_arrays_only_under_the_simulator()
     from tilesim.shaders.sampling import ProceduralSampler
 
     assert compare(interp, values, None, 8, ProceduralSampler(), {}).get("declined")
+
+
+def test_the_gpu_benchmark_says_when_there_is_no_gpu():
+    """benchmarks/render_gpu.py without a GPU: exit 0, one JSON record saying why."""
+    from tilesim.shaders import cuda_program
+
+    if cuda_program.gpu_present():
+        pytest.skip("a GPU is present: the benchmark would run")
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "render_gpu.py"), "--json"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    record = json.loads(done.stdout.strip().splitlines()[-1])
+    assert record["gpu"] is False and record["reason"]
