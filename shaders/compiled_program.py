@@ -3,7 +3,11 @@
 Each program is compiled once per program text and precision mode into
 generated Python source, then into machine code by Numba; :mod:`tilesim.shaders.interpreter`
 stays the reference and the fallback (``Interpreter.run`` takes this path only for NumPy
-arrays, ``tilesim.jit.usable``, and never when a trace is recorded).
+arrays, ``tilesim.jit.usable``, and never when a trace is recorded). The generator has two
+targets (:class:`Target`): this CPU one, whose kernels loop over the warps, and CUDA
+(:mod:`tilesim.shaders.cuda_program`, a thread a warp, for CuPy arrays on a GPU); the body of
+a warp is the same text for both, its float operations and bit-casts named primitives
+(``_fadd``, ``_sqrt``, ``_floor``, ``_fneg``, ``_f2u``, ...) that each target binds.
 
 What a kernel is. One generated function per *segment* (below) loops over warps of four lanes
 (a 2x2 quad for fragments, ``tilesim.shaders.stats.WARP_SIZE``). Inside a warp the program
@@ -36,10 +40,11 @@ and for indirectly addressed operands.
 What falls back to the interpreter as a whole (:func:`fallback_reason`): such an instruction
 inside flow control; subroutines (CAL, RET, BGNSUB); a loop with a CONT and a loop nested in
 it (the interpreter counts ENDLOOP of the inner loop for lanes that continued the outer one
-on every global iteration, a count that depends on other warps). And per run: CuPy arrays,
-``record_trace``, fewer lanes than whole quads for a program with derivatives, a kernel that
-hits a loop bound (``MAX_LOOP_ITERATIONS``) or the instruction budget, or where the budget
-cannot be shown to hold (:meth:`CompiledProgram.run` returns None and the interpreter runs
+on every global iteration, a count that depends on other warps). And per run: CuPy arrays
+(the CUDA target's where a GPU is present, else the interpreter), ``record_trace``, fewer
+lanes than whole quads for a program with derivatives, a kernel that hits a loop bound
+(``MAX_LOOP_ITERATIONS``) or the instruction budget, or where the budget cannot be shown to
+hold (:meth:`CompiledProgram.run` returns None and the interpreter runs
 from the start, so its errors are the interpreter's).
 
 Bit identity (each point checked in ``tests/shaders/test_compiled_program.py``):
