@@ -1021,7 +1021,6 @@ class Target:
     name = "cpu"
     depth = 2                # indentation of the warp's body: in the function and its loop
     prefix = "program"       # generated modules: <prefix>_<key>.py
-    helpers = "tilesim.shaders.compiled_program"   # the module the generated code imports
 
     def libm(self) -> bool:
         """Whether EX2, LG2 and POW are generated (else they are segment boundaries)."""

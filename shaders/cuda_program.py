@@ -49,15 +49,16 @@ could do differently, and what the emitted code does about it:
   POW (and SIN/COS, as on the CPU) are segment boundaries, computed between kernels by the
   interpreter's handlers.
 
-Checked here without a GPU: every kernel of the test programs compiles to PTX for sm_90 with
-NVVM (the CUDA toolkit, no device needed) and that PTX holds no ``fma``, ``.ftz`` or
-``.approx`` instruction (``tests/shaders/test_cuda_program.py``); under the simulator the
-kernels' results equal the interpreter's bit for bit. The simulator runs the kernels as
-Python on NumPy scalars, so it proves the generated code's logic (masks, counters, lanes,
-segments, the helpers' NaN rules) but not the GPU's arithmetic: that libdevice's ``_rn``
-operations round as NumPy does, that ptxas keeps them apart, and the NaN bits above, are
-from the PTX and NVIDIA's documentation, unverified on a device until the GPU test
-(``test_cuda_kernels_match_the_interpreter_on_a_gpu``) runs on one.
+Checked here without a GPU (``tests/shaders/test_cuda_program.py``): the kernels of the
+hand-made test programs and of every 25th corpus program compile to PTX for sm_90 with NVVM
+(the CUDA toolkit; no device needed) and that PTX holds no ``fma``, ``.ftz`` or ``.approx``
+instruction and no float add/sub/mul/div/sqrt without ``.rn``; under the simulator the
+kernels' results equal the interpreter's bit for bit on every corpus program. The simulator
+runs the kernels as Python on NumPy scalars, so it proves the generated code's logic (masks,
+counters, lanes, segments, the helpers' NaN rules) but not the GPU's arithmetic: that
+libdevice's ``_rn`` operations round as NumPy does, that ptxas keeps them apart, and the NaN
+bits above, are from the PTX and NVIDIA's documentation, unverified on a device until the
+GPU test (``test_cuda_kernels_match_the_interpreter_on_a_gpu``) runs on one.
 
 A note on the reference on a GPU: the handlers between kernels run on CuPy there, and CuPy's
 own operations (its ``sin``, its NaNs) are not NumPy's bits; the GPU test therefore compares
@@ -244,7 +245,6 @@ class CudaTarget(cp.Target):
     name = "cuda"
     depth = 1
     prefix = "program_cuda"
-    helpers = __name__
 
     def libm(self) -> bool:
         return False
