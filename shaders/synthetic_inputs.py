@@ -10,7 +10,6 @@ Everything is drawn from a seeded generator: the same seed gives the same inputs
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ import numpy as np
 
 from tilesim.backend import xp as active_xp
 from tilesim.shaders.ir import Program
+from tilesim.shaders.program_interface import read_interface
 
 
 def quad_pixels(width: int, height: int) -> tuple[np.ndarray, np.ndarray]:
@@ -44,7 +44,7 @@ def load_interface(tgsi_path: str | Path) -> dict | None:
     path = Path(tgsi_path).with_name("interface.json")
     if not path.exists():
         return None
-    return json.loads(path.read_text(encoding="utf-8"))
+    return read_interface(path)
 
 
 def _typed_slots(interface: dict | None, stage: str) -> dict[int, str]:

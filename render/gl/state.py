@@ -21,6 +21,7 @@ from tilesim.shaders.interpreter import MEDIUMP_MODES, Interpreter
 from tilesim.shaders.ir import program_digest
 from tilesim.shaders.parser import parse
 from tilesim.shaders.precision import untracked_highp_lines
+from tilesim.shaders.program_interface import check_interface
 
 # Memory a texel costs: its stored components (up to four uint16) and their float32 RGBA
 # expansion (tilesim.render.gl.textures.TextureImage); mipmaps add at most a third more.
@@ -86,6 +87,35 @@ class Program:
     @property
     def fragment_writes_depth(self) -> bool:
         return any(s[0] == "POSITION" for s in self.fragment.program.output_semantics().values())
+
+
+def _registers_declared(interface: dict, vertex, fragment, where: str) -> dict:
+    """``interface`` (checked by :func:`tilesim.shaders.program_interface.check_interface`)
+    when the registers it names are ones its TGSI declares: an attribute's IN registers, a
+    Mesa state uniform's CONST slot. An attribute Mesa optimised away (registers null) gets
+    none. InputError naming ``where`` otherwise."""
+    inputs = max(vertex.register_count("IN"), 1)
+    attributes = []
+    for attribute in interface.get("attributes", []):
+        registers = attribute.get("registers") or []
+        for register in registers:
+            if int(register[3:-1]) >= inputs:
+                raise InputError(f"program interface: attribute {attribute['name']!r} is in "
+                                 f"{register}, the vertex TGSI has {inputs} input(s)",
+                                 source=where)
+        attributes.append({**attribute, "registers": registers})
+    programs = {"vertex": vertex, "fragment": fragment}
+    for state in interface.get("state", []):
+        program = programs.get(state.get("stage"))
+        if program is None:
+            continue
+        slots = max([d.last + 1 for d in program.declared("CONST") if (d.dimension or 0) == 0],
+                    default=1)
+        if state["slot"] >= slots:
+            raise InputError(f"program interface: state uniform {state['name']!r} is in "
+                             f"CONST[{state['slot']}], the {state['stage']} TGSI has {slots} "
+                             "slot(s)", source=where)
+    return {**interface, "attributes": attributes} if "attributes" in interface else interface
 
 
 @dataclass
@@ -270,6 +300,8 @@ class GLState:
         if ident == 0:
             raise self.error(f"bufferData with no buffer bound to {target}")
         if data is None:
+            if size < 0:  # ES 2.0 §2.9: INVALID_VALUE
+                raise self.error(f"bufferData: negative size {size}")
             # checked before allocating: a 2**40-byte buffer is a budget error, not an
             # "out of memory"; the budget counts the other buffers held too
             held = sum(buf.nbytes for key, buf in self.buffers.items() if key != ident)
@@ -399,6 +431,7 @@ class GLState:
     def _createProgram(self, id, vertex_glsl, fragment_glsl, vertex_tgsi, fragment_tgsi,
                        interface):
         where = f"{self.where}: program {id}"
+        check_interface(interface, where)
         # interface.json's precision (absent in programs compiled before tilesim recorded it:
         # those run in float32 whatever the mode, and are counted).
         precision = interface.get("precision") if isinstance(interface, dict) else None
@@ -433,6 +466,7 @@ class GLState:
                              precision=stage_precision("vertex"), mediump=self.mediump)
         fragment = Interpreter(parse(fragment_tgsi, source=f"{where} fragment TGSI"),
                                precision=stage_precision("fragment"), mediump=self.mediump)
+        interface = _registers_declared(interface, vertex.program, fragment.program, where)
         self.programs[id] = Program(id, interface, vertex, fragment, vertex_glsl, fragment_glsl,
                                     vertex_tgsi=vertex_tgsi, fragment_tgsi=fragment_tgsi)
 
@@ -468,6 +502,8 @@ class GLState:
             if self.array_buffer == 0:
                 raise self.error("vertexAttribPointer with an offset but no ARRAY_BUFFER bound "
                                  "(client arrays must carry their data)")
+            if offset < 0:  # an offset into the buffer: below it is no vertex data
+                raise self.error(f"vertexAttribPointer: negative offset {offset}")
             a.buffer, a.offset, a.client_data = self.array_buffer, offset, None
 
     def _enableVertexAttribArray(self, index):
@@ -653,6 +689,8 @@ class GLState:
         rb = self.renderbuffers.get(self.renderbuffer)
         if rb is None:
             raise self.error("renderbufferStorage with no renderbuffer bound")
+        if min(width, height) < 0:  # ES 2.0 §4.4.3: INVALID_VALUE
+            raise self.error(f"renderbufferStorage: negative size {width}x{height}")
         if max(width, height) > self.MAX_RENDERBUFFER_SIZE:  # ES 2.0 §4.4.3: INVALID_VALUE
             raise self.error(f"renderbufferStorage: {width}x{height} exceeds "
                              f"GL_MAX_RENDERBUFFER_SIZE {self.MAX_RENDERBUFFER_SIZE}")
