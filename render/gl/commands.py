@@ -315,6 +315,14 @@ def _check_arg(op: str, name: str, kind, value, where: str):
     raise AssertionError(f"unknown schema kind {kind!r}")  # pragma: no cover
 
 
+# GLint, GLsizei, GLuint (ids, masks): what a GL integer argument holds. Offsets and sizes
+# in buffers are pointer-sized (GLintptr, GLsizeiptr); the budget bounds what they allocate.
+GL_INT_RANGE = (-(1 << 31), (1 << 32) - 1)
+POINTER_RANGE = (-(1 << 63), (1 << 63) - 1)
+POINTER_ARGS = frozenset({("bufferData", "size"), ("bufferSubData", "offset"),
+                          ("vertexAttribPointer", "offset"), ("drawElements", "offset")})
+
+
 def make_command(op: str, args: dict[str, Any], where: str = "<commands>") -> Command:
     """A validated command; every error names ``where`` (file, frame, command number)."""
     spec = SCHEMA.get(op)
@@ -330,6 +338,15 @@ def make_command(op: str, args: dict[str, Any], where: str = "<commands>") -> Co
     for name, value in checked.items():
         if isinstance(value, float) and not math.isfinite(value) and op not in ("uniform",):
             raise InputError(f"{op}: argument {name!r} is not finite ({value})", source=where)
+        if spec[name] == "int" and not GL_INT_RANGE[0] <= value <= (
+                POINTER_RANGE if (op, name) in POINTER_ARGS else GL_INT_RANGE)[1]:
+            raise InputError(f"{op}: argument {name!r} = {value} does not fit in the 32 bits "
+                             "of a GL integer", source=where)
+    if op == "uniform" and checked["function"].endswith("i") and not all(
+            math.isfinite(v) and GL_INT_RANGE[0] <= v < 1 << 31 for v in checked["values"]):
+        raise InputError(f"uniform {checked['name']!r}: values of glUniform"
+                         f"{checked['function']} must be 32-bit integers, got "
+                         f"{checked['values']!r:.80}", source=where)
     return Command(op, checked)
 
 

@@ -408,6 +408,9 @@ class Renderer:
         present = [a for a in (color, depth) if a is not None]
         # Mesa (ARB_framebuffer_object) renders into the area all attachments share.
         width, height = min(a[1] for a in present), min(a[2] for a in present)
+        if width <= 0 or height <= 0:  # ES 2.0 §4.4.5: FRAMEBUFFER_INCOMPLETE_ATTACHMENT
+            raise self.state.error(f"framebuffer {fbo_id} is incomplete: an attachment has "
+                                   f"no image (its size is {width}x{height})")
         depth_bits = depth[4] if depth is not None else 0
         key = (color[0] if color else None, depth[0] if depth else None, depth_bits)
         target = self.fbo_targets.get(fbo_id)
