@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tilesim.errors import InputError, resolve_name
-from tilesim.inputs import read_toml
+from tilesim.inputs import read_input_text, read_toml
 from tilesim.scheduling.blocks import BlockSpec, split_frame
 from tilesim.scheduling.simulation import Application, SimConfig
 
@@ -170,21 +170,50 @@ def blocks_to_json(blocks: dict[str, list[list[BlockSpec]]], scen: Scenarios) ->
                      for name, frames in blocks.items()}}
 
 
-def _spec(entry) -> BlockSpec:
+BLOCK_KINDS = ("draw", "swap", "synchronous", "state")
+
+
+def _spec(entry, where: str) -> BlockSpec:
     """A block of a block-cost file: [kind, commands, seconds] or [..., fragments]."""
-    if len(entry) not in (3, 4):
-        raise ValueError(f"a block is [kind, commands, seconds(, fragments)], got {entry!r}")
-    fragments = None if len(entry) == 3 else float(entry[3])
-    return BlockSpec(str(entry[0]), int(entry[1]), float(entry[2]), fragments)
+    if not isinstance(entry, list) or len(entry) not in (3, 4):
+        raise ValueError(f"{where}: a block is [kind, commands, seconds(, fragments)], got "
+                         f"{entry!r:.80}")
+    kind, commands, numbers = entry[0], entry[1], entry[2:]
+    if kind not in BLOCK_KINDS:
+        raise ValueError(f"{where}: kind must be one of {', '.join(BLOCK_KINDS)}, got "
+                         f"{kind!r:.40}")
+    if isinstance(commands, bool) or not isinstance(commands, int) or \
+            not 1 <= commands <= 1 << 31:
+        raise ValueError(f"{where}: commands must be an integer in 1..{1 << 31}, got "
+                         f"{commands!r:.40}")
+    if any(isinstance(n, bool) or not isinstance(n, (int, float)) for n in numbers):
+        raise ValueError(f"{where}: seconds and fragments must be numbers, got {numbers!r:.80}")
+    try:
+        return BlockSpec(kind, commands, float(numbers[0]),
+                         None if len(numbers) == 1 else float(numbers[1]))
+    except ValueError as exc:
+        raise ValueError(f"{where}: {exc}") from None
+
+
+def _frames(name: str, body) -> list[list[BlockSpec]]:
+    frames = body.get("frames") if isinstance(body, dict) else None
+    if not isinstance(frames, list) or not frames or not all(
+            isinstance(f, list) and f for f in frames):
+        raise ValueError(f"apps.{name}: frames must be a non-empty list of non-empty lists of "
+                         "blocks")
+    return [[_spec(b, f"apps.{name}.frames[{j}][{k}]") for k, b in enumerate(frame)]
+            for j, frame in enumerate(frames)]
 
 
 def load_blocks(path: str | Path | None = None) -> dict[str, list[list[BlockSpec]]]:
     path = Path(path) if path is not None else BLOCKS_JSON
     try:
-        data = json.loads(path.read_text())
-        return {name: [[_spec(b) for b in frame] for frame in body["frames"]]
-                for name, body in data["apps"].items()}
-    except (KeyError, TypeError, ValueError) as exc:
+        data = json.loads(read_input_text(path, "block-cost file"))
+        apps = data.get("apps") if isinstance(data, dict) else None
+        if not isinstance(apps, dict):
+            raise ValueError("apps must be a JSON object of applications")
+        return {name: _frames(name, body) for name, body in apps.items()}
+    except (RecursionError, ValueError) as exc:  # JSONDecodeError is a ValueError
         raise InputError(f"not a block-cost file ({exc})", source=str(path)) from None
 
 
