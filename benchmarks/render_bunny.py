@@ -167,7 +167,9 @@ def time_trace(path, frames: int, backend: str, mesa: bool,
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--frames", type=int, default=3)
-    parser.add_argument("--size", default="1920x1080")
+    parser.add_argument("--size", default=None,
+                        help="the bunny's window (default 1920x1080); a --trace renders at "
+                             "its own size")
     parser.add_argument("--no-mesa", action="store_true")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--backend", choices=["numpy", "cupy"], default="numpy")
@@ -175,10 +177,13 @@ def main() -> int:
                         help="time this .tsim trace (e.g. traces/runner-1920x1080.tsim) "
                              "instead of the bunny")
     args = parser.parse_args()
+    if args.trace is not None and args.size is not None:
+        parser.error("--size sets the bunny's window; a --trace renders at its own size "
+                     "(pick the trace of the size wanted, e.g. traces/runner-1920x1080.tsim)")
     if args.trace is not None:
         return _print(time_trace(args.trace, args.frames, args.backend, not args.no_mesa),
                       args.json)
-    width, height = window_size(args.size)
+    width, height = window_size(args.size or "1920x1080")
     commands, mesh, program = record(args.frames, width, height)
     with use_backend(args.backend) as xp:
         times, results, peak = time_tilesim(commands, width, height)
