@@ -130,6 +130,21 @@ class RenderTarget:
             differ = (a != b).reshape(self.height, self.width, -1).any(axis=-1)
         return self.count_per_tile(differ) == 0
 
+    def restore_tiles(self, image: np.ndarray, tiles: np.ndarray) -> None:
+        """Put back the colors of ``image`` (an (H, W, channels) copy of :attr:`color`) in the
+        pixels of the ``tiles`` ((tile_count,) bool). RGBA8 pixels are copied as one 32-bit
+        word each: a twentieth of a boolean-mask assignment of the channels."""
+        xp = array_module(self.color)
+        pixels = xp.asarray(tiles)[self.pixel_tiles()]
+        color = self.color
+        if (color.dtype == np.uint8 and color.shape[-1] == 4 and image.dtype == np.uint8
+                and image.shape == color.shape and color.flags.c_contiguous
+                and image.flags.c_contiguous):
+            xp.copyto(color.view(xp.uint32)[..., 0], image.view(xp.uint32)[..., 0],
+                      where=pixels)
+        else:
+            color[pixels] = image[pixels]
+
     def tile_blocks(self, array: np.ndarray) -> np.ndarray:
         """A per-pixel (H, W, ...) array cut into (tiles, t, t, ...) tile blocks in tile-number
         order; partial edge tiles are padded with zeros."""

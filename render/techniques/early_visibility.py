@@ -149,11 +149,18 @@ class EarlyVisibility:
         layers = draw.layers
         if layers is None or entry is None or pixel.size == 0:
             return
-        layer = layers[entry]
         hide = opaque(draw, color)
+        woz = writes_depth(draw)
+        if usable(pixel, tile, entry, layers, hide, draw.excluded, self.layer_buffer, self.zr,
+                  self.excluded_depth, self.excluded_color) and layers.dtype == np.int64:
+            written_compiled(self, draw, pixel, tile, entry, hide, woz)
+            if hide.any():
+                counters.add("evr_layer_buffer_writes", tile, hide)
+            return
+        layer = layers[entry]
         if draw.excluded is not None:
             excluded = draw.excluded[entry]
-            if writes_depth(draw):
+            if woz:
                 self.excluded_depth[tile[excluded]] = True
             if any(draw.fragment.color_mask):
                 # Across draws the last write decides; within one draw the order per pixel is
@@ -165,7 +172,7 @@ class EarlyVisibility:
         if hide.any():
             _maximum_at(self.layer_buffer, pixel, layer, hide)
             counters.add("evr_layer_buffer_writes", tile, hide)
-        if writes_depth(draw):
+        if woz:
             _maximum_at(self.zr, tile, layer)
 
     def cleared(self, target: RenderTarget, rect) -> None:
@@ -183,14 +190,18 @@ class EarlyVisibility:
         and taint (the model renders them anyway, to check RE)."""
         xp = self.xp
         t = target.tile_count
-        depth = target.tile_blocks(target.depth if target.depth is not None else
-                                   xp.zeros((target.height, target.width), xp.uint32))
-        # Pixels outside partial edge tiles must not count: pad depth 0 / layer max.
-        inside = target.tile_blocks(xp.ones((target.height, target.width), dtype=bool))
-        z_far = xp.where(inside, depth, 0).reshape(t, -1).max(axis=1).astype(xp.int64)
-        layers = target.tile_blocks(self.layer_buffer.reshape(target.height, target.width))
-        big = xp.iinfo(xp.int64).max
-        l_far = xp.where(inside, layers, big).reshape(t, -1).min(axis=1)
+        if usable(target.depth, self.layer_buffer):
+            z_far, l_far = tile_extrema_compiled(target, self.layer_buffer)
+        else:
+            depth = target.tile_blocks(target.depth if target.depth is not None else
+                                       xp.zeros((target.height, target.width), xp.uint32))
+            # Pixels outside partial edge tiles must not count: pad depth 0 / layer max.
+            inside = target.tile_blocks(xp.ones((target.height, target.width), dtype=bool))
+            z_far = xp.where(inside, depth, 0).reshape(t, -1).max(axis=1).astype(xp.int64)
+            layers = target.tile_blocks(self.layer_buffer.reshape(target.height,
+                                                                  target.width))
+            big = xp.iinfo(xp.int64).max
+            l_far = xp.where(inside, layers, big).reshape(t, -1).min(axis=1)
         woz_type = self.zr == l_far
         fvp, fvp_is_layer = xp.where(woz_type, z_far, l_far), ~woz_type
         rendered = slice(None) if skipped is None else ~skipped
@@ -307,3 +318,76 @@ def first_visible_compiled(pixel, depth, final, visible, tile_of_pixel, shaded) 
     marked in ``visible``, and count each once in ``shaded`` at its tile (the oracle's
     ``unique`` of such pixels, then ``bincount`` of their tiles)."""
     _first_visible(pixel, depth, final, visible, tile_of_pixel, shaded)
+
+
+@jit
+def _written(pixel, tile, entry, layers, hide, excluded, woz, color_any, color_all,
+             layer_buffer, zr, excluded_depth, excluded_color):  # pragma: no cover - compiled
+    n = pixel.shape[0]
+    if not (all_within(pixel, layer_buffer.shape[0]) and all_within(tile, zr.shape[0])
+            and all_within(entry, layers.shape[0])):
+        return False
+    taints = excluded is not None
+    if taints:
+        if not all_within(tile, excluded_depth.shape[0]) or \
+                not all_within(pixel, excluded_color.shape[0]) or \
+                excluded.shape[0] != layers.shape[0]:
+            return False
+        if color_any and color_all:
+            # every covering write clears its pixel before any excluded write marks it (the
+            # vectorized assignments' order: an excluded write wins)
+            for i in range(n):
+                if hide[i] and not excluded[entry[i]]:
+                    excluded_color[pixel[i]] = False
+    for i in range(n):
+        e = entry[i]
+        if taints and excluded[e]:
+            if woz:
+                excluded_depth[tile[i]] = True
+            if color_any:
+                excluded_color[pixel[i]] = True
+        layer = layers[e]
+        if hide[i] and layer > layer_buffer[pixel[i]]:
+            layer_buffer[pixel[i]] = layer
+        if woz and layer > zr[tile[i]]:
+            zr[tile[i]] = layer
+    return True
+
+
+def written_compiled(evr: EarlyVisibility, draw, pixel, tile, entry, hide, woz: bool) -> None:
+    """``EarlyVisibility.written``'s tables in one pass over a batch's color writes (the
+    counter aside): the excluded entries' depth and color taints in the vectorized order,
+    the Layer Buffer's and ZR's maxima."""
+    mask = draw.fragment.color_mask
+    if not _written(pixel, tile, entry, draw.layers, hide, draw.excluded, woz, any(mask),
+                    all(mask), evr.layer_buffer, evr.zr, evr.excluded_depth,
+                    evr.excluded_color):
+        raise IndexError("EVR written: pixel, tile or entry outside its table")
+
+
+@jit
+def _tile_extrema(depth, layers, width, height, tile_size, tiles_x, z_far,
+                  l_far):  # pragma: no cover - compiled
+    for y in range(height):
+        row = (y // tile_size) * tiles_x
+        for x in range(width):
+            t = row + x // tile_size
+            p = y * width + x
+            if depth is not None and np.int64(depth[p]) > z_far[t]:
+                z_far[t] = np.int64(depth[p])
+            if layers[p] < l_far[t]:
+                l_far[t] = layers[p]
+
+
+def tile_extrema_compiled(target: RenderTarget, layer_buffer: np.ndarray
+                          ) -> tuple[np.ndarray, np.ndarray]:
+    """(z_far, l_far) of every tile: the largest depth (0 where the target has no depth
+    buffer) and the smallest layer of its pixels, in one pass over the pixels (the tile
+    blocks' padded maximum and minimum, without cutting blocks)."""
+    tiles = target.tile_count
+    z_far = np.zeros(tiles, dtype=np.int64)
+    l_far = np.full(tiles, np.iinfo(np.int64).max, dtype=np.int64)
+    depth = None if target.depth is None else np.ascontiguousarray(target.depth).reshape(-1)
+    _tile_extrema(depth, np.ascontiguousarray(layer_buffer), target.width, target.height,
+                  target.tile_size, target.tiles_x, z_far, l_far)
+    return z_far, l_far

@@ -290,10 +290,7 @@ class RenderingElimination:
         xp = self.xp
         if self.overwritten is None:
             return xp.zeros(self.tiles, dtype=bool)
-        tiles = target.pixel_tiles().reshape(-1)
-        area = xp.bincount(tiles, minlength=self.tiles)
-        return xp.bincount(tiles, weights=self.overwritten.reshape(-1),
-                           minlength=self.tiles) == area
+        return target.count_per_tile(self.overwritten) == xp.asarray(target.tile_pixels())
 
     # -- the decision, when the pass ends ---------------------------------------------------
 
@@ -319,8 +316,7 @@ class RenderingElimination:
         counters.add_per_tile("re_tiles_skipped", skip)
         counters.add_per_tile("re_false_positives", false_positive)
         if skip.any():
-            pixels = skip[target.pixel_tiles()]
-            target.color[pixels] = previous[pixels]       # the tile keeps last frame's colors
+            target.restore_tiles(previous, skip)      # the tile keeps last frame's colors
             counters.clear_tiles(RASTER_TILE_COUNTERS, skip)
         self.skip = skip
         self.previous_image = target.color.copy()

@@ -711,3 +711,109 @@ def test_the_clipper_leaves_a_pass_it_cannot_hold_to_the_vectorized_passes(monke
     fallback = clipping.clip_triangles(vertices, np.array([[0, 1, 2]]))
     assert len(calls) == len(clipping.PLANES)
     _assert_clipped_same(fallback, expected)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_evr_tables_of_color_writes_match_on_both_paths(seed):
+    """EVR's Layer Buffer, ZR, depth and color taints after batches of color writes (pixels
+    written several times, excluded entries, blending, partial color masks, depth writes on
+    and off): the compiled pass equals the vectorized assignments, order included (an
+    excluded write wins a pixel a covering write of the same batch cleared)."""
+    from types import SimpleNamespace
+
+    from tilesim.render.gl.state import FragmentState
+    from tilesim.render.pipeline.counters import PassCounters
+    from tilesim.render.pipeline.framebuffer import RenderTarget
+    from tilesim.render.techniques.early_visibility import EarlyVisibility
+
+    rng = np.random.default_rng(seed)
+    target = RenderTarget(70, 45, tile_size=16)
+
+    def run(compiled: bool):
+        evr = EarlyVisibility(target)
+        evr.layer_buffer[:] = rng_tables.integers(0, 6, evr.layer_buffer.size)
+        evr.zr[:] = rng_tables.integers(-1, 6, evr.zr.size)
+        counters = PassCounters("default", 70, 45, 16, target.tiles_x, target.tiles_y,
+                                np.arange(target.tile_count))
+        for draw in draws:
+            with (contextlib.nullcontext() if compiled else disabled()):
+                evr.written(draw["draw"], counters, draw["pixel"], draw["tile"],
+                            draw["color"], draw["entry"])
+        return (evr.layer_buffer.copy(), evr.zr.copy(), evr.excluded_depth.copy(),
+                evr.excluded_color.copy(), counters.tiles["evr_layer_buffer_writes"].copy())
+
+    draws = []
+    for _ in range(8):
+        entries = int(rng.integers(1, 12))
+        n = int(rng.integers(1, 400))
+        pixel = rng.integers(0, 70 * 45, n) if rng.random() < 0.7 else \
+            rng.integers(0, 30, n)                       # many writes to few pixels
+        ys, xs = pixel // 70, pixel % 70
+        fragment = FragmentState(depth_test=bool(rng.random() < 0.7),
+                                 depth_mask=bool(rng.random() < 0.7),
+                                 blend=bool(rng.random() < 0.4),
+                                 color_mask=tuple(bool(v) for v in rng.random(4) < 0.85))
+        fragment.blend_src_rgb = "SRC_ALPHA"
+        fragment.blend_dst_rgb = str(rng.choice(["ZERO", "ONE_MINUS_SRC_ALPHA", "ONE"]))
+        draw = SimpleNamespace(
+            fragment=fragment, target=target,
+            layers=rng.integers(0, 8, entries).astype(np.int64),
+            excluded=(rng.random(entries) < 0.4) if rng.random() < 0.8 else None)
+        draws.append({"draw": draw, "pixel": pixel.astype(np.int64),
+                      "tile": (ys // 16 * target.tiles_x + xs // 16).astype(np.int64),
+                      "color": rng.choice([0.5, 1.0], (n, 4)).astype(np.float32),
+                      "entry": rng.integers(0, entries, n).astype(np.int64)})
+    rng_tables = np.random.default_rng(seed + 100)
+    compiled = run(True)
+    rng_tables = np.random.default_rng(seed + 100)
+    plain = run(False)
+    for a, b in zip(compiled, plain, strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert compiled[3].any() and compiled[2].any()
+
+
+@pytest.mark.parametrize("size", [(70, 45), (64, 32), (17, 1)])
+@pytest.mark.parametrize("has_depth", [True, False])
+def test_evr_tile_extrema_match_the_tile_blocks(size, has_depth):
+    """The farthest depth and nearest layer of every tile, partial edge tiles included and
+    without a depth buffer: one compiled pass over the pixels equals the padded tile blocks'
+    maximum and minimum."""
+    from tilesim.render.pipeline.framebuffer import RenderTarget
+    from tilesim.render.techniques.early_visibility import tile_extrema_compiled
+
+    rng = np.random.default_rng(size[0])
+    target = RenderTarget(*size, has_depth=has_depth, tile_size=16)
+    if has_depth:
+        target.depth[:] = rng.integers(0, 2**24, target.depth.shape, dtype=np.uint32)
+    layers = rng.integers(0, 1 << 40, size[0] * size[1]).astype(np.int64)
+    t = target.tile_count
+    depth = target.tile_blocks(target.depth if has_depth else
+                               np.zeros((target.height, target.width), np.uint32))
+    inside = target.tile_blocks(np.ones((target.height, target.width), dtype=bool))
+    z_far = np.where(inside, depth, 0).reshape(t, -1).max(axis=1).astype(np.int64)
+    blocks = target.tile_blocks(layers.reshape(target.height, target.width))
+    l_far = np.where(inside, blocks, np.iinfo(np.int64).max).reshape(t, -1).min(axis=1)
+    z, lo = tile_extrema_compiled(target, layers)
+    np.testing.assert_array_equal(z, z_far)
+    np.testing.assert_array_equal(lo, l_far)
+
+
+def test_restoring_tiles_copies_their_pixels_whole():
+    """RE's skipped tiles get last frame's colors back: every channel of every pixel of
+    those tiles (as one 32-bit word for RGBA8), the others untouched, and the same through
+    the channel-wise assignment of another layout."""
+    from tilesim.render.pipeline.framebuffer import RenderTarget
+
+    rng = np.random.default_rng(3)
+    target = RenderTarget(70, 45, tile_size=16)
+    target.color[:] = rng.integers(0, 256, target.color.shape, dtype=np.uint8)
+    now, before = target.color.copy(), rng.integers(0, 256, target.color.shape, np.uint8)
+    tiles = rng.random(target.tile_count) < 0.4
+    target.restore_tiles(before, tiles)
+    pixels = tiles[target.pixel_tiles()]
+    expected = now.copy()
+    expected[pixels] = before[pixels]
+    np.testing.assert_array_equal(target.color, expected)
+    target.color[:] = now
+    target.restore_tiles(before[:, :, :4].copy(order="F"), tiles)   # not C-contiguous
+    np.testing.assert_array_equal(target.color, expected)
