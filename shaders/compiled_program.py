@@ -1179,7 +1179,7 @@ def run_compiled(interp, inputs, constants, lanes, sampler, system_values):
         return None
     state = interp.__dict__.get("_compiled_state")
     if state is None:
-        state = interp._compiled_state = {"lanes": 0, "key": program_key(interp)}
+        state = interp._compiled_state = {"key": program_key(interp)}
     sample = sample_array(inputs, system_values)
     if sample is not None and type(sample) is not np.ndarray:
         if not hasattr(type(sample), "__cuda_array_interface__"):
@@ -1189,18 +1189,28 @@ def run_compiled(interp, inputs, constants, lanes, sampler, system_values):
 
         return cuda_program.run_compiled(interp, state, inputs, constants, lanes, sampler,
                                          system_values)
-    if "compiled" not in state:
-        compiled = _COMPILED.get(state["key"], _COMPILED)
-        if compiled is _COMPILED:  # not compiled in this process yet
-            state["lanes"] += lane_count(sample, lanes)
-            if state["lanes"] < COMPILE_AFTER_LANES:
-                return None
-            compiled = compiled_for(interp)
-        state["compiled"] = compiled
-    compiled = state["compiled"]
+    compiled = compiled_when_due(interp, state, "cpu", lane_count(sample, lanes), _COMPILED,
+                                 compiled_for)
     if compiled is None:
         return None
     return compiled.run(interp, inputs, constants, lanes, sampler, system_values)
+
+
+def compiled_when_due(interp, state: dict, target: str, lanes: int, cache: dict, compile_):
+    """The program of ``interp`` compiled for ``target`` ("cpu", "cuda"), once it has run
+    ``COMPILE_AFTER_LANES`` lanes there in all (``lanes`` more now; ``state``: the
+    interpreter's record of both) or was compiled in this process already (``cache``, by
+    program key); None until then, or where it falls back to the interpreter
+    (``compile_(interp)`` gave None)."""
+    if target not in state:
+        compiled = cache.get(state["key"], cache)
+        if compiled is cache:  # not compiled in this process yet
+            counted = state[f"{target}_lanes"] = state.get(f"{target}_lanes", 0) + lanes
+            if counted < COMPILE_AFTER_LANES:
+                return None
+            compiled = compile_(interp)
+        state[target] = compiled
+    return state[target]
 
 
 def program_key(interp) -> str:

@@ -303,16 +303,9 @@ def run_compiled(interp, state: dict, inputs, constants, lanes, sampler, system_
     kernels, or None where the interpreter runs (no GPU, not compiled yet, a fallback)."""
     if not gpu_present():
         return None
-    if "cuda" not in state:
-        compiled = _COMPILED.get(state["key"], _COMPILED)
-        if compiled is _COMPILED:  # not generated in this process yet
-            sample = cp.sample_array(inputs, system_values)
-            state["cuda_lanes"] = state.get("cuda_lanes", 0) + cp.lane_count(sample, lanes)
-            if state["cuda_lanes"] < cp.COMPILE_AFTER_LANES:
-                return None
-            compiled = compiled_for(interp)
-        state["cuda"] = compiled
-    compiled = state["cuda"]
+    compiled = cp.compiled_when_due(
+        interp, state, "cuda", cp.lane_count(cp.sample_array(inputs, system_values), lanes),
+        _COMPILED, compiled_for)
     if compiled is None:
         return None
     return compiled.run(interp, inputs, constants, lanes, sampler, system_values)

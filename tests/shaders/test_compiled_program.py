@@ -449,6 +449,6 @@ def test_a_program_is_compiled_once_it_has_run_enough_lanes(monkeypatch):
     interp = Interpreter(parse(program_text(body, inputs=1)))
     ins = np.ones((1, 4, 64), np.float32)
     interp.run(ins)
-    assert "compiled" not in interp._compiled_state
+    assert "cpu" not in interp._compiled_state
     interp.run(ins)
-    assert interp._compiled_state["compiled"] is not None
+    assert interp._compiled_state["cpu"] is not None
