@@ -10,12 +10,12 @@ never a TypeError deep in a draw. The layout is :mod:`tilesim.shaders.glsl_compi
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
 
 from tilesim.errors import InputError
+from tilesim.inputs import read_json
 from tilesim.shaders.glsl_compile import STAGES, TYPE_SHAPES
 
 # Bounds far above what a GLES2 program declares (GL_MAX_VERTEX_ATTRIBS 16, a few hundred
@@ -126,16 +126,4 @@ def check_interface(interface: Any, where: str) -> dict:
 
 def read_interface(path: str | Path) -> dict:
     """The checked interface in the JSON file ``path``; InputError naming it otherwise."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})",
-                         source=str(path)) from None
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"malformed JSON: {exc.msg}", source=str(path), line=exc.lineno,
-                         column=exc.colno) from None
-    except (ValueError, RecursionError) as exc:
-        raise InputError(f"malformed JSON: {exc}", source=str(path)) from None
-    return check_interface(value, str(path))
+    return check_interface(read_json(path, "program interface"), str(path))

@@ -7,16 +7,18 @@ anything but a regular file at once (InputError naming the path) and, for a file
 checks its size against :func:`tilesim.memory_budget.check_memory` before reading; every
 command's input opens go through it (traces, ``--config``, ``--energy-config``,
 ``--dsr-parameters``). Every TOML file, a user's or a shipped one, is read by
-:func:`read_toml` (:func:`parse_toml` for text already read).
+:func:`read_toml` (:func:`parse_toml` for text already read); a user's JSON by
+:func:`read_json` (:func:`parse_json`).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import stat
 import tomllib
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from tilesim.errors import InputError
 from tilesim.memory_budget import check_memory
@@ -129,3 +131,25 @@ def shown_name(text: str) -> str:
     the bytes of a file name that are not UTF-8 (os.fsdecode's lone surrogates, which
     matplotlib and UTF-8 encoders refuse with a traceback) as U+FFFD, as a browser shows them."""
     return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def parse_json(text: str, source: str | os.PathLike, **options) -> Any:
+    """The value of JSON ``text`` read from ``source`` (``options``: ``json.loads``'); an
+    InputError naming ``source`` and, for a syntax error, its line and column, never a
+    JSONDecodeError or RecursionError traceback (absurd nesting, an integer too long to
+    convert)."""
+    where = os.fspath(source)
+    try:
+        return json.loads(text, **options)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"malformed JSON: {exc.msg}", source=where, line=exc.lineno,
+                         column=exc.colno) from None
+    except (ValueError, RecursionError) as exc:
+        raise InputError(f"malformed JSON: {exc}", source=where) from None
+
+
+def read_json(path: str | os.PathLike, what: str = "JSON file") -> Any:
+    """The value of the JSON file ``path``, read by :func:`read_input_text` (a missing,
+    folder, fifo, over-budget or non-UTF-8 file is an InputError naming it) and parsed by
+    :func:`parse_json`."""
+    return parse_json(read_input_text(path, what), path)

@@ -50,6 +50,7 @@ import numpy as np
 from tilesim import __version__
 from tilesim.atomic import default_mode
 from tilesim.errors import InputError
+from tilesim.inputs import parse_json
 from tilesim.memory_budget import check_memory
 from tilesim.render.gl.commands import FRAME_END, SCHEMA, Command, make_command
 
@@ -166,17 +167,14 @@ def _parse_json(data: bytes, where: str) -> Any:
     """Plain JSON data: integers that fit in 64 bits, strings that are valid Unicode."""
     try:
         text = data.decode("utf-8")
-        value = json.loads(text, parse_int=_checked_int)
     except UnicodeDecodeError as exc:
         raise InputError(f"member is not UTF-8 text ({exc.reason} at byte {exc.start})",
                          source=where) from None
+    try:
+        value = parse_json(text, where, parse_int=_checked_int)
     except InputError as exc:
-        raise InputError(exc.bare_message, source=where) from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"malformed JSON: {exc.msg}", source=where, line=exc.lineno,
-                         column=exc.colno) from None
-    except (ValueError, RecursionError) as exc:  # huge integers, absurd nesting
-        raise InputError(f"malformed JSON: {exc}", source=where) from None
+        raise InputError(exc.bare_message, source=where, line=exc.line,
+                         column=exc.column) from None
     if _SURROGATE_ESCAPE_RE.search(text):
         _check_strings(value, where)
     return value

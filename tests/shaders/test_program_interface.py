@@ -39,3 +39,17 @@ def test_a_huge_uniform_slot_count_is_refused(tmp_path):
 def test_check_interface_names_the_field(interface, field):
     with pytest.raises(InputError, match=rf"^where: program interface: {field}"):
         check_interface(interface, "where")
+
+
+def test_an_interface_that_is_a_fifo_or_a_folder_is_refused_at_once(tmp_path):
+    """interface.json was read with Path.read_text: a fifo there waited for a writer
+    forever. It is opened as every input is (tilesim.inputs.read_json)."""
+    import os
+
+    os.mkfifo(tmp_path / "interface.json")
+    with pytest.raises(InputError, match=r"interface\.json"):
+        load_interface(tmp_path / "fragment.tgsi")
+    (tmp_path / "interface.json").unlink()
+    (tmp_path / "interface.json").mkdir()
+    with pytest.raises(InputError, match=r"interface\.json"):
+        read_interface(tmp_path / "interface.json")
