@@ -168,6 +168,12 @@ class Program:
     def declared(self, file: str) -> list[Declaration]:
         return [d for d in self.declarations if d.file == file]
 
+    def constant_slots(self) -> int:
+        """The vec4 slots of constant buffer 0 the program declares (at least 1): the table
+        uniforms are written into."""
+        return max([d.last + 1 for d in self.declared("CONST") if (d.dimension or 0) == 0],
+                   default=1)
+
     def register_count(self, file: str) -> int:
         """One past the highest index declared (or used) in ``file``. Kept per file: every draw
         asks (the parser only appends, so the lists' lengths tell a stale answer)."""

@@ -109,8 +109,7 @@ def _registers_declared(interface: dict, vertex, fragment, where: str) -> dict:
         program = programs.get(state.get("stage"))
         if program is None:
             continue
-        slots = max([d.last + 1 for d in program.declared("CONST") if (d.dimension or 0) == 0],
-                    default=1)
+        slots = program.constant_slots()
         if state["slot"] >= slots:
             raise InputError(f"program interface: state uniform {state['name']!r} is in "
                              f"CONST[{state['slot']}], the {state['stage']} TGSI has {slots} "

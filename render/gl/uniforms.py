@@ -52,8 +52,7 @@ def constants(program: Program, stage: str, *, height: int,
     """CONST[0] of ``stage`` ('vertex' or 'fragment') as (slots, 4) uint32 bits; ``height``
     (pixels) and ``depth_range`` (glDepthRangef's near, far) fill Mesa's state uniforms."""
     interp = program.vertex if stage == "vertex" else program.fragment
-    slots = max([d.last + 1 for d in interp.program.declared("CONST") if (d.dimension or 0) == 0],
-                default=1)
+    slots = interp.program.constant_slots()
     table = np.zeros((slots, 4), dtype=np.uint32)
     for uniform in program.interface.get("uniforms", []):
         place = uniform.get(stage)
