@@ -88,6 +88,7 @@ from tilesim import jit
 from tilesim.backend import quad_all, to_host
 from tilesim.kernel_cache import cache_root, configure_numba, source_digest
 from tilesim.shaders import opcodes as ops
+from tilesim.shaders.interpreter import sample_array
 from tilesim.shaders.stats import WARP_SIZE
 
 F32, U32 = np.float32, np.uint32
@@ -1153,14 +1154,6 @@ KERNEL_INSTRUCTIONS = 40
 # glmark2 effect2d program, 26 kernels of 2-3 instructions between its TEX, ran 1.3x slower
 # compiled than interpreted at 65,536 lanes).
 KERNEL_MINIMUM = 4
-
-
-def sample_array(inputs, system_values):
-    """The array ``_Run`` takes N and the array module from (None: there is none)."""
-    sample = next(iter(inputs.values()), None) if isinstance(inputs, dict) else inputs
-    if sample is None and system_values:
-        sample = next(iter(system_values.values()))
-    return sample
 
 
 def lane_count(sample, lanes) -> int:

@@ -74,6 +74,7 @@ import numpy as np
 
 from tilesim import jit
 from tilesim.shaders import compiled_program as cp
+from tilesim.shaders.interpreter import sample_array
 
 F32, U32 = np.float32, np.uint32
 
@@ -306,7 +307,7 @@ def run_compiled(interp, state: dict, inputs, constants, lanes, sampler, system_
     if not gpu_present():
         return None
     compiled = cp.compiled_when_due(
-        interp, state, "cuda", cp.lane_count(cp.sample_array(inputs, system_values), lanes),
+        interp, state, "cuda", cp.lane_count(sample_array(inputs, system_values), lanes),
         _COMPILED, compiled_for)
     if compiled is None:
         return None

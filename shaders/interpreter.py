@@ -497,6 +497,15 @@ def _registers(xp, count: int, n: int, zeroed: set[int]):
     return registers
 
 
+def sample_array(inputs, system_values):
+    """The array a run takes its lane count and array module from: the inputs (the first of a
+    dict of them), else the first system value; None where there is none."""
+    sample = next(iter(inputs.values()), None) if isinstance(inputs, dict) else inputs
+    if sample is None and system_values:
+        sample = next(iter(system_values.values()))
+    return sample
+
+
 class _Run:
     """The state of one execution: registers, masks, stacks, counters."""
 
@@ -504,19 +513,13 @@ class _Run:
                  record_trace):
         self.interp = interp
         self.program = interp.program
-        sample_array = None
-        if isinstance(inputs, dict):
-            sample_array = next(iter(inputs.values()), None)
-        elif inputs is not None:
-            sample_array = inputs
-        if sample_array is None and system_values:
-            sample_array = next(iter(system_values.values()))
-        xp = array_module(sample_array) if sample_array is not None else active_xp()
+        sample = sample_array(inputs, system_values)
+        xp = array_module(sample) if sample is not None else active_xp()
         self.xp = xp
         if lanes is None:
-            if sample_array is None:
+            if sample is None:
                 raise ValueError("lanes must be given when there are no inputs")
-            lanes = int(xp.asarray(sample_array).shape[-1])
+            lanes = int(xp.asarray(sample).shape[-1])
         self.n = lanes
         n = lanes
 
