@@ -366,17 +366,13 @@ def written_compiled(evr: EarlyVisibility, draw, pixel, tile, entry, hide, woz: 
 
 
 @jit
-def _tile_extrema(depth, layers, width, height, tile_size, tiles_x, z_far,
-                  l_far):  # pragma: no cover - compiled
-    for y in range(height):
-        row = (y // tile_size) * tiles_x
-        for x in range(width):
-            t = row + x // tile_size
-            p = y * width + x
-            if depth is not None and np.int64(depth[p]) > z_far[t]:
-                z_far[t] = np.int64(depth[p])
-            if layers[p] < l_far[t]:
-                l_far[t] = layers[p]
+def _tile_extrema(depth, layers, tile_of_pixel, z_far, l_far):  # pragma: no cover - compiled
+    for p in range(layers.shape[0]):
+        t = tile_of_pixel[p]
+        if depth is not None and np.int64(depth[p]) > z_far[t]:
+            z_far[t] = np.int64(depth[p])
+        if layers[p] < l_far[t]:
+            l_far[t] = layers[p]
 
 
 def tile_extrema_compiled(target: RenderTarget, layer_buffer: np.ndarray
@@ -388,6 +384,8 @@ def tile_extrema_compiled(target: RenderTarget, layer_buffer: np.ndarray
     z_far = np.zeros(tiles, dtype=np.int64)
     l_far = np.full(tiles, np.iinfo(np.int64).max, dtype=np.int64)
     depth = None if target.depth is None else np.ascontiguousarray(target.depth).reshape(-1)
-    _tile_extrema(depth, np.ascontiguousarray(layer_buffer), target.width, target.height,
-                  target.tile_size, target.tiles_x, z_far, l_far)
+    tile_of_pixel = np.ascontiguousarray(target.pixel_tiles()).reshape(-1)
+    if not all_within(tile_of_pixel, tiles) or layer_buffer.shape[0] != tile_of_pixel.shape[0]:
+        raise IndexError("EVR: the Layer Buffer or the tiles do not match the target")
+    _tile_extrema(depth, np.ascontiguousarray(layer_buffer), tile_of_pixel, z_far, l_far)
     return z_far, l_far
