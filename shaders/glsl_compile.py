@@ -75,6 +75,7 @@ from pathlib import Path
 
 from tilesim.atomic import write_text
 from tilesim.errors import InputError, TilesimError, ToolMissing
+from tilesim.inputs import read_input_text
 from tilesim.mesa import EXIT_NO_MESA, child_environment
 from tilesim.shaders import mesa_dump, precision
 from tilesim.shaders.mesa_dump import Dcl, MesaOutputError, NirVar, StageDump
@@ -249,13 +250,7 @@ def compile_files(vert_path: str | os.PathLike, frag_path: str | os.PathLike,
     """Compile two GLSL files; write the result into ``out_dir`` when given (for the CLI)."""
     texts = []
     for path in (vert_path, frag_path):
-        try:
-            texts.append(Path(path).read_bytes().decode("utf-8"))
-        except FileNotFoundError:
-            raise InputError("no such file", source=str(path)) from None
-        except UnicodeDecodeError as exc:
-            raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})",
-                             source=str(path)) from None
+        texts.append(read_input_text(path, "GLSL shader"))
     source = ProgramSource(texts[0], texts[1], name=Path(vert_path).stem,
                            attrib_bindings=attrib_bindings, vertex_origin=str(vert_path),
                            fragment_origin=str(frag_path))

@@ -15,6 +15,7 @@ import struct
 from pathlib import Path
 
 from tilesim.errors import InputError
+from tilesim.inputs import read_input_text
 from tilesim.shaders.ir import (
     CHANNELS,
     FULL_MASK,
@@ -128,13 +129,7 @@ class _Cursor:
 
 
 def parse_file(path: str | Path) -> Program:
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})",
-                         source=str(path)) from None
-    return parse(text, source=str(path))
+    return parse(read_input_text(path, "TGSI program"), source=str(path))
 
 
 def parse(text: str, source: str = "<tgsi>") -> Program:

@@ -196,3 +196,23 @@ def test_declared_operands_and_mesa_programs_parse():
     declarations = "DCL TEMP[0..3]\nDCL IN[0..2], GENERIC[0], PERSPECTIVE\nDCL CONST[0][0..1]"
     parse(_one("MAD OUT[0], IN[2], CONST[0][1], TEMP[3]", declarations))
     parse(MESA_FRAGMENT)
+
+
+def test_shader_files_that_are_fifos_are_refused_at_once(tmp_path):
+    """TGSI programs, GLSL sources and throughput programs a user names were read with
+    read_text / read_bytes: a fifo in their place waited for a writer forever. They are
+    opened as every input is (tilesim.inputs.read_input_text)."""
+    import os
+
+    from tilesim.shaders.glsl_compile import compile_files
+    from tilesim.timing.shader_core.config import load_core_config
+    from tilesim.timing.shader_core.throughput import program_throughput
+
+    fifo = tmp_path / "fragment.tgsi"
+    os.mkfifo(fifo)
+    with pytest.raises(InputError, match="not a regular file"):
+        parse_file(fifo)
+    with pytest.raises(InputError, match="not a regular file"):
+        compile_files(fifo, fifo)
+    with pytest.raises(InputError, match="not a regular file"):
+        program_throughput(tmp_path, load_core_config())

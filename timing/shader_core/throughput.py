@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 
 from tilesim.atomic import write_text
-from tilesim.errors import InputError
+from tilesim.inputs import read_input_text
 from tilesim.kernel_cache import cache_root
 from tilesim.shaders.ir import program_digest
 from tilesim.shaders.parser import parse
@@ -54,10 +54,7 @@ def program_throughput(path: str | Path, cfg: CoreConfig, *, warps: int = DEFAUL
     path = Path(path)
     if path.is_dir():
         path = path / "fragment.tgsi"
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError("no such program file", source=str(path)) from None
+    text = read_input_text(path, "program file")
     return text_throughput(text, cfg, warps=warps, warps_in_flight=warps_in_flight,
                            use_cache=use_cache, name=str(path),
                            interface=load_interface(path))
