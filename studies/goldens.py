@@ -24,7 +24,6 @@ atomically, and prints what changed (``--no-mesa``: regression goldens, no accep
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import sys
@@ -40,6 +39,7 @@ from tilesim.atomic import write_bytes, write_json, write_text
 from tilesim.backend import backend_name, to_host, use_backend
 from tilesim.errors import InputError
 from tilesim.images import SSIM_WINDOW, image_metrics, png_bytes, read_png
+from tilesim.inputs import read_json
 from tilesim.render.reference.replay_gl import reference_frames
 from tilesim.render.replay import render_trace
 from tilesim.render.techniques.bus import Techniques
@@ -159,8 +159,8 @@ def open_manifest(path: str | os.PathLike | None = None, *, create: bool = False
         if create and not path.exists():
             return Manifest(path, _lexical(path.parent if root is None else Path(root)), [])
         raise InputError("no such golden manifest", source=str(path))
+    data = read_json(path, "golden manifest")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
         goldens = [Golden(**entry) for entry in data["goldens"]]
         root = _lexical(path.parent / data.get("root", "."))
     except (ValueError, KeyError, TypeError) as exc:

@@ -214,3 +214,14 @@ def test_compare_names_a_file_given_for_a_folder_as_a_file(tmp_path, capsys):
     assert main(["compare", str(frames), str(trace)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"tilesim: error: {trace}: is a file, not a folder of frames"], err
+
+
+def test_a_golden_manifest_that_is_not_json_names_its_line(tmp_path, capsys):
+    """Read as every user JSON file is (tilesim.inputs.read_json): a syntax error names the
+    line and column, a manifest over the memory budget or not a regular file is refused
+    before it is read."""
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text('{"goldens": [\n  {,}]}')
+    assert main(["goldens", "check", "--manifest", str(manifest)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"tilesim: error: {manifest}:2:4: malformed JSON")
