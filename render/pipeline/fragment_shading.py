@@ -52,6 +52,8 @@ def plane_coefficients(tris: Triangles, values: np.ndarray):
     """Planes through per-vertex ``values`` (T, 3, K): (c, a, b), each (T, K), such that the
     value at window position (x, y) is c + a*x + b*y."""
     xp = array_module(tris.x)
+    if usable(tris.fx, tris.fy, values) and values.dtype == np.float64:
+        return planes_compiled(tris.fx, tris.fy, values)
     x, y = tris.fx, tris.fy
     x10, y10 = x[:, 1] - x[:, 0], y[:, 1] - y[:, 0]
     x20, y20 = x[:, 2] - x[:, 0], y[:, 2] - y[:, 0]
@@ -131,14 +133,20 @@ def fragment_inputs(program: Program, tris: Triangles, lanes_: FragmentLanes,
             s[0] == "POSITION" for s in fs.system_value_semantics().values()):
         inv_w = _evaluate(plane_coefficients(tris, tris.inv_w[:, :, None]), lanes_)[:, 0]
     for reg, col, mode in plan:
-        values = vertex_rows[:, col:col + 4][tris.vertex]          # (T, 3, 4)
-        filled[reg] = values.shape[-1]
+        columns_ = vertex_rows[:, col:col + 4]
+        filled[reg] = columns_.shape[-1]
         if mode == "CONSTANT":
-            inputs[reg] = xp.repeat(values[lanes_.triangle, 2], 4, axis=0).T
+            inputs[reg] = xp.repeat(columns_[tris.vertex[lanes_.triangle, 2]], 4, axis=0).T
             continue
-        if mode == "PERSPECTIVE":
-            values = values * tris.inv_w[:, :, None]
-        planes = plane_coefficients(tris, values)
+        if usable(vertex_rows, tris.fx, tris.fy) and vertex_rows.dtype == np.float64:
+            # the vertices' values gathered, divided by w and set up in one pass
+            planes = attribute_planes_compiled(tris, vertex_rows, col, columns_.shape[-1],
+                                               mode == "PERSPECTIVE")
+        else:
+            values = columns_[tris.vertex]                      # (T, 3, K)
+            if mode == "PERSPECTIVE":
+                values = values * tris.inv_w[:, :, None]
+            planes = plane_coefficients(tris, values)
         if usable(inputs, lanes_.triangle):
             # Interpolated, divided and rounded to float32 in one pass, into the registers.
             evaluate_into_compiled(planes, lanes_.triangle, lanes_.qx, lanes_.qy,
@@ -193,6 +201,73 @@ def _face(tris: Triangles, lanes_: FragmentLanes) -> np.ndarray:
 
 
 # == the compiled path (Numba, tilesim.jit): bit-identical to the code above =============
+
+@jit(inline=True)
+def _triangle_frame(fx, fy, t):  # pragma: no cover - compiled
+    # plane_coefficients' per-triangle terms: vertex 0 and the edges from it, the
+    # determinant (infinite where zero: constant planes)
+    x0, y0 = fx[t, 0], fy[t, 0]
+    x10, y10 = fx[t, 1] - x0, fy[t, 1] - y0
+    x20, y20 = fx[t, 2] - x0, fy[t, 2] - y0
+    det = x10 * y20 - x20 * y10
+    if det == 0:
+        det = np.inf
+    return x0, y0, x10, y10, x20, y20, det
+
+
+@jit(inline=True)
+def _plane(v0, v1, v2, x0, y0, x10, y10, x20, y20, det):  # pragma: no cover - compiled
+    # plane_coefficients' expressions, in its order: (c, a, b)
+    d1 = v1 - v0
+    d2 = v2 - v0
+    a = (d1 * y20 - d2 * y10) / det
+    b = (d2 * x10 - d1 * x20) / det
+    return v0 - a * x0 - b * y0, a, b
+
+
+@jit
+def _planes_kernel(fx, fy, values, c, a, b):  # pragma: no cover - compiled
+    for t in range(values.shape[0]):
+        x0, y0, x10, y10, x20, y20, det = _triangle_frame(fx, fy, t)
+        for j in range(values.shape[2]):
+            c[t, j], a[t, j], b[t, j] = _plane(values[t, 0, j], values[t, 1, j],
+                                               values[t, 2, j], x0, y0, x10, y10, x20, y20,
+                                               det)
+
+
+@jit
+def _attribute_planes_kernel(fx, fy, rows, vertex, col, inv_w, perspective, c, a,
+                             b):  # pragma: no cover - compiled
+    for t in range(vertex.shape[0]):
+        x0, y0, x10, y10, x20, y20, det = _triangle_frame(fx, fy, t)
+        r0, r1, r2 = vertex[t, 0], vertex[t, 1], vertex[t, 2]
+        for j in range(c.shape[1]):
+            v0, v1, v2 = rows[r0, col + j], rows[r1, col + j], rows[r2, col + j]
+            if perspective:
+                v0, v1, v2 = v0 * inv_w[t, 0], v1 * inv_w[t, 1], v2 * inv_w[t, 2]
+            c[t, j], a[t, j], b[t, j] = _plane(v0, v1, v2, x0, y0, x10, y10, x20, y20, det)
+
+
+def planes_compiled(fx, fy, values):
+    """``plane_coefficients`` of float64 ``values`` (T, 3, K), in one pass."""
+    shape = values.shape[0], values.shape[2]
+    c, a, b = (np.empty(shape, dtype=np.float64) for _ in range(3))
+    _planes_kernel(fx, fy, values, c, a, b)
+    return c, a, b
+
+
+def attribute_planes_compiled(tris: Triangles, rows, col: int, k: int, perspective: bool):
+    """The planes of columns ``col..col + k`` of the float64 vertex ``rows`` over ``tris``
+    (divided by w first where ``perspective``): ``plane_coefficients`` of
+    ``rows[:, col:col + k][tris.vertex]`` (times ``tris.inv_w``), without the (T, 3, K)
+    gathers."""
+    shape = len(tris.vertex), k
+    c, a, b = (np.empty(shape, dtype=np.float64) for _ in range(3))
+    vertex = tris.vertex if tris.vertex.dtype == np.int64 else tris.vertex.astype(np.int64)
+    _attribute_planes_kernel(tris.fx, tris.fy, rows, vertex, col, tris.inv_w, perspective,
+                             c, a, b)
+    return c, a, b
+
 
 @jit
 def _evaluate_kernel(c, a, b, triangle, qx, qy, out):  # pragma: no cover - compiled

@@ -817,3 +817,46 @@ def test_restoring_tiles_copies_their_pixels_whole():
     target.color[:] = now
     target.restore_tiles(before[:, :, :4].copy(order="F"), tiles)   # not C-contiguous
     np.testing.assert_array_equal(target.color, expected)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_compiled_planes_are_the_vectorized_ones(seed):
+    """Attribute planes set up in one compiled pass (gathered from the vertex rows, divided
+    by w where perspective) equal plane_coefficients' NumPy expressions bit for bit, with
+    triangles degenerate before snapping (constant planes), integer coordinates, -0.0 and
+    NaN / infinite attributes."""
+    from tilesim.render.pipeline import fragment_shading
+    from tilesim.render.pipeline.triangle_setup import Triangles
+
+    rng = np.random.default_rng(seed)
+    for trial in range(60):
+        count, width = int(rng.integers(3, 30)), int(rng.integers(5, 14))
+        rows = rng.normal(0, 3, (count, width)) * rng.choice([1, 1e-3, 1e5], (count, 1))
+        if trial % 3 == 0:
+            rows[rng.integers(0, count, 3), rng.integers(4, width)] = rng.choice(
+                [np.inf, -np.inf, np.nan, -0.0])
+        t = int(rng.integers(1, 40))
+        vertex = rng.integers(0, count, (t, 3))
+        fx, fy = rng.uniform(-50, 2000, (t, 3)), rng.uniform(-50, 2000, (t, 3))
+        if trial % 4 == 0:
+            fx, fy = np.round(fx), np.round(fy)
+        fx[::5, 2], fy[::5, 2] = fx[::5, 0], fy[::5, 0]        # zero determinants
+        inv_w = rng.uniform(0.01, 3, (t, 3))
+        tris = Triangles(np.zeros((t, 3), np.int64), np.zeros((t, 3), np.int64), fx, fy,
+                         rng.uniform(0, 1, (t, 3)), inv_w, vertex, np.ones(t, bool),
+                         np.ones(t, np.int64), np.arange(t))
+        col = int(rng.integers(0, width - 1))
+        k = rows[:, col:col + 4].shape[1]
+        for perspective in (False, True):
+            values = rows[:, col:col + 4][vertex]
+            if perspective:
+                values = values * inv_w[:, :, None]
+            with np.errstate(all="ignore"):
+                with disabled():
+                    expected = fragment_shading.plane_coefficients(tris, values)
+                compiled = fragment_shading.plane_coefficients(tris, values)
+                gathered = fragment_shading.attribute_planes_compiled(tris, rows, col, k,
+                                                                      perspective)
+            for plain, *others in zip(expected, compiled, gathered, strict=True):
+                for other in others:
+                    np.testing.assert_array_equal(other.view(np.int64), plain.view(np.int64))
