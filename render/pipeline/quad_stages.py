@@ -48,7 +48,14 @@ class Fragments:
     depth: np.ndarray             # (n,) int64 depth quantized to the depth buffer's bits
     entry: np.ndarray | None      # (n,) display-list entry (triangle, tile) of the lane
     covered_index: np.ndarray     # lane indices of the covered fragments
+    # the row in ``draw.tris`` of each row of ``tris`` (None: ``tris`` is ``draw.tris``)
+    source_row: np.ndarray | None = None
     _groups: list[np.ndarray] | None = None
+
+    def draw_triangle(self) -> np.ndarray:
+        """(Q,) the row in ``draw.tris`` of each quad's triangle."""
+        triangle = self.lanes.triangle
+        return triangle if self.source_row is None else self.source_row[triangle]
 
     @property
     def groups(self) -> list[np.ndarray]:
@@ -149,7 +156,7 @@ def raster_fragments(draw, tris, scale: int, entries: np.ndarray | None, fill_ru
                 covered, pixel, tile, entry = covered[keep], pixel[keep], tile[keep], entry[keep]
     depth = quantize_depth(lanes.z, target.depth_max)
     covered_index = xp.nonzero(covered)[0]
-    return Fragments(tris, lanes, covered, pixel, tile, depth, entry, covered_index)
+    return Fragments(tris, lanes, covered, pixel, tile, depth, entry, covered_index, source_row)
 
 
 def tile_major(quads: rasterizer.Quads, scale: int, target) -> rasterizer.Quads:
@@ -391,7 +398,7 @@ def quad_batch(fragments: Fragments, early: bool, alive: np.ndarray, shaded: Sha
     per_quad = lambda lanes: lanes.reshape(-1, 4).sum(axis=1)  # noqa: E731
     covered = fragments.covered
     zeros = lambda: xp.zeros(q, dtype=xp.int64)  # noqa: E731  (one array per field)
-    out = QuadBatch(fragments.tile[::4], fragments.lanes.triangle, per_quad(covered),
+    out = QuadBatch(fragments.tile[::4], fragments.draw_triangle(), per_quad(covered),
                     per_quad(covered) if early else zeros(),
                     per_quad(alive) if early else zeros(), xp.zeros(q, dtype=bool), zeros(),
                     zeros(), zeros(), zeros(), zeros(), zeros(), bool(blended))
