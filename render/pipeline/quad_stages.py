@@ -119,6 +119,9 @@ def raster_fragments(draw, tris, scale: int, entries: np.ndarray | None, fill_ru
     if scale > 1:
         x0, y0, x1, y1 = rect
         rect = (x0 // scale, y0 // scale, -(-x1 // scale), -(-y1 // scale))
+    if usable(tris.area2, draw.bins.tile) and rasterizer.walks_display_lists(
+            scale, target.tile_size):
+        return _raster_lists(draw, tris, scale, entries, rect, fill_rule, with_entries)
     source_row = None
     if entries is not None or scale > 1:
         # The triangles with a chosen entry (and, shrunk, an area left), remembering their
@@ -157,6 +160,28 @@ def raster_fragments(draw, tris, scale: int, entries: np.ndarray | None, fill_ru
     depth = quantize_depth(lanes.z, target.depth_max)
     covered_index = xp.nonzero(covered)[0]
     return Fragments(tris, lanes, covered, pixel, tile, depth, entry, covered_index, source_row)
+
+
+def _raster_lists(draw, tris, scale: int, entries, rect, fill_rule: str,
+                  with_entries: bool) -> Fragments | None:
+    """``raster_fragments`` walking the draw's display lists (``rasterizer.rasterize_entries``):
+    the same fragments in the same order, the quads tile-major as they come and each with
+    its entry, so that neither a sort by tile nor a look-up of the entries is needed; the
+    rows of ``tris`` are the draw's (a batch of part of the draw rasterizes only its
+    entries' triangles)."""
+    target = draw.target
+    quads, entry = rasterizer.rasterize_entries(
+        tris, rect, fill_rule, draw.bins, entries, scale=scale, tile_size=target.tile_size,
+        tiles_x=target.tiles_x, skip_degenerate=entries is not None or scale > 1)
+    if len(quads) == 0:
+        return None
+    lanes = fragment_shading.lanes(tris, quads)
+    covered = quads.coverage.ravel()
+    pixel, tile = _pixel_tile(lanes, scale, target)
+    depth = quantize_depth(lanes.z, target.depth_max)
+    return Fragments(tris, lanes, covered, pixel, tile, depth,
+                     np.repeat(entry, 4) if entries is not None or with_entries else None,
+                     np.nonzero(covered)[0])
 
 
 def tile_major(quads: rasterizer.Quads, scale: int, target) -> rasterizer.Quads:

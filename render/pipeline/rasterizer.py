@@ -148,17 +148,63 @@ def rasterize(tris: Triangles, rect: tuple[int, int, int, int],
 
 # == the compiled path (Numba, tilesim.jit): bit-identical to the code above =============
 
+@jit(inline=True)
+def _cover_quads(t, e, a0, a1, a2, b0, b1, b2, c0, c1, c2, k0, k1, k2, qx0, qx1, qy0, qy1, rect,
+                 subpixel, tri_out, qx_out, qy_out, cov_out, entry_out, n):  # pragma: no cover
+    """Triangle ``t``'s covered quads among quads qx0..qx1 x qy0..qy1, row by row, written
+    from ``n`` on (with ``e`` in ``entry_out`` where it has room: the list walk's); returns
+    the new count. Edge values step from each row's first quad center: exact in int64."""
+    rx0, ry0, rx1, ry1 = rect[0], rect[1], rect[2], rect[3]
+    half = subpixel // 2
+    sx0, sx1, sx2 = a0 * subpixel, a1 * subpixel, a2 * subpixel
+    sy0, sy1, sy2 = b0 * subpixel, b1 * subpixel, b2 * subpixel
+    for qy in range(qy0, qy1 + 1):
+        cy = 2 * qy * subpixel + half
+        py = 2 * qy
+        top_ok = py >= ry0 and py < ry1
+        bottom_ok = py + 1 >= ry0 and py + 1 < ry1
+        cx = 2 * qx0 * subpixel + half
+        e0 = a0 * cx + b0 * cy + c0
+        e1 = a1 * cx + b1 * cy + c1
+        e2 = a2 * cx + b2 * cy + c2
+        for qx in range(qx0, qx1 + 1):
+            px = 2 * qx
+            left_ok = px >= rx0 and px < rx1
+            right_ok = px + 1 >= rx0 and px + 1 < rx1
+            l0 = (e0 >= k0 and e1 >= k1 and e2 >= k2) and top_ok and left_ok
+            l1 = (e0 + sx0 >= k0 and e1 + sx1 >= k1 and e2 + sx2 >= k2
+                  ) and top_ok and right_ok
+            l2 = (e0 + sy0 >= k0 and e1 + sy1 >= k1 and e2 + sy2 >= k2
+                  ) and bottom_ok and left_ok
+            l3 = (e0 + sx0 + sy0 >= k0 and e1 + sx1 + sy1 >= k1
+                  and e2 + sx2 + sy2 >= k2) and bottom_ok and right_ok
+            if l0 or l1 or l2 or l3:
+                tri_out[n] = t
+                qx_out[n] = qx
+                qy_out[n] = qy
+                cov_out[n, 0] = l0
+                cov_out[n, 1] = l1
+                cov_out[n, 2] = l2
+                cov_out[n, 3] = l3
+                if entry_out.shape[0] > n:
+                    entry_out[n] = e
+                n += 1
+            e0 += 2 * sx0
+            e1 += 2 * sx1
+            e2 += 2 * sx2
+    return n
+
+
 @jit
 def _rasterize(a, b, c, bias, x0, y0, x1, y1, rect, subpixel, start, tri_out, qx_out,
                qy_out, cov_out):  # pragma: no cover - compiled
     """Covered quads of triangles ``start``.. (rasterizer.rasterize's contract) into the
     output arrays, triangle by triangle while they fit; returns (next triangle, quads)."""
-    rx0, ry0, rx1, ry1 = rect[0], rect[1], rect[2], rect[3]
     capacity = tri_out.shape[0]
+    no_entries = np.empty(0, dtype=np.int64)
     n = 0
     t = start
     count = a.shape[0]
-    half = subpixel // 2
     while t < count:
         if x1[t] < x0[t] or y1[t] < y0[t]:
             t += 1
@@ -167,44 +213,9 @@ def _rasterize(a, b, c, bias, x0, y0, x1, y1, rect, subpixel, start, tri_out, qx
         qy0, qy1 = y0[t] // 2, y1[t] // 2
         if n + (qx1 - qx0 + 1) * (qy1 - qy0 + 1) > capacity:
             break
-        a0, a1, a2 = a[t, 0], a[t, 1], a[t, 2]
-        b0, b1, b2 = b[t, 0], b[t, 1], b[t, 2]
-        k0, k1, k2 = bias[t, 0], bias[t, 1], bias[t, 2]
-        sx0, sx1, sx2 = a0 * subpixel, a1 * subpixel, a2 * subpixel
-        sy0, sy1, sy2 = b0 * subpixel, b1 * subpixel, b2 * subpixel
-        for qy in range(qy0, qy1 + 1):
-            cy = 2 * qy * subpixel + half
-            py = 2 * qy
-            row_in = (py >= ry0, py < ry1, py + 1 >= ry0, py + 1 < ry1)
-            top_ok = row_in[0] and row_in[1]
-            bottom_ok = row_in[2] and row_in[3]
-            cx = 2 * qx0 * subpixel + half
-            e0 = a0 * cx + b0 * cy + c[t, 0]
-            e1 = a1 * cx + b1 * cy + c[t, 1]
-            e2 = a2 * cx + b2 * cy + c[t, 2]
-            for qx in range(qx0, qx1 + 1):
-                px = 2 * qx
-                left_ok = px >= rx0 and px < rx1
-                right_ok = px + 1 >= rx0 and px + 1 < rx1
-                l0 = (e0 >= k0 and e1 >= k1 and e2 >= k2) and top_ok and left_ok
-                l1 = (e0 + sx0 >= k0 and e1 + sx1 >= k1 and e2 + sx2 >= k2
-                      ) and top_ok and right_ok
-                l2 = (e0 + sy0 >= k0 and e1 + sy1 >= k1 and e2 + sy2 >= k2
-                      ) and bottom_ok and left_ok
-                l3 = (e0 + sx0 + sy0 >= k0 and e1 + sx1 + sy1 >= k1
-                      and e2 + sx2 + sy2 >= k2) and bottom_ok and right_ok
-                if l0 or l1 or l2 or l3:
-                    tri_out[n] = t
-                    qx_out[n] = qx
-                    qy_out[n] = qy
-                    cov_out[n, 0] = l0
-                    cov_out[n, 1] = l1
-                    cov_out[n, 2] = l2
-                    cov_out[n, 3] = l3
-                    n += 1
-                e0 += 2 * sx0
-                e1 += 2 * sx1
-                e2 += 2 * sx2
+        n = _cover_quads(t, 0, a[t, 0], a[t, 1], a[t, 2], b[t, 0], b[t, 1], b[t, 2], c[t, 0],
+                         c[t, 1], c[t, 2], bias[t, 0], bias[t, 1], bias[t, 2], qx0, qx1, qy0,
+                         qy1, rect, subpixel, tri_out, qx_out, qy_out, cov_out, no_entries, n)
         t += 1
     return t, n
 
@@ -231,3 +242,111 @@ def rasterize_compiled(a, b, c, bias, x0, y0, x1, y1, rect, subpixel: int):
         # Copies, so the unused capacity is freed.
         return tuple(p.copy() for p in parts[0])
     return tuple(np.concatenate(p) for p in zip(*parts, strict=True))
+
+
+# == display lists in order: the quads tile by tile (compiled) ==============================
+
+# A triangle's row for the list walk: A (3), B (3), C (3) and tie bias (3) of its edges
+# (edge_setup), its pixel bounding box x0, y0, x1, y1 (pixel_bounds), twice its area.
+_ROW = 17
+
+
+def walks_display_lists(scale: int, tile_size: int) -> bool:
+    """Whether :func:`rasterize_entries` can give a batch's quads: every quad (a superquad of
+    2 * ``scale`` pixels a side, DSR) lies in one tile, so its tile is its top-left lane's."""
+    return tile_size % (2 * scale) == 0
+
+
+@jit
+def _rasterize_entries(rows, skip_degenerate, bins_tile, bins_triangle, chosen, rect,
+                       subpixel, scale, tile_size, tiles_x, start, tri_out, qx_out, qy_out,
+                       cov_out, entry_out):  # pragma: no cover - compiled
+    """The covered quads of the display-list entries ``start``.. that ``chosen`` keeps, entry
+    by entry (tile by tile, each tile's triangles in submission order), each triangle's
+    quads in its tile row by row: ``_rasterize``'s quads and coverage, in ``tile_major``'s
+    order. ``rows``: per triangle (:data:`_ROW`) its edges' A, B, C, tie biases, pixel
+    bounding box and twice its area, one row read per entry (the entries of a tile name
+    triangles all over the arrays). Returns (next entry, quads) once the next entry may not
+    fit."""
+    capacity = tri_out.shape[0]
+    per_tile = (tile_size // (2 * scale)) ** 2
+    step = 2 * scale            # pixels a quad steps in the target
+    n = 0
+    e = start
+    last_tile = -1
+    lo_x = hi_x = lo_y = hi_y = 0
+    while e < bins_tile.shape[0]:
+        if not chosen[e]:
+            e += 1
+            continue
+        t = bins_triangle[e]
+        bx0, by0, bx1, by1 = rows[t, 12], rows[t, 13], rows[t, 14], rows[t, 15]
+        if (skip_degenerate and rows[t, 16] <= 0) or bx1 < bx0 or by1 < by0:
+            e += 1
+            continue
+        if n + per_tile > capacity:
+            break
+        tile = bins_tile[e]
+        if tile != last_tile:
+            # The quads whose top-left lane falls in the tile, once a tile: -(-v // step) is
+            # the ceiling. (A top-left lane lies inside the target, its pixel a block of
+            # ``scale`` that the shrunk rectangle holds, so the clamp _pixel_tile makes for
+            # helper lanes never moves it.)
+            last_tile = tile
+            ty = tile // tiles_x
+            tx = tile - ty * tiles_x
+            lo_x = -(-(tx * tile_size) // step)
+            hi_x = -(-((tx + 1) * tile_size) // step) - 1
+            lo_y = -(-(ty * tile_size) // step)
+            hi_y = -(-((ty + 1) * tile_size) // step) - 1
+        qx0, qx1 = max(bx0 >> 1, lo_x), min(bx1 >> 1, hi_x)
+        qy0, qy1 = max(by0 >> 1, lo_y), min(by1 >> 1, hi_y)
+        n = _cover_quads(t, e, rows[t, 0], rows[t, 1], rows[t, 2], rows[t, 3], rows[t, 4],
+                         rows[t, 5], rows[t, 6], rows[t, 7], rows[t, 8], rows[t, 9],
+                         rows[t, 10], rows[t, 11], qx0, qx1, qy0, qy1, rect, subpixel, tri_out,
+                         qx_out, qy_out, cov_out, entry_out, n)
+        e += 1
+    return e, n
+
+
+def rasterize_entries(tris: Triangles, rect, fill_rule: str, bins, chosen, *, scale: int,
+                      tile_size: int, tiles_x: int,
+                      skip_degenerate: bool) -> tuple[Quads, np.ndarray]:
+    """The covered quads of the display-list entries ``chosen`` ((B,) bool over ``bins``;
+    None: all), walked as the raster phase walks the lists: tile by tile, each tile's
+    triangles in submission order (Frame Coherence §2.3), so the quads come out in
+    ``quad_stages.tile_major``'s order and each knows its entry. ``tris`` are in the
+    rasterized space (shrunk ``scale`` times for DSR; ``rect`` too), ``bins`` the draw's lists
+    in the target's tiles (``tile_size``, ``tiles_x`` a row); the same quads
+    and coverage as :func:`rasterize` of the triangles of the chosen entries (those of
+    positive area where ``skip_degenerate``), each kept where its tile's entry is chosen.
+    Needs :func:`walks_display_lists`. Returns (quads, (Q,) entry index of each)."""
+    a, b, c, bias = edge_setup(tris, fill_rule)
+    rows = np.empty((len(tris), _ROW), dtype=np.int64)
+    rows[:, 0:3], rows[:, 3:6], rows[:, 6:9], rows[:, 9:12] = a, b, c, bias
+    rows[:, 12], rows[:, 13], rows[:, 14], rows[:, 15] = pixel_bounds(tris, rect)
+    rows[:, 16] = tris.area2
+    chosen = np.ones(bins.tile.shape[0], dtype=bool) if chosen is None else chosen
+    per_tile = (tile_size // (2 * scale)) ** 2
+    capacity = max(min(int(np.count_nonzero(chosen)) * per_tile, 1 << 20), per_tile)
+    rect = np.asarray(rect, dtype=np.int64)
+    parts = []
+    start = 0
+    while True:
+        tri = np.empty(capacity, dtype=np.int64)
+        qx = np.empty(capacity, dtype=np.int64)
+        qy = np.empty(capacity, dtype=np.int64)
+        cov = np.empty((capacity, 4), dtype=bool)
+        entry = np.empty(capacity, dtype=np.int64)
+        start, n = _rasterize_entries(rows, skip_degenerate, bins.tile, bins.triangle, chosen,
+                                      rect, SUBPIXEL, scale, tile_size, tiles_x, start, tri,
+                                      qx, qy, cov, entry)
+        parts.append((tri[:n], qx[:n], qy[:n], cov[:n], entry[:n]))
+        if start >= bins.tile.shape[0]:
+            break
+    if len(parts) == 1:
+        # Copies, so the unused capacity is freed.
+        tri, qx, qy, cov, entry = (p.copy() for p in parts[0])
+    else:
+        tri, qx, qy, cov, entry = (np.concatenate(p) for p in zip(*parts, strict=True))
+    return Quads(tri, qx, qy, cov, 0), entry

@@ -860,3 +860,79 @@ def test_the_compiled_planes_are_the_vectorized_ones(seed):
             for plain, *others in zip(expected, compiled, gathered, strict=True):
                 for other in others:
                     np.testing.assert_array_equal(other.view(np.int64), plain.view(np.int64))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_walking_the_display_lists_gives_the_sorted_quads_of_the_chosen_entries(seed):
+    """The raster phase walking the draw's display lists tile by tile
+    (``rasterizer.rasterize_entries``) against rasterizing the chosen entries' triangles,
+    sorting the quads by tile and dropping those whose tile's entry is not chosen (the
+    vectorized path): the same fragments in the same order, the same entries and depths,
+    for every DSR scale whose superquads fit a tile, with scissor rectangles, targets not a
+    whole number of tiles, a few big and many small triangles, and every entry or a part."""
+    from types import SimpleNamespace
+
+    from tilesim.render.pipeline import binning, triangle_setup
+    from tilesim.render.pipeline.framebuffer import RenderTarget
+    from tilesim.render.pipeline.quad_stages import raster_fragments
+    from tilesim.render.pipeline.rasterizer import walks_display_lists
+    from tilesim.render.pipeline.renderer import DrawContext
+
+    rng = np.random.default_rng(seed)
+    walked = 0
+    for trial in range(8):
+        tile_size = int(rng.choice([8, 16, 32]))
+        target = RenderTarget(int(rng.integers(40, 300)), int(rng.integers(30, 200)),
+                              tile_size=tile_size)
+        count = int(rng.integers(1, 400))
+        spread = rng.choice([0.05, 0.4, 2.0], count)[:, None]
+        centers = rng.uniform(-1.1, 1.1, (count, 1, 2))
+        corners = centers + rng.normal(0, 1, (count, 3, 2)) * spread[:, :, None]
+        vertices = np.zeros((count * 3, 4))
+        vertices[:, :2] = corners.reshape(-1, 2)
+        vertices[:, 2] = rng.uniform(-1, 1, count * 3)
+        vertices[:, 3] = 1.0
+        setup = triangle_setup.setup(vertices, np.arange(count * 3).reshape(-1, 3),
+                                     np.arange(count), viewport=(0, 0, target.width,
+                                                                 target.height),
+                                     depth_range=(0.0, 1.0), cull=None, front_face="CCW")
+        tris = setup.triangles
+        if len(tris) == 0:
+            continue
+        rect = (0, 0, target.width, target.height)
+        if trial % 3 == 1:
+            rect = (int(rng.integers(0, 20)), int(rng.integers(0, 20)),
+                    int(rng.integers(target.width // 2, target.width + 1)),
+                    int(rng.integers(target.height // 2, target.height + 1)))
+        bins = binning.bin_triangles(tris, rect, tile_size, target.tiles_x, 0)
+        draw = SimpleNamespace(tris=tris, bins=bins, rect=rect, target=target)
+        draw.entry_of = DrawContext.entry_of.__get__(draw)
+        for scale in (1, 2, 4, 8):
+            if not walks_display_lists(scale, tile_size):
+                continue
+            shrunk = tris if scale == 1 else tris.shrunk(scale)
+            for entries in (None, rng.random(bins.tile.shape[0]) < 0.6):
+                if scale > 1 and entries is None:
+                    entries = np.ones(bins.tile.shape[0], dtype=bool)
+                for with_entries in (False, True):
+                    with disabled():
+                        expected = raster_fragments(draw, shrunk, scale, entries, "bottom_left",
+                                                    with_entries)
+                    actual = raster_fragments(draw, shrunk, scale, entries, "bottom_left",
+                                              with_entries)
+                    if expected is None:
+                        assert actual is None
+                        continue
+                    walked += 1
+                    np.testing.assert_array_equal(actual.draw_triangle(),
+                                                  expected.draw_triangle())
+                    for name in ("covered", "pixel", "tile", "depth", "entry",
+                                 "covered_index"):
+                        a, b = getattr(actual, name), getattr(expected, name)
+                        assert (a is None) == (b is None), name
+                        if a is not None:
+                            np.testing.assert_array_equal(a, b, name)
+                    for name in ("qx", "qy", "x", "y", "z"):
+                        np.testing.assert_array_equal(getattr(actual.lanes, name),
+                                                      getattr(expected.lanes, name), name)
+    assert walked > 25
