@@ -224,7 +224,8 @@ def _pixel_tile(lanes: FragmentLanes, scale: int, target):
 
 def count_rasterized(fragments: Fragments, counters: PassCounters) -> None:
     counters.add("quads_rasterized", fragments.tile[::4])
-    counters.add("fragments_rasterized", fragments.tile[fragments.covered])
+    # the covered lanes as weights: counted where they are, not gathered first
+    counters.add("fragments_rasterized", fragments.tile, fragments.covered)
 
 
 def quantize_depth(z: np.ndarray, depth_max: int) -> np.ndarray:
