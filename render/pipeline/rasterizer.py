@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tilesim.backend import array_module
-from tilesim.jit import jit, usable
+from tilesim.jit import in_threads, jit, spans, usable
 from tilesim.render.pipeline.binning import pixel_bounds
 from tilesim.render.pipeline.options import FILL_RULES
 from tilesim.render.pipeline.triangle_setup import SUBPIXEL, Triangles
@@ -328,22 +328,30 @@ def rasterize_entries(tris: Triangles, rect, fill_rule: str, bins, chosen, *, sc
     rows[:, 16] = tris.area2
     chosen = np.ones(bins.tile.shape[0], dtype=bool) if chosen is None else chosen
     per_tile = (tile_size // (2 * scale)) ** 2
-    capacity = max(min(int(np.count_nonzero(chosen)) * per_tile, 1 << 20), per_tile)
     rect = np.asarray(rect, dtype=np.int64)
-    parts = []
-    start = 0
-    while True:
-        tri = np.empty(capacity, dtype=np.int64)
-        qx = np.empty(capacity, dtype=np.int64)
-        qy = np.empty(capacity, dtype=np.int64)
-        cov = np.empty((capacity, 4), dtype=bool)
-        entry = np.empty(capacity, dtype=np.int64)
-        start, n = _rasterize_entries(rows, skip_degenerate, bins.tile, bins.triangle, chosen,
-                                      rect, SUBPIXEL, scale, tile_size, tiles_x, start, tri,
-                                      qx, qy, cov, entry)
-        parts.append((tri[:n], qx[:n], qy[:n], cov[:n], entry[:n]))
-        if start >= bins.tile.shape[0]:
-            break
+
+    def walk(span):
+        # Entries are independent: each span into buffers of its own, joined in order.
+        first, stop = span
+        capacity = max(min(int(np.count_nonzero(chosen[first:stop])) * per_tile, 1 << 20),
+                       per_tile)
+        parts = []
+        while True:
+            out = (np.empty(capacity, dtype=np.int64), np.empty(capacity, dtype=np.int64),
+                   np.empty(capacity, dtype=np.int64), np.empty((capacity, 4), dtype=bool),
+                   np.empty(capacity, dtype=np.int64))
+            first, n = _rasterize_entries(rows, skip_degenerate, bins.tile[:stop],
+                                          bins.triangle, chosen, rect, SUBPIXEL, scale,
+                                          tile_size, tiles_x, first, *out)
+            parts.append(tuple(a[:n] for a in out))
+            if first >= stop:
+                return parts
+
+    # the spans side by side, joined in their order: the lists' (an entry holds up to a
+    # tile's quads)
+    parts = [p for span in in_threads(walk, spans(bins.tile.shape[0], lanes_each=per_tile,
+                                                  per_thread=2))
+             for p in span]
     if len(parts) == 1:
         # Copies, so the unused capacity is freed.
         tri, qx, qy, cov, entry = (p.copy() for p in parts[0])
