@@ -936,3 +936,22 @@ def test_walking_the_display_lists_gives_the_sorted_quads_of_the_chosen_entries(
                         np.testing.assert_array_equal(getattr(actual.lanes, name),
                                                       getattr(expected.lanes, name), name)
     assert walked > 25
+
+
+@pytest.mark.parametrize("size", [(1196, 768, 16), (97, 61, 16), (100, 50, 7), (64, 64, 32)])
+def test_the_compiled_count_per_tile_is_numpys(size):
+    """Pixels per tile of a mask, compiled, against NumPy's block sums: targets not a whole
+    number of tiles, odd tile sizes, empty and full masks, flat and 2-D."""
+    from tilesim.render.pipeline.framebuffer import RenderTarget
+
+    width, height, tile_size = size
+    target = RenderTarget(width, height, tile_size=tile_size)
+    rng = np.random.default_rng(width)
+    for share in (0.0, 0.3, 1.0):
+        mask = rng.random((height, width)) < share
+        with disabled():
+            expected = target.count_per_tile(mask)
+        for shaped in (mask, mask.ravel()):
+            counts = target.count_per_tile(shaped)
+            assert counts.dtype == expected.dtype
+            np.testing.assert_array_equal(counts, expected)
