@@ -184,11 +184,12 @@ class PassCounters:
             array = self.tiles[name] = xp.asarray(array)
         return array
 
-    def add(self, name: str, tile: np.ndarray, weights=None) -> None:
+    def add(self, name: str, tile: np.ndarray, weights=None, scale: int = 1) -> None:
         """Add 1 (or ``weights``, summed in float64 as ``bincount`` sums them) for each entry
-        of ``tile`` (flat tile numbers)."""
+        of ``tile`` (flat tile numbers), times ``scale`` (the sums scaled: the same integers as
+        scaled weights, without an array of them)."""
         if tile.size:
-            self._accumulate(self._array(name, tile), tile, weights)
+            self._accumulate(self._array(name, tile), tile, weights, scale=scale)
 
     def add_each(self, tile: np.ndarray, weights: dict[str, object]) -> None:
         """:meth:`add` of every counter in ``weights`` (name -> integer or bool weights per
@@ -225,7 +226,8 @@ class PassCounters:
             self.fs_programs[digest] = array
             self._accumulate(array, tile, weights)
 
-    def _accumulate(self, array, tile: np.ndarray, weights, checked: bool = False) -> None:
+    def _accumulate(self, array, tile: np.ndarray, weights, checked: bool = False,
+                    scale: int = 1) -> None:
         """``array`` (on ``tile``'s backend) += ``weights`` per entry of ``tile`` (an array,
         an int: that much each, None: 1 each). Compiled: a pass over the weights where
         they are, a counter at a time (a stage's dozen counters in one pass needed an int64
@@ -234,9 +236,11 @@ class PassCounters:
         amount = _constant(weights)
         constant = amount is not None
         if constant:
+            amount *= scale
             weights = None if amount == 1 else amount
         if usable(array, tile, None if constant else weights):
-            add_counts_compiled(array, tile, weights, checked=checked)
+            add_counts_compiled(array, tile, weights, checked=checked,
+                                scale=1 if constant else scale)
             return
         xp = array_module(tile)
         size = self.tiles_x * self.tiles_y
@@ -246,7 +250,7 @@ class PassCounters:
             return
         counts = xp.bincount(tile, weights=xp.asarray(weights).astype(xp.float64),
                              minlength=size)
-        array += counts.astype(np.int64)
+        array += counts.astype(np.int64) if scale == 1 else counts.astype(np.int64) * scale
 
     def add_per_tile(self, name: str, values) -> None:
         array = self._array(name, values)
@@ -369,9 +373,9 @@ def load_counters(path: str | Path) -> FrameCounters:
 # == the compiled path (Numba, tilesim.jit): bit-identical to the code above =============
 
 @jit
-def _count_integers(tile, weights, out):  # pragma: no cover - compiled
+def _count_integers(tile, weights, scale, out):  # pragma: no cover - compiled
     for i in range(tile.shape[0]):
-        out[tile[i]] += np.int64(weights[i])
+        out[tile[i]] += np.int64(weights[i]) * scale
 
 
 @jit
@@ -394,21 +398,21 @@ def check_tiles(tile: np.ndarray, size: int) -> None:
 
 
 def add_counts_compiled(out: np.ndarray, tile: np.ndarray, weights=None, *,
-                        checked: bool = False) -> None:
-    """``out += bincount(tile, weights).astype(int64)`` (the same sums, in the same order;
-    integer weights are summed as integers, which float64 sums exactly below 2**53);
+                        checked: bool = False, scale: int = 1) -> None:
+    """``out += bincount(tile, weights).astype(int64) * scale`` (the same sums, in the same
+    order; integer weights are summed as integers, which float64 sums exactly below 2**53);
     ``weights`` an int: that much per entry (None: 1). ``checked``: the caller has made sure
     of ``tile`` (:func:`check_tiles`; a stage's counters of one ``tile`` check it once)."""
     if not checked:
         check_tiles(tile, out.size)
     if weights is None or isinstance(weights, (int, np.integer)):
-        _count_constant(tile, 1 if weights is None else int(weights), out)
+        _count_constant(tile, (1 if weights is None else int(weights)) * scale, out)
         return
     if weights.shape[0] != tile.shape[0]:
         raise ValueError(f"{weights.shape[0]} weights for {tile.shape[0]} tile numbers")
     if weights.dtype.kind in "iub":
-        _count_integers(tile, weights, out)
+        _count_integers(tile, weights, scale, out)
     else:
         sums = np.zeros(out.size, dtype=np.float64)
         _count_weighted(tile, np.asarray(weights, dtype=np.float64), sums)
-        out += sums.astype(np.int64)
+        out += sums.astype(np.int64) * scale

@@ -27,13 +27,10 @@ from tilesim.jit import jit, nondecreasing, power_of_two_shift, stable_order_com
 from tilesim.render.pipeline import fragment_shading, output_merger, rasterizer
 from tilesim.render.pipeline.counters import PassCounters
 from tilesim.render.pipeline.fragment_shading import FragmentLanes
+from tilesim.render.pipeline.texture_sampler import TEXEL_COUNTER_KINDS, TEXELS_PER_KIND
 from tilesim.shaders.interpreter import Execution
 from tilesim.shaders.opcodes import CATEGORIES
 from tilesim.shaders.stats import DynamicStats
-
-# Texture-unit statistics the sampler keeps per lane, added to the counters of that name.
-TEXTURE_COUNTERS = ("texels_fetched", "texels_nearest", "texels_bilinear", "texels_trilinear",
-                    "tex_cache_accesses", "tex_cache_misses")
 
 
 @dataclass
@@ -96,7 +93,8 @@ class Shaded:
     alive: np.ndarray             # (m,) bool: a live fragment (not a helper, not depth-failed)
     survivors: np.ndarray         # (m,) bool: alive and not discarded
     warp_instructions: np.ndarray | None = None   # (q,) instructions issued by each shaded quad
-    texture: dict = field(default_factory=dict)   # TEXTURE_COUNTERS name -> (m,) per lane
+    # texels_fetched, tex_cache_accesses, tex_cache_misses -> (m,) per lane
+    texture: dict = field(default_factory=dict)
     # (m,) float: the depth the program wrote (gl_FragDepthEXT, EXT_frag_depth: the z of its
     # POSITION output), None when it writes none and the interpolated depth stands
     depth: np.ndarray | None = None
@@ -279,15 +277,20 @@ def shade(fragments: Fragments, alive: np.ndarray, draw, scale: int, make_sample
     sampler_stats = getattr(sampler, "stats", None)
     texture = {}
     if sampler_stats is not None:
-        for name in TEXTURE_COUNTERS:
-            values = getattr(sampler_stats, name, None)
-            if values is not None:
-                texture[name] = xp.asarray(values)
+        for name in ("texels_fetched", "tex_cache_accesses", "tex_cache_misses"):
+            texture[name] = xp.asarray(getattr(sampler_stats, name))
     # Per lane (helper lanes run the program and fetch texels too), then per quad.
     counters.add_each(tile, {
         "fragments_shaded": sub_alive, "fragments_discarded": killed,
         **{f"fs_{name}": stats.lane_instructions[k] for k, name in enumerate(CATEGORIES)},
         "tex_samples": stats.texture_samples, **texture})
+    if sampler_stats is not None:
+        # The texels by filter: the samples of each kind times their texels, summed per tile
+        # as they are (TextureStats.texels_nearest etc., without a lane array of them).
+        for name, kinds in TEXEL_COUNTER_KINDS.items():
+            for kind in kinds:
+                counters.add(name, tile, xp.asarray(getattr(sampler_stats, kind)),
+                             scale=TEXELS_PER_KIND[kind])
     counters.add_each(tile[::4], {
         "quads_shaded": None,
         **{f"fs_quad_{name}": stats.warp_instructions[k] for k, name in enumerate(CATEGORIES)}})

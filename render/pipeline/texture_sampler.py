@@ -124,8 +124,8 @@ from tilesim.render.pipeline.set_associative import (
 )
 from tilesim.shaders.sampling import BIAS, EXPLICIT, GRADIENT, IMPLICIT, LEVEL_ZERO, TextureRequest
 
-__all__ = ["KINDS", "TEXELS_PER_KIND", "SamplerOptions", "TextureCacheConfig", "TextureSampler",
-           "TextureStats", "stats_texels_consistent"]
+__all__ = ["KINDS", "TEXEL_COUNTER_KINDS", "TEXELS_PER_KIND", "SamplerOptions",
+           "TextureCacheConfig", "TextureSampler", "TextureStats", "stats_texels_consistent"]
 
 F32 = np.float32
 _INV255 = F32(1.0 / 255.0)
@@ -148,6 +148,10 @@ ANISO_MAX_HALF_BOX = 256
 ANISO_CHUNK_TAPS = 1 << 21
 TEXELS_PER_KIND = {"nearest": 1, "nearest_mip_linear": 2, "bilinear": 4, "trilinear": 8,
                    "incomplete": 0}
+# The texel counters by image filter: the sample kinds each adds, TEXELS_PER_KIND texels a
+# sample (a nearest filter between two mip levels reads one texel of each).
+TEXEL_COUNTER_KINDS = {"texels_nearest": ("nearest", "nearest_mip_linear"),
+                       "texels_bilinear": ("bilinear",), "texels_trilinear": ("trilinear",)}
 
 
 @dataclass(frozen=True)
@@ -289,23 +293,30 @@ class TextureStats:
     def lanes(self) -> int:
         return int(self.samples.shape[0])
 
-    # Texels fetched by image filter, and the names render/pipeline/renderer.py reads.
+    # Texels fetched by image filter (TEXEL_COUNTER_KINDS), under the counters' names.
     @property
     def texels_fetched(self):
         return self.texels
 
+    def _texels_by(self, counter: str):
+        kinds = TEXEL_COUNTER_KINDS[counter]
+        total = getattr(self, kinds[0]) * TEXELS_PER_KIND[kinds[0]]
+        for kind in kinds[1:]:
+            total = total + getattr(self, kind) * TEXELS_PER_KIND[kind]
+        return total
+
     @property
     def texels_nearest(self):
         """Texels fetched by samples that used the nearest image filter."""
-        return self.nearest + 2 * self.nearest_mip_linear
+        return self._texels_by("texels_nearest")
 
     @property
     def texels_bilinear(self):
-        return 4 * self.bilinear
+        return self._texels_by("texels_bilinear")
 
     @property
     def texels_trilinear(self):
-        return 8 * self.trilinear
+        return self._texels_by("texels_trilinear")
 
     @property
     def tex_cache_accesses(self):

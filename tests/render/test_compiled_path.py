@@ -276,6 +276,30 @@ def test_counters_added_in_one_pass_equal_one_pass_each_on_both_paths():
         refused.add_each(np.array([0, 1, 2]), {"fs_alu": np.array([1, 1])})
 
 
+def test_scaled_counts_are_the_counts_of_scaled_weights_on_both_paths():
+    """PassCounters.add with ``scale``: the counts of the weights times the scale, exactly,
+    for integer, bool, constant and absent weights, compiled and with NumPy's bincount (the
+    texel counters by filter are counted so, from the samples of each kind)."""
+    from tilesim.render.pipeline.counters import PassCounters
+
+    rng = np.random.default_rng(15)
+    tile = rng.integers(0, 12, 4000)
+    cases = {"texels_bilinear": rng.integers(0, 5, 4000), "fs_alu": rng.random(4000) < 0.4,
+             "prims_binned": 3, "quads_shaded": None}
+    for jit in (True, False):
+        scaled = PassCounters("default", 64, 48, 16, 4, 3, np.arange(12))
+        plain = PassCounters("default", 64, 48, 16, 4, 3, np.arange(12))
+        with contextlib.nullcontext() if jit else disabled():
+            for name, w in cases.items():
+                scaled.add(name, tile, w, scale=8)
+                weights = np.ones(tile.size, np.int64) if w is None else np.full(
+                    tile.size, w) if isinstance(w, int) else np.asarray(w, np.int64)
+                plain.add(name, tile, weights * 8)
+        for name in cases:
+            np.testing.assert_array_equal(scaled.tiles[name], plain.tiles[name], name)
+            assert scaled.tiles[name].sum() > 0
+
+
 def test_the_compiled_maximum_at_is_numpys():
     rng = np.random.default_rng(14)
     table = rng.integers(0, 50, 300)
