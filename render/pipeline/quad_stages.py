@@ -264,10 +264,16 @@ def shade(fragments: Fragments, alive: np.ndarray, draw, scale: int, make_sample
     program, target = draw.program, draw.target
     quad_live = quad_any(alive)
     shaded_lanes = xp.repeat(quad_live, 4)
-    if not quad_live.any():
+    live = int(xp.count_nonzero(quad_live))
+    if not live:
         return None
-    sub = fragments.lanes.select(quad_live)
-    tile = fragments.tile[shaded_lanes]
+    if live == quad_live.shape[0]:
+        # every quad shades (no quad lost all its lanes to the early depth test): the batch's
+        # lanes as they are, read only from here on
+        sub, tile, pixel = fragments.lanes, fragments.tile, fragments.pixel
+    else:
+        sub = fragments.lanes.select(quad_live)
+        tile, pixel = fragments.tile[shaded_lanes], fragments.pixel[shaded_lanes]
     sampler = make_sampler(tile)
     inputs, system_values, execution = _run_program(program, fragments.tris, sub, draw,
                                                     target.height, scale, sampler)
@@ -310,7 +316,7 @@ def shade(fragments: Fragments, alive: np.ndarray, draw, scale: int, make_sample
     depth_register = next((r for r, s in program.fragment.program.output_semantics().items()
                            if s[0] == "POSITION"), None)
     depth = None if depth_register is None else execution.outputs[depth_register][2]
-    shaded = Shaded(shaded_lanes, inputs, system_values, color, fragments.pixel[shaded_lanes],
+    shaded = Shaded(shaded_lanes, inputs, system_values, color, pixel,
                     tile, sub_alive, sub_alive & ~killed, warp_instructions, texture, depth,
                     color1, int(getattr(sampler, "owner_base", 0)) or -1)
     return shaded, execution
