@@ -28,8 +28,7 @@ from tilesim.options import (
     positive_int,
     technique_name,
 )
-from tilesim.render.pipeline.framebuffer import TRAVERSALS
-from tilesim.render.pipeline.options import FILL_RULES, MEDIUMP_HELP
+from tilesim.render.pipeline.options import FILL_RULES, MEDIUMP_HELP, TRAVERSALS
 from tilesim.shaders.interpreter import MEDIUMP_MODES
 from tilesim.studies.config_options import (
     add_config_arguments,

@@ -19,8 +19,7 @@ from tilesim.backend import array_module, to_host
 from tilesim.backend import xp as active_xp
 from tilesim.errors import InputError
 from tilesim.jit import jit, usable
-
-TRAVERSALS = ("scanline", "zorder")
+from tilesim.render.pipeline.options import TRAVERSALS
 
 
 @dataclass

@@ -1,9 +1,12 @@
 """The renderer's options as the command line offers them: here, where importing them loads
 nothing (no NumPy, no stage), so that ``tilesim --help`` builds its parser without the
-pipeline. The rasterizer and the renderer take them from here."""
+pipeline. The stages take them from here."""
 
 # The rasterizer's tie-breaking rule for pixel centres on an edge (rasterizer.rasterize).
 FILL_RULES = ("top_left", "bottom_left")
+
+# The order tiles are visited in (framebuffer.RenderTarget.traversal).
+TRAVERSALS = ("scanline", "zorder")
 
 # --mediump of `tilesim render` and `tilesim conformance` (renderer.configured_mediump).
 MEDIUMP_HELP = (
