@@ -17,6 +17,7 @@ fragments in Python.
 from __future__ import annotations
 
 import contextlib
+import functools
 import warnings
 from dataclasses import dataclass, field
 
@@ -85,8 +86,11 @@ class Shaded:
     """The quads that ran the fragment program (those with a live fragment)."""
 
     lanes: np.ndarray             # (n,) bool over the batch: the lanes shaded
-    inputs: np.ndarray            # the program's IN registers per lane
-    system_values: dict
+    # the program's IN registers per lane and its system values (name -> per lane), as the
+    # parts of the lanes it ran in (SHADE_CHUNK_LANES), joined by :attr:`inputs` and
+    # :attr:`system_values` when a hook asks for them
+    input_parts: list
+    system_value_parts: list
     color: np.ndarray | None      # (m, 4) float: the COLOR output (None: the program has none)
     pixel: np.ndarray             # (m,) flat pixel index of each shaded lane
     tile: np.ndarray              # (m,) tile of each shaded lane
@@ -103,6 +107,21 @@ class Shaded:
     color1: np.ndarray | None = None
     # the owner of shaded lane 0's texture accesses (TextureSampler.owner_base; -1: none)
     tex_owner_base: int = -1
+
+    @functools.cached_property
+    def inputs(self):
+        """(R, 4, m) the IN registers of the shaded lanes."""
+        parts = self.input_parts
+        return parts[0] if len(parts) == 1 else array_module(parts[0]).concatenate(parts, axis=2)
+
+    @functools.cached_property
+    def system_values(self) -> dict:
+        """Name -> (..., m) the system values of the shaded lanes."""
+        parts = self.system_value_parts
+        if len(parts) == 1:
+            return parts[0]
+        xp = array_module(self.lanes)
+        return {name: xp.concatenate([p[name] for p in parts], axis=-1) for name in parts[0]}
 
 
 def raster_fragments(draw, tris, scale: int, entries: np.ndarray | None, fill_rule: str,
@@ -275,7 +294,7 @@ def shade(fragments: Fragments, alive: np.ndarray, draw, scale: int, make_sample
         sub = fragments.lanes.select(quad_live)
         tile, pixel = fragments.tile[shaded_lanes], fragments.pixel[shaded_lanes]
     sampler = make_sampler(tile)
-    inputs, system_values, execution = _run_program(program, fragments.tris, sub, draw,
+    input_parts, system_value_parts, execution = _run_program(program, fragments.tris, sub, draw,
                                                     target.height, scale, sampler)
     sub_alive = alive[shaded_lanes]
     killed = xp.asarray(execution.killed) & sub_alive
@@ -316,7 +335,7 @@ def shade(fragments: Fragments, alive: np.ndarray, draw, scale: int, make_sample
     depth_register = next((r for r, s in program.fragment.program.output_semantics().items()
                            if s[0] == "POSITION"), None)
     depth = None if depth_register is None else execution.outputs[depth_register][2]
-    shaded = Shaded(shaded_lanes, inputs, system_values, color, pixel,
+    shaded = Shaded(shaded_lanes, input_parts, system_value_parts, color, pixel,
                     tile, sub_alive, sub_alive & ~killed, warp_instructions, texture, depth,
                     color1, int(getattr(sampler, "owner_base", 0)) or -1)
     return shaded, execution
@@ -334,7 +353,10 @@ SHADE_CHUNK_LANES = 1 << 20
 def _run_program(program, tris, lanes_: FragmentLanes, draw, height: int, scale: int, sampler):
     """(inputs, system values, execution) of the fragment program over ``lanes_``, in parts
     of SHADE_CHUNK_LANES lanes where the sampler counts parts (:meth:`TextureSampler.lanes`)
-    or none samples; the same results as one run over every lane (see SHADE_CHUNK_LANES)."""
+    or none samples; the same results as one run over every lane (see SHADE_CHUNK_LANES).
+    The inputs and system values are lists of the parts' (joined by :class:`Shaded` when
+    used: only memoization reads them, and joining a full-screen draw's registers copied
+    tens of megabytes), the execution one over every lane."""
     xp = array_module(lanes_.x)
     quads = lanes_.triangle.shape[0]
     step = SHADE_CHUNK_LANES // 4
@@ -355,14 +377,11 @@ def _run_program(program, tris, lanes_: FragmentLanes, draw, height: int, scale:
                 sampler.finished(4 * stop)
             parts.append((inputs, system_values, execution))
     if whole:
-        return parts[0]
-    inputs = xp.concatenate([p[0] for p in parts], axis=2)
-    system_values = {name: xp.concatenate([p[1][name] for p in parts], axis=-1)
-                     for name in parts[0][1]}
+        return [parts[0][0]], [parts[0][1]], parts[0][2]
     execution = Execution(xp.concatenate([p[2].outputs for p in parts], axis=2),
                           xp.concatenate([xp.asarray(p[2].killed) for p in parts]),
                           DynamicStats.concatenate([p[2].stats for p in parts]))
-    return inputs, system_values, execution
+    return [p[0] for p in parts], [p[1] for p in parts], execution
 
 
 def in_flight_order(tgsi, sampler, lanes: int, xp):

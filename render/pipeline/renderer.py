@@ -882,7 +882,7 @@ class Renderer:
         shaded, _ = done
         if not early and hooks.observes("late_shaded"):
             hooks.late_shaded(draw, shaded.tile[shaded.alive])
-        if shaded.color is not None:
+        if shaded.color is not None and hooks.observes("shaded"):
             hooks.shaded(draw, shaded.inputs, shaded.system_values, shaded.color, shaded.tile,
                          shaded.alive)
         # A program without a color output (a depth-only pass) is still depth-tested here.
