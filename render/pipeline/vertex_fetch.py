@@ -81,20 +81,35 @@ def draw_elements(state: GLState, command) -> tuple[np.ndarray, int]:
     return indices, count * dtype.itemsize
 
 
+def _dense_presence(values: np.ndarray) -> tuple[int, np.ndarray] | None:
+    """(lowest value, (range,) bool: which values of the range occur) of (N,) int64
+    ``values`` when their range is not much larger than N (no sort), else None."""
+    if values.size == 0:
+        return None
+    low, high = int(values.min()), int(values.max())
+    if high - low > 4 * values.size + 1024:
+        return None
+    present = np.zeros(high - low + 1, dtype=bool)
+    present[values - low] = True
+    return low, present
+
+
 def unique_inverse(elements: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``np.unique(elements, return_inverse=True)`` of (N,) int64 vertex indices, through a
     dense table of the index range when it is not much larger than N (no sort)."""
-    if elements.size == 0:
+    dense = _dense_presence(elements)
+    if dense is None:
         return np.unique(elements, return_inverse=True)
-    low, high = int(elements.min()), int(elements.max())
-    if high - low > 4 * elements.size + 1024:
-        return np.unique(elements, return_inverse=True)
-    offset = elements - low
-    present = np.zeros(high - low + 1, dtype=bool)
-    present[offset] = True
+    low, present = dense
     ids = np.flatnonzero(present) + low
     rank = np.cumsum(present) - 1
-    return ids, rank[offset]
+    return ids, rank[elements - low]
+
+
+def count_distinct(values: np.ndarray) -> int:
+    """``np.unique(values).size`` of (N,) int64 values, by the dense table where it may."""
+    dense = _dense_presence(values)
+    return int(np.unique(values).size) if dense is None else int(np.count_nonzero(dense[1]))
 
 
 def fetch(state: GLState, program: Program, elements: np.ndarray) -> FetchedVertices:
@@ -118,7 +133,7 @@ def fetch(state: GLState, program: Program, elements: np.ndarray) -> FetchedVert
                                           vertex_cache_line()))
     # Vertex cache (Table 3.1: 4 KB, 64-byte lines): a draw's fetches miss once per distinct
     # line they touch (compulsory misses; a draw's working set is assumed to stream through).
-    misses = int(np.unique(np.concatenate(lines)).size) if lines else 0
+    misses = count_distinct(np.concatenate(lines)) if lines else 0
     # Vertex fetch reads memory on the host; from here on a draw's arrays are on the device.
     return FetchedVertices(ids, to_device(inverse.astype(np.int64)), to_device(inputs),
                            attribute_bytes, accesses, misses)

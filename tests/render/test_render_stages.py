@@ -485,3 +485,20 @@ def test_tiles_equal_compares_every_pixel_of_each_tile(channels):
     got = target.tiles_equal(a, b)
     np.testing.assert_array_equal(got, blocks)
     assert (~got).sum() == 3 and target.tiles_equal(a, a.copy()).all()
+
+
+@given(st.lists(st.integers(-(1 << 40), 1 << 40), max_size=300),
+       st.sampled_from([1, 7, 1 << 20]))
+@settings(max_examples=60, deadline=None)
+def test_distinct_vertex_indices_and_lines_are_numpys_unique(values, divisor):
+    """Vertex fetch's distinct indices (with each element's rank) and its count of distinct
+    cache lines, through a dense table where the range allows: np.unique's, for narrow and
+    wide ranges alike."""
+    from tilesim.render.pipeline.vertex_fetch import count_distinct, unique_inverse
+
+    array = np.asarray(values, dtype=np.int64) // divisor
+    ids, rank = unique_inverse(array)
+    expected_ids, expected_rank = np.unique(array, return_inverse=True)
+    np.testing.assert_array_equal(ids, expected_ids)
+    np.testing.assert_array_equal(rank, expected_rank)
+    assert count_distinct(array) == expected_ids.size
