@@ -47,6 +47,7 @@ STAGES = (
     (renderer.Renderer, "_raster", "selections between the quad stages"),
     (quad_stages, "raster_fragments", "rasterization into quads"),
     (quad_stages, "count_rasterized", "rasterized counters"),
+    (quad_stages, "early_depth_test", "depth tests"),
     (quad_stages, "depth_test", "depth tests"),
     (quad_stages, "shade", "shading: live quads selected, lanes counted"),
     (quad_stages, "_run_program", "shading glue (parts, statistics)"),

@@ -254,6 +254,32 @@ def quantize_depth(z: np.ndarray, depth_max: int) -> np.ndarray:
     return xp.floor(xp.clip(z, 0.0, 1.0) * depth_max + 0.5).astype(xp.int64)
 
 
+def early_depth_test(fragments: Fragments, buffer, fragment_state,
+                     counters: PassCounters) -> np.ndarray:
+    """The early depth test (:func:`depth_test` "early") of the batch's covered fragments;
+    returns (n,) bool over the batch: the lanes covered and passed. On the compiled path it
+    reads the lanes where they are, in submission order (``covered_index``), and counts with
+    the covered lanes as weights: no gathered copies of the covered lanes' pixels, depths
+    and tiles."""
+    f = fragment_state
+    idx = fragments.covered_index
+    if not usable(fragments.pixel, fragments.depth, buffer, idx):
+        passed = depth_test("early", fragments.pixel[idx], fragments.depth[idx],
+                            fragments.tile[idx], buffer, f, counters, fragments.rank_groups)
+        alive = fragments.covered.copy()
+        alive[idx[~passed]] = False
+        return alive
+    alive = output_merger.depth_test_compiled(fragments.pixel, fragments.depth, idx, buffer,
+                                              f.depth_func, f.depth_mask)
+    covered = fragments.covered
+    counted = {"early_z_tested": covered, "depth_reads": covered,
+               "early_z_killed": covered & ~alive}
+    if f.depth_mask:
+        counted["depth_writes"] = alive
+    counters.add_each(fragments.tile, counted)
+    return alive
+
+
 def depth_test(stage: str, pixel, depth, tile, buffer, fragment_state, counters: PassCounters,
                groups=None) -> np.ndarray:
     """The depth test of fragments (``sp_quad_depth_test``), ``stage`` "early" (before

@@ -863,14 +863,14 @@ class Renderer:
         depth_on = f.depth_test and target.depth is not None
         depth_buffer = target.depth.reshape(-1) if target.depth is not None else None
         early = depth_on and not program.fragment_kills and not program.fragment_writes_depth
-        alive = fragments.covered.copy()
         if early:
-            idx = fragments.covered_index
-            pixel, depth, tile = fragments.pixel[idx], fragments.depth[idx], fragments.tile[idx]
-            hooks.early_z(draw, pixel, depth, tile)
-            passed = quad_stages.depth_test("early", pixel, depth, tile, depth_buffer, f,
-                                            counters, fragments.rank_groups)
-            alive[idx[~passed]] = False
+            if hooks.observes("early_z"):
+                idx = fragments.covered_index
+                hooks.early_z(draw, fragments.pixel[idx], fragments.depth[idx],
+                              fragments.tile[idx])
+            alive = quad_stages.early_depth_test(fragments, depth_buffer, f, counters)
+        else:
+            alive = fragments.covered.copy()
 
         done = quad_stages.shade(fragments, alive, draw, scale,
                                  lambda tile: self._make_sampler(draw.texture_units, tile),
