@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tilesim.backend import array_module
+from tilesim.jit import jit, usable
 from tilesim.render.pipeline.triangle_setup import SUBPIXEL, Triangles
 
 LIST_ENTRY_BYTES = 4
@@ -74,6 +75,9 @@ def bin_triangles(tris: Triangles, rect, tile_size: int, tiles_x: int,
                   varying_components: int) -> Bins:
     xp = array_module(tris.x)
     x0, y0, x1, y1 = pixel_bounds(tris, rect)
+    record = 3 * (4 + varying_components) * 4
+    if usable(x0):
+        return Bins(*bin_compiled(x0, y0, x1, y1, tile_size, tiles_x, rect), record)
     valid = (x1 >= x0) & (y1 >= y0)
     tx0, tx1 = x0 // tile_size, x1 // tile_size
     ty0, ty1 = y0 // tile_size, y1 // tile_size
@@ -88,5 +92,49 @@ def bin_triangles(tris: Triangles, rect, tile_size: int, tiles_x: int,
     tiles_in_rect = ((rect[3] - 1) // tile_size + 1) * tiles_x
     key = tile.astype(xp.uint16) if tiles_in_rect <= (1 << 16) else tile
     order = xp.argsort(key, kind="stable")
-    record = 3 * (4 + varying_components) * 4
     return Bins(tile[order], tri[order], record)
+
+
+# == the compiled path (Numba, tilesim.jit): the same lists as the code above =============
+
+@jit
+def _bin(x0, y0, x1, y1, tile_size, tiles_x, tiles, starts, tile_out,
+         triangle_out):  # pragma: no cover - compiled
+    # A counting sort by tile of the entries made triangle by triangle, row by row: each
+    # tile's entries in submission order, as the stable sort of the vectorized path leaves
+    # them. ``starts`` (tiles + 1,) zeros on entry.
+    count = x0.shape[0]
+    for t in range(count):
+        if x1[t] < x0[t] or y1[t] < y0[t]:
+            continue
+        for ty in range(y0[t] // tile_size, y1[t] // tile_size + 1):
+            for tx in range(x0[t] // tile_size, x1[t] // tile_size + 1):
+                starts[ty * tiles_x + tx + 1] += 1
+    for k in range(tiles):
+        starts[k + 1] += starts[k]
+    for t in range(count):
+        if x1[t] < x0[t] or y1[t] < y0[t]:
+            continue
+        for ty in range(y0[t] // tile_size, y1[t] // tile_size + 1):
+            for tx in range(x0[t] // tile_size, x1[t] // tile_size + 1):
+                tile = ty * tiles_x + tx
+                at = starts[tile]
+                tile_out[at] = tile
+                triangle_out[at] = t
+                starts[tile] = at + 1
+
+
+def bin_compiled(x0, y0, x1, y1, tile_size: int, tiles_x: int, rect) -> tuple:
+    """(tile, triangle) of every display-list entry of the pixel bounding boxes (x0, y0,
+    x1, y1) (``pixel_bounds``; empty where x1 < x0 or y1 < y0), sorted by tile, each tile's
+    in submission order: ``bin_triangles``' lists."""
+    tiles = ((rect[3] - 1) // tile_size + 1) * tiles_x if rect[3] > 0 else 0
+    valid = (x1 >= x0) & (y1 >= y0)
+    entries = int((np.where(valid, x1 // tile_size - x0 // tile_size + 1, 0)
+                   * np.where(valid, y1 // tile_size - y0 // tile_size + 1, 0)).sum())
+    tile = np.empty(entries, dtype=np.int64)
+    triangle = np.empty(entries, dtype=np.int64)
+    _bin(x0, y0, x1, y1, tile_size, tiles_x, max(tiles, 1), np.zeros(max(tiles, 1) + 1,
+                                                                    dtype=np.int64),
+         tile, triangle)
+    return tile, triangle

@@ -979,3 +979,34 @@ def test_the_compiled_count_per_tile_is_numpys(size):
             counts = target.count_per_tile(shaped)
             assert counts.dtype == expected.dtype
             np.testing.assert_array_equal(counts, expected)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_compiled_binning_writes_the_vectorized_lists(seed):
+    """Display lists by a compiled counting sort against the vectorized stable sort: the
+    same (tile, triangle) entries in the same order, with scissor rectangles, empty boxes,
+    odd tile sizes and targets not a whole number of tiles."""
+    from tilesim.render.pipeline import binning
+    from tilesim.render.pipeline.triangle_setup import Triangles
+
+    rng = np.random.default_rng(seed)
+    for trial in range(40):
+        width, height = int(rng.integers(1, 400)), int(rng.integers(1, 300))
+        tile_size = int(rng.choice([4, 7, 16, 32]))
+        tiles_x = -(-width // tile_size)
+        count = int(rng.integers(0, 200))
+        x = rng.integers(-40 * 256, (width + 40) * 256, (count, 3))
+        y = rng.integers(-40 * 256, (height + 40) * 256, (count, 3))
+        y[::3] = y[::3, :1]                               # flat boxes, empty after rounding
+        tris = Triangles(x, y, x / 256, y / 256, np.zeros((count, 3)), np.ones((count, 3)),
+                         np.zeros((count, 3), np.int64), np.ones(count, bool),
+                         np.ones(count, np.int64), np.arange(count))
+        rect = (0, 0, width, height) if trial % 2 else (
+            int(rng.integers(0, width)), int(rng.integers(0, height)), width, height)
+        with disabled():
+            expected = binning.bin_triangles(tris, rect, tile_size, tiles_x, 4)
+        got = binning.bin_triangles(tris, rect, tile_size, tiles_x, 4)
+        np.testing.assert_array_equal(got.tile, expected.tile)
+        np.testing.assert_array_equal(got.triangle, expected.triangle)
+        assert got.record_bytes == expected.record_bytes
+        assert got.tile.dtype == expected.tile.dtype and got.triangle.dtype == np.int64
