@@ -75,7 +75,11 @@ def jit(function=None, *, inline: bool = False):
         if not AVAILABLE:
             return f
         configure_numba(numba)
-        return numba.njit(cache=True, nogil=True, inline="always" if inline else "never")(f)
+        # error_model="numpy": a float divided by zero is an infinity or NaN, as in the
+        # vectorized path (Python's model raises ZeroDivisionError: a helper lane whose 1/w
+        # interpolates to exactly 0 crashed the render)
+        return numba.njit(cache=True, nogil=True, error_model="numpy",
+                          inline="always" if inline else "never")(f)
     return wrap if function is None else wrap(function)
 
 

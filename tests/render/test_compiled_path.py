@@ -1010,3 +1010,21 @@ def test_the_compiled_binning_writes_the_vectorized_lists(seed):
         np.testing.assert_array_equal(got.triangle, expected.triangle)
         assert got.record_bytes == expected.record_bytes
         assert got.tile.dtype == expected.tile.dtype and got.triangle.dtype == np.int64
+
+
+def test_a_float_divided_by_zero_in_a_kernel_is_what_numpy_gives():
+    """The kernels divide floats as NumPy does (an infinity or NaN, no exception): a helper
+    lane whose interpolated 1/w is exactly 0 (or -0.0) is divided through, as the vectorized
+    interpolation divides it (under Python's error model it raised ZeroDivisionError and the
+    render stopped with a traceback)."""
+    from tilesim.render.pipeline import fragment_shading
+
+    planes = (np.array([[1.0, 0.0, -1.0]]), np.zeros((1, 3)), np.zeros((1, 3)))
+    triangle, quad = np.zeros(1, np.int64), np.zeros(1, np.int64)
+    inv_w = np.array([0.0, -0.0, 2.0, np.nan])
+    out = np.empty((3, 4), dtype=np.float32)
+    with np.errstate(all="ignore"):
+        fragment_shading.evaluate_into_compiled(planes, triangle, quad, quad, inv_w, out)
+        expected = (np.array([1.0, 0.0, -1.0])[:, None] / inv_w[None, :]).astype(np.float32)
+    np.testing.assert_array_equal(out, expected)
+
