@@ -8,11 +8,13 @@ rule is decided without rounding error. Triangles are turned to counter-clockwis
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
 from tilesim.backend import array_module
+from tilesim.jit import jit, usable
 
 SUBPIXEL_BITS = 8
 SUBPIXEL = 1 << SUBPIXEL_BITS
@@ -87,6 +89,10 @@ def setup(vertices: np.ndarray, triangles: np.ndarray, source: np.ndarray, *,
     xp = array_module(vertices)
     vx, vy, vw, vh = viewport
     near, far = depth_range
+    if polygon_offset is None and usable(vertices, triangles, source) \
+            and vertices.dtype == np.float64:
+        return setup_compiled(vertices, triangles, source, (vx, vy, vw * 0.5, vh * 0.5),
+                              ((far - near) * 0.5, (far + near) * 0.5), cull, front_face)
     pos = vertices[:, :4]
     # Vertices no kept triangle uses may have w <= 0 (clipping left them in the array).
     used = xp.zeros(len(pos), dtype=bool)
@@ -141,3 +147,124 @@ def _polygon_offset(x, y, z, offset, depth_bits):
     dzdx = (az * by - bz * ay) / det
     dzdy = (bz * ax - az * bx) / det
     return factor * xp.maximum(xp.abs(dzdx), xp.abs(dzdy)) + units / float(1 << depth_bits)
+
+
+# == the compiled path (Numba, tilesim.jit): bit-identical to the code above =============
+
+# What NumPy's float -> int64 cast gives NaN, infinities and values out of range on this
+# machine (x86: the "integer indefinite"), which the compiled cast must give too.
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    _INDEFINITE = int(np.array([np.nan]).astype(np.int64)[0])
+_CULL = {None: 0, "BACK": 1, "FRONT": 2, "FRONT_AND_BACK": 3}
+
+
+@jit(inline=True)
+def _subpixels(value, indefinite):  # pragma: no cover - compiled
+    # round(value * SUBPIXEL).astype(int64): half to even, NumPy's cast where out of range
+    scaled = np.rint(value * 256.0)
+    if not (scaled >= -9.223372036854775808e18 and scaled < 9.223372036854775808e18):
+        return np.int64(indefinite)
+    return np.int64(scaled)
+
+
+@jit
+def _setup_vertices(pos, used, vx, vy, half_w, half_h, z_scale, z_bias, indefinite, inv_w, wx,
+                    wy, wz, sx, sy):  # pragma: no cover - compiled
+    for v in range(pos.shape[0]):
+        w = pos[v, 3] if used[v] else 1.0
+        iw = 1.0 / w
+        inv_w[v] = iw
+        n0 = pos[v, 0] * iw if used[v] else 0.0
+        n1 = pos[v, 1] * iw if used[v] else 0.0
+        n2 = pos[v, 2] * iw if used[v] else 0.0
+        x = (n0 + 1.0) * half_w + vx
+        y = (n1 + 1.0) * half_h + vy
+        wx[v] = x
+        wy[v] = y
+        wz[v] = n2 * z_scale + z_bias
+        sx[v] = _subpixels(x, indefinite)
+        sy[v] = _subpixels(y, indefinite)
+
+
+@jit
+def _setup_triangles(triangles, source, sx, sy, wx, wy, wz, inv_w, ccw_front, cull, keep,
+                     front, area, counts):  # pragma: no cover - compiled
+    # pass 1: area, facing, culling of every triangle (counts: degenerate, culled, kept)
+    for t in range(triangles.shape[0]):
+        a, b, c = triangles[t, 0], triangles[t, 1], triangles[t, 2]
+        area2 = (sx[b] - sx[a]) * (sy[c] - sy[a]) - (sx[c] - sx[a]) * (sy[b] - sy[a])
+        ccw = area2 > 0
+        faces_front = ccw if ccw_front else not ccw
+        kept = area2 != 0
+        if not kept:
+            counts[0] += 1
+        culled = kept and (cull == 3 or (cull == 1 and not faces_front)
+                           or (cull == 2 and faces_front))
+        if culled:
+            counts[1] += 1
+            kept = False
+        keep[t] = kept
+        front[t] = faces_front
+        area[t] = area2 if area2 >= 0 else -area2
+        if kept:
+            counts[2] += 1
+
+
+@jit
+def _gather_triangles(triangles, source, keep, front, area, sx, sy, wx, wy, wz, inv_w, x, y, fx,
+                      fy, z, iw, vertex, front_out, area_out,
+                      source_out):  # pragma: no cover - compiled
+    # pass 2: the kept triangles counter-clockwise (vertices 1 and 2 swapped where not)
+    k = 0
+    for t in range(triangles.shape[0]):
+        if not keep[t]:
+            continue
+        a, b, c = triangles[t, 0], triangles[t, 1], triangles[t, 2]
+        area2 = (sx[b] - sx[a]) * (sy[c] - sy[a]) - (sx[c] - sx[a]) * (sy[b] - sy[a])
+        if not area2 > 0:
+            b, c = c, b
+        for j in range(3):
+            v = a if j == 0 else (b if j == 1 else c)
+            vertex[k, j] = v
+            x[k, j] = sx[v]
+            y[k, j] = sy[v]
+            fx[k, j] = wx[v]
+            fy[k, j] = wy[v]
+            z[k, j] = wz[v]
+            iw[k, j] = inv_w[v]
+        front_out[k] = front[t]
+        area_out[k] = area[t]
+        source_out[k] = source[t]
+        k += 1
+
+
+def setup_compiled(vertices, triangles, source, viewport_terms, depth_terms, cull,
+                   front_face: str) -> SetupResult:
+    """``setup`` without a polygon offset, in compiled passes: the same window coordinates,
+    snapping, facing, culling and kept triangles. ``viewport_terms`` (x, y, width / 2,
+    height / 2), ``depth_terms`` ((far - near) / 2, (far + near) / 2), as ``setup`` forms
+    them."""
+    count = vertices.shape[0]
+    used = np.zeros(count, dtype=bool)
+    used[triangles.ravel()] = True
+    inv_w, wx, wy, wz = (np.empty(count, dtype=np.float64) for _ in range(4))
+    sx, sy = np.empty(count, dtype=np.int64), np.empty(count, dtype=np.int64)
+    vx, vy, half_w, half_h = viewport_terms
+    _setup_vertices(vertices, used, float(vx), float(vy), float(half_w), float(half_h),
+                    float(depth_terms[0]), float(depth_terms[1]), _INDEFINITE, inv_w, wx, wy,
+                    wz, sx, sy)
+    t = triangles.shape[0]
+    keep, front = np.empty(t, dtype=bool), np.empty(t, dtype=bool)
+    area, counts = np.empty(t, dtype=np.int64), np.zeros(3, dtype=np.int64)
+    _setup_triangles(triangles, source, sx, sy, wx, wy, wz, inv_w, front_face == "CCW",
+                     _CULL.get(cull, 0), keep, front, area, counts)
+    kept = int(counts[2])
+    out = (np.empty((kept, 3), dtype=np.int64), np.empty((kept, 3), dtype=np.int64),
+           *(np.empty((kept, 3), dtype=np.float64) for _ in range(4)),
+           np.empty((kept, 3), dtype=triangles.dtype), np.empty(kept, dtype=bool),
+           np.empty(kept, dtype=np.int64), np.empty(kept, dtype=source.dtype))
+    _gather_triangles(triangles, source, keep, front, area, sx, sy, wx, wy, wz, inv_w, *out)
+    x, y, fx, fy, z, iw, vertex, front_out, area_out, source_out = out
+    return SetupResult(Triangles(x, y, fx, fy, z, iw, vertex, front_out, area_out, source_out),
+                       int(counts[1]), int(counts[0]))

@@ -1028,3 +1028,50 @@ def test_a_float_divided_by_zero_in_a_kernel_is_what_numpy_gives():
         expected = (np.array([1.0, 0.0, -1.0])[:, None] / inv_w[None, :]).astype(np.float32)
     np.testing.assert_array_equal(out, expected)
 
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_compiled_triangle_setup_is_the_vectorized_one(seed):
+    """Triangle set-up in compiled passes against the vectorized set-up: the same window
+    coordinates, snapped positions (halves rounding to even, coordinates beyond int64 cast
+    as NumPy casts them), facing, culling counts and kept triangles, for every cull mode and
+    winding, w of either sign, zero and tiny, and unused vertices."""
+    from tilesim.render.pipeline import triangle_setup
+
+    rng = np.random.default_rng(seed)
+    for trial in range(40):
+        count = int(rng.integers(3, 60))
+        vertices = rng.normal(0, 1, (count, int(rng.integers(4, 9))))
+        vertices[:, 3] = rng.choice([1.0, 0.5, 2.0, -1.0, 1e-300, 0.0, -0.0], count)
+        viewport = (3, -2, 97, 61)
+        if trial % 4 == 0:
+            # window coordinates on half subpixels: a 2x2 viewport maps x to x + 1, exactly
+            viewport = (0, 0, 2, 2)
+            vertices[:, :2] = (rng.integers(-300, 300, (count, 2)) + 0.5) / 256 - 1
+            vertices[:, 3] = 1.0
+        if trial % 5 == 0:
+            vertices[: count // 2, :3] *= 1e300
+        triangles = rng.integers(0, count, (int(rng.integers(0, 50)), 3))
+        source = np.arange(triangles.shape[0]) * 3
+        for cull in (None, "BACK", "FRONT", "FRONT_AND_BACK"):
+            for front_face in ("CCW", "CW"):
+                options = dict(viewport=viewport, depth_range=(0.25, 0.9), cull=cull,
+                               front_face=front_face)
+                with np.errstate(all="ignore"), warnings_ignored():
+                    with disabled():
+                        expected = triangle_setup.setup(vertices, triangles, source, **options)
+                    got = triangle_setup.setup(vertices, triangles, source, **options)
+                assert (got.culled, got.degenerate) == (expected.culled, expected.degenerate)
+                for name in ("x", "y", "fx", "fy", "z", "inv_w", "vertex", "front", "area2",
+                             "source"):
+                    a, b = getattr(got.triangles, name), getattr(expected.triangles, name)
+                    assert a.dtype == b.dtype, name
+                    np.testing.assert_array_equal(a, b, name)
+
+
+@contextlib.contextmanager
+def warnings_ignored():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
