@@ -64,21 +64,24 @@ AVAILABLE = numba is not None and os.environ.get(JIT_ENV, "1") != "0"
 _enabled = AVAILABLE
 
 
-def jit(function=None, *, inline: bool = False):
+def jit(function=None, *, inline: bool = False, numpy_division: bool = False):
     """``@jit`` or ``@jit(inline=True)``: compiled with Numba, cached on disk in a cache of
     this source (:mod:`tilesim.kernel_cache`: a kernel whose inlined helpers changed must not
     load its old code); the plain function where Numba is off. ``inline``: inlined into its
     callers at Numba's IR level, for a scalar helper of a hot loop that LLVM would leave a
     call (too large, or taking an array), and for the shader core's stages (a call passing its
-    state of ~45 arrays costs a reference count per array, more than most stages' work)."""
+    state of ~45 arrays costs a reference count per array, more than most stages' work).
+    ``numpy_division``: a kernel that divides floats by values of its input divides as the
+    vectorized path does (an infinity or NaN where the divisor is zero; Numba's default,
+    Python's, raises ZeroDivisionError: a helper lane whose 1/w interpolated to exactly 0
+    stopped a render). Not the default: under NumPy's error model the texture caches' LRU
+    lookups ran 2.5x slower (docs/notes/issue-34-speed.md)."""
     def wrap(f):
         if not AVAILABLE:
             return f
         configure_numba(numba)
-        # error_model="numpy": a float divided by zero is an infinity or NaN, as in the
-        # vectorized path (Python's model raises ZeroDivisionError: a helper lane whose 1/w
-        # interpolates to exactly 0 crashed the render)
-        return numba.njit(cache=True, nogil=True, error_model="numpy",
+        return numba.njit(cache=True, nogil=True,
+                          error_model="numpy" if numpy_division else "python",
                           inline="always" if inline else "never")(f)
     return wrap if function is None else wrap(function)
 

@@ -138,7 +138,7 @@ def _clip_polygons(polygons: np.ndarray, counts: np.ndarray, plane: int):
 PASS_HOLDS = 4
 
 
-@jit
+@jit(numpy_division=True)
 def _clip_polygons_kernel(polygons, planes, epsilon, held, out, counts):  # pragma: no cover
     c, _, dim = polygons.shape
     width = out.shape[1]

@@ -225,7 +225,7 @@ def _plane(v0, v1, v2, x0, y0, x10, y10, x20, y20, det):  # pragma: no cover - c
     return v0 - a * x0 - b * y0, a, b
 
 
-@jit
+@jit(numpy_division=True)
 def _planes_kernel(fx, fy, values, c, a, b):  # pragma: no cover - compiled
     for t in range(values.shape[0]):
         x0, y0, x10, y10, x20, y20, det = _triangle_frame(fx, fy, t)
@@ -235,7 +235,7 @@ def _planes_kernel(fx, fy, values, c, a, b):  # pragma: no cover - compiled
                                                det)
 
 
-@jit
+@jit(numpy_division=True)
 def _attribute_planes_kernel(fx, fy, rows, vertex, col, inv_w, perspective, c, a,
                              b):  # pragma: no cover - compiled
     for t in range(vertex.shape[0]):
@@ -296,7 +296,7 @@ def evaluate_compiled(planes, triangle, qx, qy) -> np.ndarray:
     return out
 
 
-@jit
+@jit(numpy_division=True)
 def _evaluate_perspective(c, a, b, triangle, qx, qy, inv_w, out):  # pragma: no cover
     k = c.shape[1]
     for q in range(triangle.shape[0]):

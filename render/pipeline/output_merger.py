@@ -366,7 +366,7 @@ def _factor_kernel(code, value_s, alpha_s, value_d, alpha_d, value_c, alpha_c,
     return 1.0 if alpha else _minimum(alpha_s, 1 - alpha_d)
 
 
-@jit
+@jit(numpy_division=True)
 def _write_colors(pixel, color, order, buffer, mask, has_alpha, blend, factors, equations,
                   const, nan_byte):  # pragma: no cover - compiled
     s = np.empty(4, dtype=np.float64)

@@ -168,7 +168,7 @@ def _subpixels(value, indefinite):  # pragma: no cover - compiled
     return np.int64(scaled)
 
 
-@jit
+@jit(numpy_division=True)
 def _setup_vertices(pos, used, vx, vy, half_w, half_h, z_scale, z_bias, indefinite, inv_w, wx,
                     wy, wz, sx, sy):  # pragma: no cover - compiled
     for v in range(pos.shape[0]):
