@@ -2,7 +2,7 @@
 color buffer, the way Mesa's softpipe chains ``sp_quad_depth_test`` -> ``sp_quad_fs`` ->
 ``sp_quad_blend``. ``Renderer._raster`` writes the chain down in one place:
 
-    raster_fragments -> [depth_test, early] -> shade -> [depth_test, late] -> blend
+    raster_fragments -> [early_depth_test] -> shade -> [depth_test, late] -> blend
 
 Conventions. A batch is the fragments of one draw's display-list entries at one sampling
 rate. Every array is per lane, four lanes per 2x2 quad (helper lanes included: the fragment

@@ -8,6 +8,9 @@ makes shared edges cover every pixel exactly once. Candidate quads are the quads
 triangle's bounding box (clamped to the render rectangle), generated for many triangles at
 once and processed in chunks that bound memory (or, for NumPy arrays where Numba is
 installed, walked quad by quad in a compiled loop: ``rasterize_compiled``, the same quads).
+The raster phase walks a draw's display lists instead where it can (``rasterize_entries``:
+each entry's triangle inside its tile, tile by tile), which gives the same quads already in
+tile order, each with its entry.
 
 Lanes of a quad are ordered top-left, top-right, bottom-left, bottom-right in the
 interpreter's terms: lane k is pixel (2*qx + (k & 1), 2*qy + (k >> 1)), "bottom" being +1 in
