@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -237,6 +238,15 @@ def all_within(index, size):  # pragma: no cover - compiled
         if k < 0 or k >= size:
             return False
     return True
+
+
+def nan_cast(dtype) -> int:
+    """What NumPy's cast of a float NaN to the integer ``dtype`` gives on this machine (x86:
+    the "integer indefinite", also for infinities and values out of range, for int64; 0 for
+    uint8), which a compiled kernel must give too: LLVM leaves the cast undefined."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return int(np.array([np.nan]).astype(dtype)[0])
 
 
 def power_of_two_shift(n: int) -> int:

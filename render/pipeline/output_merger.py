@@ -10,12 +10,11 @@ overlap (the common case for meshes after culling) is a single step.
 from __future__ import annotations
 
 import operator
-import warnings
 
 import numpy as np
 
 from tilesim.backend import array_module, to_host
-from tilesim.jit import in_threads, jit, nondecreasing, spans, spans_of_runs, usable
+from tilesim.jit import in_threads, jit, nan_cast, nondecreasing, spans, spans_of_runs, usable
 from tilesim.render.gl.commands import DUAL_SOURCE_FACTORS
 
 COMPARE = {
@@ -241,10 +240,7 @@ def write_colors(pixel: np.ndarray, color: np.ndarray, buffer: np.ndarray, state
 
 # == the compiled path (Numba, tilesim.jit): bit-identical to the code above =============
 
-# What NumPy's float -> uint8 cast gives a NaN on this machine (LLVM leaves it undefined).
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore")
-    NAN_BYTE = int(np.array([np.nan]).astype(np.uint8)[0])
+NAN_BYTE = nan_cast(np.uint8)
 
 # Depth functions and blend factors / equations as kernel codes.
 DEPTH_FUNCS = {"NEVER": 0, "LESS": 1, "EQUAL": 2, "LEQUAL": 3, "GREATER": 4, "NOTEQUAL": 5,

@@ -18,13 +18,19 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from tilesim.backend import array_module, quad_any
-from tilesim.jit import jit, nondecreasing, power_of_two_shift, stable_order_compiled, usable
+from tilesim.jit import (
+    jit,
+    nan_cast,
+    nondecreasing,
+    power_of_two_shift,
+    stable_order_compiled,
+    usable,
+)
 from tilesim.render.pipeline import fragment_shading, output_merger, rasterizer
 from tilesim.render.pipeline.counters import PassCounters
 from tilesim.render.pipeline.fragment_shading import FragmentLanes
@@ -556,10 +562,7 @@ def quad_tiles_compiled(qx, qy, scale: int, width: int, height: int, tile_size: 
     return tile
 
 
-# What NumPy's float -> int64 cast gives a NaN on this machine.
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore")
-    NAN_INT64 = int(np.array([np.nan]).astype(np.int64)[0])
+NAN_INT64 = nan_cast(np.int64)
 
 
 @jit
