@@ -8,13 +8,12 @@ rule is decided without rounding error. Triangles are turned to counter-clockwis
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
 from tilesim.backend import array_module
-from tilesim.jit import jit, usable
+from tilesim.jit import jit, nan_cast, usable
 
 SUBPIXEL_BITS = 8
 SUBPIXEL = 1 << SUBPIXEL_BITS
@@ -151,18 +150,15 @@ def _polygon_offset(x, y, z, offset, depth_bits):
 
 # == the compiled path (Numba, tilesim.jit): bit-identical to the code above =============
 
-# What NumPy's float -> int64 cast gives NaN, infinities and values out of range on this
-# machine (x86: the "integer indefinite"), which the compiled cast must give too.
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore")
-    _INDEFINITE = int(np.array([np.nan]).astype(np.int64)[0])
+# NumPy's cast of NaN, infinities and values out of range to int64
+_INDEFINITE = nan_cast(np.int64)
 _CULL = {None: 0, "BACK": 1, "FRONT": 2, "FRONT_AND_BACK": 3}
 
 
 @jit(inline=True)
 def _subpixels(value, indefinite):  # pragma: no cover - compiled
     # round(value * SUBPIXEL).astype(int64): half to even, NumPy's cast where out of range
-    scaled = np.rint(value * 256.0)
+    scaled = np.rint(value * SUBPIXEL)
     if not (scaled >= -9.223372036854775808e18 and scaled < 9.223372036854775808e18):
         return np.int64(indefinite)
     return np.int64(scaled)
@@ -188,8 +184,8 @@ def _setup_vertices(pos, used, vx, vy, half_w, half_h, z_scale, z_bias, indefini
 
 
 @jit
-def _setup_triangles(triangles, source, sx, sy, wx, wy, wz, inv_w, ccw_front, cull, keep,
-                     front, area, counts):  # pragma: no cover - compiled
+def _setup_triangles(triangles, sx, sy, ccw_front, cull, keep, front, area,
+                     counts):  # pragma: no cover - compiled
     # pass 1: area, facing, culling of every triangle (counts: degenerate, culled, kept)
     for t in range(triangles.shape[0]):
         a, b, c = triangles[t, 0], triangles[t, 1], triangles[t, 2]
@@ -212,17 +208,17 @@ def _setup_triangles(triangles, source, sx, sy, wx, wy, wz, inv_w, ccw_front, cu
 
 
 @jit
-def _gather_triangles(triangles, source, keep, front, area, sx, sy, wx, wy, wz, inv_w, x, y, fx,
-                      fy, z, iw, vertex, front_out, area_out,
+def _gather_triangles(triangles, source, keep, front, area, ccw_front, sx, sy, wx, wy, wz,
+                      inv_w, x, y, fx, fy, z, iw, vertex, front_out, area_out,
                       source_out):  # pragma: no cover - compiled
-    # pass 2: the kept triangles counter-clockwise (vertices 1 and 2 swapped where not)
+    # pass 2: the kept triangles counter-clockwise (vertices 1 and 2 swapped where not: where
+    # the facing pass 1 found differs from the front face's winding)
     k = 0
     for t in range(triangles.shape[0]):
         if not keep[t]:
             continue
         a, b, c = triangles[t, 0], triangles[t, 1], triangles[t, 2]
-        area2 = (sx[b] - sx[a]) * (sy[c] - sy[a]) - (sx[c] - sx[a]) * (sy[b] - sy[a])
-        if not area2 > 0:
+        if front[t] != ccw_front:
             b, c = c, b
         for j in range(3):
             v = a if j == 0 else (b if j == 1 else c)
@@ -257,14 +253,16 @@ def setup_compiled(vertices, triangles, source, viewport_terms, depth_terms, cul
     t = triangles.shape[0]
     keep, front = np.empty(t, dtype=bool), np.empty(t, dtype=bool)
     area, counts = np.empty(t, dtype=np.int64), np.zeros(3, dtype=np.int64)
-    _setup_triangles(triangles, source, sx, sy, wx, wy, wz, inv_w, front_face == "CCW",
-                     _CULL.get(cull, 0), keep, front, area, counts)
+    ccw_front = front_face == "CCW"
+    _setup_triangles(triangles, sx, sy, ccw_front, _CULL.get(cull, 0), keep, front, area,
+                     counts)
     kept = int(counts[2])
     out = (np.empty((kept, 3), dtype=np.int64), np.empty((kept, 3), dtype=np.int64),
            *(np.empty((kept, 3), dtype=np.float64) for _ in range(4)),
            np.empty((kept, 3), dtype=triangles.dtype), np.empty(kept, dtype=bool),
            np.empty(kept, dtype=np.int64), np.empty(kept, dtype=source.dtype))
-    _gather_triangles(triangles, source, keep, front, area, sx, sy, wx, wy, wz, inv_w, *out)
+    _gather_triangles(triangles, source, keep, front, area, ccw_front, sx, sy, wx, wy, wz,
+                      inv_w, *out)
     x, y, fx, fy, z, iw, vertex, front_out, area_out, source_out = out
     return SetupResult(Triangles(x, y, fx, fy, z, iw, vertex, front_out, area_out, source_out),
                        int(counts[1]), int(counts[0]))
