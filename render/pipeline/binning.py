@@ -76,20 +76,22 @@ def bin_triangles(tris: Triangles, rect, tile_size: int, tiles_x: int,
     xp = array_module(tris.x)
     x0, y0, x1, y1 = pixel_bounds(tris, rect)
     record = 3 * (4 + varying_components) * 4
-    if usable(x0):
-        return Bins(*bin_compiled(x0, y0, x1, y1, tile_size, tiles_x, rect), record)
     valid = (x1 >= x0) & (y1 >= y0)
     tx0, tx1 = x0 // tile_size, x1 // tile_size
     ty0, ty1 = y0 // tile_size, y1 // tile_size
     ntx = xp.where(valid, tx1 - tx0 + 1, 0)
     nty = xp.where(valid, ty1 - ty0 + 1, 0)
     per = ntx * nty
+    entries = int(per.sum())
+    tiles_in_rect = ((rect[3] - 1) // tile_size + 1) * tiles_x
+    if usable(x0):
+        return Bins(*bin_compiled(x0, y0, x1, y1, tile_size, tiles_x, tiles_in_rect, entries),
+                    record)
     tri = xp.repeat(xp.arange(len(tris)), per)
-    local = xp.arange(int(per.sum())) - xp.repeat(xp.cumsum(per) - per, per)
+    local = xp.arange(entries) - xp.repeat(xp.cumsum(per) - per, per)
     width = xp.repeat(xp.maximum(ntx, 1), per)
     tile = (xp.repeat(ty0, per) + local // width) * tiles_x + xp.repeat(tx0, per) + local % width
     # Tile numbers fit 16 bits at common sizes: NumPy radix-sorts those in linear time.
-    tiles_in_rect = ((rect[3] - 1) // tile_size + 1) * tiles_x
     key = tile.astype(xp.uint16) if tiles_in_rect <= (1 << 16) else tile
     order = xp.argsort(key, kind="stable")
     return Bins(tile[order], tri[order], record)
@@ -124,17 +126,14 @@ def _bin(x0, y0, x1, y1, tile_size, tiles_x, tiles, starts, tile_out,
                 starts[tile] = at + 1
 
 
-def bin_compiled(x0, y0, x1, y1, tile_size: int, tiles_x: int, rect) -> tuple:
-    """(tile, triangle) of every display-list entry of the pixel bounding boxes (x0, y0,
-    x1, y1) (``pixel_bounds``; empty where x1 < x0 or y1 < y0), sorted by tile, each tile's
-    in submission order: ``bin_triangles``' lists."""
-    tiles = ((rect[3] - 1) // tile_size + 1) * tiles_x if rect[3] > 0 else 0
-    valid = (x1 >= x0) & (y1 >= y0)
-    entries = int((np.where(valid, x1 // tile_size - x0 // tile_size + 1, 0)
-                   * np.where(valid, y1 // tile_size - y0 // tile_size + 1, 0)).sum())
+def bin_compiled(x0, y0, x1, y1, tile_size: int, tiles_x: int, tiles: int,
+                 entries: int) -> tuple:
+    """(tile, triangle) of the ``entries`` display-list entries of the pixel bounding boxes
+    (x0, y0, x1, y1) (``pixel_bounds``; empty where x1 < x0 or y1 < y0) in ``tiles`` tiles,
+    sorted by tile, each tile's in submission order: ``bin_triangles``' lists."""
+    tiles = max(tiles, 1)
     tile = np.empty(entries, dtype=np.int64)
     triangle = np.empty(entries, dtype=np.int64)
-    _bin(x0, y0, x1, y1, tile_size, tiles_x, max(tiles, 1), np.zeros(max(tiles, 1) + 1,
-                                                                    dtype=np.int64),
-         tile, triangle)
+    _bin(x0, y0, x1, y1, tile_size, tiles_x, tiles, np.zeros(tiles + 1, dtype=np.int64), tile,
+         triangle)
     return tile, triangle
