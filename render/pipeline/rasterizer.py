@@ -223,28 +223,45 @@ def _rasterize(a, b, c, bias, x0, y0, x1, y1, rect, subpixel, start, tri_out, qx
     return t, n
 
 
+def _quad_buffers(capacity: int, with_entry: bool) -> tuple:
+    """Output buffers of a rasterizing kernel: triangle, qx, qy, (capacity, 4) coverage, and
+    the entry of each quad where ``with_entry``."""
+    buffers = (np.empty(capacity, dtype=np.int64), np.empty(capacity, dtype=np.int64),
+               np.empty(capacity, dtype=np.int64), np.empty((capacity, 4), dtype=bool))
+    return (*buffers, np.empty(capacity, dtype=np.int64)) if with_entry else buffers
+
+
+def _run_in_parts(kernel, start: int, stop: int, capacity: int, with_entry: bool) -> list:
+    """``kernel(start, *buffers) -> (next, quads)`` called from ``start`` until it reaches
+    ``stop``, into fresh buffers of ``capacity`` quads each time: the parts filled."""
+    parts = []
+    while True:
+        buffers = _quad_buffers(capacity, with_entry)
+        start, n = kernel(start, *buffers)
+        parts.append(tuple(b[:n] for b in buffers))
+        if start >= stop:
+            return parts
+
+
+def _joined(parts: list) -> tuple:
+    """The parts' arrays joined in order (one part copied, so its unused capacity is
+    freed)."""
+    if len(parts) == 1:
+        return tuple(p.copy() for p in parts[0])
+    return tuple(np.concatenate(p) for p in zip(*parts, strict=True))
+
+
 def rasterize_compiled(a, b, c, bias, x0, y0, x1, y1, rect, subpixel: int):
     """(triangle, qx, qy, coverage) of the covered quads, as ``rasterizer.rasterize``."""
     per = np.where((x1 >= x0) & (y1 >= y0),
                    (x1 // 2 - x0 // 2 + 1) * (y1 // 2 - y0 // 2 + 1), 0)
     capacity = int(max(min(int(per.sum()), 1 << 20), int(per.max(initial=0)), 1))
     rect = np.asarray(rect, dtype=np.int64)
-    parts = []
-    start = 0
-    while True:
-        tri = np.empty(capacity, dtype=np.int64)
-        qx = np.empty(capacity, dtype=np.int64)
-        qy = np.empty(capacity, dtype=np.int64)
-        cov = np.empty((capacity, 4), dtype=bool)
-        start, n = _rasterize(a, b, c, bias, x0, y0, x1, y1, rect, subpixel, start, tri, qx,
-                              qy, cov)
-        parts.append((tri[:n], qx[:n], qy[:n], cov[:n]))
-        if start >= len(a):
-            break
-    if len(parts) == 1:
-        # Copies, so the unused capacity is freed.
-        return tuple(p.copy() for p in parts[0])
-    return tuple(np.concatenate(p) for p in zip(*parts, strict=True))
+
+    def kernel(start, *buffers):
+        return _rasterize(a, b, c, bias, x0, y0, x1, y1, rect, subpixel, start, *buffers)
+
+    return _joined(_run_in_parts(kernel, 0, len(a), capacity, False))
 
 
 # == display lists in order: the quads tile by tile (compiled) ==============================
@@ -338,26 +355,18 @@ def rasterize_entries(tris: Triangles, rect, fill_rule: str, bins, chosen, *, sc
         first, stop = span
         capacity = max(min(int(np.count_nonzero(chosen[first:stop])) * per_tile, 1 << 20),
                        per_tile)
-        parts = []
-        while True:
-            out = (np.empty(capacity, dtype=np.int64), np.empty(capacity, dtype=np.int64),
-                   np.empty(capacity, dtype=np.int64), np.empty((capacity, 4), dtype=bool),
-                   np.empty(capacity, dtype=np.int64))
-            first, n = _rasterize_entries(rows, skip_degenerate, bins.tile[:stop],
-                                          bins.triangle, chosen, rect, SUBPIXEL, scale,
-                                          tile_size, tiles_x, first, *out)
-            parts.append(tuple(a[:n] for a in out))
-            if first >= stop:
-                return parts
+
+        def kernel(start, *buffers):
+            return _rasterize_entries(rows, skip_degenerate, bins.tile[:stop], bins.triangle,
+                                      chosen, rect, SUBPIXEL, scale, tile_size, tiles_x, start,
+                                      *buffers)
+
+        return _run_in_parts(kernel, first, stop, capacity, True)
 
     # the spans side by side, joined in their order: the lists' (an entry holds up to a
     # tile's quads)
     parts = [p for span in in_threads(walk, spans(bins.tile.shape[0], lanes_each=per_tile,
                                                   per_thread=2))
              for p in span]
-    if len(parts) == 1:
-        # Copies, so the unused capacity is freed.
-        tri, qx, qy, cov, entry = (p.copy() for p in parts[0])
-    else:
-        tri, qx, qy, cov, entry = (np.concatenate(p) for p in zip(*parts, strict=True))
+    tri, qx, qy, cov, entry = _joined(parts)
     return Quads(tri, qx, qy, cov, 0), entry
