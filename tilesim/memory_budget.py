@@ -6,6 +6,15 @@ same amount in again: at 1920x1080 that was about half a second of system time p
 as much as the rendering itself. Raising glibc's mmap and trim thresholds keeps freed memory
 in the process for reuse. Elsewhere (not glibc) this does nothing.
 
+NumPy also asks the kernel for transparent huge pages on every array of 4 MiB or more
+(``madvise(MADV_HUGEPAGE)``, where the system's policy is "madvise"). With freed memory kept
+for reuse, that advice bought nothing and cost stalls: the kernel compacts memory to find
+2 MiB pages on a fault, and its khugepaged thread collapses reused blocks on the same cores.
+A frame's time became bimodal (the bunny 97-134 ms, the runner at 1080p 459-481 ms, one
+thread) and is steady without it (99-100 and 435 ms; docs/notes/issue-34-speed.md, eighth
+session). So the advice is switched off, unless the user chose it with NumPy's own
+``NUMPY_MADVISE_HUGEPAGE`` variable.
+
 The budget: a tiny trace can declare a 16384x16384 framebuffer or gigabytes of zero-filled
 blobs. What an input asks for (render targets, textures, decompressed blobs) is checked
 against one budget before it is allocated, so such an input gets a clear error instead of
@@ -28,7 +37,9 @@ _M_MMAP_THRESHOLD = -3
 
 @functools.cache
 def keep_freed_memory() -> bool:
-    """Ask glibc to keep freed blocks for reuse; True when it took effect."""
+    """Ask glibc to keep freed blocks for reuse, and NumPy not to advise huge pages on them
+    (see the module's docstring); True when glibc took it."""
+    _no_huge_page_advice()
     name = ctypes.util.find_library("c")
     if not name:
         return False
@@ -42,6 +53,23 @@ def keep_freed_memory() -> bool:
     ok = mallopt(_M_MMAP_THRESHOLD, 1 << 30) == 1
     ok &= mallopt(_M_TRIM_THRESHOLD, (1 << 31) - 1) == 1
     return bool(ok)
+
+
+NUMPY_HUGE_PAGES_ENV = "NUMPY_MADVISE_HUGEPAGE"
+
+
+def _no_huge_page_advice() -> None:
+    """Switch NumPy's huge-page advice off where the user has not set it
+    (:data:`NUMPY_HUGE_PAGES_ENV`, which NumPy reads once at import)."""
+    if os.environ.get(NUMPY_HUGE_PAGES_ENV) is not None:
+        return
+    import numpy as np
+
+    # NumPy's switch for that variable after import: numpy._core (2.x), numpy.core (1.x).
+    module = getattr(np, "_core", None) or getattr(np, "core", None)
+    switch = getattr(getattr(module, "multiarray", None), "_set_madvise_hugepage", None)
+    if switch is not None:
+        switch(False)
 
 
 # --- the memory budget -----------------------------------------------------------------------

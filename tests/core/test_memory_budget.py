@@ -10,6 +10,7 @@ import sys
 import numpy as np
 import pytest
 
+import tilesim.memory_budget as memory_module
 from tilesim.cli import main
 from tilesim.errors import InputError
 from tilesim.memory_budget import BUDGET_ENV, format_bytes, memory_budget
@@ -132,3 +133,27 @@ def test_cli_turns_os_errors_into_one_line_and_shows_the_traceback_with_debug(tm
 def test_format_bytes():
     assert [format_bytes(n) for n in (512, 3 << 20, 5 << 30)] == ["512 B", "3.0 MiB",
                                                                    "5.0 GiB"]
+
+
+def _huge_page_advice(enabled=None) -> bool:
+    """NumPy's huge-page advice now (set to ``enabled`` where given)."""
+    module = getattr(np, "_core", None) or np.core
+    switch = module.multiarray._set_madvise_hugepage
+    previous = switch(True)
+    switch(previous if enabled is None else enabled)
+    return previous
+
+
+def test_numpy_huge_page_advice_is_switched_off_unless_the_user_chose(monkeypatch):
+    before = _huge_page_advice()
+    try:
+        _huge_page_advice(True)
+        monkeypatch.delenv(memory_module.NUMPY_HUGE_PAGES_ENV, raising=False)
+        memory_module._no_huge_page_advice()
+        assert _huge_page_advice() is False
+        _huge_page_advice(True)
+        monkeypatch.setenv(memory_module.NUMPY_HUGE_PAGES_ENV, "1")
+        memory_module._no_huge_page_advice()
+        assert _huge_page_advice() is True
+    finally:
+        _huge_page_advice(before)
