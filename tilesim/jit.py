@@ -138,9 +138,12 @@ def spans(n: int, lanes_each: int = 1, per_thread: int = 1) -> list[tuple[int, i
     whose items (of ``lanes_each`` lanes) are independent; one span below :data:`SPLIT_MIN`
     lanes. Several a thread where items' costs vary: :func:`in_threads` hands the next span
     to whichever thread is free."""
+    n = int(n)
     parts = _parts(n * lanes_each, per_thread)
-    bounds = np.linspace(0, n, parts + 1).astype(np.int64)
-    return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+    if parts == 1:
+        return [(0, n)]
+    bounds = [n * k // parts for k in range(parts + 1)]
+    return list(zip(bounds[:-1], bounds[1:], strict=True))
 
 
 def spans_of_runs(keys, per_thread: int = 1) -> list[tuple[int, int]]:

@@ -270,6 +270,15 @@ def test_counters_added_in_one_pass_equal_one_pass_each_on_both_paths():
     with pytest.raises(ValueError, match="outside"):
         refused.add_each(np.array([0, 12]), {"fs_alu": np.array([1, 1]), "prims_binned": 2})
     assert not refused.tiles["fs_alu"].any() and not refused.tiles["prims_binned"].any()
+    # each kernel checks as it counts: what it added before the tile number outside is taken
+    # back, for every kind of weight
+    for weights_ in (None, 3, np.array([2, 5, 1]), np.array([True, False, True]),
+                     np.array([0.5, 2.0, 1.0])):
+        refused.add("pixels_written", np.array([1, 2, 0]), weights_)
+        before = refused.tiles["pixels_written"].copy()
+        with pytest.raises(ValueError, match="outside"):
+            refused.add("pixels_written", np.array([1, 2, -1]), weights_)
+        np.testing.assert_array_equal(refused.tiles["pixels_written"], before)
     # weights that do not match the tile numbers are refused too (the kernels read the
     # weights unchecked, as NumPy's bincount refuses them)
     with pytest.raises(ValueError, match="2 weights for 3 tile numbers"):
