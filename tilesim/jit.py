@@ -290,3 +290,54 @@ def stable_order_compiled(keys, bins: int) -> np.ndarray:
     order = np.empty(keys.shape[0], dtype=np.int64)
     _stable_order(keys, bins, order)
     return order
+
+
+@jit
+def _keep_quad_rows(keep, src, dst, start, stop, first):  # pragma: no cover - compiled
+    out = first
+    for q in range(start, stop):
+        if keep[q]:
+            dst[out] = src[q]
+            out += 1
+
+
+@jit
+def _keep_lane_rows(keep, src, dst, start, stop, first):  # pragma: no cover - compiled
+    # a quad's four lanes written out (a loop of a run-time length copied at half the speed)
+    out = 4 * first
+    for q in range(start, stop):
+        if keep[q]:
+            lane = 4 * q
+            dst[out] = src[lane]
+            dst[out + 1] = src[lane + 1]
+            dst[out + 2] = src[lane + 2]
+            dst[out + 3] = src[lane + 3]
+            out += 4
+
+
+def keep_quads(keep: np.ndarray, quad_arrays, lane_arrays) -> tuple[list, list]:
+    """The quads where ``keep`` (Q,) bool is true: ``quad_arrays`` (each (Q,)) and
+    ``lane_arrays`` (each (4 Q,), quad q's lanes 4q..4q+3) selected, in order (``a[keep]`` and
+    ``a[repeat(keep, 4)]``), in one pass a span of quads on the kernel threads (each span
+    writes its own rows, after the kept quads of the spans before it)."""
+    n = int(keep.shape[0])
+    for a in (keep, *quad_arrays, *lane_arrays):
+        if a.ndim != 1 or a.shape[0] != (n if a is keep or any(a is b for b in quad_arrays)
+                                         else 4 * n):
+            raise ValueError(f"keep_quads: an array of shape {a.shape} for {n} quads")
+    parts = spans(n, lanes_each=4)
+    firsts = [0]
+    for start, stop in parts[:-1]:
+        firsts.append(firsts[-1] + int(np.count_nonzero(keep[start:stop])))
+    kept = firsts[-1] + int(np.count_nonzero(keep[parts[-1][0]:parts[-1][1]]))
+    jobs = [(a, np.empty(kept, dtype=a.dtype), _keep_quad_rows) for a in quad_arrays]
+    jobs += [(a, np.empty(4 * kept, dtype=a.dtype), _keep_lane_rows) for a in lane_arrays]
+
+    def part(k):
+        start, stop = parts[k]
+        for src, dst, kernel in jobs:
+            kernel(keep, src, dst, start, stop, firsts[k])
+
+    in_threads(part, range(len(parts)))
+    outs = [dst for _, dst, _ in jobs]
+    return outs[:len(quad_arrays)], outs[len(quad_arrays):]

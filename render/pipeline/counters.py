@@ -32,7 +32,7 @@ import numpy as np
 
 from tilesim.atomic import write_bytes
 from tilesim.backend import array_module, to_host
-from tilesim.jit import jit, usable
+from tilesim.jit import in_threads, jit, spans, usable
 
 # name -> meaning (units). Tile counters are summed over the tile's pixels and draws.
 TILE_COUNTERS = {
@@ -411,22 +411,47 @@ def _outside(size: int) -> ValueError:
     return ValueError(f"tile numbers outside 0..{size - 1}")
 
 
+# Entries below which a count runs in one call: a thread's hand-off (~50 us) is what
+# counting this many costs.
+COUNT_SPLIT_MIN = 1 << 17
+
+
+def _counted(out: np.ndarray, n: int, count) -> bool:
+    """``count(start, stop, into)`` (a kernel's call over entries start..stop into a (T,)
+    int64 array; False: a tile number outside) over ``range(n)``: in one call, or in spans
+    on the kernel threads, each into an array of its own, added to ``out`` after (integer
+    sums, the same in any order). False where a span refused; ``out`` unchanged then."""
+    parts = spans(n) if n >= COUNT_SPLIT_MIN else [(0, n)]
+    if len(parts) == 1:
+        return count(0, n, out)
+    partial = np.zeros((len(parts), out.size), dtype=np.int64)
+    if not all(in_threads(lambda k: count(*parts[k], partial[k]), range(len(parts)))):
+        return False
+    out += partial.sum(axis=0)
+    return True
+
+
 def add_counts_compiled(out: np.ndarray, tile: np.ndarray, weights=None, *,
                         scale: int = 1) -> None:
     """``out += bincount(tile, weights).astype(int64) * scale`` (the same sums, in the same
     order; integer weights are summed as integers, which float64 sums exactly below 2**53);
     ``weights`` an int: that much per entry (None: 1). A ValueError, ``out`` unchanged,
-    where a tile number is outside it."""
+    where a tile number is outside it. Integer counts of many entries run in spans on the
+    kernel threads (:func:`_counted`)."""
+    n = tile.shape[0]
     if weights is None or isinstance(weights, (int, np.integer)):
-        if not _count_constant(tile, (1 if weights is None else int(weights)) * scale, out):
+        amount = (1 if weights is None else int(weights)) * scale
+        if not _counted(out, n, lambda a, b, into: _count_constant(tile[a:b], amount, into)):
             raise _outside(out.size)
         return
-    if weights.shape[0] != tile.shape[0]:
-        raise ValueError(f"{weights.shape[0]} weights for {tile.shape[0]} tile numbers")
+    if weights.shape[0] != n:
+        raise ValueError(f"{weights.shape[0]} weights for {n} tile numbers")
     if weights.dtype.kind in "iub":
-        if not _count_integers(tile, weights, scale, out):
+        if not _counted(out, n, lambda a, b, into: _count_integers(tile[a:b], weights[a:b],
+                                                                  scale, into)):
             raise _outside(out.size)
     else:
+        # float64 sums in entry order (bincount's rounding): one call
         sums = np.zeros(out.size, dtype=np.float64)
         if not _count_weighted(tile, np.asarray(weights, dtype=np.float64), sums):
             raise _outside(out.size)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tilesim.backend import array_module
-from tilesim.jit import in_threads, jit, spans, usable
+from tilesim.jit import in_threads, jit, keep_quads, spans, usable
 from tilesim.render.gl.state import Program
 from tilesim.render.pipeline.rasterizer import Quads
 from tilesim.render.pipeline.triangle_setup import Triangles
@@ -42,6 +42,10 @@ class FragmentLanes:
 
     def select(self, quads: np.ndarray) -> FragmentLanes:
         """The quads where ``quads`` (Q,) is true, with their lanes."""
+        fields = (self.triangle, self.qx, self.qy, self.x, self.y, self.z)
+        if usable(quads, *fields):
+            (triangle, qx, qy), (x, y, z) = keep_quads(quads, fields[:3], fields[3:])
+            return FragmentLanes(triangle, qx, qy, x, y, z)
         xp = array_module(self.x)
         lanes = xp.repeat(quads, 4)
         return FragmentLanes(self.triangle[quads], self.qx[quads], self.qy[quads],

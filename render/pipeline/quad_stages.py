@@ -25,6 +25,7 @@ import numpy as np
 from tilesim.backend import array_module, quad_any
 from tilesim.jit import (
     jit,
+    keep_quads,
     nan_cast,
     nondecreasing,
     power_of_two_shift,
@@ -318,17 +319,27 @@ def shade(fragments: Fragments, alive: np.ndarray, draw, scale: int, make_sample
     live = int(xp.count_nonzero(quad_live))
     if not live:
         return None
+    lanes_ = fragments.lanes
+    sub_alive = None
     if live == quad_live.shape[0]:
         # every quad shades (no quad lost all its lanes to the early depth test): the batch's
         # lanes as they are, read only from here on
-        sub, tile, pixel = fragments.lanes, fragments.tile, fragments.pixel
+        sub, tile, pixel = lanes_, fragments.tile, fragments.pixel
+        sub_alive = alive
+    elif usable(quad_live, lanes_.x, fragments.tile, fragments.pixel, alive):
+        # the live quads' lane records and per-lane arrays in one compiled pass
+        (triangle, qx, qy), (x, y, z, tile, pixel, sub_alive) = keep_quads(
+            quad_live, (lanes_.triangle, lanes_.qx, lanes_.qy),
+            (lanes_.x, lanes_.y, lanes_.z, fragments.tile, fragments.pixel, alive))
+        sub = FragmentLanes(triangle, qx, qy, x, y, z)
     else:
-        sub = fragments.lanes.select(quad_live)
+        sub = lanes_.select(quad_live)
         tile, pixel = fragments.tile[shaded_lanes], fragments.pixel[shaded_lanes]
     sampler = make_sampler(tile)
     input_parts, system_value_parts, execution = _run_program(program, fragments.tris, sub, draw,
                                                     target.height, scale, sampler)
-    sub_alive = alive[shaded_lanes]
+    if sub_alive is None:
+        sub_alive = alive[shaded_lanes]
     killed = xp.asarray(execution.killed) & sub_alive
     stats = execution.stats
     sampler_stats = getattr(sampler, "stats", None)

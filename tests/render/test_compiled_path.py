@@ -23,7 +23,9 @@ from tilesim.jit import (
     disabled,
     enabled,
     nondecreasing,
+    spans,
     stable_order_compiled,
+    threads_pinned,
     usable,
 )
 from tilesim.render.pipeline import output_merger
@@ -283,6 +285,57 @@ def test_counters_added_in_one_pass_equal_one_pass_each_on_both_paths():
     # weights unchecked, as NumPy's bincount refuses them)
     with pytest.raises(ValueError, match="2 weights for 3 tile numbers"):
         refused.add_each(np.array([0, 1, 2]), {"fs_alu": np.array([1, 1])})
+
+
+@pytest.mark.parametrize("count", [1, 2, 3])
+def test_kept_quads_are_numpys_selection_on_any_thread_count(count):
+    """keep_quads: the quads' and their lanes' rows where the mask keeps them, in order, as
+    NumPy's boolean indexing gives them, whatever the spans; arrays of other lengths
+    refused."""
+    from tilesim.jit import keep_quads
+
+    rng = np.random.default_rng(count)
+    for quads, share in ((70_001, 0.5), (50_000, 0.0), (50_000, 1.0), (3, 0.5)):
+        keep = rng.random(quads) < share
+        quad_arrays = (rng.integers(0, 9, quads), rng.random(quads))
+        lane_arrays = (rng.integers(-5, 5, 4 * quads), rng.random(4 * quads),
+                       rng.random(4 * quads) < 0.5, rng.integers(0, 9, 4 * quads, np.int32))
+        with threads_pinned(count):
+            kept_quads, kept_lanes = keep_quads(keep, quad_arrays, lane_arrays)
+        lanes = np.repeat(keep, 4)
+        for got, a in zip(kept_quads, quad_arrays, strict=True):
+            assert got.dtype == a.dtype
+            np.testing.assert_array_equal(got, a[keep])
+        for got, a in zip(kept_lanes, lane_arrays, strict=True):
+            assert got.dtype == a.dtype
+            np.testing.assert_array_equal(got, a[lanes])
+    with pytest.raises(ValueError, match="keep_quads"):
+        keep_quads(np.ones(4, dtype=bool), (np.zeros(4),), (np.zeros(15),))
+
+
+def test_counts_in_spans_on_threads_are_the_counts_of_one_call():
+    """Integer counts of many entries run in spans on the kernel threads, each into its own
+    array: the same sums as one call, and nothing added where a later span refuses."""
+    from tilesim.render.pipeline import counters as counters_module
+
+    rng = np.random.default_rng(7)
+    n = 3 * counters_module.COUNT_SPLIT_MIN + 5
+    tile = rng.integers(0, 50, n)
+    for weights in (None, 3, rng.integers(-4, 9, n), rng.random(n) < 0.5):
+        one = np.zeros(50, dtype=np.int64)
+        with threads_pinned(1):
+            counters_module.add_counts_compiled(one, tile, weights, scale=2)
+        for count in (2, 3):
+            split = np.zeros(50, dtype=np.int64)
+            with threads_pinned(count):
+                assert len(spans(n)) == count
+                counters_module.add_counts_compiled(split, tile, weights, scale=2)
+            np.testing.assert_array_equal(split, one)
+        bad = tile.copy()
+        bad[-1] = 50                 # in the last span only
+        with threads_pinned(2), pytest.raises(ValueError, match="outside"):
+            counters_module.add_counts_compiled(split, bad, weights, scale=2)
+        np.testing.assert_array_equal(split, one)
 
 
 def test_scaled_counts_are_the_counts_of_scaled_weights_on_both_paths():
