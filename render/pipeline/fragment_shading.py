@@ -293,10 +293,12 @@ def _evaluate_kernel(c, a, b, triangle, qx, qy, out):  # pragma: no cover - comp
 def evaluate_compiled(planes, triangle, qx, qy) -> np.ndarray:
     """Plane values at every lane's pixel center, (4 * Q, K) float64, as
     ``fragment_shading._evaluate``."""
-    c, a, b = planes
+    c, a, b = (np.ascontiguousarray(p) for p in planes)
     out = np.empty((4 * triangle.size, c.shape[1]), dtype=np.float64)
-    _evaluate_kernel(np.ascontiguousarray(c), np.ascontiguousarray(a), np.ascontiguousarray(b),
-              triangle, qx, qy, out)
+    in_threads(lambda span: _evaluate_kernel(c, a, b, triangle[span[0]:span[1]],
+                                             qx[span[0]:span[1]], qy[span[0]:span[1]],
+                                             out[4 * span[0]:4 * span[1]]),
+               spans(triangle.size, lanes_each=4))
     return out
 
 
@@ -365,5 +367,7 @@ def lane_xy_compiled(qx, qy) -> tuple[np.ndarray, np.ndarray]:
     """(4 * Q,) pixel x and y of every lane of the quads, as ``Quads.pixels`` (raveled)."""
     x = np.empty(4 * qx.size, dtype=np.int64)
     y = np.empty(4 * qx.size, dtype=np.int64)
-    _lane_xy(qx, qy, x, y)
+    in_threads(lambda span: _lane_xy(qx[span[0]:span[1]], qy[span[0]:span[1]],
+                                     x[4 * span[0]:4 * span[1]], y[4 * span[0]:4 * span[1]]),
+               spans(qx.size, lanes_each=4))
     return x, y

@@ -24,11 +24,13 @@ import numpy as np
 
 from tilesim.backend import array_module, quad_any
 from tilesim.jit import (
+    in_threads,
     jit,
     keep_quads,
     nan_cast,
     nondecreasing,
     power_of_two_shift,
+    spans,
     stable_order_compiled,
     usable,
 )
@@ -547,8 +549,14 @@ def pixel_tile_compiled(x, y, scale: int, width: int, height: int, tile_size: in
     target), as ``quad_stages.raster_fragments`` computes them."""
     pixel = np.empty(x.size, dtype=np.int64)
     tile = np.empty(x.size, dtype=np.int64)
-    _pixel_tile_kernel(x, y, scale, width, height, tile_size, power_of_two_shift(tile_size),
-                       tiles_x, pixel, tile)
+    shift = power_of_two_shift(tile_size)
+
+    def part(span):         # each lane's own: spans on the kernel threads
+        a, b = span
+        _pixel_tile_kernel(x[a:b], y[a:b], scale, width, height, tile_size, shift, tiles_x,
+                           pixel[a:b], tile[a:b])
+
+    in_threads(part, spans(x.size))
     return pixel, tile
 
 
@@ -593,5 +601,6 @@ def _quantize(z, depth_max, nan_value, out):  # pragma: no cover - compiled
 def quantize_depth_compiled(z, depth_max: int) -> np.ndarray:
     """floor(clip(z, 0, 1) * depth_max + 0.5) as int64."""
     out = np.empty(z.size, dtype=np.int64)
-    _quantize(z, float(depth_max), NAN_INT64, out)
+    in_threads(lambda span: _quantize(z[span[0]:span[1]], float(depth_max), NAN_INT64,
+                                      out[span[0]:span[1]]), spans(z.size))
     return out
