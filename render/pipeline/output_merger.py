@@ -285,12 +285,29 @@ def _depth_test(pixel, depth, order, buffer, func, write, passed):  # pragma: no
             buffer[p] = d
 
 
-def depth_test_compiled(pixel, depth, order, buffer, func: str, write: bool) -> np.ndarray:
+def depth_test_compiled(pixel, depth, order, buffer, func: str, write: bool,
+                        tile=None) -> np.ndarray:
     """The pass mask of fragments tested one after another in ``order`` (indices; each pixel's
-    fragments in submission order), updating ``buffer`` as ``output_merger.depth_test``."""
+    fragments in submission order), updating ``buffer`` as ``output_merger.depth_test``.
+    Where the fragments in ``order`` come tile by tile (``tile`` (N,): each fragment's),
+    spans of whole tiles run on the kernel threads, as :func:`write_colors_compiled`'s."""
     passed = np.zeros(pixel.size, dtype=bool)
-    _depth_test(pixel, depth, order, buffer, DEPTH_FUNCS[func], write, passed)
+    code = DEPTH_FUNCS[func]
+    in_threads(lambda span: _depth_test(pixel, depth, order[span[0]:span[1]], buffer, code,
+                                        write, passed), _tile_runs(order, tile))
     return passed
+
+
+def _tile_runs(order, tile) -> list[tuple[int, int]]:
+    """Spans of ``order`` for the kernel threads that never split a tile's fragments (one
+    span where the fragments do not come tile by tile, or ``tile`` is None): a pixel's
+    fragments then stay in one span, in their order."""
+    parts = [(0, int(order.size))]
+    if tile is not None and spans(order.size) != parts:
+        order_tile = tile[order]
+        if nondecreasing(order_tile):
+            parts = spans_of_runs(order_tile)
+    return parts
 
 
 @jit
@@ -416,11 +433,7 @@ def write_colors_compiled(pixel, color, order, buffer, mask, has_alpha: bool, st
                           BLEND_EQUATIONS[state.blend_eq_alpha]], dtype=np.int64)
     mask = np.asarray(mask, dtype=bool)
     const = np.asarray(state.blend_color, dtype=np.float64)
-    parts = [(0, int(order.size))]
-    if tile is not None and spans(order.size) != parts:
-        order_tile = tile[order]
-        if nondecreasing(order_tile):
-            parts = spans_of_runs(order_tile)
+    parts = _tile_runs(order, tile)
 
     def part(span):
         _write_colors(pixel, color, order[span[0]:span[1]], buffer, mask, has_alpha,

@@ -279,7 +279,7 @@ def early_depth_test(fragments: Fragments, buffer, fragment_state,
         alive[idx[~passed]] = False
         return alive
     alive = output_merger.depth_test_compiled(fragments.pixel, fragments.depth, idx, buffer,
-                                              f.depth_func, f.depth_mask)
+                                              f.depth_func, f.depth_mask, fragments.tile)
     covered = fragments.covered
     counted = {"early_z_tested": covered, "depth_reads": covered,
                "early_z_killed": covered & ~alive}

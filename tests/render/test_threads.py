@@ -109,6 +109,24 @@ def test_colors_are_written_in_spans_of_tiles_on_the_threads(scene, split_small,
     assert "tilesim-kernel" in wrote
 
 
+@pytest.mark.parametrize("scene", ["depth_funcs", "color_depth_masks"])
+def test_depth_is_tested_in_spans_of_tiles_on_the_threads(scene, split_small, monkeypatch):
+    """The early depth test in submission order: each tile's fragments (so each pixel's) in
+    one span, the spans side by side; the renders identical to one thread's."""
+    tested = set()
+    real = output_merger._depth_test
+
+    def test(*args):
+        tested.add(threading.current_thread().name.split("_")[0])
+        return real(*args)
+
+    frames, width, height = record_scene(scene)
+    one = _render(frames, width, height, 1)
+    monkeypatch.setattr(output_merger, "_depth_test", test)
+    assert_same_renders(one, _render(frames, width, height, 3))
+    assert "tilesim-kernel" in tested
+
+
 def test_held_texture_accesses_replay_cache_by_cache_on_the_threads(split_small, monkeypatch):
     """rtt_post_chain's blur samples nine times: its accesses are held and replayed in the
     warps' order, each cache's on its own, the caches in spans on the threads (the renders
