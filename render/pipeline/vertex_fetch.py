@@ -119,7 +119,7 @@ def fetch(state: GLState, program: Program, elements: np.ndarray) -> FetchedVert
     inputs = np.zeros((num_in, 4, ids.size), dtype=np.float32)
     inputs[:, 3] = 1.0
     attribute_bytes = accesses = 0
-    lines: list[np.ndarray] = []
+    lines: dict[int, list[np.ndarray]] = {}    # address range (buffer) -> its lines
     for attribute in program.interface.get("attributes", []):
         for column, register in enumerate(attribute["registers"]):
             index = int(register[3:-1])  # "IN[k]"
@@ -129,11 +129,14 @@ def fetch(state: GLState, program: Program, elements: np.ndarray) -> FetchedVert
             attribute_bytes += nbytes
             if nbytes:
                 accesses += ids.size
-                lines.append(_cache_lines(state.attribs[location], location, ids,
-                                          vertex_cache_line()))
+                base, touched = _cache_lines(state.attribs[location], location, ids,
+                                             vertex_cache_line())
+                lines.setdefault(base, []).append(touched)
     # Vertex cache (Table 3.1: 4 KB, 64-byte lines): a draw's fetches miss once per distinct
     # line they touch (compulsory misses; a draw's working set is assumed to stream through).
-    misses = count_distinct(np.concatenate(lines)) if lines else 0
+    # Address ranges never share a line: each range's distinct lines are counted on its own
+    # (by the dense table, where the lines of all ranges at once span too much for it).
+    misses = sum(count_distinct(np.concatenate(parts)) for parts in lines.values())
     # Vertex fetch reads memory on the host; from here on a draw's arrays are on the device.
     return FetchedVertices(ids, to_device(inverse.astype(np.int64)), to_device(inputs),
                            attribute_bytes, accesses, misses)
@@ -145,9 +148,10 @@ def vertex_cache_line(path: str = str(GPU_CONFIG)) -> int:
     return counted_entry(path, "caches.vertex.line_size", power_of_two=True)
 
 
-def _cache_lines(a, location: int, ids: np.ndarray, line: int) -> np.ndarray:
-    """Cache line numbers of the attribute bytes of ``ids``; every buffer (or client array,
-    by its attribute location) gets its own address range so lines of different arrays never
+def _cache_lines(a, location: int, ids: np.ndarray, line: int) -> tuple[int, np.ndarray]:
+    """(address range, cache line numbers) of the attribute bytes of ``ids`` (the lines of
+    each vertex's first and last byte, repeats kept); every buffer (or client array, by its
+    attribute location) gets its own address range so lines of different arrays never
     alias."""
     element = a.size * np.dtype(ATTRIB_DTYPES[a.type]).itemsize
     stride = a.stride or element
@@ -155,7 +159,7 @@ def _cache_lines(a, location: int, ids: np.ndarray, line: int) -> np.ndarray:
     last = first + element - 1
     base = (a.buffer if a.client_data is None else (1 << 24) + location) << 32
     starts, ends = (base + first) // line, (base + last) // line
-    return np.unique(np.concatenate([starts, ends]))
+    return base, np.concatenate([starts, ends])
 
 
 def _attribute_values(state: GLState, location: int, ids: np.ndarray,
