@@ -502,3 +502,28 @@ def test_distinct_vertex_indices_and_lines_are_numpys_unique(values, divisor):
     np.testing.assert_array_equal(ids, expected_ids)
     np.testing.assert_array_equal(rank, expected_rank)
     assert count_distinct(array) == expected_ids.size
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 3), st.integers(1, 4), st.integers(0, 40),
+                          st.sampled_from([0, 8, 12, 20, 32, 100])), min_size=1, max_size=5),
+       st.integers(1, 400), st.sampled_from([16, 32, 64]))
+def test_vertex_cache_lines_are_counted_per_address_range_as_over_all(layouts, vertices, line):
+    """The vertex fetch counts each address range's distinct lines on its own: the same as
+    the distinct lines of every attribute at once (ranges never share a line), for
+    attributes interleaved in one buffer, in buffers of their own and in client arrays."""
+    from tilesim.render.gl.state import AttribArray
+    from tilesim.render.pipeline.vertex_fetch import _cache_lines, count_distinct
+
+    rng = np.random.default_rng(vertices)
+    ids = np.unique(rng.integers(0, 3 * vertices, vertices))
+    by_range, every = {}, []
+    for location, (buffer, size, offset, stride) in enumerate(layouts):
+        attrib = AttribArray(enabled=True, size=size, stride=stride, offset=offset,
+                             buffer=buffer if buffer < 3 else 0,
+                             client_data=None if buffer < 3 else np.zeros(4))
+        base, lines = _cache_lines(attrib, location, ids, line)
+        by_range.setdefault(base, []).append(lines)
+        every.append(lines)
+    per_range = sum(count_distinct(np.concatenate(p)) for p in by_range.values())
+    assert per_range == np.unique(np.concatenate(every)).size
