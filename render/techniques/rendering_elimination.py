@@ -52,13 +52,21 @@ import zlib
 import numpy as np
 
 from tilesim.backend import array_module
+from tilesim.jit import jit, usable
 from tilesim.render.gl.commands import PROGRAM_TEXTURE_CHANGES
 from tilesim.render.pipeline.binning import distinct_tiles
 from tilesim.render.pipeline.counters import TILE_COUNTERS, PassCounters
 from tilesim.render.pipeline.framebuffer import RenderTarget
 from tilesim.render.pipeline.gpu_config import GPU_CONFIG, counted_entry
 from tilesim.render.techniques.registry import ScreenPass, TechniqueUnit
-from tilesim.render.techniques.signature_unit import TileSignatures
+from tilesim.render.techniques.signature_unit import (
+    SIGN_LUTS,
+    SUBBLOCK_ADVANCE_LADDER,
+    TileSignatures,
+    crc_of,
+    folded,
+    xor_of,
+)
 
 # Counters of the geometry phase (binning): a skipped tile still has them.
 GEOMETRY_TILE_COUNTERS = ("prims_binned", "pb_list_bytes_written")
@@ -205,6 +213,10 @@ class RenderingElimination:
         (``included``: the entries that count, None: all)."""
         xp = self.xp
         bins = draw.bins
+        if usable(bins.tile, bins.triangle, included, self.bitmap, draw.clipped.vertices,
+                  draw.tris.vertex):
+            self._binned_compiled(draw, counters, included)
+            return
         tiles, rows = bins.tile, bins.triangle
         if included is not None:
             tiles, rows = tiles[included], rows[included]
@@ -248,6 +260,36 @@ class RenderingElimination:
         crc = xp.concatenate([xp.repeat(c_crc, first.size), prim_crc])[order]
         blocks = xp.concatenate([xp.repeat(c_blocks, first.size), prim_blocks])[order]
         self._fold(counters, all_tiles[order], crc, blocks)
+
+    def _binned_compiled(self, draw, counters: PassCounters, included) -> None:
+        """:meth:`binned` in one compiled pass over the entries (``_binned``): the same
+        signatures, counters and bitmap, the primitives found by a table over the draw's
+        triangles instead of a sort."""
+        bins = draw.bins
+        entries = bins.tile.shape[0] if included is None else int(np.count_nonzero(included))
+        new = False
+        if entries:
+            constants = self.block_of(draw)
+            new = constants != self.constants
+            if new:
+                self.constants = constants
+                self.constants_crc = (np.zeros(1, np.uint32), np.zeros(1, np.int64))
+        c_crc, c_blocks = self.constants_crc if entries else _UNSIGNED
+        # Without entries nothing is signed or counted (and no counter made).
+        counted = ([counters._array(name, bins.tile) for name in BINNED_COUNTERS] if entries
+                   else [_UNCOUNTED] * len(BINNED_COUNTERS))
+        signatures = self.signatures
+        signed = _binned(
+            bins.tile, bins.triangle, _EVERY if included is None else included,
+            included is None, bool(draw.fragment.depth_test and draw.target.depth is not None),
+            self.fresh_depth, self.old_depth_read, entries > 0,
+            np.frombuffer(self.constants, np.uint8) if new else _NO_MESSAGE, new, c_crc,
+            c_blocks, draw.clipped.vertices, draw.tris.vertex, self.otq_entries,
+            signatures.kind == "crc32", SIGN_LUTS, SUBBLOCK_ADVANCE_LADDER,
+            self.bitmap, signatures.current, signatures.shifts, signatures.accesses, *counted)
+        if signed < 0:
+            raise ValueError("binned: a tile, triangle or vertex number out of range")
+        signatures.signed_subblocks += int(signed)
 
     def cleared(self, target: RenderTarget, counters: PassCounters, rect, color, depth,
                 color_mask) -> None:
@@ -364,3 +406,108 @@ class RenderingEliminationUnit(TechniqueUnit):
 
     def end_frame(self, result, screen) -> None:
         self.re.end_frame(result.counters)
+
+
+# == the compiled path (Numba, tilesim.jit): bit-identical to ``binned`` above ===============
+
+# The tile counters ``binned`` adds to, in ``_binned``'s order.
+BINNED_COUNTERS = ("re_subblocks_signed", "re_bitmap_accesses", "re_otq_overflow_entries",
+                   "re_shifts", "re_signature_accesses")
+_EVERY = np.zeros(0, dtype=bool)                    # ``included`` when every entry counts
+_NO_MESSAGE = np.frombuffer(b"", dtype=np.uint8)    # the constants when not signed again
+_UNSIGNED = (np.zeros(1, np.uint32), np.zeros(1, np.int64))
+_UNCOUNTED = np.zeros(0, dtype=np.int64)
+
+
+@jit(inline=True)
+def _signed(subblocks, count, crc32, sign_luts, ladder):  # pragma: no cover - compiled
+    return crc_of(subblocks, count, sign_luts, ladder) if crc32 else xor_of(subblocks, count)
+
+
+@jit
+def _binned(tile, row, included, every, depth_read, fresh_depth, old_depth_read, sign,
+            message, new, constants_crc, constants_blocks, vertices, triangle_vertex,
+            otq_entries, crc32, sign_luts, ladder, bitmap, current, shifts,
+            accesses, subblocks_signed, bitmap_accesses, otq_overflow, shift_counts,
+            signature_accesses):  # pragma: no cover - compiled
+    # ``RenderingElimination.binned`` entry by entry; returns the sub-blocks signed (-1: an
+    # entry's tile or triangle, or a triangle's vertex, out of range; nothing written).
+    n = tile.shape[0]
+    triangles = triangle_vertex.shape[0]
+    for i in range(n):
+        if tile[i] < 0 or tile[i] >= bitmap.shape[0]:
+            return -1
+        if (every or included[i]) and (row[i] < 0 or row[i] >= triangles):
+            return -1
+    for r in range(triangles):
+        for v in range(3):
+            if triangle_vertex[r, v] < 0 or triangle_vertex[r, v] >= vertices.shape[0]:
+                return -1
+    if depth_read:                      # a depth test reads what no clear reset
+        for i in range(n):
+            if not fresh_depth[tile[i]]:
+                old_depth_read[tile[i]] = True
+    if not sign:
+        return 0
+    signed = 0
+    first = 0
+    while not (every or included[first]):
+        first += 1
+    if new:        # the constants block: signed once, the bitmap restarts (§4.2.1)
+        blocks = (message.shape[0] + 7) // 8
+        padded = np.zeros(8 * blocks, dtype=np.uint8)
+        padded[:message.shape[0]] = message
+        constants_crc[0] = _signed(padded.view(np.uint64), blocks, crc32, sign_luts, ladder)
+        constants_blocks[0] = blocks
+        bitmap[:] = False
+        subblocks_signed[tile[first]] += blocks
+        signed += blocks
+    # A primitive's record, its three clipped vertices as float32, in whole sub-blocks.
+    components = vertices.shape[1]
+    record_blocks = (3 * components + 1) // 2
+    record = np.zeros(2 * record_blocks, dtype=np.float32)
+    record_subblocks = record.view(np.uint64)
+    # Primitives in the order first met: their slot, signature, first tile and entries.
+    slot = np.full(triangles, -1, dtype=np.int64)
+    most = min(triangles, n)
+    primitive_crc = np.empty(most, dtype=np.uint32)
+    primitive_tile = np.empty(most, dtype=np.int64)
+    covered = np.zeros(most, dtype=np.int64)
+    primitives = 0
+    for i in range(n):
+        if not (every or included[i]):
+            continue
+        t = tile[i]
+        bitmap_accesses[t] += 1
+        if not bitmap[t]:           # the constants first, where not yet folded into t
+            bitmap[t] = True
+            bitmap_accesses[t] += 1
+            current[t] = folded(current[t], constants_crc[0], constants_blocks[0], crc32,
+                                ladder)
+            shift = constants_blocks[0] if crc32 else 0
+            shifts[t] += shift
+            shift_counts[t] += shift
+            accesses[t] += 2        # the Signature Buffer read and written
+            signature_accesses[t] += 2
+        r = row[i]
+        s = slot[r]
+        if s < 0:                   # signed once, charged to its first entry's tile
+            s = slot[r] = primitives
+            primitives += 1
+            for v in range(3):
+                for c in range(components):
+                    record[v * components + c] = np.float32(vertices[triangle_vertex[r, v], c])
+            primitive_crc[s] = _signed(record_subblocks, record_blocks, crc32, sign_luts,
+                                       ladder)
+            primitive_tile[s] = t
+            subblocks_signed[t] += record_blocks
+        covered[s] += 1
+        current[t] = folded(current[t], primitive_crc[s], record_blocks, crc32, ladder)
+        shift = record_blocks if crc32 else 0
+        shifts[t] += shift
+        shift_counts[t] += shift
+        accesses[t] += 2
+        signature_accesses[t] += 2
+    for s in range(primitives):     # the Overlapped Tiles Queue's overflow
+        otq_overflow[primitive_tile[s]] += max(covered[s] - otq_entries, 0)
+    return signed + primitives * record_blocks
