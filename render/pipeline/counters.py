@@ -171,9 +171,11 @@ class PassCounters:
         for name in TILE_COUNTERS:
             self.tiles.setdefault(name, np.zeros(self.tiles_x * self.tiles_y, dtype=np.int64))
 
-    def _array(self, name: str, like=None) -> np.ndarray:
-        """The counter ``name``, on the device if ``like`` is there: a pass's counters follow
-        the work onto the device until ``to_host`` at the end of the pass."""
+    def tile_array(self, name: str, like=None) -> np.ndarray:
+        """The (tiles,) int64 array of the tile counter ``name`` (made, zero, where absent),
+        on the device if ``like`` is there: a pass's counters follow the work onto the device
+        until ``to_host`` at the end of the pass. A kernel that counts several counters in
+        one pass adds into these arrays in place."""
         array = self.tiles.get(name)
         if array is None:
             if name not in TECHNIQUE_TILE_COUNTERS:
@@ -189,7 +191,7 @@ class PassCounters:
         of ``tile`` (flat tile numbers), times ``scale`` (the sums scaled: the same integers as
         scaled weights, without an array of them)."""
         if tile.size:
-            self._accumulate(self._array(name, tile), tile, weights, scale=scale)
+            self._accumulate(self.tile_array(name, tile), tile, weights, scale=scale)
 
     def add_each(self, tile: np.ndarray, weights: dict[str, object]) -> None:
         """:meth:`add` of every counter in ``weights`` (name -> integer or bool weights per
@@ -200,7 +202,7 @@ class PassCounters:
         if tile.size:
             entries = None      # entries per tile, counted once for the constant weights
             for name, column in weights.items():
-                array = self._array(name, tile)
+                array = self.tile_array(name, tile)
                 amount = _constant(column)
                 if amount is None:
                     self._accumulate(array, tile, column)
@@ -246,14 +248,14 @@ class PassCounters:
         array += counts.astype(np.int64) if scale == 1 else counts.astype(np.int64) * scale
 
     def add_per_tile(self, name: str, values) -> None:
-        array = self._array(name, values)
+        array = self.tile_array(name, values)
         array += array_module(array).asarray(values).astype(np.int64)
 
     def clear_tiles(self, names, tiles) -> None:
         """Zero the counters ``names`` (those present) in the ``tiles`` (a (tiles,) mask)."""
         for name in names:
             if name in self.tiles:
-                array = self._array(name, tiles)
+                array = self.tile_array(name, tiles)
                 array[array_module(array).asarray(tiles)] = 0
         if "fs_quad_alu" in names:  # the per-program split of the work removed
             xp = array_module(tiles)

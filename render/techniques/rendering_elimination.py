@@ -276,7 +276,7 @@ class RenderingElimination:
                 self.constants_crc = (np.zeros(1, np.uint32), np.zeros(1, np.int64))
         c_crc, c_blocks = self.constants_crc if entries else _UNSIGNED
         # Without entries nothing is signed or counted (and no counter made).
-        counted = ([counters._array(name, bins.tile) for name in BINNED_COUNTERS] if entries
+        counted = ([counters.tile_array(name, bins.tile) for name in BINNED_COUNTERS] if entries
                    else [_UNCOUNTED] * len(BINNED_COUNTERS))
         signatures = self.signatures
         signed = _binned(
