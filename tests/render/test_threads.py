@@ -91,40 +91,25 @@ def test_texture_lookups_run_in_the_spans_threads(split_small):
     assert "tilesim-kernel" in split_small.lookups
 
 
-@pytest.mark.parametrize("scene", ["blend_factors", "overlap_order"])
-def test_colors_are_written_in_spans_of_tiles_on_the_threads(scene, split_small, monkeypatch):
-    """Blending in submission order: each tile's fragments (so each pixel's) in one span,
-    the spans side by side (the renders are identical, above and here)."""
-    wrote = set()
-    real = output_merger._write_colors
+@pytest.mark.parametrize("kernel, scene", [
+    ("_write_colors", "blend_factors"), ("_write_colors", "overlap_order"),
+    ("_depth_test", "depth_funcs"), ("_depth_test", "color_depth_masks")])
+def test_pixels_are_written_in_spans_of_tiles_on_the_threads(kernel, scene, split_small,
+                                                             monkeypatch):
+    """Blending and the early depth test in submission order: each tile's fragments (so each
+    pixel's) in one span, the spans side by side; the renders identical to one thread's."""
+    ran = set()
+    real = getattr(output_merger, kernel)
 
-    def write(*args):
-        wrote.add(threading.current_thread().name.split("_")[0])
+    def counted(*args):
+        ran.add(threading.current_thread().name.split("_")[0])
         return real(*args)
 
     frames, width, height = record_scene(scene)
     one = _render(frames, width, height, 1)
-    monkeypatch.setattr(output_merger, "_write_colors", write)
+    monkeypatch.setattr(output_merger, kernel, counted)
     assert_same_renders(one, _render(frames, width, height, 3))
-    assert "tilesim-kernel" in wrote
-
-
-@pytest.mark.parametrize("scene", ["depth_funcs", "color_depth_masks"])
-def test_depth_is_tested_in_spans_of_tiles_on_the_threads(scene, split_small, monkeypatch):
-    """The early depth test in submission order: each tile's fragments (so each pixel's) in
-    one span, the spans side by side; the renders identical to one thread's."""
-    tested = set()
-    real = output_merger._depth_test
-
-    def test(*args):
-        tested.add(threading.current_thread().name.split("_")[0])
-        return real(*args)
-
-    frames, width, height = record_scene(scene)
-    one = _render(frames, width, height, 1)
-    monkeypatch.setattr(output_merger, "_depth_test", test)
-    assert_same_renders(one, _render(frames, width, height, 3))
-    assert "tilesim-kernel" in tested
+    assert "tilesim-kernel" in ran
 
 
 def test_held_texture_accesses_replay_cache_by_cache_on_the_threads(split_small, monkeypatch):
