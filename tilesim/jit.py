@@ -321,10 +321,10 @@ def keep_quads(keep: np.ndarray, quad_arrays, lane_arrays) -> tuple[list, list]:
     ``a[repeat(keep, 4)]``), in one pass a span of quads on the kernel threads (each span
     writes its own rows, after the kept quads of the spans before it)."""
     n = int(keep.shape[0])
-    for a in (keep, *quad_arrays, *lane_arrays):
-        if a.ndim != 1 or a.shape[0] != (n if a is keep or any(a is b for b in quad_arrays)
-                                         else 4 * n):
-            raise ValueError(f"keep_quads: an array of shape {a.shape} for {n} quads")
+    for arrays, length in (((keep, *quad_arrays), n), (lane_arrays, 4 * n)):
+        for a in arrays:
+            if a.shape != (length,):     # the kernels index without checks
+                raise ValueError(f"keep_quads: an array of shape {a.shape} for {n} quads")
     parts = spans(n, lanes_each=4)
     firsts = [0]
     for start, stop in parts[:-1]:
