@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -172,19 +173,29 @@ def weighted_spans(weights, per_thread: int = 1) -> list[tuple[int, int]]:
     return list(zip(bounds[:-1], bounds[1:], strict=True))
 
 
+_in_pool = threading.local()     # .yes in the pool's threads
+
+
 def in_threads(function, parts) -> list:
     """``[function(part) for part in parts]``, the parts on :func:`threads` threads at once
     (``function`` a compiled kernel's call, which runs without the GIL); results in the
-    parts' order. One thread, or one part: in this thread."""
+    parts' order. One thread, or one part: in this thread. Called from a part (a stage whose
+    span calls another stage that splits), in that part's thread: parts waiting on parts
+    queued behind them in the one pool would wait for ever."""
     global _pool, _pool_size
     parts = list(parts)
     workers = min(threads(), len(parts))
-    if workers < 2:
+    if workers < 2 or getattr(_in_pool, "yes", False):
         return [function(part) for part in parts]
     if _pool is None or _pool_size < workers:
-        _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tilesim-kernel")
+        _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tilesim-kernel",
+                                   initializer=_mark_pool_thread)
         _pool_size = workers
     return list(_pool.map(function, parts))
+
+
+def _mark_pool_thread() -> None:
+    _in_pool.yes = True
 
 
 # A compiled loop does not see Ctrl-C (Python runs signal handlers between bytecodes, not

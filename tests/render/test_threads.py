@@ -206,6 +206,32 @@ def test_in_threads_keeps_the_parts_order():
         assert jit.in_threads(lambda k: k * k, range(10)) == [k * k for k in range(10)]
 
 
+def test_parts_that_split_again_run_their_parts_in_their_own_thread():
+    """A part whose stage calls another stage that splits runs the inner parts in its own
+    thread: in the one pool, outer parts waiting on inner ones queued behind them would wait
+    for ever (checked in a watched thread, so that a hang fails the test)."""
+    results, inner_threads = [], set()
+
+    def inner(k):
+        inner_threads.add(threading.current_thread().name)
+        return k + 1
+
+    def outer(k):
+        return (threading.current_thread().name, jit.in_threads(inner, range(k, k + 3)))
+
+    def run():
+        with jit.threads_pinned(2):
+            results.extend(jit.in_threads(outer, [0, 10]))
+
+    watched = threading.Thread(target=run, daemon=True)
+    watched.start()
+    watched.join(timeout=30)
+    assert not watched.is_alive(), "nested parts waited for ever"
+    assert [r[1] for r in results] == [[1, 2, 3], [11, 12, 13]]
+    assert {r[0] for r in results} == inner_threads      # each in its outer part's thread
+    assert all(name.startswith("tilesim-kernel") for name in inner_threads)
+
+
 def test_a_bad_thread_count_in_the_environment_is_one_line(monkeypatch):
     from tilesim.errors import InputError
 
