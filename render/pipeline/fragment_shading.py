@@ -40,16 +40,20 @@ class FragmentLanes:
                              self.qy[start:stop], self.x[4 * start:4 * stop],
                              self.y[4 * start:4 * stop], self.z[4 * start:4 * stop])
 
-    def select(self, quads: np.ndarray) -> FragmentLanes:
-        """The quads where ``quads`` (Q,) is true, with their lanes."""
+    def select(self, quads: np.ndarray, *lane_arrays) -> tuple[FragmentLanes, list]:
+        """The quads where ``quads`` (Q,) is true, with their lanes; and the same lanes of
+        each of ``lane_arrays`` (each (4 Q,): the batch's other per-lane arrays), in one
+        compiled pass where it may (``jit.keep_quads``)."""
         fields = (self.triangle, self.qx, self.qy, self.x, self.y, self.z)
-        if usable(quads, *fields):
-            (triangle, qx, qy), (x, y, z) = keep_quads(quads, fields[:3], fields[3:])
-            return FragmentLanes(triangle, qx, qy, x, y, z)
+        if usable(quads, *fields, *lane_arrays):
+            (triangle, qx, qy), (x, y, z, *kept) = keep_quads(quads, fields[:3],
+                                                              (*fields[3:], *lane_arrays))
+            return FragmentLanes(triangle, qx, qy, x, y, z), kept
         xp = array_module(self.x)
         lanes = xp.repeat(quads, 4)
-        return FragmentLanes(self.triangle[quads], self.qx[quads], self.qy[quads],
-                             self.x[lanes], self.y[lanes], self.z[lanes])
+        return (FragmentLanes(self.triangle[quads], self.qx[quads], self.qy[quads],
+                              self.x[lanes], self.y[lanes], self.z[lanes]),
+                [a[lanes] for a in lane_arrays])
 
 
 def plane_coefficients(tris: Triangles, values: np.ndarray):

@@ -26,7 +26,6 @@ from tilesim.backend import array_module, quad_any
 from tilesim.jit import (
     in_threads,
     jit,
-    keep_quads,
     nan_cast,
     nondecreasing,
     power_of_two_shift,
@@ -180,9 +179,8 @@ def raster_fragments(draw, tris, scale: int, entries: np.ndarray | None, fill_ru
             if not live.any():
                 return None
             if not live.all():
-                lanes = lanes.select(live)
-                keep = xp.repeat(live, 4)
-                covered, pixel, tile, entry = covered[keep], pixel[keep], tile[keep], entry[keep]
+                lanes, (covered, pixel, tile, entry) = lanes.select(live, covered, pixel, tile,
+                                                                    entry)
     depth = quantize_depth(lanes.z, target.depth_max)
     covered_index = xp.nonzero(covered)[0]
     return Fragments(tris, lanes, covered, pixel, tile, depth, entry, covered_index, source_row)
@@ -321,27 +319,16 @@ def shade(fragments: Fragments, alive: np.ndarray, draw, scale: int, make_sample
     live = int(xp.count_nonzero(quad_live))
     if not live:
         return None
-    lanes_ = fragments.lanes
-    sub_alive = None
     if live == quad_live.shape[0]:
         # every quad shades (no quad lost all its lanes to the early depth test): the batch's
         # lanes as they are, read only from here on
-        sub, tile, pixel = lanes_, fragments.tile, fragments.pixel
-        sub_alive = alive
-    elif usable(quad_live, lanes_.x, fragments.tile, fragments.pixel, alive):
-        # the live quads' lane records and per-lane arrays in one compiled pass
-        (triangle, qx, qy), (x, y, z, tile, pixel, sub_alive) = keep_quads(
-            quad_live, (lanes_.triangle, lanes_.qx, lanes_.qy),
-            (lanes_.x, lanes_.y, lanes_.z, fragments.tile, fragments.pixel, alive))
-        sub = FragmentLanes(triangle, qx, qy, x, y, z)
+        sub, tile, pixel, sub_alive = fragments.lanes, fragments.tile, fragments.pixel, alive
     else:
-        sub = lanes_.select(quad_live)
-        tile, pixel = fragments.tile[shaded_lanes], fragments.pixel[shaded_lanes]
+        sub, (tile, pixel, sub_alive) = fragments.lanes.select(quad_live, fragments.tile,
+                                                               fragments.pixel, alive)
     sampler = make_sampler(tile)
     input_parts, system_value_parts, execution = _run_program(program, fragments.tris, sub, draw,
                                                     target.height, scale, sampler)
-    if sub_alive is None:
-        sub_alive = alive[shaded_lanes]
     killed = xp.asarray(execution.killed) & sub_alive
     stats = execution.stats
     sampler_stats = getattr(sampler, "stats", None)
